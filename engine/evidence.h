@@ -1,0 +1,38 @@
+/* evidence.h — everything one collection learns about a target, as plain C structs.
+ * Probes fill it (probes/*.h define the parts); engine/bridge/ turns it into the `ev` tree.
+ * No library headers here. docs/evidence.md is the key-by-key description. */
+#ifndef SOP_EVIDENCE_H
+#define SOP_EVIDENCE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "../probes/alloc.h"
+#include "../probes/cgroup.h"
+#include "../probes/host.h"
+#include "../probes/kmsg.h"
+#include "../probes/missing.h"
+#include "../probes/proc.h"
+
+struct sop_python; /* probes/python/python.h */
+
+typedef struct sop_collection {
+    int pid;
+    double duration_s;
+    double collected_at; /* epoch seconds */
+    bool alive;          /* false: the pid was gone; only the kernel log speaks of it */
+    sop_host host;
+    sop_oom_list ooms;
+    sop_proc proc;
+    sop_thread_list threads;
+    sop_child_list children;
+    sop_cgroup cgroup;
+    int64_t effective_cpus;
+    sop_alloc alloc;
+    struct sop_python *python; /* NULL when not CPython or not read */
+    sop_missing missing;
+} sop_collection;
+
+void sop__collection_free(sop_collection *c); /* frees the parts, not ev itself */
+
+#endif

@@ -1,0 +1,51 @@
+/* rules.h — the rule runner: one sandboxed Lua 5.4 state that loads a rule pack and runs each
+ * rule over the evidence tree under instruction and memory limits. engine/rules.c and
+ * engine/bridge/lua.c are the only files that include Lua's headers. */
+#ifndef SOP_RULES_H
+#define SOP_RULES_H
+
+#include <stddef.h>
+
+#include "value.h"
+
+typedef struct sop_rules sop_rules;
+
+/* A source the `require` of a rule pack can resolve without touching the file system:
+ * name "plugins.mem" → source text. The embedded default pack is such a list. */
+typedef struct {
+    const char *name;
+    const char *source;
+} sop_rules_module;
+
+/* Create a runner (no rules yet). Returns 0 or SOP_ENOMEM. */
+int sop__rules_new(sop_rules **out);
+void sop__rules_free(sop_rules *r);
+
+/* Load a pack, replacing what was loaded. `chunkname` is the file name shown in errors;
+ * `search_dir` (may be NULL) is where `require "plugins.x"` finds plugins/x.lua; `modules`
+ * (may be NULL, terminated by a {NULL,NULL} entry) are tried first. Text chunks only.
+ * On error returns SOP_ERULES with "file:line: message" in err. */
+int sop__rules_load(sop_rules *r, const char *chunkname, const char *src, size_t len,
+                    const char *search_dir, const sop_rules_module *modules, char *err,
+                    size_t errlen);
+
+size_t sop__rules_count(const sop_rules *r);
+const char *sop__rules_id(const sop_rules *r, size_t i);
+
+/* Override threshold `key` (value a number when it parses as one, else a string; "true"/
+ * "false" booleans). Kept across loads and applied to each; SOP_EUNKNOWNKEY when the loaded
+ * pack has no such threshold (checked again at each load). */
+int sop__rules_set_threshold(sop_rules *r, const char *key, const char *value, char *err,
+                             size_t errlen);
+
+/* Run every rule over `ev`. *out becomes an object:
+ *   { findings = [ {id, section, severity, symptom, evidence, cause, fix, verify, refs=[...]} ],
+ *     cleared  = [ {id, section, note} ],
+ *     unknown  = [ {id, section, reason} ],
+ *     rule_errors = [ {id, where, message} ],
+ *     thresholds = { key = value } }
+ * Text fields are either strings or objects {en = "...", zh = "..."}: the renderer picks.
+ * Returns 0, or SOP_ENORULES / SOP_ENOMEM. */
+int sop__rules_run(sop_rules *r, const sop_value *ev, sop_value **out, char *err, size_t errlen);
+
+#endif

@@ -1,0 +1,60 @@
+/* host.h — what the host probes read: meminfo, vmstat, loadavg, /proc/stat, PSI, diskstats
+ * (libproc2 where it covers them: probes/host_libproc2.c is its only home), online CPUs.
+ * Integers are SOP_NA and doubles NaN when not measured. Depends on libc only. */
+#ifndef SOP_HOST_H
+#define SOP_HOST_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "missing.h"
+#include "procfs.h"
+
+typedef struct {
+    double avg10, avg60, avg300;
+    int64_t total_us;
+    bool present;
+} sop_psi_line;
+
+typedef struct {
+    sop_psi_line some, full;
+    bool present;
+} sop_psi;
+
+typedef struct {
+    char name[32];
+    int64_t reads, writes, read_sectors, write_sectors, read_ms, write_ms, io_ms;
+    /* window */
+    double util_pct, r_await_ms, w_await_ms, read_kb_per_s, write_kb_per_s, reads_per_s,
+        writes_per_s;
+} sop_disk;
+
+#define SOP_DISKS_MAX 32
+typedef struct {
+    int64_t ncpu;
+    int64_t mem_total_kb, mem_free_kb, mem_available_kb, cached_kb, dirty_kb, writeback_kb;
+    int64_t swap_total_kb, swap_free_kb, shmem_kb, mlocked_kb, hugepages_total, hugepages_free;
+    double load1, load5, load15;
+    int64_t procs_running, procs_blocked;
+    /* /proc/stat aggregate cpu jiffies */
+    int64_t cpu_user, cpu_nice, cpu_system, cpu_idle, cpu_iowait, cpu_irq, cpu_softirq, cpu_steal;
+    double cpu_user_pct, cpu_system_pct, cpu_iowait_pct, cpu_idle_pct, cpu_steal_pct; /* window */
+    /* /proc/vmstat counters */
+    int64_t pswpin, pswpout, pgfault, pgmajfault;
+    double swap_in_per_s, swap_out_per_s, pgmajfault_per_s; /* window, pages/s */
+    sop_psi psi_cpu, psi_memory, psi_io;
+    sop_disk disks[SOP_DISKS_MAX];
+    size_t ndisks;
+    double btime; /* boot time, epoch seconds */
+} sop_host;
+
+/* Pure parsers (fixture-testable). */
+int sop__parse_psi(const char *text, sop_psi *out);
+int sop__parse_loadavg(const char *text, sop_host *out);
+
+/* Read the whole host picture; failures go to `missing`. Returns 0. */
+int sop__host_collect(sop_host *out, sop_missing *missing);
+void sop__host_rates(sop_host *now, const sop_host *before, double secs);
+
+#endif

@@ -1,0 +1,182 @@
+/* proc.h — what the process probes read from /proc/PID: stat, status, smaps_rollup, io,
+ * limits, environ (allow-listed names only), cmdline, maps (notable libraries), fds, task/
+ * (threads), schedstat, affinity, and the descendants. One file per source under probes/proc_*.c;
+ * each has a pure parser (text in, struct out) and a reader taking a /proc/PID dir fd.
+ * Integers are SOP_NA and doubles NaN when not measured. Depends on libc only. */
+#ifndef SOP_PROC_H
+#define SOP_PROC_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "missing.h"
+#include "procfs.h"
+
+#define SOP_COMM_MAX 64
+#define SOP_CMDLINE_MAX 1024
+#define SOP_PATH_MAX 512
+
+/* /proc/PID/stat (also task/TID/stat). */
+typedef struct {
+    int pid, ppid;
+    char comm[SOP_COMM_MAX];
+    char state; /* kernel letter: R S D Z T t I X; 0 when unread */
+    int64_t minflt, majflt;
+    int64_t utime_ticks, stime_ticks;
+    int64_t priority, nice, num_threads;
+    int64_t starttime_ticks;
+    int64_t vsize_bytes, rss_pages;
+    int64_t processor;
+    int64_t blkio_ticks; /* delayacct_blkio_ticks */
+} sop_stat;
+
+/* /proc/PID/status (kB unless named). */
+typedef struct {
+    int64_t vm_peak_kb, vm_size_kb, vm_lck_kb, vm_pin_kb, vm_hwm_kb, vm_rss_kb;
+    int64_t rss_anon_kb, rss_file_kb, rss_shmem_kb, vm_swap_kb;
+    int64_t threads;
+    int64_t voluntary_ctxt_switches, nonvoluntary_ctxt_switches;
+    char cpus_allowed_list[256];
+    int64_t cpus_allowed_count;
+    int64_t uid; /* real uid */
+} sop_status;
+
+/* /proc/PID/smaps_rollup (kB). */
+typedef struct {
+    int64_t rss_kb, pss_kb, pss_anon_kb, pss_file_kb, pss_shmem_kb;
+    int64_t shared_clean_kb, shared_dirty_kb, private_clean_kb, private_dirty_kb;
+    int64_t anonymous_kb, swap_kb, locked_kb;
+} sop_smaps;
+
+/* /proc/PID/io. */
+typedef struct {
+    int64_t rchar, wchar, syscr, syscw, read_bytes, write_bytes, cancelled_write_bytes;
+} sop_io;
+
+/* /proc/PID/limits (soft values; -1 = unlimited). */
+typedef struct {
+    int64_t nofile_soft, nofile_hard, memlock_bytes, as_bytes, nproc;
+} sop_limits;
+
+/* /proc/PID/schedstat: time on CPU, time waiting on a run queue, timeslices. */
+typedef struct {
+    int64_t run_ns, wait_ns, timeslices;
+} sop_schedstat;
+
+/* Allow-listed environment variables (names in probes/proc_environ.c). Values kept verbatim. */
+#define SOP_ENV_MAX 48
+typedef struct {
+    char name[40];
+    char value[256];
+} sop_env_var;
+typedef struct {
+    sop_env_var vars[SOP_ENV_MAX];
+    size_t n;
+} sop_env;
+
+/* Notable libraries mapped (from /proc/PID/maps). */
+#define SOP_LIBS_MAX 48
+typedef struct {
+    char kind[16]; /* blas openmp allocator python torch numpy uvloop tokenizers cuda */
+    char name[64]; /* short name, e.g. "libopenblas", "libjemalloc" */
+    char path[SOP_PATH_MAX];
+} sop_lib;
+typedef struct {
+    sop_lib libs[SOP_LIBS_MAX];
+    size_t n;
+} sop_libs;
+
+/* Rates over the window (NaN when duration is 0 or a side is missing). */
+typedef struct {
+    double cpu_pct; /* 100 = one core */
+    double majflt_per_s, rss_growth_kb_per_s;
+    double rchar_per_s, wchar_per_s, syscr_per_s, syscw_per_s;
+    double read_bytes_per_s, write_bytes_per_s;
+    double mean_read_bytes, mean_write_bytes; /* rchar/syscr over the window */
+    double sched_wait_ms_per_s;
+} sop_proc_rates;
+
+typedef struct {
+    int pid;
+    char cmdline[SOP_CMDLINE_MAX]; /* NUL separators replaced by spaces; may hold any byte */
+    char exe[SOP_PATH_MAX];
+    sop_stat stat;
+    sop_status status;
+    sop_smaps smaps;
+    sop_io io;
+    sop_limits limits;
+    sop_schedstat sched;
+    sop_env env;
+    sop_libs libs;
+    int64_t fds;
+    double start_time_s; /* epoch seconds */
+    sop_proc_rates rate;
+    bool have_stat, have_status, have_smaps, have_io, have_limits, have_sched, have_env, have_maps;
+} sop_proc;
+
+typedef struct {
+    int tid;
+    char name[SOP_COMM_MAX];
+    sop_stat stat;
+    sop_schedstat sched;
+    int64_t voluntary_ctxt_switches, nonvoluntary_ctxt_switches;
+    double cpu_pct; /* window */
+} sop_thread;
+
+typedef struct {
+    sop_thread *items;
+    size_t n;
+} sop_thread_list;
+
+typedef struct {
+    int pid, ppid, depth;
+    char cmdline[SOP_CMDLINE_MAX];
+    sop_stat stat;
+    sop_status status;
+    sop_smaps smaps;
+    sop_io io;
+    sop_env env;
+    double cpu_pct, read_bytes_per_s, rchar_per_s;
+    bool have_smaps;
+} sop_child;
+
+typedef struct {
+    sop_child *items;
+    size_t n;
+} sop_child_list;
+
+/* ---- pure parsers: text (NUL-terminated) in, struct out; 0 or -EINVAL/-ENODATA ---- */
+int sop__parse_stat(const char *text, sop_stat *out);
+int sop__parse_status(const char *text, sop_status *out);
+int sop__parse_smaps_rollup(const char *text, sop_smaps *out);
+int sop__parse_io(const char *text, sop_io *out);
+int sop__parse_limits(const char *text, sop_limits *out);
+int sop__parse_schedstat(const char *text, sop_schedstat *out);
+/* environ is NUL-separated: give the length. Only allow-listed names are kept. */
+int sop__parse_environ(const char *buf, size_t len, sop_env *out);
+bool sop__env_allowed(const char *name);
+int sop__parse_cmdline(const char *buf, size_t len, char *out, size_t cap);
+int sop__parse_maps(const char *text, sop_libs *out);
+
+/* ---- readers: proc_dirfd is an open /proc/PID (or fixture) directory ---- */
+/* Everything about one process; failures go to `missing`. Returns 0, or -ENOENT/-ESRCH when
+ * the process is gone, -EACCES when nothing at all could be read. */
+int sop__proc_collect(int proc_dirfd, int pid, sop_proc *out, sop_missing *missing);
+/* All threads under task/. The list is malloc'd; free with sop__thread_list_free. */
+int sop__threads_collect(int proc_dirfd, sop_thread_list *out, sop_missing *missing);
+void sop__thread_list_free(sop_thread_list *l);
+/* All descendants of pid (bounded: SOP_CHILDREN_MAX, depth 4) via /proc/PID/task/TID/children,
+ * with their memory. proc_root_fd is an open /proc. */
+#define SOP_CHILDREN_MAX 256
+int sop__children_collect(int proc_root_fd, int pid, sop_child_list *out, sop_missing *missing);
+void sop__child_list_free(sop_child_list *l);
+
+/* ---- window: fill rates in `now` from `before`, `secs` apart ---- */
+void sop__proc_rates(sop_proc *now, const sop_proc *before, double secs, double ticks_per_s);
+void sop__threads_rates(sop_thread_list *now, const sop_thread_list *before, double secs,
+                        double ticks_per_s);
+void sop__children_rates(sop_child_list *now, const sop_child_list *before, double secs,
+                         double ticks_per_s);
+
+#endif

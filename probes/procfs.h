@@ -1,0 +1,31 @@
+/* procfs.h — reading small text files relative to a directory fd (a /proc/PID dir, a cgroup
+ * dir, a fixture tree), and the number helpers every parser shares. Depends on libc only. */
+#ifndef SOP_PROCFS_H
+#define SOP_PROCFS_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#define SOP_NA INT64_MIN /* "not measured": the bridge leaves such a key out */
+
+/* Read the file `path` (relative to dirfd; AT_FDCWD for absolute) into a NUL-terminated
+ * buffer of at most `max_bytes` bytes. On success *out is malloc'd (caller frees) and *len
+ * its length; a file longer than max_bytes is truncated (a parser must cope). Returns 0 or
+ * -errno. Reads until EOF: /proc files are generated on read. */
+int sop__read_file_at(int dirfd, const char *path, size_t max_bytes, char **out, size_t *len);
+
+/* Same into a caller buffer of `cap` bytes (cap >= 1); returns bytes read or -errno. */
+long sop__read_small_at(int dirfd, const char *path, char *buf, size_t cap);
+
+/* Parse a decimal integer at *p, skipping leading blanks; advances *p. Returns SOP_NA when no
+ * digits are there. */
+int64_t sop__parse_i64(const char **p);
+
+/* For "Key:   value kB" style files: find the line starting with `key` followed by ':' in
+ * text and parse the number after it. Returns SOP_NA if absent or malformed. */
+int64_t sop__kv_i64(const char *text, const char *key);
+
+/* Count the CPUs in a list like "0-3,8,10-11"; -1 when malformed. */
+int sop__cpulist_count(const char *list);
+
+#endif
