@@ -1,0 +1,19 @@
+/* cli.h — the subcommands of sopctl, one file each (cli/cmd_*.c), and the helpers they share.
+ * sopctl is a thin client of libsop: every command goes through include/sop.h. */
+#ifndef SOP_CLI_H
+#define SOP_CLI_H
+
+/* Exit codes (CONTRACT.md): 0 ok, 1 warn/high finding, 2 usage or rules, 3 target. */
+enum { EXIT_CLEAN = 0, EXIT_FINDING = 1, EXIT_USAGE = 2, EXIT_TARGET = 3 };
+
+int cmd_run(int argc, char **argv);
+int cmd_evidence(int argc, char **argv);
+int cmd_dump(int argc, char **argv);
+int cmd_check(int argc, char **argv);
+
+/* Parse a positive pid; -1 when not a pid. */
+int cli_parse_pid(const char *s);
+/* Map a libsop error to an exit code. */
+int cli_exit_for(int sop_err);
+
+#endif

@@ -1,0 +1,25 @@
+/* bridge.h — the one place that turns evidence into the `ev` tree (and from there into Lua
+ * tables and JSON). One file per evidence group adds its keys to the top-level object `ev`,
+ * following docs/evidence.md; engine/bridge/lua.c moves trees in and out of Lua. Absent
+ * values (SOP_NA, NaN) are left out, never written as 0. */
+#ifndef SOP_BRIDGE_H
+#define SOP_BRIDGE_H
+
+#include "../evidence.h"
+#include "../value.h"
+
+struct sop_python;
+
+void sop__bridge_host(sop_value *ev, const sop_host *h, const sop_oom_list *ooms, double now);
+void sop__bridge_proc(sop_value *ev, const sop_proc *p, const sop_thread_list *threads,
+                      const sop_child_list *children, double now);
+void sop__bridge_cgroup(sop_value *ev, const sop_cgroup *cg);
+void sop__bridge_alloc(sop_value *ev, const sop_alloc *a);
+/* Adds ev.python (same shape as the `dump` JSON minus pid). */
+void sop__bridge_python(sop_value *ev, const struct sop_python *py);
+
+/* Copy `s` into a string value with invalid UTF-8 replaced, so JSON and Lua both accept it;
+ * control characters are kept (renderers escape them). */
+sop_value *sop__bridge_text(const char *s);
+
+#endif

@@ -1,0 +1,61 @@
+/* python.h — the CPython probe: find the interpreter of a process from outside (ELF symbols,
+ * _PyRuntime, version; _Py_DebugOffsets on 3.13+, per-version layouts for 3.8-3.12) and walk
+ * interpreters -> thread states -> frames without stopping the target; with SOP_PY_NATIVE,
+ * also native stacks via libunwind-ptrace (probes/python/native.c is its only home).
+ * Depends on libc (and libunwind in native.c). */
+#ifndef SOP_PYTHON_H
+#define SOP_PYTHON_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "../missing.h"
+
+#define SOP_PY_NATIVE 0x1u /* interrupt each thread briefly and unwind its native stack */
+
+typedef struct {
+    char func[128]; /* qualified name where the version has it */
+    char file[512];
+    int line;       /* -1 when unknown */
+} sop_pyframe;
+
+typedef struct {
+    char func[128];
+    char lib[128];  /* basename of the mapped object */
+    uint64_t ip;
+} sop_nframe;
+
+typedef struct {
+    int tid;            /* OS thread id; 0 when unknown */
+    uint64_t thread_id; /* pthread id (threading.get_ident()) */
+    char name[64];      /* threading name, when readable */
+    bool active;        /* from the OS thread state (running / runnable) */
+    bool gil;           /* holds the GIL */
+    sop_pyframe *frames; /* innermost first */
+    size_t nframes;
+    bool truncated;     /* more frames than the bound */
+    sop_nframe *native;  /* with SOP_PY_NATIVE; innermost first, Python frames merged in */
+    size_t nnative;
+    char native_error[160];
+} sop_pythread;
+
+typedef struct sop_python {
+    char version[32];       /* "3.11.7" */
+    char executable[512];
+    char libpython[512];    /* "" for static builds */
+    int64_t gil_holder_tid; /* SOP_NA (INT64_MIN) when unknown / none */
+    /* GC state: SOP_NA where not readable */
+    int64_t gc_enabled, gc_collecting, gc_threshold[3], gc_count[3], gc_frozen;
+    sop_pythread *threads;
+    size_t nthreads;
+} sop_python;
+
+/* Read the CPython state of `pid`. proc_root is "/proc" (a fixture root in tests). Returns 0,
+ * SOP_ENOTPYTHON-like negative (-ENOEXEC) when not CPython, -ESRCH when gone, -EPERM / -EACCES
+ * when memory cannot be read. Partial results are returned with reasons in `missing`. */
+int sop__python_collect(int pid, const char *proc_root, unsigned flags, sop_python **out,
+                        sop_missing *missing);
+void sop__python_free(sop_python *py);
+
+#endif
