@@ -35,7 +35,7 @@ static int read_thread(int taskfd, int tid, sop_thread *t, sop_missing *missing)
     sop__parse_schedstat(NULL, &t->sched);
 
     snprintf(path, sizeof path, "%d/stat", tid);
-    long n = sop__read_small_at(taskfd, path, buf, sizeof buf);
+    long n = sop__read_seq_at(taskfd, path, buf, sizeof buf);
     if (gone(n) || n == 0)
         return 1;
     if (n < 0)
@@ -47,7 +47,7 @@ static int read_thread(int taskfd, int tid, sop_thread *t, sop_missing *missing)
     snprintf(t->name, sizeof t->name, "%s", t->stat.comm); /* stat's comm is task/TID/comm */
 
     snprintf(path, sizeof path, "%d/schedstat", tid);
-    n = sop__read_small_at(taskfd, path, buf, sizeof buf);
+    n = sop__read_seq_at(taskfd, path, buf, sizeof buf);
     if (n > 0)
         sop__parse_schedstat(buf, &t->sched);
     else if (!gone(n))
@@ -55,7 +55,7 @@ static int read_thread(int taskfd, int tid, sop_thread *t, sop_missing *missing)
                          n < 0 ? strerror((int)-n) : "empty");
 
     snprintf(path, sizeof path, "%d/status", tid);
-    n = sop__read_small_at(taskfd, path, buf, sizeof buf);
+    n = sop__read_seq_at(taskfd, path, buf, sizeof buf);
     if (n > 0) {
         const sop_kv_slot slots[] = {
             {"voluntary_ctxt_switches", &t->voluntary_ctxt_switches},
