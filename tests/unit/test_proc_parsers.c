@@ -658,12 +658,14 @@ static void *idle_thread(void *arg)
     return NULL;
 }
 
-static double now_ms(void)
+static double clock_ms(clockid_t id)
 {
     struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
+    clock_gettime(id, &ts);
     return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
 }
+
+static double now_ms(void) { return clock_ms(CLOCK_MONOTONIC); }
 
 static void test_live(void)
 {
@@ -711,20 +713,24 @@ static void test_live(void)
     sop_child_list cl = {0}, cl2 = {0};
 
     /* one snapshot of a 64-thread process with 8 (+1) descendants */
-    double best = 1e9;
+    /* judged on this thread's CPU time (user + kernel, where /proc is generated), which other
+     * load on the machine does not inflate; wall time is printed too */
+    double best = 1e9, best_wall = 1e9;
     for (int round = 0; round < 5; round++) {
         sop__thread_list_free(&tl);
         sop__child_list_free(&cl);
-        double t0 = now_ms();
+        double t0 = now_ms(), c0 = clock_ms(CLOCK_THREAD_CPUTIME_ID);
         int dfd = open(self, O_RDONLY | O_DIRECTORY);
         CHECK_EQ_I(sop__proc_collect(dfd, getpid(), p, &m), 0);
         CHECK_EQ_I(sop__threads_collect(dfd, &tl, &m), 0);
         CHECK_EQ_I(sop__children_collect(root, getpid(), &cl, &m), 0);
         close(dfd);
-        double ms = now_ms() - t0;
+        double ms = clock_ms(CLOCK_THREAD_CPUTIME_ID) - c0, wall = now_ms() - t0;
         best = ms < best ? ms : best;
+        best_wall = wall < best_wall ? wall : best_wall;
     }
-    printf("snapshot of %zu threads + %zu descendants: %.2f ms (best of 5)\n", tl.n, cl.n, best);
+    printf("snapshot of %zu threads + %zu descendants: %.2f ms CPU, %.2f ms wall (best of 5)\n",
+           tl.n, cl.n, best, best_wall);
     CHECK(best < 10.0);
 
     CHECK(p->have_stat && p->have_status && p->have_smaps && p->have_io && p->have_sched &&
