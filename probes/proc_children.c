@@ -130,10 +130,10 @@ static int scan_ppids(int rootfd, int target, node_list *q)
     return 0;
 }
 
-static void child_miss(sop_missing *m, const char *file, long rc)
+static void child_miss(sop_missing *m, int dfd, const char *file, long rc)
 {
-    if (rc == -ENOENT || rc == -ESRCH)
-        return; /* exited while we read: the stat check decides */
+    if (rc == -ESRCH || (rc == -ENOENT && faccessat(dfd, "stat", R_OK, 0) != 0))
+        return; /* the child exited while we read it: nothing is missing */
     sop__missing_add(m, "children", "%s: %s", file, rc < 0 ? strerror((int)-rc) : "empty");
 }
 
@@ -163,27 +163,27 @@ static bool read_child(int rootfd, const node *nd, sop_child *c, sop_missing *m)
     }
     n = sop__read_seq_at(dfd, "status", buf, sizeof buf);
     if (n <= 0 || sop__parse_status(buf, &c->status) != 0)
-        child_miss(m, "status", n);
+        child_miss(m, dfd, "status", n);
     n = sop__read_seq_at(dfd, "smaps_rollup", buf, sizeof buf);
     if (n > 0 && sop__parse_smaps_rollup(buf, &c->smaps) == 0)
         c->have_smaps = true;
     else if (c->stat.state != 'Z')
-        child_miss(m, "smaps_rollup", n);
+        child_miss(m, dfd, "smaps_rollup", n);
     n = sop__read_seq_at(dfd, "io", buf, sizeof buf);
     if (n <= 0 || sop__parse_io(buf, &c->io) != 0)
-        child_miss(m, "io", n);
+        child_miss(m, dfd, "io", n);
     n = sop__read_small_at(dfd, "cmdline", buf, sizeof buf);
     if (n >= 0)
         sop__parse_cmdline(buf, (size_t)n, c->cmdline, sizeof c->cmdline);
     else
-        child_miss(m, "cmdline", n);
+        child_miss(m, dfd, "cmdline", n);
     char *env = NULL;
     size_t elen = 0;
     int rc = sop__read_file_at(dfd, "environ", CHILD_ENVIRON_MAX_BYTES, &env, &elen);
     if (rc == 0)
         sop__parse_environ(env, elen, &c->env);
     else
-        child_miss(m, "environ", rc);
+        child_miss(m, dfd, "environ", rc);
     free(env);
     close(dfd);
     return true;

@@ -8,6 +8,7 @@
 #include <pthread.h>
 #include <signal.h>
 #include <stdint.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -512,6 +513,71 @@ static void test_collect_partial(void)
     rmdir(dir);
 }
 
+static void put_file(const char *dir, const char *rel, const char *text)
+{
+    char path[256];
+    snprintf(path, sizeof path, "%s/%s", dir, rel);
+    FILE *f = fopen(path, "w");
+    if (!f) {
+        perror(path);
+        exit(2);
+    }
+    fputs(text, f);
+    fclose(f);
+}
+
+/* A kernel without CONFIG_PROC_CHILDREN: no task/TID/children files, so the descendants come
+ * from one scan of the ppids; the depth bound holds there too. */
+static void test_children_fallback(void)
+{
+    char root[] = "/tmp/sop_proc_rootXXXXXX";
+    CHECK(mkdtemp(root) != NULL);
+    /* 10 -> 11 -> 12 -> 13 -> 14 -> 15 (too deep), 10 -> 16; 20 is unrelated */
+    const int pids[] = {10, 11, 12, 13, 14, 15, 16, 20};
+    const int ppids[] = {1, 10, 11, 12, 13, 14, 10, 1};
+    char rel[64], text[160];
+    for (size_t i = 0; i < sizeof pids / sizeof pids[0]; i++) {
+        snprintf(rel, sizeof rel, "%d", pids[i]);
+        char dir[128];
+        snprintf(dir, sizeof dir, "%s/%s", root, rel);
+        mkdir(dir, 0755);
+        snprintf(rel, sizeof rel, "%d/task", pids[i]);
+        snprintf(dir, sizeof dir, "%s/%s", root, rel);
+        mkdir(dir, 0755);
+        snprintf(rel, sizeof rel, "%d/task/%d", pids[i], pids[i]);
+        snprintf(dir, sizeof dir, "%s/%s", root, rel);
+        mkdir(dir, 0755);
+        snprintf(rel, sizeof rel, "%d/stat", pids[i]);
+        snprintf(text, sizeof text, "%d (w %d) S %d 1 1 0 -1 0 0 0 0 0 1 1 0 0 20 0 1 0 9 0 0\n",
+                 pids[i], pids[i], ppids[i]);
+        put_file(root, rel, text);
+    }
+    int rfd = open(root, O_RDONLY | O_DIRECTORY);
+    sop_child_list cl;
+    sop_missing m = {0};
+    CHECK_EQ_I(sop__children_collect(rfd, 10, &cl, &m), 0);
+    CHECK_EQ_I(cl.n, 5); /* 11 16 12 13 14: breadth first, depth at most 4 */
+    if (cl.n == 5) {
+        CHECK_EQ_I(cl.items[0].pid, 11);
+        CHECK_EQ_I(cl.items[1].pid, 16);
+        CHECK_EQ_I(cl.items[1].depth, 1);
+        CHECK_EQ_I(cl.items[2].pid, 12);
+        CHECK_EQ_I(cl.items[2].depth, 2);
+        CHECK_EQ_I(cl.items[4].pid, 14);
+        CHECK_EQ_I(cl.items[4].depth, 4);
+        CHECK_EQ_I(cl.items[4].ppid, 13);
+        CHECK_EQ_S(cl.items[4].stat.comm, "w 14");
+        CHECK(!cl.items[4].have_smaps);
+    }
+    CHECK(has_missing(&m, "children", "smaps_rollup"));
+    sop__child_list_free(&cl);
+    sop__missing_free(&m);
+    close(rfd);
+    char cmd[128];
+    snprintf(cmd, sizeof cmd, "rm -rf %s", root);
+    CHECK_EQ_I(system(cmd), 0);
+}
+
 static void test_rates(void)
 {
     sop_proc *a = malloc(sizeof *a), *b = malloc(sizeof *b);
@@ -876,6 +942,7 @@ int main(void)
     test_maps();
     test_collect_fixture();
     test_collect_partial();
+    test_children_fallback();
     test_rates();
     test_text();
     test_live();
