@@ -175,7 +175,7 @@ static void add_proc(sop_value *ev, const sop_proc *p, double now, double tps)
         sop__v_set_int(o, "as_limit_kb", limit_kb(p->limits.as_bytes));
         sop__v_set_int(o, "nproc_limit", p->limits.nproc);
     }
-    if (p->have_status && ss->cpus_allowed_list[0]) {
+    if (p->have_status && (ss->cpus_allowed_list[0] || ss->cpus_allowed_count != SOP_NA)) {
         sop_value *a = sop__v_obj_at(o, "affinity");
         set_text(a, "cpus", ss->cpus_allowed_list);
         sop__v_set_int(a, "count", ss->cpus_allowed_count);

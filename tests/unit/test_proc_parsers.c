@@ -145,6 +145,16 @@ static void test_status(void)
     CHECK_EQ_I(sop__parse_status("VmRSSX:\t5 kB\nCpus_allowed_list:\t0-3,8,10-11\n", &s), 0);
     CHECK_EQ_I(s.vm_rss_kb, SOP_NA);
     CHECK_EQ_I(s.cpus_allowed_count, 7);
+    /* a list longer than the struct keeps its count, not a cut copy */
+    char big[2048] = "Cpus_allowed_list:\t";
+    for (int cpu = 0; cpu < 400; cpu += 2)
+        snprintf(big + strlen(big), sizeof big - strlen(big), "%d,", cpu);
+    big[strlen(big) - 1] = '\n';
+    CHECK_EQ_I(sop__parse_status(big, &s), 0);
+    CHECK_EQ_I(s.cpus_allowed_count, 200);
+    CHECK_EQ_S(s.cpus_allowed_list, "");
+    CHECK_EQ_I(sop__parse_status("Cpus_allowed_list:\t3-1\n", &s), 0);
+    CHECK_EQ_I(s.cpus_allowed_count, SOP_NA);
 }
 
 static void test_smaps_io_sched_limits(void)
