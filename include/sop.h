@@ -40,7 +40,7 @@ typedef enum {
 #define SOP__ERR_ENUM(name, value, msg) SOP_##name = (value),
     SOP_ERRNO_MAP(SOP__ERR_ENUM)
 #undef SOP__ERR_ENUM
-} sop_status;
+} sop_error;
 
 /* A static string naming `code`; never NULL. */
 const char *sop_strerror(int code);
