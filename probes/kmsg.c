@@ -118,5 +118,6 @@ int sop__kmsg_collect(sop_oom_list *out, double btime, double max_age_s, sop_mis
         }
     }
     sop__kmsg_flush(out);
+    out->read_ok = true;
     return 0;
 }

@@ -28,6 +28,7 @@ typedef struct {
     sop_oom items[SOP_OOM_MAX]; /* oldest first; the newest SOP_OOM_MAX kept */
     size_t n;
     double btime; /* epoch of boot, to turn stamps into times; NaN leaves time NaN */
+    bool read_ok; /* the log was read: n == 0 then means "no kill seen", not "not looked" */
     /* lines seen before the kill line of the kill in progress (parser state) */
     char pend_invoker[64], pend_constraint[32], pend_task_memcg[256], pend_oom_memcg[256];
     int pend_pid; /* "Kill process N (C) score S or sacrifice child" (< 5.0), until its */

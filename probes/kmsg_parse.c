@@ -298,5 +298,6 @@ int sop__parse_kmsg(const char *text, sop_oom_list *out, double btime)
         line = eol ? eol + 1 : NULL;
     }
     sop__kmsg_flush(out);
+    out->read_ok = true;
     return 0;
 }
