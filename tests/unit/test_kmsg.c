@@ -284,7 +284,9 @@ static void test_live_oom(void)
     if (o) {
         printf("live OOM: pid %d comm %s anon_rss_kb %lld memcg %s, %.1f s after start\n", o->pid,
                o->comm, (long long)o->anon_rss_kb, o->task_memcg, o->time - (double)before);
-        CHECK(o->anon_rss_kb > 16 * 1024 && o->anon_rss_kb <= 33 * 1024);
+        /* about the 32 MiB limit; pages shared with the parent since fork (ASan's shadow,
+         * say) count in the RSS but were charged to the parent's cgroup, hence the slack */
+        CHECK(o->anon_rss_kb > 16 * 1024 && o->anon_rss_kb < 96 * 1024);
         CHECK(strstr(o->task_memcg, "sop-oomtest-") != NULL);
         CHECK(fabs(o->time - (double)before) < 30.0);
     }
