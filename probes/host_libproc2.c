@@ -154,6 +154,8 @@ static int read_diskstats(sop_host *out, sop_missing *missing)
         if (!name || DISKSTATS_VAL(1, s_int, st, info) != DISKSTATS_TYPE_DISK ||
             !sop__disk_name_wanted(name))
             continue;
+        if (DISKSTATS_VAL(2, ul_int, st, info) == 0 && DISKSTATS_VAL(3, ul_int, st, info) == 0)
+            continue; /* never read nor written since boot (an unused zram, a cd drive) */
         sop_disk *d = &out->disks[out->ndisks++];
         memset(d, 0, sizeof *d);
         d->util_pct = d->r_await_ms = d->w_await_ms = d->read_kb_per_s = d->write_kb_per_s =

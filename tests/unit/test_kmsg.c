@@ -278,7 +278,13 @@ static void test_live_oom(void)
     sop_oom_list l;
     sop_missing m = {0};
     double bt = btime_now();
+    struct timespec t0, t1;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
     CHECK_EQ_I(sop__kmsg_collect(&l, bt, 600.0, &m), 0);
+    clock_gettime(CLOCK_MONOTONIC, &t1);
+    printf("kernel log read in %.2f ms, %zu OOM records in the last 600 s\n",
+           (double)(t1.tv_sec - t0.tv_sec) * 1e3 + (double)(t1.tv_nsec - t0.tv_nsec) / 1e6, l.n);
+    CHECK(l.read_ok);
     const sop_oom *o = by_pid(&l, (int)child);
     CHECK(o != NULL);
     if (o) {
