@@ -12,7 +12,7 @@
 #include "procfs.h"
 
 typedef struct {
-    int version; /* 1 or 2; 0 unknown */
+    int version;        /* 1 or 2; 0 unknown */
     char path[512];     /* the cgroup path as /proc/PID/cgroup names it (memory or unified) */
     char cpu_path[512]; /* v1: the cpu controller path */
     /* cpu */
@@ -30,9 +30,9 @@ typedef struct {
     int64_t pids_current, pids_max; /* max -1 = unlimited */
     /* added by the host/cgroup probes */
     char cpuset_path[512], pids_path[512]; /* v1: those controllers' paths */
-    char v2_path[512];                      /* the "0::" path, also seen on v1 hybrids */
-    bool mem_unlimited;                     /* no limit anywhere up to the root */
-    int64_t under_oom;                      /* v1 memory.oom_control */
+    char v2_path[512];                     /* the "0::" path, also seen on v1 hybrids */
+    bool mem_unlimited;                    /* no limit anywhere up to the root */
+    int64_t under_oom;                     /* v1 memory.oom_control */
 } sop_cgroup;
 
 /* Set everything to "not measured". */

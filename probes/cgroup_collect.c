@@ -133,15 +133,20 @@ static cg_dir resolve(const char *mount, const char *path, const char *what, sop
     char full[1100];
     join(full, sizeof full, d.mount, d.rel);
     if (!is_dir(full)) {
-        sop__missing_add(m, "cgroup", "%s path %.120s not under %.60s (cgroup namespace?): "
-                         "read the mount root instead", what, path, mount);
+        sop__missing_add(m, "cgroup",
+                         "%s path %.120s not under %.60s (cgroup namespace?): "
+                         "read the mount root instead",
+                         what, path, mount);
         d.rel[0] = '\0';
     }
     d.ok = 1;
     return d;
 }
 
-static void full_path(const cg_dir *d, char *out, size_t cap) { join(out, cap, d->mount, d->rel); }
+static void full_path(const cg_dir *d, char *out, size_t cap)
+{
+    join(out, cap, d->mount, d->rel);
+}
 
 /* Read an integer file in dir; SOP_NA when absent or malformed (reported). */
 static int64_t read_i64(const char *dir, const char *name, const char *probe, sop_missing *m,
@@ -167,8 +172,7 @@ static int64_t read_i64(const char *dir, const char *name, const char *probe, so
 
 /* Walk from d up to its mount root, reading the limit file at each level; keep the tightest.
  * Returns 1 when a level had a limit, 0 when all levels said unlimited, -1 when none read. */
-static int tightest_mem_limit(const cg_dir *d, const char *file, sop_cgroup *out,
-                              sop_missing *m)
+static int tightest_mem_limit(const cg_dir *d, const char *file, sop_cgroup *out, sop_missing *m)
 {
     char rel[512];
     snprintf(rel, sizeof rel, "%s", d->rel);
@@ -265,8 +269,7 @@ static void read_cpu_stat(const char *dir, sop_cgroup *out, sop_missing *m)
         sop__missing_add(m, "cgroup.cpu", "cpu.stat: unparsable");
 }
 
-static void read_cpuset(const cg_dir *d, const char *const *files, sop_cgroup *out,
-                        sop_missing *m)
+static void read_cpuset(const cg_dir *d, const char *const *files, sop_cgroup *out, sop_missing *m)
 {
     char dir[1100];
     full_path(d, dir, sizeof dir);
@@ -435,9 +438,9 @@ void sop__cgroup_rates(sop_cgroup *now, const sop_cgroup *before, double secs)
 {
     if (!(secs > 0) || !isfinite(secs))
         return;
-    if (now->nr_periods != SOP_NA && before->nr_periods != SOP_NA &&
-        now->nr_throttled != SOP_NA && before->nr_throttled != SOP_NA &&
-        now->nr_periods >= before->nr_periods && now->nr_throttled >= before->nr_throttled) {
+    if (now->nr_periods != SOP_NA && before->nr_periods != SOP_NA && now->nr_throttled != SOP_NA &&
+        before->nr_throttled != SOP_NA && now->nr_periods >= before->nr_periods &&
+        now->nr_throttled >= before->nr_throttled) {
         int64_t dp = now->nr_periods - before->nr_periods;
         int64_t dt = now->nr_throttled - before->nr_throttled;
         /* no period elapsed: the group never ran against its quota, so nothing throttled */
@@ -445,5 +448,6 @@ void sop__cgroup_rates(sop_cgroup *now, const sop_cgroup *before, double secs)
     }
     if (now->throttled_us != SOP_NA && before->throttled_us != SOP_NA &&
         now->throttled_us >= before->throttled_us)
-        now->throttled_ms_per_s = (double)(now->throttled_us - before->throttled_us) / 1000.0 / secs;
+        now->throttled_ms_per_s =
+            (double)(now->throttled_us - before->throttled_us) / 1000.0 / secs;
 }

@@ -241,15 +241,16 @@ int sop__parse_mountinfo_cgroup(const char *text, const char *controller, char *
             }
         if (nf == 5 && sep) {
             const char *fs = sep, *fs_end = memchr(fs, ' ', (size_t)(eol - fs));
-            const char *src_end = fs_end ? memchr(fs_end + 1, ' ', (size_t)(eol - fs_end - 1)) : NULL;
+            const char *src_end =
+                fs_end ? memchr(fs_end + 1, ' ', (size_t)(eol - fs_end - 1)) : NULL;
             const char *opts = src_end ? src_end + 1 : eol;
             size_t fsl = fs_end ? (size_t)(fs_end - fs) : 0;
             int match = 0;
             if (!controller)
                 match = fsl == 7 && strncmp(fs, "cgroup2", 7) == 0;
             else
-                match = fsl == 6 && strncmp(fs, "cgroup", 6) == 0 &&
-                        list_has(opts, eol, controller);
+                match =
+                    fsl == 6 && strncmp(fs, "cgroup", 6) == 0 && list_has(opts, eol, controller);
             if (match) {
                 const char *mp = f[4], *mp_end = memchr(mp, ' ', (size_t)(eol - mp));
                 if (!mp_end)

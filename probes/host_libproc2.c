@@ -14,7 +14,10 @@
 #include <libproc2/vmstat.h>
 
 /* libproc2 hands back unsigned longs; a counter that does not fit int64 is not a counter. */
-static int64_t u2i(unsigned long long v) { return v > (unsigned long long)INT64_MAX ? SOP_NA : (int64_t)v; }
+static int64_t u2i(unsigned long long v)
+{
+    return v > (unsigned long long)INT64_MAX ? SOP_NA : (int64_t)v;
+}
 
 /* Each reader makes its own context and drops it: a context keeps an open fd and its
  * "re-read only when older than 1 s" caching (meminfo_get) would make a second sample of a
@@ -29,8 +32,8 @@ static int read_meminfo(sop_host *out, sop_missing *missing)
         return rc;
     }
     enum meminfo_item items[] = {
-        MEMINFO_MEM_TOTAL,  MEMINFO_MEM_FREE,     MEMINFO_MEM_AVAILABLE,  MEMINFO_MEM_CACHED,
-        MEMINFO_MEM_DIRTY,  MEMINFO_MEM_WRITEBACK, MEMINFO_SWAP_TOTAL,    MEMINFO_SWAP_FREE,
+        MEMINFO_MEM_TOTAL,  MEMINFO_MEM_FREE,      MEMINFO_MEM_AVAILABLE,  MEMINFO_MEM_CACHED,
+        MEMINFO_MEM_DIRTY,  MEMINFO_MEM_WRITEBACK, MEMINFO_SWAP_TOTAL,     MEMINFO_SWAP_FREE,
         MEMINFO_MEM_SHARED, MEMINFO_MEM_LOCKED,    MEMINFO_MEM_HUGE_TOTAL, MEMINFO_MEM_HUGE_FREE,
     };
     int n = (int)(sizeof items / sizeof items[0]);
@@ -95,8 +98,8 @@ static int read_stat(sop_host *out, sop_missing *missing)
         return rc;
     }
     enum stat_item items[] = {
-        STAT_TIC_USER,    STAT_TIC_NICE,        STAT_TIC_SYSTEM,       STAT_TIC_IDLE,
-        STAT_TIC_IOWAIT,  STAT_TIC_IRQ,         STAT_TIC_SOFTIRQ,      STAT_TIC_STOLEN,
+        STAT_TIC_USER,         STAT_TIC_NICE,         STAT_TIC_SYSTEM,       STAT_TIC_IDLE,
+        STAT_TIC_IOWAIT,       STAT_TIC_IRQ,          STAT_TIC_SOFTIRQ,      STAT_TIC_STOLEN,
         STAT_SYS_PROC_RUNNING, STAT_SYS_PROC_BLOCKED, STAT_SYS_TIME_OF_BOOT,
     };
     struct stat_stack *st = procps_stat_select(info, items, (int)(sizeof items / sizeof items[0]));
@@ -135,9 +138,9 @@ static int read_diskstats(sop_host *out, sop_missing *missing)
         return rc;
     }
     enum diskstats_item items[] = {
-        DISKSTATS_NAME,         DISKSTATS_TYPE,       DISKSTATS_READS,      DISKSTATS_WRITES,
-        DISKSTATS_READ_SECTORS, DISKSTATS_WRITE_SECTORS, DISKSTATS_READ_TIME, DISKSTATS_WRITE_TIME,
-        DISKSTATS_IO_TIME,
+        DISKSTATS_NAME,      DISKSTATS_TYPE,         DISKSTATS_READS,
+        DISKSTATS_WRITES,    DISKSTATS_READ_SECTORS, DISKSTATS_WRITE_SECTORS,
+        DISKSTATS_READ_TIME, DISKSTATS_WRITE_TIME,   DISKSTATS_IO_TIME,
     };
     struct diskstats_reaped *r =
         procps_diskstats_reap(info, items, (int)(sizeof items / sizeof items[0]));

@@ -22,7 +22,8 @@ static double per_s(int64_t a, int64_t b, double secs)
 
 static void cpu_split(sop_host *now, const sop_host *before)
 {
-    int64_t du = delta(now->cpu_user, before->cpu_user), dn = delta(now->cpu_nice, before->cpu_nice);
+    int64_t du = delta(now->cpu_user, before->cpu_user),
+            dn = delta(now->cpu_nice, before->cpu_nice);
     int64_t ds = delta(now->cpu_system, before->cpu_system);
     int64_t di = delta(now->cpu_idle, before->cpu_idle);
     int64_t dw = delta(now->cpu_iowait, before->cpu_iowait);

@@ -31,7 +31,7 @@ typedef struct {
     bool read_ok; /* the log was read: n == 0 then means "no kill seen", not "not looked" */
     /* lines seen before the kill line of the kill in progress (parser state) */
     char pend_invoker[64], pend_constraint[32], pend_task_memcg[256], pend_oom_memcg[256];
-    int pend_pid; /* "Kill process N (C) score S or sacrifice child" (< 5.0), until its */
+    int pend_pid;       /* "Kill process N (C) score S or sacrifice child" (< 5.0), until its */
     char pend_comm[64]; /* "Killed process" line (which may name a child instead) */
     double pend_uptime_s;
 } sop_oom_list;

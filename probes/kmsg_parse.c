@@ -124,8 +124,8 @@ static sop_oom *record_for(sop_oom_list *l, int pid, double uptime_s, int closin
     if (!o->constraint[0] && l->pend_constraint[0])
         snprintf(o->constraint, sizeof o->constraint, "%s", l->pend_constraint);
     if (closing)
-        l->pend_invoker[0] = l->pend_task_memcg[0] = l->pend_oom_memcg[0] =
-            l->pend_constraint[0] = '\0';
+        l->pend_invoker[0] = l->pend_task_memcg[0] = l->pend_oom_memcg[0] = l->pend_constraint[0] =
+            '\0';
     return o;
 }
 
@@ -186,7 +186,7 @@ static void on_killed_line(sop_oom_list *l, const char *k, const char *end, doub
         if ((v = num_after(rest, end, "oom_score_adj:")) != SOP_NA)
             o->oom_score_adj = v;
         o->closed = true; /* even a cut line ends this kill */
-        l->pend_pid = 0; /* the scored one, or the child sacrificed for it, is this one */
+        l->pend_pid = 0;  /* the scored one, or the child sacrificed for it, is this one */
     }
 }
 

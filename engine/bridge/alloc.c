@@ -8,8 +8,8 @@
 
 void sop__bridge_alloc(sop_value *ev, const sop_alloc *a)
 {
-    if (!a || (!a->allocator[0] && !a->ld_preload[0] && !a->malloc_arena_max[0] &&
-               !a->pythonmalloc[0]))
+    if (!a ||
+        (!a->allocator[0] && !a->ld_preload[0] && !a->malloc_arena_max[0] && !a->pythonmalloc[0]))
         return;
     sop_value *o = sop__v_obj_at(ev, "alloc");
     if (!o)

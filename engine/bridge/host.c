@@ -60,8 +60,7 @@ static void add_disks(sop_value *host, const sop_host *h)
         sop__v_set_int(o, "reads", d->reads);
         sop__v_set_int(o, "writes", d->writes);
         sop__v_set_int(o, "read_kb", d->read_sectors == SOP_NA ? SOP_NA : d->read_sectors / 2);
-        sop__v_set_int(o, "written_kb",
-                       d->write_sectors == SOP_NA ? SOP_NA : d->write_sectors / 2);
+        sop__v_set_int(o, "written_kb", d->write_sectors == SOP_NA ? SOP_NA : d->write_sectors / 2);
         sop__v_set_int(o, "io_ms", d->io_ms);
         sop__v_set_dbl(o, "util_pct", d->util_pct);
         sop__v_set_dbl(o, "r_await_ms", d->r_await_ms);

@@ -6,7 +6,10 @@
 
 static sop_proc P; /* large: keep off the stack */
 
-static void reset(void) { memset(&P, 0, sizeof P); }
+static void reset(void)
+{
+    memset(&P, 0, sizeof P);
+}
 
 static void add_lib(const char *kind, const char *name, const char *path)
 {

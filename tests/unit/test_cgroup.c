@@ -61,7 +61,8 @@ static void test_parsers(void)
     CHECK_EQ_I(sop__parse_cpu_max("", &q, &p), -EINVAL);
 
     sop__cgroup_init(&cg);
-    CHECK_EQ_I(sop__parse_cpu_stat("nr_periods 10\nnr_throttled 4\nthrottled_time 3000000\n", &cg), 0);
+    CHECK_EQ_I(sop__parse_cpu_stat("nr_periods 10\nnr_throttled 4\nthrottled_time 3000000\n", &cg),
+               0);
     CHECK_EQ_I(cg.nr_periods, 10);
     CHECK_EQ_I(cg.nr_throttled, 4);
     CHECK_EQ_I(cg.throttled_us, 3000); /* v1 ns -> us */
@@ -282,8 +283,8 @@ static void test_live_self(void)
     CHECK(cg.mem_limit_kb > 0 || cg.mem_unlimited);
     CHECK(cg.quota_us == -1 || cg.quota_us > 0);
     printf("self: v%d %s limit_kb=%lld usage_kb=%lld quota_us=%lld cpuset=%s\n", cg.version,
-           cg.path, (long long)cg.mem_limit_kb, (long long)cg.mem_usage_kb,
-           (long long)cg.quota_us, cg.cpuset);
+           cg.path, (long long)cg.mem_limit_kb, (long long)cg.mem_usage_kb, (long long)cg.quota_us,
+           cg.cpuset);
     for (size_t i = 0; i < m.n; i++)
         printf("  self missing: %s: %s\n", m.items[i].probe, m.items[i].reason);
     sop__missing_free(&m);
@@ -394,8 +395,8 @@ static void test_live_real_cgroup(void)
     CHECK(fabs(cg.quota_cpus - 0.5) < 1e-9);
     CHECK(cg.mem_usage_kb >= 0);
     CHECK(cg.nr_periods >= 0);
-    printf("real v%d cgroup: path=%s limit_kb=%lld at %s quota=%lld/%lld\n", cg.version,
-           cg.path, (long long)cg.mem_limit_kb, cg.mem_limit_path, (long long)cg.quota_us,
+    printf("real v%d cgroup: path=%s limit_kb=%lld at %s quota=%lld/%lld\n", cg.version, cg.path,
+           (long long)cg.mem_limit_kb, cg.mem_limit_path, (long long)cg.quota_us,
            (long long)cg.period_us);
     for (size_t i = 0; i < m.n; i++)
         printf("  real missing: %s: %s\n", m.items[i].probe, m.items[i].reason);

@@ -68,8 +68,7 @@ static void test_rates(void)
     a.cpu_user = 1000, a.cpu_nice = 0, a.cpu_system = 500, a.cpu_idle = 9000;
     a.cpu_iowait = 100, a.cpu_irq = 0, a.cpu_softirq = 0, a.cpu_steal = 0;
     b = a;
-    b.cpu_user += 200, b.cpu_system += 40, b.cpu_idle += 100, b.cpu_iowait += 40,
-        b.cpu_steal += 20;
+    b.cpu_user += 200, b.cpu_system += 40, b.cpu_idle += 100, b.cpu_iowait += 40, b.cpu_steal += 20;
     a.pswpin = 10, a.pswpout = 20, a.pgmajfault = 1000;
     b.pswpin = 10, b.pswpout = 220, b.pgmajfault = 1500;
     a.ndisks = b.ndisks = 1;

@@ -175,8 +175,7 @@ static void test_bounds(void)
 
     sop__oom_list_init(&l, 0.0);
     for (int i = 1; i <= 20; i++) {
-        snprintf(line, sizeof line, "3,%d,%d000000,-;Killed process %d (p) total-vm:1kB", i, i,
-                 i);
+        snprintf(line, sizeof line, "3,%d,%d000000,-;Killed process %d (p) total-vm:1kB", i, i, i);
         sop__kmsg_feed_line(&l, line, strlen(line), 10.5); /* stamps 1..10 s are too old */
     }
     CHECK_EQ_I(l.n, 10); /* 11..20 */
@@ -232,8 +231,9 @@ static void test_live_oom(void)
     sop__missing_free(&m0);
     char dir[128], p[200];
     int v1 = self.version == 1;
-    snprintf(dir, sizeof dir, v1 ? "/sys/fs/cgroup/memory/sop-oomtest-%d"
-                                 : "/sys/fs/cgroup/sop-oomtest-%d", getpid());
+    snprintf(dir, sizeof dir,
+             v1 ? "/sys/fs/cgroup/memory/sop-oomtest-%d" : "/sys/fs/cgroup/sop-oomtest-%d",
+             getpid());
     if (!v1)
         write_file("/sys/fs/cgroup/cgroup.subtree_control", "+memory");
     if (mkdir(dir, 0755) < 0) {
