@@ -132,7 +132,9 @@ static cg_dir resolve(const char *mount, const char *path, const char *what, sop
     snprintf(d.rel, sizeof d.rel, "%s", strcmp(path, "/") == 0 ? "" : path);
     char full[1100];
     join(full, sizeof full, d.mount, d.rel);
-    if (!is_dir(full)) {
+    /* a target in another cgroup namespace shows paths like "/../../x": never walk out of
+     * the mount with them */
+    if (strstr(d.rel, "/..") || !is_dir(full)) {
         sop__missing_add(m, "cgroup",
                          "%s path %.120s not under %.60s (cgroup namespace?): "
                          "read the mount root instead",

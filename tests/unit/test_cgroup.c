@@ -113,10 +113,10 @@ static void test_parsers(void)
 }
 
 /* A temp dir holding the fixture's proc_self_cgroup as "cgroup", opened as a /proc/PID fd. */
-static int fake_proc(const char *fixture_dir, char *tmp, size_t cap)
+static int fake_proc_named(const char *fixture_dir, const char *file, char *tmp, size_t cap)
 {
     char rel[256];
-    snprintf(rel, sizeof rel, "%s/proc_self_cgroup", fixture_dir);
+    snprintf(rel, sizeof rel, "%s/%s", fixture_dir, file);
     char *text = t_slurp(rel, NULL);
     snprintf(tmp, cap, "/tmp/sop-test-cg-XXXXXX");
     if (!mkdtemp(tmp))
@@ -128,6 +128,11 @@ static int fake_proc(const char *fixture_dir, char *tmp, size_t cap)
     fclose(f);
     free(text);
     return open(tmp, O_RDONLY | O_DIRECTORY);
+}
+
+static int fake_proc(const char *fixture_dir, char *tmp, size_t cap)
+{
+    return fake_proc_named(fixture_dir, "proc_self_cgroup", tmp, cap);
 }
 
 static void drop_fake_proc(int fd, const char *tmp)
@@ -268,6 +273,19 @@ static void test_fixture_ns(void)
     CHECK(fabs(cg.quota_cpus - 0.5) < 1e-9);
     CHECK_EQ_I(cg.ev_oom_kill, 0);
     sop__missing_free(&m);
+
+    /* "/../v2/sop/job" (another cgroup namespace) exists next to the mount, but a path with
+     * ".." must not lead out of it: the mount root is read instead */
+    char tmp[64], root[1024];
+    sop_missing m2 = {0};
+    int fd = fake_proc_named("cgroup/v2_ns", "proc_self_cgroup_escape", tmp, sizeof tmp);
+    snprintf(root, sizeof root, "%s", t_fixture("cgroup/v2_ns"));
+    CHECK_EQ_I(sop__cgroup_collect(fd, root, &cg, &m2), 0);
+    drop_fake_proc(fd, tmp);
+    CHECK(missing_has(&m2, "cgroup", "cgroup namespace"));
+    CHECK_EQ_I(cg.mem_limit_kb, 786432);
+    CHECK_EQ_I(cg.mem_usage_kb, 102400);
+    sop__missing_free(&m2);
 }
 
 static void test_live_self(void)

@@ -2,6 +2,7 @@
  * truncated, garbage), the rate arithmetic on two hand-built snapshots, and a live
  * sop__host_collect on this machine with its cost measured. Depends on probes/host.h, t.h. */
 #include <errno.h>
+#include <fcntl.h>
 #include <math.h>
 #include <time.h>
 #include <unistd.h>
@@ -131,6 +132,23 @@ static void test_live(void)
     CHECK(h.pgfault > 0);
     CHECK(h.btime > 1e9 && h.btime < (double)time(NULL));
     CHECK(!isnan(h.load1));
+    /* libproc2's items are the fields we think they are: compare with the files themselves */
+    char *mi = NULL, *st = NULL;
+    if (sop__read_file_at(AT_FDCWD, "/proc/meminfo", 1 << 16, &mi, NULL) == 0) {
+        CHECK_EQ_I(h.mem_total_kb, sop__kv_i64(mi, "MemTotal"));
+        CHECK_EQ_I(h.swap_total_kb, sop__kv_i64(mi, "SwapTotal"));
+        CHECK_EQ_I(h.hugepages_total, sop__kv_i64(mi, "HugePages_Total"));
+        free(mi);
+    }
+    if (sop__read_file_at(AT_FDCWD, "/proc/stat", 1 << 20, &st, NULL) == 0) {
+        const char *b = strstr(st, "\nbtime ");
+        CHECK(b != NULL);
+        if (b) {
+            b += 7;
+            CHECK_EQ_I((int64_t)h.btime, sop__parse_i64(&b));
+        }
+        free(st);
+    }
     for (size_t i = 0; i < h.ndisks; i++) {
         CHECK(sop__disk_name_wanted(h.disks[i].name));
         CHECK(h.disks[i].reads >= 0 && h.disks[i].io_ms >= 0);
