@@ -2,6 +2,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "cli.h"
 #include "sop.h"
 
 int main(int argc, char **argv)
@@ -10,6 +11,8 @@ int main(int argc, char **argv)
         printf("sopctl %s\n", sop_version());
         return 0;
     }
-    fprintf(stderr, "usage: sopctl version\n");
+    if (argc > 1 && strcmp(argv[1], "dump") == 0) /* temporary, until the dispatcher lands */
+        return cmd_dump(argc - 1, argv + 1);
+    fprintf(stderr, "usage: sopctl version | dump --pid N [--json] [--native]\n");
     return 2;
 }
