@@ -169,18 +169,92 @@ int sop__elf_symbol(const sop_elf *e, const char *name, uint64_t *value, uint64_
     return search_symtab(e, SHT_SYMTAB, name, value, size);
 }
 
+static int sym_cmp(const void *a, const void *b)
+{
+    const sop_elf_sym *x = a, *y = b;
+    if (x->value != y->value)
+        return x->value < y->value ? -1 : 1;
+    return x->size < y->size ? 1 : x->size > y->size ? -1 : 0;
+}
+
+int sop__elf_func_symbols(const sop_elf *e, sop_elf_sym **out, size_t *n)
+{
+    *out = NULL;
+    *n = 0;
+    size_t cap = 0, k = 0;
+    sop_elf_sym *v = NULL;
+    for (unsigned i = 0; i < ehdr(e)->e_shnum; i++) {
+        const Elf64_Shdr *s = shdr_at(e, i);
+        if (!s || (s->sh_type != SHT_SYMTAB && s->sh_type != SHT_DYNSYM) ||
+            s->sh_entsize < sizeof(Elf64_Sym))
+            continue;
+        const Elf64_Shdr *str = shdr_at(e, s->sh_link);
+        if (!str || !in_file(e, s->sh_offset, s->sh_size) ||
+            !in_file(e, str->sh_offset, str->sh_size) || str->sh_size == 0)
+            continue;
+        uint64_t count = s->sh_size / s->sh_entsize;
+        const char *strtab = (const char *)e->base + str->sh_offset;
+        for (uint64_t j = 0; j < count && k < ELF_MAX_SYMBOLS; j++) {
+            const Elf64_Sym *sym = (const Elf64_Sym *)(e->base + s->sh_offset + j * s->sh_entsize);
+            if (ELF64_ST_TYPE(sym->st_info) != STT_FUNC || sym->st_shndx == SHN_UNDEF ||
+                sym->st_size == 0 || sym->st_name >= str->sh_size ||
+                !memchr(strtab + sym->st_name, '\0', str->sh_size - sym->st_name))
+                continue;
+            if (k == cap) {
+                size_t ncap = cap ? cap * 2 : 1024;
+                sop_elf_sym *nv = realloc(v, ncap * sizeof *nv);
+                if (!nv) {
+                    free(v);
+                    return -ENOMEM;
+                }
+                v = nv;
+                cap = ncap;
+            }
+            v[k].value = sym->st_value;
+            v[k].size = sym->st_size;
+            v[k].name = strtab + sym->st_name;
+            k++;
+        }
+    }
+    if (k)
+        qsort(v, k, sizeof *v, sym_cmp);
+    *out = v;
+    *n = k;
+    return 0;
+}
+
+const sop_elf_sym *sop__elf_sym_at(const sop_elf_sym *syms, size_t n, uint64_t vaddr)
+{
+    size_t lo = 0, hi = n;
+    while (lo < hi) { /* first symbol with value > vaddr */
+        size_t mid = lo + (hi - lo) / 2;
+        if (syms[mid].value <= vaddr)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    /* Walk back over a few candidates (aliases and nested symbols share addresses). */
+    for (size_t i = lo, steps = 0; i > 0 && steps < 64; i--, steps++) {
+        const sop_elf_sym *s = &syms[i - 1];
+        if (vaddr >= s->value && vaddr - s->value < s->size)
+            return s;
+    }
+    return NULL;
+}
+
 int sop__elf_find_version(const sop_elf *e, int minor, char *out, size_t cap)
 {
     uint64_t off, size;
     if (sop__elf_section(e, ".rodata", NULL, &size, &off) < 0 || !in_file(e, off, size))
         return -ENOENT;
     const char *p = (const char *)e->base + off, *end = p + size;
-    /* PY_VERSION is its own literal: "\0" "3.X.Y" [a|b|rcN] "\0". */
+    /* PY_VERSION is a literal "3.X.Y[a|b|rcN]\0", possibly tail-merged by the linker into a
+     * longer string (e.g. ".../Python-3.8.18"): accept any non-digit, non-dot before it. */
     for (const char *q = p + 1; q + 6 < end; q++) {
         q = memchr(q, '3', (size_t)(end - q - 6));
         if (!q)
             break;
-        if (q[-1] != '\0' || q[1] != '.')
+        if ((q[-1] >= '0' && q[-1] <= '9') || q[-1] == '.' || q[1] != '.')
             continue;
         const char *r = q + 2;
         int mi = 0, nd = 0;

@@ -26,6 +26,17 @@ void sop__elf_close(sop_elf *e);
 /* Find a defined symbol (dynsym first, then symtab). Returns 0 and its st_value/st_size, or
  * -ENOENT. */
 int sop__elf_symbol(const sop_elf *e, const char *name, uint64_t *value, uint64_t *size);
+/* Every defined function symbol (dynsym and symtab, deduplicated) sorted by address: *out
+ * is malloc'd (caller frees); names point into the mapping (valid while e is open). At most
+ * 4M symbols. Returns 0 or -ENOMEM. */
+typedef struct {
+    uint64_t value, size;
+    const char *name;
+} sop_elf_sym;
+int sop__elf_func_symbols(const sop_elf *e, sop_elf_sym **out, size_t *n);
+/* The function symbol containing vaddr (value <= vaddr < value + size), or NULL. Pure. */
+const sop_elf_sym *sop__elf_sym_at(const sop_elf_sym *syms, size_t n, uint64_t vaddr);
+
 /* Find a section by name; returns 0 with its sh_addr/sh_size/sh_offset or -ENOENT. */
 int sop__elf_section(const sop_elf *e, const char *name, uint64_t *addr, uint64_t *size,
                      uint64_t *offset);

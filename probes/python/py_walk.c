@@ -600,6 +600,9 @@ static int collect(walker *w, unsigned flags, sop_python *py)
         return -ENOMEM;
     }
     bool ptrace_refused = false;
+    sop_native *nv = NULL;
+    if ((flags & SOP_PY_NATIVE) && sop__native_open(w->pid, w->proc_root, w->maps, &nv) < 0)
+        sop__missing_add(w->missing, "native", "out of memory");
     /* The list runs newest first; report oldest (the main thread) first. */
     for (size_t k = 0; k < nts; k++) {
         uint64_t tsa = tstates[nts - 1 - k];
@@ -621,6 +624,10 @@ static int collect(walker *w, unsigned flags, sop_python *py)
                                sizeof tid) == 0 && tid > 0 && task_exists(w, tid))
                 t->tid = tid;
         }
+        /* Names: threading's names are not read (yet); the process's first thread is the
+         * one CPython initialized in, which threading calls "MainThread". */
+        if (t->tid == w->pid)
+            snprintf(t->name, sizeof t->name, "MainThread");
         for (size_t h = 0; h < nholders; h++)
             if (holders[h] && holders[h] == tsa)
                 t->gil = true;
@@ -628,15 +635,17 @@ static int collect(walker *w, unsigned flags, sop_python *py)
             sop__missing_add(w->missing, "python", "thread %d: %s (frames so far kept)",
                              t->tid, j.why);
         if (flags & SOP_PY_NATIVE) {
-            if (ptrace_refused) {
+            if (!nv) {
+                snprintf(t->native_error, sizeof t->native_error, "unwinder unavailable");
+            } else if (ptrace_refused) {
                 snprintf(t->native_error, sizeof t->native_error, "ptrace refused");
             } else if (t->tid > 0) {
                 /* Stop this thread only, re-read its Python frames while it is still, unwind. */
                 sop_nframe *nat = NULL;
                 size_t nn = 0;
                 char err[160] = "";
-                int nr = sop__native_thread(w->pid, t->tid, walk_with_retry, &j, w->maps, &nat,
-                                            &nn, &t->pause_ms, err, sizeof err);
+                int nr = sop__native_thread(nv, t->tid, walk_with_retry, &j, &nat, &nn,
+                                            &t->pause_ms, err, sizeof err);
                 if (nr == -EPERM || nr == -EACCES) {
                     ptrace_refused = true;
                     sop__missing_add(w->missing, "native", "ptrace refused: %s", err);
@@ -654,6 +663,7 @@ static int collect(walker *w, unsigned flags, sop_python *py)
         }
         py->nthreads++;
     }
+    sop__native_close(nv);
     free(tset);
     free(tstates);
     if (rc < 0)
