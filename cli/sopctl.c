@@ -33,6 +33,8 @@ int main(int argc, char **argv)
         return cmd_evidence(argc - 1, argv + 1);
     if (strcmp(cmd, "check") == 0)
         return cmd_check(argc - 1, argv + 1);
+    if (strcmp(cmd, "dump") == 0)
+        return cmd_dump(argc - 1, argv + 1);
     if (strcmp(cmd, "version") == 0 || strcmp(cmd, "--version") == 0) {
         printf("sopctl %s\n", sop_version());
         return EXIT_CLEAN;
