@@ -151,7 +151,11 @@ rule {
       local recent = age == nil or age <= th.oom_recent_s
       -- k.pid == ev.pid while the target lives is an earlier process with a reused pid.
       if recent and k.pid ~= ev.pid then
-        if at_or_below(k.task_memcg, path) then
+        -- Same cgroup: ours whenever it happened (an earlier run counts, as warn). A cgroup below
+        -- ours: only while the target ran (clock slack 2 s), else it is someone else's job.
+        local during = start and k.time and k.time >= start - 2
+        if at_or_below(k.task_memcg, path)
+            and (k.task_memcg:gsub("/+$", "") == path:gsub("/+$", "") or during) then
           linked[#linked + 1] = k
         elseif (k.task_memcg == nil or k.task_memcg == "/") and k.comm == ev.proc.comm
             and start and k.time and k.time >= start then
@@ -164,7 +168,7 @@ rule {
     if #linked > 0 then
       local k = linked[#linked]
       local en, zh = describe(ev, k)
-      local during = start and k.time and k.time >= start
+      local during = start and k.time and k.time >= start - 2
       local n_en = #linked > 1 and fmt("%d kills in cgroup %s in the last %s; newest: ", #linked,
                                        path, win_en) or ""
       local n_zh = #linked > 1 and fmt("最近 %s 内 cgroup %s 有 %d 次被杀；最新一次：", win_zh,
