@@ -75,7 +75,7 @@ struct sop_rules {
 
 /* Registry keys (their addresses are the keys). */
 static const char K_SANDBOX, K_RULES, K_IDS, K_DEFAULTS, K_MODULES, K_LOADED, K_LOADING, K_P2R,
-    K_R2P, K_PROXY_MT;
+    K_R2P, K_PROXY_MT, K_TH_MT;
 #define VERDICT_MT "sop.verdict"
 
 static sop_rules *R(lua_State *L) { return *(sop_rules **)lua_getextraspace(L); }
@@ -374,6 +374,17 @@ static int ro_index(lua_State *L)
     lua_pushvalue(L, 2);
     lua_rawget(L, -2);
     push_wrapped(L, -1);
+    return 1;
+}
+
+/* th.x for a name the pack never declared is a mistake worth an error, not a nil. */
+static int th_index(lua_State *L)
+{
+    if (!push_real(L, 1))
+        return 0;
+    lua_pushvalue(L, 2);
+    if (lua_rawget(L, -2) == LUA_TNIL)
+        return luaL_error(L, "unknown threshold '%s'", luaL_tolstring(L, 2, NULL));
     return 1;
 }
 
@@ -939,6 +950,15 @@ static void setup_state(lua_State *L, const sop_rules_module *modules)
     lua_setfield(L, -2, "__metatable");
     lua_rawsetp(L, LUA_REGISTRYINDEX, &K_PROXY_MT);
 
+    lua_newtable(L);
+    set_fn(L, "__index", th_index);
+    set_fn(L, "__newindex", ro_newindex);
+    set_fn(L, "__len", ro_len);
+    set_fn(L, "__pairs", ro_pairs);
+    lua_pushliteral(L, "read-only");
+    lua_setfield(L, -2, "__metatable");
+    lua_rawsetp(L, LUA_REGISTRYINDEX, &K_TH_MT);
+
     luaL_newmetatable(L, VERDICT_MT);
     lua_pushliteral(L, "verdict");
     lua_setfield(L, -2, "__metatable");
@@ -1487,7 +1507,14 @@ static int run_protected(lua_State *L)
     }
     push_proxy(L, 2);                    /* 3 */
     push_effective_thresholds(L, r);     /* 4 */
-    push_proxy(L, 4);                    /* 5 */
+    lua_createtable(L, 0, 0);            /* 5: th, strict about names */
+    lua_rawgetp(L, LUA_REGISTRYINDEX, &K_TH_MT);
+    lua_setmetatable(L, 5);
+    lua_rawgetp(L, LUA_REGISTRYINDEX, &K_P2R);
+    lua_pushvalue(L, 5);
+    lua_pushvalue(L, 4);
+    lua_rawset(L, -3);
+    lua_pop(L, 1);
     sop__v_set(c->out, "thresholds", sop__lua_to_value(L, 4, 2));
     lua_pushcfunction(L, msgh);          /* 6 */
     lua_rawgetp(L, LUA_REGISTRYINDEX, &K_RULES); /* 7 */

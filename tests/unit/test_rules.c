@@ -265,6 +265,11 @@ static void test_thresholds(void)
     const sop_value *en = sop__v_get(th, "enabled");
     CHECK(en && en->type == SOP_V_BOOL && !en->b);
     CHECK_EQ_S(th->child->key, "enabled"); /* sorted */
+    const sop_value *typo = entry(out, "rule_errors", "th.typo");
+    CHECK_EQ_S(sop__v_get_str(typo, "message"), "unknown threshold 'limt'");
+    CHECK_EQ_S(sop__v_get_str(typo, "where"), "thresholds.lua:8");
+    CHECK_EQ_S(sop__v_get_str(entry(out, "cleared", "th.iter"), "note"),
+               "enabled,limit,mode,other");
     sop__v_free(out);
 
     /* Overrides after the load apply at the next run; integers stay integers. */
