@@ -117,8 +117,8 @@ static void test_limits(void)
     printf("limits pack (default limits): %.0f ms\n",
            (b.tv_sec - a.tv_sec) * 1e3 + (b.tv_nsec - a.tv_nsec) / 1e6);
     for (const sop_value *f = sop__v_get(out, "rule_errors")->child; f; f = f->next)
-        printf("  rule_error %-16s %-18s %s\n", sop__v_get_str(f, "id"),
-               sop__v_get_str(f, "where"), sop__v_get_str(f, "message"));
+        printf("  rule_error %-16s %-18s %s\n", sop__v_get_str(f, "id"), sop__v_get_str(f, "where"),
+               sop__v_get_str(f, "message"));
     static const struct {
         const char *id, *msg;
     } want[] = {
@@ -228,16 +228,14 @@ static void test_load_errors(void)
 
     static const char runtime[] = "rule { id = 'x', section = '1', severity = 'bad', check = "
                                   "function() end }\n";
-    CHECK_EQ_I(sop__rules_load(r, "sev.lua", runtime, strlen(runtime), NULL, NULL, err,
-                               sizeof err),
+    CHECK_EQ_I(sop__rules_load(r, "sev.lua", runtime, strlen(runtime), NULL, NULL, err, sizeof err),
                SOP_ERULES);
     CHECK(strncmp(err, "sev.lua:1: rule 'x': severity must be", 37) == 0);
 
     static const char late[] = "rule { id = 'x', section = '1', severity = 'info', check = "
                                "function() rule { id = 'y', section = '1', severity = 'info', "
                                "check = print } return clear('x') end }\n";
-    CHECK_EQ_I(sop__rules_load(r, "late.lua", late, strlen(late), NULL, NULL, err, sizeof err),
-               0);
+    CHECK_EQ_I(sop__rules_load(r, "late.lua", late, strlen(late), NULL, NULL, err, sizeof err), 0);
     CHECK_EQ_I(sop__rules_run(r, ev, &out, err, sizeof err), 0);
     CHECK(strstr(sop__v_get_str(entry(out, "rule_errors", "x"), "message"),
                  "only allowed at the top level") != NULL);
@@ -255,8 +253,7 @@ static void test_thresholds(void)
     CHECK_EQ_I(load_fixture(r, "thresholds.lua", NULL), 0);
     sop_value *ev = small_ev(), *out = NULL;
     CHECK_EQ_I(sop__rules_run(r, ev, &out, err, sizeof err), 0);
-    CHECK_EQ_S(sop__v_get_str(entry(out, "findings", "th.show"), "evidence"),
-               "80.5 false fast 1");
+    CHECK_EQ_S(sop__v_get_str(entry(out, "findings", "th.show"), "evidence"), "80.5 false fast 1");
     const sop_value *th = sop__v_get(out, "thresholds");
     double d = 0;
     CHECK(sop__v_get_num(th, "limit", &d) && d == 80.5);
@@ -309,6 +306,17 @@ static void test_require(void)
     CHECK_EQ_I(sop__rules_run(r, ev, &out, err, sizeof err), 0);
     CHECK_EQ_S(sop__v_get_str(entry(out, "findings", "req.helper"), "evidence"),
                "double=42 same=true count=1 emb=emb");
+    sop__v_free(out);
+    /* The modules list comes before the search directory. */
+    static const sop_rules_module first[] = {
+        {"plugins.embedded", "return { name = 'emb2' }"},
+        {"plugins.helper", "count = 7 return { double = function(x) return 3 * x end }"},
+        {NULL, NULL},
+    };
+    CHECK_EQ_I(load_fixture(r, "require.lua", first), 0);
+    CHECK_EQ_I(sop__rules_run(r, ev, &out, err, sizeof err), 0);
+    CHECK_EQ_S(sop__v_get_str(entry(out, "findings", "req.helper"), "evidence"),
+               "double=63 same=true count=7 emb=emb2");
     sop__v_free(out);
     /* Without a search dir the file plugin is not found. */
     size_t len;
