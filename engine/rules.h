@@ -58,7 +58,7 @@ int sop__rules_set_threshold(sop_rules *r, const char *key, const char *value, c
  * Findings are ordered high, warn, info (pack order within each). Rules see `ev` and `th` as
  * read-only views (writes raise); `th.x` for an undeclared name raises. Each rule runs under
  * the limits of sop__rules_set_limits; a rule that exceeds them, raises, or returns no verdict
- * (or a hit without evidence or refs) becomes a rule_errors entry and the next rule runs. */
+ * (or a hit without evidence or refs) becomes a rule_errors entry and the next rule runs.
  * Returns 0, or SOP_ENORULES / SOP_ENOMEM. */
 int sop__rules_run(sop_rules *r, const sop_value *ev, sop_value **out, char *err, size_t errlen);
 
