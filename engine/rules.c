@@ -75,7 +75,7 @@ struct sop_rules {
 
 /* Registry keys (their addresses are the keys). */
 static const char K_SANDBOX, K_RULES, K_IDS, K_DEFAULTS, K_MODULES, K_LOADED, K_LOADING, K_P2R,
-    K_R2P, K_PROXY_MT, K_TH_MT;
+    K_R2P, K_PROXY_MT, K_TH_MT, K_RUNNING;
 #define VERDICT_MT "sop.verdict"
 
 static sop_rules *R(lua_State *L)
@@ -278,12 +278,17 @@ static int sb_co_resume(lua_State *L)
     sop_rules *r = R(L);
     lua_State *co = lua_tothread(L, 1);
     luaL_argexpected(L, co, 1, "coroutine");
-    lua_State *saved = r->running;
+    /* The allocator reads r->running's stack when it kills a rule: the registry anchors that
+     * thread, so the pointer stays valid even if an error skips the restore below. */
+    lua_pushvalue(L, 1);
+    lua_rawsetp(L, LUA_REGISTRYINDEX, &K_RUNNING);
     r->running = co;
     lua_pushvalue(L, lua_upvalueindex(1));
     lua_insert(L, 1);
     lua_call(L, lua_gettop(L) - 1, LUA_MULTRET);
-    r->running = saved;
+    r->running = L;
+    lua_pushthread(L);
+    lua_rawsetp(L, LUA_REGISTRYINDEX, &K_RUNNING);
     raise_if_killed(L);
     return lua_gettop(L);
 }
@@ -943,6 +948,8 @@ static void setup_state(lua_State *L, const sop_rules_module *modules)
     new_registry_table(L, &K_LOADED);
     new_registry_table(L, &K_P2R);
     new_registry_table(L, &K_R2P);
+    lua_pushboolean(L, 0); /* the slot exists, so setting it later allocates nothing */
+    lua_rawsetp(L, LUA_REGISTRYINDEX, &K_RUNNING);
     lua_newtable(L);
     for (const sop_rules_module *m = modules; m && m->name; m++) {
         if (m->source) {

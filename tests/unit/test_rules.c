@@ -130,6 +130,7 @@ static void test_limits(void)
         {"xpcall.spin", "instruction limit exceeded"},
         {"co.wrap", "instruction limit exceeded"},
         {"co.resume", "instruction limit exceeded"},
+        {"co.mem", "memory limit exceeded"},
         {"recurse", "stack overflow"},
         {"err.table", "(error object is a table value)"},
         {"err.plain", "attempt to index a nil value (field 'nope')"},
