@@ -513,6 +513,62 @@ static void test_timing(void)
     free(src);
 }
 
+/* Mutated fixtures (fixed seed, bounded): every load either works or fails with a message
+ * naming a file, and every run of what loaded succeeds. Catches crashes and hangs. */
+static void test_mutations(void)
+{
+    static const char *const files[] = {"sandbox.lua", "limits.lua", "verdicts.lua",
+                                        "thresholds.lua", "require.lua"};
+    static const char *const tok[] = {
+        "(", ")", "end", "{",    "}",   "\"", "nil", "ev", "th", "=", "while true do end",
+        "0", "-", ".",   "rule", "hit", "#"};
+    unsigned seed = 12345;
+    int loaded = 0, failed = 0, bad = 0;
+    sop_value *ev = small_ev();
+    char dir[1024];
+    snprintf(dir, sizeof dir, "%s", t_fixture("rules"));
+    for (int it = 0; it < 150; it++) {
+        char rel[256];
+        snprintf(rel, sizeof rel, "rules/%s", files[it % 5]);
+        size_t n;
+        char *src = t_slurp(rel, &n);
+        char *buf = malloc(n + 256);
+        memcpy(buf, src, n + 1);
+        for (int m = 0; m < 1 + it % 2; m++) {
+            seed = seed * 1103515245u + 12345u;
+            size_t pos = (seed >> 8) % n;
+            const char *t = tok[(seed >> 20) % (sizeof tok / sizeof *tok)];
+            size_t tl = strlen(t);
+            memmove(buf + pos + tl, buf + pos, n - pos + 1);
+            memcpy(buf + pos, t, tl);
+            n += tl;
+        }
+        sop_rules *r;
+        sop__rules_new(&r);
+        sop__rules_set_limits(r, 200000, 4 << 20);
+        int rc = sop__rules_load(r, files[it % 5], buf, n, dir, NULL, err, sizeof err);
+        if (rc == 0) {
+            loaded++;
+            sop_value *out = NULL;
+            bad += sop__rules_run(r, ev, &out, err, sizeof err) != 0 && sop__rules_count(r) > 0;
+            sop__v_free(out);
+        } else {
+            failed++;
+            bad += strncmp(err, files[it % 5], strlen(files[it % 5])) != 0 &&
+                   strncmp(err, "plugins/", 8) != 0 && strncmp(err, "unknown threshold", 17) != 0;
+            if (bad)
+                fprintf(stderr, "unexpected load error: %s\n", err);
+        }
+        sop__rules_free(r);
+        free(buf);
+        free(src);
+    }
+    printf("mutations: %d loaded, %d refused\n", loaded, failed);
+    CHECK_EQ_I(bad, 0);
+    CHECK(loaded > 0 && failed > 0);
+    sop__v_free(ev);
+}
+
 int main(void)
 {
     test_bridge();
@@ -523,5 +579,6 @@ int main(void)
     test_sandbox();
     test_limits();
     test_timing();
+    test_mutations();
     return t_done();
 }
