@@ -1,0 +1,8 @@
+-- .luacheckrc — luacheck settings for the rule pack (rules.lua, plugins/*.lua): Lua 5.4 plus
+-- the globals the sandboxed rule runner (engine/rules.c) provides to every rule file.
+std = "lua54"
+max_line_length = 120
+read_globals = {
+  "thresholds", "rule", "hit", "clear", "unknown", -- the rule DSL
+  "fmt", "kb", "pct",                              -- helpers: string.format, kB -> "1.2 GiB", percent
+}

@@ -1,0 +1,265 @@
+-- plugins/cpu.lua — SOP §4.4/§8.5: more busy threads than effective CPUs (thread pools sized for
+-- the host, not the quota), and CFS quota throttling. Reads ev.threads, ev.children, ev.proc
+-- (cpu_pct, env, libs), ev.effective_cpus, ev.cgroup.cpu, ev.host.ncpu. Thresholds: busy_thread_pct,
+-- cpu_saturated_pct, oversub_high_ratio, throttled_pct, throttled_high_pct.
+
+local function T(en, zh) return { en = en, zh = zh } end
+
+local POOL_VARS = { "OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS" }
+
+-- Thread-pool variables not set in the target's environment (nil when env is unknown).
+local function unset_pool_vars(proc)
+  if not proc.env then return nil end
+  local out = {}
+  for _, name in ipairs(POOL_VARS) do
+    if proc.env[name] == nil or proc.env[name] == "" then out[#out + 1] = name end
+  end
+  return out
+end
+
+local function pool_libs(proc)
+  local out = {}
+  for _, l in ipairs(proc.libs or {}) do
+    if l.kind == "blas" or l.kind == "openmp" or l.kind == "torch" then
+      out[#out + 1] = l.name or l.kind
+    end
+  end
+  return out
+end
+
+-- A process seen only through its total cpu_pct counts as this many busy threads.
+local function busy_in(cpu_pct, nthreads, busy_pct)
+  if not cpu_pct or cpu_pct < busy_pct then return 0 end
+  local n = math.max(1, math.floor(cpu_pct / 100 + 0.5))
+  if nthreads and nthreads < n then n = nthreads end
+  return n
+end
+
+rule {
+  id = "cpu.oversubscribed", section = "8.5", severity = "warn",
+  check = function(ev, th)
+    local p = ev.proc
+    if not p then return unknown(T("no process evidence", "没有进程证据")) end
+    if not ev.duration_s or ev.duration_s <= 0 then
+      return unknown(T("one snapshot (--duration 0): no CPU rates to tell busy threads",
+                       "只有一次快照（--duration 0）：没有 CPU 速率，无法判断繁忙线程"))
+    end
+    local eff = ev.effective_cpus or (ev.host and ev.host.ncpu)
+    if not eff then return unknown(T("effective CPU count unknown", "有效 CPU 数未知")) end
+    local cpu = ev.cgroup and ev.cgroup.cpu or {}
+    local cap = eff
+    if cpu.quota_cpus and cpu.quota_cpus < cap then cap = cpu.quota_cpus end
+
+    local busy, used, seen, top = 0, 0, false, {}
+    if ev.threads and #ev.threads > 0 then
+      for _, t in ipairs(ev.threads) do
+        if t.cpu_pct then
+          seen = true
+          if t.cpu_pct >= th.busy_thread_pct then
+            busy = busy + 1
+            used = used + t.cpu_pct
+            top[#top + 1] = { what = fmt("tid %d %s", t.tid, t.name or "?"), pct = t.cpu_pct }
+          end
+        end
+      end
+    elseif p.cpu_pct then
+      seen = true
+      local n = busy_in(p.cpu_pct, p.threads, th.busy_thread_pct)
+      if n > 0 then
+        busy, used = n, p.cpu_pct
+        top[#top + 1] = { what = fmt("pid %d %s", ev.pid, p.comm or "?"), pct = p.cpu_pct }
+      end
+    end
+    local nworkers = 0
+    for _, c in ipairs(ev.children or {}) do
+      if c.cpu_pct then
+        seen = true
+        local n = busy_in(c.cpu_pct, c.threads, th.busy_thread_pct)
+        if n > 0 then
+          busy = busy + n
+          nworkers = nworkers + 1
+          used = used + c.cpu_pct
+          top[#top + 1] = { what = fmt("worker pid %d", c.pid), pct = c.cpu_pct }
+        end
+      end
+    end
+    if not seen then
+      return unknown(T("no per-thread or per-worker CPU usage over the window",
+                       "没有窗口内的线程/worker CPU 使用率"))
+    end
+
+    local cap_pct = cap * 100
+    local thr = cpu.throttled_pct
+    local saturated = used >= th.cpu_saturated_pct / 100 * cap_pct
+                      or (cpu.quota_cpus and thr and thr >= th.throttled_pct)
+    local base_en = fmt("%d busy threads (>= %g%% of a core each, target + workers) on %d "
+                        .. "effective CPUs; together %.0f%% CPU of a %.0f%% capacity",
+                        busy, th.busy_thread_pct, eff, used, cap_pct)
+    local base_zh = fmt("%d 个繁忙线程（各 >= 单核 %g%%，含目标与 worker），有效 CPU %d 个；合计 CPU %.0f%%，容量 %.0f%%",
+                        busy, th.busy_thread_pct, eff, used, cap_pct)
+    if busy <= eff then return clear(T(base_en, base_zh)) end
+    if not saturated then
+      return clear(T(base_en .. ": the CPUs are not full", base_zh .. "：CPU 未跑满"))
+    end
+
+    table.sort(top, function(a, b) return a.pct > b.pct end)
+    local tl = {}
+    for i = 1, math.min(#top, 6) do tl[#tl + 1] = fmt("%s %.0f%%", top[i].what, top[i].pct) end
+    local limits = {}
+    if cpu.quota_cpus then limits[#limits + 1] = fmt("quota %.2f CPUs", cpu.quota_cpus) end
+    if p.affinity and p.affinity.count then
+      limits[#limits + 1] = fmt("affinity %s (%d)", p.affinity.cpus or "?", p.affinity.count)
+    end
+    if cpu.cpuset_count then limits[#limits + 1] = fmt("cpuset %d", cpu.cpuset_count) end
+    if ev.host and ev.host.ncpu then limits[#limits + 1] = fmt("host ncpu %d", ev.host.ncpu) end
+    if thr then limits[#limits + 1] = fmt("throttled %.0f%% of periods", thr) end
+
+    local unset = unset_pool_vars(p)
+    local env_en, env_zh
+    if not unset then
+      env_en, env_zh = "environment not readable", "环境变量不可读"
+    elseif #unset > 0 then
+      env_en = table.concat(unset, ", ") .. " unset"
+      env_zh = table.concat(unset, "、") .. " 未设置"
+    else
+      env_en = fmt("OMP_NUM_THREADS=%s", p.env.OMP_NUM_THREADS)
+      env_zh = env_en
+    end
+    local libs = pool_libs(p)
+    local libs_s = #libs > 0 and ("; pools: " .. table.concat(libs, ", ")) or ""
+    local libs_z = #libs > 0 and ("；线程池库：" .. table.concat(libs, "、")) or ""
+    local lim_s = table.concat(limits, ", ")
+
+    local ncpu = ev.host and ev.host.ncpu or eff
+    local cause_en, cause_zh
+    if unset and #unset > 0 then
+      cause_en = fmt("%d runnable threads share %d CPUs, so each runs about %.0f%% of the time "
+                     .. "and pays context switches; with %s unset, OpenMP/BLAS/torch size their "
+                     .. "pools from the host's %d CPUs, not the %d the job may use, and every "
+                     .. "worker process starts its own pool (SOP §4.4, §8.5).", busy, eff,
+                     100 * eff / busy, table.concat(unset, ", "), ncpu, eff)
+      cause_zh = fmt("%d 个可运行线程分享 %d 个 CPU，每个只有约 %.0f%% 的时间在跑，还要付上下文切换；%s 未设置时，"
+                     .. "OpenMP/BLAS/torch 按整机 %d 个 CPU 而不是作业可用的 %d 个来开线程池，每个 worker 进程"
+                     .. "还各开一套（SOP §4.4、§8.5）。", busy, eff, 100 * eff / busy,
+                     table.concat(unset, "、"), ncpu, eff)
+    else
+      cause_en = fmt("%d runnable threads (%d busy worker processes) share %d CPUs, so each runs "
+                     .. "about %.0f%% of the time and pays context switches (SOP §4.4, §8.5).",
+                     busy, nworkers, eff, 100 * eff / busy)
+      cause_zh = fmt("%d 个可运行线程（%d 个繁忙 worker 进程）分享 %d 个 CPU，每个只有约 %.0f%% 的时间在跑，"
+                     .. "还要付上下文切换（SOP §4.4、§8.5）。", busy, nworkers, eff, 100 * eff / busy)
+    end
+
+    return hit {
+      severity = busy >= th.oversub_high_ratio * eff and "high" or "warn",
+      symptom = T(fmt("%d busy threads compete for %d effective CPUs", busy, eff),
+                  fmt("%d 个繁忙线程争抢 %d 个有效 CPU", busy, eff)),
+      evidence = T(fmt("%s (%s); %s%s; busiest: %s.", base_en, lim_s, env_en, libs_s,
+                       table.concat(tl, ", ")),
+                   fmt("%s（%s）；%s%s；最忙：%s。", base_zh, lim_s, env_zh, libs_z,
+                       table.concat(tl, "，"))),
+      cause = T(cause_en, cause_zh),
+      fix = T(fmt("Size every pool to the %d effective CPUs: in the job spec, before Python "
+                  .. "starts, export OMP_NUM_THREADS, MKL_NUM_THREADS and OPENBLAS_NUM_THREADS "
+                  .. "= %d divided by the number of busy worker processes (at least 1); in "
+                  .. "code, threadpoolctl.threadpool_limits(1) inside each DataLoader/"
+                  .. "multiprocessing worker and torch.set_num_threads(%d) in the main "
+                  .. "process; keep CPU-bound worker processes <= %d. Do not raise num_workers "
+                  .. "or thread counts to compensate: change one number and measure step time.",
+                  eff, eff, eff, eff),
+              fmt("让所有线程池对齐 %d 个有效 CPU：在作业配置里、Python 启动前导出 OMP_NUM_THREADS、"
+                  .. "MKL_NUM_THREADS、OPENBLAS_NUM_THREADS = %d 除以繁忙 worker 进程数（至少 1）；代码里在"
+                  .. "每个 DataLoader/multiprocessing worker 内调用 threadpoolctl.threadpool_limits(1)，主进程"
+                  .. " torch.set_num_threads(%d)；CPU 密集的 worker 进程 <= %d 个。不要靠加 num_workers 或"
+                  .. "线程数来补偿：一次只改一个数并测 step 时间。", eff, eff, eff, eff)),
+      verify = T(fmt("`sopctl run --pid %d --duration 2`: busy threads <= %d, cpu.throttled "
+                     .. "clear, and the step time (samples/s) improves.", ev.pid, eff),
+                 fmt("`sopctl run --pid %d --duration 2`：繁忙线程 <= %d，cpu.throttled 为 clear，"
+                     .. "step 时间（samples/s）改善。", ev.pid, eff)),
+      refs = {
+        "https://github.com/joblib/threadpoolctl",
+        "https://pytorch.org/docs/stable/generated/torch.set_num_threads.html",
+        "https://docs.kernel.org/scheduler/sched-bwc.html",
+      },
+    }
+  end,
+}
+
+rule {
+  id = "cpu.throttled", section = "8.5", severity = "warn",
+  check = function(ev, th)
+    local cg = ev.cgroup
+    local cpu = cg and cg.cpu
+    if not cpu then return unknown(T("cgroup CPU controller not readable", "读不到 cgroup CPU 控制器")) end
+    local q = cpu.quota_cpus
+    if not q then
+      return clear(T(fmt("no CPU quota on cgroup %s", cg.path or "?"),
+                     fmt("cgroup %s 没有 CPU quota", cg.path or "?")))
+    end
+    local window = ev.duration_s and ev.duration_s > 0 and cpu.throttled_pct ~= nil
+    local tp, since_en, since_zh
+    if window then
+      tp = cpu.throttled_pct
+      since_en = fmt("over the %.1f s window", ev.duration_s)
+      since_zh = fmt("%.1f 秒窗口内", ev.duration_s)
+    elseif cpu.nr_periods and cpu.nr_periods > 0 and cpu.nr_throttled then
+      tp = 100 * cpu.nr_throttled / cpu.nr_periods
+      since_en, since_zh = "since the cgroup was created", "自 cgroup 创建以来"
+    else
+      return unknown(T("no throttling counters (cpu.stat) for the cgroup",
+                       "该 cgroup 没有 throttling 计数（cpu.stat）"))
+    end
+    local qs = fmt("%.2f", q)
+    local base_en = fmt("cgroup %s quota %s CPUs (%s/%s us): throttled in %.0f%% of CFS periods %s",
+                        cg.path or "?", qs, tostring(cpu.quota_us or "?"),
+                        tostring(cpu.period_us or "?"), tp, since_en)
+    local base_zh = fmt("cgroup %s 的 quota 为 %s 个 CPU（%s/%s us）：%s有 %.0f%% 的 CFS 周期被 throttle",
+                        cg.path or "?", qs, tostring(cpu.quota_us or "?"),
+                        tostring(cpu.period_us or "?"), since_zh, tp)
+    if tp < th.throttled_pct then return clear(T(base_en, base_zh)) end
+
+    local ex_en, ex_zh = "", ""
+    if window and cpu.throttled_ms_per_s then
+      ex_en = fmt(", %.0f ms/s throttled", cpu.throttled_ms_per_s)
+      ex_zh = fmt("，每秒被 throttle %.0f ms", cpu.throttled_ms_per_s)
+    end
+    if cpu.nr_throttled and cpu.nr_periods then
+      ex_en = ex_en .. fmt("; nr_throttled %d of nr_periods %d in total", cpu.nr_throttled, cpu.nr_periods)
+      ex_zh = ex_zh .. fmt("；累计 nr_throttled %d / nr_periods %d", cpu.nr_throttled, cpu.nr_periods)
+    end
+    if ev.host and ev.host.ncpu then
+      ex_en = ex_en .. fmt("; host has %d CPUs", ev.host.ncpu)
+      ex_zh = ex_zh .. fmt("；整机 %d 个 CPU", ev.host.ncpu)
+    end
+    local n = math.max(1, math.floor(q))
+    return hit {
+      severity = (window and tp >= th.throttled_high_pct) and "high" or "warn",
+      symptom = T(fmt("CPU quota throttling: %.0f%% of periods throttled", tp),
+                  fmt("CPU quota 限流：%.0f%% 的周期被 throttle", tp)),
+      evidence = T(base_en .. ex_en .. ".", base_zh .. ex_zh .. "。"),
+      cause = T(fmt("The job's threads want more CPU time than the %s-CPU quota: once the cgroup "
+                    .. "has used its quota in a period, all its threads stop until the next "
+                    .. "period starts, which stalls steps and adds latency (CFS bandwidth "
+                    .. "control).", qs),
+                fmt("作业线程需要的 CPU 时间超过 %s 个 CPU 的 quota：cgroup 在一个周期内用完 quota 后，"
+                    .. "它的所有线程都要停到下一个周期开始，step 卡顿、延迟上升（CFS 带宽控制）。", qs)),
+      fix = T(fmt("Match demand and quota (SOP §8.5): set OMP_NUM_THREADS, MKL_NUM_THREADS and "
+                  .. "OPENBLAS_NUM_THREADS to %d (the quota), torch.set_num_threads(%d), and keep "
+                  .. "worker processes x threads per worker <= %d; in Kubernetes set CPU "
+                  .. "requests == limits in whole CPUs, or raise the limit when the node has the "
+                  .. "cores.", n, n, n),
+              fmt("让需求与 quota 对齐（SOP §8.5）：OMP_NUM_THREADS、MKL_NUM_THREADS、OPENBLAS_NUM_THREADS "
+                  .. "设为 %d（即 quota），torch.set_num_threads(%d)，worker 进程数 × 每个 worker 线程数 <= %d；"
+                  .. "Kubernetes 里 CPU requests == limits 且为整数核，或在节点有余量时调大 limit。", n, n, n)),
+      verify = T(fmt("Read cpu.stat of %s twice 10 s apart: nr_throttled stops growing; `sopctl run "
+                     .. "--duration 2` shows throttling below %g%%.", cg.path or "the cgroup",
+                     th.throttled_pct),
+                 fmt("间隔 10 秒读两次 %s 的 cpu.stat：nr_throttled 不再增长；`sopctl run --duration 2` "
+                     .. "显示 throttle 低于 %g%%。", cg.path or "cgroup", th.throttled_pct)),
+      refs = {
+        "https://docs.kernel.org/scheduler/sched-bwc.html",
+        "https://kubernetes.io/docs/concepts/configuration/manage-resources-containers/",
+      },
+    }
+  end,
+}

@@ -1,0 +1,250 @@
+-- plugins/oom.lua — SOP §2.1: was the target, or a worker in its memory cgroup, killed by the
+-- kernel OOM killer? Reads ev.alive, ev.host.oom_kills, ev.cgroup (path, memory.events),
+-- ev.proc (comm, start_time_s). Threshold: oom_recent_s. DSL globals from the rule runner.
+
+local REFS = {
+  "https://www.kernel.org/doc/gorman/html/understand/understand016.html",
+  "https://docs.python.org/3/library/tracemalloc.html",
+  "https://github.com/bloomberg/memray",
+}
+
+local function T(en, zh) return { en = en, zh = zh } end
+
+-- Seconds since the kill: the collector's age_s, else from the epoch stamps.
+local function age_of(ev, k)
+  if k.age_s then return k.age_s end
+  if k.time and ev.collected_at then return ev.collected_at - k.time end
+  return nil
+end
+
+local function ago(s)
+  if not s then return "at an unknown time", "时间未知" end
+  if s < 120 then return fmt("%.0f s ago", s), fmt("%.0f 秒前", s) end
+  if s < 7200 then return fmt("%.1f min ago", s / 60), fmt("%.1f 分钟前", s / 60) end
+  return fmt("%.1f h ago", s / 3600), fmt("%.1f 小时前", s / 3600)
+end
+
+local function span(s)
+  if s < 7200 then return fmt("%.0f min", s / 60), fmt("%.0f 分钟", s / 60) end
+  return fmt("%.1f h", s / 3600), fmt("%.1f 小时", s / 3600)
+end
+
+-- Is cgroup path p the cgroup root, or below it? Never true for the root memcg "/".
+local function at_or_below(p, root)
+  if not p or not root or root == "" or root == "/" or p == "/" then return false end
+  root = root:gsub("/+$", "")
+  return p == root or p:sub(1, #root + 1) == root .. "/"
+end
+
+local function size(k) return k and kb(k) or "?" end
+
+-- One kill record in words (en, zh).
+local function describe(ev, k)
+  local en_ago, zh_ago = ago(age_of(ev, k))
+  local memcg = k.task_memcg or "?"
+  local en = fmt("pid %d (%s) killed %s: anon-rss %s, file-rss %s, total-vm %s, memcg %s",
+                 k.pid, k.comm or "?", en_ago, size(k.anon_rss_kb), size(k.file_rss_kb),
+                 size(k.total_vm_kb), memcg)
+  local zh = fmt("pid %d (%s) 于%s被杀：anon-rss %s，file-rss %s，total-vm %s，memcg %s",
+                 k.pid, k.comm or "?", zh_ago, size(k.anon_rss_kb), size(k.file_rss_kb),
+                 size(k.total_vm_kb), memcg)
+  if k.constraint then
+    en = en .. fmt(", %s", k.constraint)
+    zh = zh .. fmt("，%s", k.constraint)
+  end
+  if k.oom_memcg and k.oom_memcg ~= memcg then
+    en = en .. fmt(" (limit reached in %s)", k.oom_memcg)
+    zh = zh .. fmt("（触顶的是 %s 的上限）", k.oom_memcg)
+  end
+  return en, zh
+end
+
+local function cause_of(k, who_en, who_zh)
+  if k.constraint == "CONSTRAINT_MEMCG" then
+    local cg = k.oom_memcg or k.task_memcg or "?"
+    return T(fmt("%s: the memory cgroup %s reached its limit and the kernel killed the task with "
+                 .. "the largest footprint, %s anonymous memory (heap, arrays, tensors it "
+                 .. "allocated itself).", who_en, cg, size(k.anon_rss_kb)),
+             fmt("%s：内存 cgroup %s 达到上限，内核杀掉了占用最大的任务，其匿名内存 %s"
+                 .. "（进程自己分配的堆、数组、张量）。", who_zh, cg, size(k.anon_rss_kb)))
+  end
+  return T(fmt("%s: the host ran out of RAM and swap (%s) and the kernel killed the task with "
+               .. "the largest footprint, %s anonymous memory.", who_en,
+               k.constraint or "no constraint recorded", size(k.anon_rss_kb)),
+           fmt("%s：整机 RAM 与 swap 耗尽（%s），内核杀掉了占用最大的任务，其匿名内存 %s。",
+               who_zh, k.constraint or "无约束记录", size(k.anon_rss_kb)))
+end
+
+-- SOP §2.2 table, keyed on what the profile shows (no guessing in the report itself).
+local FIX = T(
+  "Profile the peak before changing limits: tracemalloc (tracemalloc.start(10); take_snapshot() "
+  .. "at the peak; statistics('lineno')) or memray (memray run -o mem.bin job.py; memray "
+  .. "flamegraph mem.bin; `memray attach PID` on a running job). Then per SOP §2.2: killed right "
+  .. "after start -> stream the dataset in chunks or np.load(..., mmap_mode='r') instead of "
+  .. "loading it whole; grows until killed -> bound the growing list/cache "
+  .. "(functools.lru_cache(maxsize=N), weakref); killed right after forking workers -> start "
+  .. "them with multiprocessing 'spawn'/'forkserver' (side effect: each worker re-imports the "
+  .. "main module, gets its arguments pickled and starts slower) or put the big arrays in "
+  .. "multiprocessing.shared_memory. Raise the memory limit only when the profile shows the "
+  .. "peak is needed.",
+  "先定位峰值再改上限：tracemalloc（tracemalloc.start(10)；峰值处 take_snapshot()；"
+  .. "statistics('lineno')）或 memray（memray run -o mem.bin job.py；memray flamegraph mem.bin；"
+  .. "对运行中的进程用 `memray attach PID`）。再按 SOP §2.2 表：一启动就被杀 → 数据集分块流式读"
+  .. "或 np.load(..., mmap_mode='r')，不要一次全量读入；越跑越大直到被杀 → 给增长的 list/缓存"
+  .. "设上限（functools.lru_cache(maxsize=N)、weakref）；fork worker 后立刻被杀 → 用 "
+  .. "multiprocessing 'spawn'/'forkserver' 启动 worker（副作用：每个 worker 重新 import 主模块、"
+  .. "参数经 pickle 传入、启动更慢）或把大数组放进 multiprocessing.shared_memory。"
+  .. "只有 profile 证明峰值确实需要时才调大内存上限。")
+
+local function verify(cgpath, n)
+  return T(fmt("`dmesg -T | grep -i 'killed process'` shows no new kill for the job; the "
+               .. "memory cgroup %s oom_kill counter stays at %s; VmHWM in `sopctl run` stays "
+               .. "below the limit over a full epoch.", cgpath or "?", n or "its current value"),
+           fmt("`dmesg -T | grep -i 'killed process'` 不再出现该作业的新记录；内存 cgroup %s 的 "
+               .. "oom_kill 计数保持 %s；完整跑一个 epoch，`sopctl run` 里的 VmHWM 始终低于上限。",
+               cgpath or "?", n or "当前值"))
+end
+
+rule {
+  id = "oom.killed", section = "2.1", severity = "high",
+  check = function(ev, th)
+    local kills = ev.host and ev.host.oom_kills
+    local cg = ev.cgroup
+    local mem_events = cg and cg.memory and cg.memory.events
+    local counter = mem_events and mem_events.oom_kill
+
+    -- The target itself is gone: post-mortem from the kernel log.
+    if ev.alive == false then
+      local rec
+      for _, k in ipairs(kills or {}) do
+        if k.pid == ev.pid then rec = k end -- newest last
+      end
+      if not rec then
+        return unknown(T(fmt("pid %d is gone and the kernel log has no OOM-kill record for it",
+                             ev.pid),
+                         fmt("pid %d 已不存在，内核日志里也没有它的 OOM-kill 记录", ev.pid)))
+      end
+      local en, zh = describe(ev, rec)
+      return hit {
+        symptom = T(fmt("Process %d (%s) was killed by the kernel OOM killer", rec.pid,
+                        rec.comm or "?"),
+                    fmt("进程 %d (%s) 被内核 OOM killer 杀掉", rec.pid, rec.comm or "?")),
+        evidence = T("Kernel log: " .. en .. ".", "内核日志：" .. zh .. "。"),
+        cause = cause_of(rec, fmt("pid %d", rec.pid), fmt("pid %d", rec.pid)),
+        fix = FIX, verify = verify(rec.task_memcg, nil), refs = REFS,
+      }
+    end
+
+    if not ev.proc then
+      return unknown(T("no process evidence", "没有进程证据"))
+    end
+    if not kills and not counter then
+      return unknown(T("neither the kernel log nor the memory cgroup's oom_kill counter could be read",
+                       "内核日志与内存 cgroup 的 oom_kill 计数都读不到"))
+    end
+
+    local path = cg and cg.path
+    local start = ev.proc.start_time_s
+    local linked, same_comm = {}, {}
+    for _, k in ipairs(kills or {}) do
+      local age = age_of(ev, k)
+      local recent = age == nil or age <= th.oom_recent_s
+      -- k.pid == ev.pid while the target lives is an earlier process with a reused pid.
+      if recent and k.pid ~= ev.pid then
+        -- Same cgroup: ours whenever it happened (an earlier run counts, as warn). A cgroup below
+        -- ours: only while the target ran (clock slack 2 s), else it is someone else's job.
+        local during = start and k.time and k.time >= start - 2
+        if at_or_below(k.task_memcg, path)
+            and (k.task_memcg:gsub("/+$", "") == path:gsub("/+$", "") or during) then
+          linked[#linked + 1] = k
+        elseif (k.task_memcg == nil or k.task_memcg == "/") and k.comm == ev.proc.comm
+            and start and k.time and k.time >= start then
+          same_comm[#same_comm + 1] = k
+        end
+      end
+    end
+    local win_en, win_zh = span(th.oom_recent_s)
+
+    if #linked > 0 then
+      local k = linked[#linked]
+      local en, zh = describe(ev, k)
+      local during = start and k.time and k.time >= start - 2
+      local n_en = #linked > 1 and fmt("%d kills in cgroup %s in the last %s; newest: ", #linked,
+                                       path, win_en) or ""
+      local n_zh = #linked > 1 and fmt("最近 %s 内 cgroup %s 有 %d 次被杀；最新一次：", win_zh,
+                                       path, #linked) or ""
+      local when_en = during and "while this process ran"
+                      or "before this process started (an earlier run in the same cgroup)"
+      local when_zh = during and "发生在本进程运行期间" or "发生在本进程启动之前（同一 cgroup 里的上一次运行）"
+      local cnt_en = counter and fmt("; cgroup oom_kill counter %d", counter) or ""
+      local cnt_zh = counter and fmt("；cgroup oom_kill 计数 %d", counter) or ""
+      return hit {
+        severity = during and "high" or "warn",
+        symptom = T(fmt("A worker of pid %d (pid %d, %s) in its memory cgroup was OOM-killed",
+                        ev.pid, k.pid, k.comm or "?"),
+                    fmt("pid %d 的内存 cgroup 里的 worker（pid %d，%s）被 OOM 杀掉", ev.pid,
+                        k.pid, k.comm or "?")),
+        evidence = T(fmt("Kernel log: %s%s, %s; target cgroup %s%s.", n_en, en, when_en, path, cnt_en),
+                     fmt("内核日志：%s%s，%s；目标 cgroup %s%s。", n_zh, zh, when_zh, path, cnt_zh)),
+        cause = cause_of(k, fmt("pid %d", k.pid), fmt("pid %d", k.pid)),
+        fix = FIX, verify = verify(path, counter), refs = REFS,
+      }
+    end
+
+    if counter and counter > 0 and path and path ~= "/" then
+      local why_en = kills and fmt("no matching kernel-log record in the last %s", win_en)
+                     or "the kernel log is not readable"
+      local why_zh = kills and fmt("最近 %s 的内核日志里没有对应记录", win_zh) or "内核日志不可读"
+      return hit {
+        severity = "warn",
+        symptom = T(fmt("The memory cgroup %s of pid %d has had OOM kills", path, ev.pid),
+                    fmt("pid %d 所在内存 cgroup %s 发生过 OOM kill", ev.pid, path)),
+        evidence = T(fmt("cgroup %s memory oom_kill counter = %d (%s, so victim and time are "
+                         .. "unknown).", path, counter, why_en),
+                     fmt("cgroup %s 的 oom_kill 计数 = %d（%s，被杀进程与时间未知）。", path,
+                         counter, why_zh)),
+        cause = T(fmt("A task in cgroup %s exceeded the cgroup's memory limit and was killed by "
+                      .. "the kernel.", path),
+                  fmt("cgroup %s 里有任务超过该 cgroup 的内存上限，被内核杀掉。", path)),
+        fix = FIX, verify = verify(path, counter), refs = REFS,
+      }
+    end
+
+    if #same_comm > 0 then
+      local k = same_comm[#same_comm]
+      local en, zh = describe(ev, k)
+      return hit {
+        severity = "info",
+        symptom = T(fmt("A process named %s was OOM-killed host-wide after pid %d started",
+                        k.comm or "?", ev.pid),
+                    fmt("pid %d 启动后，整机范围有一个同名进程 %s 被 OOM 杀掉", ev.pid,
+                        k.comm or "?")),
+        evidence = T(fmt("Kernel log: %s. Only the name links it to this job: it was in the root "
+                         .. "memory cgroup, target cgroup %s.", en, path or "?"),
+                     fmt("内核日志：%s。与本作业的唯一联系是同名：它在根内存 cgroup，目标 cgroup 为 %s。",
+                         zh, path or "?")),
+        cause = cause_of(k, fmt("pid %d", k.pid), fmt("pid %d", k.pid)),
+        fix = T("Check whether pid " .. k.pid .. " was one of this job's workers (job logs, "
+                .. "worker exit codes -9); if so, follow the oom.killed profile steps: "
+                .. "tracemalloc/memray at the peak, then stream/bound/spawn per SOP §2.2.",
+                "先确认 pid " .. k.pid .. " 是否是本作业的 worker（作业日志、worker 退出码 -9）；"
+                .. "若是，按 oom.killed 的步骤：峰值处 tracemalloc/memray，再按 SOP §2.2 流式读/限缓存/spawn。"),
+        verify = verify(path, counter), refs = REFS,
+      }
+    end
+
+    local n = kills and #kills or 0
+    local en = fmt("no OOM kill of pid %d or in its memory cgroup %s in the last %s (%d kill "
+                   .. "records in the kernel log)", ev.pid, path or "?", win_en, n)
+    local zh = fmt("最近 %s 内没有 pid %d 或其内存 cgroup %s 的 OOM kill（内核日志共 %d 条 kill 记录）",
+                   win_zh, ev.pid, path or "?", n)
+    if not kills then
+      en = fmt("memory cgroup %s oom_kill counter is %d (kernel log not readable)", path or "?", counter)
+      zh = fmt("内存 cgroup %s 的 oom_kill 计数为 %d（内核日志不可读）", path or "?", counter)
+    elseif counter then
+      en = en .. fmt("; cgroup oom_kill counter %d", counter)
+      zh = zh .. fmt("；cgroup oom_kill 计数 %d", counter)
+    end
+    return clear(T(en, zh))
+  end,
+}

@@ -1,0 +1,94 @@
+#!/usr/bin/env bash
+# test_replay.sh — replays the saved evidence in tests/replay/*.json through the rules
+# (`sopctl run --evidence`) and compares each rule's verdict with case.expect ("id verdict" per
+# line: hit, hit:SEVERITY, clear, unknown; "exit N"). Also: --set flips a verdict, --lang zh.
+# Needs SOPCTL, SOP_SRC (from ctest) and jq.
+set -u
+SOPCTL=${SOPCTL:?set SOPCTL}
+SRC=${SOP_SRC:?set SOP_SRC}
+pass=0 fail=0
+ok() { pass=$((pass + 1)); echo "ok   $*"; }
+bad() { fail=$((fail + 1)); echo "FAIL $*"; }
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+
+# verdicts CASE [RULES] [ARGS...] -> "$tmp/got" lines "id hit:sev|clear|unknown", exit in $rc
+verdicts() {
+  local case=$1 rules=$2
+  shift 2
+  "$SOPCTL" run $rules --evidence "$case" --format json "$@" >"$tmp/out.json" 2>"$tmp/err"
+  rc=$?
+  if ! jq -e . "$tmp/out.json" >/dev/null 2>&1; then
+    : >"$tmp/got"
+    return 1
+  fi
+  jq -r '(.findings[]? | "\(.id) hit:\(.severity)"), (.cleared[]? | "\(.id) clear"),
+         (.unknown[]? | "\(.id) unknown")' "$tmp/out.json" >"$tmp/got"
+}
+
+ncases=0
+for exp in "$SRC"/tests/replay/*.expect; do
+  case=${exp%.expect}
+  name=$(basename "$case")
+  ncases=$((ncases + 1))
+  for rules in "" "$SRC/rules.lua"; do
+    label="$name${rules:+ (rules.lua from file)}"
+    if ! verdicts "$case.json" "$rules"; then
+      bad "$label: no JSON report (exit $rc): $(head -c 300 "$tmp/err")"
+      continue
+    fi
+    n_err=$(jq '.rule_errors | length' "$tmp/out.json")
+    [ "$n_err" = 0 ] && ok "$label: no rule errors" || bad "$label: rule errors: $(jq -c .rule_errors "$tmp/out.json")"
+    while read -r id want _; do
+      [ -z "${id:-}" ] && continue
+      case $id in \#*) continue ;; esac
+      if [ "$id" = exit ]; then
+        [ "$rc" = "$want" ] && ok "$label: exit $want" || bad "$label: exit $rc, want $want"
+        continue
+      fi
+      got=$(awk -v i="$id" '$1 == i { print $2 }' "$tmp/got")
+      if [ "$want" = hit ]; then
+        case $got in hit:*) ok "$label: $id $got" ;; *) bad "$label: $id is '${got:-absent}', want hit" ;; esac
+      elif [ "$got" = "$want" ]; then
+        ok "$label: $id $got"
+      else
+        bad "$label: $id is '${got:-absent}', want $want"
+      fi
+    done <"$exp"
+  done
+done
+[ "$ncases" -ge 9 ] && ok "$ncases replay cases" || bad "only $ncases replay cases"
+
+# Every finding carries numbers in its evidence and at least one reference.
+for case in "$SRC"/tests/replay/*.json; do
+  verdicts "$case" "" || continue
+  jq -r '.findings[]? | select((.evidence | test("[0-9]") | not) or ((.refs | length) < 1)) | .id' \
+    "$tmp/out.json" >"$tmp/weak"
+  [ -s "$tmp/weak" ] && bad "$(basename "$case"): findings without numbers or refs: $(tr '\n' ' ' <"$tmp/weak")"
+done
+ok "findings carry numbers and refs"
+
+# --set changes a threshold and flips a verdict: 91% of the limit is a hit at 90, clear at 95.
+verdicts "$SRC/tests/replay/near_limit.json" ""
+grep -qx "mem.near_limit hit:high" "$tmp/got" && ok "near_limit: hit at the default" || bad "near_limit default: $(cat "$tmp/got")"
+verdicts "$SRC/tests/replay/near_limit.json" "" --set rss_limit_pct=95
+grep -qx "mem.near_limit clear" "$tmp/got" && ok "--set rss_limit_pct=95 clears mem.near_limit" \
+  || bad "--set rss_limit_pct=95: $(grep near_limit "$tmp/got")"
+[ "$rc" = 0 ] && ok "--set: exit 0 once clear" || bad "--set: exit $rc"
+verdicts "$SRC/tests/replay/oom_worker_memcg.json" "" --set oom_recent_s=60
+grep -qx "oom.killed hit:warn" "$tmp/got" && ok "--set oom_recent_s=60: only the cgroup counter is left (warn)" \
+  || bad "--set oom_recent_s=60: $(grep oom.killed "$tmp/got")"
+
+# --lang zh renders the Chinese text of the rules.
+"$SOPCTL" run --evidence "$SRC/tests/replay/near_limit.json" --lang zh >"$tmp/zh.md" 2>"$tmp/err"
+rc=$?
+grep -q "内存已达 cgroup 上限" "$tmp/zh.md" && ok "--lang zh: Chinese symptom" || bad "--lang zh: no Chinese symptom (exit $rc)"
+grep -q "Memory at" "$tmp/zh.md" && bad "--lang zh: English symptom present" || ok "--lang zh: no English symptom"
+"$SOPCTL" run --evidence "$SRC/tests/replay/near_limit.json" --lang en >"$tmp/en.md" 2>"$tmp/err"
+grep -q "Memory at 91% of the cgroup limit" "$tmp/en.md" && ok "--lang en: English symptom" || bad "--lang en: no English symptom"
+"$SOPCTL" run --evidence "$SRC/tests/replay/oom_dead_pid.json" --lang zh --format json >"$tmp/zh.json" 2>"$tmp/err"
+jq -r '.findings[0].evidence' "$tmp/zh.json" | grep -q "内核日志" && ok "--lang zh: JSON evidence in Chinese" \
+  || bad "--lang zh JSON: $(head -c 300 "$tmp/zh.json")"
+
+echo "$pass passed, $fail failed"
+[ "$fail" = 0 ]
