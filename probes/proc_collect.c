@@ -15,7 +15,10 @@
 #define ENVIRON_MAX_BYTES (1u << 20)
 #define MAPS_MAX_BYTES (16u << 20)
 
-static bool gone(int rc) { return rc == -ENOENT || rc == -ESRCH; }
+static bool gone(int rc)
+{
+    return rc == -ENOENT || rc == -ESRCH;
+}
 
 double sop__proc_ticks_per_s(void)
 {

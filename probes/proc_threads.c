@@ -22,7 +22,10 @@ void sop__thread_list_free(sop_thread_list *l)
     l->n = 0;
 }
 
-static bool gone(long rc) { return rc == -ENOENT || rc == -ESRCH; }
+static bool gone(long rc)
+{
+    return rc == -ENOENT || rc == -ESRCH;
+}
 
 /* One thread; returns 0, 1 when the thread is gone, or -errno of the stat read. */
 static int read_thread(int taskfd, int tid, sop_thread *t, sop_missing *missing)
@@ -30,7 +33,7 @@ static int read_thread(int taskfd, int tid, sop_thread *t, sop_missing *missing)
     char path[32], buf[8192];
     memset(t, 0, sizeof *t);
     t->tid = tid;
-    t->cpu_pct = NAN;
+    t->cpu_pct = t->wait_pct = NAN; /* window rates: set by sop__threads_rates */
     t->voluntary_ctxt_switches = t->nonvoluntary_ctxt_switches = SOP_NA;
     sop__parse_schedstat(NULL, &t->sched);
 

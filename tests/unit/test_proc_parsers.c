@@ -170,8 +170,7 @@ static void test_smaps_io_sched_limits(void)
     CHECK(sm.pss_kb > 0 && sm.pss_kb <= sm.rss_kb);
     CHECK(sm.pss_anon_kb != SOP_NA && sm.pss_file_kb != SOP_NA && sm.pss_shmem_kb != SOP_NA);
     /* the rollup's parts add up to its Rss */
-    CHECK_EQ_I(sm.shared_clean_kb + sm.shared_dirty_kb + sm.private_clean_kb +
-                   sm.private_dirty_kb,
+    CHECK_EQ_I(sm.shared_clean_kb + sm.shared_dirty_kb + sm.private_clean_kb + sm.private_dirty_kb,
                sm.rss_kb);
     CHECK(sm.anonymous_kb > 0);
     CHECK_EQ_I(sm.swap_kb, 0);
@@ -264,7 +263,8 @@ static void test_environ_cmdline(void)
     const char *blob = (const char *)&e;
     bool leaked = false;
     for (size_t i = 0; i + 7 <= sizeof e; i++)
-        leaked = leaked || memcmp(blob + i, "tok-liv", 7) == 0 || memcmp(blob + i, "AKIAEXA", 7) == 0;
+        leaked =
+            leaked || memcmp(blob + i, "tok-liv", 7) == 0 || memcmp(blob + i, "AKIAEXA", 7) == 0;
     CHECK(!leaked);
     free(t);
     CHECK(sop__env_allowed("OMP_NUM_THREADS"));
@@ -376,6 +376,7 @@ static void test_collect_fixture(void)
             CHECK_EQ_I(tl.items[i].stat.state, 'S');
             CHECK(tl.items[i].sched.run_ns != SOP_NA);
             CHECK(tl.items[i].voluntary_ctxt_switches != SOP_NA);
+            CHECK(isnan(tl.items[i].cpu_pct) && isnan(tl.items[i].wait_pct));
         }
     }
     CHECK(saw_thread);
@@ -438,8 +439,9 @@ static void test_collect_fixture(void)
     CHECK(libs && libs->type == SOP_V_ARR && libs->count >= 6);
     bool torch = false;
     for (const sop_value *l = libs ? libs->child : NULL; l; l = l->next)
-        torch = torch || (sop__v_get_str(l, "kind") && strcmp(sop__v_get_str(l, "kind"), "torch") == 0 &&
-                          sop__v_get_str(l, "name") && sop__v_get_str(l, "path"));
+        torch = torch ||
+                (sop__v_get_str(l, "kind") && strcmp(sop__v_get_str(l, "kind"), "torch") == 0 &&
+                 sop__v_get_str(l, "name") && sop__v_get_str(l, "path"));
     CHECK(torch);
     const sop_value *th = sop__v_get(ev, "threads");
     CHECK(th && th->type == SOP_V_ARR && th->count == 2);
@@ -450,6 +452,7 @@ static void test_collect_fixture(void)
         CHECK(sop__v_get_num(th->child, "run_ms", &d));
         CHECK(sop__v_get_num(th->child, "voluntary_ctxt_switches", &d));
         CHECK(sop__v_get(th->child, "cpu_pct") == NULL);
+        CHECK(sop__v_get(th->child, "wait_pct") == NULL);
     }
     const sop_value *ch = sop__v_get(ev, "children");
     CHECK(ch && ch->type == SOP_V_ARR && ch->count == 1);
@@ -647,13 +650,16 @@ static void test_rates(void)
     memset(t1, 0, sizeof t1);
     int tids0[2] = {10, 11}, tids1[3] = {12, 11, 10};
     int64_t ticks0[2] = {100, 40}, ticks1[3] = {5, 140, 100};
+    int64_t wait0[2] = {0, 1000}, wait1[3] = {0, 250001000, SOP_NA};
     for (int i = 0; i < 2; i++) {
+        t0[i].sched.wait_ns = wait0[i];
         t0[i].tid = tids0[i];
         t0[i].stat.utime_ticks = ticks0[i];
         t0[i].stat.stime_ticks = 0;
         t0[i].stat.starttime_ticks = 1;
     }
     for (int i = 0; i < 3; i++) {
+        t1[i].sched.wait_ns = wait1[i];
         t1[i].tid = tids1[i];
         t1[i].stat.utime_ticks = ticks1[i];
         t1[i].stat.stime_ticks = 0;
@@ -664,6 +670,13 @@ static void test_rates(void)
     CHECK(isnan(t1[0].cpu_pct));
     CHECK(fabs(t1[1].cpu_pct - 100.0) < 1e-9); /* tid 11: 40 -> 140 */
     CHECK(fabs(t1[2].cpu_pct - 0.0) < 1e-9);   /* tid 10: idle, a measured 0 */
+    CHECK(fabs(t1[1].wait_pct - 25.0) < 1e-9); /* 250 ms runnable-waiting in 1 s */
+    CHECK(isnan(t1[2].wait_pct));              /* schedstat unread now */
+    CHECK(isnan(t1[0].wait_pct));
+    t1[1].stat.starttime_ticks = 2; /* tid 11 reused by a new thread */
+    sop__threads_rates(&l1, &l0, 1.0, 100.0);
+    CHECK(isnan(t1[1].cpu_pct) && isnan(t1[1].wait_pct));
+    t1[1].stat.starttime_ticks = 1;
     sop__threads_rates(&l1, &l0, -1.0, 100.0);
     CHECK(isnan(t1[1].cpu_pct));
 
@@ -695,8 +708,10 @@ static void test_rates(void)
 
 static void test_text(void)
 {
-    sop_value *v = sop__bridge_text("a\xff" "b");
-    CHECK_EQ_S(v->str, "a\xEF\xBF\xBD" "b");
+    sop_value *v = sop__bridge_text("a\xff"
+                                    "b");
+    CHECK_EQ_S(v->str, "a\xEF\xBF\xBD"
+                       "b");
     sop__v_free(v);
     v = sop__bridge_text("caf\xC3\xA9 \xE2\x82\xAC \xF0\x9F\x90\x8D"); /* valid: kept */
     CHECK_EQ_S(v->str, "caf\xC3\xA9 \xE2\x82\xAC \xF0\x9F\x90\x8D");
@@ -741,7 +756,10 @@ static double clock_ms(clockid_t id)
     return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
 }
 
-static double now_ms(void) { return clock_ms(CLOCK_MONOTONIC); }
+static double now_ms(void)
+{
+    return clock_ms(CLOCK_MONOTONIC);
+}
 
 static void test_live(void)
 {
