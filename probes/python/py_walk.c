@@ -25,7 +25,7 @@
 #define MAX_FRAMES 2048
 #define MAX_LINETABLE_BYTES (1u << 20)
 #define CODE_SLOTS 4096u /* power of two */
-#define FRAME_SET_SLOTS 8192u
+#define FRAME_SET_SLOTS 16384u /* > 2 x the depth bound (4 x MAX_FRAMES) */
 #define THREAD_SET_SLOTS 16384u
 #define MAPS_MAX_BYTES (16u << 20)
 /* glibc (2.26-2.39, x86-64): offsetof(struct pthread, tid); pthread_t is the address of
@@ -33,13 +33,39 @@
 #define GLIBC_PTHREAD_TID_OFFSET 0x2d0
 
 typedef struct {
-    uint64_t addr; /* 0 = empty */
-    char func[128];
-    char file[512];
+    uint64_t addr;
+    const char *func, *file; /* in the sop_python's string pool */
     int firstlineno;
     uint8_t *lines;
     size_t nlines;
 } code_entry;
+
+/* Text of the frames: chunks owned by the sop_python, freed with it. */
+struct sop_pystrings {
+    struct sop_pystrings *next;
+    size_t used, cap;
+    char data[];
+};
+
+static const char *pool_add(sop_python *py, const char *s)
+{
+    size_t n = strlen(s) + 1;
+    struct sop_pystrings *c = py->strings;
+    if (!c || c->cap - c->used < n) {
+        size_t cap = n > 60000 ? n : 60000;
+        c = malloc(sizeof *c + cap);
+        if (!c)
+            return NULL;
+        c->next = py->strings;
+        c->used = 0;
+        c->cap = cap;
+        py->strings = c;
+    }
+    char *d = c->data + c->used;
+    memcpy(d, s, n);
+    c->used += n;
+    return d;
+}
 
 typedef struct {
     int pid;
@@ -48,9 +74,13 @@ typedef struct {
     sop_pylayout L;
     uint64_t runtime;
     uint64_t code_type; /* &PyCode_Type in the target; 0 when unknown */
-    code_entry *codes;
-    size_t ncodes;
-    uint64_t *frame_set;
+    sop_python *py;     /* being filled (owns the string pool) */
+    code_entry *codes;  /* ncodes entries, found through code_index (1-based, 0 = empty) */
+    size_t ncodes, codes_cap;
+    uint32_t *code_index;
+    uint64_t *frame_set;   /* FRAME_SET_SLOTS; empty between walks */
+    uint32_t *frame_slots; /* slots filled by the current walk (to empty them after) */
+    size_t nframe_slots;
     sop_missing *missing;
     char *maps;
 } walker;
@@ -73,8 +103,9 @@ static int32_t rd32(const uint8_t *b, uint32_t off)
 
 static size_t hash_ptr(uint64_t p) { return (size_t)((p >> 3) * 0x9E3779B97F4A7C15ull >> 20); }
 
-/* Add p to an open-addressing set of `cap` slots; false when already there (or full). */
-static bool set_add(uint64_t *set, size_t cap, uint64_t p)
+/* Add p to an open-addressing set of `cap` slots; false when already there (or full).
+ * *slot (when not NULL) gets the slot used, so a caller can clear just those. */
+static bool set_add_at(uint64_t *set, size_t cap, uint64_t p, size_t *slot)
 {
     size_t i = hash_ptr(p) & (cap - 1);
     for (size_t k = 0; k < cap; k++, i = (i + 1) & (cap - 1)) {
@@ -82,10 +113,17 @@ static bool set_add(uint64_t *set, size_t cap, uint64_t p)
             return false;
         if (set[i] == 0) {
             set[i] = p;
+            if (slot)
+                *slot = i;
             return true;
         }
     }
     return false;
+}
+
+static bool set_add(uint64_t *set, size_t cap, uint64_t p)
+{
+    return set_add_at(set, cap, p, NULL);
 }
 
 static bool task_exists(const walker *w, int tid)
@@ -113,12 +151,24 @@ static char task_state(const walker *w, int tid)
 
 static void free_codes(walker *w)
 {
-    if (!w->codes)
-        return;
-    for (size_t i = 0; i < CODE_SLOTS; i++)
+    for (size_t i = 0; i < w->ncodes; i++)
         free(w->codes[i].lines);
     free(w->codes);
+    free(w->code_index);
     w->codes = NULL;
+    w->code_index = NULL;
+    w->ncodes = w->codes_cap = 0;
+}
+
+static bool grow_codes(walker *w)
+{
+    size_t ncap = w->codes_cap ? w->codes_cap * 2 : 64;
+    code_entry *nc = realloc(w->codes, ncap * sizeof *nc);
+    if (!nc)
+        return false;
+    w->codes = nc;
+    w->codes_cap = ncap;
+    return true;
 }
 
 /* The cached decoding of the code object at `code`, or NULL with *err set. */
@@ -126,16 +176,16 @@ static const code_entry *resolve_code(walker *w, uint64_t code, int *err)
 {
     size_t i = hash_ptr(code) & (CODE_SLOTS - 1);
     for (size_t k = 0; k < CODE_SLOTS; k++, i = (i + 1) & (CODE_SLOTS - 1)) {
-        if (w->codes[i].addr == code)
-            return &w->codes[i];
-        if (w->codes[i].addr == 0)
+        uint32_t ix = w->code_index[i];
+        if (ix == 0)
             break;
+        if (w->codes[ix - 1].addr == code)
+            return &w->codes[ix - 1];
     }
     if (w->ncodes >= CODE_SLOTS / 2) { /* full enough: start over rather than degrade */
-        for (size_t j = 0; j < CODE_SLOTS; j++) {
+        for (size_t j = 0; j < w->ncodes; j++)
             free(w->codes[j].lines);
-            memset(&w->codes[j], 0, sizeof w->codes[j]);
-        }
+        memset(w->code_index, 0, CODE_SLOTS * sizeof *w->code_index);
         w->ncodes = 0;
         i = hash_ptr(code) & (CODE_SLOTS - 1);
     }
@@ -156,23 +206,34 @@ static const code_entry *resolve_code(walker *w, uint64_t code, int *err)
     }
     code_entry e;
     memset(&e, 0, sizeof e);
+    char func[256], file[1024];
     uint64_t name = rd64(buf, L->co_qualname ? L->co_qualname : L->co_name);
-    uint64_t file = rd64(buf, L->co_filename);
+    uint64_t fileo = rd64(buf, L->co_filename);
     uint64_t lines = rd64(buf, L->co_lines);
     e.firstlineno = rd32(buf, L->co_firstlineno);
-    if ((r = sop__rmem_unicode(&w->mem, &L->str, name, e.func, sizeof e.func)) < 0 ||
-        (r = sop__rmem_unicode(&w->mem, &L->str, file, e.file, sizeof e.file)) < 0 ||
-        (r = sop__rmem_bytes(&w->mem, &L->str, lines, MAX_LINETABLE_BYTES, &e.lines,
+    if ((r = sop__rmem_unicode(&w->mem, &L->str, name, func, sizeof func)) < 0 ||
+        (r = sop__rmem_unicode(&w->mem, &L->str, fileo, file, sizeof file)) < 0) {
+        *err = r;
+        return NULL;
+    }
+    if ((r = sop__rmem_bytes(&w->mem, &L->str, lines, MAX_LINETABLE_BYTES, &e.lines,
                              &e.nlines)) < 0) {
         *err = r == -E2BIG ? -EINVAL : r;
         return NULL;
     }
-    while (w->codes[i].addr != 0)
+    e.func = pool_add(w->py, func);
+    e.file = pool_add(w->py, file);
+    if (!e.func || !e.file || (w->ncodes == w->codes_cap && !grow_codes(w))) {
+        free(e.lines);
+        *err = -ENOMEM;
+        return NULL;
+    }
+    while (w->code_index[i] != 0)
         i = (i + 1) & (CODE_SLOTS - 1);
     e.addr = code;
-    w->codes[i] = e;
-    w->ncodes++;
-    return &w->codes[i];
+    w->codes[w->ncodes++] = e;
+    w->code_index[i] = (uint32_t)w->ncodes;
+    return &w->codes[w->ncodes - 1];
 }
 
 /* ---- frames ------------------------------------------------------------------------- */
@@ -188,8 +249,8 @@ static int push_frame(sop_pythread *t, size_t *cap, const code_entry *c, int lin
         *cap = ncap;
     }
     sop_pyframe *f = &t->frames[t->nframes++];
-    snprintf(f->func, sizeof f->func, "%s", c->func);
-    snprintf(f->file, sizeof f->file, "%s", c->file);
+    f->func = c->func;
+    f->file = c->file;
     f->line = line;
     f->entry = entry;
     return 0;
@@ -223,16 +284,20 @@ static int walk_thread(walker *w, uint64_t tstate, sop_pythread *t, char *why, s
             return r == -ESRCH ? r : -EAGAIN;
         }
     }
-    memset(w->frame_set, 0, FRAME_SET_SLOTS * sizeof *w->frame_set);
+    for (size_t i = 0; i < w->nframe_slots; i++)
+        w->frame_set[w->frame_slots[i]] = 0;
+    w->nframe_slots = 0;
     for (size_t depth = 0; f; depth++) {
         if (t->nframes >= MAX_FRAMES || depth >= 4 * MAX_FRAMES) {
             t->truncated = true;
             break;
         }
-        if (!set_add(w->frame_set, FRAME_SET_SLOTS, f)) {
+        size_t slot;
+        if (!set_add_at(w->frame_set, FRAME_SET_SLOTS, f, &slot)) {
             snprintf(why, whylen, "frame chain loops at depth %zu", depth);
             return -EAGAIN;
         }
+        w->frame_slots[w->nframe_slots++] = (uint32_t)slot;
         uint8_t fb[128];
         uint64_t code, prev;
         int64_t addr_bytes;
@@ -537,6 +602,11 @@ void sop__python_free(sop_python *py)
         free(py->threads[i].native);
     }
     free(py->threads);
+    while (py->strings) {
+        struct sop_pystrings *next = py->strings->next;
+        free(py->strings);
+        py->strings = next;
+    }
     free(py);
 }
 
@@ -699,9 +769,11 @@ int sop__python_collect(int pid, const char *proc_root, unsigned flags, sop_pyth
         return rc;
     }
     sop_python *py = calloc(1, sizeof *py);
-    w.codes = calloc(CODE_SLOTS, sizeof *w.codes);
+    w.py = py;
+    w.code_index = calloc(CODE_SLOTS, sizeof *w.code_index);
     w.frame_set = calloc(FRAME_SET_SLOTS, sizeof *w.frame_set);
-    if (!py || !w.codes || !w.frame_set || sop__rmem_open(&w.mem, pid, w.proc_root) < 0) {
+    w.frame_slots = calloc(4 * MAX_FRAMES + 1, sizeof *w.frame_slots);
+    if (!py || !w.code_index || !w.frame_set || !w.frame_slots || sop__rmem_open(&w.mem, pid, w.proc_root) < 0) {
         rc = -ENOMEM;
         goto out;
     }
@@ -737,6 +809,7 @@ int sop__python_collect(int pid, const char *proc_root, unsigned flags, sop_pyth
 out:
     free_codes(&w);
     free(w.frame_set);
+    free(w.frame_slots);
     free(w.maps);
     sop__rmem_close(&w.mem);
     if (rc < 0) {

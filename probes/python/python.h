@@ -15,9 +15,9 @@
 #define SOP_PY_NATIVE 0x1u /* interrupt each thread briefly and unwind its native stack */
 
 typedef struct {
-    char func[128]; /* qualified name where the version has it */
-    char file[512];
-    int line;       /* -1 when unknown */
+    const char *func; /* qualified name where the version has it (owned by the sop_python) */
+    const char *file; /* (owned by the sop_python) */
+    int line;         /* -1 when unknown */
     bool entry;     /* last frame of one run of the evaluator (an entry / shim boundary):
                      * where one _PyEval_EvalFrameDefault C frame ends, for --native merging */
 } sop_pyframe;
@@ -55,6 +55,7 @@ typedef struct sop_python {
     int64_t gc_enabled, gc_collecting, gc_threshold[3], gc_count[3], gc_frozen;
     sop_pythread *threads;
     size_t nthreads;
+    struct sop_pystrings *strings; /* owns the frames' func/file text */
 } sop_python;
 
 /* Read the CPython state of `pid`. proc_root is "/proc" (a fixture root in tests). Returns 0,
