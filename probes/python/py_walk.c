@@ -610,6 +610,47 @@ void sop__python_free(sop_python *py)
     free(py);
 }
 
+/* Batch the first reads of every thread's walk (cframe, newest frame and the page below it,
+ * its code object) into a few syscalls: the walk is pointer chasing, but across threads the
+ * same step can be read at once. Purely a cache warm-up: the walk validates everything. */
+static void prefetch_first_frames(walker *w, const uint64_t *tstates, size_t nts)
+{
+    const sop_pylayout *L = &w->L;
+    uint64_t *a = calloc(2 * nts + 1, sizeof *a);
+    if (!a)
+        return;
+    size_t k = 0;
+    for (size_t i = 0; i < nts; i++) {
+        uint64_t f = 0;
+        if (sop__rmem_u64(&w->mem, tstates[i] + L->ts_frame, &f) == 0 && f)
+            a[k++] = f;
+    }
+    if (L->frames == SOP_PYFRAME_CFRAME) {
+        sop__rmem_prefetch(&w->mem, a, k, 16);
+        size_t k2 = 0;
+        for (size_t i = 0; i < k; i++) {
+            uint64_t f = 0;
+            if (sop__rmem_u64(&w->mem, a[i] + L->cf_current_frame, &f) == 0 && f)
+                a[k2++] = f;
+        }
+        k = k2;
+    }
+    size_t nf = k;
+    for (size_t i = 0; i < nf; i++) /* older frames sit below the newest (3.11+ data stack) */
+        if (L->frames != SOP_PYFRAME_OBJECT && a[i] > 4096)
+            a[k++] = a[i] - 4096;
+    sop__rmem_prefetch(&w->mem, a, k, 128);
+    size_t nc = 0;
+    for (size_t i = 0; i < nf; i++) {
+        uint64_t c = 0;
+        uint32_t off = L->frames == SOP_PYFRAME_OBJECT ? L->fo_code : L->if_code;
+        if (sop__rmem_u64(&w->mem, a[i] + off, &c) == 0 && c)
+            a[nc++] = c;
+    }
+    sop__rmem_prefetch(&w->mem, a, nc, L->co_read_size);
+    free(a);
+}
+
 static int collect(walker *w, unsigned flags, sop_python *py)
 {
     const sop_pylayout *L = &w->L;
@@ -669,6 +710,7 @@ static int collect(walker *w, unsigned flags, sop_python *py)
         free(tstates);
         return -ENOMEM;
     }
+    prefetch_first_frames(w, tstates, nts);
     bool ptrace_refused = false;
     sop_native *nv = NULL;
     if ((flags & SOP_PY_NATIVE) && sop__native_open(w->pid, w->proc_root, w->maps, &nv) < 0)

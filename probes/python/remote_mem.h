@@ -38,6 +38,10 @@ int sop__rmem_read(sop_rmem *m, uint64_t addr, void *buf, size_t len);
 /* Read bypassing the cache (for values that change between reads, e.g. the GIL word). */
 int sop__rmem_read_direct(sop_rmem *m, uint64_t addr, void *buf, size_t len);
 int sop__rmem_u64(sop_rmem *m, uint64_t addr, uint64_t *out);
+/* Load the pages covering [addrs[i], addrs[i] + len) into the cache with as few syscalls as
+ * possible (one process_vm_readv with many iovecs). Best effort: pages that fail are simply
+ * not cached. Returns the number of pages loaded. */
+size_t sop__rmem_prefetch(sop_rmem *m, const uint64_t *addrs, size_t n, size_t len);
 
 /* Offsets of the string objects of one interpreter version (filled from py_layouts). */
 typedef struct {
