@@ -243,6 +243,38 @@ def test_deep():
             stop(p)
 
 
+def test_churn():
+    """Torn reads: threads and stacks change under the reader. Every dump must end quickly
+    and cleanly (exit 0, valid JSON, bounded frames), whatever it met."""
+    churn = os.path.join(TARGETS, "py_churn_target.py")
+    for py in ("/usr/bin/python3.11", sorted(glob.glob("/root/.pyenv/versions/3.8.*/bin/python3.8"))[-1:],
+               sorted(glob.glob("/root/.pyenv/versions/3.13.*/bin/python3.13"))[-1:]):
+        py = py if isinstance(py, str) else (py[0] if py else None)
+        if not py or not os.path.exists(py):
+            continue
+        p = start([py, churn])
+        bad, slow, frames = [], 0, 0
+        try:
+            for _ in range(60):
+                t0 = time.monotonic()
+                r = dump(p.pid, "--json")
+                if time.monotonic() - t0 > 2:
+                    slow += 1
+                if r.returncode != 0:
+                    bad.append((r.returncode, r.stderr[-200:]))
+                    continue
+                doc = json.loads(r.stdout)
+                for t in doc["threads"]:
+                    frames += len(t["frames"])
+                    if len(t["frames"]) > 2048:
+                        bad.append("unbounded")
+            check("churn %s: every dump clean" % py, not bad, "%s" % bad[:3])
+            check("churn %s: no slow dump" % py, slow == 0, "%d" % slow)
+            check("churn %s: frames were read" % py, frames > 60)
+        finally:
+            stop(p)
+
+
 def test_exit_during_dump():
     py = "/usr/bin/python3.11" if os.path.exists("/usr/bin/python3.11") else sys.executable
     bad = []
@@ -406,7 +438,7 @@ def test_tracer_killed_while_stopped():
 def main():
     if os.geteuid() != 0:
         print("note: not root; reading other processes may be refused")
-    for t in (test_matrix, test_deep, test_exit_during_dump, test_not_python,
+    for t in (test_matrix, test_deep, test_churn, test_exit_during_dump, test_not_python,
               test_ptrace_refused, test_sigkill_native, test_tracer_killed_while_stopped):
         try:
             t()
