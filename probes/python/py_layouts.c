@@ -17,6 +17,17 @@
 #define STR_312 {16, 32, 40, 56, 16, 32, 2}
 /* struct _gc_runtime_state: enabled 12, generations 24 (3 x 24 bytes: head 16, threshold 16,
  * count 20), permanent_generation 104, collecting 200 — the same on 3.8-3.13. */
+/* Dicts and instance attributes, for thread names. PyTypeObject tp_flags 168, tp_dictoffset
+ * 288; PyDictObject ma_keys 32, ma_values 40, on every version. 3.8-3.10 keys (from
+ * Objects/dict-common.h, not installed): dk_size 8, dk_nentries 32, dk_indices 40, entries of
+ * {hash, key, value}. 3.11+: dk_log2_size 8, dk_log2_index_bytes 9, dk_kind 10, dk_nentries
+ * 24, dk_indices 32; unicode-keyed entries are {key, value}. */
+#define DICT_OLD                                                                               \
+    .tp_flags = 168, .tp_dictoffset = 288, .ma_keys = 32, .ma_values = 40, .dk_size = 8,       \
+    .dk_nentries = 32, .dk_indices = 40
+#define DICT_NEW                                                                               \
+    .tp_flags = 168, .tp_dictoffset = 288, .ma_keys = 32, .ma_values = 40, .dict_log2 = true,  \
+    .dk_nentries = 24, .dk_indices = 32
 #define GC_FIELDS                                                                              \
     .gc_enabled = 12, .gc_collecting = 200, .gc_generations = 24, .gc_gen_size = 24,           \
     .gc_gen_threshold = 16, .gc_gen_count = 20, .gc_permanent = 104
@@ -31,6 +42,7 @@ static const sop_pylayout layouts[] = {
         .fo_back = 24, .fo_code = 32, .fo_lasti = 104, .if_is_entry = -1, .owner_cstack = -1,
         .co_filename = 104, .co_name = 112, .co_firstlineno = 40, .co_lines = 120,
         .co_read_size = 128, .ob_type = 8, .str = STR_311,
+        .frame_localsplus = 360, DICT_OLD,
     },
     {   /* 3.9.18 */
         .minor = 9, .source = "table 3.9", .frames = SOP_PYFRAME_OBJECT,
@@ -41,6 +53,7 @@ static const sop_pylayout layouts[] = {
         .fo_back = 24, .fo_code = 32, .fo_lasti = 104, .if_is_entry = -1, .owner_cstack = -1,
         .co_filename = 104, .co_name = 112, .co_firstlineno = 40, .co_lines = 120,
         .co_read_size = 128, .ob_type = 8, .str = STR_311,
+        .frame_localsplus = 360, DICT_OLD,
     },
     {   /* 3.10.13: f_lasti counts code units */
         .minor = 10, .source = "table 3.10", .frames = SOP_PYFRAME_OBJECT,
@@ -51,6 +64,7 @@ static const sop_pylayout layouts[] = {
         .fo_back = 24, .fo_code = 32, .fo_lasti = 96, .if_is_entry = -1, .owner_cstack = -1,
         .co_filename = 104, .co_name = 112, .co_firstlineno = 40, .co_lines = 120,
         .co_read_size = 128, .ob_type = 8, .str = STR_311,
+        .frame_localsplus = 352, DICT_OLD,
     },
     {   /* 3.11.7 (and Debian 3.11.2): interp->threads.head; _PyInterpreterFrame.is_entry */
         .minor = 11, .source = "table 3.11", .frames = SOP_PYFRAME_CFRAME,
@@ -64,6 +78,9 @@ static const sop_pylayout layouts[] = {
         .co_filename = 112, .co_name = 120, .co_qualname = 128, .co_firstlineno = 72,
         .co_lines = 136, .co_code_adaptive = 184, .co_read_size = 184, .ob_type = 8,
         .str = STR_311,
+        /* managed dict: values pointer at obj - 4 words, dict at obj - 3 */
+        .frame_localsplus = 72, DICT_NEW, .ht_cached_keys = 872, .values_values = 0,
+        .managed_values_word = -4,
     },
     {   /* 3.12.1: the GIL hangs off interp->ceval.gil; shim frames owned by the C stack */
         .minor = 12, .source = "table 3.12", .frames = SOP_PYFRAME_CFRAME,
@@ -77,6 +94,9 @@ static const sop_pylayout layouts[] = {
         .co_filename = 112, .co_name = 120, .co_qualname = 128, .co_firstlineno = 68,
         .co_lines = 136, .co_code_adaptive = 192, .co_read_size = 192, .ob_type = 8,
         .str = STR_312,
+        /* dict-or-values at obj - 3 words; values tagged with bit 0 (stored as values - 1) */
+        .frame_localsplus = 72, DICT_NEW, .ht_cached_keys = 880, .values_values = 0,
+        .managed_values_word = -3,
     },
     {   /* 3.13.0: fallback when _Py_DebugOffsets is unreadable; tstate->current_frame */
         .minor = 13, .source = "table 3.13", .frames = SOP_PYFRAME_DIRECT,
@@ -90,6 +110,10 @@ static const sop_pylayout layouts[] = {
         .co_filename = 112, .co_name = 120, .co_qualname = 128, .co_firstlineno = 68,
         .co_lines = 136, .co_code_adaptive = 200, .co_read_size = 200, .ob_type = 8,
         .str = STR_312,
+        /* managed dict at obj - 3 words; inline values right after the header (obj + 16),
+         * PyDictValues {capacity, size, embedded, valid, values @8} */
+        .frame_localsplus = 72, DICT_NEW, .ht_cached_keys = 880, .values_values = 8,
+        .managed_values_word = 0, .inline_values = true,
     },
 };
 
@@ -200,6 +224,7 @@ int sop__pylayout_from_debug_offsets(const uint8_t *blob, size_t len, uint64_t e
     bad |= fits(blob, W_IF, W_IF + 2, 8, &L.if_code);
     bad |= fits(blob, W_IF, W_IF + 3, 8, &L.if_instr);
     bad |= fits(blob, W_IF, W_IF + 5, 1, &L.if_owner);
+    bad |= fits(blob, W_IF, W_IF + 4, 0, &L.frame_localsplus);
     bad |= fits(blob, W_CO, W_CO + 1, 8, &L.co_filename);
     bad |= fits(blob, W_CO, W_CO + 2, 8, &L.co_name);
     bad |= fits(blob, W_CO, W_CO + 3, 8, &L.co_qualname);

@@ -52,6 +52,15 @@ typedef struct {
     /* PyCodeObject */
     uint32_t co_filename, co_name, co_qualname, co_firstlineno, co_lines, co_code_adaptive;
     uint32_t co_read_size; /* bytes to read to cover every field above */
+    /* Thread names (threading.Thread._name, via the `self` of threading's _bootstrap frame) */
+    uint32_t frame_localsplus;  /* PyFrameObject.f_localsplus / _PyInterpreterFrame.localsplus */
+    uint32_t tp_flags, tp_dictoffset, ht_cached_keys; /* ht_cached_keys 3.11+ */
+    uint32_t ma_keys, ma_values;
+    bool dict_log2;             /* 3.11+: dk_log2_size/dk_log2_index_bytes/dk_kind */
+    uint32_t dk_size, dk_nentries, dk_indices; /* dk_size: 3.8-3.10 only */
+    uint32_t values_values;     /* offset of the values array in PyDictValues */
+    int managed_values_word;    /* 3.11: values pointer at obj - 4 words; 3.12: tagged at -3 */
+    bool inline_values;         /* 3.13: values inline after the object header */
     uint32_t ob_type;
     sop_pystr_layout str;
 } sop_pylayout;

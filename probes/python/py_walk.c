@@ -18,6 +18,7 @@
 #include "linetable.h"
 #include "native.h"
 #include "py_layouts.h"
+#include "py_names.h"
 #include "remote_mem.h"
 
 #define MAX_INTERPS 64
@@ -256,9 +257,18 @@ static int push_frame(sop_pythread *t, size_t *cap, const code_entry *c, int lin
     return 0;
 }
 
+/* threading's Thread._bootstrap: its first local is the Thread object. */
+static bool is_thread_bootstrap(const code_entry *c)
+{
+    size_t n = strlen(c->file);
+    return (strcmp(c->func, "Thread._bootstrap") == 0 || strcmp(c->func, "_bootstrap") == 0) &&
+           n >= 12 && strcmp(c->file + n - 12, "threading.py") == 0;
+}
+
 /* Walk the frames of the thread state at `tstate` into t. Returns 0, -EAGAIN for a torn read
  * (reason in why), -ESRCH when the process is gone, -ENOMEM. */
-static int walk_thread(walker *w, uint64_t tstate, sop_pythread *t, char *why, size_t whylen)
+static int walk_thread(walker *w, uint64_t tstate, sop_pythread *t, uint64_t *boot_frame,
+                       char *why, size_t whylen)
 {
     const sop_pylayout *L = &w->L;
     uint8_t ts[4096];
@@ -348,6 +358,8 @@ static int walk_thread(walker *w, uint64_t tstate, sop_pythread *t, char *why, s
                                          (int)addr_bytes);
             if (push_frame(t, &cap, c, line, entry) < 0)
                 return -ENOMEM;
+            if (is_thread_bootstrap(c))
+                *boot_frame = f;
         }
         f = prev;
         continue;
@@ -579,6 +591,7 @@ typedef struct {
     uint64_t tstate;
     sop_pythread *t;
     int rc;
+    uint64_t boot_frame; /* threading's _bootstrap frame, 0 when none */
     char why[160];
 } thread_job;
 
@@ -586,10 +599,12 @@ static void walk_with_retry(void *ctx, int tid)
 {
     thread_job *j = ctx;
     (void)tid;
-    j->rc = walk_thread(j->w, j->tstate, j->t, j->why, sizeof j->why);
+    j->boot_frame = 0;
+    j->rc = walk_thread(j->w, j->tstate, j->t, &j->boot_frame, j->why, sizeof j->why);
     if (j->rc == -EAGAIN) { /* torn read: the target moved under us; once more, uncached */
         sop__rmem_flush(&j->w->mem);
-        j->rc = walk_thread(j->w, j->tstate, j->t, j->why, sizeof j->why);
+        j->boot_frame = 0;
+        j->rc = walk_thread(j->w, j->tstate, j->t, &j->boot_frame, j->why, sizeof j->why);
     }
 }
 
@@ -720,7 +735,7 @@ static int collect(walker *w, unsigned flags, sop_python *py)
         uint64_t tsa = tstates[nts - 1 - k];
         sop_pythread *t = &py->threads[py->nthreads];
         memset(t, 0, sizeof *t);
-        thread_job j = {w, tsa, t, 0, ""};
+        thread_job j = {w, tsa, t, 0, 0, ""};
         walk_with_retry(&j, 0);
         if (j.rc == -ESRCH) {
             rc = -ESRCH;
@@ -736,9 +751,14 @@ static int collect(walker *w, unsigned flags, sop_python *py)
                                sizeof tid) == 0 && tid > 0 && task_exists(w, tid))
                 t->tid = tid;
         }
-        /* Names: threading's names are not read (yet); the process's first thread is the
-         * one CPython initialized in, which threading calls "MainThread". */
-        if (t->tid == w->pid)
+        /* Names: threading.Thread._name of the `self` of threading's _bootstrap frame; the
+         * process's first thread is the one CPython initialized in: "MainThread". */
+        uint64_t self = 0;
+        if (j.boot_frame &&
+            sop__rmem_u64(&w->mem, j.boot_frame + w->L.frame_localsplus, &self) == 0 && self)
+            (void)sop__py_instance_str_attr(&w->mem, &w->L, self, "_name", t->name,
+                                            sizeof t->name);
+        if (!t->name[0] && t->tid == w->pid)
             snprintf(t->name, sizeof t->name, "MainThread");
         for (size_t h = 0; h < nholders; h++)
             if (holders[h] && holders[h] == tsa)
@@ -785,7 +805,7 @@ static int collect(walker *w, unsigned flags, sop_python *py)
         sop_pythread *t = &py->threads[i];
         char st = t->tid > 0 ? task_state(w, t->tid) : '?';
         t->active = st == 'R' || t->gil;
-        if (t->gil)
+        if (t->gil && t->tid > 0)
             py->gil_holder_tid = t->tid;
     }
     return 0;

@@ -147,6 +147,12 @@ def check_threads_doc(tag, doc, pid, M, minor):
         check(tag + " lock waiter frame", fr(lk, 0) == ("blocked", tgt, M["LINE_LOCK"]),
               "%s" % lk["frames"][:2])
         check(tag + " lock waiter idle", lk["state"] == "idle" and not lk["gil"], lk["state"])
+        check(tag + " lock waiter name (threading's, exact)",
+              lk.get("name") == "locked\x1b[31m\n\u540d", repr(lk.get("name")))
+    for func, name in (("busy_leaf", "busy"), ("sleepy", "sleeper")):
+        t = find_thread(doc, func)
+        check(tag + " thread name " + name, t is not None and t.get("name") == name,
+              repr(t and t.get("name")))
 
     main = [t for t in doc["threads"] if t.get("tid") == pid]
     if check(tag + " main thread found", len(main) == 1):
@@ -185,6 +191,9 @@ def test_matrix():
             busy_file = find_thread(doc, "busy_leaf")["frames"][0]["file"]
             check(tag + " text frame line", "    busy_leaf (%s:%d)\n" %
                   (busy_file, M["LINE_BUSY"]) in r.stdout, r.stdout[:1500])
+            check(tag + " text escapes control characters",
+                  '"locked\\x1b[31m\\x0a\u540d"' in r.stdout and "\x1b" not in r.stdout,
+                  repr(r.stdout[-400:]))
             check(tag + " text thread header",
                   re.search(r'^Thread 0x[0-9A-F]+ \(active\+gil\)', r.stdout, re.M) is not None,
                   r.stdout[:600])
