@@ -432,8 +432,13 @@ static int find_runtime(walker *w, sop_python *py)
     snprintf(py->executable, sizeof py->executable, "%s", exe_path);
 
     uint64_t sym = 0, symsize = 0;
-    bool have_lib = open_image(w, NULL, &lib) == 0;
-    bool have_exe = open_image(w, exe_path, &exe) == 0;
+    int lib_rc = open_image(w, NULL, &lib), exe_rc = open_image(w, exe_path, &exe);
+    bool have_lib = lib_rc == 0, have_exe = exe_rc == 0;
+    if (!have_lib && !have_exe && (exe_rc == -EACCES || exe_rc == -EPERM)) {
+        sop__missing_add(w->missing, "python", "%s/%d/root%s: %s", w->proc_root, w->pid,
+                         exe_path, strerror(-exe_rc));
+        return exe_rc;
+    }
     /* A static build has _PyRuntime in the executable; a shared one in libpython. */
     if (have_exe && (sop__elf_symbol(&exe.elf, "_PyRuntime", &sym, &symsize) == 0 ||
                      sop__elf_section(&exe.elf, ".PyRuntime", &sym, &symsize, NULL) == 0))

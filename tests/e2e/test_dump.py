@@ -295,7 +295,7 @@ def test_exit_during_dump():
                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         deadline = time.monotonic() + 3
         while p.poll() is None and time.monotonic() < deadline:
-            r = dump(p.pid, "--json")
+            r = dump(p.pid, "--json", *(["--native"] if i % 2 else []))
             if r.returncode < 0 or r.returncode not in (0, 3):
                 bad.append((r.returncode, r.stderr[-300:]))
             elif r.returncode == 0:
@@ -369,6 +369,24 @@ def test_ptrace_refused():
               any("ptrace refused" in x for x in reasons), "%s" % doc.get("missing_evidence"))
         check("ptrace refused: no native frames", all("native" not in t for t in
                                                        doc["threads"]))
+    finally:
+        stop(p)
+
+
+def test_unprivileged():
+    """sopctl as nobody against a root target: nothing readable -> exit 3, the reason named."""
+    if os.geteuid() != 0 or not os.path.exists("/usr/bin/setpriv"):
+        print("note: unprivileged check skipped (needs root and setpriv)")
+        return
+    py = "/usr/bin/python3.11" if os.path.exists("/usr/bin/python3.11") else sys.executable
+    p = start([py, THREADS_TARGET])
+    try:
+        r = subprocess.run(["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups",
+                            SOPCTL, "dump", "--json", "--pid", str(p.pid)],
+                           capture_output=True, text=True, timeout=30)
+        check("unprivileged: exit 3", r.returncode == 3, "%d %s" % (r.returncode, r.stderr))
+        check("unprivileged: permission named", "permission denied" in r.stderr.lower() and
+              "Permission denied" in r.stdout, r.stdout + r.stderr)
     finally:
         stop(p)
 
@@ -448,7 +466,7 @@ def main():
     if os.geteuid() != 0:
         print("note: not root; reading other processes may be refused")
     for t in (test_matrix, test_deep, test_churn, test_exit_during_dump, test_not_python,
-              test_ptrace_refused, test_sigkill_native, test_tracer_killed_while_stopped):
+              test_ptrace_refused, test_unprivileged, test_sigkill_native, test_tracer_killed_while_stopped):
         try:
             t()
         except Exception as e:  # a crash in one group is a failure, the rest still run
