@@ -317,11 +317,12 @@ static void test_remote_self(void)
     sop__rmem_close(&m);
 }
 
-/* GC state of a real interpreter child, against what it printed about itself. */
-static void test_gc_child(void)
+/* GC state and the one frame of a real interpreter child, against what it printed about
+ * itself. */
+static void test_gc_child(const char *exe, const char *version)
 {
-    if (access(DEB_PY311, X_OK) != 0) {
-        printf("note: %s absent; GC check skipped\n", DEB_PY311);
+    if (access(exe, X_OK) != 0) {
+        printf("note: %s absent; GC check skipped\n", exe);
         return;
     }
     int to_child[2], from_child[2];
@@ -333,7 +334,7 @@ static void test_gc_child(void)
         dup2(from_child[1], 1);
         close(to_child[1]);
         close(from_child[0]);
-        execl(DEB_PY311, "python3.11", "-c",
+        execl(exe, exe, "-c",
               "import gc, sys\n"
               "junk = [[i] for i in range(5000)]\n"
               "gc.freeze(); gc.disable(); gc.set_threshold(1234, 56, 78)\n"
@@ -352,7 +353,7 @@ static void test_gc_child(void)
     sop_missing miss = {0};
     CHECK_EQ_I(sop__python_collect(pid, "/proc", 0, &py, &miss), 0);
     if (py) {
-        CHECK_EQ_S(py->version, "3.11.2");
+        CHECK_EQ_S(py->version, version);
         CHECK_EQ_I(py->gc_enabled, 0);
         CHECK_EQ_I(py->gc_collecting, 0);
         CHECK_EQ_I(py->gc_threshold[0], 1234);
@@ -366,15 +367,11 @@ static void test_gc_child(void)
               py->threads[0].frames[0].line == 5);
     }
     for (size_t i = 0; i < miss.n; i++)
-        fprintf(stderr, "missing: %s: %s\n", miss.items[i].probe, miss.items[i].reason);
+        fprintf(stderr, "%s: missing: %s: %s\n", exe, miss.items[i].probe,
+                miss.items[i].reason);
+    CHECK_EQ_I(miss.n, 0);
     sop__python_free(py);
     sop__missing_free(&miss);
-    /* Not CPython: this very test program. */
-    sop_missing m2 = {0};
-    CHECK_EQ_I(sop__python_collect(getpid(), "/proc", 0, &py, &m2), -ENOEXEC);
-    CHECK(py == NULL);
-    CHECK(m2.n >= 1 && strstr(m2.items[m2.n - 1].reason, "not a CPython process") != NULL);
-    sop__missing_free(&m2);
     close(to_child[1]);
     close(from_child[0]);
     kill(pid, SIGKILL);
@@ -385,6 +382,17 @@ static void test_gc_child(void)
     sop__missing_free(&m3);
 }
 
+static void test_not_python(void)
+{
+    sop_python *py = NULL;
+    /* Not CPython: this very test program. */
+    sop_missing m2 = {0};
+    CHECK_EQ_I(sop__python_collect(getpid(), "/proc", 0, &py, &m2), -ENOEXEC);
+    CHECK(py == NULL);
+    CHECK(m2.n >= 1 && strstr(m2.items[m2.n - 1].reason, "not a CPython process") != NULL);
+    sop__missing_free(&m2);
+}
+
 int main(void)
 {
     test_elf_real();
@@ -392,6 +400,13 @@ int main(void)
     test_linetables();
     test_debug_offsets();
     test_remote_self();
-    test_gc_child();
+    test_gc_child(DEB_PY311, "3.11.2");
+    test_gc_child("/root/.pyenv/versions/3.8.18/bin/python3.8", "3.8.18");
+    test_gc_child("/root/.pyenv/versions/3.9.18/bin/python3.9", "3.9.18");
+    test_gc_child("/root/.pyenv/versions/3.10.13/bin/python3.10", "3.10.13");
+    test_gc_child("/root/.pyenv/versions/3.11.7/bin/python3.11", "3.11.7");
+    test_gc_child("/root/.pyenv/versions/3.12.1/bin/python3.12", "3.12.1");
+    test_gc_child("/root/.pyenv/versions/3.13.0/bin/python3.13", "3.13.0");
+    test_not_python();
     return t_done();
 }
