@@ -217,8 +217,9 @@ int sop_dump(sop_engine *e, int pid, unsigned flags, sop_format fmt, char **out)
     sop_python *py = NULL;
     char cmdline[4096];
     read_cmdline(pid, cmdline, sizeof cmdline);
-    int r = sop__python_collect(pid, "/proc", (flags & SOP_DUMP_NATIVE) ? SOP_PY_NATIVE : 0, &py,
-                                &missing);
+    /* The dump shows no GC state: skip it (counting frozen objects can be long). */
+    unsigned pyflags = SOP_PY_SKIP_GC | ((flags & SOP_DUMP_NATIVE) ? SOP_PY_NATIVE : 0);
+    int r = sop__python_collect(pid, "/proc", pyflags, &py, &missing);
     int rc;
     switch (r) {
     case 0: rc = SOP_OK; break;

@@ -29,6 +29,9 @@
 #define FRAME_SET_SLOTS 16384u /* > 2 x the depth bound (4 x MAX_FRAMES) */
 #define THREAD_SET_SLOTS 16384u
 #define MAPS_MAX_BYTES (16u << 20)
+#define FROZEN_MAX 50000
+#define SOP_STR_(x) #x
+#define SOP_STR(x) SOP_STR_(x)
 /* glibc (2.26-2.39, x86-64): offsetof(struct pthread, tid); pthread_t is the address of
  * struct pthread. Checked by experiment against threading.get_native_id() on Debian 12. */
 #define GLIBC_PTHREAD_TID_OFFSET 0x2d0
@@ -572,19 +575,19 @@ static void read_gc(walker *w, uint64_t interp, sop_python *py)
         py->gc_count[g] = rd32(b, go + L->gc_gen_count);
     }
     /* Frozen objects: the permanent generation's list (gc.freeze() does not keep a count);
-     * walked up to 100000 nodes, else left unknown. */
+     * walked up to FROZEN_MAX nodes (through the page cache), else left unknown. */
     uint64_t head = gc + L->gc_permanent, node = rd64(b, L->gc_permanent);
     int64_t count = 0;
-    for (; node != head && count <= 100000; count++) {
+    for (; node != head && count <= FROZEN_MAX; count++) {
         if (!node || sop__rmem_u64(&w->mem, node, &node) < 0) {
             count = -1;
             break;
         }
         node &= ~(uint64_t)3; /* _gc_next carries no flag bits, but be safe */
     }
-    if (count < 0 || count > 100000)
+    if (count < 0 || count > FROZEN_MAX)
         sop__missing_add(w->missing, "python", "frozen GC objects not counted (%s)",
-                         count < 0 ? "list unreadable" : "more than 100000");
+                         count < 0 ? "list unreadable" : "more than " SOP_STR(FROZEN_MAX));
     else
         py->gc_frozen = count;
 }
@@ -722,7 +725,7 @@ static int collect(walker *w, unsigned flags, sop_python *py)
         return rc;
     }
     rc = 0;
-    if (last_interp)
+    if (last_interp && !(flags & SOP_PY_SKIP_GC))
         read_gc(w, last_interp, py);
     py->threads = calloc(nts ? nts : 1, sizeof *py->threads);
     if (!py->threads) {

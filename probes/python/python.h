@@ -12,7 +12,8 @@
 
 #include "../missing.h"
 
-#define SOP_PY_NATIVE 0x1u /* interrupt each thread briefly and unwind its native stack */
+#define SOP_PY_NATIVE 0x1u  /* interrupt each thread briefly and unwind its native stack */
+#define SOP_PY_SKIP_GC 0x2u /* leave the GC state out (counting frozen objects walks a list) */
 
 typedef struct {
     const char *func; /* qualified name where the version has it (owned by the sop_python) */
