@@ -753,7 +753,11 @@ static int collect(walker *w, unsigned flags, sop_python *py)
             rc = -ENOMEM;
             break;
         }
-        if (!t->tid && t->thread_id) {
+        /* A tid is only believed when it is a task of this process: a torn or stale value
+         * must never send --native to some other process's thread. */
+        if (t->tid > 0 && !task_exists(w, t->tid))
+            t->tid = 0;
+        if (!t->tid && t->thread_id && L->ts_native_thread_id == 0) {
             int32_t tid = 0;
             if (sop__rmem_read(&w->mem, t->thread_id + GLIBC_PTHREAD_TID_OFFSET, &tid,
                                sizeof tid) == 0 && tid > 0 && task_exists(w, tid))
