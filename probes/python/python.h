@@ -34,8 +34,9 @@ typedef struct {
 typedef struct {
     int tid;            /* OS thread id; 0 when unknown */
     uint64_t thread_id; /* pthread id (threading.get_ident()) */
-    char name[64];      /* threading name, when readable */
-    bool active;        /* from the OS thread state (running / runnable) */
+    char name[64];      /* threading.Thread._name; "MainThread" for the process's first
+                         * thread; "" when not started by threading */
+    bool active;        /* OS state R (running / runnable) or holding the GIL */
     bool gil;           /* holds the GIL */
     sop_pyframe *frames; /* innermost first */
     size_t nframes;
@@ -60,8 +61,10 @@ typedef struct sop_python {
 } sop_python;
 
 /* Read the CPython state of `pid`. proc_root is "/proc" (a fixture root in tests). Returns 0,
- * SOP_ENOTPYTHON-like negative (-ENOEXEC) when not CPython, -ESRCH when gone, -EPERM / -EACCES
- * when memory cannot be read. Partial results are returned with reasons in `missing`. */
+ * -ENOEXEC when not CPython, -ENOTSUP for an unsupported version (reason in `missing`),
+ * -ESRCH when gone, -EPERM / -EACCES when memory cannot be read. Partial results (a thread
+ * whose walk tore twice, native stacks refused) come back with reasons in `missing`.
+ * *out is owned by the caller (sop__python_free). */
 int sop__python_collect(int pid, const char *proc_root, unsigned flags, sop_python **out,
                         sop_missing *missing);
 void sop__python_free(sop_python *py);
