@@ -63,8 +63,7 @@ static _Thread_local struct {
     uint8_t data[UNW_CACHE_PAGES][4096];
 } unw_mem;
 
-static int access_mem(unw_addr_space_t as, unw_word_t addr, unw_word_t *val, int write,
-                      void *arg)
+static int access_mem(unw_addr_space_t as, unw_word_t addr, unw_word_t *val, int write, void *arg)
 {
     if (write || (addr & 7) || unw_mem.pid <= 0)
         return _UPT_access_mem(as, addr, val, write, arg);
@@ -243,8 +242,7 @@ static void symbolize(sop_native *nv, sop_nframe *f)
 }
 
 /* Unwind the stopped thread: instruction pointers only (names come after the detach). */
-static int unwind_ips(sop_native *nv, int tid, sop_nframe *fr, size_t *n, char *err,
-                      size_t errlen)
+static int unwind_ips(sop_native *nv, int tid, sop_nframe *fr, size_t *n, char *err, size_t errlen)
 {
     void *upt = _UPT_create(tid);
     if (!upt) {
@@ -317,7 +315,8 @@ int sop__native_thread(sop_native *nv, int tid, sop_native_stopped_fn fn, void *
         if (WIFSTOPPED(status) && (status >> 16) == PTRACE_EVENT_STOP)
             break; /* our interrupt */
         /* Another stop (a signal for the thread) came first: pass it on, wait again. */
-        if (tries >= 16 || ptrace(PTRACE_CONT, tid, 0, WIFSTOPPED(status) ? WSTOPSIG(status) : 0) < 0) {
+        if (tries >= 16 ||
+            ptrace(PTRACE_CONT, tid, 0, WIFSTOPPED(status) ? WSTOPSIG(status) : 0) < 0) {
             rc = -EIO;
             snprintf(err, errlen, "thread %d: could not reach the interrupt stop", tid);
             goto detach;

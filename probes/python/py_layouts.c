@@ -13,8 +13,14 @@
  * sizeof(PyCompactUnicodeObject) are 48/72 up to 3.11 (wstr fields), 40/56 from 3.12;
  * PyBytesObject ob_size 16, ob_sval 32. The state bit-field starts with interned:2, then
  * kind:3, compact:1, ascii:1. */
-#define STR_311 {16, 32, 48, 72, 16, 32, 2}
-#define STR_312 {16, 32, 40, 56, 16, 32, 2}
+#define STR_311                                                                                    \
+    {                                                                                              \
+        16, 32, 48, 72, 16, 32, 2                                                                  \
+    }
+#define STR_312                                                                                    \
+    {                                                                                              \
+        16, 32, 40, 56, 16, 32, 2                                                                  \
+    }
 /* struct _gc_runtime_state: enabled 12, generations 24 (3 x 24 bytes: head 16, threshold 16,
  * count 20), permanent_generation 104, collecting 200 — the same on 3.8-3.13. */
 /* Dicts and instance attributes, for thread names. PyTypeObject tp_flags 168, tp_dictoffset
@@ -22,16 +28,18 @@
  * Objects/dict-common.h, not installed): dk_size 8, dk_nentries 32, dk_indices 40, entries of
  * {hash, key, value}. 3.11+: dk_log2_size 8, dk_log2_index_bytes 9, dk_kind 10, dk_nentries
  * 24, dk_indices 32; unicode-keyed entries are {key, value}. */
-#define DICT_OLD                                                                               \
-    .tp_flags = 168, .tp_dictoffset = 288, .ma_keys = 32, .ma_values = 40, .dk_size = 8,       \
+#define DICT_OLD                                                                                   \
+    .tp_flags = 168, .tp_dictoffset = 288, .ma_keys = 32, .ma_values = 40, .dk_size = 8,           \
     .dk_nentries = 32, .dk_indices = 40
-#define DICT_NEW                                                                               \
-    .tp_flags = 168, .tp_dictoffset = 288, .ma_keys = 32, .ma_values = 40, .dict_log2 = true,  \
+#define DICT_NEW                                                                                   \
+    .tp_flags = 168, .tp_dictoffset = 288, .ma_keys = 32, .ma_values = 40, .dict_log2 = true,      \
     .dk_nentries = 24, .dk_indices = 32
-#define GC_FIELDS                                                                              \
-    .gc_enabled = 12, .gc_collecting = 200, .gc_generations = 24, .gc_gen_size = 24,           \
+#define GC_FIELDS                                                                                  \
+    .gc_enabled = 12, .gc_collecting = 200, .gc_generations = 24, .gc_gen_size = 24,               \
     .gc_gen_threshold = 16, .gc_gen_count = 20, .gc_permanent = 104
 
+/* One version per block, related fields on a line. */
+// clang-format off
 static const sop_pylayout layouts[] = {
     {   /* 3.8.18 */
         .minor = 8, .source = "table 3.8", .frames = SOP_PYFRAME_OBJECT,
@@ -117,6 +125,8 @@ static const sop_pylayout layouts[] = {
     },
 };
 
+// clang-format on
+
 const sop_pylayout *sop__pylayout_table(int minor)
 {
     for (size_t i = 0; i < sizeof layouts / sizeof layouts[0]; i++)
@@ -128,25 +138,26 @@ const sop_pylayout *sop__pylayout_table(int minor)
 /* Field positions (in uint64 words) inside the 3.13 _Py_DebugOffsets blob: cookie (1 word),
  * version, free_threaded, then the sub-structs in declaration order. */
 enum {
-    W_VERSION = 1, W_FREE_THREADED = 2,
-    W_RT = 3,      /* size, finalizing, interpreters_head */
-    W_IS = 6,      /* size, id, next, threads_head, gc, imports_modules, sysdict, builtins,
-                      ceval_gil, gil_runtime_state, gil_enabled, gil_locked, gil_holder */
-    W_TS = 19,     /* size, prev, next, interp, current_frame, thread_id, native_thread_id,
-                      datastack_chunk, status */
-    W_IF = 28,     /* size, previous, executable, instr_ptr, localsplus, owner */
-    W_CO = 34,     /* size, filename, name, qualname, linetable, firstlineno, argcount,
-                      localsplusnames, localspluskinds, co_code_adaptive */
-    W_OBJ = 44,    /* size, ob_type */
-    W_TYPE = 46,   /* size, tp_name, tp_repr, tp_flags */
-    W_TUPLE = 50,  /* size, ob_item, ob_size */
+    W_VERSION = 1,
+    W_FREE_THREADED = 2,
+    W_RT = 3,     /* size, finalizing, interpreters_head */
+    W_IS = 6,     /* size, id, next, threads_head, gc, imports_modules, sysdict, builtins,
+                     ceval_gil, gil_runtime_state, gil_enabled, gil_locked, gil_holder */
+    W_TS = 19,    /* size, prev, next, interp, current_frame, thread_id, native_thread_id,
+                     datastack_chunk, status */
+    W_IF = 28,    /* size, previous, executable, instr_ptr, localsplus, owner */
+    W_CO = 34,    /* size, filename, name, qualname, linetable, firstlineno, argcount,
+                     localsplusnames, localspluskinds, co_code_adaptive */
+    W_OBJ = 44,   /* size, ob_type */
+    W_TYPE = 46,  /* size, tp_name, tp_repr, tp_flags */
+    W_TUPLE = 50, /* size, ob_item, ob_size */
     W_LIST = 53,
     W_DICT = 56,
-    W_FLOAT = 59,  /* size, ob_fval */
-    W_LONG = 61,   /* size, lv_tag, ob_digit */
-    W_BYTES = 64,  /* size, ob_size, ob_sval */
-    W_UNI = 67,    /* size, state, length, asciiobject_size */
-    W_GC = 71,     /* size, collecting */
+    W_FLOAT = 59, /* size, ob_fval */
+    W_LONG = 61,  /* size, lv_tag, ob_digit */
+    W_BYTES = 64, /* size, ob_size, ob_sval */
+    W_UNI = 67,   /* size, state, length, asciiobject_size */
+    W_GC = 71,    /* size, collecting */
     W_END = 73,
 };
 
@@ -170,10 +181,10 @@ static int fits(const uint8_t *blob, int size_w, int w, uint64_t need, uint32_t 
 int sop__pylayout_from_debug_offsets(const uint8_t *blob, size_t len, uint64_t expect_hex,
                                      sop_pylayout *out, char *why, size_t whylen)
 {
-#define FAIL(...)                                                                              \
-    do {                                                                                       \
-        snprintf(why, whylen, __VA_ARGS__);                                                    \
-        return -EINVAL;                                                                        \
+#define FAIL(...)                                                                                  \
+    do {                                                                                           \
+        snprintf(why, whylen, __VA_ARGS__);                                                        \
+        return -EINVAL;                                                                            \
     } while (0)
     if (len < SOP_DEBUG_OFFSETS_313_SIZE || W_END * 8 != SOP_DEBUG_OFFSETS_313_SIZE)
         FAIL("debug offsets: %zu bytes, need %u", len, SOP_DEBUG_OFFSETS_313_SIZE);
@@ -189,18 +200,21 @@ int sop__pylayout_from_debug_offsets(const uint8_t *blob, size_t len, uint64_t e
     if (word(blob, W_FREE_THREADED) != 0)
         FAIL("debug offsets: free-threaded build not supported");
     /* Struct sizes: sane bounds, so a corrupt blob cannot send reads far away. */
-    static const struct { int w; uint64_t lo, hi; const char *what; } sizes[] = {
-        {W_RT, 64, 1u << 22, "runtime"},       {W_IS, 64, 1u << 22, "interpreter"},
-        {W_TS, 64, 1u << 14, "thread state"},  {W_IF, 32, 1u << 10, "frame"},
-        {W_CO, 64, 1u << 12, "code"},          {W_OBJ, 16, 64, "object"},
-        {W_BYTES, 24, 128, "bytes"},           {W_UNI, 24, 256, "unicode"},
+    static const struct {
+        int w;
+        uint64_t lo, hi;
+        const char *what;
+    } sizes[] = {
+        {W_RT, 64, 1u << 22, "runtime"},      {W_IS, 64, 1u << 22, "interpreter"},
+        {W_TS, 64, 1u << 14, "thread state"}, {W_IF, 32, 1u << 10, "frame"},
+        {W_CO, 64, 1u << 12, "code"},         {W_OBJ, 16, 64, "object"},
+        {W_BYTES, 24, 128, "bytes"},          {W_UNI, 24, 256, "unicode"},
         {W_GC, 16, 1u << 14, "gc"},
     };
     for (size_t i = 0; i < sizeof sizes / sizeof sizes[0]; i++) {
         uint64_t s = word(blob, sizes[i].w);
         if (s < sizes[i].lo || s > sizes[i].hi)
-            FAIL("debug offsets: %s size %llu out of bounds", sizes[i].what,
-                 (unsigned long long)s);
+            FAIL("debug offsets: %s size %llu out of bounds", sizes[i].what, (unsigned long long)s);
     }
     const sop_pylayout *base = sop__pylayout_table(13);
     sop_pylayout L = *base;

@@ -98,8 +98,8 @@ static int values_get(sop_rmem *m, const sop_pylayout *L, uint64_t type, uint64_
     return sop__rmem_u64(m, values + L->values_values + 8 * ix, value);
 }
 
-int sop__py_instance_str_attr(sop_rmem *m, const sop_pylayout *L, uint64_t obj,
-                              const char *attr, char *out, size_t cap)
+int sop__py_instance_str_attr(sop_rmem *m, const sop_pylayout *L, uint64_t obj, const char *attr,
+                              char *out, size_t cap)
 {
     uint64_t type, flags = 0, value = 0;
     int r;

@@ -12,7 +12,7 @@
 /* Read attribute `attr` of the instance at `obj` as text into out. Returns 0, -ENOENT when
  * absent, -EINVAL for anything malformed, or a read error. Bounded: at most 1024 dict
  * entries are looked at. */
-int sop__py_instance_str_attr(sop_rmem *m, const sop_pylayout *L, uint64_t obj,
-                              const char *attr, char *out, size_t cap);
+int sop__py_instance_str_attr(sop_rmem *m, const sop_pylayout *L, uint64_t obj, const char *attr,
+                              char *out, size_t cap);
 
 #endif

@@ -5,13 +5,13 @@
 #include "python.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <limits.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
-#include <fcntl.h>
 
 #include "../procfs.h"
 #include "elf.h"
@@ -25,7 +25,7 @@
 #define MAX_THREADS 4096
 #define MAX_FRAMES 2048
 #define MAX_LINETABLE_BYTES (1u << 20)
-#define CODE_SLOTS 4096u /* power of two */
+#define CODE_SLOTS 4096u       /* power of two */
 #define FRAME_SET_SLOTS 16384u /* > 2 x the depth bound (4 x MAX_FRAMES) */
 #define THREAD_SET_SLOTS 16384u
 #define MAPS_MAX_BYTES (16u << 20)
@@ -105,7 +105,10 @@ static int32_t rd32(const uint8_t *b, uint32_t off)
     return v;
 }
 
-static size_t hash_ptr(uint64_t p) { return (size_t)((p >> 3) * 0x9E3779B97F4A7C15ull >> 20); }
+static size_t hash_ptr(uint64_t p)
+{
+    return (size_t)((p >> 3) * 0x9E3779B97F4A7C15ull >> 20);
+}
 
 /* Add p to an open-addressing set of `cap` slots; false when already there (or full).
  * *slot (when not NULL) gets the slot used, so a caller can clear just those. */
@@ -220,8 +223,8 @@ static const code_entry *resolve_code(walker *w, uint64_t code, int *err)
         *err = r;
         return NULL;
     }
-    if ((r = sop__rmem_bytes(&w->mem, &L->str, lines, MAX_LINETABLE_BYTES, &e.lines,
-                             &e.nlines)) < 0) {
+    if ((r = sop__rmem_bytes(&w->mem, &L->str, lines, MAX_LINETABLE_BYTES, &e.lines, &e.nlines)) <
+        0) {
         *err = r == -E2BIG ? -EINVAL : r;
         return NULL;
     }
@@ -270,8 +273,8 @@ static bool is_thread_bootstrap(const code_entry *c)
 
 /* Walk the frames of the thread state at `tstate` into t. Returns 0, -EAGAIN for a torn read
  * (reason in why), -ESRCH when the process is gone, -ENOMEM. */
-static int walk_thread(walker *w, uint64_t tstate, sop_pythread *t, uint64_t *boot_frame,
-                       char *why, size_t whylen)
+static int walk_thread(walker *w, uint64_t tstate, sop_pythread *t, uint64_t *boot_frame, char *why,
+                       size_t whylen)
 {
     const sop_pylayout *L = &w->L;
     uint8_t ts[4096];
@@ -396,7 +399,7 @@ static int version_from_name(const char *path)
 typedef struct {
     sop_elf elf;
     uint64_t bias;
-    char path[512];     /* as the target sees it */
+    char path[512];      /* as the target sees it */
     char host_path[800]; /* through proc_root/PID/root */
 } image;
 
@@ -406,8 +409,7 @@ static int open_image(walker *w, const char *suffix, image *im)
     memset(im, 0, sizeof *im);
     if (sop__maps_find(w->maps, suffix, im->path, sizeof im->path, &start) < 0)
         return -ENOENT;
-    snprintf(im->host_path, sizeof im->host_path, "%s/%d/root%s", w->proc_root, w->pid,
-             im->path);
+    snprintf(im->host_path, sizeof im->host_path, "%s/%d/root%s", w->proc_root, w->pid, im->path);
     int r = sop__elf_open(im->host_path, &im->elf);
     if (r < 0)
         return r;
@@ -438,8 +440,8 @@ static int find_runtime(walker *w, sop_python *py)
     int lib_rc = open_image(w, NULL, &lib), exe_rc = open_image(w, exe_path, &exe);
     bool have_lib = lib_rc == 0, have_exe = exe_rc == 0;
     if (!have_lib && !have_exe && (exe_rc == -EACCES || exe_rc == -EPERM)) {
-        sop__missing_add(w->missing, "python", "%s/%d/root%s: %s", w->proc_root, w->pid,
-                         exe_path, strerror(-exe_rc));
+        sop__missing_add(w->missing, "python", "%s/%d/root%s: %s", w->proc_root, w->pid, exe_path,
+                         strerror(-exe_rc));
         return exe_rc;
     }
     /* A static build has _PyRuntime in the executable; a shared one in libpython. */
@@ -475,8 +477,7 @@ static int find_runtime(walker *w, sop_python *py)
             char tail[8] = "";
             if (level >= 0xa && level <= 0xc)
                 snprintf(tail, sizeof tail, "%s%u", lv[level == 0xc ? 3 : level - 0xa], serial);
-            snprintf(py->version, sizeof py->version, "3.%d.%u%s", minor, (pv >> 8) & 0xff,
-                     tail);
+            snprintf(py->version, sizeof py->version, "3.%d.%u%s", minor, (pv >> 8) & 0xff, tail);
         }
     }
     if (minor < 0) {
@@ -498,8 +499,8 @@ static int find_runtime(walker *w, sop_python *py)
         uint8_t blob[SOP_DEBUG_OFFSETS_313_SIZE];
         char why[160] = "";
         int r = sop__rmem_read(&w->mem, w->runtime, blob, sizeof blob);
-        if (r == 0 && sop__pylayout_from_debug_offsets(blob, sizeof blob, hex, &w->L, why,
-                                                       sizeof why) == 0)
+        if (r == 0 &&
+            sop__pylayout_from_debug_offsets(blob, sizeof blob, hex, &w->L, why, sizeof why) == 0)
             goto chosen;
         if (r < 0)
             snprintf(why, sizeof why, "debug offsets unreadable (%s)", strerror(-r));
@@ -760,7 +761,8 @@ static int collect(walker *w, unsigned flags, sop_python *py)
         if (!t->tid && t->thread_id && L->ts_native_thread_id == 0) {
             int32_t tid = 0;
             if (sop__rmem_read(&w->mem, t->thread_id + GLIBC_PTHREAD_TID_OFFSET, &tid,
-                               sizeof tid) == 0 && tid > 0 && task_exists(w, tid))
+                               sizeof tid) == 0 &&
+                tid > 0 && task_exists(w, tid))
                 t->tid = tid;
         }
         /* Names: threading.Thread._name of the `self` of threading's _bootstrap frame; the
@@ -768,16 +770,15 @@ static int collect(walker *w, unsigned flags, sop_python *py)
         uint64_t self = 0;
         if (j.boot_frame &&
             sop__rmem_u64(&w->mem, j.boot_frame + w->L.frame_localsplus, &self) == 0 && self)
-            (void)sop__py_instance_str_attr(&w->mem, &w->L, self, "_name", t->name,
-                                            sizeof t->name);
+            (void)sop__py_instance_str_attr(&w->mem, &w->L, self, "_name", t->name, sizeof t->name);
         if (!t->name[0] && t->tid == w->pid)
             snprintf(t->name, sizeof t->name, "MainThread");
         for (size_t h = 0; h < nholders; h++)
             if (holders[h] && holders[h] == tsa)
                 t->gil = true;
         if (j.rc == -EAGAIN)
-            sop__missing_add(w->missing, "python", "thread %d: %s (frames so far kept)",
-                             t->tid, j.why);
+            sop__missing_add(w->missing, "python", "thread %d: %s (frames so far kept)", t->tid,
+                             j.why);
         if (flags & SOP_PY_NATIVE) {
             if (!nv) {
                 snprintf(t->native_error, sizeof t->native_error, "unwinder unavailable");
@@ -847,7 +848,8 @@ int sop__python_collect(int pid, const char *proc_root, unsigned flags, sop_pyth
     w.code_index = calloc(CODE_SLOTS, sizeof *w.code_index);
     w.frame_set = calloc(FRAME_SET_SLOTS, sizeof *w.frame_set);
     w.frame_slots = calloc(4 * MAX_FRAMES + 1, sizeof *w.frame_slots);
-    if (!py || !w.code_index || !w.frame_set || !w.frame_slots || sop__rmem_open(&w.mem, pid, w.proc_root) < 0) {
+    if (!py || !w.code_index || !w.frame_set || !w.frame_slots ||
+        sop__rmem_open(&w.mem, pid, w.proc_root) < 0) {
         rc = -ENOMEM;
         goto out;
     }

@@ -19,36 +19,36 @@ typedef struct {
     const char *func; /* qualified name where the version has it (owned by the sop_python) */
     const char *file; /* (owned by the sop_python) */
     int line;         /* -1 when unknown */
-    bool entry;     /* last frame of one run of the evaluator (an entry / shim boundary):
-                     * where one _PyEval_EvalFrameDefault C frame ends, for --native merging */
+    bool entry;       /* last frame of one run of the evaluator (an entry / shim boundary):
+                       * where one _PyEval_EvalFrameDefault C frame ends, for --native merging */
 } sop_pyframe;
 
 typedef struct {
     char func[128];
-    char lib[128];  /* basename of the mapped object */
+    char lib[128]; /* basename of the mapped object */
     uint64_t ip;
-    int py_index;   /* >= 0: this entry is the Python frame frames[py_index] of the thread,
-                     * merged in place of the evaluator; -1: a native frame */
+    int py_index; /* >= 0: this entry is the Python frame frames[py_index] of the thread,
+                   * merged in place of the evaluator; -1: a native frame */
 } sop_nframe;
 
 typedef struct {
-    int tid;            /* OS thread id; 0 when unknown */
-    uint64_t thread_id; /* pthread id (threading.get_ident()) */
-    char name[64];      /* threading.Thread._name; "MainThread" for the process's first
-                         * thread; "" when not started by threading */
-    bool active;        /* OS state R (running / runnable) or holding the GIL */
-    bool gil;           /* holds the GIL */
+    int tid;             /* OS thread id; 0 when unknown */
+    uint64_t thread_id;  /* pthread id (threading.get_ident()) */
+    char name[64];       /* threading.Thread._name; "MainThread" for the process's first
+                          * thread; "" when not started by threading */
+    bool active;         /* OS state R (running / runnable) or holding the GIL */
+    bool gil;            /* holds the GIL */
     sop_pyframe *frames; /* innermost first */
     size_t nframes;
     bool truncated;     /* more frames than the bound */
-    sop_nframe *native;  /* with SOP_PY_NATIVE; innermost first, Python frames merged in */
+    sop_nframe *native; /* with SOP_PY_NATIVE; innermost first, Python frames merged in */
     size_t nnative;
     char native_error[160];
-    double pause_ms;    /* with SOP_PY_NATIVE: how long this thread was stopped; else 0 */
+    double pause_ms; /* with SOP_PY_NATIVE: how long this thread was stopped; else 0 */
 } sop_pythread;
 
 typedef struct sop_python {
-    char version[32];       /* "3.11.7" */
+    char version[32]; /* "3.11.7" */
     char executable[512];
     char libpython[512];    /* "" for static builds */
     char layout[32];        /* where the offsets came from: "table 3.11", "_Py_DebugOffsets" */

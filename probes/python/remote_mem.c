@@ -216,8 +216,7 @@ size_t sop__utf8_put(uint32_t cp, char *out)
 
 #define MAX_STR_CHARS 1024
 
-int sop__rmem_unicode(sop_rmem *m, const sop_pystr_layout *L, uint64_t obj, char *out,
-                      size_t cap)
+int sop__rmem_unicode(sop_rmem *m, const sop_pystr_layout *L, uint64_t obj, char *out, size_t cap)
 {
     if (cap == 0)
         return -EINVAL;

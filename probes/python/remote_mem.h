@@ -18,11 +18,11 @@ typedef struct {
 
 typedef struct {
     int pid;
-    int mem_fd;       /* /proc/PID/mem, opened lazily when process_vm_readv is refused */
-    bool use_mem_fd;  /* process_vm_readv failed with ENOSYS/EPERM: go through the file */
-    int last_errno;   /* errno of the last failed read */
+    int mem_fd;           /* /proc/PID/mem, opened lazily when process_vm_readv is refused */
+    bool use_mem_fd;      /* process_vm_readv failed with ENOSYS/EPERM: go through the file */
+    int last_errno;       /* errno of the last failed read */
     sop_rmem_page *pages; /* SOP_RMEM_SLOTS slots, direct-mapped by page number */
-    uint64_t reads;   /* syscalls issued (for tests and benchmarks) */
+    uint64_t reads;       /* syscalls issued (for tests and benchmarks) */
     char proc_root[128];
 } sop_rmem;
 
@@ -53,8 +53,7 @@ typedef struct {
 /* Read a PyUnicode object into UTF-8 `out` (cap bytes, NUL-terminated, truncated at cap).
  * Compact ASCII/UCS1/UCS2/UCS4 only; lengths above max_chars are cut. Returns 0 or -errno
  * (-EINVAL for a malformed or non-compact object). */
-int sop__rmem_unicode(sop_rmem *m, const sop_pystr_layout *L, uint64_t obj, char *out,
-                      size_t cap);
+int sop__rmem_unicode(sop_rmem *m, const sop_pystr_layout *L, uint64_t obj, char *out, size_t cap);
 /* Read a PyBytes object's content (at most max_len bytes) into a malloc'd buffer. Returns 0
  * or -errno; -E2BIG when longer than max_len. */
 int sop__rmem_bytes(sop_rmem *m, const sop_pystr_layout *L, uint64_t obj, size_t max_len,

@@ -99,8 +99,8 @@ static void test_merge_and_render(void)
     /* epoll_wait, inner, Outer.run (entry ends the first evaluator run), PyEval_EvalCode,
      * <module>, main */
     CHECK_EQ_I(n, 6);
-    const char *want[] = {"epoll_wait", "inner", "Outer.run", "PyEval_EvalCode", "<module>",
-                          "main"};
+    const char *want[] = {"epoll_wait",      "inner",    "Outer.run",
+                          "PyEval_EvalCode", "<module>", "main"};
     for (size_t i = 0; i < n && i < 6; i++)
         CHECK_EQ_S(m[i].func, want[i]);
     CHECK(n == 6 && m[1].py_index == 0 && m[2].py_index == 1 && m[4].py_index == 2 &&
@@ -112,13 +112,17 @@ static void test_merge_and_render(void)
     sop__missing_add(&miss, "native", "ptrace refused: %s", "EPERM");
     char *text = NULL;
     CHECK_EQ_I(sop__dump_render(py, &miss, 123, "python3 job.py\x07", 0, &text), 0);
-    CHECK(text && strncmp(text, "Process 123: python3 job.py\\x07\nPython v3.11.7 "
-                                "(/usr/bin/python3.11)\n", 63) == 0);
+    CHECK(text && strncmp(text,
+                          "Process 123: python3 job.py\\x07\nPython v3.11.7 "
+                          "(/usr/bin/python3.11)\n",
+                          63) == 0);
     CHECK(text && strstr(text, "Thread 0x7F00 (active+gil): \"Main\\x1b[1m\" [tid 125]\n") != NULL);
     CHECK(text && strstr(text, "    inner (/srv/job.py:12)\n    Outer.run (/srv/job.py:30)\n"
                                "    PyEval_EvalCode (python3.11)\n") != NULL);
     CHECK(text && strstr(text, "    <module> (/srv/job.py)\n") != NULL);
-    CHECK(text && strstr(text, "Thread 0x0 (idle)\n    wait (/usr/lib/python3.11/threading.py:320)\n") != NULL);
+    CHECK(text &&
+          strstr(text, "Thread 0x0 (idle)\n    wait (/usr/lib/python3.11/threading.py:320)\n") !=
+              NULL);
     CHECK(text && strstr(text, "missing native: ptrace refused: EPERM") != NULL);
     CHECK(text && strchr(text, '\x1b') == NULL && strchr(text, '\x07') == NULL);
     free(text);

@@ -156,7 +156,7 @@ static void test_linetables(void)
         test_linetable_file(files[i]);
     /* Hand-made 3.11 entries: one-line form code 11 (+1), long form 14 with delta -3,
      * then "no location" 15. */
-    const uint8_t loc[] = {0x80 | (11 << 3) | 1, 0, 0, /* 2 units, line+1 */
+    const uint8_t loc[] = {0x80 | (11 << 3) | 1, 0, 0,       /* 2 units, line+1 */
                            0x80 | (14 << 3) | 0, 7, 0, 0, 0, /* 1 unit, svarint 7 = -3 */
                            0x80 | (15 << 3) | 0};
     CHECK_EQ_I(sop__py_addr2line(SOP_PYLINES_LOCATIONS, loc, sizeof loc, 10, 0), 11);
@@ -211,30 +211,25 @@ static void test_debug_offsets(void)
     uint8_t bad[sizeof blob];
     memcpy(bad, blob, sizeof bad);
     bad[0] = 'X'; /* cookie */
-    CHECK_EQ_I(sop__pylayout_from_debug_offsets(bad, sizeof bad, 0, &L, why, sizeof why),
-               -EINVAL);
+    CHECK_EQ_I(sop__pylayout_from_debug_offsets(bad, sizeof bad, 0, &L, why, sizeof why), -EINVAL);
     CHECK(strstr(why, "cookie") != NULL);
     memcpy(bad, blob, sizeof bad);
     uint64_t v = 0x030c01f0; /* claims 3.12 */
     memcpy(bad + 8, &v, 8);
-    CHECK_EQ_I(sop__pylayout_from_debug_offsets(bad, sizeof bad, 0, &L, why, sizeof why),
-               -EINVAL);
-    CHECK_EQ_I(sop__pylayout_from_debug_offsets(blob, sizeof blob, 0x030d01f0, &L, why,
-                                                sizeof why),
+    CHECK_EQ_I(sop__pylayout_from_debug_offsets(bad, sizeof bad, 0, &L, why, sizeof why), -EINVAL);
+    CHECK_EQ_I(sop__pylayout_from_debug_offsets(blob, sizeof blob, 0x030d01f0, &L, why, sizeof why),
                -EINVAL); /* disagrees with Py_Version */
     memcpy(bad, blob, sizeof bad);
     v = 1u << 30; /* thread state size absurd */
     memcpy(bad + 19 * 8, &v, 8);
-    CHECK_EQ_I(sop__pylayout_from_debug_offsets(bad, sizeof bad, 0, &L, why, sizeof why),
-               -EINVAL);
+    CHECK_EQ_I(sop__pylayout_from_debug_offsets(bad, sizeof bad, 0, &L, why, sizeof why), -EINVAL);
     CHECK(strstr(why, "size") != NULL);
     memcpy(bad, blob, sizeof bad);
     uint64_t tsize;
     memcpy(&tsize, blob + 19 * 8, 8);
     v = tsize + 8; /* current_frame beyond the thread state */
     memcpy(bad + (19 + 4) * 8, &v, 8);
-    CHECK_EQ_I(sop__pylayout_from_debug_offsets(bad, sizeof bad, 0, &L, why, sizeof why),
-               -EINVAL);
+    CHECK_EQ_I(sop__pylayout_from_debug_offsets(bad, sizeof bad, 0, &L, why, sizeof why), -EINVAL);
     CHECK(strstr(why, "outside") != NULL);
     CHECK_EQ_I(sop__pylayout_from_debug_offsets(blob, 100, 0, &L, why, sizeof why), -EINVAL);
 }
@@ -296,9 +291,8 @@ static void test_remote_self(void)
     make_str(&s, 2, 4, 0, ucs4, sizeof ucs4);
     CHECK_EQ_I(sop__rmem_unicode(&m, &L->str, (uint64_t)(uintptr_t)&s, out, sizeof out), 0);
     CHECK_EQ_S(out, "\xf0\x9f\x98\x80\xef\xbf\xbd"); /* a lone surrogate becomes U+FFFD */
-    make_str(&s, 3, 3, 0, "abc", 3); /* kind 3 does not exist */
-    CHECK_EQ_I(sop__rmem_unicode(&m, &L->str, (uint64_t)(uintptr_t)&s, out, sizeof out),
-               -EINVAL);
+    make_str(&s, 3, 3, 0, "abc", 3);                 /* kind 3 does not exist */
+    CHECK_EQ_I(sop__rmem_unicode(&m, &L->str, (uint64_t)(uintptr_t)&s, out, sizeof out), -EINVAL);
     make_str(&s, 5, 1, 1, "hello", 5);
     CHECK_EQ_I(sop__rmem_unicode(&m, &L->str, (uint64_t)(uintptr_t)&s, out, 3), 0);
     CHECK_EQ_S(out, "he"); /* cut at the buffer, NUL-terminated */
@@ -367,8 +361,7 @@ static void test_gc_child(const char *exe, const char *version)
               py->threads[0].frames[0].line == 5);
     }
     for (size_t i = 0; i < miss.n; i++)
-        fprintf(stderr, "%s: missing: %s: %s\n", exe, miss.items[i].probe,
-                miss.items[i].reason);
+        fprintf(stderr, "%s: missing: %s: %s\n", exe, miss.items[i].probe, miss.items[i].reason);
     CHECK_EQ_I(miss.n, 0);
     sop__python_free(py);
     sop__missing_free(&miss);
