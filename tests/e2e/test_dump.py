@@ -326,6 +326,14 @@ def test_not_python():
 # EPERM (what a container runtime's seccomp profile does), while process_vm_readv stays
 # allowed — so Python stacks are read and native stacks are skipped with a reason.
 def deny_ptrace():
+    deny_syscall(101)  # __NR_ptrace
+
+
+def deny_process_vm_readv():
+    deny_syscall(310)  # __NR_process_vm_readv
+
+
+def deny_syscall(nr):
     libc = ctypes.CDLL(None, use_errno=True)
 
     class SockFilter(ctypes.Structure):
@@ -342,7 +350,7 @@ def deny_ptrace():
         SockFilter(BPF_JEQ_K, 1, 0, 0xC000003E),       # x86-64?
         SockFilter(BPF_RET_K, 0, 0, ALLOW),
         SockFilter(BPF_LD_W_ABS, 0, 0, 0),             # syscall nr
-        SockFilter(BPF_JEQ_K, 0, 1, 101),              # __NR_ptrace
+        SockFilter(BPF_JEQ_K, 0, 1, nr),               # the denied syscall
         SockFilter(BPF_RET_K, 0, 0, ERRNO_EPERM),
     )
     full = (SockFilter * 7)(*prog, SockFilter(BPF_RET_K, 0, 0, ALLOW))
@@ -369,6 +377,24 @@ def test_ptrace_refused():
               any("ptrace refused" in x for x in reasons), "%s" % doc.get("missing_evidence"))
         check("ptrace refused: no native frames", all("native" not in t for t in
                                                        doc["threads"]))
+    finally:
+        stop(p)
+
+
+def test_mem_file_fallback():
+    """process_vm_readv refused (EPERM, as some sandboxes do): the same stacks through
+    /proc/PID/mem."""
+    py = "/usr/bin/python3.11" if os.path.exists("/usr/bin/python3.11") else sys.executable
+    p = start([py, THREADS_TARGET])
+    try:
+        a = dump(p.pid, "--json")
+        b = dump(p.pid, "--json", preexec=deny_process_vm_readv)
+        check("no process_vm_readv: exit 0", b.returncode == 0, b.stderr)
+        if a.returncode == 0 and b.returncode == 0:
+            fa = {t.get("name"): t["frames"] for t in json.loads(a.stdout)["threads"]}
+            fb = {t.get("name"): t["frames"] for t in json.loads(b.stdout)["threads"]}
+            check("no process_vm_readv: same stacks via /proc/PID/mem", fa == fb,
+                  "%s\n%s" % (fa, fb))
     finally:
         stop(p)
 
@@ -466,7 +492,7 @@ def main():
     if os.geteuid() != 0:
         print("note: not root; reading other processes may be refused")
     for t in (test_matrix, test_deep, test_churn, test_exit_during_dump, test_not_python,
-              test_ptrace_refused, test_unprivileged, test_sigkill_native, test_tracer_killed_while_stopped):
+              test_ptrace_refused, test_mem_file_fallback, test_unprivileged, test_sigkill_native, test_tracer_killed_while_stopped):
         try:
             t()
         except Exception as e:  # a crash in one group is a failure, the rest still run
