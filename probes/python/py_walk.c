@@ -617,6 +617,15 @@ static void walk_with_retry(void *ctx, int tid)
     }
 }
 
+/* Under --native: the thread is now stopped; read its frames afresh (not from pages cached
+ * before the stop), so that they match the native stack being unwound. */
+static void walk_stopped(void *ctx, int tid)
+{
+    thread_job *j = ctx;
+    sop__rmem_flush(&j->w->mem);
+    walk_with_retry(ctx, tid);
+}
+
 void sop__python_free(sop_python *py)
 {
     if (!py)
@@ -789,7 +798,7 @@ static int collect(walker *w, unsigned flags, sop_python *py)
                 sop_nframe *nat = NULL;
                 size_t nn = 0;
                 char err[160] = "";
-                int nr = sop__native_thread(nv, t->tid, walk_with_retry, &j, &nat, &nn,
+                int nr = sop__native_thread(nv, t->tid, walk_stopped, &j, &nat, &nn,
                                             &t->pause_ms, err, sizeof err);
                 if (nr == -EPERM || nr == -EACCES) {
                     ptrace_refused = true;
