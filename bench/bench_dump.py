@@ -151,9 +151,12 @@ def main():
         med(gdb_ms) / med(lib_ms), med(gdb_ms) / med(cli_ms), med(gdb_ms) / med(nat_ms)))
     print("ratio gdb/libsop CPU: %.0fx   gdb/sopctl CPU: %.0fx" % (
         med(gdb_cpu) / med(lib_cpu), med(gdb_cpu) / med(cli_cpu)))
-    print("aim: < 5 ms non-blocking (libsop): %s; >= 100x faster than gdb (sopctl): %s" % (
-        "met" if med(lib_ms) < 5 and poll_lib.stopped == 0 else "NOT met",
-        "met" if med(gdb_ms) / med(cli_ms) >= 100 else "NOT met"))
+    print("aim < 5 ms non-blocking (libsop): wall median %.2f ms -> %s, CPU median %.2f ms -> %s;"
+          " target stopped %s" % (med(lib_ms), "met" if med(lib_ms) < 5 else "NOT met",
+                                  med(lib_cpu), "met" if med(lib_cpu) < 5 else "NOT met",
+                                  "never" if poll_lib.stopped == 0 else "SOMETIMES"))
+    print("aim >= 100x faster than gdb (sopctl, process start included): %.0fx wall -> %s" % (
+        med(gdb_ms) / med(cli_ms), "met" if med(gdb_ms) / med(cli_ms) >= 100 else "NOT met"))
 
 
 if __name__ == "__main__":
