@@ -284,6 +284,59 @@ def test_churn():
             stop(p)
 
 
+def poke(pid, addr, value):
+    """Write a pointer into the target's memory (process_vm_writev)."""
+    libc = ctypes.CDLL(None, use_errno=True)
+
+    class IoVec(ctypes.Structure):
+        _fields_ = [("base", ctypes.c_void_p), ("len", ctypes.c_size_t)]
+
+    buf = ctypes.c_uint64(value)
+    local = IoVec(ctypes.addressof(buf), 8)
+    remote = IoVec(addr, 8)
+    libc.process_vm_writev.argtypes = [ctypes.c_int, ctypes.c_void_p, ctypes.c_ulong,
+                                       ctypes.c_void_p, ctypes.c_ulong, ctypes.c_ulong]
+    n = libc.process_vm_writev(pid, ctypes.byref(local), 1, ctypes.byref(remote), 1, 0)
+    if n != 8:
+        raise OSError(ctypes.get_errno(), "process_vm_writev")
+
+
+def test_corrupt_chain():
+    """A frame chain made to loop, and a frame whose code is not a code object (written into
+    a sleeping 3.10 target): the dump ends, keeps the frames it could read, and says why."""
+    py = (sorted(glob.glob("/root/.pyenv/versions/3.10.*/bin/python3.10")) or [None])[-1]
+    if not py:
+        print("note: no CPython 3.10; corrupt-chain check skipped")
+        return
+    F_BACK, F_CODE = 24, 32  # PyFrameObject on 3.10 (probes/python/py_layouts.c)
+    for kind in ("loop", "code"):
+        p = subprocess.Popen([py, os.path.join(TARGETS, "py_corrupt_target.py")],
+                             stdout=subprocess.PIPE, text=True)
+        try:
+            ids = [int(x) for x in p.stdout.readline().split()]
+            frames, junk = ids[:-1], ids[-1]
+            if kind == "loop":   # the 6th frame's f_back -> the 3rd frame
+                poke(p.pid, frames[5] + F_BACK, frames[2])
+            else:                # the 4th frame's f_code -> a list
+                poke(p.pid, frames[3] + F_CODE, junk)
+            t0 = time.monotonic()
+            r = dump(p.pid, "--json", timeout=30)
+            took = time.monotonic() - t0
+            check("corrupt %s: exit 0 quickly" % kind, r.returncode == 0 and took < 5,
+                  "%d %.1fs %s" % (r.returncode, took, r.stderr))
+            doc = json.loads(r.stdout)
+            t = doc["threads"][0]
+            n = 6 if kind == "loop" else 3
+            check("corrupt %s: the frames before the damage kept" % kind,
+                  len(t["frames"]) == n and t["frames"][0]["func"] == "down",
+                  "%d %s" % (len(t["frames"]), t["frames"][:2]))
+            reasons = " ".join(m["reason"] for m in doc.get("missing_evidence", []))
+            want = "loops" if kind == "loop" else "not a code object"
+            check("corrupt %s: reported (%s)" % (kind, want), want in reasons, reasons)
+        finally:
+            stop(p)
+
+
 def test_exit_during_dump():
     py = "/usr/bin/python3.11" if os.path.exists("/usr/bin/python3.11") else sys.executable
     bad = []
@@ -491,7 +544,7 @@ def test_tracer_killed_while_stopped():
 def main():
     if os.geteuid() != 0:
         print("note: not root; reading other processes may be refused")
-    for t in (test_matrix, test_deep, test_churn, test_exit_during_dump, test_not_python,
+    for t in (test_matrix, test_deep, test_churn, test_corrupt_chain, test_exit_during_dump, test_not_python,
               test_ptrace_refused, test_mem_file_fallback, test_unprivileged, test_sigkill_native, test_tracer_killed_while_stopped):
         try:
             t()
