@@ -453,7 +453,18 @@ static int find_runtime(walker *w, sop_python *py)
         img = &lib;
     int rc = 0;
     if (!img) {
-        rc = -ENOEXEC;
+        /* An interpreter without _PyRuntime (CPython 3.6 and older) is CPython all the same:
+         * say so rather than "not CPython". */
+        uint64_t init;
+        if ((have_exe && sop__elf_symbol(&exe.elf, "Py_Initialize", &init, NULL) == 0) ||
+            (have_lib && sop__elf_symbol(&lib.elf, "Py_Initialize", &init, NULL) == 0)) {
+            sop__missing_add(w->missing, "python",
+                             "CPython without _PyRuntime (3.6 or older) is not supported "
+                             "(3.8-3.13 are)");
+            rc = -ENOTSUP;
+        } else {
+            rc = -ENOEXEC;
+        }
         goto out;
     }
     if (img == &lib)

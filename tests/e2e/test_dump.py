@@ -373,6 +373,17 @@ def test_not_python():
         check("not python: no threads", "threads" not in doc)
     finally:
         stop(p)
+    # Older CPython: named as unsupported, not as "not CPython".
+    for py in sorted(glob.glob("/root/.pyenv/versions/[23].[0-7].*/bin/python[23].[0-7]")):
+        p = subprocess.Popen([py, "-c", "import time; time.sleep(30)"])
+        try:
+            time.sleep(0.5)
+            r = dump(p.pid, "--json")
+            reasons = " ".join(m["reason"] for m in json.loads(r.stdout)["missing_evidence"])
+            check("old %s: exit 3, named unsupported" % py, r.returncode == 3 and
+                  "not supported" in reasons, reasons)
+        finally:
+            stop(p)
 
 
 # ptrace refused: the mechanism is a seccomp filter on sopctl that makes ptrace(2) fail with
