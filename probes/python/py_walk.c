@@ -4,6 +4,7 @@
  * Every loop is bounded; a torn read is retried once, then reported. Depends on libc. */
 #include "python.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
@@ -140,6 +141,56 @@ static bool task_exists(const walker *w, int tid)
     return access(path, F_OK) == 0;
 }
 
+/* The target's thread ids as its own PID namespace sees them (what native_thread_id and
+ * glibc's struct pthread hold) mapped to ours, from the NSpid lines of
+ * /proc/PID/task/TID/status. Only built when the target is in another PID namespace. */
+typedef struct {
+    int ns_tid, tid;
+} tid_pair;
+
+static bool in_other_pidns(const walker *w)
+{
+    char a[64] = "", b[64] = "", path[300];
+    snprintf(path, sizeof path, "%s/%d/ns/pid", w->proc_root, w->pid);
+    ssize_t na = readlink(path, a, sizeof a - 1);
+    ssize_t nb = readlink("/proc/self/ns/pid", b, sizeof b - 1);
+    return na > 0 && nb > 0 && strcmp(a, b) != 0;
+}
+
+static size_t ns_tid_map(const walker *w, tid_pair *map, size_t cap)
+{
+    char path[300];
+    snprintf(path, sizeof path, "%s/%d/task", w->proc_root, w->pid);
+    DIR *d = opendir(path);
+    if (!d)
+        return 0;
+    size_t n = 0;
+    struct dirent *de;
+    while (n < cap && (de = readdir(d)) != NULL) {
+        int tid = atoi(de->d_name);
+        if (tid <= 0)
+            continue;
+        char sp[320], buf[2048];
+        snprintf(sp, sizeof sp, "%s/%d/status", path, tid);
+        if (sop__read_small_at(AT_FDCWD, sp, buf, sizeof buf) <= 0)
+            continue;
+        const char *l = strstr(buf, "\nNSpid:");
+        if (!l)
+            continue;
+        const char *q = l + 8;
+        int64_t last = SOP_NA, v;
+        for (int k = 0; k < 32 && (v = sop__parse_i64(&q)) != SOP_NA; k++)
+            last = v;
+        if (last != SOP_NA && last > 0) {
+            map[n].ns_tid = (int)last;
+            map[n].tid = tid;
+            n++;
+        }
+    }
+    closedir(d);
+    return n;
+}
+
 /* OS state letter of a thread from /proc/PID/task/TID/stat; '?' when unreadable. */
 static char task_state(const walker *w, int tid)
 {
@@ -273,8 +324,8 @@ static bool is_thread_bootstrap(const code_entry *c)
 
 /* Walk the frames of the thread state at `tstate` into t. Returns 0, -EAGAIN for a torn read
  * (reason in why), -ESRCH when the process is gone, -ENOMEM. */
-static int walk_thread(walker *w, uint64_t tstate, sop_pythread *t, uint64_t *boot_frame, char *why,
-                       size_t whylen)
+static int walk_thread(walker *w, uint64_t tstate, sop_pythread *t, uint64_t *boot_frame,
+                       int64_t *raw_tid, char *why, size_t whylen)
 {
     const sop_pylayout *L = &w->L;
     uint8_t ts[4096];
@@ -290,8 +341,9 @@ static int walk_thread(walker *w, uint64_t tstate, sop_pythread *t, uint64_t *bo
         return r == -ESRCH ? r : -EAGAIN;
     }
     t->thread_id = rd64(ts, L->ts_thread_id);
-    if (L->ts_native_thread_id)
-        t->tid = (int)rd64(ts, L->ts_native_thread_id);
+    /* The thread's own idea of its tid (its PID namespace's); the caller maps and checks it
+     * before it becomes t->tid. */
+    *raw_tid = L->ts_native_thread_id ? (int64_t)rd64(ts, L->ts_native_thread_id) : 0;
     uint64_t f = rd64(ts, L->ts_frame);
     if (L->frames == SOP_PYFRAME_CFRAME && f) {
         uint64_t cf = f;
@@ -612,6 +664,7 @@ typedef struct {
     sop_pythread *t;
     int rc;
     uint64_t boot_frame; /* threading's _bootstrap frame, 0 when none */
+    int64_t raw_tid;     /* native_thread_id as read (3.11+), else 0 */
     char why[160];
 } thread_job;
 
@@ -620,11 +673,12 @@ static void walk_with_retry(void *ctx, int tid)
     thread_job *j = ctx;
     (void)tid;
     j->boot_frame = 0;
-    j->rc = walk_thread(j->w, j->tstate, j->t, &j->boot_frame, j->why, sizeof j->why);
+    j->rc = walk_thread(j->w, j->tstate, j->t, &j->boot_frame, &j->raw_tid, j->why, sizeof j->why);
     if (j->rc == -EAGAIN) { /* torn read: the target moved under us; once more, uncached */
         sop__rmem_flush(&j->w->mem);
         j->boot_frame = 0;
-        j->rc = walk_thread(j->w, j->tstate, j->t, &j->boot_frame, j->why, sizeof j->why);
+        j->rc =
+            walk_thread(j->w, j->tstate, j->t, &j->boot_frame, &j->raw_tid, j->why, sizeof j->why);
     }
 }
 
@@ -755,6 +809,10 @@ static int collect(walker *w, unsigned flags, sop_python *py)
         return -ENOMEM;
     }
     prefetch_first_frames(w, tstates, nts);
+    tid_pair *nsmap = NULL;
+    size_t nns = 0;
+    if (in_other_pidns(w) && (nsmap = calloc(MAX_THREADS, sizeof *nsmap)) != NULL)
+        nns = ns_tid_map(w, nsmap, MAX_THREADS);
     bool ptrace_refused = false;
     sop_native *nv = NULL;
     if ((flags & SOP_PY_NATIVE) && sop__native_open(w->pid, w->proc_root, w->maps, &nv) < 0)
@@ -764,7 +822,7 @@ static int collect(walker *w, unsigned flags, sop_python *py)
         uint64_t tsa = tstates[nts - 1 - k];
         sop_pythread *t = &py->threads[py->nthreads];
         memset(t, 0, sizeof *t);
-        thread_job j = {w, tsa, t, 0, 0, ""};
+        thread_job j = {w, tsa, t, 0, 0, 0, ""};
         walk_with_retry(&j, 0);
         if (j.rc == -ESRCH) {
             rc = -ESRCH;
@@ -774,17 +832,27 @@ static int collect(walker *w, unsigned flags, sop_python *py)
             rc = -ENOMEM;
             break;
         }
-        /* A tid is only believed when it is a task of this process: a torn or stale value
-         * must never send --native to some other process's thread. */
-        if (t->tid > 0 && !task_exists(w, t->tid))
-            t->tid = 0;
+        if (j.raw_tid > 0 && j.raw_tid < INT32_MAX)
+            t->tid = (int)j.raw_tid;
         if (!t->tid && t->thread_id && L->ts_native_thread_id == 0) {
             int32_t tid = 0;
             if (sop__rmem_read(&w->mem, t->thread_id + GLIBC_PTHREAD_TID_OFFSET, &tid,
                                sizeof tid) == 0 &&
-                tid > 0 && task_exists(w, tid))
+                tid > 0)
                 t->tid = tid;
         }
+        /* The target numbers its threads in its own PID namespace (a container): use ours. */
+        if (nsmap && t->tid > 0) {
+            int mapped = 0;
+            for (size_t m = 0; m < nns; m++)
+                if (nsmap[m].ns_tid == t->tid)
+                    mapped = nsmap[m].tid;
+            t->tid = mapped;
+        }
+        /* A tid is only believed when it is a task of this process: a torn or stale value
+         * must never send --native to some other process's thread. */
+        if (t->tid > 0 && !task_exists(w, t->tid))
+            t->tid = 0;
         /* Names: threading.Thread._name of the `self` of threading's _bootstrap frame; the
          * process's first thread is the one CPython initialized in: "MainThread". */
         uint64_t self = 0;
@@ -809,8 +877,8 @@ static int collect(walker *w, unsigned flags, sop_python *py)
                 sop_nframe *nat = NULL;
                 size_t nn = 0;
                 char err[160] = "";
-                int nr = sop__native_thread(nv, t->tid, walk_stopped, &j, &nat, &nn,
-                                            &t->pause_ms, err, sizeof err);
+                int nr = sop__native_thread(nv, t->tid, walk_stopped, &j, &nat, &nn, &t->pause_ms,
+                                            err, sizeof err);
                 if (nr == -EPERM || nr == -EACCES) {
                     ptrace_refused = true;
                     sop__missing_add(w->missing, "native", "ptrace refused: %s", err);
@@ -829,6 +897,7 @@ static int collect(walker *w, unsigned flags, sop_python *py)
         py->nthreads++;
     }
     sop__native_close(nv);
+    free(nsmap);
     free(tset);
     free(tstates);
     if (rc < 0)

@@ -337,6 +337,50 @@ def test_corrupt_chain():
             stop(p)
 
 
+def test_pid_namespace():
+    """A target in its own PID namespace (as in a container): its threads call themselves 1,
+    2, 3...; the dump must give our tids (NSpid mapping), and --native must stop those."""
+    if not os.path.exists("/usr/bin/unshare"):
+        print("note: no unshare; PID namespace check skipped")
+        return
+    pys = ["/usr/bin/python3.11"] + sorted(glob.glob("/root/.pyenv/versions/3.8.*/bin/python3.8"))[-1:]
+    for py in pys:
+        if not os.path.exists(py):
+            continue
+        u = subprocess.Popen(["unshare", "--pid", "--fork", "--mount-proc", py, THREADS_TARGET],
+                             stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+        pid = None
+        try:
+            if u.stdout.readline().strip() != "ready":
+                check("pidns %s: target ready" % py, False)
+                continue
+            with open("/proc/%d/task/%d/children" % (u.pid, u.pid)) as f:
+                pid = int(f.read().split()[0])
+            time.sleep(0.1)
+            for extra in ([], ["--native"]):
+                r = dump(pid, "--json", *extra)
+                if not check("pidns %s %s: exit 0" % (py, extra), r.returncode == 0, r.stderr):
+                    continue
+                doc = json.loads(r.stdout)
+                tids = sorted(t.get("tid", 0) for t in doc["threads"])
+                check("pidns %s %s: our tids" % (py, extra), tids == sorted(task_states(pid)),
+                      "%s vs %s" % (tids, sorted(task_states(pid))))
+                busy = find_thread(doc, "busy_leaf")
+                check("pidns %s %s: GIL holder is the busy thread" % (py, extra),
+                      busy is not None and doc.get("gil_holder_tid") == busy.get("tid"))
+                if extra:
+                    check("pidns %s: native stacks" % py,
+                          all(t.get("native") for t in doc["threads"]), r.stdout[:300])
+            st = task_states(pid)
+            check("pidns %s: not left stopped" % py, all(x not in "tT" for x in st.values()),
+                  "%s" % st)
+        finally:
+            if pid:
+                os.kill(pid, signal.SIGKILL)  # init of its namespace: only SIGKILL ends it
+            u.kill()
+            u.wait()
+
+
 def test_exit_during_dump():
     py = "/usr/bin/python3.11" if os.path.exists("/usr/bin/python3.11") else sys.executable
     bad = []
@@ -555,7 +599,7 @@ def test_tracer_killed_while_stopped():
 def main():
     if os.geteuid() != 0:
         print("note: not root; reading other processes may be refused")
-    for t in (test_matrix, test_deep, test_churn, test_corrupt_chain, test_exit_during_dump, test_not_python,
+    for t in (test_matrix, test_deep, test_churn, test_corrupt_chain, test_pid_namespace, test_exit_during_dump, test_not_python,
               test_ptrace_refused, test_mem_file_fallback, test_unprivileged, test_sigkill_native, test_tracer_killed_while_stopped):
         try:
             t()
