@@ -381,6 +381,32 @@ def test_pid_namespace():
             u.wait()
 
 
+def test_mount_namespace():
+    """A target whose interpreter exists only in its own mount namespace (as in a container
+    image): the ELF must be read through /proc/PID/root."""
+    import tempfile
+    if not (os.path.exists("/usr/bin/unshare") and os.path.exists("/usr/bin/python3.11")):
+        print("note: mount namespace check skipped")
+        return
+    d = tempfile.mkdtemp(prefix="sop-mntns-")
+    script = ("mount -t tmpfs none %s && cp /usr/bin/python3.11 %s/ && exec %s/python3.11 %s"
+              % (d, d, d, THREADS_TARGET))
+    p = subprocess.Popen(["unshare", "--mount", "--propagation", "private", "sh", "-c", script],
+                         stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+    try:
+        if not check("mntns: target ready", p.stdout.readline().strip() == "ready"):
+            return
+        check("mntns: interpreter not visible from here", not os.listdir(d))
+        r = dump(p.pid, "--json")
+        ok = r.returncode == 0
+        doc = json.loads(r.stdout) if ok else {}
+        check("mntns: dumped", ok and doc["python"]["executable"] == d + "/python3.11" and
+              find_thread(doc, "busy_leaf") is not None, r.stdout[:300] + r.stderr)
+    finally:
+        stop(p)
+        os.rmdir(d)
+
+
 def test_exit_during_dump():
     py = "/usr/bin/python3.11" if os.path.exists("/usr/bin/python3.11") else sys.executable
     bad = []
@@ -599,7 +625,8 @@ def test_tracer_killed_while_stopped():
 def main():
     if os.geteuid() != 0:
         print("note: not root; reading other processes may be refused")
-    for t in (test_matrix, test_deep, test_churn, test_corrupt_chain, test_pid_namespace, test_exit_during_dump, test_not_python,
+    for t in (test_matrix, test_deep, test_churn, test_corrupt_chain, test_pid_namespace,
+              test_mount_namespace, test_exit_during_dump, test_not_python,
               test_ptrace_refused, test_mem_file_fallback, test_unprivileged, test_sigkill_native, test_tracer_killed_while_stopped):
         try:
             t()
