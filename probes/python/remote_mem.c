@@ -18,7 +18,14 @@ int sop__rmem_open(sop_rmem *m, int pid, const char *proc_root)
     m->mem_fd = -1;
     snprintf(m->proc_root, sizeof m->proc_root, "%s", proc_root ? proc_root : "/proc");
     m->pages = calloc(SOP_RMEM_SLOTS, sizeof *m->pages);
-    return m->pages ? 0 : -ENOMEM;
+    m->block = malloc((size_t)SOP_RMEM_SLOTS * SOP_RMEM_PAGE);
+    if (!m->pages || !m->block) {
+        sop__rmem_close(m);
+        return -ENOMEM;
+    }
+    for (size_t i = 0; i < SOP_RMEM_SLOTS; i++)
+        m->pages[i].data = m->block + i * SOP_RMEM_PAGE;
+    return 0;
 }
 
 void sop__rmem_close(sop_rmem *m)
@@ -27,7 +34,9 @@ void sop__rmem_close(sop_rmem *m)
         close(m->mem_fd);
     m->mem_fd = -1;
     free(m->pages);
+    free(m->block);
     m->pages = NULL;
+    m->block = NULL;
 }
 
 void sop__rmem_flush(sop_rmem *m)

@@ -13,7 +13,7 @@
 
 typedef struct {
     uint64_t addr; /* page address; 0 = empty slot */
-    uint8_t data[SOP_RMEM_PAGE];
+    uint8_t *data; /* SOP_RMEM_PAGE bytes inside sop_rmem.block */
 } sop_rmem_page;
 
 typedef struct {
@@ -22,6 +22,7 @@ typedef struct {
     bool use_mem_fd;      /* process_vm_readv failed with ENOSYS/EPERM: go through the file */
     int last_errno;       /* errno of the last failed read */
     sop_rmem_page *pages; /* SOP_RMEM_SLOTS slots, direct-mapped by page number */
+    uint8_t *block;       /* their data, left uninitialized: only pages used are touched */
     uint64_t reads;       /* syscalls issued (for tests and benchmarks) */
     char proc_root[128];
 } sop_rmem;
