@@ -253,6 +253,13 @@ int sop__pylayout_from_debug_offsets(const uint8_t *blob, size_t len, uint64_t e
     bad |= fits(blob, W_GC, W_GC + 1, 4, &L.gc_collecting);
     if (bad)
         FAIL("debug offsets: an offset lies outside its struct");
+    /* The walker reads these structs into fixed buffers (py_walk.c): what it reads from must
+     * lie inside them, whatever a blob claims. */
+    if (word(blob, W_TS) > SOP_PYLAYOUT_MAX_TSTATE || L.if_owner >= SOP_PYLAYOUT_MAX_FRAME_READ ||
+        L.if_code + 8 > SOP_PYLAYOUT_MAX_FRAME_READ ||
+        L.if_previous + 8 > SOP_PYLAYOUT_MAX_FRAME_READ ||
+        L.if_instr + 8 > SOP_PYLAYOUT_MAX_FRAME_READ || L.gc_collecting + 4 > SOP_PYLAYOUT_GC_READ)
+        FAIL("debug offsets: fields beyond what this reader handles");
     uint64_t ascii = word(blob, W_UNI + 3);
     if (ascii < 24 || ascii > 128)
         FAIL("debug offsets: asciiobject_size %llu out of bounds", (unsigned long long)ascii);

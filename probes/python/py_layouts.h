@@ -65,6 +65,12 @@ typedef struct {
     sop_pystr_layout str;
 } sop_pylayout;
 
+/* Sizes of the buffers the walker reads structures into; every offset of a layout lies inside
+ * them (the tables by construction, _Py_DebugOffsets by validation). */
+#define SOP_PYLAYOUT_MAX_TSTATE 4096u    /* PyThreadState */
+#define SOP_PYLAYOUT_MAX_FRAME_READ 128u /* frame header: code, previous, instr, owner */
+#define SOP_PYLAYOUT_GC_READ 224u        /* struct _gc_runtime_state */
+
 /* The built-in table for 3.<minor> (8..13), or NULL when unsupported. */
 const sop_pylayout *sop__pylayout_table(int minor);
 

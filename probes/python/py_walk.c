@@ -328,7 +328,7 @@ static int walk_thread(walker *w, uint64_t tstate, sop_pythread *t, uint64_t *bo
                        int64_t *raw_tid, char *why, size_t whylen)
 {
     const sop_pylayout *L = &w->L;
-    uint8_t ts[4096];
+    uint8_t ts[SOP_PYLAYOUT_MAX_TSTATE];
     size_t cap = 0;
     free(t->frames);
     t->frames = NULL;
@@ -366,7 +366,7 @@ static int walk_thread(walker *w, uint64_t tstate, sop_pythread *t, uint64_t *bo
             return -EAGAIN;
         }
         w->frame_slots[w->nframe_slots++] = (uint32_t)slot;
-        uint8_t fb[128];
+        uint8_t fb[SOP_PYLAYOUT_MAX_FRAME_READ];
         uint64_t code, prev;
         int64_t addr_bytes;
         bool entry = true, skip = false;
@@ -621,8 +621,8 @@ static void read_gc(walker *w, uint64_t interp, sop_python *py)
 {
     const sop_pylayout *L = &w->L;
     uint64_t gc = L->rt_gc ? w->runtime + L->rt_gc : interp + L->is_gc;
-    uint8_t b[256];
-    if (L->gc_permanent + 16 > sizeof b || sop__rmem_read_direct(&w->mem, gc, b, 224) < 0) {
+    uint8_t b[SOP_PYLAYOUT_GC_READ];
+    if (L->gc_permanent + 16 > sizeof b || sop__rmem_read_direct(&w->mem, gc, b, sizeof b) < 0) {
         sop__missing_add(w->missing, "python", "GC state unreadable");
         return;
     }

@@ -232,6 +232,15 @@ static void test_debug_offsets(void)
     CHECK_EQ_I(sop__pylayout_from_debug_offsets(bad, sizeof bad, 0, &L, why, sizeof why), -EINVAL);
     CHECK(strstr(why, "outside") != NULL);
     CHECK_EQ_I(sop__pylayout_from_debug_offsets(blob, 100, 0, &L, why, sizeof why), -EINVAL);
+    /* A thread state claimed larger than the reader's buffer, with the frame pointer beyond
+     * it: consistent in itself, but refused. */
+    memcpy(bad, blob, sizeof bad);
+    v = 8000;
+    memcpy(bad + 19 * 8, &v, 8);
+    v = 7000;
+    memcpy(bad + (19 + 4) * 8, &v, 8);
+    CHECK_EQ_I(sop__pylayout_from_debug_offsets(bad, sizeof bad, 0, &L, why, sizeof why), -EINVAL);
+    CHECK(strstr(why, "beyond") != NULL);
 }
 
 /* A fake compact string laid out like CPython 3.12's PyASCIIObject / PyCompactUnicodeObject. */
