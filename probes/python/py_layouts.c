@@ -279,6 +279,8 @@ int sop__pylayout_from_debug_offsets(const uint8_t *blob, size_t len, uint64_t e
             maxf = co_fields[i];
     if (maxf + 8 > L.co_read_size)
         L.co_read_size = maxf + 8;
+    if (L.co_read_size > SOP_PYLAYOUT_MAX_CODE_READ)
+        FAIL("debug offsets: code object fields beyond what this reader handles");
     *out = L;
     return 0;
 #undef FAIL

@@ -70,6 +70,7 @@ typedef struct {
 #define SOP_PYLAYOUT_MAX_TSTATE 4096u    /* PyThreadState */
 #define SOP_PYLAYOUT_MAX_FRAME_READ 128u /* frame header: code, previous, instr, owner */
 #define SOP_PYLAYOUT_GC_READ 224u        /* struct _gc_runtime_state */
+#define SOP_PYLAYOUT_MAX_CODE_READ 512u  /* PyCodeObject up to co_code_adaptive */
 
 /* The built-in table for 3.<minor> (8..13), or NULL when unsupported. */
 const sop_pylayout *sop__pylayout_table(int minor);

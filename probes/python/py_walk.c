@@ -248,7 +248,7 @@ static const code_entry *resolve_code(walker *w, uint64_t code, int *err)
         i = hash_ptr(code) & (CODE_SLOTS - 1);
     }
     const sop_pylayout *L = &w->L;
-    uint8_t buf[512];
+    uint8_t buf[SOP_PYLAYOUT_MAX_CODE_READ];
     if (L->co_read_size > sizeof buf) {
         *err = -EINVAL;
         return NULL;

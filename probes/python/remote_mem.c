@@ -231,7 +231,8 @@ int sop__rmem_unicode(sop_rmem *m, const sop_pystr_layout *L, uint64_t obj, char
         return -EINVAL;
     out[0] = '\0';
     uint8_t head[128];
-    if (L->uni_compact_size > sizeof head || L->uni_state + 4 > sizeof head)
+    if (L->uni_compact_size > sizeof head || L->uni_state + 4 > sizeof head ||
+        L->uni_length + 8 > sizeof head)
         return -EINVAL;
     int r = sop__rmem_read(m, obj, head, L->uni_compact_size);
     if (r < 0)
