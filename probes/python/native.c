@@ -49,34 +49,39 @@ struct sop_native {
     size_t nmaps;
     object *objs;
     size_t nobjs;
+    struct unw_cache_s *cache;
 };
 
 /* Memory reads while unwinding (the stopped thread's stack, the objects' .eh_frame): a small
  * direct-mapped cache of pages read with process_vm_readv instead of one PTRACE_PEEKDATA per
  * word. Valid for one thread's unwinding (the stack does not move while it is stopped). */
 #define UNW_CACHE_PAGES 32
-static _Thread_local struct {
+typedef struct unw_cache_s {
     sop_native *nv;
     int pid;
     uint64_t page[UNW_CACHE_PAGES];
     bool valid[UNW_CACHE_PAGES];
     uint8_t data[UNW_CACHE_PAGES][4096];
-} unw_mem;
+} unw_cache;
+/* The cache of the unwinding in progress on this thread (libunwind's accessors get no
+ * argument of ours): only a pointer is thread-local, the pages live in the sop_native. */
+static _Thread_local unw_cache *unw_cur;
 
 static int access_mem(unw_addr_space_t as, unw_word_t addr, unw_word_t *val, int write, void *arg)
 {
-    if (write || (addr & 7) || unw_mem.pid <= 0)
+    unw_cache *c = unw_cur;
+    if (write || (addr & 7) || !c || c->pid <= 0)
         return _UPT_access_mem(as, addr, val, write, arg);
     uint64_t page = addr & ~(uint64_t)4095;
     size_t slot = (size_t)(page >> 12) % UNW_CACHE_PAGES;
-    if (!unw_mem.valid[slot] || unw_mem.page[slot] != page) {
-        struct iovec l = {unw_mem.data[slot], 4096}, r = {(void *)(uintptr_t)page, 4096};
-        unw_mem.valid[slot] = process_vm_readv(unw_mem.pid, &l, 1, &r, 1, 0) == 4096;
-        unw_mem.page[slot] = page;
-        if (!unw_mem.valid[slot])
+    if (!c->valid[slot] || c->page[slot] != page) {
+        struct iovec l = {c->data[slot], 4096}, r = {(void *)(uintptr_t)page, 4096};
+        c->valid[slot] = process_vm_readv(c->pid, &l, 1, &r, 1, 0) == 4096;
+        c->page[slot] = page;
+        if (!c->valid[slot])
             return _UPT_access_mem(as, addr, val, write, arg);
     }
-    memcpy(val, unw_mem.data[slot] + (addr - page), sizeof *val);
+    memcpy(val, c->data[slot] + (addr - page), sizeof *val);
     return 0;
 }
 
@@ -87,7 +92,7 @@ static int access_mem(unw_addr_space_t as, unw_word_t addr, unw_word_t *val, int
 static int find_proc_info(unw_addr_space_t as, unw_word_t ip, unw_proc_info_t *pi,
                           int need_unwind_info, void *arg)
 {
-    sop_native *nv = unw_mem.nv;
+    sop_native *nv = unw_cur ? unw_cur->nv : NULL;
     if (nv) {
         for (size_t i = 0; i < nv->nmaps; i++) {
             const mapping *m = &nv->maps[i];
@@ -171,11 +176,12 @@ int sop__native_open(int pid, const char *proc_root, const char *maps, sop_nativ
     nv->pid = pid;
     snprintf(nv->proc_root, sizeof nv->proc_root, "%s", proc_root ? proc_root : "/proc");
     nv->objs = calloc(MAX_OBJECTS, sizeof *nv->objs);
+    nv->cache = calloc(1, sizeof *nv->cache);
     nv->acc = _UPT_accessors;
     nv->acc.access_mem = access_mem;
     nv->acc.find_proc_info = find_proc_info;
     nv->as = unw_create_addr_space(&nv->acc, 0);
-    if (!nv->objs || !nv->as || parse_maps(nv, maps ? maps : "") < 0) {
+    if (!nv->objs || !nv->cache || !nv->as || parse_maps(nv, maps ? maps : "") < 0) {
         sop__native_close(nv);
         return -ENOMEM;
     }
@@ -198,6 +204,7 @@ void sop__native_close(sop_native *nv)
             sop__elf_close(&nv->objs[i].elf);
     }
     free(nv->objs);
+    free(nv->cache);
     free(nv->maps);
     free(nv);
 }
@@ -249,9 +256,10 @@ static int unwind_ips(sop_native *nv, int tid, sop_nframe *fr, size_t *n, char *
         snprintf(err, errlen, "_UPT_create failed");
         return -ENOMEM;
     }
-    unw_mem.pid = nv->pid;
-    unw_mem.nv = nv;
-    memset(unw_mem.valid, 0, sizeof unw_mem.valid);
+    nv->cache->pid = nv->pid;
+    nv->cache->nv = nv;
+    memset(nv->cache->valid, 0, sizeof nv->cache->valid);
+    unw_cur = nv->cache;
     unw_cursor_t cur;
     int rc = 0;
     size_t k = 0;
@@ -269,8 +277,7 @@ static int unwind_ips(sop_native *nv, int tid, sop_nframe *fr, size_t *n, char *
             k++;
         } while (k < MAX_NATIVE_FRAMES && unw_step(&cur) > 0);
     }
-    unw_mem.pid = 0;
-    unw_mem.nv = NULL;
+    unw_cur = NULL;
     _UPT_destroy(upt);
     *n = k;
     return rc;
