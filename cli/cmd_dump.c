@@ -53,8 +53,8 @@ int cmd_dump(int argc, char **argv)
     sop_free(out);
     if (rc == SOP_OK)
         return EXIT_CLEAN;
+    /* Gone, unreadable, not CPython — and any other failure to read it — are all "the
+     * target could not be dumped" (exit 3); the document above, if any, says what is missing. */
     fprintf(stderr, "sopctl dump: %s\n", sop_strerror(rc));
-    if (rc == SOP_ENOTARGET || rc == SOP_EACCES || rc == SOP_ENOTPYTHON)
-        return EXIT_TARGET;
     return EXIT_TARGET;
 }

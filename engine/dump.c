@@ -11,9 +11,9 @@
 #include <string.h>
 
 #include "json.h"
-#include "value.h"
 #include "procfs.h"
 #include "sop.h"
+#include "value.h"
 
 typedef struct {
     char *buf;
@@ -118,9 +118,9 @@ static void render_thread(sbuf *b, const sop_pythread *t)
     if (t->native) {
         for (size_t k = 0; k < t->nnative; k++) {
             const sop_nframe *n = &t->native[k];
-            const sop_pyframe *f =
-                n->py_index >= 0 && (size_t)n->py_index < t->nframes ? &t->frames[n->py_index]
-                                                                     : NULL;
+            const sop_pyframe *f = n->py_index >= 0 && (size_t)n->py_index < t->nframes
+                                       ? &t->frames[n->py_index]
+                                       : NULL;
             sb_put(b, "    ", 4);
             if (f) {
                 sb_text(b, f->func);
@@ -156,8 +156,8 @@ static void render_thread(sbuf *b, const sop_pythread *t)
     }
 }
 
-int sop__dump_render(const sop_python *py, const sop_missing *missing, int pid,
-                     const char *cmdline, int json, char **out)
+int sop__dump_render(const sop_python *py, const sop_missing *missing, int pid, const char *cmdline,
+                     int json, char **out)
 {
     *out = NULL;
     if (json)
@@ -217,19 +217,32 @@ int sop_dump(sop_engine *e, int pid, unsigned flags, sop_format fmt, char **out)
     sop_python *py = NULL;
     char cmdline[4096];
     read_cmdline(pid, cmdline, sizeof cmdline);
-    int r = sop__python_collect(pid, "/proc", (flags & SOP_DUMP_NATIVE) ? SOP_PY_NATIVE : 0, &py,
-                                &missing);
+    /* The dump shows no GC state: skip it (counting frozen objects can be long). */
+    unsigned pyflags = SOP_PY_SKIP_GC | ((flags & SOP_DUMP_NATIVE) ? SOP_PY_NATIVE : 0);
+    int r = sop__python_collect(pid, "/proc", pyflags, &py, &missing);
     int rc;
     switch (r) {
-    case 0: rc = SOP_OK; break;
+    case 0:
+        rc = SOP_OK;
+        break;
     case -ENOEXEC:
-    case -ENOTSUP: rc = SOP_ENOTPYTHON; break;
+    case -ENOTSUP:
+        rc = SOP_ENOTPYTHON;
+        break;
     case -ESRCH:
-    case -ENOENT: rc = SOP_ENOTARGET; break;
+    case -ENOENT:
+        rc = SOP_ENOTARGET;
+        break;
     case -EPERM:
-    case -EACCES: rc = SOP_EACCES; break;
-    case -ENOMEM: rc = SOP_ENOMEM; break;
-    default: rc = SOP_EIO; break;
+    case -EACCES:
+        rc = SOP_EACCES;
+        break;
+    case -ENOMEM:
+        rc = SOP_ENOMEM;
+        break;
+    default:
+        rc = SOP_EIO;
+        break;
     }
     int rr = sop__dump_render(py, &missing, pid, cmdline, fmt == SOP_FORMAT_JSON, out);
     sop__python_free(py);

@@ -14,7 +14,7 @@ struct sop_value *sop__bridge_text(const char *s);
 
 /* Render `py` (NULL when unreadable; then only the missing list) for `pid`. `missing` may be
  * NULL. *out is malloc'd, owned by the caller. Returns 0 or SOP_ENOMEM. */
-int sop__dump_render(const sop_python *py, const sop_missing *missing, int pid,
-                     const char *cmdline, int json, char **out);
+int sop__dump_render(const sop_python *py, const sop_missing *missing, int pid, const char *cmdline,
+                     int json, char **out);
 
 #endif

@@ -114,6 +114,7 @@ void sop__bridge_python(sop_value *ev, const struct sop_python *py)
     sop__v_set(p, "executable", sop__bridge_text(py->executable));
     if (py->libpython[0])
         sop__v_set(p, "libpython", sop__bridge_text(py->libpython));
+    sop__v_set_str(p, "layout", py->layout);
     sop__v_set_int(p, "gil_holder_tid", py->gil_holder_tid);
     sop_value *gc = sop__v_obj_at(p, "gc");
     if (gc) {

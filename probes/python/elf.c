@@ -22,7 +22,10 @@ static bool in_file(const sop_elf *e, uint64_t off, uint64_t len)
     return off <= e->size && len <= e->size - off;
 }
 
-static const Elf64_Ehdr *ehdr(const sop_elf *e) { return (const Elf64_Ehdr *)e->base; }
+static const Elf64_Ehdr *ehdr(const sop_elf *e)
+{
+    return (const Elf64_Ehdr *)e->base;
+}
 
 static const Elf64_Shdr *shdr_at(const sop_elf *e, unsigned i)
 {
@@ -146,8 +149,7 @@ static int search_symtab(const sop_elf *e, uint32_t type, const char *name, uint
             count = ELF_MAX_SYMBOLS;
         const char *strtab = (const char *)e->base + str->sh_offset;
         for (uint64_t k = 0; k < count; k++) {
-            const Elf64_Sym *sym =
-                (const Elf64_Sym *)(e->base + s->sh_offset + k * s->sh_entsize);
+            const Elf64_Sym *sym = (const Elf64_Sym *)(e->base + s->sh_offset + k * s->sh_entsize);
             if (sym->st_shndx == SHN_UNDEF || sym->st_name == 0 ||
                 sym->st_name + nlen >= str->sh_size)
                 continue;
@@ -268,7 +270,8 @@ int sop__elf_find_version(const sop_elf *e, int minor, char *out, size_t cap)
             r++, nd++;
         if (nd == 0)
             continue;
-        while (r < end && r - q < 16 && ((*r >= 'a' && *r <= 'z') || (*r >= '0' && *r <= '9') || *r == '+'))
+        while (r < end && r - q < 16 &&
+               ((*r >= 'a' && *r <= 'z') || (*r >= '0' && *r <= '9') || *r == '+'))
             r++;
         if (r >= end || *r != '\0' || (size_t)(r - q) >= cap)
             continue;
@@ -279,8 +282,7 @@ int sop__elf_find_version(const sop_elf *e, int minor, char *out, size_t cap)
     return -ENOENT;
 }
 
-int sop__maps_find(const char *maps, const char *suffix, char *path, size_t cap,
-                   uint64_t *start)
+int sop__maps_find(const char *maps, const char *suffix, char *path, size_t cap, uint64_t *start)
 {
     const char *line = maps;
     size_t slen = suffix ? strlen(suffix) : 0;

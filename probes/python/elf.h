@@ -12,7 +12,7 @@
 typedef struct {
     const uint8_t *base; /* read-only mapping of the whole file */
     size_t size;
-    uint16_t type;       /* ET_EXEC / ET_DYN */
+    uint16_t type;           /* ET_EXEC / ET_DYN */
     uint64_t min_load_vaddr; /* lowest PT_LOAD p_vaddr, page-aligned */
 } sop_elf;
 
@@ -48,8 +48,7 @@ int sop__elf_find_version(const sop_elf *e, int minor, char *out, size_t cap);
  * "/libpython3.11.so.1.0" or a full path) — or, when suffix is NULL, whose basename starts
  * with "libpython". Writes its path and the start of its file-offset-0 mapping. Pure.
  * Returns 0 or -ENOENT. */
-int sop__maps_find(const char *maps, const char *suffix, char *path, size_t cap,
-                   uint64_t *start);
+int sop__maps_find(const char *maps, const char *suffix, char *path, size_t cap, uint64_t *start);
 /* Load bias = start of the offset-0 mapping minus the lowest PT_LOAD vaddr. */
 uint64_t sop__elf_bias(const sop_elf *e, uint64_t map_start);
 

@@ -26,6 +26,7 @@
 typedef struct {
     uint64_t lo, hi, off;
     int obj; /* index in objs, -1 for anonymous */
+    bool exec;
 } mapping;
 
 typedef struct {
@@ -36,6 +37,7 @@ typedef struct {
     uint64_t bias;
     sop_elf_sym *syms;
     size_t nsyms;
+    void *upt_lookup; /* a libunwind-ptrace handle kept for this object's unwind tables */
 } object;
 
 struct sop_native {
@@ -47,32 +49,66 @@ struct sop_native {
     size_t nmaps;
     object *objs;
     size_t nobjs;
+    struct unw_cache_s *cache;
 };
 
-/* Memory reads of the thread being unwound: one cached page of the (stopped) thread's
- * memory, read with process_vm_readv instead of one PTRACE_PEEKDATA per word. */
-static _Thread_local struct {
+/* Memory reads while unwinding (the stopped thread's stack, the objects' .eh_frame): a small
+ * direct-mapped cache of pages read with process_vm_readv instead of one PTRACE_PEEKDATA per
+ * word. Valid for one thread's unwinding (the stack does not move while it is stopped). */
+#define UNW_CACHE_PAGES 32
+typedef struct unw_cache_s {
+    sop_native *nv;
     int pid;
-    uint64_t page;
-    bool valid;
-    uint8_t data[4096];
-} unw_mem;
+    uint64_t page[UNW_CACHE_PAGES];
+    bool valid[UNW_CACHE_PAGES];
+    uint8_t data[UNW_CACHE_PAGES][4096];
+} unw_cache;
+/* The cache of the unwinding in progress on this thread (libunwind's accessors get no
+ * argument of ours): only a pointer is thread-local, the pages live in the sop_native. */
+static _Thread_local unw_cache *unw_cur;
 
-static int access_mem(unw_addr_space_t as, unw_word_t addr, unw_word_t *val, int write,
-                      void *arg)
+static int access_mem(unw_addr_space_t as, unw_word_t addr, unw_word_t *val, int write, void *arg)
 {
-    if (write || (addr & 7) || unw_mem.pid <= 0)
+    unw_cache *c = unw_cur;
+    if (write || (addr & 7) || !c || c->pid <= 0)
         return _UPT_access_mem(as, addr, val, write, arg);
     uint64_t page = addr & ~(uint64_t)4095;
-    if (!unw_mem.valid || unw_mem.page != page) {
-        struct iovec l = {unw_mem.data, 4096}, r = {(void *)(uintptr_t)page, 4096};
-        unw_mem.valid = process_vm_readv(unw_mem.pid, &l, 1, &r, 1, 0) == 4096;
-        unw_mem.page = page;
-        if (!unw_mem.valid)
+    size_t slot = (size_t)(page >> 12) % UNW_CACHE_PAGES;
+    if (!c->valid[slot] || c->page[slot] != page) {
+        struct iovec l = {c->data[slot], 4096}, r = {(void *)(uintptr_t)page, 4096};
+        c->valid[slot] = process_vm_readv(c->pid, &l, 1, &r, 1, 0) == 4096;
+        c->page[slot] = page;
+        if (!c->valid[slot])
             return _UPT_access_mem(as, addr, val, write, arg);
     }
-    memcpy(val, unw_mem.data + (addr - page), sizeof *val);
+    memcpy(val, c->data[slot] + (addr - page), sizeof *val);
     return 0;
+}
+
+/* libunwind-ptrace keeps the unwind tables of one object per handle and re-reads the maps
+ * and re-maps the file whenever the next address is in another object; a stack alternating
+ * between libc and the interpreter pays that at every frame. Give each object its own handle
+ * for the whole collection (they are used for lookups only, never for registers). */
+static int find_proc_info(unw_addr_space_t as, unw_word_t ip, unw_proc_info_t *pi,
+                          int need_unwind_info, void *arg)
+{
+    sop_native *nv = unw_cur ? unw_cur->nv : NULL;
+    if (nv) {
+        for (size_t i = 0; i < nv->nmaps; i++) {
+            const mapping *m = &nv->maps[i];
+            if (ip < m->lo || ip >= m->hi)
+                continue;
+            if (m->obj < 0)
+                break;
+            object *o = &nv->objs[m->obj];
+            if (!o->upt_lookup)
+                o->upt_lookup = _UPT_create(nv->pid);
+            if (o->upt_lookup)
+                return _UPT_find_proc_info(as, ip, pi, need_unwind_info, o->upt_lookup);
+            break;
+        }
+    }
+    return _UPT_find_proc_info(as, ip, pi, need_unwind_info, arg);
 }
 
 static double now_ms(void)
@@ -90,7 +126,8 @@ static int parse_maps(sop_native *nv, const char *text)
         const char *eol = strchr(line, '\n');
         unsigned long long lo, hi, off;
         int pos = -1;
-        if (sscanf(line, "%llx-%llx %*s %llx %*s %*s %n", &lo, &hi, &off, &pos) >= 3) {
+        char perms[8] = "";
+        if (sscanf(line, "%llx-%llx %7s %llx %*s %*s %n", &lo, &hi, perms, &off, &pos) >= 4) {
             if (nv->nmaps == cap) {
                 size_t ncap = cap ? cap * 2 : 256;
                 mapping *m = realloc(nv->maps, ncap * sizeof *m);
@@ -104,6 +141,7 @@ static int parse_maps(sop_native *nv, const char *text)
             m->hi = hi;
             m->off = off;
             m->obj = -1;
+            m->exec = perms[2] == 'x';
             const char *p = pos > 0 ? line + pos : NULL;
             const char *end = eol ? eol : (p ? p + strlen(p) : NULL);
             if (p && p < end && *p == '/' && (size_t)(end - p) < sizeof nv->objs[0].path) {
@@ -138,10 +176,12 @@ int sop__native_open(int pid, const char *proc_root, const char *maps, sop_nativ
     nv->pid = pid;
     snprintf(nv->proc_root, sizeof nv->proc_root, "%s", proc_root ? proc_root : "/proc");
     nv->objs = calloc(MAX_OBJECTS, sizeof *nv->objs);
+    nv->cache = calloc(1, sizeof *nv->cache);
     nv->acc = _UPT_accessors;
     nv->acc.access_mem = access_mem;
+    nv->acc.find_proc_info = find_proc_info;
     nv->as = unw_create_addr_space(&nv->acc, 0);
-    if (!nv->objs || !nv->as || parse_maps(nv, maps ? maps : "") < 0) {
+    if (!nv->objs || !nv->cache || !nv->as || parse_maps(nv, maps ? maps : "") < 0) {
         sop__native_close(nv);
         return -ENOMEM;
     }
@@ -158,10 +198,13 @@ void sop__native_close(sop_native *nv)
         unw_destroy_addr_space(nv->as);
     for (size_t i = 0; nv->objs && i < nv->nobjs; i++) {
         free(nv->objs[i].syms);
+        if (nv->objs[i].upt_lookup)
+            _UPT_destroy(nv->objs[i].upt_lookup);
         if (nv->objs[i].ok)
             sop__elf_close(&nv->objs[i].elf);
     }
     free(nv->objs);
+    free(nv->cache);
     free(nv->maps);
     free(nv);
 }
@@ -206,16 +249,17 @@ static void symbolize(sop_native *nv, sop_nframe *f)
 }
 
 /* Unwind the stopped thread: instruction pointers only (names come after the detach). */
-static int unwind_ips(sop_native *nv, int tid, sop_nframe *fr, size_t *n, char *err,
-                      size_t errlen)
+static int unwind_ips(sop_native *nv, int tid, sop_nframe *fr, size_t *n, char *err, size_t errlen)
 {
     void *upt = _UPT_create(tid);
     if (!upt) {
         snprintf(err, errlen, "_UPT_create failed");
         return -ENOMEM;
     }
-    unw_mem.pid = nv->pid;
-    unw_mem.valid = false;
+    nv->cache->pid = nv->pid;
+    nv->cache->nv = nv;
+    memset(nv->cache->valid, 0, sizeof nv->cache->valid);
+    unw_cur = nv->cache;
     unw_cursor_t cur;
     int rc = 0;
     size_t k = 0;
@@ -233,7 +277,7 @@ static int unwind_ips(sop_native *nv, int tid, sop_nframe *fr, size_t *n, char *
             k++;
         } while (k < MAX_NATIVE_FRAMES && unw_step(&cur) > 0);
     }
-    unw_mem.pid = 0;
+    unw_cur = NULL;
     _UPT_destroy(upt);
     *n = k;
     return rc;
@@ -278,7 +322,8 @@ int sop__native_thread(sop_native *nv, int tid, sop_native_stopped_fn fn, void *
         if (WIFSTOPPED(status) && (status >> 16) == PTRACE_EVENT_STOP)
             break; /* our interrupt */
         /* Another stop (a signal for the thread) came first: pass it on, wait again. */
-        if (tries >= 16 || ptrace(PTRACE_CONT, tid, 0, WIFSTOPPED(status) ? WSTOPSIG(status) : 0) < 0) {
+        if (tries >= 16 ||
+            ptrace(PTRACE_CONT, tid, 0, WIFSTOPPED(status) ? WSTOPSIG(status) : 0) < 0) {
             rc = -EIO;
             snprintf(err, errlen, "thread %d: could not reach the interrupt stop", tid);
             goto detach;

@@ -13,14 +13,33 @@
  * sizeof(PyCompactUnicodeObject) are 48/72 up to 3.11 (wstr fields), 40/56 from 3.12;
  * PyBytesObject ob_size 16, ob_sval 32. The state bit-field starts with interned:2, then
  * kind:3, compact:1, ascii:1. */
-#define STR_311 {16, 32, 48, 72, 16, 32, 2}
-#define STR_312 {16, 32, 40, 56, 16, 32, 2}
+#define STR_311                                                                                    \
+    {                                                                                              \
+        16, 32, 48, 72, 16, 32, 2                                                                  \
+    }
+#define STR_312                                                                                    \
+    {                                                                                              \
+        16, 32, 40, 56, 16, 32, 2                                                                  \
+    }
 /* struct _gc_runtime_state: enabled 12, generations 24 (3 x 24 bytes: head 16, threshold 16,
  * count 20), permanent_generation 104, collecting 200 — the same on 3.8-3.13. */
-#define GC_FIELDS                                                                              \
-    .gc_enabled = 12, .gc_collecting = 200, .gc_generations = 24, .gc_gen_size = 24,           \
+/* Dicts and instance attributes, for thread names. PyTypeObject tp_flags 168, tp_dictoffset
+ * 288; PyDictObject ma_keys 32, ma_values 40, on every version. 3.8-3.10 keys (from
+ * Objects/dict-common.h, not installed): dk_size 8, dk_nentries 32, dk_indices 40, entries of
+ * {hash, key, value}. 3.11+: dk_log2_size 8, dk_log2_index_bytes 9, dk_kind 10, dk_nentries
+ * 24, dk_indices 32; unicode-keyed entries are {key, value}. */
+#define DICT_OLD                                                                                   \
+    .tp_flags = 168, .tp_dictoffset = 288, .ma_keys = 32, .ma_values = 40, .dk_size = 8,           \
+    .dk_nentries = 32, .dk_indices = 40
+#define DICT_NEW                                                                                   \
+    .tp_flags = 168, .tp_dictoffset = 288, .ma_keys = 32, .ma_values = 40, .dict_log2 = true,      \
+    .dk_nentries = 24, .dk_indices = 32
+#define GC_FIELDS                                                                                  \
+    .gc_enabled = 12, .gc_collecting = 200, .gc_generations = 24, .gc_gen_size = 24,               \
     .gc_gen_threshold = 16, .gc_gen_count = 20, .gc_permanent = 104
 
+/* One version per block, related fields on a line. */
+// clang-format off
 static const sop_pylayout layouts[] = {
     {   /* 3.8.18 */
         .minor = 8, .source = "table 3.8", .frames = SOP_PYFRAME_OBJECT,
@@ -31,6 +50,7 @@ static const sop_pylayout layouts[] = {
         .fo_back = 24, .fo_code = 32, .fo_lasti = 104, .if_is_entry = -1, .owner_cstack = -1,
         .co_filename = 104, .co_name = 112, .co_firstlineno = 40, .co_lines = 120,
         .co_read_size = 128, .ob_type = 8, .str = STR_311,
+        .frame_localsplus = 360, DICT_OLD,
     },
     {   /* 3.9.18 */
         .minor = 9, .source = "table 3.9", .frames = SOP_PYFRAME_OBJECT,
@@ -41,6 +61,7 @@ static const sop_pylayout layouts[] = {
         .fo_back = 24, .fo_code = 32, .fo_lasti = 104, .if_is_entry = -1, .owner_cstack = -1,
         .co_filename = 104, .co_name = 112, .co_firstlineno = 40, .co_lines = 120,
         .co_read_size = 128, .ob_type = 8, .str = STR_311,
+        .frame_localsplus = 360, DICT_OLD,
     },
     {   /* 3.10.13: f_lasti counts code units */
         .minor = 10, .source = "table 3.10", .frames = SOP_PYFRAME_OBJECT,
@@ -51,6 +72,7 @@ static const sop_pylayout layouts[] = {
         .fo_back = 24, .fo_code = 32, .fo_lasti = 96, .if_is_entry = -1, .owner_cstack = -1,
         .co_filename = 104, .co_name = 112, .co_firstlineno = 40, .co_lines = 120,
         .co_read_size = 128, .ob_type = 8, .str = STR_311,
+        .frame_localsplus = 352, DICT_OLD,
     },
     {   /* 3.11.7 (and Debian 3.11.2): interp->threads.head; _PyInterpreterFrame.is_entry */
         .minor = 11, .source = "table 3.11", .frames = SOP_PYFRAME_CFRAME,
@@ -64,6 +86,9 @@ static const sop_pylayout layouts[] = {
         .co_filename = 112, .co_name = 120, .co_qualname = 128, .co_firstlineno = 72,
         .co_lines = 136, .co_code_adaptive = 184, .co_read_size = 184, .ob_type = 8,
         .str = STR_311,
+        /* managed dict: values pointer at obj - 4 words, dict at obj - 3 */
+        .frame_localsplus = 72, DICT_NEW, .ht_cached_keys = 872, .values_values = 0,
+        .managed_values_word = -4,
     },
     {   /* 3.12.1: the GIL hangs off interp->ceval.gil; shim frames owned by the C stack */
         .minor = 12, .source = "table 3.12", .frames = SOP_PYFRAME_CFRAME,
@@ -77,6 +102,9 @@ static const sop_pylayout layouts[] = {
         .co_filename = 112, .co_name = 120, .co_qualname = 128, .co_firstlineno = 68,
         .co_lines = 136, .co_code_adaptive = 192, .co_read_size = 192, .ob_type = 8,
         .str = STR_312,
+        /* dict-or-values at obj - 3 words; values tagged with bit 0 (stored as values - 1) */
+        .frame_localsplus = 72, DICT_NEW, .ht_cached_keys = 880, .values_values = 0,
+        .managed_values_word = -3,
     },
     {   /* 3.13.0: fallback when _Py_DebugOffsets is unreadable; tstate->current_frame */
         .minor = 13, .source = "table 3.13", .frames = SOP_PYFRAME_DIRECT,
@@ -90,8 +118,14 @@ static const sop_pylayout layouts[] = {
         .co_filename = 112, .co_name = 120, .co_qualname = 128, .co_firstlineno = 68,
         .co_lines = 136, .co_code_adaptive = 200, .co_read_size = 200, .ob_type = 8,
         .str = STR_312,
+        /* managed dict at obj - 3 words; inline values right after the header (obj + 16),
+         * PyDictValues {capacity, size, embedded, valid, values @8} */
+        .frame_localsplus = 72, DICT_NEW, .ht_cached_keys = 880, .values_values = 8,
+        .managed_values_word = 0, .inline_values = true,
     },
 };
+
+// clang-format on
 
 const sop_pylayout *sop__pylayout_table(int minor)
 {
@@ -104,25 +138,26 @@ const sop_pylayout *sop__pylayout_table(int minor)
 /* Field positions (in uint64 words) inside the 3.13 _Py_DebugOffsets blob: cookie (1 word),
  * version, free_threaded, then the sub-structs in declaration order. */
 enum {
-    W_VERSION = 1, W_FREE_THREADED = 2,
-    W_RT = 3,      /* size, finalizing, interpreters_head */
-    W_IS = 6,      /* size, id, next, threads_head, gc, imports_modules, sysdict, builtins,
-                      ceval_gil, gil_runtime_state, gil_enabled, gil_locked, gil_holder */
-    W_TS = 19,     /* size, prev, next, interp, current_frame, thread_id, native_thread_id,
-                      datastack_chunk, status */
-    W_IF = 28,     /* size, previous, executable, instr_ptr, localsplus, owner */
-    W_CO = 34,     /* size, filename, name, qualname, linetable, firstlineno, argcount,
-                      localsplusnames, localspluskinds, co_code_adaptive */
-    W_OBJ = 44,    /* size, ob_type */
-    W_TYPE = 46,   /* size, tp_name, tp_repr, tp_flags */
-    W_TUPLE = 50,  /* size, ob_item, ob_size */
+    W_VERSION = 1,
+    W_FREE_THREADED = 2,
+    W_RT = 3,     /* size, finalizing, interpreters_head */
+    W_IS = 6,     /* size, id, next, threads_head, gc, imports_modules, sysdict, builtins,
+                     ceval_gil, gil_runtime_state, gil_enabled, gil_locked, gil_holder */
+    W_TS = 19,    /* size, prev, next, interp, current_frame, thread_id, native_thread_id,
+                     datastack_chunk, status */
+    W_IF = 28,    /* size, previous, executable, instr_ptr, localsplus, owner */
+    W_CO = 34,    /* size, filename, name, qualname, linetable, firstlineno, argcount,
+                     localsplusnames, localspluskinds, co_code_adaptive */
+    W_OBJ = 44,   /* size, ob_type */
+    W_TYPE = 46,  /* size, tp_name, tp_repr, tp_flags */
+    W_TUPLE = 50, /* size, ob_item, ob_size */
     W_LIST = 53,
     W_DICT = 56,
-    W_FLOAT = 59,  /* size, ob_fval */
-    W_LONG = 61,   /* size, lv_tag, ob_digit */
-    W_BYTES = 64,  /* size, ob_size, ob_sval */
-    W_UNI = 67,    /* size, state, length, asciiobject_size */
-    W_GC = 71,     /* size, collecting */
+    W_FLOAT = 59, /* size, ob_fval */
+    W_LONG = 61,  /* size, lv_tag, ob_digit */
+    W_BYTES = 64, /* size, ob_size, ob_sval */
+    W_UNI = 67,   /* size, state, length, asciiobject_size */
+    W_GC = 71,    /* size, collecting */
     W_END = 73,
 };
 
@@ -146,10 +181,10 @@ static int fits(const uint8_t *blob, int size_w, int w, uint64_t need, uint32_t 
 int sop__pylayout_from_debug_offsets(const uint8_t *blob, size_t len, uint64_t expect_hex,
                                      sop_pylayout *out, char *why, size_t whylen)
 {
-#define FAIL(...)                                                                              \
-    do {                                                                                       \
-        snprintf(why, whylen, __VA_ARGS__);                                                    \
-        return -EINVAL;                                                                        \
+#define FAIL(...)                                                                                  \
+    do {                                                                                           \
+        snprintf(why, whylen, __VA_ARGS__);                                                        \
+        return -EINVAL;                                                                            \
     } while (0)
     if (len < SOP_DEBUG_OFFSETS_313_SIZE || W_END * 8 != SOP_DEBUG_OFFSETS_313_SIZE)
         FAIL("debug offsets: %zu bytes, need %u", len, SOP_DEBUG_OFFSETS_313_SIZE);
@@ -165,18 +200,21 @@ int sop__pylayout_from_debug_offsets(const uint8_t *blob, size_t len, uint64_t e
     if (word(blob, W_FREE_THREADED) != 0)
         FAIL("debug offsets: free-threaded build not supported");
     /* Struct sizes: sane bounds, so a corrupt blob cannot send reads far away. */
-    static const struct { int w; uint64_t lo, hi; const char *what; } sizes[] = {
-        {W_RT, 64, 1u << 22, "runtime"},       {W_IS, 64, 1u << 22, "interpreter"},
-        {W_TS, 64, 1u << 14, "thread state"},  {W_IF, 32, 1u << 10, "frame"},
-        {W_CO, 64, 1u << 12, "code"},          {W_OBJ, 16, 64, "object"},
-        {W_BYTES, 24, 128, "bytes"},           {W_UNI, 24, 256, "unicode"},
+    static const struct {
+        int w;
+        uint64_t lo, hi;
+        const char *what;
+    } sizes[] = {
+        {W_RT, 64, 1u << 22, "runtime"},      {W_IS, 64, 1u << 22, "interpreter"},
+        {W_TS, 64, 1u << 14, "thread state"}, {W_IF, 32, 1u << 10, "frame"},
+        {W_CO, 64, 1u << 12, "code"},         {W_OBJ, 16, 64, "object"},
+        {W_BYTES, 24, 128, "bytes"},          {W_UNI, 24, 256, "unicode"},
         {W_GC, 16, 1u << 14, "gc"},
     };
     for (size_t i = 0; i < sizeof sizes / sizeof sizes[0]; i++) {
         uint64_t s = word(blob, sizes[i].w);
         if (s < sizes[i].lo || s > sizes[i].hi)
-            FAIL("debug offsets: %s size %llu out of bounds", sizes[i].what,
-                 (unsigned long long)s);
+            FAIL("debug offsets: %s size %llu out of bounds", sizes[i].what, (unsigned long long)s);
     }
     const sop_pylayout *base = sop__pylayout_table(13);
     sop_pylayout L = *base;
@@ -200,6 +238,7 @@ int sop__pylayout_from_debug_offsets(const uint8_t *blob, size_t len, uint64_t e
     bad |= fits(blob, W_IF, W_IF + 2, 8, &L.if_code);
     bad |= fits(blob, W_IF, W_IF + 3, 8, &L.if_instr);
     bad |= fits(blob, W_IF, W_IF + 5, 1, &L.if_owner);
+    bad |= fits(blob, W_IF, W_IF + 4, 0, &L.frame_localsplus);
     bad |= fits(blob, W_CO, W_CO + 1, 8, &L.co_filename);
     bad |= fits(blob, W_CO, W_CO + 2, 8, &L.co_name);
     bad |= fits(blob, W_CO, W_CO + 3, 8, &L.co_qualname);
@@ -214,6 +253,13 @@ int sop__pylayout_from_debug_offsets(const uint8_t *blob, size_t len, uint64_t e
     bad |= fits(blob, W_GC, W_GC + 1, 4, &L.gc_collecting);
     if (bad)
         FAIL("debug offsets: an offset lies outside its struct");
+    /* The walker reads these structs into fixed buffers (py_walk.c): what it reads from must
+     * lie inside them, whatever a blob claims. */
+    if (word(blob, W_TS) > SOP_PYLAYOUT_MAX_TSTATE || L.if_owner >= SOP_PYLAYOUT_MAX_FRAME_READ ||
+        L.if_code + 8 > SOP_PYLAYOUT_MAX_FRAME_READ ||
+        L.if_previous + 8 > SOP_PYLAYOUT_MAX_FRAME_READ ||
+        L.if_instr + 8 > SOP_PYLAYOUT_MAX_FRAME_READ || L.gc_collecting + 4 > SOP_PYLAYOUT_GC_READ)
+        FAIL("debug offsets: fields beyond what this reader handles");
     uint64_t ascii = word(blob, W_UNI + 3);
     if (ascii < 24 || ascii > 128)
         FAIL("debug offsets: asciiobject_size %llu out of bounds", (unsigned long long)ascii);
@@ -233,6 +279,8 @@ int sop__pylayout_from_debug_offsets(const uint8_t *blob, size_t len, uint64_t e
             maxf = co_fields[i];
     if (maxf + 8 > L.co_read_size)
         L.co_read_size = maxf + 8;
+    if (L.co_read_size > SOP_PYLAYOUT_MAX_CODE_READ)
+        FAIL("debug offsets: code object fields beyond what this reader handles");
     *out = L;
     return 0;
 #undef FAIL

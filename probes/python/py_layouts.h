@@ -12,9 +12,9 @@
 #include "remote_mem.h"
 
 typedef enum {
-    SOP_PYFRAME_OBJECT,   /* 3.8-3.10: tstate->frame, PyFrameObject.f_back */
-    SOP_PYFRAME_CFRAME,   /* 3.11-3.12: tstate->cframe->current_frame, _PyInterpreterFrame */
-    SOP_PYFRAME_DIRECT,   /* 3.13+: tstate->current_frame */
+    SOP_PYFRAME_OBJECT, /* 3.8-3.10: tstate->frame, PyFrameObject.f_back */
+    SOP_PYFRAME_CFRAME, /* 3.11-3.12: tstate->cframe->current_frame, _PyInterpreterFrame */
+    SOP_PYFRAME_DIRECT, /* 3.13+: tstate->current_frame */
 } sop_pyframe_kind;
 
 typedef enum {
@@ -24,8 +24,8 @@ typedef enum {
 } sop_pylines_kind;
 
 typedef struct {
-    int minor;                  /* 8..13 */
-    const char *source;         /* "table 3.11" or "_Py_DebugOffsets" */
+    int minor;          /* 8..13 */
+    const char *source; /* "table 3.11" or "_Py_DebugOffsets" */
     sop_pyframe_kind frames;
     sop_pylines_kind lines;
     /* _PyRuntimeState */
@@ -33,12 +33,12 @@ typedef struct {
     uint32_t rt_gil_locked, rt_gil_last_holder; /* 3.8-3.11: _PyRuntime.ceval.gil; else 0 */
     uint32_t rt_gc;                             /* 3.8: _PyRuntime.gc; else 0 */
     /* PyInterpreterState */
-    uint32_t is_next, is_tstate_head, is_gc;    /* is_gc 0 on 3.8 */
-    uint32_t is_ceval_gil_ptr;                  /* 3.12+: interp->ceval.gil; else 0 */
-    uint32_t gil_locked, gil_last_holder;       /* 3.12+: inside struct _gil_runtime_state */
+    uint32_t is_next, is_tstate_head, is_gc; /* is_gc 0 on 3.8 */
+    uint32_t is_ceval_gil_ptr;               /* 3.12+: interp->ceval.gil; else 0 */
+    uint32_t gil_locked, gil_last_holder;    /* 3.12+: inside struct _gil_runtime_state */
     /* struct _gc_runtime_state */
-    uint32_t gc_enabled, gc_collecting, gc_generations, gc_gen_size, gc_gen_threshold,
-        gc_gen_count, gc_permanent;
+    uint32_t gc_enabled, gc_collecting, gc_generations, gc_gen_size, gc_gen_threshold, gc_gen_count,
+        gc_permanent;
     /* PyThreadState */
     uint32_t ts_size, ts_next, ts_interp, ts_frame, ts_thread_id, ts_native_thread_id;
     uint32_t cf_current_frame; /* 3.11-3.12: _PyCFrame.current_frame */
@@ -46,15 +46,31 @@ typedef struct {
     uint32_t fo_back, fo_code, fo_lasti;
     /* _PyInterpreterFrame (3.11+) */
     uint32_t if_code, if_previous, if_instr, if_owner;
-    int if_is_entry;      /* 3.11: offset of is_entry; -1 elsewhere */
-    int owner_cstack;     /* 3.12+: FRAME_OWNED_BY_CSTACK (3); -1 on 3.11 */
-    bool instr_is_prev;   /* 3.11-3.12 prev_instr vs 3.13 instr_ptr */
+    int if_is_entry;    /* 3.11: offset of is_entry; -1 elsewhere */
+    int owner_cstack;   /* 3.12+: FRAME_OWNED_BY_CSTACK (3); -1 on 3.11 */
+    bool instr_is_prev; /* 3.11-3.12 prev_instr vs 3.13 instr_ptr */
     /* PyCodeObject */
     uint32_t co_filename, co_name, co_qualname, co_firstlineno, co_lines, co_code_adaptive;
     uint32_t co_read_size; /* bytes to read to cover every field above */
+    /* Thread names (threading.Thread._name, via the `self` of threading's _bootstrap frame) */
+    uint32_t frame_localsplus; /* PyFrameObject.f_localsplus / _PyInterpreterFrame.localsplus */
+    uint32_t tp_flags, tp_dictoffset, ht_cached_keys; /* ht_cached_keys 3.11+ */
+    uint32_t ma_keys, ma_values;
+    bool dict_log2;                            /* 3.11+: dk_log2_size/dk_log2_index_bytes/dk_kind */
+    uint32_t dk_size, dk_nentries, dk_indices; /* dk_size: 3.8-3.10 only */
+    uint32_t values_values;                    /* offset of the values array in PyDictValues */
+    int managed_values_word; /* 3.11: values pointer at obj - 4 words; 3.12: tagged at -3 */
+    bool inline_values;      /* 3.13: values inline after the object header */
     uint32_t ob_type;
     sop_pystr_layout str;
 } sop_pylayout;
+
+/* Sizes of the buffers the walker reads structures into; every offset of a layout lies inside
+ * them (the tables by construction, _Py_DebugOffsets by validation). */
+#define SOP_PYLAYOUT_MAX_TSTATE 4096u    /* PyThreadState */
+#define SOP_PYLAYOUT_MAX_FRAME_READ 128u /* frame header: code, previous, instr, owner */
+#define SOP_PYLAYOUT_GC_READ 224u        /* struct _gc_runtime_state */
+#define SOP_PYLAYOUT_MAX_CODE_READ 512u  /* PyCodeObject up to co_code_adaptive */
 
 /* The built-in table for 3.<minor> (8..13), or NULL when unsupported. */
 const sop_pylayout *sop__pylayout_table(int minor);

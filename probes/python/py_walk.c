@@ -4,42 +4,73 @@
  * Every loop is bounded; a torn read is retried once, then reported. Depends on libc. */
 #include "python.h"
 
+#include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <limits.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
-#include <fcntl.h>
 
 #include "../procfs.h"
 #include "elf.h"
 #include "linetable.h"
 #include "native.h"
 #include "py_layouts.h"
+#include "py_names.h"
 #include "remote_mem.h"
 
 #define MAX_INTERPS 64
 #define MAX_THREADS 4096
 #define MAX_FRAMES 2048
 #define MAX_LINETABLE_BYTES (1u << 20)
-#define CODE_SLOTS 4096u /* power of two */
-#define FRAME_SET_SLOTS 8192u
+#define CODE_SLOTS 4096u       /* power of two */
+#define FRAME_SET_SLOTS 16384u /* > 2 x the depth bound (4 x MAX_FRAMES) */
 #define THREAD_SET_SLOTS 16384u
 #define MAPS_MAX_BYTES (16u << 20)
+#define FROZEN_MAX 50000
+#define SOP_STR_(x) #x
+#define SOP_STR(x) SOP_STR_(x)
 /* glibc (2.26-2.39, x86-64): offsetof(struct pthread, tid); pthread_t is the address of
  * struct pthread. Checked by experiment against threading.get_native_id() on Debian 12. */
 #define GLIBC_PTHREAD_TID_OFFSET 0x2d0
 
 typedef struct {
-    uint64_t addr; /* 0 = empty */
-    char func[128];
-    char file[512];
+    uint64_t addr;
+    const char *func, *file; /* in the sop_python's string pool */
     int firstlineno;
     uint8_t *lines;
     size_t nlines;
 } code_entry;
+
+/* Text of the frames: chunks owned by the sop_python, freed with it. */
+struct sop_pystrings {
+    struct sop_pystrings *next;
+    size_t used, cap;
+    char data[];
+};
+
+static const char *pool_add(sop_python *py, const char *s)
+{
+    size_t n = strlen(s) + 1;
+    struct sop_pystrings *c = py->strings;
+    if (!c || c->cap - c->used < n) {
+        size_t cap = n > 60000 ? n : 60000;
+        c = malloc(sizeof *c + cap);
+        if (!c)
+            return NULL;
+        c->next = py->strings;
+        c->used = 0;
+        c->cap = cap;
+        py->strings = c;
+    }
+    char *d = c->data + c->used;
+    memcpy(d, s, n);
+    c->used += n;
+    return d;
+}
 
 typedef struct {
     int pid;
@@ -48,9 +79,13 @@ typedef struct {
     sop_pylayout L;
     uint64_t runtime;
     uint64_t code_type; /* &PyCode_Type in the target; 0 when unknown */
-    code_entry *codes;
-    size_t ncodes;
-    uint64_t *frame_set;
+    sop_python *py;     /* being filled (owns the string pool) */
+    code_entry *codes;  /* ncodes entries, found through code_index (1-based, 0 = empty) */
+    size_t ncodes, codes_cap;
+    uint32_t *code_index;
+    uint64_t *frame_set;   /* FRAME_SET_SLOTS; empty between walks */
+    uint32_t *frame_slots; /* slots filled by the current walk (to empty them after) */
+    size_t nframe_slots;
     sop_missing *missing;
     char *maps;
 } walker;
@@ -71,10 +106,14 @@ static int32_t rd32(const uint8_t *b, uint32_t off)
     return v;
 }
 
-static size_t hash_ptr(uint64_t p) { return (size_t)((p >> 3) * 0x9E3779B97F4A7C15ull >> 20); }
+static size_t hash_ptr(uint64_t p)
+{
+    return (size_t)((p >> 3) * 0x9E3779B97F4A7C15ull >> 20);
+}
 
-/* Add p to an open-addressing set of `cap` slots; false when already there (or full). */
-static bool set_add(uint64_t *set, size_t cap, uint64_t p)
+/* Add p to an open-addressing set of `cap` slots; false when already there (or full).
+ * *slot (when not NULL) gets the slot used, so a caller can clear just those. */
+static bool set_add_at(uint64_t *set, size_t cap, uint64_t p, size_t *slot)
 {
     size_t i = hash_ptr(p) & (cap - 1);
     for (size_t k = 0; k < cap; k++, i = (i + 1) & (cap - 1)) {
@@ -82,10 +121,17 @@ static bool set_add(uint64_t *set, size_t cap, uint64_t p)
             return false;
         if (set[i] == 0) {
             set[i] = p;
+            if (slot)
+                *slot = i;
             return true;
         }
     }
     return false;
+}
+
+static bool set_add(uint64_t *set, size_t cap, uint64_t p)
+{
+    return set_add_at(set, cap, p, NULL);
 }
 
 static bool task_exists(const walker *w, int tid)
@@ -93,6 +139,56 @@ static bool task_exists(const walker *w, int tid)
     char path[300];
     snprintf(path, sizeof path, "%s/%d/task/%d", w->proc_root, w->pid, tid);
     return access(path, F_OK) == 0;
+}
+
+/* The target's thread ids as its own PID namespace sees them (what native_thread_id and
+ * glibc's struct pthread hold) mapped to ours, from the NSpid lines of
+ * /proc/PID/task/TID/status. Only built when the target is in another PID namespace. */
+typedef struct {
+    int ns_tid, tid;
+} tid_pair;
+
+static bool in_other_pidns(const walker *w)
+{
+    char a[64] = "", b[64] = "", path[300];
+    snprintf(path, sizeof path, "%s/%d/ns/pid", w->proc_root, w->pid);
+    ssize_t na = readlink(path, a, sizeof a - 1);
+    ssize_t nb = readlink("/proc/self/ns/pid", b, sizeof b - 1);
+    return na > 0 && nb > 0 && strcmp(a, b) != 0;
+}
+
+static size_t ns_tid_map(const walker *w, tid_pair *map, size_t cap)
+{
+    char path[300];
+    snprintf(path, sizeof path, "%s/%d/task", w->proc_root, w->pid);
+    DIR *d = opendir(path);
+    if (!d)
+        return 0;
+    size_t n = 0;
+    struct dirent *de;
+    while (n < cap && (de = readdir(d)) != NULL) {
+        int tid = atoi(de->d_name);
+        if (tid <= 0)
+            continue;
+        char sp[320], buf[2048];
+        snprintf(sp, sizeof sp, "%s/%d/status", path, tid);
+        if (sop__read_small_at(AT_FDCWD, sp, buf, sizeof buf) <= 0)
+            continue;
+        const char *l = strstr(buf, "\nNSpid:");
+        if (!l)
+            continue;
+        const char *q = l + 8;
+        int64_t last = SOP_NA, v;
+        for (int k = 0; k < 32 && (v = sop__parse_i64(&q)) != SOP_NA; k++)
+            last = v;
+        if (last != SOP_NA && last > 0) {
+            map[n].ns_tid = (int)last;
+            map[n].tid = tid;
+            n++;
+        }
+    }
+    closedir(d);
+    return n;
 }
 
 /* OS state letter of a thread from /proc/PID/task/TID/stat; '?' when unreadable. */
@@ -113,12 +209,24 @@ static char task_state(const walker *w, int tid)
 
 static void free_codes(walker *w)
 {
-    if (!w->codes)
-        return;
-    for (size_t i = 0; i < CODE_SLOTS; i++)
+    for (size_t i = 0; i < w->ncodes; i++)
         free(w->codes[i].lines);
     free(w->codes);
+    free(w->code_index);
     w->codes = NULL;
+    w->code_index = NULL;
+    w->ncodes = w->codes_cap = 0;
+}
+
+static bool grow_codes(walker *w)
+{
+    size_t ncap = w->codes_cap ? w->codes_cap * 2 : 64;
+    code_entry *nc = realloc(w->codes, ncap * sizeof *nc);
+    if (!nc)
+        return false;
+    w->codes = nc;
+    w->codes_cap = ncap;
+    return true;
 }
 
 /* The cached decoding of the code object at `code`, or NULL with *err set. */
@@ -126,21 +234,21 @@ static const code_entry *resolve_code(walker *w, uint64_t code, int *err)
 {
     size_t i = hash_ptr(code) & (CODE_SLOTS - 1);
     for (size_t k = 0; k < CODE_SLOTS; k++, i = (i + 1) & (CODE_SLOTS - 1)) {
-        if (w->codes[i].addr == code)
-            return &w->codes[i];
-        if (w->codes[i].addr == 0)
+        uint32_t ix = w->code_index[i];
+        if (ix == 0)
             break;
+        if (w->codes[ix - 1].addr == code)
+            return &w->codes[ix - 1];
     }
     if (w->ncodes >= CODE_SLOTS / 2) { /* full enough: start over rather than degrade */
-        for (size_t j = 0; j < CODE_SLOTS; j++) {
+        for (size_t j = 0; j < w->ncodes; j++)
             free(w->codes[j].lines);
-            memset(&w->codes[j], 0, sizeof w->codes[j]);
-        }
+        memset(w->code_index, 0, CODE_SLOTS * sizeof *w->code_index);
         w->ncodes = 0;
         i = hash_ptr(code) & (CODE_SLOTS - 1);
     }
     const sop_pylayout *L = &w->L;
-    uint8_t buf[512];
+    uint8_t buf[SOP_PYLAYOUT_MAX_CODE_READ];
     if (L->co_read_size > sizeof buf) {
         *err = -EINVAL;
         return NULL;
@@ -156,23 +264,34 @@ static const code_entry *resolve_code(walker *w, uint64_t code, int *err)
     }
     code_entry e;
     memset(&e, 0, sizeof e);
+    char func[256], file[1024];
     uint64_t name = rd64(buf, L->co_qualname ? L->co_qualname : L->co_name);
-    uint64_t file = rd64(buf, L->co_filename);
+    uint64_t fileo = rd64(buf, L->co_filename);
     uint64_t lines = rd64(buf, L->co_lines);
     e.firstlineno = rd32(buf, L->co_firstlineno);
-    if ((r = sop__rmem_unicode(&w->mem, &L->str, name, e.func, sizeof e.func)) < 0 ||
-        (r = sop__rmem_unicode(&w->mem, &L->str, file, e.file, sizeof e.file)) < 0 ||
-        (r = sop__rmem_bytes(&w->mem, &L->str, lines, MAX_LINETABLE_BYTES, &e.lines,
-                             &e.nlines)) < 0) {
+    if ((r = sop__rmem_unicode(&w->mem, &L->str, name, func, sizeof func)) < 0 ||
+        (r = sop__rmem_unicode(&w->mem, &L->str, fileo, file, sizeof file)) < 0) {
+        *err = r;
+        return NULL;
+    }
+    if ((r = sop__rmem_bytes(&w->mem, &L->str, lines, MAX_LINETABLE_BYTES, &e.lines, &e.nlines)) <
+        0) {
         *err = r == -E2BIG ? -EINVAL : r;
         return NULL;
     }
-    while (w->codes[i].addr != 0)
+    e.func = pool_add(w->py, func);
+    e.file = pool_add(w->py, file);
+    if (!e.func || !e.file || (w->ncodes == w->codes_cap && !grow_codes(w))) {
+        free(e.lines);
+        *err = -ENOMEM;
+        return NULL;
+    }
+    while (w->code_index[i] != 0)
         i = (i + 1) & (CODE_SLOTS - 1);
     e.addr = code;
-    w->codes[i] = e;
-    w->ncodes++;
-    return &w->codes[i];
+    w->codes[w->ncodes++] = e;
+    w->code_index[i] = (uint32_t)w->ncodes;
+    return &w->codes[w->ncodes - 1];
 }
 
 /* ---- frames ------------------------------------------------------------------------- */
@@ -188,19 +307,28 @@ static int push_frame(sop_pythread *t, size_t *cap, const code_entry *c, int lin
         *cap = ncap;
     }
     sop_pyframe *f = &t->frames[t->nframes++];
-    snprintf(f->func, sizeof f->func, "%s", c->func);
-    snprintf(f->file, sizeof f->file, "%s", c->file);
+    f->func = c->func;
+    f->file = c->file;
     f->line = line;
     f->entry = entry;
     return 0;
 }
 
+/* threading's Thread._bootstrap: its first local is the Thread object. */
+static bool is_thread_bootstrap(const code_entry *c)
+{
+    size_t n = strlen(c->file);
+    return (strcmp(c->func, "Thread._bootstrap") == 0 || strcmp(c->func, "_bootstrap") == 0) &&
+           n >= 12 && strcmp(c->file + n - 12, "threading.py") == 0;
+}
+
 /* Walk the frames of the thread state at `tstate` into t. Returns 0, -EAGAIN for a torn read
  * (reason in why), -ESRCH when the process is gone, -ENOMEM. */
-static int walk_thread(walker *w, uint64_t tstate, sop_pythread *t, char *why, size_t whylen)
+static int walk_thread(walker *w, uint64_t tstate, sop_pythread *t, uint64_t *boot_frame,
+                       int64_t *raw_tid, char *why, size_t whylen)
 {
     const sop_pylayout *L = &w->L;
-    uint8_t ts[4096];
+    uint8_t ts[SOP_PYLAYOUT_MAX_TSTATE];
     size_t cap = 0;
     free(t->frames);
     t->frames = NULL;
@@ -213,8 +341,9 @@ static int walk_thread(walker *w, uint64_t tstate, sop_pythread *t, char *why, s
         return r == -ESRCH ? r : -EAGAIN;
     }
     t->thread_id = rd64(ts, L->ts_thread_id);
-    if (L->ts_native_thread_id)
-        t->tid = (int)rd64(ts, L->ts_native_thread_id);
+    /* The thread's own idea of its tid (its PID namespace's); the caller maps and checks it
+     * before it becomes t->tid. */
+    *raw_tid = L->ts_native_thread_id ? (int64_t)rd64(ts, L->ts_native_thread_id) : 0;
     uint64_t f = rd64(ts, L->ts_frame);
     if (L->frames == SOP_PYFRAME_CFRAME && f) {
         uint64_t cf = f;
@@ -223,17 +352,21 @@ static int walk_thread(walker *w, uint64_t tstate, sop_pythread *t, char *why, s
             return r == -ESRCH ? r : -EAGAIN;
         }
     }
-    memset(w->frame_set, 0, FRAME_SET_SLOTS * sizeof *w->frame_set);
+    for (size_t i = 0; i < w->nframe_slots; i++)
+        w->frame_set[w->frame_slots[i]] = 0;
+    w->nframe_slots = 0;
     for (size_t depth = 0; f; depth++) {
         if (t->nframes >= MAX_FRAMES || depth >= 4 * MAX_FRAMES) {
             t->truncated = true;
             break;
         }
-        if (!set_add(w->frame_set, FRAME_SET_SLOTS, f)) {
+        size_t slot;
+        if (!set_add_at(w->frame_set, FRAME_SET_SLOTS, f, &slot)) {
             snprintf(why, whylen, "frame chain loops at depth %zu", depth);
             return -EAGAIN;
         }
-        uint8_t fb[128];
+        w->frame_slots[w->nframe_slots++] = (uint32_t)slot;
+        uint8_t fb[SOP_PYLAYOUT_MAX_FRAME_READ];
         uint64_t code, prev;
         int64_t addr_bytes;
         bool entry = true, skip = false;
@@ -283,6 +416,8 @@ static int walk_thread(walker *w, uint64_t tstate, sop_pythread *t, char *why, s
                                          (int)addr_bytes);
             if (push_frame(t, &cap, c, line, entry) < 0)
                 return -ENOMEM;
+            if (is_thread_bootstrap(c))
+                *boot_frame = f;
         }
         f = prev;
         continue;
@@ -316,7 +451,7 @@ static int version_from_name(const char *path)
 typedef struct {
     sop_elf elf;
     uint64_t bias;
-    char path[512];     /* as the target sees it */
+    char path[512];      /* as the target sees it */
     char host_path[800]; /* through proc_root/PID/root */
 } image;
 
@@ -326,8 +461,7 @@ static int open_image(walker *w, const char *suffix, image *im)
     memset(im, 0, sizeof *im);
     if (sop__maps_find(w->maps, suffix, im->path, sizeof im->path, &start) < 0)
         return -ENOENT;
-    snprintf(im->host_path, sizeof im->host_path, "%s/%d/root%s", w->proc_root, w->pid,
-             im->path);
+    snprintf(im->host_path, sizeof im->host_path, "%s/%d/root%s", w->proc_root, w->pid, im->path);
     int r = sop__elf_open(im->host_path, &im->elf);
     if (r < 0)
         return r;
@@ -355,8 +489,13 @@ static int find_runtime(walker *w, sop_python *py)
     snprintf(py->executable, sizeof py->executable, "%s", exe_path);
 
     uint64_t sym = 0, symsize = 0;
-    bool have_lib = open_image(w, NULL, &lib) == 0;
-    bool have_exe = open_image(w, exe_path, &exe) == 0;
+    int lib_rc = open_image(w, NULL, &lib), exe_rc = open_image(w, exe_path, &exe);
+    bool have_lib = lib_rc == 0, have_exe = exe_rc == 0;
+    if (!have_lib && !have_exe && (exe_rc == -EACCES || exe_rc == -EPERM)) {
+        sop__missing_add(w->missing, "python", "%s/%d/root%s: %s", w->proc_root, w->pid, exe_path,
+                         strerror(-exe_rc));
+        return exe_rc;
+    }
     /* A static build has _PyRuntime in the executable; a shared one in libpython. */
     if (have_exe && (sop__elf_symbol(&exe.elf, "_PyRuntime", &sym, &symsize) == 0 ||
                      sop__elf_section(&exe.elf, ".PyRuntime", &sym, &symsize, NULL) == 0))
@@ -366,7 +505,18 @@ static int find_runtime(walker *w, sop_python *py)
         img = &lib;
     int rc = 0;
     if (!img) {
-        rc = -ENOEXEC;
+        /* An interpreter without _PyRuntime (CPython 3.6 and older) is CPython all the same:
+         * say so rather than "not CPython". */
+        uint64_t init;
+        if ((have_exe && sop__elf_symbol(&exe.elf, "Py_Initialize", &init, NULL) == 0) ||
+            (have_lib && sop__elf_symbol(&lib.elf, "Py_Initialize", &init, NULL) == 0)) {
+            sop__missing_add(w->missing, "python",
+                             "CPython without _PyRuntime (3.6 or older) is not supported "
+                             "(3.8-3.13 are)");
+            rc = -ENOTSUP;
+        } else {
+            rc = -ENOEXEC;
+        }
         goto out;
     }
     if (img == &lib)
@@ -390,8 +540,7 @@ static int find_runtime(walker *w, sop_python *py)
             char tail[8] = "";
             if (level >= 0xa && level <= 0xc)
                 snprintf(tail, sizeof tail, "%s%u", lv[level == 0xc ? 3 : level - 0xa], serial);
-            snprintf(py->version, sizeof py->version, "3.%d.%u%s", minor, (pv >> 8) & 0xff,
-                     tail);
+            snprintf(py->version, sizeof py->version, "3.%d.%u%s", minor, (pv >> 8) & 0xff, tail);
         }
     }
     if (minor < 0) {
@@ -413,8 +562,8 @@ static int find_runtime(walker *w, sop_python *py)
         uint8_t blob[SOP_DEBUG_OFFSETS_313_SIZE];
         char why[160] = "";
         int r = sop__rmem_read(&w->mem, w->runtime, blob, sizeof blob);
-        if (r == 0 && sop__pylayout_from_debug_offsets(blob, sizeof blob, hex, &w->L, why,
-                                                       sizeof why) == 0)
+        if (r == 0 &&
+            sop__pylayout_from_debug_offsets(blob, sizeof blob, hex, &w->L, why, sizeof why) == 0)
             goto chosen;
         if (r < 0)
             snprintf(why, sizeof why, "debug offsets unreadable (%s)", strerror(-r));
@@ -472,8 +621,8 @@ static void read_gc(walker *w, uint64_t interp, sop_python *py)
 {
     const sop_pylayout *L = &w->L;
     uint64_t gc = L->rt_gc ? w->runtime + L->rt_gc : interp + L->is_gc;
-    uint8_t b[256];
-    if (L->gc_permanent + 16 > sizeof b || sop__rmem_read_direct(&w->mem, gc, b, 224) < 0) {
+    uint8_t b[SOP_PYLAYOUT_GC_READ];
+    if (L->gc_permanent + 16 > sizeof b || sop__rmem_read_direct(&w->mem, gc, b, sizeof b) < 0) {
         sop__missing_add(w->missing, "python", "GC state unreadable");
         return;
     }
@@ -490,19 +639,19 @@ static void read_gc(walker *w, uint64_t interp, sop_python *py)
         py->gc_count[g] = rd32(b, go + L->gc_gen_count);
     }
     /* Frozen objects: the permanent generation's list (gc.freeze() does not keep a count);
-     * walked up to 100000 nodes, else left unknown. */
+     * walked up to FROZEN_MAX nodes (through the page cache), else left unknown. */
     uint64_t head = gc + L->gc_permanent, node = rd64(b, L->gc_permanent);
     int64_t count = 0;
-    for (; node != head && count <= 100000; count++) {
+    for (; node != head && count <= FROZEN_MAX; count++) {
         if (!node || sop__rmem_u64(&w->mem, node, &node) < 0) {
             count = -1;
             break;
         }
         node &= ~(uint64_t)3; /* _gc_next carries no flag bits, but be safe */
     }
-    if (count < 0 || count > 100000)
+    if (count < 0 || count > FROZEN_MAX)
         sop__missing_add(w->missing, "python", "frozen GC objects not counted (%s)",
-                         count < 0 ? "list unreadable" : "more than 100000");
+                         count < 0 ? "list unreadable" : "more than " SOP_STR(FROZEN_MAX));
     else
         py->gc_frozen = count;
 }
@@ -514,6 +663,8 @@ typedef struct {
     uint64_t tstate;
     sop_pythread *t;
     int rc;
+    uint64_t boot_frame; /* threading's _bootstrap frame, 0 when none */
+    int64_t raw_tid;     /* native_thread_id as read (3.11+), else 0 */
     char why[160];
 } thread_job;
 
@@ -521,11 +672,23 @@ static void walk_with_retry(void *ctx, int tid)
 {
     thread_job *j = ctx;
     (void)tid;
-    j->rc = walk_thread(j->w, j->tstate, j->t, j->why, sizeof j->why);
+    j->boot_frame = 0;
+    j->rc = walk_thread(j->w, j->tstate, j->t, &j->boot_frame, &j->raw_tid, j->why, sizeof j->why);
     if (j->rc == -EAGAIN) { /* torn read: the target moved under us; once more, uncached */
         sop__rmem_flush(&j->w->mem);
-        j->rc = walk_thread(j->w, j->tstate, j->t, j->why, sizeof j->why);
+        j->boot_frame = 0;
+        j->rc =
+            walk_thread(j->w, j->tstate, j->t, &j->boot_frame, &j->raw_tid, j->why, sizeof j->why);
     }
+}
+
+/* Under --native: the thread is now stopped; read its frames afresh (not from pages cached
+ * before the stop), so that they match the native stack being unwound. */
+static void walk_stopped(void *ctx, int tid)
+{
+    thread_job *j = ctx;
+    sop__rmem_flush(&j->w->mem);
+    walk_with_retry(ctx, tid);
 }
 
 void sop__python_free(sop_python *py)
@@ -537,7 +700,53 @@ void sop__python_free(sop_python *py)
         free(py->threads[i].native);
     }
     free(py->threads);
+    while (py->strings) {
+        struct sop_pystrings *next = py->strings->next;
+        free(py->strings);
+        py->strings = next;
+    }
     free(py);
+}
+
+/* Batch the first reads of every thread's walk (cframe, newest frame and the page below it,
+ * its code object) into a few syscalls: the walk is pointer chasing, but across threads the
+ * same step can be read at once. Purely a cache warm-up: the walk validates everything. */
+static void prefetch_first_frames(walker *w, const uint64_t *tstates, size_t nts)
+{
+    const sop_pylayout *L = &w->L;
+    uint64_t *a = calloc(2 * nts + 1, sizeof *a);
+    if (!a)
+        return;
+    size_t k = 0;
+    for (size_t i = 0; i < nts; i++) {
+        uint64_t f = 0;
+        if (sop__rmem_u64(&w->mem, tstates[i] + L->ts_frame, &f) == 0 && f)
+            a[k++] = f;
+    }
+    if (L->frames == SOP_PYFRAME_CFRAME) {
+        sop__rmem_prefetch(&w->mem, a, k, 16);
+        size_t k2 = 0;
+        for (size_t i = 0; i < k; i++) {
+            uint64_t f = 0;
+            if (sop__rmem_u64(&w->mem, a[i] + L->cf_current_frame, &f) == 0 && f)
+                a[k2++] = f;
+        }
+        k = k2;
+    }
+    size_t nf = k;
+    for (size_t i = 0; i < nf; i++) /* older frames sit below the newest (3.11+ data stack) */
+        if (L->frames != SOP_PYFRAME_OBJECT && a[i] > 4096)
+            a[k++] = a[i] - 4096;
+    sop__rmem_prefetch(&w->mem, a, k, 128);
+    size_t nc = 0;
+    for (size_t i = 0; i < nf; i++) {
+        uint64_t c = 0;
+        uint32_t off = L->frames == SOP_PYFRAME_OBJECT ? L->fo_code : L->if_code;
+        if (sop__rmem_u64(&w->mem, a[i] + off, &c) == 0 && c)
+            a[nc++] = c;
+    }
+    sop__rmem_prefetch(&w->mem, a, nc, L->co_read_size);
+    free(a);
 }
 
 static int collect(walker *w, unsigned flags, sop_python *py)
@@ -591,7 +800,7 @@ static int collect(walker *w, unsigned flags, sop_python *py)
         return rc;
     }
     rc = 0;
-    if (last_interp)
+    if (last_interp && !(flags & SOP_PY_SKIP_GC))
         read_gc(w, last_interp, py);
     py->threads = calloc(nts ? nts : 1, sizeof *py->threads);
     if (!py->threads) {
@@ -599,6 +808,11 @@ static int collect(walker *w, unsigned flags, sop_python *py)
         free(tstates);
         return -ENOMEM;
     }
+    prefetch_first_frames(w, tstates, nts);
+    tid_pair *nsmap = NULL;
+    size_t nns = 0;
+    if (in_other_pidns(w) && (nsmap = calloc(MAX_THREADS, sizeof *nsmap)) != NULL)
+        nns = ns_tid_map(w, nsmap, MAX_THREADS);
     bool ptrace_refused = false;
     sop_native *nv = NULL;
     if ((flags & SOP_PY_NATIVE) && sop__native_open(w->pid, w->proc_root, w->maps, &nv) < 0)
@@ -608,7 +822,7 @@ static int collect(walker *w, unsigned flags, sop_python *py)
         uint64_t tsa = tstates[nts - 1 - k];
         sop_pythread *t = &py->threads[py->nthreads];
         memset(t, 0, sizeof *t);
-        thread_job j = {w, tsa, t, 0, ""};
+        thread_job j = {w, tsa, t, 0, 0, 0, ""};
         walk_with_retry(&j, 0);
         if (j.rc == -ESRCH) {
             rc = -ESRCH;
@@ -618,22 +832,41 @@ static int collect(walker *w, unsigned flags, sop_python *py)
             rc = -ENOMEM;
             break;
         }
-        if (!t->tid && t->thread_id) {
+        if (j.raw_tid > 0 && j.raw_tid < INT32_MAX)
+            t->tid = (int)j.raw_tid;
+        if (!t->tid && t->thread_id && L->ts_native_thread_id == 0) {
             int32_t tid = 0;
             if (sop__rmem_read(&w->mem, t->thread_id + GLIBC_PTHREAD_TID_OFFSET, &tid,
-                               sizeof tid) == 0 && tid > 0 && task_exists(w, tid))
+                               sizeof tid) == 0 &&
+                tid > 0)
                 t->tid = tid;
         }
-        /* Names: threading's names are not read (yet); the process's first thread is the
-         * one CPython initialized in, which threading calls "MainThread". */
-        if (t->tid == w->pid)
+        /* The target numbers its threads in its own PID namespace (a container): use ours. */
+        if (nsmap && t->tid > 0) {
+            int mapped = 0;
+            for (size_t m = 0; m < nns; m++)
+                if (nsmap[m].ns_tid == t->tid)
+                    mapped = nsmap[m].tid;
+            t->tid = mapped;
+        }
+        /* A tid is only believed when it is a task of this process: a torn or stale value
+         * must never send --native to some other process's thread. */
+        if (t->tid > 0 && !task_exists(w, t->tid))
+            t->tid = 0;
+        /* Names: threading.Thread._name of the `self` of threading's _bootstrap frame; the
+         * process's first thread is the one CPython initialized in: "MainThread". */
+        uint64_t self = 0;
+        if (j.boot_frame &&
+            sop__rmem_u64(&w->mem, j.boot_frame + w->L.frame_localsplus, &self) == 0 && self)
+            (void)sop__py_instance_str_attr(&w->mem, &w->L, self, "_name", t->name, sizeof t->name);
+        if (!t->name[0] && t->tid == w->pid)
             snprintf(t->name, sizeof t->name, "MainThread");
         for (size_t h = 0; h < nholders; h++)
             if (holders[h] && holders[h] == tsa)
                 t->gil = true;
         if (j.rc == -EAGAIN)
-            sop__missing_add(w->missing, "python", "thread %d: %s (frames so far kept)",
-                             t->tid, j.why);
+            sop__missing_add(w->missing, "python", "thread %d: %s (frames so far kept)", t->tid,
+                             j.why);
         if (flags & SOP_PY_NATIVE) {
             if (!nv) {
                 snprintf(t->native_error, sizeof t->native_error, "unwinder unavailable");
@@ -644,8 +877,8 @@ static int collect(walker *w, unsigned flags, sop_python *py)
                 sop_nframe *nat = NULL;
                 size_t nn = 0;
                 char err[160] = "";
-                int nr = sop__native_thread(nv, t->tid, walk_with_retry, &j, &nat, &nn,
-                                            &t->pause_ms, err, sizeof err);
+                int nr = sop__native_thread(nv, t->tid, walk_stopped, &j, &nat, &nn, &t->pause_ms,
+                                            err, sizeof err);
                 if (nr == -EPERM || nr == -EACCES) {
                     ptrace_refused = true;
                     sop__missing_add(w->missing, "native", "ptrace refused: %s", err);
@@ -664,6 +897,7 @@ static int collect(walker *w, unsigned flags, sop_python *py)
         py->nthreads++;
     }
     sop__native_close(nv);
+    free(nsmap);
     free(tset);
     free(tstates);
     if (rc < 0)
@@ -673,7 +907,7 @@ static int collect(walker *w, unsigned flags, sop_python *py)
         sop_pythread *t = &py->threads[i];
         char st = t->tid > 0 ? task_state(w, t->tid) : '?';
         t->active = st == 'R' || t->gil;
-        if (t->gil)
+        if (t->gil && t->tid > 0)
             py->gil_holder_tid = t->tid;
     }
     return 0;
@@ -699,9 +933,12 @@ int sop__python_collect(int pid, const char *proc_root, unsigned flags, sop_pyth
         return rc;
     }
     sop_python *py = calloc(1, sizeof *py);
-    w.codes = calloc(CODE_SLOTS, sizeof *w.codes);
+    w.py = py;
+    w.code_index = calloc(CODE_SLOTS, sizeof *w.code_index);
     w.frame_set = calloc(FRAME_SET_SLOTS, sizeof *w.frame_set);
-    if (!py || !w.codes || !w.frame_set || sop__rmem_open(&w.mem, pid, w.proc_root) < 0) {
+    w.frame_slots = calloc(4 * MAX_FRAMES + 1, sizeof *w.frame_slots);
+    if (!py || !w.code_index || !w.frame_set || !w.frame_slots ||
+        sop__rmem_open(&w.mem, pid, w.proc_root) < 0) {
         rc = -ENOMEM;
         goto out;
     }
@@ -737,6 +974,7 @@ int sop__python_collect(int pid, const char *proc_root, unsigned flags, sop_pyth
 out:
     free_codes(&w);
     free(w.frame_set);
+    free(w.frame_slots);
     free(w.maps);
     sop__rmem_close(&w.mem);
     if (rc < 0) {

@@ -12,41 +12,43 @@
 
 #include "../missing.h"
 
-#define SOP_PY_NATIVE 0x1u /* interrupt each thread briefly and unwind its native stack */
+#define SOP_PY_NATIVE 0x1u  /* interrupt each thread briefly and unwind its native stack */
+#define SOP_PY_SKIP_GC 0x2u /* leave the GC state out (counting frozen objects walks a list) */
 
 typedef struct {
-    char func[128]; /* qualified name where the version has it */
-    char file[512];
-    int line;       /* -1 when unknown */
-    bool entry;     /* last frame of one run of the evaluator (an entry / shim boundary):
-                     * where one _PyEval_EvalFrameDefault C frame ends, for --native merging */
+    const char *func; /* qualified name where the version has it (owned by the sop_python) */
+    const char *file; /* (owned by the sop_python) */
+    int line;         /* -1 when unknown */
+    bool entry;       /* last frame of one run of the evaluator (an entry / shim boundary):
+                       * where one _PyEval_EvalFrameDefault C frame ends, for --native merging */
 } sop_pyframe;
 
 typedef struct {
     char func[128];
-    char lib[128];  /* basename of the mapped object */
+    char lib[128]; /* basename of the mapped object */
     uint64_t ip;
-    int py_index;   /* >= 0: this entry is the Python frame frames[py_index] of the thread,
-                     * merged in place of the evaluator; -1: a native frame */
+    int py_index; /* >= 0: this entry is the Python frame frames[py_index] of the thread,
+                   * merged in place of the evaluator; -1: a native frame */
 } sop_nframe;
 
 typedef struct {
-    int tid;            /* OS thread id; 0 when unknown */
-    uint64_t thread_id; /* pthread id (threading.get_ident()) */
-    char name[64];      /* threading name, when readable */
-    bool active;        /* from the OS thread state (running / runnable) */
-    bool gil;           /* holds the GIL */
+    int tid;             /* OS thread id; 0 when unknown */
+    uint64_t thread_id;  /* pthread id (threading.get_ident()) */
+    char name[64];       /* threading.Thread._name; "MainThread" for the process's first
+                          * thread; "" when not started by threading */
+    bool active;         /* OS state R (running / runnable) or holding the GIL */
+    bool gil;            /* holds the GIL */
     sop_pyframe *frames; /* innermost first */
     size_t nframes;
     bool truncated;     /* more frames than the bound */
-    sop_nframe *native;  /* with SOP_PY_NATIVE; innermost first, Python frames merged in */
+    sop_nframe *native; /* with SOP_PY_NATIVE; innermost first, Python frames merged in */
     size_t nnative;
     char native_error[160];
-    double pause_ms;    /* with SOP_PY_NATIVE: how long this thread was stopped; else 0 */
+    double pause_ms; /* with SOP_PY_NATIVE: how long this thread was stopped; else 0 */
 } sop_pythread;
 
 typedef struct sop_python {
-    char version[32];       /* "3.11.7" */
+    char version[32]; /* "3.11.7" */
     char executable[512];
     char libpython[512];    /* "" for static builds */
     char layout[32];        /* where the offsets came from: "table 3.11", "_Py_DebugOffsets" */
@@ -55,11 +57,14 @@ typedef struct sop_python {
     int64_t gc_enabled, gc_collecting, gc_threshold[3], gc_count[3], gc_frozen;
     sop_pythread *threads;
     size_t nthreads;
+    struct sop_pystrings *strings; /* owns the frames' func/file text */
 } sop_python;
 
 /* Read the CPython state of `pid`. proc_root is "/proc" (a fixture root in tests). Returns 0,
- * SOP_ENOTPYTHON-like negative (-ENOEXEC) when not CPython, -ESRCH when gone, -EPERM / -EACCES
- * when memory cannot be read. Partial results are returned with reasons in `missing`. */
+ * -ENOEXEC when not CPython, -ENOTSUP for an unsupported version (reason in `missing`),
+ * -ESRCH when gone, -EPERM / -EACCES when memory cannot be read. Partial results (a thread
+ * whose walk tore twice, native stacks refused) come back with reasons in `missing`.
+ * *out is owned by the caller (sop__python_free). */
 int sop__python_collect(int pid, const char *proc_root, unsigned flags, sop_python **out,
                         sop_missing *missing);
 void sop__python_free(sop_python *py);

@@ -18,7 +18,14 @@ int sop__rmem_open(sop_rmem *m, int pid, const char *proc_root)
     m->mem_fd = -1;
     snprintf(m->proc_root, sizeof m->proc_root, "%s", proc_root ? proc_root : "/proc");
     m->pages = calloc(SOP_RMEM_SLOTS, sizeof *m->pages);
-    return m->pages ? 0 : -ENOMEM;
+    m->block = malloc((size_t)SOP_RMEM_SLOTS * SOP_RMEM_PAGE);
+    if (!m->pages || !m->block) {
+        sop__rmem_close(m);
+        return -ENOMEM;
+    }
+    for (size_t i = 0; i < SOP_RMEM_SLOTS; i++)
+        m->pages[i].data = m->block + i * SOP_RMEM_PAGE;
+    return 0;
 }
 
 void sop__rmem_close(sop_rmem *m)
@@ -27,7 +34,9 @@ void sop__rmem_close(sop_rmem *m)
         close(m->mem_fd);
     m->mem_fd = -1;
     free(m->pages);
+    free(m->block);
     m->pages = NULL;
+    m->block = NULL;
 }
 
 void sop__rmem_flush(sop_rmem *m)
@@ -137,6 +146,52 @@ int sop__rmem_read(sop_rmem *m, uint64_t addr, void *buf, size_t len)
     return 0;
 }
 
+#define PREFETCH_MAX_IOV 256
+
+size_t sop__rmem_prefetch(sop_rmem *m, const uint64_t *addrs, size_t n, size_t len)
+{
+    if (!m->pages || m->use_mem_fd || len == 0 || len > 4 * SOP_RMEM_PAGE)
+        return 0;
+    struct iovec local[PREFETCH_MAX_IOV], remote[PREFETCH_MAX_IOV];
+    sop_rmem_page *slots[PREFETCH_MAX_IOV];
+    uint64_t pages[PREFETCH_MAX_IOV];
+    size_t k = 0, loaded = 0;
+    for (size_t i = 0; i <= n; i++) {
+        if (i < n && addrs[i] >= SOP_RMEM_PAGE && addrs[i] + len > addrs[i]) {
+            uint64_t first = addrs[i] & ~(uint64_t)(SOP_RMEM_PAGE - 1);
+            uint64_t last = (addrs[i] + len - 1) & ~(uint64_t)(SOP_RMEM_PAGE - 1);
+            for (uint64_t pg = first; pg <= last && k < PREFETCH_MAX_IOV; pg += SOP_RMEM_PAGE) {
+                sop_rmem_page *slot = &m->pages[(pg / SOP_RMEM_PAGE) % SOP_RMEM_SLOTS];
+                bool taken = slot->addr == pg;
+                for (size_t j = 0; j < k && !taken; j++)
+                    taken = slots[j] == slot; /* same slot twice in one batch: keep the first */
+                if (taken)
+                    continue;
+                slots[k] = slot;
+                pages[k] = pg;
+                local[k].iov_base = slot->data;
+                local[k].iov_len = SOP_RMEM_PAGE;
+                remote[k].iov_base = (void *)(uintptr_t)pg;
+                remote[k].iov_len = SOP_RMEM_PAGE;
+                k++;
+            }
+        }
+        if ((i == n || k == PREFETCH_MAX_IOV) && k > 0) {
+            for (size_t j = 0; j < k; j++)
+                slots[j]->addr = 0;
+            m->reads++;
+            ssize_t got = process_vm_readv(m->pid, local, k, remote, k, 0);
+            /* The kernel stops at the first page it cannot read: the ones before are whole. */
+            size_t whole = got > 0 ? (size_t)got / SOP_RMEM_PAGE : 0;
+            for (size_t j = 0; j < whole && j < k; j++)
+                slots[j]->addr = pages[j];
+            loaded += whole;
+            k = 0;
+        }
+    }
+    return loaded;
+}
+
 int sop__rmem_u64(sop_rmem *m, uint64_t addr, uint64_t *out)
 {
     return sop__rmem_read(m, addr, out, sizeof *out);
@@ -170,14 +225,14 @@ size_t sop__utf8_put(uint32_t cp, char *out)
 
 #define MAX_STR_CHARS 1024
 
-int sop__rmem_unicode(sop_rmem *m, const sop_pystr_layout *L, uint64_t obj, char *out,
-                      size_t cap)
+int sop__rmem_unicode(sop_rmem *m, const sop_pystr_layout *L, uint64_t obj, char *out, size_t cap)
 {
     if (cap == 0)
         return -EINVAL;
     out[0] = '\0';
     uint8_t head[128];
-    if (L->uni_compact_size > sizeof head || L->uni_state + 4 > sizeof head)
+    if (L->uni_compact_size > sizeof head || L->uni_state + 4 > sizeof head ||
+        L->uni_length + 8 > sizeof head)
         return -EINVAL;
     int r = sop__rmem_read(m, obj, head, L->uni_compact_size);
     if (r < 0)

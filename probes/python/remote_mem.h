@@ -13,16 +13,17 @@
 
 typedef struct {
     uint64_t addr; /* page address; 0 = empty slot */
-    uint8_t data[SOP_RMEM_PAGE];
+    uint8_t *data; /* SOP_RMEM_PAGE bytes inside sop_rmem.block */
 } sop_rmem_page;
 
 typedef struct {
     int pid;
-    int mem_fd;       /* /proc/PID/mem, opened lazily when process_vm_readv is refused */
-    bool use_mem_fd;  /* process_vm_readv failed with ENOSYS/EPERM: go through the file */
-    int last_errno;   /* errno of the last failed read */
+    int mem_fd;           /* /proc/PID/mem, opened lazily when process_vm_readv is refused */
+    bool use_mem_fd;      /* process_vm_readv failed with ENOSYS/EPERM: go through the file */
+    int last_errno;       /* errno of the last failed read */
     sop_rmem_page *pages; /* SOP_RMEM_SLOTS slots, direct-mapped by page number */
-    uint64_t reads;   /* syscalls issued (for tests and benchmarks) */
+    uint8_t *block;       /* their data, left uninitialized: only pages used are touched */
+    uint64_t reads;       /* syscalls issued (for tests and benchmarks) */
     char proc_root[128];
 } sop_rmem;
 
@@ -38,6 +39,10 @@ int sop__rmem_read(sop_rmem *m, uint64_t addr, void *buf, size_t len);
 /* Read bypassing the cache (for values that change between reads, e.g. the GIL word). */
 int sop__rmem_read_direct(sop_rmem *m, uint64_t addr, void *buf, size_t len);
 int sop__rmem_u64(sop_rmem *m, uint64_t addr, uint64_t *out);
+/* Load the pages covering [addrs[i], addrs[i] + len) into the cache with as few syscalls as
+ * possible (one process_vm_readv with many iovecs). Best effort: pages that fail are simply
+ * not cached. Returns the number of pages loaded. */
+size_t sop__rmem_prefetch(sop_rmem *m, const uint64_t *addrs, size_t n, size_t len);
 
 /* Offsets of the string objects of one interpreter version (filled from py_layouts). */
 typedef struct {
@@ -49,8 +54,7 @@ typedef struct {
 /* Read a PyUnicode object into UTF-8 `out` (cap bytes, NUL-terminated, truncated at cap).
  * Compact ASCII/UCS1/UCS2/UCS4 only; lengths above max_chars are cut. Returns 0 or -errno
  * (-EINVAL for a malformed or non-compact object). */
-int sop__rmem_unicode(sop_rmem *m, const sop_pystr_layout *L, uint64_t obj, char *out,
-                      size_t cap);
+int sop__rmem_unicode(sop_rmem *m, const sop_pystr_layout *L, uint64_t obj, char *out, size_t cap);
 /* Read a PyBytes object's content (at most max_len bytes) into a malloc'd buffer. Returns 0
  * or -errno; -E2BIG when longer than max_len. */
 int sop__rmem_bytes(sop_rmem *m, const sop_pystr_layout *L, uint64_t obj, size_t max_len,

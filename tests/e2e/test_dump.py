@@ -147,6 +147,12 @@ def check_threads_doc(tag, doc, pid, M, minor):
         check(tag + " lock waiter frame", fr(lk, 0) == ("blocked", tgt, M["LINE_LOCK"]),
               "%s" % lk["frames"][:2])
         check(tag + " lock waiter idle", lk["state"] == "idle" and not lk["gil"], lk["state"])
+        check(tag + " lock waiter name (threading's, exact)",
+              lk.get("name") == "locked\x1b[31m\n\u540d", repr(lk.get("name")))
+    for func, name in (("busy_leaf", "busy"), ("sleepy", "sleeper")):
+        t = find_thread(doc, func)
+        check(tag + " thread name " + name, t is not None and t.get("name") == name,
+              repr(t and t.get("name")))
 
     main = [t for t in doc["threads"] if t.get("tid") == pid]
     if check(tag + " main thread found", len(main) == 1):
@@ -185,6 +191,9 @@ def test_matrix():
             busy_file = find_thread(doc, "busy_leaf")["frames"][0]["file"]
             check(tag + " text frame line", "    busy_leaf (%s:%d)\n" %
                   (busy_file, M["LINE_BUSY"]) in r.stdout, r.stdout[:1500])
+            check(tag + " text escapes control characters",
+                  '"locked\\x1b[31m\\x0a\u540d"' in r.stdout and "\x1b" not in r.stdout,
+                  repr(r.stdout[-400:]))
             check(tag + " text thread header",
                   re.search(r'^Thread 0x[0-9A-F]+ \(active\+gil\)', r.stdout, re.M) is not None,
                   r.stdout[:600])
@@ -243,6 +252,161 @@ def test_deep():
             stop(p)
 
 
+def test_churn():
+    """Torn reads: threads and stacks change under the reader. Every dump must end quickly
+    and cleanly (exit 0, valid JSON, bounded frames), whatever it met."""
+    churn = os.path.join(TARGETS, "py_churn_target.py")
+    for py in ("/usr/bin/python3.11", sorted(glob.glob("/root/.pyenv/versions/3.8.*/bin/python3.8"))[-1:],
+               sorted(glob.glob("/root/.pyenv/versions/3.13.*/bin/python3.13"))[-1:]):
+        py = py if isinstance(py, str) else (py[0] if py else None)
+        if not py or not os.path.exists(py):
+            continue
+        p = start([py, churn])
+        bad, slow, frames = [], 0, 0
+        try:
+            for _ in range(60):
+                t0 = time.monotonic()
+                r = dump(p.pid, "--json")
+                if time.monotonic() - t0 > 2:
+                    slow += 1
+                if r.returncode != 0:
+                    bad.append((r.returncode, r.stderr[-200:]))
+                    continue
+                doc = json.loads(r.stdout)
+                for t in doc["threads"]:
+                    frames += len(t["frames"])
+                    if len(t["frames"]) > 2048:
+                        bad.append("unbounded")
+            check("churn %s: every dump clean" % py, not bad, "%s" % bad[:3])
+            check("churn %s: no slow dump" % py, slow == 0, "%d" % slow)
+            check("churn %s: frames were read" % py, frames > 60)
+        finally:
+            stop(p)
+
+
+def poke(pid, addr, value):
+    """Write a pointer into the target's memory (process_vm_writev)."""
+    libc = ctypes.CDLL(None, use_errno=True)
+
+    class IoVec(ctypes.Structure):
+        _fields_ = [("base", ctypes.c_void_p), ("len", ctypes.c_size_t)]
+
+    buf = ctypes.c_uint64(value)
+    local = IoVec(ctypes.addressof(buf), 8)
+    remote = IoVec(addr, 8)
+    libc.process_vm_writev.argtypes = [ctypes.c_int, ctypes.c_void_p, ctypes.c_ulong,
+                                       ctypes.c_void_p, ctypes.c_ulong, ctypes.c_ulong]
+    n = libc.process_vm_writev(pid, ctypes.byref(local), 1, ctypes.byref(remote), 1, 0)
+    if n != 8:
+        raise OSError(ctypes.get_errno(), "process_vm_writev")
+
+
+def test_corrupt_chain():
+    """A frame chain made to loop, and a frame whose code is not a code object (written into
+    a sleeping 3.10 target): the dump ends, keeps the frames it could read, and says why."""
+    py = (sorted(glob.glob("/root/.pyenv/versions/3.10.*/bin/python3.10")) or [None])[-1]
+    if not py:
+        print("note: no CPython 3.10; corrupt-chain check skipped")
+        return
+    F_BACK, F_CODE = 24, 32  # PyFrameObject on 3.10 (probes/python/py_layouts.c)
+    for kind in ("loop", "code"):
+        p = subprocess.Popen([py, os.path.join(TARGETS, "py_corrupt_target.py")],
+                             stdout=subprocess.PIPE, text=True)
+        try:
+            ids = [int(x) for x in p.stdout.readline().split()]
+            frames, junk = ids[:-1], ids[-1]
+            if kind == "loop":   # the 6th frame's f_back -> the 3rd frame
+                poke(p.pid, frames[5] + F_BACK, frames[2])
+            else:                # the 4th frame's f_code -> a list
+                poke(p.pid, frames[3] + F_CODE, junk)
+            t0 = time.monotonic()
+            r = dump(p.pid, "--json", timeout=30)
+            took = time.monotonic() - t0
+            check("corrupt %s: exit 0 quickly" % kind, r.returncode == 0 and took < 5,
+                  "%d %.1fs %s" % (r.returncode, took, r.stderr))
+            doc = json.loads(r.stdout)
+            t = doc["threads"][0]
+            n = 6 if kind == "loop" else 3
+            check("corrupt %s: the frames before the damage kept" % kind,
+                  len(t["frames"]) == n and t["frames"][0]["func"] == "down",
+                  "%d %s" % (len(t["frames"]), t["frames"][:2]))
+            reasons = " ".join(m["reason"] for m in doc.get("missing_evidence", []))
+            want = "loops" if kind == "loop" else "not a code object"
+            check("corrupt %s: reported (%s)" % (kind, want), want in reasons, reasons)
+        finally:
+            stop(p)
+
+
+def test_pid_namespace():
+    """A target in its own PID namespace (as in a container): its threads call themselves 1,
+    2, 3...; the dump must give our tids (NSpid mapping), and --native must stop those."""
+    if not os.path.exists("/usr/bin/unshare"):
+        print("note: no unshare; PID namespace check skipped")
+        return
+    pys = ["/usr/bin/python3.11"] + sorted(glob.glob("/root/.pyenv/versions/3.8.*/bin/python3.8"))[-1:]
+    for py in pys:
+        if not os.path.exists(py):
+            continue
+        u = subprocess.Popen(["unshare", "--pid", "--fork", "--mount-proc", py, THREADS_TARGET],
+                             stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+        pid = None
+        try:
+            if u.stdout.readline().strip() != "ready":
+                check("pidns %s: target ready" % py, False)
+                continue
+            with open("/proc/%d/task/%d/children" % (u.pid, u.pid)) as f:
+                pid = int(f.read().split()[0])
+            time.sleep(0.1)
+            for extra in ([], ["--native"]):
+                r = dump(pid, "--json", *extra)
+                if not check("pidns %s %s: exit 0" % (py, extra), r.returncode == 0, r.stderr):
+                    continue
+                doc = json.loads(r.stdout)
+                tids = sorted(t.get("tid", 0) for t in doc["threads"])
+                check("pidns %s %s: our tids" % (py, extra), tids == sorted(task_states(pid)),
+                      "%s vs %s" % (tids, sorted(task_states(pid))))
+                busy = find_thread(doc, "busy_leaf")
+                check("pidns %s %s: GIL holder is the busy thread" % (py, extra),
+                      busy is not None and doc.get("gil_holder_tid") == busy.get("tid"))
+                if extra:
+                    check("pidns %s: native stacks" % py,
+                          all(t.get("native") for t in doc["threads"]), r.stdout[:300])
+            st = task_states(pid)
+            check("pidns %s: not left stopped" % py, all(x not in "tT" for x in st.values()),
+                  "%s" % st)
+        finally:
+            if pid:
+                os.kill(pid, signal.SIGKILL)  # init of its namespace: only SIGKILL ends it
+            u.kill()
+            u.wait()
+
+
+def test_mount_namespace():
+    """A target whose interpreter exists only in its own mount namespace (as in a container
+    image): the ELF must be read through /proc/PID/root."""
+    import tempfile
+    if not (os.path.exists("/usr/bin/unshare") and os.path.exists("/usr/bin/python3.11")):
+        print("note: mount namespace check skipped")
+        return
+    d = tempfile.mkdtemp(prefix="sop-mntns-")
+    script = ("mount -t tmpfs none %s && cp /usr/bin/python3.11 %s/ && exec %s/python3.11 %s"
+              % (d, d, d, THREADS_TARGET))
+    p = subprocess.Popen(["unshare", "--mount", "--propagation", "private", "sh", "-c", script],
+                         stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+    try:
+        if not check("mntns: target ready", p.stdout.readline().strip() == "ready"):
+            return
+        check("mntns: interpreter not visible from here", not os.listdir(d))
+        r = dump(p.pid, "--json")
+        ok = r.returncode == 0
+        doc = json.loads(r.stdout) if ok else {}
+        check("mntns: dumped", ok and doc["python"]["executable"] == d + "/python3.11" and
+              find_thread(doc, "busy_leaf") is not None, r.stdout[:300] + r.stderr)
+    finally:
+        stop(p)
+        os.rmdir(d)
+
+
 def test_exit_during_dump():
     py = "/usr/bin/python3.11" if os.path.exists("/usr/bin/python3.11") else sys.executable
     bad = []
@@ -254,7 +418,7 @@ def test_exit_during_dump():
                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         deadline = time.monotonic() + 3
         while p.poll() is None and time.monotonic() < deadline:
-            r = dump(p.pid, "--json")
+            r = dump(p.pid, "--json", *(["--native"] if i % 2 else []))
             if r.returncode < 0 or r.returncode not in (0, 3):
                 bad.append((r.returncode, r.stderr[-300:]))
             elif r.returncode == 0:
@@ -279,12 +443,31 @@ def test_not_python():
         check("not python: no threads", "threads" not in doc)
     finally:
         stop(p)
+    # Older CPython: named as unsupported, not as "not CPython".
+    for py in sorted(glob.glob("/root/.pyenv/versions/[23].[0-7].*/bin/python[23].[0-7]")):
+        p = subprocess.Popen([py, "-c", "import time; time.sleep(30)"])
+        try:
+            time.sleep(0.5)
+            r = dump(p.pid, "--json")
+            reasons = " ".join(m["reason"] for m in json.loads(r.stdout)["missing_evidence"])
+            check("old %s: exit 3, named unsupported" % py, r.returncode == 3 and
+                  "not supported" in reasons, reasons)
+        finally:
+            stop(p)
 
 
 # ptrace refused: the mechanism is a seccomp filter on sopctl that makes ptrace(2) fail with
 # EPERM (what a container runtime's seccomp profile does), while process_vm_readv stays
 # allowed — so Python stacks are read and native stacks are skipped with a reason.
 def deny_ptrace():
+    deny_syscall(101)  # __NR_ptrace
+
+
+def deny_process_vm_readv():
+    deny_syscall(310)  # __NR_process_vm_readv
+
+
+def deny_syscall(nr):
     libc = ctypes.CDLL(None, use_errno=True)
 
     class SockFilter(ctypes.Structure):
@@ -301,7 +484,7 @@ def deny_ptrace():
         SockFilter(BPF_JEQ_K, 1, 0, 0xC000003E),       # x86-64?
         SockFilter(BPF_RET_K, 0, 0, ALLOW),
         SockFilter(BPF_LD_W_ABS, 0, 0, 0),             # syscall nr
-        SockFilter(BPF_JEQ_K, 0, 1, 101),              # __NR_ptrace
+        SockFilter(BPF_JEQ_K, 0, 1, nr),               # the denied syscall
         SockFilter(BPF_RET_K, 0, 0, ERRNO_EPERM),
     )
     full = (SockFilter * 7)(*prog, SockFilter(BPF_RET_K, 0, 0, ALLOW))
@@ -328,6 +511,42 @@ def test_ptrace_refused():
               any("ptrace refused" in x for x in reasons), "%s" % doc.get("missing_evidence"))
         check("ptrace refused: no native frames", all("native" not in t for t in
                                                        doc["threads"]))
+    finally:
+        stop(p)
+
+
+def test_mem_file_fallback():
+    """process_vm_readv refused (EPERM, as some sandboxes do): the same stacks through
+    /proc/PID/mem."""
+    py = "/usr/bin/python3.11" if os.path.exists("/usr/bin/python3.11") else sys.executable
+    p = start([py, THREADS_TARGET])
+    try:
+        a = dump(p.pid, "--json")
+        b = dump(p.pid, "--json", preexec=deny_process_vm_readv)
+        check("no process_vm_readv: exit 0", b.returncode == 0, b.stderr)
+        if a.returncode == 0 and b.returncode == 0:
+            fa = {t.get("name"): t["frames"] for t in json.loads(a.stdout)["threads"]}
+            fb = {t.get("name"): t["frames"] for t in json.loads(b.stdout)["threads"]}
+            check("no process_vm_readv: same stacks via /proc/PID/mem", fa == fb,
+                  "%s\n%s" % (fa, fb))
+    finally:
+        stop(p)
+
+
+def test_unprivileged():
+    """sopctl as nobody against a root target: nothing readable -> exit 3, the reason named."""
+    if os.geteuid() != 0 or not os.path.exists("/usr/bin/setpriv"):
+        print("note: unprivileged check skipped (needs root and setpriv)")
+        return
+    py = "/usr/bin/python3.11" if os.path.exists("/usr/bin/python3.11") else sys.executable
+    p = start([py, THREADS_TARGET])
+    try:
+        r = subprocess.run(["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups",
+                            SOPCTL, "dump", "--json", "--pid", str(p.pid)],
+                           capture_output=True, text=True, timeout=30)
+        check("unprivileged: exit 3", r.returncode == 3, "%d %s" % (r.returncode, r.stderr))
+        check("unprivileged: permission named", "permission denied" in r.stderr.lower() and
+              "Permission denied" in r.stdout, r.stdout + r.stderr)
     finally:
         stop(p)
 
@@ -406,8 +625,9 @@ def test_tracer_killed_while_stopped():
 def main():
     if os.geteuid() != 0:
         print("note: not root; reading other processes may be refused")
-    for t in (test_matrix, test_deep, test_exit_during_dump, test_not_python,
-              test_ptrace_refused, test_sigkill_native, test_tracer_killed_while_stopped):
+    for t in (test_matrix, test_deep, test_churn, test_corrupt_chain, test_pid_namespace,
+              test_mount_namespace, test_exit_during_dump, test_not_python,
+              test_ptrace_refused, test_mem_file_fallback, test_unprivileged, test_sigkill_native, test_tracer_killed_while_stopped):
         try:
             t()
         except Exception as e:  # a crash in one group is a failure, the rest still run

@@ -33,7 +33,8 @@ def main():
     threads = [
         threading.Thread(target=busy_outer, name="busy", daemon=True),
         threading.Thread(target=sleepy, args=(3,), name="sleeper", daemon=True),
-        threading.Thread(target=blocked, name="locked", daemon=True),
+        # control characters and non-ASCII: sopctl must escape the first, keep the second
+        threading.Thread(target=blocked, name="locked\x1b[31m\n\u540d", daemon=True),
     ]
     for t in threads:
         t.start()
