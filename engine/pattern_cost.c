@@ -18,9 +18,9 @@
  *                 be longer, wherever it starts)
  *   %bxy, %1-%9  a = n + 1           b = 1   (scan / compare up to the end of the subject)
  *   ( ) () $     a = 1               b = 1
- * The whole call: starts * C, with starts = n + 1 for find/match, 2 (n + 1) for gmatch/gsub
- * (an empty match is tried twice at one position), 1 when anchored; plus the estimate's own
- * work (m for reading the pattern, 256 len + n for each quantified class). A plain find
+ * The whole call: starts * (C + per_start), with starts = n + 1 for find/match, 2 (n + 1) for
+ * gmatch/gsub (an empty match is tried twice at one position), 1 when anchored; plus the estimate's
+ * own work (m for reading the pattern, 256 len + n for each quantified class). A plain find
  * (lmemfind) costs n/16 + (n - m + 1)(4 + m/16): memchr, then a memcmp per candidate.
  * Measured on the dev VM (test_rules prints it): one step is 0.01-4 ns for the costliest
  * subjects of each shape, so 5e7 steps stay below ~0.2 s even on a loaded machine. */
@@ -144,8 +144,13 @@ static size_t longest_run(const char *s, size_t n, const char *p, size_t len)
     return best;
 }
 
+double sop__pattern_gsub_per_start(long long repl_len)
+{
+    return 8.0 + (repl_len > 0 ? (double)repl_len : 0);
+}
+
 void sop__pattern_cost(int kind, const char *s, size_t n, const char *p, size_t m, int plain,
-                       double budget, sop_pat_cost *out)
+                       double per_start, double budget, sop_pat_cost *out)
 {
     memset(out, 0, sizeof *out);
     double dn = (double)n;
@@ -166,7 +171,7 @@ void sop__pattern_cost(int kind, const char *s, size_t n, const char *p, size_t 
     double starts = anchored                                         ? 1
                     : kind == SOP_PAT_GMATCH || kind == SOP_PAT_GSUB ? 2 * (dn + 1)
                                                                      : dn + 1;
-    double guard = (double)m, sum = 0, mult = 1;
+    double guard = (double)m, sum = per_start, mult = 1;
     while (i < m) {
         double a = 1, b = 1;
         char c = p[i];

@@ -21,11 +21,17 @@ typedef struct {
 } sop_pat_cost;
 
 /* Estimate the cost of calling `kind` with subject s[0..n) (already cut at init) and pattern
- * p[0..m). `plain` is string.find's 4th argument. Once the estimate passes `budget`
- * (out->over = 1) no more subject scans are made, so the estimate itself costs O(m) plus at
- * most about `budget` steps. A malformed pattern is estimated up to where lstrlib raises. */
+ * p[0..m). `plain` is string.find's 4th argument; `per_start` is what the caller adds at
+ * each start position (gsub's replacement: sop__pattern_gsub_per_start). Once the estimate passes
+ * `budget` (out->over = 1) no more subject scans are made, so the estimate itself costs O(m) plus
+ * at most about `budget` steps. A malformed pattern is estimated up to where lstrlib raises. */
 void sop__pattern_cost(int kind, const char *s, size_t n, const char *p, size_t m, int plain,
-                       double budget, sop_pat_cost *out);
+                       double per_start, double budget, sop_pat_cost *out);
+
+/* gsub's work per match on top of the matcher: ~8 steps to copy and push, plus the replacement
+ * string's length when it is a string (each '%1' in it is a copy even when the capture is
+ * empty); repl_len < 0 for a function or table replacement. */
+double sop__pattern_gsub_per_start(long long repl_len);
 
 /* Does byte c belong to the single-character class at p[0..len) ('.', "%a", "[^%d/]", 'x'),
  * read as lstrlib reads it? Exposed for the tests, which compare it with the real matcher. */

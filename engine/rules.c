@@ -358,8 +358,15 @@ static int sb_pattern(lua_State *L)
     else if (isint && init < 0)
         from = (size_t) - (init + 1) < n ? n - (size_t) - (init + 1) - 1 : 0;
     sop_pat_cost c;
+    double per_start = 0;
+    size_t repl_len = 0;
+    if (kind == SOP_PAT_GSUB)
+        per_start = sop__pattern_gsub_per_start(
+            lua_type(L, 3) == LUA_TSTRING || lua_type(L, 3) == LUA_TNUMBER
+                ? (lua_tolstring(L, 3, &repl_len), (long long)repl_len)
+                : -1);
     sop__pattern_cost(kind, s + from, n - from, p, m, kind == SOP_PAT_FIND && lua_toboolean(L, 4),
-                      SOP_PATTERN_BUDGET_STEPS, &c);
+                      per_start, SOP_PATTERN_BUDGET_STEPS, &c);
     if (c.over) {
         char where[160], msg[300];
         lua_where(L, 1, where, sizeof where);

@@ -618,6 +618,7 @@ static void test_patterns(void)
         {"pat.plain",
          "pattern too costly: 4000000-byte subject searched for a 2000001-byte string"},
         {"pat.optional", "pattern too costly: 40-byte subject with 0 unbounded repetitions"},
+        {"pat.gsub.repl", "pattern too costly: 1000-byte subject with 0 unbounded repetitions"},
         {"pat.loop", "instruction limit exceeded"},
         {"pat.move", "instruction limit exceeded"},
         {"pat.rep.big", "memory limit exceeded"},
@@ -704,7 +705,7 @@ static void test_pattern_classes(void)
     for (size_t i = 0; i < sizeof counts / sizeof *counts; i++) {
         sop_pat_cost c;
         sop__pattern_cost(SOP_PAT_MATCH, subj, strlen(subj), counts[i].pat, strlen(counts[i].pat),
-                          0, SOP_PATTERN_BUDGET_STEPS, &c);
+                          0, 0, SOP_PATTERN_BUDGET_STEPS, &c);
         if (c.unbounded != counts[i].unbounded || c.over) {
             fprintf(stderr, "%s: %d unbounded (want %d), over %d\n", counts[i].pat, c.unbounded,
                     counts[i].unbounded, c.over);
@@ -713,9 +714,9 @@ static void test_pattern_classes(void)
     }
     /* Anchoring and plain search. */
     sop_pat_cost anch, free_, plain;
-    sop__pattern_cost(SOP_PAT_FIND, subj, strlen(subj), "^py.-n", 6, 0, 1e300, &anch);
-    sop__pattern_cost(SOP_PAT_FIND, subj, strlen(subj), "py.-n", 5, 0, 1e300, &free_);
-    sop__pattern_cost(SOP_PAT_FIND, subj, strlen(subj), "py.-n", 5, 1, 1e300, &plain);
+    sop__pattern_cost(SOP_PAT_FIND, subj, strlen(subj), "^py.-n", 6, 0, 0, 1e300, &anch);
+    sop__pattern_cost(SOP_PAT_FIND, subj, strlen(subj), "py.-n", 5, 0, 0, 1e300, &free_);
+    sop__pattern_cost(SOP_PAT_FIND, subj, strlen(subj), "py.-n", 5, 1, 0, 1e300, &plain);
     CHECK(anch.steps * 3 < free_.steps); /* the estimate's own scan is shared */
     CHECK(plain.plain && !free_.plain && plain.steps < free_.steps);
 }
@@ -732,6 +733,8 @@ static void test_pattern_worst_case(void)
         {SOP_PAT_MATCH, "a", ".-.-b"},
         {SOP_PAT_MATCH, "a", ".-.-.-b"},
         {SOP_PAT_GSUB, "a", ".-.-b"},
+        {SOP_PAT_GSUB, "a", "a"},
+        {SOP_PAT_GSUB, "a", ""},
         {SOP_PAT_GMATCH, "a", ".-.-b"},
         {SOP_PAT_FIND, "(", "%b()"},
         {SOP_PAT_MATCH, "a", "[^/]+$x"},
@@ -749,15 +752,18 @@ static void test_pattern_worst_case(void)
         char *s = malloc(hi + 1);
         memset(s, shapes[i].unit[0], hi);
         sop_pat_cost c;
+        double per_start = shapes[i].kind == SOP_PAT_GSUB ? sop__pattern_gsub_per_start(1) : 0;
         while (lo < hi) { /* the longest subject the budget allows */
             size_t mid = (lo + hi + 1) / 2;
-            sop__pattern_cost(shapes[i].kind, s, mid, pat, m, 0, SOP_PATTERN_BUDGET_STEPS, &c);
+            sop__pattern_cost(shapes[i].kind, s, mid, pat, m, 0, per_start,
+                              SOP_PATTERN_BUDGET_STEPS, &c);
             if (c.over)
                 hi = mid - 1;
             else
                 lo = mid;
         }
-        sop__pattern_cost(shapes[i].kind, s, lo, pat, m, 0, SOP_PATTERN_BUDGET_STEPS, &c);
+        sop__pattern_cost(shapes[i].kind, s, lo, pat, m, 0, per_start, SOP_PATTERN_BUDGET_STEPS,
+                          &c);
         CHECK(!c.over);
         struct timespec a, b;
         clock_gettime(CLOCK_MONOTONIC, &a);
@@ -798,8 +804,8 @@ static void test_pattern_worst_case(void)
             strcat(pat, "a");
         memset(s, 'a', (size_t)q);
         sop_pat_cost c;
-        sop__pattern_cost(SOP_PAT_FIND, s, (size_t)q, pat, strlen(pat), 0, SOP_PATTERN_BUDGET_STEPS,
-                          &c);
+        sop__pattern_cost(SOP_PAT_FIND, s, (size_t)q, pat, strlen(pat), 0, 0,
+                          SOP_PATTERN_BUDGET_STEPS, &c);
         if (!c.over)
             continue;
         /* q - 1 is the longest allowed chain: time it */
