@@ -20,6 +20,7 @@
 #include <lualib.h>
 
 #include "bridge/lua_bridge.h"
+#include "pattern_cost.h"
 #include "sop.h"
 
 #define HOOK_TICK 1000             /* instructions between two count-hook calls */
@@ -28,6 +29,10 @@
 #define MAX_SOURCE_BYTES (4 << 20) /* a plugin file */
 #define MAX_NAME 64                /* rule ids and threshold names */
 #define MAX_MESSAGE 300            /* a rule_errors message */
+/* An allowed call is charged one instruction per this many estimated steps: a step of the
+ * worst subjects costs up to ~4 ns, a VM instruction ~2.5 ns, and the estimate of a
+ * everyday pattern on everyday text is 10-100x above its real cost. */
+#define STEPS_PER_INSTRUCTION 4.0
 
 _Static_assert(LUA_EXTRASPACE >= sizeof(void *), "the runner lives in the extra space");
 
@@ -178,6 +183,22 @@ static void raise_if_killed(lua_State *L)
     }
 }
 
+/* Charge work done inside a C function (which the count hook cannot see) to the running rule;
+ * kills it, as the hook would, once the budget is spent. */
+static void charge_instructions(lua_State *L, double n)
+{
+    sop_rules *r = R(L);
+    if (!r->limits_active || !(n > 0))
+        return;
+    double room = (double)(r->max_instructions - r->instructions) + 1;
+    r->instructions += n < room ? (long long)n : (long long)room;
+    if (!r->killed && r->instructions > r->max_instructions) {
+        r->killed = KILL_INSTR;
+        lua_where(L, 1, r->kill_where, sizeof r->kill_where);
+    }
+    raise_if_killed(L);
+}
+
 static void start_limits(sop_rules *r)
 {
     r->instructions = 0;
@@ -316,6 +337,101 @@ static int sb_co_wrap(lua_State *L)
     lua_pushvalue(L, lua_upvalueindex(1));
     lua_pushcclosure(L, sb_co_wrap_call, 2);
     return 1;
+}
+
+/* ---- C library calls with unbounded work ------------------------------------------------ */
+
+/* string.find/match/gmatch/gsub (also reached as s:find(...) through the string metatable):
+ * estimate the matcher's worst case, refuse it above the budget, charge it, then call the real
+ * function. upvalues: the real function, the SOP_PAT_* kind. */
+static int sb_pattern(lua_State *L)
+{
+    int kind = (int)lua_tointeger(L, lua_upvalueindex(2));
+    size_t n, m;
+    const char *s = luaL_checklstring(L, 1, &n);
+    const char *p = luaL_checklstring(L, 2, &m);
+    size_t from = 0;
+    int isint = 0;
+    lua_Integer init = kind == SOP_PAT_GSUB ? 1 : lua_tointegerx(L, 3, &isint);
+    if (isint && init > 1)
+        from = (size_t)init - 1 < n ? (size_t)init - 1 : n;
+    else if (isint && init < 0)
+        from = (size_t) - (init + 1) < n ? n - (size_t) - (init + 1) - 1 : 0;
+    sop_pat_cost c;
+    double per_start = 0;
+    size_t repl_len = 0;
+    if (kind == SOP_PAT_GSUB)
+        per_start = sop__pattern_gsub_per_start(
+            lua_type(L, 3) == LUA_TSTRING || lua_type(L, 3) == LUA_TNUMBER
+                ? (lua_tolstring(L, 3, &repl_len), (long long)repl_len)
+                : -1);
+    sop__pattern_cost(kind, s + from, n - from, p, m, kind == SOP_PAT_FIND && lua_toboolean(L, 4),
+                      per_start, SOP_PATTERN_BUDGET_STEPS, &c);
+    if (c.over) {
+        char where[160], msg[300];
+        lua_where(L, 1, where, sizeof where);
+        if (c.plain)
+            snprintf(msg, sizeof msg,
+                     "pattern too costly: %zu-byte subject searched for a %zu-byte string "
+                     "(limit %.0e steps)",
+                     n - from, m, SOP_PATTERN_BUDGET_STEPS);
+        else
+            snprintf(msg, sizeof msg,
+                     "pattern too costly: %zu-byte subject with %d unbounded repetitions "
+                     "(limit %.0e steps)",
+                     n - from, c.unbounded, SOP_PATTERN_BUDGET_STEPS);
+        lua_pushfstring(L, "%s%s%s", where, where[0] ? ": " : "", msg);
+        return lua_error(L);
+    }
+    charge_instructions(L, c.steps / STEPS_PER_INSTRUCTION);
+    lua_pushvalue(L, lua_upvalueindex(1));
+    lua_insert(L, 1);
+    lua_call(L, lua_gettop(L) - 1, LUA_MULTRET);
+    return lua_gettop(L);
+}
+
+/* string.rep: an empty result would still loop n times (("").rep("", 1e15) runs for days);
+ * a non-empty one is bounded by the memory limit, and its copy loop is charged after.
+ * upvalue 1: the real function. */
+static int sb_rep(lua_State *L)
+{
+    size_t l, lsep;
+    luaL_checklstring(L, 1, &l);
+    lua_Integer n = luaL_checkinteger(L, 2);
+    luaL_optlstring(L, 3, "", &lsep);
+    if (n > 0 && l + lsep == 0) {
+        lua_pushliteral(L, "");
+        return 1;
+    }
+    lua_pushvalue(L, lua_upvalueindex(1));
+    lua_insert(L, 1);
+    lua_call(L, lua_gettop(L) - 1, 1);
+    if (n > 0)
+        charge_instructions(L, (double)n / 16);
+    return 1;
+}
+
+/* table.move(a1, f, e, t [,a2]) loops e - f + 1 times in C even over empty tables: charge the
+ * loop (about 4 instructions' worth per element) before it runs. upvalue 1: the real one. */
+static int sb_table_move(lua_State *L)
+{
+    lua_Integer f = luaL_checkinteger(L, 2), e = luaL_checkinteger(L, 3);
+    if (e >= f)
+        charge_instructions(L, 4.0 * ((double)e - (double)f + 1));
+    lua_pushvalue(L, lua_upvalueindex(1));
+    lua_insert(L, 1);
+    lua_call(L, lua_gettop(L) - 1, 1);
+    return 1;
+}
+
+/* Replace t[name] (t at idx) by fn with the old value as upvalue 1 (and `kind` as 2 if >= 0). */
+static void wrap_field(lua_State *L, int idx, const char *name, lua_CFunction fn, int kind)
+{
+    lua_getfield(L, idx, name);
+    if (kind >= 0)
+        lua_pushinteger(L, kind);
+    lua_pushcclosure(L, fn, kind >= 0 ? 2 : 1);
+    lua_setfield(L, idx, name);
 }
 
 /* ---- read-only proxies for ev and th ----------------------------------------------------- */
@@ -936,6 +1052,14 @@ static void setup_state(lua_State *L, const sop_rules_module *modules)
      * string metatable from getmetatable. */
     lua_pushnil(L);
     lua_setfield(L, str, "dump");
+    /* The string table is also the string metatable's __index: wrapping its entries in place
+     * covers s:match(...) as well as string.match(s, ...). */
+    wrap_field(L, str, "find", sb_pattern, SOP_PAT_FIND);
+    wrap_field(L, str, "match", sb_pattern, SOP_PAT_MATCH);
+    wrap_field(L, str, "gmatch", sb_pattern, SOP_PAT_GMATCH);
+    wrap_field(L, str, "gsub", sb_pattern, SOP_PAT_GSUB);
+    wrap_field(L, str, "rep", sb_rep, -1);
+    wrap_field(L, tab, "move", sb_table_move, -1);
     lua_pushliteral(L, "");
     lua_getmetatable(L, -1);
     lua_pushboolean(L, 0);

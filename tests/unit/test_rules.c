@@ -8,6 +8,7 @@
 #include <time.h>
 
 #include "bridge/lua_bridge.h"
+#include "pattern_cost.h"
 #include "rules.h"
 #include "sop.h"
 #include "t.h"
@@ -569,6 +570,270 @@ static void test_mutations(void)
     sop__v_free(ev);
 }
 
+/* ---- pattern calls ------------------------------------------------------------------------ */
+
+/* The evidence for pat.normal: a ~1 KiB cmdline and a /proc status text. */
+static sop_value *pattern_ev(void)
+{
+    sop_value *ev = small_ev();
+    sop_value *proc = sop__v_obj_at(ev, "proc");
+    char cmd[1200] = "python -u --lr 0.001 --batch 32";
+    for (int i = 0; i < 80; i++)
+        snprintf(cmd + strlen(cmd), sizeof cmd - strlen(cmd), " --opt%02d %d", i, i * 7);
+    strcat(cmd, " /home/u/train.py");
+    CHECK(strlen(cmd) > 900 && strlen(cmd) < 1100);
+    sop__v_set_str(proc, "cmdline", cmd);
+    sop__v_set_str(
+        proc, "status",
+        "Name:\tpython\nVmPeak:\t    2000 kB\nVmRSS:\t    1234 kB\nVmSwap:\t       0 kB\n");
+    return ev;
+}
+
+static void test_patterns(void)
+{
+    sop_rules *r;
+    CHECK_EQ_I(sop__rules_new(&r), 0);
+    CHECK_EQ_I(load_fixture(r, "patterns.lua", NULL), 0);
+    size_t len;
+    char *src = t_slurp("rules/patterns.lua", &len);
+    sop_value *ev = pattern_ev(), *out = NULL;
+    struct timespec a, b;
+    clock_gettime(CLOCK_MONOTONIC, &a);
+    CHECK_EQ_I(sop__rules_run(r, ev, &out, err, sizeof err), 0);
+    clock_gettime(CLOCK_MONOTONIC, &b);
+    double ms = (b.tv_sec - a.tv_sec) * 1e3 + (b.tv_nsec - a.tv_nsec) / 1e6;
+    printf("patterns pack: %.0f ms\n", ms);
+    CHECK(ms < 1500);
+    for (const sop_value *f = sop__v_get(out, "rule_errors")->child; f; f = f->next)
+        printf("  rule_error %-14s %-16s %s\n", sop__v_get_str(f, "id"), sop__v_get_str(f, "where"),
+               sop__v_get_str(f, "message"));
+    static const struct {
+        const char *id, *msg;
+    } want[] = {
+        {"pat.match", "pattern too costly: 50000-byte subject with 3 unbounded repetitions (limit"},
+        {"pat.method", "pattern too costly: 50000-byte subject with 3 unbounded repetitions"},
+        {"pat.gmatch", "pattern too costly: 50000-byte subject with 2 unbounded repetitions"},
+        {"pat.gsub", "pattern too costly: 50000-byte subject with 2 unbounded repetitions"},
+        {"pat.find", "pattern too costly: 50000-byte subject with 2 unbounded repetitions"},
+        {"pat.plain",
+         "pattern too costly: 4000000-byte subject searched for a 2000001-byte string"},
+        {"pat.optional", "pattern too costly: 40-byte subject with 0 unbounded repetitions"},
+        {"pat.gsub.repl", "pattern too costly: 1000-byte subject with 0 unbounded repetitions"},
+        {"pat.loop", "instruction limit exceeded"},
+        {"pat.move", "instruction limit exceeded"},
+        {"pat.rep.big", "memory limit exceeded"},
+        {"pat.format", "invalid conversion"},
+    };
+    for (size_t i = 0; i < sizeof want / sizeof *want; i++) {
+        const sop_value *e = entry(out, "rule_errors", want[i].id);
+        CHECK(e != NULL);
+        if (!e) {
+            fprintf(stderr, "no rule_error for %s\n", want[i].id);
+            continue;
+        }
+        const char *msg = sop__v_get_str(e, "message");
+        if (!msg || strncmp(msg, want[i].msg, strlen(want[i].msg)) != 0) {
+            fprintf(stderr, "%s: message '%s', expected '%s'\n", want[i].id, msg, want[i].msg);
+            CHECK(0);
+        }
+        char where[128];
+        marker_where("patterns.lua", src, want[i].id, where, sizeof where);
+        CHECK_EQ_S(sop__v_get_str(e, "where"), where);
+    }
+    CHECK_EQ_I(count_of(out, "rule_errors"), sizeof want / sizeof *want);
+    const sop_value *caught = entry(out, "cleared", "pat.caught");
+    const char *note = caught ? sop__v_get_str(caught, "note") : NULL;
+    CHECK(note && strncmp(note, "false patterns.lua:", 19) == 0 &&
+          strstr(note, ": pattern too costly: 50000-byte subject") != NULL);
+    const sop_value *empty = entry(out, "cleared", "pat.rep.empty");
+    CHECK_EQ_S(empty ? sop__v_get_str(empty, "note") : NULL, "[][]");
+    const sop_value *normal = entry(out, "findings", "pat.normal");
+    CHECK_EQ_S(normal ? sop__v_get_str(normal, "evidence") : NULL,
+               "python=true script=train.py rss=1234 sum=3234 args=82 at=11");
+    CHECK(entry(out, "cleared", "after") != NULL);
+    sop__v_free(out);
+    free(src);
+    sop__v_free(ev);
+    sop__rules_free(r);
+}
+
+/* The estimator reads classes as lstrlib does: compare with the real matcher, byte by byte. */
+static void test_pattern_classes(void)
+{
+    static const char *const classes[] = {
+        ".",       "%a",    "%A",      "%c",        "%C",           "%d",     "%D",     "%g",
+        "%G",      "%l",    "%L",      "%p",        "%P",           "%s",     "%S",     "%u",
+        "%U",      "%w",    "%W",      "%x",        "%X",           "%%",     "%.",     "%]",
+        "%z",      "%Z",    "x",       "]",         "[abc]",        "[^abc]", "[a-z]",  "[^%d/]",
+        "[%a_]",   "[]]",   "[^]]",    "[a-]",      "[-a]",         "[%-]",   "[a%-z]", "[%]%[]",
+        "[^%s%p]", "[z-a]", "[a-c-e]", "[%w_%.%-]", "[^\x80-\xff]",
+    };
+    lua_State *L = luaL_newstate();
+    luaL_openlibs(L);
+    int bad = 0;
+    for (size_t i = 0; i < sizeof classes / sizeof *classes; i++) {
+        char pat[64];
+        snprintf(pat, sizeof pat, "^%s$", classes[i]);
+        for (int c = 0; c < 256; c++) {
+            char ch = (char)c;
+            lua_getglobal(L, "string");
+            lua_getfield(L, -1, "find");
+            lua_pushlstring(L, &ch, 1);
+            lua_pushstring(L, pat);
+            lua_call(L, 2, 1);
+            int real = !lua_isnil(L, -1);
+            lua_settop(L, 0);
+            int mine = sop__pattern_class_has(classes[i], strlen(classes[i]), (unsigned char)c);
+            if (real != mine && bad++ < 5)
+                fprintf(stderr, "class %s byte %d: lstrlib %d, estimator %d\n", classes[i], c, real,
+                        mine);
+        }
+    }
+    CHECK_EQ_I(bad, 0);
+    lua_close(L);
+
+    /* Counting: escapes, set contents and %b/%f operands are not quantifiers. */
+    static const struct {
+        const char *pat;
+        int unbounded;
+    } counts[] = {
+        {".-.-.-b", 3}, {"%-%*%+%?x", 0},  {"[*+-]+", 1},     {"[%]*]x", 0},
+        {"%b()*", 1},   {"%f[%w*]%w+", 1}, {"(%d+)%s+kB", 2}, {"^python", 0},
+        {"[^/]+$", 1},  {"a?b?c?", 0},     {"%b-+", 1},       {"()x*()", 1},
+    };
+    const char *subj = "python /home/u/train.py 1234 kB";
+    for (size_t i = 0; i < sizeof counts / sizeof *counts; i++) {
+        sop_pat_cost c;
+        sop__pattern_cost(SOP_PAT_MATCH, subj, strlen(subj), counts[i].pat, strlen(counts[i].pat),
+                          0, 0, SOP_PATTERN_BUDGET_STEPS, &c);
+        if (c.unbounded != counts[i].unbounded || c.over) {
+            fprintf(stderr, "%s: %d unbounded (want %d), over %d\n", counts[i].pat, c.unbounded,
+                    counts[i].unbounded, c.over);
+            CHECK(0);
+        }
+    }
+    /* Anchoring and plain search. */
+    sop_pat_cost anch, free_, plain;
+    sop__pattern_cost(SOP_PAT_FIND, subj, strlen(subj), "^py.-n", 6, 0, 0, 1e300, &anch);
+    sop__pattern_cost(SOP_PAT_FIND, subj, strlen(subj), "py.-n", 5, 0, 0, 1e300, &free_);
+    sop__pattern_cost(SOP_PAT_FIND, subj, strlen(subj), "py.-n", 5, 1, 0, 1e300, &plain);
+    CHECK(anch.steps * 3 < free_.steps); /* the estimate's own scan is shared */
+    CHECK(plain.plain && !free_.plain && plain.steps < free_.steps);
+}
+
+/* The costliest subject the budget allows, for several pattern shapes, run through the real
+ * lstrlib: each must finish well under a second. Prints the numbers quoted in the docs. */
+static void test_pattern_worst_case(void)
+{
+    static const struct {
+        int kind;
+        const char *unit, *pat;
+    } shapes[] = {
+        {SOP_PAT_MATCH, "a", ".-b"},
+        {SOP_PAT_MATCH, "a", ".-.-b"},
+        {SOP_PAT_MATCH, "a", ".-.-.-b"},
+        {SOP_PAT_GSUB, "a", ".-.-b"},
+        {SOP_PAT_GSUB, "a", "a"},
+        {SOP_PAT_GSUB, "a", ""},
+        {SOP_PAT_GMATCH, "a", ".-.-b"},
+        {SOP_PAT_FIND, "(", "%b()"},
+        {SOP_PAT_MATCH, "a", "[^/]+$x"},
+        {SOP_PAT_MATCH, "a", "(.-)%1b"},
+        {SOP_PAT_FIND, "a", "[bcdefghijklmnopqrstuvwxyz0123456789]"},
+        {SOP_PAT_FIND, "a", "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaab"},
+    };
+    static const char *const fn[] = {"find", "match", "gmatch", "gsub"};
+    lua_State *L = luaL_newstate();
+    luaL_openlibs(L);
+    double worst_ms = 0;
+    for (size_t i = 0; i < sizeof shapes / sizeof *shapes; i++) {
+        const char *pat = shapes[i].pat;
+        size_t lo = 1, hi = (size_t)1 << 24, m = strlen(pat);
+        char *s = malloc(hi + 1);
+        memset(s, shapes[i].unit[0], hi);
+        sop_pat_cost c;
+        double per_start = shapes[i].kind == SOP_PAT_GSUB ? sop__pattern_gsub_per_start(1) : 0;
+        while (lo < hi) { /* the longest subject the budget allows */
+            size_t mid = (lo + hi + 1) / 2;
+            sop__pattern_cost(shapes[i].kind, s, mid, pat, m, 0, per_start,
+                              SOP_PATTERN_BUDGET_STEPS, &c);
+            if (c.over)
+                hi = mid - 1;
+            else
+                lo = mid;
+        }
+        sop__pattern_cost(shapes[i].kind, s, lo, pat, m, 0, per_start, SOP_PATTERN_BUDGET_STEPS,
+                          &c);
+        CHECK(!c.over);
+        struct timespec a, b;
+        clock_gettime(CLOCK_MONOTONIC, &a);
+        lua_getglobal(L, "string");
+        lua_getfield(L, -1, fn[shapes[i].kind]);
+        lua_pushlstring(L, s, lo);
+        lua_pushstring(L, pat);
+        if (shapes[i].kind == SOP_PAT_GSUB) {
+            lua_pushliteral(L, "x");
+            lua_call(L, 3, 0);
+        } else if (shapes[i].kind == SOP_PAT_GMATCH) {
+            lua_call(L, 2, 1);
+            for (int k = 0; k < 1 << 20; k++) {
+                lua_pushvalue(L, -1);
+                lua_call(L, 0, 1);
+                int done = lua_isnil(L, -1);
+                lua_pop(L, 1);
+                if (done)
+                    break;
+            }
+        } else {
+            lua_call(L, 2, 0);
+        }
+        lua_settop(L, 0);
+        clock_gettime(CLOCK_MONOTONIC, &b);
+        double ms = (b.tv_sec - a.tv_sec) * 1e3 + (b.tv_nsec - a.tv_nsec) / 1e6;
+        printf("pattern worst case: %-6s %-14.14s n=%-9zu %.1e steps %6.1f ms\n",
+               fn[shapes[i].kind], pat, lo, c.steps, ms);
+        worst_ms = ms > worst_ms ? ms : worst_ms;
+        free(s);
+    }
+    /* the ?-chain: 2^q paths on a q-byte subject */
+    for (int q = 10; q <= 40; q++) {
+        char pat[128] = "^", s[64];
+        for (int k = 0; k < q; k++)
+            strcat(pat, "a?");
+        for (int k = 0; k < q; k++)
+            strcat(pat, "a");
+        memset(s, 'a', (size_t)q);
+        sop_pat_cost c;
+        sop__pattern_cost(SOP_PAT_FIND, s, (size_t)q, pat, strlen(pat), 0, 0,
+                          SOP_PATTERN_BUDGET_STEPS, &c);
+        if (!c.over)
+            continue;
+        /* q - 1 is the longest allowed chain: time it */
+        pat[0] = '\0';
+        strcat(pat, "^");
+        for (int k = 0; k < q - 1; k++)
+            strcat(pat, "a?");
+        for (int k = 0; k < q - 1; k++)
+            strcat(pat, "a");
+        struct timespec a, b;
+        clock_gettime(CLOCK_MONOTONIC, &a);
+        lua_getglobal(L, "string");
+        lua_getfield(L, -1, "find");
+        lua_pushlstring(L, s, (size_t)q - 1);
+        lua_pushstring(L, pat);
+        lua_call(L, 2, 0);
+        lua_settop(L, 0);
+        clock_gettime(CLOCK_MONOTONIC, &b);
+        double ms = (b.tv_sec - a.tv_sec) * 1e3 + (b.tv_nsec - a.tv_nsec) / 1e6;
+        printf("pattern worst case: find   (a?)^%d a^%d   %6.1f ms\n", q - 1, q - 1, ms);
+        worst_ms = ms > worst_ms ? ms : worst_ms;
+        break;
+    }
+    lua_close(L);
+    printf("pattern worst case at %.0e steps: %.0f ms\n", SOP_PATTERN_BUDGET_STEPS, worst_ms);
+    CHECK(worst_ms < 1000);
+}
+
 int main(void)
 {
     test_bridge();
@@ -578,6 +843,9 @@ int main(void)
     test_load_errors();
     test_sandbox();
     test_limits();
+    test_patterns();
+    test_pattern_classes();
+    test_pattern_worst_case();
     test_timing();
     test_mutations();
     return t_done();
