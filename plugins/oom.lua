@@ -38,15 +38,21 @@ end
 
 local function size(k) return k and kb(k) or "?" end
 
+-- The victim's pid as text ("?" when the record lacks it; integral floats print bare).
+local function pid_of(k)
+  if not k.pid then return "?" end
+  return tostring(math.tointeger(k.pid) or k.pid)
+end
+
 -- One kill record in words (en, zh).
 local function describe(ev, k)
   local en_ago, zh_ago = ago(age_of(ev, k))
   local memcg = k.task_memcg or "?"
-  local en = fmt("pid %d (%s) killed %s: anon-rss %s, file-rss %s, total-vm %s, memcg %s",
-                 k.pid, k.comm or "?", en_ago, size(k.anon_rss_kb), size(k.file_rss_kb),
+  local en = fmt("pid %s (%s) killed %s: anon-rss %s, file-rss %s, total-vm %s, memcg %s",
+                 pid_of(k), k.comm or "?", en_ago, size(k.anon_rss_kb), size(k.file_rss_kb),
                  size(k.total_vm_kb), memcg)
-  local zh = fmt("pid %d (%s) 于%s被杀：anon-rss %s，file-rss %s，total-vm %s，memcg %s",
-                 k.pid, k.comm or "?", zh_ago, size(k.anon_rss_kb), size(k.file_rss_kb),
+  local zh = fmt("pid %s (%s) 于%s被杀：anon-rss %s，file-rss %s，total-vm %s，memcg %s",
+                 pid_of(k), k.comm or "?", zh_ago, size(k.anon_rss_kb), size(k.file_rss_kb),
                  size(k.total_vm_kb), memcg)
   if k.constraint then
     en = en .. fmt(", %s", k.constraint)
@@ -180,13 +186,13 @@ rule {
       local cnt_zh = counter and fmt("；cgroup oom_kill 计数 %d", counter) or ""
       return hit {
         severity = during and "high" or "warn",
-        symptom = T(fmt("A worker of pid %d (pid %d, %s) in its memory cgroup was OOM-killed",
-                        ev.pid, k.pid, k.comm or "?"),
-                    fmt("pid %d 的内存 cgroup 里的 worker（pid %d，%s）被 OOM 杀掉", ev.pid,
-                        k.pid, k.comm or "?")),
+        symptom = T(fmt("A worker of pid %d (pid %s, %s) in its memory cgroup was OOM-killed",
+                        ev.pid, pid_of(k), k.comm or "?"),
+                    fmt("pid %d 的内存 cgroup 里的 worker（pid %s，%s）被 OOM 杀掉", ev.pid,
+                        pid_of(k), k.comm or "?")),
         evidence = T(fmt("Kernel log: %s%s, %s; target cgroup %s%s.", n_en, en, when_en, path, cnt_en),
                      fmt("内核日志：%s%s，%s；目标 cgroup %s%s。", n_zh, zh, when_zh, path, cnt_zh)),
-        cause = cause_of(k, fmt("pid %d", k.pid), fmt("pid %d", k.pid)),
+        cause = cause_of(k, "pid " .. pid_of(k), "pid " .. pid_of(k)),
         fix = FIX, verify = verify(path, counter), refs = REFS,
       }
     end
@@ -223,11 +229,11 @@ rule {
                          .. "memory cgroup, target cgroup %s.", en, path or "?"),
                      fmt("内核日志：%s。与本作业的唯一联系是同名：它在根内存 cgroup，目标 cgroup 为 %s。",
                          zh, path or "?")),
-        cause = cause_of(k, fmt("pid %d", k.pid), fmt("pid %d", k.pid)),
-        fix = T("Check whether pid " .. k.pid .. " was one of this job's workers (job logs, "
+        cause = cause_of(k, "pid " .. pid_of(k), "pid " .. pid_of(k)),
+        fix = T("Check whether pid " .. pid_of(k) .. " was one of this job's workers (job logs, "
                 .. "worker exit codes -9); if so, follow the oom.killed profile steps: "
                 .. "tracemalloc/memray at the peak, then stream/bound/spawn per SOP §2.2.",
-                "先确认 pid " .. k.pid .. " 是否是本作业的 worker（作业日志、worker 退出码 -9）；"
+                "先确认 pid " .. pid_of(k) .. " 是否是本作业的 worker（作业日志、worker 退出码 -9）；"
                 .. "若是，按 oom.killed 的步骤：峰值处 tracemalloc/memray，再按 SOP §2.2 流式读/限缓存/spawn。"),
         verify = verify(path, counter), refs = REFS,
       }
