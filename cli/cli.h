@@ -15,5 +15,14 @@ int cmd_check(int argc, char **argv);
 int cli_parse_pid(const char *s);
 /* Map a libsop error to an exit code. */
 int cli_exit_for(int sop_err);
+/* Parse a window in seconds (0..3600, fractional); 0 or -1. */
+int cli_parse_duration(const char *s, double *out);
+/* Read a whole file ("-" = stdin) of at most max bytes; malloc'd, NUL-terminated; NULL with
+ * errno on failure. */
+#include <stddef.h>
+char *cli_read_file(const char *path, size_t max, size_t *len);
+/* "sopctl: WHAT: <strerror>: <engine detail>" on stderr. */
+struct sop_engine;
+void cli_print_error(const char *what, int err, const struct sop_engine *e);
 
 #endif

@@ -1,5 +1,5 @@
 /* evidence.h — everything one collection learns about a target, as plain C structs.
- * Probes fill it (probes/*.h define the parts); engine/bridge/ turns it into the `ev` tree.
+ * Probes fill it (the probes/ headers define the parts); engine/bridge/ turns it into the `ev` tree.
  * No library headers here. docs/evidence.md is the key-by-key description. */
 #ifndef SOP_EVIDENCE_H
 #define SOP_EVIDENCE_H

@@ -29,6 +29,14 @@ int sop__rules_load(sop_rules *r, const char *chunkname, const char *src, size_t
                     const char *search_dir, const sop_rules_module *modules, char *err,
                     size_t errlen);
 
+/* Per-rule limits (also applied to the top-level run of a pack at load): instructions executed
+ * and bytes allocated while one rule runs; pcall and coroutines inside the rule cannot escape
+ * them. 0 picks the default. The whole Lua state is capped at 4 * max_bytes + 16 MiB.
+ * Returns 0 or SOP_EINVAL. */
+#define SOP_RULES_DEFAULT_INSTRUCTIONS 10000000LL
+#define SOP_RULES_DEFAULT_BYTES ((size_t)64 << 20)
+int sop__rules_set_limits(sop_rules *r, long long max_instructions, size_t max_bytes);
+
 size_t sop__rules_count(const sop_rules *r);
 const char *sop__rules_id(const sop_rules *r, size_t i);
 

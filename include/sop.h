@@ -40,7 +40,7 @@ typedef enum {
 #define SOP__ERR_ENUM(name, value, msg) SOP_##name = (value),
     SOP_ERRNO_MAP(SOP__ERR_ENUM)
 #undef SOP__ERR_ENUM
-} sop_status;
+} sop_error;
 
 /* A static string naming `code`; never NULL. */
 const char *sop_strerror(int code);
@@ -104,6 +104,19 @@ int sop_evidence_from_json(sop_engine *e, const char *text, size_t len, sop_evid
 int sop_evidence_to_json(const sop_evidence *ev, int pretty, char **out);
 void sop_evidence_free(sop_evidence *ev);
 
+typedef enum { SOP_FORMAT_MD = 0, SOP_FORMAT_JSON = 1, SOP_FORMAT_TEXT = 2 } sop_format;
+
+/* ---- stacks ---------------------------------------------------------------------------- */
+
+#define SOP_DUMP_NATIVE 0x1u /* also unwind native stacks (stops each thread briefly) */
+
+/* The Python stacks of `pid` (CONTRACT.md "Stacks"): JSON when fmt is SOP_FORMAT_JSON, else
+ * py-spy-like text. Reads without stopping the target unless SOP_DUMP_NATIVE. `e` may be
+ * NULL. Errors: SOP_ENOTPYTHON, SOP_ENOTARGET (gone), SOP_EACCES (memory not readable); on
+ * those *out may still hold a document naming what is missing. *out is owned by the caller
+ * (sop_free). */
+int sop_dump(sop_engine *e, int pid, unsigned flags, sop_format fmt, char **out);
+
 /* ---- evaluation and reports ------------------------------------------------------------ */
 
 typedef struct sop_report sop_report;
@@ -113,7 +126,6 @@ typedef struct sop_report sop_report;
 int sop_evaluate(sop_engine *e, const sop_evidence *ev, sop_report **out);
 void sop_report_free(sop_report *r);
 
-typedef enum { SOP_FORMAT_MD = 0, SOP_FORMAT_JSON = 1, SOP_FORMAT_TEXT = 2 } sop_format;
 
 /* Render in `lang` ("en" or "zh"; NULL = "en"). *out owned by the caller (sop_free).
  * Control characters from the target are escaped in every format. */

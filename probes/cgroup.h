@@ -5,13 +5,14 @@
 #define SOP_CGROUP_H
 
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 
 #include "missing.h"
 #include "procfs.h"
 
 typedef struct {
-    int version; /* 1 or 2; 0 unknown */
+    int version;        /* 1 or 2; 0 unknown */
     char path[512];     /* the cgroup path as /proc/PID/cgroup names it (memory or unified) */
     char cpu_path[512]; /* v1: the cpu controller path */
     /* cpu */
@@ -27,7 +28,15 @@ typedef struct {
     int64_t ev_low, ev_high, ev_max, ev_oom, ev_oom_kill;
     /* pids */
     int64_t pids_current, pids_max; /* max -1 = unlimited */
+    /* added by the host/cgroup probes */
+    char cpuset_path[512], pids_path[512]; /* v1: those controllers' paths */
+    char v2_path[512];                     /* the "0::" path, also seen on v1 hybrids */
+    bool mem_unlimited;                    /* no limit anywhere up to the root */
+    int64_t under_oom;                     /* v1 memory.oom_control */
 } sop_cgroup;
+
+/* Set everything to "not measured". */
+void sop__cgroup_init(sop_cgroup *out);
 
 /* Pure parsers. */
 /* /proc/PID/cgroup: fills version, path (memory controller on v1, "0::" on v2), cpu_path. */
@@ -38,6 +47,12 @@ int sop__parse_cpu_max(const char *text, int64_t *quota_us, int64_t *period_us);
 int sop__parse_cpu_stat(const char *text, sop_cgroup *out);
 /* memory.events (v2) or memory.oom_control (v1: oom_kill N, under_oom). */
 int sop__parse_memory_events(const char *text, sop_cgroup *out);
+/* A memory limit file: v1 memory.limit_in_bytes (>= 2^62 is "unlimited") or v2 memory.max
+ * ("max"). Sets *bytes to the limit or -1 for unlimited. 0 or -EINVAL. */
+int sop__parse_mem_limit(const char *text, int64_t *bytes);
+/* /proc/PID/mountinfo: the mount point of the v1 hierarchy holding `controller`, or of the
+ * cgroup2 mount when controller is NULL. 0, or -ENOENT when there is none. */
+int sop__parse_mountinfo_cgroup(const char *text, const char *controller, char *mnt, size_t cap);
 
 /* Read the cgroup of `pid`: proc_dirfd is /proc/PID, cgroup_root is the path of the cgroup
  * mount root ("/sys/fs/cgroup" in life, a fixture dir in tests). Returns 0 or -errno; failures

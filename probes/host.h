@@ -53,6 +53,19 @@ typedef struct {
 int sop__parse_psi(const char *text, sop_psi *out);
 int sop__parse_loadavg(const char *text, sop_host *out);
 
+/* Set every field to "not measured" (SOP_NA / NaN / absent). */
+void sop__host_init(sop_host *out);
+
+/* The readers behind sop__host_collect; each adds {probe, reason} to `missing` on failure
+ * and returns 0 or -errno. proc_dirfd is an open /proc (or a fixture dir). */
+/* meminfo, vmstat, /proc/stat (cpu jiffies, procs_running/blocked, btime), diskstats. */
+int sop__host_libproc2(sop_host *out, sop_missing *missing);
+int sop__host_read_loadavg(int proc_dirfd, sop_host *out, sop_missing *missing);
+/* pressure/{cpu,memory,io}: a kernel without PSI leaves present=false and says so once. */
+int sop__host_read_psi(int proc_dirfd, sop_host *out, sop_missing *missing);
+/* Whole disks worth reporting: not a loop/ram device (the partition test is libproc2's). */
+bool sop__disk_name_wanted(const char *name);
+
 /* Read the whole host picture; failures go to `missing`. Returns 0. */
 int sop__host_collect(sop_host *out, sop_missing *missing);
 void sop__host_rates(sop_host *now, const sop_host *before, double secs);

@@ -3,6 +3,7 @@
 #ifndef SOP_KMSG_H
 #define SOP_KMSG_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -19,19 +20,37 @@ typedef struct {
     char invoker[64]; /* comm that invoked the oom-killer, if seen */
     double time;      /* epoch seconds (from the record's boot-relative stamp) */
     double uptime_s;  /* the raw stamp */
+    bool closed;      /* its "Killed process" line was seen */
 } sop_oom;
 
 #define SOP_OOM_MAX 64
 typedef struct {
     sop_oom items[SOP_OOM_MAX]; /* oldest first; the newest SOP_OOM_MAX kept */
     size_t n;
+    double btime; /* epoch of boot, to turn stamps into times; NaN leaves time NaN */
+    bool read_ok; /* the log was read: n == 0 then means "no kill seen", not "not looked" */
+    /* lines seen before the kill line of the kill in progress (parser state) */
+    char pend_invoker[64], pend_constraint[32], pend_task_memcg[256], pend_oom_memcg[256];
+    int pend_pid;       /* "Kill process N (C) score S or sacrifice child" (< 5.0), until its */
+    char pend_comm[64]; /* "Killed process" line (which may name a child instead) */
+    double pend_uptime_s;
 } sop_oom_list;
+
+/* Empty the list; btime as above. */
+void sop__oom_list_init(sop_oom_list *l, double btime);
 
 /* Feed one kernel-log message (the text after the kmsg prefix), stamped at uptime_s.
  * Merges the "oom-kill:" and "Killed process" lines of one kill into one record. */
 void sop__kmsg_feed(sop_oom_list *l, const char *msg, double uptime_s);
-/* Parse a whole /dev/kmsg-style dump ("pri,seq,usec,flags;message\n" records). */
+/* Parse a whole /dev/kmsg-style dump ("pri,seq,usec,flags;message\n" records, continuation
+ * lines starting with a blank skipped) or a syslog(2)/dmesg one ("<4>[ 1234.567890] msg").
+ * Initialises `out`. Returns 0 (no OOM record is not an error) or -EINVAL for NULL text. */
 int sop__parse_kmsg(const char *text, sop_oom_list *out, double btime);
+/* One line of either form; records stamped before min_uptime_s are skipped. */
+void sop__kmsg_feed_line(sop_oom_list *l, const char *line, size_t len, double min_uptime_s);
+/* End of input: a "Kill process" line never followed by its "Killed process" line (a log cut
+ * short) still becomes a record. sop__parse_kmsg calls it. */
+void sop__kmsg_flush(sop_oom_list *l);
 /* Read the kernel log (non-blocking, at most max_bytes, records newer than max_age_s). */
 int sop__kmsg_collect(sop_oom_list *out, double btime, double max_age_s, sop_missing *missing);
 

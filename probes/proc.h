@@ -160,6 +160,16 @@ int sop__parse_cmdline(const char *buf, size_t len, char *out, size_t cap);
 int sop__parse_maps(const char *text, sop_libs *out);
 
 /* ---- readers: proc_dirfd is an open /proc/PID (or fixture) directory ---- */
+/* Entries of proc_dirfd/fd (bounded), or -errno. */
+int64_t sop__proc_count_fds(int proc_dirfd);
+/* The numeric entries of dirfd/path (at most max), malloc'd into *out (caller frees, NULL when
+ * none). Returns the count or -errno. */
+long sop__list_numeric_at(int dirfd, const char *path, int **out, size_t max);
+/* System boot time (btime of /proc/stat), epoch seconds; read once and cached. NaN if unread. */
+double sop__proc_btime_s(void);
+/* Clock ticks per second of the stat times (sysconf(_SC_CLK_TCK)). */
+double sop__proc_ticks_per_s(void);
+#define SOP_THREADS_MAX 16384
 /* Everything about one process; failures go to `missing`. Returns 0, or -ENOENT/-ESRCH when
  * the process is gone, -EACCES when nothing at all could be read. */
 int sop__proc_collect(int proc_dirfd, int pid, sop_proc *out, sop_missing *missing);

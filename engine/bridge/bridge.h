@@ -17,6 +17,8 @@ void sop__bridge_cgroup(sop_value *ev, const sop_cgroup *cg);
 void sop__bridge_alloc(sop_value *ev, const sop_alloc *a);
 /* Adds ev.python (same shape as the `dump` JSON minus pid). */
 void sop__bridge_python(sop_value *ev, const struct sop_python *py);
+/* The threads array of ev.python and of `sopctl dump --json` (native stacks when present). */
+sop_value *sop__bridge_python_threads(const struct sop_python *py);
 
 /* Copy `s` into a string value with invalid UTF-8 replaced, so JSON and Lua both accept it;
  * control characters are kept (renderers escape them). */

@@ -18,12 +18,16 @@ typedef struct {
     char func[128]; /* qualified name where the version has it */
     char file[512];
     int line;       /* -1 when unknown */
+    bool entry;     /* last frame of one run of the evaluator (an entry / shim boundary):
+                     * where one _PyEval_EvalFrameDefault C frame ends, for --native merging */
 } sop_pyframe;
 
 typedef struct {
     char func[128];
     char lib[128];  /* basename of the mapped object */
     uint64_t ip;
+    int py_index;   /* >= 0: this entry is the Python frame frames[py_index] of the thread,
+                     * merged in place of the evaluator; -1: a native frame */
 } sop_nframe;
 
 typedef struct {
@@ -38,12 +42,14 @@ typedef struct {
     sop_nframe *native;  /* with SOP_PY_NATIVE; innermost first, Python frames merged in */
     size_t nnative;
     char native_error[160];
+    double pause_ms;    /* with SOP_PY_NATIVE: how long this thread was stopped; else 0 */
 } sop_pythread;
 
 typedef struct sop_python {
     char version[32];       /* "3.11.7" */
     char executable[512];
     char libpython[512];    /* "" for static builds */
+    char layout[32];        /* where the offsets came from: "table 3.11", "_Py_DebugOffsets" */
     int64_t gil_holder_tid; /* SOP_NA (INT64_MIN) when unknown / none */
     /* GC state: SOP_NA where not readable */
     int64_t gc_enabled, gc_collecting, gc_threshold[3], gc_count[3], gc_frozen;

@@ -1,0 +1,60 @@
+/* cmd_dump.c — `sopctl dump --pid N [--json] [--native]`: the Python stacks of a process,
+ * through sop_dump (include/sop.h). Exit 0 ok, 2 usage, 3 target missing / unreadable / not
+ * CPython. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli.h"
+#include "sop.h"
+
+static int parse_pid(const char *s)
+{
+    if (!s || !*s)
+        return -1;
+    char *end;
+    long v = strtol(s, &end, 10);
+    if (*end || v <= 0 || v > 0x3fffffff)
+        return -1;
+    return (int)v;
+}
+
+static int usage(void)
+{
+    fprintf(stderr, "usage: sopctl dump --pid N [--json] [--native]\n");
+    return EXIT_USAGE;
+}
+
+int cmd_dump(int argc, char **argv)
+{
+    int pid = -1, json = 0;
+    unsigned flags = 0;
+    for (int i = 1; i < argc; i++) {
+        if (strcmp(argv[i], "--pid") == 0 && i + 1 < argc)
+            pid = parse_pid(argv[++i]);
+        else if (strncmp(argv[i], "--pid=", 6) == 0)
+            pid = parse_pid(argv[i] + 6);
+        else if (strcmp(argv[i], "--json") == 0)
+            json = 1;
+        else if (strcmp(argv[i], "--native") == 0)
+            flags |= SOP_DUMP_NATIVE;
+        else
+            return usage();
+    }
+    if (pid <= 0)
+        return usage();
+    char *out = NULL;
+    int rc = sop_dump(NULL, pid, flags, json ? SOP_FORMAT_JSON : SOP_FORMAT_TEXT, &out);
+    if (out) {
+        fputs(out, stdout);
+        if (out[0] && out[strlen(out) - 1] != '\n')
+            fputc('\n', stdout);
+    }
+    sop_free(out);
+    if (rc == SOP_OK)
+        return EXIT_CLEAN;
+    fprintf(stderr, "sopctl dump: %s\n", sop_strerror(rc));
+    if (rc == SOP_ENOTARGET || rc == SOP_EACCES || rc == SOP_ENOTPYTHON)
+        return EXIT_TARGET;
+    return EXIT_TARGET;
+}

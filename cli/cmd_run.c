@@ -1,0 +1,171 @@
+/* cmd_run.c — `sopctl run [RULES.lua] (--pid N | --evidence FILE) ...`: load rules, collect or
+ * replay evidence, evaluate, print the report; exit 0/1/2/3 per CONTRACT.md. */
+#include <errno.h>
+#include <getopt.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli.h"
+#include "sop.h"
+
+#define MAX_SETS 64
+#define EVIDENCE_MAX (64u << 20)
+
+static int load_rules(sop_engine *e, const char *rules, char **sets, int nsets)
+{
+    int rc = rules ? sop_load_rules_file(e, rules) : sop_load_rules_default(e);
+    if (rc != 0) {
+        fprintf(stderr, "sopctl: %s\n", sop_last_error(e));
+        return EXIT_USAGE;
+    }
+    for (int i = 0; i < nsets; i++) {
+        char *eq = strchr(sets[i], '=');
+        if (!eq || eq == sets[i]) {
+            fprintf(stderr, "sopctl: --set expects KEY=VALUE, got '%s'\n", sets[i]);
+            return EXIT_USAGE;
+        }
+        *eq = '\0';
+        rc = sop_set_threshold(e, sets[i], eq + 1);
+        *eq = '=';
+        if (rc != 0) {
+            fprintf(stderr, "sopctl: --set %s: %s\n", sets[i], sop_last_error(e));
+            return EXIT_USAGE;
+        }
+    }
+    return EXIT_CLEAN;
+}
+
+int cmd_run(int argc, char **argv)
+{
+    static const struct option opts[] = {
+        {"pid", required_argument, 0, 'p'},    {"evidence", required_argument, 0, 'e'},
+        {"duration", required_argument, 0, 'd'}, {"format", required_argument, 0, 'f'},
+        {"lang", required_argument, 0, 'l'},   {"set", required_argument, 0, 's'},
+        {"help", no_argument, 0, 'h'},         {0, 0, 0, 0}};
+    int pid = -1;
+    const char *evidence = NULL, *lang = "en", *rules = NULL;
+    sop_format fmt = SOP_FORMAT_MD;
+    sop_collect_opts co;
+    sop_collect_opts_init(&co);
+    char *sets[MAX_SETS];
+    int nsets = 0, c;
+    optind = 1;
+    opterr = 0;
+    while ((c = getopt_long(argc, argv, ":p:e:d:f:l:s:h", opts, NULL)) != -1) {
+        switch (c) {
+        case 'p':
+            if ((pid = cli_parse_pid(optarg)) < 0) {
+                fprintf(stderr, "sopctl: --pid: '%s' is not a process id\n", optarg);
+                return EXIT_USAGE;
+            }
+            break;
+        case 'e':
+            evidence = optarg;
+            break;
+        case 'd':
+            if (cli_parse_duration(optarg, &co.duration_s) != 0) {
+                fprintf(stderr, "sopctl: --duration: '%s' is not 0..3600 seconds\n", optarg);
+                return EXIT_USAGE;
+            }
+            break;
+        case 'f':
+            if (strcmp(optarg, "md") == 0)
+                fmt = SOP_FORMAT_MD;
+            else if (strcmp(optarg, "json") == 0)
+                fmt = SOP_FORMAT_JSON;
+            else if (strcmp(optarg, "text") == 0)
+                fmt = SOP_FORMAT_TEXT;
+            else {
+                fprintf(stderr, "sopctl: --format: '%s' is not md, json or text\n", optarg);
+                return EXIT_USAGE;
+            }
+            break;
+        case 'l':
+            if (strcmp(optarg, "en") != 0 && strcmp(optarg, "zh") != 0) {
+                fprintf(stderr, "sopctl: --lang: '%s' is not en or zh\n", optarg);
+                return EXIT_USAGE;
+            }
+            lang = optarg;
+            break;
+        case 's':
+            if (nsets == MAX_SETS) {
+                fprintf(stderr, "sopctl: too many --set options (at most %d)\n", MAX_SETS);
+                return EXIT_USAGE;
+            }
+            sets[nsets++] = optarg;
+            break;
+        case 'h':
+            printf("usage: sopctl run [RULES.lua] (--pid N | --evidence FILE) [--duration S]\n"
+                   "                  [--format md|json|text] [--lang en|zh] [--set KEY=VALUE]...\n");
+            return EXIT_CLEAN;
+        case ':':
+            fprintf(stderr, "sopctl: option '%s' needs a value\n", argv[optind - 1]);
+            return EXIT_USAGE;
+        default:
+            fprintf(stderr, "sopctl: unknown option '%s'\n", argv[optind - 1]);
+            return EXIT_USAGE;
+        }
+    }
+    if (optind < argc)
+        rules = argv[optind++];
+    if (optind < argc) {
+        fprintf(stderr, "sopctl: unexpected argument '%s'\n", argv[optind]);
+        return EXIT_USAGE;
+    }
+    if ((pid > 0) == (evidence != NULL)) {
+        fprintf(stderr, "sopctl: run needs exactly one of --pid N or --evidence FILE\n");
+        return EXIT_USAGE;
+    }
+
+    sop_engine *e = NULL;
+    int rc = sop_engine_new(&e);
+    if (rc != 0) {
+        fprintf(stderr, "sopctl: %s\n", sop_strerror(rc));
+        return EXIT_USAGE;
+    }
+    int status = load_rules(e, rules, sets, nsets);
+    sop_evidence *ev = NULL;
+    if (status == EXIT_CLEAN && evidence) {
+        size_t len = 0;
+        char *text = cli_read_file(evidence, EVIDENCE_MAX, &len);
+        if (!text) {
+            fprintf(stderr, "sopctl: evidence %s: %s\n", evidence, strerror(errno));
+            status = EXIT_USAGE;
+        } else {
+            rc = sop_evidence_from_json(e, text, len, &ev);
+            free(text);
+            if (rc != 0) {
+                fprintf(stderr, "sopctl: %s: %s\n", evidence, sop_last_error(e));
+                status = EXIT_USAGE;
+            }
+        }
+    } else if (status == EXIT_CLEAN) {
+        rc = sop_collect(e, pid, &co, &ev);
+        if (rc != 0) {
+            fprintf(stderr, "sopctl: %s\n", sop_last_error(e));
+            status = cli_exit_for(rc);
+        }
+    }
+    if (status == EXIT_CLEAN) {
+        sop_report *r = NULL;
+        char *out = NULL;
+        rc = sop_evaluate(e, ev, &r);
+        if (rc == 0)
+            rc = sop_report_render(r, fmt, lang, &out);
+        if (rc != 0) {
+            cli_print_error("evaluate", rc, e);
+            status = EXIT_USAGE;
+        } else {
+            fputs(out, stdout);
+            status = sop_report_has_problem(r) ? EXIT_FINDING : EXIT_CLEAN;
+        }
+        sop_free(out);
+        sop_report_free(r);
+    }
+    sop_evidence_free(ev);
+    sop_engine_free(e);
+    if (fflush(stdout) != 0)
+        return EXIT_USAGE;
+    return status;
+}

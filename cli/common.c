@@ -1,0 +1,92 @@
+/* common.c — helpers the sopctl subcommands share: pid parsing, error → exit code, option
+ * parsing of --pid/--duration, reading a whole file. Depends on include/sop.h. */
+#include <errno.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli.h"
+#include "sop.h"
+
+int cli_parse_pid(const char *s)
+{
+    if (!s || !*s)
+        return -1;
+    char *end = NULL;
+    errno = 0;
+    long v = strtol(s, &end, 10);
+    if (errno || *end || v <= 0 || v > INT_MAX)
+        return -1;
+    return (int)v;
+}
+
+int cli_exit_for(int err)
+{
+    switch (err) {
+    case SOP_OK:
+        return EXIT_CLEAN;
+    case SOP_ENOTARGET:
+    case SOP_EACCES:
+    case SOP_ENOTPYTHON:
+        return EXIT_TARGET;
+    default:
+        return EXIT_USAGE;
+    }
+}
+
+int cli_parse_duration(const char *s, double *out)
+{
+    char *end = NULL;
+    errno = 0;
+    double d = strtod(s, &end);
+    if (errno || end == s || *end || !(d >= 0 && d <= 3600))
+        return -1;
+    *out = d;
+    return 0;
+}
+
+char *cli_read_file(const char *path, size_t max, size_t *len)
+{
+    FILE *f = strcmp(path, "-") == 0 ? stdin : fopen(path, "rb");
+    if (!f)
+        return NULL;
+    size_t cap = 1 << 16, n = 0;
+    char *buf = malloc(cap + 1);
+    while (buf) {
+        size_t got = fread(buf + n, 1, cap - n, f);
+        n += got;
+        if (got == 0)
+            break;
+        if (n == cap) {
+            if (cap >= max) {
+                free(buf);
+                buf = NULL;
+                errno = EFBIG;
+                break;
+            }
+            cap *= 2;
+            char *nb = realloc(buf, cap + 1);
+            if (!nb) {
+                free(buf);
+                buf = NULL;
+            }
+            buf = nb;
+        }
+    }
+    if (f != stdin)
+        fclose(f);
+    if (buf) {
+        buf[n] = '\0';
+        if (len)
+            *len = n;
+    }
+    return buf;
+}
+
+void cli_print_error(const char *what, int err, const sop_engine *e)
+{
+    const char *detail = sop_last_error(e);
+    fprintf(stderr, "sopctl: %s: %s%s%s\n", what, sop_strerror(err), detail[0] ? ": " : "",
+            detail);
+}

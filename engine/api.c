@@ -1,0 +1,282 @@
+/* api.c — the public entry points of libsop (include/sop.h): engine lifecycle, loading rules,
+ * thresholds, evidence in and out, evaluation and rendering. Thin: the work is in rules.c,
+ * collect.c and report.c. Depends on libc. */
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+
+#include "engine.h"
+#include "json.h"
+#include "procfs.h"
+
+#define RULES_FILE_MAX (4u << 20)
+#define EVIDENCE_FILE_MAX (64u << 20)
+
+double sop__now_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
+}
+
+int sop__fail(sop_engine *e, int code, const char *fmt, ...)
+{
+    if (e) {
+        va_list ap;
+        va_start(ap, fmt);
+        vsnprintf(e->err, sizeof e->err, fmt, ap);
+        va_end(ap);
+    }
+    return code;
+}
+
+static void clear_error(sop_engine *e) { e->err[0] = '\0'; }
+
+int sop_engine_new(sop_engine **out)
+{
+    if (!out)
+        return SOP_EINVAL;
+    *out = NULL;
+    sop_engine *e = calloc(1, sizeof *e);
+    if (!e)
+        return SOP_ENOMEM;
+    int rc = sop__rules_new(&e->rules);
+    if (rc != 0) {
+        free(e);
+        return rc;
+    }
+    *out = e;
+    return SOP_OK;
+}
+
+void sop_engine_free(sop_engine *e)
+{
+    if (!e)
+        return;
+    sop__rules_free(e->rules);
+    free(e);
+}
+
+const char *sop_last_error(const sop_engine *e) { return e ? e->err : ""; }
+
+static int load(sop_engine *e, const char *chunkname, const char *src, size_t len,
+                const char *search_dir, const sop_rules_module *modules)
+{
+    clear_error(e);
+    e->loaded = false;
+    int rc = sop__rules_load(e->rules, chunkname, src, len, search_dir, modules, e->err,
+                             sizeof e->err);
+    if (rc == 0)
+        e->loaded = true;
+    return rc;
+}
+
+int sop_load_rules_string(sop_engine *e, const char *chunkname, const char *source, size_t len)
+{
+    if (!e || !source)
+        return SOP_EINVAL;
+    return load(e, chunkname ? chunkname : "rules", source, len, NULL, sop__embedded_modules);
+}
+
+int sop_load_rules_default(sop_engine *e)
+{
+    if (!e)
+        return SOP_EINVAL;
+    const char *src = NULL;
+    for (const sop_rules_module *m = sop__embedded_modules; m->name; m++)
+        if (strcmp(m->name, "rules") == 0)
+            src = m->source;
+    if (!src)
+        return sop__fail(e, SOP_ERULES, "no embedded rule pack in this build");
+    return load(e, "rules.lua", src, strlen(src), NULL, sop__embedded_modules);
+}
+
+int sop_load_rules_file(sop_engine *e, const char *path)
+{
+    if (!e || !path)
+        return SOP_EINVAL;
+    clear_error(e);
+    char *src = NULL;
+    size_t len = 0;
+    int rc = sop__read_file_at(AT_FDCWD, path, RULES_FILE_MAX, &src, &len);
+    if (rc != 0)
+        return sop__fail(e, SOP_ERULES, "%s: %s", path, strerror(-rc));
+    if (len >= RULES_FILE_MAX) {
+        free(src);
+        return sop__fail(e, SOP_ERULES, "%s: larger than %u bytes", path, RULES_FILE_MAX);
+    }
+    /* Plugins are looked up next to the file; the embedded pack fills in what is not there. */
+    char dir[PATH_MAX];
+    snprintf(dir, sizeof dir, "%s", path);
+    char *slash = strrchr(dir, '/');
+    if (slash)
+        *slash = '\0';
+    else
+        snprintf(dir, sizeof dir, ".");
+    const char *name = slash ? path + (slash - dir) + 1 : path;
+    rc = load(e, name, src, len, dir, sop__embedded_modules);
+    free(src);
+    return rc;
+}
+
+size_t sop_rule_count(const sop_engine *e) { return e && e->loaded ? sop__rules_count(e->rules) : 0; }
+
+const char *sop_rule_id(const sop_engine *e, size_t i)
+{
+    return e && e->loaded ? sop__rules_id(e->rules, i) : NULL;
+}
+
+int sop_set_threshold(sop_engine *e, const char *key, const char *value)
+{
+    if (!e || !key || !value)
+        return SOP_EINVAL;
+    clear_error(e);
+    return sop__rules_set_threshold(e->rules, key, value, e->err, sizeof e->err);
+}
+
+void sop_collect_opts_init(sop_collect_opts *opts)
+{
+    if (!opts)
+        return;
+    memset(opts, 0, sizeof *opts);
+    opts->duration_s = 1.0;
+    opts->python = 1;
+    opts->children = 1;
+    opts->kernel_log = 1;
+}
+
+int sop_collect(sop_engine *e, int pid, const sop_collect_opts *opts, sop_evidence **out)
+{
+    if (!out || pid <= 0)
+        return sop__fail(e, SOP_EINVAL, "invalid pid %d", pid);
+    *out = NULL;
+    sop_collect_opts defaults;
+    if (!opts) {
+        sop_collect_opts_init(&defaults);
+        opts = &defaults;
+    }
+    if (!(opts->duration_s >= 0 && opts->duration_s <= 3600))
+        return sop__fail(e, SOP_EINVAL, "duration must be between 0 and 3600 s");
+    if (e)
+        clear_error(e);
+    char err[512] = "";
+    sop_value *tree = NULL;
+    int rc = sop__collect(pid, opts, &tree, err, sizeof err);
+    if (rc != 0)
+        return sop__fail(e, rc, "%s", err[0] ? err : sop_strerror(rc));
+    sop_evidence *ev = calloc(1, sizeof *ev);
+    if (!ev) {
+        sop__v_free(tree);
+        return sop__fail(e, SOP_ENOMEM, "out of memory");
+    }
+    ev->tree = tree;
+    *out = ev;
+    return SOP_OK;
+}
+
+int sop_evidence_from_json(sop_engine *e, const char *text, size_t len, sop_evidence **out)
+{
+    if (!out || !text)
+        return sop__fail(e, SOP_EINVAL, "no evidence text");
+    *out = NULL;
+    if (e)
+        clear_error(e);
+    if (len > EVIDENCE_FILE_MAX)
+        return sop__fail(e, SOP_EFORMAT, "evidence larger than %u bytes", EVIDENCE_FILE_MAX);
+    char err[160] = "";
+    sop_value *tree = sop__json_parse(text, len, err, sizeof err);
+    if (!tree)
+        return sop__fail(e, SOP_EFORMAT, "not sop evidence: %s", err);
+    double schema = 0, pid = 0;
+    if (tree->type != SOP_V_OBJ || !sop__v_get_num(tree, "schema", &schema) ||
+        !sop__v_get_num(tree, "pid", &pid) || !sop__v_get(tree, "host")) {
+        sop__v_free(tree);
+        return sop__fail(e, SOP_EFORMAT,
+                         "not sop evidence: expected an object with schema, pid and host "
+                         "(as written by `sopctl evidence`)");
+    }
+    if (schema != 1) {
+        sop__v_free(tree);
+        return sop__fail(e, SOP_EFORMAT, "evidence schema %g is not supported (this is 1)",
+                         schema);
+    }
+    sop_evidence *ev = calloc(1, sizeof *ev);
+    if (!ev) {
+        sop__v_free(tree);
+        return sop__fail(e, SOP_ENOMEM, "out of memory");
+    }
+    ev->tree = tree;
+    *out = ev;
+    return SOP_OK;
+}
+
+int sop_evidence_to_json(const sop_evidence *ev, int pretty, char **out)
+{
+    if (!ev || !out)
+        return SOP_EINVAL;
+    *out = sop__json_print(ev->tree, pretty);
+    return *out ? SOP_OK : SOP_ENOMEM;
+}
+
+void sop_evidence_free(sop_evidence *ev)
+{
+    if (!ev)
+        return;
+    sop__v_free(ev->tree);
+    free(ev);
+}
+
+int sop_evaluate(sop_engine *e, const sop_evidence *ev, sop_report **out)
+{
+    if (!e || !ev || !out)
+        return SOP_EINVAL;
+    *out = NULL;
+    clear_error(e);
+    if (!e->loaded)
+        return sop__fail(e, SOP_ENORULES, "no rules loaded");
+    double t0 = sop__now_ms();
+    sop_value *verdicts = NULL;
+    int rc = sop__rules_run(e->rules, ev->tree, &verdicts, e->err, sizeof e->err);
+    if (rc != 0)
+        return rc;
+    sop_report *r = calloc(1, sizeof *r);
+    if (!r) {
+        sop__v_free(verdicts);
+        return sop__fail(e, SOP_ENOMEM, "out of memory");
+    }
+    r->tree = sop__report_build(verdicts, ev->tree, sop__now_ms() - t0, &r->problem);
+    if (!r->tree) {
+        free(r);
+        return sop__fail(e, SOP_ENOMEM, "out of memory");
+    }
+    *out = r;
+    return SOP_OK;
+}
+
+void sop_report_free(sop_report *r)
+{
+    if (!r)
+        return;
+    sop__v_free(r->tree);
+    free(r);
+}
+
+int sop_report_render(const sop_report *r, sop_format fmt, const char *lang, char **out)
+{
+    if (!r || !out)
+        return SOP_EINVAL;
+    if (fmt != SOP_FORMAT_MD && fmt != SOP_FORMAT_JSON && fmt != SOP_FORMAT_TEXT)
+        return SOP_EINVAL;
+    if (lang && strcmp(lang, "en") != 0 && strcmp(lang, "zh") != 0)
+        return SOP_EINVAL;
+    *out = sop__report_render(r->tree, fmt, lang ? lang : "en");
+    return *out ? SOP_OK : SOP_ENOMEM;
+}
+
+int sop_report_has_problem(const sop_report *r) { return r && r->problem ? 1 : 0; }

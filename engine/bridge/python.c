@@ -1,0 +1,135 @@
+/* python.c — ev.python from the CPython probe (probes/python/python.h): version, executable,
+ * GIL holder, GC state and the threads with their Python (and native) frames. The same
+ * threads array is the body of `sopctl dump --json`. Depends on value.h. */
+#include <stdbool.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "bridge.h"
+#include "python/python.h"
+
+/* Temporary stand-in until engine/bridge/text.c lands (weak: the real one wins at link
+ * time). Copies the string, replacing bytes that are not valid UTF-8 with U+FFFD. */
+__attribute__((weak)) sop_value *sop__bridge_text(const char *s)
+{
+    if (!s)
+        s = "";
+    size_t n = strlen(s), o = 0;
+    char *buf = malloc(3 * n + 1);
+    if (!buf)
+        return NULL;
+    const unsigned char *p = (const unsigned char *)s;
+    for (size_t i = 0; i < n;) {
+        unsigned c = p[i];
+        size_t len = c < 0x80 ? 1 : (c >> 5) == 6 ? 2 : (c >> 4) == 14 ? 3 : (c >> 3) == 30 ? 4 : 0;
+        bool ok = len > 0 && i + len <= n;
+        for (size_t k = 1; ok && k < len; k++)
+            ok = (p[i + k] & 0xC0) == 0x80;
+        if (ok) {
+            memcpy(buf + o, p + i, len);
+            o += len;
+            i += len;
+        } else {
+            memcpy(buf + o, "\xEF\xBF\xBD", 3);
+            o += 3;
+            i++;
+        }
+    }
+    buf[o] = '\0';
+    sop_value *v = sop__v_strn(buf, o);
+    free(buf);
+    return v;
+}
+
+static sop_value *frame_value(const sop_pyframe *f)
+{
+    sop_value *o = sop__v_obj();
+    if (!o)
+        return NULL;
+    sop__v_set(o, "func", sop__bridge_text(f->func));
+    sop__v_set(o, "file", sop__bridge_text(f->file));
+    if (f->line >= 0)
+        sop__v_set_int(o, "line", f->line);
+    return o;
+}
+
+sop_value *sop__bridge_python_threads(const sop_python *py)
+{
+    sop_value *arr = sop__v_arr();
+    if (!arr)
+        return NULL;
+    for (size_t i = 0; i < py->nthreads; i++) {
+        const sop_pythread *t = &py->threads[i];
+        sop_value *o = sop__v_obj();
+        if (!o)
+            break;
+        if (t->tid > 0)
+            sop__v_set_int(o, "tid", t->tid);
+        if (t->thread_id)
+            sop__v_set_dbl(o, "thread_id", (double)t->thread_id);
+        if (t->name[0])
+            sop__v_set(o, "name", sop__bridge_text(t->name));
+        sop__v_set_str(o, "state", t->active ? "active" : "idle");
+        sop__v_set_bool(o, "gil", t->gil);
+        sop_value *fr = sop__v_arr_at(o, "frames");
+        for (size_t k = 0; fr && k < t->nframes; k++)
+            sop__v_push(fr, frame_value(&t->frames[k]));
+        if (t->truncated)
+            sop__v_set_bool(o, "truncated", true);
+        if (t->native) {
+            sop_value *na = sop__v_arr_at(o, "native");
+            for (size_t k = 0; na && k < t->nnative; k++) {
+                const sop_nframe *n = &t->native[k];
+                sop_value *no;
+                if (n->py_index >= 0 && (size_t)n->py_index < t->nframes) {
+                    no = frame_value(&t->frames[n->py_index]);
+                    if (no)
+                        sop__v_set_str(no, "lib", "python");
+                } else {
+                    no = sop__v_obj();
+                    if (no) {
+                        sop__v_set(no, "func", sop__bridge_text(n->func));
+                        sop__v_set(no, "lib", sop__bridge_text(n->lib));
+                    }
+                }
+                sop__v_push(na, no);
+            }
+            sop__v_set_dbl(o, "pause_ms", t->pause_ms);
+        }
+        if (t->native_error[0])
+            sop__v_set(o, "native_error", sop__bridge_text(t->native_error));
+        sop__v_push(arr, o);
+    }
+    return arr;
+}
+
+void sop__bridge_python(sop_value *ev, const struct sop_python *py)
+{
+    if (!py)
+        return;
+    sop_value *p = sop__v_obj_at(ev, "python");
+    if (!p)
+        return;
+    sop__v_set(p, "version", sop__bridge_text(py->version));
+    sop__v_set(p, "executable", sop__bridge_text(py->executable));
+    if (py->libpython[0])
+        sop__v_set(p, "libpython", sop__bridge_text(py->libpython));
+    sop__v_set_int(p, "gil_holder_tid", py->gil_holder_tid);
+    sop_value *gc = sop__v_obj_at(p, "gc");
+    if (gc) {
+        if (py->gc_enabled != SOP_NA)
+            sop__v_set_bool(gc, "enabled", py->gc_enabled != 0);
+        if (py->gc_collecting != SOP_NA)
+            sop__v_set_bool(gc, "collecting", py->gc_collecting != 0);
+        if (py->gc_threshold[0] != SOP_NA) {
+            sop_value *th = sop__v_arr_at(gc, "thresholds");
+            sop_value *ct = sop__v_arr_at(gc, "counts");
+            for (int g = 0; g < 3; g++) {
+                sop__v_push(th, sop__v_num((double)py->gc_threshold[g]));
+                sop__v_push(ct, sop__v_num((double)py->gc_count[g]));
+            }
+        }
+        sop__v_set_int(gc, "frozen", py->gc_frozen);
+    }
+    sop__v_set(p, "threads", sop__bridge_python_threads(py));
+}

@@ -1,0 +1,242 @@
+/* collect.c — one collection: snapshot the target, its threads, children, cgroup and host;
+ * wait out the window; snapshot again and compute rates; add the kernel log, the allocator
+ * and the CPython state; hand the result to the bridge. Depends on the probes' headers. */
+#include <errno.h>
+#include <fcntl.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "bridge/bridge.h"
+#include "engine.h"
+#include "evidence.h"
+#include "python/python.h"
+
+#define KMSG_MAX_AGE_S (7.0 * 24 * 3600)
+
+typedef struct {
+    sop_host host;
+    sop_proc proc;
+    sop_thread_list threads;
+    sop_child_list children;
+    sop_cgroup cgroup;
+} snapshot;
+
+static void snapshot_free(snapshot *s)
+{
+    sop__thread_list_free(&s->threads);
+    sop__child_list_free(&s->children);
+    memset(&s->threads, 0, sizeof s->threads);
+    memset(&s->children, 0, sizeof s->children);
+}
+
+static double wall_now(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+static void sleep_until_ms(double deadline_ms)
+{
+    for (;;) {
+        double left = deadline_ms - sop__now_ms();
+        if (left <= 0)
+            return;
+        struct timespec ts = {(time_t)(left / 1e3), (long)(fmod(left, 1e3) * 1e6)};
+        nanosleep(&ts, NULL);
+    }
+}
+
+/* Returns 0, or the negative errno of the process probe when the target is gone/unreadable. */
+static int take(int proc_root_fd, int pid_fd, int pid, const sop_collect_opts *o, snapshot *s,
+                sop_missing *missing)
+{
+    memset(s, 0, sizeof *s);
+    int rc = sop__proc_collect(pid_fd, pid, &s->proc, missing);
+    if (rc != 0)
+        return rc;
+    sop__threads_collect(pid_fd, &s->threads, missing);
+    if (o->children)
+        sop__children_collect(proc_root_fd, pid, &s->children, missing);
+    sop__cgroup_collect(pid_fd, o->cgroup_root ? o->cgroup_root : "/sys/fs/cgroup", &s->cgroup,
+                        missing);
+    sop__host_collect(&s->host, missing);
+    return 0;
+}
+
+static int64_t effective_cpus(const sop_collection *c)
+{
+    int64_t n = c->host.ncpu;
+    int64_t aff = c->proc.status.cpus_allowed_count;
+    if (aff != SOP_NA && aff > 0 && (n == SOP_NA || aff < n))
+        n = aff;
+    if (c->cgroup.cpuset_count != SOP_NA && c->cgroup.cpuset_count > 0 &&
+        (n == SOP_NA || c->cgroup.cpuset_count < n))
+        n = c->cgroup.cpuset_count;
+    if (!isnan(c->cgroup.quota_cpus) && c->cgroup.quota_cpus > 0) {
+        int64_t q = (int64_t)ceil(c->cgroup.quota_cpus);
+        if (n == SOP_NA || q < n)
+            n = q;
+    }
+    return n;
+}
+
+static sop_value *to_tree(const sop_collection *c, double now)
+{
+    sop_value *ev = sop__v_obj();
+    if (!ev)
+        return NULL;
+    sop__v_set_int(ev, "schema", 1);
+    sop__v_set_int(ev, "pid", c->pid);
+    sop__v_set_dbl(ev, "duration_s", c->duration_s);
+    sop__v_set_dbl(ev, "collected_at", c->collected_at);
+    sop__v_set_bool(ev, "alive", c->alive);
+    sop__bridge_host(ev, &c->host, &c->ooms, now);
+    if (c->alive) {
+        sop__bridge_proc(ev, &c->proc, &c->threads, &c->children, now);
+        sop__bridge_cgroup(ev, &c->cgroup);
+        sop__v_set_int(ev, "effective_cpus", c->effective_cpus);
+        sop__bridge_alloc(ev, &c->alloc);
+        if (c->python)
+            sop__bridge_python(ev, c->python);
+    }
+    sop_value *missing = sop__v_arr_at(ev, "missing");
+    for (size_t i = 0; i < c->missing.n; i++) {
+        sop_value *m = sop__v_obj();
+        sop__v_set_str(m, "probe", c->missing.items[i].probe);
+        sop__v_set(m, "reason", sop__bridge_text(c->missing.items[i].reason));
+        sop__v_push(missing, m);
+    }
+    return ev;
+}
+
+void sop__collection_free(sop_collection *c)
+{
+    sop__thread_list_free(&c->threads);
+    sop__child_list_free(&c->children);
+    sop__python_free(c->python);
+    c->python = NULL;
+    sop__missing_free(&c->missing);
+}
+
+/* The pid is gone: a post-mortem is possible when the kernel log remembers killing it. */
+static int post_mortem(int pid, sop_collection *c, char *err, size_t errlen)
+{
+    sop__host_collect(&c->host, &c->missing);
+    sop__kmsg_collect(&c->ooms, c->host.btime, KMSG_MAX_AGE_S, &c->missing);
+    for (size_t i = 0; i < c->ooms.n; i++)
+        if (c->ooms.items[i].pid == pid)
+            return 0;
+    snprintf(err, errlen, "pid %d: no such process (and no OOM kill of it in the kernel log)",
+             pid);
+    return SOP_ENOTARGET;
+}
+
+int sop__collect(int pid, const sop_collect_opts *o, sop_value **out, char *err, size_t errlen)
+{
+    *out = NULL;
+    double t_start = sop__now_ms();
+    const char *proc_root = o->proc_root ? o->proc_root : "/proc";
+    int root_fd = open(proc_root, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (root_fd < 0) {
+        snprintf(err, errlen, "%s: %s", proc_root, strerror(errno));
+        return SOP_EIO;
+    }
+    char name[32];
+    snprintf(name, sizeof name, "%d", pid);
+    sop_collection c;
+    memset(&c, 0, sizeof c);
+    c.pid = pid;
+    c.alive = true;
+    c.effective_cpus = SOP_NA;
+    int rc = 0;
+    int pid_fd = openat(root_fd, name, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    snapshot a, b;
+    memset(&a, 0, sizeof a);
+    memset(&b, 0, sizeof b);
+    if (pid_fd < 0) {
+        c.alive = false;
+        rc = post_mortem(pid, &c, err, errlen);
+        goto done;
+    }
+    rc = take(root_fd, pid_fd, pid, o, &a, &c.missing);
+    if (rc == -ESRCH || rc == -ENOENT) {
+        c.alive = false;
+        snapshot_free(&a);
+        rc = post_mortem(pid, &c, err, errlen);
+        goto done;
+    }
+    if (rc != 0) {
+        snprintf(err, errlen, "pid %d: %s", pid, strerror(-rc));
+        rc = rc == -EACCES || rc == -EPERM ? SOP_EACCES : SOP_EIO;
+        goto done;
+    }
+    double t0 = sop__now_ms();
+    snapshot *now = &a;
+    c.duration_s = 0;
+    if (o->duration_s > 0) {
+        sleep_until_ms(t0 + o->duration_s * 1e3);
+        sop_missing scratch = {0};
+        int rc2 = take(root_fd, pid_fd, pid, o, &b, &scratch);
+        double secs = (sop__now_ms() - t0) / 1e3;
+        if (rc2 == 0) {
+            /* The second snapshot is the current state; its failures replace the first's. */
+            sop__missing_free(&c.missing);
+            c.missing = scratch;
+            double hz = (double)sysconf(_SC_CLK_TCK);
+            sop__proc_rates(&b.proc, &a.proc, secs, hz);
+            sop__threads_rates(&b.threads, &a.threads, secs, hz);
+            sop__children_rates(&b.children, &a.children, secs, hz);
+            sop__cgroup_rates(&b.cgroup, &a.cgroup, secs);
+            sop__host_rates(&b.host, &a.host, secs);
+            now = &b;
+            c.duration_s = secs;
+        } else {
+            sop__missing_free(&scratch);
+            sop__missing_add(&c.missing, "window",
+                             "the target exited during the %.1f s window; rates not measured",
+                             o->duration_s);
+        }
+    }
+    c.host = now->host;
+    c.proc = now->proc;
+    c.threads = now->threads;
+    c.children = now->children;
+    c.cgroup = now->cgroup;
+    memset(&now->threads, 0, sizeof now->threads);
+    memset(&now->children, 0, sizeof now->children);
+    c.effective_cpus = effective_cpus(&c);
+    sop__alloc_detect(&c.proc, &c.alloc);
+    if (o->kernel_log)
+        sop__kmsg_collect(&c.ooms, c.host.btime, KMSG_MAX_AGE_S, &c.missing);
+    if (o->python) {
+        int prc = sop__python_collect(pid, proc_root, 0, &c.python, &c.missing);
+        if (prc == -ENOEXEC)
+            sop__missing_add(&c.missing, "python", "not a CPython process");
+    }
+    rc = 0;
+done:
+    snapshot_free(&a);
+    snapshot_free(&b);
+    if (pid_fd >= 0)
+        close(pid_fd);
+    close(root_fd);
+    if (rc == 0) {
+        c.collected_at = wall_now();
+        sop_value *tree = to_tree(&c, c.collected_at);
+        if (!tree) {
+            rc = SOP_ENOMEM;
+            snprintf(err, errlen, "out of memory");
+        } else {
+            sop__v_set_dbl(tree, "collect_ms", sop__now_ms() - t_start -
+                                                   (c.duration_s > 0 ? c.duration_s * 1e3 : 0));
+            *out = tree;
+        }
+    }
+    sop__collection_free(&c);
+    return rc;
+}

@@ -1,0 +1,46 @@
+/* engine.h — the insides of the public handles (sop_engine, sop_evidence, sop_report) and the
+ * internal steps the API is made of: collect (engine/collect.c) and render (engine/report.c). */
+#ifndef SOP_ENGINE_H
+#define SOP_ENGINE_H
+
+#include <stdbool.h>
+
+#include "rules.h"
+#include "sop.h"
+#include "value.h"
+
+struct sop_engine {
+    sop_rules *rules;
+    bool loaded;
+    char err[2048];
+};
+
+struct sop_evidence {
+    sop_value *tree; /* the `ev` object of docs/evidence.md */
+};
+
+struct sop_report {
+    sop_value *tree; /* the report object of CONTRACT.md, texts still bilingual */
+    bool problem;    /* a warn or high finding */
+};
+
+/* Set the engine's last error (printf-style) and return `code`. e may be NULL. */
+int sop__fail(sop_engine *e, int code, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+
+/* Gather the evidence tree for pid per opts. Returns 0, SOP_ENOTARGET, SOP_EACCES, SOP_ENOMEM;
+ * err gets the detail. */
+int sop__collect(int pid, const sop_collect_opts *opts, sop_value **out, char *err, size_t errlen);
+
+/* Build the report tree from the rules' verdicts and the evidence (takes ownership of verdicts). */
+sop_value *sop__report_build(sop_value *verdicts, const sop_value *ev, double rules_ms,
+                             bool *problem);
+/* Render a report tree in fmt/lang; malloc'd string or NULL. */
+char *sop__report_render(const sop_value *report, sop_format fmt, const char *lang);
+
+/* The embedded default pack: {name, source} pairs, "rules" first; {NULL, NULL} ends it. */
+extern const sop_rules_module sop__embedded_modules[];
+
+/* Monotonic milliseconds. */
+double sop__now_ms(void);
+
+#endif

@@ -1,0 +1,120 @@
+/* strbuf.c — growable string and the output escaping shared by all formats. Depends on libc. */
+#include "strbuf.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static bool grow(sop_sb *b, size_t extra)
+{
+    if (b->oom)
+        return false;
+    if (b->len + extra + 1 <= b->cap)
+        return true;
+    size_t cap = b->cap ? b->cap : 256;
+    while (cap < b->len + extra + 1)
+        cap *= 2;
+    char *n = realloc(b->s, cap);
+    if (!n) {
+        b->oom = true;
+        return false;
+    }
+    b->s = n;
+    b->cap = cap;
+    return true;
+}
+
+void sop__sb_putn(sop_sb *b, const char *s, size_t n)
+{
+    if (!grow(b, n))
+        return;
+    memcpy(b->s + b->len, s, n);
+    b->len += n;
+    b->s[b->len] = '\0';
+}
+
+void sop__sb_puts(sop_sb *b, const char *s) { sop__sb_putn(b, s, strlen(s)); }
+
+void sop__sb_printf(sop_sb *b, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    char small[256];
+    int n = vsnprintf(small, sizeof small, fmt, ap);
+    va_end(ap);
+    if (n < 0)
+        return;
+    if ((size_t)n < sizeof small) {
+        sop__sb_putn(b, small, (size_t)n);
+        return;
+    }
+    if (!grow(b, (size_t)n))
+        return;
+    va_start(ap, fmt);
+    vsnprintf(b->s + b->len, (size_t)n + 1, fmt, ap);
+    va_end(ap);
+    b->len += (size_t)n;
+}
+
+void sop__sb_put_escaped(sop_sb *b, const char *s, bool md_cell)
+{
+    const unsigned char *p = (const unsigned char *)s;
+    while (*p) {
+        const unsigned char *run = p;
+        while (*p >= 0x20 && *p != 0x7f && !(p[0] == 0xc2 && p[1] >= 0x80 && p[1] <= 0x9f) &&
+               !(md_cell && *p == '|'))
+            p++;
+        sop__sb_putn(b, (const char *)run, (size_t)(p - run));
+        if (!*p)
+            break;
+        if (*p == '|') {
+            sop__sb_puts(b, "\\|");
+            p++;
+        } else if (*p == 0xc2) {
+            sop__sb_printf(b, "\\u%04x", p[1]);
+            p += 2;
+        } else {
+            sop__sb_printf(b, "\\x%02x", *p);
+            p++;
+        }
+    }
+}
+
+char *sop__sb_take(sop_sb *b)
+{
+    char *s = b->oom ? NULL : b->s;
+    if (b->oom)
+        free(b->s);
+    if (s == NULL && !b->oom) {
+        s = malloc(1);
+        if (s)
+            s[0] = '\0';
+    }
+    b->s = NULL;
+    b->len = b->cap = 0;
+    b->oom = false;
+    return s;
+}
+
+char *sop__json_escape_controls(const char *json)
+{
+    sop_sb b = {0};
+    const unsigned char *p = (const unsigned char *)json;
+    while (*p) {
+        const unsigned char *run = p;
+        while (*p && *p != 0x7f && !(p[0] == 0xc2 && p[1] >= 0x80 && p[1] <= 0x9f))
+            p++;
+        sop__sb_putn(&b, (const char *)run, (size_t)(p - run));
+        if (!*p)
+            break;
+        if (*p == 0x7f) {
+            sop__sb_puts(&b, "\\u007f");
+            p++;
+        } else {
+            sop__sb_printf(&b, "\\u%04x", p[1]);
+            p += 2;
+        }
+    }
+    return sop__sb_take(&b);
+}

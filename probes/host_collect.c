@@ -1,0 +1,57 @@
+/* host_collect.c — the whole host picture in one call: online CPUs (sysconf), libproc2's
+ * counters, loadavg and PSI. Every part that fails goes to `missing`; the rest is kept.
+ * Depends on probes/host.h and the host_*.c readers. */
+#include "host.h"
+
+#include <fcntl.h>
+#include <math.h>
+#include <string.h>
+#include <unistd.h>
+
+void sop__host_init(sop_host *out)
+{
+    memset(out, 0, sizeof *out);
+    out->ncpu = SOP_NA;
+    out->mem_total_kb = out->mem_free_kb = out->mem_available_kb = out->cached_kb = SOP_NA;
+    out->dirty_kb = out->writeback_kb = out->swap_total_kb = out->swap_free_kb = SOP_NA;
+    out->shmem_kb = out->mlocked_kb = out->hugepages_total = out->hugepages_free = SOP_NA;
+    out->load1 = out->load5 = out->load15 = NAN;
+    out->procs_running = out->procs_blocked = SOP_NA;
+    out->cpu_user = out->cpu_nice = out->cpu_system = out->cpu_idle = SOP_NA;
+    out->cpu_iowait = out->cpu_irq = out->cpu_softirq = out->cpu_steal = SOP_NA;
+    out->cpu_user_pct = out->cpu_system_pct = out->cpu_iowait_pct = NAN;
+    out->cpu_idle_pct = out->cpu_steal_pct = NAN;
+    out->pswpin = out->pswpout = out->pgfault = out->pgmajfault = SOP_NA;
+    out->swap_in_per_s = out->swap_out_per_s = out->pgmajfault_per_s = NAN;
+    sop_psi none = {{NAN, NAN, NAN, SOP_NA, false}, {NAN, NAN, NAN, SOP_NA, false}, false};
+    out->psi_cpu = out->psi_memory = out->psi_io = none;
+    out->ndisks = 0;
+    out->btime = NAN;
+}
+
+bool sop__disk_name_wanted(const char *name)
+{
+    /* loop and ram devices are whole "disks" to the kernel but never where a job's IO goes
+     * in a way worth a row; dm-, md, nvme, sd, vd, xvd, zram are kept. */
+    return strncmp(name, "loop", 4) != 0 && strncmp(name, "ram", 3) != 0 && name[0] != '\0';
+}
+
+int sop__host_collect(sop_host *out, sop_missing *missing)
+{
+    sop__host_init(out);
+    long n = sysconf(_SC_NPROCESSORS_ONLN);
+    if (n > 0)
+        out->ncpu = n;
+    else
+        sop__missing_add(missing, "host.ncpu", "sysconf(_SC_NPROCESSORS_ONLN) failed");
+    sop__host_libproc2(out, missing);
+    int proc = open("/proc", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (proc < 0) {
+        sop__missing_add(missing, "host", "cannot open /proc");
+        return 0;
+    }
+    sop__host_read_loadavg(proc, out, missing);
+    sop__host_read_psi(proc, out, missing);
+    close(proc);
+    return 0;
+}

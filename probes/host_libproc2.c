@@ -1,0 +1,191 @@
+/* host_libproc2.c — the host counters libproc2 (procps-ng 4) reads for us: /proc/meminfo,
+ * /proc/vmstat, /proc/stat (cpu jiffies, procs_running/blocked, btime) and /proc/diskstats.
+ * The only file that includes libproc2 headers. Depends on libproc2 and probes/host.h. */
+#include "host.h"
+
+#include <errno.h>
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+#include <libproc2/diskstats.h>
+#include <libproc2/meminfo.h>
+#include <libproc2/stat.h>
+#include <libproc2/vmstat.h>
+
+/* libproc2 hands back unsigned longs; a counter that does not fit int64 is not a counter. */
+static int64_t u2i(unsigned long long v)
+{
+    return v > (unsigned long long)INT64_MAX ? SOP_NA : (int64_t)v;
+}
+
+/* Each reader makes its own context and drops it: a context keeps an open fd and its
+ * "re-read only when older than 1 s" caching (meminfo_get) would make a second sample of a
+ * short window stale. procps_*_select always re-reads, so we use it. */
+
+static int read_meminfo(sop_host *out, sop_missing *missing)
+{
+    struct meminfo_info *info = NULL;
+    int rc = procps_meminfo_new(&info);
+    if (rc < 0) {
+        sop__missing_add(missing, "host.meminfo", "libproc2 meminfo: %s", strerror(-rc));
+        return rc;
+    }
+    enum meminfo_item items[] = {
+        MEMINFO_MEM_TOTAL,  MEMINFO_MEM_FREE,      MEMINFO_MEM_AVAILABLE,  MEMINFO_MEM_CACHED,
+        MEMINFO_MEM_DIRTY,  MEMINFO_MEM_WRITEBACK, MEMINFO_SWAP_TOTAL,     MEMINFO_SWAP_FREE,
+        MEMINFO_MEM_SHARED, MEMINFO_MEM_LOCKED,    MEMINFO_MEM_HUGE_TOTAL, MEMINFO_MEM_HUGE_FREE,
+    };
+    int n = (int)(sizeof items / sizeof items[0]);
+    struct meminfo_stack *st = procps_meminfo_select(info, items, n);
+    if (!st) {
+        rc = errno ? -errno : -EIO;
+        sop__missing_add(missing, "host.meminfo", "libproc2 meminfo select failed");
+        procps_meminfo_unref(&info);
+        return rc;
+    }
+#define MV(i) u2i(MEMINFO_VAL(i, ul_int, st, info))
+    out->mem_total_kb = MV(0);
+    out->mem_free_kb = MV(1);
+    out->mem_available_kb = MV(2);
+    out->cached_kb = MV(3);
+    out->dirty_kb = MV(4);
+    out->writeback_kb = MV(5);
+    out->swap_total_kb = MV(6);
+    out->swap_free_kb = MV(7);
+    out->shmem_kb = MV(8);
+    out->mlocked_kb = MV(9);
+    out->hugepages_total = MV(10);
+    out->hugepages_free = MV(11);
+#undef MV
+    if (out->mem_total_kb == 0) { /* a zero MemTotal means the file was not what we think */
+        sop__missing_add(missing, "host.meminfo", "MemTotal reads 0");
+        out->mem_total_kb = SOP_NA;
+    }
+    procps_meminfo_unref(&info);
+    return 0;
+}
+
+static int read_vmstat(sop_host *out, sop_missing *missing)
+{
+    struct vmstat_info *info = NULL;
+    int rc = procps_vmstat_new(&info);
+    if (rc < 0) {
+        sop__missing_add(missing, "host.vmstat", "libproc2 vmstat: %s", strerror(-rc));
+        return rc;
+    }
+    enum vmstat_item items[] = {VMSTAT_PSWPIN, VMSTAT_PSWPOUT, VMSTAT_PGFAULT, VMSTAT_PGMAJFAULT};
+    struct vmstat_stack *st = procps_vmstat_select(info, items, 4);
+    if (!st) {
+        sop__missing_add(missing, "host.vmstat", "libproc2 vmstat select failed");
+        procps_vmstat_unref(&info);
+        return -EIO;
+    }
+    out->pswpin = u2i(VMSTAT_VAL(0, ul_int, st, info));
+    out->pswpout = u2i(VMSTAT_VAL(1, ul_int, st, info));
+    out->pgfault = u2i(VMSTAT_VAL(2, ul_int, st, info));
+    out->pgmajfault = u2i(VMSTAT_VAL(3, ul_int, st, info));
+    procps_vmstat_unref(&info);
+    return 0;
+}
+
+static int read_stat(sop_host *out, sop_missing *missing)
+{
+    struct stat_info *info = NULL;
+    int rc = procps_stat_new(&info);
+    if (rc < 0) {
+        sop__missing_add(missing, "host.stat", "libproc2 stat: %s", strerror(-rc));
+        return rc;
+    }
+    enum stat_item items[] = {
+        STAT_TIC_USER,         STAT_TIC_NICE,         STAT_TIC_SYSTEM,       STAT_TIC_IDLE,
+        STAT_TIC_IOWAIT,       STAT_TIC_IRQ,          STAT_TIC_SOFTIRQ,      STAT_TIC_STOLEN,
+        STAT_SYS_PROC_RUNNING, STAT_SYS_PROC_BLOCKED, STAT_SYS_TIME_OF_BOOT,
+    };
+    struct stat_stack *st = procps_stat_select(info, items, (int)(sizeof items / sizeof items[0]));
+    if (!st) {
+        sop__missing_add(missing, "host.stat", "libproc2 stat select failed");
+        procps_stat_unref(&info);
+        return -EIO;
+    }
+#define SV(i) u2i(STAT_VAL(i, ull_int, st, info))
+    out->cpu_user = SV(0);
+    out->cpu_nice = SV(1);
+    out->cpu_system = SV(2);
+    out->cpu_idle = SV(3);
+    out->cpu_iowait = SV(4);
+    out->cpu_irq = SV(5);
+    out->cpu_softirq = SV(6);
+    out->cpu_steal = SV(7);
+#undef SV
+    out->procs_running = u2i(STAT_VAL(8, ul_int, st, info));
+    out->procs_blocked = u2i(STAT_VAL(9, ul_int, st, info));
+    unsigned long btime = STAT_VAL(10, ul_int, st, info);
+    if (btime > 0)
+        out->btime = (double)btime;
+    else
+        sop__missing_add(missing, "host.stat", "no btime in /proc/stat");
+    procps_stat_unref(&info);
+    return 0;
+}
+
+static int read_diskstats(sop_host *out, sop_missing *missing)
+{
+    struct diskstats_info *info = NULL;
+    int rc = procps_diskstats_new(&info);
+    if (rc < 0) {
+        sop__missing_add(missing, "host.diskstats", "libproc2 diskstats: %s", strerror(-rc));
+        return rc;
+    }
+    enum diskstats_item items[] = {
+        DISKSTATS_NAME,      DISKSTATS_TYPE,         DISKSTATS_READS,
+        DISKSTATS_WRITES,    DISKSTATS_READ_SECTORS, DISKSTATS_WRITE_SECTORS,
+        DISKSTATS_READ_TIME, DISKSTATS_WRITE_TIME,   DISKSTATS_IO_TIME,
+    };
+    struct diskstats_reaped *r =
+        procps_diskstats_reap(info, items, (int)(sizeof items / sizeof items[0]));
+    if (!r) {
+        sop__missing_add(missing, "host.diskstats", "libproc2 diskstats reap failed");
+        procps_diskstats_unref(&info);
+        return -EIO;
+    }
+    out->ndisks = 0;
+    for (int i = 0; i < r->total && out->ndisks < SOP_DISKS_MAX; i++) {
+        struct diskstats_stack *st = r->stacks[i];
+        const char *name = DISKSTATS_VAL(0, str, st, info);
+        /* DISKSTATS_TYPE_DISK: libproc2 found /sys/block/NAME, i.e. not a partition */
+        if (!name || DISKSTATS_VAL(1, s_int, st, info) != DISKSTATS_TYPE_DISK ||
+            !sop__disk_name_wanted(name))
+            continue;
+        if (DISKSTATS_VAL(2, ul_int, st, info) == 0 && DISKSTATS_VAL(3, ul_int, st, info) == 0)
+            continue; /* never read nor written since boot (an unused zram, a cd drive) */
+        sop_disk *d = &out->disks[out->ndisks++];
+        memset(d, 0, sizeof *d);
+        d->util_pct = d->r_await_ms = d->w_await_ms = d->read_kb_per_s = d->write_kb_per_s =
+            d->reads_per_s = d->writes_per_s = NAN;
+        snprintf(d->name, sizeof d->name, "%s", name);
+        d->reads = u2i(DISKSTATS_VAL(2, ul_int, st, info));
+        d->writes = u2i(DISKSTATS_VAL(3, ul_int, st, info));
+        d->read_sectors = u2i(DISKSTATS_VAL(4, ul_int, st, info));
+        d->write_sectors = u2i(DISKSTATS_VAL(5, ul_int, st, info));
+        d->read_ms = u2i(DISKSTATS_VAL(6, ul_int, st, info));
+        d->write_ms = u2i(DISKSTATS_VAL(7, ul_int, st, info));
+        d->io_ms = u2i(DISKSTATS_VAL(8, ul_int, st, info));
+    }
+    procps_diskstats_unref(&info);
+    return 0;
+}
+
+int sop__host_libproc2(sop_host *out, sop_missing *missing)
+{
+    int rc = 0, r;
+    if ((r = read_meminfo(out, missing)) < 0)
+        rc = r;
+    if ((r = read_vmstat(out, missing)) < 0)
+        rc = r;
+    if ((r = read_stat(out, missing)) < 0)
+        rc = r;
+    if ((r = read_diskstats(out, missing)) < 0)
+        rc = r;
+    return rc;
+}

@@ -1,0 +1,122 @@
+/* kmsg.c — reads the kernel log for OOM kills, bounded: /dev/kmsg opened non-blocking and
+ * read one record per read(2) until EAGAIN (at most 4 MiB, only records newer than max_age_s);
+ * when /dev/kmsg cannot be opened, syslog(2) SYSLOG_ACTION_READ_ALL ("[ 1234.567890]" stamps).
+ * The lines are parsed by probes/kmsg_parse.c. Depends on libc, kmsg.h, missing.h. */
+#include "kmsg.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/klog.h>
+#include <time.h>
+#include <unistd.h>
+
+#define KMSG_MAX_BYTES (4u << 20)
+#define KMSG_RECORD_MAX 8192 /* a read(2) buffer smaller than a record gets EINVAL */
+#define SYSLOG_ACTION_READ_ALL 3
+#define SYSLOG_ACTION_SIZE_BUFFER 10
+
+/* Seconds since boot on the clock printk stamps with (local_clock ~ CLOCK_MONOTONIC). */
+static double uptime_now(void)
+{
+    struct timespec ts;
+    if (clock_gettime(CLOCK_MONOTONIC, &ts) < 0)
+        return NAN;
+    return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+static int read_dev_kmsg(sop_oom_list *out, double min_up, sop_missing *missing)
+{
+    int fd = open("/dev/kmsg", O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+    if (fd < 0)
+        return -errno;
+    char *buf = malloc(KMSG_RECORD_MAX);
+    if (!buf) {
+        close(fd);
+        return -ENOMEM;
+    }
+    size_t total = 0;
+    int lost = 0;
+    /* bounded by bytes and by a record count (each read returns one record) */
+    for (unsigned i = 0; i < (1u << 20) && total < KMSG_MAX_BYTES; i++) {
+        ssize_t n = read(fd, buf, KMSG_RECORD_MAX - 1);
+        if (n < 0) {
+            if (errno == EINTR)
+                continue;
+            if (errno == EPIPE) { /* overwritten while we read: skip ahead */
+                lost = 1;
+                continue;
+            }
+            break; /* EAGAIN: we are at the end; anything else: stop */
+        }
+        if (n == 0)
+            break;
+        total += (size_t)n;
+        buf[n] = '\0';
+        char *nl = memchr(buf, '\n', (size_t)n); /* the dictionary lines after it are skipped */
+        sop__kmsg_feed_line(out, buf, nl ? (size_t)(nl - buf) : (size_t)n, min_up);
+    }
+    if (total >= KMSG_MAX_BYTES)
+        sop__missing_add(missing, "kmsg", "kernel log read stopped at %u bytes",
+                         (unsigned)KMSG_MAX_BYTES);
+    if (lost)
+        sop__missing_add(missing, "kmsg", "some kernel log records were overwritten while read");
+    free(buf);
+    close(fd);
+    return 0;
+}
+
+static int read_klogctl(sop_oom_list *out, double min_up)
+{
+    int size = klogctl(SYSLOG_ACTION_SIZE_BUFFER, NULL, 0);
+    if (size <= 0)
+        return size < 0 ? -errno : -ENODATA;
+    if ((unsigned)size > KMSG_MAX_BYTES)
+        size = (int)KMSG_MAX_BYTES;
+    char *buf = malloc((size_t)size + 1);
+    if (!buf)
+        return -ENOMEM;
+    int n = klogctl(SYSLOG_ACTION_READ_ALL, buf, size);
+    if (n < 0) {
+        int e = -errno;
+        free(buf);
+        return e;
+    }
+    buf[n] = '\0';
+    const char *line = buf;
+    for (int i = 0; i < (1 << 20) && line && *line; i++) {
+        const char *eol = strchr(line, '\n');
+        size_t len = eol ? (size_t)(eol - line) : strlen(line);
+        sop__kmsg_feed_line(out, line, len, min_up);
+        line = eol ? eol + 1 : NULL;
+    }
+    free(buf);
+    return 0;
+}
+
+int sop__kmsg_collect(sop_oom_list *out, double btime, double max_age_s, sop_missing *missing)
+{
+    sop__oom_list_init(out, btime);
+    double min_up = -INFINITY;
+    if (max_age_s > 0 && isfinite(max_age_s)) {
+        double now = uptime_now();
+        if (isfinite(now))
+            min_up = now - max_age_s;
+    }
+    int rc = read_dev_kmsg(out, min_up, missing);
+    if (rc < 0) {
+        int rc2 = read_klogctl(out, min_up);
+        if (rc2 < 0) {
+            sop__missing_add(
+                missing, "kmsg", "cannot read the kernel log: /dev/kmsg: %s; syslog(2): %s%s",
+                strerror(-rc), strerror(-rc2),
+                rc2 == -EPERM ? " (needs CAP_SYSLOG, or kernel.dmesg_restrict=0)" : "");
+            return rc2;
+        }
+    }
+    sop__kmsg_flush(out);
+    out->read_ok = true;
+    return 0;
+}

@@ -1,0 +1,237 @@
+/* proc_children.c — every descendant of a process, breadth first, from
+ * /proc/PID/task/TID/children (children of any thread count), bounded by SOP_CHILDREN_MAX and
+ * depth 4; each with its stat, status, smaps_rollup, io, cmdline and allow-listed environ.
+ * Kernels without CONFIG_PROC_CHILDREN fall back to one scan of the ppids under /proc.
+ * Depends on the proc_*.c parsers, proc_dir.c, procfs.c. */
+#include <errno.h>
+#include <fcntl.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "proc.h"
+
+#define CHILDREN_DEPTH_MAX 4
+#define CHILD_ENVIRON_MAX_BYTES (256u << 10)
+#define PROC_SCAN_MAX (1u << 20)
+/* the queue holds the target, SOP_CHILDREN_MAX descendants and one more to tell "too many" */
+#define QUEUE_MAX (SOP_CHILDREN_MAX + 2)
+
+void sop__child_list_free(sop_child_list *l)
+{
+    if (!l)
+        return;
+    free(l->items);
+    l->items = NULL;
+    l->n = 0;
+}
+
+typedef struct {
+    int pid, ppid, depth;
+} node;
+
+typedef struct {
+    node *v;
+    size_t n, cap;
+} node_list;
+
+static bool has_pid(const node_list *l, int pid)
+{
+    for (size_t i = 0; i < l->n; i++)
+        if (l->v[i].pid == pid)
+            return true;
+    return false;
+}
+
+static int push(node_list *l, int pid, int ppid, int depth)
+{
+    if (l->n == l->cap) {
+        size_t ncap = l->cap ? l->cap * 2 : 16;
+        node *nv = realloc(l->v, ncap * sizeof *nv);
+        if (!nv)
+            return -ENOMEM;
+        l->v = nv;
+        l->cap = ncap;
+    }
+    l->v[l->n++] = (node){pid, ppid, depth};
+    return 0;
+}
+
+/* Add the pids listed in a "children" file ("12 34 \n") to the queue. */
+static void add_listed(node_list *q, const char *text, int ppid, int depth, int target)
+{
+    const char *p = text;
+    while (q->n < QUEUE_MAX) {
+        int64_t v = sop__parse_i64(&p);
+        if (v == SOP_NA || (*p != ' ' && *p != '\n'))
+            break; /* end, or a number cut off at the buffer's end */
+        if (v > 0 && v <= INT32_MAX && v != target && !has_pid(q, (int)v))
+            push(q, (int)v, ppid, depth);
+    }
+}
+
+/* Children of `pid` via its threads' children files. Returns 0, -ENOENT when the kernel has
+ * no children files, or another -errno. */
+static int expand(int rootfd, int pid, int depth, node_list *q, int target)
+{
+    char path[64], buf[8192];
+    snprintf(path, sizeof path, "%d/task", pid);
+    int *tids = NULL;
+    long nt = sop__list_numeric_at(rootfd, path, &tids, SOP_THREADS_MAX);
+    if (nt < 0)
+        return nt == -ENOENT ? -ESRCH : (int)nt; /* the process itself is gone */
+    int rc = 0;
+    for (long i = 0; i < nt && q->n < QUEUE_MAX; i++) {
+        snprintf(path, sizeof path, "%d/task/%d/children", pid, tids[i]);
+        long n = sop__read_small_at(rootfd, path, buf, sizeof buf);
+        if (n == -ENOENT && i == 0 && tids[i] == pid) {
+            rc = -ENOENT; /* main thread present but no children file: no CONFIG_PROC_CHILDREN */
+            break;
+        }
+        if (n > 0)
+            add_listed(q, buf, pid, depth, target);
+    }
+    free(tids);
+    return rc;
+}
+
+/* Fallback: one pass over /proc/[pid]/stat for the ppids, then the same breadth-first walk. */
+static int scan_ppids(int rootfd, int target, node_list *q)
+{
+    int *pids = NULL;
+    long np = sop__list_numeric_at(rootfd, ".", &pids, PROC_SCAN_MAX);
+    if (np < 0)
+        return (int)np;
+    int *ppids = malloc((size_t)(np ? np : 1) * sizeof *ppids);
+    if (!ppids) {
+        free(pids);
+        return -ENOMEM;
+    }
+    char path[32], buf[1024];
+    for (long i = 0; i < np; i++) {
+        ppids[i] = -1;
+        snprintf(path, sizeof path, "%d/stat", pids[i]);
+        sop_stat st;
+        if (sop__read_small_at(rootfd, path, buf, sizeof buf) > 0 && sop__parse_stat(buf, &st) == 0)
+            ppids[i] = st.ppid;
+    }
+    for (size_t head = 0; head < q->n; head++) {
+        node cur = q->v[head];
+        if (cur.depth >= CHILDREN_DEPTH_MAX)
+            continue;
+        for (long i = 0; i < np && q->n < QUEUE_MAX; i++)
+            if (ppids[i] == cur.pid && pids[i] != target && !has_pid(q, pids[i]))
+                push(q, pids[i], cur.pid, cur.depth + 1);
+    }
+    free(ppids);
+    free(pids);
+    return 0;
+}
+
+static void child_miss(sop_missing *m, const char *file, long rc)
+{
+    if (rc == -ENOENT || rc == -ESRCH)
+        return; /* exited while we read: the stat check decides */
+    sop__missing_add(m, "children", "%s: %s", file, rc < 0 ? strerror((int)-rc) : "empty");
+}
+
+/* Read one descendant; returns false when it is gone. */
+static bool read_child(int rootfd, const node *nd, sop_child *c, sop_missing *m)
+{
+    memset(c, 0, sizeof *c);
+    c->pid = nd->pid;
+    c->ppid = nd->ppid;
+    c->depth = nd->depth;
+    c->cpu_pct = c->read_bytes_per_s = c->rchar_per_s = NAN;
+    sop__parse_stat(NULL, &c->stat);
+    sop__parse_status(NULL, &c->status);
+    sop__parse_smaps_rollup(NULL, &c->smaps);
+    sop__parse_io(NULL, &c->io);
+
+    char path[24];
+    snprintf(path, sizeof path, "%d", nd->pid);
+    int dfd = openat(rootfd, path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (dfd < 0)
+        return false;
+    char buf[8192];
+    long n = sop__read_small_at(dfd, "stat", buf, sizeof buf);
+    if (n <= 0 || sop__parse_stat(buf, &c->stat) != 0) {
+        close(dfd);
+        return false;
+    }
+    n = sop__read_small_at(dfd, "status", buf, sizeof buf);
+    if (n <= 0 || sop__parse_status(buf, &c->status) != 0)
+        child_miss(m, "status", n);
+    n = sop__read_small_at(dfd, "smaps_rollup", buf, sizeof buf);
+    if (n > 0 && sop__parse_smaps_rollup(buf, &c->smaps) == 0)
+        c->have_smaps = true;
+    else if (c->stat.state != 'Z')
+        child_miss(m, "smaps_rollup", n);
+    n = sop__read_small_at(dfd, "io", buf, sizeof buf);
+    if (n <= 0 || sop__parse_io(buf, &c->io) != 0)
+        child_miss(m, "io", n);
+    n = sop__read_small_at(dfd, "cmdline", buf, sizeof buf);
+    if (n >= 0)
+        sop__parse_cmdline(buf, (size_t)n, c->cmdline, sizeof c->cmdline);
+    else
+        child_miss(m, "cmdline", n);
+    char *env = NULL;
+    size_t elen = 0;
+    int rc = sop__read_file_at(dfd, "environ", CHILD_ENVIRON_MAX_BYTES, &env, &elen);
+    if (rc == 0)
+        sop__parse_environ(env, elen, &c->env);
+    else
+        child_miss(m, "environ", rc);
+    free(env);
+    close(dfd);
+    return true;
+}
+
+int sop__children_collect(int proc_root_fd, int pid, sop_child_list *out, sop_missing *missing)
+{
+    out->items = NULL;
+    out->n = 0;
+    node_list q = {0};
+    if (push(&q, pid, 0, 0) != 0)
+        return -ENOMEM;
+    int rc = 0;
+    for (size_t head = 0; head < q.n && q.n < QUEUE_MAX; head++) {
+        node cur = q.v[head];
+        if (cur.depth >= CHILDREN_DEPTH_MAX)
+            continue;
+        int e = expand(proc_root_fd, cur.pid, cur.depth + 1, &q, pid);
+        if (e == -ENOENT) { /* no children files on this kernel */
+            q.n = 1;
+            e = scan_ppids(proc_root_fd, pid, &q);
+            if (e < 0)
+                sop__missing_add(missing, "children", "scan of /proc: %s", strerror(-e));
+            break;
+        }
+        if (head == 0 && e < 0) {
+            rc = e; /* the target itself */
+            if (e != -ESRCH)
+                sop__missing_add(missing, "children", "task: %s", strerror(-e));
+            break;
+        }
+    }
+    if (q.n - 1 > SOP_CHILDREN_MAX)
+        sop__missing_add(missing, "children", "more than %d descendants: the rest not read",
+                         SOP_CHILDREN_MAX);
+    size_t want = q.n - 1 < SOP_CHILDREN_MAX ? q.n - 1 : SOP_CHILDREN_MAX;
+    if (want > 0) {
+        out->items = malloc(want * sizeof *out->items);
+        if (!out->items) {
+            free(q.v);
+            return -ENOMEM;
+        }
+    }
+    for (size_t i = 1; i <= want; i++)
+        if (read_child(proc_root_fd, &q.v[i], &out->items[out->n], missing))
+            out->n++;
+    free(q.v);
+    if (out->n == 0)
+        sop__child_list_free(out);
+    return rc;
+}

@@ -1,0 +1,212 @@
+/* proc_collect.c — everything about one process from its /proc/PID directory fd: stat, status,
+ * smaps_rollup, io, limits, schedstat, environ, cmdline, maps, fd count, exe. Each file is
+ * read once (small ones into stack buffers); a failed read goes to `missing` and collection
+ * goes on. Depends on the proc_*.c parsers and procfs.c. */
+#include <errno.h>
+#include <fcntl.h>
+#include <math.h>
+#include <stdatomic.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "proc.h"
+
+#define ENVIRON_MAX_BYTES (1u << 20)
+#define MAPS_MAX_BYTES (16u << 20)
+
+static bool gone(int rc) { return rc == -ENOENT || rc == -ESRCH; }
+
+double sop__proc_ticks_per_s(void)
+{
+    long t = sysconf(_SC_CLK_TCK);
+    return t > 0 ? (double)t : 100.0;
+}
+
+double sop__proc_btime_s(void)
+{
+    static _Atomic long long cached = -1; /* btime never changes while the system runs */
+    long long b = atomic_load(&cached);
+    if (b >= 0)
+        return (double)b;
+    char *text = NULL;
+    if (sop__read_file_at(AT_FDCWD, "/proc/stat", 4u << 20, &text, NULL) != 0)
+        return NAN;
+    const char *at = strstr(text, "\nbtime ");
+    int64_t v = SOP_NA;
+    if (at) {
+        const char *p = at + 7;
+        v = sop__parse_i64(&p);
+    }
+    free(text);
+    if (v == SOP_NA || v < 0)
+        return NAN;
+    atomic_store(&cached, (long long)v);
+    return (double)v;
+}
+
+static void proc_init(sop_proc *p, int pid)
+{
+    memset(p, 0, sizeof *p);
+    p->pid = pid;
+    /* the parsers set every field to "not measured" before looking at their text */
+    sop__parse_stat(NULL, &p->stat);
+    sop__parse_status(NULL, &p->status);
+    sop__parse_smaps_rollup(NULL, &p->smaps);
+    sop__parse_io(NULL, &p->io);
+    sop__parse_limits(NULL, &p->limits);
+    sop__parse_schedstat(NULL, &p->sched);
+    p->fds = SOP_NA;
+    p->start_time_s = NAN;
+    sop_proc_rates *r = &p->rate;
+    r->cpu_pct = r->majflt_per_s = r->rss_growth_kb_per_s = NAN;
+    r->rchar_per_s = r->wchar_per_s = r->syscr_per_s = r->syscw_per_s = NAN;
+    r->read_bytes_per_s = r->write_bytes_per_s = NAN;
+    r->mean_read_bytes = r->mean_write_bytes = r->sched_wait_ms_per_s = NAN;
+}
+
+static void miss(sop_missing *m, const char *file, int rc)
+{
+    if (rc == -ENODATA)
+        sop__missing_add(m, "proc", "%s: empty or unparsable", file);
+    else
+        sop__missing_add(m, "proc", "%s: %s", file, strerror(-rc));
+}
+
+/* Read a small file into the stack buffer buf; *len gets its length. Returns 0 or -errno. */
+static int small(int dirfd, const char *file, char *buf, size_t cap, long *len)
+{
+    long n = sop__read_small_at(dirfd, file, buf, cap);
+    *len = n;
+    return n < 0 ? (int)n : 0;
+}
+
+int sop__proc_collect(int proc_dirfd, int pid, sop_proc *out, sop_missing *missing)
+{
+    proc_init(out, pid);
+    char buf[8192];
+    long len = 0;
+    int ok = 0; /* files read */
+
+    /* stat first: it tells whether the process is still there */
+    int rc = small(proc_dirfd, "stat", buf, sizeof buf, &len);
+    if (gone(rc))
+        return rc;
+    if (rc == 0 && len == 0)
+        return -ESRCH; /* an exited task's files read empty */
+    if (rc == 0)
+        rc = sop__parse_stat(buf, &out->stat);
+    if (rc == 0) {
+        out->have_stat = true;
+        ok++;
+        if (out->pid <= 0)
+            out->pid = out->stat.pid;
+        double btime = sop__proc_btime_s();
+        if (out->stat.starttime_ticks != SOP_NA && !isnan(btime))
+            out->start_time_s = btime + (double)out->stat.starttime_ticks / sop__proc_ticks_per_s();
+    } else {
+        miss(missing, "stat", rc);
+    }
+
+    rc = small(proc_dirfd, "status", buf, sizeof buf, &len);
+    if (rc == 0)
+        rc = sop__parse_status(buf, &out->status);
+    if (rc == 0) {
+        out->have_status = true;
+        ok++;
+    } else {
+        miss(missing, "status", rc);
+    }
+
+    rc = small(proc_dirfd, "smaps_rollup", buf, sizeof buf, &len);
+    if (rc == 0)
+        rc = sop__parse_smaps_rollup(buf, &out->smaps);
+    if (rc == 0) {
+        out->have_smaps = true;
+        ok++;
+    } else {
+        miss(missing, "smaps_rollup", rc);
+    }
+
+    rc = small(proc_dirfd, "io", buf, sizeof buf, &len);
+    if (rc == 0)
+        rc = sop__parse_io(buf, &out->io);
+    if (rc == 0) {
+        out->have_io = true;
+        ok++;
+    } else {
+        miss(missing, "io", rc);
+    }
+
+    rc = small(proc_dirfd, "limits", buf, sizeof buf, &len);
+    if (rc == 0)
+        rc = sop__parse_limits(buf, &out->limits);
+    if (rc == 0) {
+        out->have_limits = true;
+        ok++;
+    } else {
+        miss(missing, "limits", rc);
+    }
+
+    rc = small(proc_dirfd, "schedstat", buf, sizeof buf, &len);
+    if (rc == 0)
+        rc = sop__parse_schedstat(buf, &out->sched);
+    if (rc == 0) {
+        out->have_sched = true;
+        ok++;
+    } else {
+        miss(missing, "schedstat", rc);
+    }
+
+    rc = small(proc_dirfd, "cmdline", buf, sizeof buf, &len);
+    if (rc == 0) {
+        ok++;
+        sop__parse_cmdline(buf, (size_t)len, out->cmdline, sizeof out->cmdline); /* "" allowed */
+    } else {
+        miss(missing, "cmdline", rc);
+    }
+
+    char *big = NULL;
+    size_t blen = 0;
+    rc = sop__read_file_at(proc_dirfd, "environ", ENVIRON_MAX_BYTES, &big, &blen);
+    if (rc == 0)
+        rc = sop__parse_environ(big, blen, &out->env);
+    free(big);
+    if (rc == 0) {
+        out->have_env = true;
+        ok++;
+    } else {
+        miss(missing, "environ", rc);
+    }
+
+    rc = sop__read_file_at(proc_dirfd, "maps", MAPS_MAX_BYTES, &big, &blen);
+    if (rc == 0)
+        rc = sop__parse_maps(big, &out->libs);
+    free(big);
+    if (rc == 0) {
+        out->have_maps = true;
+        ok++;
+    } else {
+        miss(missing, "maps", rc);
+    }
+
+    int64_t fds = sop__proc_count_fds(proc_dirfd);
+    if (fds >= 0) {
+        out->fds = fds;
+        ok++;
+    } else {
+        miss(missing, "fd", (int)fds);
+    }
+
+    ssize_t n = readlinkat(proc_dirfd, "exe", out->exe, sizeof out->exe - 1);
+    if (n >= 0) {
+        out->exe[n] = '\0';
+        ok++;
+    } else {
+        out->exe[0] = '\0';
+        if (errno != ENOENT || out->cmdline[0]) /* kernel threads have no exe */
+            miss(missing, "exe", -errno);
+    }
+
+    return ok ? 0 : -EACCES;
+}

@@ -1,0 +1,343 @@
+/* native.c — native stacks with libunwind-ptrace (this file is its only home): interrupt one
+ * thread at a time (PTRACE_SEIZE + PTRACE_INTERRUPT), unwind reading memory with
+ * process_vm_readv, detach on every path, then name frames from the objects' ELF symbols
+ * (elf.c); and the merge of Python frames in place of the evaluator's C frames. If sopctl
+ * dies while a thread is stopped, the kernel detaches it and it runs on.
+ * Depends on libunwind-ptrace, elf.c, libc. */
+#include "native.h"
+
+#include <errno.h>
+#include <libunwind-ptrace.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/ptrace.h>
+#include <sys/uio.h>
+#include <sys/wait.h>
+#include <time.h>
+
+#include "elf.h"
+
+#define MAX_NATIVE_FRAMES 256
+#define MAX_MAPPINGS 65536
+#define MAX_OBJECTS 256
+
+typedef struct {
+    uint64_t lo, hi, off;
+    int obj; /* index in objs, -1 for anonymous */
+} mapping;
+
+typedef struct {
+    char path[512];
+    bool tried;
+    sop_elf elf;
+    bool ok;
+    uint64_t bias;
+    sop_elf_sym *syms;
+    size_t nsyms;
+} object;
+
+struct sop_native {
+    int pid;
+    char proc_root[128];
+    unw_addr_space_t as;
+    unw_accessors_t acc;
+    mapping *maps;
+    size_t nmaps;
+    object *objs;
+    size_t nobjs;
+};
+
+/* Memory reads of the thread being unwound: one cached page of the (stopped) thread's
+ * memory, read with process_vm_readv instead of one PTRACE_PEEKDATA per word. */
+static _Thread_local struct {
+    int pid;
+    uint64_t page;
+    bool valid;
+    uint8_t data[4096];
+} unw_mem;
+
+static int access_mem(unw_addr_space_t as, unw_word_t addr, unw_word_t *val, int write,
+                      void *arg)
+{
+    if (write || (addr & 7) || unw_mem.pid <= 0)
+        return _UPT_access_mem(as, addr, val, write, arg);
+    uint64_t page = addr & ~(uint64_t)4095;
+    if (!unw_mem.valid || unw_mem.page != page) {
+        struct iovec l = {unw_mem.data, 4096}, r = {(void *)(uintptr_t)page, 4096};
+        unw_mem.valid = process_vm_readv(unw_mem.pid, &l, 1, &r, 1, 0) == 4096;
+        unw_mem.page = page;
+        if (!unw_mem.valid)
+            return _UPT_access_mem(as, addr, val, write, arg);
+    }
+    memcpy(val, unw_mem.data + (addr - page), sizeof *val);
+    return 0;
+}
+
+static double now_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
+}
+
+static int parse_maps(sop_native *nv, const char *text)
+{
+    size_t cap = 0;
+    const char *line = text;
+    for (size_t guard = 0; line && *line && guard < MAX_MAPPINGS; guard++) {
+        const char *eol = strchr(line, '\n');
+        unsigned long long lo, hi, off;
+        int pos = -1;
+        if (sscanf(line, "%llx-%llx %*s %llx %*s %*s %n", &lo, &hi, &off, &pos) >= 3) {
+            if (nv->nmaps == cap) {
+                size_t ncap = cap ? cap * 2 : 256;
+                mapping *m = realloc(nv->maps, ncap * sizeof *m);
+                if (!m)
+                    return -ENOMEM;
+                nv->maps = m;
+                cap = ncap;
+            }
+            mapping *m = &nv->maps[nv->nmaps++];
+            m->lo = lo;
+            m->hi = hi;
+            m->off = off;
+            m->obj = -1;
+            const char *p = pos > 0 ? line + pos : NULL;
+            const char *end = eol ? eol : (p ? p + strlen(p) : NULL);
+            if (p && p < end && *p == '/' && (size_t)(end - p) < sizeof nv->objs[0].path) {
+                size_t plen = (size_t)(end - p);
+                int found = -1;
+                for (size_t i = 0; i < nv->nobjs; i++)
+                    if (strlen(nv->objs[i].path) == plen && memcmp(nv->objs[i].path, p, plen) == 0)
+                        found = (int)i;
+                if (found < 0 && nv->nobjs < MAX_OBJECTS) {
+                    object *o = &nv->objs[nv->nobjs];
+                    memset(o, 0, sizeof *o);
+                    memcpy(o->path, p, plen);
+                    o->path[plen] = '\0';
+                    found = (int)nv->nobjs++;
+                }
+                m->obj = found;
+                if (found >= 0 && off == 0 && nv->objs[found].bias == 0)
+                    nv->objs[found].bias = lo; /* fixed up by the ELF's first PT_LOAD */
+            }
+        }
+        line = eol ? eol + 1 : NULL;
+    }
+    return 0;
+}
+
+int sop__native_open(int pid, const char *proc_root, const char *maps, sop_native **out)
+{
+    *out = NULL;
+    sop_native *nv = calloc(1, sizeof *nv);
+    if (!nv)
+        return -ENOMEM;
+    nv->pid = pid;
+    snprintf(nv->proc_root, sizeof nv->proc_root, "%s", proc_root ? proc_root : "/proc");
+    nv->objs = calloc(MAX_OBJECTS, sizeof *nv->objs);
+    nv->acc = _UPT_accessors;
+    nv->acc.access_mem = access_mem;
+    nv->as = unw_create_addr_space(&nv->acc, 0);
+    if (!nv->objs || !nv->as || parse_maps(nv, maps ? maps : "") < 0) {
+        sop__native_close(nv);
+        return -ENOMEM;
+    }
+    unw_set_caching_policy(nv->as, UNW_CACHE_GLOBAL);
+    *out = nv;
+    return 0;
+}
+
+void sop__native_close(sop_native *nv)
+{
+    if (!nv)
+        return;
+    if (nv->as)
+        unw_destroy_addr_space(nv->as);
+    for (size_t i = 0; nv->objs && i < nv->nobjs; i++) {
+        free(nv->objs[i].syms);
+        if (nv->objs[i].ok)
+            sop__elf_close(&nv->objs[i].elf);
+    }
+    free(nv->objs);
+    free(nv->maps);
+    free(nv);
+}
+
+/* Name ip: "function" from the object's symbols (containing symbol only), else "0x<offset>";
+ * lib = basename of the object. */
+static void symbolize(sop_native *nv, sop_nframe *f)
+{
+    const mapping *m = NULL;
+    for (size_t i = 0; i < nv->nmaps; i++)
+        if (f->ip >= nv->maps[i].lo && f->ip < nv->maps[i].hi) {
+            m = &nv->maps[i];
+            break;
+        }
+    snprintf(f->func, sizeof f->func, "0x%llx", (unsigned long long)f->ip);
+    if (!m || m->obj < 0)
+        return;
+    object *o = &nv->objs[m->obj];
+    const char *base = strrchr(o->path, '/');
+    base = base ? base + 1 : o->path;
+    size_t bl = strlen(base) < sizeof f->lib - 1 ? strlen(base) : sizeof f->lib - 1;
+    memcpy(f->lib, base, bl);
+    f->lib[bl] = '\0';
+    if (!o->tried) {
+        o->tried = true;
+        char host[800];
+        snprintf(host, sizeof host, "%s/%d/root%s", nv->proc_root, nv->pid, o->path);
+        if (sop__elf_open(host, &o->elf) == 0) {
+            o->ok = true;
+            o->bias = sop__elf_bias(&o->elf, o->bias);
+            if (sop__elf_func_symbols(&o->elf, &o->syms, &o->nsyms) < 0)
+                o->nsyms = 0;
+        }
+    }
+    uint64_t fileoff = f->ip - m->lo + m->off;
+    snprintf(f->func, sizeof f->func, "0x%llx", (unsigned long long)fileoff);
+    if (!o->ok)
+        return;
+    const sop_elf_sym *s = sop__elf_sym_at(o->syms, o->nsyms, f->ip - o->bias);
+    if (s)
+        snprintf(f->func, sizeof f->func, "%s", s->name);
+}
+
+/* Unwind the stopped thread: instruction pointers only (names come after the detach). */
+static int unwind_ips(sop_native *nv, int tid, sop_nframe *fr, size_t *n, char *err,
+                      size_t errlen)
+{
+    void *upt = _UPT_create(tid);
+    if (!upt) {
+        snprintf(err, errlen, "_UPT_create failed");
+        return -ENOMEM;
+    }
+    unw_mem.pid = nv->pid;
+    unw_mem.valid = false;
+    unw_cursor_t cur;
+    int rc = 0;
+    size_t k = 0;
+    if (unw_init_remote(&cur, nv->as, upt) < 0) {
+        snprintf(err, errlen, "unw_init_remote failed");
+        rc = -EIO;
+    } else {
+        do {
+            unw_word_t ip = 0;
+            if (unw_get_reg(&cur, UNW_REG_IP, &ip) < 0 || ip == 0)
+                break;
+            /* Return addresses point after the call: look the caller up at ip - 1. */
+            fr[k].ip = k == 0 ? ip : ip - 1;
+            fr[k].py_index = -1;
+            k++;
+        } while (k < MAX_NATIVE_FRAMES && unw_step(&cur) > 0);
+    }
+    unw_mem.pid = 0;
+    _UPT_destroy(upt);
+    *n = k;
+    return rc;
+}
+
+int sop__native_thread(sop_native *nv, int tid, sop_native_stopped_fn fn, void *ctx,
+                       sop_nframe **out, size_t *n, double *pause_ms, char *err, size_t errlen)
+{
+    *out = NULL;
+    *n = 0;
+    *pause_ms = 0;
+    sop_nframe *fr = calloc(MAX_NATIVE_FRAMES, sizeof *fr);
+    if (!fr)
+        return -ENOMEM;
+    if (ptrace(PTRACE_SEIZE, tid, 0, 0) < 0) {
+        int e = errno;
+        snprintf(err, errlen, "PTRACE_SEIZE %d: %s", tid, strerror(e));
+        free(fr);
+        return -e;
+    }
+    double t0 = now_ms();
+    int rc = 0, status;
+    if (ptrace(PTRACE_INTERRUPT, tid, 0, 0) < 0) {
+        rc = -errno;
+        snprintf(err, errlen, "PTRACE_INTERRUPT %d: %s", tid, strerror(-rc));
+        goto detach;
+    }
+    for (int tries = 0;; tries++) {
+        pid_t w = waitpid(tid, &status, __WALL);
+        if (w < 0) {
+            if (errno == EINTR && tries < 100)
+                continue;
+            rc = -errno;
+            snprintf(err, errlen, "waitpid %d: %s", tid, strerror(-rc));
+            goto detach;
+        }
+        if (WIFEXITED(status) || WIFSIGNALED(status)) {
+            snprintf(err, errlen, "thread %d exited", tid);
+            free(fr);
+            return -ESRCH; /* nothing left to detach */
+        }
+        if (WIFSTOPPED(status) && (status >> 16) == PTRACE_EVENT_STOP)
+            break; /* our interrupt */
+        /* Another stop (a signal for the thread) came first: pass it on, wait again. */
+        if (tries >= 16 || ptrace(PTRACE_CONT, tid, 0, WIFSTOPPED(status) ? WSTOPSIG(status) : 0) < 0) {
+            rc = -EIO;
+            snprintf(err, errlen, "thread %d: could not reach the interrupt stop", tid);
+            goto detach;
+        }
+    }
+    t0 = now_ms();
+    if (fn)
+        fn(ctx, tid);
+    rc = unwind_ips(nv, tid, fr, n, err, errlen);
+detach:
+    if (ptrace(PTRACE_DETACH, tid, 0, 0) < 0 && rc == 0) {
+        rc = -errno;
+        snprintf(err, errlen, "PTRACE_DETACH %d: %s", tid, strerror(-rc));
+    }
+    *pause_ms = now_ms() - t0;
+    if (rc < 0) {
+        free(fr);
+        *n = 0;
+        return rc;
+    }
+    for (size_t i = 0; i < *n; i++)
+        symbolize(nv, &fr[i]);
+    *out = fr;
+    return 0;
+}
+
+static bool is_eval_frame(const char *f)
+{
+    return strcmp(f, "_PyEval_EvalFrameDefault") == 0 || strcmp(f, "_PyEval_EvalFrame") == 0;
+}
+
+int sop__native_merge(const sop_nframe *nat, size_t nn, const sop_pyframe *py, size_t npy,
+                      sop_nframe **out, size_t *nout)
+{
+    *out = NULL;
+    *nout = 0;
+    sop_nframe *m = calloc(nn + npy + 1, sizeof *m);
+    if (!m)
+        return -ENOMEM;
+    size_t k = 0, p = 0;
+    for (size_t i = 0; i < nn; i++) {
+        if (is_eval_frame(nat[i].func) && p < npy) {
+            do {
+                sop_nframe *f = &m[k++];
+                snprintf(f->func, sizeof f->func, "%s", py[p].func);
+                snprintf(f->lib, sizeof f->lib, "python");
+                f->py_index = (int)p;
+            } while (!py[p++].entry && p < npy);
+            continue;
+        }
+        m[k++] = nat[i];
+    }
+    while (p < npy) { /* Python frames no evaluator frame was found for (unwinding stopped) */
+        sop_nframe *f = &m[k++];
+        snprintf(f->func, sizeof f->func, "%s", py[p].func);
+        snprintf(f->lib, sizeof f->lib, "python");
+        f->py_index = (int)p++;
+    }
+    *out = m;
+    *nout = k;
+    return 0;
+}

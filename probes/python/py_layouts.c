@@ -1,0 +1,239 @@
+/* py_layouts.c — per-version CPython layouts, in one table. Every number below was printed
+ * by offsetof()/sizeof() from a program compiled against that version's headers
+ * (/root/.pyenv/versions/3.X.Y/include, Py_BUILD_CORE, internal/ headers; x86-64), and the
+ * Debian 3.11.2 build gives the same numbers as pyenv 3.11.7. 3.13+ prefers the target's
+ * _Py_DebugOffsets (read by sop__pylayout_from_debug_offsets). Depends on libc only. */
+#include "py_layouts.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+
+/* Strings: PyASCIIObject.length 16, .state 32 on every version; sizeof(PyASCIIObject) and
+ * sizeof(PyCompactUnicodeObject) are 48/72 up to 3.11 (wstr fields), 40/56 from 3.12;
+ * PyBytesObject ob_size 16, ob_sval 32. The state bit-field starts with interned:2, then
+ * kind:3, compact:1, ascii:1. */
+#define STR_311 {16, 32, 48, 72, 16, 32, 2}
+#define STR_312 {16, 32, 40, 56, 16, 32, 2}
+/* struct _gc_runtime_state: enabled 12, generations 24 (3 x 24 bytes: head 16, threshold 16,
+ * count 20), permanent_generation 104, collecting 200 — the same on 3.8-3.13. */
+#define GC_FIELDS                                                                              \
+    .gc_enabled = 12, .gc_collecting = 200, .gc_generations = 24, .gc_gen_size = 24,           \
+    .gc_gen_threshold = 16, .gc_gen_count = 20, .gc_permanent = 104
+
+static const sop_pylayout layouts[] = {
+    {   /* 3.8.18 */
+        .minor = 8, .source = "table 3.8", .frames = SOP_PYFRAME_OBJECT,
+        .lines = SOP_PYLINES_LNOTAB,
+        .rt_interp_head = 32, .rt_gil_locked = 1168, .rt_gil_last_holder = 1160, .rt_gc = 344,
+        .is_next = 0, .is_tstate_head = 8, .is_gc = 0, GC_FIELDS,
+        .ts_size = 264, .ts_next = 8, .ts_interp = 16, .ts_frame = 24, .ts_thread_id = 176,
+        .fo_back = 24, .fo_code = 32, .fo_lasti = 104, .if_is_entry = -1, .owner_cstack = -1,
+        .co_filename = 104, .co_name = 112, .co_firstlineno = 40, .co_lines = 120,
+        .co_read_size = 128, .ob_type = 8, .str = STR_311,
+    },
+    {   /* 3.9.18 */
+        .minor = 9, .source = "table 3.9", .frames = SOP_PYFRAME_OBJECT,
+        .lines = SOP_PYLINES_LNOTAB,
+        .rt_interp_head = 32, .rt_gil_locked = 368, .rt_gil_last_holder = 360,
+        .is_next = 0, .is_tstate_head = 8, .is_gc = 616, GC_FIELDS,
+        .ts_size = 264, .ts_next = 8, .ts_interp = 16, .ts_frame = 24, .ts_thread_id = 176,
+        .fo_back = 24, .fo_code = 32, .fo_lasti = 104, .if_is_entry = -1, .owner_cstack = -1,
+        .co_filename = 104, .co_name = 112, .co_firstlineno = 40, .co_lines = 120,
+        .co_read_size = 128, .ob_type = 8, .str = STR_311,
+    },
+    {   /* 3.10.13: f_lasti counts code units */
+        .minor = 10, .source = "table 3.10", .frames = SOP_PYFRAME_OBJECT,
+        .lines = SOP_PYLINES_310,
+        .rt_interp_head = 32, .rt_gil_locked = 368, .rt_gil_last_holder = 360,
+        .is_next = 0, .is_tstate_head = 8, .is_gc = 616, GC_FIELDS,
+        .ts_size = 280, .ts_next = 8, .ts_interp = 16, .ts_frame = 24, .ts_thread_id = 176,
+        .fo_back = 24, .fo_code = 32, .fo_lasti = 96, .if_is_entry = -1, .owner_cstack = -1,
+        .co_filename = 104, .co_name = 112, .co_firstlineno = 40, .co_lines = 120,
+        .co_read_size = 128, .ob_type = 8, .str = STR_311,
+    },
+    {   /* 3.11.7 (and Debian 3.11.2): interp->threads.head; _PyInterpreterFrame.is_entry */
+        .minor = 11, .source = "table 3.11", .frames = SOP_PYFRAME_CFRAME,
+        .lines = SOP_PYLINES_LOCATIONS,
+        .rt_interp_head = 40, .rt_gil_locked = 376, .rt_gil_last_holder = 368,
+        .is_next = 0, .is_tstate_head = 16, .is_gc = 648, GC_FIELDS,
+        .ts_size = 360, .ts_next = 8, .ts_interp = 16, .ts_frame = 56, .ts_thread_id = 152,
+        .ts_native_thread_id = 160, .cf_current_frame = 8,
+        .if_code = 32, .if_previous = 48, .if_instr = 56, .if_owner = 69, .if_is_entry = 68,
+        .owner_cstack = -1, .instr_is_prev = true,
+        .co_filename = 112, .co_name = 120, .co_qualname = 128, .co_firstlineno = 72,
+        .co_lines = 136, .co_code_adaptive = 184, .co_read_size = 184, .ob_type = 8,
+        .str = STR_311,
+    },
+    {   /* 3.12.1: the GIL hangs off interp->ceval.gil; shim frames owned by the C stack */
+        .minor = 12, .source = "table 3.12", .frames = SOP_PYFRAME_CFRAME,
+        .lines = SOP_PYLINES_LOCATIONS,
+        .rt_interp_head = 40, .is_next = 0, .is_tstate_head = 72, .is_gc = 112,
+        .is_ceval_gil_ptr = 384, .gil_locked = 16, .gil_last_holder = 8, GC_FIELDS,
+        .ts_size = 288, .ts_next = 8, .ts_interp = 16, .ts_frame = 56, .ts_thread_id = 136,
+        .ts_native_thread_id = 144, .cf_current_frame = 0,
+        .if_code = 0, .if_previous = 8, .if_instr = 56, .if_owner = 70, .if_is_entry = -1,
+        .owner_cstack = 3, .instr_is_prev = true,
+        .co_filename = 112, .co_name = 120, .co_qualname = 128, .co_firstlineno = 68,
+        .co_lines = 136, .co_code_adaptive = 192, .co_read_size = 192, .ob_type = 8,
+        .str = STR_312,
+    },
+    {   /* 3.13.0: fallback when _Py_DebugOffsets is unreadable; tstate->current_frame */
+        .minor = 13, .source = "table 3.13", .frames = SOP_PYFRAME_DIRECT,
+        .lines = SOP_PYLINES_LOCATIONS,
+        .rt_interp_head = 632, .is_next = 7264, .is_tstate_head = 7344, .is_gc = 7400,
+        .is_ceval_gil_ptr = 16, .gil_locked = 16, .gil_last_holder = 8, GC_FIELDS,
+        .ts_size = 304, .ts_next = 8, .ts_interp = 16, .ts_frame = 72, .ts_thread_id = 152,
+        .ts_native_thread_id = 160,
+        .if_code = 0, .if_previous = 8, .if_instr = 56, .if_owner = 70, .if_is_entry = -1,
+        .owner_cstack = 3, .instr_is_prev = false,
+        .co_filename = 112, .co_name = 120, .co_qualname = 128, .co_firstlineno = 68,
+        .co_lines = 136, .co_code_adaptive = 200, .co_read_size = 200, .ob_type = 8,
+        .str = STR_312,
+    },
+};
+
+const sop_pylayout *sop__pylayout_table(int minor)
+{
+    for (size_t i = 0; i < sizeof layouts / sizeof layouts[0]; i++)
+        if (layouts[i].minor == minor)
+            return &layouts[i];
+    return NULL;
+}
+
+/* Field positions (in uint64 words) inside the 3.13 _Py_DebugOffsets blob: cookie (1 word),
+ * version, free_threaded, then the sub-structs in declaration order. */
+enum {
+    W_VERSION = 1, W_FREE_THREADED = 2,
+    W_RT = 3,      /* size, finalizing, interpreters_head */
+    W_IS = 6,      /* size, id, next, threads_head, gc, imports_modules, sysdict, builtins,
+                      ceval_gil, gil_runtime_state, gil_enabled, gil_locked, gil_holder */
+    W_TS = 19,     /* size, prev, next, interp, current_frame, thread_id, native_thread_id,
+                      datastack_chunk, status */
+    W_IF = 28,     /* size, previous, executable, instr_ptr, localsplus, owner */
+    W_CO = 34,     /* size, filename, name, qualname, linetable, firstlineno, argcount,
+                      localsplusnames, localspluskinds, co_code_adaptive */
+    W_OBJ = 44,    /* size, ob_type */
+    W_TYPE = 46,   /* size, tp_name, tp_repr, tp_flags */
+    W_TUPLE = 50,  /* size, ob_item, ob_size */
+    W_LIST = 53,
+    W_DICT = 56,
+    W_FLOAT = 59,  /* size, ob_fval */
+    W_LONG = 61,   /* size, lv_tag, ob_digit */
+    W_BYTES = 64,  /* size, ob_size, ob_sval */
+    W_UNI = 67,    /* size, state, length, asciiobject_size */
+    W_GC = 71,     /* size, collecting */
+    W_END = 73,
+};
+
+static uint64_t word(const uint8_t *blob, int w)
+{
+    uint64_t v;
+    memcpy(&v, blob + 8 * (size_t)w, sizeof v);
+    return v;
+}
+
+/* offset `w` of a struct whose size is word `size_w`: must leave room for `need` bytes. */
+static int fits(const uint8_t *blob, int size_w, int w, uint64_t need, uint32_t *out)
+{
+    uint64_t size = word(blob, size_w), off = word(blob, w);
+    if (off > size || need > size - off || off > UINT32_MAX)
+        return -1;
+    *out = (uint32_t)off;
+    return 0;
+}
+
+int sop__pylayout_from_debug_offsets(const uint8_t *blob, size_t len, uint64_t expect_hex,
+                                     sop_pylayout *out, char *why, size_t whylen)
+{
+#define FAIL(...)                                                                              \
+    do {                                                                                       \
+        snprintf(why, whylen, __VA_ARGS__);                                                    \
+        return -EINVAL;                                                                        \
+    } while (0)
+    if (len < SOP_DEBUG_OFFSETS_313_SIZE || W_END * 8 != SOP_DEBUG_OFFSETS_313_SIZE)
+        FAIL("debug offsets: %zu bytes, need %u", len, SOP_DEBUG_OFFSETS_313_SIZE);
+    if (memcmp(blob, "xdebugpy", 8) != 0)
+        FAIL("debug offsets: bad cookie");
+    uint64_t ver = word(blob, W_VERSION);
+    if ((ver >> 24) != 3 || ((ver >> 16) & 0xff) != 13)
+        FAIL("debug offsets: version 0x%llx is not 3.13 (layout of this struct unknown)",
+             (unsigned long long)ver);
+    if (expect_hex && ver != expect_hex)
+        FAIL("debug offsets: version 0x%llx != Py_Version 0x%llx", (unsigned long long)ver,
+             (unsigned long long)expect_hex);
+    if (word(blob, W_FREE_THREADED) != 0)
+        FAIL("debug offsets: free-threaded build not supported");
+    /* Struct sizes: sane bounds, so a corrupt blob cannot send reads far away. */
+    static const struct { int w; uint64_t lo, hi; const char *what; } sizes[] = {
+        {W_RT, 64, 1u << 22, "runtime"},       {W_IS, 64, 1u << 22, "interpreter"},
+        {W_TS, 64, 1u << 14, "thread state"},  {W_IF, 32, 1u << 10, "frame"},
+        {W_CO, 64, 1u << 12, "code"},          {W_OBJ, 16, 64, "object"},
+        {W_BYTES, 24, 128, "bytes"},           {W_UNI, 24, 256, "unicode"},
+        {W_GC, 16, 1u << 14, "gc"},
+    };
+    for (size_t i = 0; i < sizeof sizes / sizeof sizes[0]; i++) {
+        uint64_t s = word(blob, sizes[i].w);
+        if (s < sizes[i].lo || s > sizes[i].hi)
+            FAIL("debug offsets: %s size %llu out of bounds", sizes[i].what,
+                 (unsigned long long)s);
+    }
+    const sop_pylayout *base = sop__pylayout_table(13);
+    sop_pylayout L = *base;
+    L.source = "_Py_DebugOffsets";
+    uint32_t gil_struct = 0, locked = 0, holder = 0;
+    int bad = 0;
+    bad |= fits(blob, W_RT, W_RT + 2, 8, &L.rt_interp_head);
+    bad |= fits(blob, W_IS, W_IS + 2, 8, &L.is_next);
+    bad |= fits(blob, W_IS, W_IS + 3, 8, &L.is_tstate_head);
+    bad |= fits(blob, W_IS, W_IS + 4, word(blob, W_GC), &L.is_gc);
+    bad |= fits(blob, W_IS, W_IS + 8, 8, &L.is_ceval_gil_ptr);
+    bad |= fits(blob, W_IS, W_IS + 9, 8, &gil_struct);
+    bad |= fits(blob, W_IS, W_IS + 11, 4, &locked);
+    bad |= fits(blob, W_IS, W_IS + 12, 8, &holder);
+    bad |= fits(blob, W_TS, W_TS + 2, 8, &L.ts_next);
+    bad |= fits(blob, W_TS, W_TS + 3, 8, &L.ts_interp);
+    bad |= fits(blob, W_TS, W_TS + 4, 8, &L.ts_frame);
+    bad |= fits(blob, W_TS, W_TS + 5, 8, &L.ts_thread_id);
+    bad |= fits(blob, W_TS, W_TS + 6, 8, &L.ts_native_thread_id);
+    bad |= fits(blob, W_IF, W_IF + 1, 8, &L.if_previous);
+    bad |= fits(blob, W_IF, W_IF + 2, 8, &L.if_code);
+    bad |= fits(blob, W_IF, W_IF + 3, 8, &L.if_instr);
+    bad |= fits(blob, W_IF, W_IF + 5, 1, &L.if_owner);
+    bad |= fits(blob, W_CO, W_CO + 1, 8, &L.co_filename);
+    bad |= fits(blob, W_CO, W_CO + 2, 8, &L.co_name);
+    bad |= fits(blob, W_CO, W_CO + 3, 8, &L.co_qualname);
+    bad |= fits(blob, W_CO, W_CO + 4, 8, &L.co_lines);
+    bad |= fits(blob, W_CO, W_CO + 5, 4, &L.co_firstlineno);
+    bad |= fits(blob, W_CO, W_CO + 9, 0, &L.co_code_adaptive);
+    bad |= fits(blob, W_OBJ, W_OBJ + 1, 8, &L.ob_type);
+    bad |= fits(blob, W_BYTES, W_BYTES + 1, 8, &L.str.bytes_size);
+    bad |= fits(blob, W_BYTES, W_BYTES + 2, 0, &L.str.bytes_sval);
+    bad |= fits(blob, W_UNI, W_UNI + 1, 4, &L.str.uni_state);
+    bad |= fits(blob, W_UNI, W_UNI + 2, 8, &L.str.uni_length);
+    bad |= fits(blob, W_GC, W_GC + 1, 4, &L.gc_collecting);
+    if (bad)
+        FAIL("debug offsets: an offset lies outside its struct");
+    uint64_t ascii = word(blob, W_UNI + 3);
+    if (ascii < 24 || ascii > 128)
+        FAIL("debug offsets: asciiobject_size %llu out of bounds", (unsigned long long)ascii);
+    if (locked < gil_struct || holder < gil_struct)
+        FAIL("debug offsets: GIL fields before the GIL struct");
+    L.gil_locked = locked - gil_struct;
+    L.gil_last_holder = holder - gil_struct;
+    L.str.uni_ascii_size = (uint32_t)ascii;
+    /* PyCompactUnicodeObject = PyASCIIObject + utf8_length + utf8 (not in the blob). */
+    L.str.uni_compact_size = (uint32_t)ascii + 16;
+    L.ts_size = (uint32_t)word(blob, W_TS);
+    L.co_read_size = L.co_code_adaptive;
+    uint32_t maxf = L.co_filename;
+    const uint32_t co_fields[] = {L.co_name, L.co_qualname, L.co_lines, L.co_firstlineno};
+    for (size_t i = 0; i < 4; i++)
+        if (co_fields[i] > maxf)
+            maxf = co_fields[i];
+    if (maxf + 8 > L.co_read_size)
+        L.co_read_size = maxf + 8;
+    *out = L;
+    return 0;
+#undef FAIL
+}

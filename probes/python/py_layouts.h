@@ -1,0 +1,72 @@
+/* py_layouts.h — the one home of per-CPython-version knowledge: offsets of the runtime,
+ * interpreter, thread, frame, code, string and GC structures for 3.8-3.12 (and a 3.13
+ * fallback), chosen at run time, and the reading of a 3.13+ interpreter's own
+ * _Py_DebugOffsets, validated. Depends on libc only. */
+#ifndef SOP_PY_LAYOUTS_H
+#define SOP_PY_LAYOUTS_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "remote_mem.h"
+
+typedef enum {
+    SOP_PYFRAME_OBJECT,   /* 3.8-3.10: tstate->frame, PyFrameObject.f_back */
+    SOP_PYFRAME_CFRAME,   /* 3.11-3.12: tstate->cframe->current_frame, _PyInterpreterFrame */
+    SOP_PYFRAME_DIRECT,   /* 3.13+: tstate->current_frame */
+} sop_pyframe_kind;
+
+typedef enum {
+    SOP_PYLINES_LNOTAB,   /* 3.8-3.9: co_lnotab, f_lasti in bytes */
+    SOP_PYLINES_310,      /* 3.10: co_linetable (sdelta, ldelta) pairs, f_lasti in code units */
+    SOP_PYLINES_LOCATIONS /* 3.11+: PEP 657 location table, instruction pointer */
+} sop_pylines_kind;
+
+typedef struct {
+    int minor;                  /* 8..13 */
+    const char *source;         /* "table 3.11" or "_Py_DebugOffsets" */
+    sop_pyframe_kind frames;
+    sop_pylines_kind lines;
+    /* _PyRuntimeState */
+    uint32_t rt_interp_head;
+    uint32_t rt_gil_locked, rt_gil_last_holder; /* 3.8-3.11: _PyRuntime.ceval.gil; else 0 */
+    uint32_t rt_gc;                             /* 3.8: _PyRuntime.gc; else 0 */
+    /* PyInterpreterState */
+    uint32_t is_next, is_tstate_head, is_gc;    /* is_gc 0 on 3.8 */
+    uint32_t is_ceval_gil_ptr;                  /* 3.12+: interp->ceval.gil; else 0 */
+    uint32_t gil_locked, gil_last_holder;       /* 3.12+: inside struct _gil_runtime_state */
+    /* struct _gc_runtime_state */
+    uint32_t gc_enabled, gc_collecting, gc_generations, gc_gen_size, gc_gen_threshold,
+        gc_gen_count, gc_permanent;
+    /* PyThreadState */
+    uint32_t ts_size, ts_next, ts_interp, ts_frame, ts_thread_id, ts_native_thread_id;
+    uint32_t cf_current_frame; /* 3.11-3.12: _PyCFrame.current_frame */
+    /* PyFrameObject (3.8-3.10) */
+    uint32_t fo_back, fo_code, fo_lasti;
+    /* _PyInterpreterFrame (3.11+) */
+    uint32_t if_code, if_previous, if_instr, if_owner;
+    int if_is_entry;      /* 3.11: offset of is_entry; -1 elsewhere */
+    int owner_cstack;     /* 3.12+: FRAME_OWNED_BY_CSTACK (3); -1 on 3.11 */
+    bool instr_is_prev;   /* 3.11-3.12 prev_instr vs 3.13 instr_ptr */
+    /* PyCodeObject */
+    uint32_t co_filename, co_name, co_qualname, co_firstlineno, co_lines, co_code_adaptive;
+    uint32_t co_read_size; /* bytes to read to cover every field above */
+    uint32_t ob_type;
+    sop_pystr_layout str;
+} sop_pylayout;
+
+/* The built-in table for 3.<minor> (8..13), or NULL when unsupported. */
+const sop_pylayout *sop__pylayout_table(int minor);
+
+/* Size of the 3.13 _Py_DebugOffsets struct this code understands. */
+#define SOP_DEBUG_OFFSETS_313_SIZE 584u
+
+/* Fill `out` from a _Py_DebugOffsets blob (read from the start of _PyRuntime), validating
+ * the cookie "xdebugpy", the version (must be 3.13.x and match `expect_hex` when nonzero),
+ * the struct sizes and that every offset fits inside its struct. Starts from the 3.13 table
+ * for what the blob does not carry. Returns 0, or -EINVAL with a reason in `why`. Pure. */
+int sop__pylayout_from_debug_offsets(const uint8_t *blob, size_t len, uint64_t expect_hex,
+                                     sop_pylayout *out, char *why, size_t whylen);
+
+#endif

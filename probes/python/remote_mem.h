@@ -1,0 +1,63 @@
+/* remote_mem.h — reading another process's memory without stopping it: process_vm_readv,
+ * falling back to pread on /proc/PID/mem, through a small per-collection page cache; bounded
+ * string reads of PyUnicode / PyBytes objects. Depends on libc only. */
+#ifndef SOP_REMOTE_MEM_H
+#define SOP_REMOTE_MEM_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#define SOP_RMEM_PAGE 4096u
+#define SOP_RMEM_SLOTS 512u /* 2 MiB of cached target pages per collection */
+
+typedef struct {
+    uint64_t addr; /* page address; 0 = empty slot */
+    uint8_t data[SOP_RMEM_PAGE];
+} sop_rmem_page;
+
+typedef struct {
+    int pid;
+    int mem_fd;       /* /proc/PID/mem, opened lazily when process_vm_readv is refused */
+    bool use_mem_fd;  /* process_vm_readv failed with ENOSYS/EPERM: go through the file */
+    int last_errno;   /* errno of the last failed read */
+    sop_rmem_page *pages; /* SOP_RMEM_SLOTS slots, direct-mapped by page number */
+    uint64_t reads;   /* syscalls issued (for tests and benchmarks) */
+    char proc_root[128];
+} sop_rmem;
+
+/* Set up a reader for `pid` (proc_root locates PID/mem). Returns 0 or -ENOMEM. */
+int sop__rmem_open(sop_rmem *m, int pid, const char *proc_root);
+void sop__rmem_close(sop_rmem *m);
+/* Forget cached pages (after a torn read, before a retry). */
+void sop__rmem_flush(sop_rmem *m);
+
+/* Read exactly len bytes at addr into buf (through the cache). Returns 0 or -errno
+ * (-EFAULT for unmapped, -ESRCH when the process is gone, -EPERM/-EACCES when refused). */
+int sop__rmem_read(sop_rmem *m, uint64_t addr, void *buf, size_t len);
+/* Read bypassing the cache (for values that change between reads, e.g. the GIL word). */
+int sop__rmem_read_direct(sop_rmem *m, uint64_t addr, void *buf, size_t len);
+int sop__rmem_u64(sop_rmem *m, uint64_t addr, uint64_t *out);
+
+/* Offsets of the string objects of one interpreter version (filled from py_layouts). */
+typedef struct {
+    uint32_t uni_length, uni_state, uni_ascii_size, uni_compact_size;
+    uint32_t bytes_size, bytes_sval;
+    int state_kind_shift; /* 2 on every version handled (interned takes 2 bits) */
+} sop_pystr_layout;
+
+/* Read a PyUnicode object into UTF-8 `out` (cap bytes, NUL-terminated, truncated at cap).
+ * Compact ASCII/UCS1/UCS2/UCS4 only; lengths above max_chars are cut. Returns 0 or -errno
+ * (-EINVAL for a malformed or non-compact object). */
+int sop__rmem_unicode(sop_rmem *m, const sop_pystr_layout *L, uint64_t obj, char *out,
+                      size_t cap);
+/* Read a PyBytes object's content (at most max_len bytes) into a malloc'd buffer. Returns 0
+ * or -errno; -E2BIG when longer than max_len. */
+int sop__rmem_bytes(sop_rmem *m, const sop_pystr_layout *L, uint64_t obj, size_t max_len,
+                    uint8_t **out, size_t *out_len);
+
+/* Encode code point cp as UTF-8 into out (room for 4); returns the byte count (U+FFFD for
+ * invalid code points and surrogates). Pure. */
+size_t sop__utf8_put(uint32_t cp, char *out);
+
+#endif

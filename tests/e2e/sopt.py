@@ -1,0 +1,97 @@
+"""sopt.py — shared helpers of the end-to-end tests: start a real target process and wait until
+it says it is ready, run sopctl and parse its output, end only the processes a test started,
+and count checks into the closing "N passed, N failed" line."""
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+
+SOPCTL = os.environ.get("SOPCTL") or os.path.join(os.path.dirname(__file__), "../../build/sopctl")
+PY = "/usr/bin/python3"
+
+
+class Checks:
+    def __init__(self):
+        self.passed = 0
+        self.failed = 0
+
+    def check(self, cond, what, detail=""):
+        if cond:
+            self.passed += 1
+            print("ok   " + what)
+        else:
+            self.failed += 1
+            print("FAIL " + what + ("\n     " + str(detail)[:2000] if detail else ""))
+        return cond
+
+    def done(self):
+        print("%d passed, %d failed" % (self.passed, self.failed))
+        sys.exit(1 if self.failed else 0)
+
+
+class Target:
+    """A process started by the test. `code` is Python source that prints 'ready' when set."""
+
+    def __init__(self, code=None, argv=None, env=None, preexec_fn=None, timeout=30):
+        argv = argv or [PY, "-u", "-c", code]
+        self.p = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                  env=env, preexec_fn=preexec_fn, text=True)
+        self.pid = self.p.pid
+        deadline = time.time() + timeout
+        self.ready_line = None
+        while time.time() < deadline:
+            line = self.p.stdout.readline()
+            if not line:
+                break
+            if line.startswith("ready"):
+                self.ready_line = line.strip()
+                return
+        self.stop()
+        raise RuntimeError("target did not become ready: %s" % self.p.stderr.read()[:2000])
+
+    def stop(self):
+        if self.p.poll() is None:
+            try:
+                os.killpg(self.pid, 0)
+            except OSError:
+                pass
+            self.p.send_signal(signal.SIGKILL)
+        try:
+            self.p.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            pass
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.stop()
+
+
+def sopctl(*args, user=None, timeout=120):
+    """Run sopctl; returns (exit code, stdout, stderr)."""
+    argv = [SOPCTL] + [str(a) for a in args]
+    if user:
+        argv = ["setpriv", "--reuid=%s" % user, "--regid=%s" % user, "--clear-groups"] + argv
+    r = subprocess.run(argv, capture_output=True, text=True, timeout=timeout)
+    return r.returncode, r.stdout, r.stderr
+
+
+def run_json(*args, **kw):
+    code, out, err = sopctl("run", *args, "--format", "json", **kw)
+    try:
+        return code, json.loads(out), err
+    except ValueError:
+        return code, None, err + "\nstdout: " + out[:2000]
+
+
+def ids(report, key="findings", min_severity=None):
+    order = {"high": 0, "warn": 1, "info": 2}
+    out = []
+    for f in (report or {}).get(key, []):
+        if min_severity and order.get(f.get("severity"), 9) > order[min_severity]:
+            continue
+        out.append(f["id"])
+    return out

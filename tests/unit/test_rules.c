@@ -1,0 +1,513 @@
+/* test_rules.c — the sandboxed rule runner (engine/rules.c) and the value <-> Lua bridge
+ * (engine/bridge/lua.c): sandbox escapes, limits, verdicts, thresholds, require, timing.
+ * Fixtures: tests/fixtures/rules/. */
+#include <lauxlib.h>
+#include <lua.h>
+#include <lualib.h>
+#include <math.h>
+#include <time.h>
+
+#include "bridge/lua_bridge.h"
+#include "rules.h"
+#include "sop.h"
+#include "t.h"
+
+static char err[1024];
+
+/* A small evidence tree: proc {pid, rss_kb}, threads [{tid 11}, {tid 12}]. */
+static sop_value *small_ev(void)
+{
+    sop_value *ev = sop__v_obj();
+    sop__v_set_int(ev, "schema", 1);
+    sop_value *proc = sop__v_obj_at(ev, "proc");
+    sop__v_set_int(proc, "pid", 42);
+    sop__v_set_int(proc, "rss_kb", 1000);
+    sop_value *th = sop__v_arr_at(ev, "threads");
+    for (int i = 0; i < 2; i++) {
+        sop_value *t = sop__v_obj();
+        sop__v_set_int(t, "tid", 11 + i);
+        sop__v_set_str(t, "name", "w");
+        sop__v_push(th, t);
+    }
+    return ev;
+}
+
+static int load_fixture(sop_rules *r, const char *name, const sop_rules_module *mods)
+{
+    char rel[256];
+    snprintf(rel, sizeof rel, "rules/%s", name);
+    size_t len;
+    char *src = t_slurp(rel, &len);
+    char dir[1024];
+    snprintf(dir, sizeof dir, "%s", t_fixture("rules"));
+    int rc = sop__rules_load(r, name, src, len, dir, mods, err, sizeof err);
+    free(src);
+    return rc;
+}
+
+/* Find the entry with id in array `key` of the run output. */
+static const sop_value *entry(const sop_value *out, const char *key, const char *id)
+{
+    const sop_value *arr = sop__v_get(out, key);
+    for (const sop_value *e = arr ? arr->child : NULL; e; e = e->next) {
+        const char *eid = sop__v_get_str(e, "id");
+        if (eid && strcmp(eid, id) == 0)
+            return e;
+    }
+    return NULL;
+}
+
+static size_t count_of(const sop_value *out, const char *key)
+{
+    const sop_value *a = sop__v_get(out, key);
+    return a ? a->count : 0;
+}
+
+/* "limits.lua:<line of the marker>" for "-- L:<id>" in the fixture text. */
+static void marker_where(const char *file, const char *src, const char *id, char *buf, size_t len)
+{
+    char mark[128];
+    snprintf(mark, sizeof mark, "-- L:%s\n", id);
+    const char *p = strstr(src, mark);
+    int line = 1;
+    for (const char *q = src; p && q < p; q++)
+        line += *q == '\n';
+    snprintf(buf, len, "%s:%d", file, p ? line : -1);
+}
+
+static void test_sandbox(void)
+{
+    sop_rules *r;
+    CHECK_EQ_I(sop__rules_new(&r), 0);
+    CHECK_EQ_I(load_fixture(r, "sandbox.lua", NULL), 0);
+    if (err[0])
+        fprintf(stderr, "load: %s\n", err);
+    CHECK(sop__rules_count(r) >= 18);
+    sop_value *ev = small_ev(), *out = NULL;
+    CHECK_EQ_I(sop__rules_run(r, ev, &out, err, sizeof err), 0);
+    CHECK_EQ_I(count_of(out, "findings"), 0);
+    CHECK_EQ_I(count_of(out, "rule_errors"), 0);
+    CHECK_EQ_I(count_of(out, "cleared"), sop__rules_count(r));
+    for (const sop_value *f = sop__v_get(out, "findings")->child; f; f = f->next)
+        fprintf(stderr, "ESCAPE: %s: %s\n", sop__v_get_str(f, "id"), sop__v_get_str(f, "evidence"));
+    for (const sop_value *f = sop__v_get(out, "rule_errors")->child; f; f = f->next)
+        fprintf(stderr, "error: %s %s: %s\n", sop__v_get_str(f, "id"), sop__v_get_str(f, "where"),
+                sop__v_get_str(f, "message"));
+    CHECK(entry(out, "cleared", "esc.ev_unchanged") != NULL);
+    /* The evidence tree itself is untouched. */
+    double rss = 0;
+    CHECK(sop__v_get_num(sop__v_get(ev, "proc"), "rss_kb", &rss) && rss == 1000);
+    sop__v_free(out);
+    sop__v_free(ev);
+    sop__rules_free(r);
+}
+
+static void test_limits(void)
+{
+    sop_rules *r;
+    CHECK_EQ_I(sop__rules_new(&r), 0);
+    CHECK_EQ_I(load_fixture(r, "limits.lua", NULL), 0);
+    size_t len;
+    char *src = t_slurp("rules/limits.lua", &len);
+    sop_value *ev = small_ev(), *out = NULL;
+    struct timespec a, b;
+    clock_gettime(CLOCK_MONOTONIC, &a);
+    CHECK_EQ_I(sop__rules_run(r, ev, &out, err, sizeof err), 0);
+    clock_gettime(CLOCK_MONOTONIC, &b);
+    printf("limits pack (default limits): %.0f ms\n",
+           (b.tv_sec - a.tv_sec) * 1e3 + (b.tv_nsec - a.tv_nsec) / 1e6);
+    for (const sop_value *f = sop__v_get(out, "rule_errors")->child; f; f = f->next)
+        printf("  rule_error %-16s %-18s %s\n", sop__v_get_str(f, "id"),
+               sop__v_get_str(f, "where"), sop__v_get_str(f, "message"));
+    static const struct {
+        const char *id, *msg;
+    } want[] = {
+        {"spin", "instruction limit exceeded"},
+        {"mem.rep", "memory limit exceeded"},
+        {"mem.table", "memory limit exceeded"},
+        {"pcall.spin", "instruction limit exceeded"},
+        {"pcall.mem", "memory limit exceeded"},
+        {"xpcall.spin", "instruction limit exceeded"},
+        {"co.wrap", "instruction limit exceeded"},
+        {"co.resume", "instruction limit exceeded"},
+        {"recurse", "stack overflow"},
+        {"err.table", "(error object is a table value)"},
+        {"err.plain", "attempt to index a nil value (field 'nope')"},
+        {"ret.number", "check returned number (expected hit{...}, clear(note) or unknown(reason))"},
+        {"ret.nothing", "check returned nothing"},
+        {"hit.norefs", "hit without refs"},
+        {"hit.noevidence", "hit without evidence"},
+        {"hit.typo", "hit: unknown field 'verfy'"},
+        {"plugin.broken", "attempt to index a nil value (local 'x')"},
+    };
+    for (size_t i = 0; i < sizeof want / sizeof *want; i++) {
+        const sop_value *e = entry(out, "rule_errors", want[i].id);
+        CHECK(e != NULL);
+        if (!e) {
+            fprintf(stderr, "no rule_error for %s\n", want[i].id);
+            continue;
+        }
+        const char *msg = sop__v_get_str(e, "message");
+        if (!msg || strncmp(msg, want[i].msg, strlen(want[i].msg)) != 0) {
+            fprintf(stderr, "%s: message '%s', expected '%s'\n", want[i].id, msg, want[i].msg);
+            CHECK(0);
+        }
+        char where[128];
+        marker_where("limits.lua", src, want[i].id, where, sizeof where);
+        if (strcmp(want[i].id, "plugin.broken") == 0)
+            snprintf(where, sizeof where, "plugins/broken.lua:3");
+        CHECK_EQ_S(sop__v_get_str(e, "where"), where);
+    }
+    CHECK_EQ_I(count_of(out, "rule_errors"), sizeof want / sizeof *want);
+    const sop_value *good = entry(out, "findings", "good");
+    CHECK(good != NULL);
+    CHECK_EQ_S(sop__v_get_str(good, "evidence"), "RSS 1000 KiB (0%)");
+    CHECK_EQ_S(sop__v_get_str(good, "severity"), "warn");
+    CHECK(entry(out, "cleared", "after") != NULL);
+    sop__v_free(out);
+
+    /* The runner stays usable: a second run gives the same result. */
+    CHECK_EQ_I(sop__rules_run(r, ev, &out, err, sizeof err), 0);
+    CHECK_EQ_I(count_of(out, "rule_errors"), sizeof want / sizeof *want);
+    CHECK_EQ_I(count_of(out, "findings"), 1);
+    sop__v_free(out);
+
+    /* Smaller limits are honoured. */
+    CHECK_EQ_I(sop__rules_set_limits(r, 100000, 1 << 20), 0);
+    CHECK_EQ_I(load_fixture(r, "limits.lua", NULL), 0);
+    CHECK_EQ_I(sop__rules_run(r, ev, &out, err, sizeof err), 0);
+    CHECK_EQ_S(sop__v_get_str(entry(out, "rule_errors", "spin"), "message"),
+               "instruction limit exceeded");
+    CHECK_EQ_S(sop__v_get_str(entry(out, "rule_errors", "mem.table"), "message"),
+               "memory limit exceeded");
+    CHECK(entry(out, "findings", "good") != NULL);
+    sop__v_free(out);
+    free(src);
+    sop__v_free(ev);
+    sop__rules_free(r);
+}
+
+static void test_load_errors(void)
+{
+    sop_rules *r;
+    CHECK_EQ_I(sop__rules_new(&r), 0);
+    CHECK_EQ_I(load_fixture(r, "syntax.lua", NULL), SOP_ERULES);
+    CHECK(strncmp(err, "syntax.lua:2: ", 14) == 0);
+    printf("syntax error: %s\n", err);
+    CHECK_EQ_I(sop__rules_count(r), 0);
+    sop_value *ev = small_ev(), *out = NULL;
+    CHECK_EQ_I(sop__rules_run(r, ev, &out, err, sizeof err), SOP_ENORULES);
+
+    CHECK_EQ_I(load_fixture(r, "dup.lua", NULL), SOP_ERULES);
+    CHECK_EQ_S(err, "dup.lua:5: duplicate rule id 'a' (first defined at dup.lua:1)");
+
+    CHECK_EQ_I(sop__rules_set_limits(r, 1000000, 0), 0);
+    CHECK_EQ_I(load_fixture(r, "toplevel_spin.lua", NULL), SOP_ERULES);
+    CHECK_EQ_S(err, "toplevel_spin.lua:2: instruction limit exceeded");
+
+    static const char bomb[] = "local s = 'x'\nwhile true do s = s .. s end\n";
+    CHECK_EQ_I(sop__rules_load(r, "bomb.lua", bomb, strlen(bomb), NULL, NULL, err, sizeof err),
+               SOP_ERULES);
+    CHECK_EQ_S(err, "bomb.lua:2: memory limit exceeded");
+
+    static const char bin[] = "\033Lua\x54\0";
+    CHECK_EQ_I(sop__rules_load(r, "bin.lua", bin, sizeof bin, NULL, NULL, err, sizeof err),
+               SOP_ERULES);
+    CHECK(strstr(err, "binary") != NULL);
+
+    static const char missing[] = "local m = require 'plugins.missing'\n";
+    CHECK_EQ_I(load_fixture(r, "toplevel_spin.lua", NULL), SOP_ERULES);
+    char dir[1024];
+    snprintf(dir, sizeof dir, "%s", t_fixture("rules"));
+    CHECK_EQ_I(sop__rules_load(r, "m.lua", missing, strlen(missing), dir, NULL, err, sizeof err),
+               SOP_ERULES);
+    CHECK(strncmp(err, "m.lua:1: module 'plugins.missing' not found", 43) == 0);
+    CHECK(strstr(err, "plugins/missing.lua") != NULL);
+    CHECK(strstr(err, dir) == NULL); /* no absolute path in the message */
+    printf("missing module: %s\n", err);
+
+    static const char runtime[] = "rule { id = 'x', section = '1', severity = 'bad', check = "
+                                  "function() end }\n";
+    CHECK_EQ_I(sop__rules_load(r, "sev.lua", runtime, strlen(runtime), NULL, NULL, err,
+                               sizeof err),
+               SOP_ERULES);
+    CHECK(strncmp(err, "sev.lua:1: rule 'x': severity must be", 37) == 0);
+
+    static const char late[] = "rule { id = 'x', section = '1', severity = 'info', check = "
+                               "function() rule { id = 'y', section = '1', severity = 'info', "
+                               "check = print } return clear('x') end }\n";
+    CHECK_EQ_I(sop__rules_load(r, "late.lua", late, strlen(late), NULL, NULL, err, sizeof err),
+               0);
+    CHECK_EQ_I(sop__rules_run(r, ev, &out, err, sizeof err), 0);
+    CHECK(strstr(sop__v_get_str(entry(out, "rule_errors", "x"), "message"),
+                 "only allowed at the top level") != NULL);
+    sop__v_free(out);
+    sop__v_free(ev);
+    sop__rules_free(r);
+}
+
+static void test_thresholds(void)
+{
+    sop_rules *r;
+    CHECK_EQ_I(sop__rules_new(&r), 0);
+    CHECK_EQ_I(sop__rules_set_threshold(r, "limit", "80.5", err, sizeof err), 0);
+    CHECK_EQ_I(sop__rules_set_threshold(r, "enabled", "false", err, sizeof err), 0);
+    CHECK_EQ_I(load_fixture(r, "thresholds.lua", NULL), 0);
+    sop_value *ev = small_ev(), *out = NULL;
+    CHECK_EQ_I(sop__rules_run(r, ev, &out, err, sizeof err), 0);
+    CHECK_EQ_S(sop__v_get_str(entry(out, "findings", "th.show"), "evidence"),
+               "80.5 false fast 1");
+    const sop_value *th = sop__v_get(out, "thresholds");
+    double d = 0;
+    CHECK(sop__v_get_num(th, "limit", &d) && d == 80.5);
+    CHECK(sop__v_get_num(th, "other", &d) && d == 1);
+    CHECK_EQ_S(sop__v_get_str(th, "mode"), "fast");
+    const sop_value *en = sop__v_get(th, "enabled");
+    CHECK(en && en->type == SOP_V_BOOL && !en->b);
+    CHECK_EQ_S(th->child->key, "enabled"); /* sorted */
+    sop__v_free(out);
+
+    /* Overrides after the load apply at the next run; integers stay integers. */
+    CHECK_EQ_I(sop__rules_set_threshold(r, "limit", "70", err, sizeof err), 0);
+    CHECK_EQ_I(sop__rules_set_threshold(r, "mode", "12", err, sizeof err), 0);
+    CHECK_EQ_I(sop__rules_run(r, ev, &out, err, sizeof err), 0);
+    CHECK_EQ_S(sop__v_get_str(entry(out, "findings", "th.show"), "evidence"), "70 false 12 1");
+    sop__v_free(out);
+
+    CHECK_EQ_I(sop__rules_set_threshold(r, "nope", "1", err, sizeof err), SOP_EUNKNOWNKEY);
+    CHECK_EQ_S(err, "unknown threshold 'nope' (known: enabled, limit, mode, other)");
+    CHECK_EQ_I(sop__rules_set_threshold(r, "limit", "lots", err, sizeof err), SOP_EINVAL);
+    CHECK_EQ_I(sop__rules_set_threshold(r, "enabled", "yes", err, sizeof err), SOP_EINVAL);
+
+    /* An override the next pack does not know fails that load. */
+    static const char other[] = "thresholds { x = 1 }\n";
+    CHECK_EQ_I(sop__rules_load(r, "o.lua", other, strlen(other), NULL, NULL, err, sizeof err),
+               SOP_EUNKNOWNKEY);
+    CHECK(strncmp(err, "unknown threshold 'limit' (known: x)", 36) == 0 ||
+          strncmp(err, "unknown threshold 'enabled' (known: x)", 38) == 0);
+    sop__v_free(ev);
+    sop__rules_free(r);
+}
+
+static void test_require(void)
+{
+    static const sop_rules_module mods[] = {
+        {"plugins.embedded", "return { name = 'emb' }"},
+        {NULL, NULL},
+    };
+    sop_rules *r;
+    CHECK_EQ_I(sop__rules_new(&r), 0);
+    CHECK_EQ_I(load_fixture(r, "require.lua", mods), 0);
+    if (err[0])
+        fprintf(stderr, "load: %s\n", err);
+    sop_value *ev = small_ev(), *out = NULL;
+    CHECK_EQ_I(sop__rules_run(r, ev, &out, err, sizeof err), 0);
+    CHECK_EQ_S(sop__v_get_str(entry(out, "findings", "req.helper"), "evidence"),
+               "double=42 same=true count=1 emb=emb");
+    sop__v_free(out);
+    /* Without a search dir the file plugin is not found. */
+    size_t len;
+    char *src = t_slurp("rules/require.lua", &len);
+    CHECK_EQ_I(sop__rules_load(r, "require.lua", src, len, NULL, mods, err, sizeof err),
+               SOP_ERULES);
+    CHECK(strstr(err, "plugins.helper") != NULL);
+    free(src);
+    sop__v_free(ev);
+    sop__rules_free(r);
+}
+
+static void test_verdicts(void)
+{
+    sop_rules *r;
+    CHECK_EQ_I(sop__rules_new(&r), 0);
+    CHECK_EQ_I(load_fixture(r, "verdicts.lua", NULL), 0);
+    CHECK_EQ_I(sop__rules_count(r), 4);
+    CHECK_EQ_S(sop__rules_id(r, 0), "v.hit");
+    CHECK_EQ_S(sop__rules_id(r, 3), "v.warn");
+    CHECK(sop__rules_id(r, 4) == NULL);
+    sop_value *ev = small_ev(), *out = NULL;
+    CHECK_EQ_I(sop__rules_run(r, ev, &out, err, sizeof err), 0);
+    const sop_value *f = sop__v_get(out, "findings");
+    CHECK_EQ_I(f->count, 2);
+    CHECK_EQ_S(sop__v_get_str(f->child, "id"), "v.hit"); /* high before warn */
+    CHECK_EQ_S(sop__v_get_str(f->child, "severity"), "high");
+    CHECK_EQ_S(sop__v_get_str(f->child, "section"), "2.4");
+    const sop_value *sym = sop__v_get(f->child, "symptom");
+    CHECK(sym && sym->type == SOP_V_OBJ);
+    CHECK_EQ_S(sop__v_get_str(sym, "en"), "slow");
+    CHECK_EQ_S(sop__v_get_str(sym, "zh"), "慢");
+    CHECK_EQ_S(sop__v_get_str(sop__v_get(f->child, "evidence"), "zh"), "证据");
+    CHECK_EQ_S(sop__v_get_str(f->child, "verify"), "v");
+    const sop_value *refs = sop__v_get(f->child, "refs");
+    CHECK(refs && refs->type == SOP_V_ARR && refs->count == 2);
+    CHECK_EQ_S(refs->child->str, "https://a");
+    /* Key order of a finding is fixed. */
+    CHECK_EQ_S(f->child->child->key, "id");
+    CHECK_EQ_S(f->child->last->key, "refs");
+    const sop_value *w = f->child->next;
+    CHECK_EQ_S(sop__v_get_str(w, "severity"), "warn");
+    CHECK(sop__v_get(w, "symptom") == NULL);
+    CHECK_EQ_S(sop__v_get(w, "refs")->child->str, "https://single");
+    const sop_value *c = entry(out, "cleared", "v.clear");
+    CHECK_EQ_S(sop__v_get_str(sop__v_get(c, "note"), "zh"), "正常");
+    CHECK_EQ_S(sop__v_get_str(c, "section"), "3");
+    CHECK_EQ_S(sop__v_get_str(entry(out, "unknown", "v.unknown"), "reason"), "no cgroup");
+    sop__v_free(out);
+    sop__v_free(ev);
+    sop__rules_free(r);
+}
+
+/* Order-insensitive structural equality for objects, ordered for arrays. */
+static int v_equal(const sop_value *a, const sop_value *b)
+{
+    if (!a || !b || a->type != b->type)
+        return 0;
+    switch (a->type) {
+    case SOP_V_NULL:
+        return 1;
+    case SOP_V_BOOL:
+        return a->b == b->b;
+    case SOP_V_NUM:
+        return a->num == b->num;
+    case SOP_V_STR:
+        return strcmp(a->str, b->str) == 0;
+    case SOP_V_ARR: {
+        const sop_value *x = a->child, *y = b->child;
+        for (; x && y; x = x->next, y = y->next)
+            if (!v_equal(x, y))
+                return 0;
+        return !x && !y;
+    }
+    case SOP_V_OBJ:
+        if (a->count != b->count)
+            return 0;
+        for (const sop_value *x = a->child; x; x = x->next)
+            if (!v_equal(x, sop__v_get(b, x->key)))
+                return 0;
+        return 1;
+    }
+    return 0;
+}
+
+static void test_bridge(void)
+{
+    lua_State *L = luaL_newstate();
+    luaL_openlibs(L);
+    sop_value *v = sop__v_obj();
+    sop__v_set_int(v, "int", 123456789012LL);
+    sop__v_set_dbl(v, "frac", 0.25);
+    sop__v_set_dbl(v, "neg", -3.5);
+    sop__v_set_str(v, "s", "héllo \"x\"\n");
+    sop__v_set_bool(v, "t", true);
+    sop__v_set_bool(v, "f", false);
+    sop_value *arr = sop__v_arr_at(v, "list");
+    for (int i = 0; i < 3; i++) {
+        sop_value *o = sop__v_obj();
+        sop__v_set_int(o, "i", i);
+        sop__v_push(arr, o);
+    }
+    sop__v_push(sop__v_arr_at(sop__v_obj_at(v, "deep"), "nums"), sop__v_num(1e300));
+    sop__lua_push_value(L, v);
+    CHECK(lua_istable(L, -1));
+    lua_getfield(L, -1, "int");
+    CHECK(lua_isinteger(L, -1) && lua_tointeger(L, -1) == 123456789012LL);
+    lua_pop(L, 1);
+    lua_getfield(L, -1, "list");
+    CHECK_EQ_I(lua_rawlen(L, -1), 3);
+    lua_pop(L, 1);
+    sop_value *back = sop__lua_to_value(L, -1, 16);
+    CHECK(back != NULL);
+    CHECK(v_equal(v, back));
+    sop__v_free(back);
+    /* Too deep for the limit. */
+    CHECK(sop__lua_to_value(L, -1, 2) == NULL);
+    lua_pop(L, 1);
+
+    /* Refused: functions, cycles, mixed keys; NaN becomes null. */
+    luaL_dostring(L, "return { f = print }");
+    CHECK(sop__lua_to_value(L, -1, 16) == NULL);
+    lua_pop(L, 1);
+    luaL_dostring(L, "local t = {} t.self = t return t");
+    CHECK(sop__lua_to_value(L, -1, 16) == NULL);
+    lua_pop(L, 1);
+    luaL_dostring(L, "return { 1, 2, x = 3 }");
+    CHECK(sop__lua_to_value(L, -1, 16) == NULL);
+    lua_pop(L, 1);
+    luaL_dostring(L, "return { 0/0, 2 }");
+    sop_value *nan = sop__lua_to_value(L, -1, 16);
+    CHECK(nan && nan->type == SOP_V_ARR && nan->child->type == SOP_V_NULL);
+    sop__v_free(nan);
+    lua_pop(L, 1);
+    luaL_dostring(L, "local t = {} for i = 1, 200000 do t[i] = i end return t");
+    CHECK(sop__lua_to_value(L, -1, 16) == NULL); /* more than SOP_LUA_MAX_NODES */
+    lua_pop(L, 1);
+    luaL_dostring(L, "return {}");
+    sop_value *empty = sop__lua_to_value(L, -1, 16);
+    CHECK(empty && empty->type == SOP_V_OBJ && empty->count == 0);
+    sop__v_free(empty);
+    lua_close(L);
+    sop__v_free(v);
+}
+
+/* 30 trivial rules over a ~500-node evidence tree. */
+static void test_timing(void)
+{
+    sop_value *ev = small_ev();
+    sop_value *threads = sop__v_arr_at(ev, "threads");
+    size_t nodes = 8;
+    for (int i = 0; i < 60; i++) {
+        sop_value *t = sop__v_obj();
+        sop__v_set_int(t, "tid", 100 + i);
+        sop__v_set_str(t, "name", "worker");
+        sop__v_set_str(t, "state", "S");
+        sop__v_set_dbl(t, "cpu_pct", 1.5 * i);
+        sop__v_set_int(t, "utime_ms", 10 * i);
+        sop__v_set_int(t, "stime_ms", i);
+        sop__v_set_int(t, "voluntary_ctxt_switches", 1000 + i);
+        sop__v_push(threads, t);
+        nodes += 8;
+    }
+    char *src = malloc(64 * 1024);
+    size_t n = (size_t)snprintf(src, 64 * 1024, "thresholds { x = 500 }\n");
+    for (int i = 0; i < 30; i++)
+        n += (size_t)snprintf(src + n, 64 * 1024 - n,
+                              "rule { id = 'r%d', section = '2', severity = 'warn', check = "
+                              "function(ev, th) if ev.proc.rss_kb > th.x then return hit { "
+                              "evidence = fmt('rss %%d', ev.proc.rss_kb), refs = { 'https://r' "
+                              "} } end return clear('ok') end }\n",
+                              i);
+    sop_rules *r;
+    CHECK_EQ_I(sop__rules_new(&r), 0);
+    CHECK_EQ_I(sop__rules_load(r, "t.lua", src, n, NULL, NULL, err, sizeof err), 0);
+    sop_value *out = NULL;
+    int runs = 200;
+    struct timespec a, b;
+    clock_gettime(CLOCK_MONOTONIC, &a);
+    for (int i = 0; i < runs; i++) {
+        sop__v_free(out);
+        out = NULL;
+        CHECK_EQ_I(sop__rules_run(r, ev, &out, err, sizeof err), 0);
+    }
+    clock_gettime(CLOCK_MONOTONIC, &b);
+    double ms = ((b.tv_sec - a.tv_sec) * 1e3 + (b.tv_nsec - a.tv_nsec) / 1e6) / runs;
+    printf("timing: 30 rules over %zu evidence nodes: %.3f ms per run\n", nodes, ms);
+    CHECK_EQ_I(count_of(out, "findings"), 30);
+    CHECK(ms < 50); /* loose: only catches a pathological slowdown */
+    sop__v_free(out);
+    sop__rules_free(r);
+    sop__v_free(ev);
+    free(src);
+}
+
+int main(void)
+{
+    test_bridge();
+    test_verdicts();
+    test_thresholds();
+    test_require();
+    test_load_errors();
+    test_sandbox();
+    test_limits();
+    test_timing();
+    return t_done();
+}
