@@ -55,18 +55,19 @@ rule {
       for _, t in ipairs(ev.threads) do
         if t.cpu_pct then
           seen = true
+          used = used + t.cpu_pct
           if t.cpu_pct >= th.busy_thread_pct then
             busy = busy + 1
-            used = used + t.cpu_pct
             top[#top + 1] = { what = fmt("tid %d %s", t.tid, t.name or "?"), pct = t.cpu_pct }
           end
         end
       end
     elseif p.cpu_pct then
       seen = true
+      used = p.cpu_pct
       local n = busy_in(p.cpu_pct, p.threads, th.busy_thread_pct)
       if n > 0 then
-        busy, used = n, p.cpu_pct
+        busy = n
         top[#top + 1] = { what = fmt("pid %d %s", ev.pid, p.comm or "?"), pct = p.cpu_pct }
       end
     end
@@ -74,11 +75,11 @@ rule {
     for _, c in ipairs(ev.children or {}) do
       if c.cpu_pct then
         seen = true
+        used = used + c.cpu_pct
         local n = busy_in(c.cpu_pct, c.threads, th.busy_thread_pct)
         if n > 0 then
           busy = busy + n
           nworkers = nworkers + 1
-          used = used + c.cpu_pct
           top[#top + 1] = { what = fmt("worker pid %d", c.pid), pct = c.cpu_pct }
         end
       end
@@ -90,13 +91,22 @@ rule {
 
     local cap_pct = cap * 100
     local thr = cpu.throttled_pct
+    -- `used` is the CPU of all the job's threads and workers, busy or not.
+    -- The CPUs are full when the job uses its capacity, the quota throttles it, or the whole
+    -- host has (almost) no idle time left over the window.
+    local host_idle = ev.host and ev.host.cpu and ev.host.cpu.idle_pct
     local saturated = used >= th.cpu_saturated_pct / 100 * cap_pct
                       or (cpu.quota_cpus and thr and thr >= th.throttled_pct)
+                      or (host_idle and host_idle <= 100 - th.cpu_saturated_pct)
     local base_en = fmt("%d busy threads (>= %g%% of a core each, target + workers) on %d "
-                        .. "effective CPUs; together %.0f%% CPU of a %.0f%% capacity",
+                        .. "effective CPUs; the job uses %.0f%% CPU of a %.0f%% capacity",
                         busy, th.busy_thread_pct, eff, used, cap_pct)
-    local base_zh = fmt("%d 个繁忙线程（各 >= 单核 %g%%，含目标与 worker），有效 CPU %d 个；合计 CPU %.0f%%，容量 %.0f%%",
+    local base_zh = fmt("%d 个繁忙线程（各 >= 单核 %g%%，含目标与 worker），有效 CPU %d 个；作业共用 CPU %.0f%%，容量 %.0f%%",
                         busy, th.busy_thread_pct, eff, used, cap_pct)
+    if host_idle then
+      base_en = base_en .. fmt("; host CPUs %.0f%% idle", host_idle)
+      base_zh = base_zh .. fmt("；整机 CPU 空闲 %.0f%%", host_idle)
+    end
     if busy <= eff then return clear(T(base_en, base_zh)) end
     if not saturated then
       return clear(T(base_en .. ": the CPUs are not full", base_zh .. "：CPU 未跑满"))
