@@ -5,16 +5,31 @@
 
 local function T(en, zh) return { en = en, zh = zh } end
 
+-- Why a rule that needs the live process cannot judge.
+local function no_proc(ev)
+  if ev.alive == false then
+    return unknown(T("the process is gone: only the kernel log speaks of it",
+                     "进程已不存在：只有内核日志记录了它"))
+  end
+  return no_proc(ev)
+end
+
 local POOL_VARS = { "OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS" }
 
--- Thread-pool variables not set in the target's environment (nil when env is unknown).
-local function unset_pool_vars(proc)
-  if not proc.env then return nil end
+-- Thread-pool variables not set in the target's environment, else in its first worker's
+-- (workers inherit it); nil when no environment was readable.
+local function unset_pool_vars(ev)
+  local env = ev.proc.env
+  for _, c in ipairs(ev.children or {}) do
+    if env then break end
+    env = c.env
+  end
+  if not env then return nil, nil end
   local out = {}
   for _, name in ipairs(POOL_VARS) do
-    if proc.env[name] == nil or proc.env[name] == "" then out[#out + 1] = name end
+    if env[name] == nil or env[name] == "" then out[#out + 1] = name end
   end
-  return out
+  return out, env
 end
 
 local function pool_libs(proc)
@@ -39,7 +54,7 @@ rule {
   id = "cpu.oversubscribed", section = "8.5", severity = "warn",
   check = function(ev, th)
     local p = ev.proc
-    if not p then return unknown(T("no process evidence", "没有进程证据")) end
+    if not p then return no_proc(ev) end
     if not ev.duration_s or ev.duration_s <= 0 then
       return unknown(T("one snapshot (--duration 0): no CPU rates to tell busy threads",
                        "只有一次快照（--duration 0）：没有 CPU 速率，无法判断繁忙线程"))
@@ -124,7 +139,7 @@ rule {
     if ev.host and ev.host.ncpu then limits[#limits + 1] = fmt("host ncpu %d", ev.host.ncpu) end
     if thr then limits[#limits + 1] = fmt("throttled %.0f%% of periods", thr) end
 
-    local unset = unset_pool_vars(p)
+    local unset, env = unset_pool_vars(ev)
     local env_en, env_zh
     if not unset then
       env_en, env_zh = "environment not readable", "环境变量不可读"
@@ -132,7 +147,7 @@ rule {
       env_en = table.concat(unset, ", ") .. " unset"
       env_zh = table.concat(unset, "、") .. " 未设置"
     else
-      env_en = fmt("OMP_NUM_THREADS=%s", p.env.OMP_NUM_THREADS)
+      env_en = fmt("OMP_NUM_THREADS=%s", env.OMP_NUM_THREADS)
       env_zh = env_en
     end
     local libs = pool_libs(p)
@@ -198,6 +213,7 @@ rule {
 rule {
   id = "cpu.throttled", section = "8.5", severity = "warn",
   check = function(ev, th)
+    if ev.alive == false then return no_proc(ev) end
     local cg = ev.cgroup
     local cpu = cg and cg.cpu
     if not cpu then return unknown(T("cgroup CPU controller not readable", "读不到 cgroup CPU 控制器")) end

@@ -4,6 +4,15 @@
 
 local function T(en, zh) return { en = en, zh = zh } end
 
+-- Why a rule that needs the live process cannot judge.
+local function no_proc(ev)
+  if ev.alive == false then
+    return unknown(T("the process is gone: only the kernel log speaks of it",
+                     "进程已不存在：只有内核日志记录了它"))
+  end
+  return no_proc(ev)
+end
+
 local REFS = {
   "https://www.brendangregg.com/linuxperf.html",
   "https://fio.readthedocs.io/en/latest/fio_doc.html",
@@ -43,7 +52,7 @@ rule {
   id = "io.d_state", section = "7", severity = "warn",
   check = function(ev, th)
     local p = ev.proc
-    if not p then return unknown(T("no process evidence", "没有进程证据")) end
+    if not p then return no_proc(ev) end
     local d, seen = {}, 0
     if ev.threads and #ev.threads > 0 then
       for _, t in ipairs(ev.threads) do
@@ -115,7 +124,7 @@ rule {
   id = "io.small_reads", section = "7", severity = "warn",
   check = function(ev, th)
     local p = ev.proc
-    if not p then return unknown(T("no process evidence", "没有进程证据")) end
+    if not p then return no_proc(ev) end
     if not ev.duration_s or ev.duration_s <= 0 then
       return unknown(T("one snapshot (--duration 0): no read rates", "只有一次快照（--duration 0）：没有读速率"))
     end

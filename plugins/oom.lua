@@ -10,6 +10,15 @@ local REFS = {
 
 local function T(en, zh) return { en = en, zh = zh } end
 
+-- Why a rule that needs the live process cannot judge.
+local function no_proc(ev)
+  if ev.alive == false then
+    return unknown(T("the process is gone: only the kernel log speaks of it",
+                     "进程已不存在：只有内核日志记录了它"))
+  end
+  return no_proc(ev)
+end
+
 -- Seconds since the kill: the collector's age_s, else from the epoch stamps.
 local function age_of(ev, k)
   if k.age_s then return k.age_s end
@@ -142,7 +151,7 @@ rule {
     end
 
     if not ev.proc then
-      return unknown(T("no process evidence", "没有进程证据"))
+      return no_proc(ev)
     end
     if not kills and not counter then
       return unknown(T("neither the kernel log nor the memory cgroup's oom_kill counter could be read",
