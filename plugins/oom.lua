@@ -184,6 +184,7 @@ rule {
       local k = linked[#linked]
       local en, zh = describe(ev, k)
       local during = start and k.time and k.time >= start - 2
+      local same_cg = k.task_memcg:gsub("/+$", "") == path:gsub("/+$", "")
       local n_en = #linked > 1 and fmt("%d kills in cgroup %s in the last %s; newest: ", #linked,
                                        path, win_en) or ""
       local n_zh = #linked > 1 and fmt("最近 %s 内 cgroup %s 有 %d 次被杀；最新一次：", win_zh,
@@ -195,10 +196,15 @@ rule {
       local cnt_zh = counter and fmt("；cgroup oom_kill 计数 %d", counter) or ""
       return hit {
         severity = during and "high" or "warn",
-        symptom = T(fmt("A worker of pid %d (pid %s, %s) in its memory cgroup was OOM-killed",
-                        ev.pid, pid_of(k), k.comm or "?"),
-                    fmt("pid %d 的内存 cgroup 里的 worker（pid %s，%s）被 OOM 杀掉", ev.pid,
-                        pid_of(k), k.comm or "?")),
+        symptom = same_cg
+          and T(fmt("pid %s (%s), in the same memory cgroup as pid %d, was OOM-killed",
+                    pid_of(k), k.comm or "?", ev.pid),
+                fmt("与 pid %d 同一内存 cgroup 的 pid %s（%s）被 OOM 杀掉", ev.pid, pid_of(k),
+                    k.comm or "?"))
+          or T(fmt("pid %s (%s), in a memory cgroup below pid %d's, was OOM-killed while it ran",
+                   pid_of(k), k.comm or "?", ev.pid),
+               fmt("pid %d 运行期间，其内存 cgroup 之下的 pid %s（%s）被 OOM 杀掉", ev.pid, pid_of(k),
+                   k.comm or "?")),
         evidence = T(fmt("Kernel log: %s%s, %s; target cgroup %s%s.", n_en, en, when_en, path, cnt_en),
                      fmt("内核日志：%s%s，%s；目标 cgroup %s%s。", n_zh, zh, when_zh, path, cnt_zh)),
         cause = cause_of(k, "pid " .. pid_of(k), "pid " .. pid_of(k)),
