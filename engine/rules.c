@@ -22,12 +22,12 @@
 #include "bridge/lua_bridge.h"
 #include "sop.h"
 
-#define HOOK_TICK 1000                 /* instructions between two count-hook calls */
-#define MAX_TEXT_BYTES (16 * 1024)     /* one text field of a verdict */
+#define HOOK_TICK 1000             /* instructions between two count-hook calls */
+#define MAX_TEXT_BYTES (16 * 1024) /* one text field of a verdict */
 #define MAX_REFS 16
-#define MAX_SOURCE_BYTES (4 << 20)     /* a plugin file */
-#define MAX_NAME 64                    /* rule ids and threshold names */
-#define MAX_MESSAGE 300                /* a rule_errors message */
+#define MAX_SOURCE_BYTES (4 << 20) /* a plugin file */
+#define MAX_NAME 64                /* rule ids and threshold names */
+#define MAX_MESSAGE 300            /* a rule_errors message */
 
 _Static_assert(LUA_EXTRASPACE >= sizeof(void *), "the runner lives in the extra space");
 
@@ -59,8 +59,8 @@ struct sop_rules {
     int limits_active;
     int killed;
     char kill_where[160];
-    char err_where[160];  /* first Lua frame the message handler saw */
-    lua_State *running;   /* the thread running rule code: the main one or a coroutine */
+    char err_where[160]; /* first Lua frame the message handler saw */
+    lua_State *running;  /* the thread running rule code: the main one or a coroutine */
     int phase;
     /* the loaded pack */
     char **ids;
@@ -75,10 +75,13 @@ struct sop_rules {
 
 /* Registry keys (their addresses are the keys). */
 static const char K_SANDBOX, K_RULES, K_IDS, K_DEFAULTS, K_MODULES, K_LOADED, K_LOADING, K_P2R,
-    K_R2P, K_PROXY_MT;
+    K_R2P, K_PROXY_MT, K_TH_MT, K_RUNNING;
 #define VERDICT_MT "sop.verdict"
 
-static sop_rules *R(lua_State *L) { return *(sop_rules **)lua_getextraspace(L); }
+static sop_rules *R(lua_State *L)
+{
+    return *(sop_rules **)lua_getextraspace(L);
+}
 
 static void set_err(char *err, size_t errlen, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
@@ -158,8 +161,7 @@ static void count_hook(lua_State *L, lua_Debug *ar)
         r->killed = KILL_INSTR;
         r->kill_where[0] = '\0';
         if (lua_getinfo(L, "Sl", ar) && ar->currentline > 0)
-            snprintf(r->kill_where, sizeof r->kill_where, "%s:%d", ar->short_src,
-                     ar->currentline);
+            snprintf(r->kill_where, sizeof r->kill_where, "%s:%d", ar->short_src, ar->currentline);
     }
     if (r->killed) {
         lua_pushstring(L, kill_message(r));
@@ -276,12 +278,17 @@ static int sb_co_resume(lua_State *L)
     sop_rules *r = R(L);
     lua_State *co = lua_tothread(L, 1);
     luaL_argexpected(L, co, 1, "coroutine");
-    lua_State *saved = r->running;
+    /* The allocator reads r->running's stack when it kills a rule: the registry anchors that
+     * thread, so the pointer stays valid even if an error skips the restore below. */
+    lua_pushvalue(L, 1);
+    lua_rawsetp(L, LUA_REGISTRYINDEX, &K_RUNNING);
     r->running = co;
     lua_pushvalue(L, lua_upvalueindex(1));
     lua_insert(L, 1);
     lua_call(L, lua_gettop(L) - 1, LUA_MULTRET);
-    r->running = saved;
+    r->running = L;
+    lua_pushthread(L);
+    lua_rawsetp(L, LUA_REGISTRYINDEX, &K_RUNNING);
     raise_if_killed(L);
     return lua_gettop(L);
 }
@@ -374,6 +381,17 @@ static int ro_index(lua_State *L)
     lua_pushvalue(L, 2);
     lua_rawget(L, -2);
     push_wrapped(L, -1);
+    return 1;
+}
+
+/* th.x for a name the pack never declared is a mistake worth an error, not a nil. */
+static int th_index(lua_State *L)
+{
+    if (!push_real(L, 1))
+        return 0;
+    lua_pushvalue(L, 2);
+    if (lua_rawget(L, -2) == LUA_TNIL)
+        return luaL_error(L, "unknown threshold '%s'", luaL_tolstring(L, 2, NULL));
     return 1;
 }
 
@@ -698,8 +716,14 @@ static int text_verdict(lua_State *L, int kind, const char *what)
     return make_verdict(L, kind);
 }
 
-static int dsl_clear(lua_State *L) { return text_verdict(L, VERDICT_CLEAR, "note"); }
-static int dsl_unknown(lua_State *L) { return text_verdict(L, VERDICT_UNKNOWN, "reason"); }
+static int dsl_clear(lua_State *L)
+{
+    return text_verdict(L, VERDICT_CLEAR, "note");
+}
+static int dsl_unknown(lua_State *L)
+{
+    return text_verdict(L, VERDICT_UNKNOWN, "reason");
+}
 
 /* kb(n): a size given in kB as "512 KiB", "1.5 MiB", "1.2 GiB". */
 static int dsl_kb(lua_State *L)
@@ -777,8 +801,7 @@ static int sb_require(lua_State *L)
     size_t len;
     const char *name = luaL_checklstring(L, 1, &len);
     lua_settop(L, 1);
-    int ok = len > 0 && len <= 128 && name[0] != '.' && name[len - 1] != '.' &&
-             !strstr(name, "..");
+    int ok = len > 0 && len <= 128 && name[0] != '.' && name[len - 1] != '.' && !strstr(name, "..");
     for (size_t i = 0; ok && i < len; i++)
         ok = isalnum((unsigned char)name[i]) || name[i] == '_' || name[i] == '.';
     if (!ok)
@@ -817,8 +840,8 @@ static int sb_require(lua_State *L)
                               strerror(errno));
         if (is_binary_chunk(buf, flen)) {
             free(buf);
-            return luaL_error(L, "module '%s': %s is a binary chunk (only text is loaded)",
-                              name, rel);
+            return luaL_error(L, "module '%s': %s is a binary chunk (only text is loaded)", name,
+                              rel);
         }
         status = luaL_loadbufferx(L, buf, flen, chunk, "t");
         free(buf);
@@ -896,8 +919,12 @@ static void setup_state(lua_State *L, const sop_rules_module *modules)
     static const struct {
         const char *name;
         lua_CFunction open;
-    } libs[] = {{"_G", luaopen_base},        {"string", luaopen_string}, {"table", luaopen_table},
-                {"math", luaopen_math},      {"utf8", luaopen_utf8},     {"os", luaopen_os},
+    } libs[] = {{"_G", luaopen_base},
+                {"string", luaopen_string},
+                {"table", luaopen_table},
+                {"math", luaopen_math},
+                {"utf8", luaopen_utf8},
+                {"os", luaopen_os},
                 {"coroutine", luaopen_coroutine}};
     int base = lua_gettop(L);
     for (size_t i = 0; i < sizeof libs / sizeof *libs; i++)
@@ -921,6 +948,8 @@ static void setup_state(lua_State *L, const sop_rules_module *modules)
     new_registry_table(L, &K_LOADED);
     new_registry_table(L, &K_P2R);
     new_registry_table(L, &K_R2P);
+    lua_pushboolean(L, 0); /* the slot exists, so setting it later allocates nothing */
+    lua_rawsetp(L, LUA_REGISTRYINDEX, &K_RUNNING);
     lua_newtable(L);
     for (const sop_rules_module *m = modules; m && m->name; m++) {
         if (m->source) {
@@ -938,6 +967,15 @@ static void setup_state(lua_State *L, const sop_rules_module *modules)
     lua_pushliteral(L, "read-only");
     lua_setfield(L, -2, "__metatable");
     lua_rawsetp(L, LUA_REGISTRYINDEX, &K_PROXY_MT);
+
+    lua_newtable(L);
+    set_fn(L, "__index", th_index);
+    set_fn(L, "__newindex", ro_newindex);
+    set_fn(L, "__len", ro_len);
+    set_fn(L, "__pairs", ro_pairs);
+    lua_pushliteral(L, "read-only");
+    lua_setfield(L, -2, "__metatable");
+    lua_rawsetp(L, LUA_REGISTRYINDEX, &K_TH_MT);
 
     luaL_newmetatable(L, VERDICT_MT);
     lua_pushliteral(L, "verdict");
@@ -970,8 +1008,7 @@ static void setup_state(lua_State *L, const sop_rules_module *modules)
     static const char *const os_ok[] = {"time", "clock", "date", NULL};
     copy_fields(L, os, os_ok);
     lua_setfield(L, sb, "os");
-    static const char *const co_ok[] = {"yield", "status", "running", "isyieldable", "close",
-                                        NULL};
+    static const char *const co_ok[] = {"yield", "status", "running", "isyieldable", "close", NULL};
     copy_fields(L, co, co_ok);
     set_fn(L, "create", sb_co_create);
     lua_getfield(L, co, "resume");
@@ -1057,7 +1094,10 @@ void sop__rules_free(sop_rules *r)
     free(r);
 }
 
-size_t sop__rules_count(const sop_rules *r) { return r ? r->nids : 0; }
+size_t sop__rules_count(const sop_rules *r)
+{
+    return r ? r->nids : 0;
+}
 
 const char *sop__rules_id(const sop_rules *r, size_t i)
 {
@@ -1083,8 +1123,7 @@ static int check_override(const sop_rules *r, const char *key, const char *value
         for (size_t i = 0; i < r->nknown && used < sizeof list; i++)
             used += (size_t)snprintf(list + used, sizeof list - used, "%s%s", i ? ", " : "",
                                      r->known[i].key);
-        set_err(err, errlen, "unknown threshold '%s' (known: %s)", key,
-                r->nknown ? list : "none");
+        set_err(err, errlen, "unknown threshold '%s' (known: %s)", key, r->nknown ? list : "none");
         return SOP_EUNKNOWNKEY;
     }
     if (k->type == LUA_TNUMBER) {
@@ -1368,8 +1407,8 @@ static sop_value *take(sop_value *obj, const char *key)
 }
 
 /* Turn the value rule code returned (at idx) into a finding / cleared / unknown entry. */
-static void record_verdict(lua_State *L, run_ctx *c, int idx, const char *id,
-                           const char *section, const char *severity, const char *def_where)
+static void record_verdict(lua_State *L, run_ctx *c, int idx, const char *id, const char *section,
+                           const char *severity, const char *def_where)
 {
     int *kind = luaL_testudata(L, idx, VERDICT_MT);
     if (!kind) {
@@ -1406,8 +1445,7 @@ static void record_verdict(lua_State *L, run_ctx *c, int idx, const char *id,
     }
 }
 
-static void run_one(lua_State *L, run_ctx *c, int rule_idx, int ev_proxy, int th_proxy,
-                    int handler)
+static void run_one(lua_State *L, run_ctx *c, int rule_idx, int ev_proxy, int th_proxy, int handler)
 {
     sop_rules *r = c->r;
     lua_getfield(L, rule_idx, "id");
@@ -1485,11 +1523,18 @@ static int run_protected(lua_State *L)
         lua_pop(L, 1);
         lua_newtable(L);
     }
-    push_proxy(L, 2);                    /* 3 */
-    push_effective_thresholds(L, r);     /* 4 */
-    push_proxy(L, 4);                    /* 5 */
+    push_proxy(L, 2);                /* 3 */
+    push_effective_thresholds(L, r); /* 4 */
+    lua_createtable(L, 0, 0);        /* 5: th, strict about names */
+    lua_rawgetp(L, LUA_REGISTRYINDEX, &K_TH_MT);
+    lua_setmetatable(L, 5);
+    lua_rawgetp(L, LUA_REGISTRYINDEX, &K_P2R);
+    lua_pushvalue(L, 5);
+    lua_pushvalue(L, 4);
+    lua_rawset(L, -3);
+    lua_pop(L, 1);
     sop__v_set(c->out, "thresholds", sop__lua_to_value(L, 4, 2));
-    lua_pushcfunction(L, msgh);          /* 6 */
+    lua_pushcfunction(L, msgh);                  /* 6 */
     lua_rawgetp(L, LUA_REGISTRYINDEX, &K_RULES); /* 7 */
     lua_Integer n = (lua_Integer)lua_rawlen(L, 7);
     for (lua_Integer i = 1; i <= n; i++) {

@@ -24,7 +24,8 @@ void sop__rules_free(sop_rules *r);
 /* Load a pack, replacing what was loaded. `chunkname` is the file name shown in errors;
  * `search_dir` (may be NULL) is where `require "plugins.x"` finds plugins/x.lua; `modules`
  * (may be NULL, terminated by a {NULL,NULL} entry) are tried first. Text chunks only.
- * On error returns SOP_ERULES with "file:line: message" in err. */
+ * On error returns SOP_ERULES with "file:line: message" in err (SOP_EUNKNOWNKEY / SOP_EINVAL
+ * when a kept threshold override does not fit the new pack) and no pack is loaded. */
 int sop__rules_load(sop_rules *r, const char *chunkname, const char *src, size_t len,
                     const char *search_dir, const sop_rules_module *modules, char *err,
                     size_t errlen);
@@ -40,9 +41,10 @@ int sop__rules_set_limits(sop_rules *r, long long max_instructions, size_t max_b
 size_t sop__rules_count(const sop_rules *r);
 const char *sop__rules_id(const sop_rules *r, size_t i);
 
-/* Override threshold `key` (value a number when it parses as one, else a string; "true"/
- * "false" booleans). Kept across loads and applied to each; SOP_EUNKNOWNKEY when the loaded
- * pack has no such threshold (checked again at each load). */
+/* Override threshold `key`. The value is read with the type of the pack's default: a number
+ * (SOP_EINVAL when it does not parse as one), true/false, or the string as given. Kept across
+ * loads and applied to each; SOP_EUNKNOWNKEY when the loaded pack has no such threshold, with
+ * "unknown threshold 'x' (known: a, b)" in err (checked again at each load). */
 int sop__rules_set_threshold(sop_rules *r, const char *key, const char *value, char *err,
                              size_t errlen);
 
@@ -53,6 +55,10 @@ int sop__rules_set_threshold(sop_rules *r, const char *key, const char *value, c
  *     rule_errors = [ {id, where, message} ],
  *     thresholds = { key = value } }
  * Text fields are either strings or objects {en = "...", zh = "..."}: the renderer picks.
+ * Findings are ordered high, warn, info (pack order within each). Rules see `ev` and `th` as
+ * read-only views (writes raise); `th.x` for an undeclared name raises. Each rule runs under
+ * the limits of sop__rules_set_limits; a rule that exceeds them, raises, or returns no verdict
+ * (or a hit without evidence or refs) becomes a rule_errors entry and the next rule runs.
  * Returns 0, or SOP_ENORULES / SOP_ENOMEM. */
 int sop__rules_run(sop_rules *r, const sop_value *ev, sop_value **out, char *err, size_t errlen);
 

@@ -58,7 +58,10 @@ static void push_rec(lua_State *L, const sop_value *v, int depth)
     }
 }
 
-void sop__lua_push_value(lua_State *L, const sop_value *v) { push_rec(L, v, 0); }
+void sop__lua_push_value(lua_State *L, const sop_value *v)
+{
+    push_rec(L, v, 0);
+}
 
 static int cmp_key(const void *a, const void *b)
 {

@@ -74,7 +74,10 @@ def sopctl(*args, user=None, timeout=120):
     """Run sopctl; returns (exit code, stdout, stderr)."""
     argv = [SOPCTL] + [str(a) for a in args]
     if user:
-        argv = ["setpriv", "--reuid=%s" % user, "--regid=%s" % user, "--clear-groups"] + argv
+        import pwd
+        pw = pwd.getpwnam(user)
+        argv = ["setpriv", "--reuid=%d" % pw.pw_uid, "--regid=%d" % pw.pw_gid,
+                "--clear-groups"] + argv
     r = subprocess.run(argv, capture_output=True, text=True, timeout=timeout)
     return r.returncode, r.stdout, r.stderr
 

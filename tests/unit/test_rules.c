@@ -117,8 +117,8 @@ static void test_limits(void)
     printf("limits pack (default limits): %.0f ms\n",
            (b.tv_sec - a.tv_sec) * 1e3 + (b.tv_nsec - a.tv_nsec) / 1e6);
     for (const sop_value *f = sop__v_get(out, "rule_errors")->child; f; f = f->next)
-        printf("  rule_error %-16s %-18s %s\n", sop__v_get_str(f, "id"),
-               sop__v_get_str(f, "where"), sop__v_get_str(f, "message"));
+        printf("  rule_error %-16s %-18s %s\n", sop__v_get_str(f, "id"), sop__v_get_str(f, "where"),
+               sop__v_get_str(f, "message"));
     static const struct {
         const char *id, *msg;
     } want[] = {
@@ -130,6 +130,7 @@ static void test_limits(void)
         {"xpcall.spin", "instruction limit exceeded"},
         {"co.wrap", "instruction limit exceeded"},
         {"co.resume", "instruction limit exceeded"},
+        {"co.mem", "memory limit exceeded"},
         {"recurse", "stack overflow"},
         {"err.table", "(error object is a table value)"},
         {"err.plain", "attempt to index a nil value (field 'nope')"},
@@ -228,16 +229,14 @@ static void test_load_errors(void)
 
     static const char runtime[] = "rule { id = 'x', section = '1', severity = 'bad', check = "
                                   "function() end }\n";
-    CHECK_EQ_I(sop__rules_load(r, "sev.lua", runtime, strlen(runtime), NULL, NULL, err,
-                               sizeof err),
+    CHECK_EQ_I(sop__rules_load(r, "sev.lua", runtime, strlen(runtime), NULL, NULL, err, sizeof err),
                SOP_ERULES);
     CHECK(strncmp(err, "sev.lua:1: rule 'x': severity must be", 37) == 0);
 
     static const char late[] = "rule { id = 'x', section = '1', severity = 'info', check = "
                                "function() rule { id = 'y', section = '1', severity = 'info', "
                                "check = print } return clear('x') end }\n";
-    CHECK_EQ_I(sop__rules_load(r, "late.lua", late, strlen(late), NULL, NULL, err, sizeof err),
-               0);
+    CHECK_EQ_I(sop__rules_load(r, "late.lua", late, strlen(late), NULL, NULL, err, sizeof err), 0);
     CHECK_EQ_I(sop__rules_run(r, ev, &out, err, sizeof err), 0);
     CHECK(strstr(sop__v_get_str(entry(out, "rule_errors", "x"), "message"),
                  "only allowed at the top level") != NULL);
@@ -255,8 +254,7 @@ static void test_thresholds(void)
     CHECK_EQ_I(load_fixture(r, "thresholds.lua", NULL), 0);
     sop_value *ev = small_ev(), *out = NULL;
     CHECK_EQ_I(sop__rules_run(r, ev, &out, err, sizeof err), 0);
-    CHECK_EQ_S(sop__v_get_str(entry(out, "findings", "th.show"), "evidence"),
-               "80.5 false fast 1");
+    CHECK_EQ_S(sop__v_get_str(entry(out, "findings", "th.show"), "evidence"), "80.5 false fast 1");
     const sop_value *th = sop__v_get(out, "thresholds");
     double d = 0;
     CHECK(sop__v_get_num(th, "limit", &d) && d == 80.5);
@@ -265,6 +263,11 @@ static void test_thresholds(void)
     const sop_value *en = sop__v_get(th, "enabled");
     CHECK(en && en->type == SOP_V_BOOL && !en->b);
     CHECK_EQ_S(th->child->key, "enabled"); /* sorted */
+    const sop_value *typo = entry(out, "rule_errors", "th.typo");
+    CHECK_EQ_S(sop__v_get_str(typo, "message"), "unknown threshold 'limt'");
+    CHECK_EQ_S(sop__v_get_str(typo, "where"), "thresholds.lua:8");
+    CHECK_EQ_S(sop__v_get_str(entry(out, "cleared", "th.iter"), "note"),
+               "enabled,limit,mode,other");
     sop__v_free(out);
 
     /* Overrides after the load apply at the next run; integers stay integers. */
@@ -304,6 +307,17 @@ static void test_require(void)
     CHECK_EQ_I(sop__rules_run(r, ev, &out, err, sizeof err), 0);
     CHECK_EQ_S(sop__v_get_str(entry(out, "findings", "req.helper"), "evidence"),
                "double=42 same=true count=1 emb=emb");
+    sop__v_free(out);
+    /* The modules list comes before the search directory. */
+    static const sop_rules_module first[] = {
+        {"plugins.embedded", "return { name = 'emb2' }"},
+        {"plugins.helper", "count = 7 return { double = function(x) return 3 * x end }"},
+        {NULL, NULL},
+    };
+    CHECK_EQ_I(load_fixture(r, "require.lua", first), 0);
+    CHECK_EQ_I(sop__rules_run(r, ev, &out, err, sizeof err), 0);
+    CHECK_EQ_S(sop__v_get_str(entry(out, "findings", "req.helper"), "evidence"),
+               "double=63 same=true count=7 emb=emb2");
     sop__v_free(out);
     /* Without a search dir the file plugin is not found. */
     size_t len;
@@ -499,6 +513,62 @@ static void test_timing(void)
     free(src);
 }
 
+/* Mutated fixtures (fixed seed, bounded): every load either works or fails with a message
+ * naming a file, and every run of what loaded succeeds. Catches crashes and hangs. */
+static void test_mutations(void)
+{
+    static const char *const files[] = {"sandbox.lua", "limits.lua", "verdicts.lua",
+                                        "thresholds.lua", "require.lua"};
+    static const char *const tok[] = {
+        "(", ")", "end", "{",    "}",   "\"", "nil", "ev", "th", "=", "while true do end",
+        "0", "-", ".",   "rule", "hit", "#"};
+    unsigned seed = 12345;
+    int loaded = 0, failed = 0, bad = 0;
+    sop_value *ev = small_ev();
+    char dir[1024];
+    snprintf(dir, sizeof dir, "%s", t_fixture("rules"));
+    for (int it = 0; it < 150; it++) {
+        char rel[256];
+        snprintf(rel, sizeof rel, "rules/%s", files[it % 5]);
+        size_t n;
+        char *src = t_slurp(rel, &n);
+        char *buf = malloc(n + 256);
+        memcpy(buf, src, n + 1);
+        for (int m = 0; m < 1 + it % 2; m++) {
+            seed = seed * 1103515245u + 12345u;
+            size_t pos = (seed >> 8) % n;
+            const char *t = tok[(seed >> 20) % (sizeof tok / sizeof *tok)];
+            size_t tl = strlen(t);
+            memmove(buf + pos + tl, buf + pos, n - pos + 1);
+            memcpy(buf + pos, t, tl);
+            n += tl;
+        }
+        sop_rules *r;
+        sop__rules_new(&r);
+        sop__rules_set_limits(r, 200000, 4 << 20);
+        int rc = sop__rules_load(r, files[it % 5], buf, n, dir, NULL, err, sizeof err);
+        if (rc == 0) {
+            loaded++;
+            sop_value *out = NULL;
+            bad += sop__rules_run(r, ev, &out, err, sizeof err) != 0 && sop__rules_count(r) > 0;
+            sop__v_free(out);
+        } else {
+            failed++;
+            bad += strncmp(err, files[it % 5], strlen(files[it % 5])) != 0 &&
+                   strncmp(err, "plugins/", 8) != 0 && strncmp(err, "unknown threshold", 17) != 0;
+            if (bad)
+                fprintf(stderr, "unexpected load error: %s\n", err);
+        }
+        sop__rules_free(r);
+        free(buf);
+        free(src);
+    }
+    printf("mutations: %d loaded, %d refused\n", loaded, failed);
+    CHECK_EQ_I(bad, 0);
+    CHECK(loaded > 0 && failed > 0);
+    sop__v_free(ev);
+}
+
 int main(void)
 {
     test_bridge();
@@ -509,5 +579,6 @@ int main(void)
     test_sandbox();
     test_limits();
     test_timing();
+    test_mutations();
     return t_done();
 }
