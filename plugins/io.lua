@@ -151,7 +151,9 @@ rule {
     end
     local disk = io.read_bytes_per_s
     local src_en, src_zh
-    if disk and io.rchar_per_s and disk < 0.1 * io.rchar_per_s then
+    -- Served from memory (page cache, pipes, sockets): only the syscall cost remains, info.
+    local cached = disk and io.rchar_per_s and disk < 0.1 * io.rchar_per_s
+    if cached then
       src_en = fmt("only %s of it from disk: served by the page cache or pipes/sockets, so the "
                    .. "cost is the per-call syscall overhead", rate(disk))
       src_zh = fmt("其中只有 %s 来自磁盘：由 page cache 或管道/套接字提供，开销是每次调用的系统调用成本",
@@ -167,6 +169,7 @@ rule {
     end
     local total = io.rchar_per_s and rate(io.rchar_per_s) or "?"
     return hit {
+      severity = cached and "info" or "warn",
       symptom = T(fmt("Many small reads: %.0f read calls/s of %.0f bytes on average", calls, mean),
                   fmt("大量小块读：每秒 %.0f 次 read，平均每次 %.0f 字节", calls, mean)),
       evidence = T(fmt("Over %.1f s: %.0f read syscalls/s, mean %.0f bytes per call, %s read in total "
