@@ -33,9 +33,22 @@ thresholds {
   io_util_pct = 80,             -- busiest disk utilisation over the window (%) counted as IO pressure
   small_read_syscr_per_s = 1000,  -- read syscalls per second at/above this ...
   small_read_max_bytes = 16384,   -- ... with a mean read size at/below this (bytes): small reads
+
+  -- gil.contention (§4)
+  gil_thread_busy_pct = 10,     -- a Python thread using at least this % of a core over the window wants the GIL ...
+  gil_min_threads = 2,          -- ... at least this many such threads ...
+  gil_min_process_pct = 60,     -- ... while the whole process uses at least this % CPU ...
+  gil_one_core_max_pct = 130,   -- ... and at most this % (about one core)
+  gil_max_runqueue_wait_pct = 25, -- threads waiting this % of the window in the run queue are starved by
+                                  --   other processes, not by the GIL: no verdict
+
+  -- asyncio.loop_blocked (§5)
+  loop_busy_cpu_pct = 80,       -- the loop thread at/above this % of a core while stuck in a callback: high
 }
 
 require "plugins.oom"
 require "plugins.memory"
 require "plugins.cpu"
 require "plugins.io"
+require "plugins.gil"
+require "plugins.asyncio"

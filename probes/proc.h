@@ -121,7 +121,8 @@ typedef struct {
     sop_stat stat;
     sop_schedstat sched;
     int64_t voluntary_ctxt_switches, nonvoluntary_ctxt_switches;
-    double cpu_pct; /* window */
+    double cpu_pct;  /* window */
+    double wait_pct; /* window: time runnable but waiting for a CPU (run queue), % of the window */
 } sop_thread;
 
 typedef struct {

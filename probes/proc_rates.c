@@ -107,7 +107,7 @@ void sop__threads_rates(sop_thread_list *now, const sop_thread_list *before, dou
                         double ticks_per_s)
 {
     for (size_t i = 0; i < now->n; i++)
-        now->items[i].cpu_pct = NAN;
+        now->items[i].cpu_pct = now->items[i].wait_pct = NAN;
     if (!before || before->n == 0 || !(secs > 0))
         return;
     /* sort the earlier tids once, then look each current one up: O(n log n) for many threads */
@@ -121,8 +121,11 @@ void sop__threads_rates(sop_thread_list *now, const sop_thread_list *before, dou
         sop_thread *t = &now->items[i];
         id_idx key = {t->tid, 0};
         const id_idx *hit = bsearch(&key, ix, before->n, sizeof *ix, id_cmp);
-        if (hit)
-            t->cpu_pct = cpu_pct(&t->stat, &before->items[hit->idx].stat, secs, ticks_per_s);
+        if (!hit)
+            continue;
+        const sop_thread *b = &before->items[hit->idx];
+        t->cpu_pct = cpu_pct(&t->stat, &b->stat, secs, ticks_per_s);
+        t->wait_pct = per_s(t->sched.wait_ns, b->sched.wait_ns, secs) / 1e7; /* ns/s -> % */
     }
     free(ix);
 }

@@ -208,6 +208,7 @@ static void add_threads(sop_value *ev, const sop_thread_list *tl, double tps)
         set_text(o, "name", t->name);
         set_state(o, t->stat.state, false);
         sop__v_set_dbl(o, "cpu_pct", t->cpu_pct);
+        sop__v_set_dbl(o, "wait_pct", t->wait_pct);
         sop__v_set_int(o, "utime_ms", ticks_ms(t->stat.utime_ticks, tps));
         sop__v_set_int(o, "stime_ms", ticks_ms(t->stat.stime_ticks, tps));
         sop__v_set_int(o, "processor", t->stat.processor);

@@ -1,0 +1,110 @@
+-- plugins/asyncio.lua — SOP §5: the event-loop thread is running code that does not await (a
+-- synchronous sleep, HTTP or DB call, CPU work, a big json parse), so every other request waits.
+-- Reads ev.python (frames per thread), ev.threads (OS state, cpu_pct). Thresholds:
+-- loop_busy_cpu_pct.
+
+local function T(en, zh) return { en = en, zh = zh } end
+
+local function ends_with(s, suffix) return s and s:sub(-#suffix) == suffix end
+
+local function where(frame)
+  return fmt("%s (%s:%s)", frame.func or "?", frame.file or "?", tostring(frame.line or "?"))
+end
+
+-- Index (1 = innermost) of the frame that dispatches loop callbacks, and the loop kind.
+local function loop_dispatch(frames)
+  for i, f in ipairs(frames) do
+    if ends_with(f.file, "asyncio/events.py") and (f.func == "Handle._run" or f.func == "_run") then
+      return i, "asyncio"
+    end
+  end
+  for i, f in ipairs(frames) do
+    local file = f.file or ""
+    if ends_with(file, "asyncio/base_events.py") and f.func and f.func:find("run_forever", 1, true) then
+      return i, "asyncio"
+    end
+    if ends_with(file, "asyncio/runners.py") or file:find("uvloop", 1, true) then
+      return i, "uvloop"
+    end
+  end
+  return nil
+end
+
+-- Frames inside the loop that belong to the loop machinery itself (waiting in the selector).
+local function in_loop_machinery(f)
+  local file = f.file or ""
+  return ends_with(file, "selectors.py") or ends_with(file, "asyncio/base_events.py")
+      or ends_with(file, "asyncio/events.py") or ends_with(file, "asyncio/runners.py")
+      or file:find("uvloop", 1, true) ~= nil
+end
+
+rule {
+  id = "asyncio.loop_blocked", section = "5", severity = "warn",
+  check = function(ev, th)
+    local py = ev.python
+    if not py or not py.threads then
+      return unknown(T("no Python stacks (not CPython, or its memory was not readable)",
+                       "没有 Python 栈（不是 CPython，或无法读取其内存）"))
+    end
+    local os_threads = {}
+    for _, t in ipairs(ev.threads or {}) do os_threads[t.tid] = t end
+    local loops = 0
+    for _, t in ipairs(py.threads) do
+      local frames = t.frames or {}
+      local idx, kind = loop_dispatch(frames)
+      if idx then
+        loops = loops + 1
+        -- The innermost frame outside the loop machinery, if it is inside the loop's dispatch.
+        local user
+        for i = 1, idx - 1 do
+          if not in_loop_machinery(frames[i]) then user = frames[i]; break end
+        end
+        local o = os_threads[t.tid] or {}
+        local state, cpu = o.state, o.cpu_pct
+        if user and (kind == "asyncio" or idx > 1) then
+          local cpu_bound = state == "R" or (cpu and cpu >= th.loop_busy_cpu_pct)
+          local what_en = cpu_bound and "running CPU work without awaiting" or "blocked in a synchronous call"
+          local what_zh = cpu_bound and "在执行 CPU 计算且不 await" or "阻塞在同步调用里"
+          local cpu_txt = cpu and fmt(", %.0f%% of a core over %.1f s", cpu, ev.duration_s or 0) or ""
+          return hit {
+            severity = cpu_bound and cpu and cpu >= th.loop_busy_cpu_pct and "high" or nil,
+            symptom = T("the asyncio event loop is stuck in one callback: every other request waits",
+                        "asyncio 事件循环卡在一个回调里：其他请求都在排队"),
+            evidence = T(fmt("event-loop thread tid %d (%s loop, OS state %s%s) is %s in %s, not in the "
+                             .. "selector; loop stack: %s", t.tid, kind, state or "?", cpu_txt,
+                             what_en, where(user), where(frames[idx])),
+                         fmt("事件循环线程 tid %d（%s 循环，OS 状态 %s%s）%s，位置 %s，不在 selector 中；循环栈：%s",
+                             t.tid, kind, state or "?", cpu_txt, what_zh, where(user), where(frames[idx]))),
+            cause = T(fmt("asyncio runs every coroutine on one thread: code in %s that does not await (time.sleep, "
+                          .. "requests/sync DB client, CPU work, json.loads of a large body) holds the whole loop for "
+                          .. "as long as it runs (SOP §5.1, §5.2).", user.func or "?"),
+                      fmt("asyncio 在单线程上调度所有协程：%s 中不 await 的代码（time.sleep、requests/同步数据库客户端、"
+                          .. "CPU 计算、大 JSON 解析）运行多久，整个事件循环就卡多久（SOP §5.1、§5.2）。", user.func or "?")),
+            fix = T("In the coroutine: replace time.sleep with await asyncio.sleep; use an async client (aiohttp, "
+                    .. "httpx.AsyncClient) instead of requests; move CPU work or large parsing to "
+                    .. "await loop.run_in_executor(...) (a ProcessPoolExecutor for pure-Python CPU work) "
+                    .. "(SOP §5.2).",
+                    "在协程里：time.sleep 改为 await asyncio.sleep；requests 改为 aiohttp / httpx.AsyncClient；"
+                    .. "CPU 计算或大数据解析放进 await loop.run_in_executor(...)"
+                    .. "（纯 Python 计算用 ProcessPoolExecutor）（SOP §5.2）。"),
+            verify = T(fmt("Run with PYTHONASYNCIODEBUG=1 (or loop.set_debug(True), "
+                           .. "loop.slow_callback_duration = 0.1): no 'Executing <Task ...> took' warnings; "
+                           .. "`sopctl dump --pid %d` shows the loop "
+                           .. "thread in the selector (selectors.py select) between requests.", ev.pid),
+                       fmt("以 PYTHONASYNCIODEBUG=1 运行（或 loop.set_debug(True)、loop.slow_callback_duration = 0.1）："
+                           .. "不再出现 'Executing <Task ...> took' 告警；`sopctl dump --pid %d` 显示请求之间事件循环线程停在 "
+                           .. "selector（selectors.py select）。", ev.pid)),
+            refs = { "https://docs.python.org/3/library/asyncio-dev.html#running-blocking-code",
+                     "https://docs.python.org/3/library/asyncio-eventloop.html"
+                       .. "#executing-code-in-thread-or-process-pools" },
+          }
+        end
+      end
+    end
+    if loops == 0 then
+      return clear(T("no asyncio event loop among the Python threads", "Python 线程中没有 asyncio 事件循环"))
+    end
+    return clear(T(fmt("%d event loop(s), each waiting in the selector at the snapshot", loops),
+                   fmt("%d 个事件循环，快照时都在 selector 中等待", loops)))
+  end,
+}

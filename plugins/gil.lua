@@ -1,0 +1,112 @@
+-- plugins/gil.lua — SOP §4: GIL contention. Several Python threads want to run Python code,
+-- but the process gets about one core, and one thread holds the GIL. Reads ev.python (threads,
+-- frames, gil_holder_tid), ev.threads (per-thread cpu_pct and OS state), ev.proc.cpu_pct,
+-- ev.effective_cpus. Thresholds: gil_thread_busy_pct, gil_min_threads, gil_min_process_pct,
+-- gil_one_core_max_pct, gil_max_runqueue_wait_pct.
+
+local function T(en, zh) return { en = en, zh = zh } end
+
+local function where(frame)
+  if not frame then return "?" end
+  return fmt("%s (%s:%s)", frame.func or "?", frame.file or "?", tostring(frame.line or "?"))
+end
+
+rule {
+  id = "gil.contention", section = "4", severity = "warn",
+  check = function(ev, th)
+    local py = ev.python
+    if not py or not py.threads then
+      return unknown(T("no Python stacks (not CPython, or its memory was not readable)",
+                       "没有 Python 栈（不是 CPython，或无法读取其内存）"))
+    end
+    if not ev.duration_s or ev.duration_s <= 0 then
+      return unknown(T("one snapshot (--duration 0): no per-thread CPU to tell contention",
+                       "只有一次快照（--duration 0）：没有线程 CPU 数据，无法判断 GIL 争用"))
+    end
+    local p = ev.proc or {}
+    if not p.cpu_pct then return unknown(T("process CPU over the window not measured", "窗口内进程 CPU 未测得")) end
+    local os_threads = {}
+    for _, t in ipairs(ev.threads or {}) do os_threads[t.tid] = t end
+
+    -- Python threads that used CPU over the window.
+    local busy, sum, wait_sum, wait_n = {}, 0, 0, 0
+    for _, t in ipairs(py.threads) do
+      local o = os_threads[t.tid]
+      if o and o.cpu_pct and o.cpu_pct >= th.gil_thread_busy_pct and t.frames and #t.frames > 0 then
+        busy[#busy + 1] = { tid = t.tid, name = t.name, pct = o.cpu_pct, top = t.frames[1], gil = t.gil }
+        sum = sum + o.cpu_pct
+        if o.wait_pct then wait_sum, wait_n = wait_sum + o.wait_pct, wait_n + 1 end
+      end
+    end
+    local eff = ev.effective_cpus or (ev.host and ev.host.ncpu) or 1
+    local summary_en = fmt("%d Python threads busy (>= %g%% of a core each); process %.0f%% CPU; %d effective CPUs",
+                           #busy, th.gil_thread_busy_pct, p.cpu_pct, eff)
+    local summary_zh = fmt("%d 个 Python 线程繁忙（各 >= 单核 %g%%）；进程 CPU %.0f%%；有效 CPU %d 个",
+                           #busy, th.gil_thread_busy_pct, p.cpu_pct, eff)
+    if #busy < th.gil_min_threads then return clear(T(summary_en, summary_zh)) end
+    if eff < 2 then
+      return clear(T(summary_en .. ": one CPU, so the GIL is not what limits it",
+                     summary_zh .. "：只有一个 CPU，瓶颈不是 GIL"))
+    end
+    -- Threads that take turns on the GIL sleep on it; threads starved by other processes wait in
+    -- the run queue instead. Only the first is the GIL's doing.
+    local wait_mean = wait_n > 0 and wait_sum / wait_n or nil
+    if wait_mean and wait_mean >= th.gil_max_runqueue_wait_pct then
+      return unknown(T(fmt("%s; but they waited %.0f%% of the window for a CPU (run queue): the host's CPUs "
+                           .. "are contended, so the GIL cannot be told apart", summary_en, wait_mean),
+                       fmt("%s；但这些线程有 %.0f%% 的时间在运行队列里等 CPU：主机 CPU 被争用，无法判断是否为 GIL",
+                           summary_zh, wait_mean)))
+    end
+    if p.cpu_pct < th.gil_min_process_pct then
+      return clear(T(fmt("%s: below %g%% CPU, the threads are not CPU-bound together", summary_en,
+                         th.gil_min_process_pct),
+                     fmt("%s：低于 %g%% CPU，线程合起来并非 CPU 密集", summary_zh, th.gil_min_process_pct)))
+    end
+    if p.cpu_pct > th.gil_one_core_max_pct then
+      return clear(T(summary_en .. ": more than one core in use, so the threads run in parallel "
+                     .. "(C code releasing the GIL)",
+                     summary_zh .. "：使用超过一个核，线程在并行（C 扩展释放了 GIL）"))
+    end
+
+    table.sort(busy, function(a, b) return a.pct > b.pct end)
+    local lines = {}
+    for i = 1, math.min(#busy, 6) do
+      local b = busy[i]
+      lines[#lines + 1] = fmt("tid %d%s %.0f%% in %s", b.tid, b.gil and " (GIL)" or "", b.pct, where(b.top))
+    end
+    local holder = py.gil_holder_tid and fmt("GIL holder at the snapshot: tid %d", py.gil_holder_tid)
+                   or "no GIL holder at the snapshot"
+    if wait_mean then
+      holder = holder .. fmt("; run-queue wait %.0f%% per thread (not CPU-starved)", wait_mean)
+    end
+    local evidence_zh = fmt("%d 个 Python 线程在 %.1f 秒内各用了 >= 单核 %g%%，合计 %.0f%%，但进程只用了 %.0f%% CPU"
+                            .. "（约一个核），有效 CPU %d 个；%s。%s", #busy, ev.duration_s, th.gil_thread_busy_pct, sum,
+                            p.cpu_pct, eff, holder, table.concat(lines, "；"))
+    local evidence = fmt("%d Python threads each used >= %g%% of a core over %.1f s, together %.0f%%, "
+                         .. "but the process used %.0f%% CPU (about one core) of %d effective CPUs; %s. %s",
+                         #busy, th.gil_thread_busy_pct, ev.duration_s, sum, p.cpu_pct, eff, holder,
+                         table.concat(lines, "; "))
+    return hit {
+      symptom = T("several Python threads compete for the GIL: the process runs on about one core",
+                  "多个 Python 线程争抢 GIL：进程只用到约一个核"),
+      evidence = T(evidence, evidence_zh),
+      cause = T("Only one thread at a time runs Python bytecode (the GIL). Pure-Python CPU work split over threads "
+                .. "takes turns instead of running in parallel, and the switching adds overhead (SOP §4.1).",
+                "任意时刻只有一个线程能执行 Python 字节码（GIL）。纯 Python 的 CPU 计算分到多个线程只能轮流执行，"
+                .. "还多了切换开销（SOP §4.1）。"),
+      fix = T("Move the CPU-bound Python work to processes (multiprocessing / concurrent.futures.ProcessPoolExecutor "
+              .. "with the 'spawn' or 'forkserver' start method, or joblib), or into C code that releases the GIL "
+              .. "(vectorized numpy/torch, numba nopython); keep threads for IO. Try a free-threaded 3.13t build in CI "
+              .. "before production (SOP §4.3, §4.5).",
+              "把 CPU 密集的 Python 计算移到多进程（multiprocessing / ProcessPoolExecutor，用 'spawn' 或 'forkserver'，"
+              .. "或 joblib），或移到释放 GIL 的 C 代码（numpy/torch 向量化、numba nopython）；线程只用于 IO。"
+              .. "3.13t free-threaded 先在 CI 里试，生产仍用稳定版本（SOP §4.3、§4.5）。"),
+      verify = T(fmt("`sopctl run --pid %d --duration 5`: process CPU above 100%% with the work in several processes "
+                     .. "or threads, and `sopctl dump --pid %d` shows one thread per core active.", ev.pid, ev.pid),
+                 fmt("`sopctl run --pid %d --duration 5`：进程（或多个 worker）CPU 超过 100%%，"
+                     .. "`sopctl dump --pid %d` 显示每个核上各有一个活跃线程。", ev.pid, ev.pid)),
+      refs = { "https://peps.python.org/pep-0703/", "https://docs.python.org/3/library/multiprocessing.html",
+               "https://realpython.com/python-gil/" },
+    }
+  end,
+}
