@@ -109,13 +109,13 @@ rule {
 
     local cap_pct = cap * 100
     local thr = cpu.throttled_pct
-    -- `used` is the CPU of all the job's threads and workers, busy or not.
-    -- The CPUs are full when the job uses its capacity, the quota throttles it, or the whole
-    -- host has (almost) no idle time left over the window.
+    -- `used` is the CPU of all the job's threads and workers, busy or not. The CPUs are full
+    -- for the job when it uses its capacity, the quota throttles it, or its threads wait in the
+    -- run queue. A host kept busy by other load is not enough: threads that take turns on the
+    -- GIL look busy, but they sleep on the lock rather than wait for a CPU.
     local host_idle = ev.host and ev.host.cpu and ev.host.cpu.idle_pct
     local saturated = used >= th.cpu_saturated_pct / 100 * cap_pct
                       or (cpu.quota_cpus and thr and thr >= th.throttled_pct)
-                      or (host_idle and host_idle <= 100 - th.cpu_saturated_pct)
                       or waited >= th.runqueue_wait_pct
     local base_en = fmt("%d busy threads (>= %g%% of a core each, target + workers) on %d "
                         .. "effective CPUs; the job uses %.0f%% CPU of a %.0f%% capacity",
