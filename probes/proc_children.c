@@ -85,7 +85,7 @@ static int expand(int rootfd, int pid, int depth, node_list *q, int target)
     int rc = 0;
     for (long i = 0; i < nt && q->n < QUEUE_MAX; i++) {
         snprintf(path, sizeof path, "%d/task/%d/children", pid, tids[i]);
-        long n = sop__read_small_at(rootfd, path, buf, sizeof buf);
+        long n = sop__read_seq_at(rootfd, path, buf, sizeof buf);
         if (n == -ENOENT && i == 0 && tids[i] == pid) {
             rc = -ENOENT; /* main thread present but no children file: no CONFIG_PROC_CHILDREN */
             break;
@@ -130,10 +130,10 @@ static int scan_ppids(int rootfd, int target, node_list *q)
     return 0;
 }
 
-static void child_miss(sop_missing *m, const char *file, long rc)
+static void child_miss(sop_missing *m, int dfd, const char *file, long rc)
 {
-    if (rc == -ENOENT || rc == -ESRCH)
-        return; /* exited while we read: the stat check decides */
+    if (rc == -ESRCH || (rc == -ENOENT && faccessat(dfd, "stat", R_OK, 0) != 0))
+        return; /* the child exited while we read it: nothing is missing */
     sop__missing_add(m, "children", "%s: %s", file, rc < 0 ? strerror((int)-rc) : "empty");
 }
 
@@ -156,34 +156,34 @@ static bool read_child(int rootfd, const node *nd, sop_child *c, sop_missing *m)
     if (dfd < 0)
         return false;
     char buf[8192];
-    long n = sop__read_small_at(dfd, "stat", buf, sizeof buf);
+    long n = sop__read_seq_at(dfd, "stat", buf, sizeof buf);
     if (n <= 0 || sop__parse_stat(buf, &c->stat) != 0) {
         close(dfd);
         return false;
     }
-    n = sop__read_small_at(dfd, "status", buf, sizeof buf);
+    n = sop__read_seq_at(dfd, "status", buf, sizeof buf);
     if (n <= 0 || sop__parse_status(buf, &c->status) != 0)
-        child_miss(m, "status", n);
-    n = sop__read_small_at(dfd, "smaps_rollup", buf, sizeof buf);
+        child_miss(m, dfd, "status", n);
+    n = sop__read_seq_at(dfd, "smaps_rollup", buf, sizeof buf);
     if (n > 0 && sop__parse_smaps_rollup(buf, &c->smaps) == 0)
         c->have_smaps = true;
     else if (c->stat.state != 'Z')
-        child_miss(m, "smaps_rollup", n);
-    n = sop__read_small_at(dfd, "io", buf, sizeof buf);
+        child_miss(m, dfd, "smaps_rollup", n);
+    n = sop__read_seq_at(dfd, "io", buf, sizeof buf);
     if (n <= 0 || sop__parse_io(buf, &c->io) != 0)
-        child_miss(m, "io", n);
+        child_miss(m, dfd, "io", n);
     n = sop__read_small_at(dfd, "cmdline", buf, sizeof buf);
     if (n >= 0)
         sop__parse_cmdline(buf, (size_t)n, c->cmdline, sizeof c->cmdline);
     else
-        child_miss(m, "cmdline", n);
+        child_miss(m, dfd, "cmdline", n);
     char *env = NULL;
     size_t elen = 0;
     int rc = sop__read_file_at(dfd, "environ", CHILD_ENVIRON_MAX_BYTES, &env, &elen);
     if (rc == 0)
         sop__parse_environ(env, elen, &c->env);
     else
-        child_miss(m, "environ", rc);
+        child_miss(m, dfd, "environ", rc);
     free(env);
     close(dfd);
     return true;

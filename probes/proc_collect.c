@@ -15,7 +15,10 @@
 #define ENVIRON_MAX_BYTES (1u << 20)
 #define MAPS_MAX_BYTES (16u << 20)
 
-static bool gone(int rc) { return rc == -ENOENT || rc == -ESRCH; }
+static bool gone(int rc)
+{
+    return rc == -ENOENT || rc == -ESRCH;
+}
 
 double sop__proc_ticks_per_s(void)
 {
@@ -73,10 +76,11 @@ static void miss(sop_missing *m, const char *file, int rc)
         sop__missing_add(m, "proc", "%s: %s", file, strerror(-rc));
 }
 
-/* Read a small file into the stack buffer buf; *len gets its length. Returns 0 or -errno. */
+/* Read a small file shown in one piece into the stack buffer buf; *len gets its length.
+ * Returns 0 or -errno. */
 static int small(int dirfd, const char *file, char *buf, size_t cap, long *len)
 {
-    long n = sop__read_small_at(dirfd, file, buf, cap);
+    long n = sop__read_seq_at(dirfd, file, buf, cap);
     *len = n;
     return n < 0 ? (int)n : 0;
 }
@@ -158,7 +162,8 @@ int sop__proc_collect(int proc_dirfd, int pid, sop_proc *out, sop_missing *missi
         miss(missing, "schedstat", rc);
     }
 
-    rc = small(proc_dirfd, "cmdline", buf, sizeof buf, &len);
+    len = sop__read_small_at(proc_dirfd, "cmdline", buf, sizeof buf); /* not a seq_file */
+    rc = len < 0 ? (int)len : 0;
     if (rc == 0) {
         ok++;
         sop__parse_cmdline(buf, (size_t)len, out->cmdline, sizeof out->cmdline); /* "" allowed */

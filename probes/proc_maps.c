@@ -101,8 +101,8 @@ int sop__parse_maps(const char *text, sop_libs *out)
                 const lib_rule *lr = match_lib(p, len);
                 bool seen = false;
                 for (size_t i = 0; lr && i < out->n && !seen; i++)
-                    seen = strlen(out->libs[i].path) == len &&
-                           memcmp(out->libs[i].path, p, len) == 0;
+                    seen =
+                        strlen(out->libs[i].path) == len && memcmp(out->libs[i].path, p, len) == 0;
                 if (lr && !seen && len < sizeof out->libs[0].path && out->n < SOP_LIBS_MAX) {
                     sop_lib *l = &out->libs[out->n++];
                     snprintf(l->kind, sizeof l->kind, "%s", lr->kind);

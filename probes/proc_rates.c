@@ -124,6 +124,8 @@ void sop__threads_rates(sop_thread_list *now, const sop_thread_list *before, dou
         if (!hit)
             continue;
         const sop_thread *b = &before->items[hit->idx];
+        if (!same_task(&t->stat, &b->stat))
+            continue; /* tid reused by a new thread */
         t->cpu_pct = cpu_pct(&t->stat, &b->stat, secs, ticks_per_s);
         t->wait_pct = per_s(t->sched.wait_ns, b->sched.wait_ns, secs) / 1e7; /* ns/s -> % */
     }

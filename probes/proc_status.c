@@ -37,13 +37,11 @@ int sop__parse_status(const char *text, sop_status *out)
     size_t len = 0;
     const char *cpus = sop__kv_str(text, "Cpus_allowed_list", &len);
     if (cpus) {
-        if (len >= sizeof out->cpus_allowed_list)
-            len = 0; /* too long to keep whole: a partial list would mislead */
-        memcpy(out->cpus_allowed_list, cpus, len);
-        out->cpus_allowed_list[len] = '\0';
-        if (len) {
-            int c = sop__cpulist_count(out->cpus_allowed_list);
-            out->cpus_allowed_count = c >= 0 ? c : SOP_NA;
+        int c = sop__cpulist_count(cpus); /* counts up to the end of its line */
+        out->cpus_allowed_count = c >= 0 ? c : SOP_NA;
+        if (len < sizeof out->cpus_allowed_list) { /* a cut list would mislead: keep it whole */
+            memcpy(out->cpus_allowed_list, cpus, len);
+            out->cpus_allowed_list[len] = '\0';
         }
         found++;
     }

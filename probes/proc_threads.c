@@ -22,7 +22,10 @@ void sop__thread_list_free(sop_thread_list *l)
     l->n = 0;
 }
 
-static bool gone(long rc) { return rc == -ENOENT || rc == -ESRCH; }
+static bool gone(long rc)
+{
+    return rc == -ENOENT || rc == -ESRCH;
+}
 
 /* One thread; returns 0, 1 when the thread is gone, or -errno of the stat read. */
 static int read_thread(int taskfd, int tid, sop_thread *t, sop_missing *missing)
@@ -30,12 +33,12 @@ static int read_thread(int taskfd, int tid, sop_thread *t, sop_missing *missing)
     char path[32], buf[8192];
     memset(t, 0, sizeof *t);
     t->tid = tid;
-    t->cpu_pct = NAN;
+    t->cpu_pct = t->wait_pct = NAN; /* window rates: set by sop__threads_rates */
     t->voluntary_ctxt_switches = t->nonvoluntary_ctxt_switches = SOP_NA;
     sop__parse_schedstat(NULL, &t->sched);
 
     snprintf(path, sizeof path, "%d/stat", tid);
-    long n = sop__read_small_at(taskfd, path, buf, sizeof buf);
+    long n = sop__read_seq_at(taskfd, path, buf, sizeof buf);
     if (gone(n) || n == 0)
         return 1;
     if (n < 0)
@@ -47,7 +50,7 @@ static int read_thread(int taskfd, int tid, sop_thread *t, sop_missing *missing)
     snprintf(t->name, sizeof t->name, "%s", t->stat.comm); /* stat's comm is task/TID/comm */
 
     snprintf(path, sizeof path, "%d/schedstat", tid);
-    n = sop__read_small_at(taskfd, path, buf, sizeof buf);
+    n = sop__read_seq_at(taskfd, path, buf, sizeof buf);
     if (n > 0)
         sop__parse_schedstat(buf, &t->sched);
     else if (!gone(n))
@@ -55,7 +58,7 @@ static int read_thread(int taskfd, int tid, sop_thread *t, sop_missing *missing)
                          n < 0 ? strerror((int)-n) : "empty");
 
     snprintf(path, sizeof path, "%d/status", tid);
-    n = sop__read_small_at(taskfd, path, buf, sizeof buf);
+    n = sop__read_seq_at(taskfd, path, buf, sizeof buf);
     if (n > 0) {
         const sop_kv_slot slots[] = {
             {"voluntary_ctxt_switches", &t->voluntary_ctxt_switches},

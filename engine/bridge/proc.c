@@ -54,19 +54,31 @@ static void set_state(sop_value *obj, char state, bool with_name)
         sop__v_set_str(obj, "state_name", state_name(state));
 }
 
-static int64_t sum2(int64_t a, int64_t b) { return a == SOP_NA || b == SOP_NA ? SOP_NA : a + b; }
+static int64_t sum2(int64_t a, int64_t b)
+{
+    return a == SOP_NA || b == SOP_NA ? SOP_NA : a + b;
+}
 
 static int64_t ticks_ms(int64_t ticks, double ticks_per_s)
 {
     return ticks == SOP_NA ? SOP_NA : (int64_t)llround((double)ticks * 1000.0 / ticks_per_s);
 }
 
-static int64_t ns_ms(int64_t ns) { return ns == SOP_NA ? SOP_NA : ns / 1000000; }
+static int64_t ns_ms(int64_t ns)
+{
+    return ns == SOP_NA ? SOP_NA : ns / 1000000;
+}
 
-static int64_t first(int64_t a, int64_t b) { return a != SOP_NA ? a : b; }
+static int64_t first(int64_t a, int64_t b)
+{
+    return a != SOP_NA ? a : b;
+}
 
 /* Limits: -1 (unlimited) is kept as -1; bytes become kB. */
-static int64_t limit_kb(int64_t bytes) { return bytes == SOP_NA || bytes < 0 ? bytes : bytes / 1024; }
+static int64_t limit_kb(int64_t bytes)
+{
+    return bytes == SOP_NA || bytes < 0 ? bytes : bytes / 1024;
+}
 
 static void add_env(sop_value *obj, const sop_env *env)
 {
@@ -175,7 +187,7 @@ static void add_proc(sop_value *ev, const sop_proc *p, double now, double tps)
         sop__v_set_int(o, "as_limit_kb", limit_kb(p->limits.as_bytes));
         sop__v_set_int(o, "nproc_limit", p->limits.nproc);
     }
-    if (p->have_status && ss->cpus_allowed_list[0]) {
+    if (p->have_status && (ss->cpus_allowed_list[0] || ss->cpus_allowed_count != SOP_NA)) {
         sop_value *a = sop__v_obj_at(o, "affinity");
         set_text(a, "cpus", ss->cpus_allowed_list);
         sop__v_set_int(a, "count", ss->cpus_allowed_count);
@@ -241,10 +253,11 @@ static void add_children(sop_value *ev, const sop_child_list *cl)
             sop__v_set_int(o, "pss_kb", c->smaps.pss_kb);
             sop__v_set_int(o, "private_kb",
                            sum2(c->smaps.private_clean_kb, c->smaps.private_dirty_kb));
-            sop__v_set_int(o, "shared_kb", sum2(c->smaps.shared_clean_kb, c->smaps.shared_dirty_kb));
+            sop__v_set_int(o, "shared_kb",
+                           sum2(c->smaps.shared_clean_kb, c->smaps.shared_dirty_kb));
         }
-        sop__v_set_int(o, "swap_kb", first(c->have_smaps ? c->smaps.swap_kb : SOP_NA,
-                                           c->status.vm_swap_kb));
+        sop__v_set_int(o, "swap_kb",
+                       first(c->have_smaps ? c->smaps.swap_kb : SOP_NA, c->status.vm_swap_kb));
         sop__v_set_dbl(o, "cpu_pct", c->cpu_pct);
         sop__v_set_dbl(o, "read_bytes_per_s", c->read_bytes_per_s);
         sop__v_set_dbl(o, "rchar_per_s", c->rchar_per_s);
