@@ -109,14 +109,14 @@ rule {
 
     local cap_pct = cap * 100
     local thr = cpu.throttled_pct
-    -- `used` is the CPU of all the job's threads and workers, busy or not. The CPUs are full
-    -- for the job when it uses its capacity, the quota throttles it, or its threads wait in the
-    -- run queue. A host kept busy by other load is not enough: threads that take turns on the
-    -- GIL look busy, but they sleep on the lock rather than wait for a CPU.
+    -- The job's demand is the CPU all its threads and workers used plus the time the target's
+    -- threads sat runnable in the run queue. The CPUs are full for the job when that demand
+    -- reaches its capacity, or the quota throttles it. A host kept busy by other load is not
+    -- enough, and threads taking turns on the GIL sum to one core at most.
     local host_idle = ev.host and ev.host.cpu and ev.host.cpu.idle_pct
-    local saturated = used >= th.cpu_saturated_pct / 100 * cap_pct
+    local demand = used + waited
+    local saturated = demand >= th.cpu_saturated_pct / 100 * cap_pct
                       or (cpu.quota_cpus and thr and thr >= th.throttled_pct)
-                      or waited >= th.runqueue_wait_pct
     local base_en = fmt("%d busy threads (>= %g%% of a core each, target + workers) on %d "
                         .. "effective CPUs; the job uses %.0f%% CPU of a %.0f%% capacity",
                         busy, th.busy_thread_pct, eff, used, cap_pct)
@@ -127,8 +127,8 @@ rule {
       base_zh = base_zh .. fmt("；整机 CPU 空闲 %.0f%%", host_idle)
     end
     if waited > 0 then
-      base_en = base_en .. fmt("; the target's threads waited %.0f%% of the window in the run queue", waited)
-      base_zh = base_zh .. fmt("；目标线程在运行队列中等待了窗口的 %.0f%%", waited)
+      base_en = base_en .. fmt("; its threads also waited %.0f%% of the window in the run queue", waited)
+      base_zh = base_zh .. fmt("；其线程另在运行队列中等待了窗口的 %.0f%%", waited)
     end
     if busy <= eff then return clear(T(base_en, base_zh)) end
     if not saturated then
