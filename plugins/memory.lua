@@ -217,7 +217,7 @@ rule {
       end
     end
     if measured == 0 then
-      return unknown(T(fmt("private memory of the %d workers not readable (smaps_rollup)", #kids),
+      return unknown(T(fmt("workers' private memory not readable (smaps_rollup of %d workers)", #kids),
                        fmt("读不到 %d 个 worker 的私有内存（smaps_rollup）", #kids)))
     end
     if #forked < th.cow_min_children then
