@@ -19,7 +19,8 @@ thresholds {
   -- cpu.oversubscribed (§4.4, §8.5)
   busy_thread_pct = 20,         -- a thread (or worker) using at least this % of one core over the window is busy;
                                 --   low on purpose: threads squeezed by a quota get only a share each
-  cpu_saturated_pct = 90,       -- busy threads together use at least this % of the CPU capacity: the CPUs are full
+  cpu_saturated_pct = 90,       -- the job's threads use (run + run-queue wait) at least this % of its CPU
+                                --   capacity: the CPUs are full
   oversub_high_ratio = 2,       -- busy threads >= this x effective CPUs is high, below it warn
 
   -- cpu.throttled (§8.5)

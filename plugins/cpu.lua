@@ -5,16 +5,31 @@
 
 local function T(en, zh) return { en = en, zh = zh } end
 
+-- Why a rule that needs the live process cannot judge.
+local function no_proc(ev)
+  if ev.alive == false then
+    return unknown(T("the process is gone: only the kernel log speaks of it",
+                     "进程已不存在：只有内核日志记录了它"))
+  end
+  return no_proc(ev)
+end
+
 local POOL_VARS = { "OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS" }
 
--- Thread-pool variables not set in the target's environment (nil when env is unknown).
-local function unset_pool_vars(proc)
-  if not proc.env then return nil end
+-- Thread-pool variables not set in the target's environment, else in its first worker's
+-- (workers inherit it); nil when no environment was readable.
+local function unset_pool_vars(ev)
+  local env = ev.proc.env
+  for _, c in ipairs(ev.children or {}) do
+    if env then break end
+    env = c.env
+  end
+  if not env then return nil, nil end
   local out = {}
   for _, name in ipairs(POOL_VARS) do
-    if proc.env[name] == nil or proc.env[name] == "" then out[#out + 1] = name end
+    if env[name] == nil or env[name] == "" then out[#out + 1] = name end
   end
-  return out
+  return out, env
 end
 
 local function pool_libs(proc)
@@ -39,7 +54,7 @@ rule {
   id = "cpu.oversubscribed", section = "8.5", severity = "warn",
   check = function(ev, th)
     local p = ev.proc
-    if not p then return unknown(T("no process evidence", "没有进程证据")) end
+    if not p then return no_proc(ev) end
     if not ev.duration_s or ev.duration_s <= 0 then
       return unknown(T("one snapshot (--duration 0): no CPU rates to tell busy threads",
                        "只有一次快照（--duration 0）：没有 CPU 速率，无法判断繁忙线程"))
@@ -50,23 +65,27 @@ rule {
     local cap = eff
     if cpu.quota_cpus and cpu.quota_cpus < cap then cap = cpu.quota_cpus end
 
-    local busy, used, seen, top = 0, 0, false, {}
+    -- A thread wants CPU for the time it ran plus the time it sat runnable in the run queue
+    -- (wait_pct); threads blocked on the GIL or IO sleep and count for neither.
+    local busy, used, waited, seen, top = 0, 0, 0, false, {}
     if ev.threads and #ev.threads > 0 then
       for _, t in ipairs(ev.threads) do
         if t.cpu_pct then
           seen = true
-          if t.cpu_pct >= th.busy_thread_pct then
+          used = used + t.cpu_pct
+          waited = waited + (t.wait_pct or 0)
+          if t.cpu_pct + (t.wait_pct or 0) >= th.busy_thread_pct then
             busy = busy + 1
-            used = used + t.cpu_pct
             top[#top + 1] = { what = fmt("tid %d %s", t.tid, t.name or "?"), pct = t.cpu_pct }
           end
         end
       end
     elseif p.cpu_pct then
       seen = true
+      used = p.cpu_pct
       local n = busy_in(p.cpu_pct, p.threads, th.busy_thread_pct)
       if n > 0 then
-        busy, used = n, p.cpu_pct
+        busy = n
         top[#top + 1] = { what = fmt("pid %d %s", ev.pid, p.comm or "?"), pct = p.cpu_pct }
       end
     end
@@ -74,11 +93,11 @@ rule {
     for _, c in ipairs(ev.children or {}) do
       if c.cpu_pct then
         seen = true
+        used = used + c.cpu_pct
         local n = busy_in(c.cpu_pct, c.threads, th.busy_thread_pct)
         if n > 0 then
           busy = busy + n
           nworkers = nworkers + 1
-          used = used + c.cpu_pct
           top[#top + 1] = { what = fmt("worker pid %d", c.pid), pct = c.cpu_pct }
         end
       end
@@ -90,13 +109,27 @@ rule {
 
     local cap_pct = cap * 100
     local thr = cpu.throttled_pct
-    local saturated = used >= th.cpu_saturated_pct / 100 * cap_pct
+    -- The job's demand is the CPU all its threads and workers used plus the time the target's
+    -- threads sat runnable in the run queue. The CPUs are full for the job when that demand
+    -- reaches its capacity, or the quota throttles it. A host kept busy by other load is not
+    -- enough, and threads taking turns on the GIL sum to one core at most.
+    local host_idle = ev.host and ev.host.cpu and ev.host.cpu.idle_pct
+    local demand = used + waited
+    local saturated = demand >= th.cpu_saturated_pct / 100 * cap_pct
                       or (cpu.quota_cpus and thr and thr >= th.throttled_pct)
     local base_en = fmt("%d busy threads (>= %g%% of a core each, target + workers) on %d "
-                        .. "effective CPUs; together %.0f%% CPU of a %.0f%% capacity",
+                        .. "effective CPUs; the job uses %.0f%% CPU of a %.0f%% capacity",
                         busy, th.busy_thread_pct, eff, used, cap_pct)
-    local base_zh = fmt("%d 个繁忙线程（各 >= 单核 %g%%，含目标与 worker），有效 CPU %d 个；合计 CPU %.0f%%，容量 %.0f%%",
+    local base_zh = fmt("%d 个繁忙线程（各 >= 单核 %g%%，含目标与 worker），有效 CPU %d 个；作业共用 CPU %.0f%%，容量 %.0f%%",
                         busy, th.busy_thread_pct, eff, used, cap_pct)
+    if host_idle then
+      base_en = base_en .. fmt("; host CPUs %.0f%% idle", host_idle)
+      base_zh = base_zh .. fmt("；整机 CPU 空闲 %.0f%%", host_idle)
+    end
+    if waited > 0 then
+      base_en = base_en .. fmt("; its threads also waited %.0f%% of the window in the run queue", waited)
+      base_zh = base_zh .. fmt("；其线程另在运行队列中等待了窗口的 %.0f%%", waited)
+    end
     if busy <= eff then return clear(T(base_en, base_zh)) end
     if not saturated then
       return clear(T(base_en .. ": the CPUs are not full", base_zh .. "：CPU 未跑满"))
@@ -114,16 +147,24 @@ rule {
     if ev.host and ev.host.ncpu then limits[#limits + 1] = fmt("host ncpu %d", ev.host.ncpu) end
     if thr then limits[#limits + 1] = fmt("throttled %.0f%% of periods", thr) end
 
-    local unset = unset_pool_vars(p)
-    local env_en, env_zh
+    local unset, env = unset_pool_vars(ev)
+    local env_en, env_zh, over = {}, {}, {}
     if not unset then
-      env_en, env_zh = "environment not readable", "环境变量不可读"
-    elseif #unset > 0 then
-      env_en = table.concat(unset, ", ") .. " unset"
-      env_zh = table.concat(unset, "、") .. " 未设置"
+      env_en[1], env_zh[1] = "environment not readable", "环境变量不可读"
     else
-      env_en = fmt("OMP_NUM_THREADS=%s", p.env.OMP_NUM_THREADS)
-      env_zh = env_en
+      for _, name in ipairs(POOL_VARS) do
+        local v = env[name]
+        if v ~= nil and v ~= "" then
+          env_en[#env_en + 1] = fmt("%s=%s", name, v)
+          env_zh[#env_zh + 1] = env_en[#env_en]
+          local n = tonumber(v)
+          if n and n > eff then over[#over + 1] = env_en[#env_en] end
+        end
+      end
+      if #unset > 0 then
+        env_en[#env_en + 1] = table.concat(unset, ", ") .. " unset"
+        env_zh[#env_zh + 1] = table.concat(unset, "、") .. " 未设置"
+      end
     end
     local libs = pool_libs(p)
     local libs_s = #libs > 0 and ("; pools: " .. table.concat(libs, ", ")) or ""
@@ -131,33 +172,39 @@ rule {
     local lim_s = table.concat(limits, ", ")
 
     local ncpu = ev.host and ev.host.ncpu or eff
-    local cause_en, cause_zh
-    if unset and #unset > 0 then
-      cause_en = fmt("%d runnable threads share %d CPUs, so each runs about %.0f%% of the time "
-                     .. "and pays context switches; with %s unset, OpenMP/BLAS/torch size their "
-                     .. "pools from the host's %d CPUs, not the %d the job may use, and every "
-                     .. "worker process starts its own pool (SOP §4.4, §8.5).", busy, eff,
-                     100 * eff / busy, table.concat(unset, ", "), ncpu, eff)
-      cause_zh = fmt("%d 个可运行线程分享 %d 个 CPU，每个只有约 %.0f%% 的时间在跑，还要付上下文切换；%s 未设置时，"
-                     .. "OpenMP/BLAS/torch 按整机 %d 个 CPU 而不是作业可用的 %d 个来开线程池，每个 worker 进程"
-                     .. "还各开一套（SOP §4.4、§8.5）。", busy, eff, 100 * eff / busy,
-                     table.concat(unset, "、"), ncpu, eff)
-    else
-      cause_en = fmt("%d runnable threads (%d busy worker processes) share %d CPUs, so each runs "
-                     .. "about %.0f%% of the time and pays context switches (SOP §4.4, §8.5).",
-                     busy, nworkers, eff, 100 * eff / busy)
-      cause_zh = fmt("%d 个可运行线程（%d 个繁忙 worker 进程）分享 %d 个 CPU，每个只有约 %.0f%% 的时间在跑，"
-                     .. "还要付上下文切换（SOP §4.4、§8.5）。", busy, nworkers, eff, 100 * eff / busy)
+    local share = 100 * eff / busy
+    local cause_en = fmt("%d runnable threads share %d CPUs, so each runs about %.0f%% of the "
+                         .. "time and pays context switches", busy, eff, share)
+    local cause_zh = fmt("%d 个可运行线程分享 %d 个 CPU，每个只有约 %.0f%% 的时间在跑，还要付上下文切换",
+                         busy, eff, share)
+    if #over > 0 then
+      cause_en = cause_en .. fmt("; %s asks for more threads than the %d effective CPUs",
+                                 table.concat(over, ", "), eff)
+      cause_zh = cause_zh .. fmt("；%s 要求的线程数超过了 %d 个有效 CPU", table.concat(over, "、"), eff)
+    elseif unset and #unset == #POOL_VARS then
+      local host_en = ncpu > eff and fmt("%d, not the %d the job may use", ncpu, eff) or fmt("%d", ncpu)
+      local host_zh = ncpu > eff and fmt("%d，而不是作业可用的 %d 个", ncpu, eff) or fmt("%d", ncpu)
+      cause_en = cause_en .. fmt("; with the thread-pool variables unset, each OpenMP/BLAS/torch "
+                                 .. "pool starts one thread per host CPU (%s) and every worker "
+                                 .. "process starts its own pool", host_en)
+      cause_zh = cause_zh .. fmt("；线程池变量未设置时，每个 OpenMP/BLAS/torch 线程池按整机 CPU 数（%s）"
+                                 .. "开线程，且每个 worker 进程各开一套", host_zh)
     end
+    if nworkers > 0 then
+      cause_en = cause_en .. fmt("; %d busy worker processes take part", nworkers)
+      cause_zh = cause_zh .. fmt("；其中有 %d 个繁忙 worker 进程", nworkers)
+    end
+    cause_en = cause_en .. " (SOP §4.4, §8.5)."
+    cause_zh = cause_zh .. "（SOP §4.4、§8.5）。"
 
     return hit {
       severity = busy >= th.oversub_high_ratio * eff and "high" or "warn",
       symptom = T(fmt("%d busy threads compete for %d effective CPUs", busy, eff),
                   fmt("%d 个繁忙线程争抢 %d 个有效 CPU", busy, eff)),
-      evidence = T(fmt("%s (%s); %s%s; busiest: %s.", base_en, lim_s, env_en, libs_s,
-                       table.concat(tl, ", ")),
-                   fmt("%s（%s）；%s%s；最忙：%s。", base_zh, lim_s, env_zh, libs_z,
-                       table.concat(tl, "，"))),
+      evidence = T(fmt("%s (%s); %s%s; busiest: %s.", base_en, lim_s,
+                       table.concat(env_en, ", "), libs_s, table.concat(tl, ", ")),
+                   fmt("%s（%s）；%s%s；最忙：%s。", base_zh, lim_s, table.concat(env_zh, "，"),
+                       libs_z, table.concat(tl, "，"))),
       cause = T(cause_en, cause_zh),
       fix = T(fmt("Size every pool to the %d effective CPUs: in the job spec, before Python "
                   .. "starts, export OMP_NUM_THREADS, MKL_NUM_THREADS and OPENBLAS_NUM_THREADS "
@@ -188,6 +235,7 @@ rule {
 rule {
   id = "cpu.throttled", section = "8.5", severity = "warn",
   check = function(ev, th)
+    if ev.alive == false then return no_proc(ev) end
     local cg = ev.cgroup
     local cpu = cg and cg.cpu
     if not cpu then return unknown(T("cgroup CPU controller not readable", "读不到 cgroup CPU 控制器")) end

@@ -4,6 +4,15 @@
 
 local function T(en, zh) return { en = en, zh = zh } end
 
+-- Why a rule that needs the live process cannot judge.
+local function no_proc(ev)
+  if ev.alive == false then
+    return unknown(T("the process is gone: only the kernel log speaks of it",
+                     "进程已不存在：只有内核日志记录了它"))
+  end
+  return no_proc(ev)
+end
+
 local REFS = {
   "https://www.brendangregg.com/linuxperf.html",
   "https://fio.readthedocs.io/en/latest/fio_doc.html",
@@ -43,7 +52,7 @@ rule {
   id = "io.d_state", section = "7", severity = "warn",
   check = function(ev, th)
     local p = ev.proc
-    if not p then return unknown(T("no process evidence", "没有进程证据")) end
+    if not p then return no_proc(ev) end
     local d, seen = {}, 0
     if ev.threads and #ev.threads > 0 then
       for _, t in ipairs(ev.threads) do
@@ -115,7 +124,7 @@ rule {
   id = "io.small_reads", section = "7", severity = "warn",
   check = function(ev, th)
     local p = ev.proc
-    if not p then return unknown(T("no process evidence", "没有进程证据")) end
+    if not p then return no_proc(ev) end
     if not ev.duration_s or ev.duration_s <= 0 then
       return unknown(T("one snapshot (--duration 0): no read rates", "只有一次快照（--duration 0）：没有读速率"))
     end
@@ -142,7 +151,9 @@ rule {
     end
     local disk = io.read_bytes_per_s
     local src_en, src_zh
-    if disk and io.rchar_per_s and disk < 0.1 * io.rchar_per_s then
+    -- Served from memory (page cache, pipes, sockets): only the syscall cost remains, info.
+    local cached = disk and io.rchar_per_s and disk < 0.1 * io.rchar_per_s
+    if cached then
       src_en = fmt("only %s of it from disk: served by the page cache or pipes/sockets, so the "
                    .. "cost is the per-call syscall overhead", rate(disk))
       src_zh = fmt("其中只有 %s 来自磁盘：由 page cache 或管道/套接字提供，开销是每次调用的系统调用成本",
@@ -158,6 +169,7 @@ rule {
     end
     local total = io.rchar_per_s and rate(io.rchar_per_s) or "?"
     return hit {
+      severity = cached and "info" or "warn",
       symptom = T(fmt("Many small reads: %.0f read calls/s of %.0f bytes on average", calls, mean),
                   fmt("大量小块读：每秒 %.0f 次 read，平均每次 %.0f 字节", calls, mean)),
       evidence = T(fmt("Over %.1f s: %.0f read syscalls/s, mean %.0f bytes per call, %s read in total "

@@ -3,6 +3,15 @@
 -- ev.host. Thresholds: rss_limit_pct, host_avail_min_pct, host_share_pct, cow_*.
 
 local function T(en, zh) return { en = en, zh = zh } end
+
+-- Why a rule that needs the live process cannot judge.
+local function no_proc(ev)
+  if ev.alive == false then
+    return unknown(T("the process is gone: only the kernel log speaks of it",
+                     "进程已不存在：只有内核日志记录了它"))
+  end
+  return no_proc(ev)
+end
 local function percent(a, b) return 100 * a / b end
 
 -- A v1 "unlimited" limit is 2^63 bytes rounded down to a page; anything this big is no limit.
@@ -58,7 +67,7 @@ local MEM_FIX = T(
 rule {
   id = "mem.near_limit", section = "2.2", severity = "high",
   check = function(ev, th)
-    if not ev.proc then return unknown(T("no process evidence", "没有进程证据")) end
+    if not ev.proc then return no_proc(ev) end
     local used, kind, nw = tree_kb(ev)
     if not used then return unknown(T("RSS/PSS of the process not readable", "读不到进程的 RSS/PSS")) end
     local who_en, who_zh = who(nw)
@@ -184,7 +193,7 @@ rule {
   id = "mem.fork_cow", section = "2.4", severity = "warn",
   check = function(ev, th)
     local p = ev.proc
-    if not p then return unknown(T("no process evidence", "没有进程证据")) end
+    if not p then return no_proc(ev) end
     local parent_kb = p.anon_kb or p.rss_kb
     if not parent_kb then return unknown(T("parent RSS not readable", "读不到父进程 RSS")) end
     local kids = ev.children or {}
@@ -208,7 +217,7 @@ rule {
       end
     end
     if measured == 0 then
-      return unknown(T(fmt("private memory of the %d workers not readable (smaps_rollup)", #kids),
+      return unknown(T(fmt("workers' private memory not readable (smaps_rollup of %d workers)", #kids),
                        fmt("读不到 %d 个 worker 的私有内存（smaps_rollup）", #kids)))
     end
     if #forked < th.cow_min_children then

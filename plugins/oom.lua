@@ -10,6 +10,15 @@ local REFS = {
 
 local function T(en, zh) return { en = en, zh = zh } end
 
+-- Why a rule that needs the live process cannot judge.
+local function no_proc(ev)
+  if ev.alive == false then
+    return unknown(T("the process is gone: only the kernel log speaks of it",
+                     "进程已不存在：只有内核日志记录了它"))
+  end
+  return no_proc(ev)
+end
+
 -- Seconds since the kill: the collector's age_s, else from the epoch stamps.
 local function age_of(ev, k)
   if k.age_s then return k.age_s end
@@ -38,15 +47,21 @@ end
 
 local function size(k) return k and kb(k) or "?" end
 
+-- The victim's pid as text ("?" when the record lacks it; integral floats print bare).
+local function pid_of(k)
+  if not k.pid then return "?" end
+  return tostring(math.tointeger(k.pid) or k.pid)
+end
+
 -- One kill record in words (en, zh).
 local function describe(ev, k)
   local en_ago, zh_ago = ago(age_of(ev, k))
   local memcg = k.task_memcg or "?"
-  local en = fmt("pid %d (%s) killed %s: anon-rss %s, file-rss %s, total-vm %s, memcg %s",
-                 k.pid, k.comm or "?", en_ago, size(k.anon_rss_kb), size(k.file_rss_kb),
+  local en = fmt("pid %s (%s) killed %s: anon-rss %s, file-rss %s, total-vm %s, memcg %s",
+                 pid_of(k), k.comm or "?", en_ago, size(k.anon_rss_kb), size(k.file_rss_kb),
                  size(k.total_vm_kb), memcg)
-  local zh = fmt("pid %d (%s) 于%s被杀：anon-rss %s，file-rss %s，total-vm %s，memcg %s",
-                 k.pid, k.comm or "?", zh_ago, size(k.anon_rss_kb), size(k.file_rss_kb),
+  local zh = fmt("pid %s (%s) 于%s被杀：anon-rss %s，file-rss %s，total-vm %s，memcg %s",
+                 pid_of(k), k.comm or "?", zh_ago, size(k.anon_rss_kb), size(k.file_rss_kb),
                  size(k.total_vm_kb), memcg)
   if k.constraint then
     en = en .. fmt(", %s", k.constraint)
@@ -136,7 +151,7 @@ rule {
     end
 
     if not ev.proc then
-      return unknown(T("no process evidence", "没有进程证据"))
+      return no_proc(ev)
     end
     if not kills and not counter then
       return unknown(T("neither the kernel log nor the memory cgroup's oom_kill counter could be read",
@@ -169,6 +184,7 @@ rule {
       local k = linked[#linked]
       local en, zh = describe(ev, k)
       local during = start and k.time and k.time >= start - 2
+      local same_cg = k.task_memcg:gsub("/+$", "") == path:gsub("/+$", "")
       local n_en = #linked > 1 and fmt("%d kills in cgroup %s in the last %s; newest: ", #linked,
                                        path, win_en) or ""
       local n_zh = #linked > 1 and fmt("最近 %s 内 cgroup %s 有 %d 次被杀；最新一次：", win_zh,
@@ -180,13 +196,18 @@ rule {
       local cnt_zh = counter and fmt("；cgroup oom_kill 计数 %d", counter) or ""
       return hit {
         severity = during and "high" or "warn",
-        symptom = T(fmt("A worker of pid %d (pid %d, %s) in its memory cgroup was OOM-killed",
-                        ev.pid, k.pid, k.comm or "?"),
-                    fmt("pid %d 的内存 cgroup 里的 worker（pid %d，%s）被 OOM 杀掉", ev.pid,
-                        k.pid, k.comm or "?")),
+        symptom = same_cg
+          and T(fmt("pid %s (%s), in the same memory cgroup as pid %d, was OOM-killed",
+                    pid_of(k), k.comm or "?", ev.pid),
+                fmt("与 pid %d 同一内存 cgroup 的 pid %s（%s）被 OOM 杀掉", ev.pid, pid_of(k),
+                    k.comm or "?"))
+          or T(fmt("pid %s (%s), in a memory cgroup below pid %d's, was OOM-killed while it ran",
+                   pid_of(k), k.comm or "?", ev.pid),
+               fmt("pid %d 运行期间，其内存 cgroup 之下的 pid %s（%s）被 OOM 杀掉", ev.pid, pid_of(k),
+                   k.comm or "?")),
         evidence = T(fmt("Kernel log: %s%s, %s; target cgroup %s%s.", n_en, en, when_en, path, cnt_en),
                      fmt("内核日志：%s%s，%s；目标 cgroup %s%s。", n_zh, zh, when_zh, path, cnt_zh)),
-        cause = cause_of(k, fmt("pid %d", k.pid), fmt("pid %d", k.pid)),
+        cause = cause_of(k, "pid " .. pid_of(k), "pid " .. pid_of(k)),
         fix = FIX, verify = verify(path, counter), refs = REFS,
       }
     end
@@ -223,11 +244,11 @@ rule {
                          .. "memory cgroup, target cgroup %s.", en, path or "?"),
                      fmt("内核日志：%s。与本作业的唯一联系是同名：它在根内存 cgroup，目标 cgroup 为 %s。",
                          zh, path or "?")),
-        cause = cause_of(k, fmt("pid %d", k.pid), fmt("pid %d", k.pid)),
-        fix = T("Check whether pid " .. k.pid .. " was one of this job's workers (job logs, "
+        cause = cause_of(k, "pid " .. pid_of(k), "pid " .. pid_of(k)),
+        fix = T("Check whether pid " .. pid_of(k) .. " was one of this job's workers (job logs, "
                 .. "worker exit codes -9); if so, follow the oom.killed profile steps: "
                 .. "tracemalloc/memray at the peak, then stream/bound/spawn per SOP §2.2.",
-                "先确认 pid " .. k.pid .. " 是否是本作业的 worker（作业日志、worker 退出码 -9）；"
+                "先确认 pid " .. pid_of(k) .. " 是否是本作业的 worker（作业日志、worker 退出码 -9）；"
                 .. "若是，按 oom.killed 的步骤：峰值处 tracemalloc/memray，再按 SOP §2.2 流式读/限缓存/spawn。"),
         verify = verify(path, counter), refs = REFS,
       }

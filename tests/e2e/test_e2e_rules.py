@@ -1,8 +1,9 @@
 """test_e2e_rules.py — end-to-end tests of the default rules on real misbehaving processes (label
 e2e, root): an idle process (nothing warn/high, exit 0), a worker OOM-killed in a memory cgroup
-(parent and dead pid), forked workers copying the parent's objects (mem.fork_cow), busy workers
-over a 1-CPU quota (cpu.throttled, cpu.oversubscribed), and the bundled demo. Uses cg.py for
-cgroups, work_*.py and examples/demo/ as workloads; needs SOPCTL (or SOP_BUILD) and SOP_SRC."""
+(parent and dead pid), 180 MiB held under a 200 MiB limit (mem.near_limit), forked workers copying the parent's objects (mem.fork_cow), busy workers
+over a 1-CPU quota (cpu.throttled, cpu.oversubscribed), 512-byte reads from the page cache
+(io.small_reads, info), and the bundled demo. Uses cg.py for cgroups, work_*.py and
+examples/demo/ as workloads; needs SOPCTL (or SOP_BUILD) and SOP_SRC."""
 import json
 import os
 import queue
@@ -224,6 +225,71 @@ def test_cpu_quota():
         no_rule_errors("cpu", rep)
 
 
+HOLD = r"""
+import sys, time
+blob = [b"\x01" * (1 << 20) for _ in range(int(sys.argv[1]))]
+print("ready", flush=True)
+time.sleep(120)
+"""
+
+
+def test_near_limit():
+    with cg.TestCgroup("mem", memory_max_bytes=200 << 20) as g:
+        p = g.popen([PY, "-u", "-c", HOLD, "180"], stdout=subprocess.PIPE, text=True)
+        if not check("near limit: 180 MiB held under a 200 MiB limit", Lines(p).wait_for("ready", 30) is not None):
+            return
+        rc, rep, err = sopctl_run(p.pid, 1)
+        f = finding(rep, "mem.near_limit")
+        check("near limit: mem.near_limit found", f is not None, summary(rep) + " " + err.strip()[-300:])
+        if f:
+            ev = text(f.get("evidence"))
+            m = re.search(r"= ([0-9]+)% of the memory limit 200\.0 MiB set on cgroup ([^;\s]+)", ev)
+            check("near limit: evidence has the % of the 200 MiB limit and the cgroup",
+                  m is not None and int(m.group(1)) >= 90 and m.group(2) == g.path, ev)
+            check("near limit: severity high", f.get("severity") == "high", f.get("severity"))
+        check("near limit: exit 1", rc == 1, "exit %d" % rc)
+        rc, rep, err = sopctl_run(p.pid, 0, ["--set", "rss_limit_pct=99"])
+        check("near limit: --set rss_limit_pct=99 clears it", rep is not None and finding(rep, "mem.near_limit") is None
+              and "mem.near_limit" in {c["id"] for c in rep.get("cleared", [])}, summary(rep))
+
+
+SMALL_READS = r"""
+import os, sys, tempfile
+fd, path = tempfile.mkstemp()
+os.write(fd, b"x" * (1 << 20))
+os.close(fd)
+f = open(path, "rb", buffering=0)
+os.unlink(path)
+print("ready", flush=True)
+while True:
+    f.seek(0)
+    while f.read(512):
+        pass
+"""
+
+
+def test_small_reads():
+    p = subprocess.Popen([PY, "-u", "-c", SMALL_READS], stdout=subprocess.PIPE, text=True)
+    try:
+        if not check("small reads: workload ready", Lines(p).wait_for("ready", 30) is not None):
+            return
+        rc, rep, err = sopctl_run(p.pid, 1)
+        f = finding(rep, "io.small_reads")
+        check("small reads: io.small_reads found", f is not None, summary(rep) + " " + err.strip()[-300:])
+        if f:
+            ev = text(f.get("evidence"))
+            m = re.search(r"([0-9]+) read syscalls/s, mean ([0-9]+) bytes per call", ev)
+            check("small reads: evidence has calls/s >= 1000 and a mean <= 1024 bytes",
+                  m is not None and int(m.group(1)) >= 1000 and int(m.group(2)) <= 1024, ev)
+            check("small reads: from the page cache, so info", f.get("severity") == "info",
+                  "%s: %s" % (f.get("severity"), ev))
+        check("small reads: info only, exit 0", rc == 0, "exit %d; %s" % (rc, summary(rep)))
+        no_rule_errors("small reads", rep)
+    finally:
+        p.kill()
+        p.wait()
+
+
 def test_demo():
     script = os.path.join(SRC, "examples", "demo", "run-demo.sh")
     with cg.TestCgroup("demo") as g:  # whatever happens, the demo's processes end with the cgroup
@@ -250,7 +316,8 @@ def main():
         print("FAIL no sopctl at %s" % SOPCTL)
         print("0 passed, 1 failed")
         return 1
-    for t in (test_idle, test_oom, test_fork_cow, test_cpu_quota, test_demo):
+    for t in (test_idle, test_oom, test_near_limit, test_fork_cow, test_cpu_quota, test_small_reads,
+              test_demo):
         try:
             t()
         except Exception as e:  # one broken case must not hide the others

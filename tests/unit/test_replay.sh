@@ -14,9 +14,10 @@ trap 'rm -rf "$tmp"' EXIT
 
 # verdicts CASE [RULES] [ARGS...] -> "$tmp/got" lines "id hit:sev|clear|unknown", exit in $rc
 verdicts() {
-  local case=$1 rules=$2
+  local case=$1 rules=()
+  [ -n "$2" ] && rules=("$2")
   shift 2
-  "$SOPCTL" run $rules --evidence "$case" --format json "$@" >"$tmp/out.json" 2>"$tmp/err"
+  "$SOPCTL" run "${rules[@]}" --evidence "$case" --format json "$@" >"$tmp/out.json" 2>"$tmp/err"
   rc=$?
   if ! jq -e . "$tmp/out.json" >/dev/null 2>&1; then
     : >"$tmp/got"
