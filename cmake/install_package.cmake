@@ -1,0 +1,33 @@
+# install_package.cmake — what `cmake --install` lays out for users of libsop besides the
+# binaries: sop.pc (pkg-config), the CMake package (sop-config.cmake, sop::sop and
+# sop::sop_static) and the Python binding. Included from the top CMakeLists.txt.
+include(CMakePackageConfigHelpers)
+
+set(SOP_CMAKE_DIR ${CMAKE_INSTALL_LIBDIR}/cmake/sop)
+install(EXPORT sopTargets NAMESPACE sop:: FILE sop-targets.cmake DESTINATION ${SOP_CMAKE_DIR})
+configure_package_config_file(${CMAKE_SOURCE_DIR}/cmake/sop-config.cmake.in
+                              ${CMAKE_BINARY_DIR}/sop-config.cmake
+                              INSTALL_DESTINATION ${SOP_CMAKE_DIR})
+# Pre-1.0 minors may change the API, so only the same major.minor is "compatible".
+write_basic_package_version_file(${CMAKE_BINARY_DIR}/sop-config-version.cmake
+                                 VERSION ${PROJECT_VERSION} COMPATIBILITY SameMinorVersion)
+install(FILES ${CMAKE_BINARY_DIR}/sop-config.cmake ${CMAKE_BINARY_DIR}/sop-config-version.cmake
+        DESTINATION ${SOP_CMAKE_DIR})
+
+# pkg-config: paths relative to ${prefix} so that a relocated tree still works.
+configure_file(${CMAKE_SOURCE_DIR}/cmake/sop.pc.in ${CMAKE_BINARY_DIR}/sop.pc @ONLY)
+install(FILES ${CMAKE_BINARY_DIR}/sop.pc DESTINATION ${CMAKE_INSTALL_LIBDIR}/pkgconfig)
+
+# The Python binding (ctypes): lib/python3/dist-packages/sop, with the installed library's
+# directory written into sop/_paths.py. Debian's python3 does not search a /usr/local or a
+# custom prefix's lib/python3/dist-packages by itself: add it to PYTHONPATH, or pip-install
+# python/ (docs/embedding.md).
+set(SOP_PYTHON_DIR lib/python3/dist-packages CACHE STRING
+    "Where cmake --install puts the Python package `sop` (relative to the prefix)")
+install(FILES ${CMAKE_SOURCE_DIR}/python/sop/__init__.py DESTINATION ${SOP_PYTHON_DIR}/sop)
+install(CODE "
+  set(dir \"\$ENV{DESTDIR}\${CMAKE_INSTALL_PREFIX}/${SOP_PYTHON_DIR}/sop\")
+  file(WRITE \"\${dir}/_paths.py\"
+       \"# Written by cmake --install: where libsop was installed.\\nLIBDIR = r'\${CMAKE_INSTALL_PREFIX}/${CMAKE_INSTALL_LIBDIR}'\\n\")
+  message(STATUS \"Installing: \${dir}/_paths.py\")
+")
