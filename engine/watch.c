@@ -182,13 +182,14 @@ int sop_watch_new(sop_engine *e, const sop_watch_config *cfg, sop_watch_fn fn, v
     sigset_t all, old;
     sigfillset(&all);
     pthread_sigmask(SIG_SETMASK, &all, &old);
+    *out = w; /* before the thread starts: a callback may use the handle */
     int rc = pthread_create(&w->thread, NULL, watch_main, w);
     pthread_sigmask(SIG_SETMASK, &old, NULL);
     if (rc != 0) {
+        *out = NULL;
         watch_destroy(w);
         return SOP_EINTERNAL;
     }
-    *out = w;
     return SOP_OK;
 }
 

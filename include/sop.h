@@ -220,7 +220,8 @@ void sop_watch_config_init(sop_watch_config *cfg);
 
 /* Start a watch. `e` is an engine with rules loaded (and thresholds, site file set); the watch
  * takes it over, also on failure (it is freed then): do not use it afterwards. The callback
- * `fn` (with `user`) must be non-NULL. *out is owned by the caller (sop_watch_free). Errors:
+ * `fn` (with `user`) must be non-NULL. *out is owned by the caller (sop_watch_free); it is
+ * set before the thread starts, so the callback may use it. Errors:
  * SOP_EINVAL, SOP_ENORULES (no rules in e), SOP_ENOMEM, SOP_EINTERNAL (no thread). */
 int sop_watch_new(sop_engine *e, const sop_watch_config *cfg, sop_watch_fn fn, void *user,
                   sop_watch **out);
