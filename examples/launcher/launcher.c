@@ -110,25 +110,27 @@ static void on_report(const sop_watch_event *ev, void *user)
     sop_free(summary);
 }
 
-/* GET /health. Returns the latency in ms, or -1 when it failed. When no answer came within
- * slow_ms and `w` is not NULL, triggers a diagnosis right then (while the server is still
- * stuck; *slow_fired = 1), and keeps waiting up to timeout_ms. */
-static double health_check(int port, double slow_ms, double timeout_ms, sop_watch *w,
-                           int *slow_fired)
+/* GET /health. Returns the latency in ms, or -1 when it failed (why: in `why`). When no answer
+ * came within slow_ms, logs it and — when `w` is not NULL — triggers a diagnosis right then,
+ * while the server is still stuck (*slow_fired = 1); then keeps waiting up to timeout_ms. */
+static double health_check(int pid, int port, double slow_ms, double timeout_ms, sop_watch *w,
+                           int *slow_fired, char *why, size_t whylen)
 {
     double t0 = now_ms();
     *slow_fired = 0;
+    int noted_slow = 0;
+    snprintf(why, whylen, "no answer within %.0f ms", timeout_ms);
     int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-    if (fd < 0)
-        return -1;
-    struct sockaddr_in a = {.sin_family = AF_INET, .sin_port = htons((uint16_t)port)};
-    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    if (connect(fd, (struct sockaddr *)&a, sizeof a) != 0) {
-        close(fd);
+    if (fd < 0) {
+        snprintf(why, whylen, "socket: %s", strerror(errno));
         return -1;
     }
+    struct sockaddr_in a = {.sin_family = AF_INET, .sin_port = htons((uint16_t)port)};
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
     static const char req[] = "GET /health HTTP/1.0\r\nHost: 127.0.0.1\r\n\r\n";
-    if (write(fd, req, sizeof req - 1) != (ssize_t)(sizeof req - 1)) {
+    if (connect(fd, (struct sockaddr *)&a, sizeof a) != 0 ||
+        write(fd, req, sizeof req - 1) != (ssize_t)(sizeof req - 1)) {
+        snprintf(why, whylen, "connect: %s", strerror(errno));
         close(fd);
         return -1;
     }
@@ -138,7 +140,7 @@ static double health_check(int port, double slow_ms, double timeout_ms, sop_watc
         double waited = now_ms() - t0;
         if (waited >= timeout_ms)
             break;
-        double until = !*slow_fired && waited < slow_ms ? slow_ms : timeout_ms;
+        double until = !noted_slow && waited < slow_ms ? slow_ms : timeout_ms;
         struct pollfd p = {fd, POLLIN, 0};
         int n = poll(&p, 1, (int)(until - waited) + 1);
         if (n < 0 && errno == EINTR) {
@@ -147,9 +149,14 @@ static double health_check(int port, double slow_ms, double timeout_ms, sop_watc
             continue;
         }
         if (n == 0) {
-            if (w && !*slow_fired && now_ms() - t0 >= slow_ms) {
-                *slow_fired = 1;
-                sop_watch_trigger(w); /* diagnose while it is still slow */
+            if (!noted_slow && now_ms() - t0 >= slow_ms) {
+                noted_slow = 1;
+                if (w) {
+                    *slow_fired = 1;
+                    sop_watch_trigger(w); /* diagnose while it is still slow */
+                }
+                logf_("health check of pid %d: no answer after %.0f ms%s", pid, slow_ms,
+                      w ? ": diagnosing" : "");
             }
             continue;
         }
@@ -158,6 +165,10 @@ static double health_check(int port, double slow_ms, double timeout_ms, sop_watc
             got_status |= r >= 12 && memcmp(buf, "HTTP/1.", 7) == 0;
             continue;
         }
+        if (r < 0)
+            snprintf(why, whylen, "read: %s", strerror(errno));
+        else if (!got_status)
+            snprintf(why, whylen, "closed without an HTTP answer");
         break; /* EOF (HTTP/1.0: the response is complete) or error */
     }
     close(fd);
@@ -300,8 +311,11 @@ int main(int argc, char **argv)
         int slow_fired = 0;
         double t0 = now_ms();
         int may_trigger = healthy && t0 - last_trigger >= cfg.cooldown_s * 1e3;
-        double ms = health_check(cfg.port, cfg.slow_ms, cfg.timeout_ms, may_trigger ? w : NULL,
-                                 &slow_fired);
+        char why[160];
+        double ms = health_check((int)child, cfg.port, cfg.slow_ms, cfg.timeout_ms,
+                                 may_trigger ? w : NULL, &slow_fired, why, sizeof why);
+        if (slow_fired)
+            last_trigger = t0;
         if (ms >= 0 && !healthy) {
             healthy = 1;
             logf_("pid %d healthy (%.0f ms)", (int)child, ms);
@@ -309,20 +323,17 @@ int main(int argc, char **argv)
             logf_("pid %d not healthy after %.0f s", (int)child, cfg.startup_s);
             exit_code = 1;
             break;
-        } else if (healthy && (ms < 0 || ms > cfg.slow_ms)) {
-            int fresh = slow_fired;
-            if (!slow_fired && may_trigger) {
-                sop_watch_trigger(w); /* failed fast: diagnose now */
-                fresh = 1;
-            }
-            if (fresh)
+        } else if (healthy && ms < 0) {
+            int fresh = !slow_fired && may_trigger; /* failed fast: diagnose now */
+            if (fresh) {
+                sop_watch_trigger(w);
                 last_trigger = t0;
-            if (ms < 0)
-                logf_("health check of pid %d failed%s", (int)child,
-                      fresh ? ": diagnosing" : "");
-            else
-                logf_("health check of pid %d slow: %.0f ms (limit %.0f)%s", (int)child, ms,
-                      cfg.slow_ms, fresh ? ": diagnosing" : "");
+            }
+            logf_("health check of pid %d failed: %s%s", (int)child, why,
+                  fresh ? ": diagnosing" : "");
+        } else if (healthy && ms > cfg.slow_ms) {
+            logf_("health check of pid %d slow: answered after %.0f ms (limit %.0f)", (int)child,
+                  ms, cfg.slow_ms);
         }
         sleep_ms(cfg.check_interval_s * 1e3 - (now_ms() - t0));
     }
