@@ -7,14 +7,18 @@ set(SOP_CMAKE_DIR ${CMAKE_INSTALL_LIBDIR}/cmake/sop)
 install(EXPORT sopTargets NAMESPACE sop:: FILE sop-targets.cmake DESTINATION ${SOP_CMAKE_DIR})
 configure_package_config_file(${CMAKE_SOURCE_DIR}/cmake/sop-config.cmake.in
                               ${CMAKE_BINARY_DIR}/sop-config.cmake
-                              INSTALL_DESTINATION ${SOP_CMAKE_DIR})
+                              INSTALL_DESTINATION ${SOP_CMAKE_DIR}
+                              PATH_VARS CMAKE_INSTALL_INCLUDEDIR)
 # Pre-1.0 minors may change the API, so only the same major.minor is "compatible".
 write_basic_package_version_file(${CMAKE_BINARY_DIR}/sop-config-version.cmake
                                  VERSION ${PROJECT_VERSION} COMPATIBILITY SameMinorVersion)
 install(FILES ${CMAKE_BINARY_DIR}/sop-config.cmake ${CMAKE_BINARY_DIR}/sop-config-version.cmake
         DESTINATION ${SOP_CMAKE_DIR})
 
-# pkg-config: paths relative to ${prefix} so that a relocated tree still works.
+# pkg-config: the prefix is found from the .pc file's own place (${pcfiledir}), so that
+# `cmake --install --prefix X` and a relocated tree both work.
+file(RELATIVE_PATH SOP_PC_TO_PREFIX /p/${CMAKE_INSTALL_LIBDIR}/pkgconfig /p)
+string(REGEX REPLACE "/$" "" SOP_PC_TO_PREFIX "${SOP_PC_TO_PREFIX}")
 configure_file(${CMAKE_SOURCE_DIR}/cmake/sop.pc.in ${CMAKE_BINARY_DIR}/sop.pc @ONLY)
 install(FILES ${CMAKE_BINARY_DIR}/sop.pc DESTINATION ${CMAKE_INSTALL_LIBDIR}/pkgconfig)
 
