@@ -43,7 +43,10 @@ static volatile sig_atomic_t stop_signal;
 static pthread_mutex_t log_mu = PTHREAD_MUTEX_INITIALIZER;
 static FILE *log_file;
 
-static void on_signal(int sig) { stop_signal = sig; }
+static void on_signal(int sig)
+{
+    stop_signal = sig;
+}
 
 static double now_ms(void)
 {
@@ -74,7 +77,8 @@ static void sleep_ms(double ms)
 {
     if (ms <= 0)
         return;
-    struct timespec ts = {(time_t)(ms / 1e3), (long)((ms - (double)(time_t)(ms / 1e3) * 1e3) * 1e6)};
+    struct timespec ts = {(time_t)(ms / 1e3),
+                          (long)((ms - (double)(time_t)(ms / 1e3) * 1e3) * 1e6)};
     nanosleep(&ts, NULL); /* a signal ends it early: the loop checks stop_signal */
 }
 
@@ -186,29 +190,56 @@ static void usage(void)
 static int parse_args(int argc, char **argv, config *c)
 {
     static const struct option opts[] = {
-        {"port", required_argument, 0, 'p'},       {"report-dir", required_argument, 0, 'r'},
-        {"log", required_argument, 0, 'l'},        {"rules", required_argument, 0, 'R'},
-        {"site", required_argument, 0, 'S'},       {"interval", required_argument, 0, 'i'},
-        {"slow-ms", required_argument, 0, 's'},    {"timeout-ms", required_argument, 0, 't'},
-        {"cooldown", required_argument, 0, 'c'},   {"duration", required_argument, 0, 'd'},
-        {"startup", required_argument, 0, 'u'},    {0, 0, 0, 0}};
-    *c = (config){.check_interval_s = 0.5, .slow_ms = 300, .timeout_ms = 5000,
-                  .cooldown_s = 5, .duration_s = 0.5, .startup_s = 30};
+        {"port", required_argument, 0, 'p'},     {"report-dir", required_argument, 0, 'r'},
+        {"log", required_argument, 0, 'l'},      {"rules", required_argument, 0, 'R'},
+        {"site", required_argument, 0, 'S'},     {"interval", required_argument, 0, 'i'},
+        {"slow-ms", required_argument, 0, 's'},  {"timeout-ms", required_argument, 0, 't'},
+        {"cooldown", required_argument, 0, 'c'}, {"duration", required_argument, 0, 'd'},
+        {"startup", required_argument, 0, 'u'},  {0, 0, 0, 0}};
+    *c = (config){.check_interval_s = 0.5,
+                  .slow_ms = 300,
+                  .timeout_ms = 5000,
+                  .cooldown_s = 5,
+                  .duration_s = 0.5,
+                  .startup_s = 30};
     int ch;
     while ((ch = getopt_long(argc, argv, "+", opts, NULL)) != -1) {
         switch (ch) {
-        case 'p': c->port = atoi(optarg); break;
-        case 'r': c->report_dir = optarg; break;
-        case 'l': c->log_path = optarg; break;
-        case 'R': c->rules = optarg; break;
-        case 'S': c->site = optarg; break;
-        case 'i': c->check_interval_s = atof(optarg); break;
-        case 's': c->slow_ms = atof(optarg); break;
-        case 't': c->timeout_ms = atof(optarg); break;
-        case 'c': c->cooldown_s = atof(optarg); break;
-        case 'd': c->duration_s = atof(optarg); break;
-        case 'u': c->startup_s = atof(optarg); break;
-        default: return -1;
+        case 'p':
+            c->port = atoi(optarg);
+            break;
+        case 'r':
+            c->report_dir = optarg;
+            break;
+        case 'l':
+            c->log_path = optarg;
+            break;
+        case 'R':
+            c->rules = optarg;
+            break;
+        case 'S':
+            c->site = optarg;
+            break;
+        case 'i':
+            c->check_interval_s = atof(optarg);
+            break;
+        case 's':
+            c->slow_ms = atof(optarg);
+            break;
+        case 't':
+            c->timeout_ms = atof(optarg);
+            break;
+        case 'c':
+            c->cooldown_s = atof(optarg);
+            break;
+        case 'd':
+            c->duration_s = atof(optarg);
+            break;
+        case 'u':
+            c->startup_s = atof(optarg);
+            break;
+        default:
+            return -1;
         }
     }
     if (c->port <= 0 || c->port > 65535 || !c->report_dir || optind >= argc ||

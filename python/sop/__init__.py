@@ -12,11 +12,13 @@ The calls release the GIL while the library works (ctypes does), so other thread
 and their stacks are part of a self-diagnosis. diagnose() blocks for `duration` seconds: from an
 asyncio loop, run it in an executor, or use sop.Watch.
 """
+import atexit
 import ctypes
 import ctypes.util
 import json as _json
 import os
 import threading
+import weakref
 
 __all__ = ["SopError", "Engine", "Watch", "diagnose", "dump", "version", "library_path"]
 
@@ -203,9 +205,9 @@ class Engine:
             raise SopError(rc, detail or _strerror(rc).decode())
 
     def close(self):
-        if getattr(self, "_h", None):
-            _engine_free(self._h)
-            self._h = None
+        h, self._h = getattr(self, "_h", None), None
+        if h and _engine_free is not None:  # None during interpreter shutdown
+            _engine_free(h)
 
     def _detach(self):
         """Hand the engine over to a Watch (which frees it)."""
@@ -294,6 +296,7 @@ class Watch:
         if rc:
             raise SopError(rc, _strerror(rc).decode())
         self._h = h
+        _live_watches.add(self)
 
     def _on_event(self, evp, _user):
         ev = evp.contents
@@ -325,9 +328,12 @@ class Watch:
 
     def stop(self):
         """Stop and join the watch thread (waits for a run in progress)."""
-        with self._lock:
+        lock = getattr(self, "_lock", None)
+        if lock is None:
+            return
+        with lock:
             h, self._h = getattr(self, "_h", None), None
-        if h:
+        if h and _watch_free is not None:
             _watch_free(h)
 
     __del__ = stop
@@ -337,3 +343,14 @@ class Watch:
 
     def __exit__(self, *exc):
         self.stop()
+
+
+# Watches still running at exit are stopped before the interpreter goes away (their thread
+# calls back into Python).
+_live_watches = weakref.WeakSet()
+
+
+@atexit.register
+def _stop_watches():
+    for w in list(_live_watches):
+        w.stop()

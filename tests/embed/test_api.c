@@ -18,7 +18,8 @@ static const char SITE[] =
     "  check = function(ev, th)\n"
     "    if ev.proc and ev.proc.rss_kb and ev.proc.rss_kb > th.site_rss_kb then\n"
     "      return hit { symptom = \"rss\", evidence = fmt(\"rss %d kB\", ev.proc.rss_kb),\n"
-    "                   cause = \"c\", fix = \"f\", verify = \"v\", refs = { \"https://example.org\" } }\n"
+    "                   cause = \"c\", fix = \"f\", verify = \"v\", refs = { "
+    "\"https://example.org\" } }\n"
     "    end\n"
     "    return clear(\"small\")\n"
     "  end }\n";
@@ -300,8 +301,8 @@ int main(void)
 {
     CHECK_EQ_S(sop_version(), SOP_VERSION_STRING);
     CHECK_EQ_I(sop_version_hex(), SOP_VERSION_HEX);
-    CHECK_EQ_I(SOP_VERSION_HEX, (SOP_VERSION_MAJOR << 16) | (SOP_VERSION_MINOR << 8) |
-                                    SOP_VERSION_PATCH);
+    CHECK_EQ_I(SOP_VERSION_HEX,
+               (SOP_VERSION_MAJOR << 16) | (SOP_VERSION_MINOR << 8) | SOP_VERSION_PATCH);
     /* Everything the library does below must leave stdout and stderr untouched. */
     fflush(stdout);
     fflush(stderr);
@@ -324,8 +325,10 @@ int main(void)
         char buf[4096];
         lseek(fileno(cap), 0, SEEK_SET);
         ssize_t n = read(fileno(cap), buf, sizeof buf - 1);
-        fprintf(stderr, "written to stdout/stderr during the test (library output, or failed "
-                        "CHECKs):\n%.*s\n", (int)(n > 0 ? n : 0), buf);
+        fprintf(stderr,
+                "written to stdout/stderr during the test (library output, or failed "
+                "CHECKs):\n%.*s\n",
+                (int)(n > 0 ? n : 0), buf);
     }
     CHECK_EQ_I(written, 0);
     return t_done();

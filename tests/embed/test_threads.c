@@ -16,15 +16,16 @@
 #define NTHREADS 4
 #define ROUNDS 2
 
-static const char SITE[] = "thresholds { busy_thread_pct = 70 }\n"
-                           "rule { id = \"site.threads\", section = \"3\", severity = \"info\",\n"
-                           "  check = function(ev) return clear(fmt(\"%d threads\", #(ev.threads or {}))) end }\n";
+static const char SITE[] =
+    "thresholds { busy_thread_pct = 70 }\n"
+    "rule { id = \"site.threads\", section = \"3\", severity = \"info\",\n"
+    "  check = function(ev) return clear(fmt(\"%d threads\", #(ev.threads or {}))) end }\n";
 
 typedef struct {
     int target;                 /* a live CPython process */
     const sop_evidence *shared; /* evaluated by every thread */
     const sop_report *shared_report;
-    const char *shared_md;      /* what shared_report renders to, made before the threads */
+    const char *shared_md; /* what shared_report renders to, made before the threads */
     int fails;
     size_t rules;
 } job;
