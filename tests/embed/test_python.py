@@ -167,6 +167,16 @@ t.check([ev["seq"] for _, ev in got] == list(range(1, n + 1)), "seq counts runs"
 time.sleep(0.5)
 t.check(len(got) == n, "stop() stops it")
 
+# ---- silent: the library writes nothing to stdout/stderr of the process it runs in ------------
+code = ("import sop, threading\n"
+        "sop.diagnose(duration=0.2); sop.diagnose(format='md', duration=0); sop.dump()\n"
+        "try:\n    sop.diagnose(1 << 22, duration=0)\nexcept sop.SopError:\n    pass\n"
+        "w = sop.Watch(lambda r, e: None, interval=0.05, duration=0.05)\n"
+        "import time; time.sleep(0.5); w.stop()\n")
+p = subprocess.run([PY, "-c", code], capture_output=True, text=True, timeout=120)
+t.check(p.returncode == 0 and p.stdout == "" and p.stderr == "",
+        "nothing on stdout/stderr from the library in a Python process", p.stdout + p.stderr)
+
 # ---- installable without PyPI -------------------------------------------------------------------
 with tempfile.TemporaryDirectory() as d:
     src = os.path.join(d, "src")
