@@ -6,6 +6,9 @@
 # programs, and the installed Python module, against a live process.
 set -euo pipefail
 src=${SOP_SRC:?} build=${SOP_BUILD:?}
+if [[ -n ${SOP_SANITIZE:-} ]]; then
+  echo "skipped: a libsop built with -fsanitize=$SOP_SANITIZE is not installable"; exit 77
+fi
 tmp=$(mktemp -d /tmp/sop-install.XXXXXX)
 target_pid=
 cleanup() { [[ -n $target_pid ]] && kill "$target_pid" 2>/dev/null; rm -rf "$tmp"; }
