@@ -76,13 +76,13 @@ with tempfile.TemporaryDirectory(prefix="sop-launcher-") as tmp:
         server_pid = kids[0] if kids else -1
         t.check(not glob.glob(os.path.join(tmp, "*.json")), "no report while healthy")
 
-        # Block the event loop for 10 s: long enough for a slow check and a 0.5 s diagnosis
+        # Block the event loop for 15 s: long enough for a slow check and a 0.5 s diagnosis
         # even on a loaded machine; the request itself completes afterwards.
         blocked = {}
 
         def block():
             try:
-                blocked["resp"] = get(port, "/block?seconds=10", 60)
+                blocked["resp"] = get(port, "/block?seconds=15", 60)
             except Exception as e:  # reported below
                 blocked["err"] = repr(e)
 
