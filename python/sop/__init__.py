@@ -20,7 +20,8 @@ import os
 import threading
 import weakref
 
-__all__ = ["SopError", "Engine", "Watch", "diagnose", "dump", "version", "library_path"]
+__all__ = ["SopError", "Engine", "Watch", "diagnose", "adiagnose", "dump", "version",
+           "library_path"]
 
 FORMATS = {"md": 0, "json": 1, "text": 2}
 PROBES = {"threads": 0x01, "children": 0x02, "cgroup": 0x04, "host": 0x08, "kmsg": 0x10,
@@ -260,6 +261,15 @@ def diagnose(pid=None, duration=1.0, format="json", lang="en", rules=None, site=
     Lua source). Returns the report: dict for format="json", str for "md" / "text"."""
     with Engine(rules=rules, site=site, thresholds=thresholds) as e:
         return e.diagnose(pid=pid, duration=duration, format=format, lang=lang, probes=probes)
+
+
+async def adiagnose(pid=None, **kwargs):
+    """diagnose() for asyncio code: runs in the loop's default executor, so the event loop
+    keeps serving during the window (and is seen doing so in a self-diagnosis)."""
+    import asyncio
+    import functools
+    loop = asyncio.get_running_loop()
+    return await loop.run_in_executor(None, functools.partial(diagnose, pid, **kwargs))
 
 
 def dump(pid=None, format="json"):

@@ -79,6 +79,31 @@ t.check(isinstance(md, str) and md.startswith("#"), "format='md' returns text", 
 stop.set()
 worker.join()
 
+# ---- from an asyncio loop: adiagnose() keeps the loop running -------------------------------------
+import asyncio  # noqa: E402
+
+
+async def loop_main():
+    ticks = 0
+
+    async def ticker():
+        nonlocal ticks
+        while True:
+            await asyncio.sleep(0.01)
+            ticks += 1
+
+    tk = asyncio.ensure_future(ticker())
+    rep = await sop.adiagnose(duration=1.0)
+    tk.cancel()
+    return rep, ticks
+
+
+arep, ticks = asyncio.run(loop_main())
+t.check(arep.get("target", {}).get("pid") == os.getpid(), "adiagnose() returns the report")
+t.check(ticks >= 20, "the event loop kept running during the 1 s window", ticks)
+t.check("asyncio.loop_blocked" not in [f["id"] for f in arep.get("findings", [])],
+        "and a loop that awaits is not reported blocked", arep.get("findings"))
+
 # ---- a child ------------------------------------------------------------------------------------
 BLOCKED = """
 import asyncio, time
