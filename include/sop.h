@@ -26,8 +26,8 @@ extern "C" {
 /* Stability: the API (names, arguments, meaning) only grows within a major version. Structs the
  * caller allocates (sop_collect_opts, sop_watch_config) keep their size: they carry reserved
  * fields that later versions turn into options, so fill them with their *_init function first.
- * Before 1.0 the minor version may still change the ABI; the shared library's SONAME carries
- * the major version. */
+ * Before 1.0 a minor version may still change the ABI: rebuild against each minor release
+ * (the CMake package accepts the same major.minor only). */
 
 /* Error codes: X(name, value, message). */
 #define SOP_ERRNO_MAP(X)                                                                       \
@@ -193,14 +193,14 @@ int sop_diagnose(sop_engine *e, int pid, const sop_collect_opts *opts, sop_forma
 typedef struct sop_watch sop_watch;
 
 typedef struct {
-    int pid;                   /* the target watched */
-    unsigned long long seq;    /* 1, 2, ... one per run */
-    int on_demand;             /* 1: this run answers sop_watch_trigger; 0: periodic */
-    int rc;                    /* 0, or the SOP_E* code of the collection or evaluation */
-    const char *error;         /* the detail when rc != 0, else "" */
+    int pid;                      /* the target watched */
+    unsigned long long seq;       /* 1, 2, ... one per run */
+    int on_demand;                /* 1: this run answers sop_watch_trigger; 0: periodic */
+    int rc;                       /* 0, or the SOP_E* code of the collection or evaluation */
+    const char *error;            /* the detail when rc != 0, else "" */
     const sop_evidence *evidence; /* NULL when the collection failed */
-    const sop_report *report;  /* NULL when rc != 0 */
-    double run_ms;             /* how long the run took, window included */
+    const sop_report *report;     /* NULL when rc != 0 */
+    double run_ms;                /* how long the run took, window included */
 } sop_watch_event;
 
 /* Called on the watch's thread. Everything in ev is borrowed for the call only: render or
@@ -228,7 +228,7 @@ int sop_watch_new(sop_engine *e, const sop_watch_config *cfg, sop_watch_fn fn, v
 /* Ask for a run now. Does not wait; triggers that arrive while one is pending are merged into
  * it. Safe from any thread, including the callback. */
 int sop_watch_trigger(sop_watch *w);
-/* Number of runs completed so far (any thread). */
+/* Number of runs handed to the callback so far (counted just before each call; any thread). */
 unsigned long long sop_watch_runs(const sop_watch *w);
 /* Stop the watch: waits for a run in progress to finish (at most its window plus the rules),
  * joins the thread, frees the engine. Accepts NULL. */
