@@ -22,11 +22,20 @@ string(REGEX REPLACE "/$" "" SOP_PC_TO_PREFIX "${SOP_PC_TO_PREFIX}")
 configure_file(${CMAKE_SOURCE_DIR}/cmake/sop.pc.in ${CMAKE_BINARY_DIR}/sop.pc @ONLY)
 install(FILES ${CMAKE_BINARY_DIR}/sop.pc DESTINATION ${CMAKE_INSTALL_LIBDIR}/pkgconfig)
 
-# The Python binding (ctypes): lib/python3/dist-packages/sop, with the installed library's
-# directory written into sop/_paths.py. Debian's python3 does not search a /usr/local or a
-# custom prefix's lib/python3/dist-packages by itself: add it to PYTHONPATH, or pip-install
-# python/ (docs/embedding.md).
-set(SOP_PYTHON_DIR lib/python3/dist-packages CACHE STRING
+# The Python binding (ctypes): where Debian's python3 looks — lib/python3/dist-packages under
+# /usr, lib/python3.X/dist-packages under another prefix (/usr/local: on sys.path; a custom
+# prefix: add it to PYTHONPATH) — with the installed library's directory written into
+# sop/_paths.py.
+set(_sop_py_default lib/python3/dist-packages)
+if(NOT CMAKE_INSTALL_PREFIX STREQUAL "/usr" AND EXISTS /usr/bin/python3)
+  execute_process(COMMAND /usr/bin/python3 -c "import sys; print('%d.%d' % sys.version_info[:2])"
+                  OUTPUT_VARIABLE _sop_py_ver OUTPUT_STRIP_TRAILING_WHITESPACE
+                  RESULT_VARIABLE _sop_py_rc)
+  if(_sop_py_rc EQUAL 0 AND _sop_py_ver MATCHES "^3\\.[0-9]+$")
+    set(_sop_py_default lib/python${_sop_py_ver}/dist-packages)
+  endif()
+endif()
+set(SOP_PYTHON_DIR ${_sop_py_default} CACHE STRING
     "Where cmake --install puts the Python package `sop` (relative to the prefix)")
 install(FILES ${CMAKE_SOURCE_DIR}/python/sop/__init__.py DESTINATION ${SOP_PYTHON_DIR}/sop)
 install(CODE "

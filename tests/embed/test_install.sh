@@ -25,9 +25,13 @@ check "cmake --install" cmake --install "$build" --prefix "$prefix"
 for f in bin/sopctl lib/libsop.so lib/libsop.so.0 lib/libsop.a include/sop.h \
          share/sop/rules.lua share/sop/plugins/asyncio.lua share/man/man1/sopctl.1 \
          share/doc/sop/embedding.md lib/pkgconfig/sop.pc lib/cmake/sop/sop-config.cmake \
-         lib/cmake/sop/sop-config-version.cmake lib/cmake/sop/sop-targets.cmake \
-         lib/python3/dist-packages/sop/__init__.py lib/python3/dist-packages/sop/_paths.py; do
+         lib/cmake/sop/sop-config-version.cmake lib/cmake/sop/sop-targets.cmake; do
   check "installed $f" test -s "$prefix/$f"
+done
+# The Python package: lib/python3.X/dist-packages (lib/python3/dist-packages under /usr).
+pydir=$(dirname "$(dirname "$(ls "$prefix"/lib/python3*/dist-packages/sop/__init__.py | head -1)")")
+for f in sop/__init__.py sop/_paths.py; do
+  check "installed ${pydir#$prefix/}/$f" test -s "$pydir/$f"
 done
 check "the man page is a sopctl(1) page" grep -q '^\.TH SOPCTL 1' "$prefix/share/man/man1/sopctl.1"
 check "the installed sopctl runs" "$prefix/bin/sopctl" version
@@ -66,7 +70,7 @@ check "the static build does not need libsop.so" \
   bash -c "! ldd '$tmp/cmake/consumer_static' | grep -q libsop"
 
 check "the installed Python module finds the installed library" \
-  env -u SOP_LIBRARY PYTHONPATH="$prefix/lib/python3/dist-packages" /usr/bin/python3 -c "
+  env -u SOP_LIBRARY PYTHONPATH="$pydir" /usr/bin/python3 -c "
 import sop, sys
 assert sop.library_path().startswith('$prefix/'), sop.library_path()
 r = sop.diagnose($target_pid, duration=0.2)
