@@ -14,6 +14,7 @@
 
 #include "engine.h"
 #include "json.h"
+#include "missing.h"
 #include "procfs.h"
 
 #define RULES_FILE_MAX (4u << 20)
@@ -158,7 +159,7 @@ int sop_load_site_file(sop_engine *e, const char *path)
     size_t len = 0;
     int rc = sop__read_file_at(AT_FDCWD, path, RULES_FILE_MAX, &src, &len);
     if (rc != 0)
-        return sop__fail(e, SOP_ERULES, "%s: %s", path, strerror(-rc));
+        return sop__fail(e, SOP_ERULES, "%s: %s", path, sop__strerror(-rc));
     if (len >= RULES_FILE_MAX) {
         free(src);
         return sop__fail(e, SOP_ERULES, "%s: larger than %u bytes", path, RULES_FILE_MAX);
@@ -205,7 +206,7 @@ int sop_load_rules_file(sop_engine *e, const char *path)
     size_t len = 0;
     int rc = sop__read_file_at(AT_FDCWD, path, RULES_FILE_MAX, &src, &len);
     if (rc != 0)
-        return sop__fail(e, SOP_ERULES, "%s: %s", path, strerror(-rc));
+        return sop__fail(e, SOP_ERULES, "%s: %s", path, sop__strerror(-rc));
     if (len >= RULES_FILE_MAX) {
         free(src);
         return sop__fail(e, SOP_ERULES, "%s: larger than %u bytes", path, RULES_FILE_MAX);

@@ -174,7 +174,7 @@ int sop__collect(int pid, const sop_collect_opts *o, sop_value **out, char *err,
     const char *proc_root = o->proc_root ? o->proc_root : "/proc";
     int root_fd = open(proc_root, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
     if (root_fd < 0) {
-        snprintf(err, errlen, "%s: %s", proc_root, strerror(errno));
+        snprintf(err, errlen, "%s: %s", proc_root, sop__strerror(errno));
         return SOP_EIO;
     }
     char name[32];
@@ -202,7 +202,7 @@ int sop__collect(int pid, const sop_collect_opts *o, sop_value **out, char *err,
         goto done;
     }
     if (rc != 0) {
-        snprintf(err, errlen, "pid %d: %s", pid, strerror(-rc));
+        snprintf(err, errlen, "pid %d: %s", pid, sop__strerror(-rc));
         rc = rc == -EACCES || rc == -EPERM ? SOP_EACCES : SOP_EIO;
         goto done;
     }
