@@ -89,7 +89,7 @@ static void deadline_after(struct timespec *ts, double secs)
 static void *watch_main(void *arg)
 {
     sop_watch *w = arg;
-    struct timespec next;
+    struct timespec next = {0, 0};
     bool periodic = w->cfg.interval_s > 0;
     if (periodic)
         deadline_after(&next, w->cfg.interval_s);
@@ -109,7 +109,13 @@ static void *watch_main(void *arg)
         w->pending = false;
         pthread_mutex_unlock(&w->mu);
         run_once(w, on_demand);
-        if (periodic && !on_demand)
+        /* The next periodic run is an interval after this one — also after an on-demand run
+         * that took the place of a periodic one already due (no back-to-back runs). */
+        struct timespec now;
+        clock_gettime(CLOCK_MONOTONIC, &now);
+        bool due = now.tv_sec > next.tv_sec ||
+                   (now.tv_sec == next.tv_sec && now.tv_nsec >= next.tv_nsec);
+        if (periodic && (!on_demand || due))
             deadline_after(&next, w->cfg.interval_s);
         pthread_mutex_lock(&w->mu);
     }
