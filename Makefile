@@ -3,7 +3,7 @@
 BUILD ?= build
 JOBS ?= $(shell nproc)
 
-.PHONY: all deps build demo test unit e2e bench clean
+.PHONY: all deps build demo test unit e2e embed bench clean
 
 all: build
 
@@ -25,6 +25,9 @@ unit: build
 
 e2e: build
 	cd $(BUILD) && ctest --output-on-failure -L e2e
+
+embed: build
+	cd $(BUILD) && ctest --output-on-failure -L embed
 
 bench: build
 	./bench/bench_snapshot.sh $(BUILD)/sopctl

@@ -10,9 +10,11 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "engine.h"
 #include "json.h"
+#include "missing.h"
 #include "procfs.h"
 
 #define RULES_FILE_MAX (4u << 20)
@@ -55,25 +57,123 @@ int sop_engine_new(sop_engine **out)
     return SOP_OK;
 }
 
+static void source_free(sop_source *s)
+{
+    free(s->name);
+    free(s->src);
+    free(s->dir);
+    memset(s, 0, sizeof *s);
+}
+
+/* Copy name/src/dir into *s (replacing it). Returns 0 or SOP_ENOMEM (s unchanged). */
+static int source_set(sop_source *s, const char *name, const char *src, size_t len,
+                      const char *dir)
+{
+    sop_source n = {strdup(name), malloc(len + 1), len, dir ? strdup(dir) : NULL};
+    if (!n.name || !n.src || (dir && !n.dir)) {
+        source_free(&n);
+        return SOP_ENOMEM;
+    }
+    memcpy(n.src, src, len);
+    n.src[len] = '\0';
+    source_free(s);
+    *s = n;
+    return 0;
+}
+
 void sop_engine_free(sop_engine *e)
 {
     if (!e)
         return;
     sop__rules_free(e->rules);
+    source_free(&e->pack);
+    source_free(&e->site);
     free(e);
 }
 
 const char *sop_last_error(const sop_engine *e) { return e ? e->err : ""; }
 
+/* Load e->pack with `site` over it (NULL: none). */
+static int apply(sop_engine *e, const sop_source *site)
+{
+    e->loaded = false;
+    int rc = sop__rules_load_site(e->rules, e->pack.name, e->pack.src, e->pack.len, e->pack.dir,
+                                  sop__embedded_modules, site ? site->name : NULL,
+                                  site ? site->src : NULL, site ? site->len : 0,
+                                  site ? site->dir : NULL, e->err, sizeof e->err);
+    if (rc == 0)
+        e->loaded = true;
+    return rc;
+}
+
 static int load(sop_engine *e, const char *chunkname, const char *src, size_t len,
                 const char *search_dir, const sop_rules_module *modules)
 {
+    (void)modules;
     clear_error(e);
     e->loaded = false;
-    int rc = sop__rules_load(e->rules, chunkname, src, len, search_dir, modules, e->err,
-                             sizeof e->err);
-    if (rc == 0)
-        e->loaded = true;
+    int rc = source_set(&e->pack, chunkname, src, len, search_dir);
+    if (rc != 0)
+        return sop__fail(e, rc, "out of memory");
+    return apply(e, e->site.src ? &e->site : NULL);
+}
+
+/* Apply a new site file (src NULL: remove it); on failure restore the previous state. */
+static int load_site(sop_engine *e, const char *chunkname, const char *src, size_t len,
+                     const char *dir)
+{
+    clear_error(e);
+    if (!e->loaded)
+        return sop__fail(e, SOP_ENORULES, "a site file needs a rule pack loaded first");
+    sop_source next = {0};
+    if (src && source_set(&next, chunkname, src, len, dir) != 0)
+        return sop__fail(e, SOP_ENOMEM, "out of memory");
+    int rc = apply(e, src ? &next : NULL);
+    if (rc != 0) {
+        char why[sizeof e->err];
+        snprintf(why, sizeof why, "%s", e->err);
+        apply(e, e->site.src ? &e->site : NULL);
+        source_free(&next);
+        return sop__fail(e, rc, "%s", why);
+    }
+    source_free(&e->site);
+    e->site = next;
+    return 0;
+}
+
+int sop_load_site_string(sop_engine *e, const char *chunkname, const char *source, size_t len)
+{
+    if (!e || !source)
+        return SOP_EINVAL;
+    return load_site(e, chunkname ? chunkname : "site", source, len, NULL);
+}
+
+int sop_load_site_file(sop_engine *e, const char *path)
+{
+    if (!e)
+        return SOP_EINVAL;
+    if (!path)
+        return load_site(e, NULL, NULL, 0, NULL);
+    clear_error(e);
+    char *src = NULL;
+    size_t len = 0;
+    int rc = sop__read_file_at(AT_FDCWD, path, RULES_FILE_MAX, &src, &len);
+    if (rc != 0)
+        return sop__fail(e, SOP_ERULES, "%s: %s", path, sop__strerror(-rc));
+    if (len >= RULES_FILE_MAX) {
+        free(src);
+        return sop__fail(e, SOP_ERULES, "%s: larger than %u bytes", path, RULES_FILE_MAX);
+    }
+    char dir[PATH_MAX];
+    snprintf(dir, sizeof dir, "%s", path);
+    char *slash = strrchr(dir, '/');
+    if (slash)
+        *slash = '\0';
+    else
+        snprintf(dir, sizeof dir, ".");
+    const char *name = slash ? path + (slash - dir) + 1 : path;
+    rc = load_site(e, name, src, len, dir);
+    free(src);
     return rc;
 }
 
@@ -106,7 +206,7 @@ int sop_load_rules_file(sop_engine *e, const char *path)
     size_t len = 0;
     int rc = sop__read_file_at(AT_FDCWD, path, RULES_FILE_MAX, &src, &len);
     if (rc != 0)
-        return sop__fail(e, SOP_ERULES, "%s: %s", path, strerror(-rc));
+        return sop__fail(e, SOP_ERULES, "%s: %s", path, sop__strerror(-rc));
     if (len >= RULES_FILE_MAX) {
         free(src);
         return sop__fail(e, SOP_ERULES, "%s: larger than %u bytes", path, RULES_FILE_MAX);
@@ -149,6 +249,7 @@ void sop_collect_opts_init(sop_collect_opts *opts)
     opts->python = 1;
     opts->children = 1;
     opts->kernel_log = 1;
+    opts->probes = SOP_PROBE_ALL;
 }
 
 int sop_collect(sop_engine *e, int pid, const sop_collect_opts *opts, sop_evidence **out)
@@ -178,6 +279,11 @@ int sop_collect(sop_engine *e, int pid, const sop_collect_opts *opts, sop_eviden
     ev->tree = tree;
     *out = ev;
     return SOP_OK;
+}
+
+int sop_collect_self(sop_engine *e, const sop_collect_opts *opts, sop_evidence **out)
+{
+    return sop_collect(e, (int)getpid(), opts, out);
 }
 
 int sop_evidence_from_json(sop_engine *e, const char *text, size_t len, sop_evidence **out)
@@ -280,3 +386,96 @@ int sop_report_render(const sop_report *r, sop_format fmt, const char *lang, cha
 }
 
 int sop_report_has_problem(const sop_report *r) { return r && r->problem ? 1 : 0; }
+
+int sop_diagnose(sop_engine *e, int pid, const sop_collect_opts *opts, sop_format fmt,
+                 const char *lang, char **out, int *problem)
+{
+    if (!e || !out || pid < 0)
+        return sop__fail(e, SOP_EINVAL, "invalid argument");
+    *out = NULL;
+    if (problem)
+        *problem = 0;
+    if (!e->loaded)
+        return sop__fail(e, SOP_ENORULES, "no rules loaded");
+    sop_evidence *ev = NULL;
+    sop_report *r = NULL;
+    int rc = sop_collect(e, pid ? pid : (int)getpid(), opts, &ev);
+    if (rc == 0)
+        rc = sop_evaluate(e, ev, &r);
+    if (rc == 0) {
+        rc = sop_report_render(r, fmt, lang, out);
+        if (rc != 0)
+            sop__fail(e, rc, "cannot render the report in this format/language");
+        else if (problem)
+            *problem = sop_report_has_problem(r);
+    }
+    sop_report_free(r);
+    sop_evidence_free(ev);
+    return rc;
+}
+
+/* A text field of a finding: a string, or {en = ..., zh = ...} (falls back to en). */
+static const char *text_in(const sop_value *obj, const char *key, const char *lang)
+{
+    const sop_value *v = sop__v_get(obj, key);
+    if (!v)
+        return NULL;
+    if (v->type == SOP_V_STR)
+        return v->str;
+    const char *s = sop__v_get_str(v, lang);
+    return s ? s : sop__v_get_str(v, "en");
+}
+
+/* Append s to buf (of cap, used *n), control characters as \xNN; stops when full. */
+static void put_escaped(char *buf, size_t cap, size_t *n, const char *s)
+{
+    for (; s && *s && *n + 5 < cap; s++) {
+        unsigned char c = (unsigned char)*s;
+        if (c < 0x20 || c == 0x7f)
+            *n += (size_t)snprintf(buf + *n, cap - *n, "\\x%02x", c);
+        else
+            buf[(*n)++] = (char)c;
+    }
+    buf[*n] = '\0';
+}
+
+int sop_report_summary(const sop_report *r, const char *lang, char **out)
+{
+    if (!r || !out)
+        return SOP_EINVAL;
+    *out = NULL;
+    if (!lang)
+        lang = "en";
+    const sop_value *findings = sop__v_get(r->tree, "findings");
+    const sop_value *cleared = sop__v_get(r->tree, "cleared");
+    const sop_value *unknown = sop__v_get(r->tree, "unknown");
+    size_t nf = findings ? findings->count : 0;
+    enum { CAP = 1024 };
+    char *buf = malloc(CAP);
+    if (!buf)
+        return SOP_ENOMEM;
+    size_t n = 0;
+    buf[0] = '\0';
+    if (nf == 0) {
+        snprintf(buf, CAP, "no findings (%zu cleared, %zu unknown)", cleared ? cleared->count : 0,
+                 unknown ? unknown->count : 0);
+        *out = buf;
+        return SOP_OK;
+    }
+    n = (size_t)snprintf(buf, CAP, "%zu finding%s: ", nf, nf == 1 ? "" : "s");
+    size_t i = 0;
+    for (const sop_value *f = findings->child; f && i < 16 && n + 80 < CAP; f = f->next, i++) {
+        if (i)
+            put_escaped(buf, CAP, &n, ", ");
+        put_escaped(buf, CAP, &n, sop__v_get_str(f, "id"));
+        put_escaped(buf, CAP, &n, " (");
+        put_escaped(buf, CAP, &n, sop__v_get_str(f, "severity"));
+        put_escaped(buf, CAP, &n, ")");
+    }
+    if (i < nf)
+        put_escaped(buf, CAP, &n, ", ...");
+    put_escaped(buf, CAP, &n, " | top: ");
+    put_escaped(buf, CAP, &n, text_in(findings->child, "evidence", lang));
+    *out = buf;
+    return SOP_OK;
+}

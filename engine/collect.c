@@ -59,12 +59,19 @@ static int take(int proc_root_fd, int pid_fd, int pid, const sop_collect_opts *o
     int rc = sop__proc_collect(pid_fd, pid, &s->proc, missing);
     if (rc != 0)
         return rc;
-    sop__threads_collect(pid_fd, &s->threads, missing);
-    if (o->children)
+    if (o->probes & SOP_PROBE_THREADS)
+        sop__threads_collect(pid_fd, &s->threads, missing);
+    if (o->children && (o->probes & SOP_PROBE_CHILDREN))
         sop__children_collect(proc_root_fd, pid, &s->children, missing);
-    sop__cgroup_collect(pid_fd, o->cgroup_root ? o->cgroup_root : "/sys/fs/cgroup", &s->cgroup,
-                        missing);
-    sop__host_collect(&s->host, missing);
+    if (o->probes & SOP_PROBE_CGROUP)
+        sop__cgroup_collect(pid_fd, o->cgroup_root ? o->cgroup_root : "/sys/fs/cgroup",
+                            &s->cgroup, missing);
+    else
+        sop__cgroup_init(&s->cgroup);
+    if (o->probes & SOP_PROBE_HOST)
+        sop__host_collect(&s->host, missing);
+    else
+        sop__host_init(&s->host);
     return 0;
 }
 
@@ -85,7 +92,27 @@ static int64_t effective_cpus(const sop_collection *c)
     return n;
 }
 
-static sop_value *to_tree(const sop_collection *c, double now)
+/* Remove member `key` of obj (a probe the caller turned off leaves its part absent). */
+static void drop_key(sop_value *obj, const char *key)
+{
+    sop_value *prev = NULL;
+    for (sop_value *v = obj ? obj->child : NULL; v; prev = v, v = v->next) {
+        if (!v->key || strcmp(v->key, key) != 0)
+            continue;
+        if (prev)
+            prev->next = v->next;
+        else
+            obj->child = v->next;
+        if (obj->last == v)
+            obj->last = prev;
+        obj->count--;
+        v->next = NULL;
+        sop__v_free(v);
+        return;
+    }
+}
+
+static sop_value *to_tree(const sop_collection *c, double now, unsigned probes)
 {
     sop_value *ev = sop__v_obj();
     if (!ev)
@@ -98,9 +125,13 @@ static sop_value *to_tree(const sop_collection *c, double now)
     sop__bridge_host(ev, &c->host, &c->ooms, now);
     if (c->alive) {
         sop__bridge_proc(ev, &c->proc, &c->threads, &c->children, now);
-        sop__bridge_cgroup(ev, &c->cgroup);
+        if (!(probes & SOP_PROBE_THREADS))
+            drop_key(ev, "threads");
+        if (probes & SOP_PROBE_CGROUP)
+            sop__bridge_cgroup(ev, &c->cgroup);
         sop__v_set_int(ev, "effective_cpus", c->effective_cpus);
-        sop__bridge_alloc(ev, &c->alloc);
+        if (probes & SOP_PROBE_ALLOC)
+            sop__bridge_alloc(ev, &c->alloc);
         if (c->python)
             sop__bridge_python(ev, c->python);
     }
@@ -143,7 +174,7 @@ int sop__collect(int pid, const sop_collect_opts *o, sop_value **out, char *err,
     const char *proc_root = o->proc_root ? o->proc_root : "/proc";
     int root_fd = open(proc_root, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
     if (root_fd < 0) {
-        snprintf(err, errlen, "%s: %s", proc_root, strerror(errno));
+        snprintf(err, errlen, "%s: %s", proc_root, sop__strerror(errno));
         return SOP_EIO;
     }
     char name[32];
@@ -171,7 +202,7 @@ int sop__collect(int pid, const sop_collect_opts *o, sop_value **out, char *err,
         goto done;
     }
     if (rc != 0) {
-        snprintf(err, errlen, "pid %d: %s", pid, strerror(-rc));
+        snprintf(err, errlen, "pid %d: %s", pid, sop__strerror(-rc));
         rc = rc == -EACCES || rc == -EPERM ? SOP_EACCES : SOP_EIO;
         goto done;
     }
@@ -210,10 +241,11 @@ int sop__collect(int pid, const sop_collect_opts *o, sop_value **out, char *err,
     memset(&now->threads, 0, sizeof now->threads);
     memset(&now->children, 0, sizeof now->children);
     c.effective_cpus = effective_cpus(&c);
-    sop__alloc_detect(&c.proc, &c.alloc);
-    if (o->kernel_log)
+    if (o->probes & SOP_PROBE_ALLOC)
+        sop__alloc_detect(&c.proc, &c.alloc);
+    if (o->kernel_log && (o->probes & SOP_PROBE_KMSG))
         sop__kmsg_collect(&c.ooms, c.host.btime, KMSG_MAX_AGE_S, &c.missing);
-    if (o->python) {
+    if (o->python && (o->probes & SOP_PROBE_PYTHON)) {
         int prc = sop__python_collect(pid, proc_root, 0, &c.python, &c.missing);
         if (prc == -ENOEXEC)
             sop__missing_add(&c.missing, "python", "not a CPython process");
@@ -227,7 +259,7 @@ done:
     close(root_fd);
     if (rc == 0) {
         c.collected_at = wall_now();
-        sop_value *tree = to_tree(&c, c.collected_at);
+        sop_value *tree = to_tree(&c, c.collected_at, c.alive ? o->probes : SOP_PROBE_ALL);
         if (!tree) {
             rc = SOP_ENOMEM;
             snprintf(err, errlen, "out of memory");

@@ -9,9 +9,19 @@
 #include "sop.h"
 #include "value.h"
 
+/* A rule source kept by the engine so that a site file can be applied over the pack again. */
+typedef struct {
+    char *name;   /* chunk name shown in errors */
+    char *src;
+    size_t len;
+    char *dir;    /* where its `require` looks; NULL for none */
+} sop_source;
+
 struct sop_engine {
     sop_rules *rules;
     bool loaded;
+    sop_source pack; /* the pack last loaded (src NULL before) */
+    sop_source site; /* the site file in force (src NULL when none) */
     char err[2048];
 };
 

@@ -1747,3 +1747,227 @@ int sop__rules_run(sop_rules *r, const sop_value *ev, sop_value **out, char *err
     *out = c.out;
     return 0;
 }
+
+/* ---- site files ---------------------------------------------------------------------------
+ * A site file runs after a pack, in the same sandbox and under the same limits as the pack's
+ * top level: `thresholds{}` changes defaults (or declares new ones), `rule{}` adds rules,
+ * `disable "id"` / `disable {"a", "b"}` removes rules of the pack. Kept apart from the loader
+ * above (additive) so that the two can change independently. */
+
+typedef struct {
+    sop_rules *r;
+    const char *chunkname;
+    const char *src;
+    size_t len;
+    char *err;
+    size_t errlen;
+    int rc;
+} site_ctx;
+
+/* disable("id") or disable{"a", "b"}: remove rules by id; an unknown id is an error. */
+static int site_disable(lua_State *L)
+{
+    need_phase(L, "disable");
+    if (lua_type(L, 1) == LUA_TSTRING) {
+        lua_createtable(L, 1, 0);
+        lua_pushvalue(L, 1);
+        lua_rawseti(L, -2, 1);
+        lua_replace(L, 1);
+    }
+    luaL_checktype(L, 1, LUA_TTABLE);
+    lua_settop(L, 1);
+    lua_rawgetp(L, LUA_REGISTRYINDEX, &K_IDS);   /* 2 */
+    lua_rawgetp(L, LUA_REGISTRYINDEX, &K_RULES); /* 3 */
+    lua_Integer nids = (lua_Integer)lua_rawlen(L, 1);
+    for (lua_Integer i = 1; i <= nids && i <= 4096; i++) {
+        if (lua_rawgeti(L, 1, i) != LUA_TSTRING)
+            return luaL_error(L, "disable: rule ids are strings");
+        const char *id = lua_tostring(L, -1);
+        lua_pushvalue(L, -1);
+        if (lua_rawget(L, 2) == LUA_TNIL)
+            return luaL_error(L, "disable: no rule '%s' in the loaded pack", id);
+        lua_pop(L, 1);
+        lua_pushvalue(L, -1);
+        lua_pushnil(L);
+        lua_rawset(L, 2);
+        /* Compact the ordered list without the rule. */
+        lua_Integer n = (lua_Integer)lua_rawlen(L, 3), w = 1;
+        for (lua_Integer j = 1; j <= n; j++) {
+            lua_rawgeti(L, 3, j);
+            lua_getfield(L, -1, "id");
+            int same = strcmp(lua_tostring(L, -1), id) == 0;
+            lua_pop(L, 1);
+            if (same) {
+                lua_pop(L, 1);
+                continue;
+            }
+            lua_rawseti(L, 3, w++);
+        }
+        for (; w <= n; w++) {
+            lua_pushnil(L);
+            lua_rawseti(L, 3, w);
+        }
+        lua_pop(L, 1);
+    }
+    return 0;
+}
+
+/* Rebuild the C-side copies of the rule ids and the thresholds' names and types. */
+static int site_remember(lua_State *L, sop_rules *r)
+{
+    for (size_t i = 0; i < r->nids; i++)
+        free(r->ids[i]);
+    free(r->ids);
+    r->ids = NULL;
+    r->nids = 0;
+    for (size_t i = 0; i < r->nknown; i++)
+        free(r->known[i].key);
+    free(r->known);
+    r->known = NULL;
+    r->nknown = 0;
+    lua_rawgetp(L, LUA_REGISTRYINDEX, &K_RULES);
+    size_t n = (size_t)lua_rawlen(L, -1);
+    if (n && !(r->ids = calloc(n, sizeof *r->ids)))
+        return SOP_ENOMEM;
+    for (size_t i = 0; i < n; i++) {
+        lua_rawgeti(L, -1, (lua_Integer)i + 1);
+        lua_getfield(L, -1, "id");
+        r->ids[i] = strdup(lua_tostring(L, -1));
+        lua_pop(L, 2);
+        if (!r->ids[i])
+            return SOP_ENOMEM;
+        r->nids = i + 1;
+    }
+    lua_pop(L, 1);
+    lua_rawgetp(L, LUA_REGISTRYINDEX, &K_DEFAULTS);
+    size_t nk = 0;
+    lua_pushnil(L);
+    while (lua_next(L, -2)) {
+        nk++;
+        lua_pop(L, 1);
+    }
+    if (nk && !(r->known = calloc(nk, sizeof *r->known)))
+        return SOP_ENOMEM;
+    lua_pushnil(L);
+    while (nk && lua_next(L, -2)) {
+        int t = lua_type(L, -1);
+        lua_pop(L, 1);
+        char *k = strdup(lua_tostring(L, -1));
+        if (!k) {
+            lua_pop(L, 2);
+            return SOP_ENOMEM;
+        }
+        r->known[r->nknown].key = k;
+        r->known[r->nknown].type = t;
+        r->nknown++;
+    }
+    lua_pop(L, 1);
+    if (r->nknown)
+        qsort(r->known, r->nknown, sizeof *r->known, known_cmp);
+    return 0;
+}
+
+static int site_protected(lua_State *L)
+{
+    site_ctx *c = lua_touserdata(L, 1);
+    sop_rules *r = c->r;
+    char chunk[300];
+    snprintf(chunk, sizeof chunk, "@%s", c->chunkname);
+    if (is_binary_chunk(c->src, c->len)) {
+        set_err(c->err, c->errlen, "%s: binary chunks are not loaded (text only)", c->chunkname);
+        c->rc = SOP_ERULES;
+        return 0;
+    }
+    lua_rawgetp(L, LUA_REGISTRYINDEX, &K_SANDBOX);
+    set_fn(L, "disable", site_disable);
+    lua_pop(L, 1);
+    lua_pushcfunction(L, msgh); /* 2 */
+    int status = luaL_loadbufferx(L, c->src, c->len, chunk, "t");
+    if (status == LUA_OK) {
+        lua_rawgetp(L, LUA_REGISTRYINDEX, &K_SANDBOX);
+        lua_setupvalue(L, -2, 1);
+        r->phase = PHASE_LOAD;
+        start_limits(r);
+        status = lua_pcall(L, 0, 0, 2);
+        stop_limits(r);
+        r->phase = PHASE_IDLE;
+    }
+    if (r->killed) {
+        set_err(c->err, c->errlen, "%s: %s", r->kill_where[0] ? r->kill_where : c->chunkname,
+                kill_message(r));
+        c->rc = SOP_ERULES;
+        return 0;
+    }
+    if (status != LUA_OK) {
+        const char *msg = lua_type(L, -1) == LUA_TSTRING ? lua_tostring(L, -1) : "error";
+        char where[160];
+        size_t n = strcspn(msg, "\n");
+        if (split_where(msg, where, sizeof where))
+            set_err(c->err, c->errlen, "%.*s", (int)n, msg);
+        else
+            set_err(c->err, c->errlen, "%s: %.*s", r->err_where[0] ? r->err_where : c->chunkname,
+                    (int)n, msg);
+        c->rc = status == LUA_ERRMEM ? SOP_ENOMEM : SOP_ERULES;
+        return 0;
+    }
+    lua_settop(L, 1);
+    lua_rawgetp(L, LUA_REGISTRYINDEX, &K_SANDBOX);
+    lua_pushnil(L);
+    lua_setfield(L, -2, "disable");
+    lua_pop(L, 1);
+    c->rc = site_remember(L, r);
+    if (c->rc)
+        set_err(c->err, c->errlen, "%s: out of memory", c->chunkname);
+    return 0;
+}
+
+int sop__rules_load_site(sop_rules *r, const char *chunkname, const char *src, size_t len,
+                         const char *search_dir, const sop_rules_module *modules,
+                         const char *site_name, const char *site_src, size_t site_len,
+                         const char *site_dir, char *err, size_t errlen)
+{
+    if (err && errlen)
+        err[0] = '\0';
+    if (!r || !src)
+        return SOP_EINVAL;
+    /* Overrides may name thresholds only the site file declares: check them after it. */
+    override *ovr = r->ovr;
+    size_t novr = r->novr;
+    r->ovr = NULL;
+    r->novr = 0;
+    int rc = sop__rules_load(r, chunkname, src, len, search_dir, modules, err, errlen);
+    if (rc == 0 && site_src) {
+        /* The site's own `require` looks next to the site file. */
+        char *pack_dir = r->search_dir;
+        r->search_dir = site_dir ? strdup(site_dir) : NULL;
+        if (site_dir && !r->search_dir) {
+            r->search_dir = pack_dir;
+            rc = SOP_ENOMEM;
+        } else {
+            site_ctx c = {r, site_name ? site_name : "site.lua", site_src, site_len, err, errlen,
+                          0};
+            lua_State *L = r->L;
+            lua_pushcfunction(L, site_protected);
+            lua_pushlightuserdata(L, &c);
+            int status = lua_pcall(L, 1, 0, 0);
+            stop_limits(r);
+            r->phase = PHASE_IDLE;
+            if (status != LUA_OK) {
+                const char *msg = lua_tostring(L, -1);
+                set_err(err, errlen, "%s: %s", c.chunkname, msg ? msg : "error");
+                c.rc = status == LUA_ERRMEM ? SOP_ENOMEM : SOP_ERULES;
+            }
+            lua_settop(L, 0);
+            free(r->search_dir);
+            r->search_dir = pack_dir;
+            rc = c.rc;
+        }
+    }
+    r->ovr = ovr;
+    r->novr = novr;
+    for (size_t i = 0; rc == 0 && i < r->novr; i++)
+        rc = check_override(r, r->ovr[i].key, r->ovr[i].value, err, errlen);
+    if (rc)
+        drop_pack(r);
+    return rc;
+}

@@ -30,6 +30,16 @@ int sop__rules_load(sop_rules *r, const char *chunkname, const char *src, size_t
                     const char *search_dir, const sop_rules_module *modules, char *err,
                     size_t errlen);
 
+/* Load a pack (as sop__rules_load) and then, when site_src is not NULL, a site file over it:
+ * the site runs in the same sandbox with the DSL of a pack plus `disable "id"` /
+ * `disable {"a", "b"}`; its `thresholds{}` replace defaults or declare new ones, its `rule{}`
+ * adds rules after the pack's. Its `require` looks in site_dir (may be NULL). Overrides are
+ * checked after the site ran. On any error no pack is loaded; err holds "file:line: message". */
+int sop__rules_load_site(sop_rules *r, const char *chunkname, const char *src, size_t len,
+                         const char *search_dir, const sop_rules_module *modules,
+                         const char *site_name, const char *site_src, size_t site_len,
+                         const char *site_dir, char *err, size_t errlen);
+
 /* Per-rule limits (also applied to the top-level run of a pack at load): instructions executed
  * and bytes allocated while one rule runs; pcall and coroutines inside the rule cannot escape
  * them. 0 picks the default. The whole Lua state is capped at 4 * max_bytes + 16 MiB.

@@ -20,4 +20,6 @@ const char *sop_strerror(int code)
 
 const char *sop_version(void) { return SOP_VERSION_STRING; }
 
+unsigned sop_version_hex(void) { return SOP_VERSION_HEX; }
+
 void sop_free(void *p) { free(p); }

@@ -20,6 +20,14 @@ extern "C" {
 #define SOP_VERSION_MINOR 1
 #define SOP_VERSION_PATCH 0
 #define SOP_VERSION_STRING "0.1.0"
+/* One number for compile-time comparisons: 0x00MMmmpp. */
+#define SOP_VERSION_HEX ((SOP_VERSION_MAJOR << 16) | (SOP_VERSION_MINOR << 8) | SOP_VERSION_PATCH)
+
+/* Stability: the API (names, arguments, meaning) only grows within a major version. Structs the
+ * caller allocates (sop_collect_opts, sop_watch_config) keep their size: they carry reserved
+ * fields that later versions turn into options, so fill them with their *_init function first.
+ * Before 1.0 a minor version may still change the ABI: rebuild against each minor release
+ * (the CMake package accepts the same major.minor only). */
 
 /* Error codes: X(name, value, message). */
 #define SOP_ERRNO_MAP(X)                                                                       \
@@ -44,15 +52,19 @@ typedef enum {
 
 /* A static string naming `code`; never NULL. */
 const char *sop_strerror(int code);
-/* The library's version, "MAJOR.MINOR.PATCH". Static. */
+/* The library's version, "MAJOR.MINOR.PATCH" (static), and as SOP_VERSION_HEX: compare with
+ * the macros to detect a header/library mismatch at run time. */
 const char *sop_version(void);
+unsigned sop_version_hex(void);
 /* Free a string or buffer the library returned through a `char **out`. Accepts NULL. */
 void sop_free(void *p);
 
 /* ---- engine ---------------------------------------------------------------------------- */
 
 /* An engine holds one sandboxed Lua state with the loaded rules, the thresholds, and the
- * last error. Engines are independent; one engine is used by one thread at a time. */
+ * last error. Engines share nothing: any number of them may run in parallel threads. One engine
+ * is used by one thread at a time (like a lua_State); evidence and reports are immutable once
+ * made and may be read (rendered, evaluated, serialized) from several threads at once. */
 typedef struct sop_engine sop_engine;
 
 /* Create an engine with no rules loaded. *out is owned by the caller (sop_engine_free). */
@@ -69,6 +81,16 @@ int sop_load_rules_string(sop_engine *e, const char *chunkname, const char *sour
 /* The default rule pack (rules.lua and plugins/) compiled into the library. */
 int sop_load_rules_default(sop_engine *e);
 
+/* A site file: Lua run over the loaded pack, for local policy without editing the pack.
+ *     thresholds { busy_thread_pct = 70 }   -- change a default (or declare a new one)
+ *     disable "gil.contention"              -- or disable { "a", "b" }: an unknown id is an error
+ *     rule { id = "site.x", ... }           -- add rules (same DSL as a pack)
+ * It stays in force across later sop_load_rules_* calls (applied after each) until replaced
+ * or removed (path NULL). Needs a loaded pack (SOP_ENORULES). On failure (SOP_ERULES, detail in
+ * sop_last_error) the engine is as it was before the call. Its `require` looks next to it. */
+int sop_load_site_file(sop_engine *e, const char *path);
+int sop_load_site_string(sop_engine *e, const char *chunkname, const char *source, size_t len);
+
 /* Number of rules loaded, and the id of the i-th (borrowed, valid until the next load). */
 size_t sop_rule_count(const sop_engine *e);
 const char *sop_rule_id(const sop_engine *e, size_t i);
@@ -81,6 +103,18 @@ int sop_set_threshold(sop_engine *e, const char *key, const char *value);
 
 typedef struct sop_evidence sop_evidence;
 
+/* Which probes run (sop_collect_opts.probes). The process probe (/proc/PID: stat, status,
+ * memory, io, limits, fds, environment, maps) always runs. A probe that is off leaves its part
+ * of the evidence absent, and the rules that need it answer "unknown". */
+#define SOP_PROBE_THREADS 0x01u  /* /proc/PID/task: per-thread state, CPU, run-queue wait */
+#define SOP_PROBE_CHILDREN 0x02u /* descendants and their memory (also needs `children`) */
+#define SOP_PROBE_CGROUP 0x04u   /* cgroup v1/v2 limits, usage, throttling, events */
+#define SOP_PROBE_HOST 0x08u     /* meminfo, vmstat, /proc/stat, loadavg, PSI, disks */
+#define SOP_PROBE_KMSG 0x10u     /* OOM-kill records of the kernel log (also `kernel_log`) */
+#define SOP_PROBE_PYTHON 0x20u   /* CPython stacks, GIL, GC (also needs `python`) */
+#define SOP_PROBE_ALLOC 0x40u    /* which allocator and its knobs */
+#define SOP_PROBE_ALL 0x7fu
+
 typedef struct {
     double duration_s;   /* observation window for rates; 0 = one snapshot */
     int python;          /* read CPython stacks when the target is CPython (default 1) */
@@ -88,9 +122,12 @@ typedef struct {
     int kernel_log;      /* read OOM records from the kernel log (default 1) */
     const char *proc_root;   /* default "/proc" */
     const char *cgroup_root; /* default "/sys/fs/cgroup" */
+    unsigned probes;         /* SOP_PROBE_* bits (default SOP_PROBE_ALL) */
+    unsigned reserved_flags; /* 0 */
+    void *reserved[6];       /* NULL: room for later options without changing the size */
 } sop_collect_opts;
 
-/* Fill opts with the defaults (duration 1 s, every probe on). */
+/* Fill opts with the defaults (duration 1 s, every probe on, reserved fields zero). */
 void sop_collect_opts_init(sop_collect_opts *opts);
 
 /* Collect evidence about `pid` over opts->duration_s (blocking for that long). A pid that is
@@ -98,6 +135,11 @@ void sop_collect_opts_init(sop_collect_opts *opts);
  * post-mortem (alive = false). What could not be read is listed in the evidence's `missing`.
  * *out is owned by the caller (sop_evidence_free). */
 int sop_collect(sop_engine *e, int pid, const sop_collect_opts *opts, sop_evidence **out);
+/* Collect evidence about the calling process (sop_collect on getpid()). Its Python stacks are
+ * read too when the library runs inside CPython (the calling thread shows the frame that called
+ * into the library). Blocks the calling thread for opts->duration_s; from an asyncio loop,
+ * call it in an executor (or use a watch) so the loop keeps running. */
+int sop_collect_self(sop_engine *e, const sop_collect_opts *opts, sop_evidence **out);
 /* Parse a `sopctl evidence` JSON document. Not ours (no schema 1, no pid): SOP_EFORMAT. */
 int sop_evidence_from_json(sop_engine *e, const char *text, size_t len, sop_evidence **out);
 /* Serialize as JSON (pretty when `pretty`); *out owned by the caller (sop_free). */
@@ -132,6 +174,65 @@ void sop_report_free(sop_report *r);
 int sop_report_render(const sop_report *r, sop_format fmt, const char *lang, char **out);
 /* 1 when the report has a finding of severity warn or high, else 0. */
 int sop_report_has_problem(const sop_report *r);
+
+/* One line for a log: "2 findings: asyncio.loop_blocked (warn), cpu.x (info) | top: <evidence
+ * of the most severe finding>", or "no findings (N cleared, M unknown)". At most ~1 KiB,
+ * control characters escaped. *out owned by the caller (sop_free). */
+int sop_report_summary(const sop_report *r, const char *lang, char **out);
+
+/* Collect (pid; 0 = the calling process), evaluate and render in one call: what `sopctl run
+ * --pid` does. *out is the rendered report (sop_free); *problem (may be NULL) gets
+ * sop_report_has_problem. Errors as sop_collect / sop_evaluate, detail in sop_last_error. */
+int sop_diagnose(sop_engine *e, int pid, const sop_collect_opts *opts, sop_format fmt,
+                 const char *lang, char **out, int *problem);
+
+/* ---- watch: diagnosis from a thread of its own ----------------------------------------- */
+
+/* A watch owns an engine and a thread. The thread diagnoses `pid` every interval and whenever
+ * sop_watch_trigger asks, and hands each result to the callback. No signals are used. */
+typedef struct sop_watch sop_watch;
+
+typedef struct {
+    int pid;                      /* the target watched */
+    unsigned long long seq;       /* 1, 2, ... one per run */
+    int on_demand;                /* 1: this run answers sop_watch_trigger; 0: periodic */
+    int rc;                       /* 0, or the SOP_E* code of the collection or evaluation */
+    const char *error;            /* the detail when rc != 0, else "" */
+    const sop_evidence *evidence; /* NULL when the collection failed */
+    const sop_report *report;     /* NULL when rc != 0 */
+    double run_ms;                /* how long the run took, window included */
+} sop_watch_event;
+
+/* Called on the watch's thread. Everything in ev is borrowed for the call only: render or
+ * serialize what you keep. The callback may call sop_watch_trigger, and may call
+ * sop_watch_free on its own watch (the thread then ends after the callback returns). */
+typedef void (*sop_watch_fn)(const sop_watch_event *ev, void *user);
+
+typedef struct {
+    int pid;                  /* > 0, or 0 for the calling process */
+    double interval_s;        /* > 0: a run every interval_s (first after one interval);
+                               * 0: runs only on sop_watch_trigger */
+    sop_collect_opts collect; /* per run (sop_collect_opts_init defaults) */
+    void *reserved[4];        /* NULL */
+} sop_watch_config;
+
+void sop_watch_config_init(sop_watch_config *cfg);
+
+/* Start a watch. `e` is an engine with rules loaded (and thresholds, site file set); the watch
+ * takes it over, also on failure (it is freed then): do not use it afterwards. The callback
+ * `fn` (with `user`) must be non-NULL. *out is owned by the caller (sop_watch_free); it is
+ * set before the thread starts, so the callback may use it. Errors:
+ * SOP_EINVAL, SOP_ENORULES (no rules in e), SOP_ENOMEM, SOP_EINTERNAL (no thread). */
+int sop_watch_new(sop_engine *e, const sop_watch_config *cfg, sop_watch_fn fn, void *user,
+                  sop_watch **out);
+/* Ask for a run now. Does not wait; triggers that arrive while one is pending are merged into
+ * it. Safe from any thread, including the callback. */
+int sop_watch_trigger(sop_watch *w);
+/* Number of runs handed to the callback so far (counted just before each call; any thread). */
+unsigned long long sop_watch_runs(const sop_watch *w);
+/* Stop the watch: waits for a run in progress to finish (at most its window plus the rules),
+ * joins the thread, frees the engine. Accepts NULL. */
+void sop_watch_free(sop_watch *w);
 
 #ifdef __cplusplus
 }

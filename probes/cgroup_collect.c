@@ -158,7 +158,7 @@ static int64_t read_i64(const char *dir, const char *name, const char *probe, so
     int rc = read_in(dir, name, buf, sizeof buf);
     if (rc < 0) {
         if (report_absent || rc != -ENOENT)
-            sop__missing_add(m, probe, "%s: %s", name, strerror(-rc));
+            sop__missing_add(m, probe, "%s: %s", name, sop__strerror(-rc));
         return SOP_NA;
     }
     const char *p = buf;
@@ -266,7 +266,7 @@ static void read_cpu_stat(const char *dir, sop_cgroup *out, sop_missing *m)
     char buf[1024];
     int rc = read_in(dir, "cpu.stat", buf, sizeof buf);
     if (rc < 0)
-        sop__missing_add(m, "cgroup.cpu", "cpu.stat: %s", strerror(-rc));
+        sop__missing_add(m, "cgroup.cpu", "cpu.stat: %s", sop__strerror(-rc));
     else if (sop__parse_cpu_stat(buf, out) < 0)
         sop__missing_add(m, "cgroup.cpu", "cpu.stat: unparsable");
 }
@@ -325,7 +325,7 @@ static void read_memory_v1(const cg_dir *d, sop_cgroup *out, sop_missing *m)
         out->swap_limit_kb = (memsw - own) / 1024;
     int rc = read_in(dir, "memory.oom_control", buf, sizeof buf);
     if (rc < 0)
-        sop__missing_add(m, "cgroup.memory", "memory.oom_control: %s", strerror(-rc));
+        sop__missing_add(m, "cgroup.memory", "memory.oom_control: %s", sop__strerror(-rc));
     else if (sop__parse_memory_events(buf, out) < 0)
         sop__missing_add(m, "cgroup.memory", "memory.oom_control: unparsable");
 }
@@ -350,7 +350,7 @@ static void read_memory_v2(const cg_dir *d, sop_cgroup *out, sop_missing *m)
     int rc = read_in(dir, "memory.events", buf, sizeof buf);
     if (rc < 0) {
         if (!root)
-            sop__missing_add(m, "cgroup.memory", "memory.events: %s", strerror(-rc));
+            sop__missing_add(m, "cgroup.memory", "memory.events: %s", sop__strerror(-rc));
     } else if (sop__parse_memory_events(buf, out) < 0) {
         sop__missing_add(m, "cgroup.memory", "memory.events: unparsable");
     }
@@ -420,7 +420,7 @@ int sop__cgroup_collect(int proc_dirfd, const char *cgroup_root, sop_cgroup *out
     char buf[8192];
     long n = sop__read_small_at(proc_dirfd, "cgroup", buf, sizeof buf);
     if (n < 0) {
-        sop__missing_add(missing, "cgroup", "/proc/PID/cgroup: %s", strerror((int)-n));
+        sop__missing_add(missing, "cgroup", "/proc/PID/cgroup: %s", sop__strerror((int)-n));
         return (int)n;
     }
     if (sop__parse_proc_cgroup(buf, out) < 0) {

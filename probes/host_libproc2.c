@@ -28,7 +28,7 @@ static int read_meminfo(sop_host *out, sop_missing *missing)
     struct meminfo_info *info = NULL;
     int rc = procps_meminfo_new(&info);
     if (rc < 0) {
-        sop__missing_add(missing, "host.meminfo", "libproc2 meminfo: %s", strerror(-rc));
+        sop__missing_add(missing, "host.meminfo", "libproc2 meminfo: %s", sop__strerror(-rc));
         return rc;
     }
     enum meminfo_item items[] = {
@@ -71,7 +71,7 @@ static int read_vmstat(sop_host *out, sop_missing *missing)
     struct vmstat_info *info = NULL;
     int rc = procps_vmstat_new(&info);
     if (rc < 0) {
-        sop__missing_add(missing, "host.vmstat", "libproc2 vmstat: %s", strerror(-rc));
+        sop__missing_add(missing, "host.vmstat", "libproc2 vmstat: %s", sop__strerror(-rc));
         return rc;
     }
     enum vmstat_item items[] = {VMSTAT_PSWPIN, VMSTAT_PSWPOUT, VMSTAT_PGFAULT, VMSTAT_PGMAJFAULT};
@@ -94,7 +94,7 @@ static int read_stat(sop_host *out, sop_missing *missing)
     struct stat_info *info = NULL;
     int rc = procps_stat_new(&info);
     if (rc < 0) {
-        sop__missing_add(missing, "host.stat", "libproc2 stat: %s", strerror(-rc));
+        sop__missing_add(missing, "host.stat", "libproc2 stat: %s", sop__strerror(-rc));
         return rc;
     }
     enum stat_item items[] = {
@@ -134,7 +134,7 @@ static int read_diskstats(sop_host *out, sop_missing *missing)
     struct diskstats_info *info = NULL;
     int rc = procps_diskstats_new(&info);
     if (rc < 0) {
-        sop__missing_add(missing, "host.diskstats", "libproc2 diskstats: %s", strerror(-rc));
+        sop__missing_add(missing, "host.diskstats", "libproc2 diskstats: %s", sop__strerror(-rc));
         return rc;
     }
     enum diskstats_item items[] = {

@@ -38,7 +38,7 @@ int sop__host_read_loadavg(int proc_dirfd, sop_host *out, sop_missing *missing)
     char buf[256];
     long n = sop__read_small_at(proc_dirfd, "loadavg", buf, sizeof buf);
     if (n < 0) {
-        sop__missing_add(missing, "host.loadavg", "loadavg: %s", strerror((int)-n));
+        sop__missing_add(missing, "host.loadavg", "loadavg: %s", sop__strerror((int)-n));
         return (int)n;
     }
     int rc = sop__parse_loadavg(buf, out);

@@ -94,7 +94,7 @@ int sop__host_read_psi(int proc_dirfd, sop_host *out, sop_missing *missing)
         long n = sop__read_small_at(proc_dirfd, path, buf, sizeof buf);
         if (n < 0) {
             /* ENOENT: kernel without PSI; EOPNOTSUPP: psi=0 on the command line */
-            sop__missing_add(missing, "host.psi", "/proc/%s: %s", path, strerror((int)-n));
+            sop__missing_add(missing, "host.psi", "/proc/%s: %s", path, sop__strerror((int)-n));
             if (n != -ENOENT && n != -EOPNOTSUPP)
                 rc = (int)n;
             continue;

@@ -111,7 +111,7 @@ int sop__kmsg_collect(sop_oom_list *out, double btime, double max_age_s, sop_mis
         if (rc2 < 0) {
             sop__missing_add(
                 missing, "kmsg", "cannot read the kernel log: /dev/kmsg: %s; syslog(2): %s%s",
-                strerror(-rc), strerror(-rc2),
+                sop__strerror(-rc), sop__strerror(-rc2),
                 rc2 == -EPERM ? " (needs CAP_SYSLOG, or kernel.dmesg_restrict=0)" : "");
             return rc2;
         }

@@ -35,3 +35,14 @@ void sop__missing_free(sop_missing *m)
     m->items = NULL;
     m->n = m->cap = 0;
 }
+
+const char *sop__strerror(int err)
+{
+#if defined(__GLIBC__) && (__GLIBC__ > 2 || (__GLIBC__ == 2 && __GLIBC_MINOR__ >= 32))
+    const char *s = strerrordesc_np(err); /* static text: no buffer to share */
+    return s ? s : "unknown error";
+#else
+    /* musl's strerror returns static text too; elsewhere prefer a libc where it does. */
+    return strerror(err);
+#endif
+}

@@ -21,4 +21,8 @@ void sop__missing_add(sop_missing *m, const char *probe, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 void sop__missing_free(sop_missing *m);
 
+/* The text of errno value `err` for a reason or an error message: the C locale's wording, and
+ * thread-safe on any libc (no shared buffer), unlike strerror() in POSIX. */
+const char *sop__strerror(int err);
+
 #endif

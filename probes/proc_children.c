@@ -134,7 +134,7 @@ static void child_miss(sop_missing *m, int dfd, const char *file, long rc)
 {
     if (rc == -ESRCH || (rc == -ENOENT && faccessat(dfd, "stat", R_OK, 0) != 0))
         return; /* the child exited while we read it: nothing is missing */
-    sop__missing_add(m, "children", "%s: %s", file, rc < 0 ? strerror((int)-rc) : "empty");
+    sop__missing_add(m, "children", "%s: %s", file, rc < 0 ? sop__strerror((int)-rc) : "empty");
 }
 
 /* Read one descendant; returns false when it is gone. */
@@ -206,13 +206,13 @@ int sop__children_collect(int proc_root_fd, int pid, sop_child_list *out, sop_mi
             q.n = 1;
             e = scan_ppids(proc_root_fd, pid, &q);
             if (e < 0)
-                sop__missing_add(missing, "children", "scan of /proc: %s", strerror(-e));
+                sop__missing_add(missing, "children", "scan of /proc: %s", sop__strerror(-e));
             break;
         }
         if (head == 0 && e < 0) {
             rc = e; /* the target itself */
             if (e != -ESRCH)
-                sop__missing_add(missing, "children", "task: %s", strerror(-e));
+                sop__missing_add(missing, "children", "task: %s", sop__strerror(-e));
             break;
         }
     }

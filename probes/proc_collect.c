@@ -73,7 +73,7 @@ static void miss(sop_missing *m, const char *file, int rc)
     if (rc == -ENODATA)
         sop__missing_add(m, "proc", "%s: empty or unparsable", file);
     else
-        sop__missing_add(m, "proc", "%s: %s", file, strerror(-rc));
+        sop__missing_add(m, "proc", "%s: %s", file, sop__strerror(-rc));
 }
 
 /* Read a small file shown in one piece into the stack buffer buf; *len gets its length.

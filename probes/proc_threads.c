@@ -55,7 +55,7 @@ static int read_thread(int taskfd, int tid, sop_thread *t, sop_missing *missing)
         sop__parse_schedstat(buf, &t->sched);
     else if (!gone(n))
         sop__missing_add(missing, "threads", "task schedstat: %s",
-                         n < 0 ? strerror((int)-n) : "empty");
+                         n < 0 ? sop__strerror((int)-n) : "empty");
 
     snprintf(path, sizeof path, "%d/status", tid);
     n = sop__read_seq_at(taskfd, path, buf, sizeof buf);
@@ -67,7 +67,7 @@ static int read_thread(int taskfd, int tid, sop_thread *t, sop_missing *missing)
         sop__kv_scan(buf, slots, 2);
     } else if (!gone(n)) {
         sop__missing_add(missing, "threads", "task status: %s",
-                         n < 0 ? strerror((int)-n) : "empty");
+                         n < 0 ? sop__strerror((int)-n) : "empty");
     }
     return 0;
 }
@@ -80,7 +80,7 @@ int sop__threads_collect(int proc_dirfd, sop_thread_list *out, sop_missing *miss
     if (taskfd < 0) {
         int e = errno;
         if (e != ENOENT && e != ESRCH)
-            sop__missing_add(missing, "threads", "task: %s", strerror(e));
+            sop__missing_add(missing, "threads", "task: %s", sop__strerror(e));
         return -e;
     }
     int *tids = NULL;
@@ -88,7 +88,7 @@ int sop__threads_collect(int proc_dirfd, sop_thread_list *out, sop_missing *miss
     if (nt < 0) {
         close(taskfd);
         if (!gone(nt))
-            sop__missing_add(missing, "threads", "task: %s", strerror((int)-nt));
+            sop__missing_add(missing, "threads", "task: %s", sop__strerror((int)-nt));
         return (int)nt;
     }
     if (nt == SOP_THREADS_MAX)
@@ -110,7 +110,7 @@ int sop__threads_collect(int proc_dirfd, sop_thread_list *out, sop_missing *miss
         else if (rc < 0) {
             last_err = rc;
             if (rc != -EINVAL)
-                sop__missing_add(missing, "threads", "task stat: %s", strerror(-rc));
+                sop__missing_add(missing, "threads", "task stat: %s", sop__strerror(-rc));
         }
     }
     free(tids);

@@ -8,6 +8,7 @@ packages=(
   build-essential cmake pkg-config
   liblua5.4-dev libcjson-dev libproc2-dev libunwind-dev
   python3 python3-numpy python3-torch python3-aiohttp python3-uvloop
+  python3-setuptools python3-pip
   lua-check procps util-linux
 )
 missing=()

@@ -294,7 +294,7 @@ int sop__native_thread(sop_native *nv, int tid, sop_native_stopped_fn fn, void *
         return -ENOMEM;
     if (ptrace(PTRACE_SEIZE, tid, 0, 0) < 0) {
         int e = errno;
-        snprintf(err, errlen, "PTRACE_SEIZE %d: %s", tid, strerror(e));
+        snprintf(err, errlen, "PTRACE_SEIZE %d: %s", tid, sop__strerror(e));
         free(fr);
         return -e;
     }
@@ -302,7 +302,7 @@ int sop__native_thread(sop_native *nv, int tid, sop_native_stopped_fn fn, void *
     int rc = 0, status;
     if (ptrace(PTRACE_INTERRUPT, tid, 0, 0) < 0) {
         rc = -errno;
-        snprintf(err, errlen, "PTRACE_INTERRUPT %d: %s", tid, strerror(-rc));
+        snprintf(err, errlen, "PTRACE_INTERRUPT %d: %s", tid, sop__strerror(-rc));
         goto detach;
     }
     for (int tries = 0;; tries++) {
@@ -311,7 +311,7 @@ int sop__native_thread(sop_native *nv, int tid, sop_native_stopped_fn fn, void *
             if (errno == EINTR && tries < 100)
                 continue;
             rc = -errno;
-            snprintf(err, errlen, "waitpid %d: %s", tid, strerror(-rc));
+            snprintf(err, errlen, "waitpid %d: %s", tid, sop__strerror(-rc));
             goto detach;
         }
         if (WIFEXITED(status) || WIFSIGNALED(status)) {
@@ -336,7 +336,7 @@ int sop__native_thread(sop_native *nv, int tid, sop_native_stopped_fn fn, void *
 detach:
     if (ptrace(PTRACE_DETACH, tid, 0, 0) < 0 && rc == 0) {
         rc = -errno;
-        snprintf(err, errlen, "PTRACE_DETACH %d: %s", tid, strerror(-rc));
+        snprintf(err, errlen, "PTRACE_DETACH %d: %s", tid, sop__strerror(-rc));
     }
     *pause_ms = now_ms() - t0;
     if (rc < 0) {

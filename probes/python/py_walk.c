@@ -337,7 +337,7 @@ static int walk_thread(walker *w, uint64_t tstate, sop_pythread *t, uint64_t *bo
     size_t tsz = L->ts_size < sizeof ts ? L->ts_size : sizeof ts;
     int r = sop__rmem_read(&w->mem, tstate, ts, tsz);
     if (r < 0) {
-        snprintf(why, whylen, "thread state unreadable (%s)", strerror(-r));
+        snprintf(why, whylen, "thread state unreadable (%s)", sop__strerror(-r));
         return r == -ESRCH ? r : -EAGAIN;
     }
     t->thread_id = rd64(ts, L->ts_thread_id);
@@ -348,7 +348,7 @@ static int walk_thread(walker *w, uint64_t tstate, sop_pythread *t, uint64_t *bo
     if (L->frames == SOP_PYFRAME_CFRAME && f) {
         uint64_t cf = f;
         if ((r = sop__rmem_u64(&w->mem, cf + L->cf_current_frame, &f)) < 0) {
-            snprintf(why, whylen, "cframe unreadable (%s)", strerror(-r));
+            snprintf(why, whylen, "cframe unreadable (%s)", sop__strerror(-r));
             return r == -ESRCH ? r : -EAGAIN;
         }
     }
@@ -407,7 +407,7 @@ static int walk_thread(walker *w, uint64_t tstate, sop_pythread *t, uint64_t *bo
                     continue;
                 }
                 snprintf(why, whylen, "code object at depth %zu unreadable (%s)", depth,
-                         err == -EINVAL ? "not a code object" : strerror(-err));
+                         err == -EINVAL ? "not a code object" : sop__strerror(-err));
                 return -EAGAIN;
             }
             int line = -1;
@@ -424,7 +424,7 @@ static int walk_thread(walker *w, uint64_t tstate, sop_pythread *t, uint64_t *bo
     unreadable:
         if (r == -ESRCH)
             return r;
-        snprintf(why, whylen, "frame at depth %zu unreadable (%s)", depth, strerror(-r));
+        snprintf(why, whylen, "frame at depth %zu unreadable (%s)", depth, sop__strerror(-r));
         return -EAGAIN;
     }
     if (t->nframes && !t->truncated)
@@ -566,7 +566,7 @@ static int find_runtime(walker *w, sop_python *py)
             sop__pylayout_from_debug_offsets(blob, sizeof blob, hex, &w->L, why, sizeof why) == 0)
             goto chosen;
         if (r < 0)
-            snprintf(why, sizeof why, "debug offsets unreadable (%s)", strerror(-r));
+            snprintf(why, sizeof why, "debug offsets unreadable (%s)", sop__strerror(-r));
         if (minor == 13) {
             sop__missing_add(w->missing, "python", "%s; using the built-in 3.13 table", why);
         } else {
@@ -929,7 +929,7 @@ int sop__python_collect(int pid, const char *proc_root, unsigned flags, sop_pyth
     if (rc < 0) {
         if (rc == -ENOENT)
             rc = -ESRCH;
-        sop__missing_add(missing, "python", "%s: %s", path, strerror(-rc));
+        sop__missing_add(missing, "python", "%s: %s", path, sop__strerror(-rc));
         return rc;
     }
     sop_python *py = calloc(1, sizeof *py);
@@ -964,12 +964,12 @@ int sop__python_collect(int pid, const char *proc_root, unsigned flags, sop_pyth
         break;
     case -EPERM:
     case -EACCES:
-        sop__missing_add(missing, "python", "memory of %d not readable: %s", pid, strerror(-rc));
+        sop__missing_add(missing, "python", "memory of %d not readable: %s", pid, sop__strerror(-rc));
         break;
     case -ENOTSUP:
         break; /* reason already added */
     default:
-        sop__missing_add(missing, "python", "read failed: %s", strerror(-rc));
+        sop__missing_add(missing, "python", "read failed: %s", sop__strerror(-rc));
     }
 out:
     free_codes(&w);

@@ -1,0 +1,235 @@
+/* watch.c — sop_watch: a thread of its own that owns an engine and diagnoses one pid every
+ * interval and on demand (sop_watch_trigger), handing each report to a callback. pthreads
+ * only: no signals, no global state. Depends on engine.h (collect, evaluate) and libc. */
+#include <errno.h>
+#include <math.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdatomic.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "engine.h"
+
+struct sop_watch {
+    pthread_t thread;
+    pthread_mutex_t mu;
+    pthread_cond_t cv;
+    sop_engine *engine; /* used by the watch thread only */
+    sop_watch_config cfg;
+    sop_watch_fn fn;
+    void *user;
+    char *strings; /* copies of cfg.collect.proc_root / cgroup_root */
+    /* under mu */
+    bool stop;
+    bool pending;
+    bool detached; /* sop_watch_free was called from the callback: the thread frees w */
+    _Atomic unsigned long long runs;
+};
+
+void sop_watch_config_init(sop_watch_config *cfg)
+{
+    if (!cfg)
+        return;
+    memset(cfg, 0, sizeof *cfg);
+    sop_collect_opts_init(&cfg->collect);
+}
+
+static void watch_destroy(sop_watch *w)
+{
+    sop_engine_free(w->engine);
+    free(w->strings);
+    pthread_cond_destroy(&w->cv);
+    pthread_mutex_destroy(&w->mu);
+    free(w);
+}
+
+static void run_once(sop_watch *w, int on_demand)
+{
+    sop_engine *e = w->engine;
+    int pid = w->cfg.pid > 0 ? w->cfg.pid : (int)getpid();
+    double t0 = sop__now_ms();
+    sop_evidence *ev = NULL;
+    sop_report *r = NULL;
+    int rc = sop_collect(e, pid, &w->cfg.collect, &ev);
+    if (rc == 0)
+        rc = sop_evaluate(e, ev, &r);
+    sop_watch_event event = {
+        .pid = pid,
+        .seq = atomic_load(&w->runs) + 1,
+        .on_demand = on_demand,
+        .rc = rc,
+        .error = rc ? sop_last_error(e) : "",
+        .evidence = ev,
+        .report = rc ? NULL : r,
+        .run_ms = sop__now_ms() - t0,
+    };
+    if (rc != 0 && !event.error[0])
+        event.error = sop_strerror(rc);
+    atomic_fetch_add(&w->runs, 1);
+    w->fn(&event, w->user);
+    sop_report_free(r);
+    sop_evidence_free(ev);
+}
+
+static void deadline_after(struct timespec *ts, double secs)
+{
+    clock_gettime(CLOCK_MONOTONIC, ts);
+    double whole = floor(secs);
+    ts->tv_sec += (time_t)whole;
+    ts->tv_nsec += (long)((secs - whole) * 1e9);
+    if (ts->tv_nsec >= 1000000000L) {
+        ts->tv_sec++;
+        ts->tv_nsec -= 1000000000L;
+    }
+}
+
+static void *watch_main(void *arg)
+{
+    sop_watch *w = arg;
+    struct timespec next = {0, 0};
+    bool periodic = w->cfg.interval_s > 0;
+    if (periodic)
+        deadline_after(&next, w->cfg.interval_s);
+    pthread_mutex_lock(&w->mu);
+    for (;;) {
+        while (!w->stop && !w->pending) {
+            if (!periodic) {
+                pthread_cond_wait(&w->cv, &w->mu);
+                continue;
+            }
+            if (pthread_cond_timedwait(&w->cv, &w->mu, &next) == ETIMEDOUT)
+                break;
+        }
+        if (w->stop)
+            break;
+        int on_demand = w->pending;
+        w->pending = false;
+        pthread_mutex_unlock(&w->mu);
+        run_once(w, on_demand);
+        /* The next periodic run is an interval after this one — also after an on-demand run
+         * that took the place of a periodic one already due (no back-to-back runs). */
+        struct timespec now;
+        clock_gettime(CLOCK_MONOTONIC, &now);
+        bool due = now.tv_sec > next.tv_sec ||
+                   (now.tv_sec == next.tv_sec && now.tv_nsec >= next.tv_nsec);
+        if (periodic && (!on_demand || due))
+            deadline_after(&next, w->cfg.interval_s);
+        pthread_mutex_lock(&w->mu);
+    }
+    bool detached = w->detached;
+    pthread_mutex_unlock(&w->mu);
+    if (detached)
+        watch_destroy(w);
+    return NULL;
+}
+
+int sop_watch_new(sop_engine *e, const sop_watch_config *cfg, sop_watch_fn fn, void *user,
+                  sop_watch **out)
+{
+    if (out)
+        *out = NULL;
+    if (!e || !cfg || !fn || !out || cfg->pid < 0 ||
+        !(cfg->interval_s >= 0 && cfg->interval_s <= 86400) ||
+        !(cfg->collect.duration_s >= 0 && cfg->collect.duration_s <= 3600)) {
+        sop_engine_free(e);
+        return SOP_EINVAL;
+    }
+    if (!e->loaded) {
+        sop_engine_free(e);
+        return SOP_ENORULES;
+    }
+    sop_watch *w = calloc(1, sizeof *w);
+    if (!w) {
+        sop_engine_free(e);
+        return SOP_ENOMEM;
+    }
+    w->engine = e;
+    w->cfg = *cfg;
+    /* The strings of the options are the caller's; copy what a run reads later. */
+    w->cfg.collect.proc_root = NULL;
+    w->cfg.collect.cgroup_root = NULL;
+    w->fn = fn;
+    w->user = user;
+    pthread_condattr_t ca;
+    pthread_condattr_init(&ca);
+    pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+    int bad = pthread_mutex_init(&w->mu, NULL);
+    bad |= pthread_cond_init(&w->cv, &ca);
+    pthread_condattr_destroy(&ca);
+    if (bad) {
+        sop_engine_free(e);
+        free(w);
+        return SOP_EINTERNAL;
+    }
+    if (cfg->collect.proc_root || cfg->collect.cgroup_root) {
+        /* Rare (tests point at fixture trees): one copy that lives as long as the watch. */
+        size_t a = cfg->collect.proc_root ? strlen(cfg->collect.proc_root) + 1 : 0;
+        size_t b = cfg->collect.cgroup_root ? strlen(cfg->collect.cgroup_root) + 1 : 0;
+        char *buf = malloc(a + b);
+        if (!buf) {
+            watch_destroy(w);
+            return SOP_ENOMEM;
+        }
+        if (a) {
+            memcpy(buf, cfg->collect.proc_root, a);
+            w->cfg.collect.proc_root = buf;
+        }
+        if (b) {
+            memcpy(buf + a, cfg->collect.cgroup_root, b);
+            w->cfg.collect.cgroup_root = buf + a;
+        }
+        w->strings = buf;
+    }
+    /* The thread must not take the process's signals: block them all while creating it, so
+     * it inherits an all-blocked mask (the caller's mask is restored right after). */
+    sigset_t all, old;
+    sigfillset(&all);
+    pthread_sigmask(SIG_SETMASK, &all, &old);
+    *out = w; /* before the thread starts: a callback may use the handle */
+    int rc = pthread_create(&w->thread, NULL, watch_main, w);
+    pthread_sigmask(SIG_SETMASK, &old, NULL);
+    if (rc != 0) {
+        *out = NULL;
+        watch_destroy(w);
+        return SOP_EINTERNAL;
+    }
+    return SOP_OK;
+}
+
+int sop_watch_trigger(sop_watch *w)
+{
+    if (!w)
+        return SOP_EINVAL;
+    pthread_mutex_lock(&w->mu);
+    w->pending = true;
+    pthread_cond_signal(&w->cv);
+    pthread_mutex_unlock(&w->mu);
+    return SOP_OK;
+}
+
+unsigned long long sop_watch_runs(const sop_watch *w)
+{
+    return w ? atomic_load(&((sop_watch *)w)->runs) : 0;
+}
+
+void sop_watch_free(sop_watch *w)
+{
+    if (!w)
+        return;
+    pthread_mutex_lock(&w->mu);
+    w->stop = true;
+    if (pthread_equal(pthread_self(), w->thread)) {
+        /* From the callback: the thread ends after it returns and frees the watch itself. */
+        w->detached = true;
+        pthread_mutex_unlock(&w->mu);
+        pthread_detach(w->thread);
+        return;
+    }
+    pthread_cond_signal(&w->cv);
+    pthread_mutex_unlock(&w->mu);
+    pthread_join(w->thread, NULL);
+    watch_destroy(w);
+}
