@@ -8,39 +8,6 @@
 #include "bridge.h"
 #include "python/python.h"
 
-/* Temporary stand-in until engine/bridge/text.c lands (weak: the real one wins at link
- * time). Copies the string, replacing bytes that are not valid UTF-8 with U+FFFD. */
-__attribute__((weak)) sop_value *sop__bridge_text(const char *s)
-{
-    if (!s)
-        s = "";
-    size_t n = strlen(s), o = 0;
-    char *buf = malloc(3 * n + 1);
-    if (!buf)
-        return NULL;
-    const unsigned char *p = (const unsigned char *)s;
-    for (size_t i = 0; i < n;) {
-        unsigned c = p[i];
-        size_t len = c < 0x80 ? 1 : (c >> 5) == 6 ? 2 : (c >> 4) == 14 ? 3 : (c >> 3) == 30 ? 4 : 0;
-        bool ok = len > 0 && i + len <= n;
-        for (size_t k = 1; ok && k < len; k++)
-            ok = (p[i + k] & 0xC0) == 0x80;
-        if (ok) {
-            memcpy(buf + o, p + i, len);
-            o += len;
-            i += len;
-        } else {
-            memcpy(buf + o, "\xEF\xBF\xBD", 3);
-            o += 3;
-            i++;
-        }
-    }
-    buf[o] = '\0';
-    sop_value *v = sop__v_strn(buf, o);
-    free(buf);
-    return v;
-}
-
 static sop_value *frame_value(const sop_pyframe *f)
 {
     sop_value *o = sop__v_obj();
