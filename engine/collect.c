@@ -154,6 +154,19 @@ void sop__collection_free(sop_collection *c)
     sop__missing_free(&c->missing);
 }
 
+/* A Python thread is active when the OS has it running or runnable, or it holds the GIL. */
+static void mark_active_threads(sop_python *py, const sop_thread_list *threads)
+{
+    for (size_t i = 0; i < py->nthreads; i++) {
+        sop_pythread *t = &py->threads[i];
+        for (size_t j = 0; j < threads->n; j++)
+            if (threads->items[j].tid == t->tid) {
+                t->active = t->gil || threads->items[j].stat.state == 'R';
+                break;
+            }
+    }
+}
+
 /* The pid is gone: a post-mortem is possible when the kernel log remembers killing it. */
 static int post_mortem(int pid, sop_collection *c, char *err, size_t errlen)
 {
@@ -243,13 +256,17 @@ int sop__collect(int pid, const sop_collect_opts *o, sop_value **out, char *err,
     c.effective_cpus = effective_cpus(&c);
     if (o->probes & SOP_PROBE_ALLOC)
         sop__alloc_detect(&c.proc, &c.alloc);
-    if (o->kernel_log && (o->probes & SOP_PROBE_KMSG))
-        sop__kmsg_collect(&c.ooms, c.host.btime, KMSG_MAX_AGE_S, &c.missing);
     if (o->python && (o->probes & SOP_PROBE_PYTHON)) {
-        int prc = sop__python_collect(pid, proc_root, 0, &c.python, &c.missing);
+        /* Right after the thread snapshot, whose OS states stand in for the probe's own reads. */
+        unsigned flags = c.threads.n ? SOP_PY_SKIP_OS_STATE : 0;
+        int prc = sop__python_collect(pid, proc_root, flags, &c.python, &c.missing);
         if (prc == -ENOEXEC)
             sop__missing_add(&c.missing, "python", "not a CPython process");
+        if (c.python && flags)
+            mark_active_threads(c.python, &c.threads);
     }
+    if (o->kernel_log && (o->probes & SOP_PROBE_KMSG))
+        sop__kmsg_collect(&c.ooms, c.host.btime, KMSG_MAX_AGE_S, &c.missing);
     rc = 0;
 done:
     snapshot_free(&a);

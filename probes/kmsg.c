@@ -1,6 +1,7 @@
 /* kmsg.c — reads the kernel log for OOM kills, bounded: /dev/kmsg opened non-blocking and
- * read one record per read(2) until EAGAIN (at most 4 MiB, only records newer than max_age_s);
- * when /dev/kmsg cannot be opened, syslog(2) SYSLOG_ACTION_READ_ALL ("[ 1234.567890]" stamps).
+ * syslog(2) SYSLOG_ACTION_READ_ALL ("[ 1234.567890]" stamps) in one call, else /dev/kmsg opened
+ * non-blocking and read one record per read(2) until EAGAIN (at most 4 MiB, only records newer
+ * than max_age_s).
  * The lines are parsed by probes/kmsg_parse.c. Depends on libc, kmsg.h, missing.h. */
 #include "kmsg.h"
 
@@ -85,6 +86,13 @@ static int read_klogctl(sop_oom_list *out, double min_up)
         return e;
     }
     buf[n] = '\0';
+    /* Without printk timestamps ("[ 1234.567890]") the age of a record is unknown: let the
+     * caller read /dev/kmsg, whose records always carry one. */
+    const char *first = n > 0 ? strchr(buf, '[') : NULL;
+    if (n > 0 && (!first || first - buf > 8)) {
+        free(buf);
+        return -ENOMSG;
+    }
     const char *line = buf;
     for (int i = 0; i < (1 << 20) && line && *line; i++) {
         const char *eol = strchr(line, '\n');
@@ -105,14 +113,19 @@ int sop__kmsg_collect(sop_oom_list *out, double btime, double max_age_s, sop_mis
         if (isfinite(now))
             min_up = now - max_age_s;
     }
-    int rc = read_dev_kmsg(out, min_up, missing);
-    if (rc < 0) {
-        int rc2 = read_klogctl(out, min_up);
+    /* syslog(2) hands over the whole ring in one call; /dev/kmsg needs one read(2) per record
+     * (thousands on a long-running host). Prefer the first when its lines carry timestamps. */
+    int rc = read_klogctl(out, min_up);
+    if (rc == -ENOMSG) {
+        sop__oom_list_init(out, btime);
+        rc = read_dev_kmsg(out, min_up, missing);
+    } else if (rc < 0) {
+        int rc2 = read_dev_kmsg(out, min_up, missing);
         if (rc2 < 0) {
             sop__missing_add(
                 missing, "kmsg", "cannot read the kernel log: /dev/kmsg: %s; syslog(2): %s%s",
-                sop__strerror(-rc), sop__strerror(-rc2),
-                rc2 == -EPERM ? " (needs CAP_SYSLOG, or kernel.dmesg_restrict=0)" : "");
+                sop__strerror(-rc2), sop__strerror(-rc),
+                rc == -EPERM ? " (needs CAP_SYSLOG, or kernel.dmesg_restrict=0)" : "");
             return rc2;
         }
     }

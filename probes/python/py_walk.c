@@ -905,7 +905,7 @@ static int collect(walker *w, unsigned flags, sop_python *py)
     /* Activity from the OS state; a thread holding the GIL counts as active. */
     for (size_t i = 0; i < py->nthreads; i++) {
         sop_pythread *t = &py->threads[i];
-        char st = t->tid > 0 ? task_state(w, t->tid) : '?';
+        char st = t->tid > 0 && !(flags & SOP_PY_SKIP_OS_STATE) ? task_state(w, t->tid) : '?';
         t->active = st == 'R' || t->gil;
         if (t->gil && t->tid > 0)
             py->gil_holder_tid = t->tid;

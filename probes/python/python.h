@@ -14,6 +14,9 @@
 
 #define SOP_PY_NATIVE 0x1u  /* interrupt each thread briefly and unwind its native stack */
 #define SOP_PY_SKIP_GC 0x2u /* leave the GC state out (counting frozen objects walks a list) */
+/* Don't read each thread's OS state: `active` then only says "holds the GIL"; the caller, which
+ * has read task/TID/stat already, sets it from its own reading (engine/collect.c). */
+#define SOP_PY_SKIP_OS_STATE 0x4u
 
 typedef struct {
     const char *func; /* qualified name where the version has it (owned by the sop_python) */
