@@ -59,8 +59,16 @@ def finding(rep, rid):
 
 
 with Target(GIL) as p:
-    code, rep, err = run_json("--pid", p.pid, "--duration", "2")
-    f = finding(rep, "gil.contention")
+    # On a host kept busy by other processes the rule rightly declines (run-queue wait): try
+    # again, a few times, rather than report a contention we cannot tell apart.
+    for attempt in range(4):
+        code, rep, err = run_json("--pid", p.pid, "--duration", "2")
+        f = finding(rep, "gil.contention")
+        starved = [u for u in (rep or {}).get("unknown", [])
+                   if u["id"] == "gil.contention" and "run queue" in u["reason"]]
+        if f or not starved:
+            break
+        print("note: host CPUs contended, retrying:", starved[0]["reason"][:200])
     t.check(f is not None, "3 pure-Python threads: gil.contention", rep and rep.get("cleared"))
     t.check(f and "spin" in f["evidence"] and "GIL holder" in f["evidence"],
             "gil.contention evidence names the spinning function and the holder", f)
