@@ -1349,21 +1349,21 @@ static int known_cmp(const void *a, const void *b)
     return strcmp(((const known_threshold *)a)->key, ((const known_threshold *)b)->key);
 }
 
-static int load_protected(lua_State *L)
+/* Run a text chunk at the top level of the sandbox, under the limits, with the load context's
+ * error reporting: "file:line: message" in err, rc set. Expects the context userdata at stack
+ * index 1 and nothing above it; leaves exactly that on success. Returns 1 on success. */
+static int run_top_chunk(lua_State *L, sop_rules *r, const char *chunkname, const char *src,
+                         size_t len, char *err, size_t errlen, int *rc)
 {
-    load_ctx *c = lua_touserdata(L, 1);
-    sop_rules *r = c->r;
-    setup_state(L, c->modules);
-
     char chunk[300];
-    snprintf(chunk, sizeof chunk, "@%s", c->chunkname);
-    if (is_binary_chunk(c->src, c->len)) {
-        set_err(c->err, c->errlen, "%s: binary chunks are not loaded (text only)", c->chunkname);
-        c->rc = SOP_ERULES;
+    snprintf(chunk, sizeof chunk, "@%s", chunkname);
+    if (is_binary_chunk(src, len)) {
+        set_err(err, errlen, "%s: binary chunks are not loaded (text only)", chunkname);
+        *rc = SOP_ERULES;
         return 0;
     }
     lua_pushcfunction(L, msgh); /* 2 */
-    int status = luaL_loadbufferx(L, c->src, c->len, chunk, "t");
+    int status = luaL_loadbufferx(L, src, len, chunk, "t");
     if (status == LUA_OK) {
         lua_rawgetp(L, LUA_REGISTRYINDEX, &K_SANDBOX);
         lua_setupvalue(L, -2, 1);
@@ -1374,9 +1374,9 @@ static int load_protected(lua_State *L)
         r->phase = PHASE_IDLE;
     }
     if (r->killed) {
-        set_err(c->err, c->errlen, "%s: %s", r->kill_where[0] ? r->kill_where : c->chunkname,
+        set_err(err, errlen, "%s: %s", r->kill_where[0] ? r->kill_where : chunkname,
                 kill_message(r));
-        c->rc = SOP_ERULES;
+        *rc = SOP_ERULES;
         return 0;
     }
     if (status != LUA_OK) {
@@ -1384,14 +1384,25 @@ static int load_protected(lua_State *L)
         char where[160];
         size_t n = strcspn(msg, "\n");
         if (split_where(msg, where, sizeof where))
-            set_err(c->err, c->errlen, "%.*s", (int)n, msg);
+            set_err(err, errlen, "%.*s", (int)n, msg);
         else
-            set_err(c->err, c->errlen, "%s: %.*s", r->err_where[0] ? r->err_where : c->chunkname,
-                    (int)n, msg);
-        c->rc = status == LUA_ERRMEM ? SOP_ENOMEM : SOP_ERULES;
+            set_err(err, errlen, "%s: %.*s", r->err_where[0] ? r->err_where : chunkname, (int)n,
+                    msg);
+        *rc = status == LUA_ERRMEM ? SOP_ENOMEM : SOP_ERULES;
         return 0;
     }
     lua_settop(L, 1);
+    return 1;
+}
+
+static int load_protected(lua_State *L)
+{
+    load_ctx *c = lua_touserdata(L, 1);
+    sop_rules *r = c->r;
+    setup_state(L, c->modules);
+
+    if (!run_top_chunk(L, r, c->chunkname, c->src, c->len, c->err, c->errlen, &c->rc))
+        return 0;
 
     /* Remember the ids and the thresholds' names and types on the C side. */
     lua_rawgetp(L, LUA_REGISTRYINDEX, &K_RULES);
@@ -1871,46 +1882,11 @@ static int site_protected(lua_State *L)
 {
     site_ctx *c = lua_touserdata(L, 1);
     sop_rules *r = c->r;
-    char chunk[300];
-    snprintf(chunk, sizeof chunk, "@%s", c->chunkname);
-    if (is_binary_chunk(c->src, c->len)) {
-        set_err(c->err, c->errlen, "%s: binary chunks are not loaded (text only)", c->chunkname);
-        c->rc = SOP_ERULES;
-        return 0;
-    }
     lua_rawgetp(L, LUA_REGISTRYINDEX, &K_SANDBOX);
     set_fn(L, "disable", site_disable);
     lua_pop(L, 1);
-    lua_pushcfunction(L, msgh); /* 2 */
-    int status = luaL_loadbufferx(L, c->src, c->len, chunk, "t");
-    if (status == LUA_OK) {
-        lua_rawgetp(L, LUA_REGISTRYINDEX, &K_SANDBOX);
-        lua_setupvalue(L, -2, 1);
-        r->phase = PHASE_LOAD;
-        start_limits(r);
-        status = lua_pcall(L, 0, 0, 2);
-        stop_limits(r);
-        r->phase = PHASE_IDLE;
-    }
-    if (r->killed) {
-        set_err(c->err, c->errlen, "%s: %s", r->kill_where[0] ? r->kill_where : c->chunkname,
-                kill_message(r));
-        c->rc = SOP_ERULES;
+    if (!run_top_chunk(L, r, c->chunkname, c->src, c->len, c->err, c->errlen, &c->rc))
         return 0;
-    }
-    if (status != LUA_OK) {
-        const char *msg = lua_type(L, -1) == LUA_TSTRING ? lua_tostring(L, -1) : "error";
-        char where[160];
-        size_t n = strcspn(msg, "\n");
-        if (split_where(msg, where, sizeof where))
-            set_err(c->err, c->errlen, "%.*s", (int)n, msg);
-        else
-            set_err(c->err, c->errlen, "%s: %.*s", r->err_where[0] ? r->err_where : c->chunkname,
-                    (int)n, msg);
-        c->rc = status == LUA_ERRMEM ? SOP_ENOMEM : SOP_ERULES;
-        return 0;
-    }
-    lua_settop(L, 1);
     lua_rawgetp(L, LUA_REGISTRYINDEX, &K_SANDBOX);
     lua_pushnil(L);
     lua_setfield(L, -2, "disable");

@@ -166,9 +166,6 @@ int64_t sop__proc_count_fds(int proc_dirfd);
 /* The numeric entries of dirfd/path (at most max), malloc'd into *out (caller frees, NULL when
  * none). Returns the count or -errno. */
 long sop__list_numeric_at(int dirfd, const char *path, int **out, size_t max);
-/* Like sop__read_small_at, but a short first read of a small /proc file is taken as the whole
- * file (saves the read that would only see EOF). For /proc text files only. */
-long sop__read_seq_at(int dirfd, const char *path, char *buf, size_t cap);
 /* System boot time (btime of /proc/stat), epoch seconds; read once and cached. NaN if unread. */
 double sop__proc_btime_s(void);
 /* Clock ticks per second of the stat times (sysconf(_SC_CLK_TCK)). */

@@ -5,6 +5,7 @@
 #include <ctype.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -58,9 +59,13 @@ int sop__read_file_at(int dirfd, const char *path, size_t max_bytes, char **out,
     return 0;
 }
 
-long sop__read_small_at(int dirfd, const char *path, char *buf, size_t cap)
+/* A seq_file fills a page-sized buffer per read; a short read below this cannot have been
+ * cut at a page boundary by a following record of the lists we read (pids, lines < 1 KiB). */
+#define SEQ_SURELY_WHOLE 3072
+
+static long read_small(int dirfd, const char *path, char *buf, size_t cap, bool seq)
 {
-    if (cap == 0)
+    if (cap < 2)
         return -EINVAL;
     int fd = openat(dirfd, path, O_RDONLY | O_CLOEXEC | O_NOCTTY);
     if (fd < 0)
@@ -79,10 +84,22 @@ long sop__read_small_at(int dirfd, const char *path, char *buf, size_t cap)
         if (got == 0)
             break;
         n += (size_t)got;
+        if (seq && n < cap - 1 && n < SEQ_SURELY_WHOLE)
+            break; /* short and small: the whole file, skip the read() that sees EOF */
     }
     close(fd);
     buf[n] = '\0';
     return (long)n;
+}
+
+long sop__read_small_at(int dirfd, const char *path, char *buf, size_t cap)
+{
+    return read_small(dirfd, path, buf, cap, false);
+}
+
+long sop__read_seq_at(int dirfd, const char *path, char *buf, size_t cap)
+{
+    return read_small(dirfd, path, buf, cap, true);
 }
 
 int64_t sop__parse_i64(const char **p)

@@ -16,6 +16,10 @@ int sop__read_file_at(int dirfd, const char *path, size_t max_bytes, char **out,
 
 /* Same into a caller buffer of `cap` bytes (cap >= 1); returns bytes read or -errno. */
 long sop__read_small_at(int dirfd, const char *path, char *buf, size_t cap);
+/* Like sop__read_small_at, but a short first read of a small /proc file (stat, status, io,
+ * schedstat, limits, smaps_rollup, short record lists) is taken as the whole file: saves the
+ * read() that would only see EOF, about 15% of the cost of a per-thread file. */
+long sop__read_seq_at(int dirfd, const char *path, char *buf, size_t cap);
 
 /* Parse a decimal integer at *p, skipping leading blanks; advances *p. Returns SOP_NA when no
  * digits are there. */
