@@ -110,13 +110,16 @@ rule {
     local cap_pct = cap * 100
     local thr = cpu.throttled_pct
     -- The job's demand is the CPU all its threads and workers used plus the time the target's
-    -- threads sat runnable in the run queue. The CPUs are full for the job when that demand
-    -- reaches its capacity, or the quota throttles it. A host kept busy by other load is not
-    -- enough, and threads taking turns on the GIL sum to one core at most.
+    -- threads sat runnable in the run queue. The CPUs are full for the job when it uses its
+    -- capacity, the quota throttles it, or that demand reaches its capacity. When the host is
+    -- full with other load and the job does not use its capacity, the run-queue waits are for
+    -- CPUs others use (and GIL-bound threads, which take turns, inflate them): no verdict.
     local host_idle = ev.host and ev.host.cpu and ev.host.cpu.idle_pct
+    local full_pct = th.cpu_saturated_pct / 100 * cap_pct
+    local own_full = used >= full_pct or (cpu.quota_cpus and thr and thr >= th.throttled_pct)
     local demand = used + waited
-    local saturated = demand >= th.cpu_saturated_pct / 100 * cap_pct
-                      or (cpu.quota_cpus and thr and thr >= th.throttled_pct)
+    local host_full = host_idle and host_idle <= 100 - th.cpu_saturated_pct
+    local saturated = own_full or (demand >= full_pct and not host_full)
     local base_en = fmt("%d busy threads (>= %g%% of a core each, target + workers) on %d "
                         .. "effective CPUs; the job uses %.0f%% CPU of a %.0f%% capacity",
                         busy, th.busy_thread_pct, eff, used, cap_pct)
@@ -131,6 +134,11 @@ rule {
       base_zh = base_zh .. fmt("；其线程另在运行队列中等待了窗口的 %.0f%%", waited)
     end
     if busy <= eff then return clear(T(base_en, base_zh)) end
+    if not saturated and demand >= full_pct then
+      return unknown(T(base_en .. ": the host is full with other load, so these waits are for CPUs "
+                       .. "others use; the job's own oversubscription cannot be told apart",
+                       base_zh .. "：整机被其他负载占满，这些等待是在等别人占用的 CPU，无法区分作业自身的超额订阅"))
+    end
     if not saturated then
       return clear(T(base_en .. ": the CPUs are not full", base_zh .. "：CPU 未跑满"))
     end
