@@ -28,14 +28,19 @@ rule {
     local os_threads = {}
     for _, t in ipairs(ev.threads or {}) do os_threads[t.tid] = t end
 
-    -- Python threads that used CPU over the window.
+    -- Python threads that used CPU over the window; and those that wanted it (ran or waited in
+    -- the run queue), whose run-queue wait tells a host starved by other load.
     local busy, sum, wait_sum, wait_n = {}, 0, 0, 0
     for _, t in ipairs(py.threads) do
       local o = os_threads[t.tid]
-      if o and o.cpu_pct and o.cpu_pct >= th.gil_thread_busy_pct and t.frames and #t.frames > 0 then
-        busy[#busy + 1] = { tid = t.tid, name = t.name, pct = o.cpu_pct, top = t.frames[1], gil = t.gil }
-        sum = sum + o.cpu_pct
-        if o.wait_pct then wait_sum, wait_n = wait_sum + o.wait_pct, wait_n + 1 end
+      if o and o.cpu_pct and t.frames and #t.frames > 0 then
+        if o.cpu_pct >= th.gil_thread_busy_pct then
+          busy[#busy + 1] = { tid = t.tid, name = t.name, pct = o.cpu_pct, top = t.frames[1], gil = t.gil }
+          sum = sum + o.cpu_pct
+        end
+        if o.wait_pct and o.cpu_pct + o.wait_pct >= th.gil_thread_busy_pct then
+          wait_sum, wait_n = wait_sum + o.wait_pct, wait_n + 1
+        end
       end
     end
     local eff = ev.effective_cpus or (ev.host and ev.host.ncpu) or 1
@@ -43,11 +48,6 @@ rule {
                            #busy, th.gil_thread_busy_pct, p.cpu_pct, eff)
     local summary_zh = fmt("%d 个 Python 线程繁忙（各 >= 单核 %g%%）；进程 CPU %.0f%%；有效 CPU %d 个",
                            #busy, th.gil_thread_busy_pct, p.cpu_pct, eff)
-    if #busy < th.gil_min_threads then return clear(T(summary_en, summary_zh)) end
-    if eff < 2 then
-      return clear(T(summary_en .. ": one CPU, so the GIL is not what limits it",
-                     summary_zh .. "：只有一个 CPU，瓶颈不是 GIL"))
-    end
     -- Threads that take turns on the GIL sleep on it; threads starved by other processes wait in
     -- the run queue instead. Only the first is the GIL's doing.
     local wait_mean = wait_n > 0 and wait_sum / wait_n or nil
@@ -56,6 +56,11 @@ rule {
                            .. "are contended, so the GIL cannot be told apart", summary_en, wait_mean),
                        fmt("%s；但这些线程有 %.0f%% 的时间在运行队列里等 CPU：主机 CPU 被争用，无法判断是否为 GIL",
                            summary_zh, wait_mean)))
+    end
+    if #busy < th.gil_min_threads then return clear(T(summary_en, summary_zh)) end
+    if eff < 2 then
+      return clear(T(summary_en .. ": one CPU, so the GIL is not what limits it",
+                     summary_zh .. "：只有一个 CPU，瓶颈不是 GIL"))
     end
     if p.cpu_pct < th.gil_min_process_pct then
       return clear(T(fmt("%s: below %g%% CPU, the threads are not CPU-bound together", summary_en,

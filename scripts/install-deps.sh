@@ -9,7 +9,7 @@ packages=(
   liblua5.4-dev libcjson-dev libproc2-dev libunwind-dev
   python3 python3-numpy python3-torch python3-aiohttp python3-uvloop
   python3-setuptools python3-pip
-  lua-check procps util-linux
+  lua-check procps util-linux jq
 )
 missing=()
 for p in "${packages[@]}"; do
