@@ -31,12 +31,19 @@ for _ in $(seq "$runs"); do
   walls+=("$(python3 -c "print(($t1-$t0)*1000)")")
   collects+=("$(python3 -c "import json;print(json.load(open('/tmp/sop-bench-ev.json'))['collect_ms'])")")
 done
+starts=()
+for _ in $(seq "$runs"); do
+  t0=$(now); "$sopctl" version >/dev/null; t1=$(now)
+  starts+=("$(python3 -c "print(($t1-$t0)*1000)")")
+done
+read -r smed smin sp90 <<<"$(printf '%s\n' "${starts[@]}" | ms)"
 read -r wmed wmin wp90 <<<"$(printf '%s\n' "${walls[@]}" | ms)"
 read -r cmed cmin cp90 <<<"$(printf '%s\n' "${collects[@]}" | ms)"
 echo
 echo "1. snapshot (evidence --duration 0), $runs runs"
 echo "   whole command wall: median $wmed ms (min $wmin, p90 $wp90)   [goal: < 10 ms]"
 echo "   collector alone:    median $cmed ms (min $cmin, p90 $cp90)"
+echo "   baseline, process start and exit (sopctl version): median $smed ms (min $smin)"
 echo "   without python stacks: $( { t0=$(now); "$sopctl" evidence --pid "$target" --duration 0 --no-python -o /dev/null; t1=$(now); python3 -c "print('%.2f ms' % (($t1-$t0)*1000))"; } )"
 
 rss=$(/usr/bin/time -f %M "$sopctl" run --pid "$target" --duration 0 --format json 2>&1 >/dev/null | tail -1)
