@@ -124,10 +124,12 @@ typedef struct {
     const char *cgroup_root; /* default "/sys/fs/cgroup" */
     unsigned probes;         /* SOP_PROBE_* bits (default SOP_PROBE_ALL) */
     unsigned reserved_flags; /* 0 */
-    void *reserved[6];       /* NULL: room for later options without changing the size */
+    double rate_hz;          /* CPython stack sampling over the window (default 100; 0 = off) */
+    void *reserved[5];       /* NULL: room for later options without changing the size */
 } sop_collect_opts;
 
-/* Fill opts with the defaults (duration 1 s, every probe on, reserved fields zero). */
+/* Fill opts with the defaults (duration 1 s, sampling at 100 Hz, every probe on, reserved
+ * fields zero). */
 void sop_collect_opts_init(sop_collect_opts *opts);
 
 /* Collect evidence about `pid` over opts->duration_s (blocking for that long). A pid that is
