@@ -31,7 +31,7 @@ typedef struct {
 typedef struct {
     int proc; /* index into procs */
     int tid;
-    char name[32]; /* comm of the task */
+    char name[64]; /* threading name, else comm of the task */
     long n, active, gil, runnable_nogil, gil_wait, state_r, state_d, state_s, no_frames, torn;
     long data_wait; /* in a DataLoader / multiprocessing queue wait */
     bool is_loop;
@@ -111,6 +111,9 @@ static void read_comm(const char *proc_root, int pid, int tid, char *out, size_t
         return;
     }
     out[strcspn(out, "\n")] = '\0';
+    for (char *c = out; *c; c++)
+        if (*c == ';')
+            *c = ':';
 }
 
 static void read_cmdline(const char *proc_root, int pid, char *out, size_t cap)
@@ -150,7 +153,7 @@ static bool data_wait_frame(const sop_pyframe *f)
            (ends_with(f->file, "multiprocessing/queues.py") && strstr(f->func, "get"));
 }
 
-static int find_thr(sop_sampler *s, int proc, int tid)
+static int find_thr(sop_sampler *s, int proc, int tid, const char *pyname)
 {
     for (size_t i = 0; i < s->nthrs; i++)
         if (s->thrs[i].proc == proc && s->thrs[i].tid == tid)
@@ -161,10 +164,15 @@ static int find_thr(sop_sampler *s, int proc, int tid)
     memset(t, 0, sizeof *t);
     t->proc = proc;
     t->tid = tid;
-    if (tid > 0)
+    if (pyname && pyname[0])
+        snprintf(t->name, sizeof t->name, "%s", pyname);
+    else if (tid > 0)
         read_comm(s->proc_root, s->procs[proc].pid, tid, t->name, sizeof t->name);
     else
         snprintf(t->name, sizeof t->name, "?");
+    for (char *c = t->name; *c; c++) /* the name is a frame of the collapsed stacks */
+        if (*c == ';' || *c == '\n')
+            *c = ':';
     return (int)s->nthrs++;
 }
 
@@ -293,7 +301,7 @@ static void count_stack(sop_sampler *s, int ti, const sop_pysample *p)
 static void on_thread(void *ctx, const sop_pysample *p)
 {
     sop_sampler *s = ctx;
-    int ti = find_thr(s, s->cur_proc, p->tid);
+    int ti = find_thr(s, s->cur_proc, p->tid, p->name);
     if (ti < 0)
         return;
     thr *t = &s->thrs[ti];

@@ -999,6 +999,7 @@ struct sop_pysampler {
     struct {
         uint64_t ts, thread_id;
         int tid;
+        char name[64];
     } tids[SAMPLER_TID_CACHE];
 };
 
@@ -1030,11 +1031,13 @@ static bool futex_on(const walker *w, int tid, uint64_t lo)
     return a >= lo && a < lo + GIL_STRUCT_BYTES;
 }
 
-static int sampler_tid(sop_pysampler *s, uint64_t ts, const sop_pythread *t, int64_t raw_tid)
+/* The OS tid and threading name of the thread state at ts, read once per thread. */
+static size_t sampler_tid(sop_pysampler *s, uint64_t ts, const sop_pythread *t, int64_t raw_tid,
+                          uint64_t boot_frame)
 {
     size_t h = hash_ptr(ts) & (SAMPLER_TID_CACHE - 1);
-    if (s->tids[h].ts == ts && s->tids[h].thread_id == t->thread_id)
-        return s->tids[h].tid;
+    if (s->tids[h].ts == ts && s->tids[h].thread_id == t->thread_id && s->tids[h].tid)
+        return h;
     walker *w = &s->w;
     int tid = 0;
     if (raw_tid > 0 && raw_tid < INT32_MAX)
@@ -1050,7 +1053,15 @@ static int sampler_tid(sop_pysampler *s, uint64_t ts, const sop_pythread *t, int
     s->tids[h].ts = ts;
     s->tids[h].thread_id = t->thread_id;
     s->tids[h].tid = tid;
-    return tid;
+    s->tids[h].name[0] = '\0';
+    uint64_t self = 0;
+    if (boot_frame && sop__rmem_u64(&w->mem, boot_frame + w->L.frame_localsplus, &self) == 0 &&
+        self)
+        (void)sop__py_instance_str_attr(&w->mem, &w->L, self, "_name", s->tids[h].name,
+                                        sizeof s->tids[h].name);
+    if (!s->tids[h].name[0] && tid == w->pid)
+        snprintf(s->tids[h].name, sizeof s->tids[h].name, "MainThread");
+    return h;
 }
 
 int sop__python_open(int pid, const char *proc_root, sop_pysampler **out, sop_missing *missing)
@@ -1133,7 +1144,9 @@ int sop__python_sample(sop_pysampler *s, sop_pysample_cb cb, void *ctx)
                 return -ENOMEM;
             sop_pysample smp;
             memset(&smp, 0, sizeof smp);
-            smp.tid = sampler_tid(s, tsa, &s->scratch, j.raw_tid);
+            size_t h = sampler_tid(s, tsa, &s->scratch, j.raw_tid, j.boot_frame);
+            smp.tid = s->tids[h].tid;
+            smp.name = s->tids[h].name;
             smp.gil = holder && holder == tsa;
             smp.state = smp.tid > 0 ? task_state(w, smp.tid) : '?';
             if (!smp.gil && smp.state != 'R' && smp.tid > 0)

@@ -77,6 +77,7 @@ typedef struct sop_pysampler sop_pysampler;
 
 typedef struct {
     int tid;                   /* 0 when unknown */
+    const char *name;          /* threading name ("" when none); valid during the callback */
     bool gil;                  /* holds the GIL */
     bool gil_wait;             /* asleep in a futex on the GIL (/proc/.../syscall) */
     char state;                /* OS state letter; '?' when unreadable */
