@@ -1,7 +1,7 @@
 -- plugins/gil.lua — SOP §4: GIL contention. Several Python threads want to run Python code,
 -- but the process gets about one core, and one thread holds the GIL. Reads ev.python (threads,
--- frames, gil_holder_tid), ev.threads (per-thread cpu_pct and OS state), ev.proc.cpu_pct,
--- ev.effective_cpus. Thresholds: gil_thread_busy_pct, gil_min_threads, gil_min_process_pct,
+-- frames, gil_holder_tid; threads[i].window = gil_frac / runnable_nogil_frac when the window was
+-- sampled), ev.threads (per-thread cpu_pct and OS state), ev.proc.cpu_pct, ev.effective_cpus. Thresholds: gil_thread_busy_pct, gil_min_threads, gil_min_process_pct,
 -- gil_one_core_max_pct, gil_max_runqueue_wait_pct.
 
 local function T(en, zh) return { en = en, zh = zh } end
@@ -33,7 +33,8 @@ rule {
     for _, t in ipairs(py.threads) do
       local o = os_threads[t.tid]
       if o and o.cpu_pct and o.cpu_pct >= th.gil_thread_busy_pct and t.frames and #t.frames > 0 then
-        busy[#busy + 1] = { tid = t.tid, name = t.name, pct = o.cpu_pct, top = t.frames[1], gil = t.gil }
+        busy[#busy + 1] = { tid = t.tid, name = t.name, pct = o.cpu_pct, top = t.frames[1], gil = t.gil,
+                            win = t.window }
         sum = sum + o.cpu_pct
         if o.wait_pct then wait_sum, wait_n = wait_sum + o.wait_pct, wait_n + 1 end
       end
@@ -51,7 +52,16 @@ rule {
     -- Threads that take turns on the GIL sleep on it; threads starved by other processes wait in
     -- the run queue instead. Only the first is the GIL's doing.
     local wait_mean = wait_n > 0 and wait_sum / wait_n or nil
-    if wait_mean and wait_mean >= th.gil_max_runqueue_wait_pct then
+    -- Sampled window: how often each busy thread held the GIL, and how often it was runnable
+    -- but without it (asleep on the GIL's lock, or running-state while another holds it).
+    local gil_sum, nogil_sum, win_n = 0, 0, 0
+    for _, b in ipairs(busy) do
+      if b.win and b.win.gil_frac and b.win.runnable_nogil_frac then
+        gil_sum, nogil_sum, win_n = gil_sum + b.win.gil_frac, nogil_sum + b.win.runnable_nogil_frac, win_n + 1
+      end
+    end
+    local gil_seen = win_n == #busy and win_n > 0 and nogil_sum / win_n >= 0.25
+    if wait_mean and wait_mean >= th.gil_max_runqueue_wait_pct and not gil_seen then
       return unknown(T(fmt("%s; but they waited %.0f%% of the window for a CPU (run queue): the host's CPUs "
                            .. "are contended, so the GIL cannot be told apart", summary_en, wait_mean),
                        fmt("%s；但这些线程有 %.0f%% 的时间在运行队列里等 CPU：主机 CPU 被争用，无法判断是否为 GIL",
@@ -72,12 +82,19 @@ rule {
     local lines = {}
     for i = 1, math.min(#busy, 6) do
       local b = busy[i]
-      lines[#lines + 1] = fmt("tid %d%s %.0f%% in %s", b.tid, b.gil and " (GIL)" or "", b.pct, where(b.top))
+      local w = b.win and b.win.gil_frac and b.win.runnable_nogil_frac
+                and fmt(", GIL held %.0f%% / runnable without it %.0f%% of samples", 100 * b.win.gil_frac,
+                        100 * b.win.runnable_nogil_frac) or ""
+      lines[#lines + 1] = fmt("tid %d%s %.0f%% in %s%s", b.tid, b.gil and " (GIL)" or "", b.pct, where(b.top), w)
     end
     local holder = py.gil_holder_tid and fmt("GIL holder at the snapshot: tid %d", py.gil_holder_tid)
                    or "no GIL holder at the snapshot"
     if wait_mean then
-      holder = holder .. fmt("; run-queue wait %.0f%% per thread (not CPU-starved)", wait_mean)
+      holder = holder .. fmt("; run-queue wait %.0f%% per thread", wait_mean)
+    end
+    if win_n > 0 then
+      holder = holder .. fmt("; sampled: the GIL held %.0f%% of the time in all (one holder at a time), each "
+                             .. "thread runnable without it %.0f%% on average", 100 * gil_sum, 100 * nogil_sum / win_n)
     end
     local evidence_zh = fmt("%d 个 Python 线程在 %.1f 秒内各用了 >= 单核 %g%%，合计 %.0f%%，但进程只用了 %.0f%% CPU"
                             .. "（约一个核），有效 CPU %d 个；%s。%s", #busy, ev.duration_s, th.gil_thread_busy_pct, sum,
