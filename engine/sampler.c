@@ -700,6 +700,25 @@ void sop__sampler_bridge(const sop_sampler *s, sop_value *ev)
         }
         (void)sl;
         sop__v_set_int(o, "samples", pe->samples);
+        /* how it was started: fork children keep the parent's command line */
+        const char *how = strstr(pe->cmdline, "multiprocessing.spawn")        ? "spawn"
+                          : strstr(pe->cmdline, "multiprocessing.forkserver") ? "forkserver"
+                          : strcmp(pe->cmdline, s->procs[0].cmdline) == 0     ? "fork"
+                                                                              : NULL;
+        sop__v_set_str(o, "start_method", how);
+        /* IO over the window, from ev.children (the process probe's rates) */
+        const sop_value *kids = find_member(ev, "children");
+        for (const sop_value *k = kids ? kids->child : NULL; k; k = k->next) {
+            double kp, v;
+            if (!sop__v_get_num(k, "pid", &kp) || (int)kp != pe->pid)
+                continue;
+            if (sop__v_get_num(k, "read_bytes_per_s", &v))
+                sop__v_set_dbl(o, "read_bytes_per_s", v);
+            if (sop__v_get_num(k, "rchar_per_s", &v))
+                sop__v_set_dbl(o, "rchar_per_s", v);
+            if (sop__v_get_num(k, "cpu_pct", &v))
+                sop__v_set_dbl(o, "cpu_pct", v);
+        }
         sop__v_push(wk, o);
     }
     /* the consumer side: the target's main thread waiting for batches */
@@ -707,6 +726,9 @@ void sop__sampler_bridge(const sop_sampler *s, sop_value *ev)
     if (!ld)
         return;
     sop__v_set_int(ld, "workers", s->nprocs - 1);
+    double eff;
+    if (sop__v_get_num(ev, "effective_cpus", &eff) && eff > 0)
+        sop__v_set_dbl(ld, "workers_per_cpu", (double)(s->nprocs - 1) / eff);
     for (size_t i = 0; i < s->nthrs; i++) {
         const thr *t = &s->thrs[i];
         if (t->proc == 0 && t->tid == s->procs[0].pid)

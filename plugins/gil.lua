@@ -32,7 +32,11 @@ rule {
     local busy, sum, wait_sum, wait_n = {}, 0, 0, 0
     for _, t in ipairs(py.threads) do
       local o = os_threads[t.tid]
-      if o and o.cpu_pct and o.cpu_pct >= th.gil_thread_busy_pct and t.frames and #t.frames > 0 then
+      -- Busy: used CPU over the window, or (sampled) held or waited for the GIL a good part of it
+      -- (a loaded host can starve a thread of CPU while it still queues for the GIL).
+      local w = t.window
+      local wants = w and w.gil_frac and w.gil_wait_frac and (w.gil_frac + w.gil_wait_frac) >= 0.3
+      if o and o.cpu_pct and (o.cpu_pct >= th.gil_thread_busy_pct or wants) and t.frames and #t.frames > 0 then
         busy[#busy + 1] = { tid = t.tid, name = t.name, pct = o.cpu_pct, top = t.frames[1], gil = t.gil,
                             win = t.window }
         sum = sum + o.cpu_pct
@@ -54,20 +58,23 @@ rule {
     local wait_mean = wait_n > 0 and wait_sum / wait_n or nil
     -- Sampled window: how often each busy thread held the GIL, and how often it was runnable
     -- but without it (asleep on the GIL's lock, or running-state while another holds it).
-    local gil_sum, nogil_sum, win_n = 0, 0, 0
+    -- Asleep on the GIL's own lock (gil_wait_frac) is direct evidence, whatever the host's load;
+    -- running without it is not (C code such as BLAS runs so on purpose).
+    local gil_sum, nogil_sum, wait_gil_sum, win_n = 0, 0, 0, 0
     for _, b in ipairs(busy) do
-      if b.win and b.win.gil_frac and b.win.runnable_nogil_frac then
+      if b.win and b.win.gil_frac and b.win.runnable_nogil_frac and b.win.gil_wait_frac then
         gil_sum, nogil_sum, win_n = gil_sum + b.win.gil_frac, nogil_sum + b.win.runnable_nogil_frac, win_n + 1
+        wait_gil_sum = wait_gil_sum + b.win.gil_wait_frac
       end
     end
-    local gil_seen = win_n == #busy and win_n > 0 and nogil_sum / win_n >= 0.25
+    local gil_seen = win_n == #busy and win_n > 0 and wait_gil_sum / win_n >= 0.25
     if wait_mean and wait_mean >= th.gil_max_runqueue_wait_pct and not gil_seen then
       return unknown(T(fmt("%s; but they waited %.0f%% of the window for a CPU (run queue): the host's CPUs "
                            .. "are contended, so the GIL cannot be told apart", summary_en, wait_mean),
                        fmt("%s；但这些线程有 %.0f%% 的时间在运行队列里等 CPU：主机 CPU 被争用，无法判断是否为 GIL",
                            summary_zh, wait_mean)))
     end
-    if p.cpu_pct < th.gil_min_process_pct then
+    if p.cpu_pct < th.gil_min_process_pct and not gil_seen then
       return clear(T(fmt("%s: below %g%% CPU, the threads are not CPU-bound together", summary_en,
                          th.gil_min_process_pct),
                      fmt("%s：低于 %g%% CPU，线程合起来并非 CPU 密集", summary_zh, th.gil_min_process_pct)))
@@ -94,7 +101,8 @@ rule {
     end
     if win_n > 0 then
       holder = holder .. fmt("; sampled: the GIL held %.0f%% of the time in all (one holder at a time), each "
-                             .. "thread runnable without it %.0f%% on average", 100 * gil_sum, 100 * nogil_sum / win_n)
+                             .. "thread runnable without it %.0f%% (asleep on the GIL %.0f%%) on average",
+                             100 * gil_sum, 100 * nogil_sum / win_n, 100 * wait_gil_sum / win_n)
     end
     local evidence_zh = fmt("%d 个 Python 线程在 %.1f 秒内各用了 >= 单核 %g%%，合计 %.0f%%，但进程只用了 %.0f%% CPU"
                             .. "（约一个核），有效 CPU %d 个；%s。%s", #busy, ev.duration_s, th.gil_thread_busy_pct, sum,
