@@ -999,6 +999,8 @@ struct sop_pysampler {
     struct {
         uint64_t ts, thread_id;
         int tid;
+        int stat_fd; /* /proc/PID/task/TID/stat kept open (pread per tick); -1 none */
+        int sys_fd;  /* /proc/PID/task/TID/syscall, opened when first needed; -1 none */
         char name[64];
     } tids[SAMPLER_TID_CACHE];
 };
@@ -1016,19 +1018,46 @@ static uint64_t gil_base(walker *w, uint64_t interp)
     return w->runtime + L->rt_gil_locked - L->gil_locked;
 }
 
-/* True when the thread sleeps in futex(2) on an address in [lo, lo + GIL_STRUCT_BYTES). */
-static bool futex_on(const walker *w, int tid, uint64_t lo)
+/* True when the thread sleeps in futex(2) on an address in [lo, lo + GIL_STRUCT_BYTES).
+ * *fd caches /proc/PID/task/TID/syscall between ticks. */
+static bool futex_on(const walker *w, int tid, uint64_t lo, int *fd)
 {
-    char path[300], buf[256];
-    snprintf(path, sizeof path, "%s/%d/task/%d/syscall", w->proc_root, w->pid, tid);
-    if (!lo || sop__read_small_at(AT_FDCWD, path, buf, sizeof buf) <= 0)
+    char buf[256];
+    if (!lo)
         return false;
+    if (*fd < 0) {
+        char path[300];
+        snprintf(path, sizeof path, "%s/%d/task/%d/syscall", w->proc_root, w->pid, tid);
+        *fd = open(path, O_RDONLY | O_CLOEXEC);
+        if (*fd < 0)
+            return false;
+    }
+    ssize_t got = pread(*fd, buf, sizeof buf - 1, 0);
+    if (got <= 0)
+        return false;
+    buf[got] = '\0';
     char *end = NULL;
     long nr = strtol(buf, &end, 10);
     if (end == buf || nr != 202 /* x86-64 futex */)
         return false;
     unsigned long long a = strtoull(end, NULL, 16);
     return a >= lo && a < lo + GIL_STRUCT_BYTES;
+}
+
+/* OS state letter from an open /proc/.../stat; '?' when unreadable (the task is gone). */
+static char stat_state(int fd)
+{
+    char buf[512];
+    if (fd < 0)
+        return '?';
+    ssize_t n = pread(fd, buf, sizeof buf - 1, 0);
+    if (n <= 0)
+        return '?';
+    buf[n] = '\0';
+    char *rp = strrchr(buf, ')');
+    if (!rp || rp[1] != ' ' || !rp[2])
+        return '?';
+    return rp[2];
 }
 
 /* The OS tid and threading name of the thread state at ts, read once per thread. */
@@ -1054,6 +1083,16 @@ static size_t sampler_tid(sop_pysampler *s, uint64_t ts, const sop_pythread *t, 
     s->tids[h].thread_id = t->thread_id;
     s->tids[h].tid = tid;
     s->tids[h].name[0] = '\0';
+    if (s->tids[h].stat_fd >= 0)
+        close(s->tids[h].stat_fd);
+    if (s->tids[h].sys_fd >= 0)
+        close(s->tids[h].sys_fd);
+    s->tids[h].stat_fd = s->tids[h].sys_fd = -1;
+    if (tid > 0) {
+        char path[300];
+        snprintf(path, sizeof path, "%s/%d/task/%d/stat", w->proc_root, w->pid, tid);
+        s->tids[h].stat_fd = open(path, O_RDONLY | O_CLOEXEC);
+    }
     uint64_t self = 0;
     if (boot_frame && sop__rmem_u64(&w->mem, boot_frame + w->L.frame_localsplus, &self) == 0 &&
         self)
@@ -1090,6 +1129,8 @@ int sop__python_open(int pid, const char *proc_root, sop_pysampler **out, sop_mi
     s->tset = calloc(THREAD_SET_SLOTS, sizeof *s->tset);
     s->tstates = calloc(MAX_THREADS, sizeof *s->tstates);
     s->tslots = calloc(MAX_THREADS, sizeof *s->tslots);
+    for (size_t i = 0; i < SAMPLER_TID_CACHE; i++)
+        s->tids[i].stat_fd = s->tids[i].sys_fd = -1;
     if (!s->tslots || !s->py || !w->code_index || !w->frame_set || !w->frame_slots || !s->tset ||
         !s->tstates || sop__rmem_open(&w->mem, pid, w->proc_root) < 0) {
         rc = -ENOMEM;
@@ -1148,9 +1189,9 @@ int sop__python_sample(sop_pysampler *s, sop_pysample_cb cb, void *ctx)
             smp.tid = s->tids[h].tid;
             smp.name = s->tids[h].name;
             smp.gil = holder && holder == tsa;
-            smp.state = smp.tid > 0 ? task_state(w, smp.tid) : '?';
+            smp.state = smp.tid > 0 ? stat_state(s->tids[h].stat_fd) : '?';
             if (!smp.gil && smp.state != 'R' && smp.tid > 0)
-                smp.gil_wait = futex_on(w, smp.tid, gbase);
+                smp.gil_wait = futex_on(w, smp.tid, gbase, &s->tids[h].sys_fd);
             smp.frames = s->scratch.frames;
             smp.nframes = s->scratch.nframes;
             smp.torn = j.rc == -EAGAIN;
@@ -1177,6 +1218,12 @@ void sop__python_close(sop_pysampler *s)
     free(s->tset);
     free(s->tstates);
     free(s->tslots);
+    for (size_t i = 0; i < SAMPLER_TID_CACHE; i++) {
+        if (s->tids[i].stat_fd >= 0)
+            close(s->tids[i].stat_fd);
+        if (s->tids[i].sys_fd >= 0)
+            close(s->tids[i].sys_fd);
+    }
     sop__python_free(s->py);
     free(s);
 }
