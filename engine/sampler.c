@@ -16,12 +16,14 @@
 #include "engine.h"
 #include "procfs.h"
 #include "python/python.h"
+#include "sampler_files.h"
 
 #define MAX_THREADS_AGG 4096
 #define STACK_SLOTS (1u << 16)    /* power of two; at most half filled */
 #define STACK_MAX_BYTES 16384     /* one stack's text; longer ones are cut at the root side */
 #define LOOP_CAND 16              /* candidate frames tracked in one loop stretch */
 #define TOP_STACKS 5
+#define FILES_MAX 256             /* open regular files tracked over the window, all processes */
 
 typedef struct {
     char frame[384];
@@ -34,6 +36,7 @@ typedef struct {
     char name[64]; /* threading name, else comm of the task */
     long n, active, gil, runnable_nogil, gil_wait, state_r, state_d, state_s, no_frames, torn;
     long data_wait; /* in a DataLoader / multiprocessing queue wait */
+    long ckpt;      /* in torch.save / torch.load / pickle */
     bool is_loop;
     /* the current stretch away from the selector */
     bool in_stretch;
@@ -74,6 +77,8 @@ struct sop_sampler {
     double rate_hz, self_cpu_ms, window_s;
     double now_ms; /* time of the current tick */
     int cur_proc;
+    sop_open_file *files0, *files; /* at the window's start and end */
+    size_t nfiles0, nfiles;
     char buf[STACK_MAX_BYTES];
 };
 
@@ -151,6 +156,15 @@ static bool data_wait_frame(const sop_pyframe *f)
 {
     return strstr(f->func, "_try_get_data") || strstr(f->func, "_get_data") ||
            (ends_with(f->file, "multiprocessing/queues.py") && strstr(f->func, "get"));
+}
+
+/* Checkpoint-style IO: torch.save / torch.load, pickle's Python implementation, joblib dumps. */
+static bool ckpt_frame(const sop_pyframe *f)
+{
+    return ends_with(f->file, "torch/serialization.py") || ends_with(f->file, "/pickle.py") ||
+           ends_with(f->file, "joblib/numpy_pickle.py") ||
+           (ends_with(f->file, "safetensors/torch.py") &&
+            (strstr(f->func, "save") || strstr(f->func, "load")));
 }
 
 static int find_thr(sop_sampler *s, int proc, int tid, const char *pyname)
@@ -332,6 +346,11 @@ static void on_thread(void *ctx, const sop_pysample *p)
             t->data_wait++;
             break;
         }
+    for (size_t i = 0; i < p->nframes && i < 256; i++)
+        if (ckpt_frame(&p->frames[i])) {
+            t->ckpt++;
+            break;
+        }
     loop_sample(s, t, p);
     count_stack(s, ti, p);
 }
@@ -379,6 +398,23 @@ static void add_workers(sop_sampler *s, int pid, int depth)
     }
 }
 
+/* The regular files open in every sampled process, up to FILES_MAX in all. */
+static size_t scan_files(sop_sampler *s, sop_open_file *into)
+{
+    size_t n = 0;
+    for (int p = 0; into && p < s->nprocs && n < FILES_MAX; p++) {
+        if (s->procs[p].gone)
+            continue;
+        size_t room = FILES_MAX - n;
+        if (room > 64)
+            room = 64; /* no one process crowds out the workers */
+        int k = sop__open_files_scan(s->proc_root, s->procs[p].pid, into + n, room);
+        if (k > 0)
+            n += (size_t)k;
+    }
+    return n;
+}
+
 int sop__sampler_open(int pid, const char *proc_root, bool workers, sop_sampler **out,
                       sop_missing *missing)
 {
@@ -406,6 +442,9 @@ int sop__sampler_open(int pid, const char *proc_root, bool workers, sop_sampler 
     s->nprocs = 1;
     if (workers)
         add_workers(s, pid, 1);
+    s->files0 = calloc(FILES_MAX, sizeof *s->files0);
+    s->files = calloc(FILES_MAX, sizeof *s->files);
+    s->nfiles0 = scan_files(s, s->files0);
     *out = s;
     return 0;
 }
@@ -476,6 +515,21 @@ int sop__sampler_run(sop_sampler *s, double deadline_ms, double rate_hz,
         if (next < deadline_ms)
             sleep_until(next);
     }
+    s->nfiles = scan_files(s, s->files);
+    for (size_t i = 0; i < s->nfiles; i++) {
+        sop_open_file *f = &s->files[i];
+        for (size_t k = 0; k < s->nfiles0; k++)
+            if (s->files0[k].pid == f->pid && s->files0[k].fd == f->fd &&
+                strcmp(s->files0[k].path, f->path) == 0)
+                f->pos0 = s->files0[k].pos;
+    }
+    for (size_t i = 0; i < s->nfiles;) { /* resolve each process's files with its mountinfo */
+        size_t j = i;
+        while (j < s->nfiles && s->files[j].pid == s->files[i].pid)
+            j++;
+        sop__open_files_resolve(s->proc_root, s->files[i].pid, s->files + i, j - i);
+        i = j;
+    }
     double end = sop__now_ms();
     for (size_t i = 0; i < s->nthrs; i++)
         end_stretch(&s->thrs[i], end);
@@ -497,6 +551,8 @@ void sop__sampler_close(sop_sampler *s)
             free(s->stacks[i].stack);
     free(s->stacks);
     free(s->thrs);
+    free(s->files0);
+    free(s->files);
     free(s);
 }
 
@@ -585,6 +641,7 @@ static sop_value *thr_window(const sop_sampler *s, size_t ti)
     sop__v_set_dbl(w, "running_frac", frac(t->state_r, t->n));
     sop__v_set_dbl(w, "io_wait_frac", frac(t->state_d, t->n));
     sop__v_set_dbl(w, "data_wait_frac", frac(t->data_wait, t->n));
+    sop__v_set_dbl(w, "checkpoint_frac", frac(t->ckpt, t->n));
     if (t->is_loop)
         sop__v_set_dbl(w, "loop_longest_block_ms", t->longest_ms);
     /* top stacks of this thread */
@@ -620,6 +677,49 @@ static sop_value *find_member(sop_value *obj, const char *key)
     return NULL;
 }
 
+/* ev.io_files: the files open at the window's end, what they sit on, and the disk behind. */
+static void bridge_files(const sop_sampler *s, sop_value *ev)
+{
+    if (!s->nfiles)
+        return;
+    sop_value *arr = sop__v_arr_at(ev, "io_files");
+    const sop_value *host = find_member(ev, "host");
+    const sop_value *disks = host ? sop__v_get(host, "disks") : NULL;
+    for (size_t i = 0; arr && i < s->nfiles; i++) {
+        const sop_open_file *f = &s->files[i];
+        sop_value *o = sop__v_obj();
+        if (!o)
+            break;
+        sop__v_set_int(o, "pid", f->pid);
+        sop__v_set_int(o, "fd", f->fd);
+        sop__v_set(o, "path", sop__bridge_text(f->path));
+        sop__v_set_int(o, "size_bytes", f->size);
+        if (f->pos != SOP_NA)
+            sop__v_set_int(o, "pos_bytes", f->pos);
+        if (f->pos != SOP_NA && f->pos0 != SOP_NA && s->window_s > 0)
+            sop__v_set_dbl(o, "advance_bytes_per_s", (double)(f->pos - f->pos0) / s->window_s);
+        sop__v_set(o, "mount", sop__bridge_text(f->mountpoint));
+        sop__v_set_str(o, "fstype", f->fstype);
+        if (f->fstype[0])
+            sop__v_set_str(o, "fs_kind", sop__fs_kind(f->fstype));
+        sop__v_set(o, "source", sop__bridge_text(f->source));
+        sop__v_set_str(o, "disk", f->disk);
+        for (const sop_value *d = disks ? disks->child : NULL; d && f->disk[0]; d = d->next) {
+            const char *name = sop__v_get_str(d, "name");
+            double v;
+            if (!name || strcmp(name, f->disk) != 0)
+                continue;
+            if (sop__v_get_num(d, "util_pct", &v))
+                sop__v_set_dbl(o, "disk_util_pct", v);
+            if (sop__v_get_num(d, "r_await_ms", &v))
+                sop__v_set_dbl(o, "disk_r_await_ms", v);
+            if (sop__v_get_num(d, "read_kb_per_s", &v))
+                sop__v_set_dbl(o, "disk_read_kb_per_s", v);
+        }
+        sop__v_push(arr, o);
+    }
+}
+
 void sop__sampler_bridge(const sop_sampler *s, sop_value *ev)
 {
     sop_value *smp = sop__v_obj_at(ev, "sampling");
@@ -632,6 +732,7 @@ void sop__sampler_bridge(const sop_sampler *s, sop_value *ev)
         sop__v_set_dbl(smp, "window_s", s->window_s);
         sop__v_set_int(smp, "processes", s->nprocs);
     }
+    bridge_files(s, ev);
     sop_value *py = find_member(ev, "python");
     if (!py)
         return;

@@ -141,8 +141,7 @@ rule {
     if loops == 0 then
       return clear(T("no asyncio event loop among the Python threads", "Python 线程中没有 asyncio 事件循环"))
     end
-    if py.loop and py.loop.longest_block_ms then
-      local lp = py.loop
+    if lp and lp.longest_block_ms then
       return clear(T(fmt("%d event loop(s), each waiting in the selector at the snapshot; longest stretch away "
                          .. "from the selector over the window %.0f ms", loops, lp.longest_block_ms),
                      fmt("%d 个事件循环，快照时都在 selector 中等待；窗口内离开 selector 最长 %.0f ms", loops,

@@ -1,8 +1,9 @@
 -- plugins/gil.lua — SOP §4: GIL contention. Several Python threads want to run Python code,
 -- but the process gets about one core, and one thread holds the GIL. Reads ev.python (threads,
 -- frames, gil_holder_tid; threads[i].window = gil_frac / runnable_nogil_frac when the window was
--- sampled), ev.threads (per-thread cpu_pct and OS state), ev.proc.cpu_pct, ev.effective_cpus. Thresholds: gil_thread_busy_pct, gil_min_threads, gil_min_process_pct,
--- gil_one_core_max_pct, gil_max_runqueue_wait_pct.
+-- sampled), ev.threads (per-thread cpu_pct and OS state), ev.proc.cpu_pct, ev.effective_cpus.
+-- Thresholds: gil_thread_busy_pct, gil_min_threads, gil_min_process_pct, gil_one_core_max_pct,
+-- gil_max_runqueue_wait_pct.
 
 local function T(en, zh) return { en = en, zh = zh } end
 

@@ -184,6 +184,13 @@ try:
     rc = [x.get("read_bytes_per_s", 0) for x in py["cpu"].get("workers") or []]
     t.check(rb and min(rb) > 100000 and max(rc or [0]) < 100000,
             "file-reading workers read from the device; CPU-bound ones do not", (rb, rc))
+    wpids = {x.get("pid") for x in py["files"].get("workers") or []}
+    idx = [f for f in res["files"].get("io_files") or [] if f.get("path", "").endswith("/index")
+           and f.get("pid") in wpids]
+    t.check(idx and all(f.get("fs_kind") == "local" and f.get("fstype") and f.get("mount", "").startswith("/")
+                        for f in idx), "io_files: the workers' open file with its mount and filesystem", idx)
+    t.check(any(f.get("disk") and "disk_util_pct" in f and f.get("advance_bytes_per_s", 0) > 0 for f in idx),
+            "io_files: the disk behind it (utilisation) and the read position advancing", idx)
     tops = [s["stack"] for x in py["files"].get("workers") or [] for th in x.get("threads", [])
             for s in window(th).get("top_stacks", [])]
     t.check(any("SmallFiles.__getitem__" in s for s in tops), "the file-reading workers' stacks show __getitem__",

@@ -27,10 +27,16 @@ class Heavy(Dataset):
 
 
 class SmallFiles(Dataset):
+    index = None  # a long-lived descriptor per worker (an index read sequentially)
+
     def __len__(self):
         return 10 ** 9
 
     def __getitem__(self, i):
+        if self.index is None:
+            self.index = open(os.path.join(root, "index"), "rb", buffering=0)
+        if not self.index.read(64):
+            self.index.seek(0)
         total = 0
         for k in range(20):
             path = os.path.join(root, "f%d" % ((i * 20 + k) % FILES))
@@ -50,6 +56,8 @@ if mode == "files":
             f.write(os.urandom(4096))
             f.flush()
             os.fsync(f.fileno())
+    with open(os.path.join(root, "index"), "wb") as f:
+        f.write(os.urandom(1 << 20))
     ds, workers = SmallFiles(), 2
 elif mode == "cpu":
     ds, workers = Heavy(), 2
