@@ -14,6 +14,7 @@
 
 #include "bridge/bridge.h"
 #include "engine.h"
+#include "proc.h"
 #include "procfs.h"
 #include "python/python.h"
 #include "sampler_files.h"
@@ -62,6 +63,8 @@ typedef struct {
     sop_pysampler *ps;
     bool gone;
     long samples;
+    sop_io io0, io1; /* /proc/PID/io at the window's start and end */
+    bool have_io0, have_io1;
 } proc_ent;
 
 struct sop_sampler {
@@ -398,6 +401,15 @@ static void add_workers(sop_sampler *s, int pid, int depth)
     }
 }
 
+static bool read_io(const char *proc_root, int pid, sop_io *out)
+{
+    char path[256], buf[1024];
+    snprintf(path, sizeof path, "%s/%d/io", proc_root, pid);
+    if (sop__read_small_at(AT_FDCWD, path, buf, sizeof buf) <= 0)
+        return false;
+    return sop__parse_io(buf, out) == 0;
+}
+
 /* The regular files open in every sampled process, up to FILES_MAX in all. */
 static size_t scan_files(sop_sampler *s, sop_open_file *into)
 {
@@ -445,6 +457,8 @@ int sop__sampler_open(int pid, const char *proc_root, bool workers, sop_sampler 
     s->files0 = calloc(FILES_MAX, sizeof *s->files0);
     s->files = calloc(FILES_MAX, sizeof *s->files);
     s->nfiles0 = scan_files(s, s->files0);
+    for (int p = 0; p < s->nprocs; p++)
+        s->procs[p].have_io0 = read_io(s->proc_root, s->procs[p].pid, &s->procs[p].io0);
     *out = s;
     return 0;
 }
@@ -515,6 +529,8 @@ int sop__sampler_run(sop_sampler *s, double deadline_ms, double rate_hz,
         if (next < deadline_ms)
             sleep_until(next);
     }
+    for (int p = 0; p < s->nprocs; p++)
+        s->procs[p].have_io1 = read_io(s->proc_root, s->procs[p].pid, &s->procs[p].io1);
     s->nfiles = scan_files(s, s->files);
     for (size_t i = 0; i < s->nfiles; i++) {
         sop_open_file *f = &s->files[i];
@@ -677,6 +693,35 @@ static sop_value *find_member(sop_value *obj, const char *key)
     return NULL;
 }
 
+/* A worker's IO over the window: rates and mean request sizes from /proc/PID/io. */
+static void bridge_io(sop_value *o, const proc_ent *pe, double secs)
+{
+    if (!pe->have_io0 || !pe->have_io1 || !(secs > 0))
+        return;
+    const sop_io *a = &pe->io0, *b = &pe->io1;
+    sop_value *io = sop__v_obj_at(o, "io");
+    if (!io)
+        return;
+    if (b->read_bytes != SOP_NA && a->read_bytes != SOP_NA)
+        sop__v_set_dbl(io, "read_bytes_per_s", (double)(b->read_bytes - a->read_bytes) / secs);
+    if (b->write_bytes != SOP_NA && a->write_bytes != SOP_NA)
+        sop__v_set_dbl(io, "write_bytes_per_s", (double)(b->write_bytes - a->write_bytes) / secs);
+    if (b->rchar != SOP_NA && a->rchar != SOP_NA && b->syscr != SOP_NA && a->syscr != SOP_NA) {
+        int64_t calls = b->syscr - a->syscr;
+        sop__v_set_dbl(io, "rchar_per_s", (double)(b->rchar - a->rchar) / secs);
+        sop__v_set_dbl(io, "syscr_per_s", (double)calls / secs);
+        if (calls > 0)
+            sop__v_set_dbl(io, "mean_read_bytes", (double)(b->rchar - a->rchar) / (double)calls);
+    }
+    if (b->wchar != SOP_NA && a->wchar != SOP_NA && b->syscw != SOP_NA && a->syscw != SOP_NA) {
+        int64_t calls = b->syscw - a->syscw;
+        sop__v_set_dbl(io, "wchar_per_s", (double)(b->wchar - a->wchar) / secs);
+        sop__v_set_dbl(io, "syscw_per_s", (double)calls / secs);
+        if (calls > 0)
+            sop__v_set_dbl(io, "mean_write_bytes", (double)(b->wchar - a->wchar) / (double)calls);
+    }
+}
+
 /* ev.io_files: the files open at the window's end, what they sit on, and the disk behind. */
 static void bridge_files(const sop_sampler *s, sop_value *ev)
 {
@@ -807,6 +852,7 @@ void sop__sampler_bridge(const sop_sampler *s, sop_value *ev)
                           : strcmp(pe->cmdline, s->procs[0].cmdline) == 0     ? "fork"
                                                                               : NULL;
         sop__v_set_str(o, "start_method", how);
+        bridge_io(o, pe, s->window_s);
         /* IO over the window, from ev.children (the process probe's rates) */
         const sop_value *kids = find_member(ev, "children");
         for (const sop_value *k = kids ? kids->child : NULL; k; k = k->next) {
@@ -819,6 +865,11 @@ void sop__sampler_bridge(const sop_sampler *s, sop_value *ev)
                 sop__v_set_dbl(o, "rchar_per_s", v);
             if (sop__v_get_num(k, "cpu_pct", &v))
                 sop__v_set_dbl(o, "cpu_pct", v);
+            const sop_value *env = sop__v_get(k, "env"); /* allow-listed tuning variables */
+            sop_value *oe = env && env->child ? sop__v_obj_at(o, "env") : NULL;
+            for (const sop_value *e = env ? env->child : NULL; oe && e; e = e->next)
+                if (e->key && sop__v_get_str(env, e->key))
+                    sop__v_set_str(oe, e->key, sop__v_get_str(env, e->key));
         }
         sop__v_push(wk, o);
     }

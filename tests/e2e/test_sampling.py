@@ -155,7 +155,8 @@ tmp = tempfile.mkdtemp(prefix="sop_loader", dir="/var/tmp")
 try:
     res = {}
     for mode in ("inline", "cpu", "files"):
-        with Target(argv=[PY, "-u", LOADER, mode, os.path.join(tmp, mode)], timeout=180) as p:
+        env = dict(os.environ, TOKENIZERS_PARALLELISM="false", OMP_NUM_THREADS="1")
+        with Target(argv=[PY, "-u", LOADER, mode, os.path.join(tmp, mode)], env=env, timeout=180) as p:
             res[mode] = evidence(p.pid, "--duration", "4")
             if mode == "cpu":
                 rec = os.path.join(tmp, "w.txt")
@@ -184,6 +185,14 @@ try:
     rc = [x.get("read_bytes_per_s", 0) for x in py["cpu"].get("workers") or []]
     t.check(rb and min(rb) > 100000 and max(rc or [0]) < 100000,
             "file-reading workers read from the device; CPU-bound ones do not", (rb, rc))
+    wio = [x.get("io") or {} for x in py["files"].get("workers") or []]
+    t.check(wio and all(x.get("syscr_per_s", 0) > 100 and 0 < x.get("mean_read_bytes", 0) <= 16384 for x in wio),
+            "file-reading workers: read calls per second and small mean request size", wio)
+    wenv = [x.get("env") or {} for x in py["files"].get("workers") or []]
+    t.check(wenv and all(e.get("TOKENIZERS_PARALLELISM") == "false" and e.get("OMP_NUM_THREADS") == "1"
+                         for e in wenv), "workers: their thread-pool variables", wenv)
+    t.check((py["cpu"].get("loader") or {}).get("workers_per_cpu", 0) > 0, "loader: workers per effective CPU",
+            py["cpu"].get("loader"))
     wpids = {x.get("pid") for x in py["files"].get("workers") or []}
     idx = [f for f in res["files"].get("io_files") or [] if f.get("path", "").endswith("/index")
            and f.get("pid") in wpids]
