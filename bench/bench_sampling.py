@@ -61,12 +61,17 @@ def one(rate):
 def main():
     res = {0: [], 100: [], 1000: []}
     stats = {100: [], 1000: []}
+    paired = {100: [], 1000: []}  # sampled / the unsampled run just before it
     for r in range(ROUNDS):
+        prev = None
         for rate in (0, 100, 0, 1000):
             wall, cpu, st = one(rate)
             res[rate].append((wall, cpu))
             if rate and st:
                 stats[rate].append(st)
+            if rate and prev:
+                paired[rate].append((wall / prev[0], cpu / prev[1]))
+            prev = (wall, cpu) if not rate else None
         print("round %d/%d done" % (r + 1, ROUNDS), file=sys.stderr)
     base_w = statistics.median(w for w, _ in res[0])
     base_c = statistics.median(c for _, c in res[0])
@@ -84,6 +89,10 @@ def main():
                  statistics.median(samples) if samples else "?",
                  statistics.median(missed) if missed else "?",
                  statistics.median(selfcpu) if selfcpu else float("nan")))
+        if paired[rate]:
+            print("                 paired A/B median ratio: wall %+.2f%%  cpu %+.2f%%"
+                  % (100 * (statistics.median(x for x, _ in paired[rate]) - 1),
+                     100 * (statistics.median(x for _, x in paired[rate]) - 1)))
 
 
 if __name__ == "__main__":
