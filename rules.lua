@@ -45,6 +45,7 @@ thresholds {
 
   -- asyncio.loop_blocked (§5)
   loop_busy_cpu_pct = 80,       -- the loop thread at/above this % of a core while stuck in a callback: high
+  loop_block_ms = 100,          -- sampled window: the loop away from its selector this long in one stretch
 }
 
 require "plugins.oom"

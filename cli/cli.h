@@ -10,6 +10,7 @@ int cmd_run(int argc, char **argv);
 int cmd_evidence(int argc, char **argv);
 int cmd_dump(int argc, char **argv);
 int cmd_check(int argc, char **argv);
+int cmd_record(int argc, char **argv);
 
 /* Parse a positive pid; -1 when not a pid. */
 int cli_parse_pid(const char *s);
@@ -17,6 +18,8 @@ int cli_parse_pid(const char *s);
 int cli_exit_for(int sop_err);
 /* Parse a window in seconds (0..3600, fractional); 0 or -1. */
 int cli_parse_duration(const char *s, double *out);
+/* Parse a sampling rate in Hz (0..10000); 0 or -1. */
+int cli_parse_rate(const char *s, double *out);
 /* Read a whole file ("-" = stdin) of at most max bytes; malloc'd, NUL-terminated; NULL with
  * errno on failure. */
 #include <stddef.h>

@@ -1,4 +1,4 @@
-/* cmd_evidence.c — `sopctl evidence --pid N [--duration S] [-o FILE]`: the evidence the rules
+/* cmd_evidence.c — `sopctl evidence --pid N [--duration S] [--rate HZ] [-o FILE]`: the evidence the rules
  * see, as JSON (docs/evidence.md). */
 #include <getopt.h>
 #include <stdio.h>
@@ -12,6 +12,7 @@ int cmd_evidence(int argc, char **argv)
     static const struct option opts[] = {{"pid", required_argument, 0, 'p'},
                                          {"duration", required_argument, 0, 'd'},
                                          {"output", required_argument, 0, 'o'},
+                                         {"rate", required_argument, 0, 'r'},
                                          {"no-python", no_argument, 0, 'P'},
                                          {"help", no_argument, 0, 'h'},
                                          {0, 0, 0, 0}};
@@ -21,7 +22,7 @@ int cmd_evidence(int argc, char **argv)
     sop_collect_opts_init(&co);
     optind = 1;
     opterr = 0;
-    while ((c = getopt_long(argc, argv, ":p:d:o:h", opts, NULL)) != -1) {
+    while ((c = getopt_long(argc, argv, ":p:d:o:r:h", opts, NULL)) != -1) {
         switch (c) {
         case 'p':
             if ((pid = cli_parse_pid(optarg)) < 0) {
@@ -38,11 +39,17 @@ int cmd_evidence(int argc, char **argv)
         case 'o':
             output = optarg;
             break;
+        case 'r':
+            if (cli_parse_rate(optarg, &co.rate_hz) != 0) {
+                fprintf(stderr, "sopctl: --rate: '%s' is not 0..10000 Hz\n", optarg);
+                return EXIT_USAGE;
+            }
+            break;
         case 'P':
             co.python = 0;
             break;
         case 'h':
-            printf("usage: sopctl evidence --pid N [--duration S] [-o FILE] [--no-python]\n");
+            printf("usage: sopctl evidence --pid N [--duration S] [--rate HZ] [-o FILE] [--no-python]\n");
             return EXIT_CLEAN;
         case ':':
             fprintf(stderr, "sopctl: option '%s' needs a value\n", argv[optind - 1]);

@@ -42,7 +42,8 @@ int cmd_run(int argc, char **argv)
         {"pid", required_argument, 0, 'p'},    {"evidence", required_argument, 0, 'e'},
         {"duration", required_argument, 0, 'd'}, {"format", required_argument, 0, 'f'},
         {"lang", required_argument, 0, 'l'},   {"set", required_argument, 0, 's'},
-        {"help", no_argument, 0, 'h'},         {0, 0, 0, 0}};
+        {"rate", required_argument, 0, 'r'},   {"help", no_argument, 0, 'h'},
+        {0, 0, 0, 0}};
     int pid = -1;
     const char *evidence = NULL, *lang = "en", *rules = NULL;
     sop_format fmt = SOP_FORMAT_MD;
@@ -52,7 +53,7 @@ int cmd_run(int argc, char **argv)
     int nsets = 0, c;
     optind = 1;
     opterr = 0;
-    while ((c = getopt_long(argc, argv, ":p:e:d:f:l:s:h", opts, NULL)) != -1) {
+    while ((c = getopt_long(argc, argv, ":p:e:d:r:f:l:s:h", opts, NULL)) != -1) {
         switch (c) {
         case 'p':
             if ((pid = cli_parse_pid(optarg)) < 0) {
@@ -66,6 +67,12 @@ int cmd_run(int argc, char **argv)
         case 'd':
             if (cli_parse_duration(optarg, &co.duration_s) != 0) {
                 fprintf(stderr, "sopctl: --duration: '%s' is not 0..3600 seconds\n", optarg);
+                return EXIT_USAGE;
+            }
+            break;
+        case 'r':
+            if (cli_parse_rate(optarg, &co.rate_hz) != 0) {
+                fprintf(stderr, "sopctl: --rate: '%s' is not 0..10000 Hz\n", optarg);
                 return EXIT_USAGE;
             }
             break;
@@ -97,7 +104,7 @@ int cmd_run(int argc, char **argv)
             break;
         case 'h':
             printf("usage: sopctl run [RULES.lua] (--pid N | --evidence FILE) [--duration S]\n"
-                   "                  [--format md|json|text] [--lang en|zh] [--set KEY=VALUE]...\n");
+                   "                  [--rate HZ] [--format md|json|text] [--lang en|zh] [--set KEY=VALUE]...\n");
             return EXIT_CLEAN;
         case ':':
             fprintf(stderr, "sopctl: option '%s' needs a value\n", argv[optind - 1]);

@@ -46,6 +46,16 @@ int cli_parse_duration(const char *s, double *out)
     return 0;
 }
 
+int cli_parse_rate(const char *s, double *out)
+{
+    char *end = NULL;
+    double r = strtod(s, &end);
+    if (end == s || *end || !(r >= 0 && r <= 10000))
+        return -1;
+    *out = r;
+    return 0;
+}
+
 char *cli_read_file(const char *path, size_t max, size_t *len)
 {
     FILE *f = strcmp(path, "-") == 0 ? stdin : fopen(path, "rb");

@@ -8,9 +8,10 @@
 
 static const char USAGE[] =
     "usage:\n"
-    "  sopctl run [RULES.lua] (--pid N | --evidence FILE) [--duration S]\n"
+    "  sopctl run [RULES.lua] (--pid N | --evidence FILE) [--duration S] [--rate HZ]\n"
     "             [--format md|json|text] [--lang en|zh] [--set KEY=VALUE]...\n"
-    "  sopctl evidence --pid N [--duration S] [-o FILE]\n"
+    "  sopctl evidence --pid N [--duration S] [--rate HZ] [-o FILE]\n"
+    "  sopctl record --pid N --duration S [--rate HZ] -o FILE(.txt|.svg)\n"
     "  sopctl dump --pid N [--native] [--json]\n"
     "  sopctl check RULES.lua\n"
     "  sopctl version\n"
@@ -33,6 +34,8 @@ int main(int argc, char **argv)
         return cmd_evidence(argc - 1, argv + 1);
     if (strcmp(cmd, "check") == 0)
         return cmd_check(argc - 1, argv + 1);
+    if (strcmp(cmd, "record") == 0)
+        return cmd_record(argc - 1, argv + 1);
     if (strcmp(cmd, "dump") == 0)
         return cmd_dump(argc - 1, argv + 1);
     if (strcmp(cmd, "version") == 0 || strcmp(cmd, "--version") == 0) {

@@ -246,6 +246,7 @@ void sop_collect_opts_init(sop_collect_opts *opts)
         return;
     memset(opts, 0, sizeof *opts);
     opts->duration_s = 1.0;
+    opts->rate_hz = 100;
     opts->python = 1;
     opts->children = 1;
     opts->kernel_log = 1;

@@ -14,6 +14,7 @@
 #include "engine.h"
 #include "evidence.h"
 #include "python/python.h"
+#include "sampler.h"
 
 #define KMSG_MAX_AGE_S (7.0 * 24 * 3600)
 
@@ -134,6 +135,8 @@ static sop_value *to_tree(const sop_collection *c, double now, unsigned probes)
             sop__bridge_alloc(ev, &c->alloc);
         if (c->python)
             sop__bridge_python(ev, c->python);
+        if (c->sampling)
+            sop__sampler_bridge(c->sampling, ev);
     }
     sop_value *missing = sop__v_arr_at(ev, "missing");
     for (size_t i = 0; i < c->missing.n; i++) {
@@ -151,6 +154,8 @@ void sop__collection_free(sop_collection *c)
     sop__child_list_free(&c->children);
     sop__python_free(c->python);
     c->python = NULL;
+    sop__sampler_close(c->sampling);
+    c->sampling = NULL;
     sop__missing_free(&c->missing);
 }
 
@@ -222,8 +227,20 @@ int sop__collect(int pid, const sop_collect_opts *o, sop_value **out, char *err,
     double t0 = sop__now_ms();
     snapshot *now = &a;
     c.duration_s = 0;
+    sop_sampler *sampler = NULL;
     if (o->duration_s > 0) {
-        sleep_until_ms(t0 + o->duration_s * 1e3);
+        /* A CPython target is sampled over the window; anything else is simply waited on. */
+        if (o->python && (o->probes & SOP_PROBE_PYTHON) && o->rate_hz > 0) {
+            sop_missing scratch = {0};
+            if (sop__sampler_open(pid, proc_root, o->children && (o->probes & SOP_PROBE_CHILDREN),
+                                  &sampler, &scratch) < 0)
+                sampler = NULL;
+            sop__missing_free(&scratch);
+        }
+        if (sampler)
+            sop__sampler_run(sampler, t0 + o->duration_s * 1e3, o->rate_hz, NULL, NULL);
+        else
+            sleep_until_ms(t0 + o->duration_s * 1e3);
         sop_missing scratch = {0};
         int rc2 = take(root_fd, pid_fd, pid, o, &b, &scratch);
         double secs = (sop__now_ms() - t0) / 1e3;
@@ -268,6 +285,11 @@ int sop__collect(int pid, const sop_collect_opts *o, sop_value **out, char *err,
     if (o->kernel_log && (o->probes & SOP_PROBE_KMSG))
         sop__kmsg_collect(&c.ooms, c.host.btime, KMSG_MAX_AGE_S, &c.missing);
     rc = 0;
+    if (sampler && c.python) {
+        c.sampling = sampler;
+        sampler = NULL;
+    }
+    sop__sampler_close(sampler);
 done:
     snapshot_free(&a);
     snapshot_free(&b);

@@ -30,6 +30,7 @@ typedef struct sop_collection {
     int64_t effective_cpus;
     sop_alloc alloc;
     struct sop_python *python; /* NULL when not CPython or not read */
+    struct sop_sampler *sampling; /* the window's stack samples (engine/sampler.h); or NULL */
     sop_missing missing;
 } sop_collection;
 

@@ -124,10 +124,12 @@ typedef struct {
     const char *cgroup_root; /* default "/sys/fs/cgroup" */
     unsigned probes;         /* SOP_PROBE_* bits (default SOP_PROBE_ALL) */
     unsigned reserved_flags; /* 0 */
-    void *reserved[6];       /* NULL: room for later options without changing the size */
+    double rate_hz;          /* CPython stack sampling over the window (default 100; 0 = off) */
+    void *reserved[5];       /* NULL: room for later options without changing the size */
 } sop_collect_opts;
 
-/* Fill opts with the defaults (duration 1 s, every probe on, reserved fields zero). */
+/* Fill opts with the defaults (duration 1 s, sampling at 100 Hz, every probe on, reserved
+ * fields zero). */
 void sop_collect_opts_init(sop_collect_opts *opts);
 
 /* Collect evidence about `pid` over opts->duration_s (blocking for that long). A pid that is
@@ -140,6 +142,22 @@ int sop_collect(sop_engine *e, int pid, const sop_collect_opts *opts, sop_eviden
  * into the library). Blocks the calling thread for opts->duration_s; from an asyncio loop,
  * call it in an executor (or use a watch) so the loop keeps running. */
 int sop_collect_self(sop_engine *e, const sop_collect_opts *opts, sop_evidence **out);
+
+/* Sample the Python stacks of `pid` (a CPython process) and of its CPython descendants (e.g.
+ * DataLoader workers, each its own root) for duration_s at rate_hz (0 = 100), and write them to
+ * `path`: an SVG flame graph when the name ends in ".svg", else collapsed stacks, one
+ * "frame;frame;frame count" line per stack. progress (may be NULL) is called about 4 times a
+ * second with the fraction done. Returns 0, SOP_ENOTARGET, SOP_ENOTPYTHON, SOP_EACCES, SOP_EIO. */
+typedef struct {
+    long samples;        /* ticks taken */
+    long missed;         /* ticks skipped or failed */
+    long thread_samples; /* one per thread per tick: what the stack counts add up to */
+    long stacks;         /* distinct stacks written */
+    double self_cpu_ms;  /* CPU time spent sampling */
+    double window_s;
+} sop_record_stats;
+int sop_record(sop_engine *e, int pid, double duration_s, double rate_hz, const char *path,
+               void (*progress)(void *ctx, double done_frac), void *ctx, sop_record_stats *stats);
 /* Parse a `sopctl evidence` JSON document. Not ours (no schema 1, no pid): SOP_EFORMAT. */
 int sop_evidence_from_json(sop_engine *e, const char *text, size_t len, sop_evidence **out);
 /* Serialize as JSON (pretty when `pretty`); *out owned by the caller (sop_free). */

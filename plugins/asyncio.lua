@@ -1,7 +1,8 @@
 -- plugins/asyncio.lua — SOP §5: the event-loop thread is running code that does not await (a
 -- synchronous sleep, HTTP or DB call, CPU work, a big json parse), so every other request waits.
--- Reads ev.python (frames per thread), ev.threads (OS state, cpu_pct). Thresholds:
--- loop_busy_cpu_pct.
+-- Reads ev.python (frames per thread; loop = the sampled window's longest stretch away from the
+-- selector), ev.threads (OS state, cpu_pct), ev.sampling. Thresholds: loop_busy_cpu_pct,
+-- loop_block_ms.
 
 local function T(en, zh) return { en = en, zh = zh } end
 
@@ -45,6 +46,42 @@ rule {
     if not py or not py.threads then
       return unknown(T("no Python stacks (not CPython, or its memory was not readable)",
                        "没有 Python 栈（不是 CPython，或无法读取其内存）"))
+    end
+    -- Over the sampled window: the longest stretch the loop thread ran without its selector.
+    local lp = py.loop
+    local block_ms = th.loop_block_ms or 100
+    if lp and lp.longest_block_ms and lp.longest_block_ms >= block_ms then
+      local smp = ev.sampling or {}
+      local frame = lp.frame or "?"
+      local fname = frame:match("^(.-) %(") or frame
+      return hit {
+        symptom = T("the asyncio event loop is stuck in one callback: every other request waits",
+                    "asyncio 事件循环卡在一个回调里：其他请求都在排队"),
+        evidence = T(fmt("event-loop thread tid %d ran %.0f ms without returning to the selector, in %s "
+                         .. "(longest stretch over a %.1f s window sampled at %g Hz, %d samples)",
+                         lp.tid or 0, lp.longest_block_ms, frame, ev.duration_s or 0, smp.rate_hz or 0,
+                         smp.samples or 0),
+                     fmt("事件循环线程 tid %d 有 %.0f ms 没有回到 selector，位置 %s（%.1f 秒窗口内以 %g Hz 采样 %d 次中最长的一段）",
+                         lp.tid or 0, lp.longest_block_ms, frame, ev.duration_s or 0, smp.rate_hz or 0,
+                         smp.samples or 0)),
+        cause = T(fmt("asyncio runs every coroutine on one thread: code in %s that does not await (time.sleep, "
+                      .. "requests/sync DB client, CPU work, json.loads of a large body) holds the whole loop for "
+                      .. "as long as it runs (SOP §5.1, §5.2).", fname),
+                  fmt("asyncio 在单线程上调度所有协程：%s 中不 await 的代码（time.sleep、requests/同步数据库客户端、"
+                      .. "CPU 计算、大 JSON 解析）运行多久，整个事件循环就卡多久（SOP §5.1、§5.2）。", fname)),
+        fix = T("In the coroutine: replace time.sleep with await asyncio.sleep; use an async client (aiohttp, "
+                .. "httpx.AsyncClient) instead of requests; move CPU work or large parsing to "
+                .. "await loop.run_in_executor(...) (a ProcessPoolExecutor for pure-Python CPU work) "
+                .. "(SOP §5.2).",
+                "在协程里：time.sleep 改为 await asyncio.sleep；requests 改为 aiohttp / httpx.AsyncClient；"
+                .. "CPU 计算或大数据解析放进 await loop.run_in_executor(...)"
+                .. "（纯 Python 计算用 ProcessPoolExecutor）（SOP §5.2）。"),
+        verify = T(fmt("`sopctl evidence --pid %d --duration 10`: python.loop.longest_block_ms below %g; "
+                       .. "PYTHONASYNCIODEBUG=1 prints no 'Executing <Task ...> took' warnings.", ev.pid, block_ms),
+                   fmt("`sopctl evidence --pid %d --duration 10`：python.loop.longest_block_ms 低于 %g；"
+                       .. "PYTHONASYNCIODEBUG=1 不再出现 'Executing <Task ...> took' 告警。", ev.pid, block_ms)),
+        refs = { "https://docs.python.org/3/library/asyncio-dev.html#running-blocking-code" },
+      }
     end
     local os_threads = {}
     for _, t in ipairs(ev.threads or {}) do os_threads[t.tid] = t end
@@ -103,6 +140,12 @@ rule {
     end
     if loops == 0 then
       return clear(T("no asyncio event loop among the Python threads", "Python 线程中没有 asyncio 事件循环"))
+    end
+    if lp and lp.longest_block_ms then
+      return clear(T(fmt("%d event loop(s), each waiting in the selector at the snapshot; longest stretch away "
+                         .. "from the selector over the window %.0f ms", loops, lp.longest_block_ms),
+                     fmt("%d 个事件循环，快照时都在 selector 中等待；窗口内离开 selector 最长 %.0f ms", loops,
+                         lp.longest_block_ms)))
     end
     return clear(T(fmt("%d event loop(s), each waiting in the selector at the snapshot", loops),
                    fmt("%d 个事件循环，快照时都在 selector 中等待", loops)))

@@ -1,8 +1,9 @@
 -- plugins/gil.lua — SOP §4: GIL contention. Several Python threads want to run Python code,
 -- but the process gets about one core, and one thread holds the GIL. Reads ev.python (threads,
--- frames, gil_holder_tid), ev.threads (per-thread cpu_pct and OS state), ev.proc.cpu_pct,
--- ev.effective_cpus. Thresholds: gil_thread_busy_pct, gil_min_threads, gil_min_process_pct,
--- gil_one_core_max_pct, gil_max_runqueue_wait_pct.
+-- frames, gil_holder_tid; threads[i].window = gil_frac / runnable_nogil_frac when the window was
+-- sampled), ev.threads (per-thread cpu_pct and OS state), ev.proc.cpu_pct, ev.effective_cpus.
+-- Thresholds: gil_thread_busy_pct, gil_min_threads, gil_min_process_pct, gil_one_core_max_pct,
+-- gil_max_runqueue_wait_pct.
 
 local function T(en, zh) return { en = en, zh = zh } end
 
@@ -28,19 +29,19 @@ rule {
     local os_threads = {}
     for _, t in ipairs(ev.threads or {}) do os_threads[t.tid] = t end
 
-    -- Python threads that used CPU over the window; and those that wanted it (ran or waited in
-    -- the run queue), whose run-queue wait tells a host starved by other load.
+    -- Python threads that used CPU over the window.
     local busy, sum, wait_sum, wait_n = {}, 0, 0, 0
     for _, t in ipairs(py.threads) do
       local o = os_threads[t.tid]
-      if o and o.cpu_pct and t.frames and #t.frames > 0 then
-        if o.cpu_pct >= th.gil_thread_busy_pct then
-          busy[#busy + 1] = { tid = t.tid, name = t.name, pct = o.cpu_pct, top = t.frames[1], gil = t.gil }
-          sum = sum + o.cpu_pct
-        end
-        if o.wait_pct and o.cpu_pct + o.wait_pct >= th.gil_thread_busy_pct then
-          wait_sum, wait_n = wait_sum + o.wait_pct, wait_n + 1
-        end
+      -- Busy: used CPU over the window, or (sampled) held or waited for the GIL a good part of it
+      -- (a loaded host can starve a thread of CPU while it still queues for the GIL).
+      local w = t.window
+      local wants = w and w.gil_frac and w.gil_wait_frac and (w.gil_frac + w.gil_wait_frac) >= 0.3
+      if o and o.cpu_pct and (o.cpu_pct >= th.gil_thread_busy_pct or wants) and t.frames and #t.frames > 0 then
+        busy[#busy + 1] = { tid = t.tid, name = t.name, pct = o.cpu_pct, top = t.frames[1], gil = t.gil,
+                            win = t.window }
+        sum = sum + o.cpu_pct
+        if o.wait_pct then wait_sum, wait_n = wait_sum + o.wait_pct, wait_n + 1 end
       end
     end
     local eff = ev.effective_cpus or (ev.host and ev.host.ncpu) or 1
@@ -48,21 +49,33 @@ rule {
                            #busy, th.gil_thread_busy_pct, p.cpu_pct, eff)
     local summary_zh = fmt("%d 个 Python 线程繁忙（各 >= 单核 %g%%）；进程 CPU %.0f%%；有效 CPU %d 个",
                            #busy, th.gil_thread_busy_pct, p.cpu_pct, eff)
-    -- Threads that take turns on the GIL sleep on it; threads starved by other processes wait in
-    -- the run queue instead. Only the first is the GIL's doing.
-    local wait_mean = wait_n > 0 and wait_sum / wait_n or nil
-    if wait_mean and wait_mean >= th.gil_max_runqueue_wait_pct then
-      return unknown(T(fmt("%s; but they waited %.0f%% of the window for a CPU (run queue): the host's CPUs "
-                           .. "are contended, so the GIL cannot be told apart", summary_en, wait_mean),
-                       fmt("%s；但这些线程有 %.0f%% 的时间在运行队列里等 CPU：主机 CPU 被争用，无法判断是否为 GIL",
-                           summary_zh, wait_mean)))
-    end
     if #busy < th.gil_min_threads then return clear(T(summary_en, summary_zh)) end
     if eff < 2 then
       return clear(T(summary_en .. ": one CPU, so the GIL is not what limits it",
                      summary_zh .. "：只有一个 CPU，瓶颈不是 GIL"))
     end
-    if p.cpu_pct < th.gil_min_process_pct then
+    -- Threads that take turns on the GIL sleep on it; threads starved by other processes wait in
+    -- the run queue instead. Only the first is the GIL's doing.
+    local wait_mean = wait_n > 0 and wait_sum / wait_n or nil
+    -- Sampled window: how often each busy thread held the GIL, and how often it was runnable
+    -- but without it (asleep on the GIL's lock, or running-state while another holds it).
+    -- Asleep on the GIL's own lock (gil_wait_frac) is direct evidence, whatever the host's load;
+    -- running without it is not (C code such as BLAS runs so on purpose).
+    local gil_sum, nogil_sum, wait_gil_sum, win_n = 0, 0, 0, 0
+    for _, b in ipairs(busy) do
+      if b.win and b.win.gil_frac and b.win.runnable_nogil_frac and b.win.gil_wait_frac then
+        gil_sum, nogil_sum, win_n = gil_sum + b.win.gil_frac, nogil_sum + b.win.runnable_nogil_frac, win_n + 1
+        wait_gil_sum = wait_gil_sum + b.win.gil_wait_frac
+      end
+    end
+    local gil_seen = win_n == #busy and win_n > 0 and wait_gil_sum / win_n >= 0.25
+    if wait_mean and wait_mean >= th.gil_max_runqueue_wait_pct and not gil_seen then
+      return unknown(T(fmt("%s; but they waited %.0f%% of the window for a CPU (run queue): the host's CPUs "
+                           .. "are contended, so the GIL cannot be told apart", summary_en, wait_mean),
+                       fmt("%s；但这些线程有 %.0f%% 的时间在运行队列里等 CPU：主机 CPU 被争用，无法判断是否为 GIL",
+                           summary_zh, wait_mean)))
+    end
+    if p.cpu_pct < th.gil_min_process_pct and not gil_seen then
       return clear(T(fmt("%s: below %g%% CPU, the threads are not CPU-bound together", summary_en,
                          th.gil_min_process_pct),
                      fmt("%s：低于 %g%% CPU，线程合起来并非 CPU 密集", summary_zh, th.gil_min_process_pct)))
@@ -77,12 +90,20 @@ rule {
     local lines = {}
     for i = 1, math.min(#busy, 6) do
       local b = busy[i]
-      lines[#lines + 1] = fmt("tid %d%s %.0f%% in %s", b.tid, b.gil and " (GIL)" or "", b.pct, where(b.top))
+      local w = b.win and b.win.gil_frac and b.win.runnable_nogil_frac
+                and fmt(", GIL held %.0f%% / runnable without it %.0f%% of samples", 100 * b.win.gil_frac,
+                        100 * b.win.runnable_nogil_frac) or ""
+      lines[#lines + 1] = fmt("tid %d%s %.0f%% in %s%s", b.tid, b.gil and " (GIL)" or "", b.pct, where(b.top), w)
     end
     local holder = py.gil_holder_tid and fmt("GIL holder at the snapshot: tid %d", py.gil_holder_tid)
                    or "no GIL holder at the snapshot"
     if wait_mean then
-      holder = holder .. fmt("; run-queue wait %.0f%% per thread (not CPU-starved)", wait_mean)
+      holder = holder .. fmt("; run-queue wait %.0f%% per thread", wait_mean)
+    end
+    if win_n > 0 then
+      holder = holder .. fmt("; sampled: the GIL held %.0f%% of the time in all (one holder at a time), each "
+                             .. "thread runnable without it %.0f%% (asleep on the GIL %.0f%%) on average",
+                             100 * gil_sum, 100 * nogil_sum / win_n, 100 * wait_gil_sum / win_n)
     end
     local evidence_zh = fmt("%d 个 Python 线程在 %.1f 秒内各用了 >= 单核 %g%%，合计 %.0f%%，但进程只用了 %.0f%% CPU"
                             .. "（约一个核），有效 CPU %d 个；%s。%s", #busy, ev.duration_s, th.gil_thread_busy_pct, sum,

@@ -72,4 +72,30 @@ int sop__python_collect(int pid, const char *proc_root, unsigned flags, sop_pyth
                         sop_missing *missing);
 void sop__python_free(sop_python *py);
 
+/* Repeated sampling (engine/sampler.c): the runtime is found once at open; each
+ * sop__python_sample re-reads every thread's frames (page cache emptied first, code objects
+ * kept), the GIL holder and the OS state, and hands each thread to `cb`. Never stops the
+ * target, skips names and the GC. */
+typedef struct sop_pysampler sop_pysampler;
+
+typedef struct {
+    int tid;                   /* 0 when unknown */
+    const char *name;          /* threading name ("" when none); valid during the callback */
+    bool gil;                  /* holds the GIL */
+    bool gil_wait;             /* asleep in a futex on the GIL (/proc/.../syscall) */
+    char state;                /* OS state letter; '?' when unreadable */
+    const sop_pyframe *frames; /* innermost first; valid during the callback only */
+    size_t nframes;
+    bool torn; /* the walk met inconsistent data twice: frames so far */
+} sop_pysample;
+
+typedef void (*sop_pysample_cb)(void *ctx, const sop_pysample *t);
+
+/* Returns 0, -ENOEXEC (not CPython), -ENOTSUP, -ESRCH, -EPERM/-EACCES, -ENOMEM. */
+int sop__python_open(int pid, const char *proc_root, sop_pysampler **out, sop_missing *missing);
+/* One tick. Returns the number of threads seen, or -ESRCH when the process is gone, or
+ * another negative errno when the thread list could not be read. */
+int sop__python_sample(sop_pysampler *s, sop_pysample_cb cb, void *ctx);
+void sop__python_close(sop_pysampler *s);
+
 #endif

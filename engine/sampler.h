@@ -1,0 +1,59 @@
+/* sampler.h — watching a window: tick at a rate, sample every thread's Python stack (and its
+ * CPython descendants', e.g. DataLoader workers) with the python probe's sampler, aggregate per
+ * thread (activity, GIL, runnable-without-GIL, top stacks, asyncio loop stretches). Used by
+ * engine/collect.c (evidence) and engine/record.c (collapsed stacks, flame graphs). */
+#ifndef SOP_SAMPLER_H
+#define SOP_SAMPLER_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include "missing.h"
+#include "value.h"
+
+#define SOP_SAMPLER_MAX_PROCS 33 /* the target and up to 32 CPython descendants */
+
+typedef struct sop_sampler sop_sampler;
+
+typedef void (*sop_sampler_progress)(void *ctx, double done_frac, long ticks);
+
+/* Find the CPython runtime of pid (and, with workers, of its CPython descendants). Returns 0,
+ * or the python probe's error for pid itself (-ENOEXEC when not CPython). */
+int sop__sampler_open(int pid, const char *proc_root, bool workers, sop_sampler **out,
+                      sop_missing *missing);
+/* Sample at rate_hz until the monotonic deadline (sop__now_ms). Returns 0, or -ESRCH when the
+ * target exited (what was sampled is kept). */
+int sop__sampler_run(sop_sampler *s, double deadline_ms, double rate_hz,
+                     sop_sampler_progress progress, void *ctx);
+/* ev.sampling, ev.python.threads[i].window, ev.python.loop, ev.python.workers, ev.python.loader
+ * (ev.python must already be there for the per-thread parts). */
+void sop__sampler_bridge(const sop_sampler *s, sop_value *ev);
+
+/* Every (thread, stack) seen, root first: "pid 12 (python3);tid 12 (python3);f (a.py);g (b.py)"
+ * and its count. The pointers stay valid until close. Returns the number of entries. */
+typedef struct {
+    const char *stack;
+    long count;
+} sop_stack_count;
+size_t sop__sampler_stacks(const sop_sampler *s, sop_stack_count **out); /* *out malloc'd */
+
+typedef struct {
+    long ticks;         /* ticks taken */
+    long missed;        /* ticks skipped because sampling overran, or that failed */
+    long thread_samples; /* (tick, thread) samples: the collapsed counts add up to this */
+    double rate_hz;
+    double self_cpu_ms; /* CPU time sopctl spent sampling */
+    double window_s;
+} sop_sampler_stats;
+void sop__sampler_stats(const sop_sampler *s, sop_sampler_stats *out);
+
+/* Collapsed stacks: one "frame;frame;frame count" line per stack. Returns 0 or -errno. */
+int sop__sampler_write_collapsed(const sop_sampler *s, FILE *f);
+void sop__sampler_close(sop_sampler *s);
+
+/* A self-contained SVG flame graph of collapsed stacks (engine/flamegraph.c). */
+int sop__flamegraph_write(const sop_stack_count *stacks, size_t n, const char *title, FILE *f);
+
+#endif
