@@ -824,12 +824,12 @@ static int collect(walker *w, unsigned flags, sop_python *py)
         memset(t, 0, sizeof *t);
         thread_job j = {w, tsa, t, 0, 0, 0, ""};
         walk_with_retry(&j, 0);
-        if (j.rc == -ESRCH) {
-            rc = -ESRCH;
-            break;
-        }
-        if (j.rc == -ENOMEM) {
-            rc = -ENOMEM;
+        if (j.rc == -ESRCH || j.rc == -ENOMEM) {
+            /* t is not counted in nthreads: free the frames a partial walk left in it */
+            free(t->frames);
+            t->frames = NULL;
+            t->nframes = 0;
+            rc = j.rc;
             break;
         }
         if (j.raw_tid > 0 && j.raw_tid < INT32_MAX)

@@ -3,7 +3,8 @@
  * from the input. Byte 0: the version (3.8 + b % 6) and the mode; the rest is an image mapped
  * at IMAGE_BASE, where _PyRuntime sits. Mode "flat": reads outside the image fail (-EFAULT);
  * mode "wrap": every nonzero address reads the image modulo its size, so every pointer the
- * walker follows is readable garbage. Depends on probes/python/python.h. */
+ * walker follows is readable garbage. Bit 6 of byte 0: the target "exits" (-ESRCH) after
+ * 4 x byte 1 reads, as a process dying mid-walk. Depends on probes/python/python.h. */
 #include "fuzz.h"
 #include "python/python.h"
 
@@ -15,12 +16,17 @@ typedef struct {
     const uint8_t *img;
     size_t size;
     int wrap;
+    long reads_left; /* < 0: never exits */
 } fake_mem;
 
 static int fake_read(void *ctx, uint64_t addr, void *buf, size_t len)
 {
-    const fake_mem *m = ctx;
+    fake_mem *m = ctx;
     uint8_t *out = buf;
+    if (m->reads_left >= 0 && m->reads_left-- == 0) {
+        m->reads_left = 0;
+        return -ESRCH;
+    }
     if (m->size == 0)
         return -EFAULT;
     if (!m->wrap) {
@@ -43,7 +49,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     if (size < 1)
         return 0;
     int minor = 8 + data[0] % 6;
-    fake_mem m = {NULL, size - 1, (data[0] & 0x80) != 0};
+    fake_mem m = {NULL, size - 1, (data[0] & 0x80) != 0, -1};
+    if ((data[0] & 0x40) && size > 1)
+        m.reads_left = 4L * data[1];
     uint8_t *img = malloc(m.size ? m.size : 1);
     if (!img)
         abort();
