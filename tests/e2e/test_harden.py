@@ -2,7 +2,8 @@
 real processes (root): a secret in the target's environment reaches no output (only the
 allow-listed tuning variables do); a target already SIGSTOPped stays stopped after `dump
 --native` and `run`; 3000 threads are read in bounded time and memory; a pid reused during a
-collection never mixes the new process into the old one's evidence."""
+collection never mixes the new process into the old one's evidence; control characters in
+Python thread names and code file names never reach any output raw."""
 import json
 import os
 import resource
@@ -221,12 +222,46 @@ def test_pid_reuse():
             b.kill()
             b.wait()
 
+EVIL_NAMES = r"""
+import threading, time, ctypes
+code = compile("def evil_spin():\n    while True:\n        pass\n", "/tmp/ev\x1b[2Jil\x07.py", "exec")
+ns = {}
+exec(code, ns)
+threading.Thread(target=ns["evil_spin"], name="th\x1b]0;pwn\x07read\nx", daemon=True).start()
+ctypes.CDLL(None).prctl(15, b"tn\x1b[31m\x07", 0, 0, 0)
+print("ready", flush=True)
+time.sleep(600)
+"""
+
+
+def test_control_chars_python():
+    with Target(EVIL_NAMES) as t:
+        time.sleep(0.3)
+        runs = {"dump": ("dump", "--pid", t.pid), "dump json": ("dump", "--pid", t.pid, "--json"),
+                "dump native": ("dump", "--pid", t.pid, "--native")}
+        for fmt in ("md", "text", "json"):
+            runs["run " + fmt] = ("run", "--pid", t.pid, "--duration", "0.5", "--format", fmt)
+        runs["evidence"] = ("evidence", "--pid", t.pid)
+        seen_name = False
+        for name, args in runs.items():
+            code, out, err = sopctl(*args)
+            raw = [c for c in out + err if ord(c) < 32 and c not in "\n\t" or ord(c) == 127]
+            check("ctl: %s ran" % name, code in (0, 1), "%d %s" % (code, err[:300]))
+            check("ctl: %s has no raw control characters" % name, not raw, repr(raw[:5]))
+            seen_name = seen_name or "pwn" in out
+            if name == "dump":
+                check("ctl: dump shows the thread and file escaped",
+                      "\\x1b]0;pwn\\x07read" in out and "ev\\x1b[2Jil\\x07.py" in out,
+                      out[:1500])
+        check("ctl: the evil thread was seen at all", seen_name)
+
 
 def main():
     test_many_threads()  # first: getrusage(RUSAGE_CHILDREN) reports the largest child so far
     test_secret_env()
     test_stopped_stays_stopped()
     test_pid_reuse()
+    test_control_chars_python()
     C.done()
 
 
