@@ -3,10 +3,12 @@ real processes (root): a secret in the target's environment reaches no output (o
 allow-listed tuning variables do); a target already SIGSTOPped stays stopped after `dump
 --native` and `run`; 3000 threads are read in bounded time and memory; a pid reused during a
 collection never mixes the new process into the old one's evidence; control characters in
-Python thread names and code file names never reach any output raw."""
+Python thread names and code file names never reach any output raw; an unprivileged user
+reads its own process."""
 import json
 import os
 import resource
+import shutil
 import signal
 import subprocess
 import sys
@@ -256,12 +258,60 @@ def test_control_chars_python():
         check("ctl: the evil thread was seen at all", seen_name)
 
 
+def as_nobody():
+    os.setgroups([])
+    os.setgid(65534)
+    os.setuid(65534)
+
+
+OWN = """
+import time
+def own_process_marker():
+    print('ready', flush=True)
+    time.sleep(600)
+own_process_marker()
+"""
+
+
+def test_unprivileged_own():
+    """An unprivileged user against its own process: everything that needs no privilege is
+    read (environ, stacks through process_vm_readv); with Yama ptrace_scope >= 1 the memory
+    of a non-descendant is refused, which must then be a named reason, not a failure."""
+    if os.geteuid() != 0 or not shutil.which("setpriv"):
+        print("note: unprivileged-own check skipped (needs root and setpriv)")
+        return
+    scope = None
+    try:
+        with open("/proc/sys/kernel/yama/ptrace_scope") as f:
+            scope = int(f.read())
+    except OSError:
+        pass
+    env = dict(os.environ, OMP_NUM_THREADS="5")
+    with Target(OWN, env=env, preexec_fn=as_nobody) as t:
+        code, out, err = sopctl("evidence", "--pid", t.pid, "--duration", "0", user="nobody")
+        check("own: evidence exit 0", code == 0, err[:300])
+        ev = json.loads(out) if code == 0 else {}
+        check("own: environ read (OMP_NUM_THREADS=5)",
+              (ev.get("proc") or {}).get("env", {}).get("OMP_NUM_THREADS") == "5",
+              (ev.get("proc") or {}).get("env"))
+        code, out, err = sopctl("dump", "--pid", t.pid, "--json", user="nobody")
+        if scope in (None, 0):
+            check("own: dump exit 0", code == 0, err[:300])
+            check("own: Python stack read", "own_process_marker" in out, out[:800])
+        else:
+            check("own (yama %d): refused with a reason, exit 3" % scope,
+                  code == 3 and "ermission" in out + err, out[:300] + err[:300])
+        code, out, err = sopctl("dump", "--pid", t.pid, "--native", user="nobody")
+        check("own: dump --native answered", code in (0, 3), err[:300])
+
+
 def main():
     test_many_threads()  # first: getrusage(RUSAGE_CHILDREN) reports the largest child so far
     test_secret_env()
     test_stopped_stays_stopped()
     test_pid_reuse()
     test_control_chars_python()
+    test_unprivileged_own()
     C.done()
 
 
