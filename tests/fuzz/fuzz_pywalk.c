@@ -36,10 +36,11 @@ static int fake_read(void *ctx, uint64_t addr, void *buf, size_t len)
         return 0;
     }
     size_t off = (size_t)((addr - IMAGE_BASE) % m->size);
-    for (size_t i = 0; i < len; i++) {
-        out[i] = m->img[off];
-        if (++off == m->size)
-            off = 0;
+    for (size_t done = 0; done < len;) {
+        size_t n = m->size - off < len - done ? m->size - off : len - done;
+        memcpy(out + done, m->img + off, n);
+        done += n;
+        off = 0;
     }
     return 0;
 }
