@@ -148,6 +148,35 @@ int sop_load_site_string(sop_engine *e, const char *chunkname, const char *sourc
     return load_site(e, chunkname ? chunkname : "site", source, len, NULL);
 }
 
+/* Read a rule or site file, refusing (as root) one another user could have written. */
+static int read_rules_file(sop_engine *e, const char *path, char **src, size_t *len)
+{
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return sop__fail(e, SOP_ERULES, "%s: %s", path, sop__strerror(errno));
+    struct stat st;
+    char why[200];
+    if (fstat(fd, &st) != 0 || sop__rules_file_trusted(&st, why, sizeof why) != 0) {
+        close(fd);
+        return sop__fail(e, SOP_ERULES, "%s: %s", path, why);
+    }
+    char self[64];
+    snprintf(self, sizeof self, "/proc/self/fd/%d", fd);
+    /* read what was checked (the same open file), not the path again */
+    int rc = sop__read_file_at(AT_FDCWD, self, RULES_FILE_MAX, src, len);
+    if (rc == -ENOENT) /* no /proc: fall back to the path */
+        rc = sop__read_file_at(AT_FDCWD, path, RULES_FILE_MAX, src, len);
+    close(fd);
+    if (rc != 0)
+        return sop__fail(e, SOP_ERULES, "%s: %s", path, sop__strerror(-rc));
+    if (*len >= RULES_FILE_MAX) {
+        free(*src);
+        *src = NULL;
+        return sop__fail(e, SOP_ERULES, "%s: larger than %u bytes", path, RULES_FILE_MAX);
+    }
+    return 0;
+}
+
 int sop_load_site_file(sop_engine *e, const char *path)
 {
     if (!e)
@@ -157,13 +186,9 @@ int sop_load_site_file(sop_engine *e, const char *path)
     clear_error(e);
     char *src = NULL;
     size_t len = 0;
-    int rc = sop__read_file_at(AT_FDCWD, path, RULES_FILE_MAX, &src, &len);
+    int rc = read_rules_file(e, path, &src, &len);
     if (rc != 0)
-        return sop__fail(e, SOP_ERULES, "%s: %s", path, sop__strerror(-rc));
-    if (len >= RULES_FILE_MAX) {
-        free(src);
-        return sop__fail(e, SOP_ERULES, "%s: larger than %u bytes", path, RULES_FILE_MAX);
-    }
+        return rc;
     char dir[PATH_MAX];
     snprintf(dir, sizeof dir, "%s", path);
     char *slash = strrchr(dir, '/');
@@ -204,13 +229,9 @@ int sop_load_rules_file(sop_engine *e, const char *path)
     clear_error(e);
     char *src = NULL;
     size_t len = 0;
-    int rc = sop__read_file_at(AT_FDCWD, path, RULES_FILE_MAX, &src, &len);
+    int rc = read_rules_file(e, path, &src, &len);
     if (rc != 0)
-        return sop__fail(e, SOP_ERULES, "%s: %s", path, sop__strerror(-rc));
-    if (len >= RULES_FILE_MAX) {
-        free(src);
-        return sop__fail(e, SOP_ERULES, "%s: larger than %u bytes", path, RULES_FILE_MAX);
-    }
+        return rc;
     /* Plugins are looked up next to the file; the embedded pack fills in what is not there. */
     char dir[PATH_MAX];
     snprintf(dir, sizeof dir, "%s", path);

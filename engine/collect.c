@@ -26,6 +26,15 @@ typedef struct {
     sop_cgroup cgroup;
 } snapshot;
 
+/* Is the process of the open /proc/PID directory still there? The directory stays bound to
+ * the process it was opened for: once that one is gone, reads through it fail even if the
+ * number has been given to a new process. */
+static bool target_alive(int pid_fd)
+{
+    char buf[64];
+    return sop__read_small_at(pid_fd, "stat", buf, sizeof buf) > 0;
+}
+
 static void snapshot_free(snapshot *s)
 {
     sop__thread_list_free(&s->threads);
@@ -273,12 +282,20 @@ int sop__collect(int pid, const sop_collect_opts *o, sop_value **out, char *err,
     c.effective_cpus = effective_cpus(&c);
     if (o->probes & SOP_PROBE_ALLOC)
         sop__alloc_detect(&c.proc, &c.alloc);
-    if (o->python && (o->probes & SOP_PROBE_PYTHON)) {
+    if (o->python && (o->probes & SOP_PROBE_PYTHON) && target_alive(pid_fd)) {
         /* Right after the thread snapshot, whose OS states stand in for the probe's own reads. */
         unsigned flags = c.threads.n ? SOP_PY_SKIP_OS_STATE : 0;
         int prc = sop__python_collect(pid, proc_root, flags, &c.python, &c.missing);
         if (prc == -ENOEXEC)
             sop__missing_add(&c.missing, "python", "not a CPython process");
+        /* The walker finds the target by number: if ours is gone now, the number may belong
+         * to another process already (pid reuse). Keep nothing it read. */
+        if (!target_alive(pid_fd) && c.python) {
+            sop__python_free(c.python);
+            c.python = NULL;
+            sop__missing_add(&c.missing, "python",
+                             "the target exited during the read; stacks discarded (pid reuse)");
+        }
         if (c.python && flags)
             mark_active_threads(c.python, &c.threads);
     }

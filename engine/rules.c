@@ -874,7 +874,7 @@ static int dsl_pct(lua_State *L)
 }
 
 /* Read a regular text file of at most `max` bytes into a malloc'd buffer; errno on failure. */
-static char *read_file(const char *path, size_t max, size_t *len)
+static char *read_file(const char *path, size_t max, size_t *len, char *why, size_t whylen)
 {
     int fd = open(path, O_RDONLY | O_CLOEXEC);
     if (fd < 0)
@@ -883,6 +883,10 @@ static char *read_file(const char *path, size_t max, size_t *len)
     char *buf = NULL;
     if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode) || (size_t)st.st_size > max) {
         errno = S_ISREG(st.st_mode) ? EFBIG : EISDIR;
+        goto out;
+    }
+    if (sop__rules_file_trusted(&st, why, whylen) != 0) {
+        errno = EPERM;
         goto out;
     }
     buf = malloc((size_t)st.st_size + 1);
@@ -950,7 +954,10 @@ static int sb_require(lua_State *L)
         char path[4096];
         snprintf(path, sizeof path, "%s/%s", r->search_dir, rel);
         size_t flen = 0;
-        char *buf = read_file(path, MAX_SOURCE_BYTES, &flen);
+        char why[200] = "";
+        char *buf = read_file(path, MAX_SOURCE_BYTES, &flen, why, sizeof why);
+        if (!buf && why[0])
+            return luaL_error(L, "module '%s': %s %s", name, rel, why);
         if (!buf)
             return luaL_error(L, "module '%s' not found: cannot read %s (%s)", name, rel,
                               strerror(errno));

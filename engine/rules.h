@@ -72,4 +72,9 @@ int sop__rules_set_threshold(sop_rules *r, const char *key, const char *value, c
  * Returns 0, or SOP_ENORULES / SOP_ENOMEM. */
 int sop__rules_run(sop_rules *r, const sop_value *ev, sop_value **out, char *err, size_t errlen);
 
+/* When running as root: 0 when the file (its fstat) is owned by root and not writable by group
+ * or others, else -1 with the reason in why. Always 0 for other users. (engine/trust.c) */
+struct stat;
+int sop__rules_file_trusted(const struct stat *st, char *why, size_t whylen);
+
 #endif

@@ -10,6 +10,7 @@ packages=(
   python3 python3-numpy python3-torch python3-aiohttp python3-uvloop
   python3-setuptools python3-pip
   lua-check procps util-linux jq
+  clang libclang-rt-14-dev valgrind
 )
 missing=()
 for p in "${packages[@]}"; do

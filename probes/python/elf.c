@@ -43,11 +43,15 @@ int sop__elf_from_buffer(const uint8_t *buf, size_t size, sop_elf *e)
     memset(e, 0, sizeof *e);
     e->base = buf;
     e->size = size;
-    if (size < sizeof(Elf64_Ehdr) || memcmp(buf, ELFMAG, SELFMAG) != 0 ||
+    /* Tables are read in place: a buffer or table offset not 8-aligned (the ELF64 ABI
+     * requires it) is refused rather than read misaligned. */
+    if (size < sizeof(Elf64_Ehdr) || ((uintptr_t)buf & 7) || memcmp(buf, ELFMAG, SELFMAG) != 0 ||
         buf[EI_CLASS] != ELFCLASS64 || buf[EI_DATA] != ELFDATA2LSB)
         return -ENOEXEC;
     const Elf64_Ehdr *h = ehdr(e);
     if (h->e_type != ET_EXEC && h->e_type != ET_DYN)
+        return -ENOEXEC;
+    if ((h->e_shoff & 7) || (h->e_shentsize & 7) || (h->e_phoff & 7) || (h->e_phentsize & 7))
         return -ENOEXEC;
     if (h->e_shnum > ELF_MAX_SECTIONS || (h->e_shnum && h->e_shentsize < sizeof(Elf64_Shdr)) ||
         !in_file(e, h->e_shoff, (uint64_t)h->e_shnum * h->e_shentsize))
@@ -138,7 +142,8 @@ static int search_symtab(const sop_elf *e, uint32_t type, const char *name, uint
     size_t nlen = strlen(name);
     for (unsigned i = 0; i < ehdr(e)->e_shnum; i++) {
         const Elf64_Shdr *s = shdr_at(e, i);
-        if (!s || s->sh_type != type || s->sh_entsize < sizeof(Elf64_Sym))
+        if (!s || s->sh_type != type || s->sh_entsize < sizeof(Elf64_Sym) ||
+            ((s->sh_offset | s->sh_entsize) & 7))
             continue;
         const Elf64_Shdr *str = shdr_at(e, s->sh_link);
         if (!str || !in_file(e, s->sh_offset, s->sh_size) ||
@@ -188,7 +193,7 @@ int sop__elf_func_symbols(const sop_elf *e, sop_elf_sym **out, size_t *n)
     for (unsigned i = 0; i < ehdr(e)->e_shnum; i++) {
         const Elf64_Shdr *s = shdr_at(e, i);
         if (!s || (s->sh_type != SHT_SYMTAB && s->sh_type != SHT_DYNSYM) ||
-            s->sh_entsize < sizeof(Elf64_Sym))
+            s->sh_entsize < sizeof(Elf64_Sym) || ((s->sh_offset | s->sh_entsize) & 7))
             continue;
         const Elf64_Shdr *str = shdr_at(e, s->sh_link);
         if (!str || !in_file(e, s->sh_offset, s->sh_size) ||

@@ -2,32 +2,42 @@
  * Objects/codeobject.c of each version (PyCode_Addr2Line). Pure; libc only. */
 #include "linetable.h"
 
-/* 3.8-3.9 co_lnotab: pairs (unsigned byte-offset increment, signed line increment). */
-static int lnotab_line(const uint8_t *p, size_t len, int line, int addrq)
+#include <limits.h>
+#include <stdint.h>
+
+/* Lines are summed in 64 bits (a torn or hostile table can push them past INT_MAX); a
+ * result outside 0..INT_MAX is "no line" (-1). */
+static int clamp_line(int64_t line)
 {
-    int addr = 0;
+    return line < 0 || line > INT_MAX ? -1 : (int)line;
+}
+
+/* 3.8-3.9 co_lnotab: pairs (unsigned byte-offset increment, signed line increment). */
+static int lnotab_line(const uint8_t *p, size_t len, int line0, int addrq)
+{
+    int64_t addr = 0, line = line0;
     for (size_t i = 0; i + 1 < len; i += 2) {
         addr += p[i];
         if (addr > addrq)
             break;
         line += (int8_t)p[i + 1];
     }
-    return line;
+    return clamp_line(line);
 }
 
 /* 3.10 co_linetable: pairs (unsigned byte-length of the range, signed line delta; -128 = no
  * line). Empty ranges only carry a line change. */
-static int linetable310_line(const uint8_t *p, size_t len, int line, int addrq)
+static int linetable310_line(const uint8_t *p, size_t len, int line0, int addrq)
 {
-    int end = 0;
+    int64_t end = 0, line = line0;
     for (size_t i = 0; i + 1 < len; i += 2) {
-        int start = end;
+        int64_t start = end;
         end += p[i];
         int8_t ld = (int8_t)p[i + 1];
         int cur = -1;
         if (ld != -128) {
             line += ld;
-            cur = line;
+            cur = clamp_line(line);
         }
         if (start != end && addrq >= start && addrq < end)
             return cur;
@@ -59,9 +69,9 @@ static int read_svarint(const uint8_t *p, size_t len, size_t *i)
  * length in code units = (bits 0-2) + 1. Codes: 15 no location; 14 long form and 13 no
  * columns carry a signed line delta; 10-12 one-line forms with delta code-10; 0-9 short
  * forms, same line. */
-static int locations_line(const uint8_t *p, size_t len, int line, int addrq)
+static int locations_line(const uint8_t *p, size_t len, int line0, int addrq)
 {
-    int addr = 0;
+    int64_t addr = 0, line = line0;
     size_t i = 0;
     while (i < len) {
         uint8_t first = p[i];
@@ -77,9 +87,9 @@ static int locations_line(const uint8_t *p, size_t len, int line, int addrq)
         else if (code >= 10 && code <= 12)
             delta = code - 10;
         line += delta;
-        int end = addr + units * 2;
+        int64_t end = addr + units * 2;
         if (addrq >= addr && addrq < end)
-            return code == 15 ? -1 : line;
+            return code == 15 ? -1 : clamp_line(line);
         addr = end;
         /* skip to the next entry start */
         i++;

@@ -752,7 +752,7 @@ static void prefetch_first_frames(walker *w, const uint64_t *tstates, size_t nts
 static int collect(walker *w, unsigned flags, sop_python *py)
 {
     const sop_pylayout *L = &w->L;
-    int rc = find_runtime(w, py);
+    int rc = w->runtime ? 0 : find_runtime(w, py); /* given when the target is a fake */
     if (rc < 0)
         return rc;
     uint64_t interp;
@@ -824,12 +824,12 @@ static int collect(walker *w, unsigned flags, sop_python *py)
         memset(t, 0, sizeof *t);
         thread_job j = {w, tsa, t, 0, 0, 0, ""};
         walk_with_retry(&j, 0);
-        if (j.rc == -ESRCH) {
-            rc = -ESRCH;
-            break;
-        }
-        if (j.rc == -ENOMEM) {
-            rc = -ENOMEM;
+        if (j.rc == -ESRCH || j.rc == -ENOMEM) {
+            /* t is not counted in nthreads: free the frames a partial walk left in it */
+            free(t->frames);
+            t->frames = NULL;
+            t->nframes = 0;
+            rc = j.rc;
             break;
         }
         if (j.raw_tid > 0 && j.raw_tid < INT32_MAX)
@@ -882,7 +882,7 @@ static int collect(walker *w, unsigned flags, sop_python *py)
                 if (nr == -EPERM || nr == -EACCES) {
                     ptrace_refused = true;
                     sop__missing_add(w->missing, "native", "ptrace refused: %s", err);
-                    snprintf(t->native_error, sizeof t->native_error, "ptrace refused: %s", err);
+                    snprintf(t->native_error, sizeof t->native_error, "ptrace refused: %.140s", err);
                 } else if (nr < 0) {
                     snprintf(t->native_error, sizeof t->native_error, "%s", err);
                     sop__missing_add(w->missing, "native", "thread %d: %s", t->tid, err);
@@ -913,8 +913,17 @@ static int collect(walker *w, unsigned flags, sop_python *py)
     return 0;
 }
 
-int sop__python_collect(int pid, const char *proc_root, unsigned flags, sop_python **out,
-                        sop_missing *missing)
+/* The collection proper. With `fake` (fuzzing, tests) the layout and runtime address are
+ * given and memory is read through fake->source: no maps, no ELF images. */
+typedef struct {
+    sop_rmem_source source;
+    void *ctx;
+    const sop_pylayout *L;
+    uint64_t runtime;
+} fake_target;
+
+static int collect_at(int pid, const char *proc_root, unsigned flags, const fake_target *fake,
+                      sop_python **out, sop_missing *missing)
 {
     *out = NULL;
     walker w;
@@ -924,13 +933,16 @@ int sop__python_collect(int pid, const char *proc_root, unsigned flags, sop_pyth
     w.missing = missing;
     char path[300];
     size_t len;
-    snprintf(path, sizeof path, "%s/%d/maps", w.proc_root, pid);
-    int rc = sop__read_file_at(AT_FDCWD, path, MAPS_MAX_BYTES, &w.maps, &len);
-    if (rc < 0) {
-        if (rc == -ENOENT)
-            rc = -ESRCH;
-        sop__missing_add(missing, "python", "%s: %s", path, sop__strerror(-rc));
-        return rc;
+    int rc;
+    if (!fake) {
+        snprintf(path, sizeof path, "%s/%d/maps", w.proc_root, pid);
+        rc = sop__read_file_at(AT_FDCWD, path, MAPS_MAX_BYTES, &w.maps, &len);
+        if (rc < 0) {
+            if (rc == -ENOENT)
+                rc = -ESRCH;
+            sop__missing_add(missing, "python", "%s: %s", path, sop__strerror(-rc));
+            return rc;
+        }
     }
     sop_python *py = calloc(1, sizeof *py);
     w.py = py;
@@ -941,6 +953,12 @@ int sop__python_collect(int pid, const char *proc_root, unsigned flags, sop_pyth
         sop__rmem_open(&w.mem, pid, w.proc_root) < 0) {
         rc = -ENOMEM;
         goto out;
+    }
+    if (fake) {
+        w.mem.source = fake->source;
+        w.mem.source_ctx = fake->ctx;
+        w.L = *fake->L;
+        w.runtime = fake->runtime;
     }
     py->gil_holder_tid = SOP_NA;
     py->gc_enabled = py->gc_collecting = py->gc_frozen = SOP_NA;
@@ -1226,4 +1244,24 @@ void sop__python_close(sop_pysampler *s)
     }
     sop__python_free(s->py);
     free(s);
+}
+
+int sop__python_collect(int pid, const char *proc_root, unsigned flags, sop_python **out,
+                        sop_missing *missing)
+{
+    return collect_at(pid, proc_root, flags, NULL, out, missing);
+}
+
+int sop__python_collect_fake(sop_rmem_source source, void *ctx, int minor, uint64_t runtime,
+                             unsigned flags, sop_python **out, sop_missing *missing)
+{
+    const sop_pylayout *L = sop__pylayout_table(minor);
+    if (!L || !runtime) {
+        *out = NULL;
+        return -ENOTSUP;
+    }
+    fake_target fake = {source, ctx, L, runtime};
+    /* pid 0 under an absent root: every /proc look-up (task states, tids) fails harmlessly. */
+    return collect_at(0, "/nonexistent-sop-fake-root", flags & ~SOP_PY_NATIVE, &fake, out,
+                      missing);
 }

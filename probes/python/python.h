@@ -11,6 +11,7 @@
 #include <stdint.h>
 
 #include "../missing.h"
+#include "remote_mem.h"
 
 #define SOP_PY_NATIVE 0x1u  /* interrupt each thread briefly and unwind its native stack */
 #define SOP_PY_SKIP_GC 0x2u /* leave the GC state out (counting frozen objects walks a list) */
@@ -71,6 +72,11 @@ typedef struct sop_python {
 int sop__python_collect(int pid, const char *proc_root, unsigned flags, sop_python **out,
                         sop_missing *missing);
 void sop__python_free(sop_python *py);
+/* The same walk over a stand-in memory (fuzzing, tests): the runtime at `runtime`, the
+ * built-in layout of 3.<minor>, every read through `source` (see remote_mem.h). No /proc,
+ * no ELF, never --native. Returns as sop__python_collect (-ENOTSUP for an unknown minor). */
+int sop__python_collect_fake(sop_rmem_source source, void *ctx, int minor, uint64_t runtime,
+                             unsigned flags, sop_python **out, sop_missing *missing);
 
 /* Repeated sampling (engine/sampler.c): the runtime is found once at open; each
  * sop__python_sample re-reads every thread's frames (page cache emptied first, code objects

@@ -78,6 +78,11 @@ int sop__rmem_read_direct(sop_rmem *m, uint64_t addr, void *buf, size_t len)
         return 0;
     if (addr == 0 || addr + len < addr)
         return -EFAULT;
+    if (m->source) {
+        m->reads++;
+        int r = m->source(m->source_ctx, addr, buf, len);
+        return r < 0 ? -(m->last_errno = -r) : 0;
+    }
     if (!m->use_mem_fd) {
         struct iovec local = {buf, len};
         struct iovec remote = {(void *)(uintptr_t)addr, len};
@@ -150,7 +155,7 @@ int sop__rmem_read(sop_rmem *m, uint64_t addr, void *buf, size_t len)
 
 size_t sop__rmem_prefetch(sop_rmem *m, const uint64_t *addrs, size_t n, size_t len)
 {
-    if (!m->pages || m->use_mem_fd || len == 0 || len > 4 * SOP_RMEM_PAGE)
+    if (!m->pages || m->use_mem_fd || m->source || len == 0 || len > 4 * SOP_RMEM_PAGE)
         return 0;
     struct iovec local[PREFETCH_MAX_IOV], remote[PREFETCH_MAX_IOV];
     sop_rmem_page *slots[PREFETCH_MAX_IOV];

@@ -16,6 +16,10 @@ typedef struct {
     uint8_t *data; /* SOP_RMEM_PAGE bytes inside sop_rmem.block */
 } sop_rmem_page;
 
+/* A stand-in for the target's memory (fuzzing, tests): fill buf with len bytes at addr and
+ * return 0, or return -errno (-EFAULT for unmapped). */
+typedef int (*sop_rmem_source)(void *ctx, uint64_t addr, void *buf, size_t len);
+
 typedef struct {
     int pid;
     int mem_fd;           /* /proc/PID/mem, opened lazily when process_vm_readv is refused */
@@ -25,6 +29,8 @@ typedef struct {
     uint8_t *block;       /* their data, left uninitialized: only pages used are touched */
     uint64_t reads;       /* syscalls issued (for tests and benchmarks) */
     char proc_root[128];
+    sop_rmem_source source; /* when set, every read goes to it instead of the process */
+    void *source_ctx;
 } sop_rmem;
 
 /* Set up a reader for `pid` (proc_root locates PID/mem). Returns 0 or -ENOMEM. */

@@ -80,8 +80,11 @@ def stop(p):
 
 
 def dump(pid, *extra, preexec=None, timeout=60):
+    env = None
+    if preexec:  # a seccomp filter may deny ptrace, which LeakSanitizer needs (sanitized builds)
+        env = dict(os.environ, ASAN_OPTIONS=os.environ.get("ASAN_OPTIONS", "") + ":detect_leaks=0")
     r = subprocess.run([SOPCTL, "dump", "--pid", str(pid)] + list(extra), capture_output=True,
-                       text=True, timeout=timeout, preexec_fn=preexec)
+                       text=True, timeout=timeout, preexec_fn=preexec, env=env)
     return r
 
 

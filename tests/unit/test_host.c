@@ -170,7 +170,11 @@ static void test_live(void)
         sop__missing_free(&m2);
     }
     printf("host snapshot: best %.3f ms, %zu disks\n", best, h2.ndisks);
+#if defined(__SANITIZE_ADDRESS__) || !defined(__OPTIMIZE__)
+    CHECK(best < 10.0); /* instrumented or unoptimized builds: a looser budget */
+#else
     CHECK(best < 2.0);
+#endif
     usleep(100 * 1000);
     sop_missing m3 = {0};
     sop__host_collect(&h2, &m3);
