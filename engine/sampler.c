@@ -819,13 +819,11 @@ void sop__sampler_bridge(const sop_sampler *s, sop_value *ev)
         sop__v_set_int(o, "pid", pe->pid);
         sop__v_set(o, "comm", sop__bridge_text(pe->comm));
         sop__v_set(o, "cmdline", sop__bridge_text(pe->cmdline));
-        long n = 0, r = 0, d = 0, sl = 0;
         sop_value *ta = sop__v_arr_at(o, "threads");
         for (size_t i = 0; i < s->nthrs; i++) {
             const thr *t = &s->thrs[i];
             if (t->proc != p)
                 continue;
-            n += t->n, r += t->state_r, d += t->state_d, sl += t->state_s;
             sop_value *to = sop__v_obj();
             if (!to)
                 break;
@@ -844,7 +842,6 @@ void sop__sampler_bridge(const sop_sampler *s, sop_value *ev)
                 wn += t->n, wr += t->state_r, wd += t->state_d, ws += t->n - t->state_r - t->state_d;
             }
         }
-        (void)sl;
         sop__v_set_int(o, "samples", pe->samples);
         /* how it was started: fork children keep the parent's command line */
         const char *how = strstr(pe->cmdline, "multiprocessing.spawn")        ? "spawn"

@@ -248,6 +248,10 @@ void sop__kmsg_feed_line(sop_oom_list *l, const char *line, size_t len, double m
 {
     if (len == 0 || line[0] == ' ' || len > MSG_MAX * 2)
         return; /* continuation ("key=value" dictionary) lines start with a blank */
+    /* Every line sop__kmsg_feed acts on names a kill ("oom-killer", "oom-kill:", "killed as a
+     * result", "Killed process", "Kill process"): skip the thousands of others cheaply. */
+    if (!memmem(line, len, "ill", 3))
+        return;
     char buf[MSG_MAX];
     copy_span(buf, sizeof buf, line, len);
     const char *p = buf;
