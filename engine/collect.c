@@ -2,6 +2,7 @@
  * wait out the window; snapshot again and compute rates; add the kernel log, the allocator
  * and the CPython state; hand the result to the bridge. Depends on the probes' headers. */
 #include <errno.h>
+#include <stdbool.h>
 #include <fcntl.h>
 #include <math.h>
 #include <stdio.h>
@@ -253,6 +254,8 @@ int sop__collect(int pid, const sop_collect_opts *o, sop_value **out, char *err,
         sop_missing scratch = {0};
         int rc2 = take(root_fd, pid_fd, pid, o, &b, &scratch);
         double secs = (sop__now_ms() - t0) / 1e3;
+        if (rc2 == 0 && (!b.proc.have_stat || !target_alive(pid_fd)))
+            rc2 = -ESRCH; /* gone while read: a partial second snapshot is no current state */
         if (rc2 == 0) {
             /* The second snapshot is the current state; its failures replace the first's. */
             sop__missing_free(&c.missing);
@@ -282,7 +285,10 @@ int sop__collect(int pid, const sop_collect_opts *o, sop_value **out, char *err,
     c.effective_cpus = effective_cpus(&c);
     if (o->probes & SOP_PROBE_ALLOC)
         sop__alloc_detect(&c.proc, &c.alloc);
-    if (o->python && (o->probes & SOP_PROBE_PYTHON) && target_alive(pid_fd)) {
+    bool alive_now = target_alive(pid_fd);
+    if (o->python && (o->probes & SOP_PROBE_PYTHON) && !alive_now)
+        sop__missing_add(&c.missing, "python", "the target exited; Python stacks not read");
+    if (o->python && (o->probes & SOP_PROBE_PYTHON) && alive_now) {
         /* Right after the thread snapshot, whose OS states stand in for the probe's own reads. */
         unsigned flags = c.threads.n ? SOP_PY_SKIP_OS_STATE : 0;
         int prc = sop__python_collect(pid, proc_root, flags, &c.python, &c.missing);
