@@ -20,6 +20,11 @@ int cli_exit_for(int sop_err);
 int cli_parse_duration(const char *s, double *out);
 /* Parse a sampling rate in Hz (0..10000); 0 or -1. */
 int cli_parse_rate(const char *s, double *out);
+/* The options run, evidence and record share, as getopt returned them: 'p' --pid, 'd'
+ * --duration, 'r' --rate, ':' (a value missing) and anything else (unknown). optname is the
+ * option as typed, for messages. Returns EXIT_CLEAN, or EXIT_USAGE after printing why. */
+int cli_window_opt(int opt, const char *arg, const char *optname, int *pid, double *duration_s,
+                   double *rate_hz);
 /* Read a whole file ("-" = stdin) of at most max bytes; malloc'd, NUL-terminated; NULL with
  * errno on failure. */
 #include <stddef.h>

@@ -37,36 +37,17 @@ int cmd_record(int argc, char **argv)
     opterr = 0;
     while ((c = getopt_long(argc, argv, ":p:d:r:o:h", opts, NULL)) != -1) {
         switch (c) {
-        case 'p':
-            if ((pid = cli_parse_pid(optarg)) < 0) {
-                fprintf(stderr, "sopctl: --pid: '%s' is not a process id\n", optarg);
-                return EXIT_USAGE;
-            }
-            break;
-        case 'd':
-            if (cli_parse_duration(optarg, &duration) != 0 || duration <= 0) {
-                fprintf(stderr, "sopctl: --duration: '%s' is not 0..3600 seconds\n", optarg);
-                return EXIT_USAGE;
-            }
-            break;
-        case 'r':
-            if (cli_parse_rate(optarg, &rate) != 0 || rate <= 0) {
-                fprintf(stderr, "sopctl: --rate: '%s' is not 1..10000 Hz\n", optarg);
-                return EXIT_USAGE;
-            }
-            break;
         case 'o':
             output = optarg;
             break;
         case 'h':
             printf("usage: sopctl record --pid N --duration S [--rate HZ] -o FILE(.txt|.svg)\n");
             return EXIT_CLEAN;
-        case ':':
-            fprintf(stderr, "sopctl: option '%s' needs a value\n", argv[optind - 1]);
-            return EXIT_USAGE;
-        default:
-            fprintf(stderr, "sopctl: unknown option '%s'\n", argv[optind - 1]);
-            return EXIT_USAGE;
+        default: {
+            int st = cli_window_opt(c, optarg, argv[optind - 1], &pid, &duration, &rate);
+            if (st != EXIT_CLEAN)
+                return st;
+        }
         }
     }
     if (optind < argc) {
@@ -75,6 +56,11 @@ int cmd_record(int argc, char **argv)
     }
     if (pid < 0 || !output) {
         fprintf(stderr, "sopctl: record needs --pid N and -o FILE\n");
+        return EXIT_USAGE;
+    }
+    if (duration <= 0 || rate <= 0) {
+        fprintf(stderr, "sopctl: record needs a window and a rate above 0 (--duration %g, --rate %g)\n",
+                duration, rate);
         return EXIT_USAGE;
     }
     sop_engine *e = NULL;

@@ -55,26 +55,8 @@ int cmd_run(int argc, char **argv)
     opterr = 0;
     while ((c = getopt_long(argc, argv, ":p:e:d:r:f:l:s:h", opts, NULL)) != -1) {
         switch (c) {
-        case 'p':
-            if ((pid = cli_parse_pid(optarg)) < 0) {
-                fprintf(stderr, "sopctl: --pid: '%s' is not a process id\n", optarg);
-                return EXIT_USAGE;
-            }
-            break;
         case 'e':
             evidence = optarg;
-            break;
-        case 'd':
-            if (cli_parse_duration(optarg, &co.duration_s) != 0) {
-                fprintf(stderr, "sopctl: --duration: '%s' is not 0..3600 seconds\n", optarg);
-                return EXIT_USAGE;
-            }
-            break;
-        case 'r':
-            if (cli_parse_rate(optarg, &co.rate_hz) != 0) {
-                fprintf(stderr, "sopctl: --rate: '%s' is not 0..10000 Hz\n", optarg);
-                return EXIT_USAGE;
-            }
             break;
         case 'f':
             if (strcmp(optarg, "md") == 0)
@@ -106,12 +88,11 @@ int cmd_run(int argc, char **argv)
             printf("usage: sopctl run [RULES.lua] (--pid N | --evidence FILE) [--duration S]\n"
                    "                  [--rate HZ] [--format md|json|text] [--lang en|zh] [--set KEY=VALUE]...\n");
             return EXIT_CLEAN;
-        case ':':
-            fprintf(stderr, "sopctl: option '%s' needs a value\n", argv[optind - 1]);
-            return EXIT_USAGE;
-        default:
-            fprintf(stderr, "sopctl: unknown option '%s'\n", argv[optind - 1]);
-            return EXIT_USAGE;
+        default: {
+            int st = cli_window_opt(c, optarg, argv[optind - 1], &pid, &co.duration_s, &co.rate_hz);
+            if (st != EXIT_CLEAN)
+                return st;
+        }
         }
     }
     if (optind < argc)

@@ -100,3 +100,34 @@ void cli_print_error(const char *what, int err, const sop_engine *e)
     fprintf(stderr, "sopctl: %s: %s%s%s\n", what, sop_strerror(err), detail[0] ? ": " : "",
             detail);
 }
+
+int cli_window_opt(int opt, const char *arg, const char *optname, int *pid, double *duration_s,
+                   double *rate_hz)
+{
+    switch (opt) {
+    case 'p':
+        if ((*pid = cli_parse_pid(arg)) < 0) {
+            fprintf(stderr, "sopctl: --pid: '%s' is not a process id\n", arg);
+            return EXIT_USAGE;
+        }
+        return EXIT_CLEAN;
+    case 'd':
+        if (cli_parse_duration(arg, duration_s) != 0) {
+            fprintf(stderr, "sopctl: --duration: '%s' is not 0..3600 seconds\n", arg);
+            return EXIT_USAGE;
+        }
+        return EXIT_CLEAN;
+    case 'r':
+        if (cli_parse_rate(arg, rate_hz) != 0) {
+            fprintf(stderr, "sopctl: --rate: '%s' is not 0..10000 Hz\n", arg);
+            return EXIT_USAGE;
+        }
+        return EXIT_CLEAN;
+    case ':':
+        fprintf(stderr, "sopctl: option '%s' needs a value\n", optname);
+        return EXIT_USAGE;
+    default:
+        fprintf(stderr, "sopctl: unknown option '%s'\n", optname);
+        return EXIT_USAGE;
+    }
+}
