@@ -177,6 +177,18 @@ static int read_rules_file(sop_engine *e, const char *path, char **src, size_t *
     return 0;
 }
 
+/* The directory of `path` into dir ("." when it has none); returns its file name part. */
+static const char *split_path(const char *path, char *dir, size_t dirlen)
+{
+    const char *slash = strrchr(path, '/');
+    if (!slash) {
+        snprintf(dir, dirlen, ".");
+        return path;
+    }
+    snprintf(dir, dirlen, "%.*s", (int)(slash - path), path);
+    return slash + 1;
+}
+
 int sop_load_site_file(sop_engine *e, const char *path)
 {
     if (!e)
@@ -190,13 +202,7 @@ int sop_load_site_file(sop_engine *e, const char *path)
     if (rc != 0)
         return rc;
     char dir[PATH_MAX];
-    snprintf(dir, sizeof dir, "%s", path);
-    char *slash = strrchr(dir, '/');
-    if (slash)
-        *slash = '\0';
-    else
-        snprintf(dir, sizeof dir, ".");
-    const char *name = slash ? path + (slash - dir) + 1 : path;
+    const char *name = split_path(path, dir, sizeof dir);
     rc = load_site(e, name, src, len, dir);
     free(src);
     return rc;
@@ -234,13 +240,7 @@ int sop_load_rules_file(sop_engine *e, const char *path)
         return rc;
     /* Plugins are looked up next to the file; the embedded pack fills in what is not there. */
     char dir[PATH_MAX];
-    snprintf(dir, sizeof dir, "%s", path);
-    char *slash = strrchr(dir, '/');
-    if (slash)
-        *slash = '\0';
-    else
-        snprintf(dir, sizeof dir, ".");
-    const char *name = slash ? path + (slash - dir) + 1 : path;
+    const char *name = split_path(path, dir, sizeof dir);
     rc = load(e, name, src, len, dir, sop__embedded_modules);
     free(src);
     return rc;

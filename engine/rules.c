@@ -1037,6 +1037,20 @@ static void set_fn(lua_State *L, const char *name, lua_CFunction f)
 }
 
 /* Open the libraries into the registry (not as globals) and build the sandbox table. */
+
+/* A read-only view's metatable, kept in the registry under key: reads through index_fn,
+ * writes refused, # and pairs on the underlying table, metatable hidden. */
+static void register_ro_mt(lua_State *L, lua_CFunction index_fn, const void *key)
+{
+    lua_newtable(L);
+    set_fn(L, "__index", index_fn);
+    set_fn(L, "__newindex", ro_newindex);
+    set_fn(L, "__len", ro_len);
+    set_fn(L, "__pairs", ro_pairs);
+    lua_pushliteral(L, "read-only");
+    lua_setfield(L, -2, "__metatable");
+    lua_rawsetp(L, LUA_REGISTRYINDEX, key);
+}
 static void setup_state(lua_State *L, const sop_rules_module *modules)
 {
     static const struct {
@@ -1090,23 +1104,8 @@ static void setup_state(lua_State *L, const sop_rules_module *modules)
     }
     lua_rawsetp(L, LUA_REGISTRYINDEX, &K_MODULES);
 
-    lua_newtable(L);
-    set_fn(L, "__index", ro_index);
-    set_fn(L, "__newindex", ro_newindex);
-    set_fn(L, "__len", ro_len);
-    set_fn(L, "__pairs", ro_pairs);
-    lua_pushliteral(L, "read-only");
-    lua_setfield(L, -2, "__metatable");
-    lua_rawsetp(L, LUA_REGISTRYINDEX, &K_PROXY_MT);
-
-    lua_newtable(L);
-    set_fn(L, "__index", th_index);
-    set_fn(L, "__newindex", ro_newindex);
-    set_fn(L, "__len", ro_len);
-    set_fn(L, "__pairs", ro_pairs);
-    lua_pushliteral(L, "read-only");
-    lua_setfield(L, -2, "__metatable");
-    lua_rawsetp(L, LUA_REGISTRYINDEX, &K_TH_MT);
+    register_ro_mt(L, ro_index, &K_PROXY_MT); /* ev views */
+    register_ro_mt(L, th_index, &K_TH_MT);    /* th: unknown names raise */
 
     luaL_newmetatable(L, VERDICT_MT);
     lua_pushliteral(L, "verdict");
