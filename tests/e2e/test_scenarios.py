@@ -1,0 +1,196 @@
+"""test_scenarios.py — the scenario matrix (issue 5): run every program in examples/scenarios/,
+point `sopctl run` at it, and check that the rules it is written for fire and that nothing
+unrelated fires at warn or high. Healthy programs (`expect: none`) must produce no warn/high
+finding at all. Prints the matrix at the end.
+
+A scenario is a Python program whose leading comment block carries its contract:
+
+    # expect: dataloader.starved mem.fork_cow:info   rules that must fire; "id" means a finding
+    #                                                 at warn or high, "id:info" at any severity;
+    #                                                 "none" for a healthy program
+    # also: cpu.oversubscribed                        rules that may also fire (the same cause
+    #                                                 seen from another side); optional
+    # sopctl: --duration 3 --rate 200                 extra options for `sopctl run`; optional
+    # cgroup: memory=200M cpu=1                       run it inside a test cgroup; optional
+    # env: TOKENIZERS_PARALLELISM=true                extra environment; optional
+    # python: /root/.pyenv/versions/3.13.0/bin/python3   another interpreter; optional
+    # target: dead                                    it gets OOM-killed: diagnose the dead pid
+    # needs: torch                                    modules it imports (skipped if missing)
+
+It prints "ready" on stdout once the misbehaviour is under way (not needed for `target: dead`).
+SCENARIOS=glob limits the run to matching file names. A scenario that fails is run once more
+(timing on a shared 2-core host); both attempts are printed."""
+import fnmatch
+import glob
+import importlib.util
+import os
+import subprocess
+import sys
+import time
+
+sys.path.insert(0, os.path.dirname(__file__))
+import cg  # noqa: E402
+import sopt  # noqa: E402
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+SCEN_DIR = os.path.normpath(os.path.join(HERE, "../../examples/scenarios"))
+ORDER = {"high": 0, "warn": 1, "info": 2}
+
+
+def parse_header(path):
+    meta = {"expect": [], "also": [], "sopctl": [], "cgroup": {}, "env": {}, "needs": [],
+            "python": sopt.PY, "target": "pid", "timeout": 90}
+    with open(path) as f:
+        for line in f:
+            if not line.startswith("#"):
+                if line.strip():
+                    break
+                continue
+            key, sep, val = line[1:].strip().partition(":")
+            key, val = key.strip(), val.strip()
+            if not sep or key not in ("expect", "also", "sopctl", "cgroup", "env", "python",
+                                      "target", "needs", "timeout"):
+                continue
+            if key in ("expect", "also", "sopctl", "needs"):
+                meta[key] += [w for w in val.split() if w != "none"]
+            elif key in ("cgroup", "env"):
+                for kv in val.split():
+                    k, _, v = kv.partition("=")
+                    meta[key][k] = v
+            elif key == "timeout":
+                meta[key] = float(val)
+            else:
+                meta[key] = val
+    return meta
+
+
+def size_bytes(s):
+    mult = {"K": 1 << 10, "M": 1 << 20, "G": 1 << 30}
+    return int(float(s[:-1]) * mult[s[-1].upper()]) if s[-1].upper() in mult else int(s)
+
+
+def wait_ready(p, timeout):
+    deadline = time.time() + timeout
+    while time.time() < deadline:
+        line = p.stdout.readline()
+        if not line:
+            return False
+        if line.startswith("ready"):
+            return True
+    return False
+
+
+def run_once(path, meta):
+    """-> (report or None, error text)"""
+    env = dict(os.environ)
+    env.update(meta["env"])
+    argv = [meta["python"], "-u", path]
+    group = None
+    try:
+        if meta["cgroup"]:
+            c = meta["cgroup"]
+            group = cg.TestCgroup(
+                "scn",
+                memory_max_bytes=size_bytes(c["memory"]) if "memory" in c else None,
+                cpu_quota_cpus=float(c["cpu"]) if "cpu" in c else None)
+            p = group.popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env,
+                            text=True, cwd=SCEN_DIR)
+        else:
+            p = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env,
+                                 text=True, cwd=SCEN_DIR)
+        try:
+            if meta["target"] == "dead":
+                try:
+                    p.wait(timeout=meta["timeout"])
+                except subprocess.TimeoutExpired:
+                    return None, "the scenario did not die"
+            elif not wait_ready(p, meta["timeout"]):
+                p.kill()
+                return None, "not ready: " + p.stderr.read()[-1500:]
+            code, rep, err = sopt.run_json("--pid", p.pid, *meta["sopctl"])
+            if rep is None:
+                return None, "sopctl exit %d: %s" % (code, err[-1500:])
+            return rep, ""
+        finally:
+            if p.poll() is None:
+                p.kill()
+            try:
+                p.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                pass
+    finally:
+        if group:
+            group.close()
+
+
+def judge(rep, meta):
+    """-> (ok, fired text, problems)"""
+    findings = rep.get("findings", [])
+    loud = {f["id"]: f["severity"] for f in findings if ORDER.get(f["severity"], 9) <= 1}
+    any_sev = {f["id"]: f["severity"] for f in findings}
+    problems = []
+    wanted = set()
+    for e in meta["expect"]:
+        rid, _, sev = e.partition(":")
+        wanted.add(rid)
+        if sev == "info":
+            if rid not in any_sev:
+                problems.append("%s did not fire" % rid)
+        elif rid not in loud:
+            problems.append("%s did not fire at warn/high%s" % (
+                rid, " (%s)" % any_sev[rid] if rid in any_sev else ""))
+    for rid, sev in loud.items():
+        if rid not in wanted and rid not in meta["also"]:
+            problems.append("unrelated %s fired (%s)" % (rid, sev))
+    for r in rep.get("rule_errors", []):
+        problems.append("rule error %s: %s" % (r.get("id"), r.get("message")))
+    fired = " ".join("%s(%s)" % (f["id"], f["severity"]) for f in findings
+                     if not f["id"].startswith("summary."))
+    return not problems, fired or "-", problems
+
+
+def main():
+    c = sopt.Checks()
+    pattern = os.environ.get("SCENARIOS", "*")
+    paths = sorted(p for p in glob.glob(os.path.join(SCEN_DIR, "*.py"))
+                   if fnmatch.fnmatch(os.path.basename(p), pattern)
+                   or fnmatch.fnmatch(os.path.basename(p)[:-3], pattern))
+    c.check(paths, "scenarios found in %s matching %r" % (SCEN_DIR, pattern))
+    rows = []
+    for path in paths:
+        name = os.path.basename(path)[:-3]
+        meta = parse_header(path)
+        missing = [m for m in meta["needs"] if importlib.util.find_spec(m) is None]
+        if not os.path.exists(meta["python"]):
+            missing.append(meta["python"])
+        if missing:
+            print("skip %s: needs %s" % (name, ", ".join(missing)))
+            rows.append((name, " ".join(meta["expect"]) or "none", "skipped", "SKIP"))
+            continue
+        ok, fired, problems = False, "-", []
+        for attempt in (1, 2):
+            t0 = time.time()
+            rep, err = run_once(path, meta)
+            if rep is None:
+                ok, fired, problems = False, "-", [err]
+            else:
+                ok, fired, problems = judge(rep, meta)
+            print("%s %s attempt %d (%.1f s): %s%s" % ("ok  " if ok else "miss", name, attempt,
+                                                        time.time() - t0, fired,
+                                                        "" if ok else " -- " + "; ".join(problems)))
+            if ok:
+                break
+        c.check(ok, "scenario %s" % name, "; ".join(problems))
+        rows.append((name, " ".join(meta["expect"]) or "none", fired, "ok" if ok else "FAIL"))
+
+    w = [max(len(r[i]) for r in rows + [("scenario", "expects", "fired", "result")])
+         for i in range(4)]
+    w[2] = min(w[2], 90)
+    print("\n%-*s  %-*s  %-*s  %s" % (w[0], "scenario", w[1], "expects", w[2], "fired", "result"))
+    for r in rows:
+        print("%-*s  %-*s  %-*s  %s" % (w[0], r[0], w[1], r[1], w[2], r[2][:90], r[3]))
+    c.done()
+
+
+if __name__ == "__main__":
+    main()
