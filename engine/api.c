@@ -16,6 +16,7 @@
 #include "json.h"
 #include "missing.h"
 #include "procfs.h"
+#include "rules_doc.h"
 
 #define RULES_FILE_MAX (4u << 20)
 #define EVIDENCE_FILE_MAX (64u << 20)
@@ -251,6 +252,24 @@ size_t sop_rule_count(const sop_engine *e) { return e && e->loaded ? sop__rules_
 const char *sop_rule_id(const sop_engine *e, size_t i)
 {
     return e && e->loaded ? sop__rules_id(e->rules, i) : NULL;
+}
+
+int sop_rules_doc(sop_engine *e, sop_format fmt, char **out)
+{
+    if (!e || !out)
+        return SOP_EINVAL;
+    *out = NULL;
+    clear_error(e);
+    if (!e->loaded)
+        return sop__fail(e, SOP_ENORULES, "no rules loaded");
+    sop_value *d = NULL;
+    int rc = sop__rules_describe(e->rules, &d);
+    if (rc != 0)
+        return sop__fail(e, rc, "cannot describe the rules: %s", sop_strerror(rc));
+    *out = fmt == SOP_FORMAT_JSON ? sop__json_print(d, 1)
+                                  : sop__rules_doc_md(d, e->pack.name, e->pack.src, e->pack.len);
+    sop__v_free(d);
+    return *out ? 0 : sop__fail(e, SOP_ENOMEM, "out of memory");
 }
 
 int sop_set_threshold(sop_engine *e, const char *key, const char *value)

@@ -80,7 +80,7 @@ struct sop_rules {
 
 /* Registry keys (their addresses are the keys). */
 static const char K_SANDBOX, K_RULES, K_IDS, K_DEFAULTS, K_MODULES, K_LOADED, K_LOADING, K_P2R,
-    K_R2P, K_PROXY_MT, K_TH_MT, K_RUNNING;
+    K_R2P, K_PROXY_MT, K_TH_MT, K_RUNNING, K_USES;
 #define VERDICT_MT "sop.verdict"
 
 static sop_rules *R(lua_State *L)
@@ -508,6 +508,16 @@ static int th_index(lua_State *L)
     lua_pushvalue(L, 2);
     if (lua_rawget(L, -2) == LUA_TNIL)
         return luaL_error(L, "unknown threshold '%s'", luaL_tolstring(L, 2, NULL));
+    /* A rule that lists the thresholds it `uses` reads only those (docs/rules.md is generated
+     * from the list, so it cannot drift from the code). */
+    if (lua_rawgetp(L, LUA_REGISTRYINDEX, &K_USES) == LUA_TTABLE) {
+        lua_pushvalue(L, 2);
+        if (lua_rawget(L, -2) == LUA_TNIL)
+            return luaL_error(L, "threshold '%s' is not in the rule's `uses` list",
+                              luaL_tolstring(L, 2, NULL));
+        lua_pop(L, 1);
+    }
+    lua_pop(L, 1);
     return 1;
 }
 
@@ -659,6 +669,88 @@ static int valid_severity(const char *s)
     return s && (strcmp(s, "high") == 0 || strcmp(s, "warn") == 0 || strcmp(s, "info") == 0);
 }
 
+/* The documentation fields of a rule (docs/rules.md is generated from them): `title` (text),
+ * `reads` (evidence paths) and `uses` (threshold names), each a list of at most 64 short
+ * strings. Copied into the stored rule at `dst`; `uses` is checked against the thresholds once
+ * the whole pack has loaded (check_uses). */
+static int push_text(lua_State *L, int idx, const char *what);
+static void rule_doc_fields(lua_State *L, int src, int dst, const char *id)
+{
+    char what[160];
+    snprintf(what, sizeof what, "rule '%s': title", id);
+    lua_getfield(L, src, "title");
+    if (push_text(L, -1, what) == 2)
+        luaL_error(L, "rule '%s': title is empty", id);
+    lua_setfield(L, dst, "title");
+    lua_pop(L, 1);
+    int dt = lua_getfield(L, src, "doc"); /* optional: what fires it, in English */
+    if (dt != LUA_TNIL && dt != LUA_TSTRING)
+        luaL_error(L, "rule '%s': doc must be a string", id);
+    lua_setfield(L, dst, "doc");
+    static const char *const lists[] = {"reads", "uses"};
+    for (int i = 0; i < 2; i++) {
+        int t = lua_getfield(L, src, lists[i]);
+        if (t == LUA_TNIL) {
+            lua_pop(L, 1);
+            continue;
+        }
+        if (t != LUA_TTABLE)
+            luaL_error(L, "rule '%s': %s must be a list of strings", id, lists[i]);
+        lua_Integer n = (lua_Integer)lua_rawlen(L, -1);
+        if (n > 64)
+            luaL_error(L, "rule '%s': %s has more than 64 entries", id, lists[i]);
+        lua_createtable(L, (int)n, 0);
+        for (lua_Integer j = 1; j <= n; j++) {
+            size_t len = 0;
+            if (lua_rawgeti(L, -2, j) != LUA_TSTRING || (lua_tolstring(L, -1, &len), len == 0)
+                || len > 120)
+                luaL_error(L, "rule '%s': %s[%d] must be a non-empty string", id, lists[i],
+                           (int)j);
+            lua_rawseti(L, -2, j);
+        }
+        if (i == 1) { /* uses: also as a set, for th_index */
+            lua_createtable(L, 0, (int)n);
+            for (lua_Integer j = 1; j <= n; j++) {
+                lua_rawgeti(L, -2, j);
+                lua_pushboolean(L, 1);
+                lua_rawset(L, -3);
+            }
+            lua_setfield(L, dst, "uses_set");
+        }
+        lua_setfield(L, dst, lists[i]);
+        lua_pop(L, 1);
+    }
+}
+
+/* Every threshold a rule says it `uses` must be declared by the pack (or the site file). */
+static void check_uses(lua_State *L)
+{
+    lua_rawgetp(L, LUA_REGISTRYINDEX, &K_RULES);
+    lua_rawgetp(L, LUA_REGISTRYINDEX, &K_DEFAULTS);
+    int rules = lua_gettop(L) - 1, defs = lua_gettop(L);
+    lua_Integer n = (lua_Integer)lua_rawlen(L, rules);
+    for (lua_Integer i = 1; i <= n; i++) {
+        lua_rawgeti(L, rules, i);
+        if (lua_getfield(L, -1, "uses") == LUA_TTABLE) {
+            lua_Integer m = (lua_Integer)lua_rawlen(L, -1);
+            for (lua_Integer j = 1; j <= m; j++) {
+                lua_rawgeti(L, -1, j);
+                lua_pushvalue(L, -1);
+                if (lua_rawget(L, defs) == LUA_TNIL) {
+                    lua_getfield(L, -4, "where");
+                    lua_getfield(L, -5, "id");
+                    luaL_error(L, "%s: rule '%s' uses threshold '%s', which no thresholds{} "
+                               "declares", lua_tostring(L, -2), lua_tostring(L, -1),
+                               lua_tostring(L, -4));
+                }
+                lua_pop(L, 2);
+            }
+        }
+        lua_pop(L, 2);
+    }
+    lua_pop(L, 2);
+}
+
 static int dsl_rule(lua_State *L)
 {
     need_phase(L, "rule{}");
@@ -698,12 +790,13 @@ static int dsl_rule(lua_State *L)
     lua_rawset(L, 7);
 
     lua_rawgetp(L, LUA_REGISTRYINDEX, &K_RULES); /* 8 */
-    lua_createtable(L, 0, 5);
+    lua_createtable(L, 0, 8);
     static const char *const fields[] = {"id", "section", "severity", "check", "where"};
     for (int i = 0; i < 5; i++) {
         lua_pushvalue(L, 2 + i);
         lua_setfield(L, -2, fields[i]);
     }
+    rule_doc_fields(L, 1, lua_gettop(L), id);
     lua_rawseti(L, 8, (lua_Integer)lua_rawlen(L, 8) + 1);
     return 0;
 }
@@ -1410,6 +1503,7 @@ static int load_protected(lua_State *L)
     if (!run_top_chunk(L, r, c->chunkname, c->src, c->len, c->err, c->errlen, &c->rc))
         return 0;
 
+    check_uses(L);
     /* Remember the ids and the thresholds' names and types on the C side. */
     lua_rawgetp(L, LUA_REGISTRYINDEX, &K_RULES);
     size_t n = (size_t)lua_rawlen(L, -1);
@@ -1595,6 +1689,8 @@ static void run_one(lua_State *L, run_ctx *c, int rule_idx, int ev_proxy, int th
     lua_getfield(L, rule_idx, "where");
     const char *id = lua_tostring(L, -4), *section = lua_tostring(L, -3),
                *severity = lua_tostring(L, -2), *def_where = lua_tostring(L, -1);
+    lua_getfield(L, rule_idx, "uses_set");
+    lua_rawsetp(L, LUA_REGISTRYINDEX, &K_USES);
     lua_getfield(L, rule_idx, "check");
     lua_pushvalue(L, ev_proxy);
     lua_pushvalue(L, th_proxy);
@@ -1603,6 +1699,8 @@ static void run_one(lua_State *L, run_ctx *c, int rule_idx, int ev_proxy, int th
     int status = lua_pcall(L, 2, 1, handler);
     stop_limits(r);
     r->phase = PHASE_IDLE;
+    lua_pushnil(L);
+    lua_rawsetp(L, LUA_REGISTRYINDEX, &K_USES);
     int res = lua_gettop(L);
     if (r->killed) {
         add_error(c, id, r->kill_where[0] ? r->kill_where : def_where, kill_message(r));
@@ -1897,6 +1995,7 @@ static int site_protected(lua_State *L)
     lua_pushnil(L);
     lua_setfield(L, -2, "disable");
     lua_pop(L, 1);
+    check_uses(L);
     c->rc = site_remember(L, r);
     if (c->rc)
         set_err(c->err, c->errlen, "%s: out of memory", c->chunkname);
@@ -1952,4 +2051,56 @@ int sop__rules_load_site(sop_rules *r, const char *chunkname, const char *src, s
     if (rc)
         drop_pack(r);
     return rc;
+}
+
+/* ---- description --------------------------------------------------------------------------
+ * What the loaded pack holds, for generated documentation (engine/rules_doc.c):
+ * {rules = [{id section severity where title reads uses}], thresholds = {name = default}}. */
+int sop__rules_describe(sop_rules *r, sop_value **out)
+{
+    *out = NULL;
+    if (!r || !r->L)
+        return SOP_EINVAL;
+    lua_State *L = r->L;
+    int top = lua_gettop(L);
+    sop_value *d = sop__v_obj(), *rules = d ? sop__v_arr_at(d, "rules") : NULL;
+    if (!rules) {
+        sop__v_free(d);
+        return SOP_ENOMEM;
+    }
+    lua_rawgetp(L, LUA_REGISTRYINDEX, &K_RULES);
+    lua_Integer n = (lua_Integer)lua_rawlen(L, -1);
+    static const char *const fields[] = {"id", "section", "severity", "where",
+                                         "title", "doc", "reads", "uses"};
+    for (lua_Integer i = 1; i <= n; i++) {
+        lua_rawgeti(L, -1, i);
+        sop_value *o = sop__v_obj();
+        for (size_t f = 0; o && f < sizeof fields / sizeof *fields; f++) {
+            lua_getfield(L, -1, fields[f]);
+            if (!lua_isnil(L, -1)) {
+                sop_value *v = sop__lua_to_value(L, -1, 4);
+                if (v && !sop__v_set(o, fields[f], v)) { /* v freed by the failed set */
+                    sop__v_free(o);
+                    o = NULL;
+                }
+            }
+            lua_pop(L, 1);
+        }
+        lua_pop(L, 1);
+        if (!o || sop__v_push(rules, o) != 0) { /* a failed push frees o */
+            sop__v_free(d);
+            lua_settop(L, top);
+            return SOP_ENOMEM;
+        }
+    }
+    lua_pop(L, 1);
+    lua_rawgetp(L, LUA_REGISTRYINDEX, &K_DEFAULTS);
+    sop_value *th = sop__lua_to_value(L, -1, 2);
+    lua_settop(L, top);
+    if (!th || !sop__v_set(d, "thresholds", th)) {
+        sop__v_free(d);
+        return SOP_ENOMEM;
+    }
+    *out = d;
+    return 0;
 }

@@ -70,6 +70,10 @@ int sop__rules_set_threshold(sop_rules *r, const char *key, const char *value, c
  * the limits of sop__rules_set_limits; a rule that exceeds them, raises, or returns no verdict
  * (or a hit without evidence or refs) becomes a rule_errors entry and the next rule runs.
  * Returns 0, or SOP_ENORULES / SOP_ENOMEM. */
+/* Describe the loaded pack for generated docs: {rules = [{id section severity where title reads
+ * uses}], thresholds = {name = default}}. Returns 0, SOP_EINVAL (nothing loaded), SOP_ENOMEM. */
+int sop__rules_describe(sop_rules *r, sop_value **out);
+
 int sop__rules_run(sop_rules *r, const sop_value *ev, sop_value **out, char *err, size_t errlen);
 
 /* When running as root: 0 when the file (its fstat) is owned by root and not writable by group

@@ -81,6 +81,8 @@ int sop_load_rules_string(sop_engine *e, const char *chunkname, const char *sour
 /* The default rule pack (rules.lua and plugins/) compiled into the library. */
 int sop_load_rules_default(sop_engine *e);
 
+typedef enum { SOP_FORMAT_MD = 0, SOP_FORMAT_JSON = 1, SOP_FORMAT_TEXT = 2 } sop_format;
+
 /* A site file: Lua run over the loaded pack, for local policy without editing the pack.
  *     thresholds { busy_thread_pct = 70 }   -- change a default (or declare a new one)
  *     disable "gil.contention"              -- or disable { "a", "b" }: an unknown id is an error
@@ -94,6 +96,13 @@ int sop_load_site_string(sop_engine *e, const char *chunkname, const char *sourc
 /* Number of rules loaded, and the id of the i-th (borrowed, valid until the next load). */
 size_t sop_rule_count(const sop_engine *e);
 const char *sop_rule_id(const sop_engine *e, size_t i);
+
+/* Describe the loaded pack (with the site file in force): SOP_FORMAT_MD gives docs/rules.md
+ * (every rule's id, section, severity, title, the evidence it reads and the thresholds it
+ * uses, then every threshold with its default and the pack's comment on it); SOP_FORMAT_JSON
+ * gives {"rules": [{id, section, severity, where, title, doc, reads, uses}], "thresholds":
+ * {name: default}}. *out is malloc'd (free it). SOP_ENORULES before a load. */
+int sop_rules_doc(sop_engine *e, sop_format fmt, char **out);
 
 /* Override a threshold of the loaded pack, KEY=VALUE style (value parsed as a number when it
  * is one). Unknown keys give SOP_EUNKNOWNKEY. Overrides survive a later load. */
@@ -164,7 +173,6 @@ int sop_evidence_from_json(sop_engine *e, const char *text, size_t len, sop_evid
 int sop_evidence_to_json(const sop_evidence *ev, int pretty, char **out);
 void sop_evidence_free(sop_evidence *ev);
 
-typedef enum { SOP_FORMAT_MD = 0, SOP_FORMAT_JSON = 1, SOP_FORMAT_TEXT = 2 } sop_format;
 
 /* ---- stacks ---------------------------------------------------------------------------- */
 

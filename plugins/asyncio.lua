@@ -41,6 +41,15 @@ end
 
 rule {
   id = "asyncio.loop_blocked", section = "5", severity = "warn",
+  title = T("the asyncio event loop is stuck in one callback (sync sleep, HTTP, CPU work): every other request waits",
+            "asyncio 事件循环卡在一个回调里（同步 sleep、HTTP、CPU 计算）：其他请求都在排队"),
+  doc = [[Sampled window: hit when a thread running an asyncio (or uvloop) loop stayed away from its selector for at
+    least loop_block_ms in one stretch, naming the frame. Snapshot: hit when the loop thread is inside a callback
+    in user code rather than the selector, blocked (S/D) or running (R); high when the loop thread used at least
+    loop_busy_cpu_pct of a core. Unknown when not CPython.]],
+  reads = { "python.loop", "python.threads[].frames", "threads[].state", "threads[].cpu_pct", "sampling",
+            "duration_s" },
+  uses = { "loop_block_ms", "loop_busy_cpu_pct" },
   check = function(ev, th)
     local py = ev.python
     if not py or not py.threads then

@@ -52,6 +52,17 @@ end
 
 rule {
   id = "cpu.oversubscribed", section = "8.5", severity = "warn",
+  title = T("more busy threads (target + workers) than the CPUs the job may use, and those CPUs are full",
+            "繁忙线程（目标 + worker）多于作业可用的 CPU，且这些 CPU 已满"),
+  doc = [[Hit when busy threads (run + run-queue wait at least busy_thread_pct of a core; target threads and workers)
+    outnumber the effective CPUs and the CPUs are full for the job: its threads' run + run-queue wait reaches
+    cpu_saturated_pct of its capacity (min of effective CPUs and quota), or the quota throttles at least
+    throttled_pct; high at oversub_high_ratio x the CPUs. A host kept busy by others does not count; GIL-bound
+    threads sum to one core. Unknown with --duration 0, or when the host is full of other load while the job does
+    not use its own capacity.]],
+  reads = { "threads[].cpu_pct", "threads[].wait_pct", "children[].cpu_pct", "effective_cpus", "host.ncpu",
+            "host.cpu.idle_pct", "cgroup.cpu", "proc.env", "proc.cpu_pct" },
+  uses = { "busy_thread_pct", "cpu_saturated_pct", "oversub_high_ratio", "throttled_pct" },
   check = function(ev, th)
     local p = ev.proc
     if not p then return no_proc(ev) end
@@ -242,6 +253,13 @@ rule {
 
 rule {
   id = "cpu.throttled", section = "8.5", severity = "warn",
+  title = T("the cgroup CPU quota throttles the job", "cgroup CPU 配额在限流作业"),
+  doc = [[Hit when a CPU quota is set and at least throttled_pct of CFS periods were throttled over the window (high at
+    throttled_high_pct); with --duration 0 the counts since the cgroup was created, warn at most. Unknown without
+    cpu.stat.]],
+  reads = { "cgroup.cpu.quota_cpus", "cgroup.cpu.throttled_pct", "cgroup.cpu.nr_periods", "cgroup.cpu.nr_throttled",
+            "effective_cpus", "host.ncpu", "duration_s" },
+  uses = { "throttled_pct", "throttled_high_pct" },
   check = function(ev, th)
     if ev.alive == false then return no_proc(ev) end
     local cg = ev.cgroup

@@ -14,6 +14,17 @@ end
 
 rule {
   id = "gil.contention", section = "4", severity = "warn",
+  title = T("several Python threads compete for the GIL: the process runs on about one core",
+            "多个 Python 线程争抢 GIL：进程只用到约一个核"),
+  doc = [[Hit when at least gil_min_threads Python threads each use at least gil_thread_busy_pct of a core (or, sampled,
+    hold or wait for the GIL 30% of the time) while the process uses between gil_min_process_pct and
+    gil_one_core_max_pct % CPU on at least 2 effective CPUs; names each thread's innermost frame and the GIL
+    holder. Unknown when not CPython, with --duration 0, or when the threads waited at least
+    gil_max_runqueue_wait_pct of the window in the run queue without being seen asleep on the GIL.]],
+  reads = { "python.threads[].frames", "python.threads[].window", "python.gil_holder_tid", "threads[].cpu_pct",
+            "threads[].wait_pct", "proc.cpu_pct", "effective_cpus", "duration_s" },
+  uses = { "gil_thread_busy_pct", "gil_min_threads", "gil_min_process_pct", "gil_one_core_max_pct",
+            "gil_max_runqueue_wait_pct" },
   check = function(ev, th)
     local py = ev.python
     if not py or not py.threads then

@@ -50,6 +50,12 @@ end
 
 rule {
   id = "io.d_state", section = "7", severity = "warn",
+  title = T("threads or workers stuck in uninterruptible (D) state, waiting for IO", "线程或 worker 处于不可中断（D）状态，在等 IO"),
+  doc = [[Hit when at least d_state_min_threads threads/workers are in D state; warn with IO pressure (IO PSI some avg10
+    or host iowait at least io_pressure_pct, or a disk at least io_util_pct busy), else info. Unknown without
+    thread states.]],
+  reads = { "threads[].state", "children[].state", "host.psi.io", "host.cpu.iowait_pct", "host.disks[].util_pct" },
+  uses = { "d_state_min_threads", "io_pressure_pct", "io_util_pct" },
   check = function(ev, th)
     local p = ev.proc
     if not p then return no_proc(ev) end
@@ -122,6 +128,13 @@ rule {
 
 rule {
   id = "io.small_reads", section = "7", severity = "warn",
+  title = T("many small read calls: the job reads in tiny pieces", "大量小块读调用：作业以很小的块读数据"),
+  doc = [[Hit when the target does at least small_read_syscr_per_s read calls per second with a mean read of at most
+    small_read_max_bytes (info when less than 10% comes from disk). Unknown with --duration 0 or /proc/PID/io
+    unreadable.]],
+  reads = { "proc.io.syscr_per_s", "proc.io.mean_read_bytes", "proc.io.rchar_per_s", "proc.io.read_bytes_per_s",
+            "duration_s" },
+  uses = { "small_read_syscr_per_s", "small_read_max_bytes" },
   check = function(ev, th)
     local p = ev.proc
     if not p then return no_proc(ev) end

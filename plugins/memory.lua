@@ -66,6 +66,15 @@ local MEM_FIX = T(
 
 rule {
   id = "mem.near_limit", section = "2.2", severity = "high",
+  title = T("the job (target + workers) is close to its cgroup memory limit, or the host is short of memory "
+            .. "because of it",
+            "作业（目标进程 + worker）接近 cgroup 内存上限，或主机因它而内存紧张"),
+  doc = [[Hit (high) when target + workers (PSS, else RSS) reach rss_limit_pct of the cgroup memory limit; warn when the
+    cgroup usage reaches that with limit hits; or when host MemAvailable is below host_avail_min_pct of RAM while
+    the job holds at least host_share_pct of it. Unknown with no limit and no host memory figures.]],
+  reads = { "proc.rss_kb", "proc.smaps.pss_kb", "children[].pss_kb", "children[].rss_kb", "cgroup.memory.limit_kb",
+            "cgroup.memory.usage_kb", "cgroup.memory.events", "host.mem_total_kb", "host.mem_available_kb" },
+  uses = { "rss_limit_pct", "host_avail_min_pct", "host_share_pct" },
   check = function(ev, th)
     if not ev.proc then return no_proc(ev) end
     local used, kind, nw = tree_kb(ev)
@@ -191,6 +200,13 @@ local COW_REFS = {
 
 rule {
   id = "mem.fork_cow", section = "2.4", severity = "warn",
+  title = T("forked workers copied the parent's memory (copy-on-write bloat)", "fork 出的 worker 复制了父进程内存（写时复制膨胀）"),
+  doc = [[Hit when at least cow_min_children forked workers (same command line as the parent) each hold private memory
+    of at least cow_child_private_pct of the parent's anon RSS and at least cow_child_min_mb MiB; high when the
+    job is near its memory limit (rss_limit_pct). Unknown when the workers' smaps are unreadable.]],
+  reads = { "proc.anon_kb", "proc.cmdline", "children[].private_kb", "children[].shared_kb", "children[].cmdline",
+            "cgroup.memory.limit_kb" },
+  uses = { "cow_child_private_pct", "cow_child_min_mb", "cow_min_children", "rss_limit_pct" },
   check = function(ev, th)
     local p = ev.proc
     if not p then return no_proc(ev) end
