@@ -11,6 +11,7 @@ int cmd_evidence(int argc, char **argv);
 int cmd_dump(int argc, char **argv);
 int cmd_check(int argc, char **argv);
 int cmd_record(int argc, char **argv);
+int cmd_agents_md(int argc, char **argv);
 
 /* Parse a positive pid; -1 when not a pid. */
 int cli_parse_pid(const char *s);
@@ -29,6 +30,14 @@ int cli_window_opt(int opt, const char *arg, const char *optname, int *pid, doub
  * errno on failure. */
 #include <stddef.h>
 char *cli_read_file(const char *path, size_t max, size_t *len);
+/* The site file `run` loads when no --site is given: $SOP_SITE if set (empty: none), else
+ * this path if it exists. */
+#define SOP_SITE_DEFAULT "/etc/sop/site.lua"
+struct sop_engine;
+/* Load the site file: `path` (from --site), or with path NULL the default above unless
+ * no_default. Returns EXIT_CLEAN, or EXIT_USAGE after printing why (a site file that exists
+ * but does not load is an error, never skipped). */
+int cli_load_site(struct sop_engine *e, const char *path, int no_default);
 /* "sopctl: WHAT: <strerror>: <engine detail>" on stderr. */
 struct sop_engine;
 void cli_print_error(const char *what, int err, const struct sop_engine *e);

@@ -1,5 +1,5 @@
-/* cmd_run.c — `sopctl run [RULES.lua] (--pid N | --evidence FILE) ...`: load rules, collect or
- * replay evidence, evaluate, print the report; exit 0/1/2/3 per CONTRACT.md. */
+/* cmd_run.c — `sopctl run [RULES.lua] (--pid N | --evidence FILE) ...`: load rules and the site
+ * file, collect or replay evidence, evaluate, print the report; exit 0/1/2/3 per CONTRACT.md. */
 #include <errno.h>
 #include <getopt.h>
 #include <stdio.h>
@@ -12,13 +12,16 @@
 #define MAX_SETS 64
 #define EVIDENCE_MAX (64u << 20)
 
-static int load_rules(sop_engine *e, const char *rules, char **sets, int nsets)
+static int load_rules(sop_engine *e, const char *rules, const char *site, int no_site,
+                      char **sets, int nsets)
 {
     int rc = rules ? sop_load_rules_file(e, rules) : sop_load_rules_default(e);
     if (rc != 0) {
         fprintf(stderr, "sopctl: %s\n", sop_last_error(e));
         return EXIT_USAGE;
     }
+    if ((rc = cli_load_site(e, site, no_site)) != EXIT_CLEAN)
+        return rc;
     for (int i = 0; i < nsets; i++) {
         char *eq = strchr(sets[i], '=');
         if (!eq || eq == sets[i]) {
@@ -43,9 +46,11 @@ int cmd_run(int argc, char **argv)
         {"duration", required_argument, 0, 'd'}, {"format", required_argument, 0, 'f'},
         {"lang", required_argument, 0, 'l'},   {"set", required_argument, 0, 's'},
         {"rate", required_argument, 0, 'r'},   {"help", no_argument, 0, 'h'},
+        {"site", required_argument, 0, 'S'},   {"no-site", no_argument, 0, 'N'},
         {0, 0, 0, 0}};
     int pid = -1;
-    const char *evidence = NULL, *lang = "en", *rules = NULL;
+    const char *evidence = NULL, *lang = "en", *rules = NULL, *site = NULL;
+    int no_site = 0;
     sop_format fmt = SOP_FORMAT_MD;
     sop_collect_opts co;
     sop_collect_opts_init(&co);
@@ -57,6 +62,12 @@ int cmd_run(int argc, char **argv)
         switch (c) {
         case 'e':
             evidence = optarg;
+            break;
+        case 'S':
+            site = optarg;
+            break;
+        case 'N':
+            no_site = 1;
             break;
         case 'f':
             if (strcmp(optarg, "md") == 0)
@@ -86,7 +97,9 @@ int cmd_run(int argc, char **argv)
             break;
         case 'h':
             printf("usage: sopctl run [RULES.lua] (--pid N | --evidence FILE) [--duration S]\n"
-                   "                  [--rate HZ] [--format md|json|text] [--lang en|zh] [--set KEY=VALUE]...\n");
+                   "                  [--rate HZ] [--format md|json|text] [--lang en|zh] [--set KEY=VALUE]...\n"
+                   "                  [--site FILE | --no-site]   (default site: $SOP_SITE, else "
+                   SOP_SITE_DEFAULT " if present)\n");
             return EXIT_CLEAN;
         default: {
             int st = cli_window_opt(c, optarg, argv[optind - 1], &pid, &co.duration_s, &co.rate_hz);
@@ -112,7 +125,7 @@ int cmd_run(int argc, char **argv)
         fprintf(stderr, "sopctl: %s\n", sop_strerror(rc));
         return EXIT_USAGE;
     }
-    int status = load_rules(e, rules, sets, nsets);
+    int status = load_rules(e, rules, site, no_site, sets, nsets);
     sop_evidence *ev = NULL;
     if (status == EXIT_CLEAN && evidence) {
         size_t len = 0;

@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "cli.h"
 #include "sop.h"
@@ -130,4 +131,26 @@ int cli_window_opt(int opt, const char *arg, const char *optname, int *pid, doub
         fprintf(stderr, "sopctl: unknown option '%s'\n", optname);
         return EXIT_USAGE;
     }
+}
+
+int cli_load_site(struct sop_engine *e, const char *path, int no_default)
+{
+    const char *from = "--site";
+    if (!path && !no_default) {
+        const char *env = getenv("SOP_SITE");
+        if (env) {
+            path = *env ? env : NULL;
+            from = "SOP_SITE";
+        } else if (access(SOP_SITE_DEFAULT, F_OK) == 0) {
+            path = SOP_SITE_DEFAULT;
+            from = "default site file";
+        }
+    }
+    if (!path)
+        return EXIT_CLEAN;
+    if (sop_load_site_file(e, path) != 0) {
+        fprintf(stderr, "sopctl: %s: %s\n", from, sop_last_error(e));
+        return EXIT_USAGE;
+    }
+    return EXIT_CLEAN;
 }

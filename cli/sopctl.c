@@ -10,10 +10,12 @@ static const char USAGE[] =
     "usage:\n"
     "  sopctl run [RULES.lua] (--pid N | --evidence FILE) [--duration S] [--rate HZ]\n"
     "             [--format md|json|text] [--lang en|zh] [--set KEY=VALUE]...\n"
+    "             [--site FILE | --no-site]\n"
     "  sopctl evidence --pid N [--duration S] [--rate HZ] [-o FILE]\n"
     "  sopctl record --pid N --duration S [--rate HZ] -o FILE(.txt|.svg)\n"
     "  sopctl dump --pid N [--native] [--json]\n"
-    "  sopctl check RULES.lua\n"
+    "  sopctl check RULES.lua|default [--site FILE] [--doc|--json]\n"
+    "  sopctl agents-md [--lang en|zh]          # an AGENTS.md section on using sopctl\n"
     "  sopctl version\n"
     "\n"
     "exit status: 0 no warn/high finding, 1 warn/high finding, 2 usage or rules error,\n"
@@ -38,6 +40,8 @@ int main(int argc, char **argv)
         return cmd_record(argc - 1, argv + 1);
     if (strcmp(cmd, "dump") == 0)
         return cmd_dump(argc - 1, argv + 1);
+    if (strcmp(cmd, "agents-md") == 0)
+        return cmd_agents_md(argc - 1, argv + 1);
     if (strcmp(cmd, "version") == 0 || strcmp(cmd, "--version") == 0) {
         printf("sopctl %s\n", sop_version());
         return EXIT_CLEAN;

@@ -1,0 +1,66 @@
+#!/usr/bin/env bash
+# test_site.sh — site customization through sopctl: `--site FILE` changes a threshold (a finding
+# clears), disables a rule, adds a rule; $SOP_SITE is the default site file (empty: none) and
+# `--no-site` skips it; a broken or missing site file stops the run with exit 2 and file:line,
+# never silently; `check default --site` validates one; the bundled example loads. Replays
+# tests/replay/near_limit.json (target + workers at 93% of the memory limit). Needs SOPCTL,
+# SOP_SRC and jq.
+set -u
+SOPCTL=${SOPCTL:?set SOPCTL}
+SRC=${SOP_SRC:?set SOP_SRC}
+pass=0 fail=0
+ok() { pass=$((pass + 1)); echo "ok   $*"; }
+bad() { fail=$((fail + 1)); echo "FAIL $*"; }
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+EV="$SRC/tests/replay/near_limit.json"
+unset SOP_SITE
+run() { "$SOPCTL" run --evidence "$EV" --format json "$@" >"$tmp/out.json" 2>"$tmp/err"; echo $?; }
+has() { jq -e --arg id "$2" ".$1[] | select(.id == \$id)" "$tmp/out.json" >/dev/null; }
+
+rc=$(run)
+[ "$rc" = 1 ] && has findings mem.near_limit && ok "no site: mem.near_limit fires (exit 1)" || bad "no site: exit $rc"
+
+cat >"$tmp/site.lua" <<'LUA'
+thresholds { rss_limit_pct = 95, site_min = 1 }
+disable "io.small_reads"
+rule { id = "site.always", section = "9", severity = "info", title = "a site rule", reads = { "pid" },
+  uses = { "site_min" },
+  check = function(ev, th) return hit { symptom = "s", evidence = fmt("pid %d, min %d", ev.pid, th.site_min),
+    cause = "c", fix = "f", verify = "v", refs = { "https://example.org/" } } end }
+LUA
+rc=$(run --site "$tmp/site.lua")
+[ "$rc" = 0 ] && ok "--site: exit 0 (threshold raised to 95%)" || bad "--site: exit $rc $(head -c 300 "$tmp/err")"
+has cleared mem.near_limit && ok "--site: mem.near_limit cleared" || bad "--site: mem.near_limit not cleared"
+has cleared io.small_reads || has unknown io.small_reads && bad "--site: io.small_reads still runs" \
+  || ok "--site: io.small_reads disabled"
+has findings site.always && ok "--site: site rule added" || bad "--site: site rule missing"
+rc=$(run --site "$tmp/site.lua" --set rss_limit_pct=90)
+[ "$rc" = 1 ] && ok "--set wins over the site file" || bad "--set over site: exit $rc"
+
+SOP_SITE="$tmp/site.lua" rc=$(SOP_SITE="$tmp/site.lua" run)
+[ "$rc" = 0 ] && has findings site.always && ok "SOP_SITE is the default site file" || bad "SOP_SITE: exit $rc"
+rc=$(SOP_SITE="$tmp/site.lua" run --no-site)
+[ "$rc" = 1 ] && ! has findings site.always && ok "--no-site skips it" || bad "--no-site: exit $rc"
+rc=$(SOP_SITE= run)
+[ "$rc" = 1 ] && ok "SOP_SITE empty: no site file" || bad "SOP_SITE empty: exit $rc"
+
+printf 'thresholds { rss_limit_pct = 95 }\ndisable "no.such_rule"\n' >"$tmp/bad1.lua"
+rc=$(run --site "$tmp/bad1.lua")
+[ "$rc" = 2 ] && grep -q "bad1.lua:2" "$tmp/err" && grep -q "no.such_rule" "$tmp/err" \
+  && ok "unknown rule disabled: exit 2 with file:line" || bad "bad1: exit $rc: $(head -c 300 "$tmp/err")"
+printf 'thresholds { rss_limit_pct = 95\n' >"$tmp/bad2.lua"
+rc=$(SOP_SITE="$tmp/bad2.lua" run)
+[ "$rc" = 2 ] && grep -q "bad2.lua" "$tmp/err" && [ ! -s "$tmp/out.json" ] \
+  && ok "broken default site file: exit 2, named, no report" || bad "bad2: exit $rc: $(head -c 300 "$tmp/err")"
+rc=$(run --site "$tmp/missing.lua")
+[ "$rc" = 2 ] && grep -q "missing.lua" "$tmp/err" && ok "missing site file: exit 2" || bad "missing: exit $rc"
+
+"$SOPCTL" check default --site "$SRC/examples/site/site.lua" >"$tmp/ids" 2>"$tmp/err" \
+  && grep -qx "site.fd_limit" "$tmp/ids" && ok "the example site file loads and adds site.fd_limit" \
+  || bad "example site: $(head -c 300 "$tmp/err")"
+"$SOPCTL" check default --site "$tmp/bad1.lua" >/dev/null 2>&1
+[ $? = 2 ] && ok "check --site: a broken site file fails" || bad "check --site broken: not exit 2"
+
+echo "$pass passed, $fail failed"
+[ "$fail" = 0 ]
