@@ -1,6 +1,8 @@
 -- rules.lua — the default rule pack: every threshold of the pack (one table, overridable with
--- `sopctl run --set KEY=VALUE`), then the rule files under plugins/. Rules read the evidence
--- tree `ev` described in docs/evidence.md; sections refer to the triage SOP.
+-- `sopctl run --set KEY=VALUE` or a site file), then the rule files under plugins/, one per
+-- section of the triage SOP, in the order of its §1 decision tree. Rules read the evidence tree
+-- `ev` described in docs/evidence.md. docs/rules.md is generated from this file and the plugins
+-- (`sopctl check rules.lua --doc`), the comments below included.
 
 thresholds {
   -- oom.killed (§2.1)
@@ -46,11 +48,26 @@ thresholds {
   -- asyncio.loop_blocked (§5)
   loop_busy_cpu_pct = 80,       -- the loop thread at/above this % of a core while stuck in a callback: high
   loop_block_ms = 100,          -- sampled window: the loop away from its selector this long in one stretch
+
+  -- summary.verdict (§9)
+  summary_cpu_bound_pct = 80,   -- the job (target + workers) using at least this % of one core is CPU-bound
+  summary_io_wait_pct = 20,     -- not CPU-bound, and at least this % of its thread time in D state: IO-bound
 }
 
+-- The §1 decision tree, symptom → where to look; every pack runs on every run, and findings are
+-- sorted most severe first, so this order only breaks ties:
+--   killed by the kernel           → §2 system RAM (oom, memory, gc)
+--   numpy slow                     → §3 (numpy)
+--   cores not used                 → §4 GIL / threads (gil, cpu)
+--   async throughput low           → §5 (asyncio)
+--   GPU waits for batches          → §6 (dataloader)
+--   disk reads slow                → §7 (io)
+--   jitter, slow start, containers → §8 (runtime, cpu)
+-- and §9 (summary) classifies every run: CPU-bound on one core or many, IO-bound, or waiting.
 require "plugins.oom"
 require "plugins.memory"
 require "plugins.cpu"
 require "plugins.io"
 require "plugins.gil"
 require "plugins.asyncio"
+require "plugins.summary"

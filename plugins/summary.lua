@@ -1,0 +1,266 @@
+-- plugins/summary.lua — SOP §9: the one-line verdict of every run, the decision tree "CPU-bound vs
+-- IO-bound": is a CPU full (one core: a single thread or the GIL; many cores: real CPU work)?
+-- If not, is the job waiting on the disk (D state, disk utilisation; random or sequential)? If
+-- not, it waits on the network, on locks or queues, or for work. An info finding: the numbers,
+-- the branch, and the SOP section to read next. Reads the job's CPU (target + workers), thread
+-- states and sampled stacks, IO rates and the disks of the files it reads.
+
+local function T(en, zh) return { en = en, zh = zh } end
+
+local function ends_with(s, suffix) return s ~= nil and s:sub(-#suffix) == suffix end
+
+-- What the sampled stacks of the job's threads wait in, by share of samples: the innermost
+-- frame of each top stack, sorted into network / locks+queues / DataLoader data.
+local function waits(ev)
+  local py = ev.python
+  local out = { network = 0, locks = 0, data = 0, total = 0 }
+  if not py or not py.threads then return out end
+  for _, t in ipairs(py.threads) do
+    local w = t.window
+    if w and w.samples and w.samples > 0 then
+      out.total = out.total + w.samples
+      out.data = out.data + (w.data_wait_frac or 0) * w.samples
+      for _, s in ipairs(w.top_stacks or {}) do
+        local inner = s.stack and s.stack:match("([^;]*)$") or ""
+        local file = inner:match("%(([^)]*)%)") or ""
+        if file == "selectors.py" or file == "socket.py" or file == "ssl.py" or file == "client.py"
+            or file == "connection.py" and inner:find("recv", 1, true) then
+          out.network = out.network + s.count
+        elseif file == "threading.py" or file == "queue.py" or ends_with(inner, "(synchronize.py)") then
+          out.locks = out.locks + s.count
+        end
+      end
+    end
+  end
+  return out
+end
+
+rule {
+  id = "summary.verdict", section = "9", severity = "info",
+  title = T("the run's verdict: CPU-bound on one core or many, IO-bound (random or sequential), or waiting "
+            .. "on the network, locks or for work", "本次运行的结论：CPU 密集（单核或多核）、IO 密集（随机或顺序），"
+            .. "或在等网络、锁或任务"),
+  doc = [[Always an info finding when the window measured CPU. CPU-bound when the job (target + workers)
+    uses at least summary_cpu_bound_pct of one core and a thread (or single-threaded worker) is pegged at
+    that, or the target's threads together reach it (taking turns: the GIL), or the job fills that share
+    of its effective CPUs: on one core below 1.5 cores, else on many cores. Starved when its threads'
+    run-queue wait sums to at least that, or the host is at most 10% idle (other processes hold the
+    CPUs). Otherwise
+    IO-bound when at least summary_io_wait_pct of the job's threads/samples are in D state or a disk it
+    reads is at least io_util_pct busy; random when the mean read is at most small_read_max_bytes.
+    Otherwise waiting: the sampled stacks say on what (network, locks/queues, DataLoader data). Unknown
+    with --duration 0 or for a process that is gone.]],
+  reads = { "proc.cpu_pct", "children[].cpu_pct", "children[].threads", "threads[].cpu_pct", "threads[].wait_pct",
+            "threads[].state", "children[].state", "host.load1", "host.ncpu", "host.cpu.idle_pct",
+            "effective_cpus", "proc.io", "io_files[].disk_util_pct", "host.disks[].util_pct",
+            "python.threads[].window", "duration_s", "alive" },
+  uses = { "summary_cpu_bound_pct", "summary_io_wait_pct", "io_util_pct", "small_read_max_bytes" },
+  check = function(ev, th)
+    if ev.alive == false then
+      return unknown(T("the process is gone: no live state to classify", "进程已不存在：无法判断运行状态"))
+    end
+    local p = ev.proc or {}
+    if not ev.duration_s or ev.duration_s <= 0 or not p.cpu_pct then
+      return unknown(T("one snapshot (--duration 0): no CPU rates to classify the run",
+                       "只有一次快照（--duration 0）：没有 CPU 速率，无法判断"))
+    end
+    local eff = ev.effective_cpus or (ev.host and ev.host.ncpu) or 1
+    local job, nworkers = p.cpu_pct, 0
+    for _, c in ipairs(ev.children or {}) do
+      if c.cpu_pct then job, nworkers = job + c.cpu_pct, nworkers + 1 end
+    end
+    local busiest, busiest_tid, runq = 0, nil, 0
+    for _, t in ipairs(ev.threads or {}) do
+      if t.cpu_pct and t.cpu_pct > busiest then busiest, busiest_tid = t.cpu_pct, t.tid end
+      runq = runq + (t.wait_pct or 0)
+    end
+    -- A worker process pegged at one core counts like a thread (its threads are not listed).
+    for _, c in ipairs(ev.children or {}) do
+      if c.cpu_pct and c.cpu_pct > busiest and (c.threads or 1) == 1 then
+        busiest, busiest_tid = c.cpu_pct, fmt("%d (worker)", c.pid)
+      end
+    end
+    local who = nworkers > 0 and fmt("process + %d workers", nworkers) or "process"
+    local who_zh = nworkers > 0 and fmt("进程 + %d 个 worker", nworkers) or "进程"
+    local cores = job / 100
+
+    -- CPU-bound: one thread pegged; or the target's threads together at about a core (taking
+    -- turns: the GIL); or the job fills its effective CPUs.
+    local pegged = busiest >= th.summary_cpu_bound_pct
+    local turns = p.cpu_pct >= th.summary_cpu_bound_pct
+    local full = cores >= eff * th.summary_cpu_bound_pct / 100
+    if job >= th.summary_cpu_bound_pct and (pegged or turns or full) then
+      if cores < 1.5 or eff < 2 then
+        local single = pegged
+        return hit {
+          symptom = T("CPU-bound on one core", "CPU 密集：只用到一个核"),
+          evidence = T(fmt("%s used %.0f%% CPU (%.1f cores) of %d effective CPUs over %.1f s; busiest thread "
+                           .. "tid %s at %.0f%%", who, job, cores, eff, ev.duration_s, tostring(busiest_tid),
+                           busiest),
+                       fmt("%s在 %.1f 秒内用了 %.0f%% CPU（%.1f 个核），有效 CPU %d 个；最忙的线程 tid %s 占 %.0f%%",
+                           who_zh, ev.duration_s, job, cores, eff, tostring(busiest_tid), busiest)),
+          cause = T(single and "One thread does the work: Python code runs on one core at a time (§9: single core "
+                    .. "at 100% → the GIL or a serial loop; see the §4 and §3 findings)."
+                    or "Several threads share about one core: they take turns (the GIL, §4).",
+                    single and "一个线程在干活：Python 代码同一时刻只在一个核上跑（§9：单核 100% → GIL 或串行循环；"
+                    .. "看 §4、§3 的结论）。" or "多个线程共用约一个核，在轮流执行（GIL，§4）。"),
+          fix = T("Profile the hot thread (`sopctl record --pid N --duration 10 -o hot.svg`); vectorize it "
+                  .. "(numpy/torch, numba) or split it over processes (§4.3).",
+                  "对热点线程采样（`sopctl record --pid N --duration 10 -o hot.svg`）；向量化（numpy/torch、numba）"
+                  .. "或拆到多进程（§4.3）。"),
+          verify = T(fmt("`sopctl run --pid %d --duration 5`: more cores in use, or less CPU per unit of work",
+                         ev.pid),
+                     fmt("`sopctl run --pid %d --duration 5`：用到更多核，或单位工作量的 CPU 更少", ev.pid)),
+          refs = { "https://www.brendangregg.com/linuxperf.html",
+                   "https://docs.python.org/3/library/multiprocessing.html" },
+        }
+      end
+      return hit {
+        symptom = T("CPU-bound on many cores", "CPU 密集：用满多个核"),
+        evidence = T(fmt("%s used %.0f%% CPU (%.1f cores, %.0f%% of %d effective CPUs) over %.1f s",
+                         who, job, cores, 100 * cores / eff, eff, ev.duration_s),
+                     fmt("%s在 %.1f 秒内用了 %.0f%% CPU（%.1f 个核，占 %d 个有效 CPU 的 %.0f%%）",
+                         who_zh, ev.duration_s, job, cores, eff, 100 * cores / eff)),
+        cause = T("Real parallel CPU work (§9: many cores full). Faster means less work per item, not more threads.",
+                  "真正的并行 CPU 计算（§9：多核打满）。要更快只能减少每条数据的计算量，而不是加线程。"),
+        fix = T("Find the hot code (`sopctl record --pid N --duration 10 -o hot.svg`) and make it cheaper: "
+                .. "vectorized numpy, numba, C++ (§3.6); check the §4.4 / §8.5 findings for oversubscription.",
+                "找到热点（`sopctl record --pid N --duration 10 -o hot.svg`）并降低开销：numpy 向量化、numba、C++"
+                .. "（§3.6）；查看 §4.4 / §8.5 关于线程过多的结论。"),
+        verify = T(fmt("`sopctl run --pid %d --duration 5`: the same throughput at lower CPU", ev.pid),
+                   fmt("`sopctl run --pid %d --duration 5`：同样吞吐下 CPU 更低", ev.pid)),
+        refs = { "https://www.brendangregg.com/linuxperf.html", "https://numba.readthedocs.io/" },
+      }
+    end
+
+    -- Runnable but not running: other processes hold the CPUs (run-queue wait, in % of a core).
+    local idle = ev.host and ev.host.cpu and ev.host.cpu.idle_pct
+    local host_full = idle and idle <= 10 and job >= 20
+    if (runq >= th.summary_cpu_bound_pct and job + runq >= th.summary_cpu_bound_pct) or host_full then
+      local wait_en = runq > 0 and fmt("its threads waited %.0f%% (of a core, summed) in the run queue", runq)
+                      or fmt("the host was %.0f%% idle", idle or -1)
+      local wait_zh = runq > 0 and fmt("其线程在运行队列里等了 %.0f%%（按单核累计）", runq)
+                      or fmt("主机空闲仅 %.0f%%", idle or -1)
+      return hit {
+        symptom = T("starved of CPU: runnable, but the CPUs are busy with other processes",
+                    "CPU 饥饿：线程可运行，但 CPU 被其他进程占用"),
+        evidence = T(fmt("%s used %.0f%% CPU of %d effective CPUs over %.1f s while %s; host load %.1f on %d CPUs",
+                         who, job, eff, ev.duration_s, wait_en, ev.host and ev.host.load1 or -1,
+                         ev.host and ev.host.ncpu or 0),
+                     fmt("%s在 %.1f 秒内用了 %.0f%% CPU（有效 CPU %d 个），而%s；主机负载 %.1f，CPU %d 个", who_zh,
+                         ev.duration_s, job, eff, wait_zh, ev.host and ev.host.load1 or -1,
+                         ev.host and ev.host.ncpu or 0)),
+        cause = T("The job wants more CPU than it gets: other work on the host (or its own other processes) "
+                  .. "keeps the CPUs busy (§9: CPU-bound, but the CPUs are not ours; §8.5).",
+                  "作业想要的 CPU 多于它得到的：主机上其他任务（或它自己的其他进程）占满了 CPU（§9；§8.5）。"),
+        fix = T("Give the job dedicated CPUs (cpuset / a K8s CPU request equal to the limit) or move the other load "
+                .. "away; `top -b -n 1 | head -30` shows who holds the CPUs.",
+                "给作业独占 CPU（cpuset / K8s request 等于 limit），或把其他负载移走；"
+                .. "`top -b -n 1 | head -30` 查看谁占着 CPU。"),
+        verify = T(fmt("`sopctl run --pid %d --duration 5`: run-queue wait near 0", ev.pid),
+                   fmt("`sopctl run --pid %d --duration 5`：运行队列等待接近 0", ev.pid)),
+        refs = { "https://www.brendangregg.com/linuxperf.html",
+                 "https://docs.kernel.org/scheduler/sched-design-CFS.html" },
+      }
+    end
+
+    -- Not CPU-bound: the disk?
+    local nthreads, nd = 0, 0
+    for _, t in ipairs(ev.threads or {}) do
+      nthreads = nthreads + 1
+      if t.state == "D" then nd = nd + 1 end
+    end
+    for _, c in ipairs(ev.children or {}) do
+      nthreads = nthreads + 1
+      if c.state == "D" then nd = nd + 1 end
+    end
+    local d_pct = nthreads > 0 and 100 * nd / nthreads or 0
+    local py = ev.python
+    local samples, io_samples = 0, 0
+    for _, t in ipairs(py and py.threads or {}) do
+      local w = t.window
+      if w and w.samples and w.samples > 0 and (w.active_frac or 0) + (w.io_wait_frac or 0) > 0.05 then
+        samples, io_samples = samples + w.samples, io_samples + (w.io_wait_frac or 0) * w.samples
+      end
+    end
+    local io_wait = samples > 0 and 100 * io_samples / samples or d_pct
+    local util, disk = nil, nil
+    for _, f in ipairs(ev.io_files or {}) do
+      if f.disk_util_pct and (not util or f.disk_util_pct > util) then util, disk = f.disk_util_pct, f.disk end
+    end
+    local io = p.io or {}
+    local reads = io.read_bytes_per_s or 0
+    if not util and reads >= 1048576 then
+      for _, d in ipairs(ev.host and ev.host.disks or {}) do
+        if d.util_pct and (not util or d.util_pct > util) then util, disk = d.util_pct, d.name end
+      end
+    end
+    if io_wait >= th.summary_io_wait_pct or (util and util >= th.io_util_pct) then
+      local random = io.mean_read_bytes and io.mean_read_bytes <= th.small_read_max_bytes
+      local disk_en = util and fmt("; disk %s %.0f%% busy", disk or "?", util) or ""
+      local disk_zh = util and fmt("；磁盘 %s 利用率 %.0f%%", disk or "?", util) or ""
+      local rd = io.mean_read_bytes and fmt("; %.1f MB/s from disk, mean read %.0f bytes", reads / 1e6,
+                                            io.mean_read_bytes) or ""
+      local rd_zh = io.mean_read_bytes and fmt("；磁盘读 %.1f MB/s，平均每次读 %.0f 字节", reads / 1e6,
+                                               io.mean_read_bytes) or ""
+      return hit {
+        symptom = random and T("IO-bound: small random reads", "IO 密集：小块随机读")
+                  or T("IO-bound: waiting on the disk", "IO 密集：在等磁盘"),
+        evidence = T(fmt("%s used %.0f%% CPU over %.1f s; %.0f%% of its %s in D state (waiting for IO)%s%s",
+                         who, job, ev.duration_s, io_wait, samples > 0 and "sampled thread time" or "threads",
+                         disk_en, rd),
+                     fmt("%s在 %.1f 秒内只用了 %.0f%% CPU；%.0f%% 的%s处于 D 状态（等 IO）%s%s", who_zh,
+                         ev.duration_s, job, io_wait, samples > 0 and "采样线程时间" or "线程", disk_zh, rd_zh)),
+        cause = T(random and "The job waits for the disk, reading small pieces at random offsets (§9 → §7.3: "
+                  .. "random reads are 10-100x slower than sequential)."
+                  or "The job waits for the disk (§9 → §7): the device or the file system is the limit.",
+                  random and "作业在等磁盘，并以小块随机读（§9 → §7.3：随机读比顺序读慢 10~100 倍）。"
+                  or "作业在等磁盘（§9 → §7）：瓶颈在设备或文件系统。"),
+        fix = T(random and "Pack small samples into shards read sequentially (webdataset/tar, LMDB, parquet) or mmap "
+                .. "them (§7.3, §7.5)." or "Measure the device with fio; stage data on local NVMe, read with more "
+                .. "parallel streams, cache hot data (§7.2, §7.4).",
+                random and "把小样本打包成顺序读取的 shard（webdataset/tar、LMDB、parquet）或用 mmap（§7.3、§7.5）。"
+                or "用 fio 测设备带宽；数据放本地 NVMe、增加并发流、缓存热数据（§7.2、§7.4）。"),
+        verify = T(fmt("`sopctl run --pid %d --duration 5`: less time in D state; `iostat -xm 1 3` %%util lower",
+                       ev.pid),
+                   fmt("`sopctl run --pid %d --duration 5`：D 状态时间减少；`iostat -xm 1 3` 的 %%util 下降", ev.pid)),
+        refs = { "https://fio.readthedocs.io/", "https://www.brendangregg.com/linuxperf.html" },
+      }
+    end
+
+    -- Neither: waiting on something else.
+    local w = waits(ev)
+    local parts, parts_zh = {}, {}
+    if w.total > 0 then
+      local function add(n, en, zh)
+        if n / w.total >= 0.05 then
+          parts[#parts + 1] = fmt("%.0f%% %s", 100 * n / w.total, en)
+          parts_zh[#parts_zh + 1] = fmt("%.0f%% %s", 100 * n / w.total, zh)
+        end
+      end
+      add(w.network, "in network/selector waits", "在网络/selector 等待")
+      add(w.locks, "in locks or queues", "在锁或队列上")
+      add(w.data, "waiting for DataLoader batches", "在等 DataLoader 数据")
+    end
+    local on_en = #parts > 0 and "; sampled thread time: " .. table.concat(parts, ", ") or ""
+    local on_zh = #parts_zh > 0 and "；采样的线程时间：" .. table.concat(parts_zh, "，") or ""
+    return hit {
+      symptom = T("not CPU-bound, not IO-bound: waiting (network, locks or for work)",
+                  "既非 CPU 密集也非 IO 密集：在等待（网络、锁或任务）"),
+      evidence = T(fmt("%s used %.0f%% CPU of %d effective CPUs over %.1f s; %.0f%% of its threads in D state%s%s",
+                       who, job, eff, ev.duration_s, d_pct, util and fmt("; busiest disk it reads %.0f%% busy", util)
+                       or "", on_en),
+                   fmt("%s在 %.1f 秒内用了 %.0f%% CPU（有效 CPU %d 个）；%.0f%% 的线程处于 D 状态%s%s", who_zh,
+                       ev.duration_s, job, eff, d_pct, util and fmt("；所读磁盘利用率 %.0f%%", util) or "", on_zh)),
+      cause = T("§9: the CPU is not full and the disk is not the limit, so the job waits on something else: the "
+                .. "network, a lock or queue, another process — or it has no work (an idle server is healthy).",
+                "§9：CPU 没满、磁盘也不是瓶颈，作业在等别的东西：网络、锁或队列、其他进程——或者没有任务（空闲服务是正常的）。"),
+      fix = T("If it should be busy: `sopctl dump --pid N` shows where each thread waits; for asyncio servers see §5, "
+              .. "for lock waits §4.3.", "如果它本该在忙：`sopctl dump --pid N` 查看每个线程在哪里等待；asyncio 服务看 §5，"
+              .. "锁等待看 §4.3。"),
+      verify = T(fmt("`sopctl dump --pid %d` during the slow period", ev.pid),
+                 fmt("在变慢期间运行 `sopctl dump --pid %d`", ev.pid)),
+      refs = { "https://www.brendangregg.com/linuxperf.html" },
+    }
+  end,
+}
