@@ -16,6 +16,7 @@ A scenario is a Python program whose leading comment block carries its contract:
     # python: /root/.pyenv/versions/3.13.0/bin/python3   another interpreter; optional
     # target: dead                                    it gets OOM-killed: diagnose the dead pid
     # needs: torch                                    modules it imports (skipped if missing)
+    # verdict: CPU-bound on one core                  text the §9 summary.verdict symptom must hold
 
 It prints "ready" on stdout once the misbehaviour is under way (not needed for `target: dead`).
 SCENARIOS=glob limits the run to matching file names. A scenario that fails is run once more
@@ -39,7 +40,7 @@ ORDER = {"high": 0, "warn": 1, "info": 2}
 
 def parse_header(path):
     meta = {"expect": [], "also": [], "sopctl": [], "cgroup": {}, "env": {}, "needs": [],
-            "python": sopt.PY, "target": "pid", "timeout": 90}
+            "python": sopt.PY, "target": "pid", "timeout": 90, "verdict": None}
     with open(path) as f:
         for line in f:
             if not line.startswith("#"):
@@ -49,7 +50,7 @@ def parse_header(path):
             key, sep, val = line[1:].strip().partition(":")
             key, val = key.strip(), val.strip()
             if not sep or key not in ("expect", "also", "sopctl", "cgroup", "env", "python",
-                                      "target", "needs", "timeout"):
+                                      "target", "needs", "timeout", "verdict"):
                 continue
             if key in ("expect", "also", "sopctl", "needs"):
                 meta[key] += [w for w in val.split() if w != "none"]
@@ -142,6 +143,10 @@ def judge(rep, meta):
     for rid, sev in loud.items():
         if rid not in wanted and rid not in meta["also"]:
             problems.append("unrelated %s fired (%s)" % (rid, sev))
+    if meta["verdict"]:
+        v = [f.get("symptom", "") for f in findings if f["id"] == "summary.verdict"]
+        if not v or meta["verdict"] not in v[0]:
+            problems.append("summary.verdict is %r, not %r" % (v[0] if v else None, meta["verdict"]))
     for r in rep.get("rule_errors", []):
         problems.append("rule error %s: %s" % (r.get("id"), r.get("message")))
     fired = " ".join("%s(%s)" % (f["id"], f["severity"]) for f in findings
