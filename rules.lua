@@ -49,6 +49,9 @@ thresholds {
   loop_busy_cpu_pct = 80,       -- the loop thread at/above this % of a core while stuck in a callback: high
   loop_block_ms = 100,          -- sampled window: the loop away from its selector this long in one stretch
 
+  -- asyncio.no_uvloop (§5.4)
+  uvloop_busy_pct = 50,         -- an asyncio default-loop thread using at least this % of a core is a busy server
+
   -- summary.verdict (§9)
   summary_cpu_bound_pct = 80,   -- the job (target + workers) using at least this % of one core is CPU-bound
   summary_io_wait_pct = 20,     -- not CPU-bound, and at least this % of its thread time in D state: IO-bound

@@ -160,3 +160,91 @@ rule {
                    fmt("%d 个事件循环，快照时都在 selector 中等待", loops)))
   end,
 }
+
+-- §5.4: a busy event loop on asyncio's own (pure-Python) loop where uvloop would do the same
+-- work in C. Info: an optimisation, not a defect; not when the loop is stuck in a callback
+-- (asyncio.loop_blocked: uvloop would not help).
+rule {
+  id = "asyncio.no_uvloop", section = "5.4", severity = "info",
+  title = T("a busy asyncio server runs on the default event loop, not uvloop",
+            "繁忙的 asyncio 服务使用默认事件循环，而不是 uvloop"),
+  doc = [[Hit (info) when a thread runs asyncio's default loop (base_events.run_forever on its stack) and
+    uses at least uvloop_busy_pct of a core over the window, while the loop is not stuck in one
+    callback (python.loop.longest_block_ms below loop_block_ms). Clear for uvloop loops and idle loops.]],
+  reads = { "python.threads[].frames", "python.loop", "threads[].cpu_pct", "proc.libs", "duration_s" },
+  uses = { "uvloop_busy_pct", "loop_block_ms" },
+  check = function(ev, th)
+    local py = ev.python
+    if not py or not py.threads then
+      return unknown(T("no Python stacks (not CPython, or its memory was not readable)",
+                       "没有 Python 栈（不是 CPython，或无法读取其内存）"))
+    end
+    if not ev.duration_s or ev.duration_s <= 0 then
+      return unknown(T("one snapshot (--duration 0): no loop CPU to judge", "只有一次快照（--duration 0）：没有循环的 CPU 数据"))
+    end
+    local os_threads = {}
+    for _, t in ipairs(ev.threads or {}) do os_threads[t.tid] = t end
+    local uvloop_loaded = false
+    for _, l in ipairs(ev.proc and ev.proc.libs or {}) do
+      if l.kind == "uvloop" then uvloop_loaded = true end
+    end
+    local found
+    for _, t in ipairs(py.threads) do
+      local idx, kind = loop_dispatch(t.frames or {})
+      if idx then
+        local o = os_threads[t.tid] or {}
+        found = found or { tid = t.tid, kind = kind, cpu = o.cpu_pct }
+        if kind == "asyncio" and o.cpu_pct and o.cpu_pct >= th.uvloop_busy_pct then
+          found = { tid = t.tid, kind = kind, cpu = o.cpu_pct }
+          break
+        end
+      end
+    end
+    if not found then
+      return clear(T("no asyncio event loop among the Python threads", "Python 线程中没有 asyncio 事件循环"))
+    end
+    if found.kind ~= "asyncio" then
+      return clear(T(fmt("the event loop (tid %d) runs on uvloop", found.tid),
+                     fmt("事件循环（tid %d）运行在 uvloop 上", found.tid)))
+    end
+    if not found.cpu or found.cpu < th.uvloop_busy_pct then
+      return clear(T(fmt("asyncio loop thread tid %d used %.0f%% of a core (< %g%%): not busy enough for the loop's "
+                         .. "own cost to matter", found.tid, found.cpu or 0, th.uvloop_busy_pct),
+                     fmt("asyncio 事件循环线程 tid %d 用了单核 %.0f%%（< %g%%）：负载不高，循环本身的开销无关紧要",
+                         found.tid, found.cpu or 0, th.uvloop_busy_pct)))
+    end
+    local lp = py.loop
+    if lp and lp.longest_block_ms and lp.longest_block_ms >= th.loop_block_ms then
+      return clear(T(fmt("the loop is busy because one callback holds it (%.0f ms): see asyncio.loop_blocked; "
+                         .. "uvloop would not help", lp.longest_block_ms),
+                     fmt("循环繁忙是因为某个回调占住了它（%.0f ms）：见 asyncio.loop_blocked；uvloop 帮不上", lp.longest_block_ms)))
+    end
+    local longest = lp and lp.longest_block_ms and fmt("; longest stretch away from the selector %.0f ms",
+                                                         lp.longest_block_ms) or ""
+    local longest_zh = lp and lp.longest_block_ms and fmt("；离开 selector 最长 %.0f ms", lp.longest_block_ms) or ""
+    return hit {
+      symptom = T("a busy asyncio server runs on the default (pure-Python) event loop",
+                  "繁忙的 asyncio 服务使用默认（纯 Python）事件循环"),
+      evidence = T(fmt("event-loop thread tid %d used %.0f%% of a core over %.1f s on asyncio's default loop "
+                       .. "(base_events.run_forever)%s; uvloop %s", found.tid, found.cpu, ev.duration_s, longest,
+                       uvloop_loaded and "is loaded but not the running loop" or "is not loaded"),
+                   fmt("事件循环线程 tid %d 在 %.1f 秒内用了单核 %.0f%%，运行的是 asyncio 默认循环（base_events.run_forever）%s；"
+                       .. "uvloop %s", found.tid, ev.duration_s, found.cpu, longest_zh,
+                       uvloop_loaded and "已加载但未被使用" or "未加载")),
+      cause = T("asyncio's default loop schedules callbacks and handles sockets in Python; uvloop (libuv, Cython) "
+                .. "does the same in C, typically 2-4x faster on HTTP-style workloads (SOP §5.4).",
+                "asyncio 默认循环用 Python 调度回调和处理 socket；uvloop（libuv + Cython）用 C 做同样的事，"
+                .. "HTTP 类负载通常快 2~4 倍（SOP §5.4）。"),
+      fix = T("Install uvloop and call uvloop.install() first thing in main (Python 3.11+: "
+              .. "asyncio.set_event_loop_policy(uvloop.EventLoopPolicy()), or uvloop.run(main())); uvicorn: "
+              .. "--loop uvloop. Benchmark before and after.",
+              "安装 uvloop，并在 main 最前面调用 uvloop.install()（Python 3.11+：asyncio.set_event_loop_policy("
+              .. "uvloop.EventLoopPolicy())，或 uvloop.run(main())）；uvicorn：--loop uvloop。前后做基准对比。"),
+      verify = T(fmt("`sopctl dump --pid %d` shows no base_events.run_forever frame on the loop thread; the loop "
+                     .. "thread's CPU per request drops (`sopctl run --pid %d --duration 5`)", ev.pid, ev.pid),
+                 fmt("`sopctl dump --pid %d` 的循环线程栈里不再有 base_events.run_forever；每个请求的 CPU 下降"
+                     .. "（`sopctl run --pid %d --duration 5`）", ev.pid, ev.pid)),
+      refs = { "https://github.com/MagicStack/uvloop", "https://docs.python.org/3/library/asyncio-policy.html" },
+    }
+  end,
+}

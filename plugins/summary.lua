@@ -43,7 +43,8 @@ rule {
   doc = [[Always an info finding when the window measured CPU. CPU-bound when the job (target + workers)
     uses at least summary_cpu_bound_pct of one core and a thread (or single-threaded worker) is pegged at
     that, or the target's threads together reach it (taking turns: the GIL), or the job fills that share
-    of its effective CPUs: on one core below 1.5 cores, else on many cores. Starved when its threads'
+    of its capacity (effective CPUs, or a smaller CPU quota): on one core below 1.5 cores, else on many
+    cores. Starved when its threads'
     run-queue wait sums to at least that, or the host is at most 10% idle (other processes hold the
     CPUs). Otherwise
     IO-bound when at least summary_io_wait_pct of the job's threads/samples are in D state or a disk it
@@ -52,6 +53,7 @@ rule {
     with --duration 0 or for a process that is gone.]],
   reads = { "proc.cpu_pct", "children[].cpu_pct", "children[].threads", "threads[].cpu_pct", "threads[].wait_pct",
             "threads[].state", "children[].state", "host.load1", "host.ncpu", "host.cpu.idle_pct",
+            "cgroup.cpu.quota_cpus",
             "effective_cpus", "proc.io", "io_files[].disk_util_pct", "host.disks[].util_pct",
             "python.threads[].window", "duration_s", "alive" },
   uses = { "summary_cpu_bound_pct", "summary_io_wait_pct", "io_util_pct", "small_read_max_bytes" },
@@ -86,11 +88,14 @@ rule {
 
     -- CPU-bound: one thread pegged; or the target's threads together at about a core (taking
     -- turns: the GIL); or the job fills its effective CPUs.
+    -- The job's capacity: its effective CPUs, or a smaller CFS quota (0.5 CPU is half a core).
+    local quota = ev.cgroup and ev.cgroup.cpu and ev.cgroup.cpu.quota_cpus
+    local cap = quota and quota < eff and quota or eff
     local pegged = busiest >= th.summary_cpu_bound_pct
     local turns = p.cpu_pct >= th.summary_cpu_bound_pct
-    local full = cores >= eff * th.summary_cpu_bound_pct / 100
-    if job >= th.summary_cpu_bound_pct and (pegged or turns or full) then
-      if cores < 1.5 or eff < 2 then
+    local full = cores >= cap * th.summary_cpu_bound_pct / 100
+    if full or (job >= th.summary_cpu_bound_pct and (pegged or turns)) then
+      if cores < 1.5 or cap < 2 then
         local single = pegged
         return hit {
           symptom = T("CPU-bound on one core", "CPU 密集：只用到一个核"),

@@ -23,7 +23,6 @@ SCENARIOS=glob limits the run to matching file names. A scenario that fails is r
 (timing on a shared 2-core host); both attempts are printed."""
 import fnmatch
 import glob
-import importlib.util
 import os
 import subprocess
 import sys
@@ -165,9 +164,12 @@ def main():
     for path in paths:
         name = os.path.basename(path)[:-3]
         meta = parse_header(path)
-        missing = [m for m in meta["needs"] if importlib.util.find_spec(m) is None]
         if not os.path.exists(meta["python"]):
-            missing.append(meta["python"])
+            missing = [meta["python"]]
+        else:  # asked of the interpreter that will run it, not of this one
+            missing = [m for m in meta["needs"]
+                       if subprocess.run([meta["python"], "-c", "import " + m],
+                                         capture_output=True).returncode != 0]
         if missing:
             print("skip %s: needs %s" % (name, ", ".join(missing)))
             rows.append((name, " ".join(meta["expect"]) or "none", "skipped", "SKIP"))

@@ -1,0 +1,54 @@
+# A busy aiohttp server on asyncio's default event loop (no uvloop), with a client process that
+# keeps it loaded with small requests: the loop's own Python overhead is the cost (SOP §5.4).
+# expect: asyncio.no_uvloop:info
+# sopctl: --duration 2
+# needs: aiohttp
+import asyncio
+import os
+import socket
+import subprocess
+import sys
+
+from aiohttp import web
+
+CLIENT = r"""
+import asyncio, sys, time
+import aiohttp
+async def main(port):
+    end = time.time() + 60
+    async with aiohttp.ClientSession() as s:
+        async def one():
+            while time.time() < end:
+                async with s.get("http://127.0.0.1:%d/" % port) as r:
+                    await r.read()
+        await asyncio.gather(*[one() for _ in range(16)])
+asyncio.run(main(int(sys.argv[1])))
+"""
+
+
+async def hello(request):
+    return web.Response(text="ok")
+
+
+async def main():
+    app = web.Application()
+    app.router.add_get("/", hello)
+    runner = web.AppRunner(app, access_log=None)
+    await runner.setup()
+    sock = socket.socket()
+    sock.bind(("127.0.0.1", 0))
+    port = sock.getsockname()[1]
+    site = web.SockSite(runner, sock)
+    await site.start()
+    client = subprocess.Popen([sys.executable, "-c", CLIENT, str(port)])
+    await asyncio.sleep(2.0)
+    print("ready", flush=True)
+    try:
+        await asyncio.sleep(60)
+    finally:
+        client.kill()
+
+
+if __name__ == "__main__":
+    os.setpgrp()
+    asyncio.run(main())

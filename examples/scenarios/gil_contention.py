@@ -1,0 +1,23 @@
+# Three threads run pure-Python CPU work: they take turns on the GIL, so the process uses about
+# one core however many the machine has (SOP §4.1).
+# expect: gil.contention
+# verdict: CPU-bound on one core
+# sopctl: --duration 2
+import threading
+import time
+
+
+def spin(deadline):
+    n = 0
+    while time.time() < deadline:
+        n += sum(i * i for i in range(1000))
+
+
+deadline = time.time() + 60
+threads = [threading.Thread(target=spin, args=(deadline,), name="worker-%d" % i) for i in range(3)]
+for t in threads:
+    t.start()
+time.sleep(1.0)
+print("ready", flush=True)
+for t in threads:
+    t.join()
