@@ -147,3 +147,49 @@ rule {
     }
   end,
 }
+
+-- §4.5: a free-threaded (no-GIL, PEP 703) build. Noted so that nobody reads the GIL findings
+-- (or their absence) as applying to it; sop cannot read its stacks yet.
+rule {
+  id = "gil.free_threaded", section = "4.5", severity = "info",
+  title = T("the target runs a free-threaded (no-GIL) CPython build", "目标进程运行的是 free-threaded（无 GIL）CPython"),
+  doc = [[Hit (info) when the executable is a free-threaded build (python3.13t and later: a name ending in
+    "t", or the interpreter's debug offsets say so, which the Python probe reports as missing evidence).
+    Clear for GIL builds; unknown when neither the executable nor the Python probe is readable.]],
+  reads = { "proc.exe", "python.version", "missing[]" },
+  uses = {},
+  check = function(ev)
+    local exe = ev.proc and ev.proc.exe
+    local reason
+    for _, m in ipairs(ev.missing or {}) do
+      if m.probe == "python" and m.reason and m.reason:find("free-threaded", 1, true) then reason = m.reason end
+    end
+    local base = exe and exe:match("([^/]+)$") or ""
+    local named = base:match("^python3%.%d+t$") ~= nil
+    if not reason and not named then
+      if ev.python and ev.python.version then
+        return clear(T(fmt("CPython %s with the GIL", ev.python.version), fmt("带 GIL 的 CPython %s", ev.python.version)))
+      end
+      if not exe then return unknown(T("executable not readable", "无法读取可执行文件")) end
+      return clear(T(fmt("%s is not a free-threaded CPython", base), fmt("%s 不是 free-threaded CPython", base)))
+    end
+    return hit {
+      symptom = T("free-threaded CPython (no GIL): threads run Python in parallel",
+                  "free-threaded CPython（无 GIL）：线程可并行执行 Python"),
+      evidence = T(fmt("executable %s%s", exe or "?", reason and fmt("; Python probe: %s", reason) or ""),
+                   fmt("可执行文件 %s%s", exe or "?", reason and fmt("；Python 探针：%s", reason) or "")),
+      cause = T("PEP 703 builds (3.13t) drop the GIL: the §4 GIL findings do not apply, and sop does not read this "
+                .. "build's thread stacks yet. C extensions not marked Py_GIL_DISABLED turn the GIL back on at import.",
+                "PEP 703 构建（3.13t）去掉了 GIL：§4 的 GIL 结论不适用，sop 暂不读取这种构建的线程栈。"
+                .. "未声明 Py_GIL_DISABLED 的 C 扩展在 import 时会重新打开 GIL。"),
+      fix = T("Keep production on a GIL build (3.11/3.12) until numpy, torch and your extensions support free "
+              .. "threading; try 3.13t in CI first (SOP §4.5). Check `python -c \"import sys; "
+              .. "print(sys._is_gil_enabled())\"` after your imports.",
+              "在 numpy、torch 和你的扩展支持 free-threading 之前，生产仍用带 GIL 的 3.11/3.12；先在 CI 里试 3.13t"
+              .. "（SOP §4.5）。import 之后检查 `python -c \"import sys; print(sys._is_gil_enabled())\"`。"),
+      verify = T("`python -c \"import sys; print(sys._is_gil_enabled())\"` with the job's imports prints False",
+                 "带上作业的 import 运行 `python -c \"import sys; print(sys._is_gil_enabled())\"` 输出 False"),
+      refs = { "https://peps.python.org/pep-0703/", "https://docs.python.org/3/howto/free-threading-python.html" },
+    }
+  end,
+}
