@@ -11,7 +11,8 @@ local function no_proc(ev)
     return unknown(T("the process is gone: only the kernel log speaks of it",
                      "进程已不存在：只有内核日志记录了它"))
   end
-  return no_proc(ev)
+  return unknown(T("the process's status was not read (see missing evidence)",
+                   "未能读取进程状态（见缺失的证据）"))
 end
 
 local POOL_VARS = { "OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS" }

@@ -132,10 +132,13 @@ rule {
                 "任意时刻只有一个线程能执行 Python 字节码（GIL）。纯 Python 的 CPU 计算分到多个线程只能轮流执行，"
                 .. "还多了切换开销（SOP §4.1）。"),
       fix = T("Move the CPU-bound Python work to processes (multiprocessing / concurrent.futures.ProcessPoolExecutor "
-              .. "with the 'spawn' or 'forkserver' start method, or joblib), or into C code that releases the GIL "
+              .. "with the 'spawn' or 'forkserver' start method, which start slower, re-import the main module and "
+              .. "need "
+              .. "picklable arguments; or joblib), or into C code that releases the GIL "
               .. "(vectorized numpy/torch, numba nopython); keep threads for IO. Try a free-threaded 3.13t build in CI "
               .. "before production (SOP §4.3, §4.5).",
-              "把 CPU 密集的 Python 计算移到多进程（multiprocessing / ProcessPoolExecutor，用 'spawn' 或 'forkserver'，"
+              "把 CPU 密集的 Python 计算移到多进程（multiprocessing / ProcessPoolExecutor，用 'spawn' 或 'forkserver'"
+              .. "——启动更慢、会重新 import 主模块、参数须可 pickle，"
               .. "或 joblib），或移到释放 GIL 的 C 代码（numpy/torch 向量化、numba nopython）；线程只用于 IO。"
               .. "3.13t free-threaded 先在 CI 里试，生产仍用稳定版本（SOP §4.3、§4.5）。"),
       verify = T(fmt("`sopctl run --pid %d --duration 5`: process CPU above 100%% with the work in several processes "

@@ -10,7 +10,8 @@ local function no_proc(ev)
     return unknown(T("the process is gone: only the kernel log speaks of it",
                      "进程已不存在：只有内核日志记录了它"))
   end
-  return no_proc(ev)
+  return unknown(T("the process's status was not read (see missing evidence)",
+                   "未能读取进程状态（见缺失的证据）"))
 end
 
 local REFS = {
@@ -102,12 +103,12 @@ rule {
                 .. "on mapped files) and the IO path is under pressure (figures above): the job "
                 .. "is IO bound at this moment (SOP §7)."
                 or "These threads wait inside the kernel for IO (disk reads, NFS, page faults on "
-                .. "mapped files); host IO figures show no pressure, so one sample may have caught "
-                .. "a short wait: repeat with --duration 2 before acting.",
+                .. "mapped files); host IO figures show no pressure, and one sample does not show that "
+                .. "the wait lasts: repeat with --duration 2 before acting.",
                 over and "这些线程在内核里等 IO（读盘、NFS、映射文件的缺页），且 IO 路径有压力（见上方数字）："
                 .. "作业此刻是 IO bound（SOP §7）。"
                 or "这些线程在内核里等 IO（读盘、NFS、映射文件的缺页）；整机 IO 数字没有压力，"
-                .. "单次采样可能只碰上了短暂等待：行动前用 --duration 2 再测一次。"),
+                .. "单次采样不能说明等待是持续的：行动前用 --duration 2 再测一次。"),
       fix = T("See which call blocks: `cat /proc/PID/task/TID/stack` (root) or `sopctl dump "
               .. "--pid PID --native`. Measure what the storage delivers with fio (sequential "
               .. "1M reads vs random 4k, SOP §7.2) and compare with the job's read rate; then "

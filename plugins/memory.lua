@@ -10,7 +10,8 @@ local function no_proc(ev)
     return unknown(T("the process is gone: only the kernel log speaks of it",
                      "进程已不存在：只有内核日志记录了它"))
   end
-  return no_proc(ev)
+  return unknown(T("the process's status was not read (see missing evidence)",
+                   "未能读取进程状态（见缺失的证据）"))
 end
 local function percent(a, b) return 100 * a / b end
 
