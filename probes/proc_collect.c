@@ -8,6 +8,7 @@
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "proc.h"
@@ -28,10 +29,11 @@ double sop__proc_ticks_per_s(void)
 
 double sop__proc_btime_s(void)
 {
-    static _Atomic long long cached = -1; /* btime never changes while the system runs */
-    long long b = atomic_load(&cached);
+    /* btime never changes while the system runs; cached in milliseconds */
+    static _Atomic long long cached_ms = -1;
+    long long b = atomic_load(&cached_ms);
     if (b >= 0)
-        return (double)b;
+        return (double)b / 1000.0;
     char *text = NULL;
     if (sop__read_file_at(AT_FDCWD, "/proc/stat", 4u << 20, &text, NULL) != 0)
         return NAN;
@@ -44,8 +46,17 @@ double sop__proc_btime_s(void)
     free(text);
     if (v == SOP_NA || v < 0)
         return NAN;
-    atomic_store(&cached, (long long)v);
-    return (double)v;
+    /* btime is whole seconds: a young process's start could seem up to 1 s in the future.
+     * The wall clock minus the boot clock gives the fraction; trust it only next to btime. */
+    double bt = (double)v;
+    struct timespec wall, up;
+    if (clock_gettime(CLOCK_REALTIME, &wall) == 0 && clock_gettime(CLOCK_BOOTTIME, &up) == 0) {
+        double precise = (double)(wall.tv_sec - up.tv_sec) + (double)(wall.tv_nsec - up.tv_nsec) / 1e9;
+        if (fabs(precise - bt) < 2.0)
+            bt = precise;
+    }
+    atomic_store(&cached_ms, (long long)(bt * 1000.0));
+    return bt;
 }
 
 static void proc_init(sop_proc *p, int pid)

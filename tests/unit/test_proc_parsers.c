@@ -900,7 +900,9 @@ static void test_live(void)
     CHECK(cl2.n == cl.n && cl2.n > 0 && !isnan(cl2.items[0].cpu_pct) && cl2.items[0].cpu_pct < 50);
 
     sop_value *ev = sop__v_obj();
-    sop__bridge_proc(ev, p2, &tl2, &cl2, (double)time(NULL));
+    struct timespec wall;
+    clock_gettime(CLOCK_REALTIME, &wall);
+    sop__bridge_proc(ev, p2, &tl2, &cl2, (double)wall.tv_sec + (double)wall.tv_nsec / 1e9);
     const sop_value *th = sop__v_get(ev, "threads");
     CHECK(th && th->count == NTHREADS + 1);
     double d;
