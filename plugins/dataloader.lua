@@ -327,7 +327,7 @@ rule {
   id = "dataloader.too_many_workers", section = "6.2", severity = "warn",
   title = T("far more DataLoader workers than effective CPUs, with the CPUs full",
             "DataLoader worker 远多于有效 CPU，且 CPU 已跑满"),
-  reads = { "python.workers[].threads[].window.top_stacks", "python.workers[].cpu_pct", "effective_cpus",
+  reads = { "python.workers[].threads[].window.top_stacks", "python.workers[].cpu_pct", "python.workers[].cpu_frac", "effective_cpus",
             "proc.cpu_pct", "children[].cpu_pct", "threads[].wait_pct", "cgroup.cpu.quota_cpus" },
   uses = { "loader_workers_per_cpu", "cpu_saturated_pct" },
   check = function(ev, th)
@@ -346,14 +346,21 @@ rule {
     local base_zh = fmt("%d 个 DataLoader worker，有效 CPU %d 个（每 CPU %.1f 个）；作业共用 CPU %.0f%%，容量 %.0f%%",
                         #dw, eff, ratio, used, cap)
     if ratio < th.loader_workers_per_cpu then return clear(T(base_en, base_zh)) end
-    if used < th.cpu_saturated_pct / 100 * cap then
-      return clear(T(base_en .. ": the CPUs are not full, the extra workers cost memory, not CPU time",
-                     base_zh .. "：CPU 未跑满，多出的 worker 只占内存，不抢 CPU"))
-    end
-    local busy, wcpu = 0, 0
+    -- The CPUs are full when the job uses its capacity, or when the workers alone are runnable
+    -- (state R: running or queued for a CPU) for more CPU-time than the capacity: the second holds
+    -- on a host shared with other load, where the job gets less than its capacity.
+    local busy, wcpu, want = 0, 0, 0
     for _, d in ipairs(dw) do
       wcpu = wcpu + (d.w.cpu_pct or 0)
+      want = want + (d.w.cpu_frac or 0)
       if d.w.cpu_frac and d.w.cpu_frac >= 0.5 then busy = busy + 1 end
+    end
+    base_en = base_en .. fmt("; the workers were runnable (state R) for %.1f CPUs' worth of samples", want)
+    base_zh = base_zh .. fmt("；worker 处于可运行态（R）的样本合计相当于 %.1f 个 CPU", want)
+    local full = th.cpu_saturated_pct / 100
+    if used < full * cap and 100 * want < full * cap then
+      return clear(T(base_en .. ": the CPUs are not full, the extra workers cost memory, not CPU time",
+                     base_zh .. "：CPU 未跑满，多出的 worker 只占内存，不抢 CPU"))
     end
     local main_en, main_zh = "", ""
     for _, t in ipairs(ev.threads or {}) do
@@ -366,9 +373,9 @@ rule {
     return hit {
       symptom = T(fmt("%d DataLoader workers compete for %d effective CPUs", #dw, eff),
                   fmt("%d 个 DataLoader worker 争抢 %d 个有效 CPU", #dw, eff)),
-      evidence = T(fmt("%s; %d workers running half their samples or more, together %.0f%% CPU%s.", base_en, busy,
+      evidence = T(fmt("%s; %d workers runnable half their samples or more, together %.0f%% CPU%s.", base_en, busy,
                        wcpu, main_en),
-                   fmt("%s；%d 个 worker 至少一半样本在运行，合计 CPU %.0f%%%s。", base_zh, busy, wcpu, main_zh)),
+                   fmt("%s；%d 个 worker 至少一半样本处于可运行态，合计 CPU %.0f%%%s。", base_zh, busy, wcpu, main_zh)),
       cause = T(fmt("num_workers is sized beyond the %d CPUs the job may use: the workers time-slice the same "
                     .. "cores, take CPU from the training step and each other, and each holds its own copy of the "
                     .. "dataset state and prefetched batches (SOP §6.2: num_workers above the cores fights the "
@@ -394,7 +401,7 @@ rule {
   end,
 }
 
--- Tokenizer frames: a function or file naming tokeniz/tokenis. Frames of the Rust-backed fast
+-- Tokenizer frames (is_tok below). Frames of the Rust-backed fast
 -- path (transformers' *_fast.py, *TokenizerFast, the `tokenizers` package's Python wrappers) are
 -- the caller of native code, not pure-Python tokenizing.
 local FAST_FILES = { ["tokenization_utils_fast.py"] = true, ["base_tokenizer.py"] = true,
@@ -403,9 +410,16 @@ local FAST_FILES = { ["tokenization_utils_fast.py"] = true, ["base_tokenizer.py"
 
 local function frame_file(f) return f:match("%(([^()]*)%)%s*$") or "" end
 
+-- A tokenizer frame: its (qualified) function name says tokeniz/tokenis, or its file's name starts
+-- so (tokenization_bert.py, tokenizer.py). A script's `<module>` frame never counts: a file named
+-- train_tokenizer.py is not tokenizing while it waits for batches.
 local function is_tok(f)
   local l = f:lower()
-  return has(l, "tokeniz") or has(l, "tokenis")
+  if l:sub(1, 8) == "<module>" then return false end
+  local func = l:match("^(.-) %(") or l
+  local file = frame_file(l)
+  return has(func, "tokeniz") or has(func, "tokenis") or file:sub(1, 7) == "tokeniz"
+         or file:sub(1, 7) == "tokenis"
 end
 
 local function is_fast(f)
@@ -420,13 +434,17 @@ local function is_hf_slow(f)
          and not is_fast(f)
 end
 
--- A stack tokenizing in Python: its innermost tokenizer frame is not the fast path's (and, with
--- the Rust library loaded, is in transformers' own slow classes: a user's frame named "tokenize"
--- could then be calling Rust).
+-- A stack tokenizing in Python: a tokenizer frame among its innermost TOK_DEPTH frames (so a
+-- `<module>` in a file named *tokeniz* waiting for batches does not count; helpers such as re's
+-- are allowed under it), and the innermost such frame is not the fast path's. With the Rust
+-- library loaded it must be in transformers' own slow classes: a user's frame named "tokenize"
+-- could then be calling Rust.
+local TOK_DEPTH = 3
+
 local function slow_tok_stack(rust_loaded)
   return function(stack)
     local fr = frames(stack)
-    for i = #fr, 1, -1 do
+    for i = #fr, math.max(1, #fr - TOK_DEPTH + 1), -1 do
       if is_tok(fr[i]) then
         if is_fast(fr[i]) then return false end
         return not rust_loaded or is_hf_slow(fr[i])
