@@ -143,10 +143,17 @@ rule {
     if not wait then
       return unknown(T("the main thread's wait for batches was not measured", "未测得主线程等待 batch 的比例"))
     end
-    local base_en = fmt("the main thread waited for a batch in %s of %d samples over %.1f s, with %d DataLoader workers",
-                        pct(wait), mt.window.samples, ev.duration_s, #dw)
-    local base_zh = fmt("%.1f 秒内主线程 %d 个样本中有 %s 在等 batch，DataLoader worker %d 个",
-                        ev.duration_s, mt.window.samples, pct(wait), #dw)
+    -- Of the wait, the part spent receiving a batch already produced (torch's file-descriptor
+    -- passing of each tensor's shared memory) rather than blocked until one is.
+    local transfer = share(mt, function(st)
+      return has(st, "_try_get_data") and (has(st, "rebuild_storage") or has(st, "(resource_sharer.py)")
+                                           or has(st, "recvfds"))
+    end) or 0
+    local base_en = fmt("the main thread waited for a batch in %s of %d samples over %.1f s (receiving one from the "
+                        .. "workers' shared memory in %s), with %d DataLoader workers", pct(wait), mt.window.samples,
+                        ev.duration_s, pct(transfer), #dw)
+    local base_zh = fmt("%.1f 秒内主线程 %d 个样本中有 %s 在等 batch（其中 %s 在从 worker 共享内存接收），DataLoader worker %d 个",
+                        ev.duration_s, mt.window.samples, pct(wait), pct(transfer), #dw)
     if 100 * wait < th.loader_wait_pct then return clear(T(base_en, base_zh)) end
 
     -- The workers: what their main threads do (state R / D / asleep) and what they read.
@@ -170,8 +177,9 @@ rule {
                        base_zh .. "；但没有采样到 worker 的状态"))
     end
     cpu, io, idle = cpu / n, io / n, idle / n
-    local work_en = best and fmt("; the workers' most sampled stack ends in %s", tail(best.stack, "(fetch.py)", 3)) or ""
-    local work_zh = best and fmt("；worker 最常见的栈末端是 %s", tail(best.stack, "(fetch.py)", 3)) or ""
+    local work = best and tail(best.stack, "(fetch.py)", 3)
+    local work_en = work and fmt("; the workers' most sampled stack ends in %s", work) or ""
+    local work_zh = work and fmt("；worker 最常见的栈末端是 %s", work) or ""
     local wst_en = fmt("the workers ran (state R) %s, were in disk IO (state D) %s and asleep %s of their samples, "
                        .. "together %.0f%% CPU; they read %s/s from the devices in %.0f read calls/s",
                        pct(cpu), pct(io), pct(idle), wcpu, kb(rd / 1024), syscr)
@@ -191,7 +199,8 @@ rule {
 
     local used, cap, eff = job_cpu(ev)
     local full = used and used >= th.cpu_saturated_pct / 100 * cap
-    local cpu_en = used and fmt("; the job used %.0f%% CPU of a %.0f%% capacity (%d effective CPUs)", used, cap, eff) or ""
+    local cpu_en = used and fmt("; the job used %.0f%% CPU of a %.0f%% capacity (%d effective CPUs)", used, cap, eff)
+                   or ""
     local cpu_zh = used and fmt("；作业共用 CPU %.0f%%，容量 %.0f%%（有效 CPU %d 个）", used, cap, eff) or ""
 
     local kind, cause, fix
@@ -231,6 +240,20 @@ rule {
               more_zh .. "变换向量化（整块数组上的 torch/numpy，而不是逐元素 Python），解码一次并存成预处理好的 "
               .. "tensor/parquet（或 ffcv），把数据增强放到 GPU（NVIDIA DALI），并在每个 worker 里限制 BLAS/OpenMP "
               .. "线程（worker_init_fn 里 threadpoolctl.threadpool_limits(1)）。")
+    elseif transfer >= wait / 2 then
+      kind = T("idle: the batches wait in the queue", "空闲：batch 已在队列里等待")
+      cause = T(fmt("The workers have batches ready (asleep %s of their samples); the loop's time goes to receiving "
+                    .. "them: %s of its samples are in rebuild_storage_fd / resource_sharer, the per-tensor "
+                    .. "file-descriptor handshake that moves each tensor's shared memory to the main process.",
+                    pct(idle), pct(transfer)),
+                fmt("worker 已备好 batch（%s 的样本在睡眠）；训练循环的时间花在接收上：%s 的样本在 "
+                    .. "rebuild_storage_fd / resource_sharer，即把每个 tensor 的共享内存交给主进程的逐 tensor 文件描述符握手。",
+                    pct(idle), pct(transfer)))
+      fix = T("Return fewer, larger tensors per batch: collate each field into one tensor (not lists or dicts of "
+              .. "many small tensors), or return numpy arrays/bytes for small items and convert in the step. "
+              .. "Measure samples/s after the change.",
+              "每个 batch 返回更少、更大的 tensor：每个字段 collate 成一个 tensor（不要许多小 tensor 组成的 list/dict），"
+              .. "或小项返回 numpy 数组/bytes、在 step 里再转换。改动后测 samples/s。")
     else
       kind = T("waiting, neither computing nor in disk IO", "既不计算也不在磁盘 IO，而是在等待")
       cause = T(fmt("The workers are asleep %s of their samples while the loop waits for them: they wait on "
@@ -254,7 +277,8 @@ rule {
       cause = cause,
       fix = fix,
       verify = T(fmt("`sopctl run --pid %d --duration 5`: the main thread's wait for batches below %g%% "
-                     .. "(dataloader.starved clear) and the step time (samples/s) improves.", ev.pid, th.loader_wait_pct),
+                     .. "(dataloader.starved clear) and the step time (samples/s) improves.", ev.pid,
+                     th.loader_wait_pct),
                  fmt("`sopctl run --pid %d --duration 5`：主线程等 batch 的比例低于 %g%%（dataloader.starved 为 clear），"
                      .. "step 时间（samples/s）改善。", ev.pid, th.loader_wait_pct)),
       refs = { REF_DATA, "https://docs.nvidia.com/deeplearning/dali/user-guide/docs/index.html",
@@ -327,7 +351,8 @@ rule {
   id = "dataloader.too_many_workers", section = "6.2", severity = "warn",
   title = T("far more DataLoader workers than effective CPUs, with the CPUs full",
             "DataLoader worker 远多于有效 CPU，且 CPU 已跑满"),
-  reads = { "python.workers[].threads[].window.top_stacks", "python.workers[].cpu_pct", "python.workers[].cpu_frac", "effective_cpus",
+  reads = { "python.workers[].threads[].window.top_stacks", "python.workers[].cpu_pct", "python.workers[].cpu_frac",
+            "effective_cpus",
             "proc.cpu_pct", "children[].cpu_pct", "threads[].wait_pct", "cgroup.cpu.quota_cpus" },
   uses = { "loader_workers_per_cpu", "cpu_saturated_pct" },
   check = function(ev, th)

@@ -28,7 +28,7 @@ if __name__ == "__main__":
     deadline = time.time() + 60
     first = True
     for batch in loader:
-        time.sleep(0.02)  # the step (waiting on an accelerator, say)
+        time.sleep(0.04)  # the step (waiting on an accelerator, say)
         batch @ w
         if first:
             print("ready", flush=True)
