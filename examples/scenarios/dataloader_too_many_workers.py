@@ -2,9 +2,9 @@
 # also: dataloader.starved cpu.oversubscribed
 # sopctl: --duration 3
 # needs: torch
-"""dataloader_too_many_workers.py — SOP §6.2: num_workers sized far beyond the CPUs (5 CPU-bound
-workers per effective CPU... here 2.5x the host's CPUs, at least 5 workers), all runnable at once, so
-they time-slice the cores with the training loop. The consumer is also starved (the same cause
+"""dataloader_too_many_workers.py — SOP §6.2: num_workers sized far beyond the CPUs (2.5 CPU-bound
+workers per CPU, at least 5), all runnable at once, so they time-slice the cores with the
+training loop. The consumer is also starved (the same cause
 seen from the loop) and the host's CPUs are oversubscribed. Prints "ready", exits after 60 s."""
 import os
 import time
