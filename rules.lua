@@ -55,6 +55,19 @@ thresholds {
   -- summary.verdict (§9)
   summary_cpu_bound_pct = 80,   -- the job (target + workers) using at least this % of one core is CPU-bound
   summary_io_wait_pct = 20,     -- not CPU-bound, and at least this % of its thread time in D state: IO-bound
+
+  -- dataloader.starved, dataloader.no_workers, dataloader.too_many_workers, dataloader.slow_tokenizer (§6)
+  loader_wait_pct = 30,         -- the training loop (target's main thread) waits for a batch at least this % of
+                                --   its samples: starved (warn) ...
+  loader_wait_high_pct = 60,    -- ... at least this %: high
+  loader_worker_io_pct = 10,    -- starved, and the DataLoader workers in disk IO (state D) at least this % of their
+                                --   samples: IO-bound (checked first) ...
+  loader_worker_cpu_pct = 70,   -- ... else running (state R) at least this %: CPU-bound; else they wait on other things
+  loader_inline_fetch_pct = 50, -- num_workers=0: the main thread inside the in-process fetch at least this % of samples
+  loader_workers_per_cpu = 2,   -- DataLoader workers at least this many per effective CPU, with the CPUs full
+                                --   (cpu_saturated_pct), are too many
+  loader_tokenizer_pct = 30,    -- a process (main thread or worker) with at least this % of its samples in
+                                --   pure-Python tokenizer frames (SOP §6.6: preprocessing > 30% of the time)
 }
 
 -- The §1 decision tree, symptom → where to look; every pack runs on every run, and findings are
@@ -74,3 +87,4 @@ require "plugins.io"
 require "plugins.gil"
 require "plugins.asyncio"
 require "plugins.summary"
+require "plugins.dataloader"
