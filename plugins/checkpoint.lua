@@ -220,18 +220,16 @@ rule {
                         thread_label(t), call, 100 * ck, 100 * iow, 100 * run)
     local base_zh = fmt("%s 在 %s 中占窗口 %.0f%%，IO 等待（D）%.0f%%，在 CPU 上 %.0f%%",
                         thread_label(t), call, 100 * ck, 100 * iow, 100 * run)
-    if iow < th.ckpt_io_wait_frac then
-      return clear(T(base_en .. fmt(": the thread seldom waits on storage (< %.0f%%)", 100 * th.ckpt_io_wait_frac),
-                     base_zh .. fmt("：线程很少等存储（< %.0f%%）", 100 * th.ckpt_io_wait_frac)))
+    -- The D-state samples surely inside the checkpoint (lower bound of the overlap).
+    local inside = overlap(iow, ck)
+    if inside < th.ckpt_io_wait_frac then
+      return clear(T(base_en .. fmt(": at most %.0f%% of the checkpoint time is surely spent waiting "
+                                    .. "on storage (< %.0f%%)", 100 * inside, 100 * th.ckpt_io_wait_frac),
+                     base_zh .. fmt("：checkpoint 时间中确定在等存储的部分至多 %.0f%%（< %.0f%%）", 100 * inside,
+                                    100 * th.ckpt_io_wait_frac)))
     end
     local remote = f and REMOTE[f.fs_kind]
     local busy = util and util >= th.io_util_pct
-    if not remote and not busy then
-      return unknown(T(base_en .. fmt(", but disk %s util %.0f%% and no NFS/FUSE file: the wait is not "
-                                      .. "on the checkpoint's storage", dname or "?", util or 0),
-                       base_zh .. fmt("，但磁盘 %s util %.0f%%，也没有 NFS/FUSE 文件：等待不在 checkpoint 的存储上",
-                                      dname or "?", util or 0)))
-    end
     local h = ev.host or {}
     local where_en, where_zh
     if remote then
@@ -239,12 +237,21 @@ rule {
                      f.fstype or "?", f.source or "?")
       where_zh = fmt("文件 %s 在 %s（%s，%s）上", f.path, f.fs_kind == "fuse" and "FUSE" or "网络存储",
                      f.fstype or "?", f.source or "?")
-    else
+    elseif busy then
       where_en = fmt("disk %s util %.0f%% (>= %g%%)%s", dname or "?", util, th.io_util_pct,
                      f and fmt(", file %s", f.path) or "")
       where_zh = fmt("磁盘 %s util %.0f%%（>= %g%%）%s", dname or "?", util, th.io_util_pct,
                      f and fmt("，文件 %s", f.path) or "")
+    else
+      where_en = fmt("disk %s util %s (not saturated): the thread waits on each request%s",
+                     dname or "?", util and fmt("%.0f%%", util) or "unknown",
+                     f and fmt(", file %s (%s)", f.path, f.fstype or "?") or "")
+      where_zh = fmt("磁盘 %s util %s（未饱和）：线程在等每一个请求%s", dname or "?",
+                     util and fmt("%.0f%%", util) or "未知",
+                     f and fmt("，文件 %s（%s）", f.path, f.fstype or "?") or "")
     end
+    local mem = ev.cgroup and ev.cgroup.memory
+    local capped = mem and mem.limit_kb and not mem.unlimited
     local wb_en, wb_zh = "", ""
     if h.dirty_kb and h.writeback_kb then
       wb_en = fmt("; host dirty %s, writeback %s", kb(h.dirty_kb), kb(h.writeback_kb))
@@ -256,8 +263,9 @@ rule {
     end
     return hit {
       severity = "warn",
-      symptom = T(fmt("%s waits on storage: %s", call, remote and "network/FUSE filesystem" or "busy disk"),
-                  fmt("%s 在等存储：%s", call, remote and "网络/FUSE 文件系统" or "磁盘繁忙")),
+      symptom = T(fmt("%s waits on storage: %s", call, remote and "network/FUSE filesystem"
+                      or busy and "busy disk" or "synchronous or throttled writes"),
+                  fmt("%s 在等存储：%s", call, remote and "网络/FUSE 文件系统" or busy and "磁盘繁忙" or "同步或被节流的写")),
       evidence = T(fmt("Over %.1f s: %s; %s%s.", ev.duration_s, base_en, where_en, wb_en),
                    fmt("%.1f 秒内：%s；%s%s。", ev.duration_s, base_zh, where_zh, wb_zh)),
       cause = remote and T("The checkpoint is written to (or read from) network storage: each write "
@@ -265,9 +273,18 @@ rule {
                 .. "latency, not by serialization (SOP §7.4, §7.7: \"NFS fsync is slow\").",
                 "checkpoint 写到（或读自）网络存储：每次写以及最后的 fsync/close 都要等服务器，保存速度受网络延迟限制，"
                 .. "而不是序列化（SOP §7.4、§7.7：“NFS 写 fsync 慢”）。")
-        or T("The disk behind the checkpoint is saturated: the thread waits in D state for writes or "
-                .. "reads to complete (SOP §7.7: %util high).",
-                "checkpoint 所在磁盘已饱和：线程在 D 状态等读写完成（SOP §7.7：%util 高）。"),
+        or busy and T("The disk behind the checkpoint is saturated: the thread waits in D state for "
+                .. "writes or reads to complete (SOP §7.7: %util high).",
+                "checkpoint 所在磁盘已饱和：线程在 D 状态等读写完成（SOP §7.7：%util 高）。")
+        or T("The save waits in D state for the device although the disk is not saturated: "
+                .. "the writes are synchronous (fsync / O_SYNC / a sync-mounted share flushing each "
+                .. "write) or throttled by writeback (dirty pages over the dirty limit, or a cgroup "
+                .. "memory limit that charges the page cache to the job), so the save runs at the "
+                .. "storage's per-request latency, not at memory speed. `cat /proc/PID/task/TID/stack` "
+                .. "during the save names which.",
+                "磁盘并未饱和，保存却在 D 状态等设备：写是同步的（fsync / O_SYNC / 每次写都刷盘的 sync 挂载），或被回写节流"
+                .. "（脏页超过 dirty 上限，或 cgroup 内存上限把 page cache 计入作业），保存速度取决于存储的单次请求延迟，"
+                .. "而不是内存速度。保存期间 `cat /proc/PID/task/TID/stack` 可看出是哪一种。"),
       fix = remote and T("Write the checkpoint to local NVMe first (torch.save(state, "
               .. "'/scratch/ckpt.pt')), then copy it to the share in the background (rsync -a or a "
               .. "subprocess); in distributed jobs save on rank 0 only; shard large checkpoints "
@@ -276,9 +293,13 @@ rule {
               .. "子进程）；分布式只在 rank 0 保存；大 checkpoint 拆成多个文件并行写；使用 safetensors。")
         or T("Measure the device with fio --rw=write --bs=1M (SOP §7.2) and compare with the save "
               .. "rate; keep other writers off that disk during checkpoints, save less often or "
-              .. "only on rank 0, save to a faster local NVMe, and shard large checkpoints.",
+              .. "only on rank 0, save to a faster local NVMe, and shard large checkpoints"
+              .. (capped and "; under a cgroup memory limit, leave room above the job's own memory "
+              .. "for the checkpoint's dirty pages (memory.max / memory.limit_in_bytes)." or "."),
               "用 fio --rw=write --bs=1M 测设备能力（SOP §7.2），与保存速率对比；checkpoint 时避免其他进程写同一块盘，"
-              .. "降低保存频率或只在 rank 0 保存，存到更快的本地 NVMe，并把大 checkpoint 分片。"),
+              .. "降低保存频率或只在 rank 0 保存，存到更快的本地 NVMe，并把大 checkpoint 分片"
+              .. (capped and "；有 cgroup 内存上限时，在作业自身内存之上为 checkpoint 的脏页留出空间"
+              .. "（memory.max / memory.limit_in_bytes）。" or "。")),
       verify = T(fmt("Time the save before and after; `sopctl run --pid %d --duration 3` during a "
                      .. "checkpoint shows io_wait below %.0f%% and `iostat -xm 1 3` %%util below %g%%.",
                      ev.pid, 100 * th.ckpt_io_wait_frac, th.io_util_pct),
