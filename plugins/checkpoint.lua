@@ -139,8 +139,9 @@ rule {
     local base_zh = fmt("%s 在 %s 中占窗口 %.0f%%，在 CPU 上 %.0f%%，IO 等待 %.0f%%",
                         thread_label(t), call, 100 * ck, 100 * run, 100 * iow)
     if busy < th.ckpt_busy_frac then
-      return clear(T(base_en .. ": not CPU bound" .. (iow >= th.ckpt_io_wait_frac and " (storage: see checkpoint.io_bound)" or ""),
-                     base_zh .. "：不是 CPU 瓶颈" .. (iow >= th.ckpt_io_wait_frac and "（存储：见 checkpoint.io_bound）" or "")))
+      local waits = iow >= th.ckpt_io_wait_frac
+      return clear(T(base_en .. ": not CPU bound" .. (waits and " (storage: see checkpoint.io_bound)" or ""),
+                     base_zh .. "：不是 CPU 瓶颈" .. (waits and "（存储：见 checkpoint.io_bound）" or "")))
     end
     if iow >= th.ckpt_io_wait_frac or (util and util >= th.io_util_pct) then
       return unknown(T(base_en .. fmt(", disk %s util %.0f%%: both CPU and storage are busy", dname or "?", util or 0),
@@ -150,7 +151,7 @@ rule {
     if f then
       file_en = fmt("; the file %s (%s, %s) moves %s", f.path, f.fs_kind, f.fstype or "?",
                     rate(math.abs(f.advance_bytes_per_s)))
-      file_zh = fmt("；文件 %s（%s，%s）每秒推进 %s", f.path, f.fs_kind, f.fstype or "?",
+      file_zh = fmt("；文件 %s（%s，%s）推进 %s", f.path, f.fs_kind, f.fstype or "?",
                     rate(math.abs(f.advance_bytes_per_s)))
     end
     local disk_en = util and fmt("; disk %s util %.0f%% (< %g%%): the storage is not the limit", dname or "?",
@@ -259,7 +260,7 @@ rule {
     end
     if f then
       wb_en = wb_en .. fmt("; position moves %s", rate(math.abs(f.advance_bytes_per_s)))
-      wb_zh = wb_zh .. fmt("；文件位置每秒推进 %s", rate(math.abs(f.advance_bytes_per_s)))
+      wb_zh = wb_zh .. fmt("；文件位置推进 %s", rate(math.abs(f.advance_bytes_per_s)))
     end
     return hit {
       severity = "warn",

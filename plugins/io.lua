@@ -280,7 +280,7 @@ rule {
       local dev_zh = x.req_kb and fmt("；磁盘请求平均 %.0f KiB：预读已合并", x.req_kb) or ""
       src_en = fmt("%s of it from disk, read sequentially (file position advances %s%s), so the "
                    .. "cost is the per-call syscall overhead", rate(disk), rate(x.advance), dev_en)
-      src_zh = fmt("其中 %s 来自磁盘，顺序读取（文件位置每秒前进 %s%s），开销是每次调用的系统调用成本",
+      src_zh = fmt("其中 %s 来自磁盘，顺序读取（文件位置前进 %s%s），开销是每次调用的系统调用成本",
                    rate(disk), rate(x.advance), dev_zh)
     elseif cached then
       src_en = fmt("only %s of it from disk: served by the page cache or pipes/sockets, so the "
@@ -374,7 +374,7 @@ rule {
         else
           notes_en[#notes_en + 1] = fmt("%.0f small reads/s, sequential (position advances %s)",
                                         x.calls, rate(x.advance))
-          notes_zh[#notes_zh + 1] = fmt("每秒 %.0f 次小读，顺序读（位置每秒前进 %s）", x.calls, rate(x.advance))
+          notes_zh[#notes_zh + 1] = fmt("每秒 %.0f 次小读，顺序读（位置前进 %s）", x.calls, rate(x.advance))
         end
       end
     end
@@ -395,7 +395,7 @@ rule {
     end
     local procs = {}
     for i = 1, math.min(#hits, 6) do procs[#procs + 1] = who(hits[i].r) end
-    local dev_en, dev_zh = "", ""
+    local dev_en, dev_zh
     if x.device then
       dev_en = fmt("; disk %s serves %.0f reads/s of %.0f KiB on average (sequential reads with "
                    .. "readahead are 128 KiB or more), util %.0f%%, r_await %.2f ms", x.device.name,
@@ -420,7 +420,7 @@ rule {
                        rate(x.advance), rate(x.rchar), dev_en, table.concat(procs, ", "),
                        rate(total_disk)),
                    fmt("%.1f 秒内，%s：每秒 %.0f 次 read，平均 %.0f 字节，读取 %s，其中 %s 来自磁盘；打开的数据文件 "
-                       .. "%s（%s）的文件位置每秒只前进 %s，而每秒读了 %s：读在跳（pread/seek），不是流式读%s。"
+                       .. "%s（%s）的文件位置只前进 %s，而读取为 %s：读在跳（pread/seek），不是流式读%s。"
                        .. "所有随机读进程：%s，磁盘读 %s。", ev.duration_s, who(x.r), x.calls, x.mean,
                        rate(x.rchar), rate(x.disk), short_path(f.path), kb(f.size_bytes / 1024),
                        rate(x.advance), rate(x.rchar), dev_zh, table.concat(procs, ", "),
@@ -544,8 +544,9 @@ rule {
       end
       if #quiet == 0 then
         return unknown(T(fmt("%d files on network storage (%s), but no sampled window tells whether "
-                             .. "the job waits on them", remote, where_en),
-                         fmt("%d 个文件在网络存储上（%s），但没有采样窗口可判断作业是否在等它们", remote, where_en)))
+                             .. "the job waits on them (pids not sampled: %d)", remote, where_en, #unsampled),
+                         fmt("%d 个文件在网络存储上（%s），但没有采样窗口可判断作业是否在等它们（未采样进程 %d 个）",
+                             remote, where_en, #unsampled)))
       end
       return clear(T(fmt("%d files on network storage (%s), but threads spend little time in IO "
                          .. "wait (max per process: %s, < %.0f%%)", remote, where_en,
@@ -630,9 +631,9 @@ rule {
       return unknown(T("/proc/PID/io not readable: no disk read rate", "读不到 /proc/PID/io：没有磁盘读速率"))
     end
     if disk < th.page_cache_min_disk_kb_per_s * 1024 then
-      return clear(T(fmt("the job reads %s from disk (< %s/s): its data comes from memory", rate(disk),
-                         kb(th.page_cache_min_disk_kb_per_s)),
-                     fmt("作业每秒从磁盘读 %s（< %s/s）：数据来自内存", rate(disk),
+      return clear(T(fmt("the job reads %s from storage (< %s/s): not re-reading a dataset from disk",
+                         rate(disk), kb(th.page_cache_min_disk_kb_per_s)),
+                     fmt("作业从存储读 %s（< %s/s）：没有在从磁盘重读数据集", rate(disk),
                          kb(th.page_cache_min_disk_kb_per_s))))
     end
     if not ev.io_files then
@@ -653,7 +654,7 @@ rule {
       return unknown(T(fmt("the job reads %s from disk, but no file >= %g MiB is being read "
                            .. "sequentially (random reads or mmap: see io.random_reads)", rate(disk),
                            th.page_cache_min_file_mb),
-                       fmt("作业每秒从磁盘读 %s，但没有 >= %g MiB 的文件在被顺序读（随机读或 mmap：见 io.random_reads）",
+                       fmt("作业从磁盘读 %s，但没有 >= %g MiB 的文件在被顺序读（随机读或 mmap：见 io.random_reads）",
                            rate(disk), th.page_cache_min_file_mb)))
     end
     table.sort(files, function(a, b) return a.size_bytes > b.size_bytes end)
@@ -687,7 +688,7 @@ rule {
                          .. "page cache (%s, %s): a first pass (first epoch) fills the cache and "
                          .. "later passes come from memory; that is not a problem (SOP §7.1)",
                          rate(disk), kb(ws), list, kb(room), cap_en),
-                     fmt("每秒从磁盘读 %s，但正在读的文件（共 %s：%s）放得进 page cache（%s，%s）：第一遍（第一个 "
+                     fmt("从磁盘读 %s，但正在读的文件（共 %s：%s）放得进 page cache（%s，%s）：第一遍（第一个 "
                          .. "epoch）读入缓存，之后的遍历来自内存；这不是问题（SOP §7.1）", rate(disk), kb(ws),
                          list, kb(room), cap_zh)))
     end
@@ -716,7 +717,7 @@ rule {
       evidence = T(fmt("Over %.1f s the job read %s from disk while streaming %s; memory the page "
                        .. "cache can use: %s (%s)%s.", ev.duration_s, rate(disk), list, kb(room),
                        cap_en, ex_en),
-                   fmt("%.1f 秒内作业每秒从磁盘读 %s，正在流式读 %s；page cache 可用内存：%s（%s）%s。",
+                   fmt("%.1f 秒内作业从磁盘读 %s，正在流式读 %s；page cache 可用内存：%s（%s）%s。",
                        ev.duration_s, rate(disk), list, kb(room), cap_zh, ex_zh)),
       cause = T("A file larger than the memory left for the page cache is evicted while it is read "
                 .. "(LRU), so no epoch finds it cached: each epoch is as slow as the first and the "
