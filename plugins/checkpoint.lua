@@ -294,11 +294,12 @@ rule {
               .. "子进程）；分布式只在 rank 0 保存；大 checkpoint 拆成多个文件并行写；使用 safetensors。")
         or T("Measure the device with fio --rw=write --bs=1M (SOP §7.2) and compare with the save "
               .. "rate; keep other writers off that disk during checkpoints, save less often or "
-              .. "only on rank 0, save to a faster local NVMe, and shard large checkpoints"
+              .. "only on rank 0, save to a faster local NVMe, shard large checkpoints, and make "
+              .. "the file durable once at the end (one fsync) instead of at every write"
               .. (capped and "; under a cgroup memory limit, leave room above the job's own memory "
               .. "for the checkpoint's dirty pages (memory.max / memory.limit_in_bytes)." or "."),
               "用 fio --rw=write --bs=1M 测设备能力（SOP §7.2），与保存速率对比；checkpoint 时避免其他进程写同一块盘，"
-              .. "降低保存频率或只在 rank 0 保存，存到更快的本地 NVMe，并把大 checkpoint 分片"
+              .. "降低保存频率或只在 rank 0 保存，存到更快的本地 NVMe，把大 checkpoint 分片，并只在最后 fsync 一次而不是每次写都刷盘"
               .. (capped and "；有 cgroup 内存上限时，在作业自身内存之上为 checkpoint 的脏页留出空间"
               .. "（memory.max / memory.limit_in_bytes）。" or "。")),
       verify = T(fmt("Time the save before and after; `sopctl run --pid %d --duration 3` during a "

@@ -1,4 +1,5 @@
 # expect: io.random_reads
+# also: io.d_state
 # sopctl: --duration 3
 # timeout: 120
 """io.random_reads (SOP §7.3): a "dataset" in one large file read as 4 KiB records at random
