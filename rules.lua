@@ -68,6 +68,23 @@ thresholds {
                                 --   (cpu_saturated_pct), are too many
   loader_tokenizer_pct = 30,    -- a process (main thread or worker) with at least this % of its samples in
                                 --   pure-Python tokenizer frames (SOP §6.6: preprocessing > 30% of the time)
+
+  -- io.random_reads, io.network_fs, io.page_cache_pressure (§7.1, §7.3, §7.4);
+  -- checkpoint.pickle_bound, checkpoint.io_bound (§7.7)
+  random_read_min_per_s = 200,  -- a process making at least this many read calls/s ...
+  random_read_disk_share = 0.5, -- ... with at least this fraction of the bytes read coming from disk (read_bytes/rchar)
+  data_file_min_mb = 1,         -- open files at least this large (MiB) on storage count as data files
+  random_seq_advance_ratio = 0.5, -- data-file positions moving between this and 1/this x the bytes read: sequential
+  random_read_max_request_kb = 32, -- the disk's mean read request (KiB) at/below this: the device serves small
+                                --   random requests (readahead makes sequential ones 128 KiB or more)
+  netfs_wait_frac = 0.2,        -- a thread of a process with NFS/FUSE files open sampled in D state this fraction
+                                --   of the window: the job waits on the network filesystem
+  page_cache_min_file_mb = 64,  -- files being read at least this large (MiB) make the working set
+  page_cache_fit_ratio = 1.0,   -- working set >= this x the memory left for the page cache: it cannot stay cached
+  page_cache_min_disk_kb_per_s = 8192, -- the job's disk reads (KiB/s) at/above this: it is reading from disk now
+  ckpt_frac = 0.3,              -- a thread inside torch.save/torch.load/pickle this fraction of the window ...
+  ckpt_busy_frac = 0.6,         -- ... running on a CPU this fraction of its samples: serialization is CPU bound
+  ckpt_io_wait_frac = 0.2,      -- ... in D state this fraction of its samples: storage bound
 }
 
 -- The §1 decision tree, symptom → where to look; every pack runs on every run, and findings are
@@ -88,3 +105,4 @@ require "plugins.gil"
 require "plugins.asyncio"
 require "plugins.summary"
 require "plugins.dataloader"
+require "plugins.checkpoint"

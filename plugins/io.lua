@@ -1,6 +1,9 @@
--- plugins/io.lua — SOP §7: threads stuck in D (uninterruptible IO) state, and many small read()
--- calls. Reads ev.proc (state, io), ev.threads, ev.children, ev.host (psi.io, cpu.iowait_pct,
--- disks). Thresholds: d_state_min_threads, io_pressure_pct, io_util_pct, small_read_*.
+-- plugins/io.lua — SOP §7: threads stuck in D (uninterruptible IO) state; many small read()
+-- calls; small reads at random offsets served by the disk (§7.3); data on NFS/FUSE the job waits
+-- on (§7.4); a dataset larger than the page cache can hold, re-read from disk every epoch
+-- (§7.1/§7.4). Reads ev.proc (state, io), ev.threads, ev.children, ev.python (workers[].io,
+-- threads[].window), ev.io_files, ev.cgroup.memory, ev.host (memory, vm, psi.io, cpu, disks).
+-- Checkpoint (torch.save / torch.load) rules live in plugins/checkpoint.lua.
 
 local function T(en, zh) return { en = en, zh = zh } end
 
@@ -49,13 +52,113 @@ local function io_pressure(ev, th)
   return parts, over
 end
 
+-- The processes whose reads can be judged: the target and its sampled Python workers (DataLoader
+-- / multiprocessing), each with its /proc/PID/io rates.
+local function readers(ev)
+  local out = {}
+  if ev.proc and ev.proc.io then out[#out + 1] = { pid = ev.pid, what = "main process", io = ev.proc.io } end
+  for _, w in ipairs((ev.python and ev.python.workers) or {}) do
+    if w.io and w.pid ~= ev.pid then out[#out + 1] = { pid = w.pid, what = "worker", io = w.io } end
+  end
+  return out
+end
+
+-- Filesystem kinds backed by storage (the page cache sits in front of them); "memory" (tmpfs)
+-- and "virtual" (/proc, /sys) are not.
+local STORED = { ["local"] = true, network = true, fuse = true, overlay = true }
+local REMOTE = { network = true, fuse = true }
+
+-- Data files a process holds open: files on storage of at least min_bytes.
+local function data_files(ev, pid, min_bytes)
+  local out = {}
+  for _, f in ipairs(ev.io_files or {}) do
+    if f.pid == pid and STORED[f.fs_kind] and (f.size_bytes or 0) >= min_bytes then out[#out + 1] = f end
+  end
+  return out
+end
+
+local function disk_named(ev, name)
+  for _, d in ipairs((ev.host and ev.host.disks) or {}) do
+    if name and d.name == name then return d end
+  end
+end
+
+-- Mean size (KiB) of the read requests a disk served over the window; nil when unknown.
+local function request_kb(d)
+  if d and d.read_kb_per_s and d.reads_per_s and d.reads_per_s > 0 then
+    return d.read_kb_per_s / d.reads_per_s
+  end
+end
+
+-- One process's reads over the window: x.kind is
+--   "few"        fewer than random_read_min_per_s calls or larger than small_read_max_bytes
+--   "cached"     small reads, but most bytes come from memory (page cache, pipes, sockets)
+--   "nofiles"    small reads from disk, no open data file seen to tell the pattern
+--   "random"     small reads from disk, the file position does not follow the bytes read and
+--                the device serves small requests (or no device figures: NFS/FUSE)
+--   "sequential" small reads from disk, the position advances with them (readahead serves them)
+--   "mixed"      the position and the device disagree: no verdict
+local function read_pattern(ev, th, r)
+  local io = r.io
+  local calls, rchar, disk = io.syscr_per_s, io.rchar_per_s, io.read_bytes_per_s
+  if not calls or not rchar then return nil end
+  local mean = io.mean_read_bytes or (calls > 0 and rchar / calls) or nil
+  local x = { r = r, calls = calls, rchar = rchar, disk = disk, mean = mean }
+  if calls < th.random_read_min_per_s or not mean or mean > th.small_read_max_bytes then
+    x.kind = "few"
+    return x
+  end
+  if not disk then return nil end
+  if disk < th.random_read_disk_share * rchar then
+    x.kind = "cached"
+    return x
+  end
+  if not ev.io_files then return nil end
+  local files = data_files(ev, r.pid, th.data_file_min_mb * 1048576)
+  if #files == 0 then
+    x.kind = "nofiles"
+    return x
+  end
+  table.sort(files, function(a, b) return a.size_bytes > b.size_bytes end)
+  local adv = 0
+  for _, f in ipairs(files) do adv = adv + math.abs(f.advance_bytes_per_s or 0) end
+  x.files, x.advance = files, adv
+  for _, f in ipairs(files) do
+    local d = disk_named(ev, f.disk)
+    if request_kb(d) then
+      x.device, x.req_kb = d, request_kb(d)
+      break
+    end
+  end
+  local ratio = th.random_seq_advance_ratio
+  local pos_seq = adv >= ratio * rchar and adv <= rchar / ratio
+  local dev_small = x.req_kb and x.req_kb <= th.random_read_max_request_kb
+  if pos_seq and not dev_small then
+    x.kind = "sequential"
+  elseif not pos_seq and (dev_small or (not x.req_kb and REMOTE[files[1].fs_kind])) then
+    x.kind = "random"
+  else
+    x.kind = "mixed"
+  end
+  return x
+end
+
+local function short_path(p)
+  if not p then return "?" end
+  if #p <= 60 then return p end
+  return "..." .. p:sub(-57)
+end
+
 rule {
   id = "io.d_state", section = "7", severity = "warn",
-  title = T("threads or workers stuck in uninterruptible (D) state, waiting for IO", "线程或 worker 处于不可中断（D）状态，在等 IO"),
+  title = T("Threads or workers blocked in uninterruptible IO wait (D state)",
+            "线程或 worker 阻塞在不可中断的 IO 等待（D 状态）"),
   doc = [[Hit when at least d_state_min_threads threads/workers are in D state; warn with IO pressure (IO PSI some avg10
     or host iowait at least io_pressure_pct, or a disk at least io_util_pct busy), else info. Unknown without
     thread states.]],
-  reads = { "threads[].state", "children[].state", "host.psi.io", "host.cpu.iowait_pct", "host.disks[].util_pct" },
+  reads = { "threads[].state", "proc.state", "children[].state", "proc.io.read_bytes_per_s",
+            "proc.io.write_bytes_per_s", "host.psi.io.some.avg10", "host.cpu.iowait_pct",
+            "host.disks[].util_pct", "host.disks[].r_await_ms" },
   uses = { "d_state_min_threads", "io_pressure_pct", "io_util_pct" },
   check = function(ev, th)
     local p = ev.proc
@@ -129,13 +232,14 @@ rule {
 
 rule {
   id = "io.small_reads", section = "7", severity = "warn",
-  title = T("many small read calls: the job reads in tiny pieces", "大量小块读调用：作业以很小的块读数据"),
-  doc = [[Hit when the target does at least small_read_syscr_per_s read calls per second with a mean read of at most
-    small_read_max_bytes (info when less than 10% comes from disk). Unknown with --duration 0 or /proc/PID/io
-    unreadable.]],
-  reads = { "proc.io.syscr_per_s", "proc.io.mean_read_bytes", "proc.io.rchar_per_s", "proc.io.read_bytes_per_s",
-            "duration_s" },
-  uses = { "small_read_syscr_per_s", "small_read_max_bytes" },
+  title = T("Many small read() calls: throughput bound by the call count, not bandwidth",
+            "大量小块 read()：吞吐受调用次数而非带宽限制"),
+  reads = { "proc.io.syscr_per_s", "proc.io.mean_read_bytes", "proc.io.rchar_per_s",
+            "proc.io.read_bytes_per_s", "io_files[].advance_bytes_per_s", "io_files[].size_bytes",
+            "io_files[].disk", "host.disks[].read_kb_per_s", "host.disks[].reads_per_s" },
+  uses = { "small_read_syscr_per_s", "small_read_max_bytes", "random_read_min_per_s",
+           "random_read_disk_share", "data_file_min_mb", "random_seq_advance_ratio",
+           "random_read_max_request_kb" },
   check = function(ev, th)
     local p = ev.proc
     if not p then return no_proc(ev) end
@@ -167,23 +271,39 @@ rule {
     local src_en, src_zh
     -- Served from memory (page cache, pipes, sockets): only the syscall cost remains, info.
     local cached = disk and io.rchar_per_s and disk < 0.1 * io.rchar_per_s
-    if cached then
+    local x = read_pattern(ev, th, { pid = ev.pid, what = "main process", io = io })
+    if x and x.kind == "random" then
+      return clear(T(fmt("%.0f read calls/s of %.0f bytes at random offsets, from disk: reported by "
+                         .. "io.random_reads", calls, mean),
+                     fmt("每秒 %.0f 次、每次 %.0f 字节的随机位置读，来自磁盘：见 io.random_reads", calls, mean)))
+    end
+    local seq = x and x.kind == "sequential"
+    if seq then
+      local dev_en = x.req_kb and fmt("; the disk serves %.0f KiB requests: readahead batches them",
+                                      x.req_kb) or ""
+      local dev_zh = x.req_kb and fmt("；磁盘请求平均 %.0f KiB：预读已合并", x.req_kb) or ""
+      src_en = fmt("%s of it from disk, read sequentially (file position advances %s%s), so the "
+                   .. "cost is the per-call syscall overhead", rate(disk), rate(x.advance), dev_en)
+      src_zh = fmt("其中 %s 来自磁盘，顺序读取（文件位置前进 %s%s），开销是每次调用的系统调用成本",
+                   rate(disk), rate(x.advance), dev_zh)
+    elseif cached then
       src_en = fmt("only %s of it from disk: served by the page cache or pipes/sockets, so the "
                    .. "cost is the per-call syscall overhead", rate(disk))
       src_zh = fmt("其中只有 %s 来自磁盘：由 page cache 或管道/套接字提供，开销是每次调用的系统调用成本",
                    rate(disk))
     elseif disk then
-      src_en = fmt("%s of it from disk: each small random read pays a device access, 10-100x "
-                   .. "slower than sequential reads (SOP §7.3)", rate(disk))
-      src_zh = fmt("其中 %s 来自磁盘：每次随机小读都要付一次设备访问，比顺序读慢 10~100 倍（SOP §7.3）",
+      src_en = fmt("%s of it from disk: each small read that misses the page cache pays a device "
+                   .. "access, and random ones are 10-100x slower than sequential reads (SOP §7.3)",
                    rate(disk))
+      src_zh = fmt("其中 %s 来自磁盘：每次未命中 page cache 的小读都要付一次设备访问，随机读比顺序读慢 "
+                   .. "10~100 倍（SOP §7.3）", rate(disk))
     else
       src_en = "disk share unknown (read_bytes not measured)"
       src_zh = "来自磁盘的比例未知（未测到 read_bytes）"
     end
     local total = io.rchar_per_s and rate(io.rchar_per_s) or "?"
     return hit {
-      severity = cached and "info" or "warn",
+      severity = (cached or seq) and "info" or "warn",
       symptom = T(fmt("Many small reads: %.0f read calls/s of %.0f bytes on average", calls, mean),
                   fmt("大量小块读：每秒 %.0f 次 read，平均每次 %.0f 字节", calls, mean)),
       evidence = T(fmt("Over %.1f s: %.0f read syscalls/s, mean %.0f bytes per call, %s read in total "
@@ -207,6 +327,430 @@ rule {
                  .. "or more; samples/s of the loader rise.",
                  "`sopctl run --duration 2`：每秒 read 次数下降，平均读大小 >= 64 KiB；loader 的 samples/s 上升。"),
       refs = REFS,
+    }
+  end,
+}
+
+local function who(r) return fmt("%s %d", r.what, r.pid) end
+
+rule {
+  id = "io.random_reads", section = "7.3", severity = "warn",
+  title = T("Small reads at random offsets served by the disk instead of sequential reads",
+            "小块随机位置读由磁盘逐次服务，而不是顺序读"),
+  reads = { "proc.io.syscr_per_s", "proc.io.mean_read_bytes", "proc.io.rchar_per_s",
+            "proc.io.read_bytes_per_s", "python.workers[].io", "io_files[].size_bytes",
+            "io_files[].advance_bytes_per_s", "io_files[].fs_kind", "io_files[].disk",
+            "host.disks[].read_kb_per_s", "host.disks[].reads_per_s", "host.disks[].util_pct",
+            "host.disks[].r_await_ms" },
+  uses = { "random_read_min_per_s", "small_read_max_bytes", "random_read_disk_share",
+           "data_file_min_mb", "random_seq_advance_ratio", "random_read_max_request_kb" },
+  check = function(ev, th)
+    if not ev.proc then return no_proc(ev) end
+    if not ev.duration_s or ev.duration_s <= 0 then
+      return unknown(T("one snapshot (--duration 0): no read rates", "只有一次快照（--duration 0）：没有读速率"))
+    end
+    local rs = readers(ev)
+    if #rs == 0 then
+      return unknown(T("/proc/PID/io not readable: no read rates", "读不到 /proc/PID/io：没有读速率"))
+    end
+    local hits, undecided, notes_en, notes_zh = {}, {}, {}, {}
+    for _, r in ipairs(rs) do
+      local x = read_pattern(ev, th, r)
+      if not x then
+        undecided[#undecided + 1] = fmt("%s: read rates or open files not measured", who(r))
+      elseif x.kind == "random" then
+        hits[#hits + 1] = x
+      elseif x.kind == "nofiles" or x.kind == "mixed" then
+        undecided[#undecided + 1] = x.kind == "nofiles"
+          and fmt("%s: %.0f small reads/s from disk, no open data file >= %g MiB seen", who(r),
+                  x.calls, th.data_file_min_mb)
+          or fmt("%s: position advances %s for %s read, disk requests %.0f KiB: no clear pattern",
+                 who(r), rate(x.advance), rate(x.rchar), x.req_kb or 0)
+      elseif r.pid == ev.pid then
+        if x.kind == "few" then
+          notes_en[#notes_en + 1] = fmt("%.0f read calls/s of %.0f bytes on average", x.calls, x.mean or 0)
+          notes_zh[#notes_zh + 1] = fmt("每秒 %.0f 次 read，平均 %.0f 字节", x.calls, x.mean or 0)
+        elseif x.kind == "cached" then
+          notes_en[#notes_en + 1] = fmt("%.0f small reads/s, only %s of %s from disk (page cache)",
+                                        x.calls, rate(x.disk), rate(x.rchar))
+          notes_zh[#notes_zh + 1] = fmt("每秒 %.0f 次小读，%s 中只有 %s 来自磁盘（page cache）",
+                                        x.calls, rate(x.rchar), rate(x.disk))
+        else
+          notes_en[#notes_en + 1] = fmt("%.0f small reads/s, sequential (position advances %s)",
+                                        x.calls, rate(x.advance))
+          notes_zh[#notes_zh + 1] = fmt("每秒 %.0f 次小读，顺序读（位置前进 %s）", x.calls, rate(x.advance))
+        end
+      end
+    end
+    if #hits == 0 then
+      if #undecided > 0 then
+        return unknown(T("small reads from disk, pattern not decided: " .. table.concat(undecided, "; "),
+                         "有来自磁盘的小读，但访问模式无法判定：" .. table.concat(undecided, "；")))
+      end
+      return clear(T("no small random reads from disk: main process " .. (notes_en[1] or "reads little"),
+                     "没有来自磁盘的随机小读：主进程" .. (notes_zh[1] or "读得很少")))
+    end
+    table.sort(hits, function(a, b) return a.disk > b.disk end)
+    local x = hits[1]
+    local f = x.files[1]
+    local total_calls, total_disk = 0, 0
+    for _, h in ipairs(hits) do
+      total_calls, total_disk = total_calls + h.calls, total_disk + h.disk
+    end
+    local procs = {}
+    for i = 1, math.min(#hits, 6) do procs[#procs + 1] = who(hits[i].r) end
+    local dev_en, dev_zh
+    if x.device then
+      dev_en = fmt("; disk %s serves %.0f reads/s of %.0f KiB on average (sequential reads with "
+                   .. "readahead are 128 KiB or more), util %.0f%%, r_await %.2f ms", x.device.name,
+                   x.device.reads_per_s, x.req_kb, x.device.util_pct or 0, x.device.r_await_ms or 0)
+      dev_zh = fmt("；磁盘 %s 每秒 %.0f 次读请求，平均 %.0f KiB（带预读的顺序读在 128 KiB 以上），util %.0f%%，"
+                   .. "r_await %.2f ms", x.device.name, x.device.reads_per_s, x.req_kb,
+                   x.device.util_pct or 0, x.device.r_await_ms or 0)
+    else
+      dev_en = fmt("; the file is on %s (%s), no device figures", f.fstype or "?", f.fs_kind)
+      dev_zh = fmt("；文件在 %s（%s）上，没有设备数字", f.fstype or "?", f.fs_kind)
+    end
+    return hit {
+      severity = "warn",
+      symptom = T(fmt("Small random reads from disk: %.0f reads/s of %.0f bytes in %d process(es)",
+                      total_calls, x.mean, #hits),
+                  fmt("来自磁盘的随机小读：%d 个进程每秒共 %.0f 次、每次 %.0f 字节", #hits, total_calls, x.mean)),
+      evidence = T(fmt("Over %.1f s, %s: %.0f read calls/s, mean %.0f bytes, %s read of which %s "
+                       .. "from disk; the open data file %s (%s) moves its position only %s while "
+                       .. "%s is read: the reads jump (pread/seek), they do not stream%s. All "
+                       .. "random readers: %s, %s from disk.", ev.duration_s, who(x.r), x.calls,
+                       x.mean, rate(x.rchar), rate(x.disk), short_path(f.path), kb(f.size_bytes / 1024),
+                       rate(x.advance), rate(x.rchar), dev_en, table.concat(procs, ", "),
+                       rate(total_disk)),
+                   fmt("%.1f 秒内，%s：每秒 %.0f 次 read，平均 %.0f 字节，读取 %s，其中 %s 来自磁盘；打开的数据文件 "
+                       .. "%s（%s）的文件位置只前进 %s，而读取为 %s：读在跳（pread/seek），不是流式读%s。"
+                       .. "所有随机读进程：%s，磁盘读 %s。", ev.duration_s, who(x.r), x.calls, x.mean,
+                       rate(x.rchar), rate(x.disk), short_path(f.path), kb(f.size_bytes / 1024),
+                       rate(x.advance), rate(x.rchar), dev_zh, table.concat(procs, ", "),
+                       rate(total_disk))),
+      cause = T("Each sample is fetched with its own small read at a random offset that misses the "
+                .. "page cache, so every read is one device access: random 4 KiB IOPS are 10-100x "
+                .. "below sequential bandwidth (NVMe 500K IOPS vs 3-7 GB/s, HDD 150 IOPS, NFS "
+                .. "1K-10K IOPS; SOP §7.3).",
+                "每个样本都用一次随机位置的小读取出，且未命中 page cache，于是每次读都是一次设备访问："
+                .. "随机 4 KiB IOPS 比顺序带宽低 10~100 倍（NVMe 50 万 IOPS vs 3~7 GB/s，HDD 150 IOPS，"
+                .. "NFS 1K~10K IOPS；SOP §7.3）。"),
+      fix = T("Store the dataset so it is read sequentially: pack samples into shards read in "
+              .. "order (webdataset tar, parquet, tfrecord) and shuffle with a shuffle buffer "
+              .. "across shards rather than by random index; or, for many small records, LMDB / "
+              .. "HDF5 / zip on local NVMe. Measure first: fio --rw=randread --bs=4k vs --rw=read "
+              .. "--bs=1M on that device (SOP §7.2) gives the gain.",
+              "让数据集顺序读：把样本打包成按顺序读的 shard（webdataset tar、parquet、tfrecord），用跨 shard 的 "
+              .. "shuffle buffer 代替按随机下标读取；大量小记录用本地 NVMe 上的 LMDB / HDF5 / zip。先测量："
+              .. "在该设备上 fio --rw=randread --bs=4k 对比 --rw=read --bs=1M（SOP §7.2）得到可得收益。"),
+      verify = T(fmt("`sopctl run --pid %d --duration 3`: io.random_reads clears and the disk's mean "
+                     .. "read request grows past %g KiB; samples/s rise.", ev.pid,
+                     th.random_read_max_request_kb),
+                 fmt("`sopctl run --pid %d --duration 3`：io.random_reads 不再触发，磁盘平均读请求超过 %g KiB；"
+                     .. "samples/s 上升。", ev.pid, th.random_read_max_request_kb)),
+      refs = REFS,
+    }
+  end,
+}
+
+-- Python threads of one process with their sampled window: the target's, or a worker's.
+local function windows_of(ev, pid)
+  local py = ev.python
+  if not py then return nil end
+  if pid == ev.pid then return py.threads end
+  for _, w in ipairs(py.workers or {}) do
+    if w.pid == pid then return w.threads end
+  end
+end
+
+-- Largest io_wait_frac (sampled D state) among a process's threads; nil when not sampled.
+local function max_io_wait(ev, pid)
+  local best
+  for _, t in ipairs(windows_of(ev, pid) or {}) do
+    local f = t.window and t.window.io_wait_frac
+    if f and (not best or f > best) then best = f end
+  end
+  return best
+end
+
+rule {
+  id = "io.network_fs", section = "7.4", severity = "warn",
+  title = T("The job's files live on NFS/FUSE/network storage and its threads wait on them",
+            "作业的文件在 NFS/FUSE/网络存储上，线程在等它们"),
+  reads = { "io_files[].fs_kind", "io_files[].fstype", "io_files[].mount", "io_files[].source",
+            "io_files[].path", "io_files[].advance_bytes_per_s", "python.threads[].window.io_wait_frac",
+            "python.workers[].threads[].window.io_wait_frac", "proc.io.rchar_per_s",
+            "proc.io.wchar_per_s", "python.workers[].io" },
+  uses = { "netfs_wait_frac", "data_file_min_mb" },
+  check = function(ev, th)
+    if not ev.proc then return no_proc(ev) end
+    if not ev.io_files then
+      return unknown(T("open files not sampled (needs a CPython target and --duration > 0)",
+                       "没有采样打开的文件（需要 CPython 目标且 --duration > 0）"))
+    end
+    local remote, by_pid, order, kinds = 0, {}, {}, {}
+    for _, f in ipairs(ev.io_files) do
+      kinds[f.fs_kind or "?"] = (kinds[f.fs_kind or "?"] or 0) + 1
+      if REMOTE[f.fs_kind] then
+        remote = remote + 1
+        if not by_pid[f.pid] then
+          by_pid[f.pid] = { remote = {}, local_adv = 0 }
+          order[#order + 1] = f.pid
+        end
+        local e = by_pid[f.pid].remote
+        e[#e + 1] = f
+      end
+    end
+    if remote == 0 then
+      local ks = {}
+      for k, n in pairs(kinds) do ks[#ks + 1] = fmt("%s %d", k, n) end
+      table.sort(ks)
+      return clear(T(fmt("no open file on NFS/FUSE/network storage (%d files: %s)", #ev.io_files,
+                         table.concat(ks, ", ")),
+                     fmt("没有在 NFS/FUSE/网络存储上的打开文件（%d 个文件：%s）", #ev.io_files,
+                         table.concat(ks, ", "))))
+    end
+    -- Local data files moving faster than the remote ones: a wait may be on them instead.
+    for _, f in ipairs(ev.io_files) do
+      local e = by_pid[f.pid]
+      if e and (f.fs_kind == "local" or f.fs_kind == "overlay")
+          and (f.size_bytes or 0) >= th.data_file_min_mb * 1048576 then
+        e.local_adv = e.local_adv + math.abs(f.advance_bytes_per_s or 0)
+      end
+    end
+    local waiting, quiet, unsampled, ambiguous = {}, {}, {}, {}
+    for _, pid in ipairs(order) do
+      local e = by_pid[pid]
+      local adv = 0
+      for _, f in ipairs(e.remote) do adv = adv + math.abs(f.advance_bytes_per_s or 0) end
+      e.adv = adv
+      e.wait = max_io_wait(ev, pid)
+      if not e.wait then
+        unsampled[#unsampled + 1] = pid
+      elseif e.wait < th.netfs_wait_frac then
+        quiet[#quiet + 1] = fmt("pid %d %.0f%%", pid, 100 * e.wait)
+      elseif e.local_adv > adv then
+        ambiguous[#ambiguous + 1] = pid
+      else
+        waiting[#waiting + 1] = pid
+      end
+    end
+    local first = by_pid[order[1]].remote[1]
+    local where_en = fmt("%s on %s (%s, %s)", short_path(first.path), first.mount or "?",
+                         first.fstype or "?", first.source or "?")
+    if #waiting == 0 then
+      if #ambiguous > 0 then
+        return unknown(T(fmt("%d files on network storage (%s); pid %d waits in IO but reads local "
+                             .. "data files faster than the network ones", remote, where_en, ambiguous[1]),
+                         fmt("%d 个文件在网络存储上（%s）；pid %d 在等 IO，但读本地数据文件比网络文件更快",
+                             remote, where_en, ambiguous[1])))
+      end
+      if #quiet == 0 then
+        return unknown(T(fmt("%d files on network storage (%s), but no sampled window tells whether "
+                             .. "the job waits on them (pids not sampled: %d)", remote, where_en, #unsampled),
+                         fmt("%d 个文件在网络存储上（%s），但没有采样窗口可判断作业是否在等它们（未采样进程 %d 个）",
+                             remote, where_en, #unsampled)))
+      end
+      return clear(T(fmt("%d files on network storage (%s), but threads spend little time in IO "
+                         .. "wait (max per process: %s, < %.0f%%)", remote, where_en,
+                         table.concat(quiet, ", "), 100 * th.netfs_wait_frac),
+                     fmt("%d 个文件在网络存储上（%s），但线程很少处于 IO 等待（各进程最大值：%s，< %.0f%%）",
+                         remote, where_en, table.concat(quiet, ", "), 100 * th.netfs_wait_frac)))
+    end
+    table.sort(waiting, function(a, b) return by_pid[a].wait > by_pid[b].wait end)
+    local lines = {}
+    for i = 1, math.min(#waiting, 4) do
+      local pid = waiting[i]
+      local e = by_pid[pid]
+      local f = e.remote[1]
+      lines[#lines + 1] = fmt("pid %d: a thread in D state %.0f%% of the window, %d file(s) there "
+                              .. "e.g. %s (%s), position moving %s", pid, 100 * e.wait, #e.remote,
+                              short_path(f.path), f.size_bytes and kb(f.size_bytes / 1024) or "?",
+                              rate(e.adv))
+    end
+    local io = ev.proc.io or {}
+    local rates = ""
+    if io.rchar_per_s then
+      rates = fmt("; main process reads %s, writes %s", rate(io.rchar_per_s), rate(io.wchar_per_s or 0))
+    end
+    local kind = first.fs_kind == "fuse" and "FUSE" or "network"
+    return hit {
+      severity = "warn",
+      symptom = T(fmt("The job waits on files on %s storage (%s)", kind, first.fstype or "?"),
+                  fmt("作业在等 %s 存储（%s）上的文件", kind, first.fstype or "?")),
+      evidence = T(fmt("%d open files on %s storage, e.g. %s. %s%s.", remote, kind, where_en,
+                       table.concat(lines, "; "), rates),
+                   fmt("%d 个打开的文件在 %s 存储上，例如 %s。%s%s。", remote, kind, where_en,
+                       table.concat(lines, "；"), rates)),
+      cause = T("Every read (and every checkpoint write/fsync) goes over the network or through a "
+                .. "user-space FUSE daemon: per-request latency is 0.5-10 ms instead of NVMe's "
+                .. "0.1 ms, random 4 KiB IOPS drop to 1K-10K (SOP §7.3), and many ranks reading "
+                .. "the same share at epoch start load its metadata server (SOP §7.4).",
+                "每次读（以及每次 checkpoint 写/fsync）都要走网络或用户态 FUSE 守护进程：单次请求延迟 0.5~10 ms，"
+                .. "而 NVMe 约 0.1 ms；随机 4 KiB IOPS 降到 1K~10K（SOP §7.3），且多个 rank 在 epoch 开始时同时"
+                .. "读同一共享目录会压垮元数据服务器（SOP §7.4）。"),
+      fix = T("Stage the data to local NVMe before training (rsync/cp to /scratch or $TMPDIR at "
+              .. "job start, or a rank-local cache directory: HF datasets cache_dir per rank) and "
+              .. "read it from there; pre-distribute shards per rank instead of all ranks reading "
+              .. "one share; write checkpoints to local disk first, then copy them to the network "
+              .. "share in the background (SOP §7.4, §7.7).",
+              "训练前把数据落到本地 NVMe（作业开始时 rsync/cp 到 /scratch 或 $TMPDIR，或按 rank 的本地缓存目录："
+              .. "HF datasets 的 cache_dir 按 rank 拆开）再从本地读；按 rank 预分发 shard，而不是所有 rank 读同一"
+              .. "共享目录；checkpoint 先写本地盘，再在后台拷到网络共享（SOP §7.4、§7.7）。"),
+      verify = T(fmt("`sopctl run --pid %d --duration 3`: io.network_fs clears (data files on "
+                     .. "fs_kind local) and io_wait_frac falls below %.0f%%.", ev.pid,
+                     100 * th.netfs_wait_frac),
+                 fmt("`sopctl run --pid %d --duration 3`：io.network_fs 不再触发（数据文件在 local 文件系统），"
+                     .. "io_wait_frac 低于 %.0f%%。", ev.pid, 100 * th.netfs_wait_frac)),
+      refs = { "https://www.brendangregg.com/linuxperf.html",
+               "https://huggingface.co/docs/datasets/cache",
+               "https://fio.readthedocs.io/en/latest/fio_doc.html" },
+    }
+  end,
+}
+
+rule {
+  id = "io.page_cache_pressure", section = "7.1", severity = "warn",
+  title = T("The files read are larger than the page cache can hold: every epoch re-reads them from disk",
+            "读取的文件大于 page cache 能容纳的量：每个 epoch 都要从磁盘重读"),
+  reads = { "io_files[].size_bytes", "io_files[].advance_bytes_per_s", "io_files[].fs_kind",
+            "proc.io.read_bytes_per_s", "python.workers[].io.read_bytes_per_s",
+            "host.mem_available_kb", "host.cached_kb", "host.vm.pgmajfault_per_s",
+            "cgroup.memory.limit_kb", "cgroup.memory.usage_kb", "proc.anon_kb", "children[].anon_kb" },
+  uses = { "page_cache_min_file_mb", "page_cache_fit_ratio", "page_cache_min_disk_kb_per_s" },
+  check = function(ev, th)
+    if not ev.proc then return no_proc(ev) end
+    if not ev.duration_s or ev.duration_s <= 0 then
+      return unknown(T("one snapshot (--duration 0): no read rates", "只有一次快照（--duration 0）：没有读速率"))
+    end
+    local disk, measured = 0, false
+    for _, r in ipairs(readers(ev)) do
+      if r.io.read_bytes_per_s then
+        measured = true
+        disk = disk + r.io.read_bytes_per_s
+      end
+    end
+    if not measured then
+      return unknown(T("/proc/PID/io not readable: no disk read rate", "读不到 /proc/PID/io：没有磁盘读速率"))
+    end
+    if disk < th.page_cache_min_disk_kb_per_s * 1024 then
+      return clear(T(fmt("the job reads %s from storage (< %s/s): not re-reading a dataset from disk",
+                         rate(disk), kb(th.page_cache_min_disk_kb_per_s)),
+                     fmt("作业从存储读 %s（< %s/s）：没有在从磁盘重读数据集", rate(disk),
+                         kb(th.page_cache_min_disk_kb_per_s))))
+    end
+    if not ev.io_files then
+      return unknown(T("open files not sampled (needs a CPython target and --duration > 0)",
+                       "没有采样打开的文件（需要 CPython 目标且 --duration > 0）"))
+    end
+    -- The working set: distinct large files on storage whose position moves (being read now).
+    local seen, files, ws = {}, {}, 0
+    for _, f in ipairs(ev.io_files) do
+      if STORED[f.fs_kind] and (f.size_bytes or 0) >= th.page_cache_min_file_mb * 1048576
+          and (f.advance_bytes_per_s or 0) > 0 and not seen[f.path] then
+        seen[f.path] = true
+        files[#files + 1] = f
+        ws = ws + f.size_bytes / 1024
+      end
+    end
+    if #files == 0 then
+      return unknown(T(fmt("the job reads %s from disk, but no file >= %g MiB is being read "
+                           .. "sequentially (random reads or mmap: see io.random_reads)", rate(disk),
+                           th.page_cache_min_file_mb),
+                       fmt("作业从磁盘读 %s，但没有 >= %g MiB 的文件在被顺序读（随机读或 mmap：见 io.random_reads）",
+                           rate(disk), th.page_cache_min_file_mb)))
+    end
+    table.sort(files, function(a, b) return a.size_bytes > b.size_bytes end)
+    -- Memory the page cache can use for them: the host's MemAvailable (free + reclaimable cache),
+    -- and under a cgroup limit, the limit minus the job's anonymous memory (v1 and v2 charge the
+    -- page cache to the cgroup).
+    local h = ev.host or {}
+    local room, cap_en, cap_zh = h.mem_available_kb, "host MemAvailable", "整机 MemAvailable"
+    local mem = ev.cgroup and ev.cgroup.memory
+    if mem and mem.limit_kb and not mem.unlimited then
+      local anon = ev.proc.anon_kb or 0
+      for _, c in ipairs(ev.children or {}) do anon = anon + (c.anon_kb or 0) end
+      local cg_room = math.max(mem.limit_kb - anon, 0)
+      if not room or cg_room < room then
+        room = cg_room
+        cap_en = fmt("the cgroup memory limit %s minus the job's %s anonymous memory",
+                     kb(mem.limit_kb), kb(anon))
+        cap_zh = fmt("cgroup 内存上限 %s 减去作业 %s 匿名内存", kb(mem.limit_kb), kb(anon))
+      end
+    end
+    if not room then
+      return unknown(T("memory available for the page cache not measured", "未测到可用于 page cache 的内存"))
+    end
+    local names = {}
+    for i = 1, math.min(#files, 3) do
+      names[#names + 1] = fmt("%s (%s)", short_path(files[i].path), kb(files[i].size_bytes / 1024))
+    end
+    local list = table.concat(names, ", ")
+    if ws < th.page_cache_fit_ratio * room then
+      return clear(T(fmt("reading %s from disk, but the files being read (%s in all: %s) fit in the "
+                         .. "page cache (%s, %s): a first pass (first epoch) fills the cache and "
+                         .. "later passes come from memory; that is not a problem (SOP §7.1)",
+                         rate(disk), kb(ws), list, kb(room), cap_en),
+                     fmt("从磁盘读 %s，但正在读的文件（共 %s：%s）放得进 page cache（%s，%s）：第一遍（第一个 "
+                         .. "epoch）读入缓存，之后的遍历来自内存；这不是问题（SOP §7.1）", rate(disk), kb(ws),
+                         list, kb(room), cap_zh)))
+    end
+    local extra_en, extra_zh = {}, {}
+    if h.cached_kb then
+      extra_en[#extra_en + 1] = fmt("host page cache %s", kb(h.cached_kb))
+      extra_zh[#extra_zh + 1] = fmt("整机 page cache %s", kb(h.cached_kb))
+    end
+    if mem and mem.usage_kb and mem.limit_kb and not mem.unlimited then
+      extra_en[#extra_en + 1] = fmt("cgroup usage %s of %s", kb(mem.usage_kb), kb(mem.limit_kb))
+      extra_zh[#extra_zh + 1] = fmt("cgroup 用量 %s / %s", kb(mem.usage_kb), kb(mem.limit_kb))
+    end
+    local mf = h.vm and h.vm.pgmajfault_per_s
+    if mf then
+      extra_en[#extra_en + 1] = fmt("%.0f major faults/s", mf)
+      extra_zh[#extra_zh + 1] = fmt("每秒 %.0f 次 major fault", mf)
+    end
+    local ex_en = #extra_en > 0 and ("; " .. table.concat(extra_en, ", ")) or ""
+    local ex_zh = #extra_zh > 0 and ("；" .. table.concat(extra_zh, "，")) or ""
+    local by_cgroup = cap_en:find("cgroup", 1, true) ~= nil
+    return hit {
+      severity = "warn",
+      symptom = T(fmt("The data read (%s) does not fit in the page cache (%s): every pass re-reads it "
+                      .. "from disk", kb(ws), kb(room)),
+                  fmt("读取的数据（%s）放不进 page cache（%s）：每一遍都要从磁盘重读", kb(ws), kb(room))),
+      evidence = T(fmt("Over %.1f s the job read %s from disk while streaming %s; memory the page "
+                       .. "cache can use: %s (%s)%s.", ev.duration_s, rate(disk), list, kb(room),
+                       cap_en, ex_en),
+                   fmt("%.1f 秒内作业从磁盘读 %s，正在流式读 %s；page cache 可用内存：%s（%s）%s。",
+                       ev.duration_s, rate(disk), list, kb(room), cap_zh, ex_zh)),
+      cause = T("A file larger than the memory left for the page cache is evicted while it is read "
+                .. "(LRU), so no epoch finds it cached: each epoch is as slow as the first and the "
+                .. "disk (or network share) sets the pace (SOP §7.1, §7.4 \"every epoch starts slow\").",
+                "比 page cache 可用内存更大的文件在读的过程中就被（LRU）淘汰，任何 epoch 都命中不了缓存："
+                .. "每个 epoch 都和第一个一样慢，速度由磁盘（或网络共享）决定（SOP §7.1、§7.4“每 epoch 开始慢”）。"),
+      fix = by_cgroup and T("The container's memory limit is what evicts: give the cgroup room for the "
+              .. "working set plus the job's own memory (memory.max / memory.limit_in_bytes), or "
+              .. "shrink the working set (store uint8 instead of float32, compress, subsample), or "
+              .. "read it in sequential shards from local NVMe so each re-read runs at full disk "
+              .. "bandwidth. Pinning with vmtouch -l only helps once the data fits.",
+              "是容器内存上限在淘汰缓存：给 cgroup 留出工作集加作业自身内存的空间（memory.max / "
+              .. "memory.limit_in_bytes），或缩小工作集（存 uint8 而非 float32、压缩、子采样），或从本地 NVMe "
+              .. "按顺序 shard 读取，让每次重读跑满磁盘带宽。vmtouch -l 固定缓存只在数据放得下时才有用。")
+        or T("Shrink the working set below the free memory (store uint8 instead of float32, "
+              .. "compress, subsample, or give each node only its shard), then keep it resident "
+              .. "with vmtouch -t / -l; otherwise stage it on local NVMe and read sequential shards "
+              .. "so each re-read runs at full disk bandwidth, or add a caching layer (BeeGFS "
+              .. "cache, rank-local copy) in front of network storage (SOP §7.4).",
+              "把工作集缩小到可用内存以下（存 uint8 而非 float32、压缩、子采样，或每个节点只放自己的 shard），"
+              .. "再用 vmtouch -t / -l 常驻缓存；否则放到本地 NVMe 并按顺序 shard 读取，让每次重读跑满磁盘"
+              .. "带宽，或在网络存储前加缓存层（BeeGFS 缓存、rank 本地副本）（SOP §7.4）。"),
+      verify = T(fmt("`vmtouch FILE` shows the file resident after one epoch, and `sopctl run --pid %d "
+                     .. "--duration 3` in the second epoch shows disk reads below %s/s.", ev.pid,
+                     kb(th.page_cache_min_disk_kb_per_s)),
+                 fmt("一个 epoch 后 `vmtouch FILE` 显示文件常驻内存，第二个 epoch 中 `sopctl run --pid %d "
+                     .. "--duration 3` 显示磁盘读低于 %s/s。", ev.pid, kb(th.page_cache_min_disk_kb_per_s))),
+      refs = { "https://www.brendangregg.com/linuxperf.html", "https://hoytech.com/vmtouch/",
+               "https://docs.kernel.org/admin-guide/cgroup-v2.html" },
     }
   end,
 }
