@@ -46,6 +46,24 @@ thresholds {
   -- asyncio.loop_blocked (§5)
   loop_busy_cpu_pct = 80,       -- the loop thread at/above this % of a core while stuck in a callback: high
   loop_block_ms = 100,          -- sampled window: the loop away from its selector this long in one stretch
+
+  -- alloc.glibc_arenas, startup.slow_imports, logging.hot_path, subprocess.storm,
+  -- cpu.affinity_mismatch (§8, plugins/runtime.lua)
+  arena_min_count = 8,          -- at least this many glibc arena heaps (64 MiB reservations) ...
+  arena_share_pct = 30,         -- ... whose read-write part is at least this % of RSS ...
+  arena_min_mb = 128,           -- ... and at least this many MiB ...
+  arena_growth_kb_per_s = 1024, -- ... while RSS grows at least this fast (kB/s): warn; not growing: info
+  sampled_min_samples = 20,     -- a sampled thread needs this many samples for a share to count
+  startup_age_s = 300,          -- a process younger than this (seconds) is still starting up
+  import_frac_pct = 50,         -- the main thread inside importlib at least this % of its samples
+  logging_frac_pct = 20,        -- a working thread inside logging at least this % of its samples: info;
+                                --   twice this (or a log file on network storage): warn
+  logging_work_pct = 50,        -- a thread is working when running or in D state this % of its samples
+  subprocess_frac_pct = 30,     -- a thread inside subprocess (launch + wait) at least this % of samples ...
+  subprocess_spawn_pct = 5,     -- ... of which launching (Popen._execute_child) at least this % ...
+  forks_min_per_s = 20,         -- ... while the host forks at least this many processes per second
+  pool_env_over_cpus = 1,       -- a thread-pool variable at least this many threads above effective CPUs
+  quota_over_affinity_cpus = 1, -- a CPU quota at least this many CPUs wider than the affinity mask
 }
 
 require "plugins.oom"
@@ -54,3 +72,4 @@ require "plugins.cpu"
 require "plugins.io"
 require "plugins.gil"
 require "plugins.asyncio"
+require "plugins.runtime"
