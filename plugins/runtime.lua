@@ -117,10 +117,13 @@ rule {
       cause = T(fmt("glibc's ptmalloc gives threads that allocate at the same time their own arenas "
                     .. "(up to 8 x CPUs); memory freed in one arena is not returned to the OS nor "
                     .. "reused by the others, so many threads allocating and freeing buffers "
-                    .. "fragment %d arenas and RSS climbs (SOP §8.1).", n),
+                    .. "fragment %d arenas and RSS climbs (SOP §8.1). The growth sits in these "
+                    .. "arenas; whether it is fragmentation or live objects is told by the fix "
+                    .. "below: with jemalloc/tcmalloc fragmentation stops, live objects keep growing.", n),
                 fmt("glibc 的 ptmalloc 给同时分配内存的线程各开一个 arena（最多 8 x CPU 个）；一个 arena 里释放的"
                     .. "内存既不还给系统也不被其他 arena 复用，多线程反复分配/释放 buffer 会让 %d 个 arena 碎片化，"
-                    .. "RSS 持续上涨（SOP §8.1）。", n)),
+                    .. "RSS 持续上涨（SOP §8.1）。增长就在这些 arena 里；是碎片还是存活对象由下面的修复来区分："
+                    .. "换 jemalloc/tcmalloc 后碎片增长停止，存活对象则继续增长。", n)),
       fix = T("Start the process with another allocator, no code change: "
               .. "LD_PRELOAD=/usr/lib/x86_64-linux-gnu/libjemalloc.so.2 (apt libjemalloc2) or "
               .. "libtcmalloc_minimal.so.4 (apt libtcmalloc-minimal4); or keep glibc and cap its "
@@ -132,10 +135,11 @@ rule {
       verify = T(fmt("`sopctl run --pid NEW_PID --duration 10`: alloc.glibc_arenas clear "
                      .. "(allocator jemalloc/tcmalloc, or MALLOC_ARENA_MAX set) and "
                      .. "proc.rss_growth_kb_per_s in `sopctl evidence` near 0 (was %s/s).",
-                     kb(growth)),
+                     kb(growth)) .. " If RSS still grows with jemalloc, the objects are live: "
+                     .. "find them with tracemalloc snapshots or memray.",
                  fmt("`sopctl run --pid 新PID --duration 10`：alloc.glibc_arenas 为 clear（分配器为 jemalloc/tcmalloc，"
                      .. "或已设 MALLOC_ARENA_MAX），`sopctl evidence` 中 proc.rss_growth_kb_per_s 接近 0（原为每秒 %s）。",
-                     kb(growth))),
+                     kb(growth)) .. "换 jemalloc 后 RSS 仍在涨，说明对象是存活的：用 tracemalloc 快照或 memray 找出来。"),
       refs = ALLOC_REFS,
     }
   end,

@@ -20,18 +20,18 @@ def handler(seed):
     cache = []
     ready.wait()
     while time.time() < stop:
-        batch = [bytearray(rnd.randrange(1024, 120 * 1024)) for _ in range(24)]
+        batch = [bytearray(rnd.randrange(1024, 120 * 1024)) for _ in range(8)]
         for b in batch[::2]:
             b[::4096] = b"x" * len(b[::4096])  # touch the pages
         keep = batch[rnd.randrange(len(batch))]
-        if rnd.random() > 0.8:
+        if rnd.random() > 0.5:
             pass
         elif len(cache) < CACHE_MAX:
             cache.append(keep)
         else:
             cache[rnd.randrange(len(cache))] = keep
         del batch
-        time.sleep(0.02)  # a request every ~20 ms: light CPU, little GIL queueing
+        time.sleep(0.03)  # a request every ~30 ms: light CPU, little GIL queueing
 
 
 threads = [threading.Thread(target=handler, args=(i,), name=f"handler-{i}", daemon=True)
@@ -39,7 +39,7 @@ threads = [threading.Thread(target=handler, args=(i,), name=f"handler-{i}", daem
 for t in threads:
     t.start()
 ready.wait()
-time.sleep(4)
+time.sleep(10)  # let the arenas fill and fragment
 print("ready", flush=True)
 while time.time() < stop:
     time.sleep(0.5)
