@@ -37,13 +37,6 @@ local function sampled_threads(ev)
   return out
 end
 
-local function os_thread(ev, tid)
-  for _, t in ipairs(ev.threads or {}) do
-    if t.tid == tid then return t end
-  end
-  return nil
-end
-
 -- ---------------------------------------------------------------------------------------------
 -- 8.1 glibc malloc arenas
 
@@ -481,9 +474,8 @@ rule {
       if #libs > 0 then warn = true end
     end
     local q = ev.cgroup and ev.cgroup.cpu and ev.cgroup.cpu.quota_cpus
-    local pinned_full = false
     if q and aff and q >= aff + th.quota_over_affinity_cpus then
-      pinned_full = p.cpu_pct ~= nil and p.cpu_pct >= th.cpu_saturated_pct / 100 * aff * 100
+      local pinned_full = p.cpu_pct ~= nil and p.cpu_pct >= th.cpu_saturated_pct / 100 * aff * 100
       found_en[#found_en + 1] = fmt("the cgroup quota pays for %.2f CPUs but the affinity mask "
                                     .. "allows %d (%s)", q, aff, p.affinity.cpus or "?")
       found_zh[#found_zh + 1] = fmt("cgroup quota 为 %.2f 个 CPU，但亲和性掩码只允许 %d 个（%s）", q, aff,
@@ -502,7 +494,8 @@ rule {
       end
       return clear(T(ctx_en .. "; no thread-pool variable above it", ctx_zh .. "；没有超过它的线程池变量"))
     end
-    local libs_en = #libs > 0 and ("; pool libraries loaded: " .. table.concat(libs, ", ")) or "; no OpenMP/BLAS/torch library loaded"
+    local libs_en = #libs > 0 and ("; pool libraries loaded: " .. table.concat(libs, ", "))
+                    or "; no OpenMP/BLAS/torch library loaded"
     local libs_zh = #libs > 0 and ("；已加载线程池库：" .. table.concat(libs, "、")) or "；未加载 OpenMP/BLAS/torch 库"
     local cpu_en = p.cpu_pct and fmt("; process CPU %.0f%%", p.cpu_pct) or ""
     local n = eff or aff
