@@ -85,6 +85,24 @@ thresholds {
   ckpt_frac = 0.3,              -- a thread inside torch.save/torch.load/pickle this fraction of the window ...
   ckpt_busy_frac = 0.6,         -- ... running on a CPU this fraction of its samples: serialization is CPU bound
   ckpt_io_wait_frac = 0.2,      -- ... in D state this fraction of its samples: storage bound
+
+  -- alloc.glibc_arenas, startup.slow_imports, logging.hot_path, subprocess.storm,
+  -- cpu.affinity_mismatch (§8, plugins/runtime.lua)
+  arena_min_count = 8,          -- at least this many glibc arena heaps (64 MiB reservations) ...
+  arena_share_pct = 30,         -- ... whose read-write part is at least this % of RSS ...
+  arena_min_mb = 128,           -- ... and at least this many MiB ...
+  arena_growth_kb_per_s = 1024, -- ... while RSS grows at least this fast (kB/s): warn; not growing: info
+  sampled_min_samples = 20,     -- a sampled thread needs this many samples for a share to count
+  startup_age_s = 300,          -- a process younger than this (seconds) is still starting up
+  import_frac_pct = 50,         -- the main thread inside importlib at least this % of its samples
+  logging_frac_pct = 20,        -- a working thread inside logging at least this % of its samples: info;
+                                --   twice this (or a log file on network storage): warn
+  logging_work_pct = 50,        -- a thread is working when running or in D state this % of its samples
+  subprocess_frac_pct = 30,     -- a thread inside subprocess (launch + wait) at least this % of samples ...
+  subprocess_spawn_pct = 5,     -- ... of which launching (Popen._execute_child) at least this % ...
+  forks_min_per_s = 20,         -- ... while the host forks at least this many processes per second
+  pool_env_over_cpus = 1,       -- a thread-pool variable at least this many threads above effective CPUs
+  quota_over_affinity_cpus = 1, -- a CPU quota at least this many CPUs wider than the affinity mask
 }
 
 -- The §1 decision tree, symptom → where to look; every pack runs on every run, and findings are
@@ -106,3 +124,4 @@ require "plugins.asyncio"
 require "plugins.summary"
 require "plugins.dataloader"
 require "plugins.checkpoint"
+require "plugins.runtime"

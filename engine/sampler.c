@@ -18,12 +18,14 @@
 #include "procfs.h"
 #include "python/python.h"
 #include "sampler_files.h"
+#include "sampler_runtime.h"
 
 #define MAX_THREADS_AGG 4096
 #define STACK_SLOTS (1u << 16)    /* power of two; at most half filled */
 #define STACK_MAX_BYTES 16384     /* one stack's text; longer ones are cut at the root side */
 #define LOOP_CAND 16              /* candidate frames tracked in one loop stretch */
 #define TOP_STACKS 5
+#define SITES_MAX 1024            /* (thread, kind, frame) counters for import / logging sites */
 #define FILES_MAX 256             /* open regular files tracked over the window, all processes */
 
 typedef struct {
@@ -38,6 +40,7 @@ typedef struct {
     long n, active, gil, runnable_nogil, gil_wait, state_r, state_d, state_s, no_frames, torn;
     long data_wait; /* in a DataLoader / multiprocessing queue wait */
     long ckpt;      /* in torch.save / torch.load / pickle */
+    long import, logging, log_format, log_write, subprocess, spawn; /* sampler_runtime.h */
     bool is_loop;
     /* the current stretch away from the selector */
     bool in_stretch;
@@ -55,6 +58,15 @@ typedef struct {
     char *stack;
     long count;
 } stack_ent;
+
+/* How often one thread was seen importing one module / logging from one call site. */
+enum { SITE_IMPORT, SITE_LOG };
+typedef struct {
+    uint32_t thr;
+    int kind;
+    char frame[384];
+    long count;
+} site_ent;
 
 typedef struct {
     int pid;
@@ -76,6 +88,8 @@ struct sop_sampler {
     stack_ent *stacks; /* STACK_SLOTS */
     size_t nstacks;
     long other; /* samples not stored because the table was full */
+    site_ent *sites; /* SITES_MAX */
+    size_t nsites;
     long ticks, missed, thread_samples;
     double rate_hz, self_cpu_ms, window_s;
     double now_ms; /* time of the current tick */
@@ -315,6 +329,46 @@ static void count_stack(sop_sampler *s, int ti, const sop_pysample *p)
     s->other++;
 }
 
+static void count_site(sop_sampler *s, int ti, int kind, const char *frame)
+{
+    for (size_t i = 0; i < s->nsites; i++) {
+        site_ent *e = &s->sites[i];
+        if (e->thr == (uint32_t)ti && e->kind == kind && strcmp(e->frame, frame) == 0) {
+            e->count++;
+            return;
+        }
+    }
+    if (!s->sites || s->nsites >= SITES_MAX)
+        return;
+    site_ent *e = &s->sites[s->nsites++];
+    e->thr = (uint32_t)ti;
+    e->kind = kind;
+    snprintf(e->frame, sizeof e->frame, "%s", frame);
+    e->count = 1;
+}
+
+/* §8: imports, logging, subprocess launching (engine/sampler_runtime.c). */
+static void runtime_sample(sop_sampler *s, int ti, const sop_pysample *p)
+{
+    thr *t = &s->thrs[ti];
+    sop_runtime_marks m;
+    sop__runtime_marks(p->frames, p->nframes, &m);
+    t->import += m.import;
+    t->logging += m.logging;
+    t->log_format += m.log_format;
+    t->log_write += m.log_write;
+    t->subprocess += m.subprocess;
+    t->spawn += m.spawn;
+    if (m.import_top)
+        count_site(s, ti, SITE_IMPORT, m.import_top);
+    if (m.log_site) {
+        char key[384];
+        snprintf(key, sizeof key, "%s (%s:%d)", m.log_site->func, m.log_site->file,
+                 m.log_site->line);
+        count_site(s, ti, SITE_LOG, key);
+    }
+}
+
 static void on_thread(void *ctx, const sop_pysample *p)
 {
     sop_sampler *s = ctx;
@@ -354,6 +408,7 @@ static void on_thread(void *ctx, const sop_pysample *p)
             t->ckpt++;
             break;
         }
+    runtime_sample(s, ti, p);
     loop_sample(s, t, p);
     count_stack(s, ti, p);
 }
@@ -437,7 +492,8 @@ int sop__sampler_open(int pid, const char *proc_root, bool workers, sop_sampler 
     s->proc_root = proc_root ? proc_root : "/proc";
     s->thrs = calloc(MAX_THREADS_AGG, sizeof *s->thrs);
     s->stacks = calloc(STACK_SLOTS, sizeof *s->stacks);
-    if (!s->thrs || !s->stacks) {
+    s->sites = calloc(SITES_MAX, sizeof *s->sites);
+    if (!s->thrs || !s->stacks || !s->sites) {
         sop__sampler_close(s);
         return -ENOMEM;
     }
@@ -566,6 +622,7 @@ void sop__sampler_close(sop_sampler *s)
         for (size_t i = 0; i < STACK_SLOTS; i++)
             free(s->stacks[i].stack);
     free(s->stacks);
+    free(s->sites);
     free(s->thrs);
     free(s->files0);
     free(s->files);
@@ -643,6 +700,22 @@ int sop__sampler_write_collapsed(const sop_sampler *s, FILE *f)
 
 static double frac(long a, long n) { return n > 0 ? (double)a / (double)n : NAN; }
 
+/* The most counted site of one kind for a thread, as KEY (text) and KEY_frac (of its samples). */
+static void top_site(const sop_sampler *s, size_t ti, int kind, sop_value *w, const char *key,
+                     const char *frac_key)
+{
+    const site_ent *best = NULL;
+    for (size_t i = 0; i < s->nsites; i++) {
+        const site_ent *e = &s->sites[i];
+        if (e->thr == ti && e->kind == kind && (!best || e->count > best->count))
+            best = e;
+    }
+    if (!best)
+        return;
+    sop__v_set(w, key, sop__bridge_text(best->frame));
+    sop__v_set_dbl(w, frac_key, frac(best->count, s->thrs[ti].n));
+}
+
 static sop_value *thr_window(const sop_sampler *s, size_t ti)
 {
     const thr *t = &s->thrs[ti];
@@ -660,6 +733,14 @@ static sop_value *thr_window(const sop_sampler *s, size_t ti)
     sop__v_set_dbl(w, "checkpoint_frac", frac(t->ckpt, t->n));
     if (t->is_loop)
         sop__v_set_dbl(w, "loop_longest_block_ms", t->longest_ms);
+    sop__v_set_dbl(w, "import_frac", frac(t->import, t->n));
+    sop__v_set_dbl(w, "logging_frac", frac(t->logging, t->n));
+    sop__v_set_dbl(w, "logging_format_frac", frac(t->log_format, t->n));
+    sop__v_set_dbl(w, "logging_write_frac", frac(t->log_write, t->n));
+    sop__v_set_dbl(w, "subprocess_frac", frac(t->subprocess, t->n));
+    sop__v_set_dbl(w, "subprocess_spawn_frac", frac(t->spawn, t->n));
+    top_site(s, ti, SITE_IMPORT, w, "import_module", "import_module_frac");
+    top_site(s, ti, SITE_LOG, w, "logging_site", "logging_site_frac");
     /* top stacks of this thread */
     const stack_ent *top[TOP_STACKS] = {0};
     for (size_t i = 0; i < STACK_SLOTS; i++) {

@@ -3,7 +3,10 @@
  * allow-listed environment (LD_PRELOAD, MALLOC_ARENA_MAX, PYTHONMALLOC). Depends on alloc.h. */
 #include "alloc.h"
 
+#include <errno.h>
+#include <inttypes.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 static const char *const known[] = {"jemalloc", "tcmalloc", "mimalloc"};
@@ -75,4 +78,101 @@ void sop__alloc_detect(const sop_proc *proc, sop_alloc *out)
         snprintf(out->source, sizeof out->source, "default");
     }
     /* neither maps nor a preload: allocator stays empty (not measured) */
+    out->heaps.heaps = out->heaps.rw_kb = out->heaps.reserved_kb = SOP_NA;
+    if (proc->have_maps && strcmp(out->allocator, "glibc") == 0)
+        out->heaps = proc->heaps;
+}
+
+/* glibc's HEAP_MAX_SIZE on 64-bit: 2 * DEFAULT_MMAP_THRESHOLD_MAX = 64 MiB. */
+#define HEAP_BYTES (64ull << 20)
+
+typedef struct {
+    uint64_t start, end;
+    char perms[5];
+    bool anon;
+} map_line;
+
+/* One maps line: "start-end perms offset dev inode [path]". False on a malformed line. */
+static bool parse_map_line(const char *line, const char *eol, map_line *m)
+{
+    char *p;
+    m->start = strtoull(line, &p, 16);
+    if (*p != '-')
+        return false;
+    m->end = strtoull(p + 1, &p, 16);
+    if (*p != ' ' || m->end <= m->start || eol - p < 6)
+        return false;
+    memcpy(m->perms, p + 1, 4);
+    m->perms[4] = '\0';
+    p += 5;
+    int fields = 0; /* offset dev inode */
+    uint64_t inode = 1;
+    while (p < eol && fields < 3) {
+        while (p < eol && *p == ' ')
+            p++;
+        if (fields == 2)
+            inode = strtoull(p, NULL, 10);
+        while (p < eol && *p != ' ')
+            p++;
+        fields++;
+    }
+    while (p < eol && *p == ' ')
+        p++;
+    m->anon = fields == 3 && inode == 0 && p == eol; /* no path, not even [stack] */
+    return true;
+}
+
+int sop__parse_malloc_heaps(const char *maps, sop_malloc_heaps *out)
+{
+    out->heaps = out->rw_kb = out->reserved_kb = SOP_NA;
+    if (!maps)
+        return -EINVAL;
+    int64_t heaps = 0, rw = 0, reserved = 0;
+    map_line prev = {0};
+    bool have_prev = false;
+    for (const char *line = maps; *line;) {
+        const char *eol = strchr(line, '\n');
+        if (!eol)
+            break; /* a cut-off last line */
+        map_line m;
+        bool ok = parse_map_line(line, eol, &m);
+        line = eol + 1;
+        if (!ok) {
+            have_prev = false;
+            continue;
+        }
+        /* A heap: an aligned read-write anonymous start, then (unless fully grown) the
+         * PROT_NONE rest right after it, together exactly 64 MiB. */
+        if (have_prev && prev.anon && strcmp(prev.perms, "rw-p") == 0 &&
+            prev.start % HEAP_BYTES == 0 && m.anon && strcmp(m.perms, "---p") == 0 &&
+            m.start == prev.end && m.end - prev.start == HEAP_BYTES) {
+            heaps++;
+            rw += (int64_t)((prev.end - prev.start) >> 10);
+            reserved += (int64_t)(HEAP_BYTES >> 10);
+            have_prev = false;
+            continue;
+        }
+        if (m.anon && strcmp(m.perms, "rw-p") == 0 && m.start % HEAP_BYTES == 0 &&
+            m.end - m.start == HEAP_BYTES) {
+            /* fully grown; a PROT_NONE rest would have followed it otherwise */
+            const char *next = line;
+            map_line n;
+            const char *neol = strchr(next, '\n');
+            bool rest = neol && parse_map_line(next, neol, &n) && n.anon &&
+                        strcmp(n.perms, "---p") == 0 && n.start == m.end;
+            if (!rest) {
+                heaps++;
+                rw += (int64_t)(HEAP_BYTES >> 10);
+                reserved += (int64_t)(HEAP_BYTES >> 10);
+                have_prev = false;
+                continue;
+            }
+        }
+        prev = m;
+        have_prev = true;
+    }
+    out->heaps = heaps;
+    out->rw_kb = rw;
+    out->reserved_kb = reserved;
+    return 0;
 }

@@ -9,8 +9,12 @@ typedef struct {
     char allocator[16]; /* glibc jemalloc tcmalloc mimalloc */
     char source[16];    /* "maps", "LD_PRELOAD", "default" */
     char ld_preload[256], malloc_arena_max[32], pythonmalloc[32];
+    sop_malloc_heaps heaps; /* glibc only; SOP_NA when not measured */
 } sop_alloc;
 
 void sop__alloc_detect(const sop_proc *proc, sop_alloc *out);
+
+/* Count glibc's 64 MiB arena heaps in /proc/PID/maps text (pure). Returns 0, -EINVAL. */
+int sop__parse_malloc_heaps(const char *maps, sop_malloc_heaps *out);
 
 #endif

@@ -16,7 +16,8 @@ void sop__host_init(sop_host *out)
     out->dirty_kb = out->writeback_kb = out->swap_total_kb = out->swap_free_kb = SOP_NA;
     out->shmem_kb = out->mlocked_kb = out->hugepages_total = out->hugepages_free = SOP_NA;
     out->load1 = out->load5 = out->load15 = NAN;
-    out->procs_running = out->procs_blocked = SOP_NA;
+    out->procs_running = out->procs_blocked = out->processes = SOP_NA;
+    out->forks_per_s = NAN;
     out->cpu_user = out->cpu_nice = out->cpu_system = out->cpu_idle = SOP_NA;
     out->cpu_iowait = out->cpu_irq = out->cpu_softirq = out->cpu_steal = SOP_NA;
     out->cpu_user_pct = out->cpu_system_pct = out->cpu_iowait_pct = NAN;

@@ -101,6 +101,7 @@ static int read_stat(sop_host *out, sop_missing *missing)
         STAT_TIC_USER,         STAT_TIC_NICE,         STAT_TIC_SYSTEM,       STAT_TIC_IDLE,
         STAT_TIC_IOWAIT,       STAT_TIC_IRQ,          STAT_TIC_SOFTIRQ,      STAT_TIC_STOLEN,
         STAT_SYS_PROC_RUNNING, STAT_SYS_PROC_BLOCKED, STAT_SYS_TIME_OF_BOOT,
+        STAT_SYS_PROC_CREATED,
     };
     struct stat_stack *st = procps_stat_select(info, items, (int)(sizeof items / sizeof items[0]));
     if (!st) {
@@ -121,6 +122,7 @@ static int read_stat(sop_host *out, sop_missing *missing)
     out->procs_running = u2i(STAT_VAL(8, ul_int, st, info));
     out->procs_blocked = u2i(STAT_VAL(9, ul_int, st, info));
     unsigned long btime = STAT_VAL(10, ul_int, st, info);
+    out->processes = u2i(STAT_VAL(11, ul_int, st, info));
     if (btime > 0)
         out->btime = (double)btime;
     else

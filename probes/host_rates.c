@@ -81,6 +81,7 @@ void sop__host_rates(sop_host *now, const sop_host *before, double secs)
     now->swap_in_per_s = per_s(now->pswpin, before->pswpin, secs);
     now->swap_out_per_s = per_s(now->pswpout, before->pswpout, secs);
     now->pgmajfault_per_s = per_s(now->pgmajfault, before->pgmajfault, secs);
+    now->forks_per_s = per_s(now->processes, before->processes, secs);
     for (size_t i = 0; i < now->ndisks; i++)
         for (size_t j = 0; j < before->ndisks; j++)
             if (strcmp(now->disks[i].name, before->disks[j].name) == 0) {

@@ -24,6 +24,7 @@ typedef struct {
     char state; /* kernel letter: R S D Z T t I X; 0 when unread */
     int64_t minflt, majflt;
     int64_t utime_ticks, stime_ticks;
+    int64_t cutime_ticks, cstime_ticks; /* children that exited and were waited for */
     int64_t priority, nice, num_threads;
     int64_t starttime_ticks;
     int64_t vsize_bytes, rss_pages;
@@ -95,7 +96,16 @@ typedef struct {
     double read_bytes_per_s, write_bytes_per_s;
     double mean_read_bytes, mean_write_bytes; /* rchar/syscr over the window */
     double sched_wait_ms_per_s;
+    double reaped_cpu_pct; /* CPU of children reaped in the window (cutime + cstime) */
 } sop_proc_rates;
+
+/* glibc malloc's non-main arenas as seen in /proc/PID/maps: each arena lives in heaps that are
+ * 64 MiB-aligned anonymous reservations (read-write part in use, PROT_NONE rest). */
+typedef struct {
+    int64_t heaps;       /* 64 MiB heap reservations (an arena that outgrew one has several) */
+    int64_t rw_kb;       /* their read-write part: committed arena memory, >= its RSS */
+    int64_t reserved_kb; /* address space they reserve */
+} sop_malloc_heaps;
 
 typedef struct {
     int pid;
@@ -109,6 +119,7 @@ typedef struct {
     sop_schedstat sched;
     sop_env env;
     sop_libs libs;
+    sop_malloc_heaps heaps; /* from maps (probes/alloc.c) */
     int64_t fds;
     double start_time_s; /* epoch seconds */
     sop_proc_rates rate;

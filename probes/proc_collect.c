@@ -11,6 +11,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "alloc.h"
 #include "proc.h"
 
 #define ENVIRON_MAX_BYTES (1u << 20)
@@ -71,6 +72,7 @@ static void proc_init(sop_proc *p, int pid)
     sop__parse_limits(NULL, &p->limits);
     sop__parse_schedstat(NULL, &p->sched);
     p->fds = SOP_NA;
+    p->heaps.heaps = p->heaps.rw_kb = p->heaps.reserved_kb = SOP_NA;
     p->start_time_s = NAN;
     sop_proc_rates *r = &p->rate;
     r->cpu_pct = r->majflt_per_s = r->rss_growth_kb_per_s = NAN;
@@ -198,6 +200,8 @@ int sop__proc_collect(int proc_dirfd, int pid, sop_proc *out, sop_missing *missi
     rc = sop__read_file_at(proc_dirfd, "maps", MAPS_MAX_BYTES, &big, &blen);
     if (rc == 0)
         rc = sop__parse_maps(big, &out->libs);
+    if (rc == 0)
+        sop__parse_malloc_heaps(big, &out->heaps);
     free(big);
     if (rc == 0) {
         out->have_maps = true;

@@ -69,11 +69,16 @@ void sop__proc_rates(sop_proc *now, const sop_proc *before, double secs, double 
     r->rchar_per_s = r->wchar_per_s = r->syscr_per_s = r->syscw_per_s = NAN;
     r->read_bytes_per_s = r->write_bytes_per_s = NAN;
     r->mean_read_bytes = r->mean_write_bytes = r->sched_wait_ms_per_s = NAN;
+    r->reaped_cpu_pct = NAN;
     if (!before || !(secs > 0) || !now->have_stat || !before->have_stat ||
         !same_task(&now->stat, &before->stat))
         return;
     r->cpu_pct = cpu_pct(&now->stat, &before->stat, secs, ticks_per_s);
     r->majflt_per_s = per_s(now->stat.majflt, before->stat.majflt, secs);
+    if (ticks_per_s > 0)
+        r->reaped_cpu_pct = (delta(now->stat.cutime_ticks, before->stat.cutime_ticks) +
+                             delta(now->stat.cstime_ticks, before->stat.cstime_ticks)) /
+                            ticks_per_s / secs * 100.0;
     int64_t rn = rss_kb(now), rb = rss_kb(before);
     if (rn != SOP_NA && rb != SOP_NA) /* may shrink: a signed rate */
         r->rss_growth_kb_per_s = (double)(rn - rb) / secs;

@@ -9,6 +9,7 @@ static void stat_init(sop_stat *s)
 {
     memset(s, 0, sizeof *s);
     s->minflt = s->majflt = s->utime_ticks = s->stime_ticks = SOP_NA;
+    s->cutime_ticks = s->cstime_ticks = SOP_NA;
     s->priority = s->nice = s->num_threads = s->starttime_ticks = SOP_NA;
     s->vsize_bytes = s->rss_pages = s->processor = s->blkio_ticks = SOP_NA;
 }
@@ -48,6 +49,8 @@ int sop__parse_stat(const char *text, sop_stat *out)
     slot[12] = &out->majflt;
     slot[14] = &out->utime_ticks;
     slot[15] = &out->stime_ticks;
+    slot[16] = &out->cutime_ticks;
+    slot[17] = &out->cstime_ticks;
     slot[18] = &out->priority;
     slot[19] = &out->nice;
     slot[20] = &out->num_threads;

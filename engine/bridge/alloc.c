@@ -27,4 +27,7 @@ void sop__bridge_alloc(sop_value *ev, const sop_alloc *a)
     }
     if (a->pythonmalloc[0])
         sop__v_set(o, "pythonmalloc", sop__bridge_text(a->pythonmalloc));
+    sop__v_set_int(o, "arenas", a->heaps.heaps);
+    sop__v_set_int(o, "arena_rw_kb", a->heaps.rw_kb);
+    sop__v_set_int(o, "arena_reserved_kb", a->heaps.reserved_kb);
 }

@@ -128,6 +128,8 @@ void sop__bridge_host(sop_value *ev, const sop_host *h, const sop_oom_list *ooms
         sop__v_set_dbl(host, "load15", h->load15);
         sop__v_set_int(host, "procs_running", h->procs_running);
         sop__v_set_int(host, "procs_blocked", h->procs_blocked);
+        sop__v_set_int(host, "processes", h->processes);
+        sop__v_set_dbl(host, "forks_per_s", h->forks_per_s);
         sop__v_set_dbl(host, "boot_time", h->btime);
 
         sop_value *cpu = sop__v_obj();

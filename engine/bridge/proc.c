@@ -105,6 +105,8 @@ static void add_proc(sop_value *ev, const sop_proc *p, double now, double tps)
         sop__v_set_int(o, "priority", st->priority);
         sop__v_set_int(o, "utime_ms", ticks_ms(st->utime_ticks, tps));
         sop__v_set_int(o, "stime_ms", ticks_ms(st->stime_ticks, tps));
+        if (st->cutime_ticks != SOP_NA && st->cstime_ticks != SOP_NA)
+            sop__v_set_int(o, "reaped_cpu_ms", ticks_ms(st->cutime_ticks + st->cstime_ticks, tps));
         sop__v_set_int(o, "minflt", st->minflt);
         sop__v_set_int(o, "majflt", st->majflt);
     }
@@ -149,6 +151,7 @@ static void add_proc(sop_value *ev, const sop_proc *p, double now, double tps)
     const sop_proc_rates *r = &p->rate;
     sop__v_set_dbl(o, "cpu_pct", r->cpu_pct);
     sop__v_set_dbl(o, "majflt_per_s", r->majflt_per_s);
+    sop__v_set_dbl(o, "reaped_cpu_pct", r->reaped_cpu_pct);
     sop__v_set_dbl(o, "rss_growth_kb_per_s", r->rss_growth_kb_per_s);
 
     if (p->have_sched) {

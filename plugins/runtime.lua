@@ -1,0 +1,536 @@
+-- plugins/runtime.lua — SOP §8, the "hidden" runtime costs: glibc malloc arenas under many
+-- threads (8.1), start-up spent importing (8.2), logging in hot paths (8.3), subprocess storms
+-- (8.4), thread pools and CPU affinity / NUMA that do not match the CPUs the job has (8.5; quota
+-- throttling and observed oversubscription are cpu.lua's). Reads ev.alloc, ev.proc, ev.threads,
+-- ev.python.threads[].window (import_/logging_/subprocess_ shares), ev.io_files, ev.host
+-- (forks_per_s, numa), ev.cgroup.cpu, ev.effective_cpus.
+
+local function T(en, zh) return { en = en, zh = zh } end
+
+local function pct(x) return 100 * x end
+
+local function no_proc(ev)
+  if ev.alive == false then
+    return unknown(T("the process is gone: only the kernel log speaks of it",
+                     "进程已不存在：只有内核日志记录了它"))
+  end
+  return unknown(T("process facts not readable", "读不到进程信息"))
+end
+
+-- The sampled Python threads of the target, or nil and the reason.
+local function sampled_threads(ev)
+  local py = ev.python
+  if not py or not py.threads then
+    return nil, T("no Python stacks (not CPython, or its memory was not readable)",
+                  "没有 Python 栈（不是 CPython，或无法读取其内存）")
+  end
+  if not ev.duration_s or ev.duration_s <= 0 then
+    return nil, T("one snapshot (--duration 0): no sampled window", "只有一次快照（--duration 0）：没有采样窗口")
+  end
+  local out = {}
+  for _, t in ipairs(py.threads) do
+    if t.window and t.window.samples then out[#out + 1] = t end
+  end
+  if #out == 0 then
+    return nil, T("the window was not sampled (--rate 0?)", "窗口没有采样（--rate 0？）")
+  end
+  return out
+end
+
+-- ---------------------------------------------------------------------------------------------
+-- 8.1 glibc malloc arenas
+
+local ALLOC_REFS = {
+  "https://www.gnu.org/software/libc/manual/html_node/Memory-Allocation-Tunables.html",
+  "https://github.com/jemalloc/jemalloc/blob/dev/TUNING.md",
+  "https://pytorch.org/docs/stable/notes/cpu_threading_torchscript_inference.html",
+}
+
+rule {
+  id = "alloc.glibc_arenas", section = "8.1", severity = "warn",
+  title = T("glibc malloc with many threads: many per-thread arenas hold most of the memory and RSS grows",
+            "glibc malloc + 多线程：大量线程 arena 占去大部分内存且 RSS 在涨"),
+  reads = { "alloc.allocator", "alloc.malloc_arena_max", "alloc.ld_preload", "alloc.arenas",
+            "alloc.arena_rw_kb", "proc.rss_kb", "proc.rss_growth_kb_per_s", "proc.threads" },
+  uses = { "arena_min_count", "arena_share_pct", "arena_min_mb", "arena_growth_kb_per_s" },
+  check = function(ev, th)
+    local p = ev.proc
+    if not p then return no_proc(ev) end
+    local a = ev.alloc
+    if not a or not a.allocator then
+      return unknown(T("allocator not known (maps not readable)", "分配器未知（读不到 maps）"))
+    end
+    if a.allocator ~= "glibc" then
+      return clear(T(fmt("malloc is %s (%s), not glibc's ptmalloc", a.allocator, a.source or "?"),
+                     fmt("malloc 是 %s（%s），不是 glibc ptmalloc", a.allocator, a.source or "?")))
+    end
+    if a.malloc_arena_max then
+      return clear(T(fmt("MALLOC_ARENA_MAX=%d caps the arenas", a.malloc_arena_max),
+                     fmt("MALLOC_ARENA_MAX=%d 已限制 arena 数", a.malloc_arena_max)))
+    end
+    if not a.arenas or not a.arena_rw_kb then
+      return unknown(T("arena heaps not counted (maps not readable)", "未统计 arena heap（读不到 maps）"))
+    end
+    local n, rw = a.arenas, a.arena_rw_kb
+    local base_en = fmt("%d glibc arena heaps (64 MiB each reserved) holding %s read-write, %d threads",
+                        n, kb(rw), p.threads or 0)
+    local base_zh = fmt("%d 个 glibc arena heap（各保留 64 MiB），读写部分共 %s，%d 个线程",
+                        n, kb(rw), p.threads or 0)
+    if n < th.arena_min_count then
+      return clear(T(base_en .. fmt(" (< %d arenas)", th.arena_min_count),
+                     base_zh .. fmt("（< %d 个 arena）", th.arena_min_count)))
+    end
+    if not p.rss_kb or p.rss_kb <= 0 then return unknown(T("RSS not measured", "RSS 未测得")) end
+    local share = 100 * rw / p.rss_kb
+    local growth = p.rss_growth_kb_per_s
+    base_en = base_en .. fmt(" = %.0f%% of RSS %s", share, kb(p.rss_kb))
+    base_zh = base_zh .. fmt("，占 RSS %s 的 %.0f%%", kb(p.rss_kb), share)
+    if growth then
+      base_en = base_en .. fmt("; RSS grew %s/s over the %.1f s window", kb(growth), ev.duration_s)
+      base_zh = base_zh .. fmt("；%.1f 秒窗口内 RSS 每秒增长 %s", ev.duration_s, kb(growth))
+    end
+    if share < th.arena_share_pct or rw < th.arena_min_mb * 1024 then
+      return clear(T(base_en .. fmt(": arenas below %g%% of RSS or %g MiB", th.arena_share_pct, th.arena_min_mb),
+                     base_zh .. fmt("：arena 低于 RSS 的 %g%% 或 %g MiB", th.arena_share_pct, th.arena_min_mb)))
+    end
+    local growing = growth and growth >= th.arena_growth_kb_per_s
+    if not growth then
+      return unknown(T(base_en .. ": one snapshot, RSS growth not measured (use --duration 3)",
+                       base_zh .. "：只有一次快照，没有 RSS 增长率（用 --duration 3）"))
+    end
+    local sev = growing and "warn" or "info"
+    return hit {
+      severity = sev,
+      symptom = T(growing and fmt("RSS grows %s/s with %d glibc malloc arenas", kb(growth), n)
+                  or fmt("%d glibc malloc arenas hold %.0f%% of RSS", n, share),
+                  growing and fmt("RSS 每秒增长 %s，glibc malloc arena 有 %d 个", kb(growth), n)
+                  or fmt("%d 个 glibc malloc arena 占 RSS 的 %.0f%%", n, share)),
+      evidence = T(base_en .. fmt("; LD_PRELOAD %s; MALLOC_ARENA_MAX unset.", a.ld_preload or "unset"),
+                   base_zh .. fmt("；LD_PRELOAD %s；MALLOC_ARENA_MAX 未设置。", a.ld_preload or "未设置")),
+      cause = T(fmt("glibc's ptmalloc gives threads that allocate at the same time their own arenas "
+                    .. "(up to 8 x CPUs); memory freed in one arena is not returned to the OS nor "
+                    .. "reused by the others, so many threads allocating and freeing buffers "
+                    .. "fragment %d arenas and RSS climbs (SOP §8.1). The growth sits in these "
+                    .. "arenas; whether it is fragmentation or live objects is told by the fix "
+                    .. "below: with jemalloc/tcmalloc fragmentation stops, live objects keep growing.", n),
+                fmt("glibc 的 ptmalloc 给同时分配内存的线程各开一个 arena（最多 8 x CPU 个）；一个 arena 里释放的"
+                    .. "内存既不还给系统也不被其他 arena 复用，多线程反复分配/释放 buffer 会让 %d 个 arena 碎片化，"
+                    .. "RSS 持续上涨（SOP §8.1）。增长就在这些 arena 里；是碎片还是存活对象由下面的修复来区分："
+                    .. "换 jemalloc/tcmalloc 后碎片增长停止，存活对象则继续增长。", n)),
+      fix = T("Start the process with another allocator, no code change: "
+              .. "LD_PRELOAD=/usr/lib/x86_64-linux-gnu/libjemalloc.so.2 (apt libjemalloc2) or "
+              .. "libtcmalloc_minimal.so.4 (apt libtcmalloc-minimal4); or keep glibc and cap its "
+              .. "arenas with MALLOC_ARENA_MAX=2 (less fragmentation, some lock contention "
+              .. "between threads). Compare peak RSS and step time before and after.",
+              "不改代码换分配器启动：LD_PRELOAD=/usr/lib/x86_64-linux-gnu/libjemalloc.so.2（apt libjemalloc2）"
+              .. "或 libtcmalloc_minimal.so.4（apt libtcmalloc-minimal4）；或保留 glibc、用 MALLOC_ARENA_MAX=2 "
+              .. "限制 arena 数（碎片少，线程间有些锁竞争）。前后对比 RSS 峰值与 step 时间。"),
+      verify = T(fmt("`sopctl run --pid NEW_PID --duration 10`: alloc.glibc_arenas clear "
+                     .. "(allocator jemalloc/tcmalloc, or MALLOC_ARENA_MAX set) and "
+                     .. "proc.rss_growth_kb_per_s in `sopctl evidence` near 0 (was %s/s).",
+                     kb(growth)) .. " If RSS still grows with jemalloc, the objects are live: "
+                     .. "find them with tracemalloc snapshots or memray.",
+                 fmt("`sopctl run --pid 新PID --duration 10`：alloc.glibc_arenas 为 clear（分配器为 jemalloc/tcmalloc，"
+                     .. "或已设 MALLOC_ARENA_MAX），`sopctl evidence` 中 proc.rss_growth_kb_per_s 接近 0（原为每秒 %s）。",
+                     kb(growth)) .. "换 jemalloc 后 RSS 仍在涨，说明对象是存活的：用 tracemalloc 快照或 memray 找出来。"),
+      refs = ALLOC_REFS,
+    }
+  end,
+}
+
+-- ---------------------------------------------------------------------------------------------
+-- 8.2 slow imports at start-up
+
+local function main_thread(ev, threads)
+  for _, t in ipairs(threads) do
+    if t.tid == ev.pid or t.name == "MainThread" then return t end
+  end
+  return nil
+end
+
+rule {
+  id = "startup.slow_imports", section = "8.2", severity = "warn",
+  title = T("a young process whose main thread spends most of its time importing modules",
+            "刚启动的进程主线程大部分时间在 import 模块"),
+  reads = { "proc.age_s", "python.threads[].window.import_frac", "python.threads[].window.import_module",
+            "python.threads[].window.import_module_frac", "python.threads[].window.io_wait_frac" },
+  uses = { "startup_age_s", "import_frac_pct", "sampled_min_samples" },
+  check = function(ev, th)
+    local p = ev.proc
+    if not p then return no_proc(ev) end
+    local threads, why = sampled_threads(ev)
+    if not threads then return unknown(why) end
+    local m = main_thread(ev, threads)
+    if not m then return unknown(T("main thread not among the sampled threads", "采样线程中没有主线程")) end
+    local w = m.window
+    if w.samples < th.sampled_min_samples or not w.import_frac then
+      return unknown(T(fmt("only %d samples of the main thread (< %d)", w.samples, th.sampled_min_samples),
+                       fmt("主线程只有 %d 个样本（< %d）", w.samples, th.sampled_min_samples)))
+    end
+    local share = pct(w.import_frac)
+    local age = p.age_s
+    local base_en = fmt("main thread inside importlib in %.0f%% of %d samples", share, w.samples)
+    local base_zh = fmt("主线程 %d 个样本中 %.0f%% 在 importlib 内", w.samples, share)
+    if age then
+      base_en = base_en .. fmt("; process age %.1f s", age)
+      base_zh = base_zh .. fmt("；进程已运行 %.1f 秒", age)
+    end
+    if share < th.import_frac_pct then
+      return clear(T(base_en .. fmt(" (< %g%%)", th.import_frac_pct), base_zh .. fmt("（< %g%%）", th.import_frac_pct)))
+    end
+    if not age then return unknown(T(base_en .. ": process age unknown", base_zh .. "：进程运行时长未知")) end
+    if age > th.startup_age_s then
+      return clear(T(base_en .. fmt(": past start-up (> %g s); imports this late are the code's "
+                                    .. "own lazy imports", th.startup_age_s),
+                     base_zh .. fmt("：已过启动期（> %g 秒）；这么晚的 import 是代码自己的延迟 import", th.startup_age_s)))
+    end
+    local mod = w.import_module or "?"
+    local mod_en = w.import_module and fmt("; top-level module being imported: %s (%.0f%% of samples)",
+                                           mod, pct(w.import_module_frac or 0)) or ""
+    local mod_zh = w.import_module and fmt("；正在导入的顶层模块：%s（%.0f%% 样本）",
+                                           mod, pct(w.import_module_frac or 0)) or ""
+    local io_en, io_zh = "", ""
+    if w.io_wait_frac and w.io_wait_frac > 0 then
+      io_en = fmt("; in D state (disk) %.0f%% of samples", pct(w.io_wait_frac))
+      io_zh = fmt("；D 状态（等盘）%.0f%% 样本", pct(w.io_wait_frac))
+    end
+    return hit {
+      symptom = T(fmt("start-up spent importing: %.0f%% of the main thread's time in import", share),
+                  fmt("启动时间耗在 import 上：主线程 %.0f%% 时间在 import", share)),
+      evidence = T(base_en .. mod_en .. io_en .. fmt("; process CPU %.0f%%.", p.cpu_pct or 0),
+                   base_zh .. mod_zh .. io_zh .. fmt("；进程 CPU %.0f%%。", p.cpu_pct or 0)),
+      cause = T("Module-level code of the import chain (compiling sources, building tables, "
+                .. "registering hooks, importing submodules eagerly from __init__.py) runs before "
+                .. "the program's first line of real work (SOP §8.2).",
+                "import 链上的模块级代码（编译源码、建表、注册 hook、__init__.py 里急切导入子模块）"
+                .. "都在程序第一行正事之前执行（SOP §8.2）。"),
+      fix = T(fmt("Measure the chain: `python -X importtime -c 'import %s' 2> import.log` and sort by "
+                  .. "cumulative time. Then import heavy modules inside the functions that need them, "
+                  .. "put type-only imports under `if typing.TYPE_CHECKING:`, avoid `from x import *`, "
+                  .. "move work out of package __init__.py files, keep .pyc caching on "
+                  .. "(PYTHONDONTWRITEBYTECODE unset, writable __pycache__), and for long-lived "
+                  .. "services import once and fork workers after warm-up.",
+                  mod:match("([^/]+)/__init__%.py$") or mod:match("([^/]+)%.py$") or "MODULE"),
+              fmt("先量出 import 链：`python -X importtime -c 'import %s' 2> import.log`，按累计时间排序。"
+                  .. "再把重模块挪到用它的函数里 import，仅类型注解用的放进 `if typing.TYPE_CHECKING:`，"
+                  .. "避免 `from x import *`，把包 __init__.py 里的重活挪走，保持 .pyc 缓存（不设 "
+                  .. "PYTHONDONTWRITEBYTECODE、__pycache__ 可写）；长驻服务启动时 import 一次、预热后再 fork worker。",
+                  mod:match("([^/]+)/__init__%.py$") or mod:match("([^/]+)%.py$") or "MODULE")),
+      verify = T("`python -X importtime -c 'import MODULE' 2>&1 | sort -t'|' -k2 -n | tail` shows the "
+                 .. "cumulative time fall; `sopctl run --pid PID --duration 3` right after start "
+                 .. "shows startup.slow_imports clear.",
+                 "`python -X importtime -c 'import MODULE' 2>&1 | sort -t'|' -k2 -n | tail` 的累计时间下降；"
+                 .. "启动后立即 `sopctl run --pid PID --duration 3` 显示 startup.slow_imports 为 clear。"),
+      refs = {
+        "https://docs.python.org/3/using/cmdline.html#cmdoption-X",
+        "https://docs.python.org/3/library/typing.html#typing.TYPE_CHECKING",
+        "https://peps.python.org/pep-0690/",
+      },
+    }
+  end,
+}
+
+-- ---------------------------------------------------------------------------------------------
+-- 8.3 logging in hot paths
+
+local function writable_files(ev)
+  local local_n, slow = 0, {}
+  for _, f in ipairs(ev.io_files or {}) do
+    -- the target's own files that moved over the window (a log file's position advances)
+    if f.pid == ev.pid and f.path and f.advance_bytes_per_s and f.advance_bytes_per_s ~= 0 then
+      if f.fs_kind == "network" or f.fs_kind == "fuse" then
+        slow[#slow + 1] = fmt("%s (%s)", f.path, f.fstype or f.fs_kind)
+      else
+        local_n = local_n + 1
+      end
+    end
+  end
+  return slow, local_n
+end
+
+rule {
+  id = "logging.hot_path", section = "8.3", severity = "warn",
+  title = T("a working thread spends a large share of its time inside logging (formatting, handler writes)",
+            "工作线程大量时间花在 logging 里（格式化、handler 写）"),
+  reads = { "python.threads[].window.logging_frac", "python.threads[].window.logging_format_frac",
+            "python.threads[].window.logging_write_frac", "python.threads[].window.logging_site",
+            "python.threads[].window.active_frac", "python.threads[].window.io_wait_frac",
+            "io_files[].fs_kind" },
+  uses = { "logging_frac_pct", "logging_work_pct", "sampled_min_samples" },
+  check = function(ev, th)
+    local threads, why = sampled_threads(ev)
+    if not threads then return unknown(why) end
+    local worst, worst_share, n_ok = nil, 0, 0
+    for _, t in ipairs(threads) do
+      local w = t.window
+      if w.samples >= th.sampled_min_samples and w.logging_frac then
+        n_ok = n_ok + 1
+        local working = (w.active_frac or 0) + (w.io_wait_frac or 0)
+        if pct(working) >= th.logging_work_pct and w.logging_frac > worst_share then
+          worst, worst_share = t, w.logging_frac
+        end
+      end
+    end
+    if n_ok == 0 then
+      return unknown(T(fmt("no thread with >= %d samples", th.sampled_min_samples),
+                       fmt("没有样本数 >= %d 的线程", th.sampled_min_samples)))
+    end
+    local share = pct(worst_share)
+    if not worst or share < th.logging_frac_pct then
+      return clear(T(fmt("no working thread spends >= %g%% of samples in logging (most: %.0f%%)",
+                         th.logging_frac_pct, share),
+                     fmt("没有工作线程在 logging 内的样本 >= %g%%（最多 %.0f%%）", th.logging_frac_pct, share)))
+    end
+    local w = worst.window
+    local fmt_pct, write_pct = pct(w.logging_format_frac or 0), pct(w.logging_write_frac or 0)
+    local slow, nlocal = writable_files(ev)
+    local site_en = w.logging_site and fmt("; calls from %s (%.0f%% of samples)", w.logging_site,
+                                           pct(w.logging_site_frac or 0)) or ""
+    local site_zh = w.logging_site and fmt("；调用点 %s（%.0f%% 样本）", w.logging_site,
+                                           pct(w.logging_site_frac or 0)) or ""
+    local files_en, files_zh = "", ""
+    if #slow > 0 then
+      files_en = "; log files on network/FUSE storage: " .. table.concat(slow, ", ")
+      files_zh = "；日志文件在网络/FUSE 存储上：" .. table.concat(slow, "、")
+    end
+    local io_en = w.io_wait_frac and w.io_wait_frac > 0 and fmt("; thread in D state %.0f%%", pct(w.io_wait_frac)) or ""
+    local io_zh = w.io_wait_frac and w.io_wait_frac > 0 and fmt("；线程 D 状态 %.0f%%", pct(w.io_wait_frac)) or ""
+    local cause_en = fmt("Every record walks the logger (findCaller, makeRecord, handler locks), is "
+                         .. "formatted (%.0f%% of samples) and written synchronously by the "
+                         .. "handler in the calling thread (%.0f%% in emit/flush)", fmt_pct, write_pct)
+    local cause_zh = fmt("每条日志都要走一遍 logger（findCaller、makeRecord、handler 锁），格式化（%.0f%% 样本），"
+                         .. "并由 handler 在调用线程里同步写出（emit/flush 占 %.0f%%）", fmt_pct, write_pct)
+    if #slow > 0 then
+      cause_en = cause_en .. "; the file sits on network storage, so each write adds a network round trip to the loop"
+      cause_zh = cause_zh .. "；日志文件在网络存储上，每次写都会把等待网络的时间加进循环"
+    end
+    cause_en = cause_en .. ". Arguments built eagerly (f-strings) are paid even for records the level drops (SOP §8.3)."
+    cause_zh = cause_zh .. "。用 f-string 提前拼好的参数，即使该级别被过滤也已付出代价（SOP §8.3）。"
+    return hit {
+      severity = (#slow > 0 or share >= 2 * th.logging_frac_pct) and "warn" or "info",
+      symptom = T(fmt("thread %d (%s) spends %.0f%% of its time in logging", worst.tid, worst.name or "?", share),
+                  fmt("线程 %d（%s）有 %.0f%% 的时间花在 logging 上", worst.tid, worst.name or "?", share)),
+      evidence = T(fmt("tid %d %s: %.0f%% of %d samples inside logging (formatting %.0f%%, handler "
+                       .. "emit/flush %.0f%%)%s%s%s; %d local log files open.", worst.tid,
+                       worst.name or "?", share, w.samples, fmt_pct, write_pct, site_en, io_en,
+                       files_en, nlocal),
+                   fmt("tid %d %s：%d 个样本中 %.0f%% 在 logging 内（格式化 %.0f%%，handler emit/flush %.0f%%）"
+                       .. "%s%s%s；打开的本地日志文件 %d 个。", worst.tid, worst.name or "?", w.samples,
+                       share, fmt_pct, write_pct, site_zh, io_zh, files_zh, nlocal)),
+      cause = T(cause_en, cause_zh),
+      fix = T("Log less in the loop (every N steps, or aggregate counters); pass arguments lazily "
+              .. "(`logger.debug(\"x=%s\", x)`, and guard costly ones with "
+              .. "`if logger.isEnabledFor(logging.DEBUG):`); move the file write off the hot "
+              .. "thread with logging.handlers.QueueHandler + QueueListener; write logs to local "
+              .. "disk, not NFS; keep high-rate metrics out of logging (in-memory buffer, "
+              .. "batched writes).",
+              "循环里少打日志（每 N 步一次，或累计计数）；参数惰性传递（`logger.debug(\"x=%s\", x)`，昂贵的用 "
+              .. "`if logger.isEnabledFor(logging.DEBUG):` 包起来）；用 logging.handlers.QueueHandler + "
+              .. "QueueListener 把写文件移出热线程；日志写本地盘而不是 NFS；高频 metrics 不走 logging"
+              .. "（内存缓冲、批量写）。"),
+      verify = T(fmt("`sopctl run --pid PID --duration 3`: logging.hot_path clear (logging share of "
+                     .. "tid %d below %g%%), and the loop's items/s rises.", worst.tid, th.logging_frac_pct),
+                 fmt("`sopctl run --pid PID --duration 3`：logging.hot_path 为 clear（tid %d 的 logging 占比低于 %g%%），"
+                     .. "循环每秒处理量上升。", worst.tid, th.logging_frac_pct)),
+      refs = {
+        "https://docs.python.org/3/howto/logging.html#optimization",
+        "https://docs.python.org/3/howto/logging-cookbook.html#dealing-with-handlers-that-block",
+        "https://docs.python.org/3/library/logging.handlers.html#queuehandler",
+      },
+    }
+  end,
+}
+
+-- ---------------------------------------------------------------------------------------------
+-- 8.4 subprocess storms
+
+rule {
+  id = "subprocess.storm", section = "8.4", severity = "warn",
+  title = T("a thread keeps launching short-lived child processes (fork + exec + wait per call)",
+            "线程不停地启动短命子进程（每次调用都 fork + exec + wait）"),
+  reads = { "python.threads[].window.subprocess_frac", "python.threads[].window.subprocess_spawn_frac",
+            "host.forks_per_s", "proc.reaped_cpu_pct", "proc.cpu_pct" },
+  uses = { "subprocess_frac_pct", "subprocess_spawn_pct", "forks_min_per_s", "sampled_min_samples" },
+  check = function(ev, th)
+    local p = ev.proc
+    if not p then return no_proc(ev) end
+    local threads, why = sampled_threads(ev)
+    if not threads then return unknown(why) end
+    local worst
+    for _, t in ipairs(threads) do
+      local w = t.window
+      if w.samples >= th.sampled_min_samples and w.subprocess_frac and
+         (not worst or w.subprocess_frac > worst.window.subprocess_frac) then
+        worst = t
+      end
+    end
+    if not worst then
+      return unknown(T(fmt("no thread with >= %d samples", th.sampled_min_samples),
+                       fmt("没有样本数 >= %d 的线程", th.sampled_min_samples)))
+    end
+    local w = worst.window
+    local share, spawn = pct(w.subprocess_frac), pct(w.subprocess_spawn_frac or 0)
+    local base_en = fmt("tid %d %s: %.0f%% of %d samples in subprocess (launching: %.0f%%)",
+                        worst.tid, worst.name or "?", share, w.samples, spawn)
+    local base_zh = fmt("tid %d %s：%d 个样本中 %.0f%% 在 subprocess 内（启动阶段 %.0f%%）",
+                        worst.tid, worst.name or "?", w.samples, share, spawn)
+    if share < th.subprocess_frac_pct or spawn < th.subprocess_spawn_pct then
+      return clear(T(base_en .. fmt(" (needs >= %g%% and launching >= %g%%)", th.subprocess_frac_pct,
+                                    th.subprocess_spawn_pct),
+                     base_zh .. fmt("（需 >= %g%% 且启动 >= %g%%）", th.subprocess_frac_pct, th.subprocess_spawn_pct)))
+    end
+    local forks = ev.host and ev.host.forks_per_s
+    if not forks then
+      return unknown(T(base_en .. ": host fork rate not measured", base_zh .. "：整机 fork 速率未测得"))
+    end
+    base_en = base_en .. fmt("; host forks %.0f/s", forks)
+    base_zh = base_zh .. fmt("；整机每秒 fork %.0f 次", forks)
+    if forks < th.forks_min_per_s then
+      return clear(T(base_en .. fmt(" (< %g/s): few, long-running children", th.forks_min_per_s),
+                     base_zh .. fmt("（< %g/s）：子进程少且长命", th.forks_min_per_s)))
+    end
+    local reaped_en = p.reaped_cpu_pct and fmt("; exited children used %.0f%% CPU", p.reaped_cpu_pct) or ""
+    local reaped_zh = p.reaped_cpu_pct and fmt("；已退出的子进程用了 %.0f%% CPU", p.reaped_cpu_pct) or ""
+    return hit {
+      symptom = T(fmt("subprocess storm: about %.0f process launches/s, %.0f%% of tid %d's time",
+                      forks, share, worst.tid),
+                  fmt("子进程风暴：每秒约 %.0f 次进程启动，占 tid %d %.0f%% 的时间", forks, worst.tid, share)),
+      evidence = T(base_en .. reaped_en .. fmt("; process CPU %.0f%%.", p.cpu_pct or 0),
+                   base_zh .. reaped_zh .. fmt("；进程 CPU %.0f%%。", p.cpu_pct or 0)),
+      cause = T("Each subprocess.run/Popen forks the Python process (copying its page tables), "
+                .. "execs and loads the tool, then waits for it: for short commands this fixed "
+                .. "cost is larger than the work, and the thread spends its time starting "
+                .. "processes (SOP §8.4).",
+                "每次 subprocess.run/Popen 都要 fork Python 进程（复制页表）、exec 并加载工具、再等它结束："
+                .. "命令很短时这笔固定开销比活本身还大，线程的时间都花在起进程上（SOP §8.4）。"),
+      fix = T("Batch the work into fewer invocations (one ffmpeg/sox call with a list of inputs, "
+              .. "aria2c -i urls.txt); call the library in-process instead of its CLI (e.g. PyAV "
+              .. "for ffmpeg); or reuse a fixed pool of workers (concurrent.futures."
+              .. "ProcessPoolExecutor, sized to the effective CPUs and measured) so each "
+              .. "process serves many items.",
+              "把活合并成少量调用（一次 ffmpeg/sox 处理一批输入，aria2c -i urls.txt）；在进程内调库而不是起 CLI"
+              .. "（如 ffmpeg 用 PyAV）；或复用固定的 worker 池（concurrent.futures.ProcessPoolExecutor，"
+              .. "大小按有效 CPU 并实测），让每个进程处理多条。"),
+      verify = T("`sopctl run --pid PID --duration 3`: subprocess.storm clear and host forks/s "
+                 .. "(`sopctl evidence` host.forks_per_s) down; items/s up.",
+                 "`sopctl run --pid PID --duration 3`：subprocess.storm 为 clear，整机 forks/s"
+                 .. "（`sopctl evidence` 的 host.forks_per_s）下降，每秒处理量上升。"),
+      refs = {
+        "https://docs.python.org/3/library/subprocess.html",
+        "https://docs.python.org/3/library/concurrent.futures.html#processpoolexecutor",
+        "https://www.brendangregg.com/blog/2014-07-28/execsnoop-for-linux.html",
+      },
+    }
+  end,
+}
+
+-- ---------------------------------------------------------------------------------------------
+-- 8.5 thread pools / affinity that do not match the CPUs the job has
+
+local POOL_VARS = { "OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS",
+                    "NUMEXPR_NUM_THREADS", "BLIS_NUM_THREADS", "TF_NUM_INTRAOP_THREADS" }
+
+local function pool_libs(proc)
+  local out = {}
+  for _, l in ipairs(proc.libs or {}) do
+    if l.kind == "blas" or l.kind == "openmp" or l.kind == "torch" then out[#out + 1] = l.name or l.kind end
+  end
+  return out
+end
+
+rule {
+  id = "cpu.affinity_mismatch", section = "8.5", severity = "warn",
+  title = T("thread-pool sizes or the CPU quota do not match the CPUs the affinity mask allows",
+            "线程池大小或 CPU quota 与亲和性掩码允许的 CPU 数不一致"),
+  reads = { "proc.env", "children[].env", "proc.affinity", "proc.libs", "proc.cpu_pct",
+            "effective_cpus", "cgroup.cpu.quota_cpus", "host.ncpu" },
+  uses = { "pool_env_over_cpus", "quota_over_affinity_cpus", "cpu_saturated_pct" },
+  check = function(ev, th)
+    local p = ev.proc
+    if not p then return no_proc(ev) end
+    local eff = ev.effective_cpus
+    local aff = p.affinity and p.affinity.count
+    if not eff and not aff then
+      return unknown(T("neither the affinity mask nor the effective CPU count is known",
+                       "亲和性掩码和有效 CPU 数都未知"))
+    end
+    local env = p.env
+    for _, c in ipairs(ev.children or {}) do
+      if env then break end
+      env = c.env
+    end
+    local found_en, found_zh, warn = {}, {}, false
+    local libs = pool_libs(p)
+    local over = {}
+    if env and eff then
+      for _, name in ipairs(POOL_VARS) do
+        local n = tonumber(env[name] or "")
+        if n and n >= eff + th.pool_env_over_cpus then over[#over + 1] = fmt("%s=%s", name, env[name]) end
+      end
+    end
+    if #over > 0 then
+      found_en[#found_en + 1] = fmt("%s above the %d effective CPUs", table.concat(over, ", "), eff)
+      found_zh[#found_zh + 1] = fmt("%s 超过 %d 个有效 CPU", table.concat(over, "、"), eff)
+      if #libs > 0 then warn = true end
+    end
+    local q = ev.cgroup and ev.cgroup.cpu and ev.cgroup.cpu.quota_cpus
+    if q and aff and q >= aff + th.quota_over_affinity_cpus then
+      local pinned_full = p.cpu_pct ~= nil and p.cpu_pct >= th.cpu_saturated_pct / 100 * aff * 100
+      found_en[#found_en + 1] = fmt("the cgroup quota pays for %.2f CPUs but the affinity mask "
+                                    .. "allows %d (%s)", q, aff, p.affinity.cpus or "?")
+      found_zh[#found_zh + 1] = fmt("cgroup quota 为 %.2f 个 CPU，但亲和性掩码只允许 %d 个（%s）", q, aff,
+                                    p.affinity.cpus or "?")
+      if pinned_full then warn = true end
+    end
+    local ctx_en = fmt("affinity %s (%d CPUs), effective CPUs %s, quota %s, host %s CPUs",
+                       p.affinity and p.affinity.cpus or "?", aff or 0, tostring(eff or "?"),
+                       q and fmt("%.2f", q) or "none", tostring(ev.host and ev.host.ncpu or "?"))
+    local ctx_zh = fmt("亲和性 %s（%d 个 CPU），有效 CPU %s，quota %s，整机 %s 个 CPU",
+                       p.affinity and p.affinity.cpus or "?", aff or 0, tostring(eff or "?"),
+                       q and fmt("%.2f", q) or "无", tostring(ev.host and ev.host.ncpu or "?"))
+    if #found_en == 0 then
+      if not env then
+        return unknown(T(ctx_en .. "; environment not readable", ctx_zh .. "；环境变量不可读"))
+      end
+      return clear(T(ctx_en .. "; no thread-pool variable above it", ctx_zh .. "；没有超过它的线程池变量"))
+    end
+    local libs_en = #libs > 0 and ("; pool libraries loaded: " .. table.concat(libs, ", "))
+                    or "; no OpenMP/BLAS/torch library loaded"
+    local libs_zh = #libs > 0 and ("；已加载线程池库：" .. table.concat(libs, "、")) or "；未加载 OpenMP/BLAS/torch 库"
+    local cpu_en = p.cpu_pct and fmt("; process CPU %.0f%%", p.cpu_pct) or ""
+    local n = eff or aff
+    return hit {
+      severity = warn and "warn" or "info",
+      symptom = T("thread pools / CPU quota sized for CPUs the process cannot use: " .. table.concat(found_en, "; "),
+                  "线程池 / CPU quota 按进程用不上的 CPU 配置：" .. table.concat(found_zh, "；")),
+      evidence = T(ctx_en .. "; " .. table.concat(found_en, "; ") .. libs_en .. cpu_en .. ".",
+                   ctx_zh .. "；" .. table.concat(found_zh, "；") .. libs_zh .. cpu_en .. "。"),
+      cause = T(fmt("OpenMP/BLAS/torch start as many threads as their variables say, whatever the "
+                    .. "affinity mask and quota allow: %d CPUs are really available, so the extra "
+                    .. "threads time-share them and pay context switches and cache misses; a "
+                    .. "quota wider than the affinity mask is paid for and never used (SOP §8.5).", n),
+                fmt("OpenMP/BLAS/torch 按变量的值开线程，不管亲和性掩码和 quota 允许多少：真正可用的只有 %d 个 CPU，"
+                    .. "多出来的线程分时复用，付出上下文切换和 cache miss；quota 大于亲和性掩码则是付了钱却用不上"
+                    .. "（SOP §8.5）。", n)),
+      fix = T(fmt("Size the pools to the CPUs the process may run on: OMP_NUM_THREADS=MKL_NUM_THREADS="
+                  .. "OPENBLAS_NUM_THREADS=%d (divided by the number of busy worker processes), "
+                  .. "torch.set_num_threads(%d); and make the affinity mask (taskset -pc, "
+                  .. "numactl --cpunodebind, K8s static CPU manager) and the quota describe the "
+                  .. "same CPUs. Change one number at a time and measure step time.", n, n),
+              fmt("线程池按进程可运行的 CPU 设置：OMP_NUM_THREADS=MKL_NUM_THREADS=OPENBLAS_NUM_THREADS=%d"
+                  .. "（再除以繁忙 worker 进程数），torch.set_num_threads(%d)；并让亲和性掩码（taskset -pc、"
+                  .. "numactl --cpunodebind、K8s static CPU manager）与 quota 描述同一组 CPU。一次只改一个数并测 step 时间。",
+                  n, n)),
+      verify = T(fmt("`taskset -pc %d` and `cat /sys/fs/cgroup/cpu.max` agree; `sopctl run --pid %d "
+                     .. "--duration 2`: cpu.affinity_mismatch and cpu.oversubscribed clear.", ev.pid, ev.pid),
+                 fmt("`taskset -pc %d` 与 `cat /sys/fs/cgroup/cpu.max` 一致；`sopctl run --pid %d --duration 2`："
+                     .. "cpu.affinity_mismatch 与 cpu.oversubscribed 为 clear。", ev.pid, ev.pid)),
+      refs = {
+        "https://www.openmp.org/spec-html/5.0/openmpse50.html",
+        "https://pytorch.org/docs/stable/generated/torch.set_num_threads.html",
+        "https://docs.kernel.org/scheduler/sched-bwc.html",
+        "https://man7.org/linux/man-pages/man2/sched_setaffinity.2.html",
+      },
+    }
+  end,
+}
