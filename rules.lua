@@ -46,6 +46,17 @@ thresholds {
   -- asyncio.loop_blocked (§5)
   loop_busy_cpu_pct = 80,       -- the loop thread at/above this % of a core while stuck in a callback: high
   loop_block_ms = 100,          -- sampled window: the loop away from its selector this long in one stretch
+
+  -- numpy.einsum_unoptimized, numpy.hidden_copies, numpy.tiny_calls (§3);
+  -- numpy.blas_threads_in_workers (§3.6, §4.4) uses busy_thread_pct and cpu_saturated_pct
+  numpy_min_samples = 50,       -- a thread needs at least this many samples in the window for a §3 verdict ...
+  numpy_busy_frac = 0.5,        -- ... and to be active (running or holding the GIL) in this fraction of them
+  einsum_hot_pct = 20,          -- einsum's optimize=False C loop on top in at least this % of a busy thread's samples
+  copies_hot_pct = 25,          -- numpy copy calls (tile, concatenate, stack, flatten, ...) in at least this %
+                                --   of a busy thread's samples
+  tiny_numpy_min_pct = 30,      -- numpy calls in at least this % of a busy thread's samples (SOP §10: "numpy > 30%") ...
+  tiny_overhead_pct = 25,       -- ... and at least this % of them away from each call's most sampled line
+                                --   (per-call wrapper overhead, not the C kernel): many tiny calls
 }
 
 require "plugins.oom"
@@ -54,3 +65,4 @@ require "plugins.cpu"
 require "plugins.io"
 require "plugins.gil"
 require "plugins.asyncio"
+require "plugins.numpy"
