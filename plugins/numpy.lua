@@ -383,8 +383,9 @@ rule {
             "繁忙的 worker 进程各自运行按整机核数开的 BLAS/OpenMP 原生线程池（OMP/MKL/OPENBLAS_NUM_THREADS "
             .. "未设或 > 1）：CPU 跑满时 worker 数 × 池线程数超过有效 CPU"),
   reads = { "children[].threads", "children[].cpu_pct", "children[].env", "python.workers[].threads",
-            "proc.libs", "proc.cpu_pct", "effective_cpus", "cgroup.cpu.quota_cpus", "host.ncpu" },
-  uses = { "busy_thread_pct", "cpu_saturated_pct" },
+            "python.workers[].cpu_frac", "proc.libs", "proc.cpu_pct", "effective_cpus", "cgroup.cpu.quota_cpus", "host.ncpu",
+            "host.cpu.idle_pct" },
+  uses = { "busy_thread_pct", "numpy_busy_frac", "cpu_saturated_pct" },
   check = function(ev, th)
     local p = ev.proc
     if not p then return unknown(T("the process is gone", "进程已不存在")) end
@@ -393,9 +394,13 @@ rule {
     end
     local eff = ev.effective_cpus or (ev.host and ev.host.ncpu)
     if not eff then return unknown(T("effective CPU count unknown", "有效 CPU 数未知")) end
-    local libs = {}
+    local libs, seen = {}, {}
     for _, l in ipairs(p.libs or {}) do
-      if l.kind == "blas" or l.kind == "openmp" or l.kind == "torch" then libs[#libs + 1] = l.name or l.kind end
+      local name = l.name or l.kind
+      if (l.kind == "blas" or l.kind == "openmp" or l.kind == "torch") and not seen[name] then
+        seen[name] = true
+        libs[#libs + 1] = name
+      end
     end
     local pyw = {}
     for _, wk in ipairs(ev.python and ev.python.workers or {}) do pyw[wk.pid] = wk end
@@ -407,7 +412,10 @@ rule {
         any = true
         -- Native threads: the OS threads the interpreter does not know (pool threads).
         local native = c.threads - #(wk.threads or {})
-        if c.cpu_pct >= th.busy_thread_pct and native >= 1 then
+        -- Busy: used CPU, or its main thread was runnable (state R: running or queued for a
+        -- CPU) in most samples, which is what a CPU-starved worker looks like.
+        local wants = c.cpu_pct >= th.busy_thread_pct or (wk.cpu_frac or 0) >= th.numpy_busy_frac
+        if wants and native >= 1 then
           local env = c.env or wk.env or {}
           local set, loose = {}, true
           for _, name in ipairs(POOL_VARS) do
@@ -418,7 +426,8 @@ rule {
             end
           end
           if loose then
-            workers[#workers + 1] = { pid = c.pid, cpu = c.cpu_pct, threads = c.threads, native = native,
+            workers[#workers + 1] = { pid = c.pid, cpu = c.cpu_pct, run = wk.cpu_frac, threads = c.threads,
+                                      native = native,
                                       env = #set > 0 and table.concat(set, " ") or "pool variables unset" }
             pool_sum = pool_sum + native + 1
           end
@@ -431,12 +440,19 @@ rule {
     local cap = eff
     local q = ev.cgroup and ev.cgroup.cpu and ev.cgroup.cpu.quota_cpus
     if q and q < cap then cap = q end
+    -- The pools compete once the CPUs are full, with the job's own load or anyone's.
+    local host_idle = ev.host and ev.host.cpu and ev.host.cpu.idle_pct
     local full = used >= th.cpu_saturated_pct / 100 * cap * 100
-    local base_en = fmt("%d busy workers with a native thread pool and no per-worker limit, %d pool "
-                        .. "threads in all, on %d effective CPUs; the job uses %.0f%% CPU of %.0f%%",
+                 or (host_idle ~= nil and host_idle <= 100 - th.cpu_saturated_pct)
+    local base_en = fmt("%d busy workers with a native thread pool and no per-worker limit, %d "
+                        .. "threads in their pools (native threads + each main thread), on %d effective CPUs; the job uses %.0f%% CPU of %.0f%%",
                         #workers, pool_sum, eff, used, cap * 100)
-    local base_zh = fmt("%d 个繁忙 worker 带原生线程池且未限制为 1，池线程合计 %d 个，有效 CPU %d 个；作业用 CPU %.0f%%，容量 %.0f%%",
+    local base_zh = fmt("%d 个繁忙 worker 带原生线程池且未限制为 1，池内线程合计 %d 个（原生线程 + 各自主线程），有效 CPU %d 个；作业用 CPU %.0f%%，容量 %.0f%%",
                         #workers, pool_sum, eff, used, cap * 100)
+    if host_idle then
+      base_en = base_en .. fmt("; host CPUs %.0f%% idle", host_idle)
+      base_zh = base_zh .. fmt("；整机 CPU 空闲 %.0f%%", host_idle)
+    end
     if #workers < 2 or pool_sum <= eff then return clear(T(base_en, base_zh)) end
     if #libs == 0 then
       return unknown(T(base_en .. ": no BLAS/OpenMP/torch library seen in the target's maps, so "
@@ -451,7 +467,8 @@ rule {
     local wl = {}
     for i = 1, math.min(#workers, 6) do
       local x = workers[i]
-      wl[#wl + 1] = fmt("pid %d %.0f%% CPU, %d threads (%d native), %s", x.pid, x.cpu, x.threads,
+      local run = x.run and fmt(" (main thread runnable in %.0f%% of samples)", 100 * x.run) or ""
+      wl[#wl + 1] = fmt("pid %d %.0f%% CPU%s, %d threads (%d native), %s", x.pid, x.cpu, run, x.threads,
                         x.native, x.env)
     end
     return hit {
