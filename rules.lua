@@ -54,7 +54,8 @@ thresholds {
   einsum_hot_pct = 20,          -- einsum's optimize=False C loop on top in at least this % of a busy thread's samples
   copies_hot_pct = 25,          -- numpy copy calls (tile, concatenate, stack, flatten, ...) in at least this %
                                 --   of a busy thread's samples
-  tiny_numpy_min_pct = 30,      -- numpy calls in at least this % of a busy thread's samples (SOP §10: "numpy > 30%") ...
+  tiny_numpy_min_pct = 30,      -- numpy calls in at least this % of a busy thread's samples
+                                --   (SOP §10: "numpy > 30%") ...
   tiny_overhead_pct = 25,       -- ... and at least this % of them away from each call's most sampled line
                                 --   (per-call wrapper overhead, not the C kernel): many tiny calls
 }

@@ -290,7 +290,9 @@ rule {
     local best, any_entries = nil, false
     for _, t in ipairs(busy) do
       local n, over, list = 0, 0, {}
-      if t.w.entries then any_entries = true end
+      -- Evidence from before the per-site statistics has neither table; a window whose
+      -- threads never entered a library has leaves only.
+      if t.w.entries or t.w.leaves then any_entries = true end
       for _, e in ipairs(t.w.entries or {}) do
         if numpy_file(e.file) then
           -- A call on a large array spends its time on one line (the C kernel it calls); a call
@@ -383,7 +385,8 @@ rule {
             "繁忙的 worker 进程各自运行按整机核数开的 BLAS/OpenMP 原生线程池（OMP/MKL/OPENBLAS_NUM_THREADS "
             .. "未设或 > 1）：CPU 跑满时 worker 数 × 池线程数超过有效 CPU"),
   reads = { "children[].threads", "children[].cpu_pct", "children[].env", "python.workers[].threads",
-            "python.workers[].cpu_frac", "proc.libs", "proc.cpu_pct", "effective_cpus", "cgroup.cpu.quota_cpus", "host.ncpu",
+            "python.workers[].cpu_frac", "proc.libs", "proc.cpu_pct", "effective_cpus",
+            "cgroup.cpu.quota_cpus", "host.ncpu",
             "host.cpu.idle_pct" },
   uses = { "busy_thread_pct", "numpy_busy_frac", "cpu_saturated_pct" },
   check = function(ev, th)
@@ -445,7 +448,8 @@ rule {
     local full = used >= th.cpu_saturated_pct / 100 * cap * 100
                  or (host_idle ~= nil and host_idle <= 100 - th.cpu_saturated_pct)
     local base_en = fmt("%d busy workers with a native thread pool and no per-worker limit, %d "
-                        .. "threads in their pools (native threads + each main thread), on %d effective CPUs; the job uses %.0f%% CPU of %.0f%%",
+                        .. "threads in their pools (native threads + each main thread), on %d "
+                        .. "effective CPUs; the job uses %.0f%% CPU of %.0f%%",
                         #workers, pool_sum, eff, used, cap * 100)
     local base_zh = fmt("%d 个繁忙 worker 带原生线程池且未限制为 1，池内线程合计 %d 个（原生线程 + 各自主线程），有效 CPU %d 个；作业用 CPU %.0f%%，容量 %.0f%%",
                         #workers, pool_sum, eff, used, cap * 100)
