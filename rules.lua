@@ -103,6 +103,18 @@ thresholds {
   forks_min_per_s = 20,         -- ... while the host forks at least this many processes per second
   pool_env_over_cpus = 1,       -- a thread-pool variable at least this many threads above effective CPUs
   quota_over_affinity_cpus = 1, -- a CPU quota at least this many CPUs wider than the affinity mask
+
+  -- numpy.einsum_unoptimized, numpy.hidden_copies, numpy.tiny_calls (§3);
+  -- numpy.blas_threads_in_workers (§3.6, §4.4) uses busy_thread_pct and cpu_saturated_pct
+  numpy_min_samples = 50,       -- a thread needs at least this many samples in the window for a §3 verdict ...
+  numpy_busy_frac = 0.5,        -- ... and to be active (running or holding the GIL) in this fraction of them
+  einsum_hot_pct = 20,          -- einsum's optimize=False C loop on top in at least this % of a busy thread's samples
+  copies_hot_pct = 25,          -- numpy copy calls (tile, concatenate, stack, flatten, ...) in at least this %
+                                --   of a busy thread's samples
+  tiny_numpy_min_pct = 30,      -- numpy calls in at least this % of a busy thread's samples
+                                --   (SOP §10: "numpy > 30%") ...
+  tiny_overhead_pct = 25,       -- ... and at least this % of them away from each call's most sampled line
+                                --   (per-call wrapper overhead, not the C kernel): many tiny calls
 }
 
 -- The §1 decision tree, symptom → where to look; every pack runs on every run, and findings are
@@ -125,3 +137,4 @@ require "plugins.summary"
 require "plugins.dataloader"
 require "plugins.checkpoint"
 require "plugins.runtime"
+require "plugins.numpy"

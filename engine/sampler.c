@@ -19,6 +19,7 @@
 #include "python/python.h"
 #include "sampler_files.h"
 #include "sampler_runtime.h"
+#include "source_line.h"
 
 #define MAX_THREADS_AGG 4096
 #define STACK_SLOTS (1u << 16)    /* power of two; at most half filled */
@@ -27,6 +28,10 @@
 #define TOP_STACKS 5
 #define SITES_MAX 1024            /* (thread, kind, frame) counters for import / logging sites */
 #define FILES_MAX 256             /* open regular files tracked over the window, all processes */
+#define LEAF_SLOTS (1u << 14)     /* (leaf, entry, caller) sites over all threads; half filled */
+#define TOP_LEAVES 8              /* per thread in the evidence */
+#define SOURCE_READS_MAX 256      /* source lines read per window (hot leaves and callers) */
+#define SOURCE_MAX_BYTES (8 << 20) /* a .py file larger than this is not read */
 
 typedef struct {
     char frame[384];
@@ -67,6 +72,20 @@ typedef struct {
     char frame[384];
     long count;
 } site_ent;
+/* One Python frame, owned copy. */
+typedef struct {
+    char *func, *file;
+    int line;
+} site;
+
+/* Where a thread's samples were: the innermost frame (leaf), the innermost frame of the
+ * program's own code (caller) and the library frame it called (entry: the API it entered). */
+typedef struct {
+    uint64_t hash;
+    uint32_t thr;
+    site leaf, entry, caller; /* entry / caller: func NULL when none */
+    long count, active;
+} leaf_ent;
 
 typedef struct {
     int pid;
@@ -87,6 +106,8 @@ struct sop_sampler {
     size_t nthrs;
     stack_ent *stacks; /* STACK_SLOTS */
     size_t nstacks;
+    leaf_ent *leaves; /* LEAF_SLOTS */
+    size_t nleaves;
     long other; /* samples not stored because the table was full */
     site_ent *sites; /* SITES_MAX */
     size_t nsites;
@@ -369,6 +390,87 @@ static void runtime_sample(sop_sampler *s, int ti, const sop_pysample *p)
     }
 }
 
+/* Library code: the standard library, installed packages, and code with a pseudo file name
+ * ("<frozen ...>", numpy's "<__array_function__ internals>"). The rest is the program's own. */
+static bool library_file(const char *f)
+{
+    return f[0] == '<' || strstr(f, "/site-packages/") || strstr(f, "/dist-packages/") ||
+           strstr(f, "/lib/python3") || strstr(f, "/lib64/python3");
+}
+
+static bool site_eq(const site *a, const sop_pyframe *f)
+{
+    if (!f)
+        return a->func == NULL;
+    return a->func && a->line == f->line && strcmp(a->func, f->func) == 0 &&
+           strcmp(a->file, f->file) == 0;
+}
+
+static bool site_set(site *a, const sop_pyframe *f)
+{
+    if (!f)
+        return true;
+    a->func = strdup(f->func);
+    a->file = strdup(f->file);
+    a->line = f->line;
+    return a->func && a->file;
+}
+
+static void site_free(site *a)
+{
+    free(a->func);
+    free(a->file);
+}
+
+static uint64_t hash_frame(uint64_t h, const sop_pyframe *f)
+{
+    if (!f)
+        return h * 31u + 7u;
+    h = fnv(f->func, (uint32_t)h) ^ (fnv(f->file, (uint32_t)(h >> 32)) * 3u);
+    return h * 1099511628211ull + (uint64_t)(unsigned)f->line;
+}
+
+static void count_leaf(sop_sampler *s, int ti, const sop_pysample *p, bool active)
+{
+    if (p->nframes == 0)
+        return;
+    const sop_pyframe *leaf = &p->frames[0], *caller = NULL, *entry = NULL;
+    for (size_t i = 0; i < p->nframes; i++)
+        if (!library_file(p->frames[i].file)) {
+            caller = &p->frames[i];
+            entry = i > 0 ? &p->frames[i - 1] : NULL;
+            break;
+        }
+    uint64_t h = hash_frame(hash_frame(hash_frame((uint64_t)ti + 1, leaf), entry), caller);
+    h = h ? h : 1;
+    size_t i = h & (LEAF_SLOTS - 1);
+    for (size_t n = 0; n < LEAF_SLOTS; n++, i = (i + 1) & (LEAF_SLOTS - 1)) {
+        leaf_ent *e = &s->leaves[i];
+        if (!e->hash) {
+            if (s->nleaves >= LEAF_SLOTS / 2)
+                return;
+            if (!site_set(&e->leaf, leaf) || !site_set(&e->entry, entry) ||
+                !site_set(&e->caller, caller)) {
+                site_free(&e->leaf), site_free(&e->entry), site_free(&e->caller);
+                memset(e, 0, sizeof *e);
+                return;
+            }
+            e->hash = h;
+            e->thr = (uint32_t)ti;
+            e->count = 1;
+            e->active = active;
+            s->nleaves++;
+            return;
+        }
+        if (e->hash == h && e->thr == (uint32_t)ti && site_eq(&e->leaf, leaf) &&
+            site_eq(&e->entry, entry) && site_eq(&e->caller, caller)) {
+            e->count++;
+            e->active += active;
+            return;
+        }
+    }
+}
+
 static void on_thread(void *ctx, const sop_pysample *p)
 {
     sop_sampler *s = ctx;
@@ -411,6 +513,7 @@ static void on_thread(void *ctx, const sop_pysample *p)
     runtime_sample(s, ti, p);
     loop_sample(s, t, p);
     count_stack(s, ti, p);
+    count_leaf(s, ti, p, run || p->gil);
 }
 
 /* ---- open / run / close -------------------------------------------------------------- */
@@ -493,7 +596,8 @@ int sop__sampler_open(int pid, const char *proc_root, bool workers, sop_sampler 
     s->thrs = calloc(MAX_THREADS_AGG, sizeof *s->thrs);
     s->stacks = calloc(STACK_SLOTS, sizeof *s->stacks);
     s->sites = calloc(SITES_MAX, sizeof *s->sites);
-    if (!s->thrs || !s->stacks || !s->sites) {
+    s->leaves = calloc(LEAF_SLOTS, sizeof *s->leaves);
+    if (!s->thrs || !s->stacks || !s->sites || !s->leaves) {
         sop__sampler_close(s);
         return -ENOMEM;
     }
@@ -623,6 +727,14 @@ void sop__sampler_close(sop_sampler *s)
             free(s->stacks[i].stack);
     free(s->stacks);
     free(s->sites);
+    if (s->leaves)
+        for (size_t i = 0; i < LEAF_SLOTS; i++)
+            if (s->leaves[i].hash) {
+                site_free(&s->leaves[i].leaf);
+                site_free(&s->leaves[i].entry);
+                site_free(&s->leaves[i].caller);
+            }
+    free(s->leaves);
     free(s->thrs);
     free(s->files0);
     free(s->files);
@@ -716,7 +828,116 @@ static void top_site(const sop_sampler *s, size_t ti, int kind, sop_value *w, co
     sop__v_set_dbl(w, frac_key, frac(best->count, s->thrs[ti].n));
 }
 
-static sop_value *thr_window(const sop_sampler *s, size_t ti)
+static sop_value *site_value(const sop_sampler *s, const thr *t, const site *a, bool code,
+                             int *reads)
+{
+    sop_value *o = sop__v_obj();
+    if (!o)
+        return NULL;
+    sop__v_set(o, "func", sop__bridge_text(a->func));
+    sop__v_set(o, "file", sop__bridge_text(a->file));
+    if (a->line >= 0)
+        sop__v_set_int(o, "line", a->line);
+    char text[192];
+    if (code && *reads < SOURCE_READS_MAX) {
+        (*reads)++;
+        if (sop__source_line(s->proc_root, s->procs[t->proc].pid, a->file, a->line, SOURCE_MAX_BYTES,
+                             text, sizeof text) == 0 &&
+            text[0])
+            sop__v_set(o, "code", sop__bridge_text(text));
+    }
+    return o;
+}
+
+/* The thread's most sampled (leaf, entry, caller) sites, with the source lines of leaf and
+ * caller. */
+static void thr_leaves(const sop_sampler *s, size_t ti, sop_value *w, int *reads)
+{
+    const thr *t = &s->thrs[ti];
+    const leaf_ent *top[TOP_LEAVES] = {0};
+    for (size_t i = 0; i < LEAF_SLOTS; i++) {
+        const leaf_ent *e = &s->leaves[i];
+        if (!e->hash || e->thr != ti)
+            continue;
+        for (int k = 0; k < TOP_LEAVES; k++)
+            if (!top[k] || e->count > top[k]->count) {
+                memmove(&top[k + 1], &top[k], (TOP_LEAVES - 1 - k) * sizeof top[0]);
+                top[k] = e;
+                break;
+            }
+    }
+    sop_value *arr = top[0] ? sop__v_arr_at(w, "leaves") : NULL;
+    for (int k = 0; arr && k < TOP_LEAVES && top[k]; k++) {
+        const leaf_ent *e = top[k];
+        sop_value *o = sop__v_obj();
+        if (!o)
+            break;
+        sop__v_set_int(o, "count", e->count);
+        sop__v_set_int(o, "active", e->active);
+        sop__v_set(o, "leaf", site_value(s, t, &e->leaf, true, reads));
+        if (e->entry.func)
+            sop__v_set(o, "entry", site_value(s, t, &e->entry, false, reads));
+        if (e->caller.func)
+            sop__v_set(o, "caller", site_value(s, t, &e->caller, e->entry.func != NULL, reads));
+        sop__v_push(arr, o);
+    }
+}
+
+/* Per library entry point (the API the program called): its samples, and how many of them sat
+ * at its most sampled innermost site. A heavy kernel concentrates on one line; per-call overhead
+ * spreads over the wrapper's lines. */
+typedef struct {
+    const site *entry;
+    long count, active, top_active, sites;
+} entry_sum;
+
+static void thr_entries(const sop_sampler *s, size_t ti, sop_value *w)
+{
+    entry_sum v[64];
+    int n = 0;
+    for (size_t i = 0; i < LEAF_SLOTS; i++) {
+        const leaf_ent *e = &s->leaves[i];
+        if (!e->hash || e->thr != ti || !e->entry.func)
+            continue;
+        int k = 0;
+        while (k < n && !(strcmp(v[k].entry->func, e->entry.func) == 0 &&
+                          strcmp(v[k].entry->file, e->entry.file) == 0))
+            k++;
+        if (k == n) {
+            if (n == (int)(sizeof v / sizeof v[0]))
+                continue;
+            memset(&v[n], 0, sizeof v[n]);
+            v[n++].entry = &e->entry;
+        }
+        v[k].count += e->count;
+        v[k].active += e->active;
+        v[k].sites++;
+        if (e->active > v[k].top_active)
+            v[k].top_active = e->active;
+    }
+    sop_value *arr = n ? sop__v_arr_at(w, "entries") : NULL;
+    for (int m = 0; arr && m < TOP_LEAVES; m++) { /* the most sampled first */
+        int best = -1;
+        for (int k = 0; k < n; k++)
+            if (v[k].count > 0 && (best < 0 || v[k].count > v[best].count))
+                best = k;
+        if (best < 0)
+            break;
+        sop_value *o = sop__v_obj();
+        if (!o)
+            break;
+        sop__v_set(o, "func", sop__bridge_text(v[best].entry->func));
+        sop__v_set(o, "file", sop__bridge_text(v[best].entry->file));
+        sop__v_set_int(o, "count", v[best].count);
+        sop__v_set_int(o, "active", v[best].active);
+        sop__v_set_int(o, "top_site_active", v[best].top_active);
+        sop__v_set_int(o, "sites", v[best].sites);
+        sop__v_push(arr, o);
+        v[best].count = 0;
+    }
+}
+
+static sop_value *thr_window(const sop_sampler *s, size_t ti, int *reads)
 {
     const thr *t = &s->thrs[ti];
     sop_value *w = sop__v_obj();
@@ -763,6 +984,8 @@ static sop_value *thr_window(const sop_sampler *s, size_t ti)
         sop__v_set_int(o, "count", top[k]->count);
         sop__v_push(arr, o);
     }
+    thr_leaves(s, ti, w, reads);
+    thr_entries(s, ti, w);
     return w;
 }
 
@@ -859,6 +1082,7 @@ void sop__sampler_bridge(const sop_sampler *s, sop_value *ev)
         sop__v_set_int(smp, "processes", s->nprocs);
     }
     bridge_files(s, ev);
+    int reads = 0; /* source lines read for this window */
     sop_value *py = find_member(ev, "python");
     if (!py)
         return;
@@ -870,7 +1094,7 @@ void sop__sampler_bridge(const sop_sampler *s, sop_value *ev)
             continue;
         for (size_t i = 0; i < s->nthrs; i++)
             if (s->thrs[i].proc == 0 && s->thrs[i].tid == (int)tid)
-                sop__v_set(t, "window", thr_window(s, i));
+                sop__v_set(t, "window", thr_window(s, i, &reads));
     }
     /* the event loop that went longest without its selector */
     int best = -1;
@@ -910,7 +1134,7 @@ void sop__sampler_bridge(const sop_sampler *s, sop_value *ev)
                 break;
             sop__v_set_int(to, "tid", t->tid);
             sop__v_set_str(to, "name", t->name);
-            sop__v_set(to, "window", thr_window(s, i));
+            sop__v_set(to, "window", thr_window(s, i, &reads));
             sop__v_push(ta, to);
         }
         /* the process's main thread (tid == pid) says what the worker does */

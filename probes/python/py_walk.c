@@ -264,7 +264,7 @@ static const code_entry *resolve_code(walker *w, uint64_t code, int *err)
     }
     code_entry e;
     memset(&e, 0, sizeof e);
-    char func[256], file[1024];
+    char func[256], file[1024], bare[256];
     uint64_t name = rd64(buf, L->co_qualname ? L->co_qualname : L->co_name);
     uint64_t fileo = rd64(buf, L->co_filename);
     uint64_t lines = rd64(buf, L->co_lines);
@@ -273,6 +273,17 @@ static const code_entry *resolve_code(walker *w, uint64_t code, int *err)
         (r = sop__rmem_unicode(&w->mem, &L->str, fileo, file, sizeof file)) < 0) {
         *err = r;
         return NULL;
+    }
+    /* A code object renamed with code.replace(co_name=...) keeps its old qualname (numpy < 1.25
+     * names every __array_function__ wrapper so: qualname "...decorator.<locals>.public_api",
+     * co_name "concatenate"). When the qualname's last part is not co_name, co_name is the
+     * name the function was given: show that. */
+    if (L->co_qualname && L->co_name &&
+        sop__rmem_unicode(&w->mem, &L->str, rd64(buf, L->co_name), bare, sizeof bare) >= 0 &&
+        bare[0]) {
+        const char *dot = strrchr(func, '.');
+        if (strcmp(dot ? dot + 1 : func, bare) != 0)
+            snprintf(func, sizeof func, "%s", bare);
     }
     if ((r = sop__rmem_bytes(&w->mem, &L->str, lines, MAX_LINETABLE_BYTES, &e.lines, &e.nlines)) <
         0) {

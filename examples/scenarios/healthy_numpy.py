@@ -1,0 +1,21 @@
+# expect: none
+# sopctl: --duration 3
+# needs: numpy
+"""Busy, vectorized numpy: broadcasting instead of tile, one concatenate per batch of large
+blocks, einsum with optimize, reductions over whole arrays. Exits after 60 s."""
+import time
+
+import numpy as np
+
+x = np.random.rand(2000, 256)
+w = np.random.rand(256, 128)
+bias = np.random.rand(256)
+print("ready", flush=True)
+end = time.time() + 60
+while time.time() < end:
+    y = x + bias                                   # broadcast, no copy of bias
+    z = np.einsum("ij,jk->ik", y, w, optimize=True)  # BLAS through tensordot
+    s = np.sum(z, axis=0)
+    blocks = [z[i:i + 500] for i in range(0, 2000, 500)]
+    zz = np.concatenate(blocks)                    # once per batch
+    m = np.sort(zz[:, 0])

@@ -1,0 +1,517 @@
+-- plugins/numpy.lua — SOP §3: numpy traps seen in the sampled stacks of busy Python threads
+-- (target and workers), and §3.6/§4.4: worker processes each running a host-sized BLAS/OpenMP
+-- pool. Reads ev.python.threads[].window and ev.python.workers[].threads[].window (samples,
+-- active_frac, leaves[] {count active leaf entry caller}, entries[] {func file count active
+-- top_site_active sites}), ev.children[] (threads, cpu_pct, env), ev.proc (libs, env),
+-- ev.effective_cpus, ev.cgroup.cpu.
+-- What the stacks can show: only Python frames. numpy's Python wrappers appear (einsum,
+-- einsum_path, tile, stack/vstack/hstack, fromnumeric's wrappers, and before numpy 1.25 every
+-- public function as "<__array_function__ internals>"); C functions and methods (np.concatenate
+-- from numpy 1.25 on, ndarray.flatten, fancy indexing, ufunc operators) show only as their
+-- caller's line, so they are seen only through that line's source text (leaf.code), when the
+-- source file is readable.
+
+local function T(en, zh) return { en = en, zh = zh } end
+
+local function numpy_file(f)
+  return f ~= nil and (f == "<__array_function__ internals>" or f:find("/numpy/", 1, true) ~= nil)
+end
+
+local function base(f) return f and (f:match("([^/]+)$") or f) or "?" end
+
+local function at(s)
+  if not s then return "?" end
+  local code = s.code and fmt(" `%s`", s.code) or ""
+  return fmt("%s:%s%s", base(s.file), tostring(s.line or "?"), code)
+end
+
+-- Every sampled Python thread of the target and its workers, with a label.
+local function sampled_threads(ev)
+  local out, py = {}, ev.python
+  if not py then return out end
+  for _, t in ipairs(py.threads or {}) do
+    if t.window then
+      out[#out + 1] = { w = t.window, label = fmt("tid %d (%s)", t.tid, t.name or "?") }
+    end
+  end
+  for _, wk in ipairs(py.workers or {}) do
+    for _, t in ipairs(wk.threads or {}) do
+      if t.window then
+        out[#out + 1] = { w = t.window, label = fmt("worker pid %d tid %d", wk.pid, t.tid) }
+      end
+    end
+  end
+  return out
+end
+
+-- Shared preconditions of the stack rules: a window was sampled, and which threads were busy.
+local function busy_threads(ev, th)
+  if not ev.duration_s or ev.duration_s <= 0 then
+    return nil, unknown(T("one snapshot (--duration 0): no sampled window",
+                          "只有一次快照（--duration 0）：没有采样窗口"))
+  end
+  if not ev.python then
+    return nil, unknown(T("no Python stacks (not CPython, or its memory was not readable)",
+                          "没有 Python 栈（不是 CPython，或无法读取其内存）"))
+  end
+  local all = sampled_threads(ev)
+  if #all == 0 then
+    return nil, unknown(T("the window was not sampled (--rate 0?)", "窗口未采样（--rate 0？）"))
+  end
+  local busy = {}
+  for _, t in ipairs(all) do
+    local w = t.w
+    if (w.samples or 0) >= th.numpy_min_samples and (w.active_frac or 0) >= th.numpy_busy_frac then
+      busy[#busy + 1] = t
+    end
+  end
+  if #busy == 0 then
+    return nil, clear(T(fmt("no Python thread was busy (>= %d samples, active >= %.0f%% of them)",
+                            th.numpy_min_samples, 100 * th.numpy_busy_frac),
+                        fmt("没有繁忙的 Python 线程（>= %d 个样本且其中 >= %.0f%% 在运行）",
+                            th.numpy_min_samples, 100 * th.numpy_busy_frac)))
+  end
+  return busy
+end
+
+local NUMPY_REFS = {
+  "https://numpy.org/doc/stable/user/basics.broadcasting.html",
+  "https://numpy.org/doc/stable/user/basics.copies.html",
+}
+
+-- ---------------------------------------------------------------------------------------------
+
+rule {
+  id = "numpy.einsum_unoptimized", section = "3.4", severity = "warn",
+  title = T("np.einsum hot in its unoptimized C loop (optimize=False: no BLAS) in a busy thread",
+            "繁忙线程里 np.einsum 热点在未优化的 C 循环（optimize=False，不走 BLAS）"),
+  reads = { "python.threads[].window.leaves", "python.threads[].window.samples",
+            "python.threads[].window.active_frac", "python.workers[].threads[].window" },
+  uses = { "numpy_min_samples", "numpy_busy_frac", "einsum_hot_pct" },
+  check = function(ev, th)
+    local busy, verdict = busy_threads(ev, th)
+    if not busy then return verdict end
+    local best, unreadable, optimized = nil, 0, 0
+    for _, t in ipairs(busy) do
+      local n, site = 0, nil
+      for _, l in ipairs(t.w.leaves or {}) do
+        local lf = l.leaf or {}
+        if lf.func == "einsum" and lf.file and lf.file:find("einsumfunc%.py$") then
+          -- The optimize=False branch is numpy's `return c_einsum(*operands, **kwargs)`; the
+          -- optimized path calls c_einsum per contraction (`new_view = c_einsum(...)`) after
+          -- einsum_path, or tensordot (BLAS).
+          if not lf.code then
+            unreadable = unreadable + l.active
+          elseif lf.code:find("^return c_einsum%(%*operands") then
+            n = n + l.active
+            site = site or l
+          else
+            optimized = optimized + l.active
+          end
+        end
+      end
+      local pct = 100 * n / t.w.samples
+      if n > 0 and (not best or pct > best.pct) then best = { t = t, n = n, pct = pct, site = site } end
+    end
+    if not best or best.pct < th.einsum_hot_pct then
+      if unreadable > 0 and not best then
+        return unknown(T(fmt("einsum is on top of the stack in %d samples, but numpy's einsumfunc.py "
+                             .. "was not readable to tell the optimize=False branch", unreadable),
+                         fmt("einsum 在栈顶出现 %d 个样本，但读不到 numpy 的 einsumfunc.py，无法判断是否 optimize=False",
+                             unreadable)))
+      end
+      local pct = best and best.pct or 0
+      return clear(T(fmt("unoptimized einsum at most %.0f%% of a busy thread's samples (< %g%%); "
+                         .. "%d samples in optimized einsum paths", pct, th.einsum_hot_pct, optimized),
+                     fmt("未优化 einsum 最多占繁忙线程样本的 %.0f%%（< %g%%）；优化路径的 einsum 样本 %d 个",
+                         pct, th.einsum_hot_pct, optimized)))
+    end
+    local w, c = best.t.w, best.site.caller
+    return hit {
+      symptom = T(fmt("np.einsum without optimize takes %.0f%% of %s", best.pct, best.t.label),
+                  fmt("未开 optimize 的 np.einsum 占 %s 的 %.0f%%", best.t.label, best.pct)),
+      evidence = T(fmt("%s: %d of %d samples (%.0f%%, thread active %.0f%%) on top of the stack in "
+                       .. "numpy's einsum at %s, the optimize=False branch (no einsum_path, no "
+                       .. "tensordot/BLAS below it); called from %s.", best.t.label, best.n,
+                       w.samples, best.pct, 100 * w.active_frac, at(best.site.leaf), at(c)),
+                   fmt("%s：%d / %d 个样本（%.0f%%，线程活跃 %.0f%%）栈顶是 numpy 的 einsum %s，即 "
+                       .. "optimize=False 分支（下面没有 einsum_path，也没有 tensordot/BLAS）；调用处 %s。",
+                       best.t.label, best.n, w.samples, best.pct, 100 * w.active_frac,
+                       at(best.site.leaf), at(c))),
+      cause = T("np.einsum defaults to optimize=False: it runs numpy's own nested C loop over "
+                .. "all indices and never calls BLAS, so a contraction that is a matrix product "
+                .. "runs 10-100x slower than A @ B (SOP §3.4).",
+                "np.einsum 默认 optimize=False：用 numpy 自己的 C 嵌套循环遍历所有下标，从不调用 BLAS，"
+                .. "本是矩阵乘的收缩比 A @ B 慢 10~100 倍（SOP §3.4）。"),
+      fix = T(fmt("At %s pass optimize=True (or 'greedy'), or write the contraction as A @ B / "
+                  .. "np.tensordot / np.matmul; for a fixed expression in a loop compute the path "
+                  .. "once with np.einsum_path and pass it as optimize=path.", at(c)),
+              fmt("在 %s 传 optimize=True（或 'greedy'），或改写为 A @ B / np.tensordot / np.matmul；循环里"
+                  .. "固定的表达式用 np.einsum_path 先算一次路径，再以 optimize=path 传入。", at(c))),
+      verify = T(fmt("`sopctl run --pid %d --duration 3`: numpy.einsum_unoptimized clear, and "
+                     .. "`sopctl record --pid %d --duration 3 -o s.txt` shows tensordot/dot under "
+                     .. "einsum; time per step drops.", ev.pid, ev.pid),
+                 fmt("`sopctl run --pid %d --duration 3`：numpy.einsum_unoptimized 为 clear，"
+                     .. "`sopctl record --pid %d --duration 3 -o s.txt` 里 einsum 下出现 tensordot/dot；"
+                     .. "每步耗时下降。", ev.pid, ev.pid)),
+      refs = { "https://numpy.org/doc/stable/reference/generated/numpy.einsum.html",
+               "https://numpy.org/doc/stable/reference/generated/numpy.einsum_path.html" },
+    }
+  end,
+}
+
+-- ---------------------------------------------------------------------------------------------
+
+-- numpy APIs whose job is to copy into a new buffer.
+local COPY_APIS = { tile = true, ["repeat"] = true, concatenate = true, stack = true, vstack = true,
+                    hstack = true, dstack = true, column_stack = true, row_stack = true,
+                    block = true, append = true }
+
+-- `x = np.concatenate([x, ...])` and kin: the array grows by being copied whole every call.
+local function grows(code)
+  if not code then return nil end
+  local lhs, api, first = code:match("^([%w_%.]+)%s*=%s*[%w_]*%.?([%w_]+)%(%s*[%[%(]?%s*([%w_%.]+)")
+  if lhs and COPY_APIS[api] and lhs == first then return lhs end
+  return nil
+end
+
+rule {
+  id = "numpy.hidden_copies", section = "3.1", severity = "warn",
+  title = T("numpy copy APIs hot in a busy thread: np.tile/repeat, concatenate/stack/vstack/"
+            .. "hstack/append (growing arrays), .flatten() when its source line is readable; "
+            .. "fancy indexing and other C-method copies are not visible in Python stacks",
+            "繁忙线程里 numpy 复制类调用是热点：np.tile/repeat、concatenate/stack/vstack/hstack/append"
+            .. "（循环里增长数组）、源码可读时的 .flatten()；花式索引等 C 方法的复制在 Python 栈里看不到"),
+  reads = { "python.threads[].window.entries", "python.threads[].window.leaves",
+            "python.threads[].window.samples", "python.threads[].window.active_frac",
+            "python.workers[].threads[].window" },
+  uses = { "numpy_min_samples", "numpy_busy_frac", "copies_hot_pct" },
+  check = function(ev, th)
+    local busy, verdict = busy_threads(ev, th)
+    if not busy then return verdict end
+    local best
+    for _, t in ipairs(busy) do
+      local per, n = {}, 0
+      for _, e in ipairs(t.w.entries or {}) do
+        if numpy_file(e.file) and COPY_APIS[e.func] then
+          per[#per + 1] = { api = "np." .. e.func, n = e.active }
+          n = n + e.active
+        end
+      end
+      -- ndarray.flatten is a C method: seen only as the program's own line, through its text.
+      local flat = 0
+      for _, l in ipairs(t.w.leaves or {}) do
+        if not l.entry and l.leaf and l.leaf.code and l.leaf.code:find("%.flatten%(%)") then
+          flat = flat + l.active
+        end
+      end
+      if flat > 0 then
+        per[#per + 1] = { api = ".flatten()", n = flat }
+        n = n + flat
+      end
+      local pct = 100 * n / t.w.samples
+      if n > 0 and (not best or pct > best.pct) then best = { t = t, per = per, n = n, pct = pct } end
+    end
+    if not best or best.pct < th.copies_hot_pct then
+      local pct = best and best.pct or 0
+      return clear(T(fmt("numpy copy APIs at most %.0f%% of a busy thread's samples (< %g%%)", pct,
+                         th.copies_hot_pct),
+                     fmt("numpy 复制类调用最多占繁忙线程样本的 %.0f%%（< %g%%）", pct, th.copies_hot_pct)))
+    end
+    local t, w = best.t, best.t.w
+    table.sort(best.per, function(a, b) return a.n > b.n end)
+    local parts, sites, grown = {}, {}, nil
+    for _, p in ipairs(best.per) do parts[#parts + 1] = fmt("%s %.0f%%", p.api, 100 * p.n / w.samples) end
+    for _, l in ipairs(w.leaves or {}) do
+      local api = l.entry and numpy_file(l.entry.file) and COPY_APIS[l.entry.func] and l.caller
+      local flat = not l.entry and l.leaf and l.leaf.code and l.leaf.code:find("%.flatten%(%)")
+      local s = api and l.caller or (flat and l.leaf)
+      if s and #sites < 3 then
+        local key = at(s)
+        local seen = false
+        for _, x in ipairs(sites) do seen = seen or x == key end
+        if not seen then sites[#sites + 1] = key end
+        grown = grown or grows(s.code)
+      end
+    end
+    local site_s = #sites > 0 and table.concat(sites, "; ") or "call sites not sampled"
+    local cause_en = "These calls allocate a new array and copy every element on each call: np.tile/"
+      .. "repeat materialize what broadcasting gives for free, concatenate/stack/vstack/hstack/"
+      .. "append copy all inputs, .flatten() always copies (ravel does not) (SOP §3.1, §3.3)."
+    local cause_zh = "这些调用每次都分配新数组并逐元素复制：np.tile/repeat 把广播本可零拷贝得到的结果真正展开，"
+      .. "concatenate/stack/vstack/hstack/append 复制所有输入，.flatten() 总是复制（ravel 不会）（SOP §3.1、§3.3）。"
+    if grown then
+      cause_en = cause_en .. fmt(" `%s` is re-copied whole to grow by a little each call: the loop "
+                                 .. "costs O(n^2) copying.", grown)
+      cause_zh = cause_zh .. fmt(" `%s` 每次只增长一点却整体重新复制：整个循环是 O(n^2) 的复制。", grown)
+    end
+    return hit {
+      symptom = T(fmt("numpy copies take %.0f%% of %s", best.pct, t.label),
+                  fmt("numpy 复制占 %s 的 %.0f%%", t.label, best.pct)),
+      evidence = T(fmt("%s: %d of %d samples (%.0f%%, thread active %.0f%%) inside numpy copy "
+                       .. "calls: %s; at %s.", t.label, best.n, w.samples, best.pct,
+                       100 * w.active_frac, table.concat(parts, ", "), site_s),
+                   fmt("%s：%d / %d 个样本（%.0f%%，线程活跃 %.0f%%）在 numpy 复制类调用里：%s；位置 %s。",
+                       t.label, best.n, w.samples, best.pct, 100 * w.active_frac,
+                       table.concat(parts, "，"), site_s)),
+      cause = T(cause_en, cause_zh),
+      fix = T("Replace np.tile(v, (N, 1)) + A by A + v (broadcasting, no copy); collect pieces in "
+              .. "a Python list and call np.concatenate once after the loop, or preallocate "
+              .. "out = np.empty(shape) and fill slices; use .ravel() or .reshape(-1) instead of "
+              .. ".flatten() when a view will do. Check with `b.base is a` that a view is a view.",
+              "把 np.tile(v, (N, 1)) + A 改成 A + v（广播，零拷贝）；循环里把片段放进 Python list，循环后只"
+              .. "调一次 np.concatenate，或预分配 out = np.empty(shape) 再按切片填充；只需视图时用 .ravel() "
+              .. "或 .reshape(-1) 代替 .flatten()。用 `b.base is a` 确认视图确实是视图。"),
+      verify = T(fmt("`sopctl run --pid %d --duration 3`: numpy.hidden_copies clear (copies below "
+                     .. "%g%% of the thread's samples); RSS churn and step time drop.", ev.pid,
+                     th.copies_hot_pct),
+                 fmt("`sopctl run --pid %d --duration 3`：numpy.hidden_copies 为 clear（复制低于线程样本的 "
+                     .. "%g%%）；RSS 抖动和每步耗时下降。", ev.pid, th.copies_hot_pct)),
+      refs = NUMPY_REFS,
+    }
+  end,
+}
+
+-- ---------------------------------------------------------------------------------------------
+
+rule {
+  id = "numpy.tiny_calls", section = "3.5", severity = "warn",
+  title = T("many tiny numpy calls: a busy thread's time inside numpy's Python wrappers is spread "
+            .. "over their per-call overhead lines instead of one heavy kernel line (ufunc "
+            .. "operators and C methods on small arrays leave no numpy frame and are not counted)",
+            "大量小 numpy 调用：繁忙线程在 numpy Python 包装层里的时间分散在每次调用的开销代码上，而不是集中在"
+            .. "一行重计算（小数组上的 ufunc 运算符和 C 方法没有 numpy 栈帧，不计入）"),
+  reads = { "python.threads[].window.entries", "python.threads[].window.samples",
+            "python.threads[].window.active_frac", "python.workers[].threads[].window" },
+  uses = { "numpy_min_samples", "numpy_busy_frac", "tiny_numpy_min_pct", "tiny_overhead_pct" },
+  check = function(ev, th)
+    local busy, verdict = busy_threads(ev, th)
+    if not busy then return verdict end
+    local best, any_entries = nil, false
+    for _, t in ipairs(busy) do
+      local n, over, list = 0, 0, {}
+      -- Evidence from before the per-site statistics has neither table; a window whose
+      -- threads never entered a library has leaves only.
+      if t.w.entries or t.w.leaves then any_entries = true end
+      for _, e in ipairs(t.w.entries or {}) do
+        if numpy_file(e.file) then
+          -- A call on a large array spends its time on one line (the C kernel it calls); a call
+          -- on a few elements spends it spread over the wrapper's dispatch and argument lines.
+          n = n + e.active
+          over = over + (e.active - (e.top_site_active or e.active))
+          list[#list + 1] = e
+        end
+      end
+      local s = t.w.samples
+      if n > 0 and (not best or over / s > best.over / best.t.w.samples) then
+        best = { t = t, n = n, over = over, list = list }
+      end
+    end
+    if not any_entries then
+      return unknown(T("the sampled windows carry no per-call entry statistics (older evidence)",
+                       "采样窗口里没有逐调用的入口统计（旧版证据）"))
+    end
+    if not best then
+      return clear(T("no numpy call was sampled in a busy thread", "繁忙线程里没有采样到 numpy 调用"))
+    end
+    local w = best.t.w
+    local np_pct, over_pct = 100 * best.n / w.samples, 100 * best.over / w.samples
+    local base_en = fmt("%s: numpy calls %.0f%% of %d samples, of which %.0f%% away from each call's "
+                        .. "main line", best.t.label, np_pct, w.samples, over_pct)
+    local base_zh = fmt("%s：numpy 调用占 %d 个样本的 %.0f%%，其中 %.0f%% 不在各调用的主计算行", best.t.label,
+                        w.samples, np_pct, over_pct)
+    if np_pct < th.tiny_numpy_min_pct or over_pct < th.tiny_overhead_pct then
+      return clear(T(base_en .. fmt(" (fires at >= %g%% and >= %g%%)", th.tiny_numpy_min_pct,
+                                    th.tiny_overhead_pct),
+                     base_zh .. fmt("（阈值 >= %g%% 且 >= %g%%）", th.tiny_numpy_min_pct, th.tiny_overhead_pct)))
+    end
+    table.sort(best.list, function(a, b) return a.active > b.active end)
+    local parts = {}
+    for i = 1, math.min(#best.list, 5) do
+      local e = best.list[i]
+      parts[#parts + 1] = fmt("np.%s %.0f%% over %d lines (%.0f%% of it on its main line)", e.func,
+                              100 * e.active / w.samples, e.sites or 0,
+                              e.active > 0 and 100 * (e.top_site_active or 0) / e.active or 0)
+    end
+    local sites = {}
+    for _, l in ipairs(w.leaves or {}) do
+      if l.entry and numpy_file(l.entry.file) and l.caller and #sites < 3 then
+        local key = at(l.caller)
+        local seen = false
+        for _, x in ipairs(sites) do seen = seen or x == key end
+        if not seen then sites[#sites + 1] = key end
+      end
+    end
+    local site_s = #sites > 0 and table.concat(sites, "; ") or "?"
+    return hit {
+      symptom = T(fmt("many tiny numpy calls: %.0f%% of %s is numpy's per-call overhead", over_pct,
+                      best.t.label),
+                  fmt("大量小 numpy 调用：%s 的 %.0f%% 是 numpy 的逐次调用开销", best.t.label, over_pct)),
+      evidence = T(fmt("%s (thread active %.0f%%): %s; called at %s.", base_en, 100 * w.active_frac,
+                       table.concat(parts, ", "), site_s),
+                   fmt("%s（线程活跃 %.0f%%）：%s；调用处 %s。", base_zh, 100 * w.active_frac,
+                       table.concat(parts, "，"), site_s)),
+      cause = T("Each numpy call costs about a microsecond of Python/C boundary work (argument "
+                .. "parsing, __array_function__ dispatch, wrapper code) whatever the array size; on "
+                .. "arrays of a few elements that overhead is the whole cost, and the samples spread "
+                .. "over the wrappers' lines instead of one compute line (SOP §3.5).",
+                "每次 numpy 调用无论数组多大都有约 1 微秒的 Python/C 边界开销（参数解析、__array_function__ 分派、"
+                .. "包装代码）；数组只有几个元素时这部分就是全部开销，样本分散在包装函数的各行，而不是集中在一行计算"
+                .. "（SOP §3.5）。"),
+      fix = T(fmt("Batch the work at %s: stack the small arrays into one (N, k) array and make one "
+                  .. "call per operation over axis=...; for scalar math use the math module or "
+                  .. "plain floats; for loops that cannot be vectorized use numba @njit.", site_s),
+              fmt("在 %s 批量化：把小数组堆成一个 (N, k) 数组，每种运算沿 axis=... 只调用一次；标量运算用 math 模块"
+                  .. "或 Python float；无法向量化的循环用 numba @njit。", site_s)),
+      verify = T(fmt("`sopctl run --pid %d --duration 3`: numpy.tiny_calls clear (overhead below "
+                     .. "%g%%), and items/s of the loop rises.", ev.pid, th.tiny_overhead_pct),
+                 fmt("`sopctl run --pid %d --duration 3`：numpy.tiny_calls 为 clear（开销低于 %g%%），"
+                     .. "循环吞吐（条/秒）上升。", ev.pid, th.tiny_overhead_pct)),
+      refs = { "https://numpy.org/doc/stable/user/basics.broadcasting.html",
+               "https://numba.readthedocs.io/en/stable/user/5minguide.html" },
+    }
+  end,
+}
+
+-- ---------------------------------------------------------------------------------------------
+
+local POOL_VARS = { "OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS" }
+
+rule {
+  id = "numpy.blas_threads_in_workers", section = "4.4", severity = "warn",
+  title = T("busy worker processes each run a native BLAS/OpenMP thread pool sized to the host "
+            .. "(OMP/MKL/OPENBLAS_NUM_THREADS unset or > 1): workers x pool threads exceed the "
+            .. "effective CPUs while they are full",
+            "繁忙的 worker 进程各自运行按整机核数开的 BLAS/OpenMP 原生线程池（OMP/MKL/OPENBLAS_NUM_THREADS "
+            .. "未设或 > 1）：CPU 跑满时 worker 数 × 池线程数超过有效 CPU"),
+  reads = { "children[].threads", "children[].cpu_pct", "children[].env", "python.workers[].threads",
+            "python.workers[].cpu_frac", "proc.libs", "proc.cpu_pct", "effective_cpus",
+            "cgroup.cpu.quota_cpus", "host.ncpu",
+            "host.cpu.idle_pct" },
+  uses = { "busy_thread_pct", "numpy_busy_frac", "cpu_saturated_pct" },
+  check = function(ev, th)
+    local p = ev.proc
+    if not p then return unknown(T("the process is gone", "进程已不存在")) end
+    if not ev.duration_s or ev.duration_s <= 0 then
+      return unknown(T("one snapshot (--duration 0): no CPU rates", "只有一次快照（--duration 0）：没有 CPU 速率"))
+    end
+    local eff = ev.effective_cpus or (ev.host and ev.host.ncpu)
+    if not eff then return unknown(T("effective CPU count unknown", "有效 CPU 数未知")) end
+    local libs, seen = {}, {}
+    for _, l in ipairs(p.libs or {}) do
+      local name = l.name or l.kind
+      if (l.kind == "blas" or l.kind == "openmp" or l.kind == "torch") and not seen[name] then
+        seen[name] = true
+        libs[#libs + 1] = name
+      end
+    end
+    local pyw = {}
+    for _, wk in ipairs(ev.python and ev.python.workers or {}) do pyw[wk.pid] = wk end
+    local workers, pool_sum, used, any = {}, 0, p.cpu_pct or 0, false
+    for _, c in ipairs(ev.children or {}) do
+      if c.cpu_pct then used = used + c.cpu_pct end
+      local wk = pyw[c.pid]
+      if wk and c.threads and c.cpu_pct then
+        any = true
+        -- Native threads: the OS threads the interpreter does not know (pool threads).
+        local native = c.threads - #(wk.threads or {})
+        -- Busy: used CPU, or its main thread was runnable (state R: running or queued for a
+        -- CPU) in most samples, which is what a CPU-starved worker looks like.
+        local wants = c.cpu_pct >= th.busy_thread_pct or (wk.cpu_frac or 0) >= th.numpy_busy_frac
+        if wants and native >= 1 then
+          local env = c.env or wk.env or {}
+          local set, loose = {}, true
+          for _, name in ipairs(POOL_VARS) do
+            local v = tonumber(env[name] or "")
+            if v then
+              set[#set + 1] = fmt("%s=%s", name, env[name])
+              if v <= 1 then loose = false end
+            end
+          end
+          if loose then
+            workers[#workers + 1] = { pid = c.pid, cpu = c.cpu_pct, run = wk.cpu_frac, threads = c.threads,
+                                      native = native,
+                                      env = #set > 0 and table.concat(set, " ") or "pool variables unset" }
+            pool_sum = pool_sum + native + 1
+          end
+        end
+      end
+    end
+    if not any then
+      return clear(T("no sampled CPython worker processes", "没有被采样的 CPython worker 进程"))
+    end
+    local cap = eff
+    local q = ev.cgroup and ev.cgroup.cpu and ev.cgroup.cpu.quota_cpus
+    if q and q < cap then cap = q end
+    -- The pools compete once the CPUs are full, with the job's own load or anyone's.
+    local host_idle = ev.host and ev.host.cpu and ev.host.cpu.idle_pct
+    local full = used >= th.cpu_saturated_pct / 100 * cap * 100
+                 or (host_idle ~= nil and host_idle <= 100 - th.cpu_saturated_pct)
+    local base_en = fmt("%d busy workers with a native thread pool and no per-worker limit, %d "
+                        .. "threads in their pools (native threads + each main thread), on %d "
+                        .. "effective CPUs; the job uses %.0f%% CPU of %.0f%%",
+                        #workers, pool_sum, eff, used, cap * 100)
+    local base_zh = fmt("%d 个繁忙 worker 带原生线程池且未限制为 1，池内线程合计 %d 个（原生线程 + 各自主线程），有效 CPU %d 个；作业用 CPU %.0f%%，容量 %.0f%%",
+                        #workers, pool_sum, eff, used, cap * 100)
+    if host_idle then
+      base_en = base_en .. fmt("; host CPUs %.0f%% idle", host_idle)
+      base_zh = base_zh .. fmt("；整机 CPU 空闲 %.0f%%", host_idle)
+    end
+    if #workers < 2 or pool_sum <= eff then return clear(T(base_en, base_zh)) end
+    if #libs == 0 then
+      return unknown(T(base_en .. ": no BLAS/OpenMP/torch library seen in the target's maps, so "
+                       .. "what the native threads are cannot be told",
+                       base_zh .. "：目标进程映射里没有 BLAS/OpenMP/torch 库，无法判断这些原生线程是什么"))
+    end
+    if not full then
+      return clear(T(base_en .. ": the CPUs are not full, the pools do not compete yet",
+                     base_zh .. "：CPU 未跑满，线程池尚未互相争抢"))
+    end
+    table.sort(workers, function(a, b) return a.cpu > b.cpu end)
+    local wl = {}
+    for i = 1, math.min(#workers, 6) do
+      local x = workers[i]
+      local run = x.run and fmt(" (main thread runnable in %.0f%% of samples)", 100 * x.run) or ""
+      wl[#wl + 1] = fmt("pid %d %.0f%% CPU%s, %d threads (%d native), %s", x.pid, x.cpu, run, x.threads,
+                        x.native, x.env)
+    end
+    return hit {
+      symptom = T(fmt("%d worker processes each run a BLAS/OpenMP pool: %d pool threads on %d CPUs",
+                      #workers, pool_sum, eff),
+                  fmt("%d 个 worker 进程各自运行 BLAS/OpenMP 线程池：%d 个池线程挤 %d 个 CPU", #workers,
+                      pool_sum, eff)),
+      evidence = T(fmt("%s; pools loaded: %s; workers: %s.", base_en, table.concat(libs, ", "),
+                       table.concat(wl, "; ")),
+                   fmt("%s；已加载线程池库：%s；worker：%s。", base_zh, table.concat(libs, "、"),
+                       table.concat(wl, "；"))),
+      cause = T(fmt("With OMP_NUM_THREADS/MKL_NUM_THREADS/OPENBLAS_NUM_THREADS unset, every process "
+                    .. "that loads an OpenMP/BLAS runtime starts a pool of one thread per CPU it "
+                    .. "sees; %d workers x their pools = %d threads contend for %d CPUs, and the "
+                    .. "spinning, context switches and cache thrash make it slower than one thread "
+                    .. "per worker (SOP §3.6, §4.4). cpu.oversubscribed counts each worker as one "
+                    .. "busy thread from its CPU %% and cannot see the pools inside.", #workers,
+                    pool_sum, eff),
+                fmt("OMP_NUM_THREADS/MKL_NUM_THREADS/OPENBLAS_NUM_THREADS 未设置时，每个加载 OpenMP/BLAS 运行时的进程"
+                    .. "都按看到的 CPU 数开线程池；%d 个 worker × 线程池 = %d 个线程争 %d 个 CPU，自旋、上下文切换和缓存"
+                    .. "抖动让它比每个 worker 1 线程还慢（SOP §3.6、§4.4）。cpu.oversubscribed 按 CPU%% 把每个 worker "
+                    .. "当作一个繁忙线程，看不到其内部的线程池。", #workers, pool_sum, eff)),
+      fix = T("Give each worker one pool thread: export OMP_NUM_THREADS=1 MKL_NUM_THREADS=1 "
+              .. "OPENBLAS_NUM_THREADS=1 for the workers before they start, or call "
+              .. "threadpoolctl.threadpool_limits(1) (and torch.set_num_threads(1) where torch is "
+              .. "used) in the worker_init_fn / Pool initializer; keep the main process's pool sized "
+              .. "to the CPUs left. Change one number and measure the step time.",
+              "让每个 worker 只用 1 个池线程：worker 启动前导出 OMP_NUM_THREADS=1 MKL_NUM_THREADS=1 "
+              .. "OPENBLAS_NUM_THREADS=1，或在 worker_init_fn / Pool initializer 里调用 "
+              .. "threadpoolctl.threadpool_limits(1)（用到 torch 时再加 torch.set_num_threads(1)）；主进程的线程池"
+              .. "按剩余 CPU 设置。一次只改一个数并测 step 时间。"),
+      verify = T(fmt("`sopctl run --pid %d --duration 3`: numpy.blas_threads_in_workers clear, "
+                     .. "each worker shows 0 native pool threads (children[].threads), throughput "
+                     .. "per worker rises.", ev.pid),
+                 fmt("`sopctl run --pid %d --duration 3`：numpy.blas_threads_in_workers 为 clear，"
+                     .. "每个 worker 原生池线程为 0（children[].threads），单 worker 吞吐上升。", ev.pid)),
+      refs = { "https://github.com/joblib/threadpoolctl",
+               "https://pytorch.org/docs/stable/generated/torch.set_num_threads.html",
+               "https://numpy.org/doc/stable/reference/global_state.html" },
+    }
+  end,
+}
