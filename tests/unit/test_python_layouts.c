@@ -341,7 +341,7 @@ static void test_gc_child(const char *exe, const char *version)
               "import gc, sys\n"
               "junk = [[i] for i in range(5000)]\n"
               "gc.freeze(); gc.disable(); gc.set_threshold(1234, 56, 78)\n"
-              "print(gc.get_freeze_count(), flush=True)\n"
+              "print(gc.get_freeze_count(), *[s['collections'] for s in gc.get_stats()], flush=True)\n"
               "sys.stdin.read()\n",
               (char *)NULL);
         _exit(127);
@@ -350,7 +350,11 @@ static void test_gc_child(const char *exe, const char *version)
     close(from_child[1]);
     char line[64] = "";
     ssize_t n = read(from_child[0], line, sizeof line - 1);
-    long frozen = n > 0 ? strtol(line, NULL, 10) : -1;
+    char *end = line;
+    long frozen = n > 0 ? strtol(line, &end, 10) : -1;
+    long colls[3];
+    for (int g = 0; g < 3; g++)
+        colls[g] = strtol(end, &end, 10);
     CHECK(frozen > 5000);
     sop_python *py = NULL;
     sop_missing miss = {0};
@@ -363,6 +367,8 @@ static void test_gc_child(const char *exe, const char *version)
         CHECK_EQ_I(py->gc_threshold[1], 56);
         CHECK_EQ_I(py->gc_threshold[2], 78);
         CHECK_EQ_I(py->gc_frozen, frozen);
+        for (int g = 0; g < 3; g++)
+            CHECK_EQ_I(py->gc_collections[g], colls[g]);
         CHECK_EQ_I(py->nthreads, 1);
         CHECK(py->nthreads == 1 && py->threads[0].tid == pid);
         CHECK(py->nthreads == 1 && py->threads[0].nframes == 1 &&
