@@ -349,7 +349,10 @@ static void test_gc_child(const char *exe, const char *version)
     close(to_child[0]);
     close(from_child[1]);
     char line[64] = "";
-    ssize_t n = read(from_child[0], line, sizeof line - 1);
+    ssize_t n = 0, r; /* the line may come in several writes */
+    while (n < (ssize_t)sizeof line - 1 && !memchr(line, '\n', (size_t)n) &&
+           (r = read(from_child[0], line + n, sizeof line - 1 - (size_t)n)) > 0)
+        n += r;
     char *end = line;
     long frozen = n > 0 ? strtol(line, &end, 10) : -1;
     long colls[3];
@@ -367,8 +370,8 @@ static void test_gc_child(const char *exe, const char *version)
         CHECK_EQ_I(py->gc_threshold[1], 56);
         CHECK_EQ_I(py->gc_threshold[2], 78);
         CHECK_EQ_I(py->gc_frozen, frozen);
-        for (int g = 0; g < 3; g++)
-            CHECK_EQ_I(py->gc_collections[g], colls[g]);
+        for (int gen = 0; gen < 3; gen++)
+            CHECK_EQ_I(py->gc_collections[gen], colls[gen]);
         CHECK_EQ_I(py->nthreads, 1);
         CHECK(py->nthreads == 1 && py->threads[0].tid == pid);
         CHECK(py->nthreads == 1 && py->threads[0].nframes == 1 &&
