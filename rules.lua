@@ -46,6 +46,30 @@ thresholds {
   -- asyncio.loop_blocked (§5)
   loop_busy_cpu_pct = 80,       -- the loop thread at/above this % of a core while stuck in a callback: high
   loop_block_ms = 100,          -- sampled window: the loop away from its selector this long in one stretch
+
+  -- mem.load_at_start, mem.growth, mem.siblings_full_copy, mem.pinned (§2.2), gc.pauses (§2.5)
+  load_young_s = 300,           -- a process younger than this (s) is still starting up ...
+  load_share_pct = 40,          -- ... and already holds this % of its memory limit (cgroup, else host RAM) ...
+  load_rate_mb_per_s = 20,      -- ... gained at this many MiB/s (average since start, or over the window) ...
+  load_stack_pct = 30,          -- ... with this % of a thread's stack samples in loading code (np.load, json...)
+  growth_min_window_s = 2,      -- windows shorter than this (s) are too noisy to call growth
+  growth_floor_mb_per_s = 2,    -- RSS growing at least this many MiB/s over the window ...
+  growth_min_pct = 3,           -- ... and by at least this % of the RSS within the window ...
+  growth_hwm_slack_pct = 2,     -- ... with the RSS within this % of its peak VmHWM (a climb, not a sawtooth)
+  growth_high_s = 600,          -- the limit / MemAvailable reached within this many seconds at that rate: high
+  sib_min_mb = 128,             -- a worker/rank holding at least this many MiB of private memory ...
+  sib_min_count = 2,            -- ... in at least this many similar processes ...
+  sib_similar_pct = 25,         -- ... each within this % below the largest of them: full copies
+  sib_own_ratio = 1.5,          -- a forked worker's private memory above this x the parent's anon memory is
+                                --   its own data, not inherited pages (splits siblings_full_copy/fork_cow)
+  pinned_min_mb = 64,           -- locked/pinned memory of at least this many MiB ...
+  pinned_rss_pct = 25,          -- ... that is at least this % of RSS ...
+  pinned_limit_pct = 20,        -- ... or this % of the memory limit (cgroup, else host RAM)
+  gc_min_samples = 50,          -- GC state sampled at least this many ticks for a verdict
+  gc_time_pct = 10,             -- GC collecting at this % of the ticks: warn ...
+  gc_time_high_pct = 30,        -- ... at this %: high
+  gc_pause_ms = 200,            -- one collecting stretch this long (with a gen2 collection in the window): warn
+  gc_threshold0_high = 10000,   -- a gen0 threshold at/above this is noted as tuned
 }
 
 require "plugins.oom"
@@ -54,3 +78,4 @@ require "plugins.cpu"
 require "plugins.io"
 require "plugins.gil"
 require "plugins.asyncio"
+require "plugins.gc"

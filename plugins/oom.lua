@@ -16,7 +16,7 @@ local function no_proc(ev)
     return unknown(T("the process is gone: only the kernel log speaks of it",
                      "进程已不存在：只有内核日志记录了它"))
   end
-  return no_proc(ev)
+  return unknown(T("no process evidence", "没有进程证据"))
 end
 
 -- Seconds since the kill: the collector's age_s, else from the epoch stamps.
@@ -122,6 +122,11 @@ end
 
 rule {
   id = "oom.killed", section = "2.1", severity = "high",
+  title = T("The process, or a task in its memory cgroup, was killed by the kernel OOM killer",
+            "进程或其内存 cgroup 中的任务被内核 OOM killer 杀掉"),
+  reads = { "host.oom_kills", "cgroup.memory.events.oom_kill", "cgroup.path", "proc.start_time_s",
+            "proc.comm", "alive" },
+  uses = { "oom_recent_s" },
   check = function(ev, th)
     local kills = ev.host and ev.host.oom_kills
     local cg = ev.cgroup
