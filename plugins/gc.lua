@@ -93,8 +93,9 @@ rule {
     local pid = ev.pid
     return hit {
       severity = frac >= th.gc_time_high_pct and "high" or "warn",
-      symptom = T(fmt("The garbage collector runs %.0f%% of the time; pauses up to %.0f ms", frac, longest),
-                  fmt("垃圾回收占用 %.0f%% 的时间；停顿最长 %.0f ms", frac, longest)),
+      symptom = T(fmt("The garbage collector runs %.0f%% of the time; GC stretches up to %.0f ms", frac,
+                      longest),
+                  fmt("垃圾回收占用 %.0f%% 的时间；连续 GC 最长 %.0f ms", frac, longest)),
       evidence = T(en .. ".", zh .. "。"),
       cause = T("CPython's cyclic GC stops the interpreter while it traverses every tracked "
                 .. "container of the generations it collects; with millions of long-lived "

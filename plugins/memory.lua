@@ -783,6 +783,10 @@ rule {
                   or fmt("; RLIMIT_MEMLOCK %s", kb(p.memlock_limit_kb)))
       zh = zh .. (p.memlock_limit_kb < 0 and "；RLIMIT_MEMLOCK 不限"
                   or fmt("；RLIMIT_MEMLOCK %s", kb(p.memlock_limit_kb)))
+      if p.memlock_limit_kb >= 0 and (lck or 0) > p.memlock_limit_kb then
+        en = en .. " (exceeded: the process has CAP_IPC_LOCK, e.g. runs as root)"
+        zh = zh .. "（已超出：进程有 CAP_IPC_LOCK，例如以 root 运行）"
+      end
     end
     return hit {
       symptom = T(fmt("%s of the process's memory is locked in RAM", kb(locked)),
