@@ -2,9 +2,9 @@
  * wait out the window; snapshot again and compute rates; add the kernel log, the allocator
  * and the CPython state; hand the result to the bridge. Depends on the probes' headers. */
 #include <errno.h>
-#include <stdbool.h>
 #include <fcntl.h>
 #include <math.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -75,8 +75,8 @@ static int take(int proc_root_fd, int pid_fd, int pid, const sop_collect_opts *o
     if (o->children && (o->probes & SOP_PROBE_CHILDREN))
         sop__children_collect(proc_root_fd, pid, &s->children, missing);
     if (o->probes & SOP_PROBE_CGROUP)
-        sop__cgroup_collect(pid_fd, o->cgroup_root ? o->cgroup_root : "/sys/fs/cgroup",
-                            &s->cgroup, missing);
+        sop__cgroup_collect(pid_fd, o->cgroup_root ? o->cgroup_root : "/sys/fs/cgroup", &s->cgroup,
+                            missing);
     else
         sop__cgroup_init(&s->cgroup);
     if (o->probes & SOP_PROBE_HOST)
@@ -136,6 +136,7 @@ static sop_value *to_tree(const sop_collection *c, double now, unsigned probes)
     sop__bridge_host(ev, &c->host, &c->ooms, now);
     if (c->alive) {
         sop__bridge_proc(ev, &c->proc, &c->threads, &c->children, now);
+        sop__bridge_family(ev, c->have_parent ? &c->parent : NULL, &c->siblings);
         if (!(probes & SOP_PROBE_THREADS))
             drop_key(ev, "threads");
         if (probes & SOP_PROBE_CGROUP)
@@ -162,6 +163,7 @@ void sop__collection_free(sop_collection *c)
 {
     sop__thread_list_free(&c->threads);
     sop__child_list_free(&c->children);
+    sop__child_list_free(&c->siblings);
     sop__python_free(c->python);
     c->python = NULL;
     sop__sampler_close(c->sampling);
@@ -190,8 +192,7 @@ static int post_mortem(int pid, sop_collection *c, char *err, size_t errlen)
     for (size_t i = 0; i < c->ooms.n; i++)
         if (c->ooms.items[i].pid == pid)
             return 0;
-    snprintf(err, errlen, "pid %d: no such process (and no OOM kill of it in the kernel log)",
-             pid);
+    snprintf(err, errlen, "pid %d: no such process (and no OOM kill of it in the kernel log)", pid);
     return SOP_ENOTARGET;
 }
 
@@ -283,6 +284,9 @@ int sop__collect(int pid, const sop_collect_opts *o, sop_value **out, char *err,
     memset(&now->threads, 0, sizeof now->threads);
     memset(&now->children, 0, sizeof now->children);
     c.effective_cpus = effective_cpus(&c);
+    if (o->children && (o->probes & SOP_PROBE_CHILDREN) && c.proc.have_stat)
+        sop__siblings_collect(root_fd, pid, c.proc.stat.ppid, &c.parent, &c.have_parent,
+                              &c.siblings, &c.missing);
     if (o->probes & SOP_PROBE_ALLOC)
         sop__alloc_detect(&c.proc, &c.alloc);
     bool alive_now = target_alive(pid_fd);
@@ -326,8 +330,8 @@ done:
             rc = SOP_ENOMEM;
             snprintf(err, errlen, "out of memory");
         } else {
-            sop__v_set_dbl(tree, "collect_ms", sop__now_ms() - t_start -
-                                                   (c.duration_s > 0 ? c.duration_s * 1e3 : 0));
+            sop__v_set_dbl(tree, "collect_ms",
+                           sop__now_ms() - t_start - (c.duration_s > 0 ? c.duration_s * 1e3 : 0));
             *out = tree;
         }
     }

@@ -1,6 +1,6 @@
 /* evidence.h — everything one collection learns about a target, as plain C structs.
- * Probes fill it (the probes/ headers define the parts); engine/bridge/ turns it into the `ev` tree.
- * No library headers here. docs/evidence.md is the key-by-key description. */
+ * Probes fill it (the probes/ headers define the parts); engine/bridge/ turns it into the `ev`
+ * tree. No library headers here. docs/evidence.md is the key-by-key description. */
 #ifndef SOP_EVIDENCE_H
 #define SOP_EVIDENCE_H
 
@@ -26,10 +26,13 @@ typedef struct sop_collection {
     sop_proc proc;
     sop_thread_list threads;
     sop_child_list children;
+    sop_child parent; /* valid when have_parent */
+    bool have_parent;
+    sop_child_list siblings; /* the parent's other children */
     sop_cgroup cgroup;
     int64_t effective_cpus;
     sop_alloc alloc;
-    struct sop_python *python; /* NULL when not CPython or not read */
+    struct sop_python *python;    /* NULL when not CPython or not read */
     struct sop_sampler *sampling; /* the window's stack samples (engine/sampler.h); or NULL */
     sop_missing missing;
 } sop_collection;

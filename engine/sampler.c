@@ -22,9 +22,9 @@
 #include "source_line.h"
 
 #define MAX_THREADS_AGG 4096
-#define STACK_SLOTS (1u << 16)    /* power of two; at most half filled */
-#define STACK_MAX_BYTES 16384     /* one stack's text; longer ones are cut at the root side */
-#define LOOP_CAND 16              /* candidate frames tracked in one loop stretch */
+#define STACK_SLOTS (1u << 16) /* power of two; at most half filled */
+#define STACK_MAX_BYTES 16384  /* one stack's text; longer ones are cut at the root side */
+#define LOOP_CAND 16           /* candidate frames tracked in one loop stretch */
 #define TOP_STACKS 5
 #define SITES_MAX 1024            /* (thread, kind, frame) counters for import / logging sites */
 #define FILES_MAX 256             /* open regular files tracked over the window, all processes */
@@ -115,6 +115,12 @@ struct sop_sampler {
     double rate_hz, self_cpu_ms, window_s;
     double now_ms; /* time of the current tick */
     int cur_proc;
+    /* the target's GC over the window (main interpreter) */
+    long gc_samples, gc_collecting;
+    bool gc_in_stretch;
+    double gc_stretch_t0_ms, gc_longest_ms;
+    int64_t gc_first[3], gc_last[3]; /* generation_stats collections at the first/last tick */
+    double gc_first_ms, gc_last_ms;
     sop_open_file *files0, *files; /* at the window's start and end */
     size_t nfiles0, nfiles;
     char buf[STACK_MAX_BYTES];
@@ -642,9 +648,41 @@ static void sleep_until(double deadline_ms)
     }
 }
 
+/* One tick of the target's GC: the collecting stretch (from its first collecting tick to the
+ * first tick it is not collecting, as loop stretches) and the collection counters. */
+static void gc_tick(sop_sampler *s)
+{
+    sop_pygc g;
+    if (s->nprocs < 1 || s->procs[0].gone || sop__python_sample_gc(s->procs[0].ps, &g) < 0)
+        return;
+    double now = s->now_ms;
+    s->gc_samples++;
+    if (g.collecting == 1) {
+        s->gc_collecting++;
+        if (!s->gc_in_stretch) {
+            s->gc_in_stretch = true;
+            s->gc_stretch_t0_ms = now;
+        }
+    } else if (s->gc_in_stretch) {
+        s->gc_in_stretch = false;
+        if (now - s->gc_stretch_t0_ms > s->gc_longest_ms)
+            s->gc_longest_ms = now - s->gc_stretch_t0_ms;
+    }
+    if (g.collections[0] != SOP_NA) {
+        if (s->gc_first[0] == SOP_NA) {
+            memcpy(s->gc_first, g.collections, sizeof s->gc_first);
+            s->gc_first_ms = now;
+        }
+        memcpy(s->gc_last, g.collections, sizeof s->gc_last);
+        s->gc_last_ms = now;
+    }
+}
+
 int sop__sampler_run(sop_sampler *s, double deadline_ms, double rate_hz,
                      sop_sampler_progress progress, void *ctx)
 {
+    for (int g = 0; g < 3; g++)
+        s->gc_first[g] = s->gc_last[g] = SOP_NA;
     if (!(rate_hz > 0))
         rate_hz = 100;
     s->rate_hz = rate_hz;
@@ -669,6 +707,7 @@ int sop__sampler_run(sop_sampler *s, double deadline_ms, double rate_hz,
                 failed = true;
             }
         }
+        gc_tick(s);
         if (failed)
             s->missed++;
         else
@@ -709,6 +748,8 @@ int sop__sampler_run(sop_sampler *s, double deadline_ms, double rate_hz,
     double end = sop__now_ms();
     for (size_t i = 0; i < s->nthrs; i++)
         end_stretch(&s->thrs[i], end);
+    if (s->gc_in_stretch && end - s->gc_stretch_t0_ms > s->gc_longest_ms)
+        s->gc_longest_ms = end - s->gc_stretch_t0_ms; /* still collecting at the window's end */
     s->window_s = (end - t0) / 1e3;
     s->self_cpu_ms = cpu_ms() - c0;
     if (progress)
@@ -810,7 +851,10 @@ int sop__sampler_write_collapsed(const sop_sampler *s, FILE *f)
 
 /* ---- evidence ----------------------------------------------------------------------- */
 
-static double frac(long a, long n) { return n > 0 ? (double)a / (double)n : NAN; }
+static double frac(long a, long n)
+{
+    return n > 0 ? (double)a / (double)n : NAN;
+}
 
 /* The most counted site of one kind for a thread, as KEY (text) and KEY_frac (of its samples). */
 static void top_site(const sop_sampler *s, size_t ti, int kind, sop_value *w, const char *key,
@@ -1069,6 +1113,30 @@ static void bridge_files(const sop_sampler *s, sop_value *ev)
     }
 }
 
+/* ev.python.gc.window: the target's GC over the sampled window. */
+static void bridge_gc(const sop_sampler *s, sop_value *py)
+{
+    if (s->gc_samples == 0)
+        return;
+    sop_value *gc = sop__v_obj_at(py, "gc");
+    sop_value *w = gc ? sop__v_obj_at(gc, "window") : NULL;
+    if (!w)
+        return;
+    sop__v_set_int(w, "samples", s->gc_samples);
+    sop__v_set_dbl(w, "collecting_frac", frac(s->gc_collecting, s->gc_samples));
+    sop__v_set_dbl(w, "longest_collecting_ms", s->gc_longest_ms);
+    double secs = (s->gc_last_ms - s->gc_first_ms) / 1e3;
+    if (s->gc_first[0] == SOP_NA || !(secs > 0))
+        return;
+    sop_value *n = sop__v_arr_at(w, "collections");
+    sop_value *r = sop__v_arr_at(w, "collections_per_s");
+    for (int g = 0; g < 3; g++) {
+        int64_t d = s->gc_last[g] - s->gc_first[g];
+        sop__v_push(n, sop__v_num((double)d));
+        sop__v_push(r, sop__v_num((double)d / secs));
+    }
+}
+
 void sop__sampler_bridge(const sop_sampler *s, sop_value *ev)
 {
     sop_value *smp = sop__v_obj_at(ev, "sampling");
@@ -1096,6 +1164,7 @@ void sop__sampler_bridge(const sop_sampler *s, sop_value *ev)
             if (s->thrs[i].proc == 0 && s->thrs[i].tid == (int)tid)
                 sop__v_set(t, "window", thr_window(s, i, &reads));
     }
+    bridge_gc(s, py);
     /* the event loop that went longest without its selector */
     int best = -1;
     for (size_t i = 0; i < s->nthrs; i++)
@@ -1144,7 +1213,8 @@ void sop__sampler_bridge(const sop_sampler *s, sop_value *ev)
                 sop__v_set_dbl(o, "cpu_frac", frac(t->state_r, t->n));
                 sop__v_set_dbl(o, "io_frac", frac(t->state_d, t->n));
                 sop__v_set_dbl(o, "idle_frac", frac(t->n - t->state_r - t->state_d, t->n));
-                wn += t->n, wr += t->state_r, wd += t->state_d, ws += t->n - t->state_r - t->state_d;
+                wn += t->n, wr += t->state_r, wd += t->state_d,
+                    ws += t->n - t->state_r - t->state_d;
             }
         }
         sop__v_set_int(o, "samples", pe->samples);

@@ -37,6 +37,12 @@ local function tree_kb(ev)
   return total, kind, n
 end
 
+-- A forked worker keeps its parent's command line (spawn/forkserver/exec change it).
+local function forked_from(c, p)
+  if c.cmdline and p.cmdline then return c.cmdline == p.cmdline end
+  return c.comm == p.comm
+end
+
 local function who(n)
   if n == 0 then return "the process", "进程" end
   if n == 1 then return "the process and its worker", "进程及其 1 个 worker " end
@@ -67,14 +73,14 @@ local MEM_FIX = T(
 
 rule {
   id = "mem.near_limit", section = "2.2", severity = "high",
-  title = T("the job (target + workers) is close to its cgroup memory limit, or the host is short of memory "
-            .. "because of it",
-            "作业（目标进程 + worker）接近 cgroup 内存上限，或主机因它而内存紧张"),
+  title = T("Memory of the process tree near the cgroup limit, or host RAM nearly exhausted by it",
+            "进程树内存接近 cgroup 上限，或整机内存几乎被它耗尽"),
   doc = [[Hit (high) when target + workers (PSS, else RSS) reach rss_limit_pct of the cgroup memory limit; warn when the
     cgroup usage reaches that with limit hits; or when host MemAvailable is below host_avail_min_pct of RAM while
     the job holds at least host_share_pct of it. Unknown with no limit and no host memory figures.]],
-  reads = { "proc.rss_kb", "proc.smaps.pss_kb", "children[].pss_kb", "children[].rss_kb", "cgroup.memory.limit_kb",
-            "cgroup.memory.usage_kb", "cgroup.memory.events", "host.mem_total_kb", "host.mem_available_kb" },
+  reads = { "proc.rss_kb", "proc.smaps.pss_kb", "children[].pss_kb", "children[].rss_kb",
+            "cgroup.memory.limit_kb", "cgroup.memory.usage_kb", "cgroup.memory.events",
+            "cgroup.memory.failcnt", "host.mem_total_kb", "host.mem_available_kb", "host.swap_free_kb" },
   uses = { "rss_limit_pct", "host_avail_min_pct", "host_share_pct" },
   check = function(ev, th)
     if not ev.proc then return no_proc(ev) end
@@ -201,13 +207,17 @@ local COW_REFS = {
 
 rule {
   id = "mem.fork_cow", section = "2.4", severity = "warn",
-  title = T("forked workers copied the parent's memory (copy-on-write bloat)", "fork 出的 worker 复制了父进程内存（写时复制膨胀）"),
+  title = T("Forked workers each hold a private copy of the parent's memory (copy-on-write)",
+            "fork 出的 worker 各自持有父进程内存的私有拷贝（写时复制）"),
   doc = [[Hit when at least cow_min_children forked workers (same command line as the parent) each hold private memory
     of at least cow_child_private_pct of the parent's anon RSS and at least cow_child_min_mb MiB; high when the
-    job is near its memory limit (rss_limit_pct). Unknown when the workers' smaps are unreadable.]],
-  reads = { "proc.anon_kb", "proc.cmdline", "children[].private_kb", "children[].shared_kb", "children[].cmdline",
-            "cgroup.memory.limit_kb" },
-  uses = { "cow_child_private_pct", "cow_child_min_mb", "cow_min_children", "rss_limit_pct" },
+    job is near its memory limit (rss_limit_pct). Workers holding more than sib_own_ratio x the parent's anon
+    memory are left to
+    mem.siblings_full_copy (they hold their own data). Unknown when the workers' smaps are unreadable.]],
+  reads = { "proc.anon_kb", "proc.rss_kb", "proc.cmdline", "children[].private_kb",
+            "children[].cmdline", "cgroup.memory.limit_kb" },
+  uses = { "cow_child_private_pct", "cow_child_min_mb", "cow_min_children", "sib_own_ratio",
+           "rss_limit_pct" },
   check = function(ev, th)
     local p = ev.proc
     if not p then return no_proc(ev) end
@@ -217,18 +227,21 @@ rule {
     if #kids == 0 then return clear(T("no worker processes", "没有 worker 子进程")) end
 
     local min_kb = math.max(th.cow_child_min_mb * 1024, parent_kb * th.cow_child_private_pct / 100)
-    local forked, spawned, measured, largest = {}, 0, 0, 0
+    local forked, spawned, own, measured, largest = {}, 0, 0, 0, 0
     for _, c in ipairs(kids) do
       if c.private_kb then
         measured = measured + 1
         if c.private_kb > largest then largest = c.private_kb end
         if c.private_kb >= min_kb then
           -- A forked worker keeps the parent's command line; spawn/forkserver/exec change it.
-          if (c.cmdline and p.cmdline and c.cmdline == p.cmdline)
-              or (not c.cmdline and c.comm == p.comm) then
-            forked[#forked + 1] = c
-          else
+          -- Private memory well beyond the parent's anon memory was not inherited: the worker
+          -- allocated it itself (mem.siblings_full_copy).
+          if not forked_from(c, p) then
             spawned = spawned + 1
+          elseif c.private_kb > th.sib_own_ratio * parent_kb then
+            own = own + 1
+          else
+            forked[#forked + 1] = c
           end
         end
       end
@@ -249,6 +262,12 @@ rule {
       if spawned > 0 then
         en = en .. fmt("; %d large workers were started by exec/spawn, not forked", spawned)
         zh = zh .. fmt("；%d 个大 worker 是 exec/spawn 启动的，不是 fork", spawned)
+      end
+      if own > 0 then
+        en = en .. fmt("; %d forked workers hold more than %g x the parent's memory: their own "
+                       .. "data, not inherited pages (see mem.siblings_full_copy)", own, th.sib_own_ratio)
+        zh = zh .. fmt("；%d 个 fork 的 worker 私有内存超过父进程的 %g 倍：是它们自己的数据，不是继承的页"
+                       .. "（见 mem.siblings_full_copy）", own, th.sib_own_ratio)
       end
       return clear(T(en, zh))
     end
@@ -311,6 +330,504 @@ rule {
                  fmt("`sopctl run --pid %d`：每个 worker 的私有内存远低于父进程的 %g%%，进程树总 PSS "
                      .. "约等于父进程 + worker 自身数据。", ev.pid, th.cow_child_private_pct)),
       refs = COW_REFS,
+    }
+  end,
+}
+
+-- ---- §2.2 rows: loaded whole at start, steady growth, every rank a full copy, pinned ----------
+
+-- The memory limit that applies (cgroup, else host RAM): limit kB, what it is (en, zh).
+local function limit_of(ev)
+  local mem = ev.cgroup and ev.cgroup.memory
+  local lim = mem and mem.limit_kb
+  if lim and lim > 0 and lim < UNLIMITED_KB then
+    return lim, fmt("the cgroup memory limit %s", kb(lim)), fmt("cgroup 内存上限 %s", kb(lim)), true
+  end
+  local total = ev.host and ev.host.mem_total_kb
+  if total and total > 0 then
+    return total, fmt("host RAM %s", kb(total)), fmt("整机内存 %s", kb(total)), false
+  end
+end
+
+-- Frames of code that reads a whole file or dataset into memory ("func (file.py)" as in
+-- top_stacks). Basenames only: json's and pickle's loaders are told by their module files.
+local LOAD_FRAMES = {
+  "^load %(npyio%.py%)", "^load %(_npyio_impl%.py%)", "^read_array %(format%.py%)",
+  "^loadtxt ", "^_read %(npyio%.py%)", "^genfromtxt ", "^fromfile ",
+  "%(decoder%.py%)$",                                    -- json.load / json.loads
+  "^load %(pickle%.py%)", "^_Unpickler%.", "^loads %(pickle%.py%)",
+  "^load %(serialization%.py%)", "^_load %(serialization%.py%)",   -- torch.load
+  "^load %(numpy_pickle%.py%)",                          -- joblib.load
+  "^read_csv ", "^read_table ", "^read_parquet ", "^read_json ", "^read_pickle ",
+  "^read_feather ", "^read_hdf ", "^read_excel ", "^read_orc ",      -- pandas
+  "^read_bytes %(pathlib%.py%)", "^read_text %(pathlib%.py%)", "^Path%.read_bytes ",
+  "^Path%.read_text ", "^load_dataset ", "^load_file %(",
+}
+
+local function is_load_frame(frame)
+  for _, pat in ipairs(LOAD_FRAMES) do
+    if frame:find(pat) then return true end
+  end
+  return false
+end
+
+-- The thread of the target that spent the largest share of its sampled window in loading code:
+-- share (0..1), the loading frame most seen, samples. nil when nothing was sampled.
+local function loading_share(ev)
+  local py = ev.python
+  if not py or not py.threads then return nil end
+  local best, best_frame, best_n
+  for _, t in ipairs(py.threads) do
+    local w = t.window
+    if w and w.samples and w.samples > 0 and w.top_stacks then
+      local n, frames = 0, {}
+      for _, st in ipairs(w.top_stacks) do
+        local found
+        for frame in (st.stack or ""):gmatch("[^;]+") do
+          if is_load_frame(frame) then found = frame end   -- innermost loading frame
+        end
+        if found then
+          n = n + st.count
+          frames[found] = (frames[found] or 0) + st.count
+        end
+      end
+      local share = n / w.samples
+      if not best or share > best then
+        best, best_n, best_frame = share, w.samples, nil
+        local top = 0
+        for f, c in pairs(frames) do
+          if c > top then best_frame, top = f, c end
+        end
+      end
+    end
+  end
+  return best, best_frame, best_n
+end
+
+local LOAD_REFS = {
+  "https://numpy.org/doc/stable/reference/generated/numpy.load.html",
+  "https://docs.python.org/3/library/tracemalloc.html",
+  "https://pandas.pydata.org/docs/user_guide/io.html#iterating-through-files-chunk-by-chunk",
+  "https://docs.kernel.org/admin-guide/cgroup-v2.html#memory",
+}
+
+rule {
+  id = "mem.load_at_start", section = "2.2", severity = "warn",
+  title = T("A just-started process already holds a large share of its memory limit and is "
+            .. "loading a whole dataset into RAM",
+            "刚启动的进程已占内存上限的很大比例，且正把整个数据集读进内存"),
+  reads = { "proc.age_s", "proc.rss_kb", "proc.anon_kb", "proc.rss_growth_kb_per_s",
+            "cgroup.memory.limit_kb", "host.mem_total_kb", "python.threads[].window.top_stacks",
+            "python.threads[].window.samples" },
+  uses = { "load_young_s", "load_share_pct", "load_rate_mb_per_s", "load_stack_pct", "rss_limit_pct" },
+  check = function(ev, th)
+    local p = ev.proc
+    if not p then return no_proc(ev) end
+    if not p.age_s or not p.rss_kb then
+      return unknown(T("process age or RSS not readable", "读不到进程年龄或 RSS"))
+    end
+    if p.age_s > th.load_young_s then
+      return clear(T(fmt("process started %.0f s ago (a start-up load is judged in its first %g s)",
+                         p.age_s, th.load_young_s),
+                     fmt("进程已启动 %.0f 秒（启动期加载只在前 %g 秒内判断）", p.age_s, th.load_young_s)))
+    end
+    local lim, lim_en, lim_zh, is_cg = limit_of(ev)
+    if not lim then return unknown(T("no memory limit and no host RAM figure", "既无内存上限也无整机内存数据")) end
+    local held = p.anon_kb or p.rss_kb
+    local share = percent(held, lim)
+    local avg = held / math.max(p.age_s, 1) / 1024                  -- MiB/s since start
+    local now = p.rss_growth_kb_per_s and p.rss_growth_kb_per_s / 1024 -- MiB/s over the window
+    local rate = math.max(avg, now or 0)
+    local frac, frame, n = loading_share(ev)
+    local base_en = fmt("pid %d started %.0f s ago; anonymous memory %s = %.0f%% of %s; %.0f MiB/s "
+                        .. "on average since start%s", ev.pid, p.age_s, kb(held), share, lim_en, avg,
+                        now and fmt(", %.0f MiB/s over the window", now) or "")
+    local base_zh = fmt("pid %d 启动 %.0f 秒；匿名内存 %s = %s的 %.0f%%；自启动平均 %.0f MiB/s%s",
+                        ev.pid, p.age_s, kb(held), lim_zh, share, avg,
+                        now and fmt("，窗口内 %.0f MiB/s", now) or "")
+    if share < th.load_share_pct or rate < th.load_rate_mb_per_s then
+      return clear(T(base_en .. fmt(" (needs >= %g%% and >= %g MiB/s)", th.load_share_pct,
+                                    th.load_rate_mb_per_s),
+                     base_zh .. fmt("（阈值：>= %g%% 且 >= %g MiB/s）", th.load_share_pct,
+                                    th.load_rate_mb_per_s)))
+    end
+    if not frac then
+      return unknown(T(base_en .. "; no sampled Python stacks to tell loading from other work "
+                       .. "(run with --duration >= 1 on a CPython target)",
+                       base_zh .. "；没有 Python 栈采样，无法区分加载与其他工作（对 CPython 目标用 --duration >= 1）"))
+    end
+    if 100 * frac < th.load_stack_pct then
+      return clear(T(base_en .. fmt("; only %.0f%% of the busiest thread's samples in loading code "
+                                    .. "(needs %g%%)", 100 * frac, th.load_stack_pct),
+                     base_zh .. fmt("；最忙线程只有 %.0f%% 的采样在加载代码里（阈值 %g%%）", 100 * frac,
+                                    th.load_stack_pct)))
+    end
+    local sev = (is_cg and share >= th.rss_limit_pct) and "high" or "warn"
+    return hit {
+      severity = sev,
+      symptom = T(fmt("Process %.0f s old already holds %.0f%% of %s while loading data", p.age_s,
+                      share, lim_en),
+                  fmt("进程启动 %.0f 秒就占了%s的 %.0f%%，且仍在加载数据", p.age_s, lim_zh, share)),
+      evidence = T(base_en .. fmt("; %.0f%% of %d stack samples in loading code, mostly %s.",
+                                  100 * frac, n, frame or "?"),
+                   base_zh .. fmt("；%d 个栈采样中 %.0f%% 在加载代码里，主要是 %s。", n, 100 * frac,
+                                  frame or "?")),
+      cause = T("The whole dataset is read into RAM at start-up (SOP §2.2 row 1, 'killed right "
+                .. "after start'): memory grows with the file size, not with the batch, and the "
+                .. "peak lands before the first step.",
+                "启动时把整个数据集一次性读进内存（SOP §2.2 第 1 行“进程启动就被杀”）：内存随文件大小"
+                .. "增长而不是随 batch，峰值出现在第一个 step 之前。"),
+      fix = T("Stream or map the data instead of loading it whole: np.load(path, mmap_mode='r') "
+              .. "(pages come from the page cache on demand, reclaimable); pandas "
+              .. "read_csv(..., chunksize=N) / iterator=True; json -> JSON Lines read line by "
+              .. "line; a torch Dataset whose __getitem__ reads one sample (IterableDataset for "
+              .. "streams); torch.load(..., mmap=True) for checkpoints (PyTorch 2.1+).",
+              "改为流式读或 mmap，不要一次全量读入：np.load(path, mmap_mode='r')（按需从 page cache "
+              .. "读页，可回收）；pandas read_csv(..., chunksize=N) / iterator=True；json 改为 JSON Lines "
+              .. "逐行读；torch Dataset 的 __getitem__ 只读一个样本（流式数据用 IterableDataset）；"
+              .. "checkpoint 用 torch.load(..., mmap=True)（PyTorch 2.1+）。"),
+      verify = T("tracemalloc.start(); load; print(tracemalloc.get_traced_memory()[1]) shows the peak "
+                 .. fmt("no longer proportional to the dataset, and `sopctl run --pid N` in the first "
+                        .. "minute shows anonymous memory below %g%% of the limit.", th.load_share_pct),
+                 "tracemalloc.start(); 加载; print(tracemalloc.get_traced_memory()[1]) 显示峰值不再与数据集"
+                 .. fmt("大小成正比，启动后一分钟内 `sopctl run --pid N` 显示匿名内存低于上限的 %g%%。",
+                        th.load_share_pct)),
+      refs = LOAD_REFS,
+    }
+  end,
+}
+
+local GROWTH_REFS = {
+  "https://docs.python.org/3/library/tracemalloc.html",
+  "https://bloomberg.github.io/memray/attach.html",
+  "https://docs.python.org/3/library/functools.html#functools.lru_cache",
+  "https://docs.python.org/3/library/weakref.html",
+}
+
+rule {
+  id = "mem.growth", section = "2.2", severity = "warn",
+  title = T("Resident memory grows steadily over the window (a leak or an unbounded cache)",
+            "常驻内存在窗口内持续增长（泄漏或无上限缓存）"),
+  reads = { "duration_s", "proc.rss_kb", "proc.vm_hwm_kb", "proc.rss_growth_kb_per_s", "proc.age_s",
+            "cgroup.memory.limit_kb", "cgroup.memory.usage_kb", "host.mem_available_kb",
+            "python.threads[].window.top_stacks" },
+  uses = { "growth_min_window_s", "growth_floor_mb_per_s", "growth_min_pct", "growth_hwm_slack_pct",
+           "growth_high_s", "growth_warn_rss_mb", "growth_warn_s", "load_young_s", "load_stack_pct" },
+  check = function(ev, th)
+    local p = ev.proc
+    if not p then return no_proc(ev) end
+    local d = ev.duration_s or 0
+    if d < th.growth_min_window_s or not p.rss_growth_kb_per_s then
+      return unknown(T(fmt("window %.1f s: growth needs a window of at least %g s (--duration)", d,
+                           th.growth_min_window_s),
+                       fmt("窗口 %.1f 秒：判断增长至少需要 %g 秒窗口（--duration）", d, th.growth_min_window_s)))
+    end
+    if not p.rss_kb then return unknown(T("RSS not readable", "读不到 RSS")) end
+    local rate = p.rss_growth_kb_per_s                 -- kB/s
+    local gained = rate * d
+    local gpct = percent(gained, math.max(p.rss_kb, 1))
+    local en = fmt("RSS %s, %+.1f MiB/s over %.1f s (%+.1f%% of RSS)", kb(p.rss_kb), rate / 1024, d, gpct)
+    local zh = fmt("RSS %s，%.1f 秒内 %+.1f MiB/s（占 RSS 的 %+.1f%%）", kb(p.rss_kb), d, rate / 1024, gpct)
+    if rate / 1024 < th.growth_floor_mb_per_s or gpct < th.growth_min_pct then
+      return clear(T(en .. fmt(" (needs >= %g MiB/s and >= %g%%)", th.growth_floor_mb_per_s,
+                               th.growth_min_pct),
+                     zh .. fmt("（阈值：>= %g MiB/s 且 >= %g%%）", th.growth_floor_mb_per_s, th.growth_min_pct)))
+    end
+    -- Steady: the RSS is at its high-water mark, not a sawtooth below an earlier peak.
+    if p.vm_hwm_kb and p.rss_kb < p.vm_hwm_kb * (1 - th.growth_hwm_slack_pct / 100) then
+      return clear(T(en .. fmt("; but below its earlier peak VmHWM %s: memory goes up and down, "
+                               .. "not a steady climb", kb(p.vm_hwm_kb)),
+                     zh .. fmt("；但低于之前的峰值 VmHWM %s：内存有升有降，不是持续上涨", kb(p.vm_hwm_kb))))
+    end
+    local frac = loading_share(ev)
+    if p.age_s and p.age_s <= th.load_young_s and frac and 100 * frac >= th.load_stack_pct then
+      return clear(T(en .. fmt("; the process is %.0f s old and %.0f%% of its samples are in loading "
+                               .. "code: start-up loading, see mem.load_at_start", p.age_s, 100 * frac),
+                     zh .. fmt("；进程启动 %.0f 秒且 %.0f%% 的采样在加载代码里：属于启动期加载，见 mem.load_at_start",
+                               p.age_s, 100 * frac)))
+    end
+    -- Time left at this rate.
+    local mem = ev.cgroup and ev.cgroup.memory
+    local lim = mem and mem.limit_kb
+    local left, left_en, left_zh
+    if lim and lim > 0 and lim < UNLIMITED_KB then
+      local used = mem.usage_kb or p.rss_kb
+      left = math.max(lim - used, 0) / rate
+      left_en = fmt("; at this rate the cgroup limit %s (usage %s) is reached in %.0f s", kb(lim), kb(used), left)
+      left_zh = fmt("；按此速率 %.0f 秒后达到 cgroup 上限 %s（当前用量 %s）", left, kb(lim), kb(used))
+    elseif ev.host and ev.host.mem_available_kb then
+      left = ev.host.mem_available_kb / rate
+      left_en = fmt("; at this rate host MemAvailable %s is used up in %.0f s", kb(ev.host.mem_available_kb), left)
+      left_zh = fmt("；按此速率 %.0f 秒后耗尽整机 MemAvailable %s", left, kb(ev.host.mem_available_kb))
+    else
+      left_en, left_zh = "", ""
+    end
+    local pid = ev.pid
+    return hit {
+      -- A small process whose growth would take hours to matter is warming up as often as it
+      -- leaks (imports, allocator pools, caches filling): info until it is big or close.
+      severity = (left and left <= th.growth_high_s) and "high"
+                 or ((p.rss_kb >= 1024 * th.growth_warn_rss_mb or (left and left <= th.growth_warn_s)) and "warn"
+                 or "info"),
+      symptom = T(fmt("Memory grows steadily: %+.1f MiB/s", rate / 1024),
+                  fmt("内存持续增长：%+.1f MiB/s", rate / 1024)),
+      evidence = T(en .. fmt("; RSS at its peak (VmHWM %s)", kb(p.vm_hwm_kb or p.rss_kb)) .. left_en .. ".",
+                   zh .. fmt("；RSS 处于峰值（VmHWM %s）", kb(p.vm_hwm_kb or p.rss_kb)) .. left_zh .. "。"),
+      cause = T("Something keeps references to new objects (SOP §2.2 row 2, 'grows the longer it "
+                .. "runs'): a list appended to every step, a dict/cache without a bound, tensors kept "
+                .. "with their graph (loss history without .item()), or reference cycles the GC "
+                .. "does not free (see gc.pauses).",
+                "有东西一直持有新对象的引用（SOP §2.2 第 2 行“跑着跑着越来越大”）：每步 append 的 list、"
+                .. "没有上限的 dict/缓存、连同计算图一起保存的张量（记录 loss 没用 .item()），或 GC "
+                .. "没有回收的循环引用（见 gc.pauses）。"),
+      fix = T(fmt("Find the growing allocation site, then bound it: `memray attach --aggregate -o "
+                  .. "grow.bin %d` (non-interactive; then `memray flamegraph grow.bin`), or in the "
+                  .. "code tracemalloc.start(25) and compare two snapshots a few minutes apart "
+                  .. "(snap2.compare_to(snap1, 'traceback')[:10]). Then: "
+                  .. "functools.lru_cache(maxsize=N) instead of an unbounded dict, weakref / "
+                  .. "WeakValueDictionary for caches of live objects, store loss.item() not loss, "
+                  .. "del per-step references.", pid),
+              fmt("先找到增长的分配点再设上限：`memray attach --aggregate -o grow.bin %d`（非交互；"
+                  .. "再 `memray flamegraph grow.bin`），或在代码里 tracemalloc.start(25)，相隔几分钟取两次快照"
+                  .. "比较（snap2.compare_to(snap1, 'traceback')[:10]）。然后：无上限 dict 改为 "
+                  .. "functools.lru_cache(maxsize=N)；活对象缓存用 weakref / WeakValueDictionary；记录 "
+                  .. "loss.item() 而不是 loss；及时 del 每步的引用。", pid)),
+      verify = T(fmt("`sopctl run --pid %d --duration 10` twice, minutes apart: RSS growth below "
+                     .. "%g MiB/s and VmHWM no longer rising.", pid, th.growth_floor_mb_per_s),
+                 fmt("相隔几分钟两次 `sopctl run --pid %d --duration 10`：RSS 增长低于 %g MiB/s，VmHWM 不再上升。",
+                     pid, th.growth_floor_mb_per_s)),
+      refs = GROWTH_REFS,
+    }
+  end,
+}
+
+-- Same program: same comm and the same command line once numbers (ranks, fds, ports) are blanked.
+local function program_of(x)
+  return (x.comm or "?") .. "\0" .. ((x.cmdline or ""):gsub("%d+", "#"))
+end
+
+-- The largest group of similar big copies among `list` (items with private_kb): list, total.
+local function similar_big(list, th)
+  local min_kb = th.sib_min_mb * 1024
+  local big = {}
+  for _, c in ipairs(list) do
+    if c.private_kb and c.private_kb >= min_kb then big[#big + 1] = c end
+  end
+  table.sort(big, function(a, b) return a.private_kb > b.private_kb end)
+  local best = {}
+  for i = 1, #big do  -- each as the largest of a group: those within sib_similar_pct below it
+    local grp = { big[i] }
+    for j = i + 1, #big do
+      if big[j].private_kb >= big[i].private_kb * (1 - th.sib_similar_pct / 100) then
+        grp[#grp + 1] = big[j]
+      end
+    end
+    if #grp > #best then best = grp end
+  end
+  return best
+end
+
+local SIB_REFS = {
+  "https://pytorch.org/docs/stable/data.html#torch.utils.data.distributed.DistributedSampler",
+  "https://docs.python.org/3/library/multiprocessing.shared_memory.html",
+  "https://numpy.org/doc/stable/reference/generated/numpy.load.html",
+}
+
+rule {
+  id = "mem.siblings_full_copy", section = "2.2", severity = "warn",
+  title = T("Several workers or ranks each hold a similar, large private copy of the data "
+            .. "(every rank loads the full dataset)",
+            "多个 worker 或 rank 各自持有相近的大块私有数据（每个 rank 都加载了完整数据集）"),
+  reads = { "children[].private_kb", "children[].cmdline", "children[].comm", "proc.private_kb",
+            "proc.anon_kb", "proc.cmdline", "parent.cmdline", "parent.anon_kb", "siblings[].private_kb",
+            "siblings[].cmdline", "siblings[].comm", "cgroup.memory.limit_kb", "host.mem_total_kb" },
+  uses = { "sib_min_mb", "sib_min_count", "sib_similar_pct", "sib_own_ratio", "rss_limit_pct" },
+  check = function(ev, th)
+    local p = ev.proc
+    if not p then return no_proc(ev) end
+    -- (1) the target's workers. Forked ones count only beyond what they could have inherited.
+    local parent_kb = p.anon_kb or p.rss_kb or 0
+    local cands, inherited = {}, 0
+    for _, c in ipairs(ev.children or {}) do
+      if c.private_kb then
+        if forked_from(c, p) and c.private_kb <= th.sib_own_ratio * parent_kb then
+          inherited = inherited + 1
+        else
+          cands[#cands + 1] = c
+        end
+      end
+    end
+    local grp, role_en, role_zh = similar_big(cands, th), "workers of pid " .. ev.pid,
+                                  fmt("pid %d 的 worker", ev.pid)
+    -- (2) the target is one of several ranks under one launcher: it and its same-program siblings.
+    if #grp < th.sib_min_count and ev.siblings and p.private_kb then
+      local me = { pid = ev.pid, comm = p.comm, cmdline = p.cmdline, private_kb = p.private_kb }
+      local par = ev.parent
+      local own_ok = not (par and forked_from(me, par))
+                     or p.private_kb > th.sib_own_ratio * (par.anon_kb or par.rss_kb or 0)
+      if own_ok then
+        local peers = { me }
+        for _, s in ipairs(ev.siblings) do
+          if s.private_kb and program_of(s) == program_of(me)
+              and not (par and forked_from(s, par) and s.private_kb <= th.sib_own_ratio * (par.anon_kb or 0)) then
+            peers[#peers + 1] = s
+          end
+        end
+        local g2 = similar_big(peers, th)
+        local has_me = false
+        for _, x in ipairs(g2) do if x.pid == ev.pid then has_me = true end end
+        if has_me and #g2 >= th.sib_min_count then
+          grp = g2
+          role_en = fmt("pid %d and its sibling processes under parent pid %d (%s)", ev.pid,
+                        par and par.pid or p.ppid or 0, par and par.comm or "?")
+          role_zh = fmt("pid %d 及其同一父进程 pid %d（%s）下的兄弟进程", ev.pid,
+                        par and par.pid or p.ppid or 0, par and par.comm or "?")
+        end
+      end
+    end
+    if #grp < th.sib_min_count then
+      local en = fmt("%d workers, %d siblings: fewer than %g similar processes with >= %g MiB private "
+                     .. "memory each", #(ev.children or {}), ev.siblings and #ev.siblings or 0,
+                     th.sib_min_count, th.sib_min_mb)
+      local zh = fmt("%d 个 worker、%d 个兄弟进程：私有内存各 >= %g MiB 且相近的进程不足 %g 个",
+                     #(ev.children or {}), ev.siblings and #ev.siblings or 0, th.sib_min_mb, th.sib_min_count)
+      if inherited > 0 then
+        en = en .. fmt("; %d forked workers hold no more than the parent's memory (inherited pages: "
+                       .. "mem.fork_cow)", inherited)
+        zh = zh .. fmt("；%d 个 fork 的 worker 私有内存不超过父进程（继承的页：mem.fork_cow）", inherited)
+      end
+      if not ev.children and not ev.siblings then
+        return unknown(T("neither workers nor sibling processes were read", "没有读到 worker 或兄弟进程"))
+      end
+      return clear(T(en, zh))
+    end
+    local sum, list = 0, {}
+    for i, c in ipairs(grp) do
+      sum = sum + c.private_kb
+      if i <= 8 then list[#list + 1] = fmt("pid %d %s", c.pid, kb(c.private_kb)) end
+    end
+    local lim, lim_en, lim_zh, is_cg = limit_of(ev)
+    local share = lim and percent(sum, lim)
+    return hit {
+      severity = (is_cg and share >= th.rss_limit_pct) and "high" or "warn",
+      symptom = T(fmt("%d processes each hold about %s of private memory", #grp, kb(grp[#grp].private_kb)),
+                  fmt("%d 个进程各自持有约 %s 私有内存", #grp, kb(grp[#grp].private_kb))),
+      evidence = T(fmt("%s: private (unshared) memory %s; together %s%s.", role_en,
+                       table.concat(list, ", "), kb(sum),
+                       share and fmt(" = %.0f%% of %s", share, lim_en) or ""),
+                   fmt("%s：私有（未共享）内存 %s；合计 %s%s。", role_zh, table.concat(list, "，"), kb(sum),
+                       share and fmt(" = %s的 %.0f%%", lim_zh, share) or "")),
+      cause = T("Each process built its own full copy of the same data (SOP §2.2 row 4, 'every rank "
+                .. "blows up'): the memory is private to each of them, not inherited from a parent "
+                .. "(that would be shared or copy-on-write, mem.fork_cow), so the total grows with "
+                .. "the number of ranks/workers.",
+                "每个进程都各自构建了同一份完整数据（SOP §2.2 第 4 行“多 rank 训练每个 rank 都爆”）：内存是"
+                .. "各自私有的，不是从父进程继承的（那会是共享页或写时复制，见 mem.fork_cow），总量随 rank/"
+                .. "worker 数线性增长。"),
+      fix = T("Give each rank only its shard: torch.utils.data.distributed.DistributedSampler "
+              .. "(or shard files per rank: webdataset / split by rank), and load lazily in "
+              .. "__getitem__; data every process needs whole goes in one read-only copy: "
+              .. "np.load(path, mmap_mode='r') (the page cache is shared by all processes) or "
+              .. "multiprocessing.shared_memory created once by the launcher.",
+              "每个 rank 只读自己的分片：torch.utils.data.distributed.DistributedSampler（或按 rank 切分"
+              .. "文件：webdataset / 按 rank 分片），在 __getitem__ 里按需读取；所有进程都要的完整数据只保留"
+              .. "一份只读副本：np.load(path, mmap_mode='r')（page cache 由所有进程共享）或由启动进程创建一次 "
+              .. "multiprocessing.shared_memory。"),
+      verify = T(fmt("`sopctl run --pid %d`: each process's private memory drops to about 1/%d of "
+                     .. "the dataset (or the data moves to shared/file-backed pages), and the total "
+                     .. "stops scaling with the process count.", ev.pid, #grp),
+                 fmt("`sopctl run --pid %d`：每个进程的私有内存降到数据集的约 1/%d（或数据转为共享/文件页），"
+                     .. "总量不再随进程数增长。", ev.pid, #grp)),
+      refs = SIB_REFS,
+    }
+  end,
+}
+
+local PIN_REFS = {
+  "https://pytorch.org/docs/stable/data.html#memory-pinning",
+  "https://man7.org/linux/man-pages/man2/mlock.2.html",
+  "https://docs.kernel.org/filesystems/proc.html",
+}
+
+rule {
+  id = "mem.pinned", section = "2.2", severity = "warn",
+  title = T("Locked / pinned memory is a large share of RSS or of the memory limit "
+            .. "(\"free is enough but still OOM\")",
+            "锁定/pinned 内存占 RSS 或内存上限的很大比例（“free 够但还 OOM”）"),
+  reads = { "proc.vm_lck_kb", "proc.vm_pin_kb", "proc.smaps.locked_kb", "proc.rss_kb",
+            "proc.memlock_limit_kb", "cgroup.memory.limit_kb", "host.mem_total_kb", "host.mlocked_kb" },
+  uses = { "pinned_min_mb", "pinned_rss_pct", "pinned_limit_pct" },
+  check = function(ev, th)
+    local p = ev.proc
+    if not p then return no_proc(ev) end
+    local lck, pin = p.vm_lck_kb, p.vm_pin_kb
+    local sm = p.smaps and p.smaps.locked_kb
+    if not lck and not pin and not sm then
+      return unknown(T("VmLck/VmPin/Locked not readable", "读不到 VmLck/VmPin/Locked"))
+    end
+    local locked = math.max(lck or 0, pin or 0, sm or 0)
+    local rss = p.rss_kb
+    local lim, lim_en, lim_zh = limit_of(ev)
+    local rpct = rss and rss > 0 and percent(locked, rss) or 0
+    local lpct = lim and percent(locked, lim) or 0
+    local en = fmt("VmLck %s, VmPin %s, smaps Locked %s; RSS %s (%.0f%% locked)",
+                   lck and kb(lck) or "?", pin and kb(pin) or "?", sm and kb(sm) or "?",
+                   rss and kb(rss) or "?", rpct)
+    local zh = fmt("VmLck %s，VmPin %s，smaps Locked %s；RSS %s（%.0f%% 被锁定）",
+                   lck and kb(lck) or "?", pin and kb(pin) or "?", sm and kb(sm) or "?",
+                   rss and kb(rss) or "?", rpct)
+    if lim then
+      en = en .. fmt("; %.0f%% of %s", lpct, lim_en)
+      zh = zh .. fmt("；占%s的 %.0f%%", lim_zh, lpct)
+    end
+    if locked < th.pinned_min_mb * 1024 or (rpct < th.pinned_rss_pct and lpct < th.pinned_limit_pct) then
+      return clear(T(en .. fmt(" (needs >= %g MiB and >= %g%% of RSS or >= %g%% of the limit)",
+                               th.pinned_min_mb, th.pinned_rss_pct, th.pinned_limit_pct),
+                     zh .. fmt("（阈值：>= %g MiB，且 >= RSS 的 %g%% 或 >= 上限的 %g%%）",
+                               th.pinned_min_mb, th.pinned_rss_pct, th.pinned_limit_pct)))
+    end
+    local host = ev.host
+    if host and host.mlocked_kb then
+      en = en .. fmt("; host Mlocked %s", kb(host.mlocked_kb))
+      zh = zh .. fmt("；整机 Mlocked %s", kb(host.mlocked_kb))
+    end
+    if p.memlock_limit_kb then
+      en = en .. (p.memlock_limit_kb < 0 and "; RLIMIT_MEMLOCK unlimited"
+                  or fmt("; RLIMIT_MEMLOCK %s", kb(p.memlock_limit_kb)))
+      zh = zh .. (p.memlock_limit_kb < 0 and "；RLIMIT_MEMLOCK 不限"
+                  or fmt("；RLIMIT_MEMLOCK %s", kb(p.memlock_limit_kb)))
+      if p.memlock_limit_kb >= 0 and (lck or 0) > p.memlock_limit_kb then
+        en = en .. " (exceeded: the process has CAP_IPC_LOCK, e.g. runs as root)"
+        zh = zh .. "（已超出：进程有 CAP_IPC_LOCK，例如以 root 运行）"
+      end
+    end
+    return hit {
+      symptom = T(fmt("%s of the process's memory is locked in RAM", kb(locked)),
+                  fmt("进程有 %s 内存被锁定在 RAM 中", kb(locked))),
+      evidence = T(en .. ".", zh .. "。"),
+      cause = T("Locked (mlock) or pinned (page-locked for DMA: DataLoader pin_memory=True, CUDA "
+                .. "host allocations, RDMA registrations) pages count in RSS and the memory "
+                .. "cgroup but can be neither reclaimed nor swapped (SOP §2.2 row 6, 'free is "
+                .. "enough but still OOM'): the kernel OOM-kills once the unlockable rest no "
+                .. "longer fits.",
+                "被锁定（mlock）或 pinned（为 DMA 锁页：DataLoader pin_memory=True、CUDA 主机内存、RDMA "
+                .. "注册）的页计入 RSS 和内存 cgroup，但既不能回收也不能换出（SOP §2.2 第 6 行“free 够但还 "
+                .. "OOM”）：剩下可回收的部分放不下时内核就会 OOM kill。"),
+      fix = T("Bound what is pinned: DataLoader pins num_workers x prefetch_factor batches when "
+              .. "pin_memory=True; lower prefetch_factor, or pin only in the training process "
+              .. "(pin_memory=False with .pin_memory() on the batch you send to the GPU); free "
+              .. "pinned staging buffers you no longer use (torch.cuda.empty_cache() releases "
+              .. "the caching host allocator's blocks); remove mlock/mlockall calls or cap them "
+              .. "with `ulimit -l` (RLIMIT_MEMLOCK).",
+              "限制 pinned 总量：pin_memory=True 时 DataLoader 会 pin num_workers x prefetch_factor 个 "
+              .. "batch；调小 prefetch_factor，或只在训练进程里 pin（pin_memory=False，对要送 GPU 的 batch "
+              .. "调用 .pin_memory()）；释放不再用的 pinned 中转缓冲（torch.cuda.empty_cache() 会释放缓存的"
+              .. "主机内存块）；去掉 mlock/mlockall，或用 `ulimit -l`（RLIMIT_MEMLOCK）限制。"),
+      verify = T(fmt("`grep -E 'VmLck|VmPin' /proc/%d/status` and `sopctl run --pid %d` show locked "
+                     .. "memory below %g%% of RSS.", ev.pid, ev.pid, th.pinned_rss_pct),
+                 fmt("`grep -E 'VmLck|VmPin' /proc/%d/status` 与 `sopctl run --pid %d` 显示锁定内存低于 "
+                     .. "RSS 的 %g%%。", ev.pid, ev.pid, th.pinned_rss_pct)),
+      refs = PIN_REFS,
     }
   end,
 }

@@ -123,8 +123,8 @@ end
 
 rule {
   id = "oom.killed", section = "2.1", severity = "high",
-  title = T("the kernel OOM killer killed the target, one of its workers or a process of its cgroup",
-            "内核 OOM killer 杀掉了目标进程、其 worker 或同 cgroup 的进程"),
+  title = T("The process, or a task in its memory cgroup, was killed by the kernel OOM killer",
+            "进程或其内存 cgroup 中的任务被内核 OOM killer 杀掉"),
   doc = [[Matches the kernel log's OOM records (host.oom_kills) to the target precisely. The target is gone and a record
     has its pid: post-mortem, high (anon-rss, file-rss, total-vm, memcg, constraint, how long ago). A record whose
     task_memcg is the target's cgroup, younger than oom_recent_s: high if it happened while the target ran, warn
@@ -133,8 +133,8 @@ rule {
     cgroup, not when or whom). The same command name killed in the root memcg after the target started: info only.
     Kills in sibling cgroups, in the root memcg of other commands, or of an earlier process with the target's pid
     are never attributed. Unknown when the kernel log and the cgroup counter are both unreadable.]],
-  reads = { "alive", "collected_at", "host.oom_kills[]", "proc.comm", "proc.start_time_s", "cgroup.path",
-            "cgroup.memory.events.oom_kill" },
+  reads = { "host.oom_kills", "cgroup.memory.events.oom_kill", "cgroup.path", "proc.start_time_s",
+            "proc.comm", "alive" },
   uses = { "oom_recent_s" },
   check = function(ev, th)
     local kills = ev.host and ev.host.oom_kills

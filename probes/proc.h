@@ -193,6 +193,16 @@ void sop__thread_list_free(sop_thread_list *l);
 #define SOP_CHILDREN_MAX 256
 int sop__children_collect(int proc_root_fd, int pid, sop_child_list *out, sop_missing *missing);
 void sop__child_list_free(sop_child_list *l);
+/* Read one process (stat, status, smaps_rollup, io, cmdline, allow-listed environ) into *c as
+ * a child at `depth` of `ppid`. Returns false when it is gone. proc_root_fd is an open /proc. */
+bool sop__child_read(int proc_root_fd, int pid, int ppid, int depth, sop_child *c,
+                     sop_missing *missing);
+/* The target's parent (*parent, *have_parent) and its other children (its siblings: ranks of a
+ * launcher, workers of one pool), bounded by SOP_SIBLINGS_MAX; nothing when the parent is
+ * pid 0/1/2 (init's children are every daemon, not a family). proc_root_fd is an open /proc. */
+#define SOP_SIBLINGS_MAX 64
+int sop__siblings_collect(int proc_root_fd, int pid, int ppid, sop_child *parent, bool *have_parent,
+                          sop_child_list *siblings, sop_missing *missing);
 
 /* ---- window: fill rates in `now` from `before`, `secs` apart ---- */
 void sop__proc_rates(sop_proc *now, const sop_proc *before, double secs, double ticks_per_s);

@@ -137,13 +137,12 @@ static void child_miss(sop_missing *m, int dfd, const char *file, long rc)
     sop__missing_add(m, "children", "%s: %s", file, rc < 0 ? sop__strerror((int)-rc) : "empty");
 }
 
-/* Read one descendant; returns false when it is gone. */
-static bool read_child(int rootfd, const node *nd, sop_child *c, sop_missing *m)
+bool sop__child_read(int rootfd, int pid, int ppid, int depth, sop_child *c, sop_missing *m)
 {
     memset(c, 0, sizeof *c);
-    c->pid = nd->pid;
-    c->ppid = nd->ppid;
-    c->depth = nd->depth;
+    c->pid = pid;
+    c->ppid = ppid;
+    c->depth = depth;
     c->cpu_pct = c->read_bytes_per_s = c->rchar_per_s = NAN;
     sop__parse_stat(NULL, &c->stat);
     sop__parse_status(NULL, &c->status);
@@ -151,7 +150,7 @@ static bool read_child(int rootfd, const node *nd, sop_child *c, sop_missing *m)
     sop__parse_io(NULL, &c->io);
 
     char path[24];
-    snprintf(path, sizeof path, "%d", nd->pid);
+    snprintf(path, sizeof path, "%d", pid);
     int dfd = openat(rootfd, path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
     if (dfd < 0)
         return false;
@@ -228,7 +227,8 @@ int sop__children_collect(int proc_root_fd, int pid, sop_child_list *out, sop_mi
         }
     }
     for (size_t i = 1; i <= want; i++)
-        if (read_child(proc_root_fd, &q.v[i], &out->items[out->n], missing))
+        if (sop__child_read(proc_root_fd, q.v[i].pid, q.v[i].ppid, q.v[i].depth,
+                            &out->items[out->n], missing))
             out->n++;
     free(q.v);
     if (out->n == 0)

@@ -235,38 +235,54 @@ static void add_threads(sop_value *ev, const sop_thread_list *tl, double tps)
     }
 }
 
-static void add_children(sop_value *ev, const sop_child_list *cl)
+static sop_value *child_obj(const sop_child *c, bool with_depth)
 {
-    sop_value *arr = sop__v_arr_at(ev, "children");
+    sop_value *o = sop__v_obj();
+    if (!o)
+        return NULL;
+    sop__v_set_int(o, "pid", c->pid);
+    sop__v_set_int(o, "ppid", c->stat.ppid >= 0 ? c->stat.ppid : c->ppid);
+    if (with_depth)
+        sop__v_set_int(o, "depth", c->depth);
+    set_text(o, "comm", c->stat.comm);
+    set_text(o, "cmdline", c->cmdline);
+    set_state(o, c->stat.state, false);
+    sop__v_set_int(o, "threads", first(c->status.threads, c->stat.num_threads));
+    sop__v_set_int(o, "rss_kb", c->status.vm_rss_kb);
+    sop__v_set_int(o, "anon_kb", c->status.rss_anon_kb);
+    if (c->have_smaps) {
+        sop__v_set_int(o, "pss_kb", c->smaps.pss_kb);
+        sop__v_set_int(o, "private_kb", sum2(c->smaps.private_clean_kb, c->smaps.private_dirty_kb));
+        sop__v_set_int(o, "shared_kb", sum2(c->smaps.shared_clean_kb, c->smaps.shared_dirty_kb));
+    }
+    sop__v_set_int(o, "swap_kb",
+                   first(c->have_smaps ? c->smaps.swap_kb : SOP_NA, c->status.vm_swap_kb));
+    sop__v_set_dbl(o, "cpu_pct", c->cpu_pct);
+    sop__v_set_dbl(o, "read_bytes_per_s", c->read_bytes_per_s);
+    sop__v_set_dbl(o, "rchar_per_s", c->rchar_per_s);
+    add_env(o, &c->env);
+    return o;
+}
+
+static void add_children(sop_value *ev, const char *key, const sop_child_list *cl, bool depth)
+{
+    sop_value *arr = sop__v_arr_at(ev, key);
     for (size_t i = 0; arr && i < cl->n; i++) {
-        const sop_child *c = &cl->items[i];
-        sop_value *o = sop__v_obj();
+        sop_value *o = child_obj(&cl->items[i], depth);
         if (!o)
             break;
-        sop__v_set_int(o, "pid", c->pid);
-        sop__v_set_int(o, "ppid", c->stat.ppid >= 0 ? c->stat.ppid : c->ppid);
-        sop__v_set_int(o, "depth", c->depth);
-        set_text(o, "comm", c->stat.comm);
-        set_text(o, "cmdline", c->cmdline);
-        set_state(o, c->stat.state, false);
-        sop__v_set_int(o, "threads", first(c->status.threads, c->stat.num_threads));
-        sop__v_set_int(o, "rss_kb", c->status.vm_rss_kb);
-        sop__v_set_int(o, "anon_kb", c->status.rss_anon_kb);
-        if (c->have_smaps) {
-            sop__v_set_int(o, "pss_kb", c->smaps.pss_kb);
-            sop__v_set_int(o, "private_kb",
-                           sum2(c->smaps.private_clean_kb, c->smaps.private_dirty_kb));
-            sop__v_set_int(o, "shared_kb",
-                           sum2(c->smaps.shared_clean_kb, c->smaps.shared_dirty_kb));
-        }
-        sop__v_set_int(o, "swap_kb",
-                       first(c->have_smaps ? c->smaps.swap_kb : SOP_NA, c->status.vm_swap_kb));
-        sop__v_set_dbl(o, "cpu_pct", c->cpu_pct);
-        sop__v_set_dbl(o, "read_bytes_per_s", c->read_bytes_per_s);
-        sop__v_set_dbl(o, "rchar_per_s", c->rchar_per_s);
-        add_env(o, &c->env);
         sop__v_push(arr, o);
     }
+}
+
+void sop__bridge_family(sop_value *ev, const sop_child *parent, const sop_child_list *siblings)
+{
+    if (!ev)
+        return;
+    if (parent)
+        sop__v_set(ev, "parent", child_obj(parent, false));
+    if (parent && siblings) /* measured: [] when the parent has no other child */
+        add_children(ev, "siblings", siblings, false);
 }
 
 void sop__bridge_proc(sop_value *ev, const sop_proc *p, const sop_thread_list *threads,
@@ -280,5 +296,5 @@ void sop__bridge_proc(sop_value *ev, const sop_proc *p, const sop_thread_list *t
     if (threads)
         add_threads(ev, threads, tps);
     if (children)
-        add_children(ev, children);
+        add_children(ev, "children", children, true);
 }

@@ -98,6 +98,11 @@ void sop__bridge_python(sop_value *ev, const struct sop_python *py)
             }
         }
         sop__v_set_int(gc, "frozen", py->gc_frozen);
+        if (py->gc_collections[0] != SOP_NA) {
+            sop_value *cs = sop__v_arr_at(gc, "collections");
+            for (int g = 0; g < 3; g++)
+                sop__v_push(cs, sop__v_num((double)py->gc_collections[g]));
+        }
     }
     sop__v_set(p, "threads", sop__bridge_python_threads(py));
 }

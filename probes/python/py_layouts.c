@@ -22,7 +22,8 @@
         16, 32, 40, 56, 16, 32, 2                                                                  \
     }
 /* struct _gc_runtime_state: enabled 12, generations 24 (3 x 24 bytes: head 16, threshold 16,
- * count 20), permanent_generation 104, collecting 200 — the same on 3.8-3.13. */
+ * count 20), permanent_generation 104, generation_stats 128 (3 x 24 bytes: collections 0,
+ * collected 8, uncollectable 16), collecting 200 — the same on 3.8-3.13. */
 /* Dicts and instance attributes, for thread names. PyTypeObject tp_flags 168, tp_dictoffset
  * 288; PyDictObject ma_keys 32, ma_values 40, on every version. 3.8-3.10 keys (from
  * Objects/dict-common.h, not installed): dk_size 8, dk_nentries 32, dk_indices 40, entries of
@@ -36,7 +37,8 @@
     .dk_nentries = 24, .dk_indices = 32
 #define GC_FIELDS                                                                                  \
     .gc_enabled = 12, .gc_collecting = 200, .gc_generations = 24, .gc_gen_size = 24,               \
-    .gc_gen_threshold = 16, .gc_gen_count = 20, .gc_permanent = 104
+    .gc_gen_threshold = 16, .gc_gen_count = 20, .gc_permanent = 104, .gc_gen_stats = 128,        \
+    .gc_gen_stats_size = 24
 
 /* One version per block, related fields on a line. */
 // clang-format off

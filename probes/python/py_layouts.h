@@ -39,6 +39,9 @@ typedef struct {
     /* struct _gc_runtime_state */
     uint32_t gc_enabled, gc_collecting, gc_generations, gc_gen_size, gc_gen_threshold, gc_gen_count,
         gc_permanent;
+    /* generation_stats[3] {collections collected uncollectable}: trusted only where the array
+     * ends where `collecting` starts (as on every table version) */
+    uint32_t gc_gen_stats, gc_gen_stats_size;
     /* PyThreadState */
     uint32_t ts_size, ts_next, ts_interp, ts_frame, ts_thread_id, ts_native_thread_id;
     uint32_t cf_current_frame; /* 3.11-3.12: _PyCFrame.current_frame */

@@ -628,10 +628,35 @@ static uint64_t gil_holder(walker *w, uint64_t interp)
     return holder;
 }
 
+/* generation_stats[g].collections from a read _gc_runtime_state, when the layout places the
+ * array right before `collecting` (every known version) and the counts are plausible. */
+static void gc_collections(const sop_pylayout *L, const uint8_t *b, int64_t out[3])
+{
+    for (int g = 0; g < 3; g++)
+        out[g] = SOP_NA;
+    if (!L->gc_gen_stats || L->gc_gen_stats + 3 * L->gc_gen_stats_size != L->gc_collecting ||
+        L->gc_collecting + 4 > SOP_PYLAYOUT_GC_READ)
+        return;
+    int64_t v[3];
+    for (int g = 0; g < 3; g++) {
+        v[g] = (int64_t)rd64(b, L->gc_gen_stats + (uint32_t)g * L->gc_gen_stats_size);
+        if (v[g] < 0 || v[g] > ((int64_t)1 << 48))
+            return;
+    }
+    for (int g = 0; g < 3; g++)
+        out[g] = v[g];
+}
+
+/* Address of the GC state of `interp` (3.8: in _PyRuntime). */
+static uint64_t gc_addr(const walker *w, uint64_t interp)
+{
+    return w->L.rt_gc ? w->runtime + w->L.rt_gc : interp + w->L.is_gc;
+}
+
 static void read_gc(walker *w, uint64_t interp, sop_python *py)
 {
     const sop_pylayout *L = &w->L;
-    uint64_t gc = L->rt_gc ? w->runtime + L->rt_gc : interp + L->is_gc;
+    uint64_t gc = gc_addr(w, interp);
     uint8_t b[SOP_PYLAYOUT_GC_READ];
     if (L->gc_permanent + 16 > sizeof b || sop__rmem_read_direct(&w->mem, gc, b, sizeof b) < 0) {
         sop__missing_add(w->missing, "python", "GC state unreadable");
@@ -649,6 +674,7 @@ static void read_gc(walker *w, uint64_t interp, sop_python *py)
         py->gc_threshold[g] = rd32(b, go + L->gc_gen_threshold);
         py->gc_count[g] = rd32(b, go + L->gc_gen_count);
     }
+    gc_collections(L, b, py->gc_collections);
     /* Frozen objects: the permanent generation's list (gc.freeze() does not keep a count);
      * walked up to FROZEN_MAX nodes (through the page cache), else left unknown. */
     uint64_t head = gc + L->gc_permanent, node = rd64(b, L->gc_permanent);
@@ -893,7 +919,8 @@ static int collect(walker *w, unsigned flags, sop_python *py)
                 if (nr == -EPERM || nr == -EACCES) {
                     ptrace_refused = true;
                     sop__missing_add(w->missing, "native", "ptrace refused: %s", err);
-                    snprintf(t->native_error, sizeof t->native_error, "ptrace refused: %.140s", err);
+                    snprintf(t->native_error, sizeof t->native_error, "ptrace refused: %.140s",
+                             err);
                 } else if (nr < 0) {
                     snprintf(t->native_error, sizeof t->native_error, "%s", err);
                     sop__missing_add(w->missing, "native", "thread %d: %s", t->tid, err);
@@ -974,7 +1001,7 @@ static int collect_at(int pid, const char *proc_root, unsigned flags, const fake
     py->gil_holder_tid = SOP_NA;
     py->gc_enabled = py->gc_collecting = py->gc_frozen = SOP_NA;
     for (int g = 0; g < 3; g++)
-        py->gc_threshold[g] = py->gc_count[g] = SOP_NA;
+        py->gc_threshold[g] = py->gc_count[g] = py->gc_collections[g] = SOP_NA;
     rc = collect(&w, flags, py);
     if (rc == -EFAULT || rc == -EAGAIN || rc == 0) {
         /* Reads that failed because the target exited count as "gone". */
@@ -993,7 +1020,8 @@ static int collect_at(int pid, const char *proc_root, unsigned flags, const fake
         break;
     case -EPERM:
     case -EACCES:
-        sop__missing_add(missing, "python", "memory of %d not readable: %s", pid, sop__strerror(-rc));
+        sop__missing_add(missing, "python", "memory of %d not readable: %s", pid,
+                         sop__strerror(-rc));
         break;
     case -ENOTSUP:
         break; /* reason already added */
@@ -1130,6 +1158,29 @@ static size_t sampler_tid(sop_pysampler *s, uint64_t ts, const sop_pythread *t, 
     if (!s->tids[h].name[0] && tid == w->pid)
         snprintf(s->tids[h].name, sizeof s->tids[h].name, "MainThread");
     return h;
+}
+
+int sop__python_sample_gc(sop_pysampler *s, sop_pygc *out)
+{
+    walker *w = &s->w;
+    out->collecting = SOP_NA;
+    for (int g = 0; g < 3; g++)
+        out->collections[g] = SOP_NA;
+    uint64_t interp;
+    int rc = sop__rmem_read_direct(&w->mem, w->runtime + w->L.rt_interp_head, &interp, 8);
+    if (rc < 0)
+        return rc;
+    if (!interp)
+        return -ENODATA;
+    uint8_t b[SOP_PYLAYOUT_GC_READ];
+    if ((rc = sop__rmem_read_direct(&w->mem, gc_addr(w, interp), b, sizeof b)) < 0)
+        return rc;
+    int32_t co = rd32(b, w->L.gc_collecting);
+    if (co != 0 && co != 1)
+        return -EINVAL;
+    out->collecting = co;
+    gc_collections(&w->L, b, out->collections);
+    return 0;
 }
 
 int sop__python_open(int pid, const char *proc_root, sop_pysampler **out, sop_missing *missing)
@@ -1273,6 +1324,5 @@ int sop__python_collect_fake(sop_rmem_source source, void *ctx, int minor, uint6
     }
     fake_target fake = {source, ctx, L, runtime};
     /* pid 0 under an absent root: every /proc look-up (task states, tids) fails harmlessly. */
-    return collect_at(0, "/nonexistent-sop-fake-root", flags & ~SOP_PY_NATIVE, &fake, out,
-                      missing);
+    return collect_at(0, "/nonexistent-sop-fake-root", flags & ~SOP_PY_NATIVE, &fake, out, missing);
 }

@@ -59,6 +59,7 @@ typedef struct sop_python {
     int64_t gil_holder_tid; /* SOP_NA (INT64_MIN) when unknown / none */
     /* GC state: SOP_NA where not readable */
     int64_t gc_enabled, gc_collecting, gc_threshold[3], gc_count[3], gc_frozen;
+    int64_t gc_collections[3]; /* collections of each generation since start (generation_stats) */
     sop_pythread *threads;
     size_t nthreads;
     struct sop_pystrings *strings; /* owns the frames' func/file text */
@@ -103,5 +104,14 @@ int sop__python_open(int pid, const char *proc_root, sop_pysampler **out, sop_mi
  * another negative errno when the thread list could not be read. */
 int sop__python_sample(sop_pysampler *s, sop_pysample_cb cb, void *ctx);
 void sop__python_close(sop_pysampler *s);
+
+/* The main interpreter's GC at one tick: whether it is collecting and how many collections of
+ * each generation it has run (SOP_NA each where not readable). */
+typedef struct {
+    int64_t collecting;
+    int64_t collections[3];
+} sop_pygc;
+/* Returns 0, -ESRCH when gone, or another negative errno (out left SOP_NA). */
+int sop__python_sample_gc(sop_pysampler *s, sop_pygc *out);
 
 #endif

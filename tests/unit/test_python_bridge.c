@@ -30,6 +30,7 @@ static sop_python *sample(void)
     for (int g = 0; g < 3; g++) {
         py->gc_threshold[g] = g == 0 ? 700 : 10;
         py->gc_count[g] = g;
+        py->gc_collections[g] = SOP_NA; /* not read: no "collections" key */
     }
     py->nthreads = 2;
     py->threads = calloc(2, sizeof *py->threads);
@@ -60,6 +61,7 @@ static void test_bridge(void)
     const sop_value *gc = sop__v_get(p, "gc");
     CHECK(gc && sop__v_get(gc, "enabled") && sop__v_get(gc, "enabled")->b);
     CHECK(gc && sop__v_get(gc, "frozen") == NULL);
+    CHECK(gc && sop__v_get(gc, "collections") == NULL);
     CHECK(gc && sop__v_get(gc, "thresholds") && sop__v_get(gc, "thresholds")->count == 3);
     const sop_value *th = sop__v_get(p, "threads");
     CHECK(th && th->count == 2);

@@ -341,7 +341,7 @@ static void test_gc_child(const char *exe, const char *version)
               "import gc, sys\n"
               "junk = [[i] for i in range(5000)]\n"
               "gc.freeze(); gc.disable(); gc.set_threshold(1234, 56, 78)\n"
-              "print(gc.get_freeze_count(), flush=True)\n"
+              "print(gc.get_freeze_count(), *[s['collections'] for s in gc.get_stats()], flush=True)\n"
               "sys.stdin.read()\n",
               (char *)NULL);
         _exit(127);
@@ -349,8 +349,15 @@ static void test_gc_child(const char *exe, const char *version)
     close(to_child[0]);
     close(from_child[1]);
     char line[64] = "";
-    ssize_t n = read(from_child[0], line, sizeof line - 1);
-    long frozen = n > 0 ? strtol(line, NULL, 10) : -1;
+    ssize_t n = 0, r; /* the line may come in several writes */
+    while (n < (ssize_t)sizeof line - 1 && !memchr(line, '\n', (size_t)n) &&
+           (r = read(from_child[0], line + n, sizeof line - 1 - (size_t)n)) > 0)
+        n += r;
+    char *end = line;
+    long frozen = n > 0 ? strtol(line, &end, 10) : -1;
+    long colls[3];
+    for (int g = 0; g < 3; g++)
+        colls[g] = strtol(end, &end, 10);
     CHECK(frozen > 5000);
     sop_python *py = NULL;
     sop_missing miss = {0};
@@ -363,6 +370,8 @@ static void test_gc_child(const char *exe, const char *version)
         CHECK_EQ_I(py->gc_threshold[1], 56);
         CHECK_EQ_I(py->gc_threshold[2], 78);
         CHECK_EQ_I(py->gc_frozen, frozen);
+        for (int gen = 0; gen < 3; gen++)
+            CHECK_EQ_I(py->gc_collections[gen], colls[gen]);
         CHECK_EQ_I(py->nthreads, 1);
         CHECK(py->nthreads == 1 && py->threads[0].tid == pid);
         CHECK(py->nthreads == 1 && py->threads[0].nframes == 1 &&
