@@ -153,15 +153,15 @@ thresholds {
 --   disk reads slow                → §7 (io)
 --   jitter, slow start, containers → §8 (runtime, cpu)
 -- and §9 (summary) classifies every run: CPU-bound on one core or many, IO-bound, or waiting.
-require "plugins.oom"
-require "plugins.memory"
-require "plugins.cpu"
-require "plugins.io"
-require "plugins.gil"
-require "plugins.asyncio"
-require "plugins.summary"
-require "plugins.dataloader"
-require "plugins.checkpoint"
-require "plugins.runtime"
-require "plugins.numpy"
-require "plugins.gc"
+require "plugins.oom"          -- §2.1
+require "plugins.memory"       -- §2.2, §2.4
+require "plugins.gc"           -- §2.5
+require "plugins.numpy"        -- §3 (and §4.4 BLAS pools in workers)
+require "plugins.gil"          -- §4
+require "plugins.cpu"          -- §4.4, §8.5
+require "plugins.asyncio"      -- §5
+require "plugins.dataloader"   -- §6
+require "plugins.io"           -- §7
+require "plugins.checkpoint"   -- §7.7
+require "plugins.runtime"      -- §8
+require "plugins.summary"      -- §9
