@@ -615,10 +615,11 @@ rule {
   title = T("The files read are larger than the page cache can hold: every epoch re-reads them from disk",
             "读取的文件大于 page cache 能容纳的量：每个 epoch 都要从磁盘重读"),
   reads = { "io_files[].size_bytes", "io_files[].advance_bytes_per_s", "io_files[].fs_kind",
-            "proc.io.read_bytes_per_s", "python.workers[].io.read_bytes_per_s",
+            "io_files[].pid", "proc.io.read_bytes_per_s", "proc.io.mean_read_bytes", "python.workers[].io.read_bytes_per_s",
             "host.mem_available_kb", "host.cached_kb", "host.vm.pgmajfault_per_s",
             "cgroup.memory.limit_kb", "cgroup.memory.usage_kb", "proc.anon_kb", "children[].anon_kb" },
-  uses = { "page_cache_min_file_mb", "page_cache_fit_ratio", "page_cache_min_disk_kb_per_s" },
+  uses = { "page_cache_min_file_mb", "page_cache_fit_ratio", "page_cache_min_disk_kb_per_s",
+           "small_read_max_bytes" },
   check = function(ev, th)
     if not ev.proc then return no_proc(ev) end
     if not ev.duration_s or ev.duration_s <= 0 then
@@ -645,10 +646,19 @@ rule {
                        "没有采样打开的文件（需要 CPython 目标且 --duration > 0）"))
     end
     -- The working set: distinct large files on storage whose position moves (being read now).
+    -- A position that did not move forward still streams when its reader read at least the file's
+    -- size from disk over the window in large reads: it went round (a new epoch reopened it).
+    local io_of = {}
+    for _, r in ipairs(readers(ev)) do io_of[r.pid] = r.io end
+    local function wrapped(f)
+      local io = io_of[f.pid]
+      return io and io.read_bytes_per_s and io.mean_read_bytes and io.mean_read_bytes > th.small_read_max_bytes
+             and io.read_bytes_per_s * ev.duration_s >= f.size_bytes
+    end
     local seen, files, ws = {}, {}, 0
     for _, f in ipairs(ev.io_files) do
       if STORED[f.fs_kind] and (f.size_bytes or 0) >= th.page_cache_min_file_mb * 1048576
-          and (f.advance_bytes_per_s or 0) > 0 and not seen[f.path] then
+          and ((f.advance_bytes_per_s or 0) > 0 or wrapped(f)) and not seen[f.path] then
         seen[f.path] = true
         files[#files + 1] = f
         ws = ws + f.size_bytes / 1024

@@ -512,7 +512,8 @@ rule {
             "cgroup.memory.limit_kb", "cgroup.memory.usage_kb", "host.mem_available_kb",
             "python.threads[].window.top_stacks" },
   uses = { "growth_min_window_s", "growth_floor_mb_per_s", "growth_min_pct", "growth_hwm_slack_pct",
-           "growth_high_s", "growth_warn_rss_mb", "growth_warn_s", "load_young_s", "load_stack_pct" },
+           "growth_high_s", "growth_warn_rss_mb", "growth_warn_s", "growth_young_s",
+           "load_young_s", "load_stack_pct" },
   check = function(ev, th)
     local p = ev.proc
     if not p then return no_proc(ev) end
@@ -566,9 +567,12 @@ rule {
     return hit {
       -- A small process whose growth would take hours to matter is warming up as often as it
       -- leaks (imports, allocator pools, caches filling): info until it is big or close.
+      -- A young process (start-up: imports, model build, pools and caches filling) grows as a
+      -- leak does: info then, unless the limit is near.
       severity = (left and left <= th.growth_high_s) and "high"
-                 or ((p.rss_kb >= 1024 * th.growth_warn_rss_mb or (left and left <= th.growth_warn_s)) and "warn"
-                 or "info"),
+                 or ((p.rss_kb >= 1024 * th.growth_warn_rss_mb or (left and left <= th.growth_warn_s))
+                     and not (p.age_s and p.age_s < th.growth_young_s) and "warn")
+                 or "info",
       symptom = T(fmt("Memory grows steadily: %+.1f MiB/s", rate / 1024),
                   fmt("内存持续增长：%+.1f MiB/s", rate / 1024)),
       evidence = T(en .. fmt("; RSS at its peak (VmHWM %s)", kb(p.vm_hwm_kb or p.rss_kb)) .. left_en .. ".",

@@ -1,4 +1,5 @@
 # expect: alloc.glibc_arenas
+# also: mem.growth
 # sopctl: --duration 3
 """§8.1: glibc malloc with many threads. Sixteen request-handler threads each build and drop
 buffers of a few KiB to a few hundred KiB (above pymalloc's 512-byte limit, below the mmap

@@ -1,4 +1,5 @@
 # expect: checkpoint.pickle_bound
+# also: gc.pauses
 # sopctl: --duration 3
 # needs: torch
 # timeout: 120

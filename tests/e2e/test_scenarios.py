@@ -19,7 +19,7 @@ A scenario is a Python program whose leading comment block carries its contract:
     # verdict: CPU-bound on one core                  text the §9 summary.verdict symptom must hold
 
 It prints "ready" on stdout once the misbehaviour is under way (not needed for `target: dead`).
-SCENARIOS=glob limits the run to matching file names. A scenario that fails is run once more
+SCENARIOS=glob[,glob...] limits the run to matching file names. A scenario that fails is run once more
 (timing on a shared 2-core host); both attempts are printed."""
 import fnmatch
 import glob
@@ -156,9 +156,10 @@ def judge(rep, meta):
 def main():
     c = sopt.Checks()
     pattern = os.environ.get("SCENARIOS", "*")
+    pats = pattern.split(",")
     paths = sorted(p for p in glob.glob(os.path.join(SCEN_DIR, "*.py"))
-                   if fnmatch.fnmatch(os.path.basename(p), pattern)
-                   or fnmatch.fnmatch(os.path.basename(p)[:-3], pattern))
+                   if any(fnmatch.fnmatch(os.path.basename(p), q)
+                          or fnmatch.fnmatch(os.path.basename(p)[:-3], q) for q in pats))
     c.check(paths, "scenarios found in %s matching %r" % (SCEN_DIR, pattern))
     rows = []
     for path in paths:
