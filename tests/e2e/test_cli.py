@@ -7,7 +7,7 @@ import os
 import subprocess
 import tempfile
 
-from sopt import PY, Checks, Target, ids, run_json, sopctl
+from sopt import PY, SOPCTL, Checks, Target, ids, run_json, sopctl
 
 t = Checks()
 
@@ -119,5 +119,43 @@ with Target(argv=[PY, "-u", "-c", EVIL, "arg\x1b]0;title\x07", "new\nline"]) as 
             "JSON keeps the real bytes, escaped", rep["target"])
     code, out, err = sopctl("evidence", "--pid", evil.pid, "--duration", "0")
     t.check(code == 0 and "\x1b" not in out, "evidence JSON escapes control characters")
+
+# The default site file /etc/sop/site.lua (root): loaded by `run` when present and no --site or
+# $SOP_SITE says otherwise; --no-site skips it; a broken one stops the run. Only when the machine
+# has none: the test creates it and removes exactly what it created.
+SITE = "/etc/sop/site.lua"
+if os.geteuid() == 0 and not os.path.exists(SITE):
+    made_dir = not os.path.isdir("/etc/sop")
+    os.makedirs("/etc/sop", exist_ok=True)
+    env = dict(os.environ)
+    env.pop("SOP_SITE", None)
+    try:
+        with open(SITE, "w") as f:
+            f.write('rule { id = "site.default_loaded", section = "9", severity = "info", title = "t",\n'
+                    '  reads = { "pid" }, uses = {}, check = function(ev) return clear("loaded") end }\n')
+        os.chmod(SITE, 0o644)
+        with Target(IDLE) as idle:
+            def cleared(*extra):
+                r = subprocess.run([SOPCTL, "run", "--pid", str(idle.pid),
+                                    "--duration", "0", "--format", "json", *extra],
+                                   capture_output=True, text=True, env=env)
+                try:
+                    return r.returncode, [c["id"] for c in json.loads(r.stdout)["cleared"]], r.stderr
+                except ValueError:
+                    return r.returncode, [], r.stderr
+            code, got, err = cleared()
+            t.check(code == 0 and "site.default_loaded" in got, "/etc/sop/site.lua loaded by default", (code, err))
+            code, got, err = cleared("--no-site")
+            t.check(code == 0 and "site.default_loaded" not in got, "--no-site skips it", (code, err))
+            with open(SITE, "w") as f:
+                f.write("thresholds { rss_limit_pct = \n")
+            code, got, err = cleared()
+            t.check(code == 2 and SITE in err, "a broken default site file: exit 2, named", (code, err))
+    finally:
+        os.unlink(SITE)
+        if made_dir:
+            os.rmdir("/etc/sop")
+else:
+    print("skip: /etc/sop/site.lua exists or not root")
 
 t.done()
