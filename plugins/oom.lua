@@ -181,9 +181,9 @@ rule {
       -- k.pid == ev.pid while the target lives is an earlier process with a reused pid.
       if recent and k.pid ~= ev.pid then
         -- Same cgroup: ours whenever it happened (an earlier run counts, as warn). A cgroup below
-        -- ours: only while the target ran (clock slack 0.5 s: both times are sub-second), else it
-        -- is someone else's job.
-        local during = start and k.time and k.time >= start - 0.5
+        -- ours: only while the target ran (clock slack 0.1 s: the start is known to 10 ms ticks,
+        -- the kill to microseconds), else it is someone else's job.
+        local during = start and k.time and k.time >= start - 0.1
         if at_or_below(k.task_memcg, path)
             and (k.task_memcg:gsub("/+$", "") == path:gsub("/+$", "") or during) then
           linked[#linked + 1] = k
@@ -198,7 +198,7 @@ rule {
     if #linked > 0 then
       local k = linked[#linked]
       local en, zh = describe(ev, k)
-      local during = start and k.time and k.time >= start - 0.5
+      local during = start and k.time and k.time >= start - 0.1
       local same_cg = k.task_memcg:gsub("/+$", "") == path:gsub("/+$", "")
       local n_en = #linked > 1 and fmt("%d kills in cgroup %s in the last %s; newest: ", #linked,
                                        path, win_en) or ""
