@@ -150,7 +150,8 @@ def judge(rep, meta):
         problems.append("rule error %s: %s" % (r.get("id"), r.get("message")))
     fired = " ".join("%s(%s)" % (f["id"], f["severity"]) for f in findings
                      if not f["id"].startswith("summary."))
-    return not problems, fired or "-", problems
+    verdict = [f.get("symptom", "") for f in findings if f["id"] == "summary.verdict"]
+    return not problems, (fired or "-") + " | §9: " + (verdict[0] if verdict else "-"), problems
 
 
 def main():
@@ -191,12 +192,13 @@ def main():
         c.check(ok, "scenario %s" % name, "; ".join(problems))
         rows.append((name, " ".join(meta["expect"]) or "none", fired, "ok" if ok else "FAIL"))
 
+    # The matrix: result first so a failure is easy to spot; "fired" is every finding (severity)
+    # and, after "|", the §9 verdict of the run.
     w = [max(len(r[i]) for r in rows + [("scenario", "expects", "fired", "result")])
-         for i in range(4)]
-    w[2] = min(w[2], 90)
-    print("\n%-*s  %-*s  %-*s  %s" % (w[0], "scenario", w[1], "expects", w[2], "fired", "result"))
+         for i in range(3)]
+    print("\n%-6s  %-*s  %-*s  %s" % ("result", w[0], "scenario", w[1], "expects", "fired | §9 verdict"))
     for r in rows:
-        print("%-*s  %-*s  %-*s  %s" % (w[0], r[0], w[1], r[1], w[2], r[2][:90], r[3]))
+        print("%-6s  %-*s  %-*s  %s" % (r[3], w[0], r[0], w[1], r[1], r[2]))
     c.done()
 
 
