@@ -142,6 +142,13 @@ thresholds {
   gc_time_high_pct = 30,        -- ... at this %: high
   gc_pause_ms = 200,            -- one collecting stretch this long (with a gen2 collection in the window): warn
   gc_threshold0_high = 10000,   -- a gen0 threshold at/above this is noted as tuned
+  -- dataloader.workers_restarted (§6.2 persistent_workers)
+  loader_restart_parent_s = 20, -- the target running at least this many s: past its first epoch's start-up (a
+                                -- job reaches its first batch within seconds of building its DataLoader); low
+                                -- so that the scenario is quick, 4x the worker age below for the margin
+  loader_restart_worker_s = 5,  -- ... and its DataLoader workers at most this many s old when the window starts:
+                                -- workers re-created per epoch are at most one epoch old (epochs under 5 s are
+                                -- seen in every window, longer ones only in their first 5 s)
 }
 
 -- The §1 decision tree, symptom → where to look; every pack runs on every run, and findings are

@@ -136,7 +136,7 @@ static sop_value *to_tree(const sop_collection *c, double now, unsigned probes)
     sop__bridge_host(ev, &c->host, &c->ooms, now);
     if (c->alive) {
         sop__bridge_proc(ev, &c->proc, &c->threads, &c->children, now);
-        sop__bridge_family(ev, c->have_parent ? &c->parent : NULL, &c->siblings);
+        sop__bridge_family(ev, c->have_parent ? &c->parent : NULL, &c->siblings, now);
         if (!(probes & SOP_PROBE_THREADS))
             drop_key(ev, "threads");
         if (probes & SOP_PROBE_CGROUP)

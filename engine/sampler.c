@@ -94,6 +94,8 @@ typedef struct {
     sop_pysampler *ps;
     bool gone;
     long samples;
+    double start_time_s; /* epoch seconds, from its stat starttime; NaN if unread */
+    double found_at_s;   /* wall clock when the sampler attached to it (the window's start) */
     sop_io io0, io1; /* /proc/PID/io at the window's start and end */
     bool have_io0, have_io1;
 } proc_ent;
@@ -524,6 +526,26 @@ static void on_thread(void *ctx, const sop_pysample *p)
 
 /* ---- open / run / close -------------------------------------------------------------- */
 
+/* When a process started (epoch seconds), from its stat starttime; NaN if unread. */
+static double read_start_time(const char *proc_root, int pid)
+{
+    char path[256], buf[1024];
+    snprintf(path, sizeof path, "%s/%d/stat", proc_root, pid);
+    sop_stat st;
+    if (sop__read_small_at(AT_FDCWD, path, buf, sizeof buf) <= 0 || sop__parse_stat(buf, &st) != 0 ||
+        st.starttime_ticks == SOP_NA)
+        return NAN;
+    double btime = sop__proc_btime_s();
+    return isnan(btime) ? NAN : btime + (double)st.starttime_ticks / sop__proc_ticks_per_s();
+}
+
+static double wall_s(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
 static void add_workers(sop_sampler *s, int pid, int depth)
 {
     char path[256];
@@ -558,6 +580,8 @@ static void add_workers(sop_sampler *s, int pid, int depth)
             pe->ps = ps;
             read_comm(s->proc_root, kids[k], 0, pe->comm, sizeof pe->comm);
             read_cmdline(s->proc_root, kids[k], pe->cmdline, sizeof pe->cmdline);
+            pe->start_time_s = read_start_time(s->proc_root, kids[k]);
+            pe->found_at_s = wall_s();
         }
         sop__missing_free(&scratch);
         if (depth < 2)
@@ -1218,6 +1242,12 @@ void sop__sampler_bridge(const sop_sampler *s, sop_value *ev)
             }
         }
         sop__v_set_int(o, "samples", pe->samples);
+        /* its age when the window started (a worker re-created later is another process) */
+        sop__v_set_dbl(o, "start_time_s", pe->start_time_s);
+        if (!isnan(pe->start_time_s) && pe->found_at_s >= pe->start_time_s)
+            sop__v_set_dbl(o, "age_s", pe->found_at_s - pe->start_time_s);
+        if (pe->gone)
+            sop__v_set_bool(o, "exited", true);
         /* how it was started: fork children keep the parent's command line */
         const char *how = strstr(pe->cmdline, "multiprocessing.spawn")        ? "spawn"
                           : strstr(pe->cmdline, "multiprocessing.forkserver") ? "forkserver"

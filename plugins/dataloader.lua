@@ -1,16 +1,19 @@
 -- plugins/dataloader.lua — SOP §6: the torch DataLoader as the bottleneck. The training loop
 -- starved of batches (and why: CPU-bound or IO-bound workers), num_workers=0, far more workers
--- than CPUs, pure-Python tokenizers, TOKENIZERS_PARALLELISM with forked workers. Reads the sampled
--- window: ev.python.threads[].window (top_stacks, data_wait_frac), ev.python.workers[] and
--- ev.python.loader, plus ev.children (cpu_pct, env), ev.proc (cpu_pct, env, libs), ev.threads,
--- ev.effective_cpus, ev.io_files. Thresholds: loader_*, cpu_saturated_pct.
+-- than CPUs, pure-Python tokenizers, TOKENIZERS_PARALLELISM with forked workers, workers re-created
+-- at each epoch (persistent_workers=False). Reads the sampled window: ev.python.threads[].window
+-- (top_stacks, data_wait_frac), ev.python.workers[] and ev.python.loader, plus ev.children
+-- (cpu_pct, env, age_s), ev.proc (cpu_pct, env, libs, age_s), ev.threads, ev.effective_cpus,
+-- ev.io_files. Thresholds: loader_*, cpu_saturated_pct.
 --
 -- DataLoader workers are told from other multiprocessing children by torch's `_worker_loop
 -- (worker.py)` on their main thread's stacks; the training loop is the target's main thread.
 -- Stack shares come from each thread's top stacks (at most 5 kept), so they are lower bounds.
+-- persistent_workers=False is read from ages: the sampler finds the workers alive when the
+-- window starts (python.workers[].age_s then, .exited when they die within it), and the end of
+-- the window lists the children started meanwhile (children[].age_s < duration_s).
 -- Not checked (docs/rules.md): pin_memory (torch drops it without a GPU, and with one the
--- evidence cannot say whether the batches go to the GPU) and persistent_workers (the sampler
--- sees the workers alive when the window starts, not the ones an epoch start re-creates).
+-- evidence cannot say whether the batches go to the GPU).
 
 local function T(en, zh) return { en = en, zh = zh } end
 
@@ -660,6 +663,152 @@ rule {
                      .. "TOKENIZERS_PARALLELISM=false，`sopctl run --pid %d` 中 dataloader.tokenizers_fork 为 clear。",
                      ev.pid, ev.pid)),
       refs = { REF_TOKENIZERS, REF_MP, REF_DATA },
+    }
+  end,
+}
+
+-- ---------------------------------------------------------------------------------------------
+
+-- Children that started during the window with the command line of a DataLoader worker (fork
+-- workers carry the target's, spawn/forkserver ones multiprocessing's): workers a new epoch
+-- created while the window ran. Returns their count and pids.
+local function appeared_workers(ev, dw)
+  local cmd, seen = {}, {}
+  for _, d in ipairs(dw) do
+    if d.w.cmdline then cmd[d.w.cmdline] = true end
+    seen[d.w.pid] = true
+  end
+  local n, pids = 0, {}
+  for _, c in ipairs(ev.children or {}) do
+    if c.ppid == ev.pid and not seen[c.pid] and c.age_s and c.age_s < ev.duration_s and c.cmdline
+       and cmd[c.cmdline] then
+      n = n + 1
+      if #pids < 4 then pids[#pids + 1] = tostring(c.pid) end
+    end
+  end
+  return n, pids
+end
+
+rule {
+  id = "dataloader.workers_restarted", section = "6.2", severity = "warn",
+  title = T("DataLoader workers re-created at each epoch (persistent_workers=False) in a long-running job",
+            "长时间运行的作业中 DataLoader worker 每个 epoch 重建（persistent_workers=False）"),
+  doc = [[Hit when the target has run at least loader_restart_parent_s and its DataLoader workers (torch's
+    _worker_loop on their main thread) were at most loader_restart_worker_s old when the window started: warn
+    when the window also saw the re-creation (one of those workers exited, or children with a worker's command
+    line started during the window), info when it did not (a first epoch after a long start-up looks the same
+    until the next epoch). Clear when there are no DataLoader workers, the job is younger than
+    loader_restart_parent_s, or every worker is older than loader_restart_worker_s (persistent workers, or an
+    epoch longer than that). Unknown when not CPython, with --duration 0, or when the ages were not measured.]],
+  reads = { "python.workers[].threads[].window.top_stacks", "python.workers[].age_s", "python.workers[].exited",
+            "python.workers[].cmdline", "python.loader.main_data_wait_frac", "proc.age_s", "children[].age_s",
+            "children[].ppid", "children[].cmdline", "duration_s" },
+  uses = { "loader_restart_parent_s", "loader_restart_worker_s" },
+  check = function(ev, th)
+    local mt, verdict = sampled(ev)
+    if not mt then return verdict end
+    local dw = dl_workers(ev)
+    if #dw == 0 then
+      return clear(T("no torch DataLoader workers (_worker_loop) among the sampled processes",
+                     "采样到的进程中没有 torch DataLoader worker（_worker_loop）"))
+    end
+    local parent = ev.proc and ev.proc.age_s
+    if not parent then
+      return unknown(T("the target's age (proc.age_s) was not measured", "未测得目标进程的运行时长（proc.age_s）"))
+    end
+    local young, aged, oldest, exited = {}, 0, nil, 0
+    for _, d in ipairs(dw) do
+      local a = d.w.age_s
+      if a then
+        aged = aged + 1
+        if not oldest or a > oldest then oldest = a end
+        if a <= th.loader_restart_worker_s then
+          young[#young + 1] = d.w
+          if d.w.exited then exited = exited + 1 end
+        end
+      end
+    end
+    if aged == 0 then
+      return unknown(T(fmt("the ages of the %d DataLoader workers were not measured", #dw),
+                       fmt("未测得 %d 个 DataLoader worker 的运行时长", #dw)))
+    end
+    if parent < th.loader_restart_parent_s then
+      return clear(T(fmt("the job is %.0f s old (< %g s): its DataLoader workers are as young as its first epoch",
+                         parent, th.loader_restart_parent_s),
+                     fmt("作业只运行了 %.0f 秒（< %g 秒）：DataLoader worker 与第一个 epoch 一样新",
+                         parent, th.loader_restart_parent_s)))
+    end
+    if #young == 0 then
+      return clear(T(fmt("the %d DataLoader workers are up to %.0f s old in a %.0f s old job: none started in the "
+                         .. "last %g s (persistent workers, or epochs longer than that)", aged, oldest, parent,
+                         th.loader_restart_worker_s),
+                     fmt("%d 个 DataLoader worker 最长已运行 %.0f 秒（作业 %.0f 秒）：最近 %g 秒内没有新建 worker"
+                         .. "（persistent worker，或 epoch 比这更长）", aged, oldest, parent,
+                         th.loader_restart_worker_s)))
+    end
+    local appeared, new_pids = appeared_workers(ev, dw)
+    local ages = {}
+    for i, w in ipairs(young) do
+      if i <= 4 then ages[#ages + 1] = fmt("%d: %.1f s", w.pid, w.age_s) end
+    end
+    local wait = ev.python.loader and ev.python.loader.main_data_wait_frac
+    local seen = exited > 0 or appeared > 0
+    local ev_en = fmt("the target is %.0f s old; %d of its %d DataLoader workers were at most %g s old when the "
+                      .. "window started (pid: age %s); over the %.1f s window %d of them exited and %d new children "
+                      .. "with a worker's command line started%s%s", parent, #young, #dw, th.loader_restart_worker_s,
+                      table.concat(ages, ", "), ev.duration_s, exited, appeared,
+                      #new_pids > 0 and (" (pids " .. table.concat(new_pids, ", ") .. ")") or "",
+                      wait and fmt("; the training loop waited for batches %s of the window", pct(wait)) or "")
+    local ev_zh = fmt("目标进程已运行 %.0f 秒；%d 个 DataLoader worker 中有 %d 个在窗口开始时不超过 %g 秒（pid: 时长 %s）；"
+                      .. "%.1f 秒窗口内其中 %d 个退出，另有 %d 个与 worker 命令行相同的子进程启动%s%s", parent, #dw,
+                      #young, th.loader_restart_worker_s, table.concat(ages, ", "), ev.duration_s, exited, appeared,
+                      #new_pids > 0 and ("（pid " .. table.concat(new_pids, ", ") .. "）") or "",
+                      wait and fmt("；训练循环在 %s 的窗口时间里等 batch", pct(wait)) or "")
+    local cause_en, cause_zh
+    if seen then
+      cause_en = "The DataLoader shuts its workers down at the end of each epoch and starts new ones when the "
+                 .. "next epoch's iterator is created (persistent_workers=False, the default): every epoch pays "
+                 .. "the process start, the dataset's re-creation in each worker (fork copy or spawn re-import) "
+                 .. "and an empty prefetch queue, during which the training loop waits (SOP §6.2)."
+      cause_zh = "DataLoader 在每个 epoch 结束时关闭 worker，下一个 epoch 创建迭代器时再启动新的（persistent_workers="
+                 .. "False，默认值）：每个 epoch 都要付进程启动、每个 worker 重建 dataset（fork 复制或 spawn 重新 import）"
+                 .. "和预取队列清空的代价，期间训练循环在等（SOP §6.2）。"
+    else
+      cause_en = fmt("The workers started %.0f s after the job: a DataLoader with persistent_workers=False (the "
+                     .. "default) starts new workers at each epoch and pays the process start and an empty prefetch "
+                     .. "queue each time (SOP §6.2). The window saw no worker exit or start, so this stays at info: "
+                     .. "a first epoch that began after a long start-up shows the same ages.",
+                     parent - young[1].age_s)
+      cause_zh = fmt("worker 在作业启动 %.0f 秒后才启动：persistent_workers=False（默认值）的 DataLoader 每个 epoch "
+                     .. "都启动新 worker，每次都付进程启动和预取队列清空的代价（SOP §6.2）。窗口内没有看到 worker 退出"
+                     .. "或启动，所以只给 info：启动阶段很长、之后才开始的第一个 epoch 也是这样的时长。",
+                     parent - young[1].age_s)
+    end
+    return hit {
+      severity = seen and "warn" or "info",
+      symptom = seen and T(fmt("DataLoader workers %.1f s old in a %.0f s old job: re-created at each epoch",
+                               young[1].age_s, parent),
+                           fmt("DataLoader worker 仅运行 %.1f 秒，作业已运行 %.0f 秒：每个 epoch 重建 worker",
+                               young[1].age_s, parent))
+                or T(fmt("DataLoader workers %.1f s old in a %.0f s old job: started %.0f s after it",
+                         young[1].age_s, parent, parent - young[1].age_s),
+                     fmt("DataLoader worker 仅运行 %.1f 秒，作业已运行 %.0f 秒：比作业晚 %.0f 秒启动",
+                         young[1].age_s, parent, parent - young[1].age_s)),
+      evidence = T(ev_en .. ".", ev_zh .. "。"),
+      cause = T(cause_en, cause_zh),
+      fix = T("Keep the workers across epochs: DataLoader(..., persistent_workers=True) with num_workers > 0, "
+              .. "keeping the current num_workers and prefetch_factor. The workers then keep the dataset object "
+              .. "they were given at the first epoch: state the training loop changes on it later (set_epoch on a "
+              .. "dataset, not on a sampler) must be passed another way.",
+              "让 worker 跨 epoch 保留：DataLoader(..., persistent_workers=True)（num_workers > 0），保持现有的 "
+              .. "num_workers 与 prefetch_factor。此后 worker 一直使用第一个 epoch 拿到的 dataset 对象：训练循环之后"
+              .. "在 dataset 上修改的状态（dataset 上的 set_epoch，而不是 sampler 上的）要换一种方式传递。"),
+      verify = T(fmt("`ps -o pid,etimes --ppid %d` twice, an epoch apart, shows the same worker pids with growing "
+                     .. "etimes, and `sopctl run --pid %d --duration 5` clears dataloader.workers_restarted.",
+                     ev.pid, ev.pid),
+                 fmt("相隔一个 epoch 运行两次 `ps -o pid,etimes --ppid %d`，worker pid 不变且 etimes 增长；"
+                     .. "`sopctl run --pid %d --duration 5` 中 dataloader.workers_restarted 为 clear。", ev.pid, ev.pid)),
+      refs = { REF_DATA, "https://pytorch.org/docs/stable/data.html#torch.utils.data.DataLoader" },
     }
   end,
 }

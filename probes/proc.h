@@ -150,6 +150,7 @@ typedef struct {
     sop_io io;
     sop_env env;
     double cpu_pct, read_bytes_per_s, rchar_per_s;
+    double start_time_s; /* epoch seconds (stat starttime + boot time); NaN if unread */
     bool have_smaps;
 } sop_child;
 

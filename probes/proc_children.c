@@ -143,7 +143,7 @@ bool sop__child_read(int rootfd, int pid, int ppid, int depth, sop_child *c, sop
     c->pid = pid;
     c->ppid = ppid;
     c->depth = depth;
-    c->cpu_pct = c->read_bytes_per_s = c->rchar_per_s = NAN;
+    c->cpu_pct = c->read_bytes_per_s = c->rchar_per_s = c->start_time_s = NAN;
     sop__parse_stat(NULL, &c->stat);
     sop__parse_status(NULL, &c->status);
     sop__parse_smaps_rollup(NULL, &c->smaps);
@@ -160,6 +160,9 @@ bool sop__child_read(int rootfd, int pid, int ppid, int depth, sop_child *c, sop
         close(dfd);
         return false;
     }
+    double btime = sop__proc_btime_s();
+    if (c->stat.starttime_ticks != SOP_NA && !isnan(btime))
+        c->start_time_s = btime + (double)c->stat.starttime_ticks / sop__proc_ticks_per_s();
     n = sop__read_seq_at(dfd, "status", buf, sizeof buf);
     if (n <= 0 || sop__parse_status(buf, &c->status) != 0)
         child_miss(m, dfd, "status", n);

@@ -14,7 +14,8 @@ void sop__bridge_host(sop_value *ev, const sop_host *h, const sop_oom_list *ooms
 void sop__bridge_proc(sop_value *ev, const sop_proc *p, const sop_thread_list *threads,
                       const sop_child_list *children, double now);
 /* `parent` (an object) and `siblings[]` (the parent's other children), shaped as children[]. */
-void sop__bridge_family(sop_value *ev, const sop_child *parent, const sop_child_list *siblings);
+void sop__bridge_family(sop_value *ev, const sop_child *parent, const sop_child_list *siblings,
+                        double now);
 void sop__bridge_cgroup(sop_value *ev, const sop_cgroup *cg);
 void sop__bridge_alloc(sop_value *ev, const sop_alloc *a);
 /* Adds ev.python (same shape as the `dump` JSON minus pid). */

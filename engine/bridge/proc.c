@@ -235,7 +235,7 @@ static void add_threads(sop_value *ev, const sop_thread_list *tl, double tps)
     }
 }
 
-static sop_value *child_obj(const sop_child *c, bool with_depth)
+static sop_value *child_obj(const sop_child *c, bool with_depth, double now)
 {
     sop_value *o = sop__v_obj();
     if (!o)
@@ -248,6 +248,9 @@ static sop_value *child_obj(const sop_child *c, bool with_depth)
     set_text(o, "cmdline", c->cmdline);
     set_state(o, c->stat.state, false);
     sop__v_set_int(o, "threads", first(c->status.threads, c->stat.num_threads));
+    sop__v_set_dbl(o, "start_time_s", c->start_time_s);
+    if (!isnan(c->start_time_s) && !isnan(now) && now >= c->start_time_s)
+        sop__v_set_dbl(o, "age_s", now - c->start_time_s);
     sop__v_set_int(o, "rss_kb", c->status.vm_rss_kb);
     sop__v_set_int(o, "anon_kb", c->status.rss_anon_kb);
     if (c->have_smaps) {
@@ -264,25 +267,27 @@ static sop_value *child_obj(const sop_child *c, bool with_depth)
     return o;
 }
 
-static void add_children(sop_value *ev, const char *key, const sop_child_list *cl, bool depth)
+static void add_children(sop_value *ev, const char *key, const sop_child_list *cl, bool depth,
+                         double now)
 {
     sop_value *arr = sop__v_arr_at(ev, key);
     for (size_t i = 0; arr && i < cl->n; i++) {
-        sop_value *o = child_obj(&cl->items[i], depth);
+        sop_value *o = child_obj(&cl->items[i], depth, now);
         if (!o)
             break;
         sop__v_push(arr, o);
     }
 }
 
-void sop__bridge_family(sop_value *ev, const sop_child *parent, const sop_child_list *siblings)
+void sop__bridge_family(sop_value *ev, const sop_child *parent, const sop_child_list *siblings,
+                        double now)
 {
     if (!ev)
         return;
     if (parent)
-        sop__v_set(ev, "parent", child_obj(parent, false));
+        sop__v_set(ev, "parent", child_obj(parent, false, now));
     if (parent && siblings) /* measured: [] when the parent has no other child */
-        add_children(ev, "siblings", siblings, false);
+        add_children(ev, "siblings", siblings, false, now);
 }
 
 void sop__bridge_proc(sop_value *ev, const sop_proc *p, const sop_thread_list *threads,
@@ -296,5 +301,5 @@ void sop__bridge_proc(sop_value *ev, const sop_proc *p, const sop_thread_list *t
     if (threads)
         add_threads(ev, threads, tps);
     if (children)
-        add_children(ev, "children", children, true);
+        add_children(ev, "children", children, true, now);
 }

@@ -461,6 +461,10 @@ static void test_collect_fixture(void)
         CHECK(sop__v_get_num(c, "pid", &d) && d == FIX_CHILD);
         CHECK(sop__v_get_num(c, "ppid", &d) && d == FIX_PID);
         CHECK(sop__v_get_num(c, "depth", &d) && d == 1);
+        /* started 46584 - 46364 ticks after the target, which is 30 s old */
+        CHECK(sop__v_get_num(c, "age_s", &d) &&
+              fabs(d - (30.0 - 220.0 / sop__proc_ticks_per_s())) < 1e-3);
+        CHECK(sop__v_get_num(c, "start_time_s", &d) && fabs(d - cl.items[0].start_time_s) < 1e-6);
         CHECK_EQ_S(sop__v_get_str(c, "comm"), "sleep");
         CHECK_EQ_S(sop__v_get_str(c, "state"), "S");
         CHECK(sop__v_get_num(c, "private_kb", &d) &&

@@ -1,0 +1,38 @@
+# expect: dataloader.workers_restarted
+# sopctl: --duration 3
+# needs: torch
+# timeout: 120
+"""dataloader_workers_restarted.py — SOP §6.2: a DataLoader with persistent_workers=False and
+short epochs (64 samples, 8 batches of a 0.15 s step: about 1.3 s each). Every epoch shuts its
+two workers down and forks new ones, so the workers are always about a second old while the job
+runs on. Prints "ready" once the job is 24 s old (the rule wants a parent of at least 20 s),
+exits after 60 s."""
+import time
+
+import torch
+from torch.utils.data import DataLoader, Dataset
+
+
+class Small(Dataset):
+    def __len__(self):
+        return 64
+
+    def __getitem__(self, i):
+        return torch.full((64,), float(i))
+
+
+if __name__ == "__main__":
+    torch.set_num_threads(1)
+    t0 = time.time()
+    loader = DataLoader(Small(), batch_size=8, num_workers=2, persistent_workers=False,
+                        prefetch_factor=2)
+    w = torch.randn(64, 64)
+    ready = False
+    while time.time() < t0 + 60:
+        for batch in loader:  # a new iterator each epoch: new workers
+            t = time.time() + 0.15
+            while time.time() < t:  # the step, slower than loading
+                batch = torch.tanh(batch @ w) * 0.5
+        if not ready and time.time() > t0 + 24:
+            print("ready", flush=True)
+            ready = True

@@ -1,0 +1,37 @@
+# expect: none
+# sopctl: --duration 3
+# needs: torch
+# timeout: 120
+"""healthy_persistent_workers.py — SOP §6.2, the fix of dataloader_workers_restarted.py: the same
+short epochs with persistent_workers=True. The two workers start with the first epoch and serve
+every later one, so they are as old as the job (less its start-up); no dataloader.workers_restarted
+(or other warn/high) finding. Prints "ready" once the job is 24 s old, exits after 60 s."""
+import time
+
+import torch
+from torch.utils.data import DataLoader, Dataset
+
+
+class Small(Dataset):
+    def __len__(self):
+        return 64
+
+    def __getitem__(self, i):
+        return torch.full((64,), float(i))
+
+
+if __name__ == "__main__":
+    torch.set_num_threads(1)
+    t0 = time.time()
+    loader = DataLoader(Small(), batch_size=8, num_workers=2, persistent_workers=True,
+                        prefetch_factor=2)
+    w = torch.randn(64, 64)
+    ready = False
+    while time.time() < t0 + 60:
+        for batch in loader:  # a new iterator each epoch, the same workers
+            t = time.time() + 0.15
+            while time.time() < t:  # the step, slower than loading
+                batch = torch.tanh(batch @ w) * 0.5
+        if not ready and time.time() > t0 + 24:
+            print("ready", flush=True)
+            ready = True
