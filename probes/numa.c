@@ -190,7 +190,8 @@ int sop__numa_read_topology(int node_dirfd, sop_numa *out, sop_missing *missing)
     }
     closedir(d);
     if (dropped)
-        sop__missing_add(missing, "host.numa", "nodes beyond the first %d (or with ids >= %d) not kept",
+        sop__missing_add(missing, "host.numa",
+                         "nodes beyond the first %d (or with ids >= %d) not kept",
                          SOP_NUMA_NODES_MAX, SOP_NUMA_NODES_MAX);
     if (out->nnodes == 0) {
         sop__missing_add(missing, "host.numa", "no node directory (kernel without NUMA support)");
@@ -233,7 +234,8 @@ void sop__numa_collect(int proc_root_fd, int pid_fd, sop_numa *out, sop_missing 
     }
     int node_fd = open("/sys/devices/system/node", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
     if (node_fd < 0) {
-        sop__missing_add(missing, "host.numa", "/sys/devices/system/node: %s (kernel without NUMA support)",
+        sop__missing_add(missing, "host.numa",
+                         "/sys/devices/system/node: %s (kernel without NUMA support)",
                          sop__strerror(errno));
         return;
     }

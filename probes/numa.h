@@ -16,8 +16,8 @@
 
 typedef struct {
     int node;
-    char cpus[256];      /* cpulist as the kernel writes it ("0-3,8-11"); "" for a memory-only node */
-    int64_t cpu_count;   /* SOP_NA when the list did not parse */
+    char cpus[256];    /* cpulist as the kernel writes it ("0-3,8-11"); "" for a memory-only node */
+    int64_t cpu_count; /* SOP_NA when the list did not parse */
     int64_t mem_total_kb, mem_free_kb; /* node<N>/meminfo; SOP_NA when not read */
 } sop_numa_node;
 
@@ -30,11 +30,11 @@ typedef struct {
 } sop_numa_pages;
 
 typedef struct {
-    bool have_topology;         /* /sys/devices/system/node/node* listed */
+    bool have_topology; /* /sys/devices/system/node/node* listed */
     sop_numa_node nodes[SOP_NUMA_NODES_MAX];
-    size_t nnodes;              /* sorted by node id */
-    int64_t balancing;          /* /proc/sys/kernel/numa_balancing; SOP_NA when absent */
-    bool have_pages;            /* numa_maps read (only on hosts with >= 2 nodes) */
+    size_t nnodes;     /* sorted by node id */
+    int64_t balancing; /* /proc/sys/kernel/numa_balancing; SOP_NA when absent */
+    bool have_pages;   /* numa_maps read (only on hosts with >= 2 nodes) */
     sop_numa_pages pages;
 } sop_numa;
 

@@ -1,8 +1,8 @@
 /* test_numa.c — the NUMA probe on fixture text and trees: numa_maps sums per node (page sizes,
  * huge pages, interleave policies, node ids past the table, malformed tokens, line and byte
  * bounds), the sysfs node directory (CPUs, memory-only node, node meminfo), an unreadable
- * numa_maps as a missing entry (never 0), and the bridge's keys. Depends on probes/numa.h,
- * engine/bridge/bridge.h, t.h. */
+ * numa_maps as a missing entry (never 0), this process's own numa_maps, and the bridge's keys.
+ * Depends on probes/numa.h, engine/bridge/bridge.h, t.h. */
 #include <errno.h>
 #include <fcntl.h>
 #include <unistd.h>
@@ -122,6 +122,22 @@ int main(void)
     CHECK(!unread.have_pages);
     CHECK(miss.n == 1 && strcmp(miss.items[0].probe, "proc.numa") == 0);
     sop__missing_free(&miss);
+
+    /* this very process through /proc/self (skipped on a kernel without numa_maps): pages found */
+    int self_fd = open("/proc/self", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (self_fd >= 0 && faccessat(self_fd, "numa_maps", R_OK, 0) == 0) {
+        sop_numa self;
+        sop__numa_init(&self);
+        CHECK_EQ_I(sop__numa_read_pages(self_fd, &self, &miss), 0);
+        int64_t self_kb = self.pages.other_kb;
+        for (int i = 0; i < SOP_NUMA_NODES_MAX; i++)
+            self_kb += self.pages.kb[i];
+        CHECK(self.have_pages && self.pages.lines > 10 && self_kb > 100);
+        CHECK(!self.pages.truncated);
+    }
+    if (self_fd >= 0)
+        close(self_fd);
+    CHECK_EQ_I(miss.n, 0);
 
     /* the bridge: host.numa.nodes[], proc.numa.nodes[] per host node, total kb */
     N.balancing = 1;
