@@ -142,6 +142,11 @@ thresholds {
   gc_time_high_pct = 30,        -- ... at this %: high
   gc_pause_ms = 200,            -- one collecting stretch this long (with a gen2 collection in the window): warn
   gc_threshold0_high = 10000,   -- a gen0 threshold at/above this is noted as tuned
+
+  -- cpu.numa_remote (§8.5; also uses busy_thread_pct)
+  numa_remote_pct = 60,         -- at least this % of the job's resident memory on NUMA nodes other than the one
+                                --   its threads run on (margin above the even split interleaving gives) ...
+  numa_min_mb = 1024,           -- ... out of at least this many MiB resident (numa_maps total)
 }
 
 -- The §1 decision tree, symptom → where to look; every pack runs on every run, and findings are
