@@ -149,6 +149,12 @@ thresholds {
   loader_restart_worker_s = 5,  -- ... and its DataLoader workers at most this many s old when the window starts:
                                 -- workers re-created per epoch are at most one epoch old (epochs under 5 s are
                                 -- seen in every window, longer ones only in their first 5 s)
+
+
+  -- cpu.numa_remote (§8.5; also uses busy_thread_pct)
+  numa_remote_pct = 60,         -- at least this % of the job's resident memory on NUMA nodes other than the one
+                                --   its threads run on (margin above the even split interleaving gives) ...
+  numa_min_mb = 1024,           -- ... out of at least this many MiB resident (numa_maps total)
 }
 
 -- The §1 decision tree, symptom → where to look; every pack runs on every run, and findings are

@@ -1,6 +1,7 @@
 /* collect.c — one collection: snapshot the target, its threads, children, cgroup and host;
- * wait out the window; snapshot again and compute rates; add the kernel log, the allocator
- * and the CPython state; hand the result to the bridge. Depends on the probes' headers. */
+ * wait out the window; snapshot again and compute rates; add the kernel log, the allocator,
+ * NUMA placement and the CPython state; hand the result to the bridge. Depends on the probes'
+ * headers. */
 #include <errno.h>
 #include <fcntl.h>
 #include <math.h>
@@ -144,6 +145,8 @@ static sop_value *to_tree(const sop_collection *c, double now, unsigned probes)
         sop__v_set_int(ev, "effective_cpus", c->effective_cpus);
         if (probes & SOP_PROBE_ALLOC)
             sop__bridge_alloc(ev, &c->alloc);
+        if (probes & SOP_PROBE_HOST)
+            sop__bridge_numa(ev, &c->numa);
         if (c->python)
             sop__bridge_python(ev, c->python);
         if (c->sampling)
@@ -213,6 +216,7 @@ int sop__collect(int pid, const sop_collect_opts *o, sop_value **out, char *err,
     c.pid = pid;
     c.alive = true;
     c.effective_cpus = SOP_NA;
+    sop__numa_init(&c.numa);
     int rc = 0;
     int pid_fd = openat(root_fd, name, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
     snapshot a, b;
@@ -289,6 +293,8 @@ int sop__collect(int pid, const sop_collect_opts *o, sop_value **out, char *err,
                               &c.siblings, &c.missing);
     if (o->probes & SOP_PROBE_ALLOC)
         sop__alloc_detect(&c.proc, &c.alloc);
+    if (o->probes & SOP_PROBE_HOST)
+        sop__numa_collect(root_fd, pid_fd, &c.numa, &c.missing);
     bool alive_now = target_alive(pid_fd);
     if (o->python && (o->probes & SOP_PROBE_PYTHON) && !alive_now)
         sop__missing_add(&c.missing, "python", "the target exited; Python stacks not read");

@@ -12,6 +12,7 @@
 #include "../probes/host.h"
 #include "../probes/kmsg.h"
 #include "../probes/missing.h"
+#include "../probes/numa.h"
 #include "../probes/proc.h"
 
 struct sop_python; /* probes/python/python.h */
@@ -32,6 +33,7 @@ typedef struct sop_collection {
     sop_cgroup cgroup;
     int64_t effective_cpus;
     sop_alloc alloc;
+    sop_numa numa;                /* host.numa and proc.numa */
     struct sop_python *python;    /* NULL when not CPython or not read */
     struct sop_sampler *sampling; /* the window's stack samples (engine/sampler.h); or NULL */
     sop_missing missing;

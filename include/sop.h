@@ -118,7 +118,7 @@ typedef struct sop_evidence sop_evidence;
 #define SOP_PROBE_THREADS 0x01u  /* /proc/PID/task: per-thread state, CPU, run-queue wait */
 #define SOP_PROBE_CHILDREN 0x02u /* descendants and their memory (also needs `children`) */
 #define SOP_PROBE_CGROUP 0x04u   /* cgroup v1/v2 limits, usage, throttling, events */
-#define SOP_PROBE_HOST 0x08u     /* meminfo, vmstat, /proc/stat, loadavg, PSI, disks */
+#define SOP_PROBE_HOST 0x08u     /* meminfo, vmstat, /proc/stat, loadavg, PSI, disks, NUMA */
 #define SOP_PROBE_KMSG 0x10u     /* OOM-kill records of the kernel log (also `kernel_log`) */
 #define SOP_PROBE_PYTHON 0x20u   /* CPython stacks, GIL, GC (also needs `python`) */
 #define SOP_PROBE_ALLOC 0x40u    /* which allocator and its knobs */

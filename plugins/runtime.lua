@@ -1,9 +1,10 @@
 -- plugins/runtime.lua — SOP §8, the "hidden" runtime costs: glibc malloc arenas under many
 -- threads (8.1), start-up spent importing (8.2), logging in hot paths (8.3), subprocess storms
--- (8.4), thread pools and CPU affinity / NUMA that do not match the CPUs the job has (8.5; quota
--- throttling and observed oversubscription are cpu.lua's). Reads ev.alloc, ev.proc, ev.threads,
--- ev.python.threads[].window (import_/logging_/subprocess_ shares), ev.io_files, ev.host
--- (forks_per_s, numa), ev.cgroup.cpu, ev.effective_cpus.
+-- (8.4), thread pools and CPU affinity that do not match the CPUs the job has, threads on one
+-- NUMA node with their memory on another (8.5; quota throttling and observed oversubscription are
+-- cpu.lua's). Reads ev.alloc, ev.proc (numa too), ev.threads, ev.python.threads[].window
+-- (import_/logging_/subprocess_ shares), ev.io_files, ev.host (forks_per_s, numa),
+-- ev.cgroup.cpu, ev.effective_cpus.
 
 local function T(en, zh) return { en = en, zh = zh } end
 
@@ -530,6 +531,229 @@ rule {
         "https://pytorch.org/docs/stable/generated/torch.set_num_threads.html",
         "https://docs.kernel.org/scheduler/sched-bwc.html",
         "https://man7.org/linux/man-pages/man2/sched_setaffinity.2.html",
+      },
+    }
+  end,
+}
+
+-- ---------------------------------------------------------------------------------------------
+-- 8.5 threads on one NUMA node, memory on another
+
+-- The CPUs of a kernel cpulist ("0-3,8") as a set, or nil when it does not parse.
+local function cpu_set(list)
+  if type(list) ~= "string" then return nil end
+  local set, any = {}, false
+  for part in list:gmatch("[^,]+") do
+    local a, b = part:match("^%s*(%d+)%-(%d+)%s*$")
+    a, b = tonumber(a or part:match("^%s*(%d+)%s*$")), tonumber(b)
+    if not a then return nil end
+    for c = a, b or a do set[c] = true end
+    any = true
+  end
+  return any and set or nil
+end
+
+-- The distinct nodes of `cpus` (a list of CPU numbers), sorted; nil when one is on no node.
+local function nodes_of(cpus, node_of)
+  local seen, out = {}, {}
+  for _, c in ipairs(cpus) do
+    local n = node_of[c]
+    if n == nil then return nil end
+    if not seen[n] then seen[n] = true; out[#out + 1] = n end
+  end
+  table.sort(out)
+  return out
+end
+
+local function missing_reason(ev, probe)
+  for _, m in ipairs(ev.missing or {}) do
+    if m.probe == probe then return m.reason end
+  end
+  return nil
+end
+
+rule {
+  id = "cpu.numa_remote", section = "8.5", severity = "warn",
+  title = T("the job's threads run on one NUMA node while most of its memory sits on another",
+            "作业线程跑在一个 NUMA 节点上，大部分内存却在另一个节点"),
+  doc = [[Fires (warn) on a host with at least two NUMA nodes when the target's threads run on one node — its
+    affinity mask lies within that node, or else every busy thread (busy_thread_pct of a core over the window) last
+    ran on a CPU of it — while at least numa_remote_pct of its resident memory (numa_maps, as numastat -p sums it,
+    at least numa_min_mb in all) is on other nodes. Clears on a one-node host ("one NUMA node: no remote memory"),
+    when busy threads run on several nodes or none is busy, when the memory is small or mostly local. Unknown when
+    the topology was not read (kernel without NUMA support), numa_maps was unreadable, or with --duration 0 and an
+    affinity mask spanning nodes.]],
+  reads = { "host.numa.nodes[].node", "host.numa.nodes[].cpus", "host.numa.nodes[].cpu_count",
+            "host.numa.nodes[].mem_free_kb", "host.numa.nodes[].mem_total_kb", "host.numa.balancing",
+            "proc.numa.nodes[].kb", "proc.numa.kb", "proc.numa.interleave_kb", "proc.numa.truncated",
+            "proc.affinity.cpus", "threads[].cpu_pct", "threads[].processor", "missing[]" },
+  uses = { "numa_remote_pct", "numa_min_mb", "busy_thread_pct" },
+  check = function(ev, th)
+    local p = ev.proc
+    if not p then return no_proc(ev) end
+    local hn = ev.host and ev.host.numa
+    if not hn or not hn.nodes then
+      return unknown(T("NUMA topology not read (no /sys/devices/system/node: kernel without NUMA support)",
+                       "未读到 NUMA 拓扑（没有 /sys/devices/system/node：内核不支持 NUMA）"))
+    end
+    if #hn.nodes < 2 then
+      return clear(T("one NUMA node: no remote memory", "只有一个 NUMA 节点：没有远端内存"))
+    end
+    local node_of, by_id = {}, {}
+    for _, n in ipairs(hn.nodes) do
+      by_id[n.node] = n
+      if n.cpu_count == nil then
+        return unknown(T(fmt("the CPU list of NUMA node %d was not read", n.node),
+                         fmt("未读到 NUMA 节点 %d 的 CPU 列表", n.node)))
+      end
+      for c in pairs(cpu_set(n.cpus) or {}) do node_of[c] = n.node end
+    end
+
+    -- where the threads run: a mask within one node, else the CPUs the busy threads last ran on
+    local run_node, where_en, where_zh
+    local mask = p.affinity and cpu_set(p.affinity.cpus)
+    local mask_nodes
+    if mask then
+      local cpus = {}
+      for c in pairs(mask) do cpus[#cpus + 1] = c end
+      mask_nodes = nodes_of(cpus, node_of)
+    end
+    if mask_nodes and #mask_nodes == 1 then
+      run_node = mask_nodes[1]
+      where_en = fmt("affinity %s lies within node %d", p.affinity.cpus, run_node)
+      where_zh = fmt("亲和性 %s 全在节点 %d 内", p.affinity.cpus, run_node)
+    else
+      if not ev.duration_s or ev.duration_s <= 0 then
+        return unknown(T("one snapshot (--duration 0) and an affinity mask spanning nodes: busy threads not told",
+                         "只有一次快照（--duration 0）且亲和性跨节点：无法判断繁忙线程"))
+      end
+      local cpus, n_busy = {}, 0
+      for _, t in ipairs(ev.threads or {}) do
+        if t.cpu_pct and t.cpu_pct >= th.busy_thread_pct and t.processor then
+          n_busy = n_busy + 1
+          cpus[#cpus + 1] = t.processor
+        end
+      end
+      if n_busy == 0 then
+        return clear(T(fmt("no thread busy (>= %g%% of a core) over the window: remote memory costs "
+                           .. "nothing while idle", th.busy_thread_pct),
+                       fmt("窗口内没有繁忙线程（>= 单核 %g%%）：空闲时远端内存没有代价", th.busy_thread_pct)))
+      end
+      local ran = nodes_of(cpus, node_of)
+      if not ran then
+        return unknown(T("a busy thread ran on a CPU of no listed node", "有繁忙线程跑在未列出的节点的 CPU 上"))
+      end
+      if #ran > 1 then
+        local list = table.concat(ran, ", ")
+        return clear(T(fmt("%d busy threads ran on nodes %s: the job spans nodes, no single local node",
+                           n_busy, list),
+                       fmt("%d 个繁忙线程跑在节点 %s 上：作业跨节点，没有单一本地节点", n_busy, list)))
+      end
+      run_node = ran[1]
+      where_en = fmt("all %d busy threads last ran on CPUs of node %d (affinity %s)", n_busy, run_node,
+                     p.affinity and p.affinity.cpus or "?")
+      where_zh = fmt("%d 个繁忙线程最后都跑在节点 %d 的 CPU 上（亲和性 %s）", n_busy, run_node,
+                     p.affinity and p.affinity.cpus or "?")
+    end
+
+    local pn = p.numa
+    if not pn or not pn.kb or not pn.nodes then
+      local why = missing_reason(ev, "proc.numa") or "numa_maps not read"
+      return unknown(T(fmt("%s; memory per node unknown (%s)", where_en, why),
+                       fmt("%s；各节点内存未知（%s）", where_zh, why)))
+    end
+    local total, local_kb = pn.kb, 0
+    local parts, far_node, far_kb = {}, nil, -1
+    for _, n in ipairs(pn.nodes) do
+      if n.node == run_node then
+        local_kb = n.kb
+      elseif n.kb > far_kb then
+        far_node, far_kb = n.node, n.kb
+      end
+      if n.kb > 0 and total > 0 then
+        parts[#parts + 1] = fmt("node %d %s (%.0f%%)", n.node, kb(n.kb), 100 * n.kb / total)
+      end
+    end
+    local base_en = fmt("%s; resident %s: %s", where_en, kb(total), table.concat(parts, ", "))
+    local base_zh = fmt("%s；常驻 %s：%s", where_zh, kb(total), table.concat(parts, "，"))
+    if pn.truncated then
+      base_en = base_en .. fmt(" (first %d mappings only)", pn.mappings or 0)
+      base_zh = base_zh .. fmt("（仅前 %d 个映射）", pn.mappings or 0)
+    end
+    if total < th.numa_min_mb * 1024 then
+      return clear(T(base_en .. fmt(": below %g MiB, too small to matter", th.numa_min_mb),
+                     base_zh .. fmt("：低于 %g MiB，影响小", th.numa_min_mb)))
+    end
+    local remote_kb = total - local_kb
+    local share = 100 * remote_kb / total
+    if share < th.numa_remote_pct or not far_node then
+      return clear(T(base_en .. fmt(": %.0f%% on other nodes (< %g%%)", share, th.numa_remote_pct),
+                     base_zh .. fmt("：其他节点 %.0f%%（< %g%%）", share, th.numa_remote_pct)))
+    end
+
+    local home = by_id[run_node] or {}
+    local free_en, free_zh, fits = "", "", true
+    if home.mem_free_kb then
+      fits = home.mem_free_kb >= remote_kb
+      free_en = fmt("; node %d has %s free of %s", run_node, kb(home.mem_free_kb), kb(home.mem_total_kb or 0))
+      free_zh = fmt("；节点 %d 空闲 %s / 共 %s", run_node, kb(home.mem_free_kb), kb(home.mem_total_kb or 0))
+    end
+    local extra_en, extra_zh = "", ""
+    if pn.interleave_kb and pn.interleave_kb > 0 then
+      extra_en = fmt("; %s under an interleave policy", kb(pn.interleave_kb))
+      extra_zh = fmt("；%s 在 interleave 策略下", kb(pn.interleave_kb))
+    end
+    if hn.balancing then
+      extra_en = extra_en .. fmt("; automatic NUMA balancing %s", hn.balancing == 0 and "off" or "on")
+      extra_zh = extra_zh .. fmt("；自动 NUMA 平衡%s", hn.balancing == 0 and "关闭" or "开启")
+    end
+    local fix_en = fmt("Keep CPUs and memory on one node: start the job with `numactl --cpunodebind=%d "
+                       .. "--membind=%d python train.py`, or, for several workers/ranks, bind each to one "
+                       .. "node with its own memory (one numactl per launcher rank, node = rank %% nodes).",
+                       run_node, run_node)
+    local fix_zh = fmt("让 CPU 与内存在同一节点：用 `numactl --cpunodebind=%d --membind=%d python train.py` 启动；"
+                       .. "多个 worker/rank 时每个绑到一个节点并用该节点内存（每个 rank 一个 numactl，节点 = rank %% 节点数）。",
+                       run_node, run_node)
+    if fits then
+      fix_en = fix_en .. fmt(" A running process can move its pages: `migratepages %d %d %d` (package numactl).",
+                             ev.pid, far_node, run_node)
+      fix_zh = fix_zh .. fmt("运行中的进程可以迁移页面：`migratepages %d %d %d`（numactl 包）。", ev.pid, far_node, run_node)
+    else
+      fix_en = fix_en .. fmt(" Node %d has less free memory than the %s to move: --membind=%d would push "
+                             .. "the job into reclaim or the OOM killer; use --preferred=%d, free memory on "
+                             .. "node %d, or split the job so each part fits its node.",
+                             run_node, kb(remote_kb), run_node, run_node, run_node)
+      fix_zh = fix_zh .. fmt("节点 %d 的空闲内存少于要迁移的 %s：--membind=%d 会让作业进入回收或被 OOM 杀；"
+                             .. "改用 --preferred=%d、腾出节点 %d 的内存，或拆分作业让每部分装进各自节点。",
+                             run_node, kb(remote_kb), run_node, run_node, run_node)
+    end
+    return hit {
+      symptom = T(fmt("%.0f%% of the job's memory (%s) is on NUMA node %d, its threads run on node %d",
+                      share, kb(remote_kb), far_node, run_node),
+                  fmt("作业 %.0f%% 的内存（%s）在 NUMA 节点 %d，线程却跑在节点 %d", share, kb(remote_kb),
+                      far_node, run_node)),
+      evidence = T(base_en .. free_en .. extra_en .. ".", base_zh .. free_zh .. extra_zh .. "。"),
+      cause = T(fmt("Linux places a page on the node of the CPU that first touches it (or where a "
+                    .. "membind/preferred policy says). The memory was filled from node %d (data loaded "
+                    .. "before the job was pinned, taskset applied after start, a policy naming the other "
+                    .. "node, or node %d full at the time), and the threads now run on node %d: %.0f%% of "
+                    .. "their memory accesses cross the socket interconnect, with higher latency and "
+                    .. "shared bandwidth (SOP §8.5).", far_node, run_node, run_node, share),
+                fmt("Linux 把页面放在第一次访问它的 CPU 所在节点（或 membind/preferred 策略指定的节点）。"
+                    .. "这些内存是在节点 %d 上填充的（进程绑核前加载的数据、启动后才 taskset、策略指向了另一个节点，"
+                    .. "或当时节点 %d 已满），而线程现在跑在节点 %d：%.0f%% 的访存要跨 socket 互联，延迟更高、带宽共享"
+                    .. "（SOP §8.5）。", far_node, run_node, run_node, share)),
+      fix = T(fix_en, fix_zh),
+      verify = T(fmt("`numastat -p %d` shows most of the memory on node %d; `sopctl run --pid %d "
+                     .. "--duration 3`: cpu.numa_remote clear. Compare step time before and after.",
+                     ev.pid, run_node, ev.pid),
+                 fmt("`numastat -p %d` 显示大部分内存在节点 %d；`sopctl run --pid %d --duration 3`："
+                     .. "cpu.numa_remote 为 clear。前后对比 step 时间。", ev.pid, run_node, ev.pid)),
+      refs = {
+        "https://pytorch.org/tutorials/recipes/recipes/tuning_guide.html",
+        "https://man7.org/linux/man-pages/man8/numactl.8.html",
+        "https://docs.kernel.org/admin-guide/mm/numa_memory_policy.html",
+        "https://man7.org/linux/man-pages/man8/numastat.8.html",
       },
     }
   end,

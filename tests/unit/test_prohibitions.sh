@@ -14,31 +14,34 @@ bad() { fail=$((fail + 1)); echo "FAIL $*"; }
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 n=0
+# One jq pass per report: a line "COUNT" then one line per violation.
+CHECK='
+  def hedge: test("\\b(maybe|possibly|perhaps|might)\\b"; "i") or test("可能");
+  def texts: [.symptom, .evidence, .cause, .fix, .verify] | map(tostring) | join(" ");
+  (.findings | length),
+  (.findings[] | . as $f | .id as $id |
+    (if (.evidence | tostring | test("[0-9]")) then empty else "\($id): evidence without numbers" end),
+    (if ([.refs[]? | select(startswith("https://"))] | length) > 0 then empty else "\($id): no https reference" end),
+    (if (.fix | length > 0) and (.verify | length > 0) and (.cause | length > 0) then empty
+     else "\($id): empty cause/fix/verify" end),
+    (if ($f | texts | hedge) then "\($id): hedging: \($f | texts | match(".{0,40}(maybe|possibly|perhaps|might|可能).{0,40}"; "i").string)"
+     else empty end),
+    (if (.fix | test("num_workers *(=|to) *(3[2-9]|[4-9][0-9]|[0-9]{3})"; "i"))
+     then "\($id): advises a large num_workers without measuring" else empty end),
+    (if (.fix | test("set_start_method|start method|启动方式"; "i"))
+        and ((.fix | test("slower|re-?import|picklable|side effect|副作用|更慢|重新 ?import|pickle"; "i")) | not)
+     then "\($id): changes the start method without its side effects" else empty end))'
 for ev in "$SRC"/tests/replay/*.json; do
   for lang in en zh; do
     "$SOPCTL" run --no-site --evidence "$ev" --format json --lang "$lang" >"$tmp/out.json" 2>/dev/null
-    jq -c '.findings[]' "$tmp/out.json" >"$tmp/f" || { bad "$(basename "$ev") $lang: no JSON"; continue; }
-    while IFS= read -r f; do
-      n=$((n + 1))
-      id=$(jq -r .id <<<"$f")
-      where="$(basename "$ev") $lang $id"
-      jq -e '.evidence | test("[0-9]")' <<<"$f" >/dev/null && ok || bad "$where: evidence without numbers"
-      jq -e '[.refs[]? | select(startswith("https://"))] | length > 0' <<<"$f" >/dev/null && ok \
-        || bad "$where: no https reference"
-      jq -e '(.fix | length > 0) and (.verify | length > 0) and (.cause | length > 0)' <<<"$f" >/dev/null \
-        && ok || bad "$where: empty cause/fix/verify"
-      if jq -r '[.symptom, .evidence, .cause, .fix, .verify] | join(" ")' <<<"$f" \
-          | grep -Eiq '\b(maybe|possibly|perhaps|might)\b|可能'; then
-        bad "$where: hedging: $(jq -r '[.symptom, .cause, .fix] | join(" | ")' <<<"$f" | grep -Eio '.{40}(maybe|possibly|perhaps|might|可能).{40}' | head -1)"
-      else ok; fi
-      if jq -r .fix <<<"$f" | grep -Eiq 'num_workers *(=|to) *(3[2-9]|[4-9][0-9]|[0-9]{3})'; then
-        bad "$where: advises a large num_workers without measuring"
-      else ok; fi
-      if jq -r .fix <<<"$f" | grep -Eiq 'set_start_method|start method|启动方式'; then
-        jq -r .fix <<<"$f" | grep -Eiq 'slower|re-?import|picklable|side effect|副作用|更慢|重新 ?import|pickle' \
-          && ok || bad "$where: changes the start method without its side effects"
-      fi
-    done <"$tmp/f"
+    if ! jq -r "$CHECK" "$tmp/out.json" >"$tmp/res" 2>"$tmp/jqerr"; then
+      bad "$(basename "$ev") $lang: no JSON report: $(head -c 200 "$tmp/jqerr")"
+      continue
+    fi
+    k=$(head -1 "$tmp/res")
+    n=$((n + k))
+    while IFS= read -r v; do bad "$(basename "$ev") $lang $v"; done < <(tail -n +2 "$tmp/res")
+    ok
   done
 done
 echo "checked $n findings"

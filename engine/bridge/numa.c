@@ -1,0 +1,60 @@
+/* numa.c (bridge) — adds host.numa {nodes[] {node cpus cpu_count mem_total_kb mem_free_kb}
+ * balancing} and proc.numa {nodes[] {node kb} kb other_kb interleave_kb mappings truncated},
+ * keys per docs/evidence.md. Nothing is added for what was not read. Depends on engine/value.h,
+ * probes/numa.h. */
+#include "bridge.h"
+
+void sop__bridge_numa(sop_value *ev, const sop_numa *n)
+{
+    if (!n || (!n->have_topology && n->balancing == SOP_NA))
+        return;
+    sop_value *host = sop__v_obj_at(ev, "host");
+    sop_value *o = host ? sop__v_obj_at(host, "numa") : NULL;
+    if (!o)
+        return;
+    sop__v_set_int(o, "balancing", n->balancing);
+    if (n->have_topology) {
+        sop_value *arr = sop__v_arr_at(o, "nodes");
+        for (size_t i = 0; arr && i < n->nnodes && i < SOP_NUMA_NODES_MAX; i++) {
+            const sop_numa_node *d = &n->nodes[i];
+            sop_value *e = sop__v_obj();
+            if (!e)
+                return;
+            sop__v_set_int(e, "node", d->node);
+            sop__v_set_str(e, "cpus", d->cpus);
+            sop__v_set_int(e, "cpu_count", d->cpu_count);
+            sop__v_set_int(e, "mem_total_kb", d->mem_total_kb);
+            sop__v_set_int(e, "mem_free_kb", d->mem_free_kb);
+            sop__v_push(arr, e);
+        }
+    }
+    if (!n->have_pages)
+        return;
+    const sop_numa_pages *pg = &n->pages;
+    sop_value *proc = sop__v_obj_at(ev, "proc");
+    sop_value *p = proc ? sop__v_obj_at(proc, "numa") : NULL;
+    if (!p)
+        return;
+    int64_t total = pg->other_kb;
+    sop_value *arr = sop__v_arr_at(p, "nodes");
+    for (int i = 0; arr && i < SOP_NUMA_NODES_MAX; i++) {
+        bool listed = false; /* every node of the host, and any other node holding pages */
+        for (size_t j = 0; j < n->nnodes; j++)
+            listed = listed || n->nodes[j].node == i;
+        if (!listed && pg->kb[i] == 0)
+            continue;
+        sop_value *e = sop__v_obj();
+        if (!e)
+            return;
+        sop__v_set_int(e, "node", i);
+        sop__v_set_int(e, "kb", pg->kb[i]);
+        sop__v_push(arr, e);
+        total += pg->kb[i];
+    }
+    sop__v_set_int(p, "kb", total);
+    if (pg->other_kb)
+        sop__v_set_int(p, "other_kb", pg->other_kb);
+    sop__v_set_int(p, "interleave_kb", pg->interleave_kb);
+    sop__v_set_int(p, "mappings", pg->lines);
+    sop__v_set_bool(p, "truncated", pg->truncated);
+}
