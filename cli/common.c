@@ -149,7 +149,7 @@ int cli_load_site(struct sop_engine *e, const char *path, int no_default)
     if (!path)
         return EXIT_CLEAN;
     if (sop_load_site_file(e, path) != 0) {
-        fprintf(stderr, "sopctl: %s: %s\n", from, sop_last_error(e));
+        fprintf(stderr, "sopctl: %s %s: %s\n", from, path, sop_last_error(e));
         return EXIT_USAGE;
     }
     return EXIT_CLEAN;
