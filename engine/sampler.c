@@ -55,6 +55,7 @@ typedef struct {
     /* the longest one */
     double longest_ms;
     char longest_frame[384];
+    char stretch_cb[256]; /* the callback the current stretch is in (its outermost own frame) */
 } thr;
 
 typedef struct {
@@ -254,8 +255,9 @@ static void end_stretch(thr *t, double end_ms)
     t->ncur = 0;
 }
 
-/* The asyncio part: a stretch is consecutive samples where the loop thread is not back in
- * the selector; its frame is the innermost non-loop frame most seen in callbacks. */
+/* The asyncio part: a stretch is consecutive samples where the loop thread is inside one
+ * callback (not back in the selector, not between callbacks, not in another callback); its
+ * frame is the innermost non-loop frame most seen in it. */
 static void loop_sample(sop_sampler *s, thr *t, const sop_pysample *p)
 {
     int dispatch = -1;
@@ -280,14 +282,30 @@ static void loop_sample(sop_sampler *s, thr *t, const sop_pysample *p)
         end_stretch(t, s->now_ms);
         return;
     }
+    /* Between callbacks (in _run_once, not inside Handle._run): the loop came back. */
+    if (dispatch < 0) {
+        end_stretch(t, s->now_ms);
+        return;
+    }
+    /* Which callback: its outermost frame outside the loop machinery (a coroutine of a Task,
+     * a protocol method); "" when it is all asyncio's own. Another callback than the one the
+     * stretch started in means the loop went round in between (a busy loop running many short
+     * callbacks is not blocked): the stretch ends there and a new one starts. */
+    char cb[256] = "";
+    for (int i = dispatch - 1; i >= 0; i--)
+        if (!loop_machinery(&p->frames[i])) {
+            snprintf(cb, sizeof cb, "%s (%s)", p->frames[i].func, p->frames[i].file);
+            break;
+        }
+    if (t->in_stretch && strcmp(cb, t->stretch_cb) != 0)
+        end_stretch(t, s->now_ms);
     if (!t->in_stretch) {
         t->in_stretch = true;
         t->stretch_t0_ms = s->now_ms;
         t->ncur = 0;
+        snprintf(t->stretch_cb, sizeof t->stretch_cb, "%s", cb);
     }
     t->stretch_last_ms = s->now_ms;
-    if (dispatch < 0)
-        return;
     const sop_pyframe *user = NULL;
     for (int i = 0; i < dispatch && !user; i++)
         if (!loop_machinery(&p->frames[i]))

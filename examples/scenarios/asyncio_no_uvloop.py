@@ -4,16 +4,21 @@
 # sopctl: --duration 2
 # needs: aiohttp
 import asyncio
-import os
 import socket
 import subprocess
 import sys
 
 from aiohttp import web
 
+# The client runs on uvloop (cheaper per request), so the server is the bottleneck.
 CLIENT = r"""
 import asyncio, sys, time
 import aiohttp
+try:
+    import uvloop
+    uvloop.install()
+except ImportError:
+    pass
 async def main(port):
     end = time.time() + 60
     async with aiohttp.ClientSession() as s:
@@ -26,7 +31,11 @@ asyncio.run(main(int(sys.argv[1])))
 """
 
 
+SERVED = [0]
+
+
 async def hello(request):
+    SERVED[0] += 1
     return web.Response(text="ok")
 
 
@@ -41,7 +50,12 @@ async def main():
     site = web.SockSite(runner, sock)
     await site.start()
     client = subprocess.Popen([sys.executable, "-c", CLIENT, str(port)])
-    await asyncio.sleep(2.0)
+    # Ready once the load is on: 500 requests served (or 10 s).
+    for _ in range(100):
+        if SERVED[0] >= 500:
+            break
+        await asyncio.sleep(0.1)
+    await asyncio.sleep(0.5)
     print("ready", flush=True)
     try:
         await asyncio.sleep(60)
@@ -50,5 +64,4 @@ async def main():
 
 
 if __name__ == "__main__":
-    os.setpgrp()
     asyncio.run(main())

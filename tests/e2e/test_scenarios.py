@@ -24,6 +24,7 @@ SCENARIOS=glob[,glob...] limits the run to matching file names. A scenario that 
 import fnmatch
 import glob
 import os
+import signal
 import subprocess
 import sys
 import time
@@ -80,6 +81,40 @@ def wait_ready(p, timeout):
     return False
 
 
+def descendants(pid):
+    """Every live descendant of pid (from /proc's ppid links), deepest last."""
+    kids = {}
+    for d in os.listdir("/proc"):
+        if d.isdigit():
+            try:
+                with open("/proc/%s/stat" % d) as f:
+                    ppid = int(f.read().rsplit(")", 1)[1].split()[1])
+                kids.setdefault(ppid, []).append(int(d))
+            except (OSError, ValueError, IndexError):
+                pass
+    out, todo = [], [pid]
+    while todo:
+        for k in kids.get(todo.pop(), []):
+            out.append(k)
+            todo.append(k)
+    return out
+
+
+def end_tree(p):
+    """SIGKILL the scenario, its process group and every descendant it started (workers that
+    would otherwise be orphaned and keep the CPUs busy for the next scenario)."""
+    tree = descendants(p.pid)
+    for pid in [p.pid] + tree:
+        try:
+            os.kill(pid, signal.SIGKILL)
+        except OSError:
+            pass
+    try:
+        os.killpg(p.pid, signal.SIGKILL)
+    except OSError:
+        pass
+
+
 def run_once(path, meta):
     """-> (report or None, error text)"""
     env = dict(os.environ)
@@ -94,10 +129,10 @@ def run_once(path, meta):
                 memory_max_bytes=size_bytes(c["memory"]) if "memory" in c else None,
                 cpu_quota_cpus=float(c["cpu"]) if "cpu" in c else None)
             p = group.popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env,
-                            text=True, cwd=SCEN_DIR)
+                            text=True, cwd=SCEN_DIR, start_new_session=True)
         else:
             p = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env,
-                                 text=True, cwd=SCEN_DIR)
+                                 text=True, cwd=SCEN_DIR, start_new_session=True)
         try:
             if meta["target"] == "dead":
                 try:
@@ -112,8 +147,7 @@ def run_once(path, meta):
                 return None, "sopctl exit %d: %s" % (code, err[-1500:])
             return rep, ""
         finally:
-            if p.poll() is None:
-                p.kill()
+            end_tree(p)
             try:
                 p.wait(timeout=10)
             except subprocess.TimeoutExpired:
