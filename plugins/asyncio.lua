@@ -4,7 +4,8 @@
 -- selector), ev.threads (OS state, cpu_pct), ev.sampling. Thresholds: loop_busy_cpu_pct,
 -- loop_block_ms.
 
-local function T(en, zh) return { en = en, zh = zh } end
+local common = require "plugins.common"
+local T = common.T
 
 local function ends_with(s, suffix) return s and s:sub(-#suffix) == suffix end
 

@@ -3,15 +3,9 @@
 -- reads from (busy disk, NFS/FUSE fsync). Reads ev.python (threads[] and workers[].threads[]
 -- window: checkpoint_frac, running_frac, io_wait_frac, top_stacks), ev.io_files, ev.host.disks.
 
-local function T(en, zh) return { en = en, zh = zh } end
+local common = require "plugins.common"
+local T, no_proc = common.T, common.no_proc
 
-local function no_proc(ev)
-  if ev.alive == false then
-    return unknown(T("the process is gone: only the kernel log speaks of it",
-                     "进程已不存在：只有内核日志记录了它"))
-  end
-  return unknown(T("no process evidence", "没有进程证据"))
-end
 
 local REFS = {
   "https://pytorch.org/docs/stable/generated/torch.load.html",

@@ -15,7 +15,8 @@
 -- Not checked (docs/rules.md): pin_memory (torch drops it without a GPU, and with one the
 -- evidence cannot say whether the batches go to the GPU).
 
-local function T(en, zh) return { en = en, zh = zh } end
+local common = require "plugins.common"
+local T = common.T
 
 local REF_DATA = "https://pytorch.org/docs/stable/data.html"
 local REF_TOK = "https://huggingface.co/docs/transformers/main_classes/tokenizer"

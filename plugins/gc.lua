@@ -3,7 +3,8 @@
 -- collecting stretch, collections per generation) and its state (enabled, thresholds, frozen).
 -- Thresholds: gc_*.
 
-local function T(en, zh) return { en = en, zh = zh } end
+local common = require "plugins.common"
+local T = common.T
 
 local REFS = {
   "https://docs.python.org/3/library/gc.html",

@@ -5,7 +5,8 @@
 -- Thresholds: gil_thread_busy_pct, gil_min_threads, gil_min_process_pct, gil_one_core_max_pct,
 -- gil_max_runqueue_wait_pct.
 
-local function T(en, zh) return { en = en, zh = zh } end
+local common = require "plugins.common"
+local T = common.T
 
 local function where(frame)
   if not frame then return "?" end

@@ -5,17 +5,10 @@
 -- threads[].window), ev.io_files, ev.cgroup.memory, ev.host (memory, vm, psi.io, cpu, disks).
 -- Checkpoint (torch.save / torch.load) rules live in plugins/checkpoint.lua.
 
-local function T(en, zh) return { en = en, zh = zh } end
+local common = require "plugins.common"
+local T, no_proc = common.T, common.no_proc
 
 -- Why a rule that needs the live process cannot judge.
-local function no_proc(ev)
-  if ev.alive == false then
-    return unknown(T("the process is gone: only the kernel log speaks of it",
-                     "进程已不存在：只有内核日志记录了它"))
-  end
-  return unknown(T("the process's status was not read (see missing evidence)",
-                   "未能读取进程状态（见缺失的证据）"))
-end
 
 local REFS = {
   "https://www.brendangregg.com/linuxperf.html",

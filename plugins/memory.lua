@@ -2,17 +2,10 @@
 -- (fork copy-on-write growth of workers). Reads ev.proc, ev.children, ev.cgroup.memory and
 -- ev.host. Thresholds: rss_limit_pct, host_avail_min_pct, host_share_pct, cow_*.
 
-local function T(en, zh) return { en = en, zh = zh } end
+local common = require "plugins.common"
+local T, no_proc = common.T, common.no_proc
 
 -- Why a rule that needs the live process cannot judge.
-local function no_proc(ev)
-  if ev.alive == false then
-    return unknown(T("the process is gone: only the kernel log speaks of it",
-                     "进程已不存在：只有内核日志记录了它"))
-  end
-  return unknown(T("the process's status was not read (see missing evidence)",
-                   "未能读取进程状态（见缺失的证据）"))
-end
 local function percent(a, b) return 100 * a / b end
 
 -- A v1 "unlimited" limit is 2^63 bytes rounded down to a page; anything this big is no limit.

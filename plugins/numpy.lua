@@ -11,7 +11,8 @@
 -- caller's line, so they are seen only through that line's source text (leaf.code), when the
 -- source file is readable.
 
-local function T(en, zh) return { en = en, zh = zh } end
+local common = require "plugins.common"
+local T = common.T
 
 local function numpy_file(f)
   return f ~= nil and (f == "<__array_function__ internals>" or f:find("/numpy/", 1, true) ~= nil)

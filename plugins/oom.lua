@@ -8,17 +8,10 @@ local REFS = {
   "https://github.com/bloomberg/memray",
 }
 
-local function T(en, zh) return { en = en, zh = zh } end
+local common = require "plugins.common"
+local T, no_proc = common.T, common.no_proc
 
 -- Why a rule that needs the live process cannot judge.
-local function no_proc(ev)
-  if ev.alive == false then
-    return unknown(T("the process is gone: only the kernel log speaks of it",
-                     "进程已不存在：只有内核日志记录了它"))
-  end
-  return unknown(T("the process's status was not read (see missing evidence)",
-                   "未能读取进程状态（见缺失的证据）"))
-end
 
 -- Seconds since the kill: the collector's age_s, else from the epoch stamps.
 local function age_of(ev, k)

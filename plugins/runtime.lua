@@ -6,17 +6,11 @@
 -- (import_/logging_/subprocess_ shares), ev.io_files, ev.host (forks_per_s, numa),
 -- ev.cgroup.cpu, ev.effective_cpus.
 
-local function T(en, zh) return { en = en, zh = zh } end
+local common = require "plugins.common"
+local T, no_proc = common.T, common.no_proc
 
 local function pct(x) return 100 * x end
 
-local function no_proc(ev)
-  if ev.alive == false then
-    return unknown(T("the process is gone: only the kernel log speaks of it",
-                     "进程已不存在：只有内核日志记录了它"))
-  end
-  return unknown(T("process facts not readable", "读不到进程信息"))
-end
 
 -- The sampled Python threads of the target, or nil and the reason.
 local function sampled_threads(ev)

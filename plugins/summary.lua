@@ -5,7 +5,8 @@
 -- the branch, and the SOP section to read next. Reads the job's CPU (target + workers), thread
 -- states and sampled stacks, IO rates and the disks of the files it reads.
 
-local function T(en, zh) return { en = en, zh = zh } end
+local common = require "plugins.common"
+local T = common.T
 
 local function ends_with(s, suffix) return s ~= nil and s:sub(-#suffix) == suffix end
 
