@@ -7,11 +7,9 @@
 local common = require "plugins.common"
 local T = common.T
 
-local function ends_with(s, suffix) return s and s:sub(-#suffix) == suffix end
+local ends_with = common.ends_with
 
-local function where(frame)
-  return fmt("%s (%s:%s)", frame.func or "?", frame.file or "?", tostring(frame.line or "?"))
-end
+local where = common.where
 
 -- Index (1 = innermost) of the frame that dispatches loop callbacks, and the loop kind.
 local function loop_dispatch(frames)

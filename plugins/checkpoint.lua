@@ -17,7 +17,7 @@ local REFS = {
 local STORED = { ["local"] = true, network = true, fuse = true, overlay = true }
 local REMOTE = { network = true, fuse = true }
 
-local function rate(bytes_per_s) return kb(bytes_per_s / 1024) .. "/s" end
+local rate = common.rate
 
 -- The thread of the target or of a worker spending the largest share of the window inside
 -- checkpoint code: {pid, tid, name, w (window)} or nil; also whether any window was sampled.

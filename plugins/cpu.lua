@@ -26,15 +26,7 @@ local function unset_pool_vars(ev)
   return out, env
 end
 
-local function pool_libs(proc)
-  local out = {}
-  for _, l in ipairs(proc.libs or {}) do
-    if l.kind == "blas" or l.kind == "openmp" or l.kind == "torch" then
-      out[#out + 1] = l.name or l.kind
-    end
-  end
-  return out
-end
+local pool_libs = common.pool_libs
 
 -- A process seen only through its total cpu_pct counts as this many busy threads.
 local function busy_in(cpu_pct, nthreads, busy_pct)

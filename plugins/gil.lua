@@ -8,10 +8,7 @@
 local common = require "plugins.common"
 local T = common.T
 
-local function where(frame)
-  if not frame then return "?" end
-  return fmt("%s (%s:%s)", frame.func or "?", frame.file or "?", tostring(frame.line or "?"))
-end
+local where = common.where
 
 rule {
   id = "gil.contention", section = "4", severity = "warn",

@@ -16,7 +16,7 @@ local REFS = {
   "https://github.com/webdataset/webdataset",
 }
 
-local function rate(bytes_per_s) return kb(bytes_per_s / 1024) .. "/s" end
+local rate = common.rate
 
 -- Host IO pressure figures that are present, in words, and whether one is over its threshold.
 local function io_pressure(ev, th)

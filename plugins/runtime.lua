@@ -425,13 +425,7 @@ rule {
 local POOL_VARS = { "OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS",
                     "NUMEXPR_NUM_THREADS", "BLIS_NUM_THREADS", "TF_NUM_INTRAOP_THREADS" }
 
-local function pool_libs(proc)
-  local out = {}
-  for _, l in ipairs(proc.libs or {}) do
-    if l.kind == "blas" or l.kind == "openmp" or l.kind == "torch" then out[#out + 1] = l.name or l.kind end
-  end
-  return out
-end
+local pool_libs = common.pool_libs
 
 rule {
   id = "cpu.affinity_mismatch", section = "8.5", severity = "warn",

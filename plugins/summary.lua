@@ -8,7 +8,7 @@
 local common = require "plugins.common"
 local T = common.T
 
-local function ends_with(s, suffix) return s ~= nil and s:sub(-#suffix) == suffix end
+local ends_with = common.ends_with
 
 -- What the sampled stacks of the job's threads wait in, by share of samples: the innermost
 -- frame of each top stack, sorted into network / locks+queues / DataLoader data.
