@@ -1,9 +1,12 @@
 # expect: startup.slow_imports
+# also: gc.pauses
 # sopctl: --duration 3
 """§8.2: start-up spent importing. A package tree of generated modules (each with a few hundred
 functions and classes, like a large SDK's __init__ chain) is imported with bytecode caching off,
 so every module is compiled and executed at start: the main thread sits in importlib for tens of
-seconds before reaching its first line of work."""
+seconds before reaching its first line of work. The classes and tables each module creates trigger
+the cyclic GC (full collections included) while importing; how much of the window it takes depends
+on the host, so gc.pauses may also fire: the same start-up cost seen from the collector's side."""
 import os
 import sys
 import tempfile
