@@ -10,7 +10,9 @@ import random
 import threading
 import time
 
-NTHREADS = 16
+INTENSITY = int(os.environ.get("SOP_SCENARIO_INTENSITY", "1"))  # the matrix's size: 1 or 2
+
+NTHREADS = 16 * INTENSITY
 CACHE_MAX = 300  # per thread; ~60 KiB mean: ~18 MiB live per thread at most
 stop = time.time() + 60
 ready = threading.Barrier(NTHREADS + 1)

@@ -4,10 +4,13 @@
 """dataloader_starved.py — SOP §6.4: a training loop starved by its DataLoader. One worker runs a
 CPU-heavy per-sample transform in pure Python; the "training step" is cheap, so the main thread
 spends most of its time waiting for the next batch. Prints "ready", exits after 60 s."""
+import os
 import time
 
 import torch
 from torch.utils.data import DataLoader, Dataset
+
+INTENSITY = int(os.environ.get("SOP_SCENARIO_INTENSITY", "1"))  # the matrix's size: 1 or 2
 
 
 class HeavyTransform(Dataset):
@@ -16,7 +19,7 @@ class HeavyTransform(Dataset):
 
     def __getitem__(self, i):
         x = 0
-        for k in range(60000):  # a per-pixel augmentation written in Python
+        for k in range(60000 * INTENSITY):  # a per-pixel augmentation written in Python
             x += (k * i) % 7
         return torch.full((8,), float(x))
 

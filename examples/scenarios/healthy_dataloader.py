@@ -6,10 +6,13 @@
 cheap __getitem__ keeps its prefetch queue full while the training step, the slower part, runs in
 the main process; TOKENIZERS_PARALLELISM=false in the environment. No dataloader.* (or other) warn/high finding.
 Prints "ready", exits after 60 s."""
+import os
 import time
 
 import torch
 from torch.utils.data import DataLoader, Dataset
+
+INTENSITY = int(os.environ.get("SOP_SCENARIO_INTENSITY", "1"))  # the matrix's size: 1 or 2
 
 
 class Samples(Dataset):
@@ -22,7 +25,7 @@ class Samples(Dataset):
 
 if __name__ == "__main__":
     torch.set_num_threads(1)
-    loader = DataLoader(Samples(), batch_size=32, num_workers=1, persistent_workers=True,
+    loader = DataLoader(Samples(), batch_size=32 * INTENSITY, num_workers=1, persistent_workers=True,
                         prefetch_factor=4)
     w = torch.randn(64, 64)
     deadline = time.time() + 60

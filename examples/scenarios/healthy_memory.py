@@ -4,10 +4,13 @@
 """healthy_memory.py — the healthy counterpart of the §2 scenarios: a 150 MiB working set loaded
 once, a bounded cache (functools.lru_cache), per-step temporaries freed, automatic GC only: flat
 memory, no pinned pages, no long collections."""
+import os
 import functools
 import time
 
 import numpy as np
+
+INTENSITY = int(os.environ.get("SOP_SCENARIO_INTENSITY", "1"))  # the matrix's size: 1 or 2
 
 
 @functools.lru_cache(maxsize=256)
@@ -16,7 +19,7 @@ def feature(i):
 
 
 def main():
-    data = np.random.default_rng(0).random((150 << 20) // 8)  # 150 MiB, written
+    data = np.random.default_rng(0).random((150 << 20) * INTENSITY // 8)  # 150 MiB x intensity, written
     time.sleep(1)
     print("ready", flush=True)
     t0 = time.time()

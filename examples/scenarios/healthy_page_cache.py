@@ -9,7 +9,9 @@ import sys
 import tempfile
 import time
 
-SIZE = 192 << 20
+INTENSITY = int(os.environ.get("SOP_SCENARIO_INTENSITY", "1"))  # the matrix's size: 1 or 2
+
+SIZE = (192 << 20) * INTENSITY
 CHUNK = 1 << 20
 
 d = tempfile.mkdtemp(prefix="sop_pcache_ok_", dir="/var/tmp")

@@ -12,7 +12,9 @@ import sys
 import tempfile
 import time
 
-SIZE = 256 << 20          # 256 MiB file on disk (not tmpfs: /var/tmp)
+INTENSITY = int(os.environ.get("SOP_SCENARIO_INTENSITY", "1"))  # the matrix's size: 1 or 2
+
+SIZE = (256 << 20) * INTENSITY          # 256 MiB file on disk (not tmpfs: /var/tmp)
 REC = 4096
 
 d = tempfile.mkdtemp(prefix="sop_rand_", dir="/var/tmp")

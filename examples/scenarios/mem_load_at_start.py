@@ -10,7 +10,9 @@ import shutil
 import tempfile
 import time
 
-SHARDS, ROWS = 8, 200_000
+INTENSITY = int(os.environ.get("SOP_SCENARIO_INTENSITY", "1"))  # the matrix's size: 1 or 2
+
+SHARDS, ROWS = 8 * INTENSITY, 200_000
 
 
 def main():

@@ -11,7 +11,9 @@ import time
 
 import torch
 
-NWORKERS = 2
+INTENSITY = int(os.environ.get("SOP_SCENARIO_INTENSITY", "1"))  # the matrix's size: 1 or 2
+
+NWORKERS = 2 * INTENSITY
 
 
 def work(end, started):

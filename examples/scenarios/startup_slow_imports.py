@@ -12,9 +12,11 @@ import sys
 import tempfile
 import time
 
+INTENSITY = int(os.environ.get("SOP_SCENARIO_INTENSITY", "1"))  # the matrix's size: 1 or 2
+
 sys.dont_write_bytecode = True
 root = tempfile.mkdtemp(prefix="sop_imports_")
-NPKG, NMOD, NFUNC = 20, 40, 120
+NPKG, NMOD, NFUNC = 20 * INTENSITY, 40, 120
 
 
 def module_source(p, m):

@@ -1,7 +1,7 @@
 """cg.py — test cgroups for the end-to-end tests: create one (v1: per controller, under the
 caller's own cgroup; v2: under the cgroup2 root with the controllers enabled in
 subtree_control), set a memory limit and/or a CPU quota, start processes inside it, and always
-clean up: SIGKILL every member (all of them were started by the test), then rmdir. Stdlib only."""
+clean up (a cpuset, too: `cpuset_cpus="0"` confines the members to CPU 0): SIGKILL every member (all of them were started by the test), then rmdir. Stdlib only."""
 import os
 import signal
 import subprocess
@@ -66,8 +66,10 @@ def layout(controllers):
 class TestCgroup:
     """with TestCgroup("oom", memory_max_bytes=100 << 20) as cg: p = cg.popen([...])"""
 
-    def __init__(self, tag, memory_max_bytes=None, cpu_quota_cpus=None, period_us=100000):
-        controllers = ["memory"] + (["cpu"] if cpu_quota_cpus is not None else [])
+    def __init__(self, tag, memory_max_bytes=None, cpu_quota_cpus=None, period_us=100000,
+                 cpuset_cpus=None):
+        controllers = (["memory"] + (["cpu"] if cpu_quota_cpus is not None else [])
+                       + (["cpuset"] if cpuset_cpus is not None else []))
         self.version, where = layout(controllers)
         self.name = "sop-e2e-%s-%d" % (tag, os.getpid())
         self.dirs = []  # one per controller on v1, one on v2
@@ -92,6 +94,12 @@ class TestCgroup:
                     _write(os.path.join(cpu, "cpu.cfs_quota_us"), str(int(cpu_quota_cpus * period_us)))
                     # A heavy weight, so the quota and not other load on the machine is the limit.
                     _write(os.path.join(cpu, "cpu.shares"), "8192")
+                if cpuset_cpus is not None:
+                    cs = self.dirs[controllers.index("cpuset")]
+                    parent = os.path.dirname(cs)
+                    # v1 cpusets start empty: memory nodes from the parent, then the CPUs.
+                    _write(os.path.join(cs, "cpuset.mems"), _read(os.path.join(parent, "cpuset.mems")).strip())
+                    _write(os.path.join(cs, "cpuset.cpus"), cpuset_cpus)
             else:
                 enabled = _read(os.path.join(where, "cgroup.subtree_control")).split()
                 want = " ".join("+" + c for c in controllers if c not in enabled)
@@ -107,6 +115,8 @@ class TestCgroup:
                 if cpu_quota_cpus is not None:
                     _write(os.path.join(d, "cpu.max"), "%d %d" % (int(cpu_quota_cpus * period_us), period_us))
                     _write(os.path.join(d, "cpu.weight"), "800")
+                if cpuset_cpus is not None:
+                    _write(os.path.join(d, "cpuset.cpus"), cpuset_cpus)
         except BaseException:
             self.close()
             raise

@@ -20,7 +20,16 @@ A scenario is a Python program whose leading comment block carries its contract:
 
 It prints "ready" on stdout once the misbehaviour is under way (not needed for `target: dead`).
 SCENARIOS=glob[,glob...] limits the run to matching file names. A scenario that fails is run once more
-(timing on a shared 2-core host); both attempts are printed."""
+(timing on a shared 2-core host); both attempts are printed.
+
+The robustness matrix (issue 11): CELLS=cell[,cell...] runs every scenario in each cell. A cell is
+BUDGET/INTENSITY[+hog]: BUDGET "all" (the whole machine) or "cpu1" (a 1-CPU cpuset), INTENSITY 1 or
+2 (exported as SOP_SCENARIO_INTENSITY; scenarios scale their work by it), "+hog" runs a foreign
+CPU hog (one spinning process per CPU of the budget, not a descendant of the target) beside the
+healthy scenarios only. CELLS=full is the whole factorial. Default: all/1. Per cell a header key
+may be qualified with the budget (`expect@cpu1:`, `also@cpu1:`, `verdict@cpu1:`, `skip@cpu1: why`)
+where the program honestly changes meaning on one CPU. At the end, per rule: hits / expected runs,
+misses, and false alarms (warn/high where neither expected nor allowed), summed over the cells."""
 import fnmatch
 import glob
 import os
@@ -38,9 +47,28 @@ SCEN_DIR = os.path.normpath(os.path.join(HERE, "../../examples/scenarios"))
 ORDER = {"high": 0, "warn": 1, "info": 2}
 
 
-def parse_header(path):
+FULL = ["all/1", "all/2", "cpu1/1", "cpu1/2", "all/1+hog"]
+
+
+def parse_cells(text):
+    cells = []
+    for c in text.split(","):
+        c = c.strip()
+        if c == "full":
+            cells += FULL
+        elif c:
+            budget, _, rest = c.partition("/")
+            inten, _, hog = rest.partition("+")
+            if budget not in ("all", "cpu1") or inten not in ("1", "2") or hog not in ("", "hog"):
+                raise SystemExit("CELLS: %r is not BUDGET/INTENSITY[+hog] (all|cpu1, 1|2)" % c)
+            cells.append(c)
+    return cells
+
+
+def parse_header(path, budget="all"):
     meta = {"expect": [], "also": [], "sopctl": [], "cgroup": {}, "env": {}, "needs": [],
-            "python": sopt.PY, "target": "pid", "timeout": 90, "verdict": None}
+            "python": sopt.PY, "target": "pid", "timeout": 90, "verdict": None, "skip": None}
+    cell_keys = {}
     with open(path) as f:
         for line in f:
             if not line.startswith("#"):
@@ -49,6 +77,11 @@ def parse_header(path):
                 continue
             key, sep, val = line[1:].strip().partition(":")
             key, val = key.strip(), val.strip()
+            key, at, only = key.partition("@")
+            if at:  # a key for one budget: applied after the plain ones, replacing them
+                if sep and only == budget and key in ("expect", "also", "verdict", "skip"):
+                    cell_keys[key] = val
+                continue
             if not sep or key not in ("expect", "also", "sopctl", "cgroup", "env", "python",
                                       "target", "needs", "timeout", "verdict"):
                 continue
@@ -62,6 +95,8 @@ def parse_header(path):
                 meta[key] = float(val)
             else:
                 meta[key] = val
+    for key, val in cell_keys.items():
+        meta[key] = [w for w in val.split() if w != "none"] if key in ("expect", "also") else val
     return meta
 
 
@@ -115,24 +150,39 @@ def end_tree(p):
         pass
 
 
-def run_once(path, meta):
+def start_hogs(cpus):
+    """One foreign CPU hog per CPU in cpus (own sessions, not in the scenario's tree)."""
+    return [subprocess.Popen([sys.executable, "-c", "while True: pass"], start_new_session=True,
+                             preexec_fn=lambda: os.sched_setaffinity(0, cpus))
+            for _ in cpus]
+
+
+def run_once(path, meta, cell="all/1"):
     """-> (report or None, error text)"""
+    budget, _, rest = cell.partition("/")
+    inten, _, hog = rest.partition("+")
     env = dict(os.environ)
     env.update(meta["env"])
+    env["SOP_SCENARIO_INTENSITY"] = inten
     argv = [meta["python"], "-u", path]
     group = None
+    hogs = []
     try:
-        if meta["cgroup"]:
-            c = meta["cgroup"]
+        c = meta["cgroup"]
+        if c or budget == "cpu1":
             group = cg.TestCgroup(
                 "scn",
                 memory_max_bytes=size_bytes(c["memory"]) if "memory" in c else None,
-                cpu_quota_cpus=float(c["cpu"]) if "cpu" in c else None)
+                cpu_quota_cpus=float(c["cpu"]) if "cpu" in c else None,
+                cpuset_cpus=str(os.cpu_count() - 1) if budget == "cpu1" else None)
             p = group.popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env,
                             text=True, cwd=SCEN_DIR, start_new_session=True)
         else:
             p = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env,
                                  text=True, cwd=SCEN_DIR, start_new_session=True)
+        if hog:
+            hogs = start_hogs({os.cpu_count() - 1} if budget == "cpu1"
+                              else set(range(os.cpu_count())))
         try:
             if meta["target"] == "dead":
                 try:
@@ -153,6 +203,9 @@ def run_once(path, meta):
             except subprocess.TimeoutExpired:
                 pass
     finally:
+        for h in hogs:
+            h.kill()
+            h.wait()
         if group:
             group.close()
 
@@ -188,51 +241,93 @@ def judge(rep, meta):
     return not problems, (fired or "-") + " | §9: " + (verdict[0] if verdict else "-"), problems
 
 
+def tally(stats, rep, meta):
+    """Per rule: [expected runs, hits, false alarms], from one run's report (None: no report)."""
+    loud = set()
+    if rep is not None:
+        loud = {f["id"] for f in rep.get("findings", []) if ORDER.get(f["severity"], 9) <= 1}
+        sev = {f["id"] for f in rep.get("findings", [])}
+    for e in meta["expect"]:
+        rid, _, want = e.partition(":")
+        st = stats.setdefault(rid, [0, 0, 0])
+        st[0] += 1
+        if rep is not None and rid in (sev if want == "info" else loud):
+            st[1] += 1
+    wanted = {e.partition(":")[0] for e in meta["expect"]}
+    for rid in loud - wanted - set(meta["also"]):
+        if not rid.startswith("summary."):
+            stats.setdefault(rid, [0, 0, 0])[2] += 1
+
+
 def main():
     c = sopt.Checks()
     pattern = os.environ.get("SCENARIOS", "*")
+    cells = parse_cells(os.environ.get("CELLS", "all/1"))
     pats = pattern.split(",")
     paths = sorted(p for p in glob.glob(os.path.join(SCEN_DIR, "*.py"))
                    if any(fnmatch.fnmatch(os.path.basename(p), q)
                           or fnmatch.fnmatch(os.path.basename(p)[:-3], q) for q in pats))
     c.check(paths, "scenarios found in %s matching %r" % (SCEN_DIR, pattern))
     rows = []
-    for path in paths:
-        name = os.path.basename(path)[:-3]
-        meta = parse_header(path)
-        if not os.path.exists(meta["python"]):
-            missing = [meta["python"]]
-        else:  # asked of the interpreter that will run it, not of this one
-            missing = [m for m in meta["needs"]
-                       if subprocess.run([meta["python"], "-c", "import " + m],
-                                         capture_output=True).returncode != 0]
-        if missing:
-            print("skip %s: needs %s" % (name, ", ".join(missing)))
-            rows.append((name, " ".join(meta["expect"]) or "none", "skipped", "SKIP"))
-            continue
-        ok, fired, problems = False, "-", []
-        for attempt in (1, 2):
-            t0 = time.time()
-            rep, err = run_once(path, meta)
-            if rep is None:
-                ok, fired, problems = False, "-", [err]
-            else:
-                ok, fired, problems = judge(rep, meta)
-            print("%s %s attempt %d (%.1f s): %s%s" % ("ok  " if ok else "miss", name, attempt,
-                                                        time.time() - t0, fired,
-                                                        "" if ok else " -- " + "; ".join(problems)))
-            if ok:
-                break
-        c.check(ok, "scenario %s" % name, "; ".join(problems))
-        rows.append((name, " ".join(meta["expect"]) or "none", fired, "ok" if ok else "FAIL"))
+    stats = {}
+    t_all = time.time()
+    for cell in cells:
+        budget, _, rest = cell.partition("/")
+        hog = rest.endswith("+hog")
+        for path in paths:
+            name = os.path.basename(path)[:-3]
+            meta = parse_header(path, budget)
+            if hog and meta["expect"]:
+                continue  # the foreign hog is a false-alarm test: healthy programs only
+            if meta["skip"]:
+                print("skip %s [%s]: %s" % (name, cell, meta["skip"]))
+                rows.append((cell, name, " ".join(meta["expect"]) or "none", meta["skip"], "SKIP"))
+                continue
+            if not os.path.exists(meta["python"]):
+                missing = [meta["python"]]
+            else:  # asked of the interpreter that will run it, not of this one
+                missing = [m for m in meta["needs"]
+                           if subprocess.run([meta["python"], "-c", "import " + m],
+                                             capture_output=True).returncode != 0]
+            if missing:
+                print("skip %s: needs %s" % (name, ", ".join(missing)))
+                rows.append((cell, name, " ".join(meta["expect"]) or "none", "skipped", "SKIP"))
+                continue
+            with open(path) as f:
+                scales = "SOP_SCENARIO_INTENSITY" in f.read()
+            if not scales and "/2" in cell:
+                print("note %s [%s]: the program does not scale with the intensity" % (name, cell))
+            ok, fired, problems, rep = False, "-", [], None
+            for attempt in (1, 2):
+                t0 = time.time()
+                rep, err = run_once(path, meta, cell)
+                if rep is None:
+                    ok, fired, problems = False, "-", [err]
+                else:
+                    ok, fired, problems = judge(rep, meta)
+                print("%s %s [%s] attempt %d (%.1f s): %s%s" % (
+                    "ok  " if ok else "miss", name, cell, attempt, time.time() - t0, fired,
+                    "" if ok else " -- " + "; ".join(problems)), flush=True)
+                if ok:
+                    break
+            tally(stats, rep, meta)
+            c.check(ok, "scenario %s [%s]" % (name, cell), "; ".join(problems))
+            rows.append((cell, name, " ".join(meta["expect"]) or "none", fired,
+                         "ok" if ok else "FAIL"))
 
     # The matrix: result first so a failure is easy to spot; "fired" is every finding (severity)
     # and, after "|", the §9 verdict of the run.
-    w = [max(len(r[i]) for r in rows + [("scenario", "expects", "fired", "result")])
-         for i in range(3)]
-    print("\n%-6s  %-*s  %-*s  %s" % ("result", w[0], "scenario", w[1], "expects", "fired | §9 verdict"))
+    hdr = ("cell", "scenario", "expects", "fired", "result")
+    w = [max(len(r[i]) for r in rows + [hdr]) for i in range(3)]
+    print("\n%-6s  %-*s  %-*s  %-*s  %s" % ("result", w[0], "cell", w[1], "scenario", w[2],
+                                            "expects", "fired | §9 verdict"))
     for r in rows:
-        print("%-6s  %-*s  %-*s  %s" % (r[3], w[0], r[0], w[1], r[1], r[2]))
+        print("%-6s  %-*s  %-*s  %-*s  %s" % (r[4], w[0], r[0], w[1], r[1], w[2], r[2], r[3]))
+    print("\nper rule over %d cell(s) %s (%.0f s): hits/expected, misses, false alarms"
+          % (len(cells), ",".join(cells), time.time() - t_all))
+    for rid in sorted(stats):
+        exp, hits, fa = stats[rid]
+        print("  %-34s %3d/%-3d  miss %-3d  false %d" % (rid, hits, exp, exp - hits, fa))
     c.done()
 
 
