@@ -16,6 +16,8 @@ import time
 
 import torch
 
+INTENSITY = int(os.environ.get("SOP_SCENARIO_INTENSITY", "1"))  # the matrix's size: 1 or 2
+
 WSIZE = 128 << 10
 
 class SyncWriter(io.RawIOBase):
@@ -42,7 +44,7 @@ class SyncWriter(io.RawIOBase):
 torch.set_num_threads(1)
 d = tempfile.mkdtemp(prefix="sop_ckpt_io_", dir="/var/tmp")
 path = os.path.join(d, "ckpt.pt")
-weights = {"layer%d" % i: torch.full((512 << 10,), float(i)) for i in range(64)}   # 64 x 2 MiB
+weights = {"layer%d" % i: torch.full((512 << 10,), float(i)) for i in range(64 * INTENSITY)}   # 64 x 2 MiB
 try:
     t_end = time.time() + 60
     n = 0

@@ -14,13 +14,15 @@ import time
 
 import torch
 
+INTENSITY = int(os.environ.get("SOP_SCENARIO_INTENSITY", "1"))  # the matrix's size: 1 or 2
+
 torch.set_num_threads(1)
 d = tempfile.mkdtemp(prefix="sop_ckpt_", dir="/var/tmp")
 path = os.path.join(d, "ckpt.pt")
 state = {
     "model": {"block%d.w" % i: torch.randn(16) for i in range(20000)},
     "history": [{"step": i, "loss": 1.0 / (i + 1), "lr": 1e-3, "tags": ["train", "gpu0"]}
-                for i in range(150000)],
+                for i in range(150000 * INTENSITY)],
 }
 try:
     t_end = time.time() + 60

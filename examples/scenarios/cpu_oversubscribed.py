@@ -7,6 +7,8 @@ import multiprocessing as mp
 import os
 import time
 
+INTENSITY = int(os.environ.get("SOP_SCENARIO_INTENSITY", "1"))  # the matrix's size: 1 or 2
+
 
 def spin(deadline):
     x = 0
@@ -16,7 +18,7 @@ def spin(deadline):
 
 if __name__ == "__main__":
     deadline = time.time() + 60
-    procs = [mp.Process(target=spin, args=(deadline,)) for _ in range(3 * len(os.sched_getaffinity(0)))]
+    procs = [mp.Process(target=spin, args=(deadline,)) for _ in range(3 * INTENSITY * len(os.sched_getaffinity(0)))]
     for p in procs:
         p.start()
     time.sleep(1.5)

@@ -4,10 +4,13 @@
 """dataloader_no_workers.py — SOP §6.2: DataLoader(num_workers=0). Every sample is decoded in the
 training process between steps, so the main thread spends most of its samples inside
 _SingleProcessDataLoaderIter > fetch.py > __getitem__. Prints "ready", exits after 60 s."""
+import os
 import time
 
 import torch
 from torch.utils.data import DataLoader, Dataset
+
+INTENSITY = int(os.environ.get("SOP_SCENARIO_INTENSITY", "1"))  # the matrix's size: 1 or 2
 
 
 class Decode(Dataset):
@@ -16,7 +19,7 @@ class Decode(Dataset):
 
     def __getitem__(self, i):
         x = 0
-        for k in range(40000):  # decoding written in Python
+        for k in range(40000 * INTENSITY):  # decoding written in Python
             x ^= (k * 31 + i) & 0xFF
         return torch.full((8,), float(x))
 

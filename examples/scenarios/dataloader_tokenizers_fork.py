@@ -7,10 +7,13 @@ while the DataLoader forks its workers (the default start method on Linux). The 
 library is not installed here, so the finding is info (a hazard once a fast tokenizer is used);
 with it loaded the rule says warn (tests/replay). Otherwise a healthy loader: the step is slower
 than loading. Prints "ready", exits after 60 s."""
+import os
 import time
 
 import torch
 from torch.utils.data import DataLoader, Dataset
+
+INTENSITY = int(os.environ.get("SOP_SCENARIO_INTENSITY", "1"))  # the matrix's size: 1 or 2
 
 
 class Light(Dataset):
@@ -23,7 +26,7 @@ class Light(Dataset):
 
 if __name__ == "__main__":
     torch.set_num_threads(1)
-    loader = DataLoader(Light(), batch_size=16, num_workers=1, persistent_workers=True)
+    loader = DataLoader(Light(), batch_size=16 * INTENSITY, num_workers=1, persistent_workers=True)
     w = torch.randn(64, 64)
     deadline = time.time() + 60
     first = True

@@ -12,6 +12,8 @@ import time
 import torch
 from torch.utils.data import DataLoader, Dataset
 
+INTENSITY = int(os.environ.get("SOP_SCENARIO_INTENSITY", "1"))  # the matrix's size: 1 or 2
+
 
 class HeavyTransform(Dataset):
     def __len__(self):
@@ -19,7 +21,7 @@ class HeavyTransform(Dataset):
 
     def __getitem__(self, i):
         x = 0
-        for k in range(60000):
+        for k in range(60000 * INTENSITY):
             x += (k * i) % 7
         return torch.full((8,), float(x))
 

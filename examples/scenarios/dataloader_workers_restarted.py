@@ -7,10 +7,13 @@ short epochs (64 samples, 8 batches of a 0.15 s step: about 1.3 s each). Every e
 two workers down and forks new ones, so the workers are always about a second old while the job
 runs on. Prints "ready" once the job is 24 s old (the rule wants a parent of at least 20 s),
 exits after 60 s."""
+import os
 import time
 
 import torch
 from torch.utils.data import DataLoader, Dataset
+
+INTENSITY = int(os.environ.get("SOP_SCENARIO_INTENSITY", "1"))  # the matrix's size: 1 or 2
 
 
 class Small(Dataset):
@@ -24,7 +27,7 @@ class Small(Dataset):
 if __name__ == "__main__":
     torch.set_num_threads(1)
     t0 = time.time()
-    loader = DataLoader(Small(), batch_size=8, num_workers=2, persistent_workers=False,
+    loader = DataLoader(Small(), batch_size=8 * INTENSITY, num_workers=2, persistent_workers=False,
                         prefetch_factor=2)
     w = torch.randn(64, 64)
     ready = False

@@ -3,8 +3,11 @@
 # expect: gil.contention
 # verdict: CPU-bound on one core
 # sopctl: --duration 2
+import os
 import threading
 import time
+
+INTENSITY = int(os.environ.get("SOP_SCENARIO_INTENSITY", "1"))  # the matrix's size: 1 or 2
 
 
 def spin(deadline):
@@ -14,7 +17,7 @@ def spin(deadline):
 
 
 deadline = time.time() + 60
-threads = [threading.Thread(target=spin, args=(deadline,), name="worker-%d" % i) for i in range(3)]
+threads = [threading.Thread(target=spin, args=(deadline,), name="worker-%d" % i) for i in range(3 * INTENSITY)]
 for t in threads:
     t.start()
 time.sleep(1.0)

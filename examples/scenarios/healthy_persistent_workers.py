@@ -6,10 +6,13 @@
 short epochs with persistent_workers=True. The two workers start with the first epoch and serve
 every later one, so they are as old as the job (less its start-up); no dataloader.workers_restarted
 (or other warn/high) finding. Prints "ready" once the job is 24 s old, exits after 60 s."""
+import os
 import time
 
 import torch
 from torch.utils.data import DataLoader, Dataset
+
+INTENSITY = int(os.environ.get("SOP_SCENARIO_INTENSITY", "1"))  # the matrix's size: 1 or 2
 
 
 class Small(Dataset):
@@ -23,7 +26,7 @@ class Small(Dataset):
 if __name__ == "__main__":
     torch.set_num_threads(1)
     t0 = time.time()
-    loader = DataLoader(Small(), batch_size=8, num_workers=2, persistent_workers=True,
+    loader = DataLoader(Small(), batch_size=8 * INTENSITY, num_workers=2, persistent_workers=True,
                         prefetch_factor=2)
     w = torch.randn(64, 64)
     ready = False

@@ -9,10 +9,12 @@ import sys
 import tempfile
 import time
 
+INTENSITY = int(os.environ.get("SOP_SCENARIO_INTENSITY", "1"))  # the matrix's size: 1 or 2
+
 d = tempfile.mkdtemp(prefix="sop_small_", dir="/var/tmp")
 path = os.path.join(d, "records.bin")
 with open(path, "wb") as f:
-    f.write(os.urandom(32 << 20))
+    f.write(os.urandom((32 << 20) * INTENSITY))
 try:
     stop = time.time() + 60
     ready = False
