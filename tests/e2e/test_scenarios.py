@@ -157,8 +157,12 @@ def start_hogs(cpus):
             for _ in cpus]
 
 
+RUNS = [0]
+
+
 def run_once(path, meta, cell="all/1"):
     """-> (report or None, error text)"""
+    RUNS[0] += 1
     budget, _, rest = cell.partition("/")
     inten, _, hog = rest.partition("+")
     env = dict(os.environ)
@@ -171,7 +175,7 @@ def run_once(path, meta, cell="all/1"):
         c = meta["cgroup"]
         if c or budget == "cpu1":
             group = cg.TestCgroup(
-                "scn",
+                "scn%d" % RUNS[0],  # a new cgroup path per run: no kill of an earlier run in it
                 memory_max_bytes=size_bytes(c["memory"]) if "memory" in c else None,
                 cpu_quota_cpus=float(c["cpu"]) if "cpu" in c else None,
                 cpuset_cpus=str(os.cpu_count() - 1) if budget == "cpu1" else None)
