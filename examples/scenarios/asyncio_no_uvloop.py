@@ -1,6 +1,7 @@
 # A busy aiohttp server on asyncio's default event loop (no uvloop), with a client process that
 # keeps it loaded with small requests: the loop's own Python overhead is the cost (SOP §5.4).
 # expect: asyncio.no_uvloop:info
+# skip@cpu1: the load client runs in the server's tree and takes the one CPU the server is measured on
 # sopctl: --duration 2
 # needs: aiohttp
 import asyncio

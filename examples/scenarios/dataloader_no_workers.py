@@ -1,4 +1,6 @@
 # expect: dataloader.no_workers
+# expect@cpu1: dataloader.no_workers:info
+#   (on one CPU, workers could not run beside the step: the rule notes it, no warning)
 # sopctl: --duration 3
 # needs: torch
 """dataloader_no_workers.py — SOP §6.2: DataLoader(num_workers=0). Every sample is decoded in the

@@ -1,6 +1,8 @@
 # Three threads run pure-Python CPU work: they take turns on the GIL, so the process uses about
 # one core however many the machine has (SOP §4.1).
 # expect: gil.contention
+# expect@cpu1: none
+#   (on one CPU the threads could not run in parallel anyway: the GIL is not what limits them)
 # verdict: CPU-bound on one core
 # sopctl: --duration 2
 import os
