@@ -13,6 +13,7 @@ int cmd_check(int argc, char **argv);
 int cmd_record(int argc, char **argv);
 int cmd_agents_md(int argc, char **argv);
 int cmd_merge(int argc, char **argv);
+int cmd_fleet(int argc, char **argv);
 
 /* --format md|json|text; -1 after printing why. */
 #include "sop.h"

@@ -901,8 +901,10 @@ static char *render(const sop_value *job, bool md, const char *lang)
         sop__sb_printf(&b, ": %s ", L->job);
         put_ids(&b, jobs, md);
     }
-    sop__sb_printf(&b, " — %.0f %s, %zu %s", reports, L->ranks_on, nodes ? nodes->count : 0,
-                   L->nodes);
+    size_t nn = nodes ? nodes->count : 0;
+    sop__sb_printf(&b, " — %.0f %s, %zu %s", reports,
+                   reports == 1 && L == &EN ? "rank" : L->ranks_on, nn,
+                   nn == 1 && L == &EN ? "node" : L->nodes);
     if (sop__v_get_num(job, "world_size", &world))
         sop__sb_printf(&b, ", %s %.0f", L->world, world);
     sop__sb_puts(&b, "\n\n");
