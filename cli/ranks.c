@@ -329,7 +329,13 @@ int cli_find_ranks(const char *slurm_job, int launcher, cli_rank **out, char *sr
             ps[i].in_job = ps[i].rank >= 0 && ps[i].local_rank >= 0 && ps[i].world > 0;
         snprintf(src, srclen, "torch.distributed launch (RANK/LOCAL_RANK/WORLD_SIZE)");
     }
-    /* sopctl itself (and what runs it: srun --overlap puts us inside the job) is no rank */
+    /* sopctl itself and what runs it (srun --overlap puts us inside the job, maybe under a
+     * shell) are no ranks */
+    proc_info *a = find(ps, n, self);
+    for (int depth = 0; a && depth < 64; depth++) {
+        a->in_job = false;
+        a = a->ppid > 1 ? find(ps, n, a->ppid) : NULL;
+    }
     for (int i = 0; i < n; i++)
         if (ps[i].pid == self || strcmp(ps[i].comm, "sopctl") == 0 ||
             strcmp(ps[i].comm, "srun") == 0 || strcmp(ps[i].comm, "slurmstepd") == 0 ||
