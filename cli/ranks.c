@@ -292,9 +292,12 @@ static bool descends(proc_info *ps, int n, const proc_info *p, int anc)
     return false;
 }
 
+/* A step of tasks (0, 1, ...): not batch/extern, nor their numbers in SLURM_STEP_ID
+ * (SLURM_BATCH_SCRIPT 0xfffffffe, SLURM_EXTERN_CONT 0xffffffff and kin). */
 static bool numeric_step(const char *s)
 {
-    return s[0] && to_long(s) >= 0;
+    long v = to_long(s);
+    return s[0] && v >= 0 && v < 0xfffffff0L;
 }
 
 int cli_find_ranks(const char *slurm_job, int launcher, cli_rank **out, char *src, size_t srclen)

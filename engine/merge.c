@@ -514,8 +514,6 @@ static sop_value *analyse(const sop_merge *m, const char *lang, bool *problem)
     sop_value *outl = sop__v_arr_at(job, "outliers");
     double *vals = n ? malloc(n * sizeof *vals) : NULL;
     double *score = n ? calloc(n, sizeof *score) : NULL; /* per rank: largest z */
-    double med[NFIG], madv[NFIG];
-    bool have_med[NFIG] = {false};
     for (size_t fi = 0; vals && score && fi < NFIG; fi++) {
         size_t k = 0;
         for (size_t i = 0; i < n; i++)
@@ -527,9 +525,6 @@ static sop_value *analyse(const sop_merge *m, const char *lang, bool *problem)
         for (size_t j = 0; j < k; j++)
             vals[j] = fabs(vals[j] - md);
         double mad = median(vals, k);
-        med[fi] = md;
-        madv[fi] = mad;
-        have_med[fi] = true;
         sop_value *fo = sop__v_obj();
         sop__v_set(fo, "figure", sop__v_str(FIGS[fi].key));
         sop__v_set_int(fo, "ranks", (int64_t)k);
@@ -566,9 +561,6 @@ static sop_value *analyse(const sop_merge *m, const char *lang, bool *problem)
                 score[i] = z;
         }
     }
-    (void)med;
-    (void)madv;
-    (void)have_med;
 
     /* the straggler: an outlier with a serious finding of its own */
     long best = -1;
