@@ -1030,14 +1030,21 @@ static char *render(const sop_value *job, bool md, const char *lang)
     const sop_value *ranks = sop__v_get(job, "ranks");
     if (ranks && ranks->count) {
         sop__sb_printf(&b, "\n%s%s\n%s", md ? "## " : "", L->per_rank, md ? "\n" : "");
+        bool shown[NFIG] = {false}; /* a column for the figures some rank has */
+        for (const sop_value *c = ranks->child; c; c = c->next)
+            for (size_t fi = 0; fi < NFIG; fi++)
+                shown[fi] = shown[fi] || sop__v_get(sop__v_get(c, "figures"), FIGS[fi].key);
         if (md) {
             sop__sb_printf(&b, "| %s | %s | %s |", L->rank, L->node, L->pid);
             for (size_t fi = 0; fi < NFIG; fi++)
-                sop__sb_printf(&b, " %s |", strcmp(lang, "zh") == 0 ? FIGS[fi].zh : FIGS[fi].en);
+                if (shown[fi])
+                    sop__sb_printf(&b, " %s |",
+                                   strcmp(lang, "zh") == 0 ? FIGS[fi].zh : FIGS[fi].en);
             sop__sb_printf(&b, " %s |\n|---|---|---|", L->findings);
-            for (size_t fi = 0; fi <= NFIG; fi++)
-                sop__sb_puts(&b, "---|");
-            sop__sb_puts(&b, "\n");
+            for (size_t fi = 0; fi < NFIG; fi++)
+                if (shown[fi])
+                    sop__sb_puts(&b, "---|");
+            sop__sb_puts(&b, "---|\n");
         }
         for (const sop_value *c = ranks->child; c; c = c->next) {
             double pid = 0;
@@ -1053,6 +1060,8 @@ static char *render(const sop_value *job, bool md, const char *lang)
             for (size_t fi = 0; fi < NFIG; fi++) {
                 double v = 0;
                 bool has = sop__v_get_num(figs, FIGS[fi].key, &v);
+                if (!shown[fi])
+                    continue;
                 if (md) {
                     sop__sb_puts(&b, " ");
                     if (has)
