@@ -7,6 +7,7 @@ the other nothing is seeded and fleet must name no straggler. A node whose sopct
 listed as missing with the reason; an unknown job is exit 3. Not root, or Slurm/munge absent or
 unable to start here: says so and skips. Readiness is polled (no fixed sleeps); a window in which
 the starved rank was not seen starved is retried once, longer."""
+import ctypes
 import json
 import os
 import shutil
@@ -22,6 +23,12 @@ from sopt import SOPCTL, Checks  # noqa: E402
 
 TARGET = os.path.join(os.path.dirname(__file__), "targets", "rank_train.py")
 TOOLS = ["munged", "munge", "slurmctld", "slurmd", "srun", "sbatch", "scontrol", "scancel", "sinfo"]
+
+
+def die_with_parent():
+    """preexec_fn: SIGTERM to the child when this test dies, even by SIGKILL (a ctest timeout),
+    so no daemon outlives it. The ranks end by themselves (SOP_RANK_LIFE_S)."""
+    ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGTERM)  # PR_SET_PDEATHSIG
 
 
 def free_ports(n):
@@ -70,7 +77,7 @@ class Cluster:
     def spawn(self, argv, log):
         out = open(self.path(log), "w")
         p = subprocess.Popen(argv, stdout=out, stderr=subprocess.STDOUT, env=self.env,
-                             start_new_session=True)
+                             start_new_session=True, preexec_fn=die_with_parent)
         out.close()
         self.procs.append(p)
         return p
@@ -176,6 +183,18 @@ PartitionName=sop Nodes={host} Default=YES MaxTime=INFINITE State=UP
         shutil.rmtree(self.dir, ignore_errors=True)
 
 
+def reports(text):
+    """Concatenated JSON documents -> list."""
+    dec, out, i = json.JSONDecoder(), [], 0
+    while True:
+        while i < len(text) and text[i].isspace():
+            i += 1
+        if i >= len(text):
+            return out
+        obj, i = dec.raw_decode(text, i)
+        out.append(obj)
+
+
 def fleet(cluster, *args, timeout=180):
     r = subprocess.run([SOPCTL, "fleet"] + [str(a) for a in args], capture_output=True, text=True,
                        env=cluster.env, timeout=timeout)
@@ -238,6 +257,18 @@ def main():
         c.check(code == 3 and len(miss) == 1 and miss[0].get("node") == cl.host and
                 "exit code 1" in miss[0].get("reason", ""),
                 "failed node listed as missing with the reason", "exit %d: %s %s" % (code, miss, err))
+        # without scontrol (PATH) and with no job cgroup (proctrack/linuxproc), run --ranks
+        # falls back to SLURM_JOB_ID in the environment: the same four ranks, not the batch script
+        r = subprocess.run([SOPCTL, "run", "--ranks", "--slurm-job", starved, "--duration", "0",
+                            "--format", "json"], capture_output=True, text=True,
+                           env=dict(cl.env, PATH="/nonexistent"), timeout=120)
+        try:
+            ranks = sorted(d["target"].get("rank") for d in reports(r.stdout))
+        except (ValueError, KeyError):
+            ranks = None
+        c.check(ranks == [0, 1, 2, 3] and "SLURM_JOB_ID in the environment" in r.stderr,
+                "run --ranks without scontrol: ranks 0..3 from the environment",
+                "%s; %s" % (ranks, r.stderr[-800:]))
         r = subprocess.run([SOPCTL, "fleet", "--slurm-job", "999999"], capture_output=True,
                            text=True, env=cl.env, timeout=60)
         c.check(r.returncode == 3 and "999999" in r.stderr, "unknown job: exit 3", r.stderr)

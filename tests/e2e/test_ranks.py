@@ -6,6 +6,7 @@ dataloader.starved as the straggler. Debian's torchrun (torch 1.13 on Python 3.1
 with the default --redirects/--tee (Std.from_str("0") is None there), hence --redirects 1
 --tee 1. Validity: the ranks must have run their loop ("ready" from each) before the window;
 a window in which the starved rank was not seen starved is retried once, longer."""
+import ctypes
 import json
 import os
 import select
@@ -35,12 +36,18 @@ def reports(text):
         out.append(obj)
 
 
+def die_with_parent():
+    """preexec_fn: SIGTERM to torchrun when this test dies (even by a ctest timeout's SIGKILL);
+    torchrun then ends its ranks."""
+    ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGTERM)  # PR_SET_PDEATHSIG
+
+
 def start_launch(logdir, starve):
     env = dict(os.environ, SOP_STARVE_RANK=str(starve), SOP_RANK_LIFE_S="120")
     p = subprocess.Popen([TORCHRUN, "--standalone", "--nproc_per_node", "4", "--redirects", "1",
                           "--tee", "1", "--log_dir", logdir, TARGET],
                          stdout=subprocess.PIPE, stderr=subprocess.STDOUT, env=env, text=True,
-                         start_new_session=True)
+                         start_new_session=True, preexec_fn=die_with_parent)
     ready, seen, deadline = set(), [], time.time() + 90
     while len(ready) < 4 and time.time() < deadline and p.poll() is None:
         r, _, _ = select.select([p.stdout], [], [], 1.0)
