@@ -3,8 +3,8 @@ brings up (Debian's slurm-wlm and munge from scripts/install-deps.sh): munged wi
 slurmctld and slurmd from a temporary slurm.conf on free ports, all started here and stopped
 here by their PIDs. Two jobs of four Python ranks (tests/e2e/targets/rank_train.py) run at once:
 in one, rank 2 is starved by its DataLoader and fleet must name it with dataloader.starved; in
-the other nothing is seeded and fleet must name no straggler. A node whose sopctl fails is
-listed as missing with the reason; an unknown job is exit 3. Not root, or Slurm/munge absent or
+the other nothing is seeded and fleet must name no straggler. A node whose sopctl fails or does
+not answer within --timeout is listed as missing with the reason; an unknown job is exit 3. Not root, or Slurm/munge absent or
 unable to start here: says so and skips. Readiness is polled (no fixed sleeps); a window in which
 the starved rank was not seen starved is retried once, longer."""
 import ctypes
@@ -257,6 +257,12 @@ def main():
         c.check(code == 3 and len(miss) == 1 and miss[0].get("node") == cl.host and
                 "exit code 1" in miss[0].get("reason", ""),
                 "failed node listed as missing with the reason", "exit %d: %s %s" % (code, miss, err))
+        # a node that does not answer in time: its window (5 s) outlasts the timeout (1 s)
+        code, job, err = fleet(cl, "--slurm-job", starved, "--duration", 5, "--timeout", 1,
+                               "--format", "json")
+        miss = (job or {}).get("missing") or []
+        c.check(code == 3 and len(miss) == 1 and "timed out" in miss[0].get("reason", ""),
+                "timed-out node listed as missing", "exit %d: %s %s" % (code, miss, err[-500:]))
         # without scontrol (PATH) and with no job cgroup (proctrack/linuxproc), run --ranks
         # falls back to SLURM_JOB_ID in the environment: the same four ranks, not the batch script
         r = subprocess.run([SOPCTL, "run", "--ranks", "--slurm-job", starved, "--duration", "0",
