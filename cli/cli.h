@@ -12,6 +12,14 @@ int cmd_dump(int argc, char **argv);
 int cmd_check(int argc, char **argv);
 int cmd_record(int argc, char **argv);
 int cmd_agents_md(int argc, char **argv);
+int cmd_merge(int argc, char **argv);
+int cmd_fleet(int argc, char **argv);
+
+/* --format md|json|text; -1 after printing why. */
+#include "sop.h"
+int cli_parse_format(const char *s, sop_format *fmt);
+/* Render a merge to output (NULL: stdout); exit status 0/1, or 2 on a write error. */
+int cli_print_merge(const sop_merge *m, sop_format fmt, const char *lang, const char *output);
 
 /* Parse a positive pid; -1 when not a pid. */
 int cli_parse_pid(const char *s);

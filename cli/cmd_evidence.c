@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "cli.h"
+#include "ranks.h"
 #include "sop.h"
 
 int cmd_evidence(int argc, char **argv)
@@ -15,9 +16,11 @@ int cmd_evidence(int argc, char **argv)
                                          {"rate", required_argument, 0, 'r'},
                                          {"no-python", no_argument, 0, 'P'},
                                          {"help", no_argument, 0, 'h'},
+                                         {"ranks", no_argument, 0, 'R'},
+                                         {"slurm-job", required_argument, 0, 'J'},
                                          {0, 0, 0, 0}};
-    int pid = -1, c;
-    const char *output = NULL;
+    int pid = -1, c, ranks = 0;
+    const char *output = NULL, *slurm_job = NULL;
     sop_collect_opts co;
     sop_collect_opts_init(&co);
     optind = 1;
@@ -30,8 +33,16 @@ int cmd_evidence(int argc, char **argv)
         case 'P':
             co.python = 0;
             break;
+        case 'R':
+            ranks = 1;
+            break;
+        case 'J':
+            slurm_job = optarg;
+            ranks = 1;
+            break;
         case 'h':
-            printf("usage: sopctl evidence --pid N [--duration S] [--rate HZ] [-o FILE] [--no-python]\n");
+            printf("usage: sopctl evidence (--pid N | --ranks [--pid LAUNCHER] [--slurm-job J])\n"
+                   "                       [--duration S] [--rate HZ] [-o FILE] [--no-python]\n");
             return EXIT_CLEAN;
         default: {
             int st = cli_window_opt(c, optarg, argv[optind - 1], &pid, &co.duration_s, &co.rate_hz);
@@ -43,6 +54,14 @@ int cmd_evidence(int argc, char **argv)
     if (optind < argc) {
         fprintf(stderr, "sopctl: unexpected argument '%s'\n", argv[optind]);
         return EXIT_USAGE;
+    }
+    if (ranks) {
+        sop_engine *e = NULL;
+        if (sop_engine_new(&e) != 0)
+            return EXIT_USAGE;
+        int st = cli_ranks_run(e, pid, slurm_job, &co, SOP_FORMAT_JSON, "en", true, output);
+        sop_engine_free(e);
+        return st;
     }
     if (pid < 0) {
         fprintf(stderr, "sopctl: evidence needs --pid N\n");

@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "cli.h"
+#include "ranks.h"
 #include "sop.h"
 
 #define MAX_SETS 64
@@ -47,10 +48,12 @@ int cmd_run(int argc, char **argv)
         {"lang", required_argument, 0, 'l'},   {"set", required_argument, 0, 's'},
         {"rate", required_argument, 0, 'r'},   {"help", no_argument, 0, 'h'},
         {"site", required_argument, 0, 'S'},   {"no-site", no_argument, 0, 'N'},
+        {"ranks", no_argument, 0, 'R'},        {"slurm-job", required_argument, 0, 'J'},
         {0, 0, 0, 0}};
     int pid = -1;
     const char *evidence = NULL, *lang = "en", *rules = NULL, *site = NULL;
-    int no_site = 0;
+    int no_site = 0, ranks = 0;
+    const char *slurm_job = NULL;
     sop_format fmt = SOP_FORMAT_MD;
     sop_collect_opts co;
     sop_collect_opts_init(&co);
@@ -68,6 +71,13 @@ int cmd_run(int argc, char **argv)
             break;
         case 'N':
             no_site = 1;
+            break;
+        case 'R':
+            ranks = 1;
+            break;
+        case 'J':
+            slurm_job = optarg;
+            ranks = 1;
             break;
         case 'f':
             if (strcmp(optarg, "md") == 0)
@@ -96,7 +106,8 @@ int cmd_run(int argc, char **argv)
             sets[nsets++] = optarg;
             break;
         case 'h':
-            printf("usage: sopctl run [RULES.lua] (--pid N | --evidence FILE) [--duration S]\n"
+            printf("usage: sopctl run [RULES.lua] (--pid N | --evidence FILE |\n"
+                   "                  --ranks [--pid LAUNCHER] [--slurm-job J]) [--duration S]\n"
                    "                  [--rate HZ] [--format md|json|text] [--lang en|zh] [--set KEY=VALUE]...\n"
                    "                  [--site FILE | --no-site]   (default site: $SOP_SITE, else "
                    SOP_SITE_DEFAULT " if present)\n");
@@ -114,7 +125,11 @@ int cmd_run(int argc, char **argv)
         fprintf(stderr, "sopctl: unexpected argument '%s'\n", argv[optind]);
         return EXIT_USAGE;
     }
-    if ((pid > 0) == (evidence != NULL)) {
+    if (ranks && evidence) {
+        fprintf(stderr, "sopctl: --ranks diagnoses live processes; it does not take --evidence\n");
+        return EXIT_USAGE;
+    }
+    if (!ranks && (pid > 0) == (evidence != NULL)) {
         fprintf(stderr, "sopctl: run needs exactly one of --pid N or --evidence FILE\n");
         return EXIT_USAGE;
     }
@@ -127,6 +142,11 @@ int cmd_run(int argc, char **argv)
     }
     int status = load_rules(e, rules, site, no_site, sets, nsets);
     sop_evidence *ev = NULL;
+    if (status == EXIT_CLEAN && ranks) {
+        status = cli_ranks_run(e, pid, slurm_job, &co, fmt, lang, false, NULL);
+        sop_engine_free(e);
+        return status;
+    }
     if (status == EXIT_CLEAN && evidence) {
         size_t len = 0;
         char *text = cli_read_file(evidence, EVIDENCE_MAX, &len);

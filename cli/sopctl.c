@@ -8,12 +8,16 @@
 
 static const char USAGE[] =
     "usage:\n"
-    "  sopctl run [RULES.lua] (--pid N | --evidence FILE) [--duration S] [--rate HZ]\n"
+    "  sopctl run [RULES.lua] (--pid N | --evidence FILE | --ranks [--pid LAUNCHER]\n"
+    "             [--slurm-job J]) [--duration S] [--rate HZ]\n"
     "             [--format md|json|text] [--lang en|zh] [--set KEY=VALUE]...\n"
     "             [--site FILE | --no-site]\n"
-    "  sopctl evidence --pid N [--duration S] [--rate HZ] [-o FILE]\n"
+    "  sopctl evidence (--pid N | --ranks [--pid LAUNCHER] [--slurm-job J]) [--duration S]\n"
+    "             [--rate HZ] [-o FILE]\n"
     "  sopctl record --pid N --duration S [--rate HZ] -o FILE(.txt|.svg)\n"
     "  sopctl dump --pid N [--native] [--json]\n"
+    "  sopctl merge [--format md|json|text] [--lang en|zh] REPORT.json... | -\n"
+    "  sopctl fleet --slurm-job J [--duration S] [--timeout S] [--format md|json|text]\n"
     "  sopctl check RULES.lua|default [--site FILE] [--doc|--json]\n"
     "  sopctl agents-md [--lang en|zh]          # an AGENTS.md section on using sopctl\n"
     "  sopctl version\n"
@@ -40,6 +44,10 @@ int main(int argc, char **argv)
         return cmd_record(argc - 1, argv + 1);
     if (strcmp(cmd, "dump") == 0)
         return cmd_dump(argc - 1, argv + 1);
+    if (strcmp(cmd, "fleet") == 0)
+        return cmd_fleet(argc - 1, argv + 1);
+    if (strcmp(cmd, "merge") == 0)
+        return cmd_merge(argc - 1, argv + 1);
     if (strcmp(cmd, "agents-md") == 0)
         return cmd_agents_md(argc - 1, argv + 1);
     if (strcmp(cmd, "version") == 0 || strcmp(cmd, "--version") == 0) {

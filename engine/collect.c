@@ -16,6 +16,7 @@
 #include "engine.h"
 #include "evidence.h"
 #include "python/python.h"
+#include "rank.h"
 #include "sampler.h"
 
 #define KMSG_MAX_AGE_S (7.0 * 24 * 3600)
@@ -151,6 +152,7 @@ static sop_value *to_tree(const sop_collection *c, double now, unsigned probes)
             sop__bridge_python(ev, c->python);
         if (c->sampling)
             sop__sampler_bridge(c->sampling, ev);
+        sop__rank_identity(ev);
     }
     sop_value *missing = sop__v_arr_at(ev, "missing");
     for (size_t i = 0; i < c->missing.n; i++) {

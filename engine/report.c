@@ -7,6 +7,7 @@
 
 #include "engine.h"
 #include "json.h"
+#include "rank.h"
 #include "strbuf.h"
 
 /* ---- building ---------------------------------------------------------------------------- */
@@ -109,6 +110,7 @@ sop_value *sop__report_build(sop_value *verdicts, const sop_value *ev, double ru
         return NULL;
     }
     sop__v_set_int(r, "schema", 1);
+    sop__v_set_str(r, "sop_version", SOP_VERSION_STRING);
     sop_value *target = sop__v_obj_at(r, "target");
     double pid = 0;
     if (sop__v_get_num(ev, "pid", &pid))
@@ -134,6 +136,10 @@ sop_value *sop__report_build(sop_value *verdicts, const sop_value *ev, double ru
     const sop_value *alive = sop__v_get(ev, "alive");
     if (alive && alive->type == SOP_V_BOOL)
         sop__v_set_bool(target, "alive", alive->b);
+    const sop_value *rank = sop__v_get(ev, "rank"); /* engine/rank.c; merged by engine/merge.c */
+    for (const sop_value *k = rank ? rank->child : NULL; k; k = k->next)
+        if (k->key && strcmp(k->key, "source") != 0)
+            sop__v_set(target, k->key, copy(k));
 
     take_array(r, verdicts, "findings");
     sort_findings((sop_value *)sop__v_get(r, "findings"));
@@ -147,6 +153,7 @@ sop_value *sop__report_build(sop_value *verdicts, const sop_value *ev, double ru
     if (sop__v_get_num(ev, "collect_ms", &collect_ms))
         sop__v_set_dbl(timing, "collect", collect_ms);
     sop__v_set_dbl(timing, "rules", rules_ms);
+    sop__v_set(r, "figures", sop__rank_figures(ev));
     const sop_value *th = sop__v_get(verdicts, "thresholds");
     if (th)
         sop__v_set(r, "thresholds", copy(th));

@@ -260,6 +260,33 @@ unsigned long long sop_watch_runs(const sop_watch *w);
  * joins the thread, frees the engine. Accepts NULL. */
 void sop_watch_free(sop_watch *w);
 
+/* ---- merge: one job-level report from the reports of many ranks ------------------------ */
+
+/* A merge gathers per-rank reports (`sopctl run --format json`, target.rank/local_rank/
+ * world_size/node/job_id from `--ranks`) and renders one job-level report: which ranks share a
+ * finding, findings on every rank (job-wide), ranks whose key figures stand out from the job's
+ * median by the median absolute deviation with the findings that explain them, the straggler,
+ * missing nodes/ranks and reports of mismatched versions (docs/ranks.md). */
+typedef struct sop_merge sop_merge;
+
+/* *out is owned by the caller (sop_merge_free). */
+int sop_merge_new(sop_merge **out);
+void sop_merge_free(sop_merge *m);
+/* Add the reports in text: one JSON report, or several one after another (JSON lines or
+ * concatenated). `source` (a file name, a node) names them in the output. A part that is not a
+ * report is listed as missing with the reason and SOP_EFORMAT is returned; the reports before
+ * and after it are kept. The text is copied. */
+int sop_merge_add_json(sop_merge *m, const char *source, const char *text, size_t len);
+/* List a node (or rank, or source) that gave no report, and why (both copied). */
+int sop_merge_add_missing(sop_merge *m, const char *node, const char *reason);
+/* Number of reports merged so far. */
+size_t sop_merge_count(const sop_merge *m);
+/* Render the job-level report (md, json or text; lang "en"/"zh"). *problem (may be NULL) gets 1
+ * when a rank has a warn/high finding or a node or rank is missing. *out owned by the caller
+ * (sop_free). Every string taken from a report is escaped for the format. */
+int sop_merge_render(const sop_merge *m, sop_format fmt, const char *lang, char **out,
+                     int *problem);
+
 #ifdef __cplusplus
 }
 #endif

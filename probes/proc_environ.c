@@ -67,6 +67,14 @@ static const char *const env_exact[] = {
     "RANK",
     "LOCAL_RANK",
     "LOCAL_WORLD_SIZE",
+    "GROUP_RANK",
+    "TORCHELASTIC_RUN_ID",
+    /* the Slurm job and task a rank belongs to (engine/rank.c) */
+    "SLURM_JOB_ID",
+    "SLURM_STEP_ID",
+    "SLURM_PROCID",
+    "SLURM_LOCALID",
+    "SLURM_NTASKS",
 };
 
 /* Prefixes whose whole family is runtime tuning (Intel OpenMP, tcmalloc, mimalloc). */

@@ -1,0 +1,1179 @@
+/* merge.c — one job-level report from the reports of many ranks (`sopctl merge`, `fleet`):
+ * the rank × rule table, findings on every rank (job-wide), outliers of the key figures by the
+ * median absolute deviation with the findings that explain them, the straggler, missing
+ * nodes/ranks and mismatched report versions; rendered as md/json/text in en/zh. The analysis
+ * is built as a value tree (the JSON form) that the md and text renderers walk. Every string
+ * from a report is untrusted: escaped for the format on the way out. Depends on value, json,
+ * strbuf. */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "engine.h"
+#include "json.h"
+#include "strbuf.h"
+
+#define MERGE_MAX_REPORTS 100000
+#define OUTLIER_Z 3.5 /* modified z-score (Iglewicz & Hoaglin) above which a figure stands out */
+#define MAD_TO_SIGMA 1.4826
+
+/* The key figures (engine/rank.c), what a difference must at least be to count, and the rule
+ * families that explain each. */
+typedef struct {
+    const char *key, *en, *zh;
+    double min_diff;      /* absolute */
+    double min_rel;       /* relative to the median (0: none) */
+    const char *families; /* rule id prefixes, ';' separated */
+} figure_def;
+
+static const figure_def FIGS[] = {
+    {"cpu_pct", "CPU", "CPU", 25, 0, "cpu.;gil.;numpy.;gc.;runtime.;logging."},
+    {"runnable_load", "runnable load", "可运行负载", 0.5, 0, "cpu."},
+    {"data_wait_frac", "DataLoader wait", "DataLoader 等待", 0.2, 0, "dataloader."},
+    {"dstate_frac", "D state", "D 状态", 0.2, 0, "io.;checkpoint."},
+    {"rss_kb", "RSS", "RSS", 262144, 0.5, "mem.;memory.;oom."},
+    {"gil_frac", "GIL held", "持有 GIL", 0.2, 0, "gil."},
+    {"loop_stretch_ms", "loop stretch", "事件循环阻塞", 100, 0, "asyncio."},
+};
+#define NFIG (sizeof FIGS / sizeof FIGS[0])
+
+typedef struct {
+    char *source;
+    sop_value *report; /* owned */
+    long rank, local_rank, world_size;
+    const char *node, *job_id, *version; /* borrowed from report */
+    double pid;
+    double fig[NFIG];
+    bool has[NFIG];
+} mrank;
+
+struct sop_merge {
+    mrank *r;
+    size_t n, cap;
+    sop_value *missing;  /* [{node, reason}] */
+    sop_value *excluded; /* [{source, schema, sop_version}] other schema: not merged */
+};
+
+int sop_merge_new(sop_merge **out)
+{
+    if (!out)
+        return SOP_EINVAL;
+    sop_merge *m = calloc(1, sizeof *m);
+    if (!m || !(m->missing = sop__v_arr()) || !(m->excluded = sop__v_arr())) {
+        if (m) {
+            sop__v_free(m->missing);
+            free(m);
+        }
+        return SOP_ENOMEM;
+    }
+    *out = m;
+    return SOP_OK;
+}
+
+void sop_merge_free(sop_merge *m)
+{
+    if (!m)
+        return;
+    for (size_t i = 0; i < m->n; i++) {
+        free(m->r[i].source);
+        sop__v_free(m->r[i].report);
+    }
+    free(m->r);
+    sop__v_free(m->missing);
+    sop__v_free(m->excluded);
+    free(m);
+}
+
+size_t sop_merge_count(const sop_merge *m)
+{
+    return m ? m->n : 0;
+}
+
+int sop_merge_add_missing(sop_merge *m, const char *node, const char *reason)
+{
+    if (!m || !node)
+        return SOP_EINVAL;
+    sop_value *e = sop__v_obj();
+    if (!e)
+        return SOP_ENOMEM;
+    sop__v_set(e, "node", sop__v_str(node));
+    sop__v_set(e, "reason", sop__v_str(reason ? reason : ""));
+    return sop__v_push(m->missing, e) == 0 ? SOP_OK : SOP_ENOMEM;
+}
+
+static long int_or(const sop_value *o, const char *key)
+{
+    double d = 0;
+    if (!sop__v_get_num(o, key, &d) || !(d >= 0 && d < 1e9) || d != floor(d))
+        return -1;
+    return (long)d;
+}
+
+static int add_one(sop_merge *m, const char *source, sop_value *rep)
+{
+    double schema = 0;
+    const sop_value *findings = sop__v_get(rep, "findings");
+    if (rep->type != SOP_V_OBJ || !sop__v_get_num(rep, "schema", &schema) || !findings ||
+        findings->type != SOP_V_ARR || !sop__v_get(rep, "target")) {
+        sop__v_free(rep);
+        int rc = sop_merge_add_missing(m, source, "not a sop report (no schema, target, findings)");
+        return rc ? rc : SOP_EFORMAT;
+    }
+    if (schema != 1) {
+        sop_value *e = sop__v_obj();
+        sop__v_set(e, "source", sop__v_str(source));
+        sop__v_set(e, "schema", sop__v_num(schema));
+        const char *ver = sop__v_get_str(rep, "sop_version");
+        if (ver)
+            sop__v_set(e, "sop_version", sop__v_str(ver));
+        sop__v_free(rep);
+        return e && sop__v_push(m->excluded, e) == 0 ? SOP_OK : SOP_ENOMEM;
+    }
+    if (m->n == m->cap) {
+        if (m->cap >= MERGE_MAX_REPORTS) {
+            sop__v_free(rep);
+            return SOP_ENOMEM;
+        }
+        size_t cap = m->cap ? m->cap * 2 : 16;
+        mrank *nr = realloc(m->r, cap * sizeof *nr);
+        if (!nr) {
+            sop__v_free(rep);
+            return SOP_ENOMEM;
+        }
+        m->r = nr;
+        m->cap = cap;
+    }
+    mrank *r = &m->r[m->n];
+    memset(r, 0, sizeof *r);
+    r->source = strdup(source);
+    if (!r->source) {
+        sop__v_free(rep);
+        return SOP_ENOMEM;
+    }
+    r->report = rep;
+    const sop_value *t = sop__v_get(rep, "target");
+    r->rank = int_or(t, "rank");
+    r->local_rank = int_or(t, "local_rank");
+    r->world_size = int_or(t, "world_size");
+    r->node = sop__v_get_str(t, "node");
+    r->job_id = sop__v_get_str(t, "job_id");
+    r->version = sop__v_get_str(rep, "sop_version");
+    r->pid = -1;
+    sop__v_get_num(t, "pid", &r->pid);
+    const sop_value *figs = sop__v_get(rep, "figures");
+    for (size_t i = 0; i < NFIG; i++)
+        r->has[i] = sop__v_get_num(figs, FIGS[i].key, &r->fig[i]) && isfinite(r->fig[i]);
+    m->n++;
+    return SOP_OK;
+}
+
+/* The end of the JSON value starting at s[0] ('{' or '['), or 0 when it does not end. */
+static size_t value_end(const char *s, size_t len)
+{
+    int depth = 0;
+    bool in_str = false, esc = false;
+    for (size_t i = 0; i < len; i++) {
+        char c = s[i];
+        if (in_str) {
+            if (esc)
+                esc = false;
+            else if (c == '\\')
+                esc = true;
+            else if (c == '"')
+                in_str = false;
+            continue;
+        }
+        if (c == '"')
+            in_str = true;
+        else if (c == '{' || c == '[')
+            depth++;
+        else if ((c == '}' || c == ']') && --depth == 0)
+            return i + 1;
+    }
+    return 0;
+}
+
+int sop_merge_add_json(sop_merge *m, const char *source, const char *text, size_t len)
+{
+    if (!m || !source || (!text && len))
+        return SOP_EINVAL;
+    int rc = SOP_OK, parts = 0;
+    size_t off = 0;
+    while (off < len) {
+        char c = text[off];
+        if (c == ' ' || c == '\n' || c == '\r' || c == '\t') {
+            off++;
+            continue;
+        }
+        char where[512];
+        snprintf(where, sizeof where, "%s", source);
+        if (parts > 0 || value_end(text + off, len - off) < len - off)
+            snprintf(where, sizeof where, "%s#%d", source, parts + 1);
+        parts++;
+        size_t n = c == '{' ? value_end(text + off, len - off) : 0;
+        if (n == 0) { /* not an object, or cut off: the rest of the text is lost */
+            int r2 = sop_merge_add_missing(m, where, "not a JSON object (or cut off)");
+            return r2 ? r2 : SOP_EFORMAT;
+        }
+        char err[128];
+        sop_value *v = sop__json_parse(text + off, n, err, sizeof err);
+        off += n;
+        if (!v) {
+            int r2 = sop_merge_add_missing(m, where, err);
+            if (r2)
+                return r2;
+            rc = SOP_EFORMAT;
+            continue;
+        }
+        int r1 = add_one(m, where, v);
+        if (r1 == SOP_ENOMEM)
+            return r1;
+        if (r1)
+            rc = r1;
+    }
+    if (parts == 0) {
+        int r2 = sop_merge_add_missing(m, source, "empty: no report");
+        return r2 ? r2 : SOP_EFORMAT;
+    }
+    return rc;
+}
+
+/* ---- analysis ---------------------------------------------------------------------------- */
+
+static int cmp_dbl(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return x < y ? -1 : x > y;
+}
+
+static double median(double *v, size_t n)
+{
+    qsort(v, n, sizeof *v, cmp_dbl);
+    return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+}
+
+static void label_of(const mrank *r, char *buf, size_t len)
+{
+    if (r->rank >= 0)
+        snprintf(buf, len, "%ld", r->rank);
+    else if (r->pid > 0)
+        snprintf(buf, len, "pid %.0f%s%s", r->pid, r->node ? "@" : "", r->node ? r->node : "");
+    else
+        snprintf(buf, len, "%s", r->source);
+}
+
+static int sev_rank(const char *s)
+{
+    if (s && strcmp(s, "high") == 0)
+        return 0;
+    if (s && strcmp(s, "warn") == 0)
+        return 1;
+    return 2;
+}
+
+/* A text field: a string, or {en, zh} when a report kept both. */
+static const char *text_of(const sop_value *v, const char *lang)
+{
+    if (!v)
+        return "";
+    if (v->type == SOP_V_STR)
+        return v->str;
+    const char *s = sop__v_get_str(v, lang);
+    if (!s)
+        s = sop__v_get_str(v, "en");
+    return s ? s : "";
+}
+
+static bool in_families(const char *id, const char *families)
+{
+    if (!id)
+        return false;
+    for (const char *p = families; *p;) {
+        const char *semi = strchr(p, ';');
+        size_t n = semi ? (size_t)(semi - p) : strlen(p);
+        if (n && strncmp(id, p, n) == 0)
+            return true;
+        p += n + (semi ? 1 : 0);
+    }
+    return false;
+}
+
+typedef struct {
+    const char *id, *section, *severity;
+    size_t count;
+    bool *on; /* per rank */
+} rule_row;
+
+static int cmp_rank(const void *a, const void *b)
+{
+    const mrank *x = a, *y = b;
+    if (x->rank != y->rank) {
+        if (x->rank < 0)
+            return 1;
+        if (y->rank < 0)
+            return -1;
+        return x->rank < y->rank ? -1 : 1;
+    }
+    return 0;
+}
+
+/* "0-3,5,7" for numeric labels; labels joined by "," otherwise. */
+static void compact_ranks(sop_sb *b, const mrank *r, const bool *on, size_t n)
+{
+    bool first = true;
+    for (size_t i = 0; i < n; i++) {
+        if (!on[i])
+            continue;
+        char lab[320];
+        label_of(&r[i], lab, sizeof lab);
+        size_t j = i;
+        if (r[i].rank >= 0)
+            while (j + 1 < n && on[j + 1] && r[j + 1].rank == r[j].rank + 1)
+                j++;
+        sop__sb_puts(b, first ? "" : ",");
+        first = false;
+        sop__sb_puts(b, lab);
+        if (j > i + 1)
+            sop__sb_printf(b, "-%ld", r[j].rank);
+        else if (j == i + 1)
+            sop__sb_printf(b, ",%ld", r[j].rank);
+        i = j;
+    }
+}
+
+static sop_value *finding_brief(const sop_value *f, const char *lang)
+{
+    sop_value *o = sop__v_obj();
+    static const char *keys[] = {"id", "section", "severity"};
+    for (int k = 0; k < 3; k++) {
+        const char *s = sop__v_get_str(f, keys[k]);
+        if (s)
+            sop__v_set(o, keys[k], sop__v_str(s));
+    }
+    static const char *texts[] = {"symptom", "evidence", "fix"};
+    for (int k = 0; k < 3; k++) {
+        const sop_value *v = sop__v_get(f, texts[k]);
+        if (v)
+            sop__v_set(o, texts[k], sop__v_str(text_of(v, lang)));
+    }
+    return o;
+}
+
+/* The findings of rank r that are not on every rank: those of the figure's families first
+ * (fig < 0: any), then by severity; at most max, warn/high only when serious. */
+static sop_value *explaining(const mrank *r, const rule_row *rows, size_t nrows, size_t nranks,
+                             int fig, bool serious, size_t max, const char *lang)
+{
+    sop_value *out = sop__v_arr();
+    const sop_value *fs = sop__v_get(r->report, "findings");
+    for (int pass = 0; pass < 2 * 3 && out && out->count < max; pass++) {
+        bool family = pass < 3;
+        int sev = pass % 3;
+        if (serious && sev == 2)
+            continue;
+        for (const sop_value *f = fs ? fs->child : NULL; f && out->count < max; f = f->next) {
+            const char *id = sop__v_get_str(f, "id");
+            if (sev_rank(sop__v_get_str(f, "severity")) != sev)
+                continue;
+            bool fam = fig >= 0 && in_families(id, FIGS[fig].families);
+            if (fig >= 0 && fam != family)
+                continue;
+            if (fig < 0 && !family)
+                continue;
+            bool wide = false;
+            for (size_t k = 0; k < nrows; k++)
+                if (id && strcmp(rows[k].id, id) == 0)
+                    wide = nranks >= 2 && rows[k].count == nranks;
+            if (!wide)
+                sop__v_push(out, finding_brief(f, lang));
+        }
+    }
+    return out;
+}
+
+/* The job tree: the JSON form of the merged report. */
+static sop_value *analyse(const sop_merge *m, const char *lang, bool *problem)
+{
+    size_t n = m->n;
+    mrank *r = n ? malloc(n * sizeof *r) : NULL;
+    if (n && !r)
+        return NULL;
+    if (n)
+        memcpy(r, m->r, n * sizeof *r);
+    qsort(r, n, sizeof *r, cmp_rank);
+    *problem = false;
+    sop_value *job = sop__v_obj();
+    sop__v_set_int(job, "schema", 1);
+    sop__v_set_str(job, "kind", "job");
+    sop__v_set_str(job, "sop_version", SOP_VERSION_STRING);
+
+    /* job ids, nodes, world size */
+    sop_value *jobs = sop__v_arr_at(job, "job_ids");
+    sop_value *nodes = sop__v_arr_at(job, "nodes");
+    long world = -1;
+    bool world_mixed = false;
+    for (size_t i = 0; i < n; i++) {
+        if (r[i].job_id) {
+            bool seen = false;
+            for (const sop_value *c = jobs->child; c; c = c->next)
+                seen = seen || strcmp(c->str, r[i].job_id) == 0;
+            if (!seen)
+                sop__v_push(jobs, sop__v_str(r[i].job_id));
+        }
+        if (r[i].node) {
+            bool seen = false;
+            for (const sop_value *c = nodes->child; c; c = c->next)
+                seen = seen || strcmp(c->str, r[i].node) == 0;
+            if (!seen)
+                sop__v_push(nodes, sop__v_str(r[i].node));
+        }
+        if (r[i].world_size > 0) {
+            if (world > 0 && world != r[i].world_size)
+                world_mixed = true;
+            if (r[i].world_size > world)
+                world = r[i].world_size;
+        }
+    }
+    if (world > 0)
+        sop__v_set_int(job, "world_size", world);
+    sop__v_set_int(job, "reports", (int64_t)n);
+
+    /* rules: rank x rule */
+    size_t nrows = 0, caprows = 0;
+    rule_row *rows = NULL;
+    for (size_t i = 0; i < n; i++) {
+        const sop_value *fs = sop__v_get(r[i].report, "findings");
+        for (const sop_value *f = fs ? fs->child : NULL; f; f = f->next) {
+            const char *id = sop__v_get_str(f, "id");
+            if (!id)
+                continue;
+            size_t k = 0;
+            while (k < nrows && strcmp(rows[k].id, id) != 0)
+                k++;
+            if (k == nrows) {
+                if (nrows == caprows) {
+                    size_t cap = caprows ? caprows * 2 : 16;
+                    rule_row *nr = realloc(rows, cap * sizeof *nr);
+                    if (!nr)
+                        break;
+                    rows = nr;
+                    caprows = cap;
+                }
+                bool *on = calloc(n, sizeof *on);
+                if (!on)
+                    break;
+                rows[nrows++] = (rule_row){id, sop__v_get_str(f, "section"),
+                                           sop__v_get_str(f, "severity"), 0, on};
+            }
+            const char *sev = sop__v_get_str(f, "severity");
+            if (sev_rank(sev) < sev_rank(rows[k].severity))
+                rows[k].severity = sev;
+            if (sev_rank(sev) < 2)
+                *problem = true;
+            if (!rows[k].on[i]) {
+                rows[k].on[i] = true;
+                rows[k].count++;
+            }
+        }
+    }
+    sop_value *rules = sop__v_arr_at(job, "rules");
+    sop_value *wide = sop__v_arr_at(job, "job_wide");
+    for (int sev = 0; sev < 3; sev++) {
+        for (size_t k = 0; k < nrows; k++) {
+            if (sev_rank(rows[k].severity) != sev)
+                continue;
+            sop_value *row = sop__v_obj();
+            sop__v_set(row, "id", sop__v_str(rows[k].id));
+            sop__v_set_str(row, "section", rows[k].section);
+            sop__v_set_str(row, "severity", rows[k].severity);
+            sop__v_set_int(row, "count", (int64_t)rows[k].count);
+            sop_sb b = {0};
+            compact_ranks(&b, r, rows[k].on, n);
+            char *ranks = sop__sb_take(&b);
+            sop__v_set(row, "ranks", sop__v_str(ranks ? ranks : ""));
+            free(ranks);
+            bool is_wide = n >= 2 && rows[k].count == n;
+            sop__v_set_bool(row, "job_wide", is_wide);
+            sop__v_push(rules, row);
+            if (is_wide && sev < 2) { /* its text as the first rank saw it */
+                const sop_value *fs = sop__v_get(r[0].report, "findings");
+                for (const sop_value *f = fs ? fs->child : NULL; f; f = f->next) {
+                    const char *id = sop__v_get_str(f, "id");
+                    if (id && strcmp(id, rows[k].id) == 0) {
+                        sop__v_push(wide, finding_brief(f, lang));
+                        break;
+                    }
+                }
+            }
+        }
+    }
+
+    /* figures: median, MAD, outliers */
+    sop_value *figs = sop__v_arr_at(job, "figures");
+    sop_value *outl = sop__v_arr_at(job, "outliers");
+    double *vals = n ? malloc(n * sizeof *vals) : NULL;
+    double *score = n ? calloc(n, sizeof *score) : NULL; /* per rank: largest z */
+    for (size_t fi = 0; vals && score && fi < NFIG; fi++) {
+        size_t k = 0;
+        for (size_t i = 0; i < n; i++)
+            if (r[i].has[fi])
+                vals[k++] = r[i].fig[fi];
+        if (k == 0)
+            continue;
+        double md = median(vals, k);
+        for (size_t j = 0; j < k; j++)
+            vals[j] = fabs(vals[j] - md);
+        double mad = median(vals, k);
+        sop_value *fo = sop__v_obj();
+        sop__v_set(fo, "figure", sop__v_str(FIGS[fi].key));
+        sop__v_set_int(fo, "ranks", (int64_t)k);
+        sop__v_set_dbl(fo, "median", md);
+        sop__v_set_dbl(fo, "mad", mad);
+        sop__v_push(figs, fo);
+        if (k < 3)
+            continue; /* two values have no median to stand out from */
+        double need = FIGS[fi].min_diff;
+        if (FIGS[fi].min_rel > 0 && FIGS[fi].min_rel * fabs(md) > need)
+            need = FIGS[fi].min_rel * fabs(md);
+        for (size_t i = 0; i < n; i++) {
+            if (!r[i].has[fi])
+                continue;
+            double d = r[i].fig[fi] - md;
+            double z = mad > 0 ? fabs(d) / (MAD_TO_SIGMA * mad) : 99;
+            if (z > 99)
+                z = 99;
+            if (fabs(d) < need || z < OUTLIER_Z)
+                continue;
+            char lab[320];
+            label_of(&r[i], lab, sizeof lab);
+            sop_value *o = sop__v_obj();
+            sop__v_set(o, "rank", sop__v_str(lab));
+            sop__v_set_str(o, "node", r[i].node);
+            sop__v_set(o, "figure", sop__v_str(FIGS[fi].key));
+            sop__v_set_dbl(o, "value", r[i].fig[fi]);
+            sop__v_set_dbl(o, "median", md);
+            sop__v_set(o, "direction", sop__v_str(d > 0 ? "high" : "low"));
+            sop__v_set_dbl(o, "score", round(z * 10) / 10);
+            sop__v_set(o, "findings", explaining(&r[i], rows, nrows, n, (int)fi, false, 3, lang));
+            sop__v_push(outl, o);
+            if (z > score[i])
+                score[i] = z;
+        }
+    }
+
+    /* the straggler: an outlier with a serious finding of its own */
+    long best = -1;
+    sop_value *best_findings = NULL;
+    for (size_t i = 0; score && i < n; i++) {
+        if (score[i] <= 0)
+            continue;
+        sop_value *ex = explaining(&r[i], rows, nrows, n, -1, true, 8, lang);
+        if (ex && ex->count > 0 && (best < 0 || score[i] > score[best])) {
+            sop__v_free(best_findings);
+            best_findings = ex;
+            best = (long)i;
+        } else {
+            sop__v_free(ex);
+        }
+    }
+    if (best >= 0) {
+        const mrank *s = &r[best];
+        char lab[320];
+        label_of(s, lab, sizeof lab);
+        sop_value *st = sop__v_obj_at(job, "straggler");
+        sop__v_set(st, "rank", sop__v_str(lab));
+        if (s->rank >= 0)
+            sop__v_set_int(st, "rank_number", s->rank);
+        sop__v_set_str(st, "node", s->node);
+        if (s->pid > 0)
+            sop__v_set_int(st, "pid", (int64_t)s->pid);
+        sop_value *sf = sop__v_arr_at(st, "figures");
+        for (const sop_value *o = outl->child; o; o = o->next) {
+            const char *rk = sop__v_get_str(o, "rank");
+            if (rk && strcmp(rk, lab) == 0)
+                sop__v_push(sf, sop__v_str(sop__v_get_str(o, "figure")));
+        }
+        sop__v_set(st, "findings", best_findings);
+        *problem = true;
+    }
+    free(vals);
+    free(score);
+
+    /* per rank */
+    sop_value *ranks = sop__v_arr_at(job, "ranks");
+    for (size_t i = 0; i < n; i++) {
+        sop_value *o = sop__v_obj();
+        char lab[320];
+        label_of(&r[i], lab, sizeof lab);
+        sop__v_set(o, "rank", sop__v_str(lab));
+        if (r[i].local_rank >= 0)
+            sop__v_set_int(o, "local_rank", r[i].local_rank);
+        sop__v_set_str(o, "node", r[i].node);
+        if (r[i].pid > 0)
+            sop__v_set_int(o, "pid", (int64_t)r[i].pid);
+        sop__v_set(o, "source", sop__v_str(r[i].source));
+        sop_value *fo = sop__v_obj_at(o, "figures");
+        for (size_t fi = 0; fi < NFIG; fi++)
+            if (r[i].has[fi])
+                sop__v_set_dbl(fo, FIGS[fi].key, r[i].fig[fi]);
+        sop_value *fl = sop__v_arr_at(o, "findings");
+        const sop_value *fs = sop__v_get(r[i].report, "findings");
+        for (const sop_value *f = fs ? fs->child : NULL; f; f = f->next) {
+            const char *id = sop__v_get_str(f, "id");
+            if (id)
+                sop__v_push(fl, sop__v_str(id));
+        }
+        sop__v_push(ranks, o);
+    }
+
+    /* missing: what the caller listed, then ranks below the world size no report holds */
+    sop_value *miss = sop__v_arr_at(job, "missing");
+    for (const sop_value *c = m->missing->child; c; c = c->next) {
+        sop_value *e = sop__v_obj();
+        sop__v_set(e, "node", sop__v_str(sop__v_get_str(c, "node")));
+        sop__v_set(e, "reason", sop__v_str(sop__v_get_str(c, "reason")));
+        sop__v_push(miss, e);
+    }
+    if (world > 0 && world <= 1 << 20) {
+        bool *seen = calloc((size_t)world, sizeof *seen);
+        for (size_t i = 0; seen && i < n; i++)
+            if (r[i].rank >= 0 && r[i].rank < world)
+                seen[r[i].rank] = true;
+        for (long k = 0; seen && k < world; k++) {
+            if (seen[k])
+                continue;
+            long j = k;
+            while (j + 1 < world && !seen[j + 1])
+                j++;
+            sop_value *e = sop__v_obj();
+            char buf[64];
+            if (j > k)
+                snprintf(buf, sizeof buf, "%ld-%ld", k, j);
+            else
+                snprintf(buf, sizeof buf, "%ld", k);
+            sop__v_set(e, "ranks", sop__v_str(buf));
+            sop__v_set(e, "reason",
+                       sop__v_str(strcmp(lang, "zh") == 0
+                                      ? "没有这些 rank 的报告（world size 之内）"
+                                      : "no report for these ranks of the world size"));
+            sop__v_push(miss, e);
+            k = j;
+        }
+        free(seen);
+    }
+    if (miss->count)
+        *problem = true;
+
+    /* versions */
+    sop_value *ver = sop__v_obj_at(job, "versions");
+    sop_value *seen = sop__v_arr_at(ver, "seen");
+    for (size_t i = 0; i < n; i++) {
+        const char *v = r[i].version ? r[i].version : "?";
+        sop_value *hit = NULL;
+        for (sop_value *c = seen->child; c; c = c->next)
+            if (strcmp(sop__v_get_str(c, "sop_version"), v) == 0)
+                hit = c;
+        if (!hit) {
+            hit = sop__v_obj();
+            sop__v_set(hit, "sop_version", sop__v_str(v));
+            sop__v_set_int(hit, "schema", 1);
+            sop__v_set(hit, "reports", sop__v_num(0));
+            sop__v_push(seen, hit);
+        }
+        for (sop_value *c = hit->child; c; c = c->next)
+            if (strcmp(c->key, "reports") == 0)
+                c->num += 1;
+    }
+    sop_value *exc = sop__v_arr_at(ver, "excluded");
+    for (const sop_value *c = m->excluded->child; c; c = c->next) {
+        sop_value *e = sop__v_obj();
+        sop__v_set(e, "source", sop__v_str(sop__v_get_str(c, "source")));
+        double sc = 0;
+        if (sop__v_get_num(c, "schema", &sc))
+            sop__v_set(e, "schema", sop__v_num(sc));
+        sop__v_set_str(e, "sop_version", sop__v_get_str(c, "sop_version"));
+        sop__v_push(exc, e);
+    }
+    sop__v_set_bool(ver, "mismatched", seen->count > 1 || exc->count > 0);
+    if (world_mixed || jobs->count > 1) {
+        sop_value *notes = sop__v_arr_at(job, "notes");
+        if (world_mixed)
+            sop__v_push(notes, sop__v_str(strcmp(lang, "zh") == 0
+                                              ? "各报告的 world size 不一致"
+                                              : "the reports disagree on the world size"));
+        if (jobs->count > 1)
+            sop__v_push(notes, sop__v_str(strcmp(lang, "zh") == 0
+                                              ? "报告来自不同的作业"
+                                              : "the reports come from more than one job"));
+    }
+    for (size_t k = 0; k < nrows; k++)
+        free(rows[k].on);
+    free(rows);
+    free(r);
+    return job;
+}
+
+/* ---- rendering --------------------------------------------------------------------------- */
+
+typedef struct {
+    const char *title, *job, *ranks_on, *nodes, *world, *straggler, *no_straggler, *wide,
+        *none_wide, *outliers, *no_outliers, *by_rule, *rule, *severity, *ranks, *count, *per_rank,
+        *rank, *node, *pid, *findings, *missing, *versions, *excluded, *median, *figure, *value,
+        *explained, *vs_median, *mismatched, *reports, *notes, *fix, *unexplained;
+} labels;
+
+static const labels EN = {"sop job report",
+                          "job",
+                          "ranks",
+                          "nodes",
+                          "world size",
+                          "Straggler",
+                          "No straggler: no rank stands out with a finding of its own.",
+                          "Job-wide findings (on every rank)",
+                          "None.",
+                          "Outliers (median absolute deviation)",
+                          "No rank's key figures stand out.",
+                          "Findings by rule",
+                          "rule",
+                          "severity",
+                          "ranks",
+                          "count",
+                          "Ranks",
+                          "rank",
+                          "node",
+                          "pid",
+                          "findings",
+                          "Missing",
+                          "Report versions",
+                          "excluded (other schema)",
+                          "job median",
+                          "figure",
+                          "value",
+                          "explained by",
+                          "vs job median",
+                          "versions differ",
+                          "reports",
+                          "Notes",
+                          "fix",
+                          "no finding of its own"};
+static const labels ZH = {"sop 作业报告",
+                          "作业",
+                          "个 rank",
+                          "个节点",
+                          "world size",
+                          "拖慢者（straggler）",
+                          "没有拖慢者：没有哪个 rank 既有突出的指标又有自己的发现。",
+                          "全作业的发现（每个 rank 都有）",
+                          "无。",
+                          "离群值（中位数绝对偏差）",
+                          "没有 rank 的关键指标离群。",
+                          "按规则的发现",
+                          "规则",
+                          "级别",
+                          "rank",
+                          "数量",
+                          "各 rank",
+                          "rank",
+                          "节点",
+                          "pid",
+                          "发现",
+                          "缺失",
+                          "报告版本",
+                          "已排除（其他 schema）",
+                          "作业中位数",
+                          "指标",
+                          "值",
+                          "解释",
+                          "对比作业中位数",
+                          "版本不一致",
+                          "份报告",
+                          "备注",
+                          "修复",
+                          "没有它自己的发现"};
+
+/* Escape a string from a report: controls always; in Markdown also its punctuation. */
+static void put(sop_sb *b, const char *s, bool md)
+{
+    if (!s)
+        return;
+    if (!md) {
+        sop__sb_put_escaped(b, s, false);
+        return;
+    }
+    sop_sb t = {0};
+    sop__sb_put_escaped(&t, s, false);
+    char *e = sop__sb_take(&t);
+    for (const char *p = e ? e : ""; *p; p++) {
+        if (strchr("\\`*_[]<>|#!~&", *p))
+            sop__sb_putn(b, "\\", 1);
+        sop__sb_putn(b, p, 1);
+    }
+    free(e);
+}
+
+static const figure_def *fig_def(const char *key)
+{
+    for (size_t i = 0; key && i < NFIG; i++)
+        if (strcmp(FIGS[i].key, key) == 0)
+            return &FIGS[i];
+    return NULL;
+}
+
+static void put_fig_value(sop_sb *b, const char *key, double v)
+{
+    if (!key)
+        return;
+    if (strcmp(key, "cpu_pct") == 0)
+        sop__sb_printf(b, "%.0f%%", v);
+    else if (strstr(key, "_frac"))
+        sop__sb_printf(b, "%.0f%%", 100 * v);
+    else if (strcmp(key, "rss_kb") == 0)
+        sop__sb_printf(b, "%.0f MiB", v / 1024);
+    else if (strcmp(key, "loop_stretch_ms") == 0)
+        sop__sb_printf(b, "%.0f ms", v);
+    else
+        sop__sb_printf(b, "%.2f", v);
+}
+
+static void put_fig_name(sop_sb *b, const char *key, const char *lang)
+{
+    const figure_def *d = fig_def(key);
+    sop__sb_puts(b, d ? (strcmp(lang, "zh") == 0 ? d->zh : d->en) : "?");
+}
+
+static void put_finding_line(sop_sb *b, const sop_value *f, const labels *L, bool md)
+{
+    sop__sb_puts(b, md ? "**" : "[");
+    put(b, sop__v_get_str(f, "severity"), md);
+    sop__sb_puts(b, md ? "** " : "] ");
+    put(b, sop__v_get_str(f, "id"), md);
+    const char *sec = sop__v_get_str(f, "section");
+    if (sec) {
+        sop__sb_puts(b, " §");
+        put(b, sec, md);
+    }
+    sop__sb_puts(b, ": ");
+    put(b, sop__v_get_str(f, "symptom"), md);
+    const char *ev = sop__v_get_str(f, "evidence");
+    if (ev && *ev) {
+        sop__sb_puts(b, " — ");
+        put(b, ev, md);
+    }
+    const char *fix = sop__v_get_str(f, "fix");
+    if (fix && *fix) {
+        sop__sb_printf(b, " (%s: ", L->fix);
+        put(b, fix, md);
+        sop__sb_puts(b, ")");
+    }
+}
+
+static void put_ids(sop_sb *b, const sop_value *arr, bool md)
+{
+    int k = 0;
+    for (const sop_value *c = arr ? arr->child : NULL; c; c = c->next) {
+        const char *id = c->type == SOP_V_STR ? c->str : sop__v_get_str(c, "id");
+        if (!id)
+            continue;
+        sop__sb_puts(b, k++ ? ", " : "");
+        put(b, id, md);
+    }
+}
+
+static char *render(const sop_value *job, bool md, const char *lang)
+{
+    const labels *L = strcmp(lang, "zh") == 0 ? &ZH : &EN;
+    sop_sb b = {0};
+    const sop_value *jobs = sop__v_get(job, "job_ids");
+    const sop_value *nodes = sop__v_get(job, "nodes");
+    double reports = 0, world = 0;
+    sop__v_get_num(job, "reports", &reports);
+    sop__sb_printf(&b, "%s%s", md ? "# " : "", L->title);
+    if (jobs && jobs->count) {
+        sop__sb_printf(&b, ": %s ", L->job);
+        put_ids(&b, jobs, md);
+    }
+    size_t nn = nodes ? nodes->count : 0;
+    sop__sb_printf(&b, " — %.0f %s, %zu %s", reports,
+                   reports == 1 && L == &EN ? "rank" : L->ranks_on, nn,
+                   nn == 1 && L == &EN ? "node" : L->nodes);
+    if (sop__v_get_num(job, "world_size", &world))
+        sop__sb_printf(&b, ", %s %.0f", L->world, world);
+    sop__sb_puts(&b, "\n\n");
+
+    const sop_value *st = sop__v_get(job, "straggler");
+    if (st) {
+        sop__sb_printf(&b, "%s%s: rank ", md ? "**" : "", L->straggler);
+        put(&b, sop__v_get_str(st, "rank"), md);
+        const char *node = sop__v_get_str(st, "node");
+        double pid = 0;
+        if (node || sop__v_get_num(st, "pid", &pid)) {
+            sop__sb_puts(&b, " (");
+            if (node) {
+                sop__sb_printf(&b, "%s ", L->node);
+                put(&b, node, md);
+            }
+            if (sop__v_get_num(st, "pid", &pid))
+                sop__sb_printf(&b, "%spid %.0f", node ? ", " : "", pid);
+            sop__sb_puts(&b, ")");
+        }
+        sop__sb_printf(&b, "%s\n", md ? "**" : "");
+        const sop_value *outl = sop__v_get(job, "outliers");
+        for (const sop_value *o = outl ? outl->child : NULL; o; o = o->next) {
+            const char *rk = sop__v_get_str(o, "rank");
+            if (!rk || strcmp(rk, sop__v_get_str(st, "rank")) != 0)
+                continue;
+            double v = 0, mdv = 0;
+            sop__v_get_num(o, "value", &v);
+            sop__v_get_num(o, "median", &mdv);
+            const char *key = sop__v_get_str(o, "figure");
+            sop__sb_puts(&b, md ? "- " : "  - ");
+            put_fig_name(&b, key, lang);
+            sop__sb_puts(&b, " ");
+            put_fig_value(&b, key, v);
+            sop__sb_printf(&b, " %s ", L->vs_median);
+            put_fig_value(&b, key, mdv);
+            sop__sb_puts(&b, "\n");
+        }
+        const sop_value *fs = sop__v_get(st, "findings");
+        for (const sop_value *f = fs ? fs->child : NULL; f; f = f->next) {
+            sop__sb_puts(&b, md ? "- " : "  - ");
+            put_finding_line(&b, f, L, md);
+            sop__sb_puts(&b, "\n");
+        }
+    } else {
+        sop__sb_printf(&b, "%s\n", L->no_straggler);
+    }
+
+    sop__sb_printf(&b, "\n%s%s\n%s", md ? "## " : "", L->wide, md ? "\n" : "");
+    const sop_value *wide = sop__v_get(job, "job_wide");
+    if (!wide || !wide->count)
+        sop__sb_printf(&b, "%s\n", L->none_wide);
+    for (const sop_value *f = wide ? wide->child : NULL; f; f = f->next) {
+        sop__sb_puts(&b, md ? "- " : "  - ");
+        put_finding_line(&b, f, L, md);
+        sop__sb_puts(&b, "\n");
+    }
+
+    sop__sb_printf(&b, "\n%s%s\n%s", md ? "## " : "", L->outliers, md ? "\n" : "");
+    const sop_value *outl = sop__v_get(job, "outliers");
+    if (!outl || !outl->count)
+        sop__sb_printf(&b, "%s\n", L->no_outliers);
+    else if (md)
+        sop__sb_printf(&b, "| %s | %s | %s | %s | %s | %s |\n|---|---|---|---|---|---|\n", L->rank,
+                       L->node, L->figure, L->value, L->median, L->explained);
+    for (const sop_value *o = outl ? outl->child : NULL; o; o = o->next) {
+        double v = 0, mdv = 0;
+        sop__v_get_num(o, "value", &v);
+        sop__v_get_num(o, "median", &mdv);
+        const char *key = sop__v_get_str(o, "figure");
+        const sop_value *fs = sop__v_get(o, "findings");
+        if (md) {
+            sop__sb_puts(&b, "| ");
+            put(&b, sop__v_get_str(o, "rank"), true);
+            sop__sb_puts(&b, " | ");
+            put(&b, sop__v_get_str(o, "node"), true);
+            sop__sb_puts(&b, " | ");
+            put_fig_name(&b, key, lang);
+            sop__sb_puts(&b, " | ");
+            put_fig_value(&b, key, v);
+            sop__sb_puts(&b, " | ");
+            put_fig_value(&b, key, mdv);
+            sop__sb_puts(&b, " | ");
+            if (fs && fs->count)
+                put_ids(&b, fs, true);
+            else
+                sop__sb_puts(&b, L->unexplained);
+            sop__sb_puts(&b, " |\n");
+        } else {
+            sop__sb_puts(&b, "  - rank ");
+            put(&b, sop__v_get_str(o, "rank"), false);
+            const char *node = sop__v_get_str(o, "node");
+            if (node) {
+                sop__sb_puts(&b, " @");
+                put(&b, node, false);
+            }
+            sop__sb_puts(&b, ": ");
+            put_fig_name(&b, key, lang);
+            sop__sb_puts(&b, " ");
+            put_fig_value(&b, key, v);
+            sop__sb_printf(&b, " %s ", L->vs_median);
+            put_fig_value(&b, key, mdv);
+            sop__sb_printf(&b, "; %s: ", L->explained);
+            if (fs && fs->count)
+                put_ids(&b, fs, false);
+            else
+                sop__sb_puts(&b, L->unexplained);
+            sop__sb_puts(&b, "\n");
+        }
+    }
+
+    const sop_value *rules = sop__v_get(job, "rules");
+    if (rules && rules->count) {
+        sop__sb_printf(&b, "\n%s%s\n%s", md ? "## " : "", L->by_rule, md ? "\n" : "");
+        if (md)
+            sop__sb_printf(&b, "| %s | %s | %s | %s |\n|---|---|---|---|\n", L->rule, L->severity,
+                           L->ranks, L->count);
+        for (const sop_value *c = rules->child; c; c = c->next) {
+            double cnt = 0;
+            sop__v_get_num(c, "count", &cnt);
+            sop__sb_puts(&b, md ? "| " : "  - ");
+            put(&b, sop__v_get_str(c, "id"), md);
+            sop__sb_puts(&b, md ? " | " : " (");
+            put(&b, sop__v_get_str(c, "severity"), md);
+            sop__sb_puts(&b, md ? " | " : "): ranks ");
+            put(&b, sop__v_get_str(c, "ranks"), md);
+            sop__sb_printf(&b, md ? " | %.0f/%.0f |\n" : " (%.0f/%.0f)\n", cnt, reports);
+        }
+    }
+
+    const sop_value *ranks = sop__v_get(job, "ranks");
+    if (ranks && ranks->count) {
+        sop__sb_printf(&b, "\n%s%s\n%s", md ? "## " : "", L->per_rank, md ? "\n" : "");
+        bool shown[NFIG] = {false}; /* a column for the figures some rank has */
+        for (const sop_value *c = ranks->child; c; c = c->next)
+            for (size_t fi = 0; fi < NFIG; fi++)
+                shown[fi] = shown[fi] || sop__v_get(sop__v_get(c, "figures"), FIGS[fi].key);
+        if (md) {
+            sop__sb_printf(&b, "| %s | %s | %s |", L->rank, L->node, L->pid);
+            for (size_t fi = 0; fi < NFIG; fi++)
+                if (shown[fi])
+                    sop__sb_printf(&b, " %s |",
+                                   strcmp(lang, "zh") == 0 ? FIGS[fi].zh : FIGS[fi].en);
+            sop__sb_printf(&b, " %s |\n|---|---|---|", L->findings);
+            for (size_t fi = 0; fi < NFIG; fi++)
+                if (shown[fi])
+                    sop__sb_puts(&b, "---|");
+            sop__sb_puts(&b, "---|\n");
+        }
+        for (const sop_value *c = ranks->child; c; c = c->next) {
+            double pid = 0;
+            const sop_value *figs = sop__v_get(c, "figures");
+            sop__sb_puts(&b, md ? "| " : "  - rank ");
+            put(&b, sop__v_get_str(c, "rank"), md);
+            sop__sb_puts(&b, md ? " | " : " @");
+            put(&b, sop__v_get_str(c, "node"), md);
+            if (sop__v_get_num(c, "pid", &pid))
+                sop__sb_printf(&b, md ? " | %.0f |" : " pid %.0f:", pid);
+            else
+                sop__sb_puts(&b, md ? " | |" : ":");
+            for (size_t fi = 0; fi < NFIG; fi++) {
+                double v = 0;
+                bool has = sop__v_get_num(figs, FIGS[fi].key, &v);
+                if (!shown[fi])
+                    continue;
+                if (md) {
+                    sop__sb_puts(&b, " ");
+                    if (has)
+                        put_fig_value(&b, FIGS[fi].key, v);
+                    sop__sb_puts(&b, " |");
+                } else if (has) {
+                    sop__sb_printf(&b, " %s ", strcmp(lang, "zh") == 0 ? FIGS[fi].zh : FIGS[fi].en);
+                    put_fig_value(&b, FIGS[fi].key, v);
+                    sop__sb_puts(&b, ";");
+                }
+            }
+            sop__sb_puts(&b, md ? " " : " ");
+            if (!md)
+                sop__sb_printf(&b, "%s: ", L->findings);
+            put_ids(&b, sop__v_get(c, "findings"), md);
+            sop__sb_puts(&b, md ? " |\n" : "\n");
+        }
+    }
+
+    const sop_value *miss = sop__v_get(job, "missing");
+    if (miss && miss->count) {
+        sop__sb_printf(&b, "\n%s%s\n%s", md ? "## " : "", L->missing, md ? "\n" : "");
+        for (const sop_value *c = miss->child; c; c = c->next) {
+            sop__sb_puts(&b, md ? "- " : "  - ");
+            const char *node = sop__v_get_str(c, "node");
+            if (node) {
+                sop__sb_printf(&b, "%s ", L->node);
+                put(&b, node, md);
+            } else {
+                sop__sb_printf(&b, "%s ", L->ranks);
+                put(&b, sop__v_get_str(c, "ranks"), md);
+            }
+            sop__sb_puts(&b, ": ");
+            put(&b, sop__v_get_str(c, "reason"), md);
+            sop__sb_puts(&b, "\n");
+        }
+    }
+
+    const sop_value *ver = sop__v_get(job, "versions");
+    const sop_value *mm = sop__v_get(ver, "mismatched");
+    if (mm && mm->type == SOP_V_BOOL && mm->b) {
+        sop__sb_printf(&b, "\n%s%s: %s\n%s", md ? "## " : "", L->versions, L->mismatched,
+                       md ? "\n" : "");
+        const sop_value *seen = sop__v_get(ver, "seen");
+        for (const sop_value *c = seen ? seen->child : NULL; c; c = c->next) {
+            double cnt = 0;
+            sop__v_get_num(c, "reports", &cnt);
+            sop__sb_puts(&b, md ? "- sop " : "  - sop ");
+            put(&b, sop__v_get_str(c, "sop_version"), md);
+            sop__sb_printf(&b, " (schema 1): %.0f %s\n", cnt, L->reports);
+        }
+        const sop_value *exc = sop__v_get(ver, "excluded");
+        for (const sop_value *c = exc ? exc->child : NULL; c; c = c->next) {
+            double sc = 0;
+            sop__v_get_num(c, "schema", &sc);
+            sop__sb_puts(&b, md ? "- " : "  - ");
+            put(&b, sop__v_get_str(c, "source"), md);
+            sop__sb_printf(&b, ": schema %g", sc);
+            const char *v = sop__v_get_str(c, "sop_version");
+            if (v) {
+                sop__sb_puts(&b, ", sop ");
+                put(&b, v, md);
+            }
+            sop__sb_printf(&b, " — %s\n", L->excluded);
+        }
+    }
+    const sop_value *notes = sop__v_get(job, "notes");
+    if (notes && notes->count) {
+        sop__sb_printf(&b, "\n%s%s\n%s", md ? "## " : "", L->notes, md ? "\n" : "");
+        for (const sop_value *c = notes->child; c; c = c->next) {
+            sop__sb_puts(&b, md ? "- " : "  - ");
+            put(&b, c->str, md);
+            sop__sb_puts(&b, "\n");
+        }
+    }
+    return sop__sb_take(&b);
+}
+
+int sop_merge_render(const sop_merge *m, sop_format fmt, const char *lang, char **out, int *problem)
+{
+    if (!m || !out)
+        return SOP_EINVAL;
+    if (!lang || strcmp(lang, "zh") != 0)
+        lang = "en";
+    bool prob = false;
+    sop_value *job = analyse(m, lang, &prob);
+    if (!job)
+        return SOP_ENOMEM;
+    char *s = NULL;
+    if (fmt == SOP_FORMAT_JSON) {
+        char *json = sop__json_print(job, 1);
+        if (json) {
+            s = sop__json_escape_controls(json);
+            free(json);
+        }
+        if (s) { /* a trailing newline like the other renderers */
+            size_t len = strlen(s);
+            char *t = realloc(s, len + 2);
+            if (t) {
+                t[len] = '\n';
+                t[len + 1] = '\0';
+                s = t;
+            }
+        }
+    } else {
+        s = render(job, fmt == SOP_FORMAT_MD, lang);
+    }
+    sop__v_free(job);
+    if (!s)
+        return SOP_ENOMEM;
+    *out = s;
+    if (problem)
+        *problem = prob;
+    return SOP_OK;
+}

@@ -1,0 +1,102 @@
+#!/usr/bin/env bash
+# test_merge.sh — `sopctl merge` on saved per-rank reports (tests/fixtures/merge): a job-wide
+# finding and one straggler (named with its outlier figures and finding, in any input order), a
+# healthy job (no straggler, no outlier), a missing rank, mismatched report versions (another
+# sopctl merged, another schema excluded), JSON lines and garbage on stdin, and hostile strings
+# (controls, Markdown) escaped in md/text/json. Needs SOPCTL, SOP_FIXTURES (ctest) and jq.
+set -u
+SOPCTL=${SOPCTL:?set SOPCTL}
+F=${SOP_FIXTURES:?set SOP_FIXTURES}/merge
+pass=0 fail=0
+ok() { pass=$((pass + 1)); echo "ok   $*"; }
+bad() { fail=$((fail + 1)); echo "FAIL $*"; }
+check() { # NAME JQ-EXPR FILE
+  if jq -e "$2" "$3" >/dev/null 2>&1; then ok "$1"; else bad "$1: $2 on $(head -c 600 "$3")"; fi
+}
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+
+# One straggler (rank 2 starved by its DataLoader) and a finding on every rank.
+"$SOPCTL" merge --format json "$F"/straggler_r*.json >"$tmp/s.json"
+rc=$?
+[ "$rc" = 1 ] && ok "straggler: exit 1" || bad "straggler: exit $rc"
+check "straggler: rank 2 named" '.straggler.rank == "2" and .straggler.node == "n2"' "$tmp/s.json"
+check "straggler: its finding" '.straggler.findings | map(.id) == ["dataloader.starved"]' "$tmp/s.json"
+check "straggler: its figures" '.straggler.figures | index("data_wait_frac") != null' "$tmp/s.json"
+check "outliers: rank 2 only" '(.outliers | length) >= 1 and all(.outliers[]; .rank == "2")' "$tmp/s.json"
+check "outlier explained" 'any(.outliers[]; .figure == "data_wait_frac" and .direction == "high"
+                            and (.findings | map(.id) | index("dataloader.starved")))' "$tmp/s.json"
+check "job-wide finding" '.job_wide | map(.id) == ["cpu.oversubscribed"]' "$tmp/s.json"
+check "rank x rule table" 'any(.rules[]; .id == "cpu.oversubscribed" and .ranks == "0-3" and .job_wide)
+                           and any(.rules[]; .id == "dataloader.starved" and .ranks == "2" and (.job_wide | not))' "$tmp/s.json"
+check "nothing missing, versions agree" '(.missing | length) == 0 and (.versions.mismatched | not)' "$tmp/s.json"
+# Same answer whatever the input order, and from stdin.
+cat "$F/straggler_r3.json" "$F/straggler_r2.json" "$F/straggler_r1.json" "$F/straggler_r0.json" |
+  "$SOPCTL" merge --format json - >"$tmp/s2.json"
+check "straggler from stdin, reversed" '.straggler.rank == "2" and .reports == 4' "$tmp/s2.json"
+"$SOPCTL" merge "$F"/straggler_r*.json >"$tmp/s.md"
+grep -q '^\*\*Straggler: rank 2 (node n2, pid 201)\*\*' "$tmp/s.md" && ok "md names the straggler" ||
+  bad "md straggler: $(head -5 "$tmp/s.md")"
+"$SOPCTL" merge --lang zh --format text "$F"/straggler_r*.json >"$tmp/s.txt"
+grep -q '拖慢者（straggler）: rank 2' "$tmp/s.txt" && ok "zh text names the straggler" ||
+  bad "zh: $(head -5 "$tmp/s.txt")"
+
+# A healthy job: an info finding on one rank and small differences are no straggler.
+"$SOPCTL" merge --format json "$F/healthy.jsonl" >"$tmp/h.json"
+rc=$?
+[ "$rc" = 0 ] && ok "healthy: exit 0" || bad "healthy: exit $rc"
+check "healthy: no straggler, no outlier, nothing job-wide" \
+  '(has("straggler") | not) and (.outliers | length) == 0 and (.job_wide | length) == 0 and .reports == 4' "$tmp/h.json"
+"$SOPCTL" merge "$F/healthy.jsonl" | grep -q '^No straggler' && ok "healthy md: no straggler" ||
+  bad "healthy md"
+
+# A missing rank: the world size says 4, three reports came.
+"$SOPCTL" merge --format json --missing 'n3=timed out after 30 s' "$F/missing.jsonl" >"$tmp/m.json"
+rc=$?
+[ "$rc" = 1 ] && ok "missing: exit 1" || bad "missing: exit $rc"
+check "missing rank 2 listed" 'any(.missing[]; .ranks == "2")' "$tmp/m.json"
+check "missing node listed with its reason" 'any(.missing[]; .node == "n3" and .reason == "timed out after 30 s")' "$tmp/m.json"
+
+# Mismatched versions: another sopctl is merged and named; another schema is excluded.
+"$SOPCTL" merge --format json "$F/versions.jsonl" >"$tmp/v.json"
+check "versions: mismatched" '.versions.mismatched' "$tmp/v.json"
+check "versions: 0.0.9 merged and counted" 'any(.versions.seen[]; .sop_version == "0.0.9" and .reports == 1) and .reports == 3' "$tmp/v.json"
+check "versions: schema 2 excluded" 'any(.versions.excluded[]; .schema == 2 and .sop_version == "9.0.0")' "$tmp/v.json"
+check "versions: the excluded rank is missing" 'any(.missing[]; .ranks == "3")' "$tmp/v.json"
+"$SOPCTL" merge "$F/versions.jsonl" | grep -q 'Report versions: versions differ' && ok "md lists versions" ||
+  bad "md versions"
+
+# Garbage among reports is listed, never silently dropped; nothing readable is exit 2.
+printf '{"x": 1}\n{"schema": 1, "target": {}, "findings": []}\nnot json' |
+  "$SOPCTL" merge --format json - >"$tmp/g.json" 2>/dev/null
+check "garbage listed as missing" '(.missing | map(.node)) == ["stdin#1", "stdin#3"] and .reports == 1' "$tmp/g.json"
+printf 'nope' | "$SOPCTL" merge - >/dev/null 2>&1
+rc=$?
+[ "$rc" = 2 ] && ok "nothing readable: exit 2" || bad "nothing readable: exit $rc"
+"$SOPCTL" merge "$tmp/does-not-exist.json" "$F/healthy.jsonl" --format json >"$tmp/n.json" 2>/dev/null
+check "unreadable file listed" 'any(.missing[]; (.reason | startswith("cannot read")))' "$tmp/n.json"
+"$SOPCTL" merge >/dev/null 2>&1
+rc=$?
+[ "$rc" = 2 ] && ok "no arguments: exit 2" || bad "no arguments: exit $rc"
+
+# Hostile strings from reports: no raw control character in any format; Markdown cells stay cells.
+for fmt in md text json; do
+  for lang in en zh; do
+    "$SOPCTL" merge --format $fmt --lang $lang "$F/hostile.json" >"$tmp/x.$fmt" 2>/dev/null
+    if LC_ALL=C grep -q $'[\x01-\x08\x0b-\x1f\x7f]' "$tmp/x.$fmt"; then
+      bad "hostile $fmt/$lang: raw control characters"
+    else
+      ok "hostile $fmt/$lang: controls escaped"
+    fi
+  done
+done
+jq -e '.nodes | index("n|1\u001b]0;t\u0007")' "$tmp/x.json" >/dev/null && ok "json keeps the string, escaped" ||
+  bad "json hostile: $(head -c 300 "$tmp/x.json")"
+# Every row of each Markdown table has the header's number of unescaped '|'.
+awk '/^\|/ { line = $0; gsub(/\\\\/, "", line); gsub(/\\\|/, "", line); n = gsub(/\|/, "", line)
+             if (!intable) { want = n; intable = 1 } else if (n != want) { print "row: " $0; badrows++ } ; next }
+     { intable = 0 } END { exit badrows > 0 }' "$tmp/x.md" && ok "md table cells intact" || bad "md table cells broken"
+grep -q '\\`bad\\`' "$tmp/x.md" && ok "md escapes backticks" || bad "md backticks: $(grep -m1 bad "$tmp/x.md")"
+
+echo "$pass passed, $fail failed"
+[ "$fail" = 0 ]
