@@ -12,6 +12,7 @@ int cmd_dump(int argc, char **argv);
 int cmd_check(int argc, char **argv);
 int cmd_record(int argc, char **argv);
 int cmd_agents_md(int argc, char **argv);
+int cmd_watch(int argc, char **argv);
 
 /* Parse a positive pid; -1 when not a pid. */
 int cli_parse_pid(const char *s);
@@ -38,6 +39,10 @@ struct sop_engine;
  * no_default. Returns EXIT_CLEAN, or EXIT_USAGE after printing why (a site file that exists
  * but does not load is an error, never skipped). */
 int cli_load_site(struct sop_engine *e, const char *path, int no_default);
+/* Load RULES (NULL: the default pack), the site file (as cli_load_site) and the --set
+ * KEY=VALUE overrides, as `run` does. Returns EXIT_CLEAN, or EXIT_USAGE after printing why. */
+int cli_load_rules(struct sop_engine *e, const char *rules, const char *site, int no_site,
+                   char **sets, int nsets);
 /* "sopctl: WHAT: <strerror>: <engine detail>" on stderr. */
 struct sop_engine;
 void cli_print_error(const char *what, int err, const struct sop_engine *e);

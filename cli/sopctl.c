@@ -14,6 +14,8 @@ static const char USAGE[] =
     "  sopctl evidence --pid N [--duration S] [--rate HZ] [-o FILE]\n"
     "  sopctl record --pid N --duration S [--rate HZ] -o FILE(.txt|.svg)\n"
     "  sopctl dump --pid N [--native] [--json]\n"
+    "  sopctl watch [RULES.lua] --pid N [--every S] [--duration S] [--listen ADDR:PORT]\n"
+    "               [--out DIR] [--keep K] [--on-finding CMD [--shell]] [--count N] ...\n"
     "  sopctl check RULES.lua|default [--site FILE] [--doc|--json]\n"
     "  sopctl agents-md [--lang en|zh]          # an AGENTS.md section on using sopctl\n"
     "  sopctl version\n"
@@ -40,6 +42,8 @@ int main(int argc, char **argv)
         return cmd_record(argc - 1, argv + 1);
     if (strcmp(cmd, "dump") == 0)
         return cmd_dump(argc - 1, argv + 1);
+    if (strcmp(cmd, "watch") == 0)
+        return cmd_watch(argc - 1, argv + 1);
     if (strcmp(cmd, "agents-md") == 0)
         return cmd_agents_md(argc - 1, argv + 1);
     if (strcmp(cmd, "version") == 0 || strcmp(cmd, "--version") == 0) {

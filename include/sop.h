@@ -201,6 +201,10 @@ int sop_report_render(const sop_report *r, sop_format fmt, const char *lang, cha
 /* 1 when the report has a finding of severity warn or high, else 0. */
 int sop_report_has_problem(const sop_report *r);
 
+/* The i-th finding (most severe first): its rule id and severity ("high", "warn", "info"),
+ * borrowed from r. SOP_EINVAL when i >= the number of findings. */
+int sop_report_finding(const sop_report *r, size_t i, const char **id, const char **severity);
+
 /* One line for a log: "2 findings: asyncio.loop_blocked (warn), cpu.x (info) | top: <evidence
  * of the most severe finding>", or "no findings (N cleared, M unknown)". At most ~1 KiB,
  * control characters escaped. *out owned by the caller (sop_free). */
