@@ -286,7 +286,9 @@ static void target_info(sop_sb *b, const sop_value *report)
     double pid = 0;
     if (!sop__v_get_num(t, "pid", &pid))
         return;
-    family(b, "sop_target", "info", NULL, "The process diagnosed");
+    /* A gauge named *_info (the Prometheus convention) rather than the OpenMetrics info type,
+     * so that the text also reads as Prometheus text format 0.0.4. */
+    family(b, "sop_target_info", "gauge", NULL, "The process diagnosed (always 1)");
     sop__sb_printf(b, "sop_target_info{pid=\"%.0f\",comm=\"", pid);
     put_label_value(b, sop__v_get_str(t, "comm"));
     sop__sb_puts(b, "\",python=\"");
@@ -301,7 +303,7 @@ char *sop__openmetrics_render(const sop_value *report, const sop_value *ev)
     rule_series(&b, report);
     const sop_value *timing = sop__v_get(report, "timing_ms");
     gauge_at(&b, "sop_collect_duration_seconds", "seconds",
-          "How long the last collection took, window included",
+          "How long the last collection took, besides waiting out the window",
           timing, "collect", 1e-3);
     gauge_at(&b, "sop_rules_duration_seconds", "seconds", "How long the rules took on the last window",
           timing, "rules", 1e-3);
