@@ -146,11 +146,13 @@ static void keep_report(watch_ctx *c, const char *base)
     if (c->nkept == c->keep) {
         char *old = c->kept[c->kept_head];
         char path[PATH_MAX];
-        snprintf(path, sizeof path, "%s.json", old);
-        unlink(path);
-        snprintf(path, sizeof path, "%s.md", old);
-        unlink(path);
-        free(old);
+        if (old) {
+            snprintf(path, sizeof path, "%s.json", old);
+            unlink(path);
+            snprintf(path, sizeof path, "%s.md", old);
+            unlink(path);
+            free(old);
+        }
         c->kept[c->kept_head] = strdup(base);
         c->kept_head = (c->kept_head + 1) % c->keep;
     } else {

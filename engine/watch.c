@@ -80,20 +80,21 @@ static void run_once(sop_watch *w, int on_demand)
     atomic_fetch_add(&w->runs, 1);
     if (rc != 0)
         atomic_fetch_add(&w->failed, 1);
-    w->fn(&event, w->user);
+    sop_report *drop_r = r;
+    sop_evidence *drop_ev = ev;
     if (rc == 0) {
-        /* Reports and evidence are immutable: keep this pair, free the one it replaces. */
+        /* Reports and evidence are immutable: keep this pair (before the callback, so that
+         * sop_watch_openmetrics there shows this run), free the one it replaces after it. */
         pthread_mutex_lock(&w->last_mu);
-        sop_report *old_r = w->last_report;
-        sop_evidence *old_ev = w->last_evidence;
+        drop_r = w->last_report;
+        drop_ev = w->last_evidence;
         w->last_report = r;
         w->last_evidence = ev;
         pthread_mutex_unlock(&w->last_mu);
-        r = old_r;
-        ev = old_ev;
     }
-    sop_report_free(r);
-    sop_evidence_free(ev);
+    w->fn(&event, w->user);
+    sop_report_free(drop_r);
+    sop_evidence_free(drop_ev);
 }
 
 static void deadline_after(struct timespec *ts, double secs)

@@ -273,7 +273,7 @@ unsigned long long sop_watch_runs(const sop_watch *w);
 /* The last successful run of the watch as sop_report_openmetrics renders it, plus
  * `sop_watch_runs_total` (runs so far) and `sop_watch_failed_runs_total`; no "# EOF". Before
  * the first successful run only those two. Safe from any thread, including the callback (where
- * it shows the run before the current one). *out owned by the caller (sop_free). */
+ * it shows the run being handed over). *out owned by the caller (sop_free). */
 int sop_watch_openmetrics(sop_watch *w, char **out);
 /* Stop the watch: waits for a run in progress to finish (at most its window plus the rules),
  * joins the thread, frees the engine. Accepts NULL. */
