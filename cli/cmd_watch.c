@@ -347,9 +347,10 @@ static void write_note(watch_ctx *c, unsigned long long seq, const char *what, c
     snprintf(path, sizeof path, "%s.md.tmp", base);
     f = ok ? fopen(path, "w") : NULL;
     if (f) {
-        fprintf(f, "# sop report: pid %d [exited]\n\n**%s.** %s.\n\nWindows observed: %d; last "
-                   "report: %s\n", c->pid, what, why, c->ok_windows,
-                c->last_path[0] ? c->last_path : "none");
+        fprintf(f,
+                "# sop report: pid %d [exited]\n\n**%s.** %s.\n\nWindows observed: %d; last "
+                "report: %s\n",
+                c->pid, what, why, c->ok_windows, c->last_path[0] ? c->last_path : "none");
         ok = fclose(f) == 0;
         snprintf(final, sizeof final, "%s.md", base);
         ok = ok && rename(path, final) == 0;
@@ -430,8 +431,8 @@ static void on_window(const sop_watch_event *ev, void *user)
             sop_report_summary(ev->report, c->lang, &summary);
             logf_("target pid %d has ended; its last window: %s", c->pid, summary ? summary : "");
             sop_free(summary);
-            if (c->out_dir && write_report(c, ev->report, ev->seq, "-postmortem", base,
-                                           sizeof base) == 0) {
+            if (c->out_dir &&
+                write_report(c, ev->report, ev->seq, "-postmortem", base, sizeof base) == 0) {
                 logf_("post-mortem report %s.json", base);
                 if (problem && c->on_finding) {
                     char json[PATH_MAX], md[PATH_MAX];
@@ -593,14 +594,14 @@ static const char HELP[] =
 int cmd_watch(int argc, char **argv)
 {
     static const struct option opts[] = {
-        {"pid", required_argument, 0, 'p'},        {"duration", required_argument, 0, 'd'},
-        {"rate", required_argument, 0, 'r'},       {"every", required_argument, 0, 'E'},
-        {"listen", required_argument, 0, 'L'},     {"out", required_argument, 0, 'o'},
-        {"keep", required_argument, 0, 'k'},       {"on-finding", required_argument, 0, 'F'},
-        {"shell", no_argument, 0, 'H'},            {"count", required_argument, 0, 'c'},
-        {"lang", required_argument, 0, 'l'},       {"set", required_argument, 0, 's'},
-        {"site", required_argument, 0, 'S'},       {"no-site", no_argument, 0, 'N'},
-        {"help", no_argument, 0, 'h'},             {0, 0, 0, 0}};
+        {"pid", required_argument, 0, 'p'},    {"duration", required_argument, 0, 'd'},
+        {"rate", required_argument, 0, 'r'},   {"every", required_argument, 0, 'E'},
+        {"listen", required_argument, 0, 'L'}, {"out", required_argument, 0, 'o'},
+        {"keep", required_argument, 0, 'k'},   {"on-finding", required_argument, 0, 'F'},
+        {"shell", no_argument, 0, 'H'},        {"count", required_argument, 0, 'c'},
+        {"lang", required_argument, 0, 'l'},   {"set", required_argument, 0, 's'},
+        {"site", required_argument, 0, 'S'},   {"no-site", no_argument, 0, 'N'},
+        {"help", no_argument, 0, 'h'},         {0, 0, 0, 0}};
     watch_ctx c;
     memset(&c, 0, sizeof c);
     c.pid = -1;
@@ -672,8 +673,8 @@ int cmd_watch(int argc, char **argv)
             fputs(HELP, stdout);
             return EXIT_CLEAN;
         default: {
-            int st = cli_window_opt(opt, optarg, argv[optind - 1], &c.pid, &co.duration_s,
-                                    &co.rate_hz);
+            int st =
+                cli_window_opt(opt, optarg, argv[optind - 1], &c.pid, &co.duration_s, &co.rate_hz);
             if (st != EXIT_CLEAN)
                 return st;
         }
@@ -695,8 +696,10 @@ int cmd_watch(int argc, char **argv)
         int n = buf ? split_words(c.on_finding, buf, words, MAX_HOOK_ARGS) : -1;
         free(buf);
         if (n <= 0) {
-            fprintf(stderr, "sopctl: --on-finding: '%s' is not a command (empty, unbalanced "
-                            "quotes or more than %d words)\n", c.on_finding, MAX_HOOK_ARGS);
+            fprintf(stderr,
+                    "sopctl: --on-finding: '%s' is not a command (empty, unbalanced "
+                    "quotes or more than %d words)\n",
+                    c.on_finding, MAX_HOOK_ARGS);
             return EXIT_USAGE;
         }
         if (!c.out_dir) {
@@ -779,8 +782,8 @@ int cmd_watch(int argc, char **argv)
         }
     }
     if (status == EXIT_CLEAN) {
-        logf_("watching pid %d: a %.3g s window every %.3g s%s%s", c.pid, co.duration_s,
-              every_s, c.out_dir ? ", reports in " : "", c.out_dir ? c.out_dir : "");
+        logf_("watching pid %d: a %.3g s window every %.3g s%s%s", c.pid, co.duration_s, every_s,
+              c.out_dir ? ", reports in " : "", c.out_dir ? c.out_dir : "");
         sop_watch_trigger(c.w); /* the first window now, then one every interval */
         const char *why = NULL;
         while (!why) {

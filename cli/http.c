@@ -64,8 +64,8 @@ static enum MHD_Result answer(void *cls, struct MHD_Connection *conn, const char
 }
 
 /* Parse listen into a socket address; 0 or -1. */
-static int parse_listen(const char *listen, struct sockaddr_storage *ss, socklen_t *len,
-                        char *err, size_t errlen)
+static int parse_listen(const char *listen, struct sockaddr_storage *ss, socklen_t *len, char *err,
+                        size_t errlen)
 {
     char host[128] = "127.0.0.1";
     const char *port_s = listen;
@@ -136,9 +136,8 @@ int cli_http_start(const char *listen, cli_http_fn fn, void *ctx, cli_http **out
         flags |= MHD_USE_IPv6;
     errno = 0;
     h->daemon = MHD_start_daemon(flags, 0, NULL, NULL, answer, h, MHD_OPTION_SOCK_ADDR,
-                                 (struct sockaddr *)&ss, MHD_OPTION_CONNECTION_LIMIT,
-                                 (unsigned)16, MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)10,
-                                 MHD_OPTION_END);
+                                 (struct sockaddr *)&ss, MHD_OPTION_CONNECTION_LIMIT, (unsigned)16,
+                                 MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)10, MHD_OPTION_END);
     if (!h->daemon) {
         snprintf(err, errlen, "cannot listen on %s%s%s", listen, errno ? ": " : "",
                  errno ? strerror(errno) : "");

@@ -10,8 +10,7 @@ typedef struct cli_http cli_http;
 /* Answer a GET of `path` (no query string): set *status (200, 404, 503) and *content_type
  * (static), and return a malloc'd body (NULL = out of memory: the server answers 500). Called
  * on the server's thread, one request at a time. */
-typedef char *(*cli_http_fn)(const char *path, int *status, const char **content_type,
-                             void *ctx);
+typedef char *(*cli_http_fn)(const char *path, int *status, const char **content_type, void *ctx);
 
 /* Listen on `listen`: "HOST:PORT", "[V6]:PORT", or ":PORT"/"PORT" for 127.0.0.1 (loopback
  * unless told otherwise). HOST is a numeric address or "localhost". PORT 0 takes a free port.

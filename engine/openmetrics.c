@@ -146,7 +146,8 @@ static void rule_series(sop_sb *b, const sop_value *report)
         const sop_value *arr = lists[l];
         for (const sop_value *c = arr ? arr->child : NULL; c; c = c->next) {
             const char *id = sop__v_get_str(c, "id");
-            if (!id || seen_before(arr, c, id) || (l == 1 && findings && seen_before(findings, NULL, id)))
+            if (!id || seen_before(arr, c, id) ||
+                (l == 1 && findings && seen_before(findings, NULL, id)))
                 continue;
             sop__sb_puts(b, "sop_rule_hit{rule=\"");
             put_label_value(b, id);
@@ -224,14 +225,14 @@ static void python_series(sop_sb *b, const sop_value *py)
           "(uninterruptible sleep, mostly disk or network file system I/O)",
           have_d, dstate);
     gauge_at(b, "sop_asyncio_loop_longest_stretch_seconds", "seconds",
-          "Longest stretch the asyncio event loop spent in one callback during the window",
-          py, "loop.longest_block_ms", 1e-3);
+             "Longest stretch the asyncio event loop spent in one callback during the window", py,
+             "loop.longest_block_ms", 1e-3);
     gauge_at(b, "sop_dataloader_wait_ratio", "ratio",
-          "Share of the window the main process waited for DataLoader batches",
-          py, "loader.main_data_wait_frac", 1);
+             "Share of the window the main process waited for DataLoader batches", py,
+             "loader.main_data_wait_frac", 1);
     gauge_at(b, "sop_python_gc_collecting_ratio", "ratio",
-          "Share of the window the garbage collector was running (sampled)",
-          py, "gc.window.collecting_frac", 1);
+             "Share of the window the garbage collector was running (sampled)", py,
+             "gc.window.collecting_frac", 1);
 }
 
 static void evidence_series(sop_sb *b, const sop_value *ev)
@@ -248,36 +249,34 @@ static void evidence_series(sop_sb *b, const sop_value *ev)
         value(b, (x + y) / 1e3);
     }
     gauge_at(b, "sop_process_cpus", NULL,
-          "CPUs the target kept busy over the window, on average (1 = one CPU)",
-          proc, "cpu_pct", 0.01);
-    gauge_at(b, "sop_process_resident_memory_bytes", "bytes", "Resident memory of the target",
-          proc, "rss_kb", 1024);
-    gauge_at(b, "sop_process_threads", NULL, "Threads of the target",
-          proc, "threads", 1);
-    gauge_at(b, "sop_process_open_fds", NULL, "Open file descriptors of the target",
-          proc, "fds", 1);
+             "CPUs the target kept busy over the window, on average (1 = one CPU)", proc, "cpu_pct",
+             0.01);
+    gauge_at(b, "sop_process_resident_memory_bytes", "bytes", "Resident memory of the target", proc,
+             "rss_kb", 1024);
+    gauge_at(b, "sop_process_threads", NULL, "Threads of the target", proc, "threads", 1);
+    gauge_at(b, "sop_process_open_fds", NULL, "Open file descriptors of the target", proc, "fds",
+             1);
     gauge_at(b, "sop_effective_cpus", NULL,
-          "CPUs the target can use: min(affinity, cgroup quota, cpuset, host CPUs)",
-          ev, "effective_cpus", 1);
+             "CPUs the target can use: min(affinity, cgroup quota, cpuset, host CPUs)", ev,
+             "effective_cpus", 1);
     gauge_at(b, "sop_runnable_load", NULL,
-          "Runnable threads of the target's process tree per window, on average",
-          ev, "sched.runnable_load", 1);
+             "Runnable threads of the target's process tree per window, on average", ev,
+             "sched.runnable_load", 1);
     gauge_at(b, "sop_host_load1", NULL, "Host load average over one minute", ev, "host.load1", 1);
     gauge_at(b, "sop_cgroup_cpu_throttled_ratio", "ratio",
-          "Share of the window's cgroup CPU periods that were throttled",
-          ev, "cgroup.cpu.throttled_pct", 0.01);
-    gauge_at(b, "sop_cgroup_memory_usage_bytes", "bytes", "Memory used by the target's cgroup",
-          ev, "cgroup.memory.usage_kb", 1024);
-    gauge_at(b, "sop_cgroup_memory_limit_bytes", "bytes", "Memory limit of the target's cgroup",
-          ev, "cgroup.memory.limit_kb", 1024);
+             "Share of the window's cgroup CPU periods that were throttled", ev,
+             "cgroup.cpu.throttled_pct", 0.01);
+    gauge_at(b, "sop_cgroup_memory_usage_bytes", "bytes", "Memory used by the target's cgroup", ev,
+             "cgroup.memory.usage_kb", 1024);
+    gauge_at(b, "sop_cgroup_memory_limit_bytes", "bytes", "Memory limit of the target's cgroup", ev,
+             "cgroup.memory.limit_kb", 1024);
     const sop_value *py = sop__v_get(ev, "python");
     if (py)
         python_series(b, py);
-    gauge_at(b, "sop_window_seconds", "seconds", "Length of the last observation window",
-          ev, "duration_s", 1);
+    gauge_at(b, "sop_window_seconds", "seconds", "Length of the last observation window", ev,
+             "duration_s", 1);
     gauge_at(b, "sop_last_window_timestamp_seconds", "seconds",
-          "When the last successful window ended (Unix time)",
-          ev, "collected_at", 1);
+             "When the last successful window ended (Unix time)", ev, "collected_at", 1);
 }
 
 static void target_info(sop_sb *b, const sop_value *report)
@@ -303,10 +302,10 @@ char *sop__openmetrics_render(const sop_value *report, const sop_value *ev)
     rule_series(&b, report);
     const sop_value *timing = sop__v_get(report, "timing_ms");
     gauge_at(&b, "sop_collect_duration_seconds", "seconds",
-          "How long the last collection took, besides waiting out the window",
-          timing, "collect", 1e-3);
-    gauge_at(&b, "sop_rules_duration_seconds", "seconds", "How long the rules took on the last window",
-          timing, "rules", 1e-3);
+             "How long the last collection took, besides waiting out the window", timing, "collect",
+             1e-3);
+    gauge_at(&b, "sop_rules_duration_seconds", "seconds",
+             "How long the rules took on the last window", timing, "rules", 1e-3);
     if (ev)
         evidence_series(&b, ev);
     return sop__sb_take(&b);

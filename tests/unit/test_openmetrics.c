@@ -82,7 +82,9 @@ static bool well_formed(const char *text, char *why, size_t whylen)
         snprintf(name, sizeof name, "%.*s", (int)i, line);
         char expect[160];
         snprintf(expect, sizeof expect, "%s%s", family,
-                 strcmp(type, "counter") == 0 ? "_total" : strcmp(type, "info") == 0 ? "_info" : "");
+                 strcmp(type, "counter") == 0 ? "_total"
+                 : strcmp(type, "info") == 0  ? "_info"
+                                              : "");
         if (strcmp(name, expect) != 0) {
             snprintf(why, whylen, "line %d: sample %s outside its family %s", lineno, name, family);
             return false;
@@ -154,7 +156,8 @@ static void test_saved_report(void)
     if (!ok)
         fprintf(stderr, "%s\n", why);
     CHECK(ok);
-    CHECK(strstr(om, "sop_rule_hit{rule=\"asyncio.loop_blocked\",section=\"5\",severity=\"warn\"} 1\n"));
+    CHECK(strstr(
+        om, "sop_rule_hit{rule=\"asyncio.loop_blocked\",section=\"5\",severity=\"warn\"} 1\n"));
     CHECK(strstr(om, "sop_rule_hit{rule=\"oom.killed\",section=\"2.1\",severity=\"high\"} 0\n"));
     /* An unknown rule has an unknown sample and no hit sample. */
     CHECK(strstr(om, "sop_rule_unknown{rule=\"mem.growth\",section=\"2.2\"} 1\n"));
