@@ -2,7 +2,8 @@
 --on-finding hook on a new warn/high finding, again when its severity changes or it comes back,
 never for one that stays; rotation to --keep; a failing hook logged, not fatal; /metrics,
 /report, /healthz on --listen; SIGTERM and SIGINT stop it (exit 0, target untouched); --count;
-the target's exit ends it with a post-mortem (exit 3); a reused pid is detected (exit 3), in a
+the target's exit ends it with a post-mortem (exit 3), an OOM kill with the evaluated
+post-mortem (oom.killed, exit 1, the hook run); a reused pid is detected (exit 3), in a
 private pid namespace where the test reuses the pid itself (ns_last_pid).
 
 The finding comes from a one-rule pack on the target's thread count, which the test sets, so
@@ -18,6 +19,7 @@ import tempfile
 import time
 import urllib.request
 
+import cg
 from sopt import PY, SOPCTL, Checks
 
 t = Checks()
@@ -263,6 +265,51 @@ with tempfile.TemporaryDirectory() as d:
     finally:
         w.finish(signal.SIGKILL)
         tg.stop()
+
+    # ---- the target is OOM-killed: the evaluated post-mortem, exit 1 ----------------------
+    OOM = (
+        "import os, sys\n"
+        "open('/proc/self/oom_score_adj', 'w').write('1000')\n"
+        "print('ready', flush=True)\n"
+        "sys.stdin.readline()\n"
+        "chunks = []\n"
+        "for _ in range(4096):\n"
+        "    chunks.append(b'\\x01' * (8 << 20))\n")
+    try:
+        group = cg.TestCgroup("watch-oom", memory_max_bytes=100 << 20)
+    except Exception as e:  # no memory controller to delegate here
+        group = None
+        print("SKIP OOM post-mortem: no memory cgroup (%s)" % e)
+    if group:
+        with group:
+            pm2 = os.path.join(d, "pm-oom")
+            open(hook_log, "w").close()
+            victim = group.popen([PY, "-u", "-c", OOM], stdin=subprocess.PIPE,
+                                 stdout=subprocess.PIPE, text=True)
+            t.check(victim.stdout.readline().startswith("ready"), "OOM target ready")
+            w = Watch(d, "--no-site", "--pid", victim.pid, "--every", "0.3", "--duration", "0.1",
+                      "--rate", "0", "--out", pm2, "--on-finding", "%s %s" % (PY, hook))
+            try:
+                w.wait_windows(1, "OOM run: a window")
+                victim.stdin.write("go\n")
+                victim.stdin.flush()
+                victim.wait(timeout=WAIT)  # reaped at once: the pid is gone, not a zombie
+                t.check(victim.returncode == -9, "the target was OOM-killed (SIGKILL)",
+                        victim.returncode)
+                code = w.finish()
+                t.check(code == 1, "an OOM kill ends the watch with exit 1", (code, w.text()))
+                got = reports(pm2, "*-postmortem.json")
+                rep = json.load(open(got[0])) if len(got) == 1 else {}
+                sev = {f["id"]: f["severity"] for f in rep.get("findings", [])}
+                t.check(sev.get("oom.killed") == "high" and rep["target"].get("alive") is False,
+                        "the post-mortem report has oom.killed (high)", (got, sev, rep.get("target")))
+                w.wait_for(lambda: got and got[0] in open(hook_log).read(),
+                           "--on-finding ran with the post-mortem")
+            finally:
+                w.finish(signal.SIGKILL)
+                if victim.poll() is None:
+                    victim.kill()
+                    victim.wait()
 
     # ---- usage and target errors --------------------------------------------------------
     gone = subprocess.Popen(["true"])
