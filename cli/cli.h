@@ -20,6 +20,7 @@ int cmd_fleet(int argc, char **argv);
 int cli_parse_format(const char *s, sop_format *fmt);
 /* Render a merge to output (NULL: stdout); exit status 0/1, or 2 on a write error. */
 int cli_print_merge(const sop_merge *m, sop_format fmt, const char *lang, const char *output);
+int cmd_watch(int argc, char **argv);
 
 /* Parse a positive pid; -1 when not a pid. */
 int cli_parse_pid(const char *s);
@@ -46,6 +47,10 @@ struct sop_engine;
  * no_default. Returns EXIT_CLEAN, or EXIT_USAGE after printing why (a site file that exists
  * but does not load is an error, never skipped). */
 int cli_load_site(struct sop_engine *e, const char *path, int no_default);
+/* Load RULES (NULL: the default pack), the site file (as cli_load_site) and the --set
+ * KEY=VALUE overrides, as `run` does. Returns EXIT_CLEAN, or EXIT_USAGE after printing why. */
+int cli_load_rules(struct sop_engine *e, const char *rules, const char *site, int no_site,
+                   char **sets, int nsets);
 /* "sopctl: WHAT: <strerror>: <engine detail>" on stderr. */
 struct sop_engine;
 void cli_print_error(const char *what, int err, const struct sop_engine *e);

@@ -13,8 +13,8 @@
 #define MAX_SETS 64
 #define EVIDENCE_MAX (64u << 20)
 
-static int load_rules(sop_engine *e, const char *rules, const char *site, int no_site,
-                      char **sets, int nsets)
+int cli_load_rules(sop_engine *e, const char *rules, const char *site, int no_site,
+                   char **sets, int nsets)
 {
     int rc = rules ? sop_load_rules_file(e, rules) : sop_load_rules_default(e);
     if (rc != 0) {
@@ -140,7 +140,7 @@ int cmd_run(int argc, char **argv)
         fprintf(stderr, "sopctl: %s\n", sop_strerror(rc));
         return EXIT_USAGE;
     }
-    int status = load_rules(e, rules, site, no_site, sets, nsets);
+    int status = cli_load_rules(e, rules, site, no_site, sets, nsets);
     sop_evidence *ev = NULL;
     if (status == EXIT_CLEAN && ranks) {
         status = cli_ranks_run(e, pid, slurm_job, &co, fmt, lang, false, NULL);

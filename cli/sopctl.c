@@ -18,6 +18,8 @@ static const char USAGE[] =
     "  sopctl dump --pid N [--native] [--json]\n"
     "  sopctl merge [--format md|json|text] [--lang en|zh] REPORT.json... | -\n"
     "  sopctl fleet --slurm-job J [--duration S] [--timeout S] [--format md|json|text]\n"
+    "  sopctl watch [RULES.lua] --pid N [--every S] [--duration S] [--listen ADDR:PORT]\n"
+    "               [--out DIR] [--keep K] [--on-finding CMD [--shell]] [--count N] ...\n"
     "  sopctl check RULES.lua|default [--site FILE] [--doc|--json]\n"
     "  sopctl agents-md [--lang en|zh]          # an AGENTS.md section on using sopctl\n"
     "  sopctl version\n"
@@ -48,6 +50,8 @@ int main(int argc, char **argv)
         return cmd_fleet(argc - 1, argv + 1);
     if (strcmp(cmd, "merge") == 0)
         return cmd_merge(argc - 1, argv + 1);
+    if (strcmp(cmd, "watch") == 0)
+        return cmd_watch(argc - 1, argv + 1);
     if (strcmp(cmd, "agents-md") == 0)
         return cmd_agents_md(argc - 1, argv + 1);
     if (strcmp(cmd, "version") == 0 || strcmp(cmd, "--version") == 0) {

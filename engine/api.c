@@ -428,6 +428,22 @@ int sop_report_render(const sop_report *r, sop_format fmt, const char *lang, cha
 
 int sop_report_has_problem(const sop_report *r) { return r && r->problem ? 1 : 0; }
 
+int sop_report_finding(const sop_report *r, size_t i, const char **id, const char **severity)
+{
+    const sop_value *f = r ? sop__v_get(r->tree, "findings") : NULL;
+    const sop_value *c = f && f->type == SOP_V_ARR ? f->child : NULL;
+    for (; c && i > 0; i--)
+        c = c->next;
+    if (!c)
+        return SOP_EINVAL;
+    const char *cid = sop__v_get_str(c, "id"), *sev = sop__v_get_str(c, "severity");
+    if (id)
+        *id = cid ? cid : "";
+    if (severity)
+        *severity = sev ? sev : "";
+    return SOP_OK;
+}
+
 int sop_diagnose(sop_engine *e, int pid, const sop_collect_opts *opts, sop_format fmt,
                  const char *lang, char **out, int *problem)
 {

@@ -47,6 +47,10 @@ sop_value *sop__report_build(sop_value *verdicts, const sop_value *ev, double ru
 /* Render a report tree in fmt/lang; malloc'd string or NULL. */
 char *sop__report_render(const sop_value *report, sop_format fmt, const char *lang);
 
+/* Render a report tree (and the evidence tree, may be NULL) as OpenMetrics families, without
+ * the closing "# EOF" (engine/openmetrics.c); malloc'd string or NULL. */
+char *sop__openmetrics_render(const sop_value *report, const sop_value *ev);
+
 /* The embedded default pack: {name, source} pairs, "rules" first; {NULL, NULL} ends it. */
 extern const sop_rules_module sop__embedded_modules[];
 

@@ -1675,6 +1675,9 @@ static void record_verdict(lua_State *L, run_ctx *c, int idx, const char *id, co
         sop__v_free(data);
         sop__v_push(c->findings, e);
     } else {
+        /* The rule's declared severity: what it would be when hit (metrics label it). */
+        if (severity)
+            sop__v_set(e, "severity", sop__v_str(severity));
         sop__v_set(e, *kind == VERDICT_CLEAR ? "note" : "reason", data);
         sop__v_push(*kind == VERDICT_CLEAR ? c->cleared : c->unknown, e);
     }

@@ -6,6 +6,7 @@
 #include <pthread.h>
 #include <signal.h>
 #include <stdatomic.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -27,6 +28,11 @@ struct sop_watch {
     bool pending;
     bool detached; /* sop_watch_free was called from the callback: the thread frees w */
     _Atomic unsigned long long runs;
+    _Atomic unsigned long long failed;
+    /* The last successful run, kept for sop_watch_openmetrics; under last_mu. */
+    pthread_mutex_t last_mu;
+    sop_report *last_report;
+    sop_evidence *last_evidence;
 };
 
 void sop_watch_config_init(sop_watch_config *cfg)
@@ -40,6 +46,9 @@ void sop_watch_config_init(sop_watch_config *cfg)
 static void watch_destroy(sop_watch *w)
 {
     sop_engine_free(w->engine);
+    sop_report_free(w->last_report);
+    sop_evidence_free(w->last_evidence);
+    pthread_mutex_destroy(&w->last_mu);
     free(w->strings);
     pthread_cond_destroy(&w->cv);
     pthread_mutex_destroy(&w->mu);
@@ -69,9 +78,23 @@ static void run_once(sop_watch *w, int on_demand)
     if (rc != 0 && !event.error[0])
         event.error = sop_strerror(rc);
     atomic_fetch_add(&w->runs, 1);
+    if (rc != 0)
+        atomic_fetch_add(&w->failed, 1);
+    sop_report *drop_r = r;
+    sop_evidence *drop_ev = ev;
+    if (rc == 0) {
+        /* Reports and evidence are immutable: keep this pair (before the callback, so that
+         * sop_watch_openmetrics there shows this run), free the one it replaces after it. */
+        pthread_mutex_lock(&w->last_mu);
+        drop_r = w->last_report;
+        drop_ev = w->last_evidence;
+        w->last_report = r;
+        w->last_evidence = ev;
+        pthread_mutex_unlock(&w->last_mu);
+    }
     w->fn(&event, w->user);
-    sop_report_free(r);
-    sop_evidence_free(ev);
+    sop_report_free(drop_r);
+    sop_evidence_free(drop_ev);
 }
 
 static void deadline_after(struct timespec *ts, double secs)
@@ -157,6 +180,7 @@ int sop_watch_new(sop_engine *e, const sop_watch_config *cfg, sop_watch_fn fn, v
     pthread_condattr_init(&ca);
     pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
     int bad = pthread_mutex_init(&w->mu, NULL);
+    bad |= pthread_mutex_init(&w->last_mu, NULL);
     bad |= pthread_cond_init(&w->cv, &ca);
     pthread_condattr_destroy(&ca);
     if (bad) {
@@ -208,6 +232,36 @@ int sop_watch_trigger(sop_watch *w)
     pthread_cond_signal(&w->cv);
     pthread_mutex_unlock(&w->mu);
     return SOP_OK;
+}
+
+int sop_watch_openmetrics(sop_watch *w, char **out)
+{
+    if (!w || !out)
+        return SOP_EINVAL;
+    *out = NULL;
+    char *families = NULL;
+    pthread_mutex_lock(&w->last_mu);
+    if (w->last_report)
+        families = sop__openmetrics_render(w->last_report->tree,
+                                           w->last_evidence ? w->last_evidence->tree : NULL);
+    bool oom = w->last_report && !families;
+    pthread_mutex_unlock(&w->last_mu);
+    if (oom)
+        return SOP_ENOMEM;
+    static const char fmt[] =
+        "%s# TYPE sop_watch_runs counter\n# HELP sop_watch_runs Runs of the watch so far\n"
+        "sop_watch_runs_total %llu\n"
+        "# TYPE sop_watch_failed_runs counter\n"
+        "# HELP sop_watch_failed_runs Runs whose collection or evaluation failed\n"
+        "sop_watch_failed_runs_total %llu\n";
+    unsigned long long runs = atomic_load(&w->runs), failed = atomic_load(&w->failed);
+    const char *f = families ? families : "";
+    int n = snprintf(NULL, 0, fmt, f, runs, failed);
+    *out = n >= 0 ? malloc((size_t)n + 1) : NULL;
+    if (*out)
+        snprintf(*out, (size_t)n + 1, fmt, f, runs, failed);
+    free(families);
+    return *out ? SOP_OK : SOP_ENOMEM;
 }
 
 unsigned long long sop_watch_runs(const sop_watch *w)

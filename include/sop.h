@@ -201,6 +201,10 @@ int sop_report_render(const sop_report *r, sop_format fmt, const char *lang, cha
 /* 1 when the report has a finding of severity warn or high, else 0. */
 int sop_report_has_problem(const sop_report *r);
 
+/* The i-th finding (most severe first): its rule id and severity ("high", "warn", "info"),
+ * borrowed from r. SOP_EINVAL when i >= the number of findings. */
+int sop_report_finding(const sop_report *r, size_t i, const char **id, const char **severity);
+
 /* One line for a log: "2 findings: asyncio.loop_blocked (warn), cpu.x (info) | top: <evidence
  * of the most severe finding>", or "no findings (N cleared, M unknown)". At most ~1 KiB,
  * control characters escaped. *out owned by the caller (sop_free). */
@@ -211,6 +215,16 @@ int sop_report_summary(const sop_report *r, const char *lang, char **out);
  * sop_report_has_problem. Errors as sop_collect / sop_evaluate, detail in sop_last_error. */
 int sop_diagnose(sop_engine *e, int pid, const sop_collect_opts *opts, sop_format fmt,
                  const char *lang, char **out, int *problem);
+
+/* The report as OpenMetrics text (docs/metrics.md): per rule a gauge `sop_rule_hit` (1 hit, 0
+ * cleared; labels rule, section, severity) and `sop_rule_unknown` / `sop_rule_error`, finding
+ * counts, durations, and — from `ev`, the evidence the report was made from (may be NULL) —
+ * key evidence gauges and `sop_last_window_timestamp_seconds`. The text has no closing
+ * "# EOF" line so that a server can append it to its own exposition; end it with "# EOF\n"
+ * when serving it alone as application/openmetrics-text (it is also valid Prometheus text
+ * format 0.0.4, where the UNIT and EOF lines are comments). *out owned by the caller
+ * (sop_free). */
+int sop_report_openmetrics(const sop_report *r, const sop_evidence *ev, char **out);
 
 /* ---- watch: diagnosis from a thread of its own ----------------------------------------- */
 
@@ -256,6 +270,11 @@ int sop_watch_new(sop_engine *e, const sop_watch_config *cfg, sop_watch_fn fn, v
 int sop_watch_trigger(sop_watch *w);
 /* Number of runs handed to the callback so far (counted just before each call; any thread). */
 unsigned long long sop_watch_runs(const sop_watch *w);
+/* The last successful run of the watch as sop_report_openmetrics renders it, plus
+ * `sop_watch_runs_total` (runs so far) and `sop_watch_failed_runs_total`; no "# EOF". Before
+ * the first successful run only those two. Safe from any thread, including the callback (where
+ * it shows the run being handed over). *out owned by the caller (sop_free). */
+int sop_watch_openmetrics(sop_watch *w, char **out);
 /* Stop the watch: waits for a run in progress to finish (at most its window plus the rules),
  * joins the thread, frees the engine. Accepts NULL. */
 void sop_watch_free(sop_watch *w);

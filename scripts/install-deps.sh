@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # install-deps.sh — install, on Debian 12, every package sop needs to build, test and run its
-# demo: compilers, Lua 5.4, cJSON, libproc2, libunwind, and the Python packages the tests'
-# workloads use. Installs only what is missing; needs root (or sudo) when something is.
+# demo: compilers, Lua 5.4, cJSON, libproc2, libunwind, libmicrohttpd (sopctl watch --listen),
+# Prometheus (promtool and the watch e2e test), and the Python packages the tests' workloads use. Installs only what is missing; needs root (or sudo) when something is.
 set -euo pipefail
 
 packages=(
@@ -12,6 +12,7 @@ packages=(
   lua-check procps util-linux jq
   clang libclang-rt-14-dev valgrind
   slurm-wlm munge
+  libmicrohttpd-dev prometheus
 )
 missing=()
 for p in "${packages[@]}"; do

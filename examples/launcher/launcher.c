@@ -28,6 +28,7 @@
 typedef struct {
     int port;
     const char *report_dir;
+    const char *metrics_file; /* sop's series for node_exporter's textfile collector */
     const char *log_path;
     const char *rules;
     const char *site;
@@ -112,6 +113,20 @@ static void on_report(const sop_watch_event *ev, void *user)
     }
     sop_free(json);
     sop_free(summary);
+    /* The same diagnosis as Prometheus series (sop_report_openmetrics), for a metrics
+     * endpoint the launcher already has — here a file for node_exporter's textfile collector
+     * (text format 0.0.4, which the text also is). Written whole, then renamed. */
+    char *om = NULL;
+    if (cfg->metrics_file && sop_report_openmetrics(ev->report, ev->evidence, &om) == 0) {
+        snprintf(tmp, sizeof tmp, "%s.tmp", cfg->metrics_file);
+        FILE *f = fopen(tmp, "w");
+        int ok = f && fputs(om, f) >= 0;
+        if (f && fclose(f) != 0)
+            ok = 0;
+        if (!ok || rename(tmp, cfg->metrics_file) != 0)
+            logf_("cannot write %s: %s", cfg->metrics_file, strerror(errno));
+    }
+    sop_free(om);
 }
 
 /* GET /health. Returns the latency in ms, or -1 when it failed (why: in `why`). When no answer
@@ -182,7 +197,8 @@ static double health_check(int pid, int port, double slow_ms, double timeout_ms,
 static void usage(void)
 {
     fprintf(stderr,
-            "usage: launcher --port N --report-dir DIR [--log FILE] [--rules FILE] [--site FILE]\n"
+            "usage: launcher --port N --report-dir DIR [--metrics-file FILE.prom] [--log FILE]\n"
+            "                [--rules FILE] [--site FILE]\n"
             "                [--interval S] [--slow-ms MS] [--timeout-ms MS] [--cooldown S]\n"
             "                [--duration S] [--startup S] -- SERVER-COMMAND...\n");
 }
@@ -195,7 +211,8 @@ static int parse_args(int argc, char **argv, config *c)
         {"site", required_argument, 0, 'S'},     {"interval", required_argument, 0, 'i'},
         {"slow-ms", required_argument, 0, 's'},  {"timeout-ms", required_argument, 0, 't'},
         {"cooldown", required_argument, 0, 'c'}, {"duration", required_argument, 0, 'd'},
-        {"startup", required_argument, 0, 'u'},  {0, 0, 0, 0}};
+        {"startup", required_argument, 0, 'u'},  {"metrics-file", required_argument, 0, 'm'},
+        {0, 0, 0, 0}};
     *c = (config){.check_interval_s = 0.5,
                   .slow_ms = 300,
                   .timeout_ms = 5000,
@@ -210,6 +227,9 @@ static int parse_args(int argc, char **argv, config *c)
             break;
         case 'r':
             c->report_dir = optarg;
+            break;
+        case 'm':
+            c->metrics_file = optarg;
             break;
         case 'l':
             c->log_path = optarg;

@@ -132,6 +132,7 @@ _watch_new = _fn("sop_watch_new", ctypes.c_int, _P, ctypes.POINTER(_WatchConfig)
 _watch_trigger = _fn("sop_watch_trigger", ctypes.c_int, _P)
 _watch_runs = _fn("sop_watch_runs", ctypes.c_ulonglong, _P)
 _watch_free = _fn("sop_watch_free", None, _P)
+_watch_openmetrics = _fn("sop_watch_openmetrics", ctypes.c_int, _P, _CP)
 
 
 def version():
@@ -335,6 +336,19 @@ class Watch:
     @property
     def runs(self):
         return _watch_runs(self._h) if self._h else 0
+
+    def openmetrics(self):
+        """The last successful run as OpenMetrics families (docs/metrics.md), without the closing
+        "# EOF": text to append to a /metrics the program already serves ("" once stopped)."""
+        with self._lock:
+            if not self._h:
+                return ""
+            out = ctypes.c_char_p()
+            rc = _watch_openmetrics(self._h, ctypes.byref(out))
+        text = _take_string(ctypes.cast(out, ctypes.c_void_p).value)
+        if rc:
+            raise SopError(rc, _strerror(rc).decode())
+        return text
 
     def stop(self):
         """Stop and join the watch thread (waits for a run in progress)."""

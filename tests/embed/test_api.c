@@ -224,6 +224,12 @@ static void on_event(const sop_watch_event *ev, void *user)
     if (ev->report && sop_report_summary(ev->report, "en", &sum) != 0)
         atomic_fetch_add(&s->bad, 1);
     sop_free(sum);
+    char *om = NULL;
+    if (ev->report && (sop_report_openmetrics(ev->report, ev->evidence, &om) != 0 ||
+                       !strstr(om, "sop_rule_hit{") ||
+                       !strstr(om, "sop_last_window_timestamp_seconds ")))
+        atomic_fetch_add(&s->bad, 1);
+    sop_free(om);
     if (ev->on_demand)
         atomic_fetch_add(&s->on_demand, 1);
     int n = atomic_fetch_add(&s->runs, 1) + 1;
@@ -259,9 +265,18 @@ static void test_watch(void)
     CHECK_EQ_I(sop_watch_new(e, &cfg, on_event, &s, &w), 0);
     usleep(300000);
     CHECK_EQ_I(atomic_load(&s.runs), 0);
+    char *om = NULL;
+    CHECK_EQ_I(sop_watch_openmetrics(w, &om), 0); /* before any run: the counters only */
+    CHECK(om && strstr(om, "sop_watch_runs_total 0\n") && !strstr(om, "sop_rule_hit"));
+    sop_free(om);
     CHECK_EQ_I(sop_watch_trigger(w), 0);
     wait_for(&s.runs, 1, 30);
     CHECK_EQ_I(atomic_load(&s.runs), 1);
+    om = NULL;
+    CHECK_EQ_I(sop_watch_openmetrics(w, &om), 0); /* the last report's series */
+    CHECK(om && strstr(om, "sop_rule_hit{rule=\"oom.killed\"") &&
+          strstr(om, "sop_watch_runs_total 1\n") && strstr(om, "sop_watch_failed_runs_total 0\n"));
+    sop_free(om);
     CHECK_EQ_I(atomic_load(&s.on_demand), 1);
     CHECK_EQ_I(sop_watch_runs(w), 1);
     sop_watch_free(w);

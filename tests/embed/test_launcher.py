@@ -56,7 +56,9 @@ def children_of(pid):
 with tempfile.TemporaryDirectory(prefix="sop-launcher-") as tmp:
     port = free_port()
     log = os.path.join(tmp, "launcher.log")
+    prom = os.path.join(tmp, "sop.prom")
     proc = subprocess.Popen([LAUNCHER, "--port", str(port), "--report-dir", tmp, "--log", log,
+                             "--metrics-file", prom,
                              "--interval", "0.5", "--slow-ms", "400", "--duration", "0.5",
                              "--cooldown", "30", "--",
                              "/usr/bin/python3", SERVER, "--port", str(port)])
@@ -106,6 +108,9 @@ with tempfile.TemporaryDirectory(prefix="sop-launcher-") as tmp:
         t.check(len(lines) == 1 and "asyncio.loop_blocked" in lines[0] and
                 os.path.basename(sorted(reports)[0]) in lines[0] if reports else False,
                 "the log has a one-line summary naming the finding and the report", log_text())
+        om = open(prom).read() if os.path.exists(prom) else ""
+        t.check('sop_rule_hit{rule="asyncio.loop_blocked",section="5",severity="warn"} 1' in om,
+                "--metrics-file: the diagnosis as Prometheus series", om[:800])
         t.check("no answer after 400 ms: diagnosing" in log_text(),
                 "the log says the health check was slow", log_text())
 

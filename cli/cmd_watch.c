@@ -1,0 +1,813 @@
+/* cmd_watch.c — `sopctl watch --pid N`: a window every interval (sop_watch, the same rules and
+ * site policy as `run`); on a new warn/high finding (or one whose severity changed) the full
+ * report (JSON + Markdown) goes to --out, the last K are kept, and --on-finding runs with its
+ * path. /metrics, /report and /healthz on --listen (cli/http.c). The target's exit ends the
+ * watch with a post-mortem; a pid taken over by another process is detected (its start time)
+ * and not followed; SIGTERM/SIGINT stop it cleanly. Depends on sop.h, cli/http.h and libc. */
+#include <errno.h>
+#include <fcntl.h>
+#include <getopt.h>
+#include <limits.h>
+#include <pthread.h>
+#include <signal.h>
+#include <spawn.h>
+#include <stdarg.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "cli.h"
+#include "http.h"
+#include "sop.h"
+
+extern char **environ;
+
+#define MAX_SETS 64
+#define MAX_KEEP 10000
+#define MAX_HOOK_ARGS 64
+#define MAX_PROBLEMS 256
+/* A report's path without its extension; --out is at most OUT_MAX long. */
+#define BASE_MAX 3968
+#define OUT_MAX 3800
+
+typedef struct {
+    char id[128];
+    char severity[8];
+} finding_key;
+
+typedef struct {
+    /* set before the watch starts, read-only afterwards */
+    int pid;
+    unsigned long long start_ticks; /* /proc/PID/stat starttime: tells a reused pid apart */
+    const char *out_dir;
+    const char *on_finding;
+    int hook_shell;
+    int keep;
+    const char *lang;
+    unsigned long long max_windows; /* --count; 0 = no limit */
+    pthread_t main_thread;
+
+    /* the watch's thread only */
+    char **kept; /* ring of the last `keep` report paths, without the extension */
+    int nkept, kept_head;
+    finding_key prev[MAX_PROBLEMS];
+    int nprev;
+    int ok_windows;
+    char last_path[PATH_MAX]; /* the last report written ("" before) */
+
+    /* shared: under mu */
+    pthread_mutex_t mu;
+    sop_watch *w;
+    char *last_json; /* the last successful window's JSON report, for /report */
+    double last_ok_unix;
+
+    _Atomic int ended; /* the watch is over: main stops */
+    _Atomic int end_status;
+    _Atomic unsigned long long reports_written, hooks_failed;
+} watch_ctx;
+
+static void logf_(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+static void logf_(const char *fmt, ...)
+{
+    char line[2048], stamp[32];
+    time_t t = time(NULL);
+    struct tm tm;
+    strftime(stamp, sizeof stamp, "%Y-%m-%dT%H:%M:%SZ", gmtime_r(&t, &tm));
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(line, sizeof line, fmt, ap);
+    va_end(ap);
+    fprintf(stderr, "%s sopctl watch: %s\n", stamp, line); /* one write per line */
+}
+
+static double now_unix(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+/* starttime (field 22) of /proc/PID/stat; 0 when the process is gone or a zombie. */
+static unsigned long long start_ticks_of(int pid)
+{
+    char path[64], buf[1024];
+    snprintf(path, sizeof path, "/proc/%d/stat", pid);
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return 0;
+    ssize_t n = read(fd, buf, sizeof buf - 1);
+    close(fd);
+    if (n <= 0)
+        return 0;
+    buf[n] = '\0';
+    char *p = strrchr(buf, ')'); /* comm may hold spaces and parentheses */
+    if (!p || p[1] != ' ')
+        return 0;
+    char state = p[2];
+    if (state == 'Z' || state == 'X')
+        return 0;
+    p += 2;
+    for (int field = 3; field < 22; field++) {
+        p = strchr(p, ' ');
+        if (!p)
+            return 0;
+        p++;
+    }
+    return strtoull(p, NULL, 10);
+}
+
+/* Write text to path via path.tmp and rename (a reader never sees half a file). */
+static int write_whole(const char *path, const char *text)
+{
+    char tmp[PATH_MAX];
+    snprintf(tmp, sizeof tmp, "%s.tmp", path);
+    FILE *f = fopen(tmp, "w");
+    if (!f)
+        return -1;
+    int ok = fputs(text, f) >= 0;
+    ok &= fclose(f) == 0;
+    if (!ok || rename(tmp, path) != 0) {
+        int e = errno;
+        unlink(tmp);
+        errno = e;
+        return -1;
+    }
+    return 0;
+}
+
+/* Remember base (path without extension); drop the oldest beyond --keep. */
+static void keep_report(watch_ctx *c, const char *base)
+{
+    if (c->nkept == c->keep) {
+        char *old = c->kept[c->kept_head];
+        char path[PATH_MAX];
+        if (old) {
+            snprintf(path, sizeof path, "%s.json", old);
+            unlink(path);
+            snprintf(path, sizeof path, "%s.md", old);
+            unlink(path);
+            free(old);
+        }
+        c->kept[c->kept_head] = strdup(base);
+        c->kept_head = (c->kept_head + 1) % c->keep;
+    } else {
+        c->kept[(c->kept_head + c->nkept++) % c->keep] = strdup(base);
+    }
+}
+
+/* Split CMD into words: blanks separate, '...' and "..." group, backslash escapes one character
+ * outside single quotes. No expansion of any kind. Returns the count, or -1. */
+static int split_words(const char *cmd, char *buf, char **argv, int max)
+{
+    int n = 0;
+    const char *p = cmd;
+    char *o = buf;
+    for (;;) {
+        while (*p == ' ' || *p == '\t')
+            p++;
+        if (!*p)
+            break;
+        if (n == max)
+            return -1;
+        argv[n++] = o;
+        char quote = 0;
+        while (*p && (quote || (*p != ' ' && *p != '\t'))) {
+            if (!quote && (*p == '\'' || *p == '"')) {
+                quote = *p++;
+            } else if (quote && *p == quote) {
+                quote = 0;
+                p++;
+            } else if (*p == '\\' && quote != '\'' && p[1]) {
+                *o++ = p[1];
+                p += 2;
+            } else {
+                *o++ = *p++;
+            }
+        }
+        if (quote)
+            return -1;
+        *o++ = '\0';
+    }
+    return n;
+}
+
+/* Start --on-finding with the report's path; not waited for here (main reaps it on SIGCHLD). */
+static void run_hook(watch_ctx *c, const char *json_path, const char *md_path)
+{
+    char *buf = malloc(strlen(c->on_finding) + 1);
+    char *argv[MAX_HOOK_ARGS + 6];
+    int n = 0;
+    if (!buf)
+        return;
+    if (c->hook_shell) {
+        argv[n++] = "/bin/sh";
+        argv[n++] = "-c";
+        argv[n++] = (char *)c->on_finding;
+        argv[n++] = "sop-on-finding"; /* $0; the path is $1 */
+    } else {
+        n = split_words(c->on_finding, buf, argv, MAX_HOOK_ARGS);
+        if (n <= 0) { /* checked at start-up */
+            free(buf);
+            return;
+        }
+    }
+    argv[n++] = (char *)json_path;
+    argv[n] = NULL;
+    /* The environment plus SOP_REPORT, SOP_REPORT_MD and SOP_PID. */
+    size_t nenv = 0;
+    while (environ && environ[nenv])
+        nenv++;
+    char **envp = calloc(nenv + 4, sizeof *envp);
+    char e1[PATH_MAX + 16], e2[PATH_MAX + 16], e3[32];
+    snprintf(e1, sizeof e1, "SOP_REPORT=%s", json_path);
+    snprintf(e2, sizeof e2, "SOP_REPORT_MD=%s", md_path);
+    snprintf(e3, sizeof e3, "SOP_PID=%d", c->pid);
+    size_t k = 0;
+    for (size_t i = 0; envp && i < nenv; i++)
+        if (strncmp(environ[i], "SOP_REPORT=", 11) && strncmp(environ[i], "SOP_REPORT_MD=", 14) &&
+            strncmp(environ[i], "SOP_PID=", 8))
+            envp[k++] = environ[i];
+    if (envp) {
+        envp[k++] = e1;
+        envp[k++] = e2;
+        envp[k++] = e3;
+    }
+    posix_spawnattr_t attr;
+    posix_spawnattr_init(&attr);
+    sigset_t none, dfl;
+    sigemptyset(&none);
+    sigemptyset(&dfl);
+    sigaddset(&dfl, SIGTERM);
+    sigaddset(&dfl, SIGINT);
+    sigaddset(&dfl, SIGCHLD);
+    sigaddset(&dfl, SIGUSR1);
+    sigaddset(&dfl, SIGPIPE);
+    posix_spawnattr_setsigmask(&attr, &none);
+    posix_spawnattr_setsigdefault(&attr, &dfl);
+    posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF);
+    pid_t child = 0;
+    int rc = envp ? posix_spawnp(&child, argv[0], NULL, &attr, argv, envp) : ENOMEM;
+    posix_spawnattr_destroy(&attr);
+    if (rc != 0) {
+        atomic_fetch_add(&c->hooks_failed, 1);
+        logf_("--on-finding: cannot run '%s': %s (the watch goes on)", argv[0], strerror(rc));
+    } else {
+        logf_("--on-finding: started '%s' (pid %d) with %s", argv[0], (int)child, json_path);
+    }
+    free(envp);
+    free(buf);
+}
+
+/* The report as JSON + Markdown in --out; path (without extension) in base. 0 or -1. */
+static int write_report(watch_ctx *c, const sop_report *r, unsigned long long seq,
+                        const char *suffix, char *base, size_t baselen)
+{
+    char stamp[32];
+    time_t t = time(NULL);
+    struct tm tm;
+    strftime(stamp, sizeof stamp, "%Y%m%dT%H%M%SZ", gmtime_r(&t, &tm));
+    snprintf(base, baselen, "%s/sop-%d-%s-%llu%s", c->out_dir, c->pid, stamp, seq, suffix);
+    char *json = NULL, *md = NULL;
+    char path[PATH_MAX];
+    int rc = -1;
+    if (sop_report_render(r, SOP_FORMAT_JSON, c->lang, &json) == 0 &&
+        sop_report_render(r, SOP_FORMAT_MD, c->lang, &md) == 0) {
+        snprintf(path, sizeof path, "%s.md", base);
+        if (write_whole(path, md) == 0) {
+            snprintf(path, sizeof path, "%s.json", base);
+            rc = write_whole(path, json);
+        }
+        if (rc != 0)
+            logf_("cannot write %s: %s", path, strerror(errno));
+    }
+    sop_free(json);
+    sop_free(md);
+    if (rc == 0) {
+        keep_report(c, base);
+        snprintf(c->last_path, sizeof c->last_path, "%s.json", base);
+        atomic_fetch_add(&c->reports_written, 1);
+    }
+    return rc;
+}
+
+/* Escape s for a JSON string (paths are the user's, but stay valid JSON). */
+static void json_str(FILE *f, const char *s)
+{
+    fputc('"', f);
+    for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
+        if (*p == '"' || *p == '\\')
+            fprintf(f, "\\%c", *p);
+        else if (*p < 0x20)
+            fprintf(f, "\\u%04x", *p);
+        else
+            fputc(*p, f);
+    }
+    fputc('"', f);
+}
+
+/* The post-mortem when there is no evidence to evaluate (the process exited between windows
+ * and the kernel log holds no OOM kill of it, or its pid was taken by another process): a
+ * report of schema 1 with no findings that says what happened, JSON + Markdown. */
+static void write_note(watch_ctx *c, unsigned long long seq, const char *what, const char *why)
+{
+    if (!c->out_dir)
+        return;
+    char stamp[32], base[BASE_MAX], path[PATH_MAX];
+    time_t t = time(NULL);
+    struct tm tm;
+    strftime(stamp, sizeof stamp, "%Y%m%dT%H%M%SZ", gmtime_r(&t, &tm));
+    snprintf(base, sizeof base, "%s/sop-%d-%s-%llu-postmortem", c->out_dir, c->pid, stamp, seq);
+    snprintf(path, sizeof path, "%s.json.tmp", base);
+    FILE *f = fopen(path, "w");
+    if (!f) {
+        logf_("cannot write %s: %s", path, strerror(errno));
+        return;
+    }
+    fprintf(f, "{\"schema\": 1, \"target\": {\"pid\": %d, \"alive\": false},\n", c->pid);
+    fprintf(f, " \"findings\": [], \"cleared\": [], \"unknown\": [], \"rule_errors\": [],\n");
+    fprintf(f, " \"missing_evidence\": [{\"probe\": \"proc\", \"reason\": ");
+    json_str(f, why);
+    fprintf(f, "}],\n \"watch\": {\"end\": ");
+    json_str(f, what);
+    fprintf(f, ", \"windows\": %d, \"last_report\": ", c->ok_windows);
+    if (c->last_path[0])
+        json_str(f, c->last_path);
+    else
+        fputs("null", f);
+    fprintf(f, "}}\n");
+    int ok = fclose(f) == 0;
+    char final[PATH_MAX];
+    snprintf(final, sizeof final, "%s.json", base);
+    ok = ok && rename(path, final) == 0;
+    snprintf(path, sizeof path, "%s.md.tmp", base);
+    f = ok ? fopen(path, "w") : NULL;
+    if (f) {
+        fprintf(f,
+                "# sop report: pid %d [exited]\n\n**%s.** %s.\n\nWindows observed: %d; last "
+                "report: %s\n",
+                c->pid, what, why, c->ok_windows, c->last_path[0] ? c->last_path : "none");
+        ok = fclose(f) == 0;
+        snprintf(final, sizeof final, "%s.md", base);
+        ok = ok && rename(path, final) == 0;
+    }
+    if (!ok) {
+        logf_("cannot write the post-mortem %s: %s", base, strerror(errno));
+        return;
+    }
+    keep_report(c, base);
+    snprintf(c->last_path, sizeof c->last_path, "%s.json", base);
+    atomic_fetch_add(&c->reports_written, 1);
+    logf_("post-mortem report %s.json", base);
+}
+
+static void end_watch(watch_ctx *c, int status)
+{
+    atomic_store(&c->end_status, status);
+    atomic_store(&c->ended, 1);
+    pthread_kill(c->main_thread, SIGUSR1); /* wakes main's sigwait */
+}
+
+/* Warn/high findings of r that are new since the last window, or changed severity; the list
+ * of this window's replaces the last. Writes "id (sev), ..." into what. */
+static int new_problems(watch_ctx *c, const sop_report *r, char *what, size_t whatlen)
+{
+    finding_key cur[MAX_PROBLEMS];
+    int ncur = 0, nnew = 0;
+    const char *id, *sev;
+    what[0] = '\0';
+    for (size_t i = 0; ncur < MAX_PROBLEMS && sop_report_finding(r, i, &id, &sev) == 0; i++) {
+        if (strcmp(sev, "high") != 0 && strcmp(sev, "warn") != 0)
+            continue;
+        snprintf(cur[ncur].id, sizeof cur[ncur].id, "%s", id);
+        snprintf(cur[ncur].severity, sizeof cur[ncur].severity, "%s", sev);
+        int seen = 0;
+        for (int j = 0; j < c->nprev && !seen; j++)
+            seen = strcmp(c->prev[j].id, cur[ncur].id) == 0 &&
+                   strcmp(c->prev[j].severity, cur[ncur].severity) == 0;
+        if (!seen) {
+            size_t len = strlen(what);
+            snprintf(what + len, whatlen - len, "%s%s (%s)", nnew ? ", " : "", id, sev);
+            nnew++;
+        }
+        ncur++;
+    }
+    memcpy(c->prev, cur, sizeof cur[0] * (size_t)ncur);
+    c->nprev = ncur;
+    return nnew;
+}
+
+static void keep_json(watch_ctx *c, const sop_report *r)
+{
+    char *json = NULL;
+    if (sop_report_render(r, SOP_FORMAT_JSON, c->lang, &json) != 0)
+        return;
+    pthread_mutex_lock(&c->mu);
+    sop_free(c->last_json);
+    c->last_json = json;
+    c->last_ok_unix = now_unix();
+    pthread_mutex_unlock(&c->mu);
+}
+
+/* On the watch's thread, after each window. */
+static void on_window(const sop_watch_event *ev, void *user)
+{
+    watch_ctx *c = user;
+    if (atomic_load(&c->ended))
+        return;
+    unsigned long long now_ticks = start_ticks_of(c->pid);
+    char base[BASE_MAX];
+    if (ev->rc == SOP_ENOTARGET || now_ticks == 0) {
+        /* Gone. A post-mortem the library could make (an OOM kill in the kernel log: evidence
+         * with alive = false), or the window that just ended, is the report; else a note. */
+        if (ev->rc == 0 && ev->report) {
+            keep_json(c, ev->report);
+            int problem = sop_report_has_problem(ev->report);
+            char *summary = NULL;
+            sop_report_summary(ev->report, c->lang, &summary);
+            logf_("target pid %d has ended; its last window: %s", c->pid, summary ? summary : "");
+            sop_free(summary);
+            if (c->out_dir &&
+                write_report(c, ev->report, ev->seq, "-postmortem", base, sizeof base) == 0) {
+                logf_("post-mortem report %s.json", base);
+                if (problem && c->on_finding) {
+                    char json[PATH_MAX], md[PATH_MAX];
+                    snprintf(json, sizeof json, "%s.json", base);
+                    snprintf(md, sizeof md, "%s.md", base);
+                    run_hook(c, json, md);
+                }
+            }
+            end_watch(c, problem ? EXIT_FINDING : EXIT_TARGET);
+        } else {
+            logf_("target pid %d has exited (no OOM kill of it in the kernel log)", c->pid);
+            write_note(c, ev->seq, "The target exited",
+                       "the process exited between two windows; the kernel log holds no OOM "
+                       "kill of it");
+            end_watch(c, EXIT_TARGET);
+        }
+        return;
+    }
+    if (now_ticks != c->start_ticks) {
+        logf_("pid %d now belongs to another process (its start time changed): the target is "
+              "gone; not following the new one",
+              c->pid);
+        write_note(c, ev->seq, "The target's pid was reused",
+                   "the process exited and its pid now belongs to another process (start time "
+                   "changed); that process is not diagnosed");
+        end_watch(c, EXIT_TARGET);
+        return;
+    }
+    if (ev->rc != 0) {
+        logf_("window #%llu failed: %s", ev->seq, ev->error);
+        if (c->ok_windows == 0) /* never readable: as `run` would, stop */
+            end_watch(c, cli_exit_for(ev->rc));
+        return;
+    }
+    c->ok_windows++;
+    keep_json(c, ev->report);
+    char *summary = NULL;
+    sop_report_summary(ev->report, c->lang, &summary);
+    logf_("window #%llu (%.0f ms): %s", ev->seq, ev->run_ms, summary ? summary : "");
+    sop_free(summary);
+    char what[1024];
+    if (new_problems(c, ev->report, what, sizeof what) > 0) {
+        logf_("new or changed: %s", what);
+        if (c->out_dir && write_report(c, ev->report, ev->seq, "", base, sizeof base) == 0) {
+            logf_("report %s.json", base);
+            if (c->on_finding) {
+                char json[PATH_MAX], md[PATH_MAX];
+                snprintf(json, sizeof json, "%s.json", base);
+                snprintf(md, sizeof md, "%s.md", base);
+                run_hook(c, json, md);
+            }
+        }
+    }
+    if (c->max_windows && ev->seq >= c->max_windows)
+        end_watch(c, EXIT_CLEAN);
+}
+
+/* The HTTP server's answers (its own thread). */
+static char *serve(const char *path, int *status, const char **type, void *ctx)
+{
+    watch_ctx *c = ctx;
+    if (strcmp(path, "/metrics") == 0) {
+        char *om = NULL;
+        pthread_mutex_lock(&c->mu);
+        int rc = sop_watch_openmetrics(c->w, &om);
+        pthread_mutex_unlock(&c->mu);
+        if (rc != 0)
+            return NULL;
+        static const char tail[] =
+            "# TYPE sop_watch_reports_written counter\n"
+            "# HELP sop_watch_reports_written Reports written to --out\n"
+            "sop_watch_reports_written_total %llu\n"
+            "# TYPE sop_watch_on_finding_failures counter\n"
+            "# HELP sop_watch_on_finding_failures --on-finding commands that could not run or "
+            "failed\n"
+            "sop_watch_on_finding_failures_total %llu\n# EOF\n";
+        unsigned long long nw = atomic_load(&c->reports_written);
+        unsigned long long nf = atomic_load(&c->hooks_failed);
+        size_t len = strlen(om) + sizeof tail + 48;
+        char *body = malloc(len);
+        if (body) {
+            int k = snprintf(body, len, "%s", om);
+            snprintf(body + k, len - (size_t)k, tail, nw, nf);
+        }
+        sop_free(om);
+        *type = "application/openmetrics-text; version=1.0.0; charset=utf-8";
+        return body;
+    }
+    if (strcmp(path, "/report") == 0) {
+        pthread_mutex_lock(&c->mu);
+        char *body = c->last_json ? strdup(c->last_json) : NULL;
+        pthread_mutex_unlock(&c->mu);
+        if (body) {
+            *type = "application/json";
+            return body;
+        }
+        *status = 503;
+        return strdup("no window has completed yet\n");
+    }
+    if (strcmp(path, "/healthz") == 0) {
+        char buf[160];
+        pthread_mutex_lock(&c->mu);
+        double last = c->last_ok_unix;
+        pthread_mutex_unlock(&c->mu);
+        if (last > 0)
+            snprintf(buf, sizeof buf, "ok: watching pid %d, last window %.0f s ago\n", c->pid,
+                     now_unix() - last);
+        else
+            snprintf(buf, sizeof buf, "ok: watching pid %d, first window in progress\n", c->pid);
+        return strdup(buf);
+    }
+    *status = 404;
+    return strdup("not found: try /metrics, /report or /healthz\n");
+}
+
+static void reap_hooks(watch_ctx *c)
+{
+    int st;
+    pid_t p;
+    while ((p = waitpid(-1, &st, WNOHANG)) > 0) {
+        if (WIFEXITED(st) && WEXITSTATUS(st) == 0)
+            continue;
+        atomic_fetch_add(&c->hooks_failed, 1);
+        if (WIFEXITED(st))
+            logf_("--on-finding (pid %d) exited with status %d (the watch goes on)", (int)p,
+                  WEXITSTATUS(st));
+        else
+            logf_("--on-finding (pid %d) was killed by signal %d (the watch goes on)", (int)p,
+                  WTERMSIG(st));
+    }
+}
+
+static int parse_positive(const char *s, double max, double *out)
+{
+    char *end = NULL;
+    errno = 0;
+    double d = strtod(s, &end);
+    if (errno || end == s || *end || !(d > 0 && d <= max))
+        return -1;
+    *out = d;
+    return 0;
+}
+
+static const char HELP[] =
+    "usage: sopctl watch [RULES.lua] --pid N [--every S] [--duration S] [--rate HZ]\n"
+    "                    [--listen ADDR:PORT] [--out DIR] [--keep K]\n"
+    "                    [--on-finding CMD [--shell]] [--count N] [--lang en|zh]\n"
+    "                    [--set KEY=VALUE]... [--site FILE | --no-site]\n"
+    "  a --duration window (default 1 s) every --every seconds (default 30), the first at once;\n"
+    "  on a new or changed warn/high finding: the report (JSON + Markdown) in --out, the last\n"
+    "  K (default 20) kept, and CMD run with the report's path as its last argument (no shell\n"
+    "  unless --shell: then sh -c CMD with the path as $1).\n"
+    "  --listen serves /metrics (OpenMetrics), /report and /healthz; ADDR defaults to\n"
+    "  127.0.0.1, port 0 takes a free one (logged).\n"
+    "exit status: 0 stopped by SIGTERM/SIGINT or after --count windows; 1 the target ended and\n"
+    "  its post-mortem has a warn/high finding (an OOM kill); 3 the target ended otherwise, its\n"
+    "  pid was reused, or it was never there/readable; 2 usage, rules, --out or --listen.\n";
+
+int cmd_watch(int argc, char **argv)
+{
+    static const struct option opts[] = {
+        {"pid", required_argument, 0, 'p'},    {"duration", required_argument, 0, 'd'},
+        {"rate", required_argument, 0, 'r'},   {"every", required_argument, 0, 'E'},
+        {"listen", required_argument, 0, 'L'}, {"out", required_argument, 0, 'o'},
+        {"keep", required_argument, 0, 'k'},   {"on-finding", required_argument, 0, 'F'},
+        {"shell", no_argument, 0, 'H'},        {"count", required_argument, 0, 'c'},
+        {"lang", required_argument, 0, 'l'},   {"set", required_argument, 0, 's'},
+        {"site", required_argument, 0, 'S'},   {"no-site", no_argument, 0, 'N'},
+        {"help", no_argument, 0, 'h'},         {0, 0, 0, 0}};
+    watch_ctx c;
+    memset(&c, 0, sizeof c);
+    c.pid = -1;
+    c.keep = 20;
+    c.lang = "en";
+    double every_s = 30, v = 0;
+    const char *listen = NULL, *site = NULL, *rules = NULL;
+    int no_site = 0, nsets = 0, opt;
+    char *sets[MAX_SETS];
+    sop_collect_opts co;
+    sop_collect_opts_init(&co);
+    optind = 1;
+    opterr = 0;
+    while ((opt = getopt_long(argc, argv, ":p:d:r:o:s:h", opts, NULL)) != -1) {
+        switch (opt) {
+        case 'E':
+            if (parse_positive(optarg, 86400, &every_s) != 0) {
+                fprintf(stderr, "sopctl: --every: '%s' is not 0..86400 seconds (> 0)\n", optarg);
+                return EXIT_USAGE;
+            }
+            break;
+        case 'L':
+            listen = optarg;
+            break;
+        case 'o':
+            c.out_dir = optarg;
+            break;
+        case 'k':
+            if (parse_positive(optarg, MAX_KEEP, &v) != 0 || v != (int)v) {
+                fprintf(stderr, "sopctl: --keep: '%s' is not 1..%d\n", optarg, MAX_KEEP);
+                return EXIT_USAGE;
+            }
+            c.keep = (int)v;
+            break;
+        case 'F':
+            c.on_finding = optarg;
+            break;
+        case 'H':
+            c.hook_shell = 1;
+            break;
+        case 'c':
+            if (parse_positive(optarg, 1e9, &v) != 0 || v != (double)(unsigned long long)v) {
+                fprintf(stderr, "sopctl: --count: '%s' is not a number of windows\n", optarg);
+                return EXIT_USAGE;
+            }
+            c.max_windows = (unsigned long long)v;
+            break;
+        case 'l':
+            if (strcmp(optarg, "en") != 0 && strcmp(optarg, "zh") != 0) {
+                fprintf(stderr, "sopctl: --lang: '%s' is not en or zh\n", optarg);
+                return EXIT_USAGE;
+            }
+            c.lang = optarg;
+            break;
+        case 's':
+            if (nsets == MAX_SETS) {
+                fprintf(stderr, "sopctl: too many --set options (at most %d)\n", MAX_SETS);
+                return EXIT_USAGE;
+            }
+            sets[nsets++] = optarg;
+            break;
+        case 'S':
+            site = optarg;
+            break;
+        case 'N':
+            no_site = 1;
+            break;
+        case 'h':
+            fputs(HELP, stdout);
+            return EXIT_CLEAN;
+        default: {
+            int st =
+                cli_window_opt(opt, optarg, argv[optind - 1], &c.pid, &co.duration_s, &co.rate_hz);
+            if (st != EXIT_CLEAN)
+                return st;
+        }
+        }
+    }
+    if (optind < argc)
+        rules = argv[optind++];
+    if (optind < argc) {
+        fprintf(stderr, "sopctl: unexpected argument '%s'\n", argv[optind]);
+        return EXIT_USAGE;
+    }
+    if (c.pid <= 0) {
+        fprintf(stderr, "sopctl: watch needs --pid N\n");
+        return EXIT_USAGE;
+    }
+    if (c.on_finding) {
+        char *buf = malloc(strlen(c.on_finding) + 1);
+        char *words[MAX_HOOK_ARGS];
+        int n = buf ? split_words(c.on_finding, buf, words, MAX_HOOK_ARGS) : -1;
+        free(buf);
+        if (n <= 0) {
+            fprintf(stderr,
+                    "sopctl: --on-finding: '%s' is not a command (empty, unbalanced "
+                    "quotes or more than %d words)\n",
+                    c.on_finding, MAX_HOOK_ARGS);
+            return EXIT_USAGE;
+        }
+        if (!c.out_dir) {
+            fprintf(stderr, "sopctl: --on-finding needs --out DIR (it gets the report's path)\n");
+            return EXIT_USAGE;
+        }
+    }
+    if (c.out_dir && strlen(c.out_dir) > OUT_MAX) {
+        fprintf(stderr, "sopctl: --out: the path is longer than %d bytes\n", OUT_MAX);
+        return EXIT_USAGE;
+    }
+    if (c.out_dir) {
+        if (mkdir(c.out_dir, 0750) != 0 && errno != EEXIST) {
+            fprintf(stderr, "sopctl: --out %s: %s\n", c.out_dir, strerror(errno));
+            return EXIT_USAGE;
+        }
+        struct stat st;
+        if (stat(c.out_dir, &st) != 0 || !S_ISDIR(st.st_mode) || access(c.out_dir, W_OK) != 0) {
+            fprintf(stderr, "sopctl: --out %s: not a writable directory\n", c.out_dir);
+            return EXIT_USAGE;
+        }
+    }
+    c.start_ticks = start_ticks_of(c.pid);
+    if (c.start_ticks == 0) {
+        fprintf(stderr, "sopctl: watch: pid %d: %s\n", c.pid, sop_strerror(SOP_ENOTARGET));
+        return EXIT_TARGET;
+    }
+    c.kept = calloc((size_t)c.keep, sizeof *c.kept);
+    if (!c.kept) {
+        fprintf(stderr, "sopctl: out of memory\n");
+        return EXIT_USAGE;
+    }
+
+    sop_engine *e = NULL;
+    int rc = sop_engine_new(&e);
+    if (rc != 0) {
+        fprintf(stderr, "sopctl: %s\n", sop_strerror(rc));
+        free(c.kept);
+        return EXIT_USAGE;
+    }
+    int status = cli_load_rules(e, rules, site, no_site, sets, nsets);
+    if (status != EXIT_CLEAN) {
+        sop_engine_free(e);
+        free(c.kept);
+        return status;
+    }
+
+    /* Every thread started from here on (the watch's, the HTTP server's) inherits this mask:
+     * the signals below reach main's sigwaitinfo only. */
+    sigset_t set, old;
+    sigemptyset(&set);
+    sigaddset(&set, SIGTERM);
+    sigaddset(&set, SIGINT);
+    sigaddset(&set, SIGCHLD);
+    sigaddset(&set, SIGUSR1);
+    pthread_sigmask(SIG_BLOCK, &set, &old);
+    signal(SIGPIPE, SIG_IGN);
+    c.main_thread = pthread_self();
+    pthread_mutex_init(&c.mu, NULL);
+
+    sop_watch_config cfg;
+    sop_watch_config_init(&cfg);
+    cfg.pid = c.pid;
+    cfg.interval_s = every_s;
+    cfg.collect = co;
+    pthread_mutex_lock(&c.mu); /* serve() waits until c.w is set */
+    rc = sop_watch_new(e, &cfg, on_window, &c, &c.w);
+    pthread_mutex_unlock(&c.mu);
+    cli_http *http = NULL;
+    if (rc != 0) {
+        fprintf(stderr, "sopctl: watch: %s\n", sop_strerror(rc));
+        status = EXIT_USAGE;
+    } else if (listen) {
+        char bound[128], err[256];
+        if (cli_http_start(listen, serve, &c, &http, bound, sizeof bound, err, sizeof err) != 0) {
+            fprintf(stderr, "sopctl: --listen: %s\n", err);
+            status = EXIT_USAGE;
+        } else {
+            logf_("listening on http://%s/metrics", bound);
+        }
+    }
+    if (status == EXIT_CLEAN) {
+        logf_("watching pid %d: a %.3g s window every %.3g s%s%s", c.pid, co.duration_s, every_s,
+              c.out_dir ? ", reports in " : "", c.out_dir ? c.out_dir : "");
+        sop_watch_trigger(c.w); /* the first window now, then one every interval */
+        const char *why = NULL;
+        while (!why) {
+            siginfo_t info;
+            int sig = sigwaitinfo(&set, &info);
+            if (sig == SIGCHLD)
+                reap_hooks(&c);
+            else if (sig == SIGTERM || sig == SIGINT)
+                why = sig == SIGTERM ? "SIGTERM" : "SIGINT";
+            else if (sig == SIGUSR1 && atomic_load(&c.ended))
+                why = "end";
+        }
+        if (strcmp(why, "end") != 0)
+            logf_("%s: stopping after %llu windows", why, sop_watch_runs(c.w));
+        status = strcmp(why, "end") == 0 ? atomic_load(&c.end_status) : EXIT_CLEAN;
+    }
+    cli_http_stop(http); /* before the watch: serve() reads it */
+    sop_watch_free(c.w); /* waits for a window in progress */
+    reap_hooks(&c);
+    pthread_sigmask(SIG_SETMASK, &old, NULL);
+    for (int i = 0; i < c.nkept; i++)
+        free(c.kept[(c.kept_head + i) % c.keep]);
+    free(c.kept);
+    sop_free(c.last_json);
+    pthread_mutex_destroy(&c.mu);
+    return status;
+}

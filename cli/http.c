@@ -1,0 +1,177 @@
+/* http.c — `sopctl watch --listen`: /metrics, /report and /healthz over libmicrohttpd (Debian's
+ * libmicrohttpd-dev), the only file that includes its header. One internal polling thread,
+ * a handful of connections, short timeouts: it serves a scraper, not the public. Depends on
+ * libmicrohttpd and libc. */
+#include <arpa/inet.h>
+#include <errno.h>
+#include <netinet/in.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+
+#include <microhttpd.h>
+
+#include "http.h"
+
+struct cli_http {
+    struct MHD_Daemon *daemon;
+    cli_http_fn fn;
+    void *ctx;
+};
+
+static enum MHD_Result answer(void *cls, struct MHD_Connection *conn, const char *url,
+                              const char *method, const char *version, const char *upload,
+                              size_t *upload_size, void **con_cls)
+{
+    (void)version;
+    (void)upload;
+    (void)con_cls;
+    cli_http *h = cls;
+    int status = 200;
+    const char *type = "text/plain; charset=utf-8";
+    char *body = NULL;
+    if (*upload_size != 0) { /* a body we do not want: drop it */
+        *upload_size = 0;
+        return MHD_YES;
+    }
+    if (strcmp(method, "GET") != 0 && strcmp(method, "HEAD") != 0) {
+        status = 405;
+        body = strdup("only GET and HEAD\n");
+    } else {
+        body = h->fn(url, &status, &type, h->ctx);
+        if (!body) {
+            status = 500;
+            type = "text/plain; charset=utf-8";
+            body = strdup("out of memory\n");
+        }
+    }
+    if (!body)
+        return MHD_NO;
+    struct MHD_Response *resp =
+        MHD_create_response_from_buffer(strlen(body), body, MHD_RESPMEM_MUST_FREE);
+    if (!resp) {
+        free(body);
+        return MHD_NO;
+    }
+    MHD_add_response_header(resp, MHD_HTTP_HEADER_CONTENT_TYPE, type);
+    MHD_add_response_header(resp, MHD_HTTP_HEADER_CACHE_CONTROL, "no-store");
+    if (status == 405)
+        MHD_add_response_header(resp, MHD_HTTP_HEADER_ALLOW, "GET, HEAD");
+    enum MHD_Result r = MHD_queue_response(conn, (unsigned)status, resp);
+    MHD_destroy_response(resp);
+    return r;
+}
+
+/* Parse listen into a socket address; 0 or -1. */
+static int parse_listen(const char *listen, struct sockaddr_storage *ss, socklen_t *len, char *err,
+                        size_t errlen)
+{
+    char host[128] = "127.0.0.1";
+    const char *port_s = listen;
+    if (listen[0] == '[') {
+        const char *close = strchr(listen, ']');
+        if (!close || close[1] != ':' || (size_t)(close - listen - 1) >= sizeof host) {
+            snprintf(err, errlen, "'%s' is not [ADDRESS]:PORT", listen);
+            return -1;
+        }
+        snprintf(host, sizeof host, "%.*s", (int)(close - listen - 1), listen + 1);
+        port_s = close + 2;
+    } else {
+        const char *colon = strrchr(listen, ':');
+        if (colon) {
+            if ((size_t)(colon - listen) >= sizeof host) {
+                snprintf(err, errlen, "address too long");
+                return -1;
+            }
+            if (colon > listen)
+                snprintf(host, sizeof host, "%.*s", (int)(colon - listen), listen);
+            port_s = colon + 1;
+        }
+    }
+    char *end = NULL;
+    errno = 0;
+    long port = strtol(port_s, &end, 10);
+    if (!*port_s || errno || *end || port < 0 || port > 65535) {
+        snprintf(err, errlen, "'%s': the port is not 0..65535", listen);
+        return -1;
+    }
+    if (strcmp(host, "localhost") == 0)
+        snprintf(host, sizeof host, "127.0.0.1");
+    memset(ss, 0, sizeof *ss);
+    struct sockaddr_in *a4 = (struct sockaddr_in *)ss;
+    struct sockaddr_in6 *a6 = (struct sockaddr_in6 *)ss;
+    if (inet_pton(AF_INET, host, &a4->sin_addr) == 1) {
+        a4->sin_family = AF_INET;
+        a4->sin_port = htons((uint16_t)port);
+        *len = sizeof *a4;
+    } else if (inet_pton(AF_INET6, host, &a6->sin6_addr) == 1) {
+        a6->sin6_family = AF_INET6;
+        a6->sin6_port = htons((uint16_t)port);
+        *len = sizeof *a6;
+    } else {
+        snprintf(err, errlen, "'%s' is not a numeric IPv4/IPv6 address", host);
+        return -1;
+    }
+    return 0;
+}
+
+int cli_http_start(const char *listen, cli_http_fn fn, void *ctx, cli_http **out, char *bound,
+                   size_t boundlen, char *err, size_t errlen)
+{
+    *out = NULL;
+    struct sockaddr_storage ss;
+    socklen_t sslen = 0;
+    if (parse_listen(listen, &ss, &sslen, err, errlen) != 0)
+        return -1;
+    cli_http *h = calloc(1, sizeof *h);
+    if (!h) {
+        snprintf(err, errlen, "out of memory");
+        return -1;
+    }
+    h->fn = fn;
+    h->ctx = ctx;
+    unsigned flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_AUTO;
+    if (ss.ss_family == AF_INET6)
+        flags |= MHD_USE_IPv6;
+    errno = 0;
+    h->daemon = MHD_start_daemon(flags, 0, NULL, NULL, answer, h, MHD_OPTION_SOCK_ADDR,
+                                 (struct sockaddr *)&ss, MHD_OPTION_CONNECTION_LIMIT, (unsigned)16,
+                                 MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)10, MHD_OPTION_END);
+    if (!h->daemon) {
+        snprintf(err, errlen, "cannot listen on %s%s%s", listen, errno ? ": " : "",
+                 errno ? strerror(errno) : "");
+        free(h);
+        return -1;
+    }
+    /* The port actually bound (port 0 asks the kernel for a free one). */
+    struct sockaddr_storage got;
+    memset(&got, 0, sizeof got);
+    got.ss_family = ss.ss_family;
+    socklen_t gotlen = sizeof got;
+    const union MHD_DaemonInfo *info = MHD_get_daemon_info(h->daemon, MHD_DAEMON_INFO_LISTEN_FD);
+    char addr[INET6_ADDRSTRLEN] = "?";
+    unsigned port = 0;
+    if (info && getsockname(info->listen_fd, (struct sockaddr *)&got, &gotlen) == 0) {
+        if (got.ss_family == AF_INET6) {
+            struct sockaddr_in6 *a6 = (struct sockaddr_in6 *)&got;
+            inet_ntop(AF_INET6, &a6->sin6_addr, addr, sizeof addr);
+            port = ntohs(a6->sin6_port);
+        } else {
+            struct sockaddr_in *a4 = (struct sockaddr_in *)&got;
+            inet_ntop(AF_INET, &a4->sin_addr, addr, sizeof addr);
+            port = ntohs(a4->sin_port);
+        }
+    }
+    snprintf(bound, boundlen, got.ss_family == AF_INET6 ? "[%s]:%u" : "%s:%u", addr, port);
+    *out = h;
+    return 0;
+}
+
+void cli_http_stop(cli_http *h)
+{
+    if (!h)
+        return;
+    MHD_stop_daemon(h->daemon);
+    free(h);
+}
