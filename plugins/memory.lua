@@ -511,7 +511,7 @@ rule {
     local p = ev.proc
     if not p then return no_proc(ev) end
     local d = ev.duration_s or 0
-    if d < th.growth_min_window_s or not p.rss_growth_kb_per_s then
+    if not common.window_at_least(ev, th.growth_min_window_s) or not p.rss_growth_kb_per_s then
       return unknown(T(fmt("window %.1f s: growth needs a window of at least %g s (--duration)", d,
                            th.growth_min_window_s),
                        fmt("窗口 %.1f 秒：判断增长至少需要 %g 秒窗口（--duration）", d, th.growth_min_window_s)))
