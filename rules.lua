@@ -82,6 +82,12 @@ thresholds {
   page_cache_min_file_mb = 64,  -- files being read at least this large (MiB) make the working set
   page_cache_fit_ratio = 1.0,   -- working set >= this x the memory left for the page cache: it cannot stay cached
   page_cache_min_disk_kb_per_s = 8192, -- the job's disk reads (KiB/s) at/above this: it is reading from disk now
+  -- io.mapped_faults (§7.3 through memory maps; also page_cache_min_disk_kb_per_s, random_read_max_request_kb)
+  mapped_fault_min_per_s = 5,   -- at least this many major page faults/s (readahead makes each one up to MiBs) ...
+  mapped_read_share = 0.5,      -- ... while read() calls bring less than this fraction of the bytes from storage
+  mapped_touch_ratio = 0.25,    -- file-backed memory growing by less than this x the bytes read: read-around
+                                --   fetches pages nobody touches (random access)
+  mapped_wait_frac = 0.2,       -- a thread waiting on storage (D / faulting) this fraction of its samples: warn
   ckpt_frac = 0.3,              -- a thread inside torch.save/torch.load/pickle this fraction of the window ...
   ckpt_busy_frac = 0.6,         -- ... running on a CPU this fraction of its samples: serialization is CPU bound
   ckpt_io_wait_frac = 0.2,      -- ... in D state this fraction of its samples: storage bound
@@ -176,6 +182,7 @@ require "plugins.cpu"          -- §4.4, §8.5
 require "plugins.asyncio"      -- §5
 require "plugins.dataloader"   -- §6
 require "plugins.io"           -- §7
+require "plugins.mapped"       -- §7.3 through memory maps
 require "plugins.checkpoint"   -- §7.7
 require "plugins.runtime"      -- §8
 require "plugins.summary"      -- §9
