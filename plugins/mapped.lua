@@ -73,6 +73,7 @@ rule {
     kB and the Python line that faults.]],
   reads = { "duration_s", "proc.majflt_per_s", "proc.io.read_bytes_per_s", "proc.io.rchar_per_s",
             "proc.io.syscr_per_s", "proc.mem.mapped", "proc.mem.file_growth_kb_per_s", "threads[].majflt_per_s",
+            "threads[].read_bytes_per_s", "threads[].syscr_per_s",
             "python.threads[].window.fault_wait_frac", "python.threads[].window.fault_site",
             "python.threads[].window.majflt_frac", "host.disks[].read_kb_per_s", "host.disks[].reads_per_s" },
   uses = { "mapped_fault_min_per_s", "page_cache_min_disk_kb_per_s", "mapped_read_share",
@@ -146,12 +147,19 @@ rule {
                    tostring(wt.tid or "?"), wt.name or "?", 100 * wait, wt.window.samples, site, fname)
       thr_zh = fmt("；线程 %s（%s）在 %d 个采样中 %.0f%% 等待存储，位置 %s（%s 的缺页）",
                    tostring(wt.tid or "?"), wt.name or "?", wt.window.samples, 100 * wait, site, fname)
-    else
-      local ft = faulting_thread(ev)
-      if ft then
-        thr_en = fmt("; thread %d (%s) takes %.0f major faults/s", ft.tid, ft.name or "?", ft.majflt_per_s)
-        thr_zh = fmt("；线程 %d（%s）每秒 %.0f 次主缺页", ft.tid, ft.name or "?", ft.majflt_per_s)
+    end
+    -- The OS thread whose IO comes through faults: many major faults, few read calls, bytes from
+    -- storage (task/TID/io): IO-bound on its mapped files.
+    local ft = faulting_thread(ev)
+    if ft and ft.majflt_per_s > 0 then
+      local tio_en, tio_zh = "", ""
+      if ft.read_bytes_per_s then
+        tio_en = fmt(", %s from storage, %.0f read calls/s", rate(ft.read_bytes_per_s), ft.syscr_per_s or 0)
+        tio_zh = fmt("，存储读 %s，每秒 %.0f 次 read", rate(ft.read_bytes_per_s), ft.syscr_per_s or 0)
       end
+      thr_en = thr_en .. fmt("; thread %d (%s): %.0f major faults/s%s", ft.tid, ft.name or "?",
+                             ft.majflt_per_s, tio_en)
+      thr_zh = thr_zh .. fmt("；线程 %d（%s）：每秒 %.0f 次主缺页%s", ft.tid, ft.name or "?", ft.majflt_per_s, tio_zh)
     end
     local d = busiest_disk(ev)
     local dev_en, dev_zh = "", ""

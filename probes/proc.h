@@ -155,6 +155,9 @@ typedef struct {
     int64_t voluntary_ctxt_switches, nonvoluntary_ctxt_switches;
     double cpu_pct;  /* window */
     double majflt_per_s; /* window: major page faults (reads of mapped files from storage) */
+    sop_io io;           /* task/TID/io: this thread's own IO */
+    bool have_io;
+    double read_bytes_per_s, rchar_per_s, syscr_per_s; /* window, from io */
     double wait_pct; /* window: time runnable but waiting for a CPU (run queue), % of the window */
 } sop_thread;
 

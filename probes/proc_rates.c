@@ -126,8 +126,11 @@ static int id_cmp(const void *a, const void *b)
 void sop__threads_rates(sop_thread_list *now, const sop_thread_list *before, double secs,
                         double ticks_per_s)
 {
-    for (size_t i = 0; i < now->n; i++)
-        now->items[i].cpu_pct = now->items[i].wait_pct = now->items[i].majflt_per_s = NAN;
+    for (size_t i = 0; i < now->n; i++) {
+        sop_thread *t = &now->items[i];
+        t->cpu_pct = t->wait_pct = t->majflt_per_s = NAN;
+        t->read_bytes_per_s = t->rchar_per_s = t->syscr_per_s = NAN;
+    }
     if (!before || before->n == 0 || !(secs > 0))
         return;
     /* sort the earlier tids once, then look each current one up: O(n log n) for many threads */
@@ -149,6 +152,11 @@ void sop__threads_rates(sop_thread_list *now, const sop_thread_list *before, dou
         t->cpu_pct = cpu_pct(&t->stat, &b->stat, secs, ticks_per_s);
         t->wait_pct = per_s(t->sched.wait_ns, b->sched.wait_ns, secs) / 1e7; /* ns/s -> % */
         t->majflt_per_s = per_s(t->stat.majflt, b->stat.majflt, secs);
+        if (t->have_io && b->have_io) {
+            t->read_bytes_per_s = per_s(t->io.read_bytes, b->io.read_bytes, secs);
+            t->rchar_per_s = per_s(t->io.rchar, b->io.rchar, secs);
+            t->syscr_per_s = per_s(t->io.syscr, b->io.syscr, secs);
+        }
     }
     free(ix);
 }

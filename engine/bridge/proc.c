@@ -289,6 +289,13 @@ static void add_threads(sop_value *ev, const sop_thread_list *tl, double tps)
         sop__v_set_dbl(o, "wait_pct", t->wait_pct);
         sop__v_set_int(o, "majflt", t->stat.majflt);
         sop__v_set_dbl(o, "majflt_per_s", t->majflt_per_s);
+        if (t->have_io) {
+            sop__v_set_int(o, "read_bytes", t->io.read_bytes);
+            sop__v_set_int(o, "syscr", t->io.syscr);
+            sop__v_set_dbl(o, "read_bytes_per_s", t->read_bytes_per_s);
+            sop__v_set_dbl(o, "rchar_per_s", t->rchar_per_s);
+            sop__v_set_dbl(o, "syscr_per_s", t->syscr_per_s);
+        }
         sop__v_set_int(o, "utime_ms", ticks_ms(t->stat.utime_ticks, tps));
         sop__v_set_int(o, "stime_ms", ticks_ms(t->stat.stime_ticks, tps));
         sop__v_set_int(o, "processor", t->stat.processor);

@@ -4,6 +4,7 @@
  * /proc/self/smaps with its size and resident kB; the bridge's proc.mem keys. */
 #include <errno.h>
 #include <fcntl.h>
+#include <math.h>
 #include <sys/mman.h>
 #include <unistd.h>
 
@@ -154,8 +155,63 @@ static void test_live(void)
     unlink(path);
 }
 
+/* Window rates on hand-made snapshots: memory growth by kind, a thread's faults and IO. */
+static void test_rates(void)
+{
+    sop_proc *a = calloc(2, sizeof *a), *b = a + 1;
+    sop__parse_status(NULL, &a->status);
+    sop__parse_stat(NULL, &a->stat);
+    a->have_stat = a->have_status = true;
+    a->stat.starttime_ticks = 5;
+    a->stat.majflt = 100;
+    a->status.vm_rss_kb = 1000;
+    a->status.rss_anon_kb = 600;
+    a->status.rss_file_kb = 400;
+    a->status.rss_shmem_kb = 0;
+    *b = *a;
+    b->stat.majflt = 300;
+    b->status.vm_rss_kb = 5000;
+    b->status.rss_file_kb = 4400; /* the page cache of a mapped file grew, the heap did not */
+    sop__proc_rates(b, a, 2.0, 100.0);
+    CHECK(b->rate.majflt_per_s == 100.0);
+    CHECK(b->rate.rss_growth_kb_per_s == 2000.0);
+    CHECK(b->rate.anon_growth_kb_per_s == 0.0);
+    CHECK(b->rate.file_growth_kb_per_s == 2000.0);
+    CHECK(b->rate.shmem_growth_kb_per_s == 0.0);
+    b->status.rss_anon_kb = SOP_NA;
+    sop__proc_rates(b, a, 2.0, 100.0);
+    CHECK(isnan(b->rate.anon_growth_kb_per_s)); /* not measured: no rate */
+    free(a);
+
+    sop_thread t0 = {0}, t1 = {0};
+    t0.tid = t1.tid = 42;
+    sop__parse_stat(NULL, &t0.stat);
+    sop__parse_io(NULL, &t0.io);
+    t0.stat.starttime_ticks = 7;
+    t0.stat.majflt = 10;
+    t0.io.read_bytes = 0;
+    t0.io.rchar = 100;
+    t0.io.syscr = 1;
+    t0.have_io = true;
+    t1 = t0;
+    t1.stat.majflt = 30;
+    t1.io.read_bytes = 8 << 20;
+    t1.io.rchar = 300;
+    t1.io.syscr = 3;
+    sop_thread_list before = {&t0, 1}, now = {&t1, 1};
+    sop__threads_rates(&now, &before, 2.0, 100.0);
+    CHECK(t1.majflt_per_s == 10.0);
+    CHECK(t1.read_bytes_per_s == (double)(4 << 20));
+    CHECK(t1.syscr_per_s == 1.0);
+    CHECK(t1.rchar_per_s == 100.0);
+    t1.stat.starttime_ticks = 8; /* tid reused by another thread: no rate */
+    sop__threads_rates(&now, &before, 2.0, 100.0);
+    CHECK(isnan(t1.majflt_per_s) && isnan(t1.read_bytes_per_s));
+}
+
 int main(void)
 {
+    test_rates();
     test_smaps_fixture();
     test_maps_fixture();
     test_edges();
