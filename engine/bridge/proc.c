@@ -325,6 +325,8 @@ static sop_value *child_obj(const sop_child *c, bool with_depth, double now)
         sop__v_set_dbl(o, "age_s", now - c->start_time_s);
     sop__v_set_int(o, "rss_kb", c->status.vm_rss_kb);
     sop__v_set_int(o, "anon_kb", c->status.rss_anon_kb);
+    sop__v_set_int(o, "file_kb", c->status.rss_file_kb);
+    sop__v_set_int(o, "shmem_kb", c->status.rss_shmem_kb);
     if (c->have_smaps) {
         sop__v_set_int(o, "pss_kb", c->smaps.pss_kb);
         sop__v_set_int(o, "private_kb", sum2(c->smaps.private_clean_kb, c->smaps.private_dirty_kb));
