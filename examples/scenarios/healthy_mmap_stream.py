@@ -31,6 +31,8 @@ try:
     fd = os.open(path, os.O_RDONLY)
     os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
     data = np.memmap(path, dtype=np.float32, mode="r")
+    os.unlink(path)                             # mapped and open: gone from disk even after SIGKILL
+    os.rmdir(d)
     t_end = time.time() + 15
     ready = False
     total = 0.0

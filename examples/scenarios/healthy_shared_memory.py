@@ -21,8 +21,9 @@ SIZE = (192 if INTENSITY < 2 else 256) << 20
 WORKERS = 3
 
 
-def worker(name, t_end):
+def worker(name, t_end, attached):
     shm = shared_memory.SharedMemory(name=name)
+    attached.release()
     a = np.ndarray((SIZE // 4,), dtype=np.float32, buffer=shm.buf)
     while time.time() < t_end:
         float(a[::1024].sum())                    # touches every page: all of it resident here
@@ -33,15 +34,21 @@ def worker(name, t_end):
 
 if __name__ == "__main__":
     shm = shared_memory.SharedMemory(create=True, size=SIZE)
+    unlinked = False
     try:
         a = np.ndarray((SIZE // 4,), dtype=np.float32, buffer=shm.buf)
         a[:] = 1.0
         t_end = time.time() + 20
         ctx = mp.get_context("fork")
-        procs = [ctx.Process(target=worker, args=(shm.name, t_end)) for _ in range(WORKERS)]
+        attached = ctx.Semaphore(0)
+        procs = [ctx.Process(target=worker, args=(shm.name, t_end, attached)) for _ in range(WORKERS)]
         for p in procs:
             p.start()
-        time.sleep(1.5)
+        for _ in procs:
+            attached.acquire(timeout=30)
+        shm.unlink()                # every process has it mapped: nothing left in /dev/shm after SIGKILL
+        unlinked = True
+        time.sleep(1.0)
         print("ready", flush=True)
         while time.time() < t_end:
             float(a[::1024].sum())
@@ -51,5 +58,6 @@ if __name__ == "__main__":
         del a
     finally:
         shm.close()
-        shm.unlink()
+        if not unlinked:
+            shm.unlink()
     sys.exit(0)

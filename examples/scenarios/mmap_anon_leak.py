@@ -25,6 +25,8 @@ try:
         for _ in range(SIZE >> 20):
             f.write(chunk)
     table = np.memmap(path, dtype=np.float32, mode="r").reshape(-1, 256)
+    os.unlink(path)                             # mapped: gone from disk even after SIGKILL
+    os.rmdir(d)
     warm = float(table[:, 0].sum())             # touch every page once: resident, then flat
     cache = {}
     t0 = time.time()

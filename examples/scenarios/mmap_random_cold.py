@@ -9,7 +9,8 @@ The table is kept cold by count, not by time: after touching a quarter of its pa
 pages are released (madvise DONTNEED) and the file's cache is dropped (posix_fadvise DONTNEED, this
 file only), so most lookups fault on any machine. Its anonymous memory stays flat: the file-backed
 memory it gains is page cache, not a leak (no memory finding at warn/high).
-SOP_SCENARIO_INTENSITY=1|2: a 192 or 448 MiB table. Exits by itself after about 15 s."""
+SOP_SCENARIO_INTENSITY=1|2: a 192 or 448 MiB table, unlinked once mapped (nothing is left behind
+when the harness kills it). Exits by itself after about 15 s."""
 import mmap
 import os
 import sys
@@ -35,6 +36,8 @@ try:
     fd = os.open(path, os.O_RDONLY)
     os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
     table = np.memmap(path, dtype=np.float32, mode="r").reshape(-1, ROW // 4)
+    os.unlink(path)                             # mapped and open: gone from disk even after SIGKILL
+    os.rmdir(d)
     nrows = table.shape[0]
     rng = np.random.default_rng(1)
     pages = SIZE // PAGE
