@@ -1,4 +1,5 @@
 # expect: none
+# needs: numpy
 # sopctl: --duration 3
 # timeout: 90
 """Healthy counterpart of io.mapped_faults: a float32 file streamed in order through np.memmap in

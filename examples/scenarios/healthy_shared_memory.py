@@ -1,5 +1,6 @@
 # expect: none
 # cgroup: memory=640M
+# needs: numpy
 # sopctl: --duration 3
 # timeout: 90
 """Healthy: one multiprocessing.shared_memory buffer (192 MiB) filled by the parent and read by

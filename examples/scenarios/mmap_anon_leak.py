@@ -1,5 +1,6 @@
 # expect: mem.growth
 # cgroup: memory=1000M
+# needs: numpy
 # sopctl: --duration 3
 # timeout: 90
 """mem.growth beside a large mapped file (issue 19): a lookup service maps a 256 MiB float32 table

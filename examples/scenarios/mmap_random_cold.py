@@ -1,5 +1,6 @@
 # expect: io.mapped_faults
 # also: io.d_state
+# needs: numpy
 # sopctl: --duration 3
 # timeout: 90
 """io.mapped_faults (SOP §7.3 through a memory map): random row lookups in a float32 table opened
