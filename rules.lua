@@ -82,6 +82,12 @@ thresholds {
   page_cache_min_file_mb = 64,  -- files being read at least this large (MiB) make the working set
   page_cache_fit_ratio = 1.0,   -- working set >= this x the memory left for the page cache: it cannot stay cached
   page_cache_min_disk_kb_per_s = 8192, -- the job's disk reads (KiB/s) at/above this: it is reading from disk now
+  -- io.mapped_faults (§7.3 through memory maps; also page_cache_min_disk_kb_per_s, random_read_max_request_kb)
+  mapped_fault_min_per_s = 5,   -- at least this many major page faults/s (readahead makes each one up to MiBs) ...
+  mapped_read_share = 0.5,      -- ... while read() calls bring less than this fraction of the bytes from storage
+  mapped_touch_ratio = 0.25,    -- file-backed memory growing by less than this x the bytes read: read-around
+                                --   fetches pages nobody touches (random access)
+  mapped_wait_frac = 0.2,       -- a thread waiting on storage (D / faulting) this fraction of its samples: warn
   ckpt_frac = 0.3,              -- a thread inside torch.save/torch.load/pickle this fraction of the window ...
   ckpt_busy_frac = 0.6,         -- ... running on a CPU this fraction of its samples: serialization is CPU bound
   ckpt_io_wait_frac = 0.2,      -- ... in D state this fraction of its samples: storage bound
@@ -121,7 +127,7 @@ thresholds {
   load_share_pct = 40,          -- ... and already holds this % of its memory limit (cgroup, else host RAM) ...
   load_rate_mb_per_s = 20,      -- ... gained at this many MiB/s (average since start, or over the window) ...
   load_stack_pct = 30,          -- ... with this % of a thread's stack samples in loading code (np.load, json...)
-  growth_min_window_s = 2,      -- windows shorter than this (s) are too noisy to call growth
+  growth_min_window_s = 2,      -- windows shorter than this (s, less 0.1 s or 5% tolerance) are too noisy for growth
   growth_floor_mb_per_s = 2,    -- RSS growing at least this many MiB/s over the window ...
   growth_min_pct = 3,           -- ... and by at least this % of the RSS within the window ...
   growth_hwm_slack_pct = 2,     -- ... with the RSS within this % of its peak VmHWM (a climb, not a sawtooth)
@@ -176,6 +182,7 @@ require "plugins.cpu"          -- §4.4, §8.5
 require "plugins.asyncio"      -- §5
 require "plugins.dataloader"   -- §6
 require "plugins.io"           -- §7
+require "plugins.mapped"       -- §7.3 through memory maps
 require "plugins.checkpoint"   -- §7.7
 require "plugins.runtime"      -- §8
 require "plugins.summary"      -- §9

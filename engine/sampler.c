@@ -45,6 +45,9 @@ typedef struct {
     long n, active, gil, runnable_nogil, gil_wait, state_r, state_d, state_s, no_frames, torn;
     long data_wait; /* in a DataLoader / multiprocessing queue wait */
     long ckpt;      /* in torch.save / torch.load / pickle */
+    long majflt_smp;     /* samples after which the thread's major faults had risen */
+    long fault_wait;     /* ... or in D state: waiting on storage (mapped file pages or reads) */
+    int64_t last_majflt; /* SOP_NA until the first sample read it */
     long import, logging, log_format, log_write, subprocess, spawn; /* sampler_runtime.h */
     bool is_loop;
     /* the current stretch away from the selector */
@@ -66,7 +69,7 @@ typedef struct {
 } stack_ent;
 
 /* How often one thread was seen importing one module / logging from one call site. */
-enum { SITE_IMPORT, SITE_LOG };
+enum { SITE_IMPORT, SITE_LOG, SITE_FAULT };
 typedef struct {
     uint32_t thr;
     int kind;
@@ -225,6 +228,7 @@ static int find_thr(sop_sampler *s, int proc, int tid, const char *pyname)
     memset(t, 0, sizeof *t);
     t->proc = proc;
     t->tid = tid;
+    t->last_majflt = SOP_NA;
     if (pyname && pyname[0])
         snprintf(t->name, sizeof t->name, "%s", pyname);
     else if (tid > 0)
@@ -424,6 +428,35 @@ static bool library_file(const char *f)
            strstr(f, "/lib/python3") || strstr(f, "/lib64/python3");
 }
 
+/* §7 mapped files: a sample whose thread is in D state, or took major faults since its
+ * previous sample, waits on storage; it is charged to the innermost frame of the program's
+ * own code (the line that touched the mapping), else the innermost frame. */
+static void fault_sample(sop_sampler *s, int ti, const sop_pysample *p)
+{
+    thr *t = &s->thrs[ti];
+    bool faulted = false;
+    if (p->majflt != SOP_NA) {
+        faulted = t->last_majflt != SOP_NA && p->majflt > t->last_majflt;
+        t->last_majflt = p->majflt;
+    }
+    if (faulted)
+        t->majflt_smp++;
+    if (!faulted && p->state != 'D')
+        return;
+    t->fault_wait++;
+    const sop_pyframe *f = NULL;
+    for (size_t i = 0; i < p->nframes && i < 256 && !f; i++)
+        if (p->frames[i].file && !library_file(p->frames[i].file))
+            f = &p->frames[i];
+    if (!f && p->nframes > 0)
+        f = &p->frames[0];
+    if (!f || !f->func || !f->file)
+        return;
+    char key[384];
+    snprintf(key, sizeof key, "%s (%s:%d)", f->func, f->file, f->line);
+    count_site(s, ti, SITE_FAULT, key);
+}
+
 static bool site_eq(const site *a, const sop_pyframe *f)
 {
     if (!f)
@@ -537,6 +570,7 @@ static void on_thread(void *ctx, const sop_pysample *p)
             break;
         }
     runtime_sample(s, ti, p);
+    fault_sample(s, ti, p);
     loop_sample(s, t, p);
     count_stack(s, ti, p);
     count_leaf(s, ti, p, run || p->gil);
@@ -1048,6 +1082,9 @@ static sop_value *thr_window(const sop_sampler *s, size_t ti, int *reads)
     sop__v_set_dbl(w, "subprocess_spawn_frac", frac(t->spawn, t->n));
     top_site(s, ti, SITE_IMPORT, w, "import_module", "import_module_frac");
     top_site(s, ti, SITE_LOG, w, "logging_site", "logging_site_frac");
+    sop__v_set_dbl(w, "majflt_frac", frac(t->majflt_smp, t->n));
+    sop__v_set_dbl(w, "fault_wait_frac", frac(t->fault_wait, t->n));
+    top_site(s, ti, SITE_FAULT, w, "fault_site", "fault_site_frac");
     /* top stacks of this thread */
     const stack_ent *top[TOP_STACKS] = {0};
     for (size_t i = 0; i < STACK_SLOTS; i++) {

@@ -2,7 +2,8 @@
 -- text; no_proc(ev) is the verdict of a rule that needs the process's own status when it was not
 -- read (a process that is gone, or a status file that could not be read); where(frame) names a
 -- Python frame "func (file:line)"; ends_with(s, suffix); rate(bytes_per_s) as "12.0 MiB/s";
--- pool_libs(proc) lists the loaded libraries that run thread pools (BLAS, OpenMP, torch). Use:
+-- pool_libs(proc) lists the loaded libraries that run thread pools (BLAS, OpenMP, torch);
+-- window_at_least(ev, min_s) says whether the measured window is long enough. Use:
 --   local common = require "plugins.common"
 --   local T, no_proc = common.T, common.no_proc
 
@@ -36,6 +37,16 @@ function common.pool_libs(proc)
     end
   end
   return out
+end
+
+-- The measured window ends a little before or after the requested one (the last sample, the
+-- second snapshot's own reading time): `--duration 2` measures 1.99 s as often as 2.01 s. A rule
+-- needing a window of at least min_s accepts one within WINDOW_TOLERANCE_S (or 5 %) below it.
+common.WINDOW_TOLERANCE_S = 0.1
+
+function common.window_at_least(ev, min_s)
+  local d = ev.duration_s or 0
+  return d > 0 and d >= min_s - math.max(common.WINDOW_TOLERANCE_S, 0.05 * min_s)
 end
 
 return common

@@ -68,11 +68,13 @@ rule {
   id = "mem.near_limit", section = "2.2", severity = "high",
   title = T("Memory of the process tree near the cgroup limit, or host RAM nearly exhausted by it",
             "进程树内存接近 cgroup 上限，或整机内存几乎被它耗尽"),
-  doc = [[Hit (high) when target + workers (PSS, else RSS) reach rss_limit_pct of the cgroup memory limit; warn when the
+  doc = [[Hit (high) when target + workers (PSS, else RSS), less the target's file-backed pages (page cache of mapped
+    files, reclaimable), reach rss_limit_pct of the cgroup memory limit; warn when the
     cgroup usage reaches that with limit hits; or when host MemAvailable is below host_avail_min_pct of RAM while
     the job holds at least host_share_pct of it. Unknown with no limit and no host memory figures.]],
   reads = { "proc.rss_kb", "proc.smaps.pss_kb", "children[].pss_kb", "children[].rss_kb",
-            "cgroup.memory.limit_kb", "cgroup.memory.usage_kb", "cgroup.memory.events",
+            "proc.mem.pss_file_kb", "proc.mem.file_kb", "cgroup.memory.limit_kb", "cgroup.memory.usage_kb",
+            "cgroup.memory.events",
             "cgroup.memory.failcnt", "host.mem_total_kb", "host.mem_available_kb", "host.swap_free_kb" },
   uses = { "rss_limit_pct", "host_avail_min_pct", "host_share_pct" },
   check = function(ev, th)
@@ -109,7 +111,18 @@ rule {
         extra_zh = extra_zh .. fmt("；触顶次数：max %d，high %d，oom %d，failcnt %d",
                                    ev_.max or 0, ev_.high or 0, ev_.oom or 0, mem.failcnt or 0)
       end
-      if lpct >= th.rss_limit_pct then
+      -- File-backed pages of the target (page cache of its mapped files) count in the limit, but
+      -- the kernel reclaims them before it OOM-kills: judge what cannot be reclaimed.
+      local pm = ev.proc.mem
+      local file_kb = pm and (pm.pss_file_kb or pm.file_kb)
+      local hard_pct = file_kb and percent(used - file_kb, lim)
+      if lpct >= th.rss_limit_pct and hard_pct and hard_pct < th.rss_limit_pct then
+        extra_en = extra_en .. fmt("; of it %s file-backed (page cache of mapped files, reclaimable): "
+                                   .. "%.0f%% of the limit cannot be reclaimed", kb(file_kb), hard_pct)
+        extra_zh = extra_zh .. fmt("；其中 %s 为文件映射（映射文件的 page cache，可回收）：不可回收部分占上限的 %.0f%%",
+                                   kb(file_kb), hard_pct)
+      end
+      if lpct >= th.rss_limit_pct and not (hard_pct and hard_pct < th.rss_limit_pct) then
         return hit {
           symptom = T(fmt("Memory at %.0f%% of the cgroup limit", lpct),
                       fmt("内存已达 cgroup 上限的 %.0f%%", lpct)),
@@ -502,6 +515,8 @@ rule {
   title = T("Resident memory grows steadily over the window (a leak or an unbounded cache)",
             "常驻内存在窗口内持续增长（泄漏或无上限缓存）"),
   reads = { "duration_s", "proc.rss_kb", "proc.vm_hwm_kb", "proc.rss_growth_kb_per_s", "proc.age_s",
+            "proc.mem.anon_kb", "proc.mem.shmem_kb", "proc.mem.file_kb", "proc.mem.anon_growth_kb_per_s",
+            "proc.mem.shmem_growth_kb_per_s", "proc.mem.file_growth_kb_per_s",
             "cgroup.memory.limit_kb", "cgroup.memory.usage_kb", "host.mem_available_kb",
             "python.threads[].window.top_stacks" },
   uses = { "growth_min_window_s", "growth_floor_mb_per_s", "growth_min_pct", "growth_hwm_slack_pct",
@@ -511,24 +526,49 @@ rule {
     local p = ev.proc
     if not p then return no_proc(ev) end
     local d = ev.duration_s or 0
-    if d < th.growth_min_window_s or not p.rss_growth_kb_per_s then
+    if not common.window_at_least(ev, th.growth_min_window_s) or not p.rss_growth_kb_per_s then
       return unknown(T(fmt("window %.1f s: growth needs a window of at least %g s (--duration)", d,
                            th.growth_min_window_s),
                        fmt("窗口 %.1f 秒：判断增长至少需要 %g 秒窗口（--duration）", d, th.growth_min_window_s)))
     end
     if not p.rss_kb then return unknown(T("RSS not readable", "读不到 RSS")) end
-    local rate = p.rss_growth_kb_per_s                 -- kB/s
+    -- By kind (proc.mem): anonymous and shared memory cannot be reclaimed, only swapped; the
+    -- file-backed part is page cache of mapped files (np.memmap, safetensors, mmap=True loads)
+    -- that the kernel drops under pressure: its growth is no leak. Judge anon + shmem when known.
+    local m = p.mem
+    local by_kind = m and m.anon_growth_kb_per_s and m.anon_kb
+    local rate, base = p.rss_growth_kb_per_s, p.rss_kb -- kB/s, kB
+    local file_en, file_zh = "", ""
+    if by_kind then
+      rate = m.anon_growth_kb_per_s + (m.shmem_growth_kb_per_s or 0)
+      base = m.anon_kb + (m.shmem_kb or 0)
+      local fr = m.file_growth_kb_per_s or 0
+      file_en = fmt("; file-backed %s %+.1f MiB/s (page cache of mapped files: reclaimable, not a leak)",
+                    kb(m.file_kb or 0), fr / 1024)
+      file_zh = fmt("；文件映射 %s %+.1f MiB/s（映射文件的 page cache：可回收，不是泄漏）", kb(m.file_kb or 0), fr / 1024)
+    end
     local gained = rate * d
-    local gpct = percent(gained, math.max(p.rss_kb, 1))
-    local en = fmt("RSS %s, %+.1f MiB/s over %.1f s (%+.1f%% of RSS)", kb(p.rss_kb), rate / 1024, d, gpct)
-    local zh = fmt("RSS %s，%.1f 秒内 %+.1f MiB/s（占 RSS 的 %+.1f%%）", kb(p.rss_kb), d, rate / 1024, gpct)
+    local gpct = percent(gained, math.max(base, 1))
+    local en, zh
+    if by_kind then
+      en = fmt("RSS %s; anonymous + shared %s, %+.1f MiB/s over %.1f s (%+.1f%%)%s", kb(p.rss_kb), kb(base),
+               rate / 1024, d, gpct, file_en)
+      zh = fmt("RSS %s；匿名 + 共享内存 %s，%.1f 秒内 %+.1f MiB/s（%+.1f%%）%s", kb(p.rss_kb), kb(base), d,
+               rate / 1024, gpct, file_zh)
+    else
+      en = fmt("RSS %s, %+.1f MiB/s over %.1f s (%+.1f%% of RSS)", kb(p.rss_kb), rate / 1024, d, gpct)
+      zh = fmt("RSS %s，%.1f 秒内 %+.1f MiB/s（占 RSS 的 %+.1f%%）", kb(p.rss_kb), d, rate / 1024, gpct)
+    end
     if rate / 1024 < th.growth_floor_mb_per_s or gpct < th.growth_min_pct then
       return clear(T(en .. fmt(" (needs >= %g MiB/s and >= %g%%)", th.growth_floor_mb_per_s,
                                th.growth_min_pct),
                      zh .. fmt("（阈值：>= %g MiB/s 且 >= %g%%）", th.growth_floor_mb_per_s, th.growth_min_pct)))
     end
-    -- Steady: the RSS is at its high-water mark, not a sawtooth below an earlier peak.
-    if p.vm_hwm_kb and p.rss_kb < p.vm_hwm_kb * (1 - th.growth_hwm_slack_pct / 100) then
+    -- Steady: the RSS is at its high-water mark, not a sawtooth below an earlier peak (when the
+    -- gap below the peak could be file pages dropped, the peak says nothing about the heap).
+    local gap = p.vm_hwm_kb and p.vm_hwm_kb - p.rss_kb
+    if p.vm_hwm_kb and p.rss_kb < p.vm_hwm_kb * (1 - th.growth_hwm_slack_pct / 100)
+       and not (by_kind and (m.file_kb or 0) >= gap) then
       return clear(T(en .. fmt("; but below its earlier peak VmHWM %s: memory goes up and down, "
                                .. "not a steady climb", kb(p.vm_hwm_kb)),
                      zh .. fmt("；但低于之前的峰值 VmHWM %s：内存有升有降，不是持续上涨", kb(p.vm_hwm_kb))))
@@ -563,11 +603,11 @@ rule {
       -- A young process (start-up: imports, model build, pools and caches filling) grows as a
       -- leak does: info then, unless the limit is near.
       severity = (left and left <= th.growth_high_s) and "high"
-                 or ((p.rss_kb >= 1024 * th.growth_warn_rss_mb or (left and left <= th.growth_warn_s))
+                 or ((base >= 1024 * th.growth_warn_rss_mb or (left and left <= th.growth_warn_s))
                      and not (p.age_s and p.age_s < th.growth_young_s) and "warn")
                  or "info",
-      symptom = T(fmt("Memory grows steadily: %+.1f MiB/s", rate / 1024),
-                  fmt("内存持续增长：%+.1f MiB/s", rate / 1024)),
+      symptom = T(fmt("%s grows steadily: %+.1f MiB/s", by_kind and "Anonymous memory" or "Memory", rate / 1024),
+                  fmt("%s持续增长：%+.1f MiB/s", by_kind and "匿名内存" or "内存", rate / 1024)),
       evidence = T(en .. fmt("; RSS at its peak (VmHWM %s)", kb(p.vm_hwm_kb or p.rss_kb)) .. left_en .. ".",
                    zh .. fmt("；RSS 处于峰值（VmHWM %s）", kb(p.vm_hwm_kb or p.rss_kb)) .. left_zh .. "。"),
       cause = T("Something keeps references to new objects (SOP §2.2 row 2, 'grows the longer it "

@@ -88,10 +88,29 @@ typedef struct {
     size_t n;
 } sop_libs;
 
+/* Files mapped into the address space (probes/proc_mapped.c), summed per path: data files,
+ * shared memory (/dev/shm, memfd, SysV) and libraries; the largest non-library ones kept.
+ * rss_kb/pss_kb only when read from smaps (`resident`); SOP_NA otherwise. */
+#define SOP_MAPPED_MAX 16
+typedef struct {
+    char path[SOP_PATH_MAX];
+    char kind[8]; /* data shmem lib */
+    int64_t size_kb, rss_kb, pss_kb, swap_kb, vmas;
+} sop_mapped_file;
+typedef struct {
+    sop_mapped_file files[SOP_MAPPED_MAX];
+    size_t n;
+    int64_t files_total; /* data + shmem paths seen */
+    int64_t data_size_kb, data_rss_kb, shmem_size_kb, shmem_rss_kb, lib_size_kb, lib_rss_kb;
+    bool resident;  /* from smaps: rss_kb/pss_kb filled */
+    bool truncated; /* more paths than kept, or the text was cut */
+} sop_mapped;
+
 /* Rates over the window (NaN when duration is 0 or a side is missing). */
 typedef struct {
     double cpu_pct; /* 100 = one core */
     double majflt_per_s, rss_growth_kb_per_s;
+    double anon_growth_kb_per_s, file_growth_kb_per_s, shmem_growth_kb_per_s; /* signed */
     double rchar_per_s, wchar_per_s, syscr_per_s, syscw_per_s;
     double read_bytes_per_s, write_bytes_per_s;
     double mean_read_bytes, mean_write_bytes; /* rchar/syscr over the window */
@@ -120,10 +139,12 @@ typedef struct {
     sop_env env;
     sop_libs libs;
     sop_malloc_heaps heaps; /* from maps (probes/alloc.c) */
+    sop_mapped mapped;      /* from maps, resident figures from smaps when big (proc_mapped.c) */
     int64_t fds;
     double start_time_s; /* epoch seconds */
     sop_proc_rates rate;
     bool have_stat, have_status, have_smaps, have_io, have_limits, have_sched, have_env, have_maps;
+    bool have_mapped;
 } sop_proc;
 
 typedef struct {
@@ -133,6 +154,10 @@ typedef struct {
     sop_schedstat sched;
     int64_t voluntary_ctxt_switches, nonvoluntary_ctxt_switches;
     double cpu_pct;  /* window */
+    double majflt_per_s; /* window: major page faults (reads of mapped files from storage) */
+    sop_io io;           /* task/TID/io: this thread's own IO */
+    bool have_io;
+    double read_bytes_per_s, rchar_per_s, syscr_per_s; /* window, from io */
     double wait_pct; /* window: time runnable but waiting for a CPU (run queue), % of the window */
 } sop_thread;
 
@@ -171,6 +196,12 @@ int sop__parse_environ(const char *buf, size_t len, sop_env *out);
 bool sop__env_allowed(const char *name);
 int sop__parse_cmdline(const char *buf, size_t len, char *out, size_t cap);
 int sop__parse_maps(const char *text, sop_libs *out);
+/* maps or smaps text -> mapped files (resident figures when smaps). 0, -ENODATA (no file
+ * mapping), -ENOMEM. */
+int sop__parse_mapped(const char *text, sop_mapped *out);
+void sop__mapped_init(sop_mapped *out);
+/* Address space of data and shared-memory file mappings (kB); decides whether smaps is read. */
+int64_t sop__mapped_big_kb(const sop_mapped *m);
 
 /* ---- readers: proc_dirfd is an open /proc/PID (or fixture) directory ---- */
 /* Entries of proc_dirfd/fd (bounded), or -errno. */

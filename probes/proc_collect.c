@@ -16,6 +16,10 @@
 
 #define ENVIRON_MAX_BYTES (1u << 20)
 #define MAPS_MAX_BYTES (16u << 20)
+/* smaps is read (for resident kB per mapped file) only when data/shared file mappings span at
+ * least this much address space; and at most SMAPS_MAX_BYTES of it (cut: the parser copes). */
+#define SMAPS_TRIGGER_KB (64 * 1024)
+#define SMAPS_MAX_BYTES (16u << 20)
 
 static bool gone(int rc)
 {
@@ -73,12 +77,14 @@ static void proc_init(sop_proc *p, int pid)
     sop__parse_schedstat(NULL, &p->sched);
     p->fds = SOP_NA;
     p->heaps.heaps = p->heaps.rw_kb = p->heaps.reserved_kb = SOP_NA;
+    sop__mapped_init(&p->mapped);
     p->start_time_s = NAN;
     sop_proc_rates *r = &p->rate;
     r->cpu_pct = r->majflt_per_s = r->rss_growth_kb_per_s = NAN;
     r->rchar_per_s = r->wchar_per_s = r->syscr_per_s = r->syscw_per_s = NAN;
     r->read_bytes_per_s = r->write_bytes_per_s = NAN;
     r->mean_read_bytes = r->mean_write_bytes = r->sched_wait_ms_per_s = NAN;
+    r->anon_growth_kb_per_s = r->file_growth_kb_per_s = r->shmem_growth_kb_per_s = NAN;
 }
 
 static void miss(sop_missing *m, const char *file, int rc)
@@ -202,7 +208,22 @@ int sop__proc_collect(int proc_dirfd, int pid, sop_proc *out, sop_missing *missi
         rc = sop__parse_maps(big, &out->libs);
     if (rc == 0)
         sop__parse_malloc_heaps(big, &out->heaps);
+    if (rc == 0 && sop__parse_mapped(big, &out->mapped) == 0)
+        out->have_mapped = true;
     free(big);
+    big = NULL;
+    if (out->have_mapped && sop__mapped_big_kb(&out->mapped) >= SMAPS_TRIGGER_KB) {
+        int rs = sop__read_file_at(proc_dirfd, "smaps", SMAPS_MAX_BYTES, &big, &blen);
+        sop_mapped *res = rs == 0 ? malloc(sizeof *res) : NULL;
+        if (res && sop__parse_mapped(big, res) == 0 && res->resident) {
+            res->truncated = res->truncated || blen + 1 >= SMAPS_MAX_BYTES;
+            out->mapped = *res;
+        } else if (rs != 0) {
+            miss(missing, "smaps", rs);
+        }
+        free(res);
+        free(big);
+    }
     if (rc == 0) {
         out->have_maps = true;
         ok++;

@@ -22,6 +22,14 @@ static double per_s(int64_t now, int64_t before, double secs)
     return secs > 0 ? delta(now, before) / secs : NAN;
 }
 
+/* A gauge's change per second (may be negative), or NaN. */
+static double signed_per_s(int64_t now, int64_t before, double secs)
+{
+    if (now == SOP_NA || before == SOP_NA || !(secs > 0))
+        return NAN;
+    return (double)(now - before) / secs;
+}
+
 static double ticks_sum_delta(const sop_stat *now, const sop_stat *before)
 {
     double u = delta(now->utime_ticks, before->utime_ticks);
@@ -70,6 +78,7 @@ void sop__proc_rates(sop_proc *now, const sop_proc *before, double secs, double 
     r->read_bytes_per_s = r->write_bytes_per_s = NAN;
     r->mean_read_bytes = r->mean_write_bytes = r->sched_wait_ms_per_s = NAN;
     r->reaped_cpu_pct = NAN;
+    r->anon_growth_kb_per_s = r->file_growth_kb_per_s = r->shmem_growth_kb_per_s = NAN;
     if (!before || !(secs > 0) || !now->have_stat || !before->have_stat ||
         !same_task(&now->stat, &before->stat))
         return;
@@ -82,6 +91,12 @@ void sop__proc_rates(sop_proc *now, const sop_proc *before, double secs, double 
     int64_t rn = rss_kb(now), rb = rss_kb(before);
     if (rn != SOP_NA && rb != SOP_NA) /* may shrink: a signed rate */
         r->rss_growth_kb_per_s = (double)(rn - rb) / secs;
+    if (now->have_status && before->have_status) {
+        const sop_status *a = &now->status, *b = &before->status;
+        r->anon_growth_kb_per_s = signed_per_s(a->rss_anon_kb, b->rss_anon_kb, secs);
+        r->file_growth_kb_per_s = signed_per_s(a->rss_file_kb, b->rss_file_kb, secs);
+        r->shmem_growth_kb_per_s = signed_per_s(a->rss_shmem_kb, b->rss_shmem_kb, secs);
+    }
     if (now->have_io && before->have_io) {
         const sop_io *a = &now->io, *b = &before->io;
         r->rchar_per_s = per_s(a->rchar, b->rchar, secs);
@@ -111,8 +126,11 @@ static int id_cmp(const void *a, const void *b)
 void sop__threads_rates(sop_thread_list *now, const sop_thread_list *before, double secs,
                         double ticks_per_s)
 {
-    for (size_t i = 0; i < now->n; i++)
-        now->items[i].cpu_pct = now->items[i].wait_pct = NAN;
+    for (size_t i = 0; i < now->n; i++) {
+        sop_thread *t = &now->items[i];
+        t->cpu_pct = t->wait_pct = t->majflt_per_s = NAN;
+        t->read_bytes_per_s = t->rchar_per_s = t->syscr_per_s = NAN;
+    }
     if (!before || before->n == 0 || !(secs > 0))
         return;
     /* sort the earlier tids once, then look each current one up: O(n log n) for many threads */
@@ -133,6 +151,12 @@ void sop__threads_rates(sop_thread_list *now, const sop_thread_list *before, dou
             continue; /* tid reused by a new thread */
         t->cpu_pct = cpu_pct(&t->stat, &b->stat, secs, ticks_per_s);
         t->wait_pct = per_s(t->sched.wait_ns, b->sched.wait_ns, secs) / 1e7; /* ns/s -> % */
+        t->majflt_per_s = per_s(t->stat.majflt, b->stat.majflt, secs);
+        if (t->have_io && b->have_io) {
+            t->read_bytes_per_s = per_s(t->io.read_bytes, b->io.read_bytes, secs);
+            t->rchar_per_s = per_s(t->io.rchar, b->io.rchar, secs);
+            t->syscr_per_s = per_s(t->io.syscr, b->io.syscr, secs);
+        }
     }
     free(ix);
 }

@@ -1,6 +1,6 @@
 /* proc_threads.c — every thread of a process from /proc/PID/task/: its stat (name, state,
  * CPU ticks, last CPU), schedstat (run and run-queue wait) and the context-switch counts of
- * its status. Bounded by SOP_THREADS_MAX; a thread that exits mid-scan is skipped.
+ * its status, its io. Bounded by SOP_THREADS_MAX; a thread that exits mid-scan is skipped.
  * Depends on the proc_*.c parsers, proc_kv.c, procfs.c. */
 #include <errno.h>
 #include <fcntl.h>
@@ -33,9 +33,11 @@ static int read_thread(int taskfd, int tid, sop_thread *t, sop_missing *missing)
     char path[32], buf[8192];
     memset(t, 0, sizeof *t);
     t->tid = tid;
-    t->cpu_pct = t->wait_pct = NAN; /* window rates: set by sop__threads_rates */
+    t->cpu_pct = t->wait_pct = t->majflt_per_s = NAN; /* window rates: sop__threads_rates */
+    t->read_bytes_per_s = t->rchar_per_s = t->syscr_per_s = NAN;
     t->voluntary_ctxt_switches = t->nonvoluntary_ctxt_switches = SOP_NA;
     sop__parse_schedstat(NULL, &t->sched);
+    sop__parse_io(NULL, &t->io);
 
     snprintf(path, sizeof path, "%d/stat", tid);
     long n = sop__read_seq_at(taskfd, path, buf, sizeof buf);
@@ -56,6 +58,12 @@ static int read_thread(int taskfd, int tid, sop_thread *t, sop_missing *missing)
     else if (!gone(n))
         sop__missing_add(missing, "threads", "task schedstat: %s",
                          n < 0 ? sop__strerror((int)-n) : "empty");
+
+    /* its own IO: a thread reading mapped files through faults has read_bytes, few syscr */
+    snprintf(path, sizeof path, "%d/io", tid);
+    n = sop__read_seq_at(taskfd, path, buf, sizeof buf);
+    if (n > 0 && sop__parse_io(buf, &t->io) == 0)
+        t->have_io = true;
 
     snprintf(path, sizeof path, "%d/status", tid);
     n = sop__read_seq_at(taskfd, path, buf, sizeof buf);

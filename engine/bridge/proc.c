@@ -87,6 +87,67 @@ static void add_env(sop_value *obj, const sop_env *env)
         sop__v_set(e, env->vars[i].name, sop__bridge_text(env->vars[i].value));
 }
 
+/* One mapped file: {path, kind, size_kb, rss_kb, pss_kb, swap_kb, vmas}. */
+static sop_value *mapped_obj(const sop_mapped_file *f)
+{
+    sop_value *o = sop__v_obj();
+    if (!o)
+        return NULL;
+    set_text(o, "path", f->path);
+    sop__v_set_str(o, "kind", f->kind);
+    sop__v_set_int(o, "size_kb", f->size_kb);
+    sop__v_set_int(o, "rss_kb", f->rss_kb);
+    sop__v_set_int(o, "pss_kb", f->pss_kb);
+    sop__v_set_int(o, "swap_kb", f->swap_kb);
+    sop__v_set_int(o, "vmas", f->vmas);
+    return o;
+}
+
+/* proc.mem: memory by kind. anon (heap: cannot be reclaimed, only swapped), file (page cache
+ * of mapped files and code: reclaimable), shmem (/dev/shm, shared_memory, memfd: counted once
+ * per machine, not per mapper), their growth over the window, and the mapped files. */
+static void add_mem(sop_value *o, const sop_proc *p)
+{
+    const sop_status *ss = &p->status;
+    const sop_smaps *sm = &p->smaps;
+    const sop_proc_rates *r = &p->rate;
+    sop_value *m = sop__v_obj_at(o, "mem");
+    if (!m)
+        return;
+    sop__v_set_int(m, "rss_kb", ss->vm_rss_kb);
+    sop__v_set_int(m, "anon_kb", ss->rss_anon_kb);
+    sop__v_set_int(m, "file_kb", ss->rss_file_kb);
+    sop__v_set_int(m, "shmem_kb", ss->rss_shmem_kb);
+    sop__v_set_int(m, "swap_kb", ss->vm_swap_kb);
+    if (p->have_smaps) {
+        sop__v_set_int(m, "pss_anon_kb", sm->pss_anon_kb);
+        sop__v_set_int(m, "pss_file_kb", sm->pss_file_kb);
+        sop__v_set_int(m, "pss_shmem_kb", sm->pss_shmem_kb);
+    }
+    sop__v_set_dbl(m, "anon_growth_kb_per_s", r->anon_growth_kb_per_s);
+    sop__v_set_dbl(m, "file_growth_kb_per_s", r->file_growth_kb_per_s);
+    sop__v_set_dbl(m, "shmem_growth_kb_per_s", r->shmem_growth_kb_per_s);
+    if (!p->have_mapped)
+        return;
+    const sop_mapped *mp = &p->mapped;
+    sop__v_set_int(m, "mapped_data_size_kb", mp->data_size_kb);
+    sop__v_set_int(m, "mapped_data_rss_kb", mp->data_rss_kb);
+    sop__v_set_int(m, "mapped_shmem_size_kb", mp->shmem_size_kb);
+    sop__v_set_int(m, "mapped_shmem_rss_kb", mp->shmem_rss_kb);
+    sop__v_set_int(m, "mapped_lib_size_kb", mp->lib_size_kb);
+    sop__v_set_int(m, "mapped_lib_rss_kb", mp->lib_rss_kb);
+    sop__v_set_int(m, "mapped_files_total", mp->files_total);
+    sop__v_set_bool(m, "mapped_resident", mp->resident);
+    sop__v_set_bool(m, "mapped_truncated", mp->truncated);
+    sop_value *arr = sop__v_arr_at(m, "mapped");
+    for (size_t i = 0; arr && i < mp->n && i < SOP_MAPPED_MAX; i++) {
+        sop_value *f = mapped_obj(&mp->files[i]);
+        if (!f)
+            break;
+        sop__v_push(arr, f);
+    }
+}
+
 static void add_proc(sop_value *ev, const sop_proc *p, double now, double tps)
 {
     sop_value *o = sop__v_obj_at(ev, "proc");
@@ -147,6 +208,8 @@ static void add_proc(sop_value *ev, const sop_proc *p, double now, double tps)
         sop__v_set_int(o, "private_kb", sum2(sm->private_clean_kb, sm->private_dirty_kb));
         sop__v_set_int(o, "shared_kb", sum2(sm->shared_clean_kb, sm->shared_dirty_kb));
     }
+
+    add_mem(o, p);
 
     const sop_proc_rates *r = &p->rate;
     sop__v_set_dbl(o, "cpu_pct", r->cpu_pct);
@@ -224,6 +287,15 @@ static void add_threads(sop_value *ev, const sop_thread_list *tl, double tps)
         set_state(o, t->stat.state, false);
         sop__v_set_dbl(o, "cpu_pct", t->cpu_pct);
         sop__v_set_dbl(o, "wait_pct", t->wait_pct);
+        sop__v_set_int(o, "majflt", t->stat.majflt);
+        sop__v_set_dbl(o, "majflt_per_s", t->majflt_per_s);
+        if (t->have_io) {
+            sop__v_set_int(o, "read_bytes", t->io.read_bytes);
+            sop__v_set_int(o, "syscr", t->io.syscr);
+            sop__v_set_dbl(o, "read_bytes_per_s", t->read_bytes_per_s);
+            sop__v_set_dbl(o, "rchar_per_s", t->rchar_per_s);
+            sop__v_set_dbl(o, "syscr_per_s", t->syscr_per_s);
+        }
         sop__v_set_int(o, "utime_ms", ticks_ms(t->stat.utime_ticks, tps));
         sop__v_set_int(o, "stime_ms", ticks_ms(t->stat.stime_ticks, tps));
         sop__v_set_int(o, "processor", t->stat.processor);
@@ -253,6 +325,8 @@ static sop_value *child_obj(const sop_child *c, bool with_depth, double now)
         sop__v_set_dbl(o, "age_s", now - c->start_time_s);
     sop__v_set_int(o, "rss_kb", c->status.vm_rss_kb);
     sop__v_set_int(o, "anon_kb", c->status.rss_anon_kb);
+    sop__v_set_int(o, "file_kb", c->status.rss_file_kb);
+    sop__v_set_int(o, "shmem_kb", c->status.rss_shmem_kb);
     if (c->have_smaps) {
         sop__v_set_int(o, "pss_kb", c->smaps.pss_kb);
         sop__v_set_int(o, "private_kb", sum2(c->smaps.private_clean_kb, c->smaps.private_dirty_kb));

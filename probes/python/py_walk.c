@@ -1102,9 +1102,10 @@ static bool futex_on(const walker *w, int tid, uint64_t lo, int *fd)
 }
 
 /* OS state letter from an open /proc/.../stat; '?' when unreadable (the task is gone). */
-static char stat_state(int fd)
+static char stat_state(int fd, int64_t *majflt)
 {
     char buf[512];
+    *majflt = SOP_NA;
     if (fd < 0)
         return '?';
     ssize_t n = pread(fd, buf, sizeof buf - 1, 0);
@@ -1114,6 +1115,17 @@ static char stat_state(int fd)
     char *rp = strrchr(buf, ')');
     if (!rp || rp[1] != ' ' || !rp[2])
         return '?';
+    /* majflt is the 10th field after the comm: state ppid pgrp session tty tpgid flags minflt
+     * cminflt majflt (the sampler counts a sample "in a fault" when it rose since the last) */
+    const char *p = rp + 2;
+    for (int f = 1; f < 10 && *p; f++) {
+        while (*p && *p != ' ')
+            p++;
+        while (*p == ' ')
+            p++;
+    }
+    if (*p >= '0' && *p <= '9')
+        *majflt = sop__parse_i64(&p);
     return rp[2];
 }
 
@@ -1269,7 +1281,8 @@ int sop__python_sample(sop_pysampler *s, sop_pysample_cb cb, void *ctx)
             smp.tid = s->tids[h].tid;
             smp.name = s->tids[h].name;
             smp.gil = holder && holder == tsa;
-            smp.state = smp.tid > 0 ? stat_state(s->tids[h].stat_fd) : '?';
+            smp.majflt = SOP_NA;
+            smp.state = smp.tid > 0 ? stat_state(s->tids[h].stat_fd, &smp.majflt) : '?';
             if (!smp.gil && smp.state != 'R' && smp.tid > 0)
                 smp.gil_wait = futex_on(w, smp.tid, gbase, &s->tids[h].sys_fd);
             smp.frames = s->scratch.frames;

@@ -91,6 +91,7 @@ typedef struct {
     bool gil;                  /* holds the GIL */
     bool gil_wait;             /* asleep in a futex on the GIL (/proc/.../syscall) */
     char state;                /* OS state letter; '?' when unreadable */
+    int64_t majflt;            /* the task's major faults so far (stat); SOP_NA when unread */
     const sop_pyframe *frames; /* innermost first; valid during the callback only */
     size_t nframes;
     bool torn; /* the walk met inconsistent data twice: frames so far */

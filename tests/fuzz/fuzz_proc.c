@@ -1,5 +1,6 @@
 /* fuzz_proc.c — libFuzzer target: every /proc text parser (stat, status, smaps_rollup, io,
- * limits, schedstat, environ, cmdline, maps) fed the same arbitrary bytes.
+ * limits, schedstat, environ, cmdline, maps, mapped files from maps/smaps) fed the same
+ * arbitrary bytes.
  * Depends on probes/proc.h. */
 #include "fuzz.h"
 #include "proc.h"
@@ -45,6 +46,17 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         abort();
     (void)sop__parse_maps(m, libs);
     free(libs);
+    sop_mapped *mp = malloc(sizeof *mp);
+    if (!mp)
+        abort();
+    if (sop__parse_mapped(m, mp) == 0) {
+        if (mp->n > SOP_MAPPED_MAX || (int64_t)mp->n > mp->files_total)
+            abort(); /* bounded, and never more kept than seen */
+        for (size_t i = 0; i < mp->n; i++)
+            if (!memchr(mp->files[i].path, '\0', sizeof mp->files[i].path))
+                abort();
+    }
+    free(mp);
     free(m);
     return 0;
 }

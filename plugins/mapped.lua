@@ -1,0 +1,215 @@
+-- plugins/mapped.lua — SOP §7.3 through memory maps: a process whose reads from storage come
+-- through major page faults of mapped files (np.memmap, np.load(mmap_mode="r"), safetensors,
+-- torch.load(mmap=True)) rather than read() calls, at random places of the file. Reads ev.proc
+-- (majflt_per_s, io, mem.mapped, mem.file_growth_kb_per_s), ev.threads[].majflt_per_s,
+-- ev.python.threads[].window (fault_wait_frac, fault_site) and ev.host.disks.
+
+local common = require "plugins.common"
+local T, no_proc, rate = common.T, common.no_proc, common.rate
+
+local REFS = {
+  "https://man7.org/linux/man-pages/man2/madvise.2.html",
+  "https://numpy.org/doc/stable/reference/generated/numpy.memmap.html",
+  "https://www.kernel.org/doc/html/latest/admin-guide/mm/concepts.html#page-cache",
+  "https://www.brendangregg.com/linuxperf.html",
+}
+
+local function short_path(p)
+  if not p then return "?" end
+  return p:match("[^/]+$") or p
+end
+
+-- Mapped data files, most resident first (the probe's order).
+local function data_maps(ev, min_kb)
+  local out = {}
+  for _, f in ipairs((ev.proc.mem and ev.proc.mem.mapped) or {}) do
+    if f.kind == "data" and (f.size_kb or 0) >= min_kb then out[#out + 1] = f end
+  end
+  return out
+end
+
+-- The sampled Python thread that waited most on storage (D state or major faults).
+local function waiting_thread(ev, pid)
+  local best
+  for _, t in ipairs((ev.python and ev.python.threads) or {}) do
+    local w = t.window
+    if w and w.fault_wait_frac and (w.samples or 0) > 0 and (t.pid == nil or t.pid == pid)
+       and (not best or w.fault_wait_frac > best.window.fault_wait_frac) then
+      best = t
+    end
+  end
+  return best
+end
+
+-- The OS thread with the most major faults per second.
+local function faulting_thread(ev)
+  local best
+  for _, t in ipairs(ev.threads or {}) do
+    if t.majflt_per_s and (not best or t.majflt_per_s > best.majflt_per_s) then best = t end
+  end
+  return best
+end
+
+local function busiest_disk(ev)
+  local best
+  for _, d in ipairs((ev.host and ev.host.disks) or {}) do
+    if d.read_kb_per_s and (not best or d.read_kb_per_s > best.read_kb_per_s) then best = d end
+  end
+  return best
+end
+
+rule {
+  id = "io.mapped_faults", section = "7.3", severity = "warn",
+  title = T("Reads from storage through page faults of mapped files at random places",
+            "通过映射文件的缺页在随机位置从存储读取"),
+  doc = [[Hit when the target reads at least page_cache_min_disk_kb_per_s from storage (or a sampled thread waits on
+    storage in mapped_wait_frac of its samples) with at least
+    mapped_fault_min_per_s major page faults/s while read() calls bring less than mapped_read_share of those bytes
+    (its IO comes through mapped files), and the access is random: each fault reads at most
+    random_read_max_request_kb, or the file-backed memory it maps grows by less than mapped_touch_ratio of what the
+    disk reads (read-around fetches far more than is touched). Warn when a sampled thread waits on storage (D state
+    or faulting) in at least mapped_wait_frac of its samples or nothing was sampled; info below. Clear for a
+    sequential stream (read-ahead serves it) or without such faults. Names the mapped files with size and resident
+    kB and the Python line that faults.]],
+  reads = { "duration_s", "proc.majflt_per_s", "proc.io.read_bytes_per_s", "proc.io.rchar_per_s",
+            "proc.io.syscr_per_s", "proc.mem.mapped", "proc.mem.file_growth_kb_per_s", "threads[].majflt_per_s",
+            "threads[].read_bytes_per_s", "threads[].syscr_per_s",
+            "python.threads[].window.fault_wait_frac", "python.threads[].window.fault_site",
+            "python.threads[].window.majflt_frac", "host.disks[].read_kb_per_s", "host.disks[].reads_per_s" },
+  uses = { "mapped_fault_min_per_s", "page_cache_min_disk_kb_per_s", "mapped_read_share",
+           "random_read_max_request_kb", "mapped_touch_ratio", "mapped_wait_frac", "data_file_min_mb" },
+  check = function(ev, th)
+    local p = ev.proc
+    if not p then return no_proc(ev) end
+    if not ev.duration_s or ev.duration_s <= 0 then
+      return unknown(T("one snapshot (--duration 0): no fault or read rates",
+                       "只有一次快照（--duration 0）：没有缺页与读速率"))
+    end
+    local io = p.io
+    if not p.majflt_per_s or not io or not io.read_bytes_per_s then
+      return unknown(T("major faults or /proc/PID/io not measured over the window",
+                       "窗口内没有测到缺页次数或 /proc/PID/io"))
+    end
+    local faults, disk, rchar = p.majflt_per_s, io.read_bytes_per_s, io.rchar_per_s or 0
+    local base_en = fmt("%.0f major faults/s, %s from storage, %.0f read calls/s (%s through read())",
+                        faults, rate(disk), io.syscr_per_s or 0, rate(rchar))
+    local base_zh = fmt("每秒 %.0f 次主缺页，存储读 %s，每秒 %.0f 次 read（read() 读 %s）",
+                        faults, rate(disk), io.syscr_per_s or 0, rate(rchar))
+    -- Reading from storage now: enough bytes, or (a slow device) a thread mostly waiting on it.
+    local wt = waiting_thread(ev, ev.pid)
+    local wait = wt and wt.window.fault_wait_frac
+    local busy = disk >= th.page_cache_min_disk_kb_per_s * 1024 or (wait and wait >= th.mapped_wait_frac)
+    if not busy then
+      return clear(T(base_en .. ": mapped files are not being read from storage",
+                     base_zh .. "：没有在从存储读取映射文件"))
+    end
+    if rchar >= th.mapped_read_share * disk then
+      return clear(T(base_en .. ": the bytes come through read() calls (see io.random_reads, io.small_reads)",
+                     base_zh .. "：字节来自 read() 调用（见 io.random_reads、io.small_reads）"))
+    end
+    if faults < th.mapped_fault_min_per_s then
+      return clear(T(base_en .. ": few faults bring much data in, read-ahead serves the mapping (a sequential stream)",
+                     base_zh .. "：少量缺页带来大量数据，预读在服务映射（顺序流式读）"))
+    end
+    local per_fault = disk / faults
+    local touched = math.max(0, (p.mem and p.mem.file_growth_kb_per_s) or 0) * 1024
+    local small = per_fault <= th.random_read_max_request_kb * 1024
+    local amplified = p.mem and p.mem.file_growth_kb_per_s and touched < th.mapped_touch_ratio * disk
+    local how_en = fmt("%s per fault", kb(per_fault / 1024))
+    local how_zh = fmt("每次缺页 %s", kb(per_fault / 1024))
+    if p.mem and p.mem.file_growth_kb_per_s then
+      how_en = how_en .. fmt(", file-backed memory %+.1f MiB/s (%.0f%% of the bytes read)",
+                             p.mem.file_growth_kb_per_s / 1024, 100 * touched / disk)
+      how_zh = how_zh .. fmt("，文件映射内存 %+.1f MiB/s（读入字节的 %.0f%%）",
+                             p.mem.file_growth_kb_per_s / 1024, 100 * touched / disk)
+    end
+    if not small and not amplified then
+      return clear(T(base_en .. "; " .. how_en .. ": a sequential stream through the mapping, read-ahead serves it",
+                     base_zh .. "；" .. how_zh .. "：顺序流式读映射，预读在起作用"))
+    end
+    -- Where: the mapped files, the thread, the Python line.
+    local files = data_maps(ev, th.data_file_min_mb * 1024)
+    local maps_en, maps_zh = {}, {}
+    for i = 1, math.min(#files, 3) do
+      local f = files[i]
+      local res = f.rss_kb and fmt(", %s resident", kb(f.rss_kb)) or ""
+      local res_zh = f.rss_kb and fmt("，驻留 %s", kb(f.rss_kb)) or ""
+      maps_en[#maps_en + 1] = fmt("%s %s mapped%s", short_path(f.path), kb(f.size_kb), res)
+      maps_zh[#maps_zh + 1] = fmt("%s 映射 %s%s", short_path(f.path), kb(f.size_kb), res_zh)
+    end
+    local map_en = #maps_en > 0 and ("; mapped: " .. table.concat(maps_en, "; ")) or "; no mapped data file seen"
+    local map_zh = #maps_zh > 0 and ("；映射：" .. table.concat(maps_zh, "；")) or "；未见映射的数据文件"
+    local thr_en, thr_zh = "", ""
+    if wt then
+      local site = wt.window.fault_site or "?"
+      local fname = files[1] and short_path(files[1].path) or "mapped files"
+      thr_en = fmt("; thread %s (%s) waits on storage in %.0f%% of %d samples, at %s (page faults of %s)",
+                   tostring(wt.tid or "?"), wt.name or "?", 100 * wait, wt.window.samples, site, fname)
+      thr_zh = fmt("；线程 %s（%s）在 %d 个采样中 %.0f%% 等待存储，位置 %s（%s 的缺页）",
+                   tostring(wt.tid or "?"), wt.name or "?", wt.window.samples, 100 * wait, site, fname)
+    end
+    -- The OS thread whose IO comes through faults: many major faults, few read calls, bytes from
+    -- storage (task/TID/io): IO-bound on its mapped files.
+    local ft = faulting_thread(ev)
+    if ft and ft.majflt_per_s > 0 then
+      local tio_en, tio_zh = "", ""
+      if ft.read_bytes_per_s then
+        tio_en = fmt(", %s from storage, %.0f read calls/s", rate(ft.read_bytes_per_s), ft.syscr_per_s or 0)
+        tio_zh = fmt("，存储读 %s，每秒 %.0f 次 read", rate(ft.read_bytes_per_s), ft.syscr_per_s or 0)
+      end
+      thr_en = thr_en .. fmt("; thread %d (%s): %.0f major faults/s%s", ft.tid, ft.name or "?",
+                             ft.majflt_per_s, tio_en)
+      thr_zh = thr_zh .. fmt("；线程 %d（%s）：每秒 %.0f 次主缺页%s", ft.tid, ft.name or "?", ft.majflt_per_s, tio_zh)
+    end
+    local d = busiest_disk(ev)
+    local dev_en, dev_zh = "", ""
+    if d and d.reads_per_s and d.reads_per_s > 0 then
+      dev_en = fmt("; disk %s serves %.0f reads/s of %.0f KiB", d.name or "?", d.reads_per_s,
+                   d.read_kb_per_s / d.reads_per_s)
+      dev_zh = fmt("；磁盘 %s 每秒 %.0f 次读请求，平均 %.0f KiB", d.name or "?", d.reads_per_s,
+                   d.read_kb_per_s / d.reads_per_s)
+    end
+    local why_en = small and "each fault reads one small piece: random access"
+      or "read-around fetches far more than the process touches: random access amplified by readahead"
+    local why_zh = small and "每次缺页只读一小块：随机访问" or "预读取回的远多于进程实际访问的：随机访问被预读放大"
+    return hit {
+      severity = (wait == nil or wait >= th.mapped_wait_frac) and "warn" or "info",
+      symptom = T(fmt("IO through page faults of mapped files: %.0f major faults/s, %s from storage",
+                      faults, rate(disk)),
+                  fmt("经由映射文件缺页的 IO：每秒 %.0f 次主缺页，存储读 %s", faults, rate(disk))),
+      evidence = T(fmt("Over %.1f s: %s; %s: %s%s%s%s.", ev.duration_s, base_en, how_en, why_en, thr_en,
+                       map_en, dev_en),
+                   fmt("%.1f 秒内：%s；%s：%s%s%s%s。", ev.duration_s, base_zh, how_zh, why_zh, thr_zh,
+                       map_zh, dev_zh)),
+      cause = T("The program reads a memory-mapped file (np.memmap, np.load(mmap_mode='r'), safetensors, "
+                .. "torch.load(mmap=True)) at random places with a cold page cache: each touch of a page "
+                .. "not in memory is a major fault the thread waits for, so the disk's random IOPS (and, "
+                .. "with readahead, its bandwidth spent on pages nobody reads) bound the loop. No read() "
+                .. "calls are made, so read-size rules cannot see it (SOP §7.3).",
+                "程序在 page cache 冷的情况下随机访问内存映射文件（np.memmap、np.load(mmap_mode='r')、"
+                .. "safetensors、torch.load(mmap=True)）：每次访问不在内存中的页都是一次主缺页，线程要等它，"
+                .. "于是磁盘的随机 IOPS（以及预读浪费在无人读取的页上的带宽）限制了循环。没有 read() 调用，"
+                .. "所以按读大小判断的规则看不到它（SOP §7.3）。"),
+      fix = T("For mapped data: (1) access order — sort the indices of each batch (np.sort(idx) before "
+              .. "table[idx]) or group lookups by region so neighbouring rows share pages; "
+              .. "(2) tell the kernel: mmap.madvise(mmap.MADV_RANDOM) for true random lookups (stops "
+              .. "read-around fetching pages nobody reads), MADV_WILLNEED / MADV_SEQUENTIAL for ranges read "
+              .. "in order; (3) copy the hot part to RAM (np.array(table[hot_rows])); (4) put the file on "
+              .. "local NVMe (a local cache of remote data); (5) size the page cache (RAM or the cgroup "
+              .. "memory limit) to the working set so it stays warm. Where the data is meant to be "
+              .. "streamed, read it sequentially instead (§7: shards read in order with a shuffle buffer).",
+              "对映射数据：(1) 访问顺序——每个批次的下标先排序（table[idx] 之前 np.sort(idx)），或按区域分组"
+              .. "查询，让相邻行共享页；(2) 告诉内核：真正随机查询用 mmap.madvise(mmap.MADV_RANDOM)（停止"
+              .. "预读无人访问的页），顺序读取的区间用 MADV_WILLNEED / MADV_SEQUENTIAL；(3) 把热的部分拷进内存"
+              .. "（np.array(table[hot_rows])）；(4) 文件放到本地 NVMe（远端数据的本地缓存）；(5) 让 page cache"
+              .. "（内存或 cgroup 内存上限）装得下工作集，使其保持热。若数据本来就该流式读取，改为顺序读"
+              .. "（§7：按顺序读 shard，用 shuffle buffer 打乱）。"),
+      verify = T(fmt("`sopctl run --pid %d --duration 3`: major faults/s and bytes from storage drop (or "
+                     .. "io.mapped_faults says sequential), and the thread's share of samples waiting on "
+                     .. "storage falls below %.0f%%.", ev.pid, 100 * th.mapped_wait_frac),
+                 fmt("`sopctl run --pid %d --duration 3`：主缺页/s 与存储读字节下降（或 io.mapped_faults 判为顺序），"
+                     .. "线程等待存储的采样比例低于 %.0f%%。", ev.pid, 100 * th.mapped_wait_frac)),
+      refs = REFS,
+    }
+  end,
+}
