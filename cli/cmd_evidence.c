@@ -72,7 +72,10 @@ int cmd_evidence(int argc, char **argv)
         } else {
             fputs(json, f);
             fputc('\n', f);
-            if ((f == stdout ? fflush(f) : fclose(f)) != 0) {
+            int bad = fflush(f) != 0 || ferror(f);
+            if (f != stdout && fclose(f) != 0)
+                bad = 1;
+            if (bad) {
                 perror(output ? output : "stdout");
                 status = EXIT_USAGE;
             }

@@ -78,6 +78,8 @@ int sop_record(sop_engine *e, int pid, double duration_s, double rate_hz, const 
     for (size_t i = 0; i < n; i++)
         free((char *)v[i].stack);
     free(v);
+    if (ferror(f))
+        rc = -1;
     if (fclose(f) != 0 || rc < 0) {
         sop__sampler_close(s);
         return sop__fail(e, SOP_EIO, "%s: write failed", path);
