@@ -131,7 +131,9 @@ int cmd_run(int argc, char **argv)
         size_t len = 0;
         char *text = cli_read_file(evidence, EVIDENCE_MAX, &len);
         if (!text) {
-            fprintf(stderr, "sopctl: evidence %s: %s\n", evidence, strerror(errno));
+            fprintf(stderr, "sopctl: evidence %s: %s\n", evidence,
+                    errno == EINVAL ? "not a regular file (only a file or - for stdin is read)"
+                                    : strerror(errno));
             status = EXIT_USAGE;
         } else {
             rc = sop_evidence_from_json(e, text, len, &ev);

@@ -1,10 +1,12 @@
 /* common.c — helpers the sopctl subcommands share: pid parsing, error → exit code, option
  * parsing of --pid/--duration, reading a whole file. Depends on include/sop.h. */
 #include <errno.h>
+#include <fcntl.h>
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "cli.h"
@@ -57,11 +59,42 @@ int cli_parse_rate(const char *s, double *out)
     return 0;
 }
 
+/* Open `path` for reading only if it is a regular file: O_NONBLOCK so a FIFO or a device
+ * cannot block the open itself, then fstat; anything but a regular file is EINVAL with
+ * *special set (the caller says "not a regular file"). */
+static FILE *open_regular(const char *path, int *special)
+{
+    *special = 0;
+    int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
+    if (fd < 0)
+        return NULL;
+    struct stat st;
+    if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+        int err = errno;
+        close(fd);
+        *special = 1;
+        errno = S_ISDIR(st.st_mode) ? EISDIR : (err ? err : EINVAL);
+        return NULL;
+    }
+    int fl = fcntl(fd, F_GETFL);
+    if (fl >= 0)
+        (void)fcntl(fd, F_SETFL, fl & ~O_NONBLOCK);
+    FILE *f = fdopen(fd, "rb");
+    if (!f)
+        close(fd);
+    return f;
+}
+
 char *cli_read_file(const char *path, size_t max, size_t *len)
 {
-    FILE *f = strcmp(path, "-") == 0 ? stdin : fopen(path, "rb");
-    if (!f)
+    int special = 0;
+    errno = 0;
+    FILE *f = strcmp(path, "-") == 0 ? stdin : open_regular(path, &special);
+    if (!f) {
+        if (special && errno != EISDIR)
+            errno = EINVAL;
         return NULL;
+    }
     size_t cap = 1 << 16, n = 0;
     char *buf = malloc(cap + 1);
     while (buf) {

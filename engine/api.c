@@ -152,11 +152,16 @@ int sop_load_site_string(sop_engine *e, const char *chunkname, const char *sourc
 /* Read a rule or site file, refusing (as root) one another user could have written. */
 static int read_rules_file(sop_engine *e, const char *path, char **src, size_t *len)
 {
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    /* O_NONBLOCK: a FIFO must not block the open; only a regular file is read */
+    int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
     if (fd < 0)
         return sop__fail(e, SOP_ERULES, "%s: %s", path, sop__strerror(errno));
     struct stat st;
     char why[200];
+    if (fstat(fd, &st) == 0 && !S_ISREG(st.st_mode)) {
+        close(fd);
+        return sop__fail(e, SOP_ERULES, "%s: not a regular file", path);
+    }
     if (fstat(fd, &st) != 0 || sop__rules_file_trusted(&st, why, sizeof why) != 0) {
         close(fd);
         return sop__fail(e, SOP_ERULES, "%s: %s", path, why);

@@ -969,13 +969,21 @@ static int dsl_pct(lua_State *L)
 /* Read a regular text file of at most `max` bytes into a malloc'd buffer; errno on failure. */
 static char *read_file(const char *path, size_t max, size_t *len, char *why, size_t whylen)
 {
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    /* O_NONBLOCK: a FIFO must not block the open; only a regular file is read */
+    int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
     if (fd < 0)
         return NULL;
     struct stat st;
     char *buf = NULL;
-    if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode) || (size_t)st.st_size > max) {
-        errno = S_ISREG(st.st_mode) ? EFBIG : EISDIR;
+    if (fstat(fd, &st) != 0)
+        goto out;
+    if (!S_ISREG(st.st_mode)) {
+        snprintf(why, whylen, "is not a regular file");
+        errno = EINVAL;
+        goto out;
+    }
+    if ((size_t)st.st_size > max) {
+        errno = EFBIG;
         goto out;
     }
     if (sop__rules_file_trusted(&st, why, whylen) != 0) {

@@ -55,5 +55,27 @@ else
   echo "skip: no writable /dev/full"
 fi
 
+## item 5: only regular files are read (a FIFO must not block the open)
+mkfifo "$tmp/fifo"
+mkdir -p "$tmp/pack/plugins" "$tmp/dir"
+mkfifo "$tmp/pack/plugins/x.lua"
+printf 'require "plugins.x"\n' >"$tmp/pack/main.lua"
+expect2 "run --evidence FIFO" "$SOPCTL" run --evidence "$tmp/fifo"
+grep -q "fifo" "$tmp/err" && grep -q "regular" "$tmp/err" && ok "FIFO evidence: named, 'not a regular file'" \
+  || bad "FIFO evidence message: $(head -c 200 "$tmp/err")"
+expect2 "run --evidence DIR" "$SOPCTL" run --evidence "$tmp/dir"
+grep -q "JSON" "$tmp/err" && bad "directory evidence: says JSON: $(head -c 200 "$tmp/err")" \
+  || ok "directory evidence: not a JSON error"
+expect2 "run FIFO-as-rules" "$SOPCTL" run "$tmp/fifo" --evidence "$EV"
+expect2 "check FIFO-as-rules" "$SOPCTL" check "$tmp/fifo"
+expect2 "run --site FIFO" "$SOPCTL" run --evidence "$EV" --site "$tmp/fifo"
+expect2 "check --site FIFO" "$SOPCTL" check default --site "$tmp/fifo"
+expect2 "require of a FIFO plugin" "$SOPCTL" check "$tmp/pack/main.lua"
+grep -q "x.lua" "$tmp/err" && ok "FIFO plugin: named" || bad "FIFO plugin message: $(head -c 200 "$tmp/err")"
+# '-' (stdin) stays documented for --evidence
+"$SOPCTL" run --evidence - --format json <"$EV" >"$tmp/out" 2>"$tmp/err"
+rc=$?
+{ [ "$rc" = 0 ] || [ "$rc" = 1 ]; } && ok "--evidence - reads stdin (exit $rc)" || bad "--evidence -: exit $rc $(head -c 200 "$tmp/err")"
+
 echo "$pass passed, $fail failed"
 [ "$fail" = 0 ]
