@@ -65,6 +65,8 @@ int cmd_evidence(int argc, char **argv)
         fprintf(stderr, "sopctl: %s\n", sop_strerror(rc));
         status = EXIT_USAGE;
     } else {
+        if (output && strcmp(output, "-") == 0) /* "-o -": stdout, as everywhere */
+            output = NULL;
         FILE *f = output ? fopen(output, "w") : stdout;
         if (!f) {
             perror(output);

@@ -61,6 +61,10 @@ int cmd_run(int argc, char **argv)
     while ((c = getopt_long(argc, argv, ":p:e:d:r:f:l:s:h", opts, NULL)) != -1) {
         switch (c) {
         case 'e':
+            if (evidence) {
+                fprintf(stderr, "sopctl: --evidence given twice; one evidence file at a time\n");
+                return EXIT_USAGE;
+            }
             evidence = optarg;
             break;
         case 'S':
@@ -112,6 +116,10 @@ int cmd_run(int argc, char **argv)
         rules = argv[optind++];
     if (optind < argc) {
         fprintf(stderr, "sopctl: unexpected argument '%s'\n", argv[optind]);
+        return EXIT_USAGE;
+    }
+    if (site && no_site) {
+        fprintf(stderr, "sopctl: --site and --no-site contradict each other; give one\n");
         return EXIT_USAGE;
     }
     if ((pid > 0) == (evidence != NULL)) {

@@ -38,8 +38,22 @@ int cli_exit_for(int err)
     }
 }
 
+/* A plain decimal number ("2", "0.5", ".5"): strtod alone also takes hex ("0x10"), "inf",
+ * "nan", exponents and leading blanks, none of which a careful CLI accepts for seconds or Hz. */
+static int plain_decimal(const char *s)
+{
+    size_t digits = strspn(s, "0123456789");
+    if (s[digits] == '.') {
+        size_t frac = strspn(s + digits + 1, "0123456789");
+        return (digits || frac) && s[digits + 1 + frac] == '\0';
+    }
+    return digits && s[digits] == '\0';
+}
+
 int cli_parse_duration(const char *s, double *out)
 {
+    if (!plain_decimal(s))
+        return -1;
     char *end = NULL;
     errno = 0;
     double d = strtod(s, &end);
@@ -51,6 +65,8 @@ int cli_parse_duration(const char *s, double *out)
 
 int cli_parse_rate(const char *s, double *out)
 {
+    if (!plain_decimal(s))
+        return -1;
     char *end = NULL;
     double r = strtod(s, &end);
     if (end == s || *end || !(r >= 0 && r <= 10000))
@@ -140,6 +156,11 @@ int cli_window_opt(int opt, const char *arg, const char *optname, int *pid, doub
 {
     switch (opt) {
     case 'p':
+        if (*pid > 0) {
+            fprintf(stderr, "sopctl: --pid given twice ('%d' and '%s'); one target at a time\n",
+                    *pid, arg);
+            return EXIT_USAGE;
+        }
         if ((*pid = cli_parse_pid(arg)) < 0) {
             fprintf(stderr, "sopctl: --pid: '%s' is not a process id\n", arg);
             return EXIT_USAGE;

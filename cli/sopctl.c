@@ -45,10 +45,19 @@ static int dispatch(int argc, char **argv)
     if (strcmp(cmd, "agents-md") == 0)
         return cmd_agents_md(argc - 1, argv + 1);
     if (strcmp(cmd, "version") == 0 || strcmp(cmd, "--version") == 0) {
+        if (argc > 2) {
+            fprintf(stderr, "sopctl: version: unexpected argument '%s'\n", argv[2]);
+            return EXIT_USAGE;
+        }
         printf("sopctl %s\n", sop_version());
         return EXIT_CLEAN;
     }
     if (strcmp(cmd, "help") == 0 || strcmp(cmd, "--help") == 0 || strcmp(cmd, "-h") == 0) {
+        if (argc > 2) {
+            fprintf(stderr, "sopctl: help: unexpected argument '%s' (try sopctl CMD --help)\n",
+                    argv[2]);
+            return EXIT_USAGE;
+        }
         usage(stdout);
         return EXIT_CLEAN;
     }

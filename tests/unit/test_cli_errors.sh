@@ -5,7 +5,7 @@
 # 2 naming it without blocking (item 5); the minor usage errors of item 10. Needs SOPCTL,
 # SOP_SRC; a FIFO read that blocked is caught by `timeout`.
 set -u
-SOPCTL=${SOPCTL:?set SOPCTL}
+SOPCTL=$(readlink -f "${SOPCTL:?set SOPCTL}")
 SRC=${SOP_SRC:?set SOP_SRC}
 pass=0 fail=0
 ok() { pass=$((pass + 1)); echo "ok   $*"; }
@@ -76,6 +76,38 @@ grep -q "x.lua" "$tmp/err" && ok "FIFO plugin: named" || bad "FIFO plugin messag
 "$SOPCTL" run --evidence - --format json <"$EV" >"$tmp/out" 2>"$tmp/err"
 rc=$?
 { [ "$rc" = 0 ] || [ "$rc" = 1 ]; } && ok "--evidence - reads stdin (exit $rc)" || bad "--evidence -: exit $rc $(head -c 200 "$tmp/err")"
+
+## item 10: the minor usage errors
+expect2 "version extra" "$SOPCTL" version extra
+expect2 "run --duration 0x10" "$SOPCTL" run --pid $$ --duration 0x10
+expect2 "run --duration inf" "$SOPCTL" run --pid $$ --duration inf
+expect2 "run --rate 1e3" "$SOPCTL" run --pid $$ --rate 1e3
+expect2 "run: --pid twice" "$SOPCTL" run --pid $$ --pid 1
+grep -q "twice" "$tmp/err" && ok "--pid twice: says so" || bad "--pid twice: $(head -c 200 "$tmp/err")"
+expect2 "evidence: --pid twice" "$SOPCTL" evidence --pid $$ --pid 1
+expect2 "dump: --pid twice" "$SOPCTL" dump --pid $$ --pid 1
+expect2 "run --site x --no-site" "$SOPCTL" run --evidence "$EV" --site "$SRC/examples/site/site.lua" --no-site
+expect2 "run: --evidence twice" "$SOPCTL" run --evidence "$EV" --evidence "$EV"
+"$SOPCTL" run --evidence "$EV" --duration 2.5 >/dev/null 2>&1
+rc=$?
+{ [ "$rc" = 0 ] || [ "$rc" = 1 ]; } && ok "--duration 2.5 still accepted" || bad "--duration 2.5: exit $rc"
+# dump of a kernel thread (kthreadd is pid 2 on Linux, when visible) is "not CPython", not "not found"
+if [ -r /proc/2/stat ] && [ "$(awk '{print $2}' /proc/2/stat)" = "(kthreadd)" ]; then
+  timeout 20 "$SOPCTL" dump --pid 2 >"$tmp/out" 2>"$tmp/err"
+  rc=$?
+  [ "$rc" = 3 ] && grep -q "kernel thread" "$tmp/out" "$tmp/err" && ! grep -q "not found" "$tmp/err" \
+    && ok "dump --pid 2: exit 3, a kernel thread" || bad "dump --pid 2: exit $rc: $(cat "$tmp/out" "$tmp/err" | head -c 300)"
+else
+  echo "skip dump --pid 2: no kthreadd visible"
+fi
+# evidence -o - is stdout, never a file named '-'
+/usr/bin/python3 -c 'import time; time.sleep(120)' &
+py2=$!
+pids+=("$py2")
+(cd "$tmp" && timeout 60 "$SOPCTL" evidence --pid "$py2" --duration 0 --no-python -o - >"$tmp/ev.json" 2>"$tmp/err")
+rc=$?
+[ "$rc" = 0 ] && [ ! -e "$tmp/-" ] && grep -q '"pid"' "$tmp/ev.json" && ok "evidence -o -: stdout, no file '-'" \
+  || bad "evidence -o -: exit $rc, file '-' $( [ -e "$tmp/-" ] && echo exists || echo absent): $(head -c 200 "$tmp/err")"
 
 echo "$pass passed, $fail failed"
 [ "$fail" = 0 ]
