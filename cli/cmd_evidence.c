@@ -44,6 +44,8 @@ int cmd_evidence(int argc, char **argv)
         fprintf(stderr, "sopctl: unexpected argument '%s'\n", argv[optind]);
         return EXIT_USAGE;
     }
+    if (cli_check_window(co.duration_s, co.rate_hz) != EXIT_CLEAN)
+        return EXIT_USAGE;
     if (pid < 0) {
         fprintf(stderr, "sopctl: evidence needs --pid N\n");
         return EXIT_USAGE;

@@ -122,6 +122,8 @@ int cmd_run(int argc, char **argv)
         fprintf(stderr, "sopctl: --site and --no-site contradict each other; give one\n");
         return EXIT_USAGE;
     }
+    if (cli_check_window(co.duration_s, co.rate_hz) != EXIT_CLEAN)
+        return EXIT_USAGE;
     if ((pid > 0) == (evidence != NULL)) {
         fprintf(stderr, "sopctl: run needs exactly one of --pid N or --evidence FILE\n");
         return EXIT_USAGE;

@@ -187,6 +187,18 @@ int cli_window_opt(int opt, const char *arg, const char *optname, int *pid, doub
     }
 }
 
+int cli_check_window(double duration_s, double rate_hz)
+{
+    if (duration_s > 0 && rate_hz > 0 && duration_s * rate_hz < 2) {
+        fprintf(stderr,
+                "sopctl: --rate %g over --duration %g gives fewer than two samples; raise the "
+                "rate to at least %g Hz or the window to at least %g s\n",
+                rate_hz, duration_s, 2 / duration_s, 2 / rate_hz);
+        return EXIT_USAGE;
+    }
+    return EXIT_CLEAN;
+}
+
 int cli_load_site(struct sop_engine *e, const char *path, int no_default)
 {
     const char *from = "--site";

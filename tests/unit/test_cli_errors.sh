@@ -109,5 +109,25 @@ rc=$?
 [ "$rc" = 0 ] && [ ! -e "$tmp/-" ] && grep -q '"pid"' "$tmp/ev.json" && ok "evidence -o -: stdout, no file '-'" \
   || bad "evidence -o -: exit $rc, file '-' $( [ -e "$tmp/-" ] && echo exists || echo absent): $(head -c 200 "$tmp/err")"
 
+## item 6: --rate never shortens the window; fewer than two samples in it is a usage error
+/usr/bin/python3 -c 'while True: pass' &
+busy=$!
+pids+=("$busy")
+sleep 0.5
+timeout 60 "$SOPCTL" evidence --pid "$busy" --duration 1 --rate 2 >"$tmp/ev2.json" 2>"$tmp/err"
+rc=$?
+if [ "$rc" = 0 ] && jq -e '.python.threads' "$tmp/ev2.json" >/dev/null 2>&1; then
+  # a sleep can only make the window longer under load, never shorter: a lower bound is exact
+  w=$(jq '.duration_s' "$tmp/ev2.json")
+  awk -v w="$w" 'BEGIN { exit !(w >= 0.999) }' && ok "--duration 1 --rate 2: window ${w}s (the asked 1 s)" \
+    || bad "--duration 1 --rate 2: window ${w}s, shorter than asked"
+else
+  echo "skip window check: python not sampled here (exit $rc)"
+fi
+expect2 "run --duration 2 --rate 0.5 (one sample)" "$SOPCTL" run --pid "$busy" --duration 2 --rate 0.5
+grep -q "fewer than two samples" "$tmp/err" && ok "one sample: says so" || bad "one sample: $(head -c 200 "$tmp/err")"
+expect2 "record --duration 1 --rate 1" "$SOPCTL" record --pid "$busy" --duration 1 --rate 1 -o "$tmp/r.txt"
+kill "$busy" 2>/dev/null
+
 echo "$pass passed, $fail failed"
 [ "$fail" = 0 ]
