@@ -48,6 +48,15 @@ int sop__rules_load_site(sop_rules *r, const char *chunkname, const char *src, s
 #define SOP_RULES_DEFAULT_BYTES ((size_t)64 << 20)
 int sop__rules_set_limits(sop_rules *r, long long max_instructions, size_t max_bytes);
 
+/* The watchdog, the last line behind the instruction and memory limits: wall-clock limits per
+ * rule (and per top-level run of a pack or site file) and per evaluation (sop__rules_run),
+ * checked with the instruction count. A rule past its limit is killed ("time limit exceeded");
+ * once the evaluation's is spent, the running rule is killed and the rules left are reported
+ * as not run. 0 picks the default. Returns 0 or SOP_EINVAL. */
+#define SOP_RULES_DEFAULT_RULE_MS 10000L
+#define SOP_RULES_DEFAULT_EVAL_MS 60000L
+int sop__rules_set_time_limits(sop_rules *r, long rule_ms, long eval_ms);
+
 size_t sop__rules_count(const sop_rules *r);
 const char *sop__rules_id(const sop_rules *r, size_t i);
 
