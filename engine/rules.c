@@ -1074,6 +1074,39 @@ out:
     return buf;
 }
 
+/* A new global environment for one chunk (a pack's file, each plugin, the site file): a copy of
+ * the pristine sandbox kept in the registry, with its library tables (string, table, math...)
+ * copied too. So a chunk that replaces `hit`, `pairs` or `string.format`, or sets a global,
+ * changes them for its own rules only: no pack or plugin sees another's globals or changes to
+ * the built-ins. Modules share values only through what `require` returns. */
+static void push_fresh_env(lua_State *L)
+{
+    lua_rawgetp(L, LUA_REGISTRYINDEX, &K_SANDBOX);
+    int tmpl = lua_gettop(L);
+    lua_createtable(L, 0, 48);
+    int env = tmpl + 1;
+    lua_pushnil(L);
+    while (lua_next(L, tmpl)) {
+        if (lua_type(L, -1) == LUA_TTABLE && !lua_rawequal(L, -1, tmpl)) {
+            int lib = lua_gettop(L);
+            lua_newtable(L);
+            lua_pushnil(L);
+            while (lua_next(L, lib)) {
+                lua_pushvalue(L, -2);
+                lua_insert(L, -2);
+                lua_rawset(L, -4);
+            }
+            lua_replace(L, lib);
+        }
+        lua_pushvalue(L, -2);
+        lua_insert(L, -2);
+        lua_rawset(L, env);
+    }
+    lua_pushvalue(L, env);
+    lua_setfield(L, env, "_G");
+    lua_remove(L, tmpl);
+}
+
 static int is_binary_chunk(const char *s, size_t len)
 {
     return len >= 4 && memcmp(s, LUA_SIGNATURE, 4) == 0;
@@ -1140,7 +1173,7 @@ static int sb_require(lua_State *L)
     }
     if (status != LUA_OK)
         return lua_error(L);
-    lua_rawgetp(L, LUA_REGISTRYINDEX, &K_SANDBOX);
+    push_fresh_env(L);
     lua_setupvalue(L, -2, 1); /* _ENV */
     lua_pushvalue(L, 1);
     lua_pushlightuserdata(L, (void *)&K_LOADING);
@@ -1551,7 +1584,7 @@ static int run_top_chunk(lua_State *L, sop_rules *r, const char *chunkname, cons
     lua_pushcfunction(L, msgh); /* 2 */
     int status = luaL_loadbufferx(L, src, len, chunk, "t");
     if (status == LUA_OK) {
-        lua_rawgetp(L, LUA_REGISTRYINDEX, &K_SANDBOX);
+        push_fresh_env(L);
         lua_setupvalue(L, -2, 1);
         r->phase = PHASE_LOAD;
         start_limits(r);

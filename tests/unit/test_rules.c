@@ -312,7 +312,7 @@ static void test_require(void)
     /* The modules list comes before the search directory. */
     static const sop_rules_module first[] = {
         {"plugins.embedded", "return { name = 'emb2' }"},
-        {"plugins.helper", "count = 7 return { double = function(x) return 3 * x end }"},
+        {"plugins.helper", "return { double = function(x) return 3 * x end, count = 7 }"},
         {NULL, NULL},
     };
     CHECK_EQ_I(load_fixture(r, "require.lua", first), 0);

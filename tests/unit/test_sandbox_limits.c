@@ -2,6 +2,8 @@
  * (issue 13 item 1): a __close handler reached through a coroutine killed by the limit and
  * closed by a later rule, one added to a metatable after setmetatable, a __gc added late, a
  * <close> handler in a killed rule; and the wall-clock watchdog per rule and per evaluation.
+ * Also (item 2): packs do not poison each other — a pack's file, each plugin and the site file
+ * each see pristine built-ins and their own globals only.
  * A run that does not return is caught by alarm() and fails the test. Depends on engine/rules.c. */
 #include <signal.h>
 #include <time.h>
@@ -162,12 +164,70 @@ static void test_watchdog(void)
     sop__rules_free(r);
 }
 
+/* The pack's main file poisons built-ins at load and from a rule at run time; a plugin and the
+ * site file, loaded after, must see them pristine and none of its globals. */
+static const char POISON_MAIN[] =
+    "leak = 'from main'\n"
+    "local real_hit = hit\n"
+    "hit = function() return clear('poisoned hit') end\n"
+    "pairs = function() error('poisoned pairs') end\n"
+    "string.format = function() return 'poisoned format' end\n"
+    "fmt = string.format\n"
+    "table.concat = nil\n"
+    "rule { id = 'main.poison_at_run', section = '9', severity = 'info', check = function()\n"
+    "  math.max = function() return -1 end; coroutine.wrap = nil; tostring = nil; leak2 = 1\n"
+    "  return clear('x') end }\n"
+    "require 'plugins.victim'\n";
+static const char VICTIM[] =
+    "local function pristine()\n"
+    "  local bad = {}\n"
+    "  if leak ~= nil or leak2 ~= nil then bad[#bad + 1] = 'a global leaked' end\n"
+    "  if string.format('%d', 7) ~= '7' or fmt('%d', 7) ~= '7' then bad[#bad + 1] = 'format' end\n"
+    "  if table.concat == nil or math.max(1, 2) ~= 2 then bad[#bad + 1] = 'table/math' end\n"
+    "  if coroutine.wrap == nil or tostring == nil then bad[#bad + 1] = 'coroutine/tostring' end\n"
+    "  local ok = pcall(pairs, {}) if not ok then bad[#bad + 1] = 'pairs' end\n"
+    "  return bad\n"
+    "end\n"
+    "RULE_PREFIX = RULE_PREFIX or 'victim'\n"
+    "rule { id = RULE_PREFIX .. '.pristine', section = '9', severity = 'info', check = function()\n"
+    "  local bad = pristine()\n"
+    "  if #bad > 0 then return hit { evidence = 'poisoned: ' .. bad[1], refs = { 'r' } } end\n"
+    "  return hit { evidence = 'pristine', refs = { 'r' } } end }\n";
+
+static void test_isolation(void)
+{
+    static const sop_rules_module mods[] = {{"plugins.victim", VICTIM}, {NULL, NULL}};
+    char site[sizeof VICTIM + 64];
+    snprintf(site, sizeof site, "RULE_PREFIX = 'site'\n%s", VICTIM);
+    sop_rules *r;
+    CHECK_EQ_I(sop__rules_new(&r), 0);
+    int rc = sop__rules_load_site(r, "main.lua", POISON_MAIN, strlen(POISON_MAIN), NULL, mods,
+                                  "site.lua", site, strlen(site), NULL, err, sizeof err);
+    if (rc)
+        fprintf(stderr, "load: %s\n", err);
+    CHECK_EQ_I(rc, 0);
+    sop_value *ev = sop__v_obj(), *out = NULL;
+    CHECK_EQ_I(sop__rules_run(r, ev, &out, err, sizeof err), 0);
+    CHECK_EQ_I(sop__v_get(out, "rule_errors")->count, 0);
+    static const char *const ids[] = {"victim.pristine", "site.pristine"};
+    for (int i = 0; i < 2; i++) {
+        const sop_value *f = entry(out, "findings", ids[i]);
+        const char *evs = f ? sop__v_get_str(f, "evidence") : NULL;
+        printf("  %s: %s\n", ids[i], evs ? evs : "(no finding)");
+        CHECK(evs && strcmp(evs, "pristine") == 0);
+    }
+    sop__v_free(out);
+    sop__v_free(ev);
+    sop__rules_free(r);
+}
+
 int main(void)
 {
     signal(SIGALRM, on_alarm);
     alarm(100);
     test_close_paths();
     test_watchdog();
+    test_isolation();
     printf("%d passed, %d failed\n", t_pass, t_fail);
     return t_fail != 0;
 }
