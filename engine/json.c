@@ -1,6 +1,7 @@
 /* json.c — JSON text to and from the value tree; the only file that includes cJSON's header.
  * Depends on cJSON. */
 #include "json.h"
+#include "escape.h"
 
 #include <cjson/cJSON.h>
 #include <math.h>
@@ -108,6 +109,9 @@ char *sop__json_print(const sop_value *v, int pretty)
     cJSON_Delete(j);
     if (!s)
         return NULL;
-    /* cJSON allocates with malloc by default: hand the caller a plain malloc'd string. */
-    return s;
+    /* Every JSON text sop writes passes here: invalid UTF-8 from a target or an evidence file
+     * becomes \ufffd, DEL and C1 controls \u escapes, so the output is always valid JSON. */
+    char *clean = sop__esc_json_text(s);
+    cJSON_free(s);
+    return clean;
 }
