@@ -285,6 +285,12 @@ int sop_set_threshold(sop_engine *e, const char *key, const char *value)
     return sop__rules_set_threshold(e->rules, key, value, e->err, sizeof e->err);
 }
 
+void sop_clear_thresholds(sop_engine *e)
+{
+    if (e)
+        sop__rules_clear_thresholds(e->rules);
+}
+
 void sop_collect_opts_init(sop_collect_opts *opts)
 {
     if (!opts)

@@ -1484,19 +1484,47 @@ static int check_override(const sop_rules *r, const char *key, const char *value
     return 0;
 }
 
+/* Drop the overrides the pack now loaded does not declare, or whose value does not read as
+ * the type of its default: a load applies what fits and never fails for an override. */
+static void prune_overrides(sop_rules *r)
+{
+    size_t keep = 0;
+    for (size_t i = 0; i < r->novr; i++) {
+        char scratch[8];
+        if (check_override(r, r->ovr[i].key, r->ovr[i].value, scratch, sizeof scratch) == 0) {
+            r->ovr[keep++] = r->ovr[i];
+        } else {
+            free(r->ovr[i].key);
+            free(r->ovr[i].value);
+        }
+    }
+    r->novr = keep;
+}
+
+void sop__rules_clear_thresholds(sop_rules *r)
+{
+    if (!r)
+        return;
+    for (size_t i = 0; i < r->novr; i++) {
+        free(r->ovr[i].key);
+        free(r->ovr[i].value);
+    }
+    r->novr = 0;
+}
+
 int sop__rules_set_threshold(sop_rules *r, const char *key, const char *value, char *err,
                              size_t errlen)
 {
     if (!r || !key || !value)
         return SOP_EINVAL;
-    if (r->L) {
-        int rc = check_override(r, key, value, err, errlen);
-        if (rc)
-            return rc;
-    } else if (!valid_name(key, strlen(key), 0)) {
-        set_err(err, errlen, "unknown threshold '%s'", key);
-        return SOP_EUNKNOWNKEY;
+    if (!r->L) {
+        set_err(err, errlen, "no rule pack loaded: load one first (an override is checked "
+                             "against the pack in force)");
+        return SOP_ENORULES;
     }
+    int rc = check_override(r, key, value, err, errlen);
+    if (rc)
+        return rc;
     char *v = strdup(value);
     if (!v)
         return SOP_ENOMEM;
@@ -1668,13 +1696,7 @@ static int load_protected(lua_State *L)
         }
         qsort(r->known, r->nknown, sizeof *r->known, known_cmp);
     }
-    for (size_t i = 0; i < r->novr; i++) {
-        int rc = check_override(r, r->ovr[i].key, r->ovr[i].value, c->err, c->errlen);
-        if (rc) {
-            c->rc = rc;
-            return 0;
-        }
-    }
+    prune_overrides(r);
     return 0;
 }
 
@@ -2172,9 +2194,9 @@ int sop__rules_load_site(sop_rules *r, const char *chunkname, const char *src, s
     }
     r->ovr = ovr;
     r->novr = novr;
-    for (size_t i = 0; rc == 0 && i < r->novr; i++)
-        rc = check_override(r, r->ovr[i].key, r->ovr[i].value, err, errlen);
-    if (rc)
+    if (rc == 0)
+        prune_overrides(r);
+    else
         drop_pack(r);
     return rc;
 }
