@@ -21,7 +21,7 @@ static const char *const HOSTILE[] = {
     "\x1b[31mred\x1b[0m\x1b]0;title\x07",
     "cr\rlf\nnext line\r\n# fake heading",
     "tab\there\vvt\ffeed\bback",
-    "del\x7f c1\xc2\x9b" "31m \xc2\x85nel",
+    "del\x7f c1\xc2\x9b\x33\x31m \xc2\x85nel",
     "[click](https://evil.example/x)",
     "<img src=x onerror=alert(1)> <b>bold</b>",
     "`code` ``two`` ```three",
