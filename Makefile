@@ -2,8 +2,10 @@
 # commands: each installs what is missing (Debian packages), builds, and runs.
 BUILD ?= build
 JOBS ?= $(shell nproc)
+# -Werror: off by default (a released tree builds with any compiler); CI turns it on.
+WERROR ?= OFF
 
-.PHONY: all deps build demo test unit e2e embed bench clean
+.PHONY: all deps build demo test unit e2e embed bench clean sanitize
 
 all: build
 
@@ -11,7 +13,7 @@ deps:
 	./scripts/install-deps.sh
 
 build: deps
-	cmake -S . -B $(BUILD) -DCMAKE_BUILD_TYPE=RelWithDebInfo
+	cmake -S . -B $(BUILD) -DCMAKE_BUILD_TYPE=RelWithDebInfo -DSOP_WERROR=$(WERROR)
 	cmake --build $(BUILD) -j $(JOBS)
 
 demo: build
@@ -32,5 +34,10 @@ embed: build
 bench: build
 	./bench/bench_snapshot.sh $(BUILD)/sopctl
 
+# The sanitizer tier CI runs: clang, ASan+UBSan, -Werror, the unit label (unit + replay tests),
+# in a tree of its own (scripts/sanitize.sh).
+sanitize: deps
+	CC=clang SOP_WERROR=$(WERROR) ./scripts/sanitize.sh $(BUILD)-asan unit
+
 clean:
-	rm -rf $(BUILD)
+	rm -rf $(BUILD) $(BUILD)-asan

@@ -35,6 +35,9 @@ int cli_parse_rate(const char *s, double *out);
  * option as typed, for messages. Returns EXIT_CLEAN, or EXIT_USAGE after printing why. */
 int cli_window_opt(int opt, const char *arg, const char *optname, int *pid, double *duration_s,
                    double *rate_hz);
+/* A window with a rate that takes fewer than two samples in it measures nothing: EXIT_USAGE
+ * after saying so (rate 0 = no sampling, duration 0 = a snapshot: both fine). */
+int cli_check_window(double duration_s, double rate_hz);
 /* Read a whole file ("-" = stdin) of at most max bytes; malloc'd, NUL-terminated; NULL with
  * errno on failure. */
 #include <stddef.h>

@@ -30,11 +30,21 @@ int cmd_dump(int argc, char **argv)
     int pid = -1, json = 0;
     unsigned flags = 0;
     for (int i = 1; i < argc; i++) {
+        const char *arg = NULL;
         if (strcmp(argv[i], "--pid") == 0 && i + 1 < argc)
-            pid = parse_pid(argv[++i]);
+            arg = argv[++i];
         else if (strncmp(argv[i], "--pid=", 6) == 0)
-            pid = parse_pid(argv[i] + 6);
-        else if (strcmp(argv[i], "--json") == 0)
+            arg = argv[i] + 6;
+        if (arg) {
+            if (pid != -1) {
+                fprintf(stderr, "sopctl: --pid given twice; one target at a time\n");
+                return EXIT_USAGE;
+            }
+            if ((pid = parse_pid(arg)) <= 0) {
+                fprintf(stderr, "sopctl: --pid: '%s' is not a process id\n", arg);
+                return EXIT_USAGE;
+            }
+        } else if (strcmp(argv[i], "--json") == 0)
             json = 1;
         else if (strcmp(argv[i], "--native") == 0)
             flags |= SOP_DUMP_NATIVE;

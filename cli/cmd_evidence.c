@@ -55,6 +55,8 @@ int cmd_evidence(int argc, char **argv)
         fprintf(stderr, "sopctl: unexpected argument '%s'\n", argv[optind]);
         return EXIT_USAGE;
     }
+    if (cli_check_window(co.duration_s, co.rate_hz) != EXIT_CLEAN)
+        return EXIT_USAGE;
     if (ranks) {
         sop_engine *e = NULL;
         if (sop_engine_new(&e) != 0)
@@ -84,6 +86,8 @@ int cmd_evidence(int argc, char **argv)
         fprintf(stderr, "sopctl: %s\n", sop_strerror(rc));
         status = EXIT_USAGE;
     } else {
+        if (output && strcmp(output, "-") == 0) /* "-o -": stdout, as everywhere */
+            output = NULL;
         FILE *f = output ? fopen(output, "w") : stdout;
         if (!f) {
             perror(output);
@@ -91,7 +95,10 @@ int cmd_evidence(int argc, char **argv)
         } else {
             fputs(json, f);
             fputc('\n', f);
-            if ((f == stdout ? fflush(f) : fclose(f)) != 0) {
+            int bad = fflush(f) != 0 || ferror(f);
+            if (f != stdout && fclose(f) != 0)
+                bad = 1;
+            if (bad) {
                 perror(output ? output : "stdout");
                 status = EXIT_USAGE;
             }

@@ -54,6 +54,8 @@ int cmd_record(int argc, char **argv)
         fprintf(stderr, "sopctl: unexpected argument '%s'\n", argv[optind]);
         return EXIT_USAGE;
     }
+    if (cli_check_window(duration, rate) != EXIT_CLEAN)
+        return EXIT_USAGE;
     if (pid < 0 || !output) {
         fprintf(stderr, "sopctl: record needs --pid N and -o FILE\n");
         return EXIT_USAGE;

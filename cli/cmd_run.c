@@ -64,6 +64,10 @@ int cmd_run(int argc, char **argv)
     while ((c = getopt_long(argc, argv, ":p:e:d:r:f:l:s:h", opts, NULL)) != -1) {
         switch (c) {
         case 'e':
+            if (evidence) {
+                fprintf(stderr, "sopctl: --evidence given twice; one evidence file at a time\n");
+                return EXIT_USAGE;
+            }
             evidence = optarg;
             break;
         case 'S':
@@ -125,6 +129,12 @@ int cmd_run(int argc, char **argv)
         fprintf(stderr, "sopctl: unexpected argument '%s'\n", argv[optind]);
         return EXIT_USAGE;
     }
+    if (site && no_site) {
+        fprintf(stderr, "sopctl: --site and --no-site contradict each other; give one\n");
+        return EXIT_USAGE;
+    }
+    if (cli_check_window(co.duration_s, co.rate_hz) != EXIT_CLEAN)
+        return EXIT_USAGE;
     if (ranks && evidence) {
         fprintf(stderr, "sopctl: --ranks diagnoses live processes; it does not take --evidence\n");
         return EXIT_USAGE;
@@ -151,7 +161,9 @@ int cmd_run(int argc, char **argv)
         size_t len = 0;
         char *text = cli_read_file(evidence, EVIDENCE_MAX, &len);
         if (!text) {
-            fprintf(stderr, "sopctl: evidence %s: %s\n", evidence, strerror(errno));
+            fprintf(stderr, "sopctl: evidence %s: %s\n", evidence,
+                    errno == EINVAL ? "not a regular file (only a file or - for stdin is read)"
+                                    : strerror(errno));
             status = EXIT_USAGE;
         } else {
             rc = sop_evidence_from_json(e, text, len, &ev);

@@ -1,10 +1,12 @@
 /* common.c — helpers the sopctl subcommands share: pid parsing, error → exit code, option
  * parsing of --pid/--duration, reading a whole file. Depends on include/sop.h. */
 #include <errno.h>
+#include <fcntl.h>
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "cli.h"
@@ -36,8 +38,22 @@ int cli_exit_for(int err)
     }
 }
 
+/* A plain decimal number ("2", "0.5", ".5"): strtod alone also takes hex ("0x10"), "inf",
+ * "nan", exponents and leading blanks, none of which a careful CLI accepts for seconds or Hz. */
+static int plain_decimal(const char *s)
+{
+    size_t digits = strspn(s, "0123456789");
+    if (s[digits] == '.') {
+        size_t frac = strspn(s + digits + 1, "0123456789");
+        return (digits || frac) && s[digits + 1 + frac] == '\0';
+    }
+    return digits && s[digits] == '\0';
+}
+
 int cli_parse_duration(const char *s, double *out)
 {
+    if (!plain_decimal(s))
+        return -1;
     char *end = NULL;
     errno = 0;
     double d = strtod(s, &end);
@@ -49,6 +65,8 @@ int cli_parse_duration(const char *s, double *out)
 
 int cli_parse_rate(const char *s, double *out)
 {
+    if (!plain_decimal(s))
+        return -1;
     char *end = NULL;
     double r = strtod(s, &end);
     if (end == s || *end || !(r >= 0 && r <= 10000))
@@ -57,11 +75,42 @@ int cli_parse_rate(const char *s, double *out)
     return 0;
 }
 
+/* Open `path` for reading only if it is a regular file: O_NONBLOCK so a FIFO or a device
+ * cannot block the open itself, then fstat; anything but a regular file is EINVAL with
+ * *special set (the caller says "not a regular file"). */
+static FILE *open_regular(const char *path, int *special)
+{
+    *special = 0;
+    int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
+    if (fd < 0)
+        return NULL;
+    struct stat st;
+    if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+        int err = errno;
+        close(fd);
+        *special = 1;
+        errno = S_ISDIR(st.st_mode) ? EISDIR : (err ? err : EINVAL);
+        return NULL;
+    }
+    int fl = fcntl(fd, F_GETFL);
+    if (fl >= 0)
+        (void)fcntl(fd, F_SETFL, fl & ~O_NONBLOCK);
+    FILE *f = fdopen(fd, "rb");
+    if (!f)
+        close(fd);
+    return f;
+}
+
 char *cli_read_file(const char *path, size_t max, size_t *len)
 {
-    FILE *f = strcmp(path, "-") == 0 ? stdin : fopen(path, "rb");
-    if (!f)
+    int special = 0;
+    errno = 0;
+    FILE *f = strcmp(path, "-") == 0 ? stdin : open_regular(path, &special);
+    if (!f) {
+        if (special && errno != EISDIR)
+            errno = EINVAL;
         return NULL;
+    }
     size_t cap = 1 << 16, n = 0;
     char *buf = malloc(cap + 1);
     while (buf) {
@@ -107,6 +156,11 @@ int cli_window_opt(int opt, const char *arg, const char *optname, int *pid, doub
 {
     switch (opt) {
     case 'p':
+        if (*pid > 0) {
+            fprintf(stderr, "sopctl: --pid given twice ('%d' and '%s'); one target at a time\n",
+                    *pid, arg);
+            return EXIT_USAGE;
+        }
         if ((*pid = cli_parse_pid(arg)) < 0) {
             fprintf(stderr, "sopctl: --pid: '%s' is not a process id\n", arg);
             return EXIT_USAGE;
@@ -131,6 +185,18 @@ int cli_window_opt(int opt, const char *arg, const char *optname, int *pid, doub
         fprintf(stderr, "sopctl: unknown option '%s'\n", optname);
         return EXIT_USAGE;
     }
+}
+
+int cli_check_window(double duration_s, double rate_hz)
+{
+    if (duration_s > 0 && rate_hz > 0 && duration_s * rate_hz < 2) {
+        fprintf(stderr,
+                "sopctl: --rate %g over --duration %g gives fewer than two samples; raise the "
+                "rate to at least %g Hz or the window to at least %g s\n",
+                rate_hz, duration_s, 2 / duration_s, 2 / rate_hz);
+        return EXIT_USAGE;
+    }
+    return EXIT_CLEAN;
 }
 
 int cli_load_site(struct sop_engine *e, const char *path, int no_default)

@@ -1,7 +1,9 @@
 /* sopctl.c — the command-line face of libsop: dispatches to one file per subcommand
  * (cli/cmd_*.c) and prints usage. Depends on include/sop.h only. */
+#include <errno.h>
 #include <stdio.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "cli.h"
 #include "sop.h"
@@ -29,7 +31,7 @@ static const char USAGE[] =
 
 static void usage(FILE *to) { fputs(USAGE, to); }
 
-int main(int argc, char **argv)
+static int dispatch(int argc, char **argv)
 {
     if (argc < 2) {
         usage(stderr);
@@ -55,14 +57,43 @@ int main(int argc, char **argv)
     if (strcmp(cmd, "agents-md") == 0)
         return cmd_agents_md(argc - 1, argv + 1);
     if (strcmp(cmd, "version") == 0 || strcmp(cmd, "--version") == 0) {
+        if (argc > 2) {
+            fprintf(stderr, "sopctl: version: unexpected argument '%s'\n", argv[2]);
+            return EXIT_USAGE;
+        }
         printf("sopctl %s\n", sop_version());
         return EXIT_CLEAN;
     }
     if (strcmp(cmd, "help") == 0 || strcmp(cmd, "--help") == 0 || strcmp(cmd, "-h") == 0) {
+        if (argc > 2) {
+            fprintf(stderr, "sopctl: help: unexpected argument '%s' (try sopctl CMD --help)\n",
+                    argv[2]);
+            return EXIT_USAGE;
+        }
         usage(stdout);
         return EXIT_CLEAN;
     }
     fprintf(stderr, "sopctl: unknown command '%s'\n", cmd);
     usage(stderr);
     return EXIT_USAGE;
+}
+
+/* Every command writes its result to stdout; a write that failed (a full disk, a closed pipe,
+ * /dev/full) is only certain once stdout is flushed and closed, so that is checked here, once
+ * for all commands: a failed write or close of stdout is exit 2 with a message. */
+int main(int argc, char **argv)
+{
+    int status = dispatch(argc, argv);
+    errno = 0;
+    int bad = fflush(stdout) != 0 || ferror(stdout);
+    int err = errno;
+    if (fclose(stdout) != 0 && !bad) {
+        bad = 1;
+        err = errno;
+    }
+    if (bad) {
+        fprintf(stderr, "sopctl: error writing to stdout: %s\n", err ? strerror(err) : "I/O error");
+        return EXIT_USAGE;
+    }
+    return status;
 }

@@ -152,11 +152,16 @@ int sop_load_site_string(sop_engine *e, const char *chunkname, const char *sourc
 /* Read a rule or site file, refusing (as root) one another user could have written. */
 static int read_rules_file(sop_engine *e, const char *path, char **src, size_t *len)
 {
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    /* O_NONBLOCK: a FIFO must not block the open; only a regular file is read */
+    int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
     if (fd < 0)
         return sop__fail(e, SOP_ERULES, "%s: %s", path, sop__strerror(errno));
     struct stat st;
     char why[200];
+    if (fstat(fd, &st) == 0 && !S_ISREG(st.st_mode)) {
+        close(fd);
+        return sop__fail(e, SOP_ERULES, "%s: not a regular file", path);
+    }
     if (fstat(fd, &st) != 0 || sop__rules_file_trusted(&st, why, sizeof why) != 0) {
         close(fd);
         return sop__fail(e, SOP_ERULES, "%s: %s", path, why);
@@ -280,6 +285,12 @@ int sop_set_threshold(sop_engine *e, const char *key, const char *value)
     return sop__rules_set_threshold(e->rules, key, value, e->err, sizeof e->err);
 }
 
+void sop_clear_thresholds(sop_engine *e)
+{
+    if (e)
+        sop__rules_clear_thresholds(e->rules);
+}
+
 void sop_collect_opts_init(sop_collect_opts *opts)
 {
     if (!opts)
@@ -327,6 +338,50 @@ int sop_collect_self(sop_engine *e, const sop_collect_opts *opts, sop_evidence *
     return sop_collect(e, (int)getpid(), opts, out);
 }
 
+static const char *type_name(const sop_value *v)
+{
+    static const char *const names[] = {
+        [SOP_V_NULL] = "null", [SOP_V_BOOL] = "a boolean", [SOP_V_NUM] = "a number",
+        [SOP_V_STR] = "a string", [SOP_V_ARR] = "an array", [SOP_V_OBJ] = "an object"};
+    return names[v->type];
+}
+
+/* The keys `sopctl evidence` writes at the top level (docs/evidence.md), with their types: a
+ * file where one has another type is not evidence (a rule would read nonsense and clear). */
+static int check_evidence_types(const sop_value *tree, char *why, size_t whylen)
+{
+    static const struct {
+        const char *key;
+        sop_vtype type;
+    } known[] = {
+        {"schema", SOP_V_NUM},         {"pid", SOP_V_NUM},          {"alive", SOP_V_BOOL},
+        {"host", SOP_V_OBJ},           {"proc", SOP_V_OBJ},         {"cgroup", SOP_V_OBJ},
+        {"python", SOP_V_OBJ},         {"alloc", SOP_V_OBJ},        {"sampling", SOP_V_OBJ},
+        {"parent", SOP_V_OBJ},         {"threads", SOP_V_ARR},      {"children", SOP_V_ARR},
+        {"missing", SOP_V_ARR},        {"io_files", SOP_V_ARR},     {"siblings", SOP_V_ARR},
+        {"duration_s", SOP_V_NUM},     {"collected_at", SOP_V_NUM}, {"collect_ms", SOP_V_NUM},
+        {"effective_cpus", SOP_V_NUM},
+    };
+    for (size_t i = 0; i < sizeof known / sizeof *known; i++) {
+        const sop_value *v = sop__v_get(tree, known[i].key);
+        if (!v || v->type == known[i].type || v->type == SOP_V_NULL)
+            continue;
+        sop_value want = {.type = known[i].type};
+        snprintf(why, whylen, "key '%s' is %s, expected %s", known[i].key, type_name(v),
+                 type_name(&want));
+        return -1;
+    }
+    const sop_value *threads = sop__v_get(tree, "threads");
+    size_t k = 0;
+    for (const sop_value *t = threads ? threads->child : NULL; t; t = t->next, k++) {
+        if (t->type != SOP_V_OBJ) {
+            snprintf(why, whylen, "key 'threads[%zu]' is %s, expected an object", k, type_name(t));
+            return -1;
+        }
+    }
+    return 0;
+}
+
 int sop_evidence_from_json(sop_engine *e, const char *text, size_t len, sop_evidence **out)
 {
     if (!out || !text)
@@ -341,6 +396,11 @@ int sop_evidence_from_json(sop_engine *e, const char *text, size_t len, sop_evid
     if (!tree)
         return sop__fail(e, SOP_EFORMAT, "not sop evidence: %s", err);
     double schema = 0, pid = 0;
+    char why[200];
+    if (tree->type == SOP_V_OBJ && check_evidence_types(tree, why, sizeof why) != 0) {
+        sop__v_free(tree);
+        return sop__fail(e, SOP_EFORMAT, "not sop evidence: %s", why);
+    }
     if (tree->type != SOP_V_OBJ || !sop__v_get_num(tree, "schema", &schema) ||
         !sop__v_get_num(tree, "pid", &pid) || !sop__v_get(tree, "host")) {
         sop__v_free(tree);

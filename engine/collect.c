@@ -256,8 +256,8 @@ int sop__collect(int pid, const sop_collect_opts *o, sop_value **out, char *err,
         }
         if (sampler)
             sop__sampler_run(sampler, t0 + o->duration_s * 1e3, o->rate_hz, NULL, NULL);
-        else
-            sleep_until_ms(t0 + o->duration_s * 1e3);
+        /* the window is the asked duration whatever the rate (or a target that left early) */
+        sleep_until_ms(t0 + o->duration_s * 1e3);
         sop_missing scratch = {0};
         int rc2 = take(root_fd, pid_fd, pid, o, &b, &scratch);
         double secs = (sop__now_ms() - t0) / 1e3;

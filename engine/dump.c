@@ -207,6 +207,26 @@ static void read_cmdline(int pid, char *buf, size_t cap)
     buf[n < (long)cap ? n : (long)cap - 1] = '\0';
 }
 
+/* 1 when pid is a kernel thread (PF_KTHREAD in /proc/PID/stat's flags): it has no user space,
+ * so "not found" would be wrong and "not CPython" is the answer. */
+static int is_kernel_thread(int pid)
+{
+    char path[64], buf[1024];
+    snprintf(path, sizeof path, "/proc/%d/stat", pid);
+    FILE *f = fopen(path, "re");
+    if (!f)
+        return 0;
+    size_t n = fread(buf, 1, sizeof buf - 1, f);
+    fclose(f);
+    buf[n] = '\0';
+    const char *p = strrchr(buf, ')');
+    unsigned long flags = 0;
+    /* after ")": state ppid pgrp session tty_nr tpgid flags */
+    if (!p || sscanf(p + 1, " %*c %*d %*d %*d %*d %*d %lu", &flags) != 1)
+        return 0;
+    return (flags & 0x00200000UL) != 0; /* PF_KTHREAD */
+}
+
 int sop_dump(sop_engine *e, int pid, unsigned flags, sop_format fmt, char **out)
 {
     (void)e; /* the lead wires the last-error detail */
@@ -219,7 +239,13 @@ int sop_dump(sop_engine *e, int pid, unsigned flags, sop_format fmt, char **out)
     read_cmdline(pid, cmdline, sizeof cmdline);
     /* The dump shows no GC state: skip it (counting frozen objects can be long). */
     unsigned pyflags = SOP_PY_SKIP_GC | ((flags & SOP_DUMP_NATIVE) ? SOP_PY_NATIVE : 0);
-    int r = sop__python_collect(pid, "/proc", pyflags, &py, &missing);
+    int r;
+    if (is_kernel_thread(pid)) {
+        sop__missing_add(&missing, "python", "pid %d is a kernel thread (no user space)", pid);
+        r = -ENOEXEC;
+    } else {
+        r = sop__python_collect(pid, "/proc", pyflags, &py, &missing);
+    }
     int rc;
     switch (r) {
     case 0:

@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "escape.h"
 #include "sampler.h"
 
 #define FG_WIDTH 1200.0
@@ -73,38 +74,10 @@ static void insert(tree *t, node *root, const char *stack, long count)
     }
 }
 
-/* XML text: escape markup, drop control bytes, replace invalid UTF-8 with '?'. */
+/* XML text: escape.h's one escaper for SVG. */
 static void put_xml(FILE *f, const char *s, size_t len, size_t max_chars)
 {
-    size_t chars = 0;
-    for (size_t i = 0; i < len && chars < max_chars; chars++) {
-        unsigned char c = (unsigned char)s[i];
-        if (c < 0x80) {
-            switch (c) {
-            case '&': fputs("&amp;", f); break;
-            case '<': fputs("&lt;", f); break;
-            case '>': fputs("&gt;", f); break;
-            case '"': fputs("&quot;", f); break;
-            case '\'': fputs("&apos;", f); break;
-            default: fputc(c < 0x20 ? '?' : c, f);
-            }
-            i++;
-            continue;
-        }
-        size_t n = c >= 0xf0 && c < 0xf5 ? 4 : c >= 0xe0 ? 3 : c >= 0xc2 && c < 0xe0 ? 2 : 0;
-        bool ok = n > 0 && i + n <= len;
-        for (size_t k = 1; ok && k < n; k++)
-            ok = ((unsigned char)s[i + k] & 0xc0) == 0x80;
-        if (ok) {
-            fwrite(s + i, 1, n, f);
-            i += n;
-        } else {
-            fputc('?', f);
-            i++;
-        }
-    }
-    if (chars >= max_chars && max_chars < len)
-        fputs("..", f);
+    sop__esc_xml(f, s, len, max_chars);
 }
 
 static uint32_t name_hash(const char *s, size_t len)

@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "engine.h"
+#include "escape.h"
 #include "sampler.h"
 
 typedef struct {
@@ -71,13 +72,20 @@ int sop_record(sop_engine *e, int pid, double duration_s, double rate_hz, const 
                  pid, st.ticks, st.rate_hz, st.window_s);
         rc = sop__flamegraph_write(v, n, title, f);
     } else {
-        for (size_t i = 0; i < n; i++)
-            fprintf(f, "%s %ld\n", v[i].stack, v[i].count);
+        sop_sb line = {0};
+        for (size_t i = 0; i < n; i++) {
+            sop__esc_collapsed(&line, v[i].stack);
+            char *esc = sop__sb_take(&line);
+            fprintf(f, "%s %ld\n", esc ? esc : "?", v[i].count);
+            free(esc);
+        }
         rc = 0;
     }
     for (size_t i = 0; i < n; i++)
         free((char *)v[i].stack);
     free(v);
+    if (ferror(f))
+        rc = -1;
     if (fclose(f) != 0 || rc < 0) {
         sop__sampler_close(s);
         return sop__fail(e, SOP_EIO, "%s: write failed", path);

@@ -1,11 +1,12 @@
 /* report.c — the report: built from the rules' verdicts and the evidence (findings sorted most
  * severe first, missing evidence, timing), then rendered as the playbook's section-10 Markdown
  * table, JSON (CONTRACT.md) or plain text, in English or Chinese. Depends on value, json,
- * strbuf. */
+ * strbuf; every string from the target, the evidence or a rule goes through escape.h. */
 #include <stdlib.h>
 #include <string.h>
 
 #include "engine.h"
+#include "escape.h"
 #include "json.h"
 #include "rank.h"
 #include "strbuf.h"
@@ -226,10 +227,19 @@ static const labels ZH = {"sop 诊断报告", "症状", "证据（具体数字�
                           "参考", "已排除", "无法判断（缺少证据）", "规则错误", "缺失的证据",
                           "没有 warn 或 high 级别的发现。", "级别"};
 
+/* One string in the output format: Markdown inline text or terminal text. */
+static void put_str(sop_sb *b, const char *s, bool md)
+{
+    if (md)
+        sop__esc_md(b, s);
+    else
+        sop__esc_text(b, s);
+}
+
 static void put_field(sop_sb *b, const sop_value *obj, const char *key, const char *lang,
                       bool md)
 {
-    sop__sb_put_escaped(b, text_of(sop__v_get(obj, key), lang), md);
+    put_str(b, text_of(sop__v_get(obj, key), lang), md);
 }
 
 static void put_refs(sop_sb *b, const sop_value *finding, const char *sep, bool md)
@@ -241,7 +251,7 @@ static void put_refs(sop_sb *b, const sop_value *finding, const char *sep, bool 
             continue;
         if (i++)
             sop__sb_puts(b, sep);
-        sop__sb_put_escaped(b, c->str, md);
+        put_str(b, c->str, md);
     }
 }
 
@@ -254,7 +264,7 @@ static void put_header(sop_sb *b, const sop_value *r, const labels *L, bool md)
     const char *comm = sop__v_get_str(t, "comm");
     if (comm) {
         sop__sb_puts(b, " (");
-        sop__sb_put_escaped(b, comm, false);
+        put_str(b, comm, md);
         sop__sb_puts(b, ")");
     }
     const sop_value *alive = sop__v_get(t, "alive");
@@ -263,27 +273,41 @@ static void put_header(sop_sb *b, const sop_value *r, const labels *L, bool md)
     sop__sb_puts(b, "\n");
     const char *cmdline = sop__v_get_str(t, "cmdline");
     if (cmdline) {
-        sop__sb_puts(b, md ? "\n`" : "  ");
-        sop__sb_put_escaped(b, cmdline, false);
-        sop__sb_puts(b, md ? "`" : "");
+        if (md) {
+            sop__sb_puts(b, "\n");
+            sop__esc_md_code(b, cmdline);
+        } else {
+            sop__sb_puts(b, "  ");
+            sop__esc_text(b, cmdline);
+        }
     }
     const char *py = sop__v_get_str(t, "python");
-    if (py)
-        sop__sb_printf(b, "%sPython %s", cmdline ? " — " : (md ? "\n" : "  "), py);
+    if (py) {
+        sop__sb_printf(b, "%sPython ", cmdline ? " — " : (md ? "\n" : "  "));
+        put_str(b, py, md);
+    }
     if (cmdline || py)
         sop__sb_puts(b, "\n");
     sop__sb_puts(b, "\n");
 }
 
-static void put_id_section(sop_sb *b, const sop_value *v)
+/* "id §section": in Markdown one code span, as text escaped text. */
+static void put_id_section(sop_sb *b, const sop_value *v, bool md)
 {
     const char *id = sop__v_get_str(v, "id");
     const char *sec = sop__v_get_str(v, "section");
-    sop__sb_put_escaped(b, id ? id : "?", false);
+    sop_sb raw = {0};
+    sop__sb_puts(&raw, id ? id : "?");
     if (sec) {
-        sop__sb_puts(b, " §");
-        sop__sb_put_escaped(b, sec, false);
+        sop__sb_puts(&raw, " §");
+        sop__sb_puts(&raw, sec);
     }
+    char *s = sop__sb_take(&raw);
+    if (md)
+        sop__esc_md_code(b, s ? s : "?");
+    else
+        sop__esc_text(b, s ? s : "?");
+    free(s);
 }
 
 static void put_lists(sop_sb *b, const sop_value *r, const labels *L, const char *lang, bool md)
@@ -300,17 +324,16 @@ static void put_lists(sop_sb *b, const sop_value *r, const labels *L, const char
         if (md)
             sop__sb_puts(b, "\n");
         for (const sop_value *c = arr->child; c; c = c->next) {
-            sop__sb_puts(b, md ? "- `" : "  - ");
-            put_id_section(b, c);
-            sop__sb_puts(b, md ? "`" : "");
+            sop__sb_puts(b, md ? "- " : "  - ");
+            put_id_section(b, c, md);
             const char *where = sop__v_get_str(c, "where");
             if (where) {
                 sop__sb_puts(b, " (");
-                sop__sb_put_escaped(b, where, false);
+                put_str(b, where, md);
                 sop__sb_puts(b, ")");
             }
             sop__sb_puts(b, ": ");
-            put_field(b, c, lists[i].field, lang, false);
+            put_field(b, c, lists[i].field, lang, md);
             sop__sb_puts(b, "\n");
         }
     }
@@ -321,9 +344,9 @@ static void put_lists(sop_sb *b, const sop_value *r, const labels *L, const char
             sop__sb_puts(b, "\n");
         for (const sop_value *c = missing->child; c; c = c->next) {
             sop__sb_puts(b, md ? "- " : "  - ");
-            put_field(b, c, "probe", lang, false);
+            put_field(b, c, "probe", lang, md);
             sop__sb_puts(b, ": ");
-            put_field(b, c, "reason", lang, false);
+            put_field(b, c, "reason", lang, md);
             sop__sb_puts(b, "\n");
         }
     }
@@ -351,9 +374,9 @@ static char *render_md(const sop_value *r, const char *lang)
         for (const sop_value *c = f->child; c; c = c->next) {
             sop__sb_puts(&b, "| **");
             put_field(&b, c, "severity", lang, true);
-            sop__sb_puts(&b, "** `");
-            put_id_section(&b, c);
-            sop__sb_puts(&b, "` ");
+            sop__sb_puts(&b, "** ");
+            put_id_section(&b, c, true);
+            sop__sb_puts(&b, " ");
             put_field(&b, c, "symptom", lang, true);
             static const char *cols[] = {"evidence", "cause", "fix", "verify"};
             for (int i = 0; i < 4; i++) {
@@ -380,10 +403,14 @@ static char *render_text(const sop_value *r, const char *lang)
     for (const sop_value *c = f ? f->child : NULL; c; c = c->next) {
         const char *sev = sop__v_get_str(c, "severity");
         sop__sb_puts(&b, "[");
-        for (const char *p = sev ? sev : "?"; *p; p++)
-            sop__sb_putn(&b, (const char[]){(char)(*p >= 'a' && *p <= 'z' ? *p - 32 : *p)}, 1);
+        char up[16];
+        size_t k = 0;
+        for (const char *p = sev ? sev : "?"; *p && k + 1 < sizeof up; p++)
+            up[k++] = (char)(*p >= 'a' && *p <= 'z' ? *p - 32 : *p);
+        up[k] = '\0';
+        sop__esc_text(&b, up);
         sop__sb_puts(&b, "] ");
-        put_id_section(&b, c);
+        put_id_section(&b, c, false);
         sop__sb_puts(&b, ": ");
         put_field(&b, c, "symptom", lang, false);
         sop__sb_puts(&b, "\n");
@@ -413,13 +440,9 @@ char *sop__report_render(const sop_value *report, sop_format fmt, const char *la
         sop_value *resolved = resolve(report, lang);
         if (!resolved)
             return NULL;
-        char *json = sop__json_print(resolved, 1);
+        char *json = sop__json_print(resolved, 1); /* escaped there (sop__esc_json_text) */
         sop__v_free(resolved);
-        if (!json)
-            return NULL;
-        char *clean = sop__json_escape_controls(json);
-        free(json);
-        return clean;
+        return json;
     }
     }
     return NULL;

@@ -13,6 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <lauxlib.h>
@@ -36,7 +37,7 @@
 
 _Static_assert(LUA_EXTRASPACE >= sizeof(void *), "the runner lives in the extra space");
 
-enum { KILL_NONE, KILL_INSTR, KILL_MEM };
+enum { KILL_NONE, KILL_INSTR, KILL_MEM, KILL_TIME, KILL_EVAL_TIME };
 enum { PHASE_IDLE, PHASE_LOAD, PHASE_RUN };
 enum { VERDICT_HIT = 1, VERDICT_CLEAR, VERDICT_UNKNOWN };
 
@@ -57,10 +58,12 @@ struct sop_rules {
     size_t max_bytes;
     size_t total_cap_bytes;
     int hook_tick;
+    double wall_rule_ms, wall_eval_ms; /* the watchdog: wall-clock limits per rule, per run */
     /* accounting while rule code runs */
     size_t used_bytes;
     size_t rule_cap_bytes;
     long long instructions;
+    double rule_deadline_ms, eval_deadline_ms; /* CLOCK_MONOTONIC */
     int limits_active;
     int killed;
     char kill_where[160];
@@ -117,7 +120,34 @@ static void lua_where(lua_State *L, int level, char *buf, size_t len)
 
 static const char *kill_message(const sop_rules *r)
 {
-    return r->killed == KILL_MEM ? "memory limit exceeded" : "instruction limit exceeded";
+    switch (r->killed) {
+    case KILL_MEM:
+        return "memory limit exceeded";
+    case KILL_TIME:
+        return "time limit exceeded (the watchdog's limit per rule)";
+    case KILL_EVAL_TIME:
+        return "evaluation time limit exceeded (the watchdog's limit per evaluation)";
+    default:
+        return "instruction limit exceeded";
+    }
+}
+
+static double mono_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
+}
+
+/* The watchdog, checked with the instruction count (every hook tick, every charge): a rule
+ * past its wall-clock deadline is killed like one past its instruction budget. Returns the
+ * kill kind, or KILL_NONE. */
+static int past_deadline(const sop_rules *r)
+{
+    double now = mono_ms();
+    if (now > r->eval_deadline_ms)
+        return KILL_EVAL_TIME;
+    return now > r->rule_deadline_ms ? KILL_TIME : KILL_NONE;
 }
 
 /* The allocator: counts every byte of the state; fails growth past the total cap and, while
@@ -162,8 +192,11 @@ static void count_hook(lua_State *L, lua_Debug *ar)
     if (!r->limits_active)
         return;
     r->instructions += r->hook_tick;
-    if (!r->killed && r->instructions > r->max_instructions) {
-        r->killed = KILL_INSTR;
+    int over = r->instructions > r->max_instructions ? KILL_INSTR : KILL_NONE;
+    if (!r->killed && !over)
+        over = past_deadline(r);
+    if (!r->killed && over) {
+        r->killed = over;
         r->kill_where[0] = '\0';
         if (lua_getinfo(L, "Sl", ar) && ar->currentline > 0)
             snprintf(r->kill_where, sizeof r->kill_where, "%s:%d", ar->short_src, ar->currentline);
@@ -192,8 +225,9 @@ static void charge_instructions(lua_State *L, double n)
         return;
     double room = (double)(r->max_instructions - r->instructions) + 1;
     r->instructions += n < room ? (long long)n : (long long)room;
-    if (!r->killed && r->instructions > r->max_instructions) {
-        r->killed = KILL_INSTR;
+    int over = r->instructions > r->max_instructions ? KILL_INSTR : past_deadline(r);
+    if (!r->killed && over) {
+        r->killed = over;
         lua_where(L, 1, r->kill_where, sizeof r->kill_where);
     }
     raise_if_killed(L);
@@ -201,6 +235,10 @@ static void charge_instructions(lua_State *L, double n)
 
 static void start_limits(sop_rules *r)
 {
+    double now = mono_ms();
+    if (r->phase != PHASE_RUN) /* the top level of a pack or site: its own evaluation */
+        r->eval_deadline_ms = now + r->wall_eval_ms;
+    r->rule_deadline_ms = now + r->wall_rule_ms;
     r->instructions = 0;
     r->killed = KILL_NONE;
     r->kill_where[0] = '\0';
@@ -327,6 +365,33 @@ static int sb_co_wrap_call(lua_State *L)
         return lua_error(L);
     }
     lua_remove(L, 1);
+    return lua_gettop(L);
+}
+
+/* coroutine.close. A coroutine that died in an error stays unwound up to its to-be-closed
+ * variables, and when that error came from the count hook (a kill) Lua leaves hooks off in it:
+ * its __close handlers would run outside every limit. So the handlers of a coroutine that
+ * died in an error never run; close returns false and the error, as Lua's close does.
+ * upvalue 1: the real coroutine.close. */
+static int sb_co_close(lua_State *L)
+{
+    lua_State *co = lua_tothread(L, 1);
+    luaL_argexpected(L, co, 1, "coroutine");
+    int st = lua_status(co);
+    if (st != LUA_OK && st != LUA_YIELD) {
+        lua_pushboolean(L, 0);
+        if (lua_gettop(co) > 0) {
+            lua_pushvalue(co, -1);
+            lua_xmove(co, L, 1);
+        } else {
+            lua_pushnil(L);
+        }
+        return 2;
+    }
+    lua_pushvalue(L, lua_upvalueindex(1));
+    lua_insert(L, 1);
+    lua_call(L, lua_gettop(L) - 1, LUA_MULTRET);
+    raise_if_killed(L);
     return lua_gettop(L);
 }
 
@@ -969,13 +1034,21 @@ static int dsl_pct(lua_State *L)
 /* Read a regular text file of at most `max` bytes into a malloc'd buffer; errno on failure. */
 static char *read_file(const char *path, size_t max, size_t *len, char *why, size_t whylen)
 {
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    /* O_NONBLOCK: a FIFO must not block the open; only a regular file is read */
+    int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
     if (fd < 0)
         return NULL;
     struct stat st;
     char *buf = NULL;
-    if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode) || (size_t)st.st_size > max) {
-        errno = S_ISREG(st.st_mode) ? EFBIG : EISDIR;
+    if (fstat(fd, &st) != 0)
+        goto out;
+    if (!S_ISREG(st.st_mode)) {
+        snprintf(why, whylen, "is not a regular file");
+        errno = EINVAL;
+        goto out;
+    }
+    if ((size_t)st.st_size > max) {
+        errno = EFBIG;
         goto out;
     }
     if (sop__rules_file_trusted(&st, why, whylen) != 0) {
@@ -999,6 +1072,39 @@ static char *read_file(const char *path, size_t max, size_t *len, char *why, siz
 out:
     close(fd);
     return buf;
+}
+
+/* A new global environment for one chunk (a pack's file, each plugin, the site file): a copy of
+ * the pristine sandbox kept in the registry, with its library tables (string, table, math...)
+ * copied too. So a chunk that replaces `hit`, `pairs` or `string.format`, or sets a global,
+ * changes them for its own rules only: no pack or plugin sees another's globals or changes to
+ * the built-ins. Modules share values only through what `require` returns. */
+static void push_fresh_env(lua_State *L)
+{
+    lua_rawgetp(L, LUA_REGISTRYINDEX, &K_SANDBOX);
+    int tmpl = lua_gettop(L);
+    lua_createtable(L, 0, 48);
+    int env = tmpl + 1;
+    lua_pushnil(L);
+    while (lua_next(L, tmpl)) {
+        if (lua_type(L, -1) == LUA_TTABLE && !lua_rawequal(L, -1, tmpl)) {
+            int lib = lua_gettop(L);
+            lua_newtable(L);
+            lua_pushnil(L);
+            while (lua_next(L, lib)) {
+                lua_pushvalue(L, -2);
+                lua_insert(L, -2);
+                lua_rawset(L, -4);
+            }
+            lua_replace(L, lib);
+        }
+        lua_pushvalue(L, -2);
+        lua_insert(L, -2);
+        lua_rawset(L, env);
+    }
+    lua_pushvalue(L, env);
+    lua_setfield(L, env, "_G");
+    lua_remove(L, tmpl);
 }
 
 static int is_binary_chunk(const char *s, size_t len)
@@ -1067,7 +1173,7 @@ static int sb_require(lua_State *L)
     }
     if (status != LUA_OK)
         return lua_error(L);
-    lua_rawgetp(L, LUA_REGISTRYINDEX, &K_SANDBOX);
+    push_fresh_env(L);
     lua_setupvalue(L, -2, 1); /* _ENV */
     lua_pushvalue(L, 1);
     lua_pushlightuserdata(L, (void *)&K_LOADING);
@@ -1231,8 +1337,11 @@ static void setup_state(lua_State *L, const sop_rules_module *modules)
     static const char *const os_ok[] = {"time", "clock", "date", NULL};
     copy_fields(L, os, os_ok);
     lua_setfield(L, sb, "os");
-    static const char *const co_ok[] = {"yield", "status", "running", "isyieldable", "close", NULL};
+    static const char *const co_ok[] = {"yield", "status", "running", "isyieldable", NULL};
     copy_fields(L, co, co_ok);
+    lua_getfield(L, co, "close");
+    lua_pushcclosure(L, sb_co_close, 1);
+    lua_setfield(L, -2, "close");
     set_fn(L, "create", sb_co_create);
     lua_getfield(L, co, "resume");
     lua_pushcclosure(L, sb_co_resume, 1);
@@ -1277,10 +1386,21 @@ int sop__rules_set_limits(sop_rules *r, long long max_instructions, size_t max_b
     r->max_instructions = max_instructions ? max_instructions : SOP_RULES_DEFAULT_INSTRUCTIONS;
     r->max_bytes = max_bytes ? max_bytes : SOP_RULES_DEFAULT_BYTES;
     r->hook_tick = r->max_instructions < HOOK_TICK ? (int)r->max_instructions : HOOK_TICK;
+    if (r->wall_rule_ms <= 0)
+        sop__rules_set_time_limits(r, 0, 0);
     /* The whole state: the pack, the evidence, and one rule's worth (times a margin). */
     r->total_cap_bytes = 4 * r->max_bytes + (16u << 20);
     if (r->L)
         lua_sethook(r->L, count_hook, LUA_MASKCOUNT, r->hook_tick);
+    return 0;
+}
+
+int sop__rules_set_time_limits(sop_rules *r, long rule_ms, long eval_ms)
+{
+    if (!r || rule_ms < 0 || eval_ms < 0)
+        return SOP_EINVAL;
+    r->wall_rule_ms = rule_ms ? (double)rule_ms : (double)SOP_RULES_DEFAULT_RULE_MS;
+    r->wall_eval_ms = eval_ms ? (double)eval_ms : (double)SOP_RULES_DEFAULT_EVAL_MS;
     return 0;
 }
 
@@ -1364,19 +1484,47 @@ static int check_override(const sop_rules *r, const char *key, const char *value
     return 0;
 }
 
+/* Drop the overrides the pack now loaded does not declare, or whose value does not read as
+ * the type of its default: a load applies what fits and never fails for an override. */
+static void prune_overrides(sop_rules *r)
+{
+    size_t keep = 0;
+    for (size_t i = 0; i < r->novr; i++) {
+        char scratch[8];
+        if (check_override(r, r->ovr[i].key, r->ovr[i].value, scratch, sizeof scratch) == 0) {
+            r->ovr[keep++] = r->ovr[i];
+        } else {
+            free(r->ovr[i].key);
+            free(r->ovr[i].value);
+        }
+    }
+    r->novr = keep;
+}
+
+void sop__rules_clear_thresholds(sop_rules *r)
+{
+    if (!r)
+        return;
+    for (size_t i = 0; i < r->novr; i++) {
+        free(r->ovr[i].key);
+        free(r->ovr[i].value);
+    }
+    r->novr = 0;
+}
+
 int sop__rules_set_threshold(sop_rules *r, const char *key, const char *value, char *err,
                              size_t errlen)
 {
     if (!r || !key || !value)
         return SOP_EINVAL;
-    if (r->L) {
-        int rc = check_override(r, key, value, err, errlen);
-        if (rc)
-            return rc;
-    } else if (!valid_name(key, strlen(key), 0)) {
-        set_err(err, errlen, "unknown threshold '%s'", key);
-        return SOP_EUNKNOWNKEY;
+    if (!r->L) {
+        set_err(err, errlen, "no rule pack loaded: load one first (an override is checked "
+                             "against the pack in force)");
+        return SOP_ENORULES;
     }
+    int rc = check_override(r, key, value, err, errlen);
+    if (rc)
+        return rc;
     char *v = strdup(value);
     if (!v)
         return SOP_ENOMEM;
@@ -1464,7 +1612,7 @@ static int run_top_chunk(lua_State *L, sop_rules *r, const char *chunkname, cons
     lua_pushcfunction(L, msgh); /* 2 */
     int status = luaL_loadbufferx(L, src, len, chunk, "t");
     if (status == LUA_OK) {
-        lua_rawgetp(L, LUA_REGISTRYINDEX, &K_SANDBOX);
+        push_fresh_env(L);
         lua_setupvalue(L, -2, 1);
         r->phase = PHASE_LOAD;
         start_limits(r);
@@ -1548,13 +1696,7 @@ static int load_protected(lua_State *L)
         }
         qsort(r->known, r->nknown, sizeof *r->known, known_cmp);
     }
-    for (size_t i = 0; i < r->novr; i++) {
-        int rc = check_override(r, r->ovr[i].key, r->ovr[i].value, c->err, c->errlen);
-        if (rc) {
-            c->rc = rc;
-            return 0;
-        }
-    }
+    prune_overrides(r);
     return 0;
 }
 
@@ -1692,6 +1834,11 @@ static void run_one(lua_State *L, run_ctx *c, int rule_idx, int ev_proxy, int th
     lua_getfield(L, rule_idx, "where");
     const char *id = lua_tostring(L, -4), *section = lua_tostring(L, -3),
                *severity = lua_tostring(L, -2), *def_where = lua_tostring(L, -1);
+    if (mono_ms() > r->eval_deadline_ms) {
+        add_error(c, id, def_where,
+                  "not run: evaluation time limit exceeded (the watchdog's limit per evaluation)");
+        return;
+    }
     lua_getfield(L, rule_idx, "uses_set");
     lua_rawsetp(L, LUA_REGISTRYINDEX, &K_USES);
     lua_getfield(L, rule_idx, "check");
@@ -1843,6 +1990,7 @@ int sop__rules_run(sop_rules *r, const sop_value *ev, sop_value **out, char *err
     }
     lua_State *L = r->L;
     lua_settop(L, 0);
+    r->eval_deadline_ms = mono_ms() + r->wall_eval_ms;
     lua_pushcfunction(L, run_protected);
     lua_pushlightuserdata(L, &c);
     int status = lua_pcall(L, 1, 0, 0);
@@ -2049,9 +2197,9 @@ int sop__rules_load_site(sop_rules *r, const char *chunkname, const char *src, s
     }
     r->ovr = ovr;
     r->novr = novr;
-    for (size_t i = 0; rc == 0 && i < r->novr; i++)
-        rc = check_override(r, r->ovr[i].key, r->ovr[i].value, err, errlen);
-    if (rc)
+    if (rc == 0)
+        prune_overrides(r);
+    else
         drop_pack(r);
     return rc;
 }

@@ -48,13 +48,27 @@ int sop__rules_load_site(sop_rules *r, const char *chunkname, const char *src, s
 #define SOP_RULES_DEFAULT_BYTES ((size_t)64 << 20)
 int sop__rules_set_limits(sop_rules *r, long long max_instructions, size_t max_bytes);
 
+/* The watchdog, the last line behind the instruction and memory limits: wall-clock limits per
+ * rule (and per top-level run of a pack or site file) and per evaluation (sop__rules_run),
+ * checked with the instruction count. A rule past its limit is killed ("time limit exceeded");
+ * once the evaluation's is spent, the running rule is killed and the rules left are reported
+ * as not run. 0 picks the default. Returns 0 or SOP_EINVAL. */
+#define SOP_RULES_DEFAULT_RULE_MS 10000L
+#define SOP_RULES_DEFAULT_EVAL_MS 60000L
+int sop__rules_set_time_limits(sop_rules *r, long rule_ms, long eval_ms);
+
+/* Drop every threshold override. */
+void sop__rules_clear_thresholds(sop_rules *r);
+
 size_t sop__rules_count(const sop_rules *r);
 const char *sop__rules_id(const sop_rules *r, size_t i);
 
-/* Override threshold `key`. The value is read with the type of the pack's default: a number
- * (SOP_EINVAL when it does not parse as one), true/false, or the string as given. Kept across
- * loads and applied to each; SOP_EUNKNOWNKEY when the loaded pack has no such threshold, with
- * "unknown threshold 'x' (known: a, b)" in err (checked again at each load). */
+/* Override threshold `key` of the pack in force (SOP_ENORULES when none is loaded). The value
+ * is read with the type of the pack's default: a number (SOP_EINVAL when it does not parse as
+ * one), true/false, or the string as given; SOP_EUNKNOWNKEY when the pack has no such
+ * threshold, with "unknown threshold 'x' (known: a, b)" in err. Kept across loads and
+ * re-applied to each; one the newly loaded pack does not declare (or whose value does not fit
+ * its type) is dropped at that load, which does not fail for it. */
 int sop__rules_set_threshold(sop_rules *r, const char *key, const char *value, char *err,
                              size_t errlen);
 

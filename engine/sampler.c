@@ -804,6 +804,10 @@ int sop__sampler_run(sop_sampler *s, double deadline_ms, double rate_hz,
         if (next < deadline_ms)
             sleep_until(next);
     }
+    /* The window is the duration asked for, whatever the rate: the last tick may fall well
+     * before the deadline (0.5 Hz over 2 s ticks once, at the start). */
+    if (rc != -ESRCH)
+        sleep_until(deadline_ms);
     for (int p = 0; p < s->nprocs; p++)
         s->procs[p].have_io1 = read_io(s->proc_root, s->procs[p].pid, &s->procs[p].io1);
     s->nfiles = scan_files(s, s->files);

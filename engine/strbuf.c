@@ -1,5 +1,6 @@
 /* strbuf.c — growable string and the output escaping shared by all formats. Depends on libc. */
 #include "strbuf.h"
+#include "escape.h"
 
 #include <stdarg.h>
 #include <stdio.h>
@@ -59,26 +60,10 @@ void sop__sb_printf(sop_sb *b, const char *fmt, ...)
 
 void sop__sb_put_escaped(sop_sb *b, const char *s, bool md_cell)
 {
-    const unsigned char *p = (const unsigned char *)s;
-    while (*p) {
-        const unsigned char *run = p;
-        while (*p >= 0x20 && *p != 0x7f && !(p[0] == 0xc2 && p[1] >= 0x80 && p[1] <= 0x9f) &&
-               !(md_cell && *p == '|'))
-            p++;
-        sop__sb_putn(b, (const char *)run, (size_t)(p - run));
-        if (!*p)
-            break;
-        if (*p == '|') {
-            sop__sb_puts(b, "\\|");
-            p++;
-        } else if (*p == 0xc2) {
-            sop__sb_printf(b, "\\u%04x", p[1]);
-            p += 2;
-        } else {
-            sop__sb_printf(b, "\\x%02x", *p);
-            p++;
-        }
-    }
+    if (md_cell)
+        sop__esc_md(b, s);
+    else
+        sop__esc_text(b, s);
 }
 
 char *sop__sb_take(sop_sb *b)
@@ -97,24 +82,4 @@ char *sop__sb_take(sop_sb *b)
     return s;
 }
 
-char *sop__json_escape_controls(const char *json)
-{
-    sop_sb b = {0};
-    const unsigned char *p = (const unsigned char *)json;
-    while (*p) {
-        const unsigned char *run = p;
-        while (*p && *p != 0x7f && !(p[0] == 0xc2 && p[1] >= 0x80 && p[1] <= 0x9f))
-            p++;
-        sop__sb_putn(&b, (const char *)run, (size_t)(p - run));
-        if (!*p)
-            break;
-        if (*p == 0x7f) {
-            sop__sb_puts(&b, "\\u007f");
-            p++;
-        } else {
-            sop__sb_printf(&b, "\\u%04x", p[1]);
-            p += 2;
-        }
-    }
-    return sop__sb_take(&b);
-}
+char *sop__json_escape_controls(const char *json) { return sop__esc_json_text(json); }

@@ -104,9 +104,17 @@ const char *sop_rule_id(const sop_engine *e, size_t i);
  * {name: default}}. *out is malloc'd (free it). SOP_ENORULES before a load. */
 int sop_rules_doc(sop_engine *e, sop_format fmt, char **out);
 
-/* Override a threshold of the loaded pack, KEY=VALUE style (value parsed as a number when it
- * is one). Unknown keys give SOP_EUNKNOWNKEY. Overrides survive a later load. */
+/* Override a threshold, KEY=VALUE style, like `sopctl --set`. Needs a loaded pack
+ * (SOP_ENORULES before any load) and is checked at once against the pack in force with its
+ * site file: SOP_EUNKNOWNKEY for a name it does not declare, SOP_EINVAL for a value that does
+ * not read as the type of the default (a number, true/false, or any string); the reason is in
+ * sop_last_error(). Overrides are kept across later sop_load_rules_* / sop_load_site_* calls
+ * and re-applied to each; one that the newly loaded pack does not declare, or whose value does
+ * not fit it, is dropped at that load (the load itself never fails for an override).
+ * sop_clear_thresholds() drops them all. */
 int sop_set_threshold(sop_engine *e, const char *key, const char *value);
+/* Drop every threshold override: the pack's defaults (and its site file's) apply again. */
+void sop_clear_thresholds(sop_engine *e);
 
 /* ---- evidence -------------------------------------------------------------------------- */
 

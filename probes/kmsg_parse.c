@@ -246,7 +246,7 @@ void sop__kmsg_feed(sop_oom_list *l, const char *msg, double uptime_s)
 /* "pri,seq,usec,flags;msg" → usec and msg; "<pri>[ sec.usec] msg" or "[ sec.usec] msg" too. */
 void sop__kmsg_feed_line(sop_oom_list *l, const char *line, size_t len, double min_uptime_s)
 {
-    if (len == 0 || line[0] == ' ' || len > MSG_MAX * 2)
+    if (!line || len == 0 || line[0] == ' ' || len > MSG_MAX * 2)
         return; /* continuation ("key=value" dictionary) lines start with a blank */
     /* Every line sop__kmsg_feed acts on names a kill ("oom-killer", "oom-kill:", "killed as a
      * result", "Killed process", "Kill process"): skip the thousands of others cheaply. */

@@ -67,7 +67,7 @@ static void test_escape(void)
     sop_sb b = {0};
     sop__sb_put_escaped(&b, "a\x1b[31mred\x7f|\xc2\x85z", true);
     char *s = sop__sb_take(&b);
-    CHECK_EQ_S(s, "a\\x1b[31mred\\x7f\\|\\u0085z");
+    CHECK_EQ_S(s, "a\\x1b\\[31mred\\x7f\\|\\u0085z"); /* Markdown: '[' escaped too */
     free(s);
     char *j = sop__json_escape_controls("\"x\x7fy\xc2\x9b\"");
     CHECK_EQ_S(j, "\"x\\u007fy\\u009b\"");
@@ -115,7 +115,7 @@ static void test_report(void)
     CHECK(md && strstr(md, "| symptom | evidence | cause | fix | verify | refs |") != NULL);
     CHECK(md && strstr(md, "fix \\| it") != NULL);
     CHECK(md && strchr(md, '\x1b') == NULL && strchr(md, '\x07') == NULL);
-    CHECK(md && strstr(md, "\\x1b]0;pwned\\x07") != NULL);
+    CHECK(md && strstr(md, "\\x1b\\]0;pwned\\x07") != NULL);
     CHECK(md && strstr(md, "train.py\\x0aFAKE") != NULL);
     CHECK(md && strstr(md, "not a CPython process") != NULL);
     free(md);

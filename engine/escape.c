@@ -1,0 +1,173 @@
+/* escape.c — the escapers of escape.h: one per output format, sharing one strict UTF-8
+ * decoder. Depends on engine/strbuf.c and libc. */
+#include "escape.h"
+
+#include <string.h>
+
+size_t sop__utf8_seq(const unsigned char *p, size_t avail)
+{
+    unsigned c = p[0];
+    if (c < 0x80)
+        return 1;
+    size_t n;
+    unsigned lo = 0x80, hi = 0xbf;
+    if (c >= 0xc2 && c <= 0xdf)
+        n = 2;
+    else if (c >= 0xe0 && c <= 0xef) {
+        n = 3;
+        if (c == 0xe0)
+            lo = 0xa0; /* overlong */
+        if (c == 0xed)
+            hi = 0x9f; /* surrogates */
+    } else if (c >= 0xf0 && c <= 0xf4) {
+        n = 4;
+        if (c == 0xf0)
+            lo = 0x90;
+        if (c == 0xf4)
+            hi = 0x8f; /* above U+10FFFF */
+    } else
+        return 0;
+    if (avail < n)
+        return 0;
+    if (p[1] < lo || p[1] > hi)
+        return 0;
+    for (size_t k = 2; k < n; k++)
+        if ((p[k] & 0xc0) != 0x80)
+            return 0;
+    return n;
+}
+
+/* The shared walk: runs of safe characters verbatim; each control, invalid byte and (when
+ * `punct` is given) listed ASCII punctuation handed to the format's own spelling. */
+static void walk(sop_sb *b, const char *s, const char *punct, int pipe_only)
+{
+    const unsigned char *p = (const unsigned char *)s;
+    size_t left = strlen(s);
+    while (left) {
+        const unsigned char *run = p;
+        while (left) {
+            unsigned c = *p;
+            if (c < 0x20 || c == 0x7f)
+                break;
+            if (c < 0x80) {
+                if ((punct && strchr(punct, (int)c)) || (pipe_only && c == '|'))
+                    break;
+                p++, left--;
+                continue;
+            }
+            size_t n = sop__utf8_seq(p, left);
+            if (n == 0 || (c == 0xc2 && p[1] <= 0x9f)) /* invalid, or a C1 control */
+                break;
+            p += n, left -= n;
+        }
+        sop__sb_putn(b, (const char *)run, (size_t)(p - run));
+        if (!left)
+            break;
+        unsigned c = *p;
+        if (c < 0x80 && c >= 0x20 && c != 0x7f) { /* markup punctuation */
+            char esc[2] = {'\\', (char)c};
+            sop__sb_putn(b, esc, 2);
+            p++, left--;
+        } else if (c == 0xc2 && left >= 2 && p[1] >= 0x80 && p[1] <= 0x9f) {
+            sop__sb_printf(b, "\\u%04x", p[1]);
+            p += 2, left -= 2;
+        } else {
+            sop__sb_printf(b, "\\x%02x", c);
+            p++, left--;
+        }
+    }
+}
+
+void sop__esc_text(sop_sb *b, const char *s) { walk(b, s ? s : "", NULL, 0); }
+
+void sop__esc_md(sop_sb *b, const char *s) { walk(b, s ? s : "", "\\`*_[]<>|!&~#", 0); }
+
+void sop__esc_collapsed(sop_sb *b, const char *s) { walk(b, s ? s : "", NULL, 0); }
+
+void sop__esc_md_code(sop_sb *b, const char *s)
+{
+    s = s ? s : "";
+    size_t longest = 0, run = 0;
+    for (const char *p = s; *p; p++) {
+        run = *p == '`' ? run + 1 : 0;
+        if (run > longest)
+            longest = run;
+    }
+    size_t fence = longest + 1;
+    size_t n = strlen(s);
+    /* a space inside the fences when s starts or ends with a backtick (Markdown strips one
+     * on each side), and for an empty s ("``" would open a span of two) */
+    int pad = n == 0 || s[0] == '`' || s[n - 1] == '`';
+    for (size_t i = 0; i < fence; i++)
+        sop__sb_putn(b, "`", 1);
+    if (pad)
+        sop__sb_putn(b, " ", 1);
+    walk(b, s, NULL, 1);
+    if (pad && n)
+        sop__sb_putn(b, " ", 1);
+    for (size_t i = 0; i < fence; i++)
+        sop__sb_putn(b, "`", 1);
+}
+
+void sop__esc_xml(FILE *f, const char *s, size_t len, size_t max_chars)
+{
+    size_t chars = 0, i = 0;
+    for (; i < len && chars < max_chars; chars++) {
+        unsigned char c = (unsigned char)s[i];
+        if (c < 0x80) {
+            switch (c) {
+            case '&': fputs("&amp;", f); break;
+            case '<': fputs("&lt;", f); break;
+            case '>': fputs("&gt;", f); break;
+            case '"': fputs("&quot;", f); break;
+            case '\'': fputs("&apos;", f); break;
+            default: fputc(c < 0x20 || c == 0x7f ? '?' : c, f);
+            }
+            i++;
+            continue;
+        }
+        size_t n = sop__utf8_seq((const unsigned char *)s + i, len - i);
+        if (n && !(c == 0xc2 && (unsigned char)s[i + 1] <= 0x9f)) {
+            fwrite(s + i, 1, n, f);
+            i += n;
+        } else {
+            fputc('?', f);
+            i += n ? n : 1;
+        }
+    }
+    if (i < len)
+        fputs("..", f);
+}
+
+char *sop__esc_json_text(const char *json)
+{
+    sop_sb b = {0};
+    const unsigned char *p = (const unsigned char *)json;
+    size_t left = strlen(json);
+    while (left) {
+        const unsigned char *run = p;
+        size_t n = 0;
+        while (left) {
+            if (*p == 0x7f)
+                break;
+            n = sop__utf8_seq(p, left);
+            if (n == 0 || (p[0] == 0xc2 && p[1] <= 0x9f))
+                break;
+            p += n, left -= n;
+        }
+        sop__sb_putn(&b, (const char *)run, (size_t)(p - run));
+        if (!left)
+            break;
+        if (*p == 0x7f) {
+            sop__sb_puts(&b, "\\u007f");
+            p++, left--;
+        } else if (n == 2) { /* C1 */
+            sop__sb_printf(&b, "\\u%04x", p[1]);
+            p += 2, left -= 2;
+        } else {
+            sop__sb_puts(&b, "\\ufffd");
+            p++, left--;
+        }
+    }
+    return sop__sb_take(&b);
+}
