@@ -12,6 +12,7 @@ int cmd_dump(int argc, char **argv);
 int cmd_check(int argc, char **argv);
 int cmd_record(int argc, char **argv);
 int cmd_agents_md(int argc, char **argv);
+int cmd_heap(int argc, char **argv);
 
 /* Parse a positive pid; -1 when not a pid. */
 int cli_parse_pid(const char *s);

@@ -14,6 +14,7 @@ static const char USAGE[] =
     "  sopctl evidence --pid N [--duration S] [--rate HZ] [-o FILE]\n"
     "  sopctl record --pid N --duration S [--rate HZ] -o FILE(.txt|.svg)\n"
     "  sopctl dump --pid N [--native] [--json]\n"
+    "  sopctl heap --pid N [--json] [--top K] [--duration S] [--stop]\n"
     "  sopctl check RULES.lua|default [--site FILE] [--doc|--json]\n"
     "  sopctl agents-md [--lang en|zh]          # an AGENTS.md section on using sopctl\n"
     "  sopctl version\n"
@@ -40,6 +41,8 @@ int main(int argc, char **argv)
         return cmd_record(argc - 1, argv + 1);
     if (strcmp(cmd, "dump") == 0)
         return cmd_dump(argc - 1, argv + 1);
+    if (strcmp(cmd, "heap") == 0)
+        return cmd_heap(argc - 1, argv + 1);
     if (strcmp(cmd, "agents-md") == 0)
         return cmd_agents_md(argc - 1, argv + 1);
     if (strcmp(cmd, "version") == 0 || strcmp(cmd, "--version") == 0) {

@@ -185,6 +185,21 @@ void sop_evidence_free(sop_evidence *ev);
  * (sop_free). */
 int sop_dump(sop_engine *e, int pid, unsigned flags, sop_format fmt, char **out);
 
+/* ---- heap census ----------------------------------------------------------------------- */
+
+#define SOP_HEAP_STOP_TARGET 0x1u /* stop the process for an exact census (ptrace; resumed on
+                                   * every path, the pause is reported) */
+
+/* A census of the Python objects of `pid` tracked by its garbage collector, by type: count and
+ * estimated bytes, the total, and the share of the anonymous memory they explain (docs/heap.md).
+ * With duration_s > 0, a second census that much later and the growth per type. At most `top`
+ * types per list (0: 20). JSON (the ev.python.heap shape plus pid) when fmt is
+ * SOP_FORMAT_JSON, else text. Reads without stopping the target unless SOP_HEAP_STOP_TARGET;
+ * a census the target's changes made inconsistent is marked partial ("complete": false).
+ * Errors as sop_dump; *out may still name what is missing. *out owned by the caller (sop_free). */
+int sop_heap(sop_engine *e, int pid, unsigned flags, int top, double duration_s, sop_format fmt,
+             char **out);
+
 /* ---- evaluation and reports ------------------------------------------------------------ */
 
 typedef struct sop_report sop_report;

@@ -1,0 +1,613 @@
+/* heap_walk.c — sop__heap_census: walk the GC lists of the main interpreter (generations 0-2
+ * and the permanent generation) from outside, resolve each type pointer once (validated as a
+ * real type object), count objects per type and estimate their sizes. Every walk is bounded,
+ * each node's back link is checked (which also catches loops), a list that turns out
+ * inconsistent is re-walked (twice at most) and otherwise kept as far as it got, marked
+ * partial. Layouts from py_layouts.c; reads through remote_mem.c's page cache.
+ * Depends on libc, python.h (sop__python_locate), py_names.c. */
+#include "heap.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "py_names.h"
+#include "python.h"
+
+#define MAX_INTERPS 64
+#define MAX_LIST_OBJECTS (1ull << 27) /* per list: far above any heap seen, below a loop forever */
+#define MAX_TYPES 65536u
+#define LIST_RETRIES 2
+#define TPFLAGS_MANAGED_WEAKREF (1ul << 3)
+#define TPFLAGS_MANAGED_DICT (1ul << 4)
+#define TPFLAGS_HEAPTYPE (1ul << 9)
+#define TPFLAGS_HAVE_GC (1ul << 14)
+#define TPFLAGS_TYPE_SUBCLASS (1ul << 31)
+#define TYPE_READ 272u /* PyTypeObject up to tp_dict */
+#define NODE_READ 48u  /* PyGC_Head + ob_refcnt, ob_type, ob_size + one more word */
+
+enum { KIND_PLAIN, KIND_DICT, KIND_LIST, KIND_SET };
+
+typedef struct {
+    sop_heap_type t;
+    uint64_t gcount, gbytes; /* counted in the list walk in progress */
+    uint64_t basicsize, itemsize, flags;
+    int kind;
+} type_entry;
+
+typedef struct {
+    sop_rmem mem;
+    sop_pylayout L;
+    int minor;
+    uint64_t runtime;
+    sop_missing *missing;
+    type_entry *types;
+    size_t ntypes, cap;
+    uint32_t *index; /* open addressing, type address -> 1 + index in types; 0 empty */
+    uint64_t *bad;   /* type addresses found not to be types (small set) */
+    size_t index_cap;
+} heap_walker;
+
+static double now_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
+}
+
+static uint64_t rd64(const uint8_t *b, uint32_t off)
+{
+    uint64_t v;
+    memcpy(&v, b + off, sizeof v);
+    return v;
+}
+
+static size_t hash_ptr(uint64_t p)
+{
+    return (size_t)((p >> 3) * 0x9E3779B97F4A7C15ull >> 20);
+}
+
+/* A NUL-terminated C string at addr (tp_name), printable ASCII only; bounded by cap. */
+static int read_cstr(sop_rmem *m, uint64_t addr, char *out, size_t cap)
+{
+    size_t o = 0;
+    while (o + 1 < cap) {
+        /* read up to the end of the page, so a name near a mapping's end stays readable */
+        size_t n = SOP_RMEM_PAGE - (size_t)((addr + o) & (SOP_RMEM_PAGE - 1));
+        if (n > cap - 1 - o)
+            n = cap - 1 - o;
+        int r = sop__rmem_read(m, addr + o, out + o, n);
+        if (r < 0)
+            return r;
+        for (size_t i = 0; i < n; i++) {
+            char c = out[o + i];
+            if (c == '\0')
+                return o + i > 0 ? 0 : -EINVAL;
+            if (c < 0x20 || c > 0x7e)
+                return -EINVAL;
+        }
+        o += n;
+    }
+    out[cap - 1] = '\0';
+    return 0; /* cut at cap */
+}
+
+/* True when `type` looks like a type object: its own type (the metatype) is a type whose
+ * metatype chain reaches `type` itself (PyType_Type) within a few steps, with
+ * Py_TPFLAGS_TYPE_SUBCLASS on the way. */
+static bool is_type_object(heap_walker *w, uint64_t type)
+{
+    uint64_t t = type;
+    for (int depth = 0; depth < 6; depth++) {
+        uint64_t meta = 0, flags = 0;
+        if (sop__rmem_u64(&w->mem, t + w->L.ob_type, &meta) < 0 || !meta ||
+            sop__rmem_u64(&w->mem, meta + w->L.tp_flags, &flags) < 0)
+            return false;
+        if (!(flags & TPFLAGS_TYPE_SUBCLASS))
+            return false;
+        if (meta == t)
+            return true; /* PyType_Type */
+        t = meta;
+    }
+    return false;
+}
+
+static bool grow_index(heap_walker *w)
+{
+    size_t ncap = w->index_cap ? w->index_cap * 2 : 4096;
+    uint32_t *ni = calloc(ncap, sizeof *ni);
+    if (!ni)
+        return false;
+    for (size_t i = 0; i < w->ntypes; i++) {
+        size_t h = hash_ptr(w->types[i].t.type) & (ncap - 1);
+        while (ni[h])
+            h = (h + 1) & (ncap - 1);
+        ni[h] = (uint32_t)(i + 1);
+    }
+    free(w->index);
+    w->index = ni;
+    w->index_cap = ncap;
+    return true;
+}
+
+/* The entry of type `type`, resolved (and validated) the first time it is met. NULL when it
+ * is not a valid type of a GC object (*err -EINVAL), or on -ENOMEM / read errors. */
+static type_entry *resolve_type(heap_walker *w, uint64_t type, int *err)
+{
+    *err = 0;
+    if (w->index_cap) {
+        size_t h = hash_ptr(type) & (w->index_cap - 1);
+        for (size_t k = 0; k < w->index_cap && w->index[h]; k++, h = (h + 1) & (w->index_cap - 1))
+            if (w->types[w->index[h] - 1].t.type == type)
+                return &w->types[w->index[h] - 1];
+    }
+    const sop_pylayout *L = &w->L;
+    uint8_t b[TYPE_READ];
+    if (!type || (type & 7) || (*err = sop__rmem_read(&w->mem, type, b, sizeof b)) < 0) {
+        if (!*err)
+            *err = -EINVAL;
+        return NULL;
+    }
+    uint64_t flags = rd64(b, L->tp_flags), basic = rd64(b, L->tp_basicsize),
+             item = rd64(b, L->tp_itemsize), tp_name = rd64(b, L->tp_name);
+    char name[128];
+    if (!(flags & TPFLAGS_HAVE_GC) || basic < 16 || basic > (1u << 24) || item > (1u << 16) ||
+        read_cstr(&w->mem, tp_name, name, sizeof name) < 0 || !is_type_object(w, type)) {
+        *err = -EINVAL;
+        return NULL;
+    }
+    if (w->ntypes >= MAX_TYPES) {
+        *err = -E2BIG;
+        return NULL;
+    }
+    if (w->ntypes == w->cap) {
+        size_t ncap = w->cap ? w->cap * 2 : 256;
+        type_entry *nt = realloc(w->types, ncap * sizeof *nt);
+        if (!nt) {
+            *err = -ENOMEM;
+            return NULL;
+        }
+        w->types = nt;
+        w->cap = ncap;
+    }
+    if ((w->ntypes + 1) * 2 > w->index_cap && !grow_index(w)) {
+        *err = -ENOMEM;
+        return NULL;
+    }
+    type_entry *e = &w->types[w->ntypes];
+    memset(e, 0, sizeof *e);
+    e->t.type = type;
+    e->basicsize = basic;
+    e->itemsize = item;
+    e->flags = flags;
+    if (flags & TPFLAGS_HEAPTYPE) {
+        /* A class: __name__ is tp_name after its last dot, __module__ is in its dict. */
+        const char *dot = strrchr(name, '.');
+        char module[96] = "";
+        uint64_t dict = rd64(b, L->tp_dict);
+        if (sop__py_dict_str(&w->mem, L, dict, "__module__", module, sizeof module) < 0 && dot)
+            snprintf(module, sizeof module, "%.*s", (int)(dot - name < 95 ? dot - name : 95), name);
+        const char *base = dot ? dot + 1 : name;
+        if (module[0] && strcmp(module, "builtins") != 0)
+            snprintf(e->t.name, sizeof e->t.name, "%.63s.%.63s", module, base);
+        else
+            snprintf(e->t.name, sizeof e->t.name, "%s", base);
+    } else {
+        snprintf(e->t.name, sizeof e->t.name, "%s", name);
+        if (strcmp(name, "dict") == 0)
+            e->kind = KIND_DICT;
+        else if (strcmp(name, "list") == 0)
+            e->kind = KIND_LIST;
+        else if (strcmp(name, "set") == 0 || strcmp(name, "frozenset") == 0)
+            e->kind = KIND_SET;
+    }
+    size_t h = hash_ptr(type) & (w->index_cap - 1);
+    while (w->index[h])
+        h = (h + 1) & (w->index_cap - 1);
+    w->index[h] = (uint32_t)(w->ntypes + 1);
+    w->ntypes++;
+    return e;
+}
+
+static uint64_t round16(uint64_t n)
+{
+    return (n + 15) & ~(uint64_t)15;
+}
+
+/* Size of a dict's keys table (when the dict owns one: not shared, not the empty one). */
+static uint64_t dict_keys_bytes(heap_walker *w, uint64_t obj)
+{
+    const sop_pylayout *L = &w->L;
+    uint8_t d[48];
+    if (sop__rmem_read(&w->mem, obj, d, sizeof d) < 0)
+        return 0;
+    int64_t used = (int64_t)rd64(d, L->dict_used);
+    uint64_t keys = rd64(d, L->ma_keys), values = rd64(d, L->ma_values);
+    if (used <= 0 || !keys || values) /* empty (shared empty keys) or split (keys shared) */
+        return 0;
+    uint8_t k[16];
+    if (sop__rmem_read(&w->mem, keys, k, sizeof k) < 0)
+        return 0;
+    if (L->dict_log2) {
+        unsigned log2 = k[8], log2ib = k[9], kind = k[10];
+        if (log2 > 30 || log2ib > 33 || kind > 2)
+            return 0;
+        uint64_t usable = ((1ull << log2) << 1) / 3;
+        return L->dk_indices + (1ull << log2ib) + usable * (kind == 0 ? 24 : 16);
+    }
+    int64_t size = (int64_t)rd64(k, L->dk_size);
+    if (size <= 0 || size > (1ll << 30))
+        return 0;
+    uint64_t ib = size <= 0xff ? 1 : size <= 0xffff ? 2 : size <= 0xffffffffll ? 4 : 8;
+    uint64_t usable = ((uint64_t)size << 1) / 3;
+    return L->dk_indices + (uint64_t)size * ib + usable * 24;
+}
+
+/* Estimated bytes of the object at obj (header already read into node, at gc head). */
+static uint64_t object_bytes(heap_walker *w, const type_entry *e, uint64_t obj, const uint8_t *node)
+{
+    const sop_pylayout *L = &w->L;
+    uint64_t n = e->basicsize;
+    if (e->itemsize) {
+        int64_t sz = (int64_t)rd64(node, L->gc_head_size + L->ob_size);
+        if (sz < 0)
+            sz = -sz;
+        if (sz < (1ll << 32))
+            n += e->itemsize * (uint64_t)sz;
+    }
+    n = round16(n) + L->gc_head_size;
+    if (L->managed_preheader && (e->flags & (TPFLAGS_MANAGED_DICT | TPFLAGS_MANAGED_WEAKREF)))
+        n += L->managed_preheader;
+    uint64_t v = 0;
+    switch (e->kind) {
+    case KIND_DICT:
+        n += dict_keys_bytes(w, obj);
+        break;
+    case KIND_LIST:
+        if (sop__rmem_u64(&w->mem, obj + L->list_allocated, &v) == 0 && v < (1ull << 36))
+            n += 8 * v;
+        break;
+    case KIND_SET: {
+        uint64_t mask = 0, table = 0;
+        if (sop__rmem_u64(&w->mem, obj + L->set_mask, &mask) == 0 &&
+            sop__rmem_u64(&w->mem, obj + L->set_table, &table) == 0 &&
+            table != obj + L->set_smalltable && mask < (1ull << 34))
+            n += 16 * (mask + 1);
+        break;
+    }
+    default:
+        break;
+    }
+    return n;
+}
+
+/* Walk the list whose head is at `head`. Returns 0 when walked end to end, -EAGAIN when it
+ * met inconsistent data (then *why says where), or a fatal read error (-ESRCH, -EPERM, ...).
+ * Counts go to the entries' gcount/gbytes; *walked gets the objects counted. */
+static int walk_list(heap_walker *w, uint64_t head, uint64_t *walked, char *why, size_t whylen)
+{
+    const sop_pylayout *L = &w->L;
+    uint64_t prev = head, node = 0;
+    *walked = 0;
+    int r = sop__rmem_u64(&w->mem, head, &node);
+    if (r < 0)
+        return r;
+    node &= ~(uint64_t)3;
+    uint8_t b[NODE_READ];
+    for (uint64_t n = 0; node != head; n++) {
+        if (n >= MAX_LIST_OBJECTS) {
+            snprintf(why, whylen, "more than %llu objects", (unsigned long long)MAX_LIST_OBJECTS);
+            return -EAGAIN;
+        }
+        if (!node || (node & 7)) {
+            snprintf(why, whylen, "bad link after %llu objects", (unsigned long long)n);
+            return -EAGAIN;
+        }
+        if ((r = sop__rmem_read(&w->mem, node, b, sizeof b)) < 0) {
+            if (r == -ESRCH || r == -EPERM || r == -EACCES || r == -ENOMEM)
+                return r;
+            snprintf(why, whylen, "unreadable node after %llu objects", (unsigned long long)n);
+            return -EAGAIN;
+        }
+        uint64_t next = rd64(b, 0) & ~(uint64_t)3, back = rd64(b, 8) & ~(uint64_t)3;
+        if (back != prev) {
+            /* The back link disagrees: a stale cached page, or the list moved. */
+            if ((r = sop__rmem_read_direct(&w->mem, node, b, sizeof b)) < 0 ||
+                (rd64(b, 8) & ~(uint64_t)3) != prev) {
+                snprintf(why, whylen, "list changed under the walk after %llu objects",
+                         (unsigned long long)n);
+                return -EAGAIN;
+            }
+            next = rd64(b, 0) & ~(uint64_t)3;
+        }
+        uint64_t obj = node + L->gc_head_size;
+        uint64_t type = rd64(b, L->gc_head_size + L->ob_type);
+        type_entry *e = resolve_type(w, type, &r);
+        if (!e) {
+            if (r == -ESRCH || r == -EPERM || r == -EACCES || r == -ENOMEM)
+                return r;
+            snprintf(why, whylen, "%s after %llu objects",
+                     r == -E2BIG ? "too many types" : "not a type", (unsigned long long)n);
+            return -EAGAIN;
+        }
+        e->gcount++;
+        e->gbytes += object_bytes(w, e, obj, b);
+        (*walked)++;
+        prev = node;
+        node = next;
+    }
+    return 0;
+}
+
+static int cmp_types(const void *pa, const void *pb)
+{
+    const sop_heap_type *a = pa, *b = pb;
+    if (a->bytes != b->bytes)
+        return a->bytes < b->bytes ? 1 : -1;
+    if (a->count != b->count)
+        return a->count < b->count ? 1 : -1;
+    return strcmp(a->name, b->name);
+}
+
+static const char *const LIST_NAMES[SOP_HEAP_LISTS] = {"generation 0", "generation 1",
+                                                       "generation 2", "permanent generation"};
+
+static int census(heap_walker *w, unsigned flags, int pid, const char *proc_root, sop_pyheap *h)
+{
+    const sop_pylayout *L = &w->L;
+    uint64_t interp = 0, last = 0;
+    int r = sop__rmem_u64(&w->mem, w->runtime + L->rt_interp_head, &interp);
+    if (r < 0)
+        return r == -EFAULT ? -ENOEXEC : r;
+    for (int i = 0; interp && i < MAX_INTERPS; i++) { /* the main interpreter is the last */
+        last = interp;
+        if (sop__rmem_u64(&w->mem, interp + L->is_next, &interp) < 0)
+            break;
+    }
+    if (!last) {
+        sop__missing_add(w->missing, "heap", "no interpreter (not initialized or finalizing)");
+        return 0;
+    }
+    uint64_t gc = L->rt_gc ? w->runtime + L->rt_gc : last + L->is_gc;
+    sop_stopped st;
+    memset(&st, 0, sizeof st);
+    if (flags & SOP_HEAP_STOP) {
+        char err[160] = "";
+        r = sop__stop_process(pid, proc_root, &st, err, sizeof err);
+        if (r < 0) {
+            sop__missing_add(w->missing, "heap", "could not stop the process: %s", err);
+            return r;
+        }
+        h->stopped = true;
+    }
+    double t0 = now_ms();
+    h->complete = true;
+    int rc = 0;
+    for (int g = 0; g < SOP_HEAP_LISTS; g++) {
+        uint64_t head =
+            g < 3 ? gc + L->gc_generations + (uint32_t)g * L->gc_gen_size : gc + L->gc_permanent;
+        uint64_t walked = 0;
+        char why[160] = "";
+        int tries = 0;
+        for (;;) {
+            /* A collection in progress moves objects between lists: wait for it a little. */
+            for (int k = 0; k < 20; k++) {
+                int32_t collecting = 0;
+                if (sop__rmem_read_direct(&w->mem, gc + L->gc_collecting, &collecting, 4) < 0 ||
+                    collecting != 1)
+                    break;
+                usleep(5000);
+            }
+            for (size_t i = 0; i < w->ntypes; i++)
+                w->types[i].gcount = w->types[i].gbytes = 0;
+            r = walk_list(w, head, &walked, why, sizeof why);
+            if (r != -EAGAIN || ++tries > LIST_RETRIES)
+                break;
+            h->restarts++;
+            sop__rmem_flush(&w->mem);
+        }
+        if (r < 0 && r != -EAGAIN) {
+            rc = r;
+            break;
+        }
+        /* Keep what was counted, complete or not. */
+        for (size_t i = 0; i < w->ntypes; i++) {
+            w->types[i].t.count += w->types[i].gcount;
+            w->types[i].t.bytes += w->types[i].gbytes;
+        }
+        h->list_objects[g] = walked;
+        h->list_complete[g] = r == 0;
+        h->objects += walked;
+        if (r == -EAGAIN && h->complete) {
+            h->complete = false;
+            snprintf(h->partial, sizeof h->partial, "%s: %s (%llu objects counted there)",
+                     LIST_NAMES[g], why, (unsigned long long)walked);
+        }
+    }
+    h->census_ms = now_ms() - t0;
+    if (h->stopped)
+        h->pause_ms = sop__resume_process(&st);
+    if (rc < 0)
+        return rc;
+    int32_t en = 0;
+    if (sop__rmem_read(&w->mem, gc + L->gc_enabled, &en, 4) == 0 && (en == 0 || en == 1))
+        h->gc_enabled = en;
+    if (!h->complete)
+        sop__missing_add(w->missing, "heap", "census partial: %s", h->partial);
+    size_t n = 0;
+    h->types = calloc(w->ntypes ? w->ntypes : 1, sizeof *h->types);
+    if (!h->types)
+        return -ENOMEM;
+    for (size_t i = 0; i < w->ntypes; i++) {
+        if (!w->types[i].t.count)
+            continue;
+        h->types[n++] = w->types[i].t;
+        h->bytes += w->types[i].t.bytes;
+    }
+    h->ntypes = n;
+    qsort(h->types, n, sizeof *h->types, cmp_types);
+    h->reads = w->mem.reads;
+    return 0;
+}
+
+void sop__heap_free(sop_pyheap *h)
+{
+    if (!h)
+        return;
+    free(h->types);
+    free(h);
+}
+
+static int census_at(int pid, const char *proc_root, unsigned flags, sop_rmem_source source,
+                     void *ctx, int minor, uint64_t runtime, sop_pyheap **out, sop_missing *missing)
+{
+    *out = NULL;
+    heap_walker w;
+    memset(&w, 0, sizeof w);
+    w.missing = missing;
+    sop_pyheap *h = calloc(1, sizeof *h);
+    if (!h)
+        return -ENOMEM;
+    h->gc_enabled = INT64_MIN;
+    int rc;
+    if (source) {
+        const sop_pylayout *L = sop__pylayout_table(minor);
+        if (!L || !runtime) {
+            free(h);
+            return -ENOTSUP;
+        }
+        w.L = *L;
+        w.runtime = runtime;
+        snprintf(h->version, sizeof h->version, "3.%d", minor);
+        flags &= ~SOP_HEAP_STOP;
+    } else {
+        rc = sop__python_locate(pid, proc_root, &w.L, &w.runtime, h->version, sizeof h->version,
+                                missing);
+        if (rc < 0) {
+            free(h);
+            return rc;
+        }
+    }
+    snprintf(h->layout, sizeof h->layout, "%s", w.L.source);
+    if (!w.L.gc_head_size) {
+        sop__missing_add(missing, "heap", "layout %s has no heap fields", w.L.source);
+        free(h);
+        return -ENOTSUP;
+    }
+    if (sop__rmem_open(&w.mem, pid, proc_root) < 0) {
+        free(h);
+        return -ENOMEM;
+    }
+    w.mem.source = source;
+    w.mem.source_ctx = ctx;
+    rc = census(&w, flags, pid, proc_root, h);
+    if (!source && (rc == 0 || rc == -EFAULT)) {
+        char path[300];
+        snprintf(path, sizeof path, "%s/%d", proc_root ? proc_root : "/proc", pid);
+        if (access(path, F_OK) < 0)
+            rc = -ESRCH;
+    }
+    sop__rmem_close(&w.mem);
+    free(w.types);
+    free(w.index);
+    if (rc < 0) {
+        if (rc == -ESRCH)
+            sop__missing_add(missing, "heap", "process %d exited during the census", pid);
+        else if (rc == -EPERM || rc == -EACCES)
+            sop__missing_add(missing, "heap", "memory of %d not readable: %s", pid,
+                             sop__strerror(-rc));
+        sop__heap_free(h);
+        return rc;
+    }
+    *out = h;
+    return 0;
+}
+
+int sop__heap_census(int pid, const char *proc_root, unsigned flags, sop_pyheap **out,
+                     sop_missing *missing)
+{
+    return census_at(pid, proc_root ? proc_root : "/proc", flags, NULL, NULL, 0, 0, out, missing);
+}
+
+int sop__heap_census_fake(sop_rmem_source source, void *ctx, int minor, uint64_t runtime,
+                          sop_pyheap **out, sop_missing *missing)
+{
+    if (!source) {
+        *out = NULL;
+        return -EINVAL;
+    }
+    return census_at(0, "/nonexistent-sop-fake-root", 0, source, ctx, minor, runtime, out,
+                     missing);
+}
+
+static int cmp_names(const void *pa, const void *pb)
+{
+    return strcmp(((const sop_heap_type *)pa)->name, ((const sop_heap_type *)pb)->name);
+}
+
+static int cmp_grown(const void *pa, const void *pb)
+{
+    int64_t a = (int64_t)((const sop_heap_type *)pa)->bytes;
+    int64_t b = (int64_t)((const sop_heap_type *)pb)->bytes;
+    return a < b ? 1 : a > b ? -1 : cmp_names(pa, pb);
+}
+
+/* Copy of h's types sorted by name, those of one name merged (a class defined twice). */
+static sop_heap_type *by_name(const sop_pyheap *h, size_t *n)
+{
+    sop_heap_type *t = malloc((h->ntypes ? h->ntypes : 1) * sizeof *t);
+    if (!t)
+        return NULL;
+    memcpy(t, h->types, h->ntypes * sizeof *t);
+    qsort(t, h->ntypes, sizeof *t, cmp_names);
+    size_t k = 0;
+    for (size_t i = 0; i < h->ntypes; i++) {
+        if (k && strcmp(t[k - 1].name, t[i].name) == 0) {
+            t[k - 1].count += t[i].count;
+            t[k - 1].bytes += t[i].bytes;
+        } else {
+            t[k++] = t[i];
+        }
+    }
+    *n = k;
+    return t;
+}
+
+long sop__heap_growth(const sop_pyheap *a, const sop_pyheap *b, sop_heap_type **out)
+{
+    *out = NULL;
+    size_t na = 0, nb = 0, n = 0;
+    sop_heap_type *ta = by_name(a, &na), *tb = by_name(b, &nb);
+    sop_heap_type *g = malloc((na + nb + 1) * sizeof *g);
+    if (!ta || !tb || !g) {
+        free(ta);
+        free(tb);
+        free(g);
+        return -ENOMEM;
+    }
+    /* Types are matched by name: a type object can be freed and another allocated there. */
+    size_t i = 0, j = 0;
+    while (i < na || j < nb) {
+        int c = i == na ? 1 : j == nb ? -1 : strcmp(ta[i].name, tb[j].name);
+        sop_heap_type d = c <= 0 ? ta[i] : tb[j];
+        int64_t c0 = c <= 0 ? (int64_t)ta[i].count : 0, b0 = c <= 0 ? (int64_t)ta[i].bytes : 0;
+        int64_t c1 = c >= 0 ? (int64_t)tb[j].count : 0, b1 = c >= 0 ? (int64_t)tb[j].bytes : 0;
+        if (c >= 0)
+            d = tb[j];
+        i += c <= 0;
+        j += c >= 0;
+        if (c1 == c0 && b1 == b0)
+            continue;
+        d.count = (uint64_t)(c1 - c0);
+        d.bytes = (uint64_t)(b1 - b0);
+        g[n++] = d;
+    }
+    free(ta);
+    free(tb);
+    qsort(g, n, sizeof *g, cmp_grown);
+    *out = g;
+    return (long)n;
+}
