@@ -24,6 +24,8 @@ static sop_value *types_value(const sop_heap_type *t, size_t n, size_t top, bool
         } else {
             sop__v_set_dbl(o, "count", (double)t[i].count);
             sop__v_set_dbl(o, "bytes", (double)t[i].bytes);
+            if (t[i].frozen)
+                sop__v_set_dbl(o, "frozen", (double)t[i].frozen);
         }
         sop__v_push(arr, o);
     }
@@ -45,6 +47,16 @@ sop_value *sop__bridge_heap(const struct sop_pyheap *a, const struct sop_pyheap 
     sop__v_set_dbl(o, "objects", (double)h->objects);
     sop__v_set_dbl(o, "bytes", (double)h->bytes);
     sop__v_set_int(o, "types_total", (int64_t)h->ntypes);
+    /* How far each list walk got (a partial census says which list stopped). */
+    static const char *const lists[SOP_HEAP_LISTS] = {"gen0", "gen1", "gen2", "permanent"};
+    sop_value *lv = sop__v_obj_at(o, "lists");
+    for (int g = 0; lv && g < SOP_HEAP_LISTS; g++) {
+        sop_value *l = sop__v_obj_at(lv, lists[g]);
+        sop__v_set_dbl(l, "objects", (double)h->list_objects[g]);
+        sop__v_set_bool(l, "complete", h->list_complete[g]);
+    }
+    if (h->restarts)
+        sop__v_set_int(o, "restarts", (int64_t)h->restarts);
     sop__v_set(o, "types", types_value(h->types, h->ntypes, top, false));
     int64_t anon = b ? anon_kb1 : anon_kb0;
     if (anon != SOP_NA && anon > 0) {

@@ -22,7 +22,8 @@ typedef struct {
     char name[128]; /* "dict", "__main__.Node", "collections.OrderedDict" */
     uint64_t type;  /* address of the type object in the target */
     uint64_t count;
-    uint64_t bytes; /* estimate: see docs/heap.md */
+    uint64_t bytes;  /* estimate: see docs/heap.md */
+    uint64_t frozen; /* of count, in the permanent generation (gc.freeze()) */
 } sop_heap_type;
 
 typedef struct sop_pyheap {

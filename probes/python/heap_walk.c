@@ -417,6 +417,8 @@ static int census(heap_walker *w, unsigned flags, int pid, const char *proc_root
         for (size_t i = 0; i < w->ntypes; i++) {
             w->types[i].t.count += w->types[i].gcount;
             w->types[i].t.bytes += w->types[i].gbytes;
+            if (g == SOP_HEAP_LISTS - 1)
+                w->types[i].t.frozen += w->types[i].gcount;
         }
         h->list_objects[g] = walked;
         h->list_complete[g] = r == 0;
@@ -568,6 +570,7 @@ static sop_heap_type *by_name(const sop_pyheap *h, size_t *n)
         if (k && strcmp(t[k - 1].name, t[i].name) == 0) {
             t[k - 1].count += t[i].count;
             t[k - 1].bytes += t[i].bytes;
+            t[k - 1].frozen += t[i].frozen;
         } else {
             t[k++] = t[i];
         }
