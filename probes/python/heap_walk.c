@@ -95,24 +95,30 @@ static int read_cstr(sop_rmem *m, uint64_t addr, char *out, size_t cap)
     return 0; /* cut at cap */
 }
 
-/* True when `type` looks like a type object: its own type (the metatype) is a type whose
- * metatype chain reaches `type` itself (PyType_Type) within a few steps, with
- * Py_TPFLAGS_TYPE_SUBCLASS on the way. */
-static bool is_type_object(heap_walker *w, uint64_t type)
+static bool fatal(int r)
+{
+    return r == -ESRCH || r == -EPERM || r == -EACCES || r == -ENOMEM;
+}
+
+/* 1 when `type` looks like a type object: its own type (the metatype) is a type whose
+ * metatype chain reaches PyType_Type (its own type) within a few steps, with
+ * Py_TPFLAGS_TYPE_SUBCLASS on the way; 0 when not; a fatal read error (-ESRCH, ...). */
+static int is_type_object(heap_walker *w, uint64_t type)
 {
     uint64_t t = type;
     for (int depth = 0; depth < 6; depth++) {
         uint64_t meta = 0, flags = 0;
-        if (sop__rmem_u64(&w->mem, t + w->L.ob_type, &meta) < 0 || !meta ||
-            sop__rmem_u64(&w->mem, meta + w->L.tp_flags, &flags) < 0)
-            return false;
+        int r;
+        if ((r = sop__rmem_u64(&w->mem, t + w->L.ob_type, &meta)) < 0 || !meta ||
+            (r = sop__rmem_u64(&w->mem, meta + w->L.tp_flags, &flags)) < 0)
+            return fatal(r) ? r : 0;
         if (!(flags & TPFLAGS_TYPE_SUBCLASS))
-            return false;
+            return 0;
         if (meta == t)
-            return true; /* PyType_Type */
+            return 1; /* PyType_Type */
         t = meta;
     }
-    return false;
+    return 0;
 }
 
 static bool grow_index(heap_walker *w)
@@ -154,9 +160,11 @@ static type_entry *resolve_type(heap_walker *w, uint64_t type, int *err)
     uint64_t flags = rd64(b, L->tp_flags), basic = rd64(b, L->tp_basicsize),
              item = rd64(b, L->tp_itemsize), tp_name = rd64(b, L->tp_name);
     char name[128];
+    int r = 0, is_type = 0;
     if (!(flags & TPFLAGS_HAVE_GC) || basic < 16 || basic > (1u << 24) || item > (1u << 16) ||
-        read_cstr(&w->mem, tp_name, name, sizeof name) < 0 || !is_type_object(w, type)) {
-        *err = -EINVAL;
+        (r = read_cstr(&w->mem, tp_name, name, sizeof name)) < 0 ||
+        (is_type = is_type_object(w, type)) <= 0) {
+        *err = fatal(r) ? r : is_type < 0 ? is_type : -EINVAL;
         return NULL;
     }
     if (w->ntypes >= MAX_TYPES) {
@@ -307,7 +315,7 @@ static int walk_list(heap_walker *w, uint64_t head, uint64_t *walked, char *why,
             return -EAGAIN;
         }
         if ((r = sop__rmem_read(&w->mem, node, b, sizeof b)) < 0) {
-            if (r == -ESRCH || r == -EPERM || r == -EACCES || r == -ENOMEM)
+            if (fatal(r))
                 return r;
             snprintf(why, whylen, "unreadable node after %llu objects", (unsigned long long)n);
             return -EAGAIN;
@@ -327,7 +335,7 @@ static int walk_list(heap_walker *w, uint64_t head, uint64_t *walked, char *why,
         uint64_t type = rd64(b, L->gc_head_size + L->ob_type);
         type_entry *e = resolve_type(w, type, &r);
         if (!e) {
-            if (r == -ESRCH || r == -EPERM || r == -EACCES || r == -ENOMEM)
+            if (fatal(r))
                 return r;
             snprintf(why, whylen, "%s after %llu objects",
                      r == -E2BIG ? "too many types" : "not a type", (unsigned long long)n);
