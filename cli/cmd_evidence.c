@@ -14,6 +14,7 @@ int cmd_evidence(int argc, char **argv)
                                          {"output", required_argument, 0, 'o'},
                                          {"rate", required_argument, 0, 'r'},
                                          {"no-python", no_argument, 0, 'P'},
+        {"heap", no_argument, 0, 'H'},
                                          {"help", no_argument, 0, 'h'},
                                          {0, 0, 0, 0}};
     int pid = -1, c;
@@ -30,8 +31,11 @@ int cmd_evidence(int argc, char **argv)
         case 'P':
             co.python = 0;
             break;
+        case 'H':
+            co.probes |= SOP_PROBE_HEAP;
+            break;
         case 'h':
-            printf("usage: sopctl evidence --pid N [--duration S] [--rate HZ] [-o FILE] [--no-python]\n");
+            printf("usage: sopctl evidence --pid N [--duration S] [--rate HZ] [-o FILE] [--no-python] [--heap]\n");
             return EXIT_CLEAN;
         default: {
             int st = cli_window_opt(c, optarg, argv[optind - 1], &pid, &co.duration_s, &co.rate_hz);

@@ -123,6 +123,10 @@ typedef struct sop_evidence sop_evidence;
 #define SOP_PROBE_PYTHON 0x20u   /* CPython stacks, GIL, GC (also needs `python`) */
 #define SOP_PROBE_ALLOC 0x40u    /* which allocator and its knobs */
 #define SOP_PROBE_ALL 0x7fu
+/* Not in SOP_PROBE_ALL: a census of the Python heap at the start and the end of the window
+ * (ev.python.heap, growth per type). Without it a census is taken at the end only when a
+ * memory rule needs one (the RSS grows, the cgroup limit is near). */
+#define SOP_PROBE_HEAP 0x80u
 
 typedef struct {
     double duration_s;   /* observation window for rates; 0 = one snapshot */
