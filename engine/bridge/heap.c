@@ -26,6 +26,8 @@ static sop_value *types_value(const sop_heap_type *t, size_t n, size_t top, bool
             sop__v_set_dbl(o, "bytes", (double)t[i].bytes);
             if (t[i].frozen)
                 sop__v_set_dbl(o, "frozen", (double)t[i].frozen);
+            if (t[i].untracked)
+                sop__v_set_bool(o, "untracked", true);
         }
         sop__v_push(arr, o);
     }
@@ -46,6 +48,14 @@ sop_value *sop__bridge_heap(const struct sop_pyheap *a, const struct sop_pyheap 
         sop__v_set(o, "partial", sop__bridge_text(b->partial));
     sop__v_set_dbl(o, "objects", (double)h->objects);
     sop__v_set_dbl(o, "bytes", (double)h->bytes);
+    sop__v_set_dbl(o, "untracked", (double)h->untracked);
+    if (h->numpy_seen) {
+        sop_value *np = sop__v_obj_at(o, "numpy");
+        sop__v_set_dbl(np, "arrays", (double)h->numpy_arrays);
+        sop__v_set_dbl(np, "nbytes", (double)h->numpy_nbytes);
+        if (b)
+            sop__v_set_dbl(np, "nbytes_growth", (double)b->numpy_nbytes - (double)a->numpy_nbytes);
+    }
     sop__v_set_int(o, "types_total", (int64_t)h->ntypes);
     /* How far each list walk got (a partial census says which list stopped). */
     static const char *const lists[SOP_HEAP_LISTS] = {"gen0", "gen1", "gen2", "permanent"};

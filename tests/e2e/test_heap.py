@@ -81,6 +81,8 @@ def counts(doc, key="types"):
     list it; 3.12 keeps a few hundred objects there from the start)."""
     out = {}
     for t in doc.get(key, []):
+        if t.get("untracked"):  # str, bytes, ... reached through containers
+            continue
         out[t["name"]] = out.get(t["name"], 0) + t["count"] - t.get("frozen", 0)
     return out
 
@@ -198,6 +200,43 @@ def test_growth():
         t.close()
 
 
+NUMPY_TARGET = """
+import sys
+import numpy as np
+arrs = [np.ones((1000, 100)) for _ in range(50)]  # 50 owners of 800,000 bytes
+views = [a[:10] for a in arrs]                    # views own nothing
+blobs = {i: bytearray(1000) for i in range(1000)}
+print("ready", flush=True)
+sys.stdin.readline()
+"""
+
+
+def test_numpy_and_untracked():
+    """Objects the GC does not track, reached through lists/dicts: numpy arrays owning data
+    (count, nbytes), bytearrays."""
+    try:
+        subprocess.run(["/usr/bin/python3", "-c", "import numpy"], check=True,
+                       capture_output=True)
+    except (OSError, subprocess.CalledProcessError):
+        print("note: no numpy for /usr/bin/python3; numpy check skipped")
+        return
+    p = subprocess.Popen(["/usr/bin/python3", "-c", NUMPY_TARGET], stdin=subprocess.PIPE,
+                         stdout=subprocess.PIPE, text=True)
+    try:
+        p.stdout.readline()
+        r, doc = heap(p.pid)
+        if check("numpy: heap exit 0", r.returncode == 0 and doc, r.stderr[-300:]):
+            npy = doc.get("numpy", {})
+            check("numpy: arrays owning data counted", 50 <= npy.get("arrays", 0) < 150, "%s" % npy)
+            check("numpy: nbytes", 40000000 <= npy.get("nbytes", 0) < 41000000, "%s" % npy)
+            ba = [t for t in doc["types"] if t["name"] == "bytearray"]
+            check("bytearrays counted with their buffers", ba and ba[0]["count"] >= 1000 and
+                  ba[0]["bytes"] >= 1000 * 1000 and ba[0].get("untracked") is True, "%s" % ba)
+    finally:
+        p.kill()
+        p.wait()
+
+
 def test_not_python():
     p = subprocess.Popen(["sleep", "30"])
     try:
@@ -212,7 +251,8 @@ def test_not_python():
 
 def main():
     t0 = time.time()
-    for t in (test_matrix, test_stop, test_sigkill_stop, test_growth, test_not_python):
+    for t in (test_matrix, test_stop, test_sigkill_stop, test_growth, test_numpy_and_untracked,
+              test_not_python):
         try:
             t()
         except Exception as e:
