@@ -699,7 +699,8 @@ static int census(heap_walker *w, unsigned flags, int pid, const char *proc_root
             break;
     }
     if (!last) {
-        sop__missing_add(w->missing, "heap", "no interpreter (not initialized or finalizing)");
+        snprintf(h->partial, sizeof h->partial, "no interpreter (not initialized or finalizing)");
+        sop__missing_add(w->missing, "heap", "%s", h->partial);
         return 0;
     }
     uint64_t gc = L->rt_gc ? w->runtime + L->rt_gc : last + L->is_gc;
@@ -779,10 +780,11 @@ static int census(heap_walker *w, unsigned flags, int pid, const char *proc_root
             continue;
         h->types[n++] = w->types[i].t;
         h->bytes += w->types[i].t.bytes;
+        if (w->types[i].untracked) /* what was kept: a restarted list's first try is not */
+            h->untracked += w->types[i].t.count;
     }
     h->ntypes = n;
     qsort(h->types, n, sizeof *h->types, cmp_types);
-    h->untracked = w->untracked;
     h->numpy_seen = w->numpy_seen;
     h->numpy_arrays = w->numpy_arrays;
     h->numpy_nbytes = w->numpy_nbytes;
@@ -900,7 +902,8 @@ static sop_heap_type *by_name(const sop_pyheap *h, size_t *n)
     sop_heap_type *t = malloc((h->ntypes ? h->ntypes : 1) * sizeof *t);
     if (!t)
         return NULL;
-    memcpy(t, h->types, h->ntypes * sizeof *t);
+    if (h->ntypes)
+        memcpy(t, h->types, h->ntypes * sizeof *t);
     qsort(t, h->ntypes, sizeof *t, cmp_names);
     size_t k = 0;
     for (size_t i = 0; i < h->ntypes; i++) {

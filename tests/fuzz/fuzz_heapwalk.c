@@ -70,7 +70,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
                 abort();
             total += h->types[i].count;
         }
-        if (total != h->objects || (!h->complete && !h->partial[0]))
+        if (total != h->objects + h->untracked || (!h->complete && !h->partial[0]))
             abort();
         sop_heap_type *g = NULL;
         long n = sop__heap_growth(h, h, &g);
