@@ -506,6 +506,63 @@ static int scan_items(heap_walker *w, const uint64_t *items, size_t n, int depth
     return 0;
 }
 
+/* The attributes of an instance of a class: its __dict__ when the GC does not track it (a
+ * dict holding only atomic values) or the values array of a managed dict (3.11+), scanned for
+ * untracked objects (the payloads a cache entry holds). Offsets as in py_names.c. */
+static int scan_instance(heap_walker *w, const type_entry *e, uint64_t obj)
+{
+    const sop_pylayout *L = &w->L;
+    uint64_t dict = 0, values = 0, nvalues = 0, word = 0;
+    if (L->dict_log2 && (e->flags & TPFLAGS_MANAGED_DICT)) {
+        if (L->managed_values_word == -4) { /* 3.11: values at -4 words, dict at -3 */
+            if (sop__rmem_u64(&w->mem, obj - 32, &values) < 0)
+                return 0;
+            if (!values && sop__rmem_u64(&w->mem, obj - 24, &dict) < 0)
+                return 0;
+        } else if (L->managed_values_word == -3) { /* 3.12: tagged dict-or-values */
+            if (sop__rmem_u64(&w->mem, obj - 24, &word) < 0)
+                return 0;
+            if (word & 1)
+                values = word + 1;
+            else
+                dict = word;
+        } else { /* 3.13: dict at -3 words, else inline values after the header */
+            if (sop__rmem_u64(&w->mem, obj - 24, &dict) < 0)
+                return 0;
+            if (!dict && L->inline_values && (e->flags & (1ul << 2))) {
+                uint8_t hv[4];
+                if (sop__rmem_read(&w->mem, obj + 16, hv, sizeof hv) < 0 || !hv[3])
+                    return 0;
+                values = obj + 16;
+                nvalues = hv[1];
+            }
+        }
+        if (values && !nvalues) { /* shared keys of the class: their entry count */
+            uint64_t keys = 0;
+            uint8_t k[32];
+            if (sop__rmem_u64(&w->mem, e->t.type + L->ht_cached_keys, &keys) < 0 || !keys ||
+                sop__rmem_read(&w->mem, keys, k, sizeof k) < 0)
+                return 0;
+            nvalues = rd64(k, L->dk_nentries);
+        }
+    } else {
+        int64_t off = 0;
+        if (sop__rmem_read(&w->mem, e->t.type + L->tp_dictoffset, &off, 8) < 0 || off <= 0 ||
+            off > 4096 || sop__rmem_u64(&w->mem, obj + (uint64_t)off, &dict) < 0)
+            return 0;
+    }
+    if (values && nvalues) {
+        uint64_t buf[64];
+        size_t n = nvalues > 64 ? 64 : (size_t)nvalues;
+        if (sop__rmem_read(&w->mem, values + L->values_values, buf, 8 * n) < 0)
+            return 0;
+        return scan_items(w, buf, n, 2);
+    }
+    if (dict) /* a tracked dict is walked on its own; an untracked one is counted here */
+        return scan_items(w, &dict, 1, 2);
+    return 0;
+}
+
 /* The item pointers of an exact list, tuple or dict (values; keys too when not all str),
  * read in chunks and scanned for untracked objects. */
 static int scan_container(heap_walker *w, const type_entry *e, uint64_t obj, const uint8_t *node,
@@ -524,12 +581,14 @@ static int scan_container(heap_walker *w, const type_entry *e, uint64_t obj, con
         uint8_t d[48], k[48];
         if (sop__rmem_read(&w->mem, obj, d, sizeof d) < 0)
             return 0;
-        uint64_t keys = rd64(d, L->ma_keys);
-        if (rd64(d, L->ma_values) || !keys || (int64_t)rd64(d, L->dict_used) <= 0 ||
+        uint64_t keys = rd64(d, L->ma_keys), split = rd64(d, L->ma_values);
+        if (!keys || (int64_t)rd64(d, L->dict_used) <= 0 ||
             sop__rmem_read(&w->mem, keys, k, sizeof k) < 0)
             return 0;
         n = (int64_t)rd64(k, L->dk_nentries);
-        if (L->dict_log2) {
+        if (split) { /* a split table (instance __dict__): the values are the dict's own */
+            base = split + L->values_values;
+        } else if (L->dict_log2) {
             unsigned log2ib = k[9], kind = k[10];
             if (log2ib > 33 || kind > 2)
                 return 0;
@@ -664,6 +723,9 @@ static int walk_list(heap_walker *w, uint64_t head, uint64_t *walked, char *why,
         e->gbytes += object_bytes(w, e, obj, b);
         if (e->kind == KIND_LIST || e->kind == KIND_TUPLE || e->kind == KIND_DICT) {
             if ((r = scan_container(w, e, obj, b, 3)) < 0)
+                return r;
+        } else if (e->flags & TPFLAGS_HEAPTYPE) {
+            if ((r = scan_instance(w, e, obj)) < 0)
                 return r;
         }
         (*walked)++;

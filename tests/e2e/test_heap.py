@@ -121,6 +121,9 @@ def test_matrix():
             check(tag + " Node counted", counts(doc).get("__main__.Node") == 20000,
                   "%s" % counts(doc).get("__main__.Node"))
             check(tag + " bytes estimated", doc["bytes"] > 20000 * 48, "%s" % doc["bytes"])
+            ba = [t for t in doc["types"] if t["name"] == "bytearray"]
+            check(tag + " instance attributes: 500 bytearrays", ba and ba[0]["count"] == 500 and
+                  ba[0]["bytes"] >= 500 * 1000, "%s" % ba)
             check(tag + " not stopped", doc["stopped"] is False)
         finally:
             t.close()

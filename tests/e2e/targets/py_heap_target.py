@@ -23,6 +23,12 @@ class Leaf:
         self.b = (i, str(i))
 
 
+class Blob:  # attributes the GC does not track: found through the instance's attributes
+    def __init__(self, i):
+        self.data = bytearray(1000)
+        self.name = "blob-%d" % i
+
+
 def qual(t):
     m = getattr(t, "__module__", "builtins")
     return t.__name__ if m == "builtins" else "%s.%s" % (m, t.__name__)
@@ -39,6 +45,7 @@ n = int(sys.argv[1]) if len(sys.argv) > 1 else 20000
 keep = [Node(i) for i in range(n)]
 leaves = [Leaf(i) for i in range(n // 4)]
 maps = [{"k": i, "v": [i]} for i in range(n // 10)]
+blobs = [Blob(i) for i in range(500)]
 gc.collect()
 print(json.dumps({"hist": histogram()}), flush=True)
 for line in sys.stdin:
