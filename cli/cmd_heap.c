@@ -10,8 +10,7 @@
 
 static int usage(void)
 {
-    fprintf(stderr,
-            "usage: sopctl heap --pid N [--json] [--top K] [--duration S] [--stop]\n");
+    fprintf(stderr, "usage: sopctl heap --pid N [--json] [--top K] [--duration S] [--stop]\n");
     return EXIT_USAGE;
 }
 
@@ -57,8 +56,8 @@ int cmd_heap(int argc, char **argv)
     if (pid <= 0)
         return usage();
     char *out = NULL;
-    int rc = sop_heap(NULL, pid, flags, top, duration, json ? SOP_FORMAT_JSON : SOP_FORMAT_TEXT,
-                      &out);
+    int rc =
+        sop_heap(NULL, pid, flags, top, duration, json ? SOP_FORMAT_JSON : SOP_FORMAT_TEXT, &out);
     if (out) {
         fputs(out, stdout);
         if (out[0] && out[strlen(out) - 1] != '\n')

@@ -127,8 +127,10 @@ static void render_text(sop_sb *b, const sop_value *v, int pid)
     double arrays = 0, nbytes = 0;
     if (np && sop__v_get_num(np, "arrays", &arrays) && sop__v_get_num(np, "nbytes", &nbytes)) {
         human(hb, sizeof hb, nbytes);
-        sop__sb_printf(b, "numpy: %.0f arrays owning %s of data (reached through lists, tuples "
-                          "and dicts)\n", arrays, hb);
+        sop__sb_printf(b,
+                       "numpy: %.0f arrays owning %s of data (reached through lists, tuples "
+                       "and dicts)\n",
+                       arrays, hb);
     }
     sop__sb_puts(b, "\n");
     render_types(b, sop__v_get(v, "types"), false);

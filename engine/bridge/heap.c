@@ -79,8 +79,8 @@ sop_value *sop__bridge_heap(const struct sop_pyheap *a, const struct sop_pyheap 
     sop__v_set_dbl(o, "census_ms", a->census_ms + (b ? b->census_ms : 0));
     sop__v_set_bool(o, "stopped", h->stopped);
     if (h->stopped)
-        sop__v_set_dbl(o, "pause_ms", a->pause_ms > (b ? b->pause_ms : 0) ? a->pause_ms
-                                                                            : b->pause_ms);
+        sop__v_set_dbl(o, "pause_ms",
+                       a->pause_ms > (b ? b->pause_ms : 0) ? a->pause_ms : b->pause_ms);
     if (b) {
         sop__v_set_dbl(o, "window_s", window_s);
         sop_heap_type *g = NULL;

@@ -30,13 +30,13 @@ typedef struct {
 typedef struct sop_pyheap {
     char version[32];
     char layout[32];
-    bool complete;     /* every list walked end to end, consistently */
-    char partial[224]; /* when not complete: where and why it stopped */
+    bool complete;           /* every list walked end to end, consistently */
+    char partial[224];       /* when not complete: where and why it stopped */
     uint64_t objects, bytes; /* objects: GC-tracked ones; bytes: with the untracked ones */
     uint64_t untracked;      /* str, bytes, bytearray, int, ... objects held by tracked lists,
                               * tuples and dicts (each counted once) */
     bool numpy_seen;         /* a numpy.ndarray was met */
-    uint64_t numpy_arrays, numpy_nbytes; /* arrays owning their data, and its size */
+    uint64_t numpy_arrays, numpy_nbytes;   /* arrays owning their data, and its size */
     uint64_t list_objects[SOP_HEAP_LISTS]; /* objects counted per list */
     bool list_complete[SOP_HEAP_LISTS];
     sop_heap_type *types; /* sorted by bytes, then count, descending */

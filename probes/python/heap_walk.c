@@ -18,7 +18,8 @@
 #include "python.h"
 
 #define MAX_INTERPS 64
-#define MAX_LIST_OBJECTS (1ull << 27) /* per list: far above any heap seen, below a loop forever */
+#define MAX_LIST_OBJECTS (1ull << 27) /* per list: far above any heap seen, below a loop forever   \
+                                       */
 #define MAX_TYPES 65536u
 #define LIST_RETRIES 2
 #define TPFLAGS_MANAGED_WEAKREF (1ul << 3)
@@ -43,7 +44,7 @@ typedef struct {
     int kind;
     int leaf; /* untracked types: LEAF_* */
     bool untracked;
-    size_t twin; /* exact dict/list/tuple: 1 + index of the entry of its untracked objects */
+    size_t twin;  /* exact dict/list/tuple: 1 + index of the entry of its untracked objects */
     bool is_twin; /* that entry (not in the index) */
 } type_entry;
 
@@ -177,8 +178,8 @@ static type_entry *resolve_type(heap_walker *w, uint64_t type, bool untracked, i
              item = rd64(b, L->tp_itemsize), tp_name = rd64(b, L->tp_name);
     char name[128];
     int r = 0, is_type = 0;
-    if (!(flags & TPFLAGS_HAVE_GC) != untracked || basic < 16 || basic > (1u << 24) || item > (1u << 16) ||
-        (r = read_cstr(&w->mem, tp_name, name, sizeof name)) < 0 ||
+    if (!(flags & TPFLAGS_HAVE_GC) != untracked || basic < 16 || basic > (1u << 24) ||
+        item > (1u << 16) || (r = read_cstr(&w->mem, tp_name, name, sizeof name)) < 0 ||
         (is_type = is_type_object(w, type)) <= 0) {
         *err = fatal(r) ? r : is_type < 0 ? is_type : -EINVAL;
         return NULL;
@@ -330,7 +331,7 @@ static bool set_has(const uint64_t *set, size_t cap, uint64_t p)
 /* Element size of a numpy dtype number (NPY_BOOL..NPY_HALF); 0 for flexible ones. */
 static uint64_t npy_elsize(int type_num)
 {
-    static const uint8_t sizes[] = {1, 1, 1, 2, 2, 4, 4, 8, 8, 8, 8, 4,
+    static const uint8_t sizes[] = {1, 1,  1, 2,  2,  4, 4, 8, 8, 8, 8, 4,
                                     8, 16, 8, 16, 32, 8, 0, 0, 0, 8, 8, 2};
     return type_num >= 0 && type_num < (int)sizeof sizes ? sizes[type_num] : 0;
 }
@@ -942,8 +943,7 @@ int sop__heap_census_fake(sop_rmem_source source, void *ctx, int minor, uint64_t
         *out = NULL;
         return -EINVAL;
     }
-    return census_at(0, "/nonexistent-sop-fake-root", 0, source, ctx, minor, runtime, out,
-                     missing);
+    return census_at(0, "/nonexistent-sop-fake-root", 0, source, ctx, minor, runtime, out, missing);
 }
 
 static int cmp_names(const void *pa, const void *pb)

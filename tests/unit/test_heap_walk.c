@@ -39,8 +39,14 @@ static int fake_read(void *ctx, uint64_t addr, void *buf, size_t len)
     return 0;
 }
 
-static void put64(uint64_t addr, uint64_t v) { memcpy(img + (addr - BASE), &v, 8); }
-static void put32(uint64_t addr, uint32_t v) { memcpy(img + (addr - BASE), &v, 4); }
+static void put64(uint64_t addr, uint64_t v)
+{
+    memcpy(img + (addr - BASE), &v, 8);
+}
+static void put32(uint64_t addr, uint32_t v)
+{
+    memcpy(img + (addr - BASE), &v, 4);
+}
 
 static const sop_pylayout *L;
 static uint64_t gc_at, next_name = NAMES;
@@ -100,7 +106,8 @@ static void build(void)
         list(g, NULL, 0);
     type(META, "type", 1ull << 31 | 1ull << 14, 900, 40);
     type(T_FOO, "Foo", 1ull << 14, 48, 0);
-    type(T_BAR, "mod.Bar", 1ull << 14 | 1ull << 9, 32, 0); /* heap type, no dict: module from the name */
+    type(T_BAR, "mod.Bar", 1ull << 14 | 1ull << 9, 32,
+         0); /* heap type, no dict: module from the name */
     type(T_TUP, "Tup", 1ull << 14, 24, 8);
     put64(NOT_A_TYPE + L->tp_flags, 1ull << 14);
     uint64_t g2[18], g0[2] = {T_FOO, T_FOO}, perm[1] = {T_BAR};
