@@ -135,6 +135,18 @@ function census.view(ev, th)
                   .. "weakref.WeakValueDictionary）；`sopctl heap --pid %d --duration 30` 可看各类型的增长。",
                   who, pid))
   end
+  -- §2.5: with the collector off, every reference cycle the program makes stays.
+  if h.gc_enabled == 0 and not c.native and c.fix then
+    c.fix = T("The garbage collector is disabled (gc.disable()): objects in reference cycles are "
+              .. "never freed. Re-enable it (gc.enable(), after start-up gc.freeze() keeps the "
+              .. "long-lived objects out of its way) or break the cycles (weakref for "
+              .. "back-references). " .. c.fix.en,
+              "垃圾回收器被关闭了（gc.disable()）：循环引用中的对象永远不会释放。重新打开"
+              .. "（gc.enable()；启动完成后 gc.freeze() 让长期存活的对象不参与回收），或打破循环"
+              .. "（反向引用用 weakref）。" .. c.fix.zh)
+    c.en = c.en .. "; the garbage collector is disabled"
+    c.zh = c.zh .. "；垃圾回收器已关闭"
+  end
   return c
 end
 

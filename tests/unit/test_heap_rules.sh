@@ -47,6 +47,12 @@ has "near limit: native (8% explained)" "$f" "malloc_trim(0)"
 f=$(field near_limit_heap mem.near_limit fix zh)
 has "near limit: zh fix" "$f" "原生内存"
 
+e=$(field growth_heap_gc_off mem.growth evidence)
+has "gc off: named in the evidence" "$e" "the garbage collector is disabled"
+has "gc off: the class" "$e" "__main__.Node +90000"
+f=$(field growth_heap_gc_off mem.growth fix)
+has "gc off: fix re-enables it" "$f" "gc.enable()"
+
 # Without a census the findings are as before.
 e=$(field growth mem.growth evidence)
 hasnt "no census: no census sentence" "$e" "heap census"
