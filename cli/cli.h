@@ -21,6 +21,7 @@ int cli_parse_format(const char *s, sop_format *fmt);
 /* Render a merge to output (NULL: stdout); exit status 0/1, or 2 on a write error. */
 int cli_print_merge(const sop_merge *m, sop_format fmt, const char *lang, const char *output);
 int cmd_watch(int argc, char **argv);
+int cmd_heap(int argc, char **argv);
 
 /* Parse a positive pid; -1 when not a pid. */
 int cli_parse_pid(const char *s);

@@ -15,6 +15,7 @@ int cmd_evidence(int argc, char **argv)
                                          {"output", required_argument, 0, 'o'},
                                          {"rate", required_argument, 0, 'r'},
                                          {"no-python", no_argument, 0, 'P'},
+                                         {"heap", no_argument, 0, 'H'},
                                          {"help", no_argument, 0, 'h'},
                                          {"ranks", no_argument, 0, 'R'},
                                          {"slurm-job", required_argument, 0, 'J'},
@@ -33,6 +34,9 @@ int cmd_evidence(int argc, char **argv)
         case 'P':
             co.python = 0;
             break;
+        case 'H':
+            co.probes |= SOP_PROBE_HEAP;
+            break;
         case 'R':
             ranks = 1;
             break;
@@ -42,7 +46,7 @@ int cmd_evidence(int argc, char **argv)
             break;
         case 'h':
             printf("usage: sopctl evidence (--pid N | --ranks [--pid LAUNCHER] [--slurm-job J])\n"
-                   "                       [--duration S] [--rate HZ] [-o FILE] [--no-python]\n");
+                   "                       [--duration S] [--rate HZ] [-o FILE] [--no-python] [--heap]\n");
             return EXIT_CLEAN;
         default: {
             int st = cli_window_opt(c, optarg, argv[optind - 1], &pid, &co.duration_s, &co.rate_hz);

@@ -49,6 +49,7 @@ int cmd_run(int argc, char **argv)
         {"rate", required_argument, 0, 'r'},   {"help", no_argument, 0, 'h'},
         {"site", required_argument, 0, 'S'},   {"no-site", no_argument, 0, 'N'},
         {"ranks", no_argument, 0, 'R'},        {"slurm-job", required_argument, 0, 'J'},
+        {"heap", no_argument, 0, 'H'},
         {0, 0, 0, 0}};
     int pid = -1;
     const char *evidence = NULL, *lang = "en", *rules = NULL, *site = NULL;
@@ -109,11 +110,14 @@ int cmd_run(int argc, char **argv)
             }
             sets[nsets++] = optarg;
             break;
+        case 'H':
+            co.probes |= SOP_PROBE_HEAP;
+            break;
         case 'h':
             printf("usage: sopctl run [RULES.lua] (--pid N | --evidence FILE |\n"
                    "                  --ranks [--pid LAUNCHER] [--slurm-job J]) [--duration S]\n"
                    "                  [--rate HZ] [--format md|json|text] [--lang en|zh] [--set KEY=VALUE]...\n"
-                   "                  [--site FILE | --no-site]   (default site: $SOP_SITE, else "
+                   "                  [--site FILE | --no-site] [--heap]   (default site: $SOP_SITE, else "
                    SOP_SITE_DEFAULT " if present)\n");
             return EXIT_CLEAN;
         default: {

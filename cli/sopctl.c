@@ -13,11 +13,12 @@ static const char USAGE[] =
     "  sopctl run [RULES.lua] (--pid N | --evidence FILE | --ranks [--pid LAUNCHER]\n"
     "             [--slurm-job J]) [--duration S] [--rate HZ]\n"
     "             [--format md|json|text] [--lang en|zh] [--set KEY=VALUE]...\n"
-    "             [--site FILE | --no-site]\n"
+    "             [--site FILE | --no-site] [--heap]\n"
     "  sopctl evidence (--pid N | --ranks [--pid LAUNCHER] [--slurm-job J]) [--duration S]\n"
-    "             [--rate HZ] [-o FILE]\n"
+    "             [--rate HZ] [-o FILE] [--heap]\n"
     "  sopctl record --pid N --duration S [--rate HZ] -o FILE(.txt|.svg)\n"
     "  sopctl dump --pid N [--native] [--json]\n"
+    "  sopctl heap --pid N [--json] [--top K] [--duration S] [--stop]\n"
     "  sopctl merge [--format md|json|text] [--lang en|zh] REPORT.json... | -\n"
     "  sopctl fleet --slurm-job J [--duration S] [--timeout S] [--format md|json|text]\n"
     "  sopctl watch [RULES.lua] --pid N [--every S] [--duration S] [--listen ADDR:PORT]\n"
@@ -54,6 +55,8 @@ static int dispatch(int argc, char **argv)
         return cmd_merge(argc - 1, argv + 1);
     if (strcmp(cmd, "watch") == 0)
         return cmd_watch(argc - 1, argv + 1);
+    if (strcmp(cmd, "heap") == 0)
+        return cmd_heap(argc - 1, argv + 1);
     if (strcmp(cmd, "agents-md") == 0)
         return cmd_agents_md(argc - 1, argv + 1);
     if (strcmp(cmd, "version") == 0 || strcmp(cmd, "--version") == 0) {

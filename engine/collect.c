@@ -15,6 +15,7 @@
 #include "bridge/bridge.h"
 #include "engine.h"
 #include "evidence.h"
+#include "collect_heap.h"
 #include "python/python.h"
 #include "rank.h"
 #include "sampler.h"
@@ -173,6 +174,8 @@ void sop__collection_free(sop_collection *c)
     c->python = NULL;
     sop__sampler_close(c->sampling);
     c->sampling = NULL;
+    sop__v_free(c->heap);
+    c->heap = NULL;
     sop__missing_free(&c->missing);
 }
 
@@ -245,6 +248,10 @@ int sop__collect(int pid, const sop_collect_opts *o, sop_value **out, char *err,
     snapshot *now = &a;
     c.duration_s = 0;
     sop_sampler *sampler = NULL;
+    bool want_heap = o->python && (o->probes & SOP_PROBE_PYTHON);
+    sop_heap_window hw = {0};
+    if (want_heap)
+        sop__heap_window_start(&hw, pid, proc_root, (o->probes & SOP_PROBE_HEAP) != 0);
     if (o->duration_s > 0) {
         /* A CPython target is sampled over the window; anything else is simply waited on. */
         if (o->python && (o->probes & SOP_PROBE_PYTHON) && o->rate_hz > 0) {
@@ -316,7 +323,12 @@ int sop__collect(int pid, const sop_collect_opts *o, sop_value **out, char *err,
         }
         if (c.python && flags)
             mark_active_threads(c.python, &c.threads);
+        if (c.python && want_heap)
+            c.heap = sop__heap_window_end(&hw, pid, proc_root, (o->probes & SOP_PROBE_HEAP) != 0,
+                                          &c.proc, (o->probes & SOP_PROBE_CGROUP) ? &c.cgroup : NULL,
+                                          c.duration_s, &c.missing);
     }
+    sop__heap_window_free(&hw);
     if (o->kernel_log && (o->probes & SOP_PROBE_KMSG))
         sop__kmsg_collect(&c.ooms, c.host.btime, KMSG_MAX_AGE_S, &c.missing);
     rc = 0;
@@ -334,6 +346,10 @@ done:
     if (rc == 0) {
         c.collected_at = wall_now();
         sop_value *tree = to_tree(&c, c.collected_at, c.alive ? o->probes : SOP_PROBE_ALL);
+        if (tree && c.heap) { /* ev.python.heap: the tree takes it over */
+            sop__v_set(sop__v_obj_at(tree, "python"), "heap", c.heap);
+            c.heap = NULL;
+        }
         if (!tree) {
             rc = SOP_ENOMEM;
             snprintf(err, errlen, "out of memory");

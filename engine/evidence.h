@@ -36,6 +36,7 @@ typedef struct sop_collection {
     sop_numa numa;                /* host.numa and proc.numa */
     struct sop_python *python;    /* NULL when not CPython or not read */
     struct sop_sampler *sampling; /* the window's stack samples (engine/sampler.h); or NULL */
+    struct sop_value *heap;       /* ev.python.heap (engine/collect_heap.c); or NULL */
     sop_missing missing;
 } sop_collection;
 

@@ -131,6 +131,10 @@ typedef struct sop_evidence sop_evidence;
 #define SOP_PROBE_PYTHON 0x20u   /* CPython stacks, GIL, GC (also needs `python`) */
 #define SOP_PROBE_ALLOC 0x40u    /* which allocator and its knobs */
 #define SOP_PROBE_ALL 0x7fu
+/* Not in SOP_PROBE_ALL: a census of the Python heap at the start and the end of the window
+ * (ev.python.heap, growth per type). Without it a census is taken at the end only when a
+ * memory rule needs one (the RSS grows, the cgroup limit is near). */
+#define SOP_PROBE_HEAP 0x80u
 
 typedef struct {
     double duration_s;   /* observation window for rates; 0 = one snapshot */
@@ -192,6 +196,21 @@ void sop_evidence_free(sop_evidence *ev);
  * those *out may still hold a document naming what is missing. *out is owned by the caller
  * (sop_free). */
 int sop_dump(sop_engine *e, int pid, unsigned flags, sop_format fmt, char **out);
+
+/* ---- heap census ----------------------------------------------------------------------- */
+
+#define SOP_HEAP_STOP_TARGET 0x1u /* stop the process for an exact census (ptrace; resumed on
+                                   * every path, the pause is reported) */
+
+/* A census of the Python objects of `pid` tracked by its garbage collector, by type: count and
+ * estimated bytes, the total, and the share of the anonymous memory they explain (docs/heap.md).
+ * With duration_s > 0, a second census that much later and the growth per type. At most `top`
+ * types per list (0: 20). JSON (the ev.python.heap shape plus pid) when fmt is
+ * SOP_FORMAT_JSON, else text. Reads without stopping the target unless SOP_HEAP_STOP_TARGET;
+ * a census the target's changes made inconsistent is marked partial ("complete": false).
+ * Errors as sop_dump; *out may still name what is missing. *out owned by the caller (sop_free). */
+int sop_heap(sop_engine *e, int pid, unsigned flags, int top, double duration_s, sop_format fmt,
+             char **out);
 
 /* ---- evaluation and reports ------------------------------------------------------------ */
 

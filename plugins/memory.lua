@@ -4,6 +4,18 @@
 
 local common = require "plugins.common"
 local T, no_proc = common.T, common.no_proc
+local census = require "plugins.heap_census"
+
+-- The heap census's sentence appended to a finding's evidence, and its fix put first.
+local function with_census(f, c)
+  if not c then return f end
+  f.evidence = T(f.evidence.en .. " " .. c.en .. ".", f.evidence.zh .. c.zh .. "。")
+  if c.fix then
+    local fx = f.fix or T("", "")
+    f.fix = T(c.fix.en .. (fx.en or ""), c.fix.zh .. (fx.zh or ""))
+  end
+  return f
+end
 
 -- Why a rule that needs the live process cannot judge.
 local function percent(a, b) return 100 * a / b end
@@ -75,8 +87,9 @@ rule {
   reads = { "proc.rss_kb", "proc.smaps.pss_kb", "children[].pss_kb", "children[].rss_kb",
             "proc.mem.pss_file_kb", "proc.mem.file_kb", "cgroup.memory.limit_kb", "cgroup.memory.usage_kb",
             "cgroup.memory.events",
-            "cgroup.memory.failcnt", "host.mem_total_kb", "host.mem_available_kb", "host.swap_free_kb" },
-  uses = { "rss_limit_pct", "host_avail_min_pct", "host_share_pct" },
+            "cgroup.memory.failcnt", "host.mem_total_kb", "host.mem_available_kb", "host.swap_free_kb",
+            "python.heap" },
+  uses = { "rss_limit_pct", "host_avail_min_pct", "host_share_pct", "heap_python_pct" },
   check = function(ev, th)
     if not ev.proc then return no_proc(ev) end
     local used, kind, nw = tree_kb(ev)
@@ -123,7 +136,7 @@ rule {
                                    kb(file_kb), hard_pct)
       end
       if lpct >= th.rss_limit_pct and not (hard_pct and hard_pct < th.rss_limit_pct) then
-        return hit {
+        return hit(with_census({
           symptom = T(fmt("Memory at %.0f%% of the cgroup limit", lpct),
                       fmt("内存已达 cgroup 上限的 %.0f%%", lpct)),
           evidence = T(ctx_en .. extra_en .. ".", ctx_zh .. extra_zh .. "。"),
@@ -139,7 +152,7 @@ rule {
                      fmt("完整跑一个 epoch，`sopctl run --pid %d` 显示进程树低于上限的 %g%%，"
                          .. "cgroup 的 oom/max 事件不再增长。", ev.pid, th.rss_limit_pct)),
           refs = MEM_REFS,
-        }
+        }, census.view(ev, th)))
       end
       local upct = mem.usage_kb and percent(mem.usage_kb, lim)
       if upct and upct >= th.rss_limit_pct and pressure > 0 then
@@ -518,10 +531,10 @@ rule {
             "proc.mem.anon_kb", "proc.mem.shmem_kb", "proc.mem.file_kb", "proc.mem.anon_growth_kb_per_s",
             "proc.mem.shmem_growth_kb_per_s", "proc.mem.file_growth_kb_per_s",
             "cgroup.memory.limit_kb", "cgroup.memory.usage_kb", "host.mem_available_kb",
-            "python.threads[].window.top_stacks" },
+            "python.threads[].window.top_stacks", "python.heap" },
   uses = { "growth_min_window_s", "growth_floor_mb_per_s", "growth_min_pct", "growth_hwm_slack_pct",
            "growth_high_s", "growth_warn_rss_mb", "growth_warn_s", "growth_young_s",
-           "load_young_s", "load_stack_pct" },
+           "load_young_s", "load_stack_pct", "heap_python_pct" },
   check = function(ev, th)
     local p = ev.proc
     if not p then return no_proc(ev) end
@@ -597,7 +610,7 @@ rule {
       left_en, left_zh = "", ""
     end
     local pid = ev.pid
-    return hit {
+    return hit(with_census({
       -- A small process whose growth would take hours to matter is warming up as often as it
       -- leaks (imports, allocator pools, caches filling): info until it is big or close.
       -- A young process (start-up: imports, model build, pools and caches filling) grows as a
@@ -634,7 +647,7 @@ rule {
                  fmt("相隔几分钟两次 `sopctl run --pid %d --duration 10`：RSS 增长低于 %g MiB/s，VmHWM 不再上升。",
                      pid, th.growth_floor_mb_per_s)),
       refs = GROWTH_REFS,
-    }
+    }, census.view(ev, th)))
   end,
 }
 

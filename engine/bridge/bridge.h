@@ -25,6 +25,13 @@ void sop__bridge_python(sop_value *ev, const struct sop_python *py);
 /* The threads array of ev.python and of `sopctl dump --json` (native stacks when present). */
 sop_value *sop__bridge_python_threads(const struct sop_python *py);
 
+/* ev.python.heap from a census `a` and, when `b` is not NULL, a second one `window_s` later
+ * (growth per type, of the objects and of the anonymous memory, anon_kb* SOP_NA when unknown);
+ * at most `top` types in each list. Also the body of `sopctl heap --json`. */
+struct sop_pyheap;
+sop_value *sop__bridge_heap(const struct sop_pyheap *a, const struct sop_pyheap *b, double window_s,
+                            int64_t anon_kb0, int64_t anon_kb1, size_t top);
+
 /* Copy `s` into a string value with invalid UTF-8 replaced, so JSON and Lua both accept it;
  * control characters are kept (renderers escape them). */
 sop_value *sop__bridge_text(const char *s);

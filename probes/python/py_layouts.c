@@ -40,6 +40,16 @@
     .gc_gen_threshold = 16, .gc_gen_count = 20, .gc_permanent = 104, .gc_gen_stats = 128,        \
     .gc_gen_stats_size = 24
 
+/* Heap census: PyGC_Head {_gc_next, _gc_prev} 16 bytes before the object; PyTypeObject
+ * tp_name 24, tp_basicsize 32, tp_itemsize 40, tp_dict 264; PyVarObject ob_size 16;
+ * PyListObject ob_item 24, allocated 32; PySetObject mask 32, table 40, smalltable 64;
+ * PyDictObject ma_used 16 — the same on 3.8-3.13. Managed-dict objects (3.11+) carry two
+ * more words before the GC head. */
+#define HEAP_FIELDS                                                                                \
+    .gc_head_size = 16, .tp_name = 24, .tp_basicsize = 32, .tp_itemsize = 40, .tp_dict = 264,      \
+    .ob_size = 16, .list_items = 24, .list_allocated = 32, .set_mask = 32, .set_table = 40,        \
+    .set_smalltable = 64, .dict_used = 16
+
 /* One version per block, related fields on a line. */
 // clang-format off
 static const sop_pylayout layouts[] = {
@@ -53,6 +63,7 @@ static const sop_pylayout layouts[] = {
         .co_filename = 104, .co_name = 112, .co_firstlineno = 40, .co_lines = 120,
         .co_read_size = 128, .ob_type = 8, .str = STR_311,
         .frame_localsplus = 360, DICT_OLD,
+        HEAP_FIELDS, .managed_preheader = 0,
     },
     {   /* 3.9.18 */
         .minor = 9, .source = "table 3.9", .frames = SOP_PYFRAME_OBJECT,
@@ -64,6 +75,7 @@ static const sop_pylayout layouts[] = {
         .co_filename = 104, .co_name = 112, .co_firstlineno = 40, .co_lines = 120,
         .co_read_size = 128, .ob_type = 8, .str = STR_311,
         .frame_localsplus = 360, DICT_OLD,
+        HEAP_FIELDS, .managed_preheader = 0,
     },
     {   /* 3.10.13: f_lasti counts code units */
         .minor = 10, .source = "table 3.10", .frames = SOP_PYFRAME_OBJECT,
@@ -75,6 +87,7 @@ static const sop_pylayout layouts[] = {
         .co_filename = 104, .co_name = 112, .co_firstlineno = 40, .co_lines = 120,
         .co_read_size = 128, .ob_type = 8, .str = STR_311,
         .frame_localsplus = 352, DICT_OLD,
+        HEAP_FIELDS, .managed_preheader = 0,
     },
     {   /* 3.11.7 (and Debian 3.11.2): interp->threads.head; _PyInterpreterFrame.is_entry */
         .minor = 11, .source = "table 3.11", .frames = SOP_PYFRAME_CFRAME,
@@ -91,6 +104,7 @@ static const sop_pylayout layouts[] = {
         /* managed dict: values pointer at obj - 4 words, dict at obj - 3 */
         .frame_localsplus = 72, DICT_NEW, .ht_cached_keys = 872, .values_values = 0,
         .managed_values_word = -4,
+        HEAP_FIELDS, .managed_preheader = 16,
     },
     {   /* 3.12.1: the GIL hangs off interp->ceval.gil; shim frames owned by the C stack */
         .minor = 12, .source = "table 3.12", .frames = SOP_PYFRAME_CFRAME,
@@ -107,6 +121,7 @@ static const sop_pylayout layouts[] = {
         /* dict-or-values at obj - 3 words; values tagged with bit 0 (stored as values - 1) */
         .frame_localsplus = 72, DICT_NEW, .ht_cached_keys = 880, .values_values = 0,
         .managed_values_word = -3,
+        HEAP_FIELDS, .managed_preheader = 16,
     },
     {   /* 3.13.0: fallback when _Py_DebugOffsets is unreadable; tstate->current_frame */
         .minor = 13, .source = "table 3.13", .frames = SOP_PYFRAME_DIRECT,
@@ -124,6 +139,7 @@ static const sop_pylayout layouts[] = {
          * PyDictValues {capacity, size, embedded, valid, values @8} */
         .frame_localsplus = 72, DICT_NEW, .ht_cached_keys = 880, .values_values = 8,
         .managed_values_word = 0, .inline_values = true,
+        HEAP_FIELDS, .managed_preheader = 16,
     },
 };
 

@@ -66,6 +66,11 @@ typedef struct {
     bool inline_values;      /* 3.13: values inline after the object header */
     uint32_t ob_type;
     sop_pystr_layout str;
+    /* Heap census (heap_walk.c): PyGC_Head size, type fields, var-size, list/set/dict sizes,
+     * and the pre-header of managed-dict objects (3.11+: 2 words before the GC head). */
+    uint32_t gc_head_size, tp_name, tp_basicsize, tp_itemsize, tp_dict, ob_size;
+    uint32_t list_items, list_allocated, set_mask, set_table, set_smalltable, dict_used;
+    uint32_t managed_preheader;
 } sop_pylayout;
 
 /* Sizes of the buffers the walker reads structures into; every offset of a layout lies inside

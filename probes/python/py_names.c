@@ -156,3 +156,17 @@ int sop__py_instance_str_attr(sop_rmem *m, const sop_pylayout *L, uint64_t obj, 
         return -ENOENT;
     return sop__rmem_unicode(m, &L->str, value, out, cap);
 }
+
+int sop__py_dict_str(sop_rmem *m, const sop_pylayout *L, uint64_t dict, const char *key, char *out,
+                     size_t cap)
+{
+    uint64_t value = 0;
+    if (!L->ma_keys || !dict)
+        return -ENOENT;
+    int r = dict_get(m, L, dict, key, &value);
+    if (r < 0)
+        return r;
+    if (!value)
+        return -ENOENT;
+    return sop__rmem_unicode(m, &L->str, value, out, cap);
+}

@@ -15,4 +15,9 @@
 int sop__py_instance_str_attr(sop_rmem *m, const sop_pylayout *L, uint64_t obj, const char *attr,
                               char *out, size_t cap);
 
+/* Read the str value of key `key` in the dict object at `dict` (e.g. a heap type's tp_dict
+ * "__module__"). Same returns and bounds as above. */
+int sop__py_dict_str(sop_rmem *m, const sop_pylayout *L, uint64_t dict, const char *key, char *out,
+                     size_t cap);
+
 #endif

@@ -1339,3 +1339,38 @@ int sop__python_collect_fake(sop_rmem_source source, void *ctx, int minor, uint6
     /* pid 0 under an absent root: every /proc look-up (task states, tids) fails harmlessly. */
     return collect_at(0, "/nonexistent-sop-fake-root", flags & ~SOP_PY_NATIVE, &fake, out, missing);
 }
+
+/* ---- locating the runtime for other walkers (heap_walk.c) ------------------------------- */
+
+int sop__python_locate(int pid, const char *proc_root, sop_pylayout *L, uint64_t *runtime,
+                       char *version, size_t version_len, sop_missing *missing)
+{
+    walker w;
+    memset(&w, 0, sizeof w);
+    w.pid = pid;
+    w.proc_root = proc_root ? proc_root : "/proc";
+    w.missing = missing;
+    char path[300];
+    size_t len;
+    snprintf(path, sizeof path, "%s/%d/maps", w.proc_root, pid);
+    int rc = sop__read_file_at(AT_FDCWD, path, MAPS_MAX_BYTES, &w.maps, &len);
+    if (rc < 0)
+        return rc == -ENOENT ? -ESRCH : rc;
+    sop_python *py = calloc(1, sizeof *py);
+    if (!py || sop__rmem_open(&w.mem, pid, w.proc_root) < 0) {
+        free(py);
+        free(w.maps);
+        return -ENOMEM;
+    }
+    w.py = py;
+    rc = find_runtime(&w, py);
+    if (rc == 0) {
+        *L = w.L;
+        *runtime = w.runtime;
+        snprintf(version, version_len, "%s", py->version);
+    }
+    free(w.maps);
+    sop__rmem_close(&w.mem);
+    sop__python_free(py);
+    return rc;
+}

@@ -11,6 +11,7 @@
 #include <stdint.h>
 
 #include "../missing.h"
+#include "py_layouts.h"
 #include "remote_mem.h"
 
 #define SOP_PY_NATIVE 0x1u  /* interrupt each thread briefly and unwind its native stack */
@@ -78,6 +79,12 @@ void sop__python_free(sop_python *py);
  * no ELF, never --native. Returns as sop__python_collect (-ENOTSUP for an unknown minor). */
 int sop__python_collect_fake(sop_rmem_source source, void *ctx, int minor, uint64_t runtime,
                              unsigned flags, sop_python **out, sop_missing *missing);
+
+/* Find the runtime of `pid` as sop__python_collect does (ELF symbols, version, layout) and
+ * return its layout, the address of _PyRuntime and the version text, for walkers of other
+ * structures (heap_walk.c). Returns as sop__python_collect. */
+int sop__python_locate(int pid, const char *proc_root, sop_pylayout *L, uint64_t *runtime,
+                       char *version, size_t version_len, sop_missing *missing);
 
 /* Repeated sampling (engine/sampler.c): the runtime is found once at open; each
  * sop__python_sample re-reads every thread's frames (page cache emptied first, code objects

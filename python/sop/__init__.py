@@ -20,12 +20,12 @@ import os
 import threading
 import weakref
 
-__all__ = ["SopError", "Engine", "Watch", "diagnose", "adiagnose", "dump", "version",
+__all__ = ["SopError", "Engine", "Watch", "diagnose", "adiagnose", "dump", "heap", "version",
            "library_path"]
 
 FORMATS = {"md": 0, "json": 1, "text": 2}
 PROBES = {"threads": 0x01, "children": 0x02, "cgroup": 0x04, "host": 0x08, "kmsg": 0x10,
-          "python": 0x20, "alloc": 0x40}
+          "python": 0x20, "alloc": 0x40, "heap": 0x80}
 
 
 class SopError(Exception):
@@ -125,6 +125,8 @@ _collect = _fn("sop_collect", ctypes.c_int, _P, ctypes.c_int, ctypes.POINTER(_Co
 _evidence_to_json = _fn("sop_evidence_to_json", ctypes.c_int, _P, ctypes.c_int, _CP)
 _evidence_free = _fn("sop_evidence_free", None, _P)
 _dump = _fn("sop_dump", ctypes.c_int, _P, ctypes.c_int, ctypes.c_uint, ctypes.c_int, _CP)
+_heap = _fn("sop_heap", ctypes.c_int, _P, ctypes.c_int, ctypes.c_uint, ctypes.c_int,
+             ctypes.c_double, ctypes.c_int, _CP)
 _report_render = _fn("sop_report_render", ctypes.c_int, _P, ctypes.c_int, ctypes.c_char_p, _CP)
 _watch_config_init = _fn("sop_watch_config_init", None, ctypes.POINTER(_WatchConfig))
 _watch_new = _fn("sop_watch_new", ctypes.c_int, _P, ctypes.POINTER(_WatchConfig), _WATCH_FN, _P,
@@ -277,6 +279,19 @@ def dump(pid=None, format="json"):
     """Every thread's Python stack of pid (None: this process): dict for "json", else text."""
     out = ctypes.c_char_p()
     rc = _dump(None, int(pid or os.getpid()), 0, _format(format), ctypes.byref(out))
+    text = _take_string(ctypes.cast(out, ctypes.c_void_p).value)
+    if rc:
+        raise SopError(rc, _strerror(rc).decode() + (": " + text if text else ""))
+    return _json.loads(text) if format == "json" else text
+
+
+def heap(pid=None, top=20, duration=0.0, stop=False, format="json"):
+    """A census of pid's Python objects by type (docs/heap.md; None: this process, never with
+    stop): dict (ev.python.heap plus pid) for "json", else text. duration > 0: two censuses
+    that far apart and the growth per type; stop: the target is stopped for the census."""
+    out = ctypes.c_char_p()
+    rc = _heap(None, int(pid or os.getpid()), 1 if stop else 0, int(top), float(duration),
+               _format(format), ctypes.byref(out))
     text = _take_string(ctypes.cast(out, ctypes.c_void_p).value)
     if rc:
         raise SopError(rc, _strerror(rc).decode() + (": " + text if text else ""))

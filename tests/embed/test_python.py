@@ -74,6 +74,16 @@ with sop.Engine() as e:
 
 stacks = sop.dump()
 t.check("busy_worker_frame" in all_funcs(stacks), "sop.dump() of this process", stacks)
+
+
+class HeapMarker:
+    pass
+
+
+markers = [HeapMarker() for _ in range(777)]
+census = sop.heap(top=1000)
+t.check([x["count"] for x in census["types"] if x["name"] == "__main__.HeapMarker"] == [777],
+        "sop.heap() of this process counts its objects by class", census.get("types", [])[:5])
 md = sop.diagnose(duration=0, format="md", lang="zh")
 t.check(isinstance(md, str) and md.startswith("#"), "format='md' returns text", md[:80])
 stop.set()

@@ -359,6 +359,21 @@ static void test_gc_child(const char *exe, const char *version)
     for (int g = 0; g < 3; g++)
         colls[g] = strtol(end, &end, 10);
     CHECK(frozen > 5000);
+    /* The line is printed before sys.stdin.read() starts: wait until the target sleeps in
+     * it (its frame then on line 5), at most 5 s, so a loaded machine cannot catch line 4. */
+    for (int i = 0; i < 500; i++) {
+        char path[64], st[512] = "";
+        snprintf(path, sizeof path, "/proc/%d/stat", (int)pid);
+        FILE *f = fopen(path, "r");
+        size_t got = f ? fread(st, 1, sizeof st - 1, f) : 0;
+        if (f)
+            fclose(f);
+        st[got] = '\0';
+        const char *rp = strrchr(st, ')');
+        if (rp && rp[1] == ' ' && rp[2] == 'S')
+            break;
+        usleep(10000);
+    }
     sop_python *py = NULL;
     sop_missing miss = {0};
     /* The child prints before it reaches line 5 (sys.stdin.read()): on a loaded host it may still

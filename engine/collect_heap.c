@@ -1,0 +1,62 @@
+/* collect_heap.c — the heap census inside a collection (ev.python.heap): when forced
+ * (SOP_PROBE_HEAP, `run --heap`) a census at the start of the window and one at its end (growth per
+ * type); without it, one census at the end only when a memory rule will need it — the RSS grew by
+ * at least HEAP_AUTO_MIB_PER_S over a window of HEAP_AUTO_MIN_S, or the cgroup is above
+ * HEAP_AUTO_LIMIT_PCT of its limit — so a plain run stays as fast as before. Depends on the
+ * heap probe (probes/python/heap.h) and bridge/heap.c. */
+#include "collect_heap.h"
+
+#include <stdlib.h>
+
+#include "heap.h"
+
+#define HEAP_AUTO_MIB_PER_S 1.0
+#define HEAP_AUTO_MIN_S 2.0
+#define HEAP_AUTO_LIMIT_PCT 80.0
+#define HEAP_TOP 25
+
+void sop__heap_window_start(sop_heap_window *w, int pid, const char *proc_root, bool forced)
+{
+    w->a = NULL;
+    w->anon0 = sop__heap_anon_kb(proc_root, pid);
+    if (!forced)
+        return;
+    sop_missing scratch = {0}; /* the end census reports what is missing */
+    if (sop__heap_census(pid, proc_root, 0, &w->a, &scratch) < 0)
+        w->a = NULL;
+    sop__missing_free(&scratch);
+}
+
+/* Will a memory rule want the census? */
+static bool needed(const sop_proc *p, const sop_cgroup *cg, double duration_s)
+{
+    if (duration_s >= HEAP_AUTO_MIN_S && p->rate.rss_growth_kb_per_s >= HEAP_AUTO_MIB_PER_S * 1024)
+        return true;
+    return cg && cg->mem_limit_kb > 0 && cg->mem_limit_kb < ((int64_t)1 << 50) &&
+           cg->mem_usage_kb > 0 &&
+           100.0 * (double)cg->mem_usage_kb >= HEAP_AUTO_LIMIT_PCT * (double)cg->mem_limit_kb;
+}
+
+struct sop_value *sop__heap_window_end(sop_heap_window *w, int pid, const char *proc_root,
+                                       bool forced, const sop_proc *p, const sop_cgroup *cg,
+                                       double duration_s, sop_missing *missing)
+{
+    struct sop_value *v = NULL;
+    if (w->a || forced || needed(p, cg, duration_s)) {
+        sop_pyheap *b = NULL;
+        int64_t anon1 = sop__heap_anon_kb(proc_root, pid);
+        if (sop__heap_census(pid, proc_root, 0, &b, missing) == 0)
+            v = w->a ? sop__bridge_heap(w->a, b, duration_s, w->anon0, anon1, HEAP_TOP)
+                     : sop__bridge_heap(b, NULL, 0, anon1, anon1, HEAP_TOP);
+        sop__heap_free(b);
+    }
+    sop__heap_free(w->a);
+    w->a = NULL;
+    return v;
+}
+
+void sop__heap_window_free(sop_heap_window *w)
+{
+    sop__heap_free(w->a);
+    w->a = NULL;
+}

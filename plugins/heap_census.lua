@@ -1,0 +1,153 @@
+-- plugins/heap_census.lua — what the census of the Python heap (ev.python.heap: `run --heap`,
+-- or taken by itself when memory grows or the limit is near) adds to a memory finding: the
+-- types that grew (or the largest ones), a class of the program among them, and whether
+-- Python objects explain the growth or it is native memory (C extensions, tensors, numpy
+-- buffers, the allocator) — each with its tool. Use:
+--   local census = require "plugins.heap_census"
+--   local c = census.view(ev, th)   -- nil without a census; c.en/c.zh, c.fix, c.native
+
+local common = require "plugins.common"
+local T = common.T
+
+local census = {}
+
+-- A class of the program ("__main__.Response", "app.cache.Entry"), not a builtin type.
+local function is_class(name)
+  return name:find(".", 1, true) ~= nil and not name:find("^_?collections%.")
+    and not name:find("^_?abc%.") and not name:find("^_?weakref")
+end
+
+local function bytes_text(b)
+  local sign = b < 0 and "-" or "+"
+  return sign .. kb(math.abs(b) / 1024)
+end
+
+-- Up to n entries with growing bytes (growth lists) or the largest (types), plus the first class
+-- of the program further down, as "name +count (+bytes)".
+local function pick(list, n, growth)
+  local out, names, class_seen = {}, {}, false
+  for _, t in ipairs(list or {}) do
+    if #out < n and (not growth or (t.bytes or 0) > 0) then
+      out[#out + 1] = t
+      class_seen = class_seen or is_class(t.name)
+    elseif not class_seen and is_class(t.name) and (not growth or (t.bytes or 0) > 0) then
+      out[#out + 1] = t
+      class_seen = true
+    end
+  end
+  for _, t in ipairs(out) do
+    if growth then
+      names[#names + 1] = fmt("%s %+d (%s)", t.name, t.count or 0, bytes_text(t.bytes or 0))
+    else
+      names[#names + 1] = fmt("%s x%d (%s)", t.name, t.count or 0, kb((t.bytes or 0) / 1024))
+    end
+  end
+  local class
+  for _, t in ipairs(out) do
+    if is_class(t.name) then class = t.name break end
+  end
+  return table.concat(names, ", "), class
+end
+
+function census.view(ev, th)
+  local h = ev.python and ev.python.heap
+  if not h then return nil end
+  local c = {}
+  local grew = h.growth and h.anon_growth_kb and h.anon_growth_kb > 0
+  local share, what_en, what_zh
+  if grew and h.growth_explained then
+    share = h.growth_explained
+    what_en = fmt("%.0f%% of the anonymous-memory growth (Python objects %s of %s over %.1f s)",
+                  100 * share, bytes_text(h.bytes_growth or 0), bytes_text(1024 * h.anon_growth_kb),
+                  h.window_s or 0)
+    what_zh = fmt("匿名内存增长的 %.0f%%（%.1f 秒内 Python 对象 %s，匿名内存 %s）", 100 * share,
+                  h.window_s or 0, bytes_text(h.bytes_growth or 0), bytes_text(1024 * h.anon_growth_kb))
+  elseif h.explained then
+    share = h.explained
+    what_en = fmt("%.0f%% of the anonymous memory (%s of Python objects in %s)", 100 * share,
+                  kb((h.bytes or 0) / 1024), kb(h.anon_kb or 0))
+    what_zh = fmt("匿名内存的 %.0f%%（Python 对象 %s，匿名内存 %s）", 100 * share,
+                  kb((h.bytes or 0) / 1024), kb(h.anon_kb or 0))
+  end
+  c.share = share
+  c.native = share ~= nil and 100 * share < th.heap_python_pct
+  local list, class
+  if grew then
+    list, class = pick(h.growth, 3, true)
+  end
+  if not list or list == "" then
+    list, class = pick(h.types, 3, false)
+    c.list_en, c.list_zh = "largest types: " .. list, "最大的类型：" .. list
+  else
+    c.list_en, c.list_zh = "types that grew: " .. list, "增长的类型：" .. list
+  end
+  c.class = class
+  local np_en, np_zh = "", ""
+  if h.numpy and (h.numpy.nbytes or 0) > 0 then
+    local g = h.numpy.nbytes_growth
+    np_en = fmt("; numpy arrays own %s of data%s", kb(h.numpy.nbytes / 1024),
+                g and fmt(" (%s in the window)", bytes_text(g)) or "")
+    np_zh = fmt("；numpy 数组持有 %s 数据%s", kb(h.numpy.nbytes / 1024),
+                g and fmt("（窗口内 %s）", bytes_text(g)) or "")
+  end
+  local partial_en = h.complete == false and " (census partial: " .. (h.partial or "?") .. ")" or ""
+  local partial_zh = h.complete == false and "（普查不完整：" .. (h.partial or "?") .. "）" or ""
+  if share then
+    c.en = fmt("Python heap census: objects explain %s; %s%s%s", what_en, c.list_en, np_en, partial_en)
+    c.zh = fmt("Python 堆普查：对象解释了%s；%s%s%s", what_zh, c.list_zh, np_zh, partial_zh)
+  else
+    c.en = fmt("Python heap census: %s%s%s", c.list_en, np_en, partial_en)
+    c.zh = fmt("Python 堆普查：%s%s%s", c.list_zh, np_zh, partial_zh)
+  end
+  local pid = ev.pid or 0
+  local np_growth = h.numpy and h.numpy.nbytes_growth
+  if c.native and np_growth and grew and np_growth >= 0.5 * 1024 * h.anon_growth_kb then
+    c.fix = T(fmt("Python objects do not explain this memory, numpy buffers do (%s of %s): arrays "
+                  .. "are kept alive — a list or cache of arrays, results stored per step; keep "
+                  .. "copies of what is needed only (arr.copy() of a slice frees the base), or bound "
+                  .. "the cache. memray's native mode shows where they are allocated: "
+                  .. "`memray attach --native --aggregate -o native.bin %d`. ", bytes_text(np_growth),
+                  bytes_text(1024 * h.anon_growth_kb), pid),
+              fmt("Python 对象解释不了这部分内存，numpy 缓冲区可以（%s / %s）：数组一直被引用着——存数组的 "
+                  .. "list 或缓存、每步保存的结果；只保留需要的拷贝（对切片 arr.copy() 可释放原数组），"
+                  .. "或给缓存设上限。memray 原生模式可看分配位置：`memray attach --native --aggregate -o "
+                  .. "native.bin %d`。", bytes_text(np_growth), bytes_text(1024 * h.anon_growth_kb), pid))
+  elseif c.native then
+    c.fix = T(fmt("Python objects do not explain this memory: it is native (C extensions, tensors, "
+                  .. "numpy buffers, the allocator). Find the native allocation site with memray's "
+                  .. "native mode: `memray attach --native --aggregate -o native.bin %d`, then "
+                  .. "`memray flamegraph native.bin`. If the RSS stays high after big frees, the "
+                  .. "allocator keeps it: MALLOC_ARENA_MAX=2 for many threads, and "
+                  .. "ctypes.CDLL('libc.so.6').malloc_trim(0) after releasing large buffers. ", pid),
+              fmt("Python 对象解释不了这部分内存：它是原生内存（C 扩展、张量、numpy 缓冲区、分配器）。"
+                  .. "用 memray 原生模式找原生分配点：`memray attach --native --aggregate -o native.bin %d`，"
+                  .. "再 `memray flamegraph native.bin`。若大块释放后 RSS 仍高，是分配器留着："
+                  .. "多线程设 MALLOC_ARENA_MAX=2，释放大缓冲后调用 "
+                  .. "ctypes.CDLL('libc.so.6').malloc_trim(0)。", pid))
+  elseif share then
+    local who = class or "the growing types"
+    c.fix = T(fmt("Python objects explain it: bound what holds %s (a dict or list used as a cache: "
+                  .. "functools.lru_cache(maxsize=N) or cachetools.LRUCache; weakref.WeakValueDictionary "
+                  .. "for caches of live objects); `sopctl heap --pid %d --duration 30` shows the "
+                  .. "growth per type. ", who, pid),
+              fmt("Python 对象解释了增长：给持有 %s 的容器设上限（当缓存用的 dict/list 改为 "
+                  .. "functools.lru_cache(maxsize=N) 或 cachetools.LRUCache；活对象缓存用 "
+                  .. "weakref.WeakValueDictionary）；`sopctl heap --pid %d --duration 30` 可看各类型的增长。",
+                  who, pid))
+  end
+  -- §2.5: with the collector off, every reference cycle the program makes stays.
+  if h.gc_enabled == 0 and not c.native and c.fix then
+    c.fix = T("The garbage collector is disabled (gc.disable()): objects in reference cycles are "
+              .. "never freed. Re-enable it (gc.enable(), after start-up gc.freeze() keeps the "
+              .. "long-lived objects out of its way) or break the cycles (weakref for "
+              .. "back-references). " .. c.fix.en,
+              "垃圾回收器被关闭了（gc.disable()）：循环引用中的对象永远不会释放。重新打开"
+              .. "（gc.enable()；启动完成后 gc.freeze() 让长期存活的对象不参与回收），或打破循环"
+              .. "（反向引用用 weakref）。" .. c.fix.zh)
+    c.en = c.en .. "; the garbage collector is disabled"
+    c.zh = c.zh .. "；垃圾回收器已关闭"
+  end
+  return c
+end
+
+return census

@@ -1,0 +1,131 @@
+/* heap_stop.c — stop a whole process for an exact heap census: PTRACE_SEIZE and
+ * PTRACE_INTERRUPT every task of /proc/PID/task (twice over, for threads started meanwhile),
+ * wait until each is in its ptrace stop, and detach them all afterwards. A failure half way
+ * detaches what was stopped; if sopctl dies while they are stopped, the kernel detaches
+ * them (a seized tracee resumes when its tracer exits). Depends on libc. */
+#include <dirent.h>
+#include <errno.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/ptrace.h>
+#include <sys/wait.h>
+#include <time.h>
+
+#include "heap.h"
+
+#define MAX_TASKS 16384
+
+static double now_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
+}
+
+static bool have(const sop_stopped *s, int tid)
+{
+    for (size_t i = 0; i < s->n; i++)
+        if (s->tids[i] == tid)
+            return true;
+    return false;
+}
+
+/* Seize and interrupt one task, then wait for its stop. 0, -ESRCH (gone: skip) or -errno. */
+static int stop_task(int tid, int *sig)
+{
+    *sig = 0;
+    if (ptrace(PTRACE_SEIZE, tid, NULL, NULL) < 0)
+        return -errno;
+    if (ptrace(PTRACE_INTERRUPT, tid, NULL, NULL) < 0) {
+        int e = errno;
+        ptrace(PTRACE_DETACH, tid, NULL, NULL);
+        return -e;
+    }
+    for (;;) {
+        int status = 0;
+        pid_t r = waitpid(tid, &status, __WALL);
+        if (r < 0) {
+            if (errno == EINTR)
+                continue;
+            return -errno;
+        }
+        if (WIFEXITED(status) || WIFSIGNALED(status))
+            return -ESRCH;
+        if (WIFSTOPPED(status)) {
+            /* The interrupt's stop (PTRACE_EVENT_STOP), or a signal-delivery stop: either way
+             * the task is still. A signal it was about to receive is passed on at detach. */
+            if ((status >> 16) != PTRACE_EVENT_STOP)
+                *sig = WSTOPSIG(status);
+            return 0;
+        }
+    }
+}
+
+int sop__stop_process(int pid, const char *proc_root, sop_stopped *s, char *err, size_t errlen)
+{
+    memset(s, 0, sizeof *s);
+    s->pid = pid;
+    s->tids = calloc(MAX_TASKS, sizeof *s->tids);
+    s->sigs = calloc(MAX_TASKS, sizeof *s->sigs);
+    if (!s->tids || !s->sigs) {
+        free(s->tids);
+        free(s->sigs);
+        s->tids = s->sigs = NULL;
+        snprintf(err, errlen, "out of memory");
+        return -ENOMEM;
+    }
+    s->t0_ms = now_ms();
+    char path[300];
+    snprintf(path, sizeof path, "%s/%d/task", proc_root ? proc_root : "/proc", pid);
+    for (int pass = 0; pass < 2; pass++) {
+        DIR *d = opendir(path);
+        if (!d) {
+            int e = errno;
+            snprintf(err, errlen, "%s: %s", path, strerror(e));
+            sop__resume_process(s);
+            return e == ENOENT ? -ESRCH : -e;
+        }
+        struct dirent *de;
+        size_t before = s->n;
+        while ((de = readdir(d)) != NULL && s->n < MAX_TASKS) {
+            int tid = atoi(de->d_name);
+            if (tid <= 0 || have(s, tid))
+                continue;
+            int sig = 0;
+            int r = stop_task(tid, &sig);
+            if (r == -ESRCH)
+                continue; /* exited meanwhile */
+            if (r < 0) {
+                closedir(d);
+                snprintf(err, errlen, "ptrace of task %d: %s", tid, strerror(-r));
+                sop__resume_process(s);
+                return r;
+            }
+            s->sigs[s->n] = sig;
+            s->tids[s->n++] = tid;
+        }
+        closedir(d);
+        if (pass == 1 || s->n == before)
+            break;
+    }
+    if (s->n == 0) {
+        snprintf(err, errlen, "no task of %d could be stopped", pid);
+        sop__resume_process(s);
+        return -ESRCH;
+    }
+    return 0;
+}
+
+double sop__resume_process(sop_stopped *s)
+{
+    for (size_t i = 0; i < s->n; i++)
+        ptrace(PTRACE_DETACH, s->tids[i], NULL, (void *)(intptr_t)s->sigs[i]);
+    double paused = s->n ? now_ms() - s->t0_ms : 0;
+    free(s->tids);
+    free(s->sigs);
+    s->tids = s->sigs = NULL;
+    s->n = 0;
+    return paused;
+}
