@@ -2,9 +2,11 @@
  * file, collect or replay evidence, evaluate, print the report; exit 0/1/2/3 per CONTRACT.md. */
 #include <errno.h>
 #include <getopt.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "cli.h"
 #include "sop.h"
@@ -47,11 +49,14 @@ int cmd_run(int argc, char **argv)
         {"lang", required_argument, 0, 'l'},   {"set", required_argument, 0, 's'},
         {"rate", required_argument, 0, 'r'},   {"help", no_argument, 0, 'h'},
         {"site", required_argument, 0, 'S'},   {"no-site", no_argument, 0, 'N'},
+        {"color", required_argument, 0, 'C'},  {"all", no_argument, 0, 'A'},
         {0, 0, 0, 0}};
     int pid = -1;
     const char *evidence = NULL, *lang = "en", *rules = NULL, *site = NULL;
     int no_site = 0;
     sop_format fmt = SOP_FORMAT_MD;
+    bool fmt_auto = true, all = false;
+    cli_color color = CLI_COLOR_AUTO;
     sop_collect_opts co;
     sop_collect_opts_init(&co);
     char *sets[MAX_SETS];
@@ -69,7 +74,17 @@ int cmd_run(int argc, char **argv)
         case 'N':
             no_site = 1;
             break;
+        case 'C':
+            if (cli_parse_color(optarg, &color) != 0)
+                return EXIT_USAGE;
+            break;
+        case 'A':
+            all = true;
+            break;
         case 'f':
+            fmt_auto = strcmp(optarg, "auto") == 0;
+            if (fmt_auto)
+                break;
             if (strcmp(optarg, "md") == 0)
                 fmt = SOP_FORMAT_MD;
             else if (strcmp(optarg, "json") == 0)
@@ -77,7 +92,7 @@ int cmd_run(int argc, char **argv)
             else if (strcmp(optarg, "text") == 0)
                 fmt = SOP_FORMAT_TEXT;
             else {
-                fprintf(stderr, "sopctl: --format: '%s' is not md, json or text\n", optarg);
+                fprintf(stderr, "sopctl: --format: '%s' is not auto, md, json or text\n", optarg);
                 return EXIT_USAGE;
             }
             break;
@@ -97,7 +112,8 @@ int cmd_run(int argc, char **argv)
             break;
         case 'h':
             printf("usage: sopctl run [RULES.lua] (--pid N | --evidence FILE) [--duration S]\n"
-                   "                  [--rate HZ] [--format md|json|text] [--lang en|zh] [--set KEY=VALUE]...\n"
+                   "                  [--rate HZ] [--format auto|md|json|text] [--color auto|never|always]\n"
+                   "                  [--all] [--lang en|zh] [--set KEY=VALUE]...\n"
                    "                  [--site FILE | --no-site]   (default site: $SOP_SITE, else "
                    SOP_SITE_DEFAULT " if present)\n");
             return EXIT_CLEAN;
@@ -152,7 +168,13 @@ int cmd_run(int argc, char **argv)
         sop_report *r = NULL;
         char *out = NULL;
         rc = sop_evaluate(e, ev, &r);
-        if (rc == 0)
+        bool term = fmt_auto && isatty(STDOUT_FILENO);
+        if (rc == 0 && term)
+            rc = sop_report_render_term(r, lang, cli_term_width(STDOUT_FILENO),
+                                        (cli_use_color(color, STDOUT_FILENO) ? SOP_TERM_COLOR : 0) |
+                                            (all ? SOP_TERM_ALL : 0),
+                                        &out);
+        else if (rc == 0)
             rc = sop_report_render(r, fmt, lang, &out);
         if (rc != 0) {
             cli_print_error("evaluate", rc, e);

@@ -44,6 +44,9 @@ int sop__collect(int pid, const sop_collect_opts *opts, sop_value **out, char *e
 /* Build the report tree from the rules' verdicts and the evidence (takes ownership of verdicts). */
 sop_value *sop__report_build(sop_value *verdicts, const sop_value *ev, double rules_ms,
                              bool *problem);
+/* The terminal layout (engine/report_term.c); malloc'd string or NULL. */
+char *sop__report_render_term(const sop_value *report, const char *lang, int width, bool color,
+                              bool all);
 /* Render a report tree in fmt/lang; malloc'd string or NULL. */
 char *sop__report_render(const sop_value *report, sop_format fmt, const char *lang);
 

@@ -198,6 +198,15 @@ void sop_report_free(sop_report *r);
 /* Render in `lang` ("en" or "zh"; NULL = "en"). *out owned by the caller (sop_free).
  * Control characters from the target are escaped in every format. */
 int sop_report_render(const sop_report *r, sop_format fmt, const char *lang, char **out);
+/* The report as a person at a terminal reads it (what `sopctl run` prints on a TTY): the §9
+ * verdict and a one-line list of findings first, then each finding's details wrapped to
+ * width_cols columns (display width: CJK takes two), then cleared/unknown checks as counts.
+ * flags: SOP_TERM_COLOR (severity in ANSI colour), SOP_TERM_ALL (list cleared/unknown too).
+ * Control characters from the target are escaped. *out owned by the caller (sop_free). */
+#define SOP_TERM_COLOR 0x1u
+#define SOP_TERM_ALL 0x2u
+int sop_report_render_term(const sop_report *r, const char *lang, int width_cols, unsigned flags,
+                           char **out);
 /* 1 when the report has a finding of severity warn or high, else 0. */
 int sop_report_has_problem(const sop_report *r);
 

@@ -11,6 +11,7 @@ packages=(
   python3-setuptools python3-pip
   lua-check procps util-linux jq
   clang libclang-rt-14-dev valgrind
+  chromium tmux
 )
 missing=()
 for p in "${packages[@]}"; do
