@@ -167,6 +167,25 @@ typedef struct {
 } sop_record_stats;
 int sop_record(sop_engine *e, int pid, double duration_s, double rate_hz, const char *path,
                void (*progress)(void *ctx, double done_frac), void *ctx, sop_record_stats *stats);
+/* sop_record with the output format and options: SOP_RECORD_BY_NAME picks by the name
+ * (".svg", ".speedscope.json", ".html", else collapsed stacks). Idle samples (asleep without
+ * the GIL, or waiting for a DataLoader batch) are left out of every format unless
+ * SOP_RECORD_IDLE (sop_record leaves them out too). SOP_RECORD_TIMELINE makes an SVG the
+ * timeline (a lane per thread over the window) instead of the flame graph. The SVG and the
+ * HTML page are self-contained (no network); the flame graph zooms on click and searches. */
+typedef enum {
+    SOP_RECORD_BY_NAME = 0,
+    SOP_RECORD_COLLAPSED,
+    SOP_RECORD_SVG,
+    SOP_RECORD_SPEEDSCOPE,
+    SOP_RECORD_HTML
+} sop_record_format;
+#define SOP_RECORD_IDLE 0x1u
+#define SOP_RECORD_TIMELINE 0x2u
+int sop_record_ex(sop_engine *e, int pid, double duration_s, double rate_hz, const char *path,
+                  sop_record_format fmt, unsigned flags,
+                  void (*progress)(void *ctx, double done_frac), void *ctx,
+                  sop_record_stats *stats);
 /* Parse a `sopctl evidence` JSON document. Not ours (no schema 1, no pid): SOP_EFORMAT. */
 int sop_evidence_from_json(sop_engine *e, const char *text, size_t len, sop_evidence **out);
 /* Serialize as JSON (pretty when `pretty`); *out owned by the caller (sop_free). */
