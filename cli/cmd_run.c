@@ -14,8 +14,8 @@
 #define MAX_SETS 64
 #define EVIDENCE_MAX (64u << 20)
 
-static int load_rules(sop_engine *e, const char *rules, const char *site, int no_site,
-                      char **sets, int nsets)
+static int load_rules(sop_engine *e, const char *rules, const char *site, int no_site, char **sets,
+                      int nsets)
 {
     int rc = rules ? sop_load_rules_file(e, rules) : sop_load_rules_default(e);
     if (rc != 0) {
@@ -44,18 +44,19 @@ static int load_rules(sop_engine *e, const char *rules, const char *site, int no
 int cmd_run(int argc, char **argv)
 {
     static const struct option opts[] = {
-        {"pid", required_argument, 0, 'p'},    {"evidence", required_argument, 0, 'e'},
+        {"pid", required_argument, 0, 'p'},      {"evidence", required_argument, 0, 'e'},
         {"duration", required_argument, 0, 'd'}, {"format", required_argument, 0, 'f'},
-        {"lang", required_argument, 0, 'l'},   {"set", required_argument, 0, 's'},
-        {"rate", required_argument, 0, 'r'},   {"help", no_argument, 0, 'h'},
-        {"site", required_argument, 0, 'S'},   {"no-site", no_argument, 0, 'N'},
-        {"color", required_argument, 0, 'C'},  {"all", no_argument, 0, 'A'},
-        {0, 0, 0, 0}};
+        {"lang", required_argument, 0, 'l'},     {"set", required_argument, 0, 's'},
+        {"rate", required_argument, 0, 'r'},     {"help", no_argument, 0, 'h'},
+        {"site", required_argument, 0, 'S'},     {"no-site", no_argument, 0, 'N'},
+        {"color", required_argument, 0, 'C'},    {"all", no_argument, 0, 'A'},
+        {"output", required_argument, 0, 'o'},   {0, 0, 0, 0}};
     int pid = -1;
     const char *evidence = NULL, *lang = "en", *rules = NULL, *site = NULL;
     int no_site = 0;
     sop_format fmt = SOP_FORMAT_MD;
-    bool fmt_auto = true, all = false;
+    bool fmt_auto = true, all = false, html = false;
+    const char *output = NULL;
     cli_color color = CLI_COLOR_AUTO;
     sop_collect_opts co;
     sop_collect_opts_init(&co);
@@ -63,7 +64,7 @@ int cmd_run(int argc, char **argv)
     int nsets = 0, c;
     optind = 1;
     opterr = 0;
-    while ((c = getopt_long(argc, argv, ":p:e:d:r:f:l:s:h", opts, NULL)) != -1) {
+    while ((c = getopt_long(argc, argv, ":p:e:d:r:f:l:s:o:h", opts, NULL)) != -1) {
         switch (c) {
         case 'e':
             evidence = optarg;
@@ -81,9 +82,13 @@ int cmd_run(int argc, char **argv)
         case 'A':
             all = true;
             break;
+        case 'o':
+            output = optarg;
+            break;
         case 'f':
             fmt_auto = strcmp(optarg, "auto") == 0;
-            if (fmt_auto)
+            html = strcmp(optarg, "html") == 0;
+            if (fmt_auto || html)
                 break;
             if (strcmp(optarg, "md") == 0)
                 fmt = SOP_FORMAT_MD;
@@ -92,7 +97,8 @@ int cmd_run(int argc, char **argv)
             else if (strcmp(optarg, "text") == 0)
                 fmt = SOP_FORMAT_TEXT;
             else {
-                fprintf(stderr, "sopctl: --format: '%s' is not auto, md, json or text\n", optarg);
+                fprintf(stderr, "sopctl: --format: '%s' is not auto, md, json, text or html\n",
+                        optarg);
                 return EXIT_USAGE;
             }
             break;
@@ -112,10 +118,11 @@ int cmd_run(int argc, char **argv)
             break;
         case 'h':
             printf("usage: sopctl run [RULES.lua] (--pid N | --evidence FILE) [--duration S]\n"
-                   "                  [--rate HZ] [--format auto|md|json|text] [--color auto|never|always]\n"
+                   "                  [--rate HZ] [--format auto|md|json|text|html] [-o FILE]\n"
+                   "                  [--color auto|never|always]\n"
                    "                  [--all] [--lang en|zh] [--set KEY=VALUE]...\n"
-                   "                  [--site FILE | --no-site]   (default site: $SOP_SITE, else "
-                   SOP_SITE_DEFAULT " if present)\n");
+                   "                  [--site FILE | --no-site]   (default site: $SOP_SITE, "
+                   "else " SOP_SITE_DEFAULT " if present)\n");
             return EXIT_CLEAN;
         default: {
             int st = cli_window_opt(c, optarg, argv[optind - 1], &pid, &co.duration_s, &co.rate_hz);
@@ -130,6 +137,11 @@ int cmd_run(int argc, char **argv)
         fprintf(stderr, "sopctl: unexpected argument '%s'\n", argv[optind]);
         return EXIT_USAGE;
     }
+    if (html)
+        co.flags |= SOP_COLLECT_PICTURES;
+    if (output && fmt_auto) /* a file is not a terminal: by its name, else Markdown */
+        fmt_auto = false,
+        html = strlen(output) > 5 && !strcmp(output + strlen(output) - 5, ".html");
     if ((pid > 0) == (evidence != NULL)) {
         fprintf(stderr, "sopctl: run needs exactly one of --pid N or --evidence FILE\n");
         return EXIT_USAGE;
@@ -169,7 +181,9 @@ int cmd_run(int argc, char **argv)
         char *out = NULL;
         rc = sop_evaluate(e, ev, &r);
         bool term = fmt_auto && isatty(STDOUT_FILENO);
-        if (rc == 0 && term)
+        if (rc == 0 && html)
+            rc = sop_report_render_html(r, ev, lang, &out);
+        else if (rc == 0 && term)
             rc = sop_report_render_term(r, lang, cli_term_width(STDOUT_FILENO),
                                         (cli_use_color(color, STDOUT_FILENO) ? SOP_TERM_COLOR : 0) |
                                             (all ? SOP_TERM_ALL : 0),
@@ -179,6 +193,17 @@ int cmd_run(int argc, char **argv)
         if (rc != 0) {
             cli_print_error("evaluate", rc, e);
             status = EXIT_USAGE;
+        } else if (output) {
+            FILE *f = fopen(output, "w");
+            bool ok = f && fputs(out, f) >= 0;
+            if (f && fclose(f) != 0)
+                ok = false;
+            if (!ok) {
+                fprintf(stderr, "sopctl: %s: %s\n", output, strerror(errno));
+                status = EXIT_USAGE;
+            } else {
+                status = sop_report_has_problem(r) ? EXIT_FINDING : EXIT_CLEAN;
+            }
         } else {
             fputs(out, stdout);
             status = sop_report_has_problem(r) ? EXIT_FINDING : EXIT_CLEAN;

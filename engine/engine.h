@@ -26,7 +26,8 @@ struct sop_engine {
 };
 
 struct sop_evidence {
-    sop_value *tree; /* the `ev` object of docs/evidence.md */
+    sop_value *tree;     /* the `ev` object of docs/evidence.md */
+    char *pictures_html; /* SOP_COLLECT_PICTURES: flame graph + timeline, inline SVG; or NULL */
 };
 
 struct sop_report {
@@ -39,7 +40,10 @@ int sop__fail(sop_engine *e, int code, const char *fmt, ...) __attribute__((form
 
 /* Gather the evidence tree for pid per opts. Returns 0, SOP_ENOTARGET, SOP_EACCES, SOP_ENOMEM;
  * err gets the detail. */
-int sop__collect(int pid, const sop_collect_opts *opts, sop_value **out, char *err, size_t errlen);
+/* pictures (may be NULL): with SOP_COLLECT_PICTURES, the flame graph and timeline of the
+ * window as inline SVG (malloc'd), else NULL. */
+int sop__collect(int pid, const sop_collect_opts *opts, sop_value **out, char **pictures,
+                 char *err, size_t errlen);
 
 /* Build the report tree from the rules' verdicts and the evidence (takes ownership of verdicts). */
 sop_value *sop__report_build(sop_value *verdicts, const sop_value *ev, double rules_ms,

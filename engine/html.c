@@ -3,6 +3,7 @@
  * §9 verdict, the findings table, cleared/unknown lists) is plain HTML readable without
  * JavaScript. Every text from the target or the rules is escaped. Depends on value, dwidth. */
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "dwidth.h"
@@ -196,4 +197,37 @@ void sop__html_report(FILE *f, const sop_value *r, const char *lang)
     put_list(f, sop__v_get(r, "unknown"), "unknown (evidence missing)", "reason", lang);
     put_list(f, sop__v_get(r, "rule_errors"), "rule errors", "message", lang);
     put_list(f, sop__v_get(r, "missing_evidence"), "missing evidence", "reason", lang);
+}
+
+int sop_report_render_html(const sop_report *r, const sop_evidence *ev, const char *lang,
+                           char **out)
+{
+    if (!r || !out)
+        return SOP_EINVAL;
+    *out = NULL;
+    char *buf = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&buf, &len);
+    if (!f)
+        return SOP_ENOMEM;
+    double pid = 0;
+    sop__v_get_num(sop__v_get(r->tree, "target"), "pid", &pid);
+    char title[64];
+    snprintf(title, sizeof title, "sop report: pid %.0f", pid);
+    sop__html_begin(f, title);
+    sop__html_report(f, r->tree, lang && strcmp(lang, "zh") == 0 ? "zh" : "en");
+    if (ev && ev->pictures_html)
+        fputs(ev->pictures_html, f);
+    else
+        fputs("<p class=\"hint\" id=\"no-pictures\">No flame graph or timeline: the evidence was "
+              "replayed, or the window was not sampled (--duration 0 or --rate 0, or not a "
+              "CPython target).</p>\n",
+              f);
+    sop__html_end(f);
+    if (fclose(f) != 0) {
+        free(buf);
+        return SOP_ENOMEM;
+    }
+    *out = buf;
+    return SOP_OK;
 }

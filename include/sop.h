@@ -132,10 +132,14 @@ typedef struct {
     const char *proc_root;   /* default "/proc" */
     const char *cgroup_root; /* default "/sys/fs/cgroup" */
     unsigned probes;         /* SOP_PROBE_* bits (default SOP_PROBE_ALL) */
-    unsigned reserved_flags; /* 0 */
+    unsigned flags;          /* SOP_COLLECT_* bits (default 0) */
     double rate_hz;          /* CPython stack sampling over the window (default 100; 0 = off) */
     void *reserved[5];       /* NULL: room for later options without changing the size */
 } sop_collect_opts;
+
+/* sop_collect_opts.flags: keep the window's samples as pictures (a flame graph and a timeline,
+ * inline SVG) for sop_report_render_html. Costs 8 bytes per thread sample. */
+#define SOP_COLLECT_PICTURES 0x1u
 
 /* Fill opts with the defaults (duration 1 s, sampling at 100 Hz, every probe on, reserved
  * fields zero). */
@@ -225,6 +229,12 @@ int sop_report_render(const sop_report *r, sop_format fmt, const char *lang, cha
 #define SOP_TERM_COLOR 0x1u
 #define SOP_TERM_ALL 0x2u
 int sop_report_render_term(const sop_report *r, const char *lang, int width_cols, unsigned flags,
+                           char **out);
+/* One self-contained HTML page (no external script, font or image; the report readable
+ * without JavaScript): the §9 verdict, the findings table, cleared/unknown lists, and — when
+ * ev was collected with SOP_COLLECT_PICTURES over a sampled window — the flame graph and the
+ * timeline. ev may be NULL. *out owned by the caller (sop_free). */
+int sop_report_render_html(const sop_report *r, const sop_evidence *ev, const char *lang,
                            char **out);
 /* 1 when the report has a finding of severity warn or high, else 0. */
 int sop_report_has_problem(const sop_report *r);

@@ -84,5 +84,16 @@ js = untimed(subprocess.run([sopctl] + base + ["--format", "json"], capture_outp
 check(untimed(out.encode()) == js, "JSON on a terminal is the JSON of a pipe")
 rc, out = pty(80, base + ["--format", "md"])
 check(untimed(out.encode()) == md, "--format md on a terminal is Markdown")
+import tempfile
+with tempfile.TemporaryDirectory() as tmp:
+    for args in (["--format", "html", "-o", tmp + "/a.html"], ["-o", tmp + "/b.html"]):
+        p = subprocess.run([sopctl] + base + args, capture_output=True)
+        page = open(args[-1], encoding="utf-8").read() if p.returncode == 1 else ""
+        check(page.startswith("<!DOCTYPE html>") and '<table id="findings">' in page
+              and 'id="verdict"' in page and "asyncio.loop_blocked" in page and 'id="no-pictures"' in page
+              and "<script" not in page and "src=" not in page,
+              "html from replayed evidence: table and verdict, no pictures, no script %r" % (args,))
+    p = subprocess.run([sopctl] + base + ["-o", tmp + "/c.md"], capture_output=True)
+    check(untimed(open(tmp + "/c.md", "rb").read()) == md, "-o FILE.md writes the Markdown")
 sys.exit(1 if fails else 0)
 EOF
