@@ -75,7 +75,8 @@ static size_t put_wrapped(term *t, const char *s, size_t col, size_t indent)
     size_t line_start = col; /* nothing written on this line yet while col == line_start */
     for (size_t i = 0; i < len;) {
         if (s[i] == ' ') {
-            pending_space = col > line_start;
+            /* a leading space: one space after what the caller wrote, unless a line breaks */
+            pending_space = col > line_start || (i == 0 && col > indent);
             i++;
             continue;
         }
@@ -275,8 +276,12 @@ static void put_verdict(term *t, const sop_value *findings, const tlabels *L)
     col = put_wrapped(t, sym ? sym : "", col, 2);
     off(t);
     if (evid && *evid) {
-        sop__sb_puts(t->b, " — ");
-        put_wrapped(t, evid, col + 3, 2);
+        sop__sb_puts(t->b, " —");
+        sop_sb tmp = {0};
+        sop__sb_printf(&tmp, " %s", evid);
+        char *e = sop__sb_take(&tmp);
+        put_wrapped(t, e ? e : "", col + 2, 2);
+        free(e);
     }
     sop__sb_puts(t->b, "\n");
     free(sym);
@@ -336,7 +341,11 @@ static void put_details(term *t, const sop_value *findings, const tlabels *L)
         size_t col = put_wrapped(t, ids ? ids : "", strlen(sev) + 1, 4);
         off(t);
         sop__sb_puts(t->b, ":");
-        put_wrapped(t, sym ? sym : "", col + 1, 4);
+        sop_sb spaced = {0};
+        sop__sb_printf(&spaced, " %s", sym ? sym : "");
+        char *sp = sop__sb_take(&spaced);
+        put_wrapped(t, sp ? sp : "", col + 1, 4);
+        free(sp);
         sop__sb_puts(t->b, "\n");
         free(ids);
         free(sym);
