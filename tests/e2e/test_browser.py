@@ -46,7 +46,7 @@ class Browser:
 
         self.p = subprocess.Popen(
             [CHROMIUM, "--headless", "--no-sandbox", "--disable-gpu", "--remote-debugging-pipe",
-             "--no-first-run", "--disable-extensions", "--user-data-dir=" + self.profile,
+             "--no-first-run", "--disable-extensions", "--disable-dev-shm-usage", "--user-data-dir=" + self.profile,
              "--window-size=1280,1000", "--force-device-scale-factor=1", "about:blank"],
             stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
             preexec_fn=fds, pass_fds=(3, 4))
@@ -169,6 +169,7 @@ def png_pixels(data):
 
 
 t = Checks()
+t0 = time.time()
 if not CHROMIUM:
     t.check(False, "chromium is installed (scripts/install-deps.sh)")
     t.done()
@@ -292,4 +293,5 @@ try:
         b.close()
 finally:
     shutil.rmtree(tmp, ignore_errors=True)
+print("test_browser: %.0f s" % (time.time() - t0))
 t.done()
