@@ -59,4 +59,13 @@ int cli_load_rules(struct sop_engine *e, const char *rules, const char *site, in
 struct sop_engine;
 void cli_print_error(const char *what, int err, const struct sop_engine *e);
 
+/* --color auto|never|always. auto: colour when fd is a terminal, NO_COLOR is unset or empty,
+ * and TERM is not "dumb"; always wins over NO_COLOR (an explicit request). */
+typedef enum { CLI_COLOR_AUTO, CLI_COLOR_NEVER, CLI_COLOR_ALWAYS } cli_color;
+/* 0, or -1 after printing why. */
+int cli_parse_color(const char *arg, cli_color *out);
+int cli_use_color(cli_color c, int fd);
+/* Columns of the terminal on fd, else $COLUMNS, else 80. */
+int cli_term_width(int fd);
+
 #endif

@@ -2,9 +2,11 @@
  * file, collect or replay evidence, evaluate, print the report; exit 0/1/2/3 per CONTRACT.md. */
 #include <errno.h>
 #include <getopt.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "cli.h"
 #include "ranks.h"
@@ -43,26 +45,30 @@ int cli_load_rules(sop_engine *e, const char *rules, const char *site, int no_si
 int cmd_run(int argc, char **argv)
 {
     static const struct option opts[] = {
-        {"pid", required_argument, 0, 'p'},    {"evidence", required_argument, 0, 'e'},
+        {"pid", required_argument, 0, 'p'},      {"evidence", required_argument, 0, 'e'},
         {"duration", required_argument, 0, 'd'}, {"format", required_argument, 0, 'f'},
-        {"lang", required_argument, 0, 'l'},   {"set", required_argument, 0, 's'},
-        {"rate", required_argument, 0, 'r'},   {"help", no_argument, 0, 'h'},
-        {"site", required_argument, 0, 'S'},   {"no-site", no_argument, 0, 'N'},
-        {"ranks", no_argument, 0, 'R'},        {"slurm-job", required_argument, 0, 'J'},
-        {"heap", no_argument, 0, 'H'},
+        {"lang", required_argument, 0, 'l'},     {"set", required_argument, 0, 's'},
+        {"rate", required_argument, 0, 'r'},     {"help", no_argument, 0, 'h'},
+        {"site", required_argument, 0, 'S'},     {"no-site", no_argument, 0, 'N'},
+        {"color", required_argument, 0, 'C'},    {"all", no_argument, 0, 'A'},
+        {"output", required_argument, 0, 'o'},   {"ranks", no_argument, 0, 'R'},
+        {"slurm-job", required_argument, 0, 'J'}, {"heap", no_argument, 0, 'H'},
         {0, 0, 0, 0}};
     int pid = -1;
     const char *evidence = NULL, *lang = "en", *rules = NULL, *site = NULL;
     int no_site = 0, ranks = 0;
     const char *slurm_job = NULL;
     sop_format fmt = SOP_FORMAT_MD;
+    bool fmt_auto = true, all = false, html = false;
+    const char *output = NULL;
+    cli_color color = CLI_COLOR_AUTO;
     sop_collect_opts co;
     sop_collect_opts_init(&co);
     char *sets[MAX_SETS];
     int nsets = 0, c;
     optind = 1;
     opterr = 0;
-    while ((c = getopt_long(argc, argv, ":p:e:d:r:f:l:s:h", opts, NULL)) != -1) {
+    while ((c = getopt_long(argc, argv, ":p:e:d:r:f:l:s:o:h", opts, NULL)) != -1) {
         switch (c) {
         case 'e':
             if (evidence) {
@@ -84,7 +90,21 @@ int cmd_run(int argc, char **argv)
             slurm_job = optarg;
             ranks = 1;
             break;
+        case 'C':
+            if (cli_parse_color(optarg, &color) != 0)
+                return EXIT_USAGE;
+            break;
+        case 'A':
+            all = true;
+            break;
+        case 'o':
+            output = optarg;
+            break;
         case 'f':
+            fmt_auto = strcmp(optarg, "auto") == 0;
+            html = strcmp(optarg, "html") == 0;
+            if (fmt_auto || html)
+                break;
             if (strcmp(optarg, "md") == 0)
                 fmt = SOP_FORMAT_MD;
             else if (strcmp(optarg, "json") == 0)
@@ -92,7 +112,8 @@ int cmd_run(int argc, char **argv)
             else if (strcmp(optarg, "text") == 0)
                 fmt = SOP_FORMAT_TEXT;
             else {
-                fprintf(stderr, "sopctl: --format: '%s' is not md, json or text\n", optarg);
+                fprintf(stderr, "sopctl: --format: '%s' is not auto, md, json, text or html\n",
+                        optarg);
                 return EXIT_USAGE;
             }
             break;
@@ -116,9 +137,10 @@ int cmd_run(int argc, char **argv)
         case 'h':
             printf("usage: sopctl run [RULES.lua] (--pid N | --evidence FILE |\n"
                    "                  --ranks [--pid LAUNCHER] [--slurm-job J]) [--duration S]\n"
-                   "                  [--rate HZ] [--format md|json|text] [--lang en|zh] [--set KEY=VALUE]...\n"
-                   "                  [--site FILE | --no-site] [--heap]   (default site: $SOP_SITE, else "
-                   SOP_SITE_DEFAULT " if present)\n");
+                   "                  [--rate HZ] [--format auto|md|json|text|html] [-o FILE]\n"
+                   "                  [--color auto|never|always] [--all] [--lang en|zh]\n"
+                   "                  [--set KEY=VALUE]... [--site FILE | --no-site] [--heap]\n"
+                   "                  (default site: $SOP_SITE, else " SOP_SITE_DEFAULT " if present)\n");
             return EXIT_CLEAN;
         default: {
             int st = cli_window_opt(c, optarg, argv[optind - 1], &pid, &co.duration_s, &co.rate_hz);
@@ -143,6 +165,11 @@ int cmd_run(int argc, char **argv)
         fprintf(stderr, "sopctl: --ranks diagnoses live processes; it does not take --evidence\n");
         return EXIT_USAGE;
     }
+    if (html)
+        co.flags |= SOP_COLLECT_PICTURES;
+    if (output && fmt_auto) /* a file is not a terminal: by its name, else Markdown */
+        fmt_auto = false,
+        html = strlen(output) > 5 && !strcmp(output + strlen(output) - 5, ".html");
     if (!ranks && (pid > 0) == (evidence != NULL)) {
         fprintf(stderr, "sopctl: run needs exactly one of --pid N or --evidence FILE\n");
         return EXIT_USAGE;
@@ -157,7 +184,7 @@ int cmd_run(int argc, char **argv)
     int status = cli_load_rules(e, rules, site, no_site, sets, nsets);
     sop_evidence *ev = NULL;
     if (status == EXIT_CLEAN && ranks) {
-        status = cli_ranks_run(e, pid, slurm_job, &co, fmt, lang, false, NULL);
+        status = cli_ranks_run(e, pid, slurm_job, &co, fmt, lang, false, output);
         sop_engine_free(e);
         return status;
     }
@@ -188,11 +215,30 @@ int cmd_run(int argc, char **argv)
         sop_report *r = NULL;
         char *out = NULL;
         rc = sop_evaluate(e, ev, &r);
-        if (rc == 0)
+        bool term = fmt_auto && isatty(STDOUT_FILENO);
+        if (rc == 0 && html)
+            rc = sop_report_render_html(r, ev, lang, &out);
+        else if (rc == 0 && term)
+            rc = sop_report_render_term(r, lang, cli_term_width(STDOUT_FILENO),
+                                        (cli_use_color(color, STDOUT_FILENO) ? SOP_TERM_COLOR : 0) |
+                                            (all ? SOP_TERM_ALL : 0),
+                                        &out);
+        else if (rc == 0)
             rc = sop_report_render(r, fmt, lang, &out);
         if (rc != 0) {
             cli_print_error("evaluate", rc, e);
             status = EXIT_USAGE;
+        } else if (output) {
+            FILE *f = fopen(output, "w");
+            bool ok = f && fputs(out, f) >= 0;
+            if (f && fclose(f) != 0)
+                ok = false;
+            if (!ok) {
+                fprintf(stderr, "sopctl: %s: %s\n", output, strerror(errno));
+                status = EXIT_USAGE;
+            } else {
+                status = sop_report_has_problem(r) ? EXIT_FINDING : EXIT_CLEAN;
+            }
         } else {
             fputs(out, stdout);
             status = sop_report_has_problem(r) ? EXIT_FINDING : EXIT_CLEAN;

@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/ioctl.h>
 #include <unistd.h>
 
 #include "cli.h"
@@ -219,4 +220,41 @@ int cli_load_site(struct sop_engine *e, const char *path, int no_default)
         return EXIT_USAGE;
     }
     return EXIT_CLEAN;
+}
+
+int cli_parse_color(const char *arg, cli_color *out)
+{
+    if (strcmp(arg, "auto") == 0)
+        *out = CLI_COLOR_AUTO;
+    else if (strcmp(arg, "never") == 0)
+        *out = CLI_COLOR_NEVER;
+    else if (strcmp(arg, "always") == 0)
+        *out = CLI_COLOR_ALWAYS;
+    else {
+        fprintf(stderr, "sopctl: --color: '%s' is not auto, never or always\n", arg);
+        return -1;
+    }
+    return 0;
+}
+
+int cli_use_color(cli_color c, int fd)
+{
+    if (c != CLI_COLOR_AUTO)
+        return c == CLI_COLOR_ALWAYS;
+    const char *no = getenv("NO_COLOR"), *term = getenv("TERM");
+    if (no && *no)
+        return 0;
+    if (term && strcmp(term, "dumb") == 0)
+        return 0;
+    return isatty(fd);
+}
+
+int cli_term_width(int fd)
+{
+    struct winsize ws;
+    if (ioctl(fd, TIOCGWINSZ, &ws) == 0 && ws.ws_col > 0)
+        return ws.ws_col;
+    const char *cols = getenv("COLUMNS");
+    int n = cols ? atoi(cols) : 0;
+    return n > 0 ? n : 80;
 }

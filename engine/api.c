@@ -320,15 +320,18 @@ int sop_collect(sop_engine *e, int pid, const sop_collect_opts *opts, sop_eviden
         clear_error(e);
     char err[512] = "";
     sop_value *tree = NULL;
-    int rc = sop__collect(pid, opts, &tree, err, sizeof err);
+    char *pictures = NULL;
+    int rc = sop__collect(pid, opts, &tree, &pictures, err, sizeof err);
     if (rc != 0)
         return sop__fail(e, rc, "%s", err[0] ? err : sop_strerror(rc));
     sop_evidence *ev = calloc(1, sizeof *ev);
     if (!ev) {
         sop__v_free(tree);
+        free(pictures);
         return sop__fail(e, SOP_ENOMEM, "out of memory");
     }
     ev->tree = tree;
+    ev->pictures_html = pictures;
     *out = ev;
     return SOP_OK;
 }
@@ -436,6 +439,7 @@ void sop_evidence_free(sop_evidence *ev)
     if (!ev)
         return;
     sop__v_free(ev->tree);
+    free(ev->pictures_html);
     free(ev);
 }
 

@@ -204,9 +204,32 @@ static int post_mortem(int pid, sop_collection *c, char *err, size_t errlen)
     return SOP_ENOTARGET;
 }
 
-int sop__collect(int pid, const sop_collect_opts *o, sop_value **out, char *err, size_t errlen)
+/* The window's flame graph and timeline as inline SVG for an HTML page; NULL on failure. */
+static char *render_pictures(const sop_sampler *s, int pid)
+{
+    char *buf = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&buf, &len);
+    if (!f)
+        return NULL;
+    fputs("<h2>Flame graph</h2>\n", f);
+    int rc = sop__record_pictures(s, pid, 1u, 0, f);
+    fputs("<h2>Timeline</h2>\n", f);
+    if (rc == 0)
+        rc = sop__record_pictures(s, pid, 2u, 0, f);
+    if (fclose(f) != 0 || rc != 0) {
+        free(buf);
+        return NULL;
+    }
+    return buf;
+}
+
+int sop__collect(int pid, const sop_collect_opts *o, sop_value **out, char **pictures, char *err,
+                 size_t errlen)
 {
     *out = NULL;
+    if (pictures)
+        *pictures = NULL;
     double t_start = sop__now_ms();
     const char *proc_root = o->proc_root ? o->proc_root : "/proc";
     int root_fd = open(proc_root, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
@@ -261,6 +284,8 @@ int sop__collect(int pid, const sop_collect_opts *o, sop_value **out, char *err,
                 sampler = NULL;
             sop__missing_free(&scratch);
         }
+        if (sampler && pictures && (o->flags & SOP_COLLECT_PICTURES))
+            sop__sampler_keep_timeline(sampler);
         if (sampler)
             sop__sampler_run(sampler, t0 + o->duration_s * 1e3, o->rate_hz, NULL, NULL);
         /* the window is the asked duration whatever the rate (or a target that left early) */
@@ -357,6 +382,8 @@ done:
             sop__v_set_dbl(tree, "collect_ms",
                            sop__now_ms() - t_start - (c.duration_s > 0 ? c.duration_s * 1e3 : 0));
             *out = tree;
+            if (pictures && (o->flags & SOP_COLLECT_PICTURES) && c.sampling)
+                *pictures = render_pictures(c.sampling, pid);
         }
     }
     sop__collection_free(&c);

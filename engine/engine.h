@@ -26,7 +26,8 @@ struct sop_engine {
 };
 
 struct sop_evidence {
-    sop_value *tree; /* the `ev` object of docs/evidence.md */
+    sop_value *tree;     /* the `ev` object of docs/evidence.md */
+    char *pictures_html; /* SOP_COLLECT_PICTURES: flame graph + timeline, inline SVG; or NULL */
 };
 
 struct sop_report {
@@ -39,11 +40,30 @@ int sop__fail(sop_engine *e, int code, const char *fmt, ...) __attribute__((form
 
 /* Gather the evidence tree for pid per opts. Returns 0, SOP_ENOTARGET, SOP_EACCES, SOP_ENOMEM;
  * err gets the detail. */
-int sop__collect(int pid, const sop_collect_opts *opts, sop_value **out, char *err, size_t errlen);
+/* pictures (may be NULL): with SOP_COLLECT_PICTURES, the flame graph and timeline of the
+ * window as inline SVG (malloc'd), else NULL. */
+int sop__collect(int pid, const sop_collect_opts *opts, sop_value **out, char **pictures,
+                 char *err, size_t errlen);
 
 /* Build the report tree from the rules' verdicts and the evidence (takes ownership of verdicts). */
 sop_value *sop__report_build(sop_value *verdicts, const sop_value *ev, double rules_ms,
                              bool *problem);
+/* HTML pages (engine/html.c): the head with the page's style, the report (verdict, table,
+ * lists; readable without script), the end. Everything written is escaped. */
+#include <stdio.h>
+void sop__html_begin(FILE *f, const char *title);
+void sop__html_report(FILE *f, const sop_value *report, const char *lang);
+void sop__html_end(FILE *f);
+/* record.c: the output format a path's name asks for. */
+sop_record_format sop__record_format_of(const char *path);
+/* The target's pictures, inline for an HTML page: what bit 1 the flame graph, bit 2 the
+ * timeline (needs sop__sampler_keep_timeline); flags SOP_RECORD_IDLE. 0 or -errno. */
+struct sop_sampler;
+int sop__record_pictures(const struct sop_sampler *s, int pid, unsigned what, unsigned flags,
+                         FILE *f);
+/* The terminal layout (engine/report_term.c); malloc'd string or NULL. */
+char *sop__report_render_term(const sop_value *report, const char *lang, int width, bool color,
+                              bool all);
 /* Render a report tree in fmt/lang; malloc'd string or NULL. */
 char *sop__report_render(const sop_value *report, sop_format fmt, const char *lang);
 

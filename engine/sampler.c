@@ -24,6 +24,7 @@
 #define MAX_THREADS_AGG 4096
 #define STACK_SLOTS (1u << 16) /* power of two; at most half filled */
 #define STACK_MAX_BYTES 16384  /* one stack's text; longer ones are cut at the root side */
+#define TIMELINE_MAX (4u << 20) /* thread samples kept for a timeline (8 bytes each) */
 #define LOOP_CAND 16           /* candidate frames tracked in one loop stretch */
 #define TOP_STACKS 5
 #define SITES_MAX 1024            /* (thread, kind, frame) counters for import / logging sites */
@@ -66,6 +67,7 @@ typedef struct {
     uint32_t thr;
     char *stack;
     long count;
+    long by_state[SOP_ST_N]; /* the count split by sop_sample_state */
 } stack_ent;
 
 /* How often one thread was seen importing one module / logging from one call site. */
@@ -128,6 +130,10 @@ struct sop_sampler {
     int64_t gc_first[3], gc_last[3]; /* generation_stats collections at the first/last tick */
     double gc_first_ms, gc_last_ms;
     sop_open_file *files0, *files; /* at the window's start and end */
+    sop_timeline_ev *timeline;     /* with sop__sampler_keep_timeline: one per thread sample */
+    size_t ntimeline, timeline_cap;
+    bool keep_timeline;
+    double t0_ms;
     size_t nfiles0, nfiles;
     char buf[STACK_MAX_BYTES];
 };
@@ -338,7 +344,7 @@ static size_t put_name(char *dst, size_t at, size_t cap, const char *src)
     return at;
 }
 
-static void count_stack(sop_sampler *s, int ti, const sop_pysample *p)
+static void count_stack(sop_sampler *s, int ti, const sop_pysample *p, sop_sample_state st)
 {
     char *b = s->buf;
     size_t cap = sizeof s->buf, at = 0;
@@ -369,11 +375,13 @@ static void count_stack(sop_sampler *s, int ti, const sop_pysample *p)
             e->hash = h;
             e->thr = (uint32_t)ti;
             e->count = 1;
+            e->by_state[st] = 1;
             s->nstacks++;
             return;
         }
         if (e->hash == h && e->thr == (uint32_t)ti && strcmp(e->stack, b) == 0) {
             e->count++;
+            e->by_state[st]++;
             return;
         }
     }
@@ -559,11 +567,32 @@ static void on_thread(void *ctx, const sop_pysample *p)
         t->no_frames++;
     if (p->torn)
         t->torn++;
+    bool data_wait = false;
     for (size_t i = 0; i < p->nframes && i < 64; i++)
         if (data_wait_frame(&p->frames[i])) {
             t->data_wait++;
+            data_wait = true;
             break;
         }
+    sop_sample_state st = p->gil ? SOP_ST_GIL
+                        : p->gil_wait ? SOP_ST_GIL_WAIT
+                        : p->state == 'D' ? SOP_ST_DISK
+                        : data_wait ? SOP_ST_BATCH
+                        : run ? SOP_ST_NATIVE
+                        : SOP_ST_IDLE;
+    if (s->keep_timeline) {
+        if (s->ntimeline == s->timeline_cap && s->timeline_cap < TIMELINE_MAX) {
+            size_t cap = s->timeline_cap ? s->timeline_cap * 2 : 4096;
+            sop_timeline_ev *g = realloc(s->timeline, cap * sizeof *g);
+            if (g) {
+                s->timeline = g;
+                s->timeline_cap = cap;
+            }
+        }
+        if (s->ntimeline < s->timeline_cap)
+            s->timeline[s->ntimeline++] =
+                (sop_timeline_ev){(float)(s->now_ms - s->t0_ms), (uint16_t)ti, (uint8_t)st};
+    }
     for (size_t i = 0; i < p->nframes && i < 256; i++)
         if (ckpt_frame(&p->frames[i])) {
             t->ckpt++;
@@ -572,7 +601,7 @@ static void on_thread(void *ctx, const sop_pysample *p)
     runtime_sample(s, ti, p);
     fault_sample(s, ti, p);
     loop_sample(s, t, p);
-    count_stack(s, ti, p);
+    count_stack(s, ti, p, st);
     count_leaf(s, ti, p, run || p->gil);
 }
 
@@ -763,6 +792,7 @@ int sop__sampler_run(sop_sampler *s, double deadline_ms, double rate_hz,
         rate_hz = 100;
     s->rate_hz = rate_hz;
     double interval = 1e3 / rate_hz, c0 = cpu_ms(), t0 = sop__now_ms();
+    s->t0_ms = t0;
     double next = t0, last_progress = t0;
     int rc = 0;
     /* Bounded: one tick per interval until the deadline (plus skipped ones). */
@@ -859,6 +889,7 @@ void sop__sampler_close(sop_sampler *s)
     free(s->thrs);
     free(s->files0);
     free(s->files);
+    free(s->timeline);
     free(s);
 }
 
@@ -902,6 +933,7 @@ size_t sop__sampler_stacks(const sop_sampler *s, sop_stack_count **out)
                  e->stack);
         v[n].stack = txt;
         v[n].count = e->count;
+        memcpy(v[n].by_state, e->by_state, sizeof v[n].by_state);
         n++;
     }
     if (s->other > 0) {
@@ -909,6 +941,7 @@ size_t sop__sampler_stacks(const sop_sampler *s, sop_stack_count **out)
         if (txt) {
             v[n].stack = txt;
             v[n].count = s->other;
+            v[n].by_state[SOP_ST_NATIVE] = s->other; /* state unknown: never left out as idle */
             n++;
         }
     }
@@ -1350,4 +1383,30 @@ void sop__sampler_bridge(const sop_sampler *s, sop_value *ev)
     sop__v_set_dbl(ld, "workers_cpu_frac", frac(wr, wn));
     sop__v_set_dbl(ld, "workers_io_frac", frac(wd, wn));
     sop__v_set_dbl(ld, "workers_idle_frac", frac(ws, wn));
+}
+
+/* ---- timeline ------------------------------------------------------------------------ */
+
+void sop__sampler_keep_timeline(sop_sampler *s)
+{
+    s->keep_timeline = true;
+}
+
+size_t sop__sampler_timeline(const sop_sampler *s, const sop_timeline_ev **out)
+{
+    *out = s->timeline;
+    return s->ntimeline;
+}
+
+size_t sop__sampler_threads(const sop_sampler *s, sop_thread_info **out)
+{
+    *out = calloc(s->nthrs + 1, sizeof **out);
+    if (!*out)
+        return 0;
+    for (size_t i = 0; i < s->nthrs; i++) {
+        const thr *t = &s->thrs[i];
+        const proc_ent *pe = &s->procs[t->proc];
+        (*out)[i] = (sop_thread_info){pe->pid, t->tid, t->proc, pe->comm, t->name};
+    }
+    return s->nthrs;
 }

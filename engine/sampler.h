@@ -33,9 +33,22 @@ void sop__sampler_bridge(const sop_sampler *s, sop_value *ev);
 
 /* Every (thread, stack) seen, root first: "pid 12 (python3);tid 12 (python3);f (a.py);g (b.py)"
  * and its count. The pointers stay valid until close. Returns the number of entries. */
+/* What a thread was doing in one sample: holding the GIL (running Python), waiting for it, in
+ * native code (running without the GIL), in D state (disk), waiting for a DataLoader batch or a
+ * multiprocessing queue, or idle (asleep without the GIL). */
+typedef enum {
+    SOP_ST_GIL,
+    SOP_ST_GIL_WAIT,
+    SOP_ST_NATIVE,
+    SOP_ST_DISK,
+    SOP_ST_BATCH,
+    SOP_ST_IDLE,
+    SOP_ST_N
+} sop_sample_state;
 typedef struct {
     const char *stack;
     long count;
+    long by_state[SOP_ST_N]; /* count split by state; idle = SOP_ST_IDLE + SOP_ST_BATCH */
 } sop_stack_count;
 size_t sop__sampler_stacks(const sop_sampler *s, sop_stack_count **out); /* *out malloc'd */
 
@@ -53,7 +66,38 @@ void sop__sampler_stats(const sop_sampler *s, sop_sampler_stats *out);
 int sop__sampler_write_collapsed(const sop_sampler *s, FILE *f);
 void sop__sampler_close(sop_sampler *s);
 
-/* A self-contained SVG flame graph of collapsed stacks (engine/flamegraph.c). */
-int sop__flamegraph_write(const sop_stack_count *stacks, size_t n, const char *title, FILE *f);
+/* The timeline: call keep_timeline before run to keep every (time, thread, state) sample (up
+ * to 4 Mi of them); threads lists the threads the thr indices name (*out malloc'd, strings
+ * valid until close). */
+typedef struct {
+    float t_ms; /* since the window's start */
+    uint16_t thr;
+    uint8_t state; /* sop_sample_state */
+} sop_timeline_ev;
+typedef struct {
+    int pid, tid;
+    int proc; /* 0: the target; > 0: a CPython descendant (a worker) */
+    const char *comm, *name;
+} sop_thread_info;
+void sop__sampler_keep_timeline(sop_sampler *s);
+size_t sop__sampler_timeline(const sop_sampler *s, const sop_timeline_ev **out);
+size_t sop__sampler_threads(const sop_sampler *s, sop_thread_info **out);
+/* The timeline as a self-contained SVG: a lane per thread (engine/timeline.c). flags:
+ * SOP_FG_INLINE. Returns 0 or -errno. */
+int sop__timeline_write(const sop_thread_info *thr, size_t nthr, const sop_timeline_ev *ev,
+                        size_t nev, double window_s, double rate_hz, const char *title,
+                        unsigned flags, FILE *f);
+
+/* A self-contained interactive SVG flame graph of collapsed stacks (engine/flamegraph.c).
+ * SOP_FG_IDLE keeps idle samples (left out by default); SOP_FG_INLINE leaves out the XML
+ * declaration (for an HTML page). Returns 0 or -errno. */
+#define SOP_FG_IDLE 0x1u
+#define SOP_FG_INLINE 0x2u
+int sop__flamegraph_write(const sop_stack_count *stacks, size_t n, const char *title,
+                          unsigned flags, FILE *f);
+/* The same stacks in speedscope's JSON file format: a sampled profile per thread, weights in
+ * samples (engine/speedscope.c). flags: SOP_FG_IDLE. Returns 0 or -errno. */
+int sop__speedscope_write(const sop_stack_count *stacks, size_t n, const char *name,
+                          unsigned flags, FILE *f);
 
 #endif

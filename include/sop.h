@@ -144,10 +144,14 @@ typedef struct {
     const char *proc_root;   /* default "/proc" */
     const char *cgroup_root; /* default "/sys/fs/cgroup" */
     unsigned probes;         /* SOP_PROBE_* bits (default SOP_PROBE_ALL) */
-    unsigned reserved_flags; /* 0 */
+    unsigned flags;          /* SOP_COLLECT_* bits (default 0) */
     double rate_hz;          /* CPython stack sampling over the window (default 100; 0 = off) */
     void *reserved[5];       /* NULL: room for later options without changing the size */
 } sop_collect_opts;
+
+/* sop_collect_opts.flags: keep the window's samples as pictures (a flame graph and a timeline,
+ * inline SVG) for sop_report_render_html. Costs 8 bytes per thread sample. */
+#define SOP_COLLECT_PICTURES 0x1u
 
 /* Fill opts with the defaults (duration 1 s, sampling at 100 Hz, every probe on, reserved
  * fields zero). */
@@ -179,6 +183,25 @@ typedef struct {
 } sop_record_stats;
 int sop_record(sop_engine *e, int pid, double duration_s, double rate_hz, const char *path,
                void (*progress)(void *ctx, double done_frac), void *ctx, sop_record_stats *stats);
+/* sop_record with the output format and options: SOP_RECORD_BY_NAME picks by the name
+ * (".svg", ".speedscope.json", ".html", else collapsed stacks). Idle samples (asleep without
+ * the GIL, or waiting for a DataLoader batch) are left out of every format unless
+ * SOP_RECORD_IDLE (sop_record leaves them out too). SOP_RECORD_TIMELINE makes an SVG the
+ * timeline (a lane per thread over the window) instead of the flame graph. The SVG and the
+ * HTML page are self-contained (no network); the flame graph zooms on click and searches. */
+typedef enum {
+    SOP_RECORD_BY_NAME = 0,
+    SOP_RECORD_COLLAPSED,
+    SOP_RECORD_SVG,
+    SOP_RECORD_SPEEDSCOPE,
+    SOP_RECORD_HTML
+} sop_record_format;
+#define SOP_RECORD_IDLE 0x1u
+#define SOP_RECORD_TIMELINE 0x2u
+int sop_record_ex(sop_engine *e, int pid, double duration_s, double rate_hz, const char *path,
+                  sop_record_format fmt, unsigned flags,
+                  void (*progress)(void *ctx, double done_frac), void *ctx,
+                  sop_record_stats *stats);
 /* Parse a `sopctl evidence` JSON document. Not ours (no schema 1, no pid): SOP_EFORMAT. */
 int sop_evidence_from_json(sop_engine *e, const char *text, size_t len, sop_evidence **out);
 /* Serialize as JSON (pretty when `pretty`); *out owned by the caller (sop_free). */
@@ -225,6 +248,21 @@ void sop_report_free(sop_report *r);
 /* Render in `lang` ("en" or "zh"; NULL = "en"). *out owned by the caller (sop_free).
  * Control characters from the target are escaped in every format. */
 int sop_report_render(const sop_report *r, sop_format fmt, const char *lang, char **out);
+/* The report as a person at a terminal reads it (what `sopctl run` prints on a TTY): the §9
+ * verdict and a one-line list of findings first, then each finding's details wrapped to
+ * width_cols columns (display width: CJK takes two), then cleared/unknown checks as counts.
+ * flags: SOP_TERM_COLOR (severity in ANSI colour), SOP_TERM_ALL (list cleared/unknown too).
+ * Control characters from the target are escaped. *out owned by the caller (sop_free). */
+#define SOP_TERM_COLOR 0x1u
+#define SOP_TERM_ALL 0x2u
+int sop_report_render_term(const sop_report *r, const char *lang, int width_cols, unsigned flags,
+                           char **out);
+/* One self-contained HTML page (no external script, font or image; the report readable
+ * without JavaScript): the §9 verdict, the findings table, cleared/unknown lists, and — when
+ * ev was collected with SOP_COLLECT_PICTURES over a sampled window — the flame graph and the
+ * timeline. ev may be NULL. *out owned by the caller (sop_free). */
+int sop_report_render_html(const sop_report *r, const sop_evidence *ev, const char *lang,
+                           char **out);
 /* 1 when the report has a finding of severity warn or high, else 0. */
 int sop_report_has_problem(const sop_report *r);
 

@@ -13,6 +13,7 @@ packages=(
   clang libclang-rt-14-dev valgrind
   slurm-wlm munge
   libmicrohttpd-dev prometheus
+  chromium tmux
 )
 missing=()
 for p in "${packages[@]}"; do

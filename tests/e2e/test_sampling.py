@@ -121,12 +121,21 @@ with Target(GIL) as p:
     tmp = tempfile.mkdtemp(prefix="sop_rec")
     try:
         txt = os.path.join(tmp, "s.txt")
-        code, out, err = sopctl("record", "--pid", p.pid, "--duration", "2", "--rate", "100", "-o", txt)
+        code, out, err = sopctl("record", "--pid", p.pid, "--duration", "2", "--rate", "100", "--idle",
+                                "-o", txt)
         m = re.search(r"(\d+) samples \((\d+) missed\).*?(\d+) thread samples", err)
         lines = open(txt).read().splitlines() if code == 0 else []
         counts = [int(ln.rsplit(" ", 1)[1]) for ln in lines]
         t.check(code == 0 and m and sum(counts) == int(m.group(3)) and int(m.group(1)) > 100,
-                "record .txt: collapsed counts add up to the samples taken", (code, err, sum(counts)))
+                "record --idle .txt: collapsed counts add up to the samples taken", (code, err, sum(counts)))
+        t.check(any("(MainThread)" in ln for ln in lines), "record --idle keeps the sleeping main thread",
+                lines[:3])
+        code, out, err = sopctl("record", "--pid", p.pid, "--duration", "1", "--rate", "100", "-o", txt)
+        busy = open(txt).read().splitlines() if code == 0 else []
+        n_main = sum(int(ln.rsplit(" ", 1)[1]) for ln in busy if "(MainThread)" in ln)
+        n_all = sum(int(ln.rsplit(" ", 1)[1]) for ln in busy)
+        t.check(code == 0 and busy and n_main <= 0.1 * n_all and "spin (<string>)" in busy[0],
+                "record leaves the sleeping main thread out by default", (code, err, busy[:3]))
         t.check(lines and all(re.match(r"^pid %d \(.*\);tid \d+ \(.*\);.* \d+$" % p.pid, ln) for ln in lines),
                 "record .txt: one 'pid;tid;frame;... count' line per stack", lines[:3])
         svg = os.path.join(tmp, "s.svg")

@@ -155,11 +155,11 @@ static char *svg_of(const char *s)
 {
     char stack[512];
     stack_of(s, stack, sizeof stack);
-    sop_stack_count v[1] = {{stack, 3}};
+    sop_stack_count v[1] = {{stack, 3, {0}}};
     char *buf = NULL;
     size_t len = 0;
     FILE *f = open_memstream(&buf, &len);
-    sop__flamegraph_write(v, 1, s, f);
+    sop__flamegraph_write(v, 1, s, SOP_FG_IDLE, f);
     fclose(f);
     return buf;
 }

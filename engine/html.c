@@ -1,0 +1,233 @@
+/* html.c — the HTML page of `run --format html` and `record -o x.html`: one self-contained
+ * file (inline style, inline SVG, no external script, font or image) whose report part (the
+ * §9 verdict, the findings table, cleared/unknown lists) is plain HTML readable without
+ * JavaScript. Every text from the target or the rules is escaped. Depends on value, dwidth. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "dwidth.h"
+#include "engine.h"
+
+/* HTML text or attribute value: markup escaped, controls dropped, invalid UTF-8 as U+FFFD. */
+static void put_html(FILE *f, const char *s)
+{
+    size_t len = s ? strlen(s) : 0;
+    for (size_t i = 0; i < len;) {
+        uint32_t cp;
+        size_t nx = sop__utf8_next(s, len, i, &cp);
+        unsigned char c = (unsigned char)s[i];
+        if (nx - i == 1 && c >= 0x80) {
+            fputs("\xef\xbf\xbd", f);
+        } else if (nx - i == 1) {
+            switch (c) {
+            case '&':
+                fputs("&amp;", f);
+                break;
+            case '<':
+                fputs("&lt;", f);
+                break;
+            case '>':
+                fputs("&gt;", f);
+                break;
+            case '"':
+                fputs("&quot;", f);
+                break;
+            case '\'':
+                fputs("&#39;", f);
+                break;
+            case '\n':
+                fputc('\n', f);
+                break;
+            default:
+                if (c >= 0x20 && c != 0x7f)
+                    fputc(c, f);
+                else
+                    fprintf(f, "\\x%02x", c);
+            }
+        } else if (cp >= 0x80 && cp < 0xa0) {
+            fprintf(f, "\\u%04x", (unsigned)cp);
+        } else {
+            fwrite(s + i, 1, nx - i, f);
+        }
+        i = nx;
+    }
+}
+
+static const char *text_of(const sop_value *obj, const char *key, const char *lang)
+{
+    const sop_value *v = sop__v_get(obj, key);
+    if (v && v->type == SOP_V_STR)
+        return v->str;
+    if (v && v->type == SOP_V_OBJ) {
+        const char *s = sop__v_get_str(v, lang);
+        return s ? s : sop__v_get_str(v, "en");
+    }
+    return "";
+}
+
+void sop__html_begin(FILE *f, const char *title)
+{
+    fputs("<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n"
+          "<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n"
+          "<meta http-equiv=\"Content-Security-Policy\" content=\"default-src 'none'; "
+          "style-src 'unsafe-inline'; script-src 'unsafe-inline'; img-src data:\">\n<title>",
+          f);
+    put_html(f, title);
+    fputs("</title>\n<style>\n"
+          "body{font-family:system-ui,sans-serif;margin:1.5em;color:#222;max-width:1250px}\n"
+          "h1{font-size:1.4em}h2{font-size:1.15em;margin-top:1.6em}\n"
+          ".verdict{border-left:6px solid #2a6;background:#f3faf5;padding:.6em 1em;"
+          "margin:1em 0}\n"
+          "table{border-collapse:collapse;width:100%;font-size:.9em}\n"
+          "th,td{border:1px solid #ccc;padding:.35em .5em;vertical-align:top;text-align:left}\n"
+          "th{background:#f0f0f0}td{overflow-wrap:anywhere}\n"
+          ".sev{font-weight:bold;white-space:nowrap}.sev-high{color:#c00}.sev-warn{color:#b60}"
+          ".sev-info{color:#069}\ncode{font-size:.95em}.hint{color:#666;font-size:.9em}\n"
+          "svg{max-width:100%;height:auto;border:1px solid #ddd}\n"
+          "</style>\n</head>\n<body>\n",
+          f);
+}
+
+void sop__html_end(FILE *f)
+{
+    fputs("</body>\n</html>\n", f);
+}
+
+static void put_list(FILE *f, const sop_value *arr, const char *title, const char *field,
+                     const char *lang)
+{
+    if (!arr || arr->count == 0)
+        return;
+    fprintf(f, "<details><summary>%zu %s</summary>\n<ul>\n", arr->count, title);
+    for (const sop_value *c = arr->child; c; c = c->next) {
+        fputs("<li><code>", f);
+        put_html(f, sop__v_get_str(c, "id") ? sop__v_get_str(c, "id") : sop__v_get_str(c, "probe"));
+        fputs("</code>: ", f);
+        put_html(f, text_of(c, field, lang));
+        fputs("</li>\n", f);
+    }
+    fputs("</ul></details>\n", f);
+}
+
+void sop__html_report(FILE *f, const sop_value *r, const char *lang)
+{
+    const sop_value *t = sop__v_get(r, "target");
+    double pid = 0;
+    sop__v_get_num(t, "pid", &pid);
+    fprintf(f, "<h1>sop report: pid %.0f", pid);
+    if (sop__v_get_str(t, "comm")) {
+        fputs(" (", f);
+        put_html(f, sop__v_get_str(t, "comm"));
+        fputs(")", f);
+    }
+    fputs("</h1>\n", f);
+    if (sop__v_get_str(t, "cmdline")) {
+        fputs("<p><code>", f);
+        put_html(f, sop__v_get_str(t, "cmdline"));
+        fputs("</code>", f);
+        if (sop__v_get_str(t, "python")) {
+            fputs(" — Python ", f);
+            put_html(f, sop__v_get_str(t, "python"));
+        }
+        fputs("</p>\n", f);
+    }
+    const sop_value *fs = sop__v_get(r, "findings");
+    const sop_value *verdict = NULL;
+    for (const sop_value *c = fs ? fs->child : NULL; c; c = c->next) {
+        const char *id = sop__v_get_str(c, "id");
+        if (id && strcmp(id, "summary.verdict") == 0)
+            verdict = c;
+    }
+    fputs("<div class=\"verdict\" id=\"verdict\"><strong>Verdict (§9):</strong> ", f);
+    if (verdict) {
+        put_html(f, text_of(verdict, "symptom", lang));
+        fputs(" — ", f);
+        put_html(f, text_of(verdict, "evidence", lang));
+    } else {
+        fputs("none (see the unknown checks)", f);
+    }
+    fputs("</div>\n", f);
+    fputs("<h2>Findings</h2>\n", f);
+    if (!fs || fs->count == 0) {
+        fputs("<p>No findings.</p>\n", f);
+    } else {
+        fputs("<table id=\"findings\">\n<tr><th>finding</th><th>symptom</th><th>evidence</th>"
+              "<th>cause</th><th>fix</th><th>verify</th><th>refs</th></tr>\n",
+              f);
+        for (const sop_value *c = fs->child; c; c = c->next) {
+            const char *sev = sop__v_get_str(c, "severity");
+            bool known =
+                sev && (!strcmp(sev, "high") || !strcmp(sev, "warn") || !strcmp(sev, "info"));
+            fprintf(f, "<tr><td><span class=\"sev sev-%s\">", known ? sev : "info");
+            put_html(f, sev ? sev : "?");
+            fputs("</span> <code>", f);
+            put_html(f, sop__v_get_str(c, "id"));
+            if (sop__v_get_str(c, "section")) {
+                fputs(" §", f);
+                put_html(f, sop__v_get_str(c, "section"));
+            }
+            fputs("</code></td>", f);
+            static const char *cols[] = {"symptom", "evidence", "cause", "fix", "verify"};
+            for (int i = 0; i < 5; i++) {
+                fputs("<td>", f);
+                put_html(f, text_of(c, cols[i], lang));
+                fputs("</td>", f);
+            }
+            fputs("<td>", f);
+            const sop_value *refs = sop__v_get(c, "refs");
+            for (const sop_value *u = refs ? refs->child : NULL; u; u = u->next) {
+                if (u->type != SOP_V_STR)
+                    continue;
+                bool web =
+                    strncmp(u->str, "https://", 8) == 0 || strncmp(u->str, "http://", 7) == 0;
+                if (web) {
+                    fputs("<a rel=\"noreferrer\" href=\"", f);
+                    put_html(f, u->str);
+                    fputs("\">", f);
+                }
+                put_html(f, u->str);
+                fputs(web ? "</a><br>\n" : "<br>\n", f);
+            }
+            fputs("</td></tr>\n", f);
+        }
+        fputs("</table>\n", f);
+    }
+    put_list(f, sop__v_get(r, "cleared"), "cleared checks", "note", lang);
+    put_list(f, sop__v_get(r, "unknown"), "unknown (evidence missing)", "reason", lang);
+    put_list(f, sop__v_get(r, "rule_errors"), "rule errors", "message", lang);
+    put_list(f, sop__v_get(r, "missing_evidence"), "missing evidence", "reason", lang);
+}
+
+int sop_report_render_html(const sop_report *r, const sop_evidence *ev, const char *lang,
+                           char **out)
+{
+    if (!r || !out)
+        return SOP_EINVAL;
+    *out = NULL;
+    char *buf = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&buf, &len);
+    if (!f)
+        return SOP_ENOMEM;
+    double pid = 0;
+    sop__v_get_num(sop__v_get(r->tree, "target"), "pid", &pid);
+    char title[64];
+    snprintf(title, sizeof title, "sop report: pid %.0f", pid);
+    sop__html_begin(f, title);
+    sop__html_report(f, r->tree, lang && strcmp(lang, "zh") == 0 ? "zh" : "en");
+    if (ev && ev->pictures_html)
+        fputs(ev->pictures_html, f);
+    else
+        fputs("<p class=\"hint\" id=\"no-pictures\">No flame graph or timeline: the evidence was "
+              "replayed, or the window was not sampled (--duration 0 or --rate 0, or not a "
+              "CPython target).</p>\n",
+              f);
+    sop__html_end(f);
+    if (fclose(f) != 0) {
+        free(buf);
+        return SOP_ENOMEM;
+    }
+    *out = buf;
+    return SOP_OK;
+}

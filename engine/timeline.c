@@ -1,0 +1,200 @@
+/* timeline.c — the playbook's §6.1 gantt drawn from the samples: one lane per thread of the
+ * target and of its CPython workers over the window, each sample coloured by what the thread
+ * did (running Python with the GIL, waiting for the GIL, native code, disk, waiting for a
+ * DataLoader batch, idle). A starved loader shows as a main-thread lane of batch waits over
+ * worker lanes that are busy or idle. Self-contained SVG, no script. Depends on sampler.h. */
+#include <errno.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "sampler.h"
+
+#define TL_WIDTH 1200.0
+#define TL_LABEL 300.0 /* the lane labels' column */
+#define TL_PAD 10.0
+#define TL_LANE 18
+#define TL_TOP 64
+#define TL_MAX_LANES 256
+
+static const char *const ST_NAME[SOP_ST_N] = {"running Python (GIL held)", "waiting for the GIL",
+                                              "native code (no GIL)",      "disk (D state)",
+                                              "waiting for a batch",       "idle"};
+static const char *const ST_KEY[SOP_ST_N] = {"gil", "gil-wait", "native", "disk", "batch", "idle"};
+static const char *const ST_FILL[SOP_ST_N] = {"#e8661c", "#8a7ae0", "#4fb85a",
+                                              "#a0703a", "#2fb5d0", "#d8d8d8"};
+
+static void put_xml(FILE *f, const char *s)
+{
+    for (; *s; s++) {
+        unsigned char c = (unsigned char)*s;
+        switch (c) {
+        case '&':
+            fputs("&amp;", f);
+            break;
+        case '<':
+            fputs("&lt;", f);
+            break;
+        case '>':
+            fputs("&gt;", f);
+            break;
+        case '"':
+            fputs("&quot;", f);
+            break;
+        case '\'':
+            fputs("&apos;", f);
+            break;
+        default:
+            fputc(c < 0x20 || c == 0x7f ? '?' : c, f);
+        }
+    }
+}
+
+/* ASCII-only copy of a name for a label (invalid or wide text from the target stays out of
+ * the fixed-width column). */
+static void label_text(char *dst, size_t cap, const char *src)
+{
+    size_t i = 0;
+    for (; src && *src && i + 1 < cap; src++)
+        dst[i++] = (unsigned char)*src >= 0x20 && (unsigned char)*src < 0x7f ? *src : '?';
+    dst[i] = '\0';
+}
+
+static double nice_step(double span_s)
+{
+    static const double steps[] = {0.01, 0.02, 0.05, 0.1, 0.2, 0.5, 1,   2,
+                                   5,    10,   20,   30,  60,  120, 300, 600};
+    for (size_t i = 0; i < sizeof steps / sizeof *steps; i++)
+        if (span_s / steps[i] <= 12)
+            return steps[i];
+    return 600;
+}
+
+int sop__timeline_write(const sop_thread_info *thr, size_t nthr, const sop_timeline_ev *ev,
+                        size_t nev, double window_s, double rate_hz, const char *title,
+                        unsigned flags, FILE *f)
+{
+    if (!(window_s > 0))
+        window_s = 1;
+    if (!(rate_hz > 0))
+        rate_hz = 100;
+    /* the samples of each thread, in time order (ev is in time order already) */
+    size_t *off = calloc(nthr + 1, sizeof *off), *fill = calloc(nthr + 1, sizeof *fill);
+    const sop_timeline_ev **by = malloc((nev + 1) * sizeof *by);
+    if (!off || !fill || !by) {
+        free(off), free(fill), free(by);
+        return -ENOMEM;
+    }
+    for (size_t i = 0; i < nev; i++)
+        if (ev[i].thr < nthr)
+            off[ev[i].thr + 1]++;
+    for (size_t k = 0; k < nthr; k++)
+        off[k + 1] += off[k];
+    for (size_t i = 0; i < nev; i++)
+        if (ev[i].thr < nthr)
+            by[off[ev[i].thr] + fill[ev[i].thr]++] = &ev[i];
+    size_t lanes = 0;
+    for (size_t k = 0; k < nthr; k++)
+        lanes += off[k + 1] > off[k];
+    if (lanes > TL_MAX_LANES)
+        lanes = TL_MAX_LANES;
+    int height = TL_TOP + (int)lanes * TL_LANE + 40;
+    double x0 = TL_LABEL, span = TL_WIDTH - TL_PAD - TL_LABEL, scale = span / (window_s * 1e3);
+    double dt_ms = 1e3 / rate_hz;
+    if (!(flags & SOP_FG_INLINE))
+        fputs("<?xml version=\"1.0\" encoding=\"UTF-8\" standalone=\"yes\"?>\n", f);
+    fprintf(f,
+            "<svg xmlns=\"http://www.w3.org/2000/svg\" version=\"1.1\" id=\"sop-tl\" "
+            "width=\"%d\" height=\"%d\" viewBox=\"0 0 %d %d\" font-family=\"monospace\" "
+            "font-size=\"11\">\n<rect x=\"0\" y=\"0\" width=\"100%%\" height=\"100%%\" "
+            "fill=\"#ffffff\"/>\n<text x=\"%d\" y=\"20\" text-anchor=\"middle\" "
+            "font-size=\"14\">",
+            (int)TL_WIDTH, height, (int)TL_WIDTH, height, (int)(TL_WIDTH / 2));
+    put_xml(f, title);
+    fputs("</text>\n", f);
+    double lx = TL_PAD;
+    for (int s = 0; s < SOP_ST_N; s++) {
+        fprintf(f,
+                "<rect x=\"%g\" y=\"30\" width=\"12\" height=\"10\" fill=\"%s\"/><text "
+                "x=\"%g\" y=\"39\">%s</text>\n",
+                lx, ST_FILL[s], lx + 16, ST_NAME[s]);
+        lx += 16 + 7.0 * (double)strlen(ST_NAME[s]) + 14;
+    }
+    /* the time axis */
+    double step = nice_step(window_s);
+    for (double t = 0; t <= window_s + 1e-9; t += step) {
+        double x = x0 + t * 1e3 * scale;
+        fprintf(f,
+                "<line x1=\"%.1f\" y1=\"%d\" x2=\"%.1f\" y2=\"%d\" stroke=\"#ccc\"/>"
+                "<text x=\"%.1f\" y=\"%d\" text-anchor=\"middle\" fill=\"#555\">%gs</text>\n",
+                x, TL_TOP - 6, x, TL_TOP + (int)lanes * TL_LANE, x, TL_TOP - 8, t);
+    }
+    size_t lane = 0;
+    for (size_t k = 0; k < nthr && lane < lanes; k++) {
+        size_t a = off[k], b = off[k + 1];
+        if (a == b)
+            continue;
+        double y = TL_TOP + (double)lane * TL_LANE;
+        long per[SOP_ST_N] = {0};
+        for (size_t i = a; i < b; i++)
+            per[by[i]->state < SOP_ST_N ? by[i]->state : SOP_ST_IDLE]++;
+        int top = 0;
+        for (int s = 1; s < SOP_ST_N; s++)
+            if (per[s] > per[top])
+                top = s;
+        char comm[40], name[40];
+        label_text(comm, sizeof comm, thr[k].comm);
+        label_text(name, sizeof name, thr[k].name);
+        fprintf(f,
+                "<g class=\"lane\" data-pid=\"%d\" data-tid=\"%d\" data-worker=\"%d\" "
+                "data-top=\"%s\" data-top-pct=\"%.1f\"",
+                thr[k].pid, thr[k].tid, thr[k].proc > 0, ST_KEY[top],
+                100.0 * (double)per[top] / (double)(b - a));
+        for (int s = 0; s < SOP_ST_N; s++)
+            fprintf(f, " data-%s=\"%ld\"", ST_KEY[s], per[s]);
+        fprintf(f, ">\n<rect x=\"0\" y=\"%.1f\" width=\"%g\" height=\"%d\" fill=\"%s\"/>", y,
+                TL_WIDTH, TL_LANE, lane % 2 ? "#f6f6f6" : "#ffffff");
+        fprintf(f, "<text x=\"%g\" y=\"%.1f\">%s%d ", TL_PAD, y + TL_LANE - 5,
+                thr[k].proc > 0 ? "worker " : "", thr[k].tid);
+        put_xml(f, name);
+        if (thr[k].proc > 0 || thr[k].tid == thr[k].pid) {
+            fputs(" [", f);
+            put_xml(f, comm);
+            fputs("]", f);
+        }
+        fprintf(f, " %.0f%% %s</text>\n", 100.0 * (double)per[top] / (double)(b - a), ST_KEY[top]);
+        /* runs of one state: consecutive samples no more than 1.5 intervals apart */
+        for (size_t i = a; i < b;) {
+            size_t j = i + 1;
+            while (j < b && by[j]->state == by[i]->state &&
+                   by[j]->t_ms - by[j - 1]->t_ms <= 1.5 * dt_ms)
+                j++;
+            double t1 = by[j - 1]->t_ms + dt_ms;
+            if (t1 > window_s * 1e3)
+                t1 = window_s * 1e3;
+            double xa = x0 + by[i]->t_ms * scale, w = (t1 - by[i]->t_ms) * scale;
+            int s = by[i]->state < SOP_ST_N ? by[i]->state : SOP_ST_IDLE;
+            if (w < 0.3)
+                w = 0.3;
+            fprintf(f,
+                    "<rect class=\"r s-%s\" x=\"%.2f\" y=\"%.1f\" width=\"%.2f\" "
+                    "height=\"%d\" fill=\"%s\"><title>tid %d: %s, %.2f-%.2f s (%zu "
+                    "samples)</title></rect>\n",
+                    ST_KEY[s], xa, y + 2, w, TL_LANE - 4, ST_FILL[s], thr[k].tid, ST_NAME[s],
+                    by[i]->t_ms / 1e3, t1 / 1e3, j - i);
+            i = j;
+        }
+        fputs("</g>\n", f);
+        lane++;
+    }
+    size_t shown = 0;
+    for (size_t k = 0; k < nthr; k++)
+        shown += off[k + 1] > off[k];
+    if (shown > lanes)
+        fprintf(f, "<text x=\"%g\" y=\"%d\" fill=\"#666\">%zu more threads not drawn</text>\n",
+                TL_PAD, height - 12, shown - lanes);
+    fputs("</svg>\n", f);
+    free(off), free(fill), free(by);
+    return ferror(f) ? -EIO : 0;
+}
