@@ -244,17 +244,19 @@ rule {
     throttled_high_pct); with --duration 0 the counts since the cgroup was created, warn at most. Unknown without
     cpu.stat.]],
   reads = { "cgroup.cpu.quota_cpus", "cgroup.cpu.throttled_pct", "cgroup.cpu.nr_periods", "cgroup.cpu.nr_throttled",
-            "effective_cpus", "host.ncpu", "duration_s" },
+            "cgroup.cpu.path", "cgroup.cpu_path", "cgroup.path", "effective_cpus", "host.ncpu", "duration_s" },
   uses = { "throttled_pct", "throttled_high_pct" },
   check = function(ev, th)
     if ev.alive == false then return no_proc(ev) end
     local cg = ev.cgroup
     local cpu = cg and cg.cpu
     if not cpu then return unknown(T("cgroup CPU controller not readable", "读不到 cgroup CPU 控制器")) end
+    -- the cpu controller's own group (v1 may place memory elsewhere)
+    local cpu_path = cpu.path or cg.cpu_path or cg.path
     local q = cpu.quota_cpus
     if not q then
-      return clear(T(fmt("no CPU quota on cgroup %s", cg.path or "?"),
-                     fmt("cgroup %s 没有 CPU quota", cg.path or "?")))
+      return clear(T(fmt("no CPU quota on cgroup %s", cpu_path or "?"),
+                     fmt("cgroup %s 没有 CPU quota", cpu_path or "?")))
     end
     local window = ev.duration_s and ev.duration_s > 0 and cpu.throttled_pct ~= nil
     local tp, since_en, since_zh
@@ -271,10 +273,10 @@ rule {
     end
     local qs = fmt("%.2f", q)
     local base_en = fmt("cgroup %s quota %s CPUs (%s/%s us): throttled in %.0f%% of CFS periods %s",
-                        cg.path or "?", qs, tostring(cpu.quota_us or "?"),
+                        cpu_path or "?", qs, tostring(cpu.quota_us or "?"),
                         tostring(cpu.period_us or "?"), tp, since_en)
     local base_zh = fmt("cgroup %s 的 quota 为 %s 个 CPU（%s/%s us）：%s有 %.0f%% 的 CFS 周期被 throttle",
-                        cg.path or "?", qs, tostring(cpu.quota_us or "?"),
+                        cpu_path or "?", qs, tostring(cpu.quota_us or "?"),
                         tostring(cpu.period_us or "?"), since_zh, tp)
     if tp < th.throttled_pct then return clear(T(base_en, base_zh)) end
 
@@ -312,10 +314,10 @@ rule {
                   .. "设为 %d（即 quota），torch.set_num_threads(%d)，worker 进程数 × 每个 worker 线程数 <= %d；"
                   .. "Kubernetes 里 CPU requests == limits 且为整数核，或在节点有余量时调大 limit。", n, n, n)),
       verify = T(fmt("Read cpu.stat of %s twice 10 s apart: nr_throttled stops growing; `sopctl run "
-                     .. "--duration 2` shows throttling below %g%%.", cg.path or "the cgroup",
+                     .. "--duration 2` shows throttling below %g%%.", cpu_path or "the cgroup",
                      th.throttled_pct),
                  fmt("间隔 10 秒读两次 %s 的 cpu.stat：nr_throttled 不再增长；`sopctl run --duration 2` "
-                     .. "显示 throttle 低于 %g%%。", cg.path or "cgroup", th.throttled_pct)),
+                     .. "显示 throttle 低于 %g%%。", cpu_path or "cgroup", th.throttled_pct)),
       refs = {
         "https://docs.kernel.org/scheduler/sched-bwc.html",
         "https://kubernetes.io/docs/concepts/configuration/manage-resources-containers/",

@@ -80,6 +80,12 @@ verdicts "$SRC/tests/replay/oom_worker_memcg.json" "" --set oom_recent_s=60
 grep -qx "oom.killed hit:warn" "$tmp/got" && ok "--set oom_recent_s=60: only the cgroup counter is left (warn)" \
   || bad "--set oom_recent_s=60: $(grep oom.killed "$tmp/got")"
 
+# cgroup v1: the quota finding names the cpu controller's group, not the memory controller's.
+verdicts "$SRC/tests/replay/throttled_v1_split.json" ""
+jq -r '.findings[] | select(.id == "cpu.throttled") | .evidence' "$tmp/out.json" >"$tmp/thr"
+grep -q "/batch" "$tmp/thr" && ! grep -q "/job/worker" "$tmp/thr" \
+  && ok "cgroup v1: cpu.throttled names the cpu group" || bad "cgroup v1 cpu.throttled: $(cat "$tmp/thr")"
+
 # --lang zh renders the Chinese text of the rules.
 "$SOPCTL" run --evidence "$SRC/tests/replay/near_limit.json" --lang zh >"$tmp/zh.md" 2>"$tmp/err"
 rc=$?
