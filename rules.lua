@@ -23,7 +23,9 @@ thresholds {
                                 --   low on purpose: threads squeezed by a quota get only a share each
   cpu_saturated_pct = 90,       -- the job's threads use (run + run-queue wait) at least this % of its CPU
                                 --   capacity: the CPUs are full
-  oversub_high_ratio = 2,       -- busy threads >= this x effective CPUs is high, below it warn
+  oversub_load_ratio = 1.5,     -- whole-tree runnable load (CPU + run-queue wait / window) at least this x the
+                                --   CPUs the job may use (and one CPU above them): oversubscribed
+  oversub_high_ratio = 2,       -- load (or, without ev.sched, busy threads) >= this x the CPUs is high
 
   -- cpu.throttled (§8.5)
   throttled_pct = 20,           -- at least this % of CFS periods throttled over the window: warn ...

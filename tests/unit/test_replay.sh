@@ -86,6 +86,19 @@ jq -r '.findings[] | select(.id == "cpu.throttled") | .evidence' "$tmp/out.json"
 grep -q "/batch" "$tmp/thr" && ! grep -q "/job/worker" "$tmp/thr" \
   && ok "cgroup v1: cpu.throttled names the cpu group" || bad "cgroup v1 cpu.throttled: $(cat "$tmp/thr")"
 
+# cpu.oversubscribed from ev.sched names the pools, and gives BLAS advice only where BLAS runs.
+over_text() {
+  verdicts "$SRC/tests/replay/$1.json" ""
+  jq -r '.findings[] | select(.id == "cpu.oversubscribed") | "\(.evidence) \(.fix)"' "$tmp/out.json" >"$tmp/over"
+}
+over_text oversub_sched_nested
+grep -q "ThreadPoolExecutor" "$tmp/over" && grep -q "multiprocessing worker" "$tmp/over" \
+  && ! grep -q "OMP_NUM_THREADS" "$tmp/over" && ok "oversub nested: pools named, no BLAS advice" \
+  || bad "oversub nested: $(cat "$tmp/over")"
+over_text oversub_sched_blas
+grep -q "libopenblas" "$tmp/over" && grep -q "OMP_NUM_THREADS" "$tmp/over" \
+  && ok "oversub blas: the pool libraries and their variables named" || bad "oversub blas: $(cat "$tmp/over")"
+
 # --lang zh renders the Chinese text of the rules.
 "$SOPCTL" run --evidence "$SRC/tests/replay/near_limit.json" --lang zh >"$tmp/zh.md" 2>"$tmp/err"
 rc=$?
