@@ -1023,6 +1023,85 @@ static void thr_entries(const sop_sampler *s, size_t ti, sop_value *w)
     }
 }
 
+/* The thread's whole distribution of samples, for exact shares (plugins/common.lua share()):
+ * every distinct stack it was seen in (not only the top ones), its frames interned once:
+ * dist = {samples, stored, frames = ["func (file)", ...], stacks = [{count, ids = [root..leaf]}]}
+ * (ids are 1-based into frames). `stored` < samples when the stack table was full. */
+#define DIST_FRAMES_MAX 4096
+#define DIST_FRAME_SLOTS (2 * DIST_FRAMES_MAX)
+typedef struct {
+    const char *p;
+    size_t len;
+    int id;
+} dist_slot;
+
+static int dist_intern(dist_slot *slots, sop_value *frames, int *nframes, const char *p, size_t len)
+{
+    uint64_t h = 1469598103934665603ull;
+    for (size_t i = 0; i < len; i++)
+        h = (h ^ (unsigned char)p[i]) * 1099511628211ull;
+    size_t i = h & (DIST_FRAME_SLOTS - 1);
+    for (size_t n = 0; n < DIST_FRAME_SLOTS; n++, i = (i + 1) & (DIST_FRAME_SLOTS - 1)) {
+        dist_slot *d = &slots[i];
+        if (!d->p) {
+            if (*nframes >= DIST_FRAMES_MAX)
+                return -1;
+            d->p = p;
+            d->len = len;
+            d->id = ++*nframes;
+            sop__v_push(frames, sop__v_strn(p, len));
+            return d->id;
+        }
+        if (d->len == len && memcmp(d->p, p, len) == 0)
+            return d->id;
+    }
+    return -1;
+}
+
+static void thr_dist(const sop_sampler *s, size_t ti, sop_value *w)
+{
+    dist_slot *slots = calloc(DIST_FRAME_SLOTS, sizeof *slots);
+    sop_value *d = sop__v_obj();
+    if (!slots || !d) {
+        free(slots);
+        sop__v_free(d);
+        return;
+    }
+    sop_value *frames = sop__v_arr_at(d, "frames"), *stacks = sop__v_arr_at(d, "stacks");
+    int nframes = 0;
+    long stored = 0;
+    bool cut = false;
+    for (size_t i = 0; frames && stacks && i < STACK_SLOTS; i++) {
+        const stack_ent *e = &s->stacks[i];
+        if (!e->stack || e->thr != ti)
+            continue;
+        sop_value *st = sop__v_obj(), *ids = st ? sop__v_arr_at(st, "ids") : NULL;
+        if (!ids) {
+            sop__v_free(st);
+            break;
+        }
+        sop__v_set_int(st, "count", e->count);
+        for (const char *p = e->stack; *p;) {
+            const char *end = strchr(p, ';');
+            size_t len = end ? (size_t)(end - p) : strlen(p);
+            int id = dist_intern(slots, frames, &nframes, p, len);
+            if (id < 0)
+                cut = true;
+            else
+                sop__v_push(ids, sop__v_num(id));
+            p += len + (end ? 1 : 0);
+        }
+        stored += e->count;
+        sop__v_push(stacks, st);
+    }
+    sop__v_set_int(d, "samples", s->thrs[ti].n);
+    sop__v_set_int(d, "stored", stored);
+    if (cut)
+        sop__v_set_bool(d, "frames_cut", true);
+    sop__v_set(w, "dist", d);
+    free(slots);
+}
+
 static sop_value *thr_window(const sop_sampler *s, size_t ti, int *reads)
 {
     const thr *t = &s->thrs[ti];
@@ -1070,6 +1149,7 @@ static sop_value *thr_window(const sop_sampler *s, size_t ti, int *reads)
         sop__v_set_int(o, "count", top[k]->count);
         sop__v_push(arr, o);
     }
+    thr_dist(s, ti, w);
     thr_leaves(s, ti, w, reads);
     thr_entries(s, ti, w);
     return w;

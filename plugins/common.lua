@@ -2,7 +2,8 @@
 -- text; no_proc(ev) is the verdict of a rule that needs the process's own status when it was not
 -- read (a process that is gone, or a status file that could not be read); where(frame) names a
 -- Python frame "func (file:line)"; ends_with(s, suffix); rate(bytes_per_s) as "12.0 MiB/s";
--- pool_libs(proc) lists the loaded libraries that run thread pools (BLAS, OpenMP, torch). Use:
+-- pool_libs(proc) lists the loaded libraries that run thread pools (BLAS, OpenMP, torch).
+-- share(thread_or_proc, pattern [, plain]) is the exact share of samples in code matching pattern. Use:
 --   local common = require "plugins.common"
 --   local T, no_proc = common.T, common.no_proc
 
@@ -36,6 +37,58 @@ function common.pool_libs(proc)
     end
   end
   return out
+end
+
+-- The dists of a thread (ev.python.threads[i], ...workers[j].threads[i]) or of every thread of a
+-- process (ev.python, ev.python.workers[j]: anything with .threads).
+local function dists_of(x)
+  local out = {}
+  if type(x) ~= "table" then return out end
+  if x.window then
+    out[1] = x.window
+  else
+    for _, t in ipairs(x.threads or {}) do
+      if t.window then out[#out + 1] = t.window end
+    end
+  end
+  return out
+end
+
+-- share(thread_or_proc, pattern [, plain]) -> frac, count, samples, exact
+-- The fraction of the sampled window in which a frame matching `pattern` (a Lua pattern, or a
+-- plain substring when `plain`) was anywhere on the stack, over the thread's (or all the
+-- process's threads') samples. A frame reads "func (file.py)" (the file's base name). Counted
+-- on the full distribution of samples (window.dist: every distinct stack), so it does not depend
+-- on how many distinct stacks the work spreads over; top_stacks are for display only. `exact`
+-- is false when some samples were not stored (table full), or only top_stacks were there (older
+-- evidence: then frac is a lower bound). nil, 0, 0, false when nothing was sampled.
+function common.share(x, pattern, plain)
+  local hits, n, exact = 0, 0, true
+  for _, w in ipairs(dists_of(x)) do
+    local d = w.dist
+    if d then
+      local match = {}
+      for i, f in ipairs(d.frames or {}) do match[i] = f:find(pattern, 1, plain) ~= nil end
+      for _, st in ipairs(d.stacks or {}) do
+        for _, id in ipairs(st.ids or {}) do
+          if match[id] then
+            hits = hits + (st.count or 0)
+            break
+          end
+        end
+      end
+      n = n + (d.samples or 0)
+      if (d.stored or 0) < (d.samples or 0) or d.frames_cut then exact = false end
+    elseif w.samples and w.samples > 0 then
+      exact = false
+      for _, st in ipairs(w.top_stacks or {}) do
+        if (st.stack or ""):find(pattern, 1, plain) then hits = hits + (st.count or 0) end
+      end
+      n = n + w.samples
+    end
+  end
+  if n == 0 then return nil, 0, 0, false end
+  return hits / n, hits, n, exact
 end
 
 return common
