@@ -99,6 +99,12 @@ over_text oversub_sched_blas
 grep -q "libopenblas" "$tmp/over" && grep -q "OMP_NUM_THREADS" "$tmp/over" \
   && ok "oversub blas: the pool libraries and their variables named" || bad "oversub blas: $(cat "$tmp/over")"
 
+# §9: a tree whose own runnable threads exceed its CPUs is CPU-bound, not starved by others.
+verdicts "$SRC/tests/replay/oversub_sched_light_threads.json" ""
+jq -r '.findings[] | select(.id == "summary.verdict") | .symptom' "$tmp/out.json" | grep -q "CPU-bound" \
+  && ok "summary.verdict: own oversubscription is CPU-bound" \
+  || bad "summary.verdict: $(jq -c '.findings[] | select(.id == "summary.verdict") | .symptom' "$tmp/out.json")"
+
 # --lang zh renders the Chinese text of the rules.
 "$SOPCTL" run --evidence "$SRC/tests/replay/near_limit.json" --lang zh >"$tmp/zh.md" 2>"$tmp/err"
 rc=$?
