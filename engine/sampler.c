@@ -26,6 +26,7 @@
 #define STACK_MAX_BYTES 16384  /* one stack's text; longer ones are cut at the root side */
 #define LOOP_CAND 16           /* candidate frames tracked in one loop stretch */
 #define TOP_STACKS 5
+#define LOOP_STACK_BYTES 1536  /* frames of the longest loop stretch kept for the evidence */
 #define SITES_MAX 1024            /* (thread, kind, frame) counters for import / logging sites */
 #define FILES_MAX 256             /* open regular files tracked over the window, all processes */
 #define LEAF_SLOTS (1u << 14)     /* (leaf, entry, caller) sites over all threads; half filled */
@@ -56,6 +57,9 @@ typedef struct {
     double longest_ms;
     char longest_frame[384];
     char stretch_cb[256]; /* the callback the current stretch is in (its outermost own frame) */
+    /* the callback's frames (innermost first, "func\tfile\tline\n" each) of a sample at the
+     * stretch's most seen frame, and of the longest stretch: rules pick the user's own frame */
+    char stretch_stack[LOOP_STACK_BYTES], longest_stack[LOOP_STACK_BYTES];
 } thr;
 
 typedef struct {
@@ -250,6 +254,7 @@ static void end_stretch(thr *t, double end_ms)
                 best = i;
         snprintf(t->longest_frame, sizeof t->longest_frame, "%s",
                  best >= 0 ? t->cur[best].frame : "?");
+        memcpy(t->longest_stack, t->stretch_stack, sizeof t->longest_stack);
     }
     t->in_stretch = false;
     t->ncur = 0;
@@ -314,14 +319,33 @@ static void loop_sample(sop_sampler *s, thr *t, const sop_pysample *p)
         user = &p->frames[0];
     char key[384];
     snprintf(key, sizeof key, "%s (%s:%d)", user->func, user->file, user->line);
-    for (int i = 0; i < t->ncur; i++)
-        if (strcmp(t->cur[i].frame, key) == 0) {
-            t->cur[i].count++;
-            return;
+    int at = -1, best = 0;
+    for (int i = 0; i < t->ncur; i++) {
+        if (strcmp(t->cur[i].frame, key) == 0)
+            at = i;
+        if (t->cur[i].count > best)
+            best = (int)t->cur[i].count;
+    }
+    if (at >= 0) {
+        t->cur[at].count++;
+    } else if (t->ncur < LOOP_CAND) {
+        at = t->ncur++;
+        snprintf(t->cur[at].frame, sizeof t->cur[at].frame, "%s", key);
+        t->cur[at].count = 1;
+    }
+    if (at >= 0 && t->cur[at].count >= best) { /* keep a stack of the most seen frame */
+        size_t n = 0;
+        t->stretch_stack[0] = '\0';
+        for (int i = 0; i < dispatch; i++) {
+            const sop_pyframe *f = &p->frames[i];
+            int w = snprintf(t->stretch_stack + n, sizeof t->stretch_stack - n, "%s\t%s\t%d\n",
+                             f->func, f->file, f->line);
+            if (w < 0 || (size_t)w >= sizeof t->stretch_stack - n) {
+                t->stretch_stack[n] = '\0'; /* no cut frame: the outer ones are left out */
+                break;
+            }
+            n += (size_t)w;
         }
-    if (t->ncur < LOOP_CAND) {
-        snprintf(t->cur[t->ncur].frame, sizeof t->cur[t->ncur].frame, "%s", key);
-        t->cur[t->ncur++].count = 1;
     }
 }
 
@@ -1236,6 +1260,29 @@ static void bridge_files(const sop_sampler *s, sop_value *ev)
 }
 
 /* ev.python.gc.window: the target's GC over the sampled window. */
+/* loop.frames[] {func file line}: the callback's frames of the longest stretch, innermost
+ * first (from "func\tfile\tline\n" lines). */
+static void loop_frames(sop_value *lp, const char *text)
+{
+    sop_value *arr = NULL;
+    for (const char *p = text; p && *p;) {
+        const char *t1 = strchr(p, '\t'), *nl = strchr(p, '\n');
+        const char *t2 = t1 ? strchr(t1 + 1, '\t') : NULL;
+        if (!t1 || !t2 || !nl || t2 > nl)
+            break;
+        if (!arr && !(arr = sop__v_arr_at(lp, "frames")))
+            return;
+        sop_value *f = sop__v_obj();
+        if (!f)
+            return;
+        sop__v_set(f, "func", sop__v_strn(p, (size_t)(t1 - p)));
+        sop__v_set(f, "file", sop__v_strn(t1 + 1, (size_t)(t2 - t1 - 1)));
+        sop__v_set_int(f, "line", strtol(t2 + 1, NULL, 10));
+        sop__v_push(arr, f);
+        p = nl + 1;
+    }
+}
+
 static void bridge_gc(const sop_sampler *s, sop_value *py)
 {
     if (s->gc_samples == 0)
@@ -1300,6 +1347,7 @@ void sop__sampler_bridge(const sop_sampler *s, sop_value *ev)
             sop__v_set_dbl(lp, "longest_block_ms", s->thrs[best].longest_ms);
             if (s->thrs[best].longest_frame[0])
                 sop__v_set_str(lp, "frame", s->thrs[best].longest_frame);
+            loop_frames(lp, s->thrs[best].longest_stack);
         }
     }
     if (s->nprocs < 2)

@@ -111,6 +111,7 @@ typedef struct {
     int pid;
     char cmdline[SOP_CMDLINE_MAX]; /* NUL separators replaced by spaces; may hold any byte */
     char exe[SOP_PATH_MAX];
+    char cwd[SOP_PATH_MAX]; /* its working directory ("" when unreadable) */
     sop_stat stat;
     sop_status status;
     sop_smaps smaps;

@@ -1,5 +1,7 @@
 #!/usr/bin/env bash
-# test_share.sh — the share() helper of plugins/common.lua on replayed evidence: a thread whose
+# test_share.sh — helpers of plugins/common.lua on replayed evidence. The user's frame: a
+# blocked event loop is named by the user's own frame and the leaf below it, and a site file
+# can redefine own code. share(): a thread whose
 # decode work is spread over 10 distinct stacks, none in its top 5, has an exact share of 30%
 # (top stacks alone would say 0%); per process (all threads) and on older evidence without
 # window.dist (top_stacks: a lower bound, not exact). Runs a site rule that calls share().
@@ -32,5 +34,24 @@ got=$(jq -r '.findings[] | select(.id == "site.share") | .evidence' "$tmp/out.js
 want="t1 0.300 60 200 true | crop 0.150 200 | proc 0.300 90 300 false | old 0.300 false | none nil"
 [ "$got" = "$want" ] && ok "share(): $got" || bad "share(): got '$got' want '$want' $(head -c 300 "$tmp/err")"
 [ "$(jq '.rule_errors | length' "$tmp/out.json")" = 0 ] && ok "no rule errors" || bad "rule errors: $(jq -c .rule_errors "$tmp/out.json")"
+# The user's frame: own code (under the script's directory) and the leaf below it.
+SRC=${SOP_SRC:?set SOP_SRC}
+ABC="$SRC/tests/replay/asyncio_blocking_client.json"
+"$SOPCTL" run --evidence "$ABC" --format json >"$tmp/abc.json" 2>"$tmp/err"
+ev=$(jq -r '.findings[] | select(.id == "asyncio.loop_blocked") | .evidence' "$tmp/abc.json")
+case $ev in
+  *"get_user (asyncio_blocking_client.py:"*"→ SocketIO.readinto (socket.py:"*) ok "user frame: $ev" ;;
+  *) bad "user frame: '$ev'" ;;
+esac
+cat >"$tmp/own.lua" <<'LUA'
+require("plugins.common").is_own_file = function(file) return file:find("socket.py", 1, true) ~= nil end
+LUA
+"$SOPCTL" run --evidence "$ABC" --site "$tmp/own.lua" --format json >"$tmp/abc2.json" 2>"$tmp/err"
+ev=$(jq -r '.findings[] | select(.id == "asyncio.loop_blocked") | .evidence' "$tmp/abc2.json")
+case $ev in
+  *"in SocketIO.readinto (socket.py:"*) case $ev in *get_user*) bad "site own code: '$ev'" ;; *) ok "site redefines own code" ;; esac ;;
+  *) bad "site own code: '$ev' $(head -c 300 "$tmp/err")" ;;
+esac
+
 echo "$pass passed, $fail failed"
 [ "$fail" = 0 ]
