@@ -97,6 +97,8 @@ thresholds {
   sampled_min_samples = 20,     -- a sampled thread needs this many samples for a share to count
   startup_age_s = 300,          -- a process younger than this (seconds) is still starting up
   import_frac_pct = 50,         -- the main thread inside importlib at least this % of its samples
+  eager_log_pct = 5,            -- logging.eager_format: a logger call with an f-string/%/.format message at
+                                --   least this % of a working thread's samples
   logging_frac_pct = 20,        -- a working thread inside logging at least this % of its samples: info;
                                 --   twice this (or a log file on network storage): warn
   logging_work_pct = 50,        -- a thread is working when running or in D state this % of its samples
@@ -180,4 +182,5 @@ require "plugins.dataloader"   -- §6
 require "plugins.io"           -- §7
 require "plugins.checkpoint"   -- §7.7
 require "plugins.runtime"      -- §8
+require "plugins.logfmt"       -- §8.3 pitfall 1 (eager log formatting)
 require "plugins.summary"      -- §9
