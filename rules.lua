@@ -97,6 +97,8 @@ thresholds {
   sampled_min_samples = 20,     -- a sampled thread needs this many samples for a share to count
   startup_age_s = 300,          -- a process younger than this (seconds) is still starting up
   import_frac_pct = 50,         -- the main thread inside importlib at least this % of its samples
+  per_row_pct = 30,             -- perrow.python_calls: a working thread with per-row pandas/torch machinery on
+                                --   the stack in at least this % of its samples
   eager_log_pct = 5,            -- logging.eager_format: a logger call with an f-string/%/.format message at
                                 --   least this % of a working thread's samples
   logging_frac_pct = 20,        -- a working thread inside logging at least this % of its samples: info;
@@ -175,6 +177,7 @@ require "plugins.oom"          -- §2.1
 require "plugins.memory"       -- §2.2, §2.4
 require "plugins.gc"           -- §2.5
 require "plugins.numpy"        -- §3 (and §4.4 BLAS pools in workers)
+require "plugins.perrow"       -- §3.5 per-row calls into pandas/torch
 require "plugins.gil"          -- §4
 require "plugins.cpu"          -- §4.4, §8.5
 require "plugins.asyncio"      -- §5

@@ -125,20 +125,24 @@ local function dists_of(x)
 end
 
 -- share(thread_or_proc, pattern [, plain]) -> frac, count, samples, exact
--- The fraction of the sampled window in which a frame matching `pattern` (a Lua pattern, or a
--- plain substring when `plain`) was anywhere on the stack, over the thread's (or all the
--- process's threads') samples. A frame reads "func (file.py)" (the file's base name). Counted
--- on the full distribution of samples (window.dist: every distinct stack), so it does not depend
--- on how many distinct stacks the work spreads over; top_stacks are for display only. `exact`
--- is false when some samples were not stored (table full), or only top_stacks were there (older
--- evidence: then frac is a lower bound). nil, 0, 0, false when nothing was sampled.
+-- The fraction of the sampled window in which a frame matching `pattern` (a Lua pattern, a
+-- plain substring when `plain`, or a function(frame) -> boolean) was anywhere on the stack,
+-- over the thread's (or all the process's threads') samples. A frame reads "func (file.py)"
+-- (the file's base name). Counted on the full distribution of samples (window.dist: every
+-- distinct stack), so it does not depend on how many distinct stacks the work spreads over;
+-- top_stacks are for display only. `exact` is false when some samples were not stored (table
+-- full), or only top_stacks were there (older evidence: then frac is a lower bound).
+-- nil, 0, 0, false when nothing was sampled.
 function common.share(x, pattern, plain)
   local hits, n, exact = 0, 0, true
+  -- a pattern, or a function(frame_text) -> boolean
+  local test = type(pattern) == "function" and pattern
+               or function(f) return f:find(pattern, 1, plain) ~= nil end
   for _, w in ipairs(dists_of(x)) do
     local d = w.dist
     if d then
       local match = {}
-      for i, f in ipairs(d.frames or {}) do match[i] = f:find(pattern, 1, plain) ~= nil end
+      for i, f in ipairs(d.frames or {}) do match[i] = test(f) end
       for _, st in ipairs(d.stacks or {}) do
         for _, id in ipairs(st.ids or {}) do
           if match[id] then
@@ -152,7 +156,12 @@ function common.share(x, pattern, plain)
     elseif w.samples and w.samples > 0 then
       exact = false
       for _, st in ipairs(w.top_stacks or {}) do
-        if (st.stack or ""):find(pattern, 1, plain) then hits = hits + (st.count or 0) end
+        for f in (st.stack or ""):gmatch("[^;]+") do
+          if test(f) then
+            hits = hits + (st.count or 0)
+            break
+          end
+        end
       end
       n = n + w.samples
     end
