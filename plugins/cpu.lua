@@ -248,16 +248,23 @@ local function python_threads(ev)
   return tids, workers
 end
 
--- What kind of Python thread pool a thread belongs to, from the files on its stack.
+-- What kind of Python thread pool a thread belongs to: from the files on its stack (frames[]), else
+-- from its sampled distribution (window.dist frames read "func (file.py)", base names only).
 local PY_POOLS = {
-  { "concurrent/futures/thread.py", "ThreadPoolExecutor" },
-  { "multiprocessing/pool.py", "multiprocessing.pool.ThreadPool" },
-  { "joblib/", "joblib threading backend" },
+  { "concurrent/futures/thread.py", "_worker (thread.py)", "ThreadPoolExecutor" },
+  { "multiprocessing/pool.py", "worker (pool.py)", "multiprocessing.pool.ThreadPool" },
+  { "joblib/", "(_parallel_backends.py)", "joblib threading backend" },
 }
 local function py_pool_of(t)
   for _, f in ipairs(t and t.frames or {}) do
     for _, pp in ipairs(PY_POOLS) do
-      if f.file and f.file:find(pp[1], 1, true) then return pp[2] end
+      if f.file and f.file:find(pp[1], 1, true) then return pp[3] end
+    end
+  end
+  local d = t and t.window and t.window.dist
+  for _, f in ipairs(d and d.frames or {}) do
+    for _, pp in ipairs(PY_POOLS) do
+      if f:find(pp[2], 1, true) then return pp[3] end
     end
   end
   return nil
