@@ -23,7 +23,9 @@ thresholds {
                                 --   low on purpose: threads squeezed by a quota get only a share each
   cpu_saturated_pct = 90,       -- the job's threads use (run + run-queue wait) at least this % of its CPU
                                 --   capacity: the CPUs are full
-  oversub_high_ratio = 2,       -- busy threads >= this x effective CPUs is high, below it warn
+  oversub_load_ratio = 1.5,     -- whole-tree runnable load (CPU + run-queue wait / window) at least this x the
+                                --   CPUs the job may use (and one CPU above them): oversubscribed
+  oversub_high_ratio = 2,       -- load (or, without ev.sched, busy threads) >= this x the CPUs is high
 
   -- cpu.throttled (§8.5)
   throttled_pct = 20,           -- at least this % of CFS periods throttled over the window: warn ...
@@ -101,6 +103,10 @@ thresholds {
   sampled_min_samples = 20,     -- a sampled thread needs this many samples for a share to count
   startup_age_s = 300,          -- a process younger than this (seconds) is still starting up
   import_frac_pct = 50,         -- the main thread inside importlib at least this % of its samples
+  per_row_pct = 30,             -- perrow.python_calls: a working thread with per-row pandas/torch machinery on
+                                --   the stack in at least this % of its samples
+  eager_log_pct = 5,            -- logging.eager_format: a logger call with an f-string/%/.format message at
+                                --   least this % of a working thread's samples
   logging_frac_pct = 20,        -- a working thread inside logging at least this % of its samples: info;
                                 --   twice this (or a log file on network storage): warn
   logging_work_pct = 50,        -- a thread is working when running or in D state this % of its samples
@@ -179,6 +185,7 @@ require "plugins.oom"          -- §2.1
 require "plugins.memory"       -- §2.2, §2.4
 require "plugins.gc"           -- §2.5
 require "plugins.numpy"        -- §3 (and §4.4 BLAS pools in workers)
+require "plugins.perrow"       -- §3.5 per-row calls into pandas/torch
 require "plugins.gil"          -- §4
 require "plugins.cpu"          -- §4.4, §8.5
 require "plugins.asyncio"      -- §5
@@ -187,4 +194,5 @@ require "plugins.io"           -- §7
 require "plugins.mapped"       -- §7.3 through memory maps
 require "plugins.checkpoint"   -- §7.7
 require "plugins.runtime"      -- §8
+require "plugins.logfmt"       -- §8.3 pitfall 1 (eager log formatting)
 require "plugins.summary"      -- §9

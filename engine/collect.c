@@ -12,6 +12,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "../probes/cpu_budget.h"
 #include "bridge/bridge.h"
 #include "engine.h"
 #include "evidence.h"
@@ -89,21 +90,56 @@ static int take(int proc_root_fd, int pid_fd, int pid, const sop_collect_opts *o
     return 0;
 }
 
-static int64_t effective_cpus(const sop_collection *c)
+/* The CPUs the job may use, once for everyone (probes/cpu_budget.c). */
+static void cpu_budget(sop_collection *c)
 {
-    int64_t n = c->host.ncpu;
-    int64_t aff = c->proc.status.cpus_allowed_count;
-    if (aff != SOP_NA && aff > 0 && (n == SOP_NA || aff < n))
-        n = aff;
-    if (c->cgroup.cpuset_count != SOP_NA && c->cgroup.cpuset_count > 0 &&
-        (n == SOP_NA || c->cgroup.cpuset_count < n))
-        n = c->cgroup.cpuset_count;
-    if (!isnan(c->cgroup.quota_cpus) && c->cgroup.quota_cpus > 0) {
-        int64_t q = (int64_t)ceil(c->cgroup.quota_cpus);
-        if (n == SOP_NA || q < n)
-            n = q;
+    sop_cpu_budget b;
+    sop__cpu_budget(c->host.ncpu, c->proc.status.cpus_allowed_list,
+                    c->proc.status.cpus_allowed_count, c->cgroup.cpuset, c->cgroup.cpuset_count,
+                    c->cgroup.quota_cpus, &b);
+    c->effective_cpus = b.effective_cpus;
+    c->capacity_cpus = b.capacity_cpus;
+}
+
+/* Whole-tree scheduling: polled at the window's start, every TREE_POLL_MS during it and at its
+ * end, so threads and workers that come and go keep their time. */
+#define TREE_POLL_MS 250.0
+typedef struct {
+    int root_fd, pid;
+    sop_tree_sched *t;
+    double next_ms;
+} tree_poller;
+
+static void tree_poll(tree_poller *tp, bool final, sop_missing *missing)
+{
+    if (!tp->t)
+        return;
+    sop_missing scratch = {0};
+    double now = sop__now_ms();
+    if (sop__tree_poll(tp->root_fd, tp->pid, tp->t, final, final ? missing : &scratch) == 0) {
+        if (tp->t->polls == 1)
+            tp->t->first_poll_ms = now;
+        tp->t->last_poll_ms = now;
     }
-    return n;
+    sop__missing_free(&scratch);
+    tp->next_ms = now + TREE_POLL_MS;
+}
+
+static void tree_progress(void *ctx, double done_frac, long ticks)
+{
+    (void)done_frac, (void)ticks;
+    tree_poller *tp = ctx;
+    if (sop__now_ms() >= tp->next_ms)
+        tree_poll(tp, false, NULL);
+}
+
+static void tree_wait_until_ms(tree_poller *tp, double deadline_ms)
+{
+    while (tp->t && tp->next_ms < deadline_ms) {
+        sleep_until_ms(tp->next_ms);
+        tree_poll(tp, false, NULL);
+    }
+    sleep_until_ms(deadline_ms);
 }
 
 /* Remove member `key` of obj (a probe the caller turned off leaves its part absent). */
@@ -145,6 +181,8 @@ static sop_value *to_tree(const sop_collection *c, double now, unsigned probes)
         if (probes & SOP_PROBE_CGROUP)
             sop__bridge_cgroup(ev, &c->cgroup);
         sop__v_set_int(ev, "effective_cpus", c->effective_cpus);
+        if (c->sched)
+            sop__bridge_sched(ev, c->sched, c->effective_cpus, c->capacity_cpus);
         if (probes & SOP_PROBE_ALLOC)
             sop__bridge_alloc(ev, &c->alloc);
         if (probes & SOP_PROBE_HOST)
@@ -176,6 +214,9 @@ void sop__collection_free(sop_collection *c)
     c->sampling = NULL;
     sop__v_free(c->heap);
     c->heap = NULL;
+    sop__tree_free(c->sched);
+    free(c->sched);
+    c->sched = NULL;
     sop__missing_free(&c->missing);
 }
 
@@ -244,6 +285,7 @@ int sop__collect(int pid, const sop_collect_opts *o, sop_value **out, char **pic
     c.pid = pid;
     c.alive = true;
     c.effective_cpus = SOP_NA;
+    c.capacity_cpus = NAN;
     sop__numa_init(&c.numa);
     int rc = 0;
     int pid_fd = openat(root_fd, name, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
@@ -275,6 +317,11 @@ int sop__collect(int pid, const sop_collect_opts *o, sop_value **out, char **pic
     sop_heap_window hw = {0};
     if (want_heap)
         sop__heap_window_start(&hw, pid, proc_root, (o->probes & SOP_PROBE_HEAP) != 0);
+    tree_poller tp = {root_fd, pid, NULL, 0};
+    if (o->duration_s > 0 && (o->probes & SOP_PROBE_THREADS)) {
+        tp.t = calloc(1, sizeof *tp.t);
+        tree_poll(&tp, false, NULL);
+    }
     if (o->duration_s > 0) {
         /* A CPython target is sampled over the window; anything else is simply waited on. */
         if (o->python && (o->probes & SOP_PROBE_PYTHON) && o->rate_hz > 0) {
@@ -287,9 +334,10 @@ int sop__collect(int pid, const sop_collect_opts *o, sop_value **out, char **pic
         if (sampler && pictures && (o->flags & SOP_COLLECT_PICTURES))
             sop__sampler_keep_timeline(sampler);
         if (sampler)
-            sop__sampler_run(sampler, t0 + o->duration_s * 1e3, o->rate_hz, NULL, NULL);
+            sop__sampler_run(sampler, t0 + o->duration_s * 1e3, o->rate_hz,
+                             tp.t ? tree_progress : NULL, &tp);
         /* the window is the asked duration whatever the rate (or a target that left early) */
-        sleep_until_ms(t0 + o->duration_s * 1e3);
+        tree_wait_until_ms(&tp, t0 + o->duration_s * 1e3);
         sop_missing scratch = {0};
         int rc2 = take(root_fd, pid_fd, pid, o, &b, &scratch);
         double secs = (sop__now_ms() - t0) / 1e3;
@@ -307,6 +355,14 @@ int sop__collect(int pid, const sop_collect_opts *o, sop_value **out, char **pic
             sop__host_rates(&b.host, &a.host, secs);
             now = &b;
             c.duration_s = secs;
+            tree_poll(&tp, true, &c.missing);
+            if (tp.t && tp.t->polls >= 2 && !tp.t->no_schedstat) {
+                c.sched = tp.t;
+                tp.t = NULL;
+            } else if (tp.t && tp.t->no_schedstat) {
+                sop__missing_add(&c.missing, "sched",
+                                 "no task schedstat readable (kernel without schedstats?)");
+            }
         } else {
             sop__missing_free(&scratch);
             sop__missing_add(&c.missing, "window",
@@ -321,7 +377,7 @@ int sop__collect(int pid, const sop_collect_opts *o, sop_value **out, char **pic
     c.cgroup = now->cgroup;
     memset(&now->threads, 0, sizeof now->threads);
     memset(&now->children, 0, sizeof now->children);
-    c.effective_cpus = effective_cpus(&c);
+    cpu_budget(&c);
     if (o->children && (o->probes & SOP_PROBE_CHILDREN) && c.proc.have_stat)
         sop__siblings_collect(root_fd, pid, c.proc.stat.ppid, &c.parent, &c.have_parent,
                               &c.siblings, &c.missing);
@@ -362,6 +418,9 @@ int sop__collect(int pid, const sop_collect_opts *o, sop_value **out, char **pic
         sampler = NULL;
     }
     sop__sampler_close(sampler);
+    sop__tree_free(tp.t);
+    free(tp.t);
+    tp.t = NULL;
 done:
     snapshot_free(&a);
     snapshot_free(&b);

@@ -27,6 +27,7 @@
 #define TIMELINE_MAX (4u << 20) /* thread samples kept for a timeline (8 bytes each) */
 #define LOOP_CAND 16           /* candidate frames tracked in one loop stretch */
 #define TOP_STACKS 5
+#define LOOP_STACK_BYTES 1536  /* frames of the longest loop stretch kept for the evidence */
 #define SITES_MAX 1024            /* (thread, kind, frame) counters for import / logging sites */
 #define FILES_MAX 256             /* open regular files tracked over the window, all processes */
 #define LEAF_SLOTS (1u << 14)     /* (leaf, entry, caller) sites over all threads; half filled */
@@ -60,6 +61,9 @@ typedef struct {
     double longest_ms;
     char longest_frame[384];
     char stretch_cb[256]; /* the callback the current stretch is in (its outermost own frame) */
+    /* the callback's frames (innermost first, "func\tfile\tline\n" each) of a sample at the
+     * stretch's most seen frame, and of the longest stretch: rules pick the user's own frame */
+    char stretch_stack[LOOP_STACK_BYTES], longest_stack[LOOP_STACK_BYTES];
 } thr;
 
 typedef struct {
@@ -260,6 +264,7 @@ static void end_stretch(thr *t, double end_ms)
                 best = i;
         snprintf(t->longest_frame, sizeof t->longest_frame, "%s",
                  best >= 0 ? t->cur[best].frame : "?");
+        memcpy(t->longest_stack, t->stretch_stack, sizeof t->longest_stack);
     }
     t->in_stretch = false;
     t->ncur = 0;
@@ -324,14 +329,33 @@ static void loop_sample(sop_sampler *s, thr *t, const sop_pysample *p)
         user = &p->frames[0];
     char key[384];
     snprintf(key, sizeof key, "%s (%s:%d)", user->func, user->file, user->line);
-    for (int i = 0; i < t->ncur; i++)
-        if (strcmp(t->cur[i].frame, key) == 0) {
-            t->cur[i].count++;
-            return;
+    int at = -1, best = 0;
+    for (int i = 0; i < t->ncur; i++) {
+        if (strcmp(t->cur[i].frame, key) == 0)
+            at = i;
+        if (t->cur[i].count > best)
+            best = (int)t->cur[i].count;
+    }
+    if (at >= 0) {
+        t->cur[at].count++;
+    } else if (t->ncur < LOOP_CAND) {
+        at = t->ncur++;
+        snprintf(t->cur[at].frame, sizeof t->cur[at].frame, "%s", key);
+        t->cur[at].count = 1;
+    }
+    if (at >= 0 && t->cur[at].count >= best) { /* keep a stack of the most seen frame */
+        size_t n = 0;
+        t->stretch_stack[0] = '\0';
+        for (int i = 0; i < dispatch; i++) {
+            const sop_pyframe *f = &p->frames[i];
+            int w = snprintf(t->stretch_stack + n, sizeof t->stretch_stack - n, "%s\t%s\t%d\n",
+                             f->func, f->file, f->line);
+            if (w < 0 || (size_t)w >= sizeof t->stretch_stack - n) {
+                t->stretch_stack[n] = '\0'; /* no cut frame: the outer ones are left out */
+                break;
+            }
+            n += (size_t)w;
         }
-    if (t->ncur < LOOP_CAND) {
-        snprintf(t->cur[t->ncur].frame, sizeof t->cur[t->ncur].frame, "%s", key);
-        t->cur[t->ncur++].count = 1;
     }
 }
 
@@ -1094,6 +1118,85 @@ static void thr_entries(const sop_sampler *s, size_t ti, sop_value *w)
     }
 }
 
+/* The thread's whole distribution of samples, for exact shares (plugins/common.lua share()):
+ * every distinct stack it was seen in (not only the top ones), its frames interned once:
+ * dist = {samples, stored, frames = ["func (file)", ...], stacks = [{count, ids = [root..leaf]}]}
+ * (ids are 1-based into frames). `stored` < samples when the stack table was full. */
+#define DIST_FRAMES_MAX 4096
+#define DIST_FRAME_SLOTS (2 * DIST_FRAMES_MAX)
+typedef struct {
+    const char *p;
+    size_t len;
+    int id;
+} dist_slot;
+
+static int dist_intern(dist_slot *slots, sop_value *frames, int *nframes, const char *p, size_t len)
+{
+    uint64_t h = 1469598103934665603ull;
+    for (size_t i = 0; i < len; i++)
+        h = (h ^ (unsigned char)p[i]) * 1099511628211ull;
+    size_t i = h & (DIST_FRAME_SLOTS - 1);
+    for (size_t n = 0; n < DIST_FRAME_SLOTS; n++, i = (i + 1) & (DIST_FRAME_SLOTS - 1)) {
+        dist_slot *d = &slots[i];
+        if (!d->p) {
+            if (*nframes >= DIST_FRAMES_MAX)
+                return -1;
+            d->p = p;
+            d->len = len;
+            d->id = ++*nframes;
+            sop__v_push(frames, sop__v_strn(p, len));
+            return d->id;
+        }
+        if (d->len == len && memcmp(d->p, p, len) == 0)
+            return d->id;
+    }
+    return -1;
+}
+
+static void thr_dist(const sop_sampler *s, size_t ti, sop_value *w)
+{
+    dist_slot *slots = calloc(DIST_FRAME_SLOTS, sizeof *slots);
+    sop_value *d = sop__v_obj();
+    if (!slots || !d) {
+        free(slots);
+        sop__v_free(d);
+        return;
+    }
+    sop_value *frames = sop__v_arr_at(d, "frames"), *stacks = sop__v_arr_at(d, "stacks");
+    int nframes = 0;
+    long stored = 0;
+    bool cut = false;
+    for (size_t i = 0; frames && stacks && i < STACK_SLOTS; i++) {
+        const stack_ent *e = &s->stacks[i];
+        if (!e->stack || e->thr != ti)
+            continue;
+        sop_value *st = sop__v_obj(), *ids = st ? sop__v_arr_at(st, "ids") : NULL;
+        if (!ids) {
+            sop__v_free(st);
+            break;
+        }
+        sop__v_set_int(st, "count", e->count);
+        for (const char *p = e->stack; *p;) {
+            const char *end = strchr(p, ';');
+            size_t len = end ? (size_t)(end - p) : strlen(p);
+            int id = dist_intern(slots, frames, &nframes, p, len);
+            if (id < 0)
+                cut = true;
+            else
+                sop__v_push(ids, sop__v_num(id));
+            p += len + (end ? 1 : 0);
+        }
+        stored += e->count;
+        sop__v_push(stacks, st);
+    }
+    sop__v_set_int(d, "samples", s->thrs[ti].n);
+    sop__v_set_int(d, "stored", stored);
+    if (cut)
+        sop__v_set_bool(d, "frames_cut", true);
+    sop__v_set(w, "dist", d);
+    free(slots);
+}
+
 static sop_value *thr_window(const sop_sampler *s, size_t ti, int *reads)
 {
     const thr *t = &s->thrs[ti];
@@ -1144,6 +1247,7 @@ static sop_value *thr_window(const sop_sampler *s, size_t ti, int *reads)
         sop__v_set_int(o, "count", top[k]->count);
         sop__v_push(arr, o);
     }
+    thr_dist(s, ti, w);
     thr_leaves(s, ti, w, reads);
     thr_entries(s, ti, w);
     return w;
@@ -1230,6 +1334,29 @@ static void bridge_files(const sop_sampler *s, sop_value *ev)
 }
 
 /* ev.python.gc.window: the target's GC over the sampled window. */
+/* loop.frames[] {func file line}: the callback's frames of the longest stretch, innermost
+ * first (from "func\tfile\tline\n" lines). */
+static void loop_frames(sop_value *lp, const char *text)
+{
+    sop_value *arr = NULL;
+    for (const char *p = text; p && *p;) {
+        const char *t1 = strchr(p, '\t'), *nl = strchr(p, '\n');
+        const char *t2 = t1 ? strchr(t1 + 1, '\t') : NULL;
+        if (!t1 || !t2 || !nl || t2 > nl)
+            break;
+        if (!arr && !(arr = sop__v_arr_at(lp, "frames")))
+            return;
+        sop_value *f = sop__v_obj();
+        if (!f)
+            return;
+        sop__v_set(f, "func", sop__v_strn(p, (size_t)(t1 - p)));
+        sop__v_set(f, "file", sop__v_strn(t1 + 1, (size_t)(t2 - t1 - 1)));
+        sop__v_set_int(f, "line", strtol(t2 + 1, NULL, 10));
+        sop__v_push(arr, f);
+        p = nl + 1;
+    }
+}
+
 static void bridge_gc(const sop_sampler *s, sop_value *py)
 {
     if (s->gc_samples == 0)
@@ -1294,6 +1421,7 @@ void sop__sampler_bridge(const sop_sampler *s, sop_value *ev)
             sop__v_set_dbl(lp, "longest_block_ms", s->thrs[best].longest_ms);
             if (s->thrs[best].longest_frame[0])
                 sop__v_set_str(lp, "frame", s->thrs[best].longest_frame);
+            loop_frames(lp, s->thrs[best].longest_stack);
         }
     }
     if (s->nprocs < 2)

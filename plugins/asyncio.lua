@@ -46,7 +46,8 @@ rule {
     least loop_block_ms in one stretch, naming the frame. Snapshot: hit when the loop thread is inside a callback
     in user code rather than the selector, blocked (S/D) or running (R); high when the loop thread used at least
     loop_busy_cpu_pct of a core. Unknown when not CPython.]],
-  reads = { "python.loop", "python.threads[].frames", "threads[].state", "threads[].cpu_pct", "sampling",
+  reads = { "python.loop", "python.threads[].frames",
+            "proc.cwd", "proc.cmdline", "threads[].state", "threads[].cpu_pct", "sampling",
             "duration_s" },
   uses = { "loop_block_ms", "loop_busy_cpu_pct" },
   check = function(ev, th)
@@ -60,8 +61,10 @@ rule {
     local block_ms = th.loop_block_ms or 100
     if lp and lp.longest_block_ms and lp.longest_block_ms >= block_ms then
       local smp = ev.sampling or {}
-      local frame = lp.frame or "?"
-      local fname = frame:match("^(.-) %(") or frame
+      -- the user's own frame and the leaf below it, when the stretch's frames were kept
+      local own = lp.frames and common.own_frame(lp.frames, ev)
+      local frame = lp.frames and common.user_frame(lp.frames, ev) or lp.frame or "?"
+      local fname = own and own.func or (lp.frame or "?"):match("^(.-) %(") or lp.frame or "?"
       return hit {
         symptom = T("the asyncio event loop is stuck in one callback: every other request waits",
                     "asyncio 事件循环卡在一个回调里：其他请求都在排队"),
@@ -106,6 +109,11 @@ rule {
         end
         local o = os_threads[t.tid] or {}
         local state, cpu = o.state, o.cpu_pct
+        -- named as the user's own frame and the leaf below it (within the callback)
+        local cb = {}
+        for i = 1, idx - 1 do cb[i] = frames[i] end
+        local own = common.own_frame(cb, ev)
+        local at = common.user_frame(cb, ev)
         if user and (kind == "asyncio" or idx > 1) then
           local cpu_bound = state == "R" or (cpu and cpu >= th.loop_busy_cpu_pct)
           local what_en = cpu_bound and "running CPU work without awaiting" or "blocked in a synchronous call"
@@ -117,14 +125,14 @@ rule {
                         "asyncio 事件循环卡在一个回调里：其他请求都在排队"),
             evidence = T(fmt("event-loop thread tid %d (%s loop, OS state %s%s) is %s in %s, not in the "
                              .. "selector; loop stack: %s", t.tid, kind, state or "?", cpu_txt,
-                             what_en, where(user), where(frames[idx])),
+                             what_en, at or where(user), where(frames[idx])),
                          fmt("事件循环线程 tid %d（%s 循环，OS 状态 %s%s）%s，位置 %s，不在 selector 中；循环栈：%s",
-                             t.tid, kind, state or "?", cpu_txt, what_zh, where(user), where(frames[idx]))),
+                             t.tid, kind, state or "?", cpu_txt, what_zh, at or where(user), where(frames[idx]))),
             cause = T(fmt("asyncio runs every coroutine on one thread: code in %s that does not await (time.sleep, "
                           .. "requests/sync DB client, CPU work, json.loads of a large body) holds the whole loop for "
-                          .. "as long as it runs (SOP §5.1, §5.2).", user.func or "?"),
+                          .. "as long as it runs (SOP §5.1, §5.2).", (own or user).func or "?"),
                       fmt("asyncio 在单线程上调度所有协程：%s 中不 await 的代码（time.sleep、requests/同步数据库客户端、"
-                          .. "CPU 计算、大 JSON 解析）运行多久，整个事件循环就卡多久（SOP §5.1、§5.2）。", user.func or "?")),
+                          .. "CPU 计算、大 JSON 解析）运行多久，整个事件循环就卡多久（SOP §5.1、§5.2）。", (own or user).func or "?")),
             fix = T("In the coroutine: replace time.sleep with await asyncio.sleep; use an async client (aiohttp, "
                     .. "httpx.AsyncClient) instead of requests; move CPU work or large parsing to "
                     .. "await loop.run_in_executor(...) (a ProcessPoolExecutor for pure-Python CPU work) "

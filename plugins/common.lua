@@ -3,7 +3,10 @@
 -- read (a process that is gone, or a status file that could not be read); where(frame) names a
 -- Python frame "func (file:line)"; ends_with(s, suffix); rate(bytes_per_s) as "12.0 MiB/s";
 -- pool_libs(proc) lists the loaded libraries that run thread pools (BLAS, OpenMP, torch);
--- window_at_least(ev, min_s) says whether the measured window is long enough. Use:
+-- window_at_least(ev, min_s) says whether the measured window is long enough.
+-- share(thread_or_proc, pattern [, plain]) is the exact share of samples in code matching pattern.
+-- own_frame(frames, ev) / user_frame(frames, ev): the innermost frame of the program's own code
+-- (is_own_file, overridable by a site) and "own (file:line) -> leaf (file:line)". Use:
 --   local common = require "plugins.common"
 --   local T, no_proc = common.T, common.no_proc
 
@@ -47,6 +50,135 @@ common.WINDOW_TOLERANCE_S = 0.1
 function common.window_at_least(ev, min_s)
   local d = ev.duration_s or 0
   return d > 0 and d >= min_s - math.max(common.WINDOW_TOLERANCE_S, 0.05 * min_s)
+end
+
+-- Library code: the interpreter's standard library, installed packages, and pseudo files
+-- ("<frozen ...>", "<string>"). The sampler's leaves[].caller uses the same test (engine/sampler.c
+-- library_file).
+function common.is_library_file(file)
+  if not file or file == "" then return true end
+  return file:sub(1, 1) == "<" or file:find("/site-packages/", 1, true) ~= nil
+         or file:find("/dist-packages/", 1, true) ~= nil or file:find("/lib/python3", 1, true) ~= nil
+         or file:find("/lib64/python3", 1, true) ~= nil
+end
+
+local function dir_of(path) return path and path:match("^(.*)/[^/]*$") end
+
+-- The roots of the program's own code: the target's working directory and its main script's
+-- directory (the first *.py argument of its command line; relative to the cwd).
+function common.own_roots(ev)
+  local p = ev and ev.proc or {}
+  local roots = {}
+  if p.cwd and p.cwd ~= "" and p.cwd ~= "/" then roots[#roots + 1] = p.cwd end
+  for arg in (p.cmdline or ""):gmatch("%S+") do
+    if arg:sub(-3) == ".py" then
+      local path = arg:sub(1, 1) == "/" and arg or (p.cwd and (p.cwd .. "/" .. arg))
+      local d = dir_of(path)
+      if d and d ~= "" and d ~= "/" then roots[#roots + 1] = d end
+      break
+    end
+  end
+  return roots
+end
+
+-- Own code, defined once for every rule: not library code, and under one of own_roots(ev) when
+-- any is known (a file elsewhere counts when no frame of the stack is under a root). A site may
+-- replace it: `require("plugins.common").is_own_file = function(file, ev) ... end`.
+function common.is_own_file(file, ev, roots)
+  if common.is_library_file(file) then return false end
+  roots = roots or common.own_roots(ev)
+  if #roots == 0 then return true end
+  for _, r in ipairs(roots) do
+    if file:sub(1, #r + 1) == r .. "/" then return true end
+  end
+  return false
+end
+
+-- The innermost frame of the program's own code in frames (innermost first), and its index;
+-- else the innermost non-library frame; nil when all are library code.
+function common.own_frame(frames, ev)
+  local roots = common.own_roots(ev)
+  local fallback, fi
+  for i, f in ipairs(frames or {}) do
+    if common.is_own_file(f.file, ev, roots) then return f, i end
+    if not fallback and not common.is_library_file(f.file) then fallback, fi = f, i end
+  end
+  return fallback, fi
+end
+
+local function short(f)
+  return fmt("%s (%s:%s)", f.func or "?", (f.file or "?"):match("[^/]*$"), tostring(f.line or "?"))
+end
+
+-- "get_user (app.py:20) → SocketIO.readinto (socket.py:706)": the user's own frame and the leaf
+-- below it; the leaf alone when no own frame; nil for no frames.
+function common.user_frame(frames, ev)
+  if not frames or #frames == 0 then return nil end
+  local own, i = common.own_frame(frames, ev)
+  if not own then return short(frames[1]) end
+  if i == 1 then return short(own) end
+  return short(own) .. " → " .. short(frames[1])
+end
+
+-- The dists of a thread (ev.python.threads[i], ...workers[j].threads[i]) or of every thread of a
+-- process (ev.python, ev.python.workers[j]: anything with .threads).
+local function dists_of(x)
+  local out = {}
+  if type(x) ~= "table" then return out end
+  if x.window then
+    out[1] = x.window
+  else
+    for _, t in ipairs(x.threads or {}) do
+      if t.window then out[#out + 1] = t.window end
+    end
+  end
+  return out
+end
+
+-- share(thread_or_proc, pattern [, plain]) -> frac, count, samples, exact
+-- The fraction of the sampled window in which a frame matching `pattern` (a Lua pattern, a
+-- plain substring when `plain`, or a function(frame) -> boolean) was anywhere on the stack,
+-- over the thread's (or all the process's threads') samples. A frame reads "func (file.py)"
+-- (the file's base name). Counted on the full distribution of samples (window.dist: every
+-- distinct stack), so it does not depend on how many distinct stacks the work spreads over;
+-- top_stacks are for display only. `exact` is false when some samples were not stored (table
+-- full), or only top_stacks were there (older evidence: then frac is a lower bound).
+-- nil, 0, 0, false when nothing was sampled.
+function common.share(x, pattern, plain)
+  local hits, n, exact = 0, 0, true
+  -- a pattern, or a function(frame_text) -> boolean
+  local test = type(pattern) == "function" and pattern
+               or function(f) return f:find(pattern, 1, plain) ~= nil end
+  for _, w in ipairs(dists_of(x)) do
+    local d = w.dist
+    if d then
+      local match = {}
+      for i, f in ipairs(d.frames or {}) do match[i] = test(f) end
+      for _, st in ipairs(d.stacks or {}) do
+        for _, id in ipairs(st.ids or {}) do
+          if match[id] then
+            hits = hits + (st.count or 0)
+            break
+          end
+        end
+      end
+      n = n + (d.samples or 0)
+      if (d.stored or 0) < (d.samples or 0) or d.frames_cut then exact = false end
+    elseif w.samples and w.samples > 0 then
+      exact = false
+      for _, st in ipairs(w.top_stacks or {}) do
+        for f in (st.stack or ""):gmatch("[^;]+") do
+          if test(f) then
+            hits = hits + (st.count or 0)
+            break
+          end
+        end
+      end
+      n = n + w.samples
+    end
+  end
+  if n == 0 then return nil, 0, 0, false end
+  return hits / n, hits, n, exact
 end
 
 return common

@@ -1,7 +1,9 @@
--- plugins/cpu.lua — SOP §4.4/§8.5: more busy threads than effective CPUs (thread pools sized for
--- the host, not the quota), and CFS quota throttling. Reads ev.threads, ev.children, ev.proc
--- (cpu_pct, env, libs), ev.effective_cpus, ev.cgroup.cpu, ev.host.ncpu. Thresholds: busy_thread_pct,
--- cpu_saturated_pct, oversub_high_ratio, throttled_pct, throttled_high_pct.
+-- plugins/cpu.lua — SOP §4.4/§8.5: more runnable threads than effective CPUs (thread pools sized
+-- for the host, not the quota; process pools x thread pools), and CFS quota throttling. Reads
+-- ev.sched (whole tree), ev.python (threads, workers), ev.proc (cmdline, env), and without
+-- ev.sched ev.threads, ev.children, ev.effective_cpus, ev.cgroup.cpu, ev.host.ncpu. Thresholds:
+-- oversub_load_ratio, oversub_high_ratio, busy_thread_pct, cpu_saturated_pct, throttled_pct,
+-- throttled_high_pct.
 
 local common = require "plugins.common"
 local T, no_proc = common.T, common.no_proc
@@ -36,202 +38,447 @@ local function busy_in(cpu_pct, nthreads, busy_pct)
   return n
 end
 
+-- Without ev.sched (older evidence): busy threads of the target and busy workers against the
+-- effective CPUs, as before whole-tree scheduling was read.
+local function legacy_check(ev, th)
+  local p = ev.proc
+  if not p then return no_proc(ev) end
+  if not ev.duration_s or ev.duration_s <= 0 then
+    return unknown(T("one snapshot (--duration 0): no CPU rates to tell busy threads",
+                     "只有一次快照（--duration 0）：没有 CPU 速率，无法判断繁忙线程"))
+  end
+  local eff = ev.effective_cpus or (ev.host and ev.host.ncpu)
+  if not eff then return unknown(T("effective CPU count unknown", "有效 CPU 数未知")) end
+  local cpu = ev.cgroup and ev.cgroup.cpu or {}
+  local cap = eff
+  if cpu.quota_cpus and cpu.quota_cpus < cap then cap = cpu.quota_cpus end
+
+  -- A thread wants CPU for the time it ran plus the time it sat runnable in the run queue
+  -- (wait_pct); threads blocked on the GIL or IO sleep and count for neither.
+  local busy, used, waited, seen, top = 0, 0, 0, false, {}
+  if ev.threads and #ev.threads > 0 then
+    for _, t in ipairs(ev.threads) do
+      if t.cpu_pct then
+        seen = true
+        used = used + t.cpu_pct
+        waited = waited + (t.wait_pct or 0)
+        if t.cpu_pct + (t.wait_pct or 0) >= th.busy_thread_pct then
+          busy = busy + 1
+          top[#top + 1] = { what = fmt("tid %d %s", t.tid, t.name or "?"), pct = t.cpu_pct }
+        end
+      end
+    end
+  elseif p.cpu_pct then
+    seen = true
+    used = p.cpu_pct
+    local n = busy_in(p.cpu_pct, p.threads, th.busy_thread_pct)
+    if n > 0 then
+      busy = n
+      top[#top + 1] = { what = fmt("pid %d %s", ev.pid, p.comm or "?"), pct = p.cpu_pct }
+    end
+  end
+  local nworkers = 0
+  for _, c in ipairs(ev.children or {}) do
+    if c.cpu_pct then
+      seen = true
+      used = used + c.cpu_pct
+      local n = busy_in(c.cpu_pct, c.threads, th.busy_thread_pct)
+      if n > 0 then
+        busy = busy + n
+        nworkers = nworkers + 1
+        top[#top + 1] = { what = fmt("worker pid %d", c.pid), pct = c.cpu_pct }
+      end
+    end
+  end
+  if not seen then
+    return unknown(T("no per-thread or per-worker CPU usage over the window",
+                     "没有窗口内的线程/worker CPU 使用率"))
+  end
+
+  local cap_pct = cap * 100
+  local thr = cpu.throttled_pct
+  -- The job's demand is the CPU all its threads and workers used plus the time the target's
+  -- threads sat runnable in the run queue. The CPUs are full for the job when it uses its
+  -- capacity, the quota throttles it, or that demand reaches its capacity. When the host is
+  -- full with other load and the job does not use its capacity, the run-queue waits are for
+  -- CPUs others use (and GIL-bound threads, which take turns, inflate them): no verdict.
+  local host_idle = ev.host and ev.host.cpu and ev.host.cpu.idle_pct
+  local full_pct = th.cpu_saturated_pct / 100 * cap_pct
+  local own_full = used >= full_pct or (cpu.quota_cpus and thr and thr >= th.throttled_pct)
+  local demand = used + waited
+  local host_full = host_idle and host_idle <= 100 - th.cpu_saturated_pct
+  local saturated = own_full or (demand >= full_pct and not host_full)
+  local base_en = fmt("%d busy threads (>= %g%% of a core each, target + workers) on %d "
+                      .. "effective CPUs; the job uses %.0f%% CPU of a %.0f%% capacity",
+                      busy, th.busy_thread_pct, eff, used, cap_pct)
+  local base_zh = fmt("%d 个繁忙线程（各 >= 单核 %g%%，含目标与 worker），有效 CPU %d 个；作业共用 CPU %.0f%%，容量 %.0f%%",
+                      busy, th.busy_thread_pct, eff, used, cap_pct)
+  if host_idle then
+    base_en = base_en .. fmt("; host CPUs %.0f%% idle", host_idle)
+    base_zh = base_zh .. fmt("；整机 CPU 空闲 %.0f%%", host_idle)
+  end
+  if waited > 0 then
+    base_en = base_en .. fmt("; its threads also waited %.0f%% of the window in the run queue", waited)
+    base_zh = base_zh .. fmt("；其线程另在运行队列中等待了窗口的 %.0f%%", waited)
+  end
+  if busy <= eff then return clear(T(base_en, base_zh)) end
+  if not saturated and demand >= full_pct then
+    return unknown(T(base_en .. ": the host is full with other load, so these waits are for CPUs "
+                     .. "others use; the job's own oversubscription cannot be told apart",
+                     base_zh .. "：整机被其他负载占满，这些等待是在等别人占用的 CPU，无法区分作业自身的超额订阅"))
+  end
+  if not saturated then
+    return clear(T(base_en .. ": the CPUs are not full", base_zh .. "：CPU 未跑满"))
+  end
+
+  table.sort(top, function(a, b) return a.pct > b.pct end)
+  local tl = {}
+  for i = 1, math.min(#top, 6) do tl[#tl + 1] = fmt("%s %.0f%%", top[i].what, top[i].pct) end
+  local limits = {}
+  if cpu.quota_cpus then limits[#limits + 1] = fmt("quota %.2f CPUs", cpu.quota_cpus) end
+  if p.affinity and p.affinity.count then
+    limits[#limits + 1] = fmt("affinity %s (%d)", p.affinity.cpus or "?", p.affinity.count)
+  end
+  if cpu.cpuset_count then limits[#limits + 1] = fmt("cpuset %d", cpu.cpuset_count) end
+  if ev.host and ev.host.ncpu then limits[#limits + 1] = fmt("host ncpu %d", ev.host.ncpu) end
+  if thr then limits[#limits + 1] = fmt("throttled %.0f%% of periods", thr) end
+
+  local unset, env = unset_pool_vars(ev)
+  local env_en, env_zh, over = {}, {}, {}
+  if not unset then
+    env_en[1], env_zh[1] = "environment not readable", "环境变量不可读"
+  else
+    for _, name in ipairs(POOL_VARS) do
+      local v = env[name]
+      if v ~= nil and v ~= "" then
+        env_en[#env_en + 1] = fmt("%s=%s", name, v)
+        env_zh[#env_zh + 1] = env_en[#env_en]
+        local n = tonumber(v)
+        if n and n > eff then over[#over + 1] = env_en[#env_en] end
+      end
+    end
+    if #unset > 0 then
+      env_en[#env_en + 1] = table.concat(unset, ", ") .. " unset"
+      env_zh[#env_zh + 1] = table.concat(unset, "、") .. " 未设置"
+    end
+  end
+  local libs = pool_libs(p)
+  local libs_s = #libs > 0 and ("; pools: " .. table.concat(libs, ", ")) or ""
+  local libs_z = #libs > 0 and ("；线程池库：" .. table.concat(libs, "、")) or ""
+  local lim_s = table.concat(limits, ", ")
+
+  local ncpu = ev.host and ev.host.ncpu or eff
+  local share = 100 * eff / busy
+  local cause_en = fmt("%d runnable threads share %d CPUs, so each runs about %.0f%% of the "
+                       .. "time and pays context switches", busy, eff, share)
+  local cause_zh = fmt("%d 个可运行线程分享 %d 个 CPU，每个只有约 %.0f%% 的时间在跑，还要付上下文切换",
+                       busy, eff, share)
+  if #over > 0 then
+    cause_en = cause_en .. fmt("; %s asks for more threads than the %d effective CPUs",
+                               table.concat(over, ", "), eff)
+    cause_zh = cause_zh .. fmt("；%s 要求的线程数超过了 %d 个有效 CPU", table.concat(over, "、"), eff)
+  elseif unset and #unset == #POOL_VARS then
+    local host_en = ncpu > eff and fmt("%d, not the %d the job may use", ncpu, eff) or fmt("%d", ncpu)
+    local host_zh = ncpu > eff and fmt("%d，而不是作业可用的 %d 个", ncpu, eff) or fmt("%d", ncpu)
+    cause_en = cause_en .. fmt("; with the thread-pool variables unset, each OpenMP/BLAS/torch "
+                               .. "pool starts one thread per host CPU (%s) and every worker "
+                               .. "process starts its own pool", host_en)
+    cause_zh = cause_zh .. fmt("；线程池变量未设置时，每个 OpenMP/BLAS/torch 线程池按整机 CPU 数（%s）"
+                               .. "开线程，且每个 worker 进程各开一套", host_zh)
+  end
+  if nworkers > 0 then
+    cause_en = cause_en .. fmt("; %d busy worker processes take part", nworkers)
+    cause_zh = cause_zh .. fmt("；其中有 %d 个繁忙 worker 进程", nworkers)
+  end
+  cause_en = cause_en .. " (SOP §4.4, §8.5)."
+  cause_zh = cause_zh .. "（SOP §4.4、§8.5）。"
+
+  return hit {
+    severity = busy >= th.oversub_high_ratio * eff and "high" or "warn",
+    symptom = T(fmt("%d busy threads compete for %d effective CPUs", busy, eff),
+                fmt("%d 个繁忙线程争抢 %d 个有效 CPU", busy, eff)),
+    evidence = T(fmt("%s (%s); %s%s; busiest: %s.", base_en, lim_s,
+                     table.concat(env_en, ", "), libs_s, table.concat(tl, ", ")),
+                 fmt("%s（%s）；%s%s；最忙：%s。", base_zh, lim_s, table.concat(env_zh, "，"),
+                     libs_z, table.concat(tl, "，"))),
+    cause = T(cause_en, cause_zh),
+    fix = T(fmt("Size every pool to the %d effective CPUs: in the job spec, before Python "
+                .. "starts, export OMP_NUM_THREADS, MKL_NUM_THREADS and OPENBLAS_NUM_THREADS "
+                .. "= %d divided by the number of busy worker processes (at least 1); in "
+                .. "code, threadpoolctl.threadpool_limits(1) inside each DataLoader/"
+                .. "multiprocessing worker and torch.set_num_threads(%d) in the main "
+                .. "process; keep CPU-bound worker processes <= %d. Do not raise num_workers "
+                .. "or thread counts to compensate: change one number and measure step time.",
+                eff, eff, eff, eff),
+            fmt("让所有线程池对齐 %d 个有效 CPU：在作业配置里、Python 启动前导出 OMP_NUM_THREADS、"
+                .. "MKL_NUM_THREADS、OPENBLAS_NUM_THREADS = %d 除以繁忙 worker 进程数（至少 1）；代码里在"
+                .. "每个 DataLoader/multiprocessing worker 内调用 threadpoolctl.threadpool_limits(1)，主进程"
+                .. " torch.set_num_threads(%d)；CPU 密集的 worker 进程 <= %d 个。不要靠加 num_workers 或"
+                .. "线程数来补偿：一次只改一个数并测 step 时间。", eff, eff, eff, eff)),
+    verify = T(fmt("`sopctl run --pid %d --duration 2`: busy threads <= %d, cpu.throttled "
+                   .. "clear, and the step time (samples/s) improves.", ev.pid, eff),
+               fmt("`sopctl run --pid %d --duration 2`：繁忙线程 <= %d，cpu.throttled 为 clear，"
+                   .. "step 时间（samples/s）改善。", ev.pid, eff)),
+    refs = {
+      "https://github.com/joblib/threadpoolctl",
+      "https://pytorch.org/docs/stable/generated/torch.set_num_threads.html",
+      "https://docs.kernel.org/scheduler/sched-bwc.html",
+    },
+  }
+end
+
+-- A thread counts as runnable in a process when it wanted a CPU (ran or sat in the run queue)
+-- at least this fraction of the window.
+local RUNNABLE_MIN_FRAC = 0.05
+
+-- Python thread ids per pid (the target's and its sampled workers'), and the workers by pid.
+local function python_threads(ev)
+  local py = ev.python
+  if not py then return nil, {} end
+  local tids, workers = {}, {}
+  local own = {}
+  for _, t in ipairs(py.threads or {}) do own[t.tid] = t end
+  tids[ev.pid] = own
+  for _, w in ipairs(py.workers or {}) do
+    workers[w.pid] = w
+    local ws = {}
+    for _, t in ipairs(w.threads or {}) do ws[t.tid] = t end
+    tids[w.pid] = ws
+  end
+  return tids, workers
+end
+
+-- What kind of Python thread pool a thread belongs to: from the files on its stack (frames[]), else
+-- from its sampled distribution (window.dist frames read "func (file.py)", base names only).
+local PY_POOLS = {
+  { "concurrent/futures/thread.py", "_worker (thread.py)", "ThreadPoolExecutor" },
+  { "multiprocessing/pool.py", "worker (pool.py)", "multiprocessing.pool.ThreadPool" },
+  { "joblib/", "(_parallel_backends.py)", "joblib threading backend" },
+}
+local function py_pool_of(t)
+  for _, f in ipairs(t and t.frames or {}) do
+    for _, pp in ipairs(PY_POOLS) do
+      if f.file and f.file:find(pp[1], 1, true) then return pp[3] end
+    end
+  end
+  local d = t and t.window and t.window.dist
+  for _, f in ipairs(d and d.frames or {}) do
+    for _, pp in ipairs(PY_POOLS) do
+      if f:find(pp[2], 1, true) then return pp[3] end
+    end
+  end
+  return nil
+end
+
+-- The process's role in the tree.
+local function role_of(sp, ev, workers)
+  if sp.pid == ev.pid then return "the target" end
+  local cmd = sp.cmdline or ""
+  if cmd:find("loky", 1, true) then return "joblib/loky worker" end
+  local w = workers[sp.pid]
+  if w and w.start_method then return fmt("multiprocessing worker (%s)", w.start_method) end
+  if cmd:find("multiprocessing", 1, true) then return "multiprocessing worker" end
+  if ev.proc and ev.proc.cmdline and cmd == ev.proc.cmdline then return "forked worker" end
+  return fmt("child process %s", sp.comm or "?")
+end
+
+-- One process's share of the excess: its runnable threads split into Python threads (and
+-- their pool) and native threads (and the thread-pool libraries mapped that run them).
+local function describe_proc(sp, ev, py_tids, workers, window_s)
+  local d = { pid = sp.pid, load = sp.load or 0, role = role_of(sp, ev, workers), libs = {},
+              kinds = {}, native = 0, python = 0, runnable = 0, pools = {} }
+  for _, l in ipairs(sp.libs or {}) do
+    d.libs[#d.libs + 1] = l.name or l.kind
+    d.kinds[l.kind] = true
+  end
+  local tids = py_tids and py_tids[sp.pid]
+  local pypools = {}
+  for _, t in ipairs(sp.top or {}) do
+    if ((t.cpu_s or 0) + (t.wait_s or 0)) / window_s >= RUNNABLE_MIN_FRAC then
+      d.runnable = d.runnable + 1
+      if tids and tids[t.tid] then
+        d.python = d.python + 1
+        local pool = py_pool_of(tids[t.tid])
+        if pool then pypools[pool] = (pypools[pool] or 0) + 1 end
+      else
+        d.native = d.native + 1
+      end
+    end
+  end
+  -- the top list holds the 16 busiest: a larger load means more runnable threads than listed
+  local est = math.floor(d.load + 0.5)
+  if #(sp.top or {}) >= 16 and est > d.runnable then
+    d.native = d.native + (est - d.runnable)
+    d.runnable = est
+  end
+  if not tids then
+    -- no Python stacks for this process: threads, and the libraries that may run them
+    d.pools[1] = fmt("%d runnable threads", d.runnable)
+    d.python, d.native_unknown = 0, true
+  else
+    for name, n in pairs(pypools) do d.pools[#d.pools + 1] = fmt("%s (%d Python threads)", name, n) end
+    local plain = d.python
+    for _, n in pairs(pypools) do plain = plain - n end
+    if plain > 0 then d.pools[#d.pools + 1] = fmt("%d plain Python threads", plain) end
+    if d.native > 0 then d.pools[#d.pools + 1] = fmt("%d native threads", d.native) end
+  end
+  table.sort(d.pools)
+  if d.kinds.openmp or d.kinds.blas or d.kinds.torch then
+    d.pool_lib = true
+    d.pools[#d.pools + 1] = "OpenMP/BLAS/torch intra-op pool libraries loaded: " .. table.concat(d.libs, ", ")
+  end
+  local names = {}
+  for _, n in ipairs(sp.names or {}) do
+    if n.name and n.name ~= sp.comm and (n.count or 0) > 1 then
+      names[#names + 1] = fmt("%s x%d", n.name, n.count)
+    end
+  end
+  if #names > 0 then d.pools[#d.pools + 1] = "thread names " .. table.concat(names, ", ") end
+  return d
+end
+
 rule {
   id = "cpu.oversubscribed", section = "8.5", severity = "warn",
-  title = T("more busy threads (target + workers) than the CPUs the job may use, and those CPUs are full",
-            "繁忙线程（目标 + worker）多于作业可用的 CPU，且这些 CPU 已满"),
-  doc = [[Hit when busy threads (run + run-queue wait at least busy_thread_pct of a core; target threads and workers)
-    outnumber the effective CPUs and the CPUs are full for the job: its threads' run + run-queue wait reaches
-    cpu_saturated_pct of its capacity (min of effective CPUs and quota), or the quota throttles at least
-    throttled_pct; high at oversub_high_ratio x the CPUs. A host kept busy by others does not count; GIL-bound
-    threads sum to one core. Unknown with --duration 0, or when the host is full of other load while the job does
-    not use its own capacity.]],
-  reads = { "threads[].cpu_pct", "threads[].wait_pct", "children[].cpu_pct", "effective_cpus", "host.ncpu",
-            "host.cpu.idle_pct", "cgroup.cpu", "proc.env", "proc.cpu_pct" },
-  uses = { "busy_thread_pct", "cpu_saturated_pct", "oversub_high_ratio", "throttled_pct" },
+  title = T("more runnable threads (target + workers) than the CPUs the job may use",
+            "可运行线程（目标 + worker）多于作业可用的 CPU"),
+  doc = [[From ev.sched (whole tree, every thread, over the window): hit when the runnable load (CPU time plus
+    run-queue wait of every thread of the target and its descendants, divided by the window) is at least
+    oversub_load_ratio x the CPUs the job may use (capacity_cpus: affinity ∩ cpuset ∩ quota) and at least one
+    CPU above it; high at oversub_high_ratio x. The load counts only the job's own runnable threads, so a host
+    busy with other work does not raise it, and many light threads (none busy) count as much as a few busy ones.
+    The evidence names the processes that own the excess and their pools (Python thread pools from the stacks,
+    native threads, OpenMP/BLAS/torch libraries mapped, joblib/loky or multiprocessing workers); the fix follows
+    from what runs (no BLAS advice where no BLAS/OpenMP library is mapped). Without ev.sched: busy threads
+    (busy_thread_pct of a core, run + run-queue wait) against effective CPUs with the CPUs full
+    (cpu_saturated_pct). Unknown with --duration 0.]],
+  reads = { "sched.runnable_load", "sched.capacity_cpus", "sched.effective_cpus", "sched.window_s",
+            "sched.cpu_s", "sched.runqueue_wait_s", "sched.procs", "python.threads", "python.workers",
+            "proc.cmdline", "proc.env", "children[].env",
+            "threads[].cpu_pct", "threads[].wait_pct", "children[].cpu_pct", "effective_cpus", "host.ncpu",
+            "host.cpu.idle_pct", "cgroup.cpu", "proc.cpu_pct" },
+  uses = { "oversub_load_ratio", "oversub_high_ratio", "busy_thread_pct", "cpu_saturated_pct", "throttled_pct" },
   check = function(ev, th)
     local p = ev.proc
     if not p then return no_proc(ev) end
     if not ev.duration_s or ev.duration_s <= 0 then
-      return unknown(T("one snapshot (--duration 0): no CPU rates to tell busy threads",
-                       "只有一次快照（--duration 0）：没有 CPU 速率，无法判断繁忙线程"))
+      return unknown(T("one snapshot (--duration 0): no CPU rates to tell runnable threads",
+                       "只有一次快照（--duration 0）：没有 CPU 速率，无法判断可运行线程"))
     end
-    local eff = ev.effective_cpus or (ev.host and ev.host.ncpu)
-    if not eff then return unknown(T("effective CPU count unknown", "有效 CPU 数未知")) end
-    local cpu = ev.cgroup and ev.cgroup.cpu or {}
-    local cap = eff
-    if cpu.quota_cpus and cpu.quota_cpus < cap then cap = cpu.quota_cpus end
+    local s = ev.sched
+    if not s or not s.runnable_load or not s.window_s or s.window_s <= 0 then return legacy_check(ev, th) end
+    local eff = s.effective_cpus or ev.effective_cpus or (ev.host and ev.host.ncpu)
+    local cap = s.capacity_cpus or eff
+    if not cap or cap <= 0 then return unknown(T("effective CPU count unknown", "有效 CPU 数未知")) end
+    local load = s.runnable_load
+    local nprocs = #(s.procs or {})
+    local base_en = fmt("runnable load %.1f (CPU %.1f s + run-queue wait %.1f s over %.1f s, %d threads in %d "
+                        .. "processes) on %s CPUs the job may use", load, s.cpu_s or 0, s.runqueue_wait_s or 0,
+                        s.window_s, s.threads or 0, nprocs, fmt("%g", cap))
+    local base_zh = fmt("可运行负载 %.1f（%.1f 秒内 CPU %.1f 秒 + 运行队列等待 %.1f 秒，%d 个进程共 %d 个线程），作业可用 CPU %s 个",
+                        load, s.window_s, s.cpu_s or 0, s.runqueue_wait_s or 0, nprocs, s.threads or 0, fmt("%g", cap))
+    if load < th.oversub_load_ratio * cap or load < cap + 1 then
+      return clear(T(base_en .. fmt(": below %g x the CPUs", th.oversub_load_ratio),
+                     base_zh .. fmt("：低于 CPU 数的 %g 倍", th.oversub_load_ratio)))
+    end
 
-    -- A thread wants CPU for the time it ran plus the time it sat runnable in the run queue
-    -- (wait_pct); threads blocked on the GIL or IO sleep and count for neither.
-    local busy, used, waited, seen, top = 0, 0, 0, false, {}
-    if ev.threads and #ev.threads > 0 then
-      for _, t in ipairs(ev.threads) do
-        if t.cpu_pct then
-          seen = true
-          used = used + t.cpu_pct
-          waited = waited + (t.wait_pct or 0)
-          if t.cpu_pct + (t.wait_pct or 0) >= th.busy_thread_pct then
-            busy = busy + 1
-            top[#top + 1] = { what = fmt("tid %d %s", t.tid, t.name or "?"), pct = t.cpu_pct }
-          end
-        end
-      end
-    elseif p.cpu_pct then
-      seen = true
-      used = p.cpu_pct
-      local n = busy_in(p.cpu_pct, p.threads, th.busy_thread_pct)
-      if n > 0 then
-        busy = n
-        top[#top + 1] = { what = fmt("pid %d %s", ev.pid, p.comm or "?"), pct = p.cpu_pct }
-      end
+    -- who owns the excess
+    local py_tids, workers = python_threads(ev)
+    local ds = {}
+    for _, sp in ipairs(s.procs or {}) do
+      if (sp.load or 0) >= RUNNABLE_MIN_FRAC then ds[#ds + 1] = describe_proc(sp, ev, py_tids, workers, s.window_s) end
     end
-    local nworkers = 0
-    for _, c in ipairs(ev.children or {}) do
-      if c.cpu_pct then
-        seen = true
-        used = used + c.cpu_pct
-        local n = busy_in(c.cpu_pct, c.threads, th.busy_thread_pct)
-        if n > 0 then
-          busy = busy + n
-          nworkers = nworkers + 1
-          top[#top + 1] = { what = fmt("worker pid %d", c.pid), pct = c.cpu_pct }
-        end
+    table.sort(ds, function(a, b) return a.load > b.load end)
+    local busy_procs, multi_thread_procs, pool_lib, plain_native, py_threads = 0, 0, false, false, false
+    local who = {}
+    for i, d in ipairs(ds) do
+      if d.load >= 0.5 then busy_procs = busy_procs + 1 end
+      if d.runnable >= 2 then multi_thread_procs = multi_thread_procs + 1 end
+      if d.runnable >= 2 and d.pool_lib and (d.native > 0 or d.native_unknown) then pool_lib = true end
+      if d.native > 0 and not d.pool_lib then plain_native = true end
+      if d.python >= 2 then py_threads = true end
+      if i <= 6 then
+        who[#who + 1] = fmt("pid %d %s: load %.1f, %s", d.pid, d.role, d.load,
+                            #d.pools > 0 and table.concat(d.pools, "; ") or "no runnable thread listed")
       end
     end
-    if not seen then
-      return unknown(T("no per-thread or per-worker CPU usage over the window",
-                       "没有窗口内的线程/worker CPU 使用率"))
-    end
+    if #ds > 6 then who[#who + 1] = fmt("%d more processes", #ds - 6) end
+    local nested = busy_procs >= 2 and multi_thread_procs >= 1
 
-    local cap_pct = cap * 100
-    local thr = cpu.throttled_pct
-    -- The job's demand is the CPU all its threads and workers used plus the time the target's
-    -- threads sat runnable in the run queue. The CPUs are full for the job when it uses its
-    -- capacity, the quota throttles it, or that demand reaches its capacity. When the host is
-    -- full with other load and the job does not use its capacity, the run-queue waits are for
-    -- CPUs others use (and GIL-bound threads, which take turns, inflate them): no verdict.
-    local host_idle = ev.host and ev.host.cpu and ev.host.cpu.idle_pct
-    local full_pct = th.cpu_saturated_pct / 100 * cap_pct
-    local own_full = used >= full_pct or (cpu.quota_cpus and thr and thr >= th.throttled_pct)
-    local demand = used + waited
-    local host_full = host_idle and host_idle <= 100 - th.cpu_saturated_pct
-    local saturated = own_full or (demand >= full_pct and not host_full)
-    local base_en = fmt("%d busy threads (>= %g%% of a core each, target + workers) on %d "
-                        .. "effective CPUs; the job uses %.0f%% CPU of a %.0f%% capacity",
-                        busy, th.busy_thread_pct, eff, used, cap_pct)
-    local base_zh = fmt("%d 个繁忙线程（各 >= 单核 %g%%，含目标与 worker），有效 CPU %d 个；作业共用 CPU %.0f%%，容量 %.0f%%",
-                        busy, th.busy_thread_pct, eff, used, cap_pct)
-    if host_idle then
-      base_en = base_en .. fmt("; host CPUs %.0f%% idle", host_idle)
-      base_zh = base_zh .. fmt("；整机 CPU 空闲 %.0f%%", host_idle)
+    local per = math.max(1, math.floor(eff / math.max(1, busy_procs)))
+    local fix_en, fix_zh = {}, {}
+    if nested then
+      fix_en[#fix_en + 1] = fmt("Nested pools: %d busy processes each run a thread pool; keep processes x threads per "
+                                .. "process <= %d (e.g. %d processes x %d threads, or fewer processes). joblib: "
+                                .. "parallel_config(n_jobs=..., inner_max_num_threads=%d); multiprocessing/"
+                                .. "DataLoader: limit the pool in each worker's initializer.",
+                                busy_procs, eff, math.min(busy_procs, eff), per, per)
+      fix_zh[#fix_zh + 1] = fmt("嵌套线程池：%d 个繁忙进程各跑一个线程池；让 进程数 x 每进程线程数 <= %d（如 %d 个进程 x %d 个线程，"
+                                .. "或减少进程）。joblib：parallel_config(n_jobs=..., inner_max_num_threads=%d)；"
+                                .. "multiprocessing/DataLoader：在每个 worker 的 initializer 里限制线程池。",
+                                busy_procs, eff, math.min(busy_procs, eff), per, per)
+    elseif busy_procs > eff then
+      fix_en[#fix_en + 1] = fmt("Run at most %d CPU-bound worker processes (Pool(processes=%d), n_jobs=%d, "
+                                .. "num_workers).", eff, eff, eff)
+      fix_zh[#fix_zh + 1] = fmt("CPU 密集的 worker 进程至多 %d 个（Pool(processes=%d)、n_jobs=%d、num_workers）。",
+                                eff, eff, eff)
     end
-    if waited > 0 then
-      base_en = base_en .. fmt("; its threads also waited %.0f%% of the window in the run queue", waited)
-      base_zh = base_zh .. fmt("；其线程另在运行队列中等待了窗口的 %.0f%%", waited)
+    if pool_lib then
+      fix_en[#fix_en + 1] = fmt("Size the OpenMP/BLAS/torch pools before Python starts: OMP_NUM_THREADS, "
+                                .. "MKL_NUM_THREADS and OPENBLAS_NUM_THREADS = %d in the job spec; in code "
+                                .. "threadpoolctl.threadpool_limits(%d) in each worker and torch.set_num_threads(%d).",
+                                per, per, per)
+      fix_zh[#fix_zh + 1] = fmt("在 Python 启动前限定 OpenMP/BLAS/torch 线程池：作业配置里 OMP_NUM_THREADS、MKL_NUM_THREADS、"
+                                .. "OPENBLAS_NUM_THREADS = %d；代码里在每个 worker 中 threadpoolctl.threadpool_limits(%d)，"
+                                .. "torch.set_num_threads(%d)。", per, per, per)
     end
-    if busy <= eff then return clear(T(base_en, base_zh)) end
-    if not saturated and demand >= full_pct then
-      return unknown(T(base_en .. ": the host is full with other load, so these waits are for CPUs "
-                       .. "others use; the job's own oversubscription cannot be told apart",
-                       base_zh .. "：整机被其他负载占满，这些等待是在等别人占用的 CPU，无法区分作业自身的超额订阅"))
+    if py_threads or plain_native or (not pool_lib and multi_thread_procs >= 1) then
+      fix_en[#fix_en + 1] = fmt("Size the thread pools the code creates to %d per process "
+                                .. "(ThreadPoolExecutor(max_workers=%d), the library's thread-count option); "
+                                .. "threads that wait on IO need no CPU, threads that compute do.", per, per)
+      fix_zh[#fix_zh + 1] = fmt("代码自建的线程池每进程限为 %d 个（ThreadPoolExecutor(max_workers=%d)、库自身的线程数选项）；"
+                                .. "等 IO 的线程不占 CPU，做计算的线程才占。", per, per)
     end
-    if not saturated then
-      return clear(T(base_en .. ": the CPUs are not full", base_zh .. "：CPU 未跑满"))
+    if #fix_en == 0 then
+      fix_en[1] = fmt("Keep the job's runnable threads <= %d: fewer worker processes or threads.", eff)
+      fix_zh[1] = fmt("让作业的可运行线程 <= %d：减少 worker 进程或线程。", eff)
     end
+    fix_en[#fix_en + 1] = "Change one number at a time and measure step time; do not add workers to compensate."
+    fix_zh[#fix_zh + 1] = "一次只改一个数并测 step 时间；不要靠加 worker 来补偿。"
 
-    table.sort(top, function(a, b) return a.pct > b.pct end)
-    local tl = {}
-    for i = 1, math.min(#top, 6) do tl[#tl + 1] = fmt("%s %.0f%%", top[i].what, top[i].pct) end
-    local limits = {}
-    if cpu.quota_cpus then limits[#limits + 1] = fmt("quota %.2f CPUs", cpu.quota_cpus) end
-    if p.affinity and p.affinity.count then
-      limits[#limits + 1] = fmt("affinity %s (%d)", p.affinity.cpus or "?", p.affinity.count)
+    local cause_en = fmt("On average %.1f threads wanted the %s CPUs the job may use, so each ran about %.0f%% of "
+                         .. "the time it wanted and the rest waited in the run queue, paying context switches",
+                         load, fmt("%g", cap), 100 * math.min(1, cap / load))
+    local cause_zh = fmt("平均 %.1f 个线程争抢作业可用的 %s 个 CPU，每个只得到所需时间的约 %.0f%%，其余时间在运行队列里等待，还要付上下文切换",
+                         load, fmt("%g", cap), 100 * math.min(1, cap / load))
+    if nested then
+      cause_en = cause_en .. fmt("; %d busy processes each run their own pool (process pool x thread pool)", busy_procs)
+      cause_zh = cause_zh .. fmt("；%d 个繁忙进程各自再开线程池（进程池 x 线程池）", busy_procs)
     end
-    if cpu.cpuset_count then limits[#limits + 1] = fmt("cpuset %d", cpu.cpuset_count) end
-    if ev.host and ev.host.ncpu then limits[#limits + 1] = fmt("host ncpu %d", ev.host.ncpu) end
-    if thr then limits[#limits + 1] = fmt("throttled %.0f%% of periods", thr) end
-
-    local unset, env = unset_pool_vars(ev)
-    local env_en, env_zh, over = {}, {}, {}
-    if not unset then
-      env_en[1], env_zh[1] = "environment not readable", "环境变量不可读"
-    else
-      for _, name in ipairs(POOL_VARS) do
-        local v = env[name]
-        if v ~= nil and v ~= "" then
-          env_en[#env_en + 1] = fmt("%s=%s", name, v)
-          env_zh[#env_zh + 1] = env_en[#env_en]
-          local n = tonumber(v)
-          if n and n > eff then over[#over + 1] = env_en[#env_en] end
-        end
-      end
-      if #unset > 0 then
-        env_en[#env_en + 1] = table.concat(unset, ", ") .. " unset"
-        env_zh[#env_zh + 1] = table.concat(unset, "、") .. " 未设置"
+    if pool_lib then
+      local unset = unset_pool_vars(ev)
+      if unset and #unset == #POOL_VARS then
+        cause_en = cause_en .. "; with OMP_NUM_THREADS/MKL_NUM_THREADS/OPENBLAS_NUM_THREADS unset each OpenMP/BLAS "
+                   .. "pool starts one thread per host CPU in every process"
+        cause_zh = cause_zh .. "；OMP_NUM_THREADS/MKL_NUM_THREADS/OPENBLAS_NUM_THREADS 未设置时，每个进程的 OpenMP/BLAS "
+                   .. "线程池都按整机 CPU 数开线程"
       end
     end
-    local libs = pool_libs(p)
-    local libs_s = #libs > 0 and ("; pools: " .. table.concat(libs, ", ")) or ""
-    local libs_z = #libs > 0 and ("；线程池库：" .. table.concat(libs, "、")) or ""
-    local lim_s = table.concat(limits, ", ")
-
-    local ncpu = ev.host and ev.host.ncpu or eff
-    local share = 100 * eff / busy
-    local cause_en = fmt("%d runnable threads share %d CPUs, so each runs about %.0f%% of the "
-                         .. "time and pays context switches", busy, eff, share)
-    local cause_zh = fmt("%d 个可运行线程分享 %d 个 CPU，每个只有约 %.0f%% 的时间在跑，还要付上下文切换",
-                         busy, eff, share)
-    if #over > 0 then
-      cause_en = cause_en .. fmt("; %s asks for more threads than the %d effective CPUs",
-                                 table.concat(over, ", "), eff)
-      cause_zh = cause_zh .. fmt("；%s 要求的线程数超过了 %d 个有效 CPU", table.concat(over, "、"), eff)
-    elseif unset and #unset == #POOL_VARS then
-      local host_en = ncpu > eff and fmt("%d, not the %d the job may use", ncpu, eff) or fmt("%d", ncpu)
-      local host_zh = ncpu > eff and fmt("%d，而不是作业可用的 %d 个", ncpu, eff) or fmt("%d", ncpu)
-      cause_en = cause_en .. fmt("; with the thread-pool variables unset, each OpenMP/BLAS/torch "
-                                 .. "pool starts one thread per host CPU (%s) and every worker "
-                                 .. "process starts its own pool", host_en)
-      cause_zh = cause_zh .. fmt("；线程池变量未设置时，每个 OpenMP/BLAS/torch 线程池按整机 CPU 数（%s）"
-                                 .. "开线程，且每个 worker 进程各开一套", host_zh)
-    end
-    if nworkers > 0 then
-      cause_en = cause_en .. fmt("; %d busy worker processes take part", nworkers)
-      cause_zh = cause_zh .. fmt("；其中有 %d 个繁忙 worker 进程", nworkers)
-    end
-    cause_en = cause_en .. " (SOP §4.4, §8.5)."
-    cause_zh = cause_zh .. "（SOP §4.4、§8.5）。"
-
     return hit {
-      severity = busy >= th.oversub_high_ratio * eff and "high" or "warn",
-      symptom = T(fmt("%d busy threads compete for %d effective CPUs", busy, eff),
-                  fmt("%d 个繁忙线程争抢 %d 个有效 CPU", busy, eff)),
-      evidence = T(fmt("%s (%s); %s%s; busiest: %s.", base_en, lim_s,
-                       table.concat(env_en, ", "), libs_s, table.concat(tl, ", ")),
-                   fmt("%s（%s）；%s%s；最忙：%s。", base_zh, lim_s, table.concat(env_zh, "，"),
-                       libs_z, table.concat(tl, "，"))),
-      cause = T(cause_en, cause_zh),
-      fix = T(fmt("Size every pool to the %d effective CPUs: in the job spec, before Python "
-                  .. "starts, export OMP_NUM_THREADS, MKL_NUM_THREADS and OPENBLAS_NUM_THREADS "
-                  .. "= %d divided by the number of busy worker processes (at least 1); in "
-                  .. "code, threadpoolctl.threadpool_limits(1) inside each DataLoader/"
-                  .. "multiprocessing worker and torch.set_num_threads(%d) in the main "
-                  .. "process; keep CPU-bound worker processes <= %d. Do not raise num_workers "
-                  .. "or thread counts to compensate: change one number and measure step time.",
-                  eff, eff, eff, eff),
-              fmt("让所有线程池对齐 %d 个有效 CPU：在作业配置里、Python 启动前导出 OMP_NUM_THREADS、"
-                  .. "MKL_NUM_THREADS、OPENBLAS_NUM_THREADS = %d 除以繁忙 worker 进程数（至少 1）；代码里在"
-                  .. "每个 DataLoader/multiprocessing worker 内调用 threadpoolctl.threadpool_limits(1)，主进程"
-                  .. " torch.set_num_threads(%d)；CPU 密集的 worker 进程 <= %d 个。不要靠加 num_workers 或"
-                  .. "线程数来补偿：一次只改一个数并测 step 时间。", eff, eff, eff, eff)),
-      verify = T(fmt("`sopctl run --pid %d --duration 2`: busy threads <= %d, cpu.throttled "
-                     .. "clear, and the step time (samples/s) improves.", ev.pid, eff),
-                 fmt("`sopctl run --pid %d --duration 2`：繁忙线程 <= %d，cpu.throttled 为 clear，"
-                     .. "step 时间（samples/s）改善。", ev.pid, eff)),
+      severity = load >= th.oversub_high_ratio * cap and "high" or "warn",
+      symptom = T(fmt("%.1f runnable threads on average compete for %s CPUs", load, fmt("%g", cap)),
+                  fmt("平均 %.1f 个可运行线程争抢 %s 个 CPU", load, fmt("%g", cap))),
+      evidence = T(fmt("%s; %s.", base_en, table.concat(who, " | ")),
+                   fmt("%s；%s。", base_zh, table.concat(who, " | "))),
+      cause = T(cause_en .. " (SOP §4.4, §8.5).", cause_zh .. "（SOP §4.4、§8.5）。"),
+      fix = T(table.concat(fix_en, " "), table.concat(fix_zh, "")),
+      verify = T(fmt("`sopctl run --pid %d --duration 2`: runnable load <= %s and the step time (samples/s) improves.",
+                     ev.pid, fmt("%g", cap)),
+                 fmt("`sopctl run --pid %d --duration 2`：可运行负载 <= %s，step 时间（samples/s）改善。",
+                     ev.pid, fmt("%g", cap))),
       refs = {
+        "https://docs.kernel.org/scheduler/sched-stats.html",
         "https://github.com/joblib/threadpoolctl",
-        "https://pytorch.org/docs/stable/generated/torch.set_num_threads.html",
-        "https://docs.kernel.org/scheduler/sched-bwc.html",
+        "https://joblib.readthedocs.io/en/stable/parallel.html#avoiding-over-subscription-of-cpu-resources",
       },
     }
   end,
@@ -244,17 +491,19 @@ rule {
     throttled_high_pct); with --duration 0 the counts since the cgroup was created, warn at most. Unknown without
     cpu.stat.]],
   reads = { "cgroup.cpu.quota_cpus", "cgroup.cpu.throttled_pct", "cgroup.cpu.nr_periods", "cgroup.cpu.nr_throttled",
-            "effective_cpus", "host.ncpu", "duration_s" },
+            "cgroup.cpu.path", "cgroup.cpu_path", "cgroup.path", "effective_cpus", "host.ncpu", "duration_s" },
   uses = { "throttled_pct", "throttled_high_pct" },
   check = function(ev, th)
     if ev.alive == false then return no_proc(ev) end
     local cg = ev.cgroup
     local cpu = cg and cg.cpu
     if not cpu then return unknown(T("cgroup CPU controller not readable", "读不到 cgroup CPU 控制器")) end
+    -- the cpu controller's own group (v1 may place memory elsewhere)
+    local cpu_path = cpu.path or cg.cpu_path or cg.path
     local q = cpu.quota_cpus
     if not q then
-      return clear(T(fmt("no CPU quota on cgroup %s", cg.path or "?"),
-                     fmt("cgroup %s 没有 CPU quota", cg.path or "?")))
+      return clear(T(fmt("no CPU quota on cgroup %s", cpu_path or "?"),
+                     fmt("cgroup %s 没有 CPU quota", cpu_path or "?")))
     end
     local window = ev.duration_s and ev.duration_s > 0 and cpu.throttled_pct ~= nil
     local tp, since_en, since_zh
@@ -271,10 +520,10 @@ rule {
     end
     local qs = fmt("%.2f", q)
     local base_en = fmt("cgroup %s quota %s CPUs (%s/%s us): throttled in %.0f%% of CFS periods %s",
-                        cg.path or "?", qs, tostring(cpu.quota_us or "?"),
+                        cpu_path or "?", qs, tostring(cpu.quota_us or "?"),
                         tostring(cpu.period_us or "?"), tp, since_en)
     local base_zh = fmt("cgroup %s 的 quota 为 %s 个 CPU（%s/%s us）：%s有 %.0f%% 的 CFS 周期被 throttle",
-                        cg.path or "?", qs, tostring(cpu.quota_us or "?"),
+                        cpu_path or "?", qs, tostring(cpu.quota_us or "?"),
                         tostring(cpu.period_us or "?"), since_zh, tp)
     if tp < th.throttled_pct then return clear(T(base_en, base_zh)) end
 
@@ -312,10 +561,10 @@ rule {
                   .. "设为 %d（即 quota），torch.set_num_threads(%d)，worker 进程数 × 每个 worker 线程数 <= %d；"
                   .. "Kubernetes 里 CPU requests == limits 且为整数核，或在节点有余量时调大 limit。", n, n, n)),
       verify = T(fmt("Read cpu.stat of %s twice 10 s apart: nr_throttled stops growing; `sopctl run "
-                     .. "--duration 2` shows throttling below %g%%.", cg.path or "the cgroup",
+                     .. "--duration 2` shows throttling below %g%%.", cpu_path or "the cgroup",
                      th.throttled_pct),
                  fmt("间隔 10 秒读两次 %s 的 cpu.stat：nr_throttled 不再增长；`sopctl run --duration 2` "
-                     .. "显示 throttle 低于 %g%%。", cg.path or "cgroup", th.throttled_pct)),
+                     .. "显示 throttle 低于 %g%%。", cpu_path or "cgroup", th.throttled_pct)),
       refs = {
         "https://docs.kernel.org/scheduler/sched-bwc.html",
         "https://kubernetes.io/docs/concepts/configuration/manage-resources-containers/",

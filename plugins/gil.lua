@@ -19,7 +19,8 @@ rule {
     gil_one_core_max_pct % CPU on at least 2 effective CPUs; names each thread's innermost frame and the GIL
     holder. Unknown when not CPython, with --duration 0, or when the threads waited at least
     gil_max_runqueue_wait_pct of the window in the run queue without being seen asleep on the GIL.]],
-  reads = { "python.threads[].frames", "python.threads[].window", "python.gil_holder_tid", "threads[].cpu_pct",
+  reads = { "proc.cwd", "proc.cmdline",
+            "python.threads[].frames", "python.threads[].window", "python.gil_holder_tid", "threads[].cpu_pct",
             "threads[].wait_pct", "proc.cpu_pct", "effective_cpus", "duration_s" },
   uses = { "gil_thread_busy_pct", "gil_min_threads", "gil_min_process_pct", "gil_one_core_max_pct",
             "gil_max_runqueue_wait_pct" },
@@ -48,7 +49,7 @@ rule {
       local wants = w and w.gil_frac and w.gil_wait_frac and (w.gil_frac + w.gil_wait_frac) >= 0.3
       if o and o.cpu_pct and (o.cpu_pct >= th.gil_thread_busy_pct or wants) and t.frames and #t.frames > 0 then
         busy[#busy + 1] = { tid = t.tid, name = t.name, pct = o.cpu_pct, top = t.frames[1], gil = t.gil,
-                            win = t.window }
+                            win = t.window, at = common.user_frame(t.frames, ev) }
         sum = sum + o.cpu_pct
         if o.wait_pct then wait_sum, wait_n = wait_sum + o.wait_pct, wait_n + 1 end
       end
@@ -102,7 +103,8 @@ rule {
       local w = b.win and b.win.gil_frac and b.win.runnable_nogil_frac
                 and fmt(", GIL held %.0f%% / runnable without it %.0f%% of samples", 100 * b.win.gil_frac,
                         100 * b.win.runnable_nogil_frac) or ""
-      lines[#lines + 1] = fmt("tid %d%s %.0f%% in %s%s", b.tid, b.gil and " (GIL)" or "", b.pct, where(b.top), w)
+      lines[#lines + 1] = fmt("tid %d%s %.0f%% in %s%s", b.tid, b.gil and " (GIL)" or "", b.pct,
+                              b.at or where(b.top), w)
     end
     local holder = py.gil_holder_tid and fmt("GIL holder at the snapshot: tid %d", py.gil_holder_tid)
                    or "no GIL holder at the snapshot"

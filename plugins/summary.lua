@@ -52,7 +52,8 @@ rule {
     reads is at least io_util_pct busy; random when the mean read is at most small_read_max_bytes.
     Otherwise waiting: the sampled stacks say on what (network, locks/queues, DataLoader data). Unknown
     with --duration 0 or for a process that is gone.]],
-  reads = { "proc.cpu_pct", "children[].cpu_pct", "children[].threads", "threads[].cpu_pct", "threads[].wait_pct",
+  reads = { "sched.runnable_load",
+            "proc.cpu_pct", "children[].cpu_pct", "children[].threads", "threads[].cpu_pct", "threads[].wait_pct",
             "threads[].state", "children[].state", "host.load1", "host.ncpu", "host.cpu.idle_pct",
             "cgroup.cpu.quota_cpus",
             "effective_cpus", "proc.io", "io_files[].disk_util_pct", "host.disks[].util_pct",
@@ -95,8 +96,18 @@ rule {
     local pegged = busiest >= th.summary_cpu_bound_pct
     local turns = p.cpu_pct >= th.summary_cpu_bound_pct
     local full = cores >= cap * th.summary_cpu_bound_pct / 100
-    if full or (job >= th.summary_cpu_bound_pct and (pegged or turns)) then
-      if cores < 1.5 or cap < 2 then
+    -- The whole tree's runnable load (ev.sched: CPU + run-queue wait / window) above the CPUs
+    -- it may use: the job fills them by itself, whatever else the host runs (its wait is for
+    -- its own threads), so it is CPU-bound, not starved by others.
+    local wanted = ev.sched and ev.sched.runnable_load
+    local own_full = wanted ~= nil and wanted >= cap
+    local busy_cores = own_full and math.max(cores, math.min(wanted, cap)) or cores
+    if full or own_full or (job >= th.summary_cpu_bound_pct and (pegged or turns)) then
+      if own_full and wanted > cap then
+        who = who .. fmt(" (runnable load %.1f on %g CPUs: its own threads queue for them)", wanted, cap)
+        who_zh = who_zh .. fmt("（可运行负载 %.1f，CPU %g 个：自身线程在排队）", wanted, cap)
+      end
+      if busy_cores < 1.5 or cap < 2 then
         local single = pegged
         return hit {
           symptom = T("CPU-bound on one core", "CPU 密集：只用到一个核"),

@@ -130,6 +130,7 @@ typedef struct {
     int pid;
     char cmdline[SOP_CMDLINE_MAX]; /* NUL separators replaced by spaces; may hold any byte */
     char exe[SOP_PATH_MAX];
+    char cwd[SOP_PATH_MAX]; /* its working directory ("" when unreadable) */
     sop_stat stat;
     sop_status status;
     sop_smaps smaps;
@@ -225,6 +226,10 @@ void sop__thread_list_free(sop_thread_list *l);
 #define SOP_CHILDREN_MAX 256
 int sop__children_collect(int proc_root_fd, int pid, sop_child_list *out, sop_missing *missing);
 void sop__child_list_free(sop_child_list *l);
+/* Only the pids (and parents) of pid's descendants, the same walk without reading them: at
+ * most cap into pids/ppids. Returns the count or -errno (the target gone: -ESRCH). */
+long sop__descendants(int proc_root_fd, int pid, int *pids, int *ppids, size_t cap,
+                      sop_missing *missing);
 /* Read one process (stat, status, smaps_rollup, io, cmdline, allow-listed environ) into *c as
  * a child at `depth` of `ppid`. Returns false when it is gone. proc_root_fd is an open /proc. */
 bool sop__child_read(int proc_root_fd, int pid, int ppid, int depth, sop_child *c,

@@ -191,22 +191,20 @@ bool sop__child_read(int rootfd, int pid, int ppid, int depth, sop_child *c, sop
     return true;
 }
 
-int sop__children_collect(int proc_root_fd, int pid, sop_child_list *out, sop_missing *missing)
+/* Breadth-first walk from pid: q ends holding pid (index 0) and its descendants. */
+static int walk(int proc_root_fd, int pid, node_list *q, sop_missing *missing)
 {
-    out->items = NULL;
-    out->n = 0;
-    node_list q = {0};
-    if (push(&q, pid, 0, 0) != 0)
+    if (push(q, pid, 0, 0) != 0)
         return -ENOMEM;
     int rc = 0;
-    for (size_t head = 0; head < q.n && q.n < QUEUE_MAX; head++) {
-        node cur = q.v[head];
+    for (size_t head = 0; head < q->n && q->n < QUEUE_MAX; head++) {
+        node cur = q->v[head];
         if (cur.depth >= CHILDREN_DEPTH_MAX)
             continue;
-        int e = expand(proc_root_fd, cur.pid, cur.depth + 1, &q, pid);
+        int e = expand(proc_root_fd, cur.pid, cur.depth + 1, q, pid);
         if (e == -ENOENT) { /* no children files on this kernel */
-            q.n = 1;
-            e = scan_ppids(proc_root_fd, pid, &q);
+            q->n = 1;
+            e = scan_ppids(proc_root_fd, pid, q);
             if (e < 0)
                 sop__missing_add(missing, "children", "scan of /proc: %s", sop__strerror(-e));
             break;
@@ -217,6 +215,37 @@ int sop__children_collect(int proc_root_fd, int pid, sop_child_list *out, sop_mi
                 sop__missing_add(missing, "children", "task: %s", sop__strerror(-e));
             break;
         }
+    }
+    return rc;
+}
+
+long sop__descendants(int proc_root_fd, int pid, int *pids, int *ppids, size_t cap,
+                      sop_missing *missing)
+{
+    node_list q = {0};
+    int rc = walk(proc_root_fd, pid, &q, missing);
+    if (rc < 0 && q.n <= 1) {
+        free(q.v);
+        return rc;
+    }
+    size_t n = 0;
+    for (size_t i = 1; i < q.n && n < cap; i++, n++) {
+        pids[n] = q.v[i].pid;
+        ppids[n] = q.v[i].ppid;
+    }
+    free(q.v);
+    return (long)n;
+}
+
+int sop__children_collect(int proc_root_fd, int pid, sop_child_list *out, sop_missing *missing)
+{
+    out->items = NULL;
+    out->n = 0;
+    node_list q = {0};
+    int rc = walk(proc_root_fd, pid, &q, missing);
+    if (rc == -ENOMEM) {
+        free(q.v);
+        return rc;
     }
     if (q.n - 1 > SOP_CHILDREN_MAX)
         sop__missing_add(missing, "children", "more than %d descendants: the rest not read",

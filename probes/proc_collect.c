@@ -239,6 +239,8 @@ int sop__proc_collect(int proc_dirfd, int pid, sop_proc *out, sop_missing *missi
         miss(missing, "fd", (int)fds);
     }
 
+    ssize_t nc = readlinkat(proc_dirfd, "cwd", out->cwd, sizeof out->cwd - 1);
+    out->cwd[nc > 0 ? nc : 0] = '\0'; /* unreadable: no own-code root from it, nothing missing */
     ssize_t n = readlinkat(proc_dirfd, "exe", out->exe, sizeof out->exe - 1);
     if (n >= 0) {
         out->exe[n] = '\0';

@@ -21,6 +21,13 @@ static void add_text(sop_value *o, const char *key, const char *s)
         sop__v_set(o, key, sop__bridge_text(s));
 }
 
+/* Was anything of the memory controller read? (Its path alone does not make a group.) */
+static bool mem_read(const sop_cgroup *cg)
+{
+    return cg->mem_limit_kb != SOP_NA || cg->mem_usage_kb != SOP_NA || cg->mem_unlimited ||
+           cg->ev_oom_kill != SOP_NA || cg->ev_max != SOP_NA || cg->mem_failcnt != SOP_NA;
+}
+
 void sop__bridge_cgroup(sop_value *ev, const sop_cgroup *cg)
 {
     if (!cg || cg->version == 0)
@@ -33,6 +40,9 @@ void sop__bridge_cgroup(sop_value *ev, const sop_cgroup *cg)
     if (cg->version == 1 && cg->cpu_path[0] && strcmp(cg->cpu_path, cg->path) != 0)
         add_text(o, "cpu_path", cg->cpu_path);
 
+    /* Each controller's own group: on v1 the cpu, memory, cpuset and pids hierarchies may
+     * place the target in different groups, and a text naming one must not show another's. */
+    const char *cpu_path = cg->cpu_path[0] ? cg->cpu_path : cg->path;
     sop_value *cpu = sop__v_obj();
     if (cpu) {
         if (cg->quota_us > 0) {
@@ -57,11 +67,18 @@ void sop__bridge_cgroup(sop_value *ev, const sop_cgroup *cg)
         sop__v_set_int(cpu, "usage_us", cg->usage_us);
         sop__v_set_dbl(cpu, "throttled_pct", cg->throttled_pct);
         sop__v_set_dbl(cpu, "throttled_ms_per_s", cg->throttled_ms_per_s);
+        if (cpu->count > 0) { /* a path alone is no reading of the controller */
+            add_text(cpu, "path", cpu_path);
+            if (cg->version == 1 && cg->cpuset_path[0] && strcmp(cg->cpuset_path, cpu_path) != 0)
+                add_text(cpu, "cpuset_path", cg->cpuset_path);
+        }
     }
     attach(o, "cpu", cpu);
 
     sop_value *mem = sop__v_obj();
     if (mem) {
+        if (mem_read(cg))
+            add_text(mem, "path", cg->path);
         sop__v_set_int(mem, "limit_kb", cg->mem_limit_kb);
         if (cg->mem_limit_kb != SOP_NA)
             add_text(mem, "limit_path", cg->mem_limit_path);
@@ -86,6 +103,8 @@ void sop__bridge_cgroup(sop_value *ev, const sop_cgroup *cg)
 
     sop_value *pids = sop__v_obj();
     if (pids) {
+        if (cg->pids_current != SOP_NA || cg->pids_max != SOP_NA)
+            add_text(pids, "path", cg->version == 1 && cg->pids_path[0] ? cg->pids_path : cg->path);
         sop__v_set_int(pids, "current", cg->pids_current);
         if (cg->pids_max >= 0)
             sop__v_set_int(pids, "max", cg->pids_max);

@@ -173,6 +173,7 @@ static void add_proc(sop_value *ev, const sop_proc *p, double now, double tps)
     }
     set_text(o, "cmdline", p->cmdline);
     set_text(o, "exe", p->exe);
+    set_text(o, "cwd", p->cwd);
     sop__v_set_int(o, "threads", first(ss->threads, st->num_threads));
     sop__v_set_dbl(o, "start_time_s", p->start_time_s);
     if (!isnan(p->start_time_s) && !isnan(now) && now >= p->start_time_s)

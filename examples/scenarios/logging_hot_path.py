@@ -1,4 +1,5 @@
 # expect: logging.hot_path
+# also: logging.eager_format
 # sopctl: --duration 3
 """§8.3: logging in the hot path. A preprocessing loop logs every item through a FileHandler
 with a timestamped format, flushing on every record, and builds a debug message with an

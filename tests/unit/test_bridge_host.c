@@ -139,6 +139,29 @@ static void test_cgroup(void)
     const sop_value *pids = sop__v_get(o, "pids");
     CHECK_EQ_I(num(pids, "current"), 3);
     CHECK(sop__v_get(pids, "max") == NULL);
+    CHECK_EQ_S(sop__v_get_str(cpu, "path"), "/sop/job");
+    CHECK_EQ_S(sop__v_get_str(mem, "path"), "/sop/job");
+    sop__v_free(ev);
+
+    /* v1 with each controller in its own group: every block names its own path */
+    sop__cgroup_init(&cg);
+    cg.version = 1;
+    snprintf(cg.path, sizeof cg.path, "/job/worker");
+    snprintf(cg.cpu_path, sizeof cg.cpu_path, "/batch");
+    snprintf(cg.cpuset_path, sizeof cg.cpuset_path, "/pinned");
+    snprintf(cg.pids_path, sizeof cg.pids_path, "/job");
+    cg.quota_us = 200000, cg.period_us = 100000, cg.quota_cpus = 2.0;
+    cg.mem_limit_kb = 1024;
+    cg.pids_current = 3;
+    ev = sop__v_obj();
+    sop__bridge_cgroup(ev, &cg);
+    o = sop__v_get(ev, "cgroup");
+    CHECK_EQ_S(sop__v_get_str(o, "path"), "/job/worker");
+    CHECK_EQ_S(sop__v_get_str(o, "cpu_path"), "/batch");
+    CHECK_EQ_S(sop__v_get_str(sop__v_get(o, "cpu"), "path"), "/batch");
+    CHECK_EQ_S(sop__v_get_str(sop__v_get(o, "cpu"), "cpuset_path"), "/pinned");
+    CHECK_EQ_S(sop__v_get_str(sop__v_get(o, "memory"), "path"), "/job/worker");
+    CHECK_EQ_S(sop__v_get_str(sop__v_get(o, "pids"), "path"), "/job");
     sop__v_free(ev);
 
     sop__cgroup_init(&cg);

@@ -194,6 +194,26 @@ static void test_fixture_v1(void)
     sop__missing_free(&m);
 }
 
+/* v1 with the cpu controller in another group than memory: each is read from its own. */
+static void test_fixture_v1_split(void)
+{
+    sop_cgroup cg;
+    sop_missing m = {0};
+    char tmp[64], root[1024];
+    sop__cgroup_init(&cg);
+    int fd = fake_proc_named("cgroup/v1", "proc_split_cgroup", tmp, sizeof tmp);
+    snprintf(root, sizeof root, "%s", t_fixture("cgroup/v1"));
+    CHECK_EQ_I(sop__cgroup_collect(fd, root, &cg, &m), 0);
+    drop_fake_proc(fd, tmp);
+    CHECK_EQ_I(cg.version, 1);
+    CHECK_EQ_S(cg.path, "/job/worker");
+    CHECK_EQ_S(cg.cpu_path, "/job");
+    CHECK_EQ_I(cg.quota_us, -1);           /* /job's own quota, not /job/worker's 150000 */
+    CHECK_EQ_I(cg.mem_limit_kb, 2097152);  /* memory still from /job/worker up */
+    CHECK_EQ_I(cg.mem_usage_kb, 1572864);
+    sop__missing_free(&m);
+}
+
 static void test_fixture_v2(void)
 {
     sop_cgroup cg;
@@ -434,6 +454,7 @@ int main(void)
 {
     test_parsers();
     test_fixture_v1();
+    test_fixture_v1_split();
     test_fixture_v2();
     test_fixture_bad();
     test_fixture_ns();

@@ -80,6 +80,31 @@ verdicts "$SRC/tests/replay/oom_worker_memcg.json" "" --set oom_recent_s=60
 grep -qx "oom.killed hit:warn" "$tmp/got" && ok "--set oom_recent_s=60: only the cgroup counter is left (warn)" \
   || bad "--set oom_recent_s=60: $(grep oom.killed "$tmp/got")"
 
+# cgroup v1: the quota finding names the cpu controller's group, not the memory controller's.
+verdicts "$SRC/tests/replay/throttled_v1_split.json" ""
+jq -r '.findings[] | select(.id == "cpu.throttled") | .evidence' "$tmp/out.json" >"$tmp/thr"
+grep -q "/batch" "$tmp/thr" && ! grep -q "/job/worker" "$tmp/thr" \
+  && ok "cgroup v1: cpu.throttled names the cpu group" || bad "cgroup v1 cpu.throttled: $(cat "$tmp/thr")"
+
+# cpu.oversubscribed from ev.sched names the pools, and gives BLAS advice only where BLAS runs.
+over_text() {
+  verdicts "$SRC/tests/replay/$1.json" ""
+  jq -r '.findings[] | select(.id == "cpu.oversubscribed") | "\(.evidence) \(.fix)"' "$tmp/out.json" >"$tmp/over"
+}
+over_text oversub_sched_nested
+grep -q "ThreadPoolExecutor" "$tmp/over" && grep -q "multiprocessing worker" "$tmp/over" \
+  && ! grep -q "OMP_NUM_THREADS" "$tmp/over" && ok "oversub nested: pools named, no BLAS advice" \
+  || bad "oversub nested: $(cat "$tmp/over")"
+over_text oversub_sched_blas
+grep -q "libopenblas" "$tmp/over" && grep -q "OMP_NUM_THREADS" "$tmp/over" \
+  && ok "oversub blas: the pool libraries and their variables named" || bad "oversub blas: $(cat "$tmp/over")"
+
+# §9: a tree whose own runnable threads exceed its CPUs is CPU-bound, not starved by others.
+verdicts "$SRC/tests/replay/oversub_sched_light_threads.json" ""
+jq -r '.findings[] | select(.id == "summary.verdict") | .symptom' "$tmp/out.json" | grep -q "CPU-bound" \
+  && ok "summary.verdict: own oversubscription is CPU-bound" \
+  || bad "summary.verdict: $(jq -c '.findings[] | select(.id == "summary.verdict") | .symptom' "$tmp/out.json")"
+
 # --lang zh renders the Chinese text of the rules.
 "$SOPCTL" run --evidence "$SRC/tests/replay/near_limit.json" --lang zh >"$tmp/zh.md" 2>"$tmp/err"
 rc=$?

@@ -1,0 +1,121 @@
+-- plugins/perrow.lua — SOP §3.5 beyond numpy's tiny calls: a thread spending most of its samples in
+-- the Python-level per-row / per-element machinery of pandas (DataFrame.apply(axis=1), iterrows,
+-- itertuples, Series.__getitem__, scalar .loc/.iloc/.at) or torch (Tensor.__getitem__/item per
+-- element). Reads ev.python.threads[].window (dist via common.share, leaves for the user's
+-- function). Thresholds: per_row_pct, sampled_min_samples.
+
+local common = require "plugins.common"
+local T = common.T
+
+-- Library frames ("func (file.py)") that run once per row or element, and what they are.
+local MACHINERY = {
+  { "apply_series_generator (apply.py)", "DataFrame.apply (one Python call per row)" },
+  { "apply_standard (apply.py)", "DataFrame.apply (one Python call per row)" },
+  { "SeriesApply.apply", "Series.apply / map (one Python call per element)" },
+  { "DataFrame.iterrows (frame.py)", "DataFrame.iterrows (a Series built per row)" },
+  { "DataFrame.itertuples (frame.py)", "DataFrame.itertuples" },
+  { "Series.__getitem__ (series.py)", "Series.__getitem__ (scalar indexing)" },
+  { "_LocationIndexer.__getitem__ (indexing.py)", ".loc/.iloc scalar indexing" },
+  { "_ScalarAccessIndexer.__getitem__ (indexing.py)", ".at/.iat scalar indexing" },
+  { "Tensor.__getitem__ (_tensor.py)", "per-element torch indexing" },
+}
+
+local function machinery_of(frame)
+  for _, m in ipairs(MACHINERY) do
+    if frame:find(m[1], 1, true) then return m[2] end
+  end
+  return nil
+end
+
+local function lib_file(f)
+  return f and f.file and (f.file:find("/pandas/", 1, true) or f.file:find("/torch/", 1, true)) ~= nil
+end
+
+rule {
+  id = "perrow.python_calls", section = "3.5", severity = "warn",
+  title = T("a thread spends most of its time in per-row Python calls into pandas/torch (apply, iterrows, scalar "
+            .. "indexing)", "线程大部分时间花在逐行调用 pandas/torch 的 Python 机制上（apply、iterrows、标量索引）"),
+  doc = [[Sampled window: for each working thread (active in at least half of at least sampled_min_samples samples),
+    the exact share of its samples with a per-row/per-element frame of pandas (apply's series generator,
+    iterrows, itertuples, Series.__getitem__, .loc/.iloc/.at scalar access) or torch (Tensor.__getitem__) on the
+    stack (common.share on the full distribution). Hit at per_row_pct; names the library loop and the user's
+    function it calls or that drives it (the leaves' own caller below a pandas/torch entry). Unknown without a
+    sampled window.]],
+  reads = { "python.threads[].window.dist", "python.threads[].window.leaves", "python.threads[].window.samples",
+            "python.threads[].window.active_frac", "proc.cwd", "proc.cmdline", "duration_s" },
+  uses = { "per_row_pct", "sampled_min_samples" },
+  check = function(ev, th)
+    local py = ev.python
+    if not py or not py.threads then
+      return unknown(T("no Python stacks (not CPython, or its memory was not readable)",
+                       "没有 Python 栈（不是 CPython，或无法读取其内存）"))
+    end
+    if not ev.duration_s or ev.duration_s <= 0 then
+      return unknown(T("one snapshot (--duration 0): no sampled window", "只有一次快照（--duration 0）：没有采样窗口"))
+    end
+    local best, working = nil, 0
+    for _, t in ipairs(py.threads) do
+      local w = t.window
+      if w and w.samples and w.samples >= th.sampled_min_samples and (w.active_frac or 0) >= 0.5 then
+        working = working + 1
+        local kinds = {}
+        local frac, count, n, exact = common.share(t, function(f)
+          local k = machinery_of(f)
+          if k then kinds[k] = true end
+          return k ~= nil
+        end)
+        if frac and (not best or frac > best.frac) then
+          local names = {}
+          for k in pairs(kinds) do names[#names + 1] = k end
+          table.sort(names)
+          best = { t = t, frac = frac, count = count, n = n, exact = exact, kinds = names }
+        end
+      end
+    end
+    if working == 0 then return unknown(T("no working thread with enough samples", "没有样本足够的工作线程")) end
+    if not best or 100 * best.frac < th.per_row_pct then
+      return clear(T(fmt("no working thread spends >= %g%% of its samples in per-row pandas/torch machinery (most: "
+                         .. "%.0f%%)", th.per_row_pct, best and 100 * best.frac or 0),
+                     fmt("没有工作线程有 >= %g%% 的样本在逐行 pandas/torch 机制里（最多 %.0f%%）", th.per_row_pct,
+                         best and 100 * best.frac or 0)))
+    end
+    -- the user's function: the own caller most seen below a pandas/torch entry
+    local callers, top, top_n = {}, nil, 0
+    for _, l in ipairs(best.t.window.leaves or {}) do
+      if l.caller and (lib_file(l.entry) or lib_file(l.leaf)) then
+        local key = fmt("%s (%s:%s)", l.caller.func or "?", (l.caller.file or "?"):match("[^/]*$"),
+                        tostring(l.caller.line or "?"))
+        callers[key] = (callers[key] or 0) + (l.count or 0)
+        if callers[key] > top_n then top, top_n = key, callers[key] end
+      end
+    end
+    local who_en = top and fmt("; the user's code: %s", top) or "; the user's frame was not among the top leaves"
+    local who_zh = top and fmt("；用户代码：%s", top) or "；用户帧不在最热的叶子里"
+    local loops = table.concat(best.kinds, ", ")
+    return hit {
+      symptom = T(fmt("thread %d spends %.0f%% of its samples in per-row Python machinery (%s)", best.t.tid,
+                      100 * best.frac, loops),
+                  fmt("线程 %d 有 %.0f%% 的样本在逐行 Python 机制里（%s）", best.t.tid, 100 * best.frac, loops)),
+      evidence = T(fmt("tid %d (%s): %d of %d samples (%.0f%%%s) with %s on the stack%s", best.t.tid,
+                       best.t.name or "?", best.count, best.n, 100 * best.frac, best.exact and "" or ", a lower bound",
+                       loops, who_en),
+                   fmt("tid %d（%s）：%d 个样本中 %d 个（%.0f%%%s）栈上有 %s%s", best.t.tid, best.t.name or "?",
+                       best.n, best.count, 100 * best.frac, best.exact and "" or "，下限", loops, who_zh)),
+      cause = T("Each row (or element) goes through Python: a function call, a Series or tensor object built, index "
+                .. "lookups — microseconds of interpreter overhead per row that vectorized column operations pay "
+                .. "once per column (SOP §3.5).",
+                "每一行（或元素）都要走一遍 Python：函数调用、构造 Series 或张量对象、索引查找——每行几微秒的解释器"
+                .. "开销，而向量化的列运算每列只付一次（SOP §3.5）。"),
+      fix = T("Express the row function as column operations (df['a'] * df['b'], np.where, Series.map with a dict, "
+              .. "groupby/merge); when a row loop is unavoidable iterate over df.to_numpy() or itertuples(index=False, "
+              .. "name=None) instead of iterrows/apply(axis=1); for tensors index whole slices, not t[i].item().",
+              "把逐行函数改写成列运算（df['a'] * df['b']、np.where、用 dict 的 Series.map、groupby/merge）；"
+              .. "必须逐行时遍历 df.to_numpy() 或 itertuples(index=False, name=None)，不要 iterrows/apply(axis=1)；"
+              .. "张量按整片索引，不要 t[i].item()。"),
+      verify = T(fmt("`sopctl run --pid %d --duration 3`: the per-row share drops and rows/s rises.", ev.pid),
+                 fmt("`sopctl run --pid %d --duration 3`：逐行占比下降，每秒处理行数上升。", ev.pid)),
+      refs = { "https://pandas.pydata.org/docs/user_guide/enhancingperf.html",
+               "https://pandas.pydata.org/docs/reference/api/pandas.DataFrame.iterrows.html" },
+    }
+  end,
+}

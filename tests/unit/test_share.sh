@@ -1,0 +1,57 @@
+#!/usr/bin/env bash
+# test_share.sh — helpers of plugins/common.lua on replayed evidence. The user's frame: a
+# blocked event loop is named by the user's own frame and the leaf below it, and a site file
+# can redefine own code. share(): a thread whose
+# decode work is spread over 10 distinct stacks, none in its top 5, has an exact share of 30%
+# (top stacks alone would say 0%); per process (all threads) and on older evidence without
+# window.dist (top_stacks: a lower bound, not exact). Runs a site rule that calls share().
+# Needs SOPCTL, SOP_SRC, SOP_FIXTURES and jq.
+set -u
+SOPCTL=${SOPCTL:?set SOPCTL}
+FIX=${SOP_FIXTURES:?set SOP_FIXTURES}
+pass=0 fail=0
+ok() { pass=$((pass + 1)); echo "ok   $*"; }
+bad() { fail=$((fail + 1)); echo "FAIL $*"; }
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+cat >"$tmp/site.lua" <<'LUA'
+local common = require "plugins.common"
+rule { id = "site.share", section = "3", severity = "info", title = "share", reads = { "python.threads" },
+  check = function(ev)
+    local py = ev.python
+    local f1, c1, n1, e1 = common.share(py.threads[1], "decode", true)
+    local f2, _, n2 = common.share(py.threads[1], "^crop ")
+    local f3, c3, n3, e3 = common.share(py, "decode", true)
+    local f4, _, _, e4 = common.share(py.threads[2], "decode", true)
+    local f5 = common.share({}, "x")
+    return hit { symptom = "s", cause = "c", fix = "f", verify = "v", refs = { "https://example.org/" },
+      evidence = fmt("t1 %.3f %d %d %s | crop %.3f %d | proc %.3f %d %d %s | old %.3f %s | none %s",
+        f1, c1, n1, tostring(e1), f2, n2, f3, c3, n3, tostring(e3), f4, tostring(e4), tostring(f5)) }
+  end }
+LUA
+"$SOPCTL" run --evidence "$FIX/share_evidence.json" --site "$tmp/site.lua" --format json >"$tmp/out.json" 2>"$tmp/err"
+got=$(jq -r '.findings[] | select(.id == "site.share") | .evidence' "$tmp/out.json" 2>/dev/null)
+want="t1 0.300 60 200 true | crop 0.150 200 | proc 0.300 90 300 false | old 0.300 false | none nil"
+[ "$got" = "$want" ] && ok "share(): $got" || bad "share(): got '$got' want '$want' $(head -c 300 "$tmp/err")"
+[ "$(jq '.rule_errors | length' "$tmp/out.json")" = 0 ] && ok "no rule errors" || bad "rule errors: $(jq -c .rule_errors "$tmp/out.json")"
+# The user's frame: own code (under the script's directory) and the leaf below it.
+SRC=${SOP_SRC:?set SOP_SRC}
+ABC="$SRC/tests/replay/asyncio_blocking_client.json"
+"$SOPCTL" run --evidence "$ABC" --format json >"$tmp/abc.json" 2>"$tmp/err"
+ev=$(jq -r '.findings[] | select(.id == "asyncio.loop_blocked") | .evidence' "$tmp/abc.json")
+case $ev in
+  *"get_user (asyncio_blocking_client.py:"*"→ SocketIO.readinto (socket.py:"*) ok "user frame: $ev" ;;
+  *) bad "user frame: '$ev'" ;;
+esac
+cat >"$tmp/own.lua" <<'LUA'
+require("plugins.common").is_own_file = function(file) return file:find("socket.py", 1, true) ~= nil end
+LUA
+"$SOPCTL" run --evidence "$ABC" --site "$tmp/own.lua" --format json >"$tmp/abc2.json" 2>"$tmp/err"
+ev=$(jq -r '.findings[] | select(.id == "asyncio.loop_blocked") | .evidence' "$tmp/abc2.json")
+case $ev in
+  *"in SocketIO.readinto (socket.py:"*) case $ev in *get_user*) bad "site own code: '$ev'" ;; *) ok "site redefines own code" ;; esac ;;
+  *) bad "site own code: '$ev' $(head -c 300 "$tmp/err")" ;;
+esac
+
+echo "$pass passed, $fail failed"
+[ "$fail" = 0 ]
