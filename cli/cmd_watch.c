@@ -67,6 +67,7 @@ typedef struct {
     double last_ok_unix;
 
     _Atomic int ended; /* the watch is over: main stops */
+    int pm_retried;    /* the target died just after a window read it alive: one more window */
     _Atomic int end_status;
     _Atomic unsigned long long reports_written, hooks_failed;
 } watch_ctx;
@@ -421,6 +422,14 @@ static void on_window(const sop_watch_event *ev, void *user)
         return;
     unsigned long long now_ticks = start_ticks_of(c->pid);
     char base[BASE_MAX];
+    if (ev->rc == 0 && ev->report && now_ticks == 0 && !c->pm_retried && c->w) {
+        /* The window read the target alive and it died right after (an OOM kill lands between
+         * the window and this check): its report is not the post-mortem. One more window, at
+         * once, reads the dead pid (the library's post-mortem, an OOM kill in the kernel log). */
+        c->pm_retried = 1;
+        sop_watch_trigger(c->w);
+        return;
+    }
     if (ev->rc == SOP_ENOTARGET || now_ticks == 0) {
         /* Gone. A post-mortem the library could make (an OOM kill in the kernel log: evidence
          * with alive = false), or the window that just ended, is the report; else a note. */
