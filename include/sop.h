@@ -164,6 +164,7 @@ typedef struct {
     long stacks;         /* distinct stacks written */
     double self_cpu_ms;  /* CPU time spent sampling */
     double window_s;
+    long samples_partial; /* thread samples whose stack was not verified complete (partial) */
 } sop_record_stats;
 int sop_record(sop_engine *e, int pid, double duration_s, double rate_hz, const char *path,
                void (*progress)(void *ctx, double done_frac), void *ctx, sop_record_stats *stats);

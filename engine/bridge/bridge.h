@@ -24,6 +24,8 @@ void sop__bridge_numa(sop_value *ev, const sop_numa *n);
 void sop__bridge_python(sop_value *ev, const struct sop_python *py);
 /* The threads array of ev.python and of `sopctl dump --json` (native stacks when present). */
 sop_value *sop__bridge_python_threads(const struct sop_python *py);
+sop_value *sop__bridge_python_gc(const struct sop_python *py);
+sop_value *sop__bridge_python_walk(const struct sop_python *py);
 
 /* Copy `s` into a string value with invalid UTF-8 replaced, so JSON and Lua both accept it;
  * control characters are kept (renderers escape them). */

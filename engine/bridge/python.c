@@ -43,6 +43,12 @@ sop_value *sop__bridge_python_threads(const sop_python *py)
             sop__v_push(fr, frame_value(&t->frames[k]));
         if (t->truncated)
             sop__v_set_bool(o, "truncated", true);
+        /* complete: verified whole (docs/python-stacks.md); else `partial` says why */
+        sop__v_set_bool(o, "complete", !t->partial && !t->truncated);
+        if (t->partial)
+            sop__v_set(o, "partial", sop__bridge_text(t->partial_reason));
+        if (t->walk_retries)
+            sop__v_set_int(o, "walk_retries", t->walk_retries);
         if (t->native) {
             sop_value *na = sop__v_arr_at(o, "native");
             for (size_t k = 0; na && k < t->nnative; k++) {
@@ -70,20 +76,9 @@ sop_value *sop__bridge_python_threads(const sop_python *py)
     return arr;
 }
 
-void sop__bridge_python(sop_value *ev, const struct sop_python *py)
+sop_value *sop__bridge_python_gc(const sop_python *py)
 {
-    if (!py)
-        return;
-    sop_value *p = sop__v_obj_at(ev, "python");
-    if (!p)
-        return;
-    sop__v_set(p, "version", sop__bridge_text(py->version));
-    sop__v_set(p, "executable", sop__bridge_text(py->executable));
-    if (py->libpython[0])
-        sop__v_set(p, "libpython", sop__bridge_text(py->libpython));
-    sop__v_set_str(p, "layout", py->layout);
-    sop__v_set_int(p, "gil_holder_tid", py->gil_holder_tid);
-    sop_value *gc = sop__v_obj_at(p, "gc");
+    sop_value *gc = sop__v_obj();
     if (gc) {
         if (py->gc_enabled != SOP_NA)
             sop__v_set_bool(gc, "enabled", py->gc_enabled != 0);
@@ -104,5 +99,33 @@ void sop__bridge_python(sop_value *ev, const struct sop_python *py)
                 sop__v_push(cs, sop__v_num((double)py->gc_collections[g]));
         }
     }
+    return gc;
+}
+
+sop_value *sop__bridge_python_walk(const sop_python *py)
+{
+    sop_value *o = sop__v_obj();
+    if (o) {
+        sop__v_set_int(o, "retries", py->walk_retries);
+        sop__v_set_int(o, "threads_partial", py->threads_partial);
+    }
+    return o;
+}
+
+void sop__bridge_python(sop_value *ev, const struct sop_python *py)
+{
+    if (!py)
+        return;
+    sop_value *p = sop__v_obj_at(ev, "python");
+    if (!p)
+        return;
+    sop__v_set(p, "version", sop__bridge_text(py->version));
+    sop__v_set(p, "executable", sop__bridge_text(py->executable));
+    if (py->libpython[0])
+        sop__v_set(p, "libpython", sop__bridge_text(py->libpython));
+    sop__v_set_str(p, "layout", py->layout);
+    sop__v_set_int(p, "gil_holder_tid", py->gil_holder_tid);
+    sop__v_set(p, "gc", sop__bridge_python_gc(py));
+    sop__v_set(p, "walk", sop__bridge_python_walk(py));
     sop__v_set(p, "threads", sop__bridge_python_threads(py));
 }

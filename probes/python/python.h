@@ -18,6 +18,7 @@
 /* Don't read each thread's OS state: `active` then only says "holds the GIL"; the caller, which
  * has read task/TID/stat already, sets it from its own reading (engine/collect.c). */
 #define SOP_PY_SKIP_OS_STATE 0x4u
+#define SOP_PY_SKIP_FROZEN 0x8u /* read the GC state but do not count frozen objects */
 
 typedef struct {
     const char *func; /* qualified name where the version has it (owned by the sop_python) */
@@ -41,10 +42,15 @@ typedef struct {
     char name[64];       /* threading.Thread._name; "MainThread" for the process's first
                           * thread; "" when not started by threading */
     bool active;         /* OS state R (running / runnable) or holding the GIL */
+    char os_state;       /* /proc/PID/task/TID/stat letter, read before any --native stop;
+                          * '?' when unknown */
     bool gil;            /* holds the GIL */
     sop_pyframe *frames; /* innermost first */
     size_t nframes;
     bool truncated;     /* more frames than the bound */
+    bool partial;       /* not verified complete: frames of the last walk, maybe cut short */
+    char partial_reason[160];
+    int walk_retries; /* walks after the first (each a new snapshot of the chain) */
     sop_nframe *native; /* with SOP_PY_NATIVE; innermost first, Python frames merged in */
     size_t nnative;
     char native_error[160];
@@ -62,6 +68,8 @@ typedef struct sop_python {
     int64_t gc_collections[3]; /* collections of each generation since start (generation_stats) */
     sop_pythread *threads;
     size_t nthreads;
+    long walk_retries;    /* sum over the threads */
+    long threads_partial; /* threads whose stack is partial */
     struct sop_pystrings *strings; /* owns the frames' func/file text */
 } sop_python;
 
@@ -93,7 +101,8 @@ typedef struct {
     char state;                /* OS state letter; '?' when unreadable */
     const sop_pyframe *frames; /* innermost first; valid during the callback only */
     size_t nframes;
-    bool torn; /* the walk met inconsistent data twice: frames so far */
+    bool torn;   /* partial: no walk verified complete within the bound; frames so far */
+    int retries; /* walks after the first */
 } sop_pysample;
 
 typedef void (*sop_pysample_cb)(void *ctx, const sop_pysample *t);
