@@ -97,6 +97,7 @@ static int render_json(const sop_python *py, const sop_missing *missing, int pid
         sop__v_set(doc, "gc", sop__bridge_python_gc(py));
         sop__v_set(doc, "walk", sop__bridge_python_walk(py));
         sop__v_set(doc, "threads", sop__bridge_python_threads(py));
+        sop__v_set(doc, "other_threads", sop__bridge_python_others(py));
     }
     if (missing && missing->n)
         sop__v_set(doc, "missing_evidence", missing_value(missing));
@@ -209,6 +210,25 @@ int sop__dump_render(const sop_python *py, const sop_missing *missing, int pid, 
             sb_put(&b, "\n", 1);
             render_thread(&b, &py->threads[i]);
         }
+        for (size_t i = 0; i < py->nothers; i++) {
+            const sop_ostask *o = &py->others[i];
+            sb_printf(&b, "\nThread [tid %d] (%s, no Python): \"", o->tid,
+                      o->os_state == 'R' ? "active" : "idle");
+            sb_text(&b, o->name);
+            sb_printf(&b, "\" state %c\n", o->os_state);
+            for (size_t k = 0; k < o->nnative; k++) {
+                sb_put(&b, "    ", 4);
+                sb_text(&b, o->native[k].func);
+                sb_put(&b, " (", 2);
+                sb_text(&b, o->native[k].lib);
+                sb_put(&b, ")\n", 2);
+            }
+            if (o->native_error[0]) {
+                sb_put(&b, "    [native: ", 13);
+                sb_text(&b, o->native_error);
+                sb_put(&b, "]\n", 2);
+            }
+        }
     }
     for (size_t i = 0; missing && i < missing->n; i++) {
         sb_printf(&b, "%smissing %s: ", i == 0 ? "\n" : "", missing->items[i].probe);
@@ -251,7 +271,8 @@ int sop_dump(sop_engine *e, int pid, unsigned flags, sop_format fmt, char **out)
     char cmdline[4096];
     read_cmdline(pid, cmdline, sizeof cmdline);
     /* The GC state (enabled, collecting, counts), but not the frozen count (a list walk). */
-    unsigned pyflags = SOP_PY_SKIP_FROZEN | ((flags & SOP_DUMP_NATIVE) ? SOP_PY_NATIVE : 0);
+    unsigned pyflags =
+        SOP_PY_SKIP_FROZEN | SOP_PY_ALL_TASKS | ((flags & SOP_DUMP_NATIVE) ? SOP_PY_NATIVE : 0);
     int r = sop__python_collect(pid, "/proc", pyflags, &py, &missing);
     int rc;
     switch (r) {

@@ -26,6 +26,7 @@ void sop__bridge_python(sop_value *ev, const struct sop_python *py);
 sop_value *sop__bridge_python_threads(const struct sop_python *py);
 sop_value *sop__bridge_python_gc(const struct sop_python *py);
 sop_value *sop__bridge_python_walk(const struct sop_python *py);
+sop_value *sop__bridge_python_others(const struct sop_python *py);
 
 /* Copy `s` into a string value with invalid UTF-8 replaced, so JSON and Lua both accept it;
  * control characters are kept (renderers escape them). */

@@ -36,8 +36,14 @@ sop_value *sop__bridge_python_threads(const sop_python *py)
             sop__v_set_dbl(o, "thread_id", (double)t->thread_id);
         if (t->name[0])
             sop__v_set(o, "name", sop__bridge_text(t->name));
+        if (t->name_from_comm)
+            sop__v_set_str(o, "name_source", "comm");
         sop__v_set_str(o, "state", t->active ? "active" : "idle");
         sop__v_set_bool(o, "gil", t->gil);
+        if (t->os_state && t->os_state != '?') {
+            char st[2] = {t->os_state, '\0'};
+            sop__v_set_str(o, "os_state", st);
+        }
         sop_value *fr = sop__v_arr_at(o, "frames");
         for (size_t k = 0; fr && k < t->nframes; k++)
             sop__v_push(fr, frame_value(&t->frames[k]));
@@ -100,6 +106,38 @@ sop_value *sop__bridge_python_gc(const sop_python *py)
         }
     }
     return gc;
+}
+
+sop_value *sop__bridge_python_others(const sop_python *py)
+{
+    sop_value *arr = sop__v_arr();
+    for (size_t i = 0; arr && i < py->nothers; i++) {
+        const sop_ostask *t = &py->others[i];
+        sop_value *o = sop__v_obj();
+        if (!o)
+            break;
+        char st[2] = {t->os_state, '\0'};
+        sop__v_set_int(o, "tid", t->tid);
+        sop__v_set(o, "name", sop__bridge_text(t->name));
+        sop__v_set_str(o, "os_state", st);
+        sop__v_set_str(o, "state", t->os_state == 'R' ? "active" : "idle");
+        if (t->native) {
+            sop_value *na = sop__v_arr_at(o, "native");
+            for (size_t k = 0; na && k < t->nnative; k++) {
+                sop_value *no = sop__v_obj();
+                if (no) {
+                    sop__v_set(no, "func", sop__bridge_text(t->native[k].func));
+                    sop__v_set(no, "lib", sop__bridge_text(t->native[k].lib));
+                }
+                sop__v_push(na, no);
+            }
+            sop__v_set_dbl(o, "pause_ms", t->pause_ms);
+        }
+        if (t->native_error[0])
+            sop__v_set(o, "native_error", sop__bridge_text(t->native_error));
+        sop__v_push(arr, o);
+    }
+    return arr;
 }
 
 sop_value *sop__bridge_python_walk(const sop_python *py)

@@ -229,6 +229,79 @@ static char task_state(const walker *w, int tid)
     return rp[2];
 }
 
+/* The thread's name as the kernel has it (pthread_setname_np, prctl): comm, no newline. */
+static void task_comm(const walker *w, int tid, char *out, size_t cap)
+{
+    char path[300];
+    snprintf(path, sizeof path, "%s/%d/task/%d/comm", w->proc_root, w->pid, tid);
+    long n = sop__read_small_at(AT_FDCWD, path, out, cap);
+    if (n <= 0) {
+        out[0] = '\0';
+        return;
+    }
+    while (n > 0 && (out[n - 1] == '\n' || out[n - 1] == '\0'))
+        n--;
+    out[n] = '\0';
+}
+
+static void no_python(void *ctx, int tid)
+{
+    (void)ctx;
+    (void)tid;
+}
+
+/* Every task of the process that is not one of py's Python threads, into py->others; with
+ * nv (--native) each one's native stack, its state read before the stop. */
+static void collect_others(walker *w, sop_python *py, sop_native *nv, bool *ptrace_refused)
+{
+    char path[300];
+    snprintf(path, sizeof path, "%s/%d/task", w->proc_root, w->pid);
+    DIR *d = opendir(path);
+    if (!d)
+        return;
+    struct dirent *de;
+    size_t cap = 0;
+    while ((de = readdir(d)) != NULL && py->nothers < MAX_THREADS) {
+        int tid = atoi(de->d_name);
+        if (tid <= 0)
+            continue;
+        bool python = false;
+        for (size_t i = 0; i < py->nthreads && !python; i++)
+            python = py->threads[i].tid == tid;
+        if (python)
+            continue;
+        if (py->nothers == cap) {
+            size_t ncap = cap ? cap * 2 : 8;
+            sop_ostask *n = realloc(py->others, ncap * sizeof *n);
+            if (!n)
+                break;
+            py->others = n;
+            cap = ncap;
+        }
+        sop_ostask *o = &py->others[py->nothers++];
+        memset(o, 0, sizeof *o);
+        o->tid = tid;
+        task_comm(w, tid, o->name, sizeof o->name);
+        o->os_state = task_state(w, tid);
+        if (!nv)
+            continue;
+        if (*ptrace_refused) {
+            snprintf(o->native_error, sizeof o->native_error, "ptrace refused");
+            continue;
+        }
+        char err[160] = "";
+        int nr = sop__native_thread(nv, tid, no_python, NULL, &o->native, &o->nnative,
+                                    &o->pause_ms, err, sizeof err);
+        if (nr == -EPERM || nr == -EACCES)
+            *ptrace_refused = true;
+        if (nr < 0)
+            snprintf(o->native_error, sizeof o->native_error, "%s", err);
+        for (size_t k = 0; k < o->nnative; k++)
+            o->native[k].py_index = -1;
+    }
+    closedir(d);
+}
+
 /* ---- code objects ------------------------------------------------------------------- */
 
 static void free_codes(walker *w)
@@ -823,6 +896,9 @@ void sop__python_free(sop_python *py)
         free(py->threads[i].native);
     }
     free(py->threads);
+    for (size_t i = 0; i < py->nothers; i++)
+        free(py->others[i].native);
+    free(py->others);
     while (py->strings) {
         struct sop_pystrings *next = py->strings->next;
         free(py->strings);
@@ -984,6 +1060,10 @@ static int collect(walker *w, unsigned flags, sop_python *py)
             (void)sop__py_instance_str_attr(&w->mem, &w->L, self, "_name", t->name, sizeof t->name);
         if (!t->name[0] && t->tid == w->pid)
             snprintf(t->name, sizeof t->name, "MainThread");
+        if (!t->name[0] && t->tid > 0) { /* not a threading thread: the kernel's name */
+            task_comm(w, t->tid, t->name, sizeof t->name);
+            t->name_from_comm = t->name[0] != '\0';
+        }
         for (size_t h = 0; h < nholders; h++)
             if (holders[h] && holders[h] == tsa)
                 t->gil = true;
@@ -1029,6 +1109,8 @@ static int collect(walker *w, unsigned flags, sop_python *py)
         }
         py->nthreads++;
     }
+    if (rc == 0 && (flags & SOP_PY_ALL_TASKS))
+        collect_others(w, py, (flags & SOP_PY_NATIVE) ? nv : NULL, &ptrace_refused);
     sop__native_close(nv);
     free(nsmap);
     free(tset);

@@ -18,7 +18,8 @@
 /* Don't read each thread's OS state: `active` then only says "holds the GIL"; the caller, which
  * has read task/TID/stat already, sets it from its own reading (engine/collect.c). */
 #define SOP_PY_SKIP_OS_STATE 0x4u
-#define SOP_PY_SKIP_FROZEN 0x8u /* read the GC state but do not count frozen objects */
+#define SOP_PY_SKIP_FROZEN 0x8u
+#define SOP_PY_ALL_TASKS 0x10u /* also list the tasks that run no Python (py->others) */ /* read the GC state but do not count frozen objects */
 
 typedef struct {
     const char *func; /* qualified name where the version has it (owned by the sop_python) */
@@ -40,7 +41,8 @@ typedef struct {
     int tid;             /* OS thread id; 0 when unknown */
     uint64_t thread_id;  /* pthread id (threading.get_ident()) */
     char name[64];       /* threading.Thread._name; "MainThread" for the process's first
-                          * thread; "" when not started by threading */
+                          * thread; else /proc/PID/task/TID/comm (name_from_comm) */
+    bool name_from_comm;
     bool active;         /* OS state R (running / runnable) or holding the GIL */
     char os_state;       /* /proc/PID/task/TID/stat letter, read before any --native stop;
                           * '?' when unknown */
@@ -57,6 +59,18 @@ typedef struct {
     double pause_ms; /* with SOP_PY_NATIVE: how long this thread was stopped; else 0 */
 } sop_pythread;
 
+/* An OS thread of the process that runs no Python (a C extension's thread, a runtime's
+ * helper): its name (/proc/PID/task/TID/comm) and state letter. */
+typedef struct {
+    int tid;
+    char name[64];
+    char os_state; /* '?' when unreadable; read before any --native stop */
+    sop_nframe *native; /* with SOP_PY_NATIVE: its native stack, innermost first */
+    size_t nnative;
+    char native_error[160];
+    double pause_ms;
+} sop_ostask;
+
 typedef struct sop_python {
     char version[32]; /* "3.11.7" */
     char executable[512];
@@ -68,6 +82,8 @@ typedef struct sop_python {
     int64_t gc_collections[3]; /* collections of each generation since start (generation_stats) */
     sop_pythread *threads;
     size_t nthreads;
+    sop_ostask *others; /* tasks of the process with no Python thread state */
+    size_t nothers;
     long walk_retries;    /* sum over the threads */
     long threads_partial; /* threads whose stack is partial */
     struct sop_pystrings *strings; /* owns the frames' func/file text */
