@@ -5,7 +5,8 @@
 #   partial   the main thread is marked partial (a reason is given)
 #   wrong     marked complete but cut short (outermost frame not <module>) or foreign frames
 # plus the sampler's partial rate (`sopctl record`'s samples_partial) over a short window.
-# Usage: python3 bench/bench_verified_walk.py [--dumps N] [--sopctl PATH] [--depth D] [--exact]
+# Usage: python3 bench/bench_verified_walk.py [--dumps N] [--sopctl PATH] [--depth D]
+#        [--only 3.8] [--extra=--exact]   (with --exact: how many dumps stopped, and the pause)
 import argparse
 import glob
 import json
@@ -63,6 +64,7 @@ def run(py, sopctl, dumps, depth, extra):
         p.stdout.readline()
         counts = {"complete": 0, "partial": 0, "wrong": 0, "none": 0}
         retries = 0
+        pauses = []
         for _ in range(dumps):
             r = subprocess.run([sopctl, "dump", "--pid", str(p.pid), "--json"] + extra,
                                capture_output=True, text=True, timeout=60)
@@ -73,7 +75,9 @@ def run(py, sopctl, dumps, depth, extra):
                 continue
             counts[classify(doc)] += 1
             retries += (doc.get("walk") or {}).get("retries", 0)
-        return counts, retries
+            if (doc.get("walk") or {}).get("threads_stopped"):
+                pauses.append(doc["walk"].get("pause_ms", 0))
+        return counts, retries, pauses
     finally:
         p.kill()
         p.wait()
@@ -92,9 +96,14 @@ def main():
         if a.only and not v.startswith(a.only):
             continue
         t0 = time.monotonic()
-        c, retries = run(py, a.sopctl, a.dumps, a.depth, extra)
+        c, retries, pauses = run(py, a.sopctl, a.dumps, a.depth, extra)
+        stops = ""
+        if pauses:
+            pauses.sort()
+            stops = (f"  stopped in {len(pauses)} dumps, pause median {pauses[len(pauses) // 2]:.3f}"
+                     f" max {pauses[-1]:.3f} ms")
         print(f"{v:8s} complete {c['complete']:3d} partial {c['partial']:3d} wrong {c['wrong']:3d}"
-              f" unreadable {c['none']:3d} / {a.dumps}  re-reads {retries}"
+              f" unreadable {c['none']:3d} / {a.dumps}  re-reads {retries}{stops}"
               f"  ({time.monotonic() - t0:.1f}s)", flush=True)
 
 

@@ -13,7 +13,7 @@ static const char USAGE[] =
     "             [--site FILE | --no-site]\n"
     "  sopctl evidence --pid N [--duration S] [--rate HZ] [-o FILE]\n"
     "  sopctl record --pid N --duration S [--rate HZ] -o FILE(.txt|.svg)\n"
-    "  sopctl dump --pid N [--native] [--json]\n"
+    "  sopctl dump --pid N [--native] [--exact] [--json]\n"
     "  sopctl check RULES.lua|default [--site FILE] [--doc|--json]\n"
     "  sopctl agents-md [--lang en|zh]          # an AGENTS.md section on using sopctl\n"
     "  sopctl version\n"

@@ -174,6 +174,8 @@ static void render_thread(sbuf *b, const sop_pythread *t)
     }
     if (t->truncated)
         sb_put(b, "    ... (more frames not shown)\n", 32);
+    if (t->stopped)
+        sb_printf(b, "    [stopped %.3f ms for an exact read]\n", t->pause_ms);
     if (t->partial) {
         sb_put(b, "    [partial: ", 14);
         sb_text(b, t->partial_reason);
@@ -272,7 +274,8 @@ int sop_dump(sop_engine *e, int pid, unsigned flags, sop_format fmt, char **out)
     read_cmdline(pid, cmdline, sizeof cmdline);
     /* The GC state (enabled, collecting, counts), but not the frozen count (a list walk). */
     unsigned pyflags =
-        SOP_PY_SKIP_FROZEN | SOP_PY_ALL_TASKS | ((flags & SOP_DUMP_NATIVE) ? SOP_PY_NATIVE : 0);
+        SOP_PY_SKIP_FROZEN | SOP_PY_ALL_TASKS | ((flags & SOP_DUMP_NATIVE) ? SOP_PY_NATIVE : 0) |
+        ((flags & SOP_DUMP_EXACT) ? SOP_PY_EXACT : 0);
     int r = sop__python_collect(pid, "/proc", pyflags, &py, &missing);
     int rc;
     switch (r) {

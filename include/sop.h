@@ -178,6 +178,9 @@ void sop_evidence_free(sop_evidence *ev);
 /* ---- stacks ---------------------------------------------------------------------------- */
 
 #define SOP_DUMP_NATIVE 0x1u /* also unwind native stacks (stops each thread briefly) */
+/* A thread whose stack cannot be verified complete while it runs is stopped briefly for the
+ * read (docs/python-stacks.md); its pause is reported (pause_ms), like --native's. */
+#define SOP_DUMP_EXACT 0x2u
 
 /* The Python stacks of `pid` (CONTRACT.md "Stacks"): JSON when fmt is SOP_FORMAT_JSON, else
  * py-spy-like text. Reads without stopping the target unless SOP_DUMP_NATIVE. `e` may be

@@ -55,6 +55,11 @@ sop_value *sop__bridge_python_threads(const sop_python *py)
             sop__v_set(o, "partial", sop__bridge_text(t->partial_reason));
         if (t->walk_retries)
             sop__v_set_int(o, "walk_retries", t->walk_retries);
+        if (t->stopped) { /* --exact stopped it for the read */
+            sop__v_set_bool(o, "stopped", true);
+            if (!t->native)
+                sop__v_set_dbl(o, "pause_ms", t->pause_ms);
+        }
         if (t->native) {
             sop_value *na = sop__v_arr_at(o, "native");
             for (size_t k = 0; na && k < t->nnative; k++) {
@@ -146,6 +151,15 @@ sop_value *sop__bridge_python_walk(const sop_python *py)
     if (o) {
         sop__v_set_int(o, "retries", py->walk_retries);
         sop__v_set_int(o, "threads_partial", py->threads_partial);
+        double pause = 0;
+        long stopped = 0;
+        for (size_t i = 0; i < py->nthreads; i++)
+            if (py->threads[i].stopped) {
+                pause += py->threads[i].pause_ms;
+                stopped++;
+            }
+        sop__v_set_int(o, "threads_stopped", stopped);
+        sop__v_set_dbl(o, "pause_ms", pause);
     }
     return o;
 }

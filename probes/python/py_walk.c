@@ -495,10 +495,14 @@ static int walk_thread(walker *w, uint64_t tstate, sop_pythread *t, uint64_t *bo
             if (L->fo_state) {
                 /* The newest frame may be between `tstate->frame = f` and the flag being set
                  * (or the reverse on return), seen for milliseconds when the target is
-                 * descheduled there: it only has to be alive. Older frames are mid-call. */
+                 * descheduled there: then it only has to be alive and have a caller (whose
+                 * frame must be executing). Not a lone frame: one just taken off the free
+                 * list is alive before its f_back is set, and the list's last link is NULL.
+                 * Older frames are mid-call. */
                 int64_t refcnt = (int64_t)rd64(fb, 0);
                 int8_t st = (int8_t)fb[L->fo_state];
-                bool live = depth == 0 || (L->fo_state_enum ? (st == 0 || st == 2) : st == 1);
+                bool live = (L->fo_state_enum ? (st == 0 || st == 2) : st == 1) ||
+                            (depth == 0 && prev != 0);
                 if (refcnt <= 0 || refcnt > ((int64_t)1 << 40) || !live) {
                     snprintf(why, whylen,
                              "frame at depth %zu not executing (freed or reused while read)",
@@ -1096,6 +1100,26 @@ static int collect(walker *w, unsigned flags, sop_python *py)
                 free(nat);
             } else {
                 snprintf(t->native_error, sizeof t->native_error, "OS thread id unknown");
+            }
+        }
+        /* --exact: a stack that could not be verified while running is read stopped. */
+        if ((flags & SOP_PY_EXACT) && !(flags & SOP_PY_NATIVE) && j.rc == -EAGAIN &&
+            t->tid > 0 && !ptrace_refused) {
+            sop_nframe *nat = NULL;
+            size_t nn = 0;
+            char err[160] = "";
+            int retries = j.retries;
+            int nr = sop__native_thread(NULL, t->tid, walk_stopped, &j, &nat, &nn, &t->pause_ms,
+                                        err, sizeof err);
+            j.retries += retries;
+            free(nat);
+            if (nr == 0) {
+                t->stopped = true;
+            } else {
+                if (nr == -EPERM || nr == -EACCES)
+                    ptrace_refused = true;
+                sop__missing_add(w->missing, "python", "thread %d: exact read refused: %s",
+                                 t->tid, err);
             }
         }
         /* (under --native, j holds the walk made while the thread was stopped) */

@@ -19,7 +19,10 @@
  * has read task/TID/stat already, sets it from its own reading (engine/collect.c). */
 #define SOP_PY_SKIP_OS_STATE 0x4u
 #define SOP_PY_SKIP_FROZEN 0x8u
-#define SOP_PY_ALL_TASKS 0x10u /* also list the tasks that run no Python (py->others) */ /* read the GC state but do not count frozen objects */
+#define SOP_PY_ALL_TASKS 0x10u
+/* A thread whose stack could not be verified without stopping is stopped briefly
+ * (PTRACE_SEIZE + PTRACE_INTERRUPT), walked, and let go; its pause is in pause_ms. */
+#define SOP_PY_EXACT 0x20u /* also list the tasks that run no Python (py->others) */ /* read the GC state but do not count frozen objects */
 
 typedef struct {
     const char *func; /* qualified name where the version has it (owned by the sop_python) */
@@ -56,7 +59,9 @@ typedef struct {
     sop_nframe *native; /* with SOP_PY_NATIVE; innermost first, Python frames merged in */
     size_t nnative;
     char native_error[160];
-    double pause_ms; /* with SOP_PY_NATIVE: how long this thread was stopped; else 0 */
+    double pause_ms; /* with SOP_PY_NATIVE or a stop of SOP_PY_EXACT: how long this thread
+                      * was stopped; else 0 */
+    bool stopped;    /* SOP_PY_EXACT stopped it for its walk */
 } sop_pythread;
 
 /* An OS thread of the process that runs no Python (a C extension's thread, a runtime's

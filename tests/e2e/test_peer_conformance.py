@@ -73,6 +73,31 @@ def recursion(tag, py, dumps):
     C.check(reasons_ok, "%s recursion: every partial stack says why" % tag)
 
 
+def exact(tag, py, dumps):
+    """A deep recursion (300) churns faster than a snapshot of its chain can be copied: without
+    stopping, many dumps end partial (honestly). --exact stops just that thread for the read:
+    every dump complete, the pause reported, the target running again after each."""
+    counts = {"complete": 0, "other": 0}
+    paused, left_stopped = True, []
+    with sopt.Target(argv=[py, "-u", os.path.join(TARGETS, "peer_recurse.py"), "300"]) as t:
+        for _ in range(dumps):
+            rc, doc = dump(t.pid, "--exact")
+            m = (doc.get("threads") or [{}])[0]
+            fr = [f.get("func") for f in m.get("frames", [])]
+            ok = rc == 0 and m.get("complete") and fr and fr[-1] == "<module>"
+            counts["complete" if ok else "other"] += 1
+            w = doc.get("walk", {})
+            if w.get("threads_stopped"):
+                paused = paused and m.get("stopped") is True and w.get("pause_ms", -1) >= 0
+            with open("/proc/%d/stat" % t.pid) as f:
+                st = f.read().rsplit(")", 1)[1].split()[0]
+            if st in ("t", "T"):
+                left_stopped.append(st)
+    C.check(counts["other"] == 0, "%s --exact deep recursion: every dump complete" % tag, counts)
+    C.check(paused, "%s --exact: a stopped thread says so, with its pause" % tag)
+    C.check(not left_stopped, "%s --exact: target never left stopped" % tag, left_stopped)
+
+
 def threads(tag, py, native):
     with sopt.Target(argv=[py, "-u", os.path.join(TARGETS, "peer_threads.py")]) as t:
         C.check(t.ready_line == "ready 0", "%s: C thread started" % tag, t.ready_line)
@@ -116,6 +141,8 @@ def main():
         threads(tag, py, native=False)
         if minor in (8, 10) or tag == "debian":
             threads(tag, py, native=True)
+        if minor <= 10:
+            exact(tag, py, 10)
     print("%d/%d checks" % (C.passed, C.passed + C.failed))
     C.done()
 
