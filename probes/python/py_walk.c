@@ -1362,6 +1362,8 @@ static size_t sampler_tid(sop_pysampler *s, uint64_t ts, const sop_pythread *t, 
                                         sizeof s->tids[h].name);
     if (!s->tids[h].name[0] && tid == w->pid)
         snprintf(s->tids[h].name, sizeof s->tids[h].name, "MainThread");
+    if (!s->tids[h].name[0] && tid > 0) /* not a threading thread: the kernel's name */
+        task_comm(w, tid, s->tids[h].name, sizeof s->tids[h].name);
     return h;
 }
 
