@@ -852,6 +852,8 @@ static void walk_with_retry(void *ctx, int tid)
     walker *w = j->w;
     (void)tid;
     int attempts = w->max_attempts > 0 ? w->max_attempts : 1;
+    if (w->mem.source && attempts > 2)
+        attempts = 2; /* a stand-in memory does not move: a second walk would read the same */
     bool snapshot = false;
     uint64_t prev_hash = 0;
     j->retries = 0;
