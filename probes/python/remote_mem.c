@@ -105,20 +105,21 @@ int sop__rmem_read_direct(sop_rmem *m, uint64_t addr, void *buf, size_t len)
     return read_mem_fd(m, addr, buf, len);
 }
 
+#define SNAP_WAYS 4u /* slots a page may occupy: i, i ^ 1, i ^ 2, i ^ 3 (SOP_RMEM_SLOTS % 4 == 0) */
+
 /* Read one target page into its cache slot; returns the slot or NULL (errno-style in *err). */
 static const uint8_t *cached_page(sop_rmem *m, uint64_t page, int *err)
 {
     size_t i = (page / SOP_RMEM_PAGE) % SOP_RMEM_SLOTS;
     sop_rmem_page *slot = &m->pages[i];
-    sop_rmem_page *alt = &m->pages[i ^ 1];
-    if (slot->addr == page && page != 0) {
-        m->off_snapshot += slot->gen != m->snap_gen;
-        return slot->data;
-    }
-    /* A snapshot puts a page whose slot was taken in the same batch into the pair slot. */
-    if (alt->addr == page && page != 0) {
-        m->off_snapshot += alt->gen != m->snap_gen;
-        return alt->data;
+    /* A snapshot puts a page whose slot was taken in the same batch into another slot of its
+     * group of SNAP_WAYS (i ^ 1, i ^ 2, ...); an ordinary read fills slot i. */
+    for (size_t w = 0; page != 0 && w < SNAP_WAYS; w++) {
+        sop_rmem_page *c = &m->pages[i ^ w];
+        if (c->addr == page) {
+            m->off_snapshot += c->gen != m->snap_gen;
+            return c->data;
+        }
     }
     m->off_snapshot++;
     slot->addr = 0;
@@ -182,26 +183,27 @@ static size_t load_pages(sop_rmem *m, const uint64_t *addrs, const size_t *lens,
             uint64_t last = (addrs[i] + len - 1) & ~(uint64_t)(SOP_RMEM_PAGE - 1);
             for (uint64_t pg = first; pg <= last && k < PREFETCH_MAX_IOV; pg += SOP_RMEM_PAGE) {
                 size_t si = (pg / SOP_RMEM_PAGE) % SOP_RMEM_SLOTS;
-                sop_rmem_page *slot = &m->pages[si];
-                bool taken = !force && (slot->addr == pg || m->pages[si ^ 1].addr == pg);
-                bool dup = false, used = false;
-                for (size_t j = 0; j < k && !taken && !dup; j++) {
+                sop_rmem_page *slot = NULL;
+                bool taken = false, dup = false;
+                for (size_t w = 0; w < SNAP_WAYS && !force; w++)
+                    taken = taken || m->pages[si ^ w].addr == pg;
+                for (size_t j = 0; j < k && !dup; j++)
                     dup = pages[j] == pg;
-                    used = used || slots[j] == slot;
-                }
-                if (!taken && !dup && used && force) {
-                    /* slot taken by another page of this batch: a snapshot uses the pair */
-                    slot = &m->pages[si ^ 1];
-                    used = false;
+                /* the first slot of the group no other page of this batch uses (a prefetch
+                 * only tries slot si: it keeps the first page of a slot) */
+                for (size_t w = 0; w < (force ? SNAP_WAYS : 1) && !slot && !taken && !dup; w++) {
+                    sop_rmem_page *c = &m->pages[si ^ w];
+                    bool used = false;
                     for (size_t j = 0; j < k && !used; j++)
-                        used = slots[j] == slot;
+                        used = slots[j] == c;
+                    if (!used)
+                        slot = c;
                 }
-                if (taken || dup || used)
-                    continue; /* (a prefetch keeps the first page of a slot) */
-                if (m->pages[si].addr == pg && slot != &m->pages[si])
-                    m->pages[si].addr = 0; /* no older copy left next to the new one */
-                if (m->pages[si ^ 1].addr == pg && slot != &m->pages[si ^ 1])
-                    m->pages[si ^ 1].addr = 0;
+                if (!slot)
+                    continue;
+                for (size_t w = 0; w < SNAP_WAYS; w++) /* no older copy left next to the new */
+                    if (m->pages[si ^ w].addr == pg && &m->pages[si ^ w] != slot)
+                        m->pages[si ^ w].addr = 0;
                 slots[k] = slot;
                 pages[k] = pg;
                 local[k].iov_base = slot->data;

@@ -327,30 +327,35 @@ static void test_snapshot_self(void)
 {
     sop_rmem m;
     CHECK_EQ_I(sop__rmem_open(&m, getpid(), "/proc"), 0);
-    /* two pages 2 MiB apart: the same direct-mapped slot */
+    /* three pages 2 MiB apart: the same direct-mapped slot */
     size_t span = (size_t)SOP_RMEM_SLOTS * SOP_RMEM_PAGE;
-    uint8_t *area = aligned_alloc(SOP_RMEM_PAGE, span + 2 * SOP_RMEM_PAGE);
+    uint8_t *area = aligned_alloc(SOP_RMEM_PAGE, 2 * span + 2 * SOP_RMEM_PAGE);
     if (!area) {
         sop__rmem_close(&m);
         return;
     }
     uint64_t *a = (uint64_t *)area, *b = (uint64_t *)(area + span);
+    uint64_t *c3 = (uint64_t *)(area + 2 * span);
     *a = 1;
     *b = 2;
+    *c3 = 3;
     uint64_t v = 0;
     CHECK_EQ_I(sop__rmem_u64(&m, (uint64_t)(uintptr_t)a, &v), 0);
     CHECK(v == 1);
     *a = 11; /* changed after caching */
     *b = 22;
-    uint64_t addrs[2] = {(uint64_t)(uintptr_t)a, (uint64_t)(uintptr_t)b};
-    size_t lens[2] = {8, 8};
-    CHECK_EQ_I((long)sop__rmem_snapshot(&m, addrs, lens, 2), 2);
+    *c3 = 33;
+    uint64_t addrs[3] = {(uint64_t)(uintptr_t)a, (uint64_t)(uintptr_t)b, (uint64_t)(uintptr_t)c3};
+    size_t lens[3] = {8, 8, 8};
+    CHECK_EQ_I((long)sop__rmem_snapshot(&m, addrs, lens, 3), 3);
     uint64_t off0 = m.off_snapshot;
     CHECK_EQ_I(sop__rmem_u64(&m, addrs[0], &v), 0);
     CHECK(v == 11);
     CHECK_EQ_I(sop__rmem_u64(&m, addrs[1], &v), 0);
     CHECK(v == 22);
-    CHECK(m.off_snapshot == off0); /* both served by the snapshot, slot clash or not */
+    CHECK_EQ_I(sop__rmem_u64(&m, addrs[2], &v), 0);
+    CHECK(v == 33);
+    CHECK(m.off_snapshot == off0); /* all served by the snapshot, slot clash or not */
     uint64_t other = (uint64_t)(uintptr_t)(area + SOP_RMEM_PAGE);
     CHECK_EQ_I(sop__rmem_u64(&m, other, &v), 0); /* not in the snapshot */
     CHECK(m.off_snapshot == off0 + 1);
