@@ -99,7 +99,7 @@ typedef struct {
 
 #define CHAIN_MAX (MAX_FRAMES + 8)
 #define DUMP_WALK_ATTEMPTS 200  /* each after the first: 1 syscall + a walk from the cache */
-#define SAMPLE_WALK_ATTEMPTS 16 /* per thread per tick */
+#define SAMPLE_WALK_ATTEMPTS 48 /* per thread per tick */
 
 /* Read len bytes of the chain at addr through the cache, noting it for the snapshot. */
 static int chain_read(walker *w, uint64_t addr, void *buf, size_t len)
