@@ -1,4 +1,4 @@
-/* cmd_dump.c — `sopctl dump --pid N [--json] [--native]`: the Python stacks of a process,
+/* cmd_dump.c — `sopctl dump --pid N [--json] [--native] [--exact]`: the Python stacks of a process,
  * through sop_dump (include/sop.h). Exit 0 ok, 2 usage, 3 target missing / unreadable / not
  * CPython. */
 #include <stdio.h>
@@ -21,7 +21,7 @@ static int parse_pid(const char *s)
 
 static int usage(void)
 {
-    fprintf(stderr, "usage: sopctl dump --pid N [--json] [--native]\n");
+    fprintf(stderr, "usage: sopctl dump --pid N [--json] [--native] [--exact]\n");
     return EXIT_USAGE;
 }
 
@@ -48,6 +48,8 @@ int cmd_dump(int argc, char **argv)
             json = 1;
         else if (strcmp(argv[i], "--native") == 0)
             flags |= SOP_DUMP_NATIVE;
+        else if (strcmp(argv[i], "--exact") == 0)
+            flags |= SOP_DUMP_EXACT;
         else
             return usage();
     }

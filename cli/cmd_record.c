@@ -129,9 +129,9 @@ int cmd_record(int argc, char **argv)
     } else {
         fprintf(stderr,
                 "sopctl record: %ld samples (%ld missed) at %g Hz over %.2f s, %ld thread "
-                "samples in %ld stacks, %.0f ms CPU; wrote %s\n",
+                "samples in %ld stacks (%ld partial), %.0f ms CPU; wrote %s\n",
                 st.samples, st.missed, rate, st.window_s, st.thread_samples, st.stacks,
-                st.self_cpu_ms, output);
+                st.samples_partial, st.self_cpu_ms, output);
     }
     sop_engine_free(e);
     return status;

@@ -17,7 +17,7 @@ static const char USAGE[] =
     "  sopctl evidence (--pid N | --ranks [--pid LAUNCHER] [--slurm-job J]) [--duration S]\n"
     "             [--rate HZ] [-o FILE] [--heap]\n"
     "  sopctl record --pid N --duration S [--rate HZ] -o FILE(.txt|.svg)\n"
-    "  sopctl dump --pid N [--native] [--json]\n"
+    "  sopctl dump --pid N [--native] [--exact] [--json]\n"
     "  sopctl heap --pid N [--json] [--top K] [--duration S] [--stop]\n"
     "  sopctl merge [--format md|json|text] [--lang en|zh] REPORT.json... | -\n"
     "  sopctl fleet --slurm-job J [--duration S] [--timeout S] [--format md|json|text]\n"

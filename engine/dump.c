@@ -94,13 +94,38 @@ static int render_json(const sop_python *py, const sop_missing *missing, int pid
         sop__v_set(p, "version", sop__bridge_text(py->version));
         sop__v_set(p, "executable", sop__bridge_text(py->executable));
         sop__v_set_int(doc, "gil_holder_tid", py->gil_holder_tid);
+        sop__v_set(doc, "gc", sop__bridge_python_gc(py));
+        sop__v_set(doc, "walk", sop__bridge_python_walk(py));
         sop__v_set(doc, "threads", sop__bridge_python_threads(py));
+        sop__v_set(doc, "other_threads", sop__bridge_python_others(py));
     }
     if (missing && missing->n)
         sop__v_set(doc, "missing_evidence", missing_value(missing));
     *out = sop__json_print(doc, 0);
     sop__v_free(doc);
     return *out ? 0 : SOP_ENOMEM;
+}
+
+/* "GC: enabled, collecting now, counts 12/3/1 (thresholds 700/10/10)", like pystack's
+ * "garbage collecting" line. */
+static void render_gc(sbuf *b, const sop_python *py)
+{
+    if (py->gc_enabled == SOP_NA && py->gc_collecting == SOP_NA)
+        return;
+    sb_printf(b, "GC: %s", py->gc_enabled == SOP_NA ? "enabled ?"
+                           : py->gc_enabled          ? "enabled"
+                                                     : "disabled");
+    if (py->gc_collecting != SOP_NA)
+        sb_printf(b, ", %s", py->gc_collecting ? "collecting now" : "not collecting");
+    if (py->gc_count[0] != SOP_NA)
+        sb_printf(b, ", counts %lld/%lld/%lld (thresholds %lld/%lld/%lld)",
+                  (long long)py->gc_count[0], (long long)py->gc_count[1],
+                  (long long)py->gc_count[2], (long long)py->gc_threshold[0],
+                  (long long)py->gc_threshold[1], (long long)py->gc_threshold[2]);
+    if (py->gc_collections[0] != SOP_NA)
+        sb_printf(b, ", collections %lld/%lld/%lld", (long long)py->gc_collections[0],
+                  (long long)py->gc_collections[1], (long long)py->gc_collections[2]);
+    sb_put(b, "\n", 1);
 }
 
 static void render_thread(sbuf *b, const sop_pythread *t)
@@ -149,6 +174,13 @@ static void render_thread(sbuf *b, const sop_pythread *t)
     }
     if (t->truncated)
         sb_put(b, "    ... (more frames not shown)\n", 32);
+    if (t->stopped)
+        sb_printf(b, "    [stopped %.3f ms for an exact read]\n", t->pause_ms);
+    if (t->partial) {
+        sb_put(b, "    [partial: ", 14);
+        sb_text(b, t->partial_reason);
+        sb_put(b, "]\n", 2);
+    }
     if (t->native_error[0]) {
         sb_put(b, "    [native: ", 13);
         sb_text(b, t->native_error);
@@ -172,9 +204,32 @@ int sop__dump_render(const sop_python *py, const sop_missing *missing, int pid, 
         sb_put(&b, " (", 2);
         sb_text(&b, py->executable);
         sb_put(&b, ")\n", 2);
+        render_gc(&b, py);
+        if (py->threads_partial)
+            sb_printf(&b, "Partial stacks: %ld of %zu threads (%ld re-reads)\n",
+                      py->threads_partial, py->nthreads, py->walk_retries);
         for (size_t i = 0; i < py->nthreads; i++) {
             sb_put(&b, "\n", 1);
             render_thread(&b, &py->threads[i]);
+        }
+        for (size_t i = 0; i < py->nothers; i++) {
+            const sop_ostask *o = &py->others[i];
+            sb_printf(&b, "\nThread [tid %d] (%s, no Python): \"", o->tid,
+                      o->os_state == 'R' ? "active" : "idle");
+            sb_text(&b, o->name);
+            sb_printf(&b, "\" state %c\n", o->os_state);
+            for (size_t k = 0; k < o->nnative; k++) {
+                sb_put(&b, "    ", 4);
+                sb_text(&b, o->native[k].func);
+                sb_put(&b, " (", 2);
+                sb_text(&b, o->native[k].lib);
+                sb_put(&b, ")\n", 2);
+            }
+            if (o->native_error[0]) {
+                sb_put(&b, "    [native: ", 13);
+                sb_text(&b, o->native_error);
+                sb_put(&b, "]\n", 2);
+            }
         }
     }
     for (size_t i = 0; missing && i < missing->n; i++) {
@@ -237,8 +292,10 @@ int sop_dump(sop_engine *e, int pid, unsigned flags, sop_format fmt, char **out)
     sop_python *py = NULL;
     char cmdline[4096];
     read_cmdline(pid, cmdline, sizeof cmdline);
-    /* The dump shows no GC state: skip it (counting frozen objects can be long). */
-    unsigned pyflags = SOP_PY_SKIP_GC | ((flags & SOP_DUMP_NATIVE) ? SOP_PY_NATIVE : 0);
+    /* The GC state (enabled, collecting, counts), but not the frozen count (a list walk). */
+    unsigned pyflags =
+        SOP_PY_SKIP_FROZEN | SOP_PY_ALL_TASKS | ((flags & SOP_DUMP_NATIVE) ? SOP_PY_NATIVE : 0) |
+        ((flags & SOP_DUMP_EXACT) ? SOP_PY_EXACT : 0);
     int r;
     if (is_kernel_thread(pid)) {
         sop__missing_add(&missing, "python", "pid %d is a kernel thread (no user space)", pid);

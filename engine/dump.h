@@ -10,6 +10,9 @@
  * pulls probes/proc.h, whose sop_status clashes with include/sop.h's). */
 struct sop_value;
 struct sop_value *sop__bridge_python_threads(const struct sop_python *py);
+struct sop_value *sop__bridge_python_gc(const struct sop_python *py);
+struct sop_value *sop__bridge_python_walk(const struct sop_python *py);
+struct sop_value *sop__bridge_python_others(const struct sop_python *py);
 struct sop_value *sop__bridge_text(const char *s);
 
 /* Render `py` (NULL when unreadable; then only the missing list) for `pid`. `missing` may be

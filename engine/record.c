@@ -179,6 +179,7 @@ int sop_record_ex(sop_engine *e, int pid, double duration_s, double rate_hz, con
         stats->samples = st.ticks;
         stats->missed = st.missed;
         stats->thread_samples = st.thread_samples;
+        stats->samples_partial = st.samples_partial;
         stats->stacks = (long)n;
         stats->self_cpu_ms = st.self_cpu_ms;
         stats->window_s = st.window_s;

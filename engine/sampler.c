@@ -124,6 +124,7 @@ struct sop_sampler {
     site_ent *sites; /* SITES_MAX */
     size_t nsites;
     long ticks, missed, thread_samples;
+    long samples_partial, walk_retries; /* thread samples whose stack was not verified whole */
     double rate_hz, self_cpu_ms, window_s;
     double now_ms; /* time of the current tick */
     int cur_proc;
@@ -589,8 +590,11 @@ static void on_thread(void *ctx, const sop_pysample *p)
         t->state_s++;
     if (p->nframes == 0)
         t->no_frames++;
-    if (p->torn)
+    if (p->torn) {
         t->torn++;
+        s->samples_partial++;
+    }
+    s->walk_retries += p->retries;
     bool data_wait = false;
     for (size_t i = 0; i < p->nframes && i < 64; i++)
         if (data_wait_frame(&p->frames[i])) {
@@ -922,6 +926,8 @@ void sop__sampler_stats(const sop_sampler *s, sop_sampler_stats *out)
     out->ticks = s->ticks;
     out->missed = s->missed;
     out->thread_samples = s->thread_samples;
+    out->samples_partial = s->samples_partial;
+    out->walk_retries = s->walk_retries;
     out->rate_hz = s->rate_hz;
     out->self_cpu_ms = s->self_cpu_ms;
     out->window_s = s->window_s;
@@ -1388,6 +1394,8 @@ void sop__sampler_bridge(const sop_sampler *s, sop_value *ev)
         sop__v_set_int(smp, "samples", s->ticks);
         sop__v_set_int(smp, "missed", s->missed);
         sop__v_set_int(smp, "thread_samples", s->thread_samples);
+        sop__v_set_int(smp, "samples_partial", s->samples_partial);
+        sop__v_set_int(smp, "walk_retries", s->walk_retries);
         sop__v_set_dbl(smp, "self_cpu_ms", s->self_cpu_ms);
         sop__v_set_dbl(smp, "window_s", s->window_s);
         sop__v_set_int(smp, "processes", s->nprocs);

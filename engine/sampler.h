@@ -56,6 +56,8 @@ typedef struct {
     long ticks;         /* ticks taken */
     long missed;        /* ticks skipped because sampling overran, or that failed */
     long thread_samples; /* (tick, thread) samples: the collapsed counts add up to this */
+    long samples_partial; /* of those, stacks not verified complete (docs/python-stacks.md) */
+    long walk_retries;    /* re-reads (snapshots) the verification took */
     double rate_hz;
     double self_cpu_ms; /* CPU time sopctl spent sampling */
     double window_s;

@@ -180,6 +180,7 @@ typedef struct {
     long stacks;         /* distinct stacks written */
     double self_cpu_ms;  /* CPU time spent sampling */
     double window_s;
+    long samples_partial; /* thread samples whose stack was not verified complete (partial) */
 } sop_record_stats;
 int sop_record(sop_engine *e, int pid, double duration_s, double rate_hz, const char *path,
                void (*progress)(void *ctx, double done_frac), void *ctx, sop_record_stats *stats);
@@ -212,6 +213,9 @@ void sop_evidence_free(sop_evidence *ev);
 /* ---- stacks ---------------------------------------------------------------------------- */
 
 #define SOP_DUMP_NATIVE 0x1u /* also unwind native stacks (stops each thread briefly) */
+/* A thread whose stack cannot be verified complete while it runs is stopped briefly for the
+ * read (docs/python-stacks.md); its pause is reported (pause_ms), like --native's. */
+#define SOP_DUMP_EXACT 0x2u
 
 /* The Python stacks of `pid` (CONTRACT.md "Stacks"): JSON when fmt is SOP_FORMAT_JSON, else
  * py-spy-like text. Reads without stopping the target unless SOP_DUMP_NATIVE. `e` may be

@@ -27,6 +27,9 @@ void sop__bridge_numa(sop_value *ev, const sop_numa *n);
 void sop__bridge_python(sop_value *ev, const struct sop_python *py);
 /* The threads array of ev.python and of `sopctl dump --json` (native stacks when present). */
 sop_value *sop__bridge_python_threads(const struct sop_python *py);
+sop_value *sop__bridge_python_gc(const struct sop_python *py);
+sop_value *sop__bridge_python_walk(const struct sop_python *py);
+sop_value *sop__bridge_python_others(const struct sop_python *py);
 
 /* ev.python.heap from a census `a` and, when `b` is not NULL, a second one `window_s` later
  * (growth per type, of the objects and of the anonymous memory, anon_kb* SOP_NA when unknown);

@@ -289,8 +289,8 @@ int sop__native_thread(sop_native *nv, int tid, sop_native_stopped_fn fn, void *
     *out = NULL;
     *n = 0;
     *pause_ms = 0;
-    sop_nframe *fr = calloc(MAX_NATIVE_FRAMES, sizeof *fr);
-    if (!fr)
+    sop_nframe *fr = NULL;
+    if (nv && (fr = calloc(MAX_NATIVE_FRAMES, sizeof *fr)) == NULL)
         return -ENOMEM;
     if (ptrace(PTRACE_SEIZE, tid, 0, 0) < 0) {
         int e = errno;
@@ -332,7 +332,7 @@ int sop__native_thread(sop_native *nv, int tid, sop_native_stopped_fn fn, void *
     t0 = now_ms();
     if (fn)
         fn(ctx, tid);
-    rc = unwind_ips(nv, tid, fr, n, err, errlen);
+    rc = nv ? unwind_ips(nv, tid, fr, n, err, errlen) : 0; /* no nv: only fn, stopped */
 detach:
     if (ptrace(PTRACE_DETACH, tid, 0, 0) < 0 && rc == 0) {
         rc = -errno;
@@ -344,7 +344,7 @@ detach:
         *n = 0;
         return rc;
     }
-    for (size_t i = 0; i < *n; i++)
+    for (size_t i = 0; nv && i < *n; i++)
         symbolize(nv, &fr[i]);
     *out = fr;
     return 0;

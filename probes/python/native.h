@@ -20,7 +20,7 @@ int sop__native_open(int pid, const char *proc_root, const char *maps, sop_nativ
 void sop__native_close(sop_native *nv);
 
 /* Interrupt thread `tid` (PTRACE_SEIZE + PTRACE_INTERRUPT; only that thread stops), call fn,
- * unwind at most 256 frames, detach (on every path); then name the frames from the ELF
+ * unwind at most 256 frames (none when nv is NULL: a stop for fn alone, *out stays NULL), detach (on every path); then name the frames from the ELF
  * symbol tables (after the detach, so the pause is the unwinding only). *out is malloc'd;
  * *pause_ms is the time the thread was stopped. Returns 0, -EPERM/-EACCES when ptrace is
  * refused, -ESRCH when the thread is gone, or another -errno; err gets a reason. */

@@ -47,6 +47,11 @@ typedef struct {
     uint32_t cf_current_frame; /* 3.11-3.12: _PyCFrame.current_frame */
     /* PyFrameObject (3.8-3.10) */
     uint32_t fo_back, fo_code, fo_lasti;
+    /* Liveness of a frame in a thread's chain: 3.8-3.9 f_executing (1 while executing),
+     * 3.10 f_state (FRAME_EXECUTING 0 or FRAME_UNWINDING 2); a freed frame (free list,
+     * co_zombieframe) has ob_refcnt 0 and neither. 0 = not checked (3.11+). */
+    uint32_t fo_state;
+    bool fo_state_enum; /* 3.10: f_state; else f_executing */
     /* _PyInterpreterFrame (3.11+) */
     uint32_t if_code, if_previous, if_instr, if_owner;
     int if_is_entry;    /* 3.11: offset of is_entry; -1 elsewhere */

@@ -88,7 +88,31 @@ typedef struct {
     size_t nframe_slots;
     sop_missing *missing;
     char *maps;
+    /* What the last walk read of the chain (thread state, cframe, frames), for the snapshot
+     * that verifies it, and how many of those reads the last snapshot did not serve. */
+    uint64_t *chain;
+    size_t *chain_len;
+    size_t nchain;
+    uint64_t chain_reads;
+    int max_attempts; /* walks per thread before it is reported partial */
 } walker;
+
+#define CHAIN_MAX (MAX_FRAMES + 8)
+#define DUMP_WALK_ATTEMPTS 200  /* each after the first: 1 syscall + a walk from the cache */
+#define SAMPLE_WALK_ATTEMPTS 48 /* per thread per tick */
+
+/* Read len bytes of the chain at addr through the cache, noting it for the snapshot. */
+static int chain_read(walker *w, uint64_t addr, void *buf, size_t len)
+{
+    uint64_t before = w->mem.off_snapshot;
+    int r = sop__rmem_read(&w->mem, addr, buf, len);
+    w->chain_reads += w->mem.off_snapshot - before;
+    if (w->nchain < CHAIN_MAX) {
+        w->chain[w->nchain] = addr;
+        w->chain_len[w->nchain++] = len;
+    }
+    return r;
+}
 
 /* ---- small helpers ------------------------------------------------------------------- */
 
@@ -203,6 +227,79 @@ static char task_state(const walker *w, int tid)
     if (!rp || rp[1] != ' ' || !rp[2])
         return '?';
     return rp[2];
+}
+
+/* The thread's name as the kernel has it (pthread_setname_np, prctl): comm, no newline. */
+static void task_comm(const walker *w, int tid, char *out, size_t cap)
+{
+    char path[300];
+    snprintf(path, sizeof path, "%s/%d/task/%d/comm", w->proc_root, w->pid, tid);
+    long n = sop__read_small_at(AT_FDCWD, path, out, cap);
+    if (n <= 0) {
+        out[0] = '\0';
+        return;
+    }
+    while (n > 0 && (out[n - 1] == '\n' || out[n - 1] == '\0'))
+        n--;
+    out[n] = '\0';
+}
+
+static void no_python(void *ctx, int tid)
+{
+    (void)ctx;
+    (void)tid;
+}
+
+/* Every task of the process that is not one of py's Python threads, into py->others; with
+ * nv (--native) each one's native stack, its state read before the stop. */
+static void collect_others(walker *w, sop_python *py, sop_native *nv, bool *ptrace_refused)
+{
+    char path[300];
+    snprintf(path, sizeof path, "%s/%d/task", w->proc_root, w->pid);
+    DIR *d = opendir(path);
+    if (!d)
+        return;
+    struct dirent *de;
+    size_t cap = 0;
+    while ((de = readdir(d)) != NULL && py->nothers < MAX_THREADS) {
+        int tid = atoi(de->d_name);
+        if (tid <= 0)
+            continue;
+        bool python = false;
+        for (size_t i = 0; i < py->nthreads && !python; i++)
+            python = py->threads[i].tid == tid;
+        if (python)
+            continue;
+        if (py->nothers == cap) {
+            size_t ncap = cap ? cap * 2 : 8;
+            sop_ostask *n = realloc(py->others, ncap * sizeof *n);
+            if (!n)
+                break;
+            py->others = n;
+            cap = ncap;
+        }
+        sop_ostask *o = &py->others[py->nothers++];
+        memset(o, 0, sizeof *o);
+        o->tid = tid;
+        task_comm(w, tid, o->name, sizeof o->name);
+        o->os_state = task_state(w, tid);
+        if (!nv)
+            continue;
+        if (*ptrace_refused) {
+            snprintf(o->native_error, sizeof o->native_error, "ptrace refused");
+            continue;
+        }
+        char err[160] = "";
+        int nr = sop__native_thread(nv, tid, no_python, NULL, &o->native, &o->nnative,
+                                    &o->pause_ms, err, sizeof err);
+        if (nr == -EPERM || nr == -EACCES)
+            *ptrace_refused = true;
+        if (nr < 0)
+            snprintf(o->native_error, sizeof o->native_error, "%s", err);
+        for (size_t k = 0; k < o->nnative; k++)
+            o->native[k].py_index = -1;
+    }
+    closedir(d);
 }
 
 /* ---- code objects ------------------------------------------------------------------- */
@@ -334,7 +431,9 @@ static bool is_thread_bootstrap(const code_entry *c)
 }
 
 /* Walk the frames of the thread state at `tstate` into t. Returns 0, -EAGAIN for a torn read
- * (reason in why), -ESRCH when the process is gone, -ENOMEM. */
+ * (reason in why), -ESRCH when the process is gone, -ENOMEM. On 3.8-3.10 every frame must be
+ * live (ob_refcnt > 0) and executing: a frame freed while we read (its f_back then links the
+ * free list, which ends in NULL) is a torn read, never the end of the stack. */
 static int walk_thread(walker *w, uint64_t tstate, sop_pythread *t, uint64_t *boot_frame,
                        int64_t *raw_tid, char *why, size_t whylen)
 {
@@ -345,8 +444,10 @@ static int walk_thread(walker *w, uint64_t tstate, sop_pythread *t, uint64_t *bo
     t->frames = NULL;
     t->nframes = 0;
     t->truncated = false;
+    w->nchain = 0;
+    w->chain_reads = 0;
     size_t tsz = L->ts_size < sizeof ts ? L->ts_size : sizeof ts;
-    int r = sop__rmem_read(&w->mem, tstate, ts, tsz);
+    int r = chain_read(w, tstate, ts, tsz);
     if (r < 0) {
         snprintf(why, whylen, "thread state unreadable (%s)", sop__strerror(-r));
         return r == -ESRCH ? r : -EAGAIN;
@@ -358,7 +459,7 @@ static int walk_thread(walker *w, uint64_t tstate, sop_pythread *t, uint64_t *bo
     uint64_t f = rd64(ts, L->ts_frame);
     if (L->frames == SOP_PYFRAME_CFRAME && f) {
         uint64_t cf = f;
-        if ((r = sop__rmem_u64(&w->mem, cf + L->cf_current_frame, &f)) < 0) {
+        if ((r = chain_read(w, cf + L->cf_current_frame, &f, sizeof f)) < 0) {
             snprintf(why, whylen, "cframe unreadable (%s)", sop__strerror(-r));
             return r == -ESRCH ? r : -EAGAIN;
         }
@@ -366,6 +467,9 @@ static int walk_thread(walker *w, uint64_t tstate, sop_pythread *t, uint64_t *bo
     for (size_t i = 0; i < w->nframe_slots; i++)
         w->frame_set[w->frame_slots[i]] = 0;
     w->nframe_slots = 0;
+    size_t fo_len = L->fo_lasti + 4;
+    if (L->fo_state && L->fo_state + 1 > fo_len)
+        fo_len = L->fo_state + 1;
     for (size_t depth = 0; f; depth++) {
         if (t->nframes >= MAX_FRAMES || depth >= 4 * MAX_FRAMES) {
             t->truncated = true;
@@ -382,14 +486,32 @@ static int walk_thread(walker *w, uint64_t tstate, sop_pythread *t, uint64_t *bo
         int64_t addr_bytes;
         bool entry = true, skip = false;
         if (L->frames == SOP_PYFRAME_OBJECT) {
-            if ((r = sop__rmem_read(&w->mem, f, fb, L->fo_lasti + 4)) < 0)
+            if ((r = chain_read(w, f, fb, fo_len)) < 0)
                 goto unreadable;
             code = rd64(fb, L->fo_code);
             prev = rd64(fb, L->fo_back);
             int lasti = rd32(fb, L->fo_lasti);
             addr_bytes = L->lines == SOP_PYLINES_310 ? (int64_t)lasti * 2 : lasti;
+            if (L->fo_state) {
+                /* The newest frame may be between `tstate->frame = f` and the flag being set
+                 * (or the reverse on return), seen for milliseconds when the target is
+                 * descheduled there: then it only has to be alive and have a caller (whose
+                 * frame must be executing). Not a lone frame: one just taken off the free
+                 * list is alive before its f_back is set, and the list's last link is NULL.
+                 * Older frames are mid-call. */
+                int64_t refcnt = (int64_t)rd64(fb, 0);
+                int8_t st = (int8_t)fb[L->fo_state];
+                bool live = (L->fo_state_enum ? (st == 0 || st == 2) : st == 1) ||
+                            (depth == 0 && prev != 0);
+                if (refcnt <= 0 || refcnt > ((int64_t)1 << 40) || !live) {
+                    snprintf(why, whylen,
+                             "frame at depth %zu not executing (freed or reused while read)",
+                             depth);
+                    return -EAGAIN;
+                }
+            }
         } else {
-            if ((r = sop__rmem_read(&w->mem, f, fb, L->if_owner + 1)) < 0)
+            if ((r = chain_read(w, f, fb, L->if_owner + 1)) < 0)
                 goto unreadable;
             code = rd64(fb, L->if_code);
             prev = rd64(fb, L->if_previous);
@@ -653,7 +775,7 @@ static uint64_t gc_addr(const walker *w, uint64_t interp)
     return w->L.rt_gc ? w->runtime + w->L.rt_gc : interp + w->L.is_gc;
 }
 
-static void read_gc(walker *w, uint64_t interp, sop_python *py)
+static void read_gc(walker *w, uint64_t interp, sop_python *py, bool frozen)
 {
     const sop_pylayout *L = &w->L;
     uint64_t gc = gc_addr(w, interp);
@@ -675,6 +797,8 @@ static void read_gc(walker *w, uint64_t interp, sop_python *py)
         py->gc_count[g] = rd32(b, go + L->gc_gen_count);
     }
     gc_collections(L, b, py->gc_collections);
+    if (!frozen)
+        return;
     /* Frozen objects: the permanent generation's list (gc.freeze() does not keep a count);
      * walked up to FROZEN_MAX nodes (through the page cache), else left unknown. */
     uint64_t head = gc + L->gc_permanent, node = rd64(b, L->gc_permanent);
@@ -703,19 +827,60 @@ typedef struct {
     uint64_t boot_frame; /* threading's _bootstrap frame, 0 when none */
     int64_t raw_tid;     /* native_thread_id as read (3.11+), else 0 */
     char why[160];
+    int retries; /* walks after the first */
 } thread_job;
 
+static uint64_t chain_hash(const walker *w)
+{
+    uint64_t h = 1469598103934665603ull;
+    for (size_t i = 0; i < w->nchain; i++)
+        h = (h ^ w->chain[i]) * 1099511628211ull;
+    return h;
+}
+
+/* Walk until verified: a walk counts only when the whole chain it read (thread state, cframe,
+ * frames) came from one snapshot -- one process_vm_readv of all those pages, taken after the
+ * previous walk showed where they are -- and every frame in it was live (3.8-3.10). A walk
+ * that met a freed frame, left the snapshot (the stack grew) or found nothing consistent is
+ * followed by a new snapshot of the chain it read, up to w->max_attempts walks; then the
+ * thread is partial (j->rc -EAGAIN, reason in j->why) with the frames of the last walk.
+ * Without snapshots (/proc/PID/mem fallback) two walks in a row must read the same chain; a
+ * stand-in memory (tests, fuzzing) does not move, so its first clean walk counts. */
 static void walk_with_retry(void *ctx, int tid)
 {
     thread_job *j = ctx;
+    walker *w = j->w;
     (void)tid;
-    j->boot_frame = 0;
-    j->rc = walk_thread(j->w, j->tstate, j->t, &j->boot_frame, &j->raw_tid, j->why, sizeof j->why);
-    if (j->rc == -EAGAIN) { /* torn read: the target moved under us; once more, uncached */
-        sop__rmem_flush(&j->w->mem);
+    int attempts = w->max_attempts > 0 ? w->max_attempts : 1;
+    if (w->mem.source && attempts > 2)
+        attempts = 2; /* a stand-in memory does not move: a second walk would read the same */
+    bool snapshot = false;
+    uint64_t prev_hash = 0;
+    j->retries = 0;
+    for (int a = 0;; a++) {
         j->boot_frame = 0;
-        j->rc =
-            walk_thread(j->w, j->tstate, j->t, &j->boot_frame, &j->raw_tid, j->why, sizeof j->why);
+        j->rc = walk_thread(w, j->tstate, j->t, &j->boot_frame, &j->raw_tid, j->why, sizeof j->why);
+        if (j->rc == -ESRCH || j->rc == -ENOMEM)
+            return;
+        if (j->rc == 0) {
+            uint64_t h = chain_hash(w);
+            if (w->mem.source || (snapshot && w->chain_reads == 0) ||
+                (w->mem.use_mem_fd && a > 0 && h == prev_hash))
+                return; /* verified */
+            prev_hash = h;
+        } else {
+            prev_hash = 0;
+        }
+        if (a + 1 >= attempts)
+            break;
+        j->retries++;
+        snapshot = sop__rmem_snapshot(&w->mem, w->chain, w->chain_len, w->nchain) > 0;
+        if (!snapshot)
+            sop__rmem_flush(&w->mem);
+    }
+    if (j->rc == 0) {
+        j->rc = -EAGAIN;
+        snprintf(j->why, sizeof j->why, "stack changed during each of %d reads", attempts);
     }
 }
 
@@ -737,6 +902,9 @@ void sop__python_free(sop_python *py)
         free(py->threads[i].native);
     }
     free(py->threads);
+    for (size_t i = 0; i < py->nothers; i++)
+        free(py->others[i].native);
+    free(py->others);
     while (py->strings) {
         struct sop_pystrings *next = py->strings->next;
         free(py->strings);
@@ -838,7 +1006,7 @@ static int collect(walker *w, unsigned flags, sop_python *py)
     }
     rc = 0;
     if (last_interp && !(flags & SOP_PY_SKIP_GC))
-        read_gc(w, last_interp, py);
+        read_gc(w, last_interp, py, !(flags & SOP_PY_SKIP_FROZEN));
     py->threads = calloc(nts ? nts : 1, sizeof *py->threads);
     if (!py->threads) {
         free(tset);
@@ -859,7 +1027,7 @@ static int collect(walker *w, unsigned flags, sop_python *py)
         uint64_t tsa = tstates[nts - 1 - k];
         sop_pythread *t = &py->threads[py->nthreads];
         memset(t, 0, sizeof *t);
-        thread_job j = {w, tsa, t, 0, 0, 0, ""};
+        thread_job j = {w, tsa, t, 0, 0, 0, "", 0};
         walk_with_retry(&j, 0);
         if (j.rc == -ESRCH || j.rc == -ENOMEM) {
             /* t is not counted in nthreads: free the frames a partial walk left in it */
@@ -898,12 +1066,16 @@ static int collect(walker *w, unsigned flags, sop_python *py)
             (void)sop__py_instance_str_attr(&w->mem, &w->L, self, "_name", t->name, sizeof t->name);
         if (!t->name[0] && t->tid == w->pid)
             snprintf(t->name, sizeof t->name, "MainThread");
+        if (!t->name[0] && t->tid > 0) { /* not a threading thread: the kernel's name */
+            task_comm(w, t->tid, t->name, sizeof t->name);
+            t->name_from_comm = t->name[0] != '\0';
+        }
         for (size_t h = 0; h < nholders; h++)
             if (holders[h] && holders[h] == tsa)
                 t->gil = true;
-        if (j.rc == -EAGAIN)
-            sop__missing_add(w->missing, "python", "thread %d: %s (frames so far kept)", t->tid,
-                             j.why);
+        /* The OS state before --native interrupts the thread (the stop would read as
+         * activity otherwise). */
+        t->os_state = t->tid > 0 && !(flags & SOP_PY_SKIP_OS_STATE) ? task_state(w, t->tid) : '?';
         if (flags & SOP_PY_NATIVE) {
             if (!nv) {
                 snprintf(t->native_error, sizeof t->native_error, "unwinder unavailable");
@@ -932,8 +1104,39 @@ static int collect(walker *w, unsigned flags, sop_python *py)
                 snprintf(t->native_error, sizeof t->native_error, "OS thread id unknown");
             }
         }
+        /* --exact: a stack that could not be verified while running is read stopped. */
+        if ((flags & SOP_PY_EXACT) && !(flags & SOP_PY_NATIVE) && j.rc == -EAGAIN &&
+            t->tid > 0 && !ptrace_refused) {
+            sop_nframe *nat = NULL;
+            size_t nn = 0;
+            char err[160] = "";
+            int retries = j.retries;
+            int nr = sop__native_thread(NULL, t->tid, walk_stopped, &j, &nat, &nn, &t->pause_ms,
+                                        err, sizeof err);
+            j.retries += retries;
+            free(nat);
+            if (nr == 0) {
+                t->stopped = true;
+            } else {
+                if (nr == -EPERM || nr == -EACCES)
+                    ptrace_refused = true;
+                sop__missing_add(w->missing, "python", "thread %d: exact read refused: %s",
+                                 t->tid, err);
+            }
+        }
+        /* (under --native, j holds the walk made while the thread was stopped) */
+        t->walk_retries = j.retries;
+        py->walk_retries += j.retries;
+        if (j.rc == -EAGAIN) {
+            t->partial = true;
+            snprintf(t->partial_reason, sizeof t->partial_reason, "%s", j.why);
+            py->threads_partial++;
+            sop__missing_add(w->missing, "python", "thread %d: partial stack: %s", t->tid, j.why);
+        }
         py->nthreads++;
     }
+    if (rc == 0 && (flags & SOP_PY_ALL_TASKS))
+        collect_others(w, py, (flags & SOP_PY_NATIVE) ? nv : NULL, &ptrace_refused);
     sop__native_close(nv);
     free(nsmap);
     free(tset);
@@ -943,8 +1146,7 @@ static int collect(walker *w, unsigned flags, sop_python *py)
     /* Activity from the OS state; a thread holding the GIL counts as active. */
     for (size_t i = 0; i < py->nthreads; i++) {
         sop_pythread *t = &py->threads[i];
-        char st = t->tid > 0 && !(flags & SOP_PY_SKIP_OS_STATE) ? task_state(w, t->tid) : '?';
-        t->active = st == 'R' || t->gil;
+        t->active = t->os_state == 'R' || t->gil;
         if (t->gil && t->tid > 0)
             py->gil_holder_tid = t->tid;
     }
@@ -987,7 +1189,10 @@ static int collect_at(int pid, const char *proc_root, unsigned flags, const fake
     w.code_index = calloc(CODE_SLOTS, sizeof *w.code_index);
     w.frame_set = calloc(FRAME_SET_SLOTS, sizeof *w.frame_set);
     w.frame_slots = calloc(4 * MAX_FRAMES + 1, sizeof *w.frame_slots);
-    if (!py || !w.code_index || !w.frame_set || !w.frame_slots ||
+    w.chain = calloc(CHAIN_MAX, sizeof *w.chain);
+    w.chain_len = calloc(CHAIN_MAX, sizeof *w.chain_len);
+    w.max_attempts = DUMP_WALK_ATTEMPTS;
+    if (!py || !w.code_index || !w.frame_set || !w.frame_slots || !w.chain || !w.chain_len ||
         sop__rmem_open(&w.mem, pid, w.proc_root) < 0) {
         rc = -ENOMEM;
         goto out;
@@ -1032,6 +1237,8 @@ out:
     free_codes(&w);
     free(w.frame_set);
     free(w.frame_slots);
+    free(w.chain);
+    free(w.chain_len);
     free(w.maps);
     sop__rmem_close(&w.mem);
     if (rc < 0) {
@@ -1169,6 +1376,8 @@ static size_t sampler_tid(sop_pysampler *s, uint64_t ts, const sop_pythread *t, 
                                         sizeof s->tids[h].name);
     if (!s->tids[h].name[0] && tid == w->pid)
         snprintf(s->tids[h].name, sizeof s->tids[h].name, "MainThread");
+    if (!s->tids[h].name[0] && tid > 0) /* not a threading thread: the kernel's name */
+        task_comm(w, tid, s->tids[h].name, sizeof s->tids[h].name);
     return h;
 }
 
@@ -1218,12 +1427,16 @@ int sop__python_open(int pid, const char *proc_root, sop_pysampler **out, sop_mi
     w->code_index = calloc(CODE_SLOTS, sizeof *w->code_index);
     w->frame_set = calloc(FRAME_SET_SLOTS, sizeof *w->frame_set);
     w->frame_slots = calloc(4 * MAX_FRAMES + 1, sizeof *w->frame_slots);
+    w->chain = calloc(CHAIN_MAX, sizeof *w->chain);
+    w->chain_len = calloc(CHAIN_MAX, sizeof *w->chain_len);
+    w->max_attempts = SAMPLE_WALK_ATTEMPTS;
     s->tset = calloc(THREAD_SET_SLOTS, sizeof *s->tset);
     s->tstates = calloc(MAX_THREADS, sizeof *s->tstates);
     s->tslots = calloc(MAX_THREADS, sizeof *s->tslots);
     for (size_t i = 0; i < SAMPLER_TID_CACHE; i++)
         s->tids[i].stat_fd = s->tids[i].sys_fd = -1;
-    if (!s->tslots || !s->py || !w->code_index || !w->frame_set || !w->frame_slots || !s->tset ||
+    if (!s->tslots || !s->py || !w->code_index || !w->frame_set || !w->frame_slots || !w->chain ||
+        !w->chain_len || !s->tset ||
         !s->tstates || sop__rmem_open(&w->mem, pid, w->proc_root) < 0) {
         rc = -ENOMEM;
         goto fail;
@@ -1269,7 +1482,7 @@ int sop__python_sample(sop_pysampler *s, sop_pysample_cb cb, void *ctx)
             s->tset[s->tslots[k]] = 0;
         for (size_t k = 0; k < nts; k++) {
             uint64_t tsa = s->tstates[nts - 1 - k]; /* oldest (main) first */
-            thread_job j = {w, tsa, &s->scratch, 0, 0, 0, ""};
+            thread_job j = {w, tsa, &s->scratch, 0, 0, 0, "", 0};
             walk_with_retry(&j, 0);
             if (j.rc == -ESRCH)
                 return -ESRCH;
@@ -1288,6 +1501,7 @@ int sop__python_sample(sop_pysampler *s, sop_pysample_cb cb, void *ctx)
             smp.frames = s->scratch.frames;
             smp.nframes = s->scratch.nframes;
             smp.torn = j.rc == -EAGAIN;
+            smp.retries = j.retries;
             cb(ctx, &smp);
             seen++;
         }
@@ -1305,6 +1519,8 @@ void sop__python_close(sop_pysampler *s)
     free_codes(w);
     free(w->frame_set);
     free(w->frame_slots);
+    free(w->chain);
+    free(w->chain_len);
     free(w->maps);
     sop__rmem_close(&w->mem);
     free(s->scratch.frames);

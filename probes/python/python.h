@@ -19,6 +19,11 @@
 /* Don't read each thread's OS state: `active` then only says "holds the GIL"; the caller, which
  * has read task/TID/stat already, sets it from its own reading (engine/collect.c). */
 #define SOP_PY_SKIP_OS_STATE 0x4u
+#define SOP_PY_SKIP_FROZEN 0x8u
+#define SOP_PY_ALL_TASKS 0x10u
+/* A thread whose stack could not be verified without stopping is stopped briefly
+ * (PTRACE_SEIZE + PTRACE_INTERRUPT), walked, and let go; its pause is in pause_ms. */
+#define SOP_PY_EXACT 0x20u /* also list the tasks that run no Python (py->others) */ /* read the GC state but do not count frozen objects */
 
 typedef struct {
     const char *func; /* qualified name where the version has it (owned by the sop_python) */
@@ -40,17 +45,37 @@ typedef struct {
     int tid;             /* OS thread id; 0 when unknown */
     uint64_t thread_id;  /* pthread id (threading.get_ident()) */
     char name[64];       /* threading.Thread._name; "MainThread" for the process's first
-                          * thread; "" when not started by threading */
+                          * thread; else /proc/PID/task/TID/comm (name_from_comm) */
+    bool name_from_comm;
     bool active;         /* OS state R (running / runnable) or holding the GIL */
+    char os_state;       /* /proc/PID/task/TID/stat letter, read before any --native stop;
+                          * '?' when unknown */
     bool gil;            /* holds the GIL */
     sop_pyframe *frames; /* innermost first */
     size_t nframes;
     bool truncated;     /* more frames than the bound */
+    bool partial;       /* not verified complete: frames of the last walk, maybe cut short */
+    char partial_reason[160];
+    int walk_retries; /* walks after the first (each a new snapshot of the chain) */
     sop_nframe *native; /* with SOP_PY_NATIVE; innermost first, Python frames merged in */
     size_t nnative;
     char native_error[160];
-    double pause_ms; /* with SOP_PY_NATIVE: how long this thread was stopped; else 0 */
+    double pause_ms; /* with SOP_PY_NATIVE or a stop of SOP_PY_EXACT: how long this thread
+                      * was stopped; else 0 */
+    bool stopped;    /* SOP_PY_EXACT stopped it for its walk */
 } sop_pythread;
+
+/* An OS thread of the process that runs no Python (a C extension's thread, a runtime's
+ * helper): its name (/proc/PID/task/TID/comm) and state letter. */
+typedef struct {
+    int tid;
+    char name[64];
+    char os_state; /* '?' when unreadable; read before any --native stop */
+    sop_nframe *native; /* with SOP_PY_NATIVE: its native stack, innermost first */
+    size_t nnative;
+    char native_error[160];
+    double pause_ms;
+} sop_ostask;
 
 typedef struct sop_python {
     char version[32]; /* "3.11.7" */
@@ -63,6 +88,10 @@ typedef struct sop_python {
     int64_t gc_collections[3]; /* collections of each generation since start (generation_stats) */
     sop_pythread *threads;
     size_t nthreads;
+    sop_ostask *others; /* tasks of the process with no Python thread state */
+    size_t nothers;
+    long walk_retries;    /* sum over the threads */
+    long threads_partial; /* threads whose stack is partial */
     struct sop_pystrings *strings; /* owns the frames' func/file text */
 } sop_python;
 
@@ -101,7 +130,8 @@ typedef struct {
     int64_t majflt;            /* the task's major faults so far (stat); SOP_NA when unread */
     const sop_pyframe *frames; /* innermost first; valid during the callback only */
     size_t nframes;
-    bool torn; /* the walk met inconsistent data twice: frames so far */
+    bool torn;   /* partial: no walk verified complete within the bound; frames so far */
+    int retries; /* walks after the first */
 } sop_pysample;
 
 typedef void (*sop_pysample_cb)(void *ctx, const sop_pysample *t);

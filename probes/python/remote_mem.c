@@ -105,13 +105,25 @@ int sop__rmem_read_direct(sop_rmem *m, uint64_t addr, void *buf, size_t len)
     return read_mem_fd(m, addr, buf, len);
 }
 
+#define SNAP_WAYS 4u /* slots a page may occupy: i, i ^ 1, i ^ 2, i ^ 3 (SOP_RMEM_SLOTS % 4 == 0) */
+
 /* Read one target page into its cache slot; returns the slot or NULL (errno-style in *err). */
 static const uint8_t *cached_page(sop_rmem *m, uint64_t page, int *err)
 {
-    sop_rmem_page *slot = &m->pages[(page / SOP_RMEM_PAGE) % SOP_RMEM_SLOTS];
-    if (slot->addr == page && page != 0)
-        return slot->data;
+    size_t i = (page / SOP_RMEM_PAGE) % SOP_RMEM_SLOTS;
+    sop_rmem_page *slot = &m->pages[i];
+    /* A snapshot puts a page whose slot was taken in the same batch into another slot of its
+     * group of SNAP_WAYS (i ^ 1, i ^ 2, ...); an ordinary read fills slot i. */
+    for (size_t w = 0; page != 0 && w < SNAP_WAYS; w++) {
+        sop_rmem_page *c = &m->pages[i ^ w];
+        if (c->addr == page) {
+            m->off_snapshot += c->gen != m->snap_gen;
+            return c->data;
+        }
+    }
+    m->off_snapshot++;
     slot->addr = 0;
+    slot->gen = 0;
     int r = sop__rmem_read_direct(m, page, slot->data, SOP_RMEM_PAGE);
     if (r < 0) {
         *err = r;
@@ -153,25 +165,45 @@ int sop__rmem_read(sop_rmem *m, uint64_t addr, void *buf, size_t len)
 
 #define PREFETCH_MAX_IOV 256
 
-size_t sop__rmem_prefetch(sop_rmem *m, const uint64_t *addrs, size_t n, size_t len)
+static size_t load_pages(sop_rmem *m, const uint64_t *addrs, const size_t *lens, size_t n,
+                         size_t len, bool force)
 {
-    if (!m->pages || m->use_mem_fd || m->source || len == 0 || len > 4 * SOP_RMEM_PAGE)
+    if (!m->pages || m->use_mem_fd || m->source)
         return 0;
     struct iovec local[PREFETCH_MAX_IOV], remote[PREFETCH_MAX_IOV];
     sop_rmem_page *slots[PREFETCH_MAX_IOV];
     uint64_t pages[PREFETCH_MAX_IOV];
     size_t k = 0, loaded = 0;
     for (size_t i = 0; i <= n; i++) {
-        if (i < n && addrs[i] >= SOP_RMEM_PAGE && addrs[i] + len > addrs[i]) {
+        if (i < n && lens)
+            len = lens[i];
+        if (i < n && len > 0 && len <= 4 * SOP_RMEM_PAGE && addrs[i] >= SOP_RMEM_PAGE &&
+            addrs[i] + len > addrs[i]) {
             uint64_t first = addrs[i] & ~(uint64_t)(SOP_RMEM_PAGE - 1);
             uint64_t last = (addrs[i] + len - 1) & ~(uint64_t)(SOP_RMEM_PAGE - 1);
             for (uint64_t pg = first; pg <= last && k < PREFETCH_MAX_IOV; pg += SOP_RMEM_PAGE) {
-                sop_rmem_page *slot = &m->pages[(pg / SOP_RMEM_PAGE) % SOP_RMEM_SLOTS];
-                bool taken = slot->addr == pg;
-                for (size_t j = 0; j < k && !taken; j++)
-                    taken = slots[j] == slot; /* same slot twice in one batch: keep the first */
-                if (taken)
+                size_t si = (pg / SOP_RMEM_PAGE) % SOP_RMEM_SLOTS;
+                sop_rmem_page *slot = NULL;
+                bool taken = false, dup = false;
+                for (size_t w = 0; w < SNAP_WAYS && !force; w++)
+                    taken = taken || m->pages[si ^ w].addr == pg;
+                for (size_t j = 0; j < k && !dup; j++)
+                    dup = pages[j] == pg;
+                /* the first slot of the group no other page of this batch uses (a prefetch
+                 * only tries slot si: it keeps the first page of a slot) */
+                for (size_t w = 0; w < (force ? SNAP_WAYS : 1) && !slot && !taken && !dup; w++) {
+                    sop_rmem_page *c = &m->pages[si ^ w];
+                    bool used = false;
+                    for (size_t j = 0; j < k && !used; j++)
+                        used = slots[j] == c;
+                    if (!used)
+                        slot = c;
+                }
+                if (!slot)
                     continue;
+                for (size_t w = 0; w < SNAP_WAYS; w++) /* no older copy left next to the new */
+                    if (m->pages[si ^ w].addr == pg && &m->pages[si ^ w] != slot)
+                        m->pages[si ^ w].addr = 0;
                 slots[k] = slot;
                 pages[k] = pg;
                 local[k].iov_base = slot->data;
@@ -188,13 +220,27 @@ size_t sop__rmem_prefetch(sop_rmem *m, const uint64_t *addrs, size_t n, size_t l
             ssize_t got = process_vm_readv(m->pid, local, k, remote, k, 0);
             /* The kernel stops at the first page it cannot read: the ones before are whole. */
             size_t whole = got > 0 ? (size_t)got / SOP_RMEM_PAGE : 0;
-            for (size_t j = 0; j < whole && j < k; j++)
+            for (size_t j = 0; j < whole && j < k; j++) {
                 slots[j]->addr = pages[j];
+                slots[j]->gen = force ? m->snap_gen + 1 : 0;
+            }
             loaded += whole;
             k = 0;
         }
     }
     return loaded;
+}
+
+size_t sop__rmem_prefetch(sop_rmem *m, const uint64_t *addrs, size_t n, size_t len)
+{
+    return load_pages(m, addrs, NULL, n, len, false);
+}
+
+size_t sop__rmem_snapshot(sop_rmem *m, const uint64_t *addrs, const size_t *lens, size_t n)
+{
+    size_t got = load_pages(m, addrs, lens, n, 0, true);
+    m->snap_gen++; /* pages of older snapshots now count as off-snapshot */
+    return got;
 }
 
 int sop__rmem_u64(sop_rmem *m, uint64_t addr, uint64_t *out)

@@ -14,6 +14,7 @@
 typedef struct {
     uint64_t addr; /* page address; 0 = empty slot */
     uint8_t *data; /* SOP_RMEM_PAGE bytes inside sop_rmem.block */
+    uint32_t gen;  /* snapshot that loaded it (sop_rmem.snap_gen); 0 = any other read */
 } sop_rmem_page;
 
 /* A stand-in for the target's memory (fuzzing, tests): fill buf with len bytes at addr and
@@ -28,6 +29,8 @@ typedef struct {
     sop_rmem_page *pages; /* SOP_RMEM_SLOTS slots, direct-mapped by page number */
     uint8_t *block;       /* their data, left uninitialized: only pages used are touched */
     uint64_t reads;       /* syscalls issued (for tests and benchmarks) */
+    uint32_t snap_gen;    /* number of the last snapshot (sop__rmem_snapshot) */
+    uint64_t off_snapshot; /* page accesses not served by the last snapshot (misses included) */
     char proc_root[128];
     sop_rmem_source source; /* when set, every read goes to it instead of the process */
     void *source_ctx;
@@ -49,6 +52,11 @@ int sop__rmem_u64(sop_rmem *m, uint64_t addr, uint64_t *out);
  * possible (one process_vm_readv with many iovecs). Best effort: pages that fail are simply
  * not cached. Returns the number of pages loaded. */
 size_t sop__rmem_prefetch(sop_rmem *m, const uint64_t *addrs, size_t n, size_t len);
+/* The same for [addrs[i], addrs[i] + lens[i]), but pages already cached are read again: a
+ * near-instant copy of e.g. a whole frame chain (one syscall for up to 256 pages). A walk
+ * that then runs from the cache alone (sop_rmem.reads unchanged) read one snapshot. Returns
+ * the pages loaded (0 with a stand-in source or the /proc/PID/mem fallback). */
+size_t sop__rmem_snapshot(sop_rmem *m, const uint64_t *addrs, const size_t *lens, size_t n);
 
 /* Offsets of the string objects of one interpreter version (filled from py_layouts). */
 typedef struct {

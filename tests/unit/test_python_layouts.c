@@ -320,6 +320,53 @@ static void test_remote_self(void)
     sop__rmem_close(&m);
 }
 
+/* Snapshots (verified walks, issue 12): pages re-read in one batch count as "on snapshot";
+ * pages cached before, or read after, count as off it; two pages sharing a cache slot both
+ * make it into one snapshot; a snapshot sees what changed since the cache was filled. */
+static void test_snapshot_self(void)
+{
+    sop_rmem m;
+    CHECK_EQ_I(sop__rmem_open(&m, getpid(), "/proc"), 0);
+    /* three pages 2 MiB apart: the same direct-mapped slot */
+    size_t span = (size_t)SOP_RMEM_SLOTS * SOP_RMEM_PAGE;
+    uint8_t *area = aligned_alloc(SOP_RMEM_PAGE, 2 * span + 2 * SOP_RMEM_PAGE);
+    if (!area) {
+        sop__rmem_close(&m);
+        return;
+    }
+    uint64_t *a = (uint64_t *)area, *b = (uint64_t *)(area + span);
+    uint64_t *c3 = (uint64_t *)(area + 2 * span);
+    *a = 1;
+    *b = 2;
+    *c3 = 3;
+    uint64_t v = 0;
+    CHECK_EQ_I(sop__rmem_u64(&m, (uint64_t)(uintptr_t)a, &v), 0);
+    CHECK(v == 1);
+    *a = 11; /* changed after caching */
+    *b = 22;
+    *c3 = 33;
+    uint64_t addrs[3] = {(uint64_t)(uintptr_t)a, (uint64_t)(uintptr_t)b, (uint64_t)(uintptr_t)c3};
+    size_t lens[3] = {8, 8, 8};
+    CHECK_EQ_I((long)sop__rmem_snapshot(&m, addrs, lens, 3), 3);
+    uint64_t off0 = m.off_snapshot;
+    CHECK_EQ_I(sop__rmem_u64(&m, addrs[0], &v), 0);
+    CHECK(v == 11);
+    CHECK_EQ_I(sop__rmem_u64(&m, addrs[1], &v), 0);
+    CHECK(v == 22);
+    CHECK_EQ_I(sop__rmem_u64(&m, addrs[2], &v), 0);
+    CHECK(v == 33);
+    CHECK(m.off_snapshot == off0); /* all served by the snapshot, slot clash or not */
+    uint64_t other = (uint64_t)(uintptr_t)(area + SOP_RMEM_PAGE);
+    CHECK_EQ_I(sop__rmem_u64(&m, other, &v), 0); /* not in the snapshot */
+    CHECK(m.off_snapshot == off0 + 1);
+    CHECK_EQ_I((long)sop__rmem_snapshot(&m, addrs, lens, 1), 1);
+    off0 = m.off_snapshot;
+    CHECK_EQ_I(sop__rmem_u64(&m, addrs[1], &v), 0); /* from the older snapshot: off */
+    CHECK(m.off_snapshot == off0 + 1);
+    free(area);
+    sop__rmem_close(&m);
+}
+
 /* GC state and the one frame of a real interpreter child, against what it printed about
  * itself. */
 static void test_gc_child(const char *exe, const char *version)
@@ -438,6 +485,7 @@ int main(void)
     test_linetables();
     test_debug_offsets();
     test_remote_self();
+    test_snapshot_self();
     test_gc_child(DEB_PY311, "3.11.2");
     test_gc_child("/root/.pyenv/versions/3.8.18/bin/python3.8", "3.8.18");
     test_gc_child("/root/.pyenv/versions/3.9.18/bin/python3.9", "3.9.18");
