@@ -213,7 +213,16 @@ char *sop__rules_doc_md(const sop_value *desc, const char *pack_name, const char
         "[evidence.md](evidence.md) and returns one verdict: **hit** (symptom, evidence with the\n"
         "measured numbers, cause, fix, verify, refs), **clear** (a note with the numbers it looked\n"
         "at) or **unknown** (the evidence it needs is missing). Texts are English and Chinese\n"
-        "(`--lang zh`).\n\n",
+        "(`--lang zh`).\n\n"
+        "Two definitions every pack shares (`plugins/common.lua`, described in full in\n"
+        "[rule-runner.md](rule-runner.md)): **the program's own code** is a file that is not\n"
+        "library code (not `<...>`, `site-packages/`, `dist-packages/` or the interpreter's\n"
+        "`lib/python3*`) under the target's working directory or its main script's directory; a\n"
+        "finding that names code names the innermost own frame and the leaf below it\n"
+        "(`get_user (app.py:20) → SocketIO.readinto (socket.py:706)`), and a site file may redefine\n"
+        "`is_own_file`. **`share(thread_or_proc, pattern)`** is the exact fraction of a thread's or\n"
+        "a process's samples with a matching frame anywhere on the stack, read from the full sample\n"
+        "distribution (the top stacks are for display only).\n\n",
         pack_name ? pack_name : "rules.lua");
 
     size_t nrules = 0;
