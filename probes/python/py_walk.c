@@ -828,6 +828,7 @@ typedef struct {
     int64_t raw_tid;     /* native_thread_id as read (3.11+), else 0 */
     char why[160];
     int retries; /* walks after the first */
+    bool stopped; /* read while the thread is stopped (ptrace): its chain cannot move */
 } thread_job;
 
 static uint64_t chain_hash(const walker *w)
@@ -864,6 +865,8 @@ static void walk_with_retry(void *ctx, int tid)
             return;
         if (j->rc == 0) {
             uint64_t h = chain_hash(w);
+            if (j->stopped)
+                return; /* a stopped thread's chain cannot change: one clean walk is exact */
             if (w->mem.source || (snapshot && w->chain_reads == 0) ||
                 (w->mem.use_mem_fd && a > 0 && h == prev_hash))
                 return; /* verified */
@@ -890,7 +893,9 @@ static void walk_stopped(void *ctx, int tid)
 {
     thread_job *j = ctx;
     sop__rmem_flush(&j->w->mem);
+    j->stopped = true;
     walk_with_retry(ctx, tid);
+    j->stopped = false;
 }
 
 void sop__python_free(sop_python *py)
@@ -1027,7 +1032,7 @@ static int collect(walker *w, unsigned flags, sop_python *py)
         uint64_t tsa = tstates[nts - 1 - k];
         sop_pythread *t = &py->threads[py->nthreads];
         memset(t, 0, sizeof *t);
-        thread_job j = {w, tsa, t, 0, 0, 0, "", 0};
+        thread_job j = {w, tsa, t, 0, 0, 0, "", 0, false};
         walk_with_retry(&j, 0);
         if (j.rc == -ESRCH || j.rc == -ENOMEM) {
             /* t is not counted in nthreads: free the frames a partial walk left in it */
@@ -1482,7 +1487,7 @@ int sop__python_sample(sop_pysampler *s, sop_pysample_cb cb, void *ctx)
             s->tset[s->tslots[k]] = 0;
         for (size_t k = 0; k < nts; k++) {
             uint64_t tsa = s->tstates[nts - 1 - k]; /* oldest (main) first */
-            thread_job j = {w, tsa, &s->scratch, 0, 0, 0, "", 0};
+            thread_job j = {w, tsa, &s->scratch, 0, 0, 0, "", 0, false};
             walk_with_retry(&j, 0);
             if (j.rc == -ESRCH)
                 return -ESRCH;
