@@ -3,7 +3,9 @@
 # sopctl: --duration 3
 # timeout: 90
 """Healthy counterpart of io.mapped_faults: a float32 file streamed in order through np.memmap in
-1 MiB slices (the way np.load(mmap_mode="r") reads a dataset epoch by epoch). Read-ahead serves
+1 MiB slices (the way np.load(mmap_mode="r") reads a dataset epoch by epoch), each slice then used
+by a training step that takes longer than the disk needs to bring the next one (a job whose input
+keeps up; a job that only streams is IO-bound by design, and sop says so). Read-ahead serves
 the stream: few major faults, each bringing in a large piece. The file's cache is dropped at every
 pass (madvise DONTNEED on the mapping, posix_fadvise DONTNEED on this file only), so every pass
 comes from the disk. Its anonymous memory stays flat; the file-backed memory it gains is page
@@ -39,7 +41,10 @@ try:
     total = 0.0
     while time.time() < t_end:
         for off in range(0, data.shape[0], SLICE):
-            total += float(data[off:off + SLICE].sum())
+            x = data[off:off + SLICE]
+            for _ in range(8):                  # the step: compute on the slice
+                x = np.tanh(x * 1.0001)
+            total += float(x.sum())
             if not ready and off >= 16 * SLICE:
                 print("ready", flush=True)
                 ready = True

@@ -12,7 +12,7 @@ import time
 
 INTENSITY = int(os.environ.get("SOP_SCENARIO_INTENSITY", "1"))  # the matrix's size: 1 or 2
 
-SHARDS, ROWS = 8 * INTENSITY, 200_000
+SHARDS, ROWS = 8 * INTENSITY, 200_000 // INTENSITY  # the same data in more, smaller shards
 
 
 def main():
