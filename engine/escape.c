@@ -1,5 +1,6 @@
 /* escape.c — the escapers of escape.h: one per output format, sharing one strict UTF-8
- * decoder. Depends on engine/strbuf.c and libc. */
+ * decoder. Depends on engine/strbuf.c, engine/dwidth.c and libc. */
+#include "dwidth.h"
 #include "escape.h"
 
 #include <string.h>
@@ -170,4 +171,49 @@ char *sop__esc_json_text(const char *json)
         }
     }
     return sop__sb_take(&b);
+}
+
+/* HTML text or attribute value: markup escaped, controls dropped, invalid UTF-8 as U+FFFD. */
+void sop__esc_html(FILE *f, const char *s)
+{
+    size_t len = s ? strlen(s) : 0;
+    for (size_t i = 0; i < len;) {
+        uint32_t cp;
+        size_t nx = sop__utf8_next(s, len, i, &cp);
+        unsigned char c = (unsigned char)s[i];
+        if (nx - i == 1 && c >= 0x80) {
+            fputs("\xef\xbf\xbd", f);
+        } else if (nx - i == 1) {
+            switch (c) {
+            case '&':
+                fputs("&amp;", f);
+                break;
+            case '<':
+                fputs("&lt;", f);
+                break;
+            case '>':
+                fputs("&gt;", f);
+                break;
+            case '"':
+                fputs("&quot;", f);
+                break;
+            case '\'':
+                fputs("&#39;", f);
+                break;
+            case '\n':
+                fputc('\n', f);
+                break;
+            default:
+                if (c >= 0x20 && c != 0x7f)
+                    fputc(c, f);
+                else
+                    fprintf(f, "\\x%02x", c);
+            }
+        } else if (cp >= 0x80 && cp < 0xa0) {
+            fprintf(f, "\\u%04x", (unsigned)cp);
+        } else {
+            fwrite(s + i, 1, nx - i, f);
+        }
+        i = nx;
+    }
 }

@@ -30,6 +30,9 @@ void sop__esc_collapsed(sop_sb *b, const char *s);
 /* XML character data and attribute values: & < > " ' as entities; controls (C0, DEL, C1) and
  * invalid UTF-8 as '?'; at most max_chars characters, then "..". */
 void sop__esc_xml(FILE *f, const char *s, size_t len, size_t max_chars);
+/* HTML text or attribute value (html.c): markup escaped, newlines kept, other controls shown
+ * as \xNN and C1 controls as \uNNNN, invalid UTF-8 as U+FFFD. */
+void sop__esc_html(FILE *f, const char *s);
 /* A JSON text with every invalid UTF-8 byte replaced by \ufffd and DEL/C1 controls as \u
  * escapes (cJSON leaves both raw): the result is valid JSON text. New malloc'd string or NULL. */
 char *sop__esc_json_text(const char *json);

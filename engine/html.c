@@ -1,58 +1,15 @@
 /* html.c — the HTML page of `run --format html` and `record -o x.html`: one self-contained
  * file (inline style, inline SVG, no external script, font or image) whose report part (the
  * §9 verdict, the findings table, cleared/unknown lists) is plain HTML readable without
- * JavaScript. Every text from the target or the rules is escaped. Depends on value, dwidth. */
+ * JavaScript. Every text from the target or the rules goes through escape.h. Depends on value,
+ * dwidth, escape. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "dwidth.h"
 #include "engine.h"
-
-/* HTML text or attribute value: markup escaped, controls dropped, invalid UTF-8 as U+FFFD. */
-static void put_html(FILE *f, const char *s)
-{
-    size_t len = s ? strlen(s) : 0;
-    for (size_t i = 0; i < len;) {
-        uint32_t cp;
-        size_t nx = sop__utf8_next(s, len, i, &cp);
-        unsigned char c = (unsigned char)s[i];
-        if (nx - i == 1 && c >= 0x80) {
-            fputs("\xef\xbf\xbd", f);
-        } else if (nx - i == 1) {
-            switch (c) {
-            case '&':
-                fputs("&amp;", f);
-                break;
-            case '<':
-                fputs("&lt;", f);
-                break;
-            case '>':
-                fputs("&gt;", f);
-                break;
-            case '"':
-                fputs("&quot;", f);
-                break;
-            case '\'':
-                fputs("&#39;", f);
-                break;
-            case '\n':
-                fputc('\n', f);
-                break;
-            default:
-                if (c >= 0x20 && c != 0x7f)
-                    fputc(c, f);
-                else
-                    fprintf(f, "\\x%02x", c);
-            }
-        } else if (cp >= 0x80 && cp < 0xa0) {
-            fprintf(f, "\\u%04x", (unsigned)cp);
-        } else {
-            fwrite(s + i, 1, nx - i, f);
-        }
-        i = nx;
-    }
-}
+#include "escape.h"
 
 static const char *text_of(const sop_value *obj, const char *key, const char *lang)
 {
@@ -73,7 +30,7 @@ void sop__html_begin(FILE *f, const char *title)
           "<meta http-equiv=\"Content-Security-Policy\" content=\"default-src 'none'; "
           "style-src 'unsafe-inline'; script-src 'unsafe-inline'; img-src data:\">\n<title>",
           f);
-    put_html(f, title);
+    sop__esc_html(f, title);
     fputs("</title>\n<style>\n"
           "body{font-family:system-ui,sans-serif;margin:1.5em;color:#222;max-width:1250px}\n"
           "h1{font-size:1.4em}h2{font-size:1.15em;margin-top:1.6em}\n"
@@ -102,9 +59,9 @@ static void put_list(FILE *f, const sop_value *arr, const char *title, const cha
     fprintf(f, "<details><summary>%zu %s</summary>\n<ul>\n", arr->count, title);
     for (const sop_value *c = arr->child; c; c = c->next) {
         fputs("<li><code>", f);
-        put_html(f, sop__v_get_str(c, "id") ? sop__v_get_str(c, "id") : sop__v_get_str(c, "probe"));
+        sop__esc_html(f, sop__v_get_str(c, "id") ? sop__v_get_str(c, "id") : sop__v_get_str(c, "probe"));
         fputs("</code>: ", f);
-        put_html(f, text_of(c, field, lang));
+        sop__esc_html(f, text_of(c, field, lang));
         fputs("</li>\n", f);
     }
     fputs("</ul></details>\n", f);
@@ -118,17 +75,17 @@ void sop__html_report(FILE *f, const sop_value *r, const char *lang)
     fprintf(f, "<h1>sop report: pid %.0f", pid);
     if (sop__v_get_str(t, "comm")) {
         fputs(" (", f);
-        put_html(f, sop__v_get_str(t, "comm"));
+        sop__esc_html(f, sop__v_get_str(t, "comm"));
         fputs(")", f);
     }
     fputs("</h1>\n", f);
     if (sop__v_get_str(t, "cmdline")) {
         fputs("<p><code>", f);
-        put_html(f, sop__v_get_str(t, "cmdline"));
+        sop__esc_html(f, sop__v_get_str(t, "cmdline"));
         fputs("</code>", f);
         if (sop__v_get_str(t, "python")) {
             fputs(" — Python ", f);
-            put_html(f, sop__v_get_str(t, "python"));
+            sop__esc_html(f, sop__v_get_str(t, "python"));
         }
         fputs("</p>\n", f);
     }
@@ -141,9 +98,9 @@ void sop__html_report(FILE *f, const sop_value *r, const char *lang)
     }
     fputs("<div class=\"verdict\" id=\"verdict\"><strong>Verdict (§9):</strong> ", f);
     if (verdict) {
-        put_html(f, text_of(verdict, "symptom", lang));
+        sop__esc_html(f, text_of(verdict, "symptom", lang));
         fputs(" — ", f);
-        put_html(f, text_of(verdict, "evidence", lang));
+        sop__esc_html(f, text_of(verdict, "evidence", lang));
     } else {
         fputs("none (see the unknown checks)", f);
     }
@@ -160,18 +117,18 @@ void sop__html_report(FILE *f, const sop_value *r, const char *lang)
             bool known =
                 sev && (!strcmp(sev, "high") || !strcmp(sev, "warn") || !strcmp(sev, "info"));
             fprintf(f, "<tr><td><span class=\"sev sev-%s\">", known ? sev : "info");
-            put_html(f, sev ? sev : "?");
+            sop__esc_html(f, sev ? sev : "?");
             fputs("</span> <code>", f);
-            put_html(f, sop__v_get_str(c, "id"));
+            sop__esc_html(f, sop__v_get_str(c, "id"));
             if (sop__v_get_str(c, "section")) {
                 fputs(" §", f);
-                put_html(f, sop__v_get_str(c, "section"));
+                sop__esc_html(f, sop__v_get_str(c, "section"));
             }
             fputs("</code></td>", f);
             static const char *cols[] = {"symptom", "evidence", "cause", "fix", "verify"};
             for (int i = 0; i < 5; i++) {
                 fputs("<td>", f);
-                put_html(f, text_of(c, cols[i], lang));
+                sop__esc_html(f, text_of(c, cols[i], lang));
                 fputs("</td>", f);
             }
             fputs("<td>", f);
@@ -183,10 +140,10 @@ void sop__html_report(FILE *f, const sop_value *r, const char *lang)
                     strncmp(u->str, "https://", 8) == 0 || strncmp(u->str, "http://", 7) == 0;
                 if (web) {
                     fputs("<a rel=\"noreferrer\" href=\"", f);
-                    put_html(f, u->str);
+                    sop__esc_html(f, u->str);
                     fputs("\">", f);
                 }
-                put_html(f, u->str);
+                sop__esc_html(f, u->str);
                 fputs(web ? "</a><br>\n" : "<br>\n", f);
             }
             fputs("</td></tr>\n", f);

@@ -9,6 +9,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "escape.h"
+
 #include "sampler.h"
 
 #define TL_WIDTH 1200.0
@@ -25,30 +27,10 @@ static const char *const ST_KEY[SOP_ST_N] = {"gil", "gil-wait", "native", "disk"
 static const char *const ST_FILL[SOP_ST_N] = {"#e8661c", "#8a7ae0", "#4fb85a",
                                               "#a0703a", "#2fb5d0", "#d8d8d8"};
 
+/* XML text: escape.h's one escaper for SVG. */
 static void put_xml(FILE *f, const char *s)
 {
-    for (; *s; s++) {
-        unsigned char c = (unsigned char)*s;
-        switch (c) {
-        case '&':
-            fputs("&amp;", f);
-            break;
-        case '<':
-            fputs("&lt;", f);
-            break;
-        case '>':
-            fputs("&gt;", f);
-            break;
-        case '"':
-            fputs("&quot;", f);
-            break;
-        case '\'':
-            fputs("&apos;", f);
-            break;
-        default:
-            fputc(c < 0x20 || c == 0x7f ? '?' : c, f);
-        }
-    }
+    sop__esc_xml(f, s, strlen(s), (size_t)-1);
 }
 
 /* ASCII-only copy of a name for a label (invalid or wide text from the target stays out of
