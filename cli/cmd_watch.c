@@ -557,6 +557,27 @@ static char *serve(const char *path, int *status, const char **type, void *ctx)
     return strdup("not found: try /metrics, /report or /healthz\n");
 }
 
+#define HOOK_GRACE_MS 10000
+
+static void reap_hooks(watch_ctx *c);
+
+/* The target ended: the post-mortem's --on-finding may still run. Wait for it (at most
+ * HOOK_GRACE_MS) so that its exit status is logged before the watch exits. */
+static void finish_hooks(watch_ctx *c)
+{
+    for (int waited = 0; waited < HOOK_GRACE_MS; waited += 50) {
+        siginfo_t info;
+        memset(&info, 0, sizeof info);
+        if (waitid(P_ALL, 0, &info, WEXITED | WNOHANG | WNOWAIT) < 0)
+            return; /* no child left */
+        if (info.si_pid != 0)
+            reap_hooks(c);
+        else
+            usleep(50 * 1000);
+    }
+    logf_("--on-finding still running after %d s: left to finish on its own", HOOK_GRACE_MS / 1000);
+}
+
 static void reap_hooks(watch_ctx *c)
 {
     int st;
@@ -808,6 +829,8 @@ int cmd_watch(int argc, char **argv)
         if (strcmp(why, "end") != 0)
             logf_("%s: stopping after %llu windows", why, sop_watch_runs(c.w));
         status = strcmp(why, "end") == 0 ? atomic_load(&c.end_status) : EXIT_CLEAN;
+        if (strcmp(why, "end") == 0)
+            finish_hooks(&c);
     }
     cli_http_stop(http); /* before the watch: serve() reads it */
     sop_watch_free(c.w); /* waits for a window in progress */
