@@ -1,4 +1,6 @@
 # expect: dataloader.workers_restarted
+# also@cpu1: dataloader.too_many_workers
+#   (on one CPU, two workers beside a CPU-bound step are more than the playbook's sizing)
 # sopctl: --duration 3
 # needs: torch
 # timeout: 120
