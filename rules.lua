@@ -27,6 +27,11 @@ thresholds {
                                 --   CPUs the job may use (and one CPU above them): oversubscribed
   oversub_high_ratio = 2,       -- load (or, without ev.sched, busy threads) >= this x the CPUs is high
 
+  -- cpu.pool_undersized (§8.5, §9)
+  pool_native_frac = 0.5,       -- a pegged thread (summary_cpu_bound_pct of a core, run + run-queue wait)
+                                --   runnable without the GIL this fraction of its samples computes natively ...
+  pool_spare_cpus = 0.75,       -- ... while the whole tree's runnable load leaves at least this many CPUs idle
+
   -- cpu.throttled (§8.5)
   throttled_pct = 20,           -- at least this % of CFS periods throttled over the window: warn ...
   throttled_high_pct = 50,      -- ... at least this %: high

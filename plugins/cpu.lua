@@ -484,6 +484,172 @@ rule {
   end,
 }
 
+-- The knob that sizes a process's native compute pool, from the libraries it has mapped: torch's
+-- intra-op pool (torch.set_num_threads; its default comes from OMP_NUM_THREADS), else the BLAS's
+-- own variable, else OpenMP's. Reference BLAS (libblas) runs on the calling thread only.
+local function pool_knob(libs)
+  local has = {}
+  for _, l in ipairs(libs or {}) do has[l.name or l.kind] = true; has[l.kind] = true end
+  if has.torch then return "torch.set_num_threads", "OMP_NUM_THREADS" end
+  if has.libopenblas then return "OPENBLAS_NUM_THREADS", "threadpoolctl.threadpool_limits" end
+  if has.libmkl then return "MKL_NUM_THREADS", "threadpoolctl.threadpool_limits" end
+  if has.openmp or has.libblis or has.libflexiblas then return "OMP_NUM_THREADS", "threadpoolctl.threadpool_limits" end
+  return nil
+end
+
+rule {
+  id = "cpu.pool_undersized", section = "8.5", severity = "info",
+  title = T("a torch/BLAS compute pool smaller than the CPUs the job may use, while the job is CPU-bound in it",
+            "作业在 torch/BLAS 计算线程池里 CPU 密集，而该线程池小于作业可用的 CPU"),
+  doc = [[Info only. From ev.sched (whole tree) and the sampled Python threads: hit when a process that maps a
+    torch/BLAS/OpenMP library has a Python thread that is pegged (CPU time plus run-queue wait at least
+    summary_cpu_bound_pct of a core, so a busy host does not hide it) and runnable without the GIL in at least
+    pool_native_frac of its samples (native compute), its pool (that thread plus the native threads of the
+    process that ran at all) is smaller than the CPUs the job may use (capacity_cpus), and the whole tree's
+    runnable load leaves at least pool_spare_cpus CPUs idle (so DataLoader workers or a process pool that
+    together fill the CPUs do not count). Names the knob from the libraries mapped (torch.set_num_threads,
+    OPENBLAS_NUM_THREADS, MKL_NUM_THREADS, OMP_NUM_THREADS) and any such variable set below the CPUs. Clear on
+    one CPU. Unknown without ev.sched, without sampled threads, or with --duration 0.]],
+  reads = { "sched.runnable_load", "sched.capacity_cpus", "sched.effective_cpus", "sched.window_s", "sched.procs",
+            "python.threads", "python.workers", "proc.env", "children[].env", "proc.libs" },
+  uses = { "summary_cpu_bound_pct", "pool_native_frac", "pool_spare_cpus", "sampled_min_samples" },
+  check = function(ev, th)
+    local p = ev.proc
+    if not p then return no_proc(ev) end
+    if not ev.duration_s or ev.duration_s <= 0 then
+      return unknown(T("one snapshot (--duration 0): no CPU rates", "只有一次快照（--duration 0）：没有 CPU 速率"))
+    end
+    local s = ev.sched
+    if not s or not s.runnable_load or not s.window_s or s.window_s <= 0 then
+      return unknown(T("no whole-tree scheduling evidence (ev.sched)", "没有整棵进程树的调度证据（ev.sched）"))
+    end
+    local cap = s.capacity_cpus or s.effective_cpus
+    if not cap then return unknown(T("effective CPU count unknown", "有效 CPU 数未知")) end
+    local caps = fmt("%g", cap)
+    if cap < 2 then
+      return clear(T(fmt("%s CPU: no pool can use more than one", caps), fmt("%s 个 CPU：线程池无法用到更多", caps)))
+    end
+    local load = s.runnable_load
+    if cap - load < th.pool_spare_cpus then
+      return clear(T(fmt("the tree's runnable load %.1f fills the %s CPUs the job may use", load, caps),
+                     fmt("进程树的可运行负载 %.1f 已占满作业可用的 %s 个 CPU", load, caps)))
+    end
+    local py_tids = python_threads(ev)
+    if not py_tids then
+      return unknown(T("no sampled Python threads to tell native compute", "没有 Python 线程采样，无法判断原生计算"))
+    end
+    local envs = {}
+    for _, c in ipairs(ev.children or {}) do envs[c.pid] = c.env end
+    envs[ev.pid] = p.env
+
+    local best
+    for _, sp in ipairs(s.procs or {}) do
+      local knob, alt = pool_knob(sp.libs)
+      local tids = py_tids[sp.pid]
+      if knob and tids then
+        local working_native, pegged = 0, nil
+        for _, t in ipairs(sp.top or {}) do
+          local tl = ((t.cpu_s or 0) + (t.wait_s or 0)) / s.window_s
+          local pt = tids[t.tid]
+          local w = pt and pt.window
+          if not pt then
+            if tl >= RUNNABLE_MIN_FRAC then working_native = working_native + 1 end
+          elseif tl >= th.summary_cpu_bound_pct / 100 and w and (w.samples or 0) >= th.sampled_min_samples
+              and (w.runnable_nogil_frac or 0) >= th.pool_native_frac
+              and (not pegged or tl > pegged.load) then
+            pegged = { tid = t.tid, load = tl, cpu_s = t.cpu_s or 0, wait_s = t.wait_s or 0, win = w }
+          end
+        end
+        local pool = 1 + working_native
+        if pegged and pool < cap and (not best or pegged.load > best.pegged.load) then
+          best = { sp = sp, pegged = pegged, pool = pool, knob = knob, alt = alt }
+        end
+      end
+    end
+    if not best then
+      return clear(T(fmt("no pegged thread computing natively (torch/BLAS/OpenMP mapped) with a pool smaller than "
+                         .. "the %s CPUs; the tree's runnable load is %.1f", caps, load),
+                     fmt("没有在原生计算（已加载 torch/BLAS/OpenMP）中占满一个核、且线程池小于 %s 个 CPU 的线程；"
+                         .. "进程树的可运行负载为 %.1f", caps, load)))
+    end
+
+    local sp, pg = best.sp, best.pegged
+    local libs, seen_lib = {}, {}
+    for _, l in ipairs(pool_libs(sp)) do
+      if not seen_lib[l] then libs[#libs + 1], seen_lib[l] = l, true end
+    end
+    local at = ""
+    local lv = pg.win.leaves and pg.win.leaves[1]
+    if lv and lv.leaf then at = " at " .. common.where(lv.leaf) end
+    local set_en = {}
+    local env = envs[sp.pid]
+    if env then
+      for _, name in ipairs(POOL_VARS) do
+        local n = tonumber(env[name] or "")
+        if n and n < cap then set_en[#set_en + 1] = fmt("%s=%s", name, env[name]) end
+      end
+    end
+    local env_en, env_zh
+    if #set_en > 0 then
+      env_en = "; set in its environment: " .. table.concat(set_en, ", ")
+      env_zh = "；环境变量中设置了 " .. table.concat(set_en, "、")
+    elseif env then
+      env_en = "; none of OMP_NUM_THREADS/MKL_NUM_THREADS/OPENBLAS_NUM_THREADS is set below the CPUs"
+      env_zh = "；OMP_NUM_THREADS/MKL_NUM_THREADS/OPENBLAS_NUM_THREADS 都没有设成小于 CPU 数"
+    else
+      env_en, env_zh = "; environment not readable", "；环境变量不可读"
+    end
+    local n = math.floor(cap)
+    local knob_call = best.knob == "torch.set_num_threads" and fmt("torch.set_num_threads(%d)", n)
+                      or fmt("%s=%d", best.knob, n)
+    local alt = best.alt == "threadpoolctl.threadpool_limits" and fmt("threadpoolctl.threadpool_limits(%d)", n)
+                or fmt("%s=%d", best.alt, n)
+    local who = sp.pid == ev.pid and "the target" or fmt("worker pid %d", sp.pid)
+    local who_zh = sp.pid == ev.pid and "目标进程" or fmt("worker pid %d", sp.pid)
+    return hit {
+      severity = "info",
+      symptom = T(fmt("CPU-bound in native compute on a pool of %d thread%s while the job may use %s CPUs (knob: %s)",
+                      best.pool, best.pool == 1 and "" or "s", caps, best.knob),
+                  fmt("在 %d 个线程的线程池里做原生计算、CPU 密集，而作业可用 %s 个 CPU（设置项：%s）",
+                      best.pool, caps, best.knob)),
+      evidence = T(fmt("tid %d of %s (pid %d) wanted %.0f%% of a core (CPU %.1f s + run-queue wait %.1f s over %.1f s) "
+                       .. "and ran without the GIL in %.0f%% of %d samples%s; %d thread%s of that process computed "
+                       .. "(the pool); the whole tree's runnable load is %.1f on %s CPUs the job may use; "
+                       .. "libraries: %s%s.",
+                       pg.tid, who, sp.pid, 100 * pg.load, pg.cpu_s, pg.wait_s, s.window_s,
+                       100 * pg.win.runnable_nogil_frac, pg.win.samples, at, best.pool,
+                       best.pool == 1 and "" or "s", load, caps,
+                       table.concat(libs, ", "), env_en),
+                   fmt("%s（pid %d）的 tid %d 需要单核的 %.0f%%（%.1f 秒内 CPU %.1f 秒 + 运行队列等待 %.1f 秒），%d 个采样中 "
+                       .. "%.0f%% 不持有 GIL 在运行%s；该进程中有 %d 个线程在计算（即线程池）；整棵进程树的可运行负载为 %.1f，"
+                       .. "作业可用 CPU %s 个；库：%s%s。",
+                       who_zh, sp.pid, pg.tid, 100 * pg.load, s.window_s, pg.cpu_s, pg.wait_s, pg.win.samples,
+                       100 * pg.win.runnable_nogil_frac, at, best.pool, load, caps, table.concat(libs, "、"), env_zh)),
+      cause = T(fmt("The native compute (torch/BLAS releases the GIL) runs on a pool of %d thread%s, so %.1f of the %s "
+                    .. "CPUs the job may use stay idle while it is CPU-bound; the pool's size is set by %s (torch's "
+                    .. "default is the physical cores, or OMP_NUM_THREADS) (SOP §8.5, §9).",
+                    best.pool, best.pool == 1 and "" or "s", cap - load, caps, best.knob),
+                fmt("原生计算（torch/BLAS 会释放 GIL）只在 %d 个线程的线程池里跑，作业 CPU 密集时可用的 %s 个 CPU 中有 %.1f 个"
+                    .. "空闲；线程池大小由 %s 决定（torch 默认取物理核数，或 OMP_NUM_THREADS）（SOP §8.5、§9）。",
+                    best.pool, caps, cap - load, best.knob)),
+      fix = T(fmt("If nothing else needs those CPUs, size the pool to them: %s (or remove the call that caps it), or "
+                  .. "%s in the job spec before Python starts. Leave it when the cap is deliberate (other processes "
+                  .. "will share the CPUs, a latency-bound server); measure step time before and after.",
+                  knob_call, alt),
+              fmt("若这些 CPU 没有别的用处，让线程池与之对齐：%s（或去掉限制它的调用），或在 Python 启动前于作业配置里设 %s。"
+                  .. "若是有意限制（其他进程会共用这些 CPU、延迟敏感的服务）则保留；改动前后测 step 时间。",
+                  knob_call, alt)),
+      verify = T(fmt("`sopctl run --pid %d --duration 3`: the runnable load approaches %s and the step time improves.",
+                     ev.pid, caps),
+                 fmt("`sopctl run --pid %d --duration 3`：可运行负载接近 %s，step 时间改善。", ev.pid, caps)),
+      refs = {
+        "https://pytorch.org/docs/stable/generated/torch.set_num_threads.html",
+        "https://github.com/joblib/threadpoolctl",
+      },
+    }
+  end,
+}
+
 rule {
   id = "cpu.throttled", section = "8.5", severity = "warn",
   title = T("the cgroup CPU quota throttles the job", "cgroup CPU 配额在限流作业"),

@@ -1,6 +1,7 @@
 -- plugins/oom.lua — SOP §2.1: was the target, or a worker in its memory cgroup, killed by the
 -- kernel OOM killer? Reads ev.alive, ev.host.oom_kills, ev.cgroup (path, memory.events),
--- ev.proc (comm, start_time_s). Threshold: oom_recent_s. DSL globals from the rule runner.
+-- ev.proc (comm, start_time_s), the process tree (children, sched.procs, python.workers). Threshold:
+-- oom_recent_s. DSL globals from the rule runner.
 
 local REFS = {
   "https://www.kernel.org/doc/gorman/html/understand/understand016.html",
@@ -40,6 +41,27 @@ local function at_or_below(p, root)
 end
 
 local function size(k) return k and kb(k) or "?" end
+
+-- The pids of the target's tree as the evidence saw it: the target, its children now, every
+-- descendant polled over the window (sched.procs keeps those that exited), sampled workers.
+local function tree_pids(ev)
+  local out = { [ev.pid] = true }
+  for _, c in ipairs(ev.children or {}) do if c.pid then out[c.pid] = true end end
+  for _, sp in ipairs(ev.sched and ev.sched.procs or {}) do if sp.pid then out[sp.pid] = true end end
+  for _, w in ipairs(ev.python and ev.python.workers or {}) do if w.pid then out[w.pid] = true end end
+  return out
+end
+
+-- The cgroup's own oom_kill counter: v2 memory.events.local (this group only) where the kernel
+-- has it, else memory.events (v2: this group and every group below it; v1: this group).
+-- Returns the count and whether it is hierarchical.
+local function oom_counter(cg)
+  local mem = cg and cg.memory
+  local loc = mem and mem.events_local and mem.events_local.oom_kill
+  if loc then return loc, false end
+  local n = mem and mem.events and mem.events.oom_kill
+  return n, n ~= nil and cg.version == 2
+end
 
 -- The victim's pid as text ("?" when the record lacks it; integral floats print bare).
 local function pid_of(k)
@@ -125,15 +147,20 @@ rule {
     ran (high). The cgroup's oom_kill counter > 0 with no matching record: warn (the counter proves a kill in this
     cgroup, not when or whom). The same command name killed in the root memcg after the target started: info only.
     Kills in sibling cgroups, in the root memcg of other commands, or of an earlier process with the target's pid
-    are never attributed. Unknown when the kernel log and the cgroup counter are both unreadable.]],
-  reads = { "host.oom_kills", "cgroup.memory.events.oom_kill", "cgroup.path", "proc.start_time_s",
-            "proc.comm", "alive" },
+    are never attributed. A record in a cgroup below the target's counts (high) only when its pid is in the
+    target's tree (the target, its children, a descendant polled over the window, a sampled worker); another
+    process there (a job of its own in a group nested under ours) is info at most. The counter is v2
+    memory.events.local (this group only) where present; v2's memory.events counts the groups below too, so
+    without .local it warns only when no kernel-log record below the target's group explains it. Unknown when
+    the kernel log and the cgroup counter are both unreadable.]],
+  reads = { "host.oom_kills", "cgroup.memory.events.oom_kill", "cgroup.memory.events_local.oom_kill",
+            "cgroup.version", "cgroup.path", "proc.start_time_s", "proc.comm", "children[].pid", "sched.procs",
+            "python.workers", "alive" },
   uses = { "oom_recent_s" },
   check = function(ev, th)
     local kills = ev.host and ev.host.oom_kills
     local cg = ev.cgroup
-    local mem_events = cg and cg.memory and cg.memory.events
-    local counter = mem_events and mem_events.oom_kill
+    local counter, hierarchical = oom_counter(cg)
 
     -- The target itself is gone: post-mortem from the kernel log.
     if ev.alive == false then
@@ -167,7 +194,8 @@ rule {
 
     local path = cg and cg.path
     local start = ev.proc.start_time_s
-    local linked, same_comm = {}, {}
+    local linked, same_comm, below_other = {}, {}, {}
+    local tree = tree_pids(ev)
     for _, k in ipairs(kills or {}) do
       local age = age_of(ev, k)
       local recent = age == nil or age <= th.oom_recent_s
@@ -177,9 +205,12 @@ rule {
         -- ours: only while the target ran (clock slack 0.1 s: the start is known to 10 ms ticks,
         -- the kill to microseconds), else it is someone else's job.
         local during = start and k.time and k.time >= start - 0.1
-        if at_or_below(k.task_memcg, path)
-            and (k.task_memcg:gsub("/+$", "") == path:gsub("/+$", "") or during) then
+        local same = at_or_below(k.task_memcg, path) and k.task_memcg:gsub("/+$", "") == path:gsub("/+$", "")
+        if same or (at_or_below(k.task_memcg, path) and during and k.pid and tree[k.pid]) then
           linked[#linked + 1] = k
+        elseif at_or_below(k.task_memcg, path) then
+          -- below ours but not a process of the target's tree: a job of its own nested under ours
+          if during then below_other[#below_other + 1] = k end
         elseif (k.task_memcg == nil or k.task_memcg == "/") and k.comm == ev.proc.comm
             and start and k.time and k.time >= start then
           same_comm[#same_comm + 1] = k
@@ -220,7 +251,14 @@ rule {
       }
     end
 
-    if counter and counter > 0 and path and path ~= "/" then
+    -- A v2 counter without .local also counts the groups below ours: a kill record below explains it.
+    local below_any = false
+    for _, k in ipairs(kills or {}) do
+      if at_or_below(k.task_memcg, path) and k.task_memcg:gsub("/+$", "") ~= path:gsub("/+$", "") then
+        below_any = true
+      end
+    end
+    if counter and counter > 0 and path and path ~= "/" and not (hierarchical and below_any) then
       local why_en = kills and fmt("no matching kernel-log record in the last %s", win_en)
                      or "the kernel log is not readable"
       local why_zh = kills and fmt("最近 %s 的内核日志里没有对应记录", win_zh) or "内核日志不可读"
@@ -228,14 +266,39 @@ rule {
         severity = "warn",
         symptom = T(fmt("The memory cgroup %s of pid %d has had OOM kills", path, ev.pid),
                     fmt("pid %d 所在内存 cgroup %s 发生过 OOM kill", ev.pid, path)),
-        evidence = T(fmt("cgroup %s memory oom_kill counter = %d (%s, so victim and time are "
-                         .. "unknown).", path, counter, why_en),
-                     fmt("cgroup %s 的 oom_kill 计数 = %d（%s，被杀进程与时间未知）。", path,
-                         counter, why_zh)),
+        evidence = T(fmt("cgroup %s memory oom_kill counter = %d (%s%s, so victim and time are "
+                         .. "unknown).", path, counter, hierarchical and "memory.events, which also counts "
+                         .. "the groups below; " or "", why_en),
+                     fmt("cgroup %s 的 oom_kill 计数 = %d（%s%s，被杀进程与时间未知）。", path,
+                         counter, hierarchical and "memory.events，也计入其下各组；" or "", why_zh)),
         cause = T(fmt("A task in cgroup %s exceeded the cgroup's memory limit and was killed by "
                       .. "the kernel.", path),
                   fmt("cgroup %s 里有任务超过该 cgroup 的内存上限，被内核杀掉。", path)),
         fix = FIX, verify = verify(path, counter), refs = REFS,
+      }
+    end
+
+    if #below_other > 0 then
+      local k = below_other[#below_other]
+      local en, zh = describe(ev, k)
+      return hit {
+        severity = "info",
+        symptom = T(fmt("pid %s (%s), in a memory cgroup nested below pid %d's, was OOM-killed while it ran; "
+                        .. "it is not one of its processes", pid_of(k), k.comm or "?", ev.pid),
+                    fmt("pid %d 运行期间，其内存 cgroup 之下嵌套的 pid %s（%s）被 OOM 杀掉；它不是本作业的进程",
+                        ev.pid, pid_of(k), k.comm or "?")),
+        evidence = T(fmt("Kernel log: %s. Its pid is not in pid %d's process tree (children, descendants polled "
+                         .. "over the window, workers), so it belongs to another job nested under cgroup %s%s.",
+                         en, ev.pid, path, #below_other > 1 and fmt(" (%d such kills)", #below_other) or ""),
+                     fmt("内核日志：%s。其 pid 不在 pid %d 的进程树里（子进程、窗口内轮询到的后代、worker），"
+                         .. "属于嵌套在 cgroup %s 之下的其他作业%s。", zh, ev.pid, path,
+                         #below_other > 1 and fmt("（共 %d 次）", #below_other) or "")),
+        cause = cause_of(k, "pid " .. pid_of(k), "pid " .. pid_of(k)),
+        fix = T("Nothing to change in this job unless pid " .. pid_of(k) .. " was one of its workers started "
+                .. "before the window (job logs, worker exit codes -9); if so, follow the oom.killed profile steps.",
+                "除非 pid " .. pid_of(k) .. " 是本作业在窗口之前启动的 worker（看作业日志、worker 退出码 -9），否则本作业无需改动；"
+                .. "若是，按 oom.killed 的 profile 步骤处理。"),
+        verify = verify(path, counter), refs = REFS,
       }
     end
 
@@ -273,6 +336,14 @@ rule {
     elseif counter then
       en = en .. fmt("; cgroup oom_kill counter %d", counter)
       zh = zh .. fmt("；cgroup oom_kill 计数 %d", counter)
+    end
+    local all = cg and cg.memory and cg.memory.events and cg.memory.events.oom_kill
+    if counter and not hierarchical and cg.version == 2 and all and all ~= counter then
+      en = en .. fmt(" in memory.events.local (%d in memory.events, which counts the groups below too)", all)
+      zh = zh .. fmt("（memory.events.local；memory.events 为 %d，它也计入其下各组）", all)
+    elseif counter and hierarchical and below_any then
+      en = en .. " (memory.events, which also counts the kills in the groups below)"
+      zh = zh .. "（memory.events，也计入其下各组的 kill）"
     end
     return clear(T(en, zh))
   end,

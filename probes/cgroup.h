@@ -25,7 +25,8 @@ typedef struct {
     /* memory (the tightest limit on the path to the root) */
     int64_t mem_limit_kb, mem_usage_kb, mem_max_usage_kb, swap_limit_kb, mem_failcnt;
     char mem_limit_path[512];
-    int64_t ev_low, ev_high, ev_max, ev_oom, ev_oom_kill;
+    int64_t ev_low, ev_high, ev_max, ev_oom, ev_oom_kill; /* v2: this group and those below it */
+    int64_t ev_local_oom_kill; /* v2 memory.events.local (5.2+): kills in this group only */
     /* pids */
     int64_t pids_current, pids_max; /* max -1 = unlimited */
     /* added by the host/cgroup probes */
@@ -47,6 +48,8 @@ int sop__parse_cpu_max(const char *text, int64_t *quota_us, int64_t *period_us);
 int sop__parse_cpu_stat(const char *text, sop_cgroup *out);
 /* memory.events (v2) or memory.oom_control (v1: oom_kill N, under_oom). */
 int sop__parse_memory_events(const char *text, sop_cgroup *out);
+/* v2 memory.events.local: its oom_kill into out->ev_local_oom_kill (the rest is not kept). */
+int sop__parse_memory_events_local(const char *text, sop_cgroup *out);
 /* A memory limit file: v1 memory.limit_in_bytes (>= 2^62 is "unlimited") or v2 memory.max
  * ("max"). Sets *bytes to the limit or -1 for unlimited. 0 or -EINVAL. */
 int sop__parse_mem_limit(const char *text, int64_t *bytes);

@@ -354,6 +354,11 @@ static void read_memory_v2(const cg_dir *d, sop_cgroup *out, sop_missing *m)
     } else if (sop__parse_memory_events(buf, out) < 0) {
         sop__missing_add(m, "cgroup.memory", "memory.events: unparsable");
     }
+    /* kernel 5.2+; its absence (older kernels, the root) is not an error: rules fall back to
+     * the hierarchical counter and say so */
+    if (read_in(dir, "memory.events.local", buf, sizeof buf) == 0 &&
+        sop__parse_memory_events_local(buf, out) < 0)
+        sop__missing_add(m, "cgroup.memory", "memory.events.local: unparsable");
 }
 
 static void collect_v1(const char *root, int life, sop_cgroup *out, sop_missing *m)

@@ -22,6 +22,7 @@ void sop__cgroup_init(sop_cgroup *out)
     out->mem_limit_kb = out->mem_usage_kb = out->mem_max_usage_kb = SOP_NA;
     out->swap_limit_kb = out->mem_failcnt = SOP_NA;
     out->ev_low = out->ev_high = out->ev_max = out->ev_oom = out->ev_oom_kill = SOP_NA;
+    out->ev_local_oom_kill = SOP_NA;
     out->pids_current = out->pids_max = SOP_NA;
     out->under_oom = SOP_NA;
 }
@@ -200,6 +201,17 @@ static void mem_events_kv(sop_cgroup *out, const char *key, size_t klen, int64_t
 int sop__parse_memory_events(const char *text, sop_cgroup *out)
 {
     return parse_kv_lines(text, out, mem_events_kv);
+}
+
+int sop__parse_memory_events_local(const char *text, sop_cgroup *out)
+{
+    sop_cgroup local;
+    sop__cgroup_init(&local);
+    int rc = parse_kv_lines(text, &local, mem_events_kv);
+    if (rc < 0)
+        return rc;
+    out->ev_local_oom_kill = local.ev_oom_kill;
+    return 0;
 }
 
 int sop__parse_mem_limit(const char *text, int64_t *bytes)

@@ -98,6 +98,10 @@ void sop__bridge_cgroup(sop_value *ev, const sop_cgroup *cg)
             sop__v_set_int(evs, "oom_kill", cg->ev_oom_kill);
         }
         attach(mem, "events", evs);
+        sop_value *local = sop__v_obj();
+        if (local)
+            sop__v_set_int(local, "oom_kill", cg->ev_local_oom_kill);
+        attach(mem, "events_local", local);
     }
     attach(o, "memory", mem);
 

@@ -5,9 +5,12 @@
 # expect: asyncio.loop_blocked
 # sopctl: --duration 2
 import asyncio
+import os
 import socket
 import threading
 import time
+
+INTENSITY = int(os.environ.get("SOP_SCENARIO_INTENSITY", "1"))  # the matrix's size: 1 or 2
 
 
 def slow_server(srv):
@@ -38,7 +41,7 @@ async def handler(port):
 
 async def main(port):
     asyncio.get_running_loop().call_later(1.0, lambda: print("ready", flush=True))
-    await asyncio.wait_for(asyncio.gather(heartbeat(), handler(port)), timeout=60)
+    await asyncio.wait_for(asyncio.gather(heartbeat(), *[handler(port) for _ in range(INTENSITY)]), timeout=60)
 
 
 if __name__ == "__main__":

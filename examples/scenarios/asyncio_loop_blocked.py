@@ -3,7 +3,10 @@
 # expect: asyncio.loop_blocked
 # sopctl: --duration 2
 import asyncio
+import os
 import time
+
+INTENSITY = int(os.environ.get("SOP_SCENARIO_INTENSITY", "1"))  # the matrix's size: 1 or 2
 
 
 async def heartbeat():
@@ -19,7 +22,7 @@ async def handler_with_sync_sleep():
 
 async def main():
     asyncio.get_running_loop().call_later(1.0, lambda: print("ready", flush=True))
-    await asyncio.wait_for(asyncio.gather(heartbeat(), handler_with_sync_sleep()), timeout=60)
+    await asyncio.wait_for(asyncio.gather(heartbeat(), *[handler_with_sync_sleep() for _ in range(INTENSITY)]), timeout=60)
 
 
 try:

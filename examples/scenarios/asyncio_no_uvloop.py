@@ -11,6 +11,9 @@ import sys
 
 from aiohttp import web
 
+# SOP_SCENARIO_INTENSITY not read: its size is the client load, and twice of it starves the server.
+# (32 concurrent requests on a shared 2-CPU host: the loop no longer looked busy at all/2, 2 of 2 runs.)
+
 # The client runs on uvloop (cheaper per request), so the server is the bottleneck.
 CLIENT = r"""
 import asyncio, sys, time

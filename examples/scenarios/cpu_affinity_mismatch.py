@@ -13,7 +13,9 @@ os.sched_setaffinity(0, {min(os.sched_getaffinity(0))})
 
 import numpy as np  # noqa: E402  after pinning, as under taskset
 
-a = np.random.rand(600, 600)
+INTENSITY = int(os.environ.get("SOP_SCENARIO_INTENSITY", "1"))  # the matrix's size: 1 or 2
+
+a = np.random.rand(600 * INTENSITY, 600)
 stop = time.time() + 60
 print("ready", flush=True)
 while time.time() < stop:

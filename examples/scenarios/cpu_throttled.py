@@ -6,6 +6,8 @@
 # sopctl: --duration 2
 import time
 
+# SOP_SCENARIO_INTENSITY not read: its size is the quota (cpu=0.5): one spinning thread already wants twice that.
+
 deadline = time.time() + 60
 time.sleep(0.5)
 print("ready", flush=True)

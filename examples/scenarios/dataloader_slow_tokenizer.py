@@ -6,11 +6,14 @@
 the DataLoader worker (what transformers' use_fast=False does). The worker spends most of its
 samples in SlowTokenizer frames and the loop waits for it (dataloader.starved: the same cause).
 Prints "ready", exits after 60 s."""
+import os
 import re
 import time
 
 import torch
 from torch.utils.data import DataLoader, Dataset
+
+INTENSITY = int(os.environ.get("SOP_SCENARIO_INTENSITY", "1"))  # the matrix's size: 1 or 2
 
 WORDS = ("the quick brown fox jumps over the lazy dog while tokenizers written in python "
          "merge byte pairs one at a time").split()
@@ -59,7 +62,7 @@ class Texts(Dataset):
 
 if __name__ == "__main__":
     torch.set_num_threads(1)
-    loader = DataLoader(Texts(), batch_size=8, num_workers=1, persistent_workers=True)
+    loader = DataLoader(Texts(), batch_size=8 * INTENSITY, num_workers=1, persistent_workers=True)
     deadline = time.time() + 60
     first = True
     for batch in loader:

@@ -8,6 +8,8 @@ import socket
 
 from aiohttp import web
 
+# SOP_SCENARIO_INTENSITY not read: an idle server has no work to size.
+
 
 async def hello(request):
     return web.Response(text="ok")

@@ -9,6 +9,8 @@ import os
 import tempfile
 import time
 
+INTENSITY = int(os.environ.get("SOP_SCENARIO_INTENSITY", "1"))  # the matrix's size: 1 or 2
+
 log_dir = tempfile.mkdtemp(prefix="sop_logging_")
 logger = logging.getLogger("preprocess")
 logger.setLevel(logging.INFO)
@@ -19,7 +21,7 @@ logger.addHandler(handler)
 
 
 def transform(item):
-    return [(item * k) % 97 for k in range(8)]
+    return [(item * k) % 97 for k in range(8 * INTENSITY)]
 
 
 stop = time.time() + 60

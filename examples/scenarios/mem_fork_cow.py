@@ -10,6 +10,8 @@ import os
 import signal
 import time
 
+# SOP_SCENARIO_INTENSITY not read: the table is sized against the 1200 MiB cgroup (parent + 3 copied workers); more would be OOM-killed.
+
 TABLE = []
 
 

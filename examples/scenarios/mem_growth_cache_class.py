@@ -7,6 +7,8 @@ heap census (`--heap`) names __main__.Response among the types that grew and say
 objects explain the growth. Stops growing at ~400 MiB; exits after 60 s."""
 import time
 
+# SOP_SCENARIO_INTENSITY not read: the growth rate is what the rule measures, and its 1000 MiB cgroup bounds the run.
+
 
 class Response:
     def __init__(self, i):

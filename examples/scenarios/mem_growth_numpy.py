@@ -10,6 +10,8 @@ import time
 
 import numpy as np
 
+# SOP_SCENARIO_INTENSITY not read: the growth rate is what the rule measures, and its 1000 MiB cgroup bounds the run.
+
 history = []
 t0 = time.time()
 printed = False

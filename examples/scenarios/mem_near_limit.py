@@ -4,6 +4,8 @@
 memory cgroup limit (over 90% of it), then idling: the next allocation burst gets it killed."""
 import time
 
+# SOP_SCENARIO_INTENSITY not read: its size is the share of its 300 MiB cgroup limit (90%), not an amount.
+
 held = [bytearray(b"\x01") * (1 << 20) for _ in range(270)]  # written, so resident
 print("ready", flush=True)
 t0 = time.time()

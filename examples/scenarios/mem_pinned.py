@@ -7,6 +7,8 @@ import mmap
 import resource
 import time
 
+# SOP_SCENARIO_INTENSITY not read: the 256 MiB pinned is what the rule weighs against RSS; more may pass RLIMIT_MEMLOCK.
+
 SIZE = 256 << 20
 try:
     resource.setrlimit(resource.RLIMIT_MEMLOCK, (resource.RLIM_INFINITY, resource.RLIM_INFINITY))

@@ -12,6 +12,8 @@ import time
 
 import numpy as np
 
+# SOP_SCENARIO_INTENSITY not read: three full copies are sized against the 1200 MiB cgroup; more would be OOM-killed.
+
 
 def rank(r, path, ready):
     ctypes.CDLL(None).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG: die with the launcher

@@ -6,6 +6,8 @@
 it inside a 150 MiB memory cgroup; sopctl diagnoses the dead pid from the kernel log."""
 import time
 
+# SOP_SCENARIO_INTENSITY not read: it allocates until its 150 MiB cgroup kills it, whatever the size.
+
 with open("/proc/self/oom_score_adj", "w") as f:
     f.write("1000")  # be the victim, whatever else lives in the cgroup
 print("allocating", flush=True)

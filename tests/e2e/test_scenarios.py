@@ -298,9 +298,13 @@ def main():
                 rows.append((cell, name, " ".join(meta["expect"]) or "none", "skipped", "SKIP"))
                 continue
             with open(path) as f:
-                scales = "SOP_SCENARIO_INTENSITY" in f.read()
+                text = f.read()
+            # a fixed-size program says why in a "# SOP_SCENARIO_INTENSITY not read: ..." line
+            scales = "SOP_SCENARIO_INTENSITY" in text and "SOP_SCENARIO_INTENSITY not read" not in text
             if not scales and "/2" in cell:
-                print("note %s [%s]: the program does not scale with the intensity" % (name, cell))
+                why = text.split("SOP_SCENARIO_INTENSITY not read:", 1)[1].split("\n", 1)[0].strip() \
+                    if "SOP_SCENARIO_INTENSITY not read:" in text else "no reason given"
+                print("note %s [%s]: fixed size, the same program as at intensity 1 (%s)" % (name, cell, why))
             ok, fired, problems, rep = False, "-", [], None
             for attempt in (1, 2):
                 t0 = time.time()
