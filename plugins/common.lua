@@ -4,6 +4,8 @@
 -- Python frame "func (file:line)"; ends_with(s, suffix); rate(bytes_per_s) as "12.0 MiB/s";
 -- pool_libs(proc) lists the loaded libraries that run thread pools (BLAS, OpenMP, torch);
 -- window_at_least(ev, min_s) says whether the measured window is long enough.
+-- short_path(path) is a path's last part; mapped_text(ev, min_kb, n) names the first n mapped data
+-- files of at least min_kb ("ckpt.pt 128 MiB mapped, 128 MiB resident; ...", en and zh, "" if none).
 -- share(thread_or_proc, pattern [, plain]) is the exact share of samples in code matching pattern.
 -- own_frame(frames, ev) / user_frame(frames, ev): the innermost frame of the program's own code
 -- (is_own_file, overridable by a site) and "own (file:line) -> leaf (file:line)". Use:
@@ -50,6 +52,27 @@ common.WINDOW_TOLERANCE_S = 0.1
 function common.window_at_least(ev, min_s)
   local d = ev.duration_s or 0
   return d > 0 and d >= min_s - math.max(common.WINDOW_TOLERANCE_S, 0.05 * min_s)
+end
+
+function common.short_path(p)
+  if not p then return "?" end
+  return p:match("[^/]+$") or p
+end
+
+-- Mapped data files (proc.mem.mapped, most resident first) as text: what is mapped and how much of
+-- it is resident. -> en, zh, count named.
+function common.mapped_text(ev, min_kb, n)
+  local en, zh = {}, {}
+  for _, f in ipairs((ev.proc and ev.proc.mem and ev.proc.mem.mapped) or {}) do
+    if #en >= n then break end
+    if f.kind == "data" and (f.size_kb or 0) >= min_kb then
+      local name = common.short_path(f.path)
+      en[#en + 1] = fmt("%s %s mapped%s", name, kb(f.size_kb),
+                        f.rss_kb and fmt(", %s resident", kb(f.rss_kb)) or "")
+      zh[#zh + 1] = fmt("%s 映射 %s%s", name, kb(f.size_kb), f.rss_kb and fmt("，驻留 %s", kb(f.rss_kb)) or "")
+    end
+  end
+  return table.concat(en, "; "), table.concat(zh, "；"), #en
 end
 
 -- Library code: the interpreter's standard library, installed packages, and pseudo files
