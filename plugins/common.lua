@@ -4,6 +4,9 @@
 -- Python frame "func (file:line)"; ends_with(s, suffix); rate(bytes_per_s) as "12.0 MiB/s";
 -- pool_libs(proc) lists the loaded libraries that run thread pools (BLAS, OpenMP, torch);
 -- window_at_least(ev, min_s) says whether the measured window is long enough.
+-- short_path(path) is a path's last part; mapped_text(ev, min_kb, n) names the first n mapped data
+-- files of at least min_kb ("ckpt.pt 128 MiB mapped, 128 MiB resident; ...", en and zh, "" if none);
+-- faulted_file(ev, min_kb) is the mapped data file whose resident pages grew most over the window.
 -- share(thread_or_proc, pattern [, plain]) is the exact share of samples in code matching pattern.
 -- own_frame(frames, ev) / user_frame(frames, ev): the innermost frame of the program's own code
 -- (is_own_file, overridable by a site) and "own (file:line) -> leaf (file:line)". Use:
@@ -50,6 +53,45 @@ common.WINDOW_TOLERANCE_S = 0.1
 function common.window_at_least(ev, min_s)
   local d = ev.duration_s or 0
   return d > 0 and d >= min_s - math.max(common.WINDOW_TOLERANCE_S, 0.05 * min_s)
+end
+
+function common.short_path(p)
+  if not p then return "?" end
+  return p:match("[^/]+$") or p
+end
+
+-- Mapped data files (proc.mem.mapped, most resident first) as text: what is mapped and how much of
+-- it is resident. -> en, zh, count named.
+function common.mapped_text(ev, min_kb, n)
+  local en, zh = {}, {}
+  for _, f in ipairs((ev.proc and ev.proc.mem and ev.proc.mem.mapped) or {}) do
+    if #en >= n then break end
+    if f.kind == "data" and (f.size_kb or 0) >= min_kb then
+      local name = common.short_path(f.path)
+      local g = f.rss_growth_kb
+      local grew_en = (g and g ~= 0) and fmt(" (%s%s over the window)", g > 0 and "+" or "-", kb(math.abs(g))) or ""
+      local grew_zh = (g and g ~= 0) and fmt("（窗口内 %s%s）", g > 0 and "+" or "-", kb(math.abs(g))) or ""
+      en[#en + 1] = fmt("%s %s mapped%s%s", name, kb(f.size_kb),
+                        f.rss_kb and fmt(", %s resident", kb(f.rss_kb)) or "", grew_en)
+      zh[#zh + 1] = fmt("%s 映射 %s%s%s", name, kb(f.size_kb), f.rss_kb and fmt("，驻留 %s", kb(f.rss_kb)) or "",
+                        grew_zh)
+    end
+  end
+  return table.concat(en, "; "), table.concat(zh, "；"), #en
+end
+
+-- The mapped data file (at least min_kb) whose resident kB grew most over the window
+-- (proc.mem.mapped[].rss_growth_kb: smaps at the window's start and end): the file being faulted
+-- in, which need not be the largest or most resident one. nil when none grew (or not measured).
+function common.faulted_file(ev, min_kb)
+  local best
+  for _, f in ipairs((ev.proc and ev.proc.mem and ev.proc.mem.mapped) or {}) do
+    if f.kind == "data" and (f.size_kb or 0) >= min_kb and (f.rss_growth_kb or 0) > 0
+       and (not best or f.rss_growth_kb > best.rss_growth_kb) then
+      best = f
+    end
+  end
+  return best
 end
 
 -- Library code: the interpreter's standard library, installed packages, and pseudo files

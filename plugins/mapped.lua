@@ -5,7 +5,7 @@
 -- ev.python.threads[].window (fault_wait_frac, fault_site) and ev.host.disks.
 
 local common = require "plugins.common"
-local T, no_proc, rate = common.T, common.no_proc, common.rate
+local T, no_proc, rate, short_path = common.T, common.no_proc, common.rate, common.short_path
 
 local REFS = {
   "https://man7.org/linux/man-pages/man2/madvise.2.html",
@@ -13,11 +13,6 @@ local REFS = {
   "https://www.kernel.org/doc/html/latest/admin-guide/mm/concepts.html#page-cache",
   "https://www.brendangregg.com/linuxperf.html",
 }
-
-local function short_path(p)
-  if not p then return "?" end
-  return p:match("[^/]+$") or p
-end
 
 -- Mapped data files, most resident first (the probe's order).
 local function data_maps(ev, min_kb)
@@ -70,10 +65,12 @@ rule {
     disk reads (read-around fetches far more than is touched). Warn when a sampled thread waits on storage (D state
     or faulting) in at least mapped_wait_frac of its samples or nothing was sampled; info below. Clear for a
     sequential stream (read-ahead serves it) or without such faults. Names the mapped files with size and resident
-    kB and the Python line that faults.]],
+    kB and the Python line that faults; the file faulted is the one whose resident kB grew most over the window
+    (mapped[].rss_growth_kb), else the most resident one is named as such.]],
   reads = { "duration_s", "proc.majflt_per_s", "proc.io.read_bytes_per_s", "proc.io.rchar_per_s",
-            "proc.io.syscr_per_s", "proc.mem.mapped", "proc.mem.file_growth_kb_per_s", "threads[].majflt_per_s",
-            "threads[].read_bytes_per_s", "threads[].syscr_per_s",
+            "proc.io.syscr_per_s", "proc.mem.mapped", "proc.mem.mapped[].rss_growth_kb",
+            "proc.mem.file_growth_kb_per_s", "threads[].majflt_per_s", "threads[].read_bytes_per_s",
+            "threads[].syscr_per_s",
             "python.threads[].window.fault_wait_frac", "python.threads[].window.fault_site",
             "python.threads[].window.majflt_frac", "host.disks[].read_kb_per_s", "host.disks[].reads_per_s" },
   uses = { "mapped_fault_min_per_s", "page_cache_min_disk_kb_per_s", "mapped_read_share",
@@ -129,24 +126,32 @@ rule {
     end
     -- Where: the mapped files, the thread, the Python line.
     local files = data_maps(ev, th.data_file_min_mb * 1024)
-    local maps_en, maps_zh = {}, {}
-    for i = 1, math.min(#files, 3) do
-      local f = files[i]
-      local res = f.rss_kb and fmt(", %s resident", kb(f.rss_kb)) or ""
-      local res_zh = f.rss_kb and fmt("，驻留 %s", kb(f.rss_kb)) or ""
-      maps_en[#maps_en + 1] = fmt("%s %s mapped%s", short_path(f.path), kb(f.size_kb), res)
-      maps_zh[#maps_zh + 1] = fmt("%s 映射 %s%s", short_path(f.path), kb(f.size_kb), res_zh)
+    local maps_en, maps_zh, nmaps = common.mapped_text(ev, th.data_file_min_mb * 1024, 3)
+    local map_en = nmaps > 0 and ("; mapped: " .. maps_en) or "; no mapped data file seen"
+    local map_zh = nmaps > 0 and ("；映射：" .. maps_zh) or "；未见映射的数据文件"
+    -- The file faulted: the one whose resident pages grew over the window; else (not measured, or
+    -- dropped again within it) the most resident one, said as such.
+    local ff = common.faulted_file(ev, th.data_file_min_mb * 1024)
+    local faulted_en, faulted_zh
+    if ff then
+      faulted_en = fmt("page faults of %s: +%s resident over the window", short_path(ff.path), kb(ff.rss_growth_kb))
+      faulted_zh = fmt("%s 的缺页：窗口内驻留 +%s", short_path(ff.path), kb(ff.rss_growth_kb))
+    elseif files[1] then
+      faulted_en = fmt("page faults of mapped files; most resident: %s", short_path(files[1].path))
+      faulted_zh = fmt("映射文件的缺页；驻留最多的是 %s", short_path(files[1].path))
+    else
+      faulted_en, faulted_zh = "page faults of mapped files", "映射文件的缺页"
     end
-    local map_en = #maps_en > 0 and ("; mapped: " .. table.concat(maps_en, "; ")) or "; no mapped data file seen"
-    local map_zh = #maps_zh > 0 and ("；映射：" .. table.concat(maps_zh, "；")) or "；未见映射的数据文件"
     local thr_en, thr_zh = "", ""
+    if not wt and ff then
+      thr_en, thr_zh = "; " .. faulted_en, "；" .. faulted_zh
+    end
     if wt then
       local site = wt.window.fault_site or "?"
-      local fname = files[1] and short_path(files[1].path) or "mapped files"
-      thr_en = fmt("; thread %s (%s) waits on storage in %.0f%% of %d samples, at %s (page faults of %s)",
-                   tostring(wt.tid or "?"), wt.name or "?", 100 * wait, wt.window.samples, site, fname)
-      thr_zh = fmt("；线程 %s（%s）在 %d 个采样中 %.0f%% 等待存储，位置 %s（%s 的缺页）",
-                   tostring(wt.tid or "?"), wt.name or "?", wt.window.samples, 100 * wait, site, fname)
+      thr_en = fmt("; thread %s (%s) waits on storage in %.0f%% of %d samples, at %s (%s)",
+                   tostring(wt.tid or "?"), wt.name or "?", 100 * wait, wt.window.samples, site, faulted_en)
+      thr_zh = fmt("；线程 %s（%s）在 %d 个采样中 %.0f%% 等待存储，位置 %s（%s）",
+                   tostring(wt.tid or "?"), wt.name or "?", wt.window.samples, 100 * wait, site, faulted_zh)
     end
     -- The OS thread whose IO comes through faults: many major faults, few read calls, bytes from
     -- storage (task/TID/io): IO-bound on its mapped files.
@@ -174,9 +179,10 @@ rule {
     local why_zh = small and "每次缺页只读一小块：随机访问" or "预读取回的远多于进程实际访问的：随机访问被预读放大"
     return hit {
       severity = (wait == nil or wait >= th.mapped_wait_frac) and "warn" or "info",
-      symptom = T(fmt("IO through page faults of mapped files: %.0f major faults/s, %s from storage",
-                      faults, rate(disk)),
-                  fmt("经由映射文件缺页的 IO：每秒 %.0f 次主缺页，存储读 %s", faults, rate(disk))),
+      symptom = T(fmt("IO through page faults of %s: %.0f major faults/s, %s from storage",
+                      ff and short_path(ff.path) or "mapped files", faults, rate(disk)),
+                  fmt("经由%s缺页的 IO：每秒 %.0f 次主缺页，存储读 %s", ff and short_path(ff.path) or "映射文件",
+                      faults, rate(disk))),
       evidence = T(fmt("Over %.1f s: %s; %s: %s%s%s%s.", ev.duration_s, base_en, how_en, why_en, thr_en,
                        map_en, dev_en),
                    fmt("%.1f 秒内：%s；%s：%s%s%s%s。", ev.duration_s, base_zh, how_zh, why_zh, thr_zh,

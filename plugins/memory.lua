@@ -529,10 +529,10 @@ rule {
             "常驻内存在窗口内持续增长（泄漏或无上限缓存）"),
   reads = { "duration_s", "proc.rss_kb", "proc.vm_hwm_kb", "proc.rss_growth_kb_per_s", "proc.age_s",
             "proc.mem.anon_kb", "proc.mem.shmem_kb", "proc.mem.file_kb", "proc.mem.anon_growth_kb_per_s",
-            "proc.mem.shmem_growth_kb_per_s", "proc.mem.file_growth_kb_per_s",
+            "proc.mem.shmem_growth_kb_per_s", "proc.mem.file_growth_kb_per_s", "proc.mem.mapped",
             "cgroup.memory.limit_kb", "cgroup.memory.usage_kb", "host.mem_available_kb",
             "python.threads[].window.top_stacks", "python.heap" },
-  uses = { "growth_min_window_s", "growth_floor_mb_per_s", "growth_min_pct", "growth_hwm_slack_pct",
+  uses = { "data_file_min_mb", "growth_min_window_s", "growth_floor_mb_per_s", "growth_min_pct", "growth_hwm_slack_pct",
            "growth_high_s", "growth_warn_rss_mb", "growth_warn_s", "growth_young_s",
            "load_young_s", "load_stack_pct", "heap_python_pct" },
   check = function(ev, th)
@@ -559,6 +559,11 @@ rule {
       file_en = fmt("; file-backed %s %+.1f MiB/s (page cache of mapped files: reclaimable, not a leak)",
                     kb(m.file_kb or 0), fr / 1024)
       file_zh = fmt("；文件映射 %s %+.1f MiB/s（映射文件的 page cache：可回收，不是泄漏）", kb(m.file_kb or 0), fr / 1024)
+      local maps_en, maps_zh, nmaps = common.mapped_text(ev, th.data_file_min_mb * 1024, 2)
+      if nmaps > 0 then
+        file_en = file_en .. "; mapped: " .. maps_en
+        file_zh = file_zh .. "；映射：" .. maps_zh
+      end
     end
     local gained = rate * d
     local gpct = percent(gained, math.max(base, 1))

@@ -47,9 +47,18 @@ rule {
     of its capacity (effective CPUs, or a smaller CPU quota): on one core below 1.5 cores, else on many
     cores. Starved when its threads'
     run-queue wait sums to at least that, or the host is at most 10% idle (other processes hold the
-    CPUs). Otherwise
+    CPUs), unless it is IO-bound (below) and its sampled threads wait on storage at least as long as in
+    the run queue (summed, in % of a core). Otherwise
     IO-bound when at least summary_io_wait_pct of the job's threads/samples are in D state or a disk it
     reads is at least io_util_pct busy; random when the mean read is at most small_read_max_bytes.
+    Page faults of mapped files count as waits on storage (np.memmap, mmap=True loads: no read() calls):
+    when the job reads at least page_cache_min_disk_kb_per_s from storage (or a thread waits on it in
+    mapped_wait_frac of its samples) through at least mapped_fault_min_per_s major faults/s with read()
+    bringing less than mapped_read_share of the bytes,
+    a sampled thread's fault_wait_frac (D state or a major fault since the previous sample) counts in
+    place of its D-state share; it is then IO-bound on page faults of its mapped files (random when each
+    fault reads at most random_read_max_request_kb, or file-backed memory grows by less than
+    mapped_touch_ratio of the bytes read).
     Otherwise waiting: the sampled stacks say on what (network, locks/queues, DataLoader data). Unknown
     with --duration 0 or for a process that is gone.]],
   reads = { "sched.runnable_load",
@@ -57,8 +66,11 @@ rule {
             "threads[].state", "children[].state", "host.load1", "host.ncpu", "host.cpu.idle_pct",
             "cgroup.cpu.quota_cpus",
             "effective_cpus", "proc.io", "io_files[].disk_util_pct", "host.disks[].util_pct",
-            "python.threads[].window", "duration_s", "alive" },
-  uses = { "summary_cpu_bound_pct", "summary_io_wait_pct", "io_util_pct", "small_read_max_bytes" },
+            "python.threads[].window", "proc.majflt_per_s", "proc.mem.file_growth_kb_per_s",
+            "duration_s", "alive" },
+  uses = { "summary_cpu_bound_pct", "summary_io_wait_pct", "io_util_pct", "small_read_max_bytes",
+           "page_cache_min_disk_kb_per_s", "mapped_fault_min_per_s", "mapped_read_share",
+           "random_read_max_request_kb", "mapped_touch_ratio", "mapped_wait_frac" },
   check = function(ev, th)
     if ev.alive == false then
       return unknown(T("the process is gone: no live state to classify", "进程已不存在：无法判断运行状态"))
@@ -150,10 +162,63 @@ rule {
       }
     end
 
+    -- Not CPU-bound: the disk? (Measured before the starved test: a job whose threads wait on
+    -- storage at least as long as in the run queue is IO-bound first, on a busy host too.)
+    local nthreads, nd = 0, 0
+    for _, t in ipairs(ev.threads or {}) do
+      nthreads = nthreads + 1
+      if t.state == "D" then nd = nd + 1 end
+    end
+    for _, c in ipairs(ev.children or {}) do
+      nthreads = nthreads + 1
+      if c.state == "D" then nd = nd + 1 end
+    end
+    local d_pct = nthreads > 0 and 100 * nd / nthreads or 0
+    local io = p.io or {}
+    local reads = io.read_bytes_per_s or 0
+    -- IO through page faults of mapped files (no read() calls), judged as io.mapped_faults does:
+    -- major faults, bytes from storage (or, on a slow device, a thread mostly waiting on it), and
+    -- read() bringing few of them. Then a thread's samples after a major fault wait on storage as
+    -- D-state samples do (engine/sampler.c fault_wait_frac); alone, a fault per sample interval
+    -- says nothing of how long it took, so it counts only then.
+    local py = ev.python
+    local faults, most_wait = p.majflt_per_s or 0, 0
+    for _, t in ipairs(py and py.threads or {}) do
+      local w = t.window
+      if w and (w.samples or 0) > 0 and (t.pid == nil or t.pid == ev.pid) then
+        most_wait = math.max(most_wait, w.fault_wait_frac or 0)
+      end
+    end
+    local mapped = faults >= th.mapped_fault_min_per_s and reads > 0
+                   and (reads >= th.page_cache_min_disk_kb_per_s * 1024 or most_wait >= th.mapped_wait_frac)
+                   and (io.rchar_per_s or 0) < th.mapped_read_share * reads
+    local samples, io_samples, io_sum = 0, 0, 0
+    for _, t in ipairs(py and py.threads or {}) do
+      local w = t.window
+      local wait = w and (mapped and w.fault_wait_frac or w.io_wait_frac) or 0
+      if w and w.samples and w.samples > 0 and (w.active_frac or 0) + wait > 0.05 then
+        samples, io_samples = samples + w.samples, io_samples + wait * w.samples
+        io_sum = io_sum + 100 * wait
+      end
+    end
+    local io_wait = samples > 0 and 100 * io_samples / samples or d_pct
+    local util, disk = nil, nil
+    for _, f in ipairs(ev.io_files or {}) do
+      if f.disk_util_pct and (not util or f.disk_util_pct > util) then util, disk = f.disk_util_pct, f.disk end
+    end
+    if not util and reads >= 1048576 then
+      for _, d in ipairs(ev.host and ev.host.disks or {}) do
+        if d.util_pct and (not util or d.util_pct > util) then util, disk = d.util_pct, d.name end
+      end
+    end
+    local io_bound = io_wait >= th.summary_io_wait_pct or (util and util >= th.io_util_pct)
+    local io_first = io_bound and samples > 0 and io_sum >= runq
+
     -- Runnable but not running: other processes hold the CPUs (run-queue wait, in % of a core).
     local idle = ev.host and ev.host.cpu and ev.host.cpu.idle_pct
     local host_full = idle and idle <= 10 and job >= 20
-    if (runq >= th.summary_cpu_bound_pct and job + runq >= th.summary_cpu_bound_pct) or host_full then
+    if ((runq >= th.summary_cpu_bound_pct and job + runq >= th.summary_cpu_bound_pct) or host_full)
+       and not io_first then
       local wait_en = runq > 0 and fmt("its threads waited %.0f%% (of a core, summed) in the run queue", runq)
                       or fmt("the host was %.0f%% idle", idle or -1)
       local wait_zh = runq > 0 and fmt("其线程在运行队列里等了 %.0f%%（按单核累计）", runq)
@@ -181,38 +246,45 @@ rule {
       }
     end
 
-    -- Not CPU-bound: the disk?
-    local nthreads, nd = 0, 0
-    for _, t in ipairs(ev.threads or {}) do
-      nthreads = nthreads + 1
-      if t.state == "D" then nd = nd + 1 end
+    if mapped and io_bound then
+      -- Random: each fault reads a small piece, or read-around fetches far more than is touched.
+      local per_fault_kb = reads / faults / 1024
+      local grown = p.mem and p.mem.file_growth_kb_per_s
+      local random = per_fault_kb <= th.random_read_max_request_kb
+                     or (grown ~= nil and math.max(grown, 0) * 1024 < th.mapped_touch_ratio * reads)
+      local disk_en = util and fmt("; disk %s %.0f%% busy", disk or "?", util) or ""
+      local disk_zh = util and fmt("；磁盘 %s 利用率 %.0f%%", disk or "?", util) or ""
+      return hit {
+        symptom = random and T("IO-bound: page faults of mapped files at random places",
+                               "IO 密集：随机位置的映射文件缺页")
+                  or T("IO-bound: waiting on page faults of mapped files", "IO 密集：在等映射文件的缺页"),
+        evidence = T(fmt("%s used %.0f%% CPU over %.1f s; %.0f%% of its %s waiting on storage (D state or a "
+                         .. "major page fault); %.0f major faults/s, %.1f MB/s from storage (%s per fault), "
+                         .. "%.1f MB/s through read()%s", who, job, ev.duration_s, io_wait,
+                         samples > 0 and "sampled thread time" or "threads", faults, reads / 1e6,
+                         kb(per_fault_kb), (io.rchar_per_s or 0) / 1e6, disk_en),
+                     fmt("%s在 %.1f 秒内只用了 %.0f%% CPU；%.0f%% 的%s在等存储（D 状态或主缺页）；每秒 %.0f 次主缺页，"
+                         .. "存储读 %.1f MB/s（每次缺页 %s），read() 读 %.1f MB/s%s", who_zh, ev.duration_s, job,
+                         io_wait, samples > 0 and "采样线程时间" or "线程", faults, reads / 1e6, kb(per_fault_kb),
+                         (io.rchar_per_s or 0) / 1e6, disk_zh)),
+        cause = T("The job waits for pages of memory-mapped files (np.memmap, np.load(mmap_mode='r'), safetensors, "
+                  .. "torch.load(mmap=True)) to come from storage: each touch of a page not in memory is a major "
+                  .. "fault the thread waits for (§9 → §7.3; see io.mapped_faults).",
+                  "作业在等内存映射文件（np.memmap、np.load(mmap_mode='r')、safetensors、torch.load(mmap=True)）"
+                  .. "的页从存储读入：每次访问不在内存中的页都是一次要等待的主缺页（§9 → §7.3；见 io.mapped_faults）。"),
+        fix = T("Access the mapping in order (sort each batch's indices), madvise(MADV_RANDOM) for true random "
+                .. "lookups or MADV_WILLNEED/MADV_SEQUENTIAL for ranges read in order, copy the hot part to RAM, "
+                .. "put the file on local NVMe, or size the page cache to the working set (§7.3).",
+                "按顺序访问映射（对每个 batch 的索引排序），真正随机查找用 madvise(MADV_RANDOM)，顺序读的范围用 "
+                .. "MADV_WILLNEED/MADV_SEQUENTIAL，把热点部分复制到内存，文件放本地 NVMe，或让 page cache 容得下工作集（§7.3）。"),
+        verify = T(fmt("`sopctl run --pid %d --duration 5`: fewer major faults/s and less time waiting on storage",
+                       ev.pid),
+                   fmt("`sopctl run --pid %d --duration 5`：每秒主缺页更少，等存储的时间更少", ev.pid)),
+        refs = { "https://man7.org/linux/man-pages/man2/madvise.2.html",
+                 "https://www.brendangregg.com/linuxperf.html" },
+      }
     end
-    for _, c in ipairs(ev.children or {}) do
-      nthreads = nthreads + 1
-      if c.state == "D" then nd = nd + 1 end
-    end
-    local d_pct = nthreads > 0 and 100 * nd / nthreads or 0
-    local py = ev.python
-    local samples, io_samples = 0, 0
-    for _, t in ipairs(py and py.threads or {}) do
-      local w = t.window
-      if w and w.samples and w.samples > 0 and (w.active_frac or 0) + (w.io_wait_frac or 0) > 0.05 then
-        samples, io_samples = samples + w.samples, io_samples + (w.io_wait_frac or 0) * w.samples
-      end
-    end
-    local io_wait = samples > 0 and 100 * io_samples / samples or d_pct
-    local util, disk = nil, nil
-    for _, f in ipairs(ev.io_files or {}) do
-      if f.disk_util_pct and (not util or f.disk_util_pct > util) then util, disk = f.disk_util_pct, f.disk end
-    end
-    local io = p.io or {}
-    local reads = io.read_bytes_per_s or 0
-    if not util and reads >= 1048576 then
-      for _, d in ipairs(ev.host and ev.host.disks or {}) do
-        if d.util_pct and (not util or d.util_pct > util) then util, disk = d.util_pct, d.name end
-      end
-    end
-    if io_wait >= th.summary_io_wait_pct or (util and util >= th.io_util_pct) then
+    if io_bound then
       local random = io.mean_read_bytes and io.mean_read_bytes <= th.small_read_max_bytes
       local disk_en = util and fmt("; disk %s %.0f%% busy", disk or "?", util) or ""
       local disk_zh = util and fmt("；磁盘 %s 利用率 %.0f%%", disk or "?", util) or ""

@@ -96,6 +96,7 @@ typedef struct {
     char path[SOP_PATH_MAX];
     char kind[8]; /* data shmem lib */
     int64_t size_kb, rss_kb, pss_kb, swap_kb, vmas;
+    int64_t rss_growth_kb; /* resident kB gained over the window (signed; sop__mapped_growth) */
 } sop_mapped_file;
 typedef struct {
     sop_mapped_file files[SOP_MAPPED_MAX];
@@ -203,6 +204,10 @@ int sop__parse_mapped(const char *text, sop_mapped *out);
 void sop__mapped_init(sop_mapped *out);
 /* Address space of data and shared-memory file mappings (kB); decides whether smaps is read. */
 int64_t sop__mapped_big_kb(const sop_mapped *m);
+/* Per file kept in both snapshots (by path, both from smaps): now's rss_growth_kb = its resident
+ * kB at the end minus at the start of the window, the file whose pages were faulted in; SOP_NA
+ * when either side has no resident figure or the file was not among the kept ones. */
+void sop__mapped_growth(sop_mapped *now, const sop_mapped *before);
 
 /* ---- readers: proc_dirfd is an open /proc/PID (or fixture) directory ---- */
 /* Entries of proc_dirfd/fd (bounded), or -errno. */

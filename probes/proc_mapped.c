@@ -2,6 +2,7 @@
  * and resident kB): data files (np.memmap, safetensors, torch.load(mmap=True)), shared memory
  * (/dev/shm, memfd, SysV) and libraries told apart, summed per path, the largest kept.
  * The full smaps is read only when maps shows big data/shared mappings (bounded bytes).
+ * sop__mapped_growth: per file, the resident kB gained between two snapshots (the faulted file).
  * Depends on procfs.c. */
 #include <errno.h>
 #include <stdio.h>
@@ -140,7 +141,7 @@ int sop__parse_mapped(const char *text, sop_mapped *out)
                 if (!cur && n < PATHS_MAX) {
                     cur = &all[n++];
                     snprintf(cur->path, sizeof cur->path, "%s", path);
-                    cur->rss_kb = cur->pss_kb = cur->swap_kb = SOP_NA;
+                    cur->rss_kb = cur->pss_kb = cur->swap_kb = cur->rss_growth_kb = SOP_NA;
                     snprintf(cur->kind, sizeof cur->kind, "%s",
                              shmem_path(path) ? "shmem"
                              : lib_name(path) ? "lib"
@@ -202,4 +203,22 @@ int64_t sop__mapped_big_kb(const sop_mapped *m)
     if (m->shmem_size_kb != SOP_NA)
         s += m->shmem_size_kb;
     return s;
+}
+
+void sop__mapped_growth(sop_mapped *now, const sop_mapped *before)
+{
+    for (size_t i = 0; i < now->n; i++) {
+        sop_mapped_file *f = &now->files[i];
+        f->rss_growth_kb = SOP_NA;
+        if (!now->resident || !before || !before->resident || f->rss_kb == SOP_NA)
+            continue;
+        for (size_t j = 0; j < before->n; j++) {
+            const sop_mapped_file *b = &before->files[j];
+            if (strcmp(b->path, f->path) == 0) {
+                if (b->rss_kb != SOP_NA)
+                    f->rss_growth_kb = f->rss_kb - b->rss_kb;
+                break;
+            }
+        }
+    }
 }

@@ -79,6 +79,11 @@ void sop__proc_rates(sop_proc *now, const sop_proc *before, double secs, double 
     r->mean_read_bytes = r->mean_write_bytes = r->sched_wait_ms_per_s = NAN;
     r->reaped_cpu_pct = NAN;
     r->anon_growth_kb_per_s = r->file_growth_kb_per_s = r->shmem_growth_kb_per_s = NAN;
+    if (now->have_mapped) { /* the same process at both ends (a reused pid has other files) */
+        bool same = before && before->have_mapped && secs > 0 &&
+                    (!now->have_stat || !before->have_stat || same_task(&now->stat, &before->stat));
+        sop__mapped_growth(&now->mapped, same ? &before->mapped : NULL);
+    }
     if (!before || !(secs > 0) || !now->have_stat || !before->have_stat ||
         !same_task(&now->stat, &before->stat))
         return;

@@ -87,7 +87,7 @@ static void add_env(sop_value *obj, const sop_env *env)
         sop__v_set(e, env->vars[i].name, sop__bridge_text(env->vars[i].value));
 }
 
-/* One mapped file: {path, kind, size_kb, rss_kb, pss_kb, swap_kb, vmas}. */
+/* One mapped file: {path, kind, size_kb, rss_kb, pss_kb, swap_kb, vmas, rss_growth_kb}. */
 static sop_value *mapped_obj(const sop_mapped_file *f)
 {
     sop_value *o = sop__v_obj();
@@ -100,6 +100,7 @@ static sop_value *mapped_obj(const sop_mapped_file *f)
     sop__v_set_int(o, "pss_kb", f->pss_kb);
     sop__v_set_int(o, "swap_kb", f->swap_kb);
     sop__v_set_int(o, "vmas", f->vmas);
+    sop__v_set_int(o, "rss_growth_kb", f->rss_growth_kb);
     return o;
 }
 

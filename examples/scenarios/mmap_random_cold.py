@@ -2,6 +2,8 @@
 # also: io.d_state
 # needs: numpy
 # sopctl: --duration 3
+# verdict: IO-bound
+# shows: io.mapped_faults table.f32
 # timeout: 90
 """io.mapped_faults (SOP §7.3 through a memory map): random row lookups in a float32 table opened
 with np.memmap, the way a map-style Dataset or an embedding/ANN index reads a packed file with

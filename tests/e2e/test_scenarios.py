@@ -17,6 +17,8 @@ A scenario is a Python program whose leading comment block carries its contract:
     # target: dead                                    it gets OOM-killed: diagnose the dead pid
     # needs: torch                                    modules it imports (skipped if missing)
     # verdict: CPU-bound on one core                  text the §9 summary.verdict symptom must hold
+    # shows: mem.growth mapped: ckpt.pt                a rule whose evidence / note (a finding or a
+    #                                                 cleared check) must hold that text
 
 It prints "ready" on stdout once the misbehaviour is under way (not needed for `target: dead`).
 SCENARIOS=glob[,glob...] limits the run to matching file names. A scenario that fails is run once more
@@ -67,7 +69,8 @@ def parse_cells(text):
 
 def parse_header(path, budget="all"):
     meta = {"expect": [], "also": [], "sopctl": [], "cgroup": {}, "env": {}, "needs": [],
-            "python": sopt.PY, "target": "pid", "timeout": 90, "verdict": None, "skip": None}
+            "python": sopt.PY, "target": "pid", "timeout": 90, "verdict": None, "skip": None,
+            "shows": []}
     cell_keys = {}
     with open(path) as f:
         for line in f:
@@ -83,7 +86,7 @@ def parse_header(path, budget="all"):
                     cell_keys[key] = val
                 continue
             if not sep or key not in ("expect", "also", "sopctl", "cgroup", "env", "python",
-                                      "target", "needs", "timeout", "verdict"):
+                                      "target", "needs", "timeout", "verdict", "shows"):
                 continue
             if key in ("expect", "also", "sopctl", "needs"):
                 meta[key] += [w for w in val.split() if w != "none"]
@@ -93,6 +96,9 @@ def parse_header(path, budget="all"):
                     meta[key][k] = v
             elif key == "timeout":
                 meta[key] = float(val)
+            elif key == "shows":
+                rid, _, text = val.partition(" ")
+                meta[key].append((rid, text.strip()))
             else:
                 meta[key] = val
     for key, val in cell_keys.items():
@@ -237,6 +243,11 @@ def judge(rep, meta):
         v = [f.get("symptom", "") for f in findings if f["id"] == "summary.verdict"]
         if not v or meta["verdict"] not in v[0]:
             problems.append("summary.verdict is %r, not %r" % (v[0] if v else None, meta["verdict"]))
+    for rid, text in meta["shows"]:
+        said = [f.get("evidence") or f.get("note") or f.get("reason") or ""
+                for f in findings + rep.get("cleared", []) + rep.get("unknown", []) if f["id"] == rid]
+        if not any(text in s for s in said):
+            problems.append("%s does not say %r: %r" % (rid, text, said[0][-300:] if said else None))
     for r in rep.get("rule_errors", []):
         problems.append("rule error %s: %s" % (r.get("id"), r.get("message")))
     fired = " ".join("%s(%s)" % (f["id"], f["severity"]) for f in findings

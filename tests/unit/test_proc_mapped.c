@@ -1,7 +1,8 @@
 /* test_proc_mapped.c — mapped files (probes/proc_mapped.c): maps and smaps fixture text (data,
  * shared memory, libraries, devices, deleted files, one file in two mappings), the bound on the
  * files kept, cut text, and a live check: a file this test maps and touches shows in its own
- * /proc/self/smaps with its size and resident kB; the bridge's proc.mem keys. */
+ * /proc/self/smaps with its size and resident kB; the bridge's proc.mem keys; the resident kB each
+ * file gained between two smaps snapshots (the faulted file). */
 #include <errno.h>
 #include <fcntl.h>
 #include <math.h>
@@ -155,6 +156,50 @@ static void test_live(void)
     unlink(path);
 }
 
+/* The faulted file: smaps at the window's start (fixture smaps) and end (smaps_end: the small
+ * deleted shard gained 512 kB, the large table.f32 none, the shared buffer lost half). The file
+ * named is the one whose pages came in, not the most resident one. */
+static void test_growth(void)
+{
+    char *t0 = t_slurp("proc/mapped/smaps", NULL), *t1 = t_slurp("proc/mapped/smaps_end", NULL);
+    char *tm = t_slurp("proc/mapped/maps", NULL);
+    sop_mapped *a = calloc(3, sizeof *a), *b = a + 1, *c = a + 2;
+    CHECK_EQ_I(sop__parse_mapped(t0, a), 0);
+    CHECK_EQ_I(sop__parse_mapped(t1, b), 0);
+    CHECK_EQ_I(sop__parse_mapped(tm, c), 0);
+    CHECK_EQ_I(named(b, "/data/shard (deleted)")->rss_growth_kb, SOP_NA); /* not yet compared */
+    sop__mapped_growth(b, a);
+    CHECK_EQ_S(b->files[0].path, "/var/tmp/sop_mm/table.f32"); /* still the most resident */
+    CHECK_EQ_I(named(b, "/var/tmp/sop_mm/table.f32")->rss_growth_kb, 0);
+    CHECK_EQ_I(named(b, "/data/shard (deleted)")->rss_growth_kb, 512);
+    CHECK_EQ_I(named(b, "/dev/shm/psm_3f2a1b")->rss_growth_kb, -32768);
+    /* the start read from maps only (no resident figures): no growth */
+    sop__mapped_growth(b, c);
+    CHECK_EQ_I(named(b, "/data/shard (deleted)")->rss_growth_kb, SOP_NA);
+    sop__mapped_growth(b, NULL);
+    CHECK_EQ_I(named(b, "/var/tmp/sop_mm/table.f32")->rss_growth_kb, SOP_NA);
+    /* a file absent at the start: no growth */
+    snprintf(a->files[0].path, sizeof a->files[0].path, "/other");
+    sop__mapped_growth(b, a);
+    CHECK_EQ_I(named(b, "/var/tmp/sop_mm/table.f32")->rss_growth_kb, SOP_NA);
+    CHECK_EQ_I(named(b, "/data/shard (deleted)")->rss_growth_kb, 512);
+    /* through the window rates and the bridge (proc.mem.mapped[].rss_growth_kb) */
+    sop_proc *p = calloc(2, sizeof *p), *q = p + 1;
+    p->mapped = *a;
+    p->have_mapped = true;
+    snprintf(p->mapped.files[0].path, sizeof p->mapped.files[0].path, "/var/tmp/sop_mm/table.f32");
+    q->mapped = *b;
+    q->have_mapped = true;
+    sop__proc_rates(q, p, 2.0, 100.0);
+    CHECK_EQ_I(named(&q->mapped, "/data/shard (deleted)")->rss_growth_kb, 512);
+    CHECK_EQ_I(named(&q->mapped, "/var/tmp/sop_mm/table.f32")->rss_growth_kb, 0);
+    free(p);
+    free(a);
+    free(t0);
+    free(t1);
+    free(tm);
+}
+
 /* Window rates on hand-made snapshots: memory growth by kind, a thread's faults and IO. */
 static void test_rates(void)
 {
@@ -212,6 +257,7 @@ static void test_rates(void)
 int main(void)
 {
     test_rates();
+    test_growth();
     test_smaps_fixture();
     test_maps_fixture();
     test_edges();

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # test_replay.sh — replays the saved evidence in tests/replay/*.json through the rules
 # (`sopctl run --evidence`) and compares each rule's verdict with case.expect ("id verdict" per
-# line: hit, hit:SEVERITY, clear, unknown; "exit N"). Also: --set flips a verdict, --lang zh.
+# line: hit, hit:SEVERITY, clear, unknown; "exit N"; an optional "~TEXT" after the verdict: the
+# rule's symptom, evidence or note holds TEXT). Also: --set flips a verdict, --lang zh.
 # Needs SOPCTL, SOP_SRC (from ctest) and jq.
 set -u
 SOPCTL=${SOPCTL:?set SOPCTL}
@@ -40,13 +41,24 @@ for exp in "$SRC"/tests/replay/*.expect; do
     fi
     n_err=$(jq '.rule_errors | length' "$tmp/out.json")
     [ "$n_err" = 0 ] && ok "$label: no rule errors" || bad "$label: rule errors: $(jq -c .rule_errors "$tmp/out.json")"
-    while read -r id want _; do
+    while read -r id want rest; do
       [ -z "${id:-}" ] && continue
       case $id in \#*) continue ;; esac
       if [ "$id" = exit ]; then
         [ "$rc" = "$want" ] && ok "$label: exit $want" || bad "$label: exit $rc, want $want"
         continue
       fi
+      case ${rest:-} in
+        \~*)
+          text=${rest#\~}
+          if jq -e --arg i "$id" --arg t "$text" '[(.findings[]?, .cleared[]?, .unknown[]?)
+               | select(.id == $i) | ((.symptom // "") + " " + (.evidence // .note // .reason // "")) | contains($t)] | any' \
+               "$tmp/out.json" >/dev/null; then
+            ok "$label: $id says '$text'"
+          else
+            bad "$label: $id does not say '$text'"
+          fi ;;
+      esac
       got=$(awk -v i="$id" '$1 == i { print $2 }' "$tmp/got")
       if [ "$want" = hit ]; then
         case $got in hit:*) ok "$label: $id $got" ;; *) bad "$label: $id is '${got:-absent}', want hit" ;; esac
