@@ -31,7 +31,7 @@ struct sop_evidence {
 };
 
 struct sop_report {
-    sop_value *tree; /* the report object of CONTRACT.md, texts still bilingual */
+    sop_value *tree; /* the report object of docs/contract.md, texts still bilingual */
     bool problem;    /* a warn or high finding */
 };
 

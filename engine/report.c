@@ -1,6 +1,6 @@
 /* report.c — the report: built from the rules' verdicts and the evidence (findings sorted most
  * severe first, missing evidence, timing), then rendered as the playbook's section-10 Markdown
- * table, JSON (CONTRACT.md) or plain text, in English or Chinese. Depends on value, json,
+ * table, JSON (docs/contract.md) or plain text, in English or Chinese. Depends on value, json,
  * strbuf; every string from the target, the evidence or a rule goes through escape.h. */
 #include <stdlib.h>
 #include <string.h>
