@@ -74,7 +74,4 @@ char *sop__openmetrics_render(const sop_value *report, const sop_value *ev);
 /* The embedded default pack: {name, source} pairs, "rules" first; {NULL, NULL} ends it. */
 extern const sop_rules_module sop__embedded_modules[];
 
-/* Monotonic milliseconds. */
-double sop__now_ms(void);
-
 #endif

@@ -21,6 +21,7 @@
 #include <lualib.h>
 
 #include "bridge/lua_bridge.h"
+#include "clock.h"
 #include "rules_int.h"
 #include "severity.h"
 #include "sop.h"
@@ -506,7 +507,7 @@ static void run_one(lua_State *L, run_ctx *c, int rule_idx, int ev_proxy, int th
     lua_getfield(L, rule_idx, "where");
     const char *id = lua_tostring(L, -4), *section = lua_tostring(L, -3),
                *severity = lua_tostring(L, -2), *def_where = lua_tostring(L, -1);
-    if (sop__rules_mono_ms() > r->eval_deadline_ms) {
+    if (sop__now_ms() > r->eval_deadline_ms) {
         add_error(c, id, def_where,
                   "not run: evaluation time limit exceeded (the watchdog's limit per evaluation)");
         return;
@@ -630,7 +631,7 @@ int sop__rules_run(sop_rules *r, const sop_value *ev, sop_value **out, char *err
     }
     lua_State *L = r->L;
     lua_settop(L, 0);
-    r->eval_deadline_ms = sop__rules_mono_ms() + r->wall_eval_ms;
+    r->eval_deadline_ms = sop__now_ms() + r->wall_eval_ms;
     lua_pushcfunction(L, run_protected);
     lua_pushlightuserdata(L, &c);
     int status = lua_pcall(L, 1, 0, 0);

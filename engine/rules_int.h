@@ -111,7 +111,6 @@ static inline void set_fn(lua_State *L, const char *name, lua_CFunction f)
 
 /* Why the running rule was killed ("instruction limit exceeded", ...), or NULL. */
 const char *sop__rules_kill_message(const sop_rules *r);
-double sop__rules_mono_ms(void); /* CLOCK_MONOTONIC in ms */
 /* The state's allocator (ud is the runner): counts and caps what rule code allocates. */
 void *sop__rules_alloc(void *ud, void *ptr, size_t osize, size_t nsize);
 /* The count hook: instruction and wall-clock limits. */

@@ -7,12 +7,12 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include <lauxlib.h>
 #include <lua.h>
 #include <lualib.h>
 
+#include "clock.h"
 #include "pattern_cost.h"
 #include "rules_int.h"
 #include "sop.h"
@@ -46,19 +46,12 @@ const char *sop__rules_kill_message(const sop_rules *r)
     }
 }
 
-double sop__rules_mono_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
-}
-
 /* The watchdog, checked with the instruction count (every hook tick, every charge): a rule
  * past its wall-clock deadline is killed like one past its instruction budget. Returns the
  * kill kind, or KILL_NONE. */
 static int past_deadline(const sop_rules *r)
 {
-    double now = sop__rules_mono_ms();
+    double now = sop__now_ms();
     if (now > r->eval_deadline_ms)
         return KILL_EVAL_TIME;
     return now > r->rule_deadline_ms ? KILL_TIME : KILL_NONE;
@@ -149,7 +142,7 @@ static void charge_instructions(lua_State *L, double n)
 
 void sop__rules_start_limits(sop_rules *r)
 {
-    double now = sop__rules_mono_ms();
+    double now = sop__now_ms();
     if (r->phase != PHASE_RUN) /* the top level of a pack or site: its own evaluation */
         r->eval_deadline_ms = now + r->wall_eval_ms;
     r->rule_deadline_ms = now + r->wall_rule_ms;
