@@ -26,7 +26,7 @@
 #include "severity.h"
 #include "sop.h"
 
-const struct sop__rules_keys sop__rules_keys;
+const struct sop__rules_keys sop__rules_keys = {0};
 
 static void set_err(char *err, size_t errlen, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
@@ -66,6 +66,12 @@ int sop__rules_set_limits(sop_rules *r, long long max_instructions, size_t max_b
     if (r->L)
         lua_sethook(r->L, sop__rules_count_hook, LUA_MASKCOUNT, r->hook_tick);
     return 0;
+}
+
+void sop__rules_set_check_reads(sop_rules *r, int on)
+{
+    if (r)
+        r->check_reads = on != 0;
 }
 
 int sop__rules_set_time_limits(sop_rules *r, long rule_ms, long eval_ms)
@@ -498,6 +504,48 @@ static void record_verdict(lua_State *L, run_ctx *c, int idx, const char *id, co
     }
 }
 
+/* Whether the declared path d covers the read path p: p is d, on the way to d, or below d. */
+static int path_covers(const char *d, const char *p)
+{
+    size_t dl = strlen(d), pl = strlen(p);
+    if (dl == pl)
+        return strcmp(d, p) == 0;
+    if (dl > pl)
+        return strncmp(d, p, pl) == 0 && (d[pl] == '.' || d[pl] == '[');
+    return strncmp(p, d, dl) == 0 && (p[dl] == '.' || p[dl] == '[');
+}
+
+/* The reads check: the first (in byte order) of the paths in the set at log that no entry of
+ * the list at reads covers, as a rule_errors message in msg; msg unchanged when none. */
+static void first_read_outside(lua_State *L, int log, int reads, char *msg, size_t msglen)
+{
+    const char *first = NULL;
+    size_t outside = 0;
+    lua_Integer nreads = (lua_Integer)lua_rawlen(L, reads);
+    lua_pushnil(L);
+    while (lua_next(L, log)) {
+        lua_pop(L, 1);
+        const char *p = lua_tostring(L, -1);
+        int covered = 0;
+        for (lua_Integer j = 1; !covered && j <= nreads; j++) {
+            lua_rawgeti(L, reads, j);
+            const char *d = lua_tostring(L, -1);
+            covered = d && path_covers(d, p);
+            lua_pop(L, 1);
+        }
+        if (!covered) {
+            outside++;
+            if (!first || strcmp(p, first) < 0)
+                first = p; /* a key of log, which stays alive while we iterate */
+        }
+    }
+    if (first && outside > 1)
+        snprintf(msg, msglen, "read ev.%s and %zu more paths outside its `reads` list", first,
+                 outside - 1);
+    else if (first)
+        snprintf(msg, msglen, "read ev.%s, which is outside its `reads` list", first);
+}
+
 static void run_one(lua_State *L, run_ctx *c, int rule_idx, int ev_proxy, int th_proxy, int handler)
 {
     sop_rules *r = c->r;
@@ -514,6 +562,12 @@ static void run_one(lua_State *L, run_ctx *c, int rule_idx, int ev_proxy, int th
     }
     lua_getfield(L, rule_idx, "uses_set");
     lua_rawsetp(L, LUA_REGISTRYINDEX, &K_USES);
+    int check_reads = r->check_reads && lua_getfield(L, rule_idx, "reads") == LUA_TTABLE;
+    int reads = lua_gettop(L); /* the rule's `reads` (or what stands there) */
+    if (check_reads) {
+        lua_newtable(L);
+        lua_rawsetp(L, LUA_REGISTRYINDEX, &K_READ_LOG);
+    }
     lua_getfield(L, rule_idx, "check");
     lua_pushvalue(L, ev_proxy);
     lua_pushvalue(L, th_proxy);
@@ -525,6 +579,15 @@ static void run_one(lua_State *L, run_ctx *c, int rule_idx, int ev_proxy, int th
     lua_pushnil(L);
     lua_rawsetp(L, LUA_REGISTRYINDEX, &K_USES);
     int res = lua_gettop(L);
+    char outside[200] = "";
+    if (check_reads) {
+        lua_rawgetp(L, LUA_REGISTRYINDEX, &K_READ_LOG);
+        lua_pushnil(L);
+        lua_rawsetp(L, LUA_REGISTRYINDEX, &K_READ_LOG);
+        if (status == LUA_OK && !r->killed)
+            first_read_outside(L, lua_gettop(L), reads, outside, sizeof outside);
+        lua_pop(L, 1);
+    }
     if (r->killed) {
         add_error(c, id, r->kill_where[0] ? r->kill_where : def_where, sop__rules_kill_message(r));
         if (r->killed == KILL_MEM)
@@ -539,6 +602,8 @@ static void run_one(lua_State *L, run_ctx *c, int rule_idx, int ev_proxy, int th
             add_error(c, id, where, rest);
         else
             add_error(c, id, r->err_where[0] ? r->err_where : def_where, msg);
+    } else if (outside[0]) {
+        add_error(c, id, def_where, outside);
     } else {
         record_verdict(L, c, res, id, section, severity, def_where);
     }
@@ -580,12 +645,18 @@ static int run_protected(lua_State *L)
     sop_rules *r = c->r;
     new_registry_table(L, &K_P2R);
     new_registry_table(L, &K_R2P);
+    new_registry_table(L, &K_PATHS);
     sop__lua_push_value(L, c->ev); /* 2 */
     if (!lua_istable(L, 2)) {
         lua_pop(L, 1);
         lua_newtable(L);
     }
     sop__rules_push_proxy(L, 2);                /* 3 */
+    lua_rawgetp(L, LUA_REGISTRYINDEX, &K_PATHS); /* ev's path, for the reads check: "" */
+    lua_pushvalue(L, 3);
+    lua_pushliteral(L, "");
+    lua_rawset(L, -3);
+    lua_pop(L, 1);
     push_effective_thresholds(L, r); /* 4 */
     lua_createtable(L, 0, 0);        /* 5: th, strict about names */
     lua_rawgetp(L, LUA_REGISTRYINDEX, &K_TH_MT);

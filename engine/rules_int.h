@@ -59,6 +59,7 @@ struct sop_rules {
     char err_where[160]; /* first Lua frame the message handler saw */
     lua_State *running;  /* the thread running rule code: the main one or a coroutine */
     int phase;
+    int check_reads; /* sop__rules_set_check_reads: a rule reading outside its `reads` fails */
     /* the loaded pack */
     char **ids;
     size_t nids;
@@ -73,7 +74,7 @@ struct sop_rules {
 /* Registry keys: the addresses of these members are the keys (defined in engine/rules.c). */
 extern const struct sop__rules_keys {
     char sandbox, rules, ids, defaults, modules, loaded, loading, p2r, r2p, proxy_mt, th_mt,
-        running, uses;
+        running, uses, paths, read_log;
 } sop__rules_keys;
 #define K_SANDBOX (sop__rules_keys.sandbox)
 #define K_RULES (sop__rules_keys.rules)
@@ -88,6 +89,8 @@ extern const struct sop__rules_keys {
 #define K_TH_MT (sop__rules_keys.th_mt)
 #define K_RUNNING (sop__rules_keys.running)
 #define K_USES (sop__rules_keys.uses)
+#define K_PATHS (sop__rules_keys.paths)       /* proxy -> its evidence path (reads check) */
+#define K_READ_LOG (sop__rules_keys.read_log) /* set of the paths the running rule read */
 #define VERDICT_MT "sop.verdict"
 
 static inline sop_rules *R(lua_State *L)

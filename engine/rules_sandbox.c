@@ -453,6 +453,77 @@ void sop__rules_push_proxy(lua_State *L, int idx)
     lua_remove(L, -2);
 }
 
+/* The reads check (sop__rules_set_check_reads): the path of the evidence proxy at idx ("" for
+ * ev itself) pushed, or NULL with nothing pushed when no rule is being checked or idx is not
+ * a view of the evidence (th, a rule's own table). */
+static const char *push_path(lua_State *L, int idx)
+{
+    if (!R(L)->check_reads)
+        return NULL;
+    idx = lua_absindex(L, idx);
+    if (lua_rawgetp(L, LUA_REGISTRYINDEX, &K_READ_LOG) != LUA_TTABLE) {
+        lua_pop(L, 1);
+        return NULL;
+    }
+    lua_pop(L, 1);
+    lua_rawgetp(L, LUA_REGISTRYINDEX, &K_PATHS);
+    lua_pushvalue(L, idx);
+    if (lua_rawget(L, -2) != LUA_TSTRING) {
+        lua_pop(L, 2);
+        return NULL;
+    }
+    lua_remove(L, -2);
+    return lua_tostring(L, -1);
+}
+
+static void note_path(lua_State *L)
+{
+    lua_rawgetp(L, LUA_REGISTRYINDEX, &K_READ_LOG);
+    lua_pushvalue(L, -2);
+    lua_pushboolean(L, 1);
+    lua_rawset(L, -3);
+    lua_pop(L, 2); /* the log and the path */
+}
+
+/* The running rule read the proxy at idx as a whole (its length, an iteration). */
+static void note_read_self(lua_State *L, int idx)
+{
+    const char *p = push_path(L, idx);
+    if (!p)
+        return;
+    if (*p)
+        note_path(L);
+    else
+        lua_pop(L, 1);
+}
+
+/* The running rule read member `key` of the proxy at idx and got `val` (a proxy when a table). */
+static void note_read(lua_State *L, int idx, int key, int val)
+{
+    key = lua_absindex(L, key);
+    val = lua_absindex(L, val);
+    const char *p = push_path(L, idx);
+    if (!p)
+        return;
+    if (lua_type(L, key) == LUA_TNUMBER)
+        lua_pushfstring(L, "%s[]", p);
+    else if (lua_type(L, key) == LUA_TSTRING)
+        lua_pushfstring(L, "%s%s%s", p, *p ? "." : "", lua_tostring(L, key));
+    else {
+        lua_pop(L, 1);
+        return;
+    }
+    lua_remove(L, -2);
+    if (lua_type(L, val) == LUA_TTABLE) { /* the proxy knows its path from now on */
+        lua_rawgetp(L, LUA_REGISTRYINDEX, &K_PATHS);
+        lua_pushvalue(L, val);
+        lua_pushvalue(L, -3);
+        lua_rawset(L, -3);
+        lua_pop(L, 1);
+    }
+    note_path(L);
+}
+
 /* Push the value at idx, wrapped in a proxy when it is a table. */
 static void push_wrapped(lua_State *L, int idx)
 {
@@ -469,6 +540,7 @@ static int ro_index(lua_State *L)
     lua_pushvalue(L, 2);
     lua_rawget(L, -2);
     push_wrapped(L, -1);
+    note_read(L, 1, 2, -1);
     return 1;
 }
 
@@ -500,6 +572,7 @@ static int ro_newindex(lua_State *L)
 
 static int ro_len(lua_State *L)
 {
+    note_read_self(L, 1);
     lua_pushinteger(L, push_real(L, 1) ? (lua_Integer)lua_rawlen(L, -1) : 0);
     return 1;
 }
@@ -508,6 +581,7 @@ static int ro_len(lua_State *L)
 static int sb_next(lua_State *L)
 {
     lua_settop(L, 2);
+    note_read_self(L, 1);
     if (push_real(L, 1)) { /* real at 3 */
         lua_pushvalue(L, 2);
         if (!lua_next(L, 3)) {
@@ -516,6 +590,7 @@ static int sb_next(lua_State *L)
         }
         push_wrapped(L, 5);
         lua_remove(L, 5);
+        note_read(L, 1, 4, 5);
         return 2;
     }
     luaL_checktype(L, 1, LUA_TTABLE);
@@ -540,6 +615,7 @@ static int sb_rawget(lua_State *L)
         lua_pushvalue(L, 2);
         lua_rawget(L, 3);
         push_wrapped(L, 4);
+        note_read(L, 1, 2, 5);
         return 1;
     }
     luaL_checktype(L, 1, LUA_TTABLE);
@@ -550,6 +626,7 @@ static int sb_rawget(lua_State *L)
 
 static int sb_rawlen(lua_State *L)
 {
+    note_read_self(L, 1);
     if (push_real(L, 1)) {
         lua_pushinteger(L, (lua_Integer)lua_rawlen(L, -1));
         return 1;
