@@ -1,5 +1,6 @@
 -- .luacheckrc — luacheck settings for the rule pack (rules.lua, plugins/*.lua): Lua 5.4 plus
--- the globals the sandboxed rule runner (engine/rules.c) provides to every rule file.
+-- the globals the sandboxed rule runner (engine/rules_dsl.c, rules_sandbox.c) provides to every
+-- rule file.
 std = "lua54"
 max_line_length = 120
 read_globals = {

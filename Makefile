@@ -1,5 +1,6 @@
 # Makefile — a thin wrapper over CMake. `make demo` and `make test` are the README's two
-# commands: each installs what is missing (Debian packages), builds, and runs.
+# commands: each installs what is missing (Debian packages, `make deps`), builds, and runs.
+# `make build` and the other targets only build and run: they never call apt.
 BUILD ?= build
 JOBS ?= $(shell nproc)
 # -Werror: off by default (a released tree builds with any compiler); CI turns it on.
@@ -12,14 +13,16 @@ all: build
 deps:
 	./scripts/install-deps.sh
 
-build: deps
+build:
 	cmake -S . -B $(BUILD) -DCMAKE_BUILD_TYPE=RelWithDebInfo -DSOP_WERROR=$(WERROR)
 	cmake --build $(BUILD) -j $(JOBS)
 
-demo: build
+demo: deps
+	$(MAKE) build
 	./examples/demo/run-demo.sh $(BUILD)/sopctl
 
-test: build
+test: deps
+	$(MAKE) build
 	cd $(BUILD) && ctest --output-on-failure
 
 unit: build

@@ -3,7 +3,7 @@
 #ifndef SOP_CLI_H
 #define SOP_CLI_H
 
-/* Exit codes (CONTRACT.md): 0 ok, 1 warn/high finding, 2 usage or rules, 3 target. */
+/* Exit codes (docs/contract.md): 0 ok, 1 warn/high finding, 2 usage or rules, 3 target. */
 enum { EXIT_CLEAN = 0, EXIT_FINDING = 1, EXIT_USAGE = 2, EXIT_TARGET = 3 };
 
 int cmd_run(int argc, char **argv);

@@ -1,5 +1,6 @@
 /* cmd_run.c — `sopctl run [RULES.lua] (--pid N | --evidence FILE) ...`: load rules and the site
- * file, collect or replay evidence, evaluate, print the report; exit 0/1/2/3 per CONTRACT.md. */
+ * file, collect or replay evidence, evaluate, print the report; exit 0/1/2/3 per
+ * docs/contract.md. */
 #include <errno.h>
 #include <getopt.h>
 #include <stdbool.h>

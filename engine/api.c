@@ -9,9 +9,9 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
-#include <time.h>
 #include <unistd.h>
 
+#include "clock.h"
 #include "engine.h"
 #include "json.h"
 #include "missing.h"
@@ -20,13 +20,6 @@
 
 #define RULES_FILE_MAX (4u << 20)
 #define EVIDENCE_FILE_MAX (64u << 20)
-
-double sop__now_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
-}
 
 int sop__fail(sop_engine *e, int code, const char *fmt, ...)
 {

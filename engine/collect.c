@@ -14,6 +14,7 @@
 
 #include "../probes/cpu_budget.h"
 #include "bridge/bridge.h"
+#include "clock.h"
 #include "engine.h"
 #include "evidence.h"
 #include "collect_heap.h"
@@ -46,13 +47,6 @@ static void snapshot_free(snapshot *s)
     sop__child_list_free(&s->children);
     memset(&s->threads, 0, sizeof s->threads);
     memset(&s->children, 0, sizeof s->children);
-}
-
-static double wall_now(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_REALTIME, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
 }
 
 static void sleep_until_ms(double deadline_ms)
@@ -428,7 +422,7 @@ done:
         close(pid_fd);
     close(root_fd);
     if (rc == 0) {
-        c.collected_at = wall_now();
+        c.collected_at = sop__wall_s();
         sop_value *tree = to_tree(&c, c.collected_at, c.alive ? o->probes : SOP_PROBE_ALL);
         if (tree && c.heap) { /* ev.python.heap: the tree takes it over */
             sop__v_set(sop__v_obj_at(tree, "python"), "heap", c.heap);

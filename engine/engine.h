@@ -31,7 +31,7 @@ struct sop_evidence {
 };
 
 struct sop_report {
-    sop_value *tree; /* the report object of CONTRACT.md, texts still bilingual */
+    sop_value *tree; /* the report object of docs/contract.md, texts still bilingual */
     bool problem;    /* a warn or high finding */
 };
 
@@ -73,8 +73,5 @@ char *sop__openmetrics_render(const sop_value *report, const sop_value *ev);
 
 /* The embedded default pack: {name, source} pairs, "rules" first; {NULL, NULL} ends it. */
 extern const sop_rules_module sop__embedded_modules[];
-
-/* Monotonic milliseconds. */
-double sop__now_ms(void);
 
 #endif

@@ -12,6 +12,7 @@
 
 #include "engine.h"
 #include "json.h"
+#include "severity.h"
 #include "strbuf.h"
 
 #define MERGE_MAX_REPORTS 100000
@@ -263,15 +264,6 @@ static void label_of(const mrank *r, char *buf, size_t len)
         snprintf(buf, len, "%s", r->source);
 }
 
-static int sev_rank(const char *s)
-{
-    if (s && strcmp(s, "high") == 0)
-        return 0;
-    if (s && strcmp(s, "warn") == 0)
-        return 1;
-    return 2;
-}
-
 /* A text field: a string, or {en, zh} when a report kept both. */
 static const char *text_of(const sop_value *v, const char *lang)
 {
@@ -374,7 +366,7 @@ static sop_value *explaining(const mrank *r, const rule_row *rows, size_t nrows,
             continue;
         for (const sop_value *f = fs ? fs->child : NULL; f && out->count < max; f = f->next) {
             const char *id = sop__v_get_str(f, "id");
-            if (sev_rank(sop__v_get_str(f, "severity")) != sev)
+            if (sop__severity_rank(sop__v_get_str(f, "severity")) != sev)
                 continue;
             bool fam = fig >= 0 && in_families(id, FIGS[fig].families);
             if (fig >= 0 && fam != family)
@@ -467,9 +459,9 @@ static sop_value *analyse(const sop_merge *m, const char *lang, bool *problem)
                                            sop__v_get_str(f, "severity"), 0, on};
             }
             const char *sev = sop__v_get_str(f, "severity");
-            if (sev_rank(sev) < sev_rank(rows[k].severity))
+            if (sop__severity_rank(sev) < sop__severity_rank(rows[k].severity))
                 rows[k].severity = sev;
-            if (sev_rank(sev) < 2)
+            if (sop__severity_rank(sev) < 2)
                 *problem = true;
             if (!rows[k].on[i]) {
                 rows[k].on[i] = true;
@@ -481,7 +473,7 @@ static sop_value *analyse(const sop_merge *m, const char *lang, bool *problem)
     sop_value *wide = sop__v_arr_at(job, "job_wide");
     for (int sev = 0; sev < 3; sev++) {
         for (size_t k = 0; k < nrows; k++) {
-            if (sev_rank(rows[k].severity) != sev)
+            if (sop__severity_rank(rows[k].severity) != sev)
                 continue;
             sop_value *row = sop__v_obj();
             sop__v_set(row, "id", sop__v_str(rows[k].id));

@@ -1,6 +1,6 @@
 /* report.c — the report: built from the rules' verdicts and the evidence (findings sorted most
  * severe first, missing evidence, timing), then rendered as the playbook's section-10 Markdown
- * table, JSON (CONTRACT.md) or plain text, in English or Chinese. Depends on value, json,
+ * table, JSON (docs/contract.md) or plain text, in English or Chinese. Depends on value, json,
  * strbuf; every string from the target, the evidence or a rule goes through escape.h. */
 #include <stdlib.h>
 #include <string.h>
@@ -9,47 +9,10 @@
 #include "escape.h"
 #include "json.h"
 #include "rank.h"
+#include "severity.h"
 #include "strbuf.h"
 
 /* ---- building ---------------------------------------------------------------------------- */
-
-static int severity_rank(const sop_value *finding)
-{
-    const char *s = sop__v_get_str(finding, "severity");
-    if (s && strcmp(s, "high") == 0)
-        return 0;
-    if (s && strcmp(s, "warn") == 0)
-        return 1;
-    return 2;
-}
-
-/* Detach the members of array `arr` and relink them in a stable order of severity. */
-static void sort_findings(sop_value *arr)
-{
-    if (!arr || arr->type != SOP_V_ARR || arr->count < 2)
-        return;
-    sop_value *buckets[3] = {NULL}, *tails[3] = {NULL};
-    for (sop_value *c = arr->child, *next; c; c = next) {
-        next = c->next;
-        c->next = NULL;
-        int r = severity_rank(c);
-        if (tails[r])
-            tails[r]->next = c;
-        else
-            buckets[r] = c;
-        tails[r] = c;
-    }
-    arr->child = arr->last = NULL;
-    for (int r = 0; r < 3; r++) {
-        if (!buckets[r])
-            continue;
-        if (arr->last)
-            arr->last->next = buckets[r];
-        else
-            arr->child = buckets[r];
-        arr->last = tails[r];
-    }
-}
 
 static sop_value *copy(const sop_value *v)
 {
@@ -143,7 +106,7 @@ sop_value *sop__report_build(sop_value *verdicts, const sop_value *ev, double ru
             sop__v_set(target, k->key, copy(k));
 
     take_array(r, verdicts, "findings");
-    sort_findings((sop_value *)sop__v_get(r, "findings"));
+    sop__sort_by_severity((sop_value *)sop__v_get(r, "findings"));
     take_array(r, verdicts, "cleared");
     take_array(r, verdicts, "unknown");
     take_array(r, verdicts, "rule_errors");
@@ -163,7 +126,7 @@ sop_value *sop__report_build(sop_value *verdicts, const sop_value *ev, double ru
     *problem = false;
     const sop_value *f = sop__v_get(r, "findings");
     for (const sop_value *c = f ? f->child : NULL; c; c = c->next)
-        if (severity_rank(c) < 2)
+        if (sop__severity_rank(sop__v_get_str(c, "severity")) < 2)
             *problem = true;
     return r;
 }

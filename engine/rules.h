@@ -1,6 +1,7 @@
 /* rules.h — the rule runner: one sandboxed Lua 5.4 state that loads a rule pack and runs each
- * rule over the evidence tree under instruction and memory limits. engine/rules.c and
- * engine/bridge/lua.c are the only files that include Lua's headers. */
+ * rule over the evidence tree under instruction and memory limits. The runner's three parts
+ * (engine/rules.c, rules_sandbox.c, rules_dsl.c, sharing rules_int.h) and engine/bridge/lua.c
+ * are the only files that include Lua's headers. */
 #ifndef SOP_RULES_H
 #define SOP_RULES_H
 
@@ -56,6 +57,13 @@ int sop__rules_set_limits(sop_rules *r, long long max_instructions, size_t max_b
 #define SOP_RULES_DEFAULT_RULE_MS 10000L
 #define SOP_RULES_DEFAULT_EVAL_MS 60000L
 int sop__rules_set_time_limits(sop_rules *r, long rule_ms, long eval_ms);
+
+/* The `reads` check, off by default: when on, each run records the evidence paths a rule
+ * reads through `ev` ("proc.rss_kb", "python.threads[].window"; an array's elements are "[]";
+ * taking a table's length or iterating it reads the table), and a rule that declares `reads`
+ * and read a path none of them covers becomes a rule_errors entry instead of its verdict. A
+ * declared path covers itself, the tables on the way to it and everything below it. */
+void sop__rules_set_check_reads(sop_rules *r, int on);
 
 /* Drop every threshold override. */
 void sop__rules_clear_thresholds(sop_rules *r);

@@ -13,7 +13,7 @@
 #include <unistd.h>
 
 #include "bridge/bridge.h"
-#include "engine.h"
+#include "clock.h"
 #include "proc.h"
 #include "procfs.h"
 #include "python/python.h"

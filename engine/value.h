@@ -42,7 +42,7 @@ sop_value *sop__v_set(sop_value *obj, const char *key, sop_value *item);
 
 /* Convenience setters used by the bridge. Absent values are skipped, so that the tree never
  * carries a made-up 0: integers equal to SOP_NA and doubles that are NaN add nothing. */
-#define SOP_NA INT64_MIN
+#include "na.h" /* SOP_NA, from probes/ */
 void sop__v_set_int(sop_value *obj, const char *key, int64_t n);
 void sop__v_set_dbl(sop_value *obj, const char *key, double d);
 void sop__v_set_str(sop_value *obj, const char *key, const char *s); /* NULL or "" skipped */

@@ -16,6 +16,15 @@
 extern "C" {
 #endif
 
+/* SOP_API marks the public functions: libsop is built with hidden visibility
+ * (-fvisibility=hidden), so only what carries SOP_API is exported from libsop.so; the internal
+ * sop__ functions stay inside it (like libuv's UV_EXTERN). */
+#if defined(__GNUC__) && __GNUC__ >= 4
+#define SOP_API __attribute__((visibility("default")))
+#else
+#define SOP_API
+#endif
+
 #define SOP_VERSION_MAJOR 0
 #define SOP_VERSION_MINOR 1
 #define SOP_VERSION_PATCH 0
@@ -51,13 +60,13 @@ typedef enum {
 } sop_error;
 
 /* A static string naming `code`; never NULL. */
-const char *sop_strerror(int code);
+SOP_API const char *sop_strerror(int code);
 /* The library's version, "MAJOR.MINOR.PATCH" (static), and as SOP_VERSION_HEX: compare with
  * the macros to detect a header/library mismatch at run time. */
-const char *sop_version(void);
-unsigned sop_version_hex(void);
+SOP_API const char *sop_version(void);
+SOP_API unsigned sop_version_hex(void);
 /* Free a string or buffer the library returned through a `char **out`. Accepts NULL. */
-void sop_free(void *p);
+SOP_API void sop_free(void *p);
 
 /* ---- engine ---------------------------------------------------------------------------- */
 
@@ -68,18 +77,19 @@ void sop_free(void *p);
 typedef struct sop_engine sop_engine;
 
 /* Create an engine with no rules loaded. *out is owned by the caller (sop_engine_free). */
-int sop_engine_new(sop_engine **out);
-void sop_engine_free(sop_engine *e);
+SOP_API int sop_engine_new(sop_engine **out);
+SOP_API void sop_engine_free(sop_engine *e);
 /* Detail of the engine's last error, or "" — borrowed, valid until the next call on e. */
-const char *sop_last_error(const sop_engine *e);
+SOP_API const char *sop_last_error(const sop_engine *e);
 
 /* Load rules. Each replaces what was loaded before. A rule file may `require` plugins, looked
  * up next to the file (and in the embedded pack). On failure returns SOP_ERULES and
  * sop_last_error() holds "file:line: message". The source is copied. */
-int sop_load_rules_file(sop_engine *e, const char *path);
-int sop_load_rules_string(sop_engine *e, const char *chunkname, const char *source, size_t len);
+SOP_API int sop_load_rules_file(sop_engine *e, const char *path);
+SOP_API int sop_load_rules_string(sop_engine *e, const char *chunkname, const char *source,
+                                  size_t len);
 /* The default rule pack (rules.lua and plugins/) compiled into the library. */
-int sop_load_rules_default(sop_engine *e);
+SOP_API int sop_load_rules_default(sop_engine *e);
 
 typedef enum { SOP_FORMAT_MD = 0, SOP_FORMAT_JSON = 1, SOP_FORMAT_TEXT = 2 } sop_format;
 
@@ -90,19 +100,20 @@ typedef enum { SOP_FORMAT_MD = 0, SOP_FORMAT_JSON = 1, SOP_FORMAT_TEXT = 2 } sop
  * It stays in force across later sop_load_rules_* calls (applied after each) until replaced
  * or removed (path NULL). Needs a loaded pack (SOP_ENORULES). On failure (SOP_ERULES, detail in
  * sop_last_error) the engine is as it was before the call. Its `require` looks next to it. */
-int sop_load_site_file(sop_engine *e, const char *path);
-int sop_load_site_string(sop_engine *e, const char *chunkname, const char *source, size_t len);
+SOP_API int sop_load_site_file(sop_engine *e, const char *path);
+SOP_API int sop_load_site_string(sop_engine *e, const char *chunkname, const char *source,
+                                 size_t len);
 
 /* Number of rules loaded, and the id of the i-th (borrowed, valid until the next load). */
-size_t sop_rule_count(const sop_engine *e);
-const char *sop_rule_id(const sop_engine *e, size_t i);
+SOP_API size_t sop_rule_count(const sop_engine *e);
+SOP_API const char *sop_rule_id(const sop_engine *e, size_t i);
 
 /* Describe the loaded pack (with the site file in force): SOP_FORMAT_MD gives docs/rules.md
  * (every rule's id, section, severity, title, the evidence it reads and the thresholds it
  * uses, then every threshold with its default and the pack's comment on it); SOP_FORMAT_JSON
  * gives {"rules": [{id, section, severity, where, title, doc, reads, uses}], "thresholds":
  * {name: default}}. *out is malloc'd (free it). SOP_ENORULES before a load. */
-int sop_rules_doc(sop_engine *e, sop_format fmt, char **out);
+SOP_API int sop_rules_doc(sop_engine *e, sop_format fmt, char **out);
 
 /* Override a threshold, KEY=VALUE style, like `sopctl --set`. Needs a loaded pack
  * (SOP_ENORULES before any load) and is checked at once against the pack in force with its
@@ -112,9 +123,9 @@ int sop_rules_doc(sop_engine *e, sop_format fmt, char **out);
  * and re-applied to each; one that the newly loaded pack does not declare, or whose value does
  * not fit it, is dropped at that load (the load itself never fails for an override).
  * sop_clear_thresholds() drops them all. */
-int sop_set_threshold(sop_engine *e, const char *key, const char *value);
+SOP_API int sop_set_threshold(sop_engine *e, const char *key, const char *value);
 /* Drop every threshold override: the pack's defaults (and its site file's) apply again. */
-void sop_clear_thresholds(sop_engine *e);
+SOP_API void sop_clear_thresholds(sop_engine *e);
 
 /* ---- evidence -------------------------------------------------------------------------- */
 
@@ -155,18 +166,18 @@ typedef struct {
 
 /* Fill opts with the defaults (duration 1 s, sampling at 100 Hz, every probe on, reserved
  * fields zero). */
-void sop_collect_opts_init(sop_collect_opts *opts);
+SOP_API void sop_collect_opts_init(sop_collect_opts *opts);
 
 /* Collect evidence about `pid` over opts->duration_s (blocking for that long). A pid that is
  * gone gives SOP_ENOTARGET, unless the kernel log holds an OOM kill of it: then *out is a
  * post-mortem (alive = false). What could not be read is listed in the evidence's `missing`.
  * *out is owned by the caller (sop_evidence_free). */
-int sop_collect(sop_engine *e, int pid, const sop_collect_opts *opts, sop_evidence **out);
+SOP_API int sop_collect(sop_engine *e, int pid, const sop_collect_opts *opts, sop_evidence **out);
 /* Collect evidence about the calling process (sop_collect on getpid()). Its Python stacks are
  * read too when the library runs inside CPython (the calling thread shows the frame that called
  * into the library). Blocks the calling thread for opts->duration_s; from an asyncio loop,
  * call it in an executor (or use a watch) so the loop keeps running. */
-int sop_collect_self(sop_engine *e, const sop_collect_opts *opts, sop_evidence **out);
+SOP_API int sop_collect_self(sop_engine *e, const sop_collect_opts *opts, sop_evidence **out);
 
 /* Sample the Python stacks of `pid` (a CPython process) and of its CPython descendants (e.g.
  * DataLoader workers, each its own root) for duration_s at rate_hz (0 = 100), and write them to
@@ -182,8 +193,9 @@ typedef struct {
     double window_s;
     long samples_partial; /* thread samples whose stack was not verified complete (partial) */
 } sop_record_stats;
-int sop_record(sop_engine *e, int pid, double duration_s, double rate_hz, const char *path,
-               void (*progress)(void *ctx, double done_frac), void *ctx, sop_record_stats *stats);
+SOP_API int sop_record(sop_engine *e, int pid, double duration_s, double rate_hz, const char *path,
+                       void (*progress)(void *ctx, double done_frac), void *ctx,
+                       sop_record_stats *stats);
 /* sop_record with the output format and options: SOP_RECORD_BY_NAME picks by the name
  * (".svg", ".speedscope.json", ".html", else collapsed stacks). Idle samples (asleep without
  * the GIL, or waiting for a DataLoader batch) are left out of every format unless
@@ -199,15 +211,15 @@ typedef enum {
 } sop_record_format;
 #define SOP_RECORD_IDLE 0x1u
 #define SOP_RECORD_TIMELINE 0x2u
-int sop_record_ex(sop_engine *e, int pid, double duration_s, double rate_hz, const char *path,
-                  sop_record_format fmt, unsigned flags,
-                  void (*progress)(void *ctx, double done_frac), void *ctx,
-                  sop_record_stats *stats);
+SOP_API int sop_record_ex(sop_engine *e, int pid, double duration_s, double rate_hz,
+                          const char *path, sop_record_format fmt, unsigned flags,
+                          void (*progress)(void *ctx, double done_frac), void *ctx,
+                          sop_record_stats *stats);
 /* Parse a `sopctl evidence` JSON document. Not ours (no schema 1, no pid): SOP_EFORMAT. */
-int sop_evidence_from_json(sop_engine *e, const char *text, size_t len, sop_evidence **out);
+SOP_API int sop_evidence_from_json(sop_engine *e, const char *text, size_t len, sop_evidence **out);
 /* Serialize as JSON (pretty when `pretty`); *out owned by the caller (sop_free). */
-int sop_evidence_to_json(const sop_evidence *ev, int pretty, char **out);
-void sop_evidence_free(sop_evidence *ev);
+SOP_API int sop_evidence_to_json(const sop_evidence *ev, int pretty, char **out);
+SOP_API void sop_evidence_free(sop_evidence *ev);
 
 
 /* ---- stacks ---------------------------------------------------------------------------- */
@@ -217,12 +229,12 @@ void sop_evidence_free(sop_evidence *ev);
  * read (docs/python-stacks.md); its pause is reported (pause_ms), like --native's. */
 #define SOP_DUMP_EXACT 0x2u
 
-/* The Python stacks of `pid` (CONTRACT.md "Stacks"): JSON when fmt is SOP_FORMAT_JSON, else
+/* The Python stacks of `pid` (docs/contract.md, "Stacks"): JSON when fmt is SOP_FORMAT_JSON, else
  * py-spy-like text. Reads without stopping the target unless SOP_DUMP_NATIVE. `e` may be
  * NULL. Errors: SOP_ENOTPYTHON, SOP_ENOTARGET (gone), SOP_EACCES (memory not readable); on
  * those *out may still hold a document naming what is missing. *out is owned by the caller
  * (sop_free). */
-int sop_dump(sop_engine *e, int pid, unsigned flags, sop_format fmt, char **out);
+SOP_API int sop_dump(sop_engine *e, int pid, unsigned flags, sop_format fmt, char **out);
 
 /* ---- heap census ----------------------------------------------------------------------- */
 
@@ -236,8 +248,8 @@ int sop_dump(sop_engine *e, int pid, unsigned flags, sop_format fmt, char **out)
  * SOP_FORMAT_JSON, else text. Reads without stopping the target unless SOP_HEAP_STOP_TARGET;
  * a census the target's changes made inconsistent is marked partial ("complete": false).
  * Errors as sop_dump; *out may still name what is missing. *out owned by the caller (sop_free). */
-int sop_heap(sop_engine *e, int pid, unsigned flags, int top, double duration_s, sop_format fmt,
-             char **out);
+SOP_API int sop_heap(sop_engine *e, int pid, unsigned flags, int top, double duration_s,
+                     sop_format fmt, char **out);
 
 /* ---- evaluation and reports ------------------------------------------------------------ */
 
@@ -245,13 +257,13 @@ typedef struct sop_report sop_report;
 
 /* Run every loaded rule over ev. A rule that fails or runs too long is a rule_errors entry in
  * the report, not a failure of this call. *out is owned by the caller (sop_report_free). */
-int sop_evaluate(sop_engine *e, const sop_evidence *ev, sop_report **out);
-void sop_report_free(sop_report *r);
+SOP_API int sop_evaluate(sop_engine *e, const sop_evidence *ev, sop_report **out);
+SOP_API void sop_report_free(sop_report *r);
 
 
 /* Render in `lang` ("en" or "zh"; NULL = "en"). *out owned by the caller (sop_free).
  * Control characters from the target are escaped in every format. */
-int sop_report_render(const sop_report *r, sop_format fmt, const char *lang, char **out);
+SOP_API int sop_report_render(const sop_report *r, sop_format fmt, const char *lang, char **out);
 /* The report as a person at a terminal reads it (what `sopctl run` prints on a TTY): the §9
  * verdict and a one-line list of findings first, then each finding's details wrapped to
  * width_cols columns (display width: CJK takes two), then cleared/unknown checks as counts.
@@ -259,31 +271,32 @@ int sop_report_render(const sop_report *r, sop_format fmt, const char *lang, cha
  * Control characters from the target are escaped. *out owned by the caller (sop_free). */
 #define SOP_TERM_COLOR 0x1u
 #define SOP_TERM_ALL 0x2u
-int sop_report_render_term(const sop_report *r, const char *lang, int width_cols, unsigned flags,
-                           char **out);
+SOP_API int sop_report_render_term(const sop_report *r, const char *lang, int width_cols,
+                                   unsigned flags, char **out);
 /* One self-contained HTML page (no external script, font or image; the report readable
  * without JavaScript): the §9 verdict, the findings table, cleared/unknown lists, and — when
  * ev was collected with SOP_COLLECT_PICTURES over a sampled window — the flame graph and the
  * timeline. ev may be NULL. *out owned by the caller (sop_free). */
-int sop_report_render_html(const sop_report *r, const sop_evidence *ev, const char *lang,
-                           char **out);
+SOP_API int sop_report_render_html(const sop_report *r, const sop_evidence *ev, const char *lang,
+                                   char **out);
 /* 1 when the report has a finding of severity warn or high, else 0. */
-int sop_report_has_problem(const sop_report *r);
+SOP_API int sop_report_has_problem(const sop_report *r);
 
 /* The i-th finding (most severe first): its rule id and severity ("high", "warn", "info"),
  * borrowed from r. SOP_EINVAL when i >= the number of findings. */
-int sop_report_finding(const sop_report *r, size_t i, const char **id, const char **severity);
+SOP_API int sop_report_finding(const sop_report *r, size_t i, const char **id,
+                               const char **severity);
 
 /* One line for a log: "2 findings: asyncio.loop_blocked (warn), cpu.x (info) | top: <evidence
  * of the most severe finding>", or "no findings (N cleared, M unknown)". At most ~1 KiB,
  * control characters escaped. *out owned by the caller (sop_free). */
-int sop_report_summary(const sop_report *r, const char *lang, char **out);
+SOP_API int sop_report_summary(const sop_report *r, const char *lang, char **out);
 
 /* Collect (pid; 0 = the calling process), evaluate and render in one call: what `sopctl run
  * --pid` does. *out is the rendered report (sop_free); *problem (may be NULL) gets
  * sop_report_has_problem. Errors as sop_collect / sop_evaluate, detail in sop_last_error. */
-int sop_diagnose(sop_engine *e, int pid, const sop_collect_opts *opts, sop_format fmt,
-                 const char *lang, char **out, int *problem);
+SOP_API int sop_diagnose(sop_engine *e, int pid, const sop_collect_opts *opts, sop_format fmt,
+                         const char *lang, char **out, int *problem);
 
 /* The report as OpenMetrics text (docs/metrics.md): per rule a gauge `sop_rule_hit` (1 hit, 0
  * cleared; labels rule, section, severity) and `sop_rule_unknown` / `sop_rule_error`, finding
@@ -293,7 +306,7 @@ int sop_diagnose(sop_engine *e, int pid, const sop_collect_opts *opts, sop_forma
  * when serving it alone as application/openmetrics-text (it is also valid Prometheus text
  * format 0.0.4, where the UNIT and EOF lines are comments). *out owned by the caller
  * (sop_free). */
-int sop_report_openmetrics(const sop_report *r, const sop_evidence *ev, char **out);
+SOP_API int sop_report_openmetrics(const sop_report *r, const sop_evidence *ev, char **out);
 
 /* ---- watch: diagnosis from a thread of its own ----------------------------------------- */
 
@@ -325,28 +338,28 @@ typedef struct {
     void *reserved[4];        /* NULL */
 } sop_watch_config;
 
-void sop_watch_config_init(sop_watch_config *cfg);
+SOP_API void sop_watch_config_init(sop_watch_config *cfg);
 
 /* Start a watch. `e` is an engine with rules loaded (and thresholds, site file set); the watch
  * takes it over, also on failure (it is freed then): do not use it afterwards. The callback
  * `fn` (with `user`) must be non-NULL. *out is owned by the caller (sop_watch_free); it is
  * set before the thread starts, so the callback may use it. Errors:
  * SOP_EINVAL, SOP_ENORULES (no rules in e), SOP_ENOMEM, SOP_EINTERNAL (no thread). */
-int sop_watch_new(sop_engine *e, const sop_watch_config *cfg, sop_watch_fn fn, void *user,
-                  sop_watch **out);
+SOP_API int sop_watch_new(sop_engine *e, const sop_watch_config *cfg, sop_watch_fn fn, void *user,
+                          sop_watch **out);
 /* Ask for a run now. Does not wait; triggers that arrive while one is pending are merged into
  * it. Safe from any thread, including the callback. */
-int sop_watch_trigger(sop_watch *w);
+SOP_API int sop_watch_trigger(sop_watch *w);
 /* Number of runs handed to the callback so far (counted just before each call; any thread). */
-unsigned long long sop_watch_runs(const sop_watch *w);
+SOP_API unsigned long long sop_watch_runs(const sop_watch *w);
 /* The last successful run of the watch as sop_report_openmetrics renders it, plus
  * `sop_watch_runs_total` (runs so far) and `sop_watch_failed_runs_total`; no "# EOF". Before
  * the first successful run only those two. Safe from any thread, including the callback (where
  * it shows the run being handed over). *out owned by the caller (sop_free). */
-int sop_watch_openmetrics(sop_watch *w, char **out);
+SOP_API int sop_watch_openmetrics(sop_watch *w, char **out);
 /* Stop the watch: waits for a run in progress to finish (at most its window plus the rules),
  * joins the thread, frees the engine. Accepts NULL. */
-void sop_watch_free(sop_watch *w);
+SOP_API void sop_watch_free(sop_watch *w);
 
 /* ---- merge: one job-level report from the reports of many ranks ------------------------ */
 
@@ -358,22 +371,22 @@ void sop_watch_free(sop_watch *w);
 typedef struct sop_merge sop_merge;
 
 /* *out is owned by the caller (sop_merge_free). */
-int sop_merge_new(sop_merge **out);
-void sop_merge_free(sop_merge *m);
+SOP_API int sop_merge_new(sop_merge **out);
+SOP_API void sop_merge_free(sop_merge *m);
 /* Add the reports in text: one JSON report, or several one after another (JSON lines or
  * concatenated). `source` (a file name, a node) names them in the output. A part that is not a
  * report is listed as missing with the reason and SOP_EFORMAT is returned; the reports before
  * and after it are kept. The text is copied. */
-int sop_merge_add_json(sop_merge *m, const char *source, const char *text, size_t len);
+SOP_API int sop_merge_add_json(sop_merge *m, const char *source, const char *text, size_t len);
 /* List a node (or rank, or source) that gave no report, and why (both copied). */
-int sop_merge_add_missing(sop_merge *m, const char *node, const char *reason);
+SOP_API int sop_merge_add_missing(sop_merge *m, const char *node, const char *reason);
 /* Number of reports merged so far. */
-size_t sop_merge_count(const sop_merge *m);
+SOP_API size_t sop_merge_count(const sop_merge *m);
 /* Render the job-level report (md, json or text; lang "en"/"zh"). *problem (may be NULL) gets 1
  * when a rank has a warn/high finding or a node or rank is missing. *out owned by the caller
  * (sop_free). Every string taken from a report is escaped for the format. */
-int sop_merge_render(const sop_merge *m, sop_format fmt, const char *lang, char **out,
-                     int *problem);
+SOP_API int sop_merge_render(const sop_merge *m, sop_format fmt, const char *lang, char **out,
+                             int *problem);
 
 #ifdef __cplusplus
 }

@@ -6,7 +6,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define SOP_NA INT64_MIN /* "not measured": the bridge leaves such a key out */
+#include "na.h" /* SOP_NA: "not measured" */
 
 /* Read the file `path` (relative to dirfd; AT_FDCWD for absolute) into a NUL-terminated
  * buffer of at most `max_bytes` bytes. On success *out is malloc'd (caller frees) and *len

@@ -1,5 +1,6 @@
 /* lua_bridge.h — moves value trees (engine/value.h) in and out of Lua tables. Implemented in
- * engine/bridge/lua.c; used by engine/rules.c. The only other file that includes Lua headers. */
+ * engine/bridge/lua.c; used by engine/rules.c. Besides the rule runner (engine/rules*.c), the
+ * only file that includes Lua headers. */
 #ifndef SOP_LUA_BRIDGE_H
 #define SOP_LUA_BRIDGE_H
 
