@@ -8,8 +8,10 @@
 # expect: cpu.oversubscribed
 # sopctl: --duration 2
 # needs: gunicorn
+import ctypes
 import http.client
 import os
+import signal
 import socket
 import subprocess
 import sys
@@ -34,6 +36,12 @@ def app(environ, start_response):
     return [body]
 
 
+def die_with_parent():
+    """In the gunicorn master before exec: SIGTERM it (a graceful stop of its workers) when this
+    program dies, however it dies."""
+    ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGTERM)  # PR_SET_PDEATHSIG
+
+
 def load_client(port, stop, done):
     """One user: requests in a row until stop is set."""
     while not stop.is_set():
@@ -48,6 +56,7 @@ def load_client(port, stop, done):
 
 
 if __name__ == "__main__":
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))  # run the finally below
     ncpu = len(os.sched_getaffinity(0))
     workers = 2 * ncpu * INTENSITY + 1
     sock = socket.socket()
@@ -60,7 +69,7 @@ if __name__ == "__main__":
         [sys.executable, "-m", "gunicorn", "--preload", "--workers", str(workers),
          "--bind", "fd://%d" % sock.fileno(), "--chdir", here, "--log-level", "warning",
          "gunicorn_prefork:app"],
-        pass_fds=[sock.fileno()], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        pass_fds=[sock.fileno()], preexec_fn=die_with_parent, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     try:
         stop, done = threading.Event(), []
         for _ in range(2 * workers):
