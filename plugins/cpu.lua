@@ -411,13 +411,16 @@ rule {
     end
     table.sort(ds, function(a, b) return a.load > b.load end)
     -- What makes the excess is read from the busy processes (load >= 0.5) only: a light process
-    -- beside them (a load client's threads, a supervisor) is not a pool to shrink.
+    -- beside them (a load client's threads, a supervisor) is not a pool to shrink. When none is
+    -- busy (the load spread thin over many processes), from all of them.
+    local any_busy = false
+    for _, d in ipairs(ds) do any_busy = any_busy or d.load >= 0.5 end
     local busy_procs, multi_thread_procs, pool_lib, plain_native, py_threads = 0, 0, false, false, false
     local server_procs, server = 0, nil
     local who = {}
     for i, d in ipairs(ds) do
-      if d.load >= 0.5 then
-        busy_procs = busy_procs + 1
+      if d.load >= 0.5 then busy_procs = busy_procs + 1 end
+      if d.load >= 0.5 or not any_busy then
         if d.runnable >= 2 then multi_thread_procs = multi_thread_procs + 1 end
         if d.runnable >= 2 and d.pool_lib and (d.native > 0 or d.native_unknown) then pool_lib = true end
         if d.native > 0 and not d.pool_lib then plain_native = true end
