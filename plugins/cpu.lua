@@ -270,11 +270,29 @@ local function py_pool_of(t)
   return nil
 end
 
+-- Pre-fork servers whose workers are processes: recognised from the command line (setproctitle's
+-- "gunicorn: worker [app]" or the server's own argv, inherited by its forked workers), with the
+-- knob that sets how many workers they run.
+local PREFORK_SERVERS = {
+  { pat = "gunicorn", name = "gunicorn", knob = "--workers N (-w, or WEB_CONCURRENCY)" },
+  { pat = "uvicorn", name = "uvicorn", knob = "--workers N" },
+  { pat = "celery", name = "celery", knob = "--concurrency N" },
+  { pat = "uwsgi", name = "uWSGI", knob = "--processes N" },
+}
+local function prefork_server_of(cmd)
+  for _, srv in ipairs(PREFORK_SERVERS) do
+    if cmd and cmd:find(srv.pat, 1, true) then return srv end
+  end
+  return nil
+end
+
 -- The process's role in the tree.
 local function role_of(sp, ev, workers)
   if sp.pid == ev.pid then return "the target" end
   local cmd = sp.cmdline or ""
   if cmd:find("loky", 1, true) then return "joblib/loky worker" end
+  local srv = prefork_server_of(cmd)
+  if srv then return srv.name .. " worker", srv end
   local w = workers[sp.pid]
   if w and w.start_method then return fmt("multiprocessing worker (%s)", w.start_method) end
   if cmd:find("multiprocessing", 1, true) then return "multiprocessing worker" end
@@ -285,8 +303,9 @@ end
 -- One process's share of the excess: its runnable threads split into Python threads (and
 -- their pool) and native threads (and the thread-pool libraries mapped that run them).
 local function describe_proc(sp, ev, py_tids, workers, window_s)
-  local d = { pid = sp.pid, load = sp.load or 0, role = role_of(sp, ev, workers), libs = {},
+  local d = { pid = sp.pid, load = sp.load or 0, libs = {},
               kinds = {}, native = 0, python = 0, runnable = 0, pools = {} }
+  d.role, d.server = role_of(sp, ev, workers)
   for _, l in ipairs(sp.libs or {}) do
     d.libs[#d.libs + 1] = l.name or l.kind
     d.kinds[l.kind] = true
@@ -347,8 +366,11 @@ rule {
     CPU above it; high at oversub_high_ratio x. The load counts only the job's own runnable threads, so a host
     busy with other work does not raise it, and many light threads (none busy) count as much as a few busy ones.
     The evidence names the processes that own the excess and their pools (Python thread pools from the stacks,
-    native threads, OpenMP/BLAS/torch libraries mapped, joblib/loky or multiprocessing workers); the fix follows
-    from what runs (no BLAS advice where no BLAS/OpenMP library is mapped). Without ev.sched: busy threads
+    native threads, OpenMP/BLAS/torch libraries mapped, joblib/loky or multiprocessing workers, pre-fork server
+    workers: gunicorn, uvicorn, celery, uWSGI from their command lines); the fix follows from what the busy
+    processes (load >= 0.5) run: nested pools only when two of them each run several runnable threads, the
+    server's own worker-count option for server workers, no BLAS advice where no BLAS/OpenMP library is mapped,
+    nothing about a light process beside them (a load client). Without ev.sched: busy threads
     (busy_thread_pct of a core, run + run-queue wait) against effective CPUs with the CPUs full
     (cpu_saturated_pct). Unknown with --duration 0.]],
   reads = { "sched.runnable_load", "sched.capacity_cpus", "sched.effective_cpus", "sched.window_s",
@@ -388,21 +410,31 @@ rule {
       if (sp.load or 0) >= RUNNABLE_MIN_FRAC then ds[#ds + 1] = describe_proc(sp, ev, py_tids, workers, s.window_s) end
     end
     table.sort(ds, function(a, b) return a.load > b.load end)
+    -- What makes the excess is read from the busy processes (load >= 0.5) only: a light process
+    -- beside them (a load client's threads, a supervisor) is not a pool to shrink. When none is
+    -- busy (the load spread thin over many processes), from all of them.
+    local any_busy = false
+    for _, d in ipairs(ds) do any_busy = any_busy or d.load >= 0.5 end
     local busy_procs, multi_thread_procs, pool_lib, plain_native, py_threads = 0, 0, false, false, false
+    local server_procs, server = 0, nil
     local who = {}
     for i, d in ipairs(ds) do
       if d.load >= 0.5 then busy_procs = busy_procs + 1 end
-      if d.runnable >= 2 then multi_thread_procs = multi_thread_procs + 1 end
-      if d.runnable >= 2 and d.pool_lib and (d.native > 0 or d.native_unknown) then pool_lib = true end
-      if d.native > 0 and not d.pool_lib then plain_native = true end
-      if d.python >= 2 then py_threads = true end
+      if d.load >= 0.5 or not any_busy then
+        if d.runnable >= 2 then multi_thread_procs = multi_thread_procs + 1 end
+        if d.runnable >= 2 and d.pool_lib and (d.native > 0 or d.native_unknown) then pool_lib = true end
+        if d.native > 0 and not d.pool_lib then plain_native = true end
+        if d.python >= 2 then py_threads = true end
+        if d.server then server_procs, server = server_procs + 1, d.server end
+      end
       if i <= 6 then
         who[#who + 1] = fmt("pid %d %s: load %.1f, %s", d.pid, d.role, d.load,
                             #d.pools > 0 and table.concat(d.pools, "; ") or "no runnable thread listed")
       end
     end
     if #ds > 6 then who[#who + 1] = fmt("%d more processes", #ds - 6) end
-    local nested = busy_procs >= 2 and multi_thread_procs >= 1
+    -- process pool x thread pool: at least two busy processes each run several runnable threads
+    local nested = multi_thread_procs >= 2
 
     local per = math.max(1, math.floor(eff / math.max(1, busy_procs)))
     local fix_en, fix_zh = {}, {}
@@ -411,11 +443,20 @@ rule {
                                 .. "process <= %d (e.g. %d processes x %d threads, or fewer processes). joblib: "
                                 .. "parallel_config(n_jobs=..., inner_max_num_threads=%d); multiprocessing/"
                                 .. "DataLoader: limit the pool in each worker's initializer.",
-                                busy_procs, eff, math.min(busy_procs, eff), per, per)
+                                multi_thread_procs, eff, math.min(busy_procs, eff), per, per)
       fix_zh[#fix_zh + 1] = fmt("嵌套线程池：%d 个繁忙进程各跑一个线程池；让 进程数 x 每进程线程数 <= %d（如 %d 个进程 x %d 个线程，"
                                 .. "或减少进程）。joblib：parallel_config(n_jobs=..., inner_max_num_threads=%d)；"
                                 .. "multiprocessing/DataLoader：在每个 worker 的 initializer 里限制线程池。",
-                                busy_procs, eff, math.min(busy_procs, eff), per, per)
+                                multi_thread_procs, eff, math.min(busy_procs, eff), per, per)
+    elseif server and server_procs > eff then
+      fix_en[#fix_en + 1] = fmt("%d busy %s workers compute on %d CPUs: run %s with %s = %d for CPU-bound requests "
+                                .. "(the \"2 x CPUs + 1\" rule of thumb is for workers that mostly wait on IO); "
+                                .. "threads per worker add no CPU for pure-Python handlers (the GIL).",
+                                server_procs, server.name, eff, server.name, server.knob, eff)
+      fix_zh[#fix_zh + 1] = fmt("%d 个繁忙的 %s worker 在 %d 个 CPU 上计算：CPU 密集的请求下 %s 用 %s = %d"
+                                .. "（“2 x CPU + 1”的经验值针对主要等 IO 的 worker）；纯 Python 处理函数每个 worker 多开线程"
+                                .. "不会多得 CPU（GIL）。",
+                                server_procs, server.name, eff, server.name, server.knob, eff)
     elseif busy_procs > eff then
       fix_en[#fix_en + 1] = fmt("Run at most %d CPU-bound worker processes (Pool(processes=%d), n_jobs=%d, "
                                 .. "num_workers).", eff, eff, eff)
@@ -451,8 +492,13 @@ rule {
     local cause_zh = fmt("平均 %.1f 个线程争抢作业可用的 %s 个 CPU，每个只得到所需时间的约 %.0f%%，其余时间在运行队列里等待，还要付上下文切换",
                          load, fmt("%g", cap), 100 * math.min(1, cap / load))
     if nested then
-      cause_en = cause_en .. fmt("; %d busy processes each run their own pool (process pool x thread pool)", busy_procs)
-      cause_zh = cause_zh .. fmt("；%d 个繁忙进程各自再开线程池（进程池 x 线程池）", busy_procs)
+      cause_en = cause_en .. fmt("; %d busy processes each run their own pool (process pool x thread pool)",
+                                 multi_thread_procs)
+      cause_zh = cause_zh .. fmt("；%d 个繁忙进程各自再开线程池（进程池 x 线程池）", multi_thread_procs)
+    elseif server and server_procs > eff then
+      cause_en = cause_en .. fmt("; %d %s worker processes are each runnable (CPU-bound requests)", server_procs,
+                                 server.name)
+      cause_zh = cause_zh .. fmt("；%d 个 %s worker 进程都处于可运行状态（CPU 密集的请求）", server_procs, server.name)
     end
     if pool_lib then
       local unset = unset_pool_vars(ev)

@@ -14,6 +14,7 @@ packages=(
   slurm-wlm munge
   libmicrohttpd-dev prometheus
   chromium tmux
+  python3-fastapi python3-uvicorn gunicorn
 )
 missing=()
 for p in "${packages[@]}"; do

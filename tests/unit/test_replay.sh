@@ -107,6 +107,10 @@ over_text oversub_sched_nested
 grep -q "ThreadPoolExecutor" "$tmp/over" && grep -q "multiprocessing worker" "$tmp/over" \
   && ! grep -q "OMP_NUM_THREADS" "$tmp/over" && ok "oversub nested: pools named, no BLAS advice" \
   || bad "oversub nested: $(cat "$tmp/over")"
+over_text oversub_sched_gunicorn
+grep -q "gunicorn worker" "$tmp/over" && grep -q -- "--workers" "$tmp/over" && ! grep -q "Nested pools" "$tmp/over" \
+  && ! grep -q "Pool(processes" "$tmp/over" && ! grep -q "ThreadPoolExecutor" "$tmp/over" \
+  && ok "oversub gunicorn: workers named, gunicorn's knob, not nested pools" || bad "oversub gunicorn: $(cat "$tmp/over")"
 over_text oversub_sched_blas
 grep -q "libopenblas" "$tmp/over" && grep -q "OMP_NUM_THREADS" "$tmp/over" \
   && ok "oversub blas: the pool libraries and their variables named" || bad "oversub blas: $(cat "$tmp/over")"
