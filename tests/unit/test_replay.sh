@@ -95,6 +95,11 @@ over_text oversub_sched_nested
 grep -q "ThreadPoolExecutor" "$tmp/over" && grep -q "multiprocessing worker" "$tmp/over" \
   && ! grep -q "OMP_NUM_THREADS" "$tmp/over" && ok "oversub nested: pools named, no BLAS advice" \
   || bad "oversub nested: $(cat "$tmp/over")"
+over_text oversub_sklearn_njobs
+grep -q "joblib/loky worker" "$tmp/over" && grep -q "joblib threading backend" "$tmp/over" \
+  && grep -q "RandomForestClassifier(n_jobs=1)" "$tmp/over" && ! grep -q "OMP_NUM_THREADS" "$tmp/over" \
+  && ok "oversub sklearn: loky workers and joblib threads named, the inner n_jobs as the fix" \
+  || bad "oversub sklearn: $(cat "$tmp/over")"
 over_text oversub_sched_blas
 grep -q "libopenblas" "$tmp/over" && grep -q "OMP_NUM_THREADS" "$tmp/over" \
   && ok "oversub blas: the pool libraries and their variables named" || bad "oversub blas: $(cat "$tmp/over")"
