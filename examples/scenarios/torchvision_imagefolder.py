@@ -10,7 +10,6 @@ small CNN step. Decoding and augmenting in the training process between steps is
 time. Prints "ready" once training runs, exits after about 60 s and removes its images (a run
 killed before that is swept by the next one)."""
 import glob
-import io
 import os
 import shutil
 import tempfile
@@ -40,23 +39,24 @@ def sweep_stale():
 
 
 def make_images(root, n, w, h):
-    """n JPEGs in 4 class folders: 32 distinct images encoded once, written again under other
-    names (encoding is slow on a loaded CPU; decoding, the program's cost, is the same)."""
+    """n JPEGs in 4 class folders: 32 distinct images, the rest hard links to them (encoding is
+    slow on a loaded CPU, and a killed run leaves only 32 files' worth; decoding, the program's
+    cost, is the same)."""
     rng = np.random.default_rng(0)
     yy, xx = np.mgrid[0:h, 0:w]
     classes = ("cat", "dog", "bird", "fish")
     for c in classes:
         os.makedirs(os.path.join(root, c))
-    blobs = []
-    for i in range(32):
-        base = np.stack([(xx * (i % 7 + 1)) % 256, (yy * (i % 5 + 1)) % 256, (xx + yy + 9 * i) % 256], -1)
+    firsts = []
+    for i in range(min(n, 32)):
+        base = np.stack([(xx * (i % 7 + 1)) % 256, (yy * (i % 5 + 1)) % 256,
+                         (xx + yy + 9 * i) % 256], -1)
         img = np.clip(base + rng.integers(-24, 24, base.shape), 0, 255).astype(np.uint8)
-        buf = io.BytesIO()
-        Image.fromarray(img).save(buf, format="JPEG", quality=90)
-        blobs.append(buf.getvalue())
-    for i in range(n):
-        with open(os.path.join(root, classes[i % 4], "%05d.jpg" % i), "wb") as f:
-            f.write(blobs[i % len(blobs)])
+        path = os.path.join(root, classes[i % 4], "%05d.jpg" % i)
+        Image.fromarray(img).save(path, quality=90)
+        firsts.append(path)
+    for i in range(len(firsts), n):
+        os.link(firsts[i % len(firsts)], os.path.join(root, classes[i % 4], "%05d.jpg" % i))
 
 
 def main(root):
