@@ -248,26 +248,35 @@ local function python_threads(ev)
   return tids, workers
 end
 
--- What kind of Python thread pool a thread belongs to: from the files on its stack (frames[]), else
--- from its sampled distribution (window.dist frames read "func (file.py)", base names only).
+-- What kind of Python thread pool a thread belongs to: the pool's worker entry on its stack (frames[]
+-- by file, else its sampled distribution, window.dist frames "func (file.py)"), then what runs in it:
+-- joblib's threading backend (Parallel(prefer="threads"), an estimator's n_jobs) is a
+-- multiprocessing.pool.ThreadPool whose threads run joblib's batches. A joblib frame without a pool
+-- entry is not a pool thread (a loky worker's main thread runs joblib too).
 local PY_POOLS = {
-  { "concurrent/futures/thread.py", "_worker (thread.py)", "ThreadPoolExecutor" },
-  { "multiprocessing/pool.py", "worker (pool.py)", "multiprocessing.pool.ThreadPool" },
-  { "joblib/", "(_parallel_backends.py)", "joblib threading backend" },
+  { "concurrent/futures/thread.py", "_worker", "_worker (thread.py)", "ThreadPoolExecutor" },
+  { "multiprocessing/pool.py", "worker", "worker (pool.py)", "multiprocessing.pool.ThreadPool" },
 }
+local JOBLIB_THREADS = "joblib threading backend (an estimator's n_jobs / Parallel(prefer='threads'))"
 local function py_pool_of(t)
+  local pool, joblib = nil, false
   for _, f in ipairs(t and t.frames or {}) do
     for _, pp in ipairs(PY_POOLS) do
-      if f.file and f.file:find(pp[1], 1, true) then return pp[3] end
+      if f.file and f.file:find(pp[1], 1, true) and f.func == pp[2] then pool = pool or pp[4] end
     end
+    if f.file and f.file:find("/joblib/", 1, true) then joblib = true end
   end
   local d = t and t.window and t.window.dist
   for _, f in ipairs(d and d.frames or {}) do
     for _, pp in ipairs(PY_POOLS) do
-      if f:find(pp[2], 1, true) then return pp[3] end
+      if f:sub(1, #pp[3]) == pp[3] then pool = pool or pp[4] end
+    end
+    if f:find("(_parallel_backends.py)", 1, true) or f:find("BatchedCalls.__call__ (parallel.py)", 1, true) then
+      joblib = true
     end
   end
-  return nil
+  if pool == "multiprocessing.pool.ThreadPool" and joblib then return JOBLIB_THREADS end
+  return pool
 end
 
 -- Pre-fork servers whose workers are processes: recognised from the command line (setproctitle's
@@ -336,6 +345,7 @@ local function describe_proc(sp, ev, py_tids, workers, window_s)
     d.python, d.native_unknown = 0, true
   else
     for name, n in pairs(pypools) do d.pools[#d.pools + 1] = fmt("%s (%d Python threads)", name, n) end
+    d.joblib_threads = pypools[JOBLIB_THREADS] ~= nil
     local plain = d.python
     for _, n in pairs(pypools) do plain = plain - n end
     if plain > 0 then d.pools[#d.pools + 1] = fmt("%d plain Python threads", plain) end
@@ -367,10 +377,12 @@ rule {
     busy with other work does not raise it, and many light threads (none busy) count as much as a few busy ones.
     The evidence names the processes that own the excess and their pools (Python thread pools from the stacks,
     native threads, OpenMP/BLAS/torch libraries mapped, joblib/loky or multiprocessing workers, pre-fork server
-    workers: gunicorn, uvicorn, celery, uWSGI from their command lines); the fix follows from what the busy
-    processes (load >= 0.5) run: nested pools only when two of them each run several runnable threads, the
-    server's own worker-count option for server workers, no BLAS advice where no BLAS/OpenMP library is mapped,
-    nothing about a light process beside them (a load client). Without ev.sched: busy threads
+    workers: gunicorn, uvicorn, celery, uWSGI from their command lines; a multiprocessing.pool.ThreadPool whose
+    threads run joblib batches is joblib's threading backend, i.e. an inner n_jobs); the fix follows from what the
+    busy processes (load >= 0.5) run: nested pools only when two of them each run several runnable threads (an
+    inner n_jobs=1 where joblib threads run inside workers), the server's own worker-count option for server
+    workers, no BLAS advice where no BLAS/OpenMP library is mapped, nothing about a light process beside them (a
+    load client). Without ev.sched: busy threads
     (busy_thread_pct of a core, run + run-queue wait) against effective CPUs with the CPUs full
     (cpu_saturated_pct). Unknown with --duration 0.]],
   reads = { "sched.runnable_load", "sched.capacity_cpus", "sched.effective_cpus", "sched.window_s",
@@ -417,6 +429,7 @@ rule {
     for _, d in ipairs(ds) do any_busy = any_busy or d.load >= 0.5 end
     local busy_procs, multi_thread_procs, pool_lib, plain_native, py_threads = 0, 0, false, false, false
     local server_procs, server = 0, nil
+    local joblib_threads, loky = false, false
     local who = {}
     for i, d in ipairs(ds) do
       if d.load >= 0.5 then busy_procs = busy_procs + 1 end
@@ -426,6 +439,8 @@ rule {
         if d.native > 0 and not d.pool_lib then plain_native = true end
         if d.python >= 2 then py_threads = true end
         if d.server then server_procs, server = server_procs + 1, d.server end
+        if d.joblib_threads then joblib_threads = true end
+        if d.role == "joblib/loky worker" then loky = true end
       end
       if i <= 6 then
         who[#who + 1] = fmt("pid %d %s: load %.1f, %s", d.pid, d.role, d.load,
@@ -440,14 +455,27 @@ rule {
     local fix_en, fix_zh = {}, {}
     if nested then
       fix_en[#fix_en + 1] = fmt("Nested pools: %d busy processes each run a thread pool; keep processes x threads per "
-                                .. "process <= %d (e.g. %d processes x %d threads, or fewer processes). joblib: "
-                                .. "parallel_config(n_jobs=..., inner_max_num_threads=%d); multiprocessing/"
-                                .. "DataLoader: limit the pool in each worker's initializer.",
-                                multi_thread_procs, eff, math.min(busy_procs, eff), per, per)
+                                .. "process <= %d (e.g. %d processes x %d threads, or fewer processes).",
+                                multi_thread_procs, eff, math.min(busy_procs, eff), per)
       fix_zh[#fix_zh + 1] = fmt("嵌套线程池：%d 个繁忙进程各跑一个线程池；让 进程数 x 每进程线程数 <= %d（如 %d 个进程 x %d 个线程，"
-                                .. "或减少进程）。joblib：parallel_config(n_jobs=..., inner_max_num_threads=%d)；"
-                                .. "multiprocessing/DataLoader：在每个 worker 的 initializer 里限制线程池。",
-                                multi_thread_procs, eff, math.min(busy_procs, eff), per, per)
+                                .. "或减少进程）。", multi_thread_procs, eff, math.min(busy_procs, eff), per)
+      if joblib_threads then
+        fix_en[#fix_en + 1] = fmt("The joblib threads inside the workers are an inner n_jobs (an estimator's n_jobs, "
+                                  .. "Parallel(prefer='threads')): parallelize one level only, e.g. "
+                                  .. "GridSearchCV(RandomForestClassifier(n_jobs=1), n_jobs=%d), or the outer "
+                                  .. "n_jobs=1 and the inner n_jobs=%d.", math.min(busy_procs, eff), eff)
+        fix_zh[#fix_zh + 1] = fmt("worker 里的 joblib 线程来自内层 n_jobs（估计器的 n_jobs、Parallel(prefer='threads')）："
+                                  .. "只并行一层，如 GridSearchCV(RandomForestClassifier(n_jobs=1), n_jobs=%d)，或外层 "
+                                  .. "n_jobs=1、内层 n_jobs=%d。", math.min(busy_procs, eff), eff)
+      elseif pool_lib and loky then
+        fix_en[#fix_en + 1] = fmt("joblib: parallel_backend('loky', inner_max_num_threads=%d) (parallel_config in "
+                                  .. "joblib >= 1.3) caps the OpenMP/BLAS pools in its workers.", per)
+        fix_zh[#fix_zh + 1] = fmt("joblib：parallel_backend('loky', inner_max_num_threads=%d)（joblib >= 1.3 为 "
+                                  .. "parallel_config）限制其 worker 里的 OpenMP/BLAS 线程池。", per)
+      else
+        fix_en[#fix_en + 1] = "multiprocessing/DataLoader: limit the pool in each worker's initializer."
+        fix_zh[#fix_zh + 1] = "multiprocessing/DataLoader：在每个 worker 的 initializer 里限制线程池。"
+      end
     elseif server and server_procs > eff then
       fix_en[#fix_en + 1] = fmt("%d busy %s workers compute on %d CPUs: run %s with %s = %d for CPU-bound requests "
                                 .. "(the \"2 x CPUs + 1\" rule of thumb is for workers that mostly wait on IO); "

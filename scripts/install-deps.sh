@@ -9,6 +9,7 @@ packages=(
   liblua5.4-dev libcjson-dev libproc2-dev libunwind-dev
   python3 python3-numpy python3-torch python3-aiohttp python3-uvloop
   python3-setuptools python3-pip
+  python3-pandas python3-sklearn python3-torchvision python3-pil
   lua-check procps util-linux jq
   clang libclang-rt-14-dev valgrind
   slurm-wlm munge

@@ -111,6 +111,11 @@ over_text oversub_sched_gunicorn
 grep -q "gunicorn worker" "$tmp/over" && grep -q -- "--workers" "$tmp/over" && ! grep -q "Nested pools" "$tmp/over" \
   && ! grep -q "Pool(processes" "$tmp/over" && ! grep -q "ThreadPoolExecutor" "$tmp/over" \
   && ok "oversub gunicorn: workers named, gunicorn's knob, not nested pools" || bad "oversub gunicorn: $(cat "$tmp/over")"
+over_text oversub_sklearn_njobs
+grep -q "joblib/loky worker" "$tmp/over" && grep -q "joblib threading backend" "$tmp/over" \
+  && grep -q "RandomForestClassifier(n_jobs=1)" "$tmp/over" && ! grep -q "OMP_NUM_THREADS" "$tmp/over" \
+  && ok "oversub sklearn: loky workers and joblib threads named, the inner n_jobs as the fix" \
+  || bad "oversub sklearn: $(cat "$tmp/over")"
 over_text oversub_sched_blas
 grep -q "libopenblas" "$tmp/over" && grep -q "OMP_NUM_THREADS" "$tmp/over" \
   && ok "oversub blas: the pool libraries and their variables named" || bad "oversub blas: $(cat "$tmp/over")"
