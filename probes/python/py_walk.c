@@ -995,8 +995,24 @@ static int stack_refers_to(walker *w, int tid, uint64_t addr)
     if (nf != 9 || (long long)f[0] < 0)
         return -1;
     uint64_t sp = f[7] & ~(uint64_t)7;
+    uint64_t top = sp + STACK_SCAN_BYTES;
+    /* Not past the mapping that holds sp (the next one up may be another thread's stack,
+     * whose unused part holds stale values). */
+    for (const char *m = w->maps; m && *m;) {
+        char *e1, *e2;
+        unsigned long long lo = strtoull(m, &e1, 16), hi = 0;
+        if (*e1 == '-')
+            hi = strtoull(e1 + 1, &e2, 16);
+        if (sp >= lo && sp < hi) {
+            if (hi < top)
+                top = hi;
+            break;
+        }
+        m = strchr(m, '\n');
+        m = m ? m + 1 : NULL;
+    }
     uint64_t page[512];
-    for (uint64_t at = sp; at < sp + STACK_SCAN_BYTES;) {
+    for (uint64_t at = sp; at < top;) {
         uint64_t next = (at | 4095) + 1;
         size_t len = (size_t)(next - at);
         if (sop__rmem_read_direct(&w->mem, at, page, len) < 0)
