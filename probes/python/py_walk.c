@@ -1627,8 +1627,18 @@ int sop__python_sample(sop_pysampler *s, sop_pysample_cb cb, void *ctx)
     int rc = sop__rmem_u64(&w->mem, w->runtime + L->rt_interp_head, &interp);
     if (rc < 0)
         return rc;
+    /* The main interpreter (last of the list) first, so an OS thread that also runs a
+     * subinterpreter is first seen, and named, through its threading thread. */
+    uint64_t interps[MAX_INTERPS];
+    int ninterps = 0;
+    while (interp && ninterps < MAX_INTERPS) {
+        interps[ninterps++] = interp;
+        if (sop__rmem_u64(&w->mem, interp + L->is_next, &interp) < 0)
+            break;
+    }
     int seen = 0;
-    for (int ni = 0; interp && ni < MAX_INTERPS; ni++) {
+    for (int ni = ninterps - 1; ni >= 0; ni--) {
+        interp = interps[ni];
         uint64_t holder = gil_holder(w, interp), gbase = gil_base(w, interp);
         uint64_t ts = 0;
         size_t nts = 0;
@@ -1645,8 +1655,7 @@ int sop__python_sample(sop_pysampler *s, sop_pysample_cb cb, void *ctx)
         }
         for (size_t k = 0; k < nts; k++) /* empty the set for the next tick */
             s->tset[s->tslots[k]] = 0;
-        uint64_t next_interp = 0;
-        bool sub = sop__rmem_u64(&w->mem, interp + L->is_next, &next_interp) == 0 && next_interp;
+        bool sub = ni != ninterps - 1;
         for (size_t k = 0; k < nts; k++) {
             uint64_t tsa = s->tstates[nts - 1 - k]; /* oldest (main) first */
             thread_job j = {w, tsa, &s->scratch, 0, 0, 0, "", 0, false};
@@ -1672,8 +1681,6 @@ int sop__python_sample(sop_pysampler *s, sop_pysample_cb cb, void *ctx)
             cb(ctx, &smp);
             seen++;
         }
-        if (sop__rmem_u64(&w->mem, interp + L->is_next, &interp) < 0)
-            break;
     }
     return seen;
 }

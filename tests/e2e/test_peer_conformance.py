@@ -199,6 +199,23 @@ def subinterpreters(tag, minor, py, native):
                                text=True, timeout=120)
             C.check(r.returncode == 0 and ("[interpreter %d]" % iid) in r.stdout,
                     "%s subinterp: text dump names the interpreter" % tag, r.stdout[-600:])
+        if minor in (8, 12) and not native and runner:
+            # The sampler: the subinterpreter's stack on the runner's tid, under its name.
+            out = "/tmp/sop-peer-rec-%d.txt" % os.getpid()
+            r = subprocess.run([sopt.SOPCTL, "record", "--pid", str(t.pid), "--duration", "0.5",
+                                "--rate", "20", "--idle", "-o", out], capture_output=True,
+                               text=True, timeout=120)
+            try:
+                with open(out) as f:
+                    rec = f.read()
+                os.unlink(out)
+            except OSError:
+                rec = ""
+            want = "tid %s (sub-runner);" % runner[0].get("tid")
+            C.check(r.returncode == 0 and any(want in ln and "sub_park" in ln
+                                              for ln in rec.splitlines()),
+                    "%s subinterp record: sampled on the runner's thread, named" % tag,
+                    (r.stderr[-300:], rec[-600:]))
 
 
 def stopped(pid):
