@@ -1201,7 +1201,8 @@ static int collect(walker *w, unsigned flags, sop_python *py)
         t->interp_id = interp_ids[ts_interp[nts - 1 - k]];
         bool sub = tsa && ts_interp[nts - 1 - k] != nholders - 1;
         if (sub && L->minor <= 12) {
-            t->tid = tid_from_stacks(w, tsa, t->tid);
+            /* A borrowed thread state with no frame is run by no thread now: no scan. */
+            t->tid = t->nframes ? tid_from_stacks(w, tsa, t->tid) : 0;
             t->tid_from_stack = true;
         }
         /* Names: threading.Thread._name of the `self` of threading's _bootstrap frame; the
