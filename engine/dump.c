@@ -94,6 +94,7 @@ static int render_json(const sop_python *py, const sop_missing *missing, int pid
         sop__v_set(p, "version", sop__bridge_text(py->version));
         sop__v_set(p, "executable", sop__bridge_text(py->executable));
         sop__v_set_int(doc, "gil_holder_tid", py->gil_holder_tid);
+        sop__v_set_bool(doc, "finalizing", py->finalizing);
         sop__v_set(doc, "gc", sop__bridge_python_gc(py));
         sop__v_set(doc, "walk", sop__bridge_python_walk(py));
         sop__v_set(doc, "threads", sop__bridge_python_threads(py));
@@ -139,6 +140,8 @@ static void render_thread(sbuf *b, const sop_pythread *t)
     }
     if (t->tid > 0)
         sb_printf(b, " [tid %d]", t->tid);
+    if (t->interp_id > 0)
+        sb_printf(b, " [interpreter %lld]", (long long)t->interp_id);
     sb_put(b, "\n", 1);
     if (t->native) {
         for (size_t k = 0; k < t->nnative; k++) {
@@ -205,6 +208,8 @@ int sop__dump_render(const sop_python *py, const sop_missing *missing, int pid, 
         sb_text(&b, py->executable);
         sb_put(&b, ")\n", 2);
         render_gc(&b, py);
+        if (py->finalizing)
+            sb_printf(&b, "Interpreter finalizing (shutting down)\n");
         if (py->threads_partial)
             sb_printf(&b, "Partial stacks: %ld of %zu threads (%ld re-reads)\n",
                       py->threads_partial, py->nthreads, py->walk_retries);

@@ -38,6 +38,10 @@ sop_value *sop__bridge_python_threads(const sop_python *py)
             sop__v_set(o, "name", sop__bridge_text(t->name));
         if (t->name_from_comm)
             sop__v_set_str(o, "name_source", "comm");
+        if (t->interp_id >= 0) /* 0: the main interpreter */
+            sop__v_set_int(o, "interp", t->interp_id);
+        if (t->tid_from_stack)
+            sop__v_set_str(o, "tid_source", t->tid > 0 ? "stack" : "unknown");
         sop__v_set_str(o, "state", t->active ? "active" : "idle");
         sop__v_set_bool(o, "gil", t->gil);
         if (t->os_state && t->os_state != '?') {
@@ -177,6 +181,8 @@ void sop__bridge_python(sop_value *ev, const struct sop_python *py)
         sop__v_set(p, "libpython", sop__bridge_text(py->libpython));
     sop__v_set_str(p, "layout", py->layout);
     sop__v_set_int(p, "gil_holder_tid", py->gil_holder_tid);
+    if (py->finalizing)
+        sop__v_set_bool(p, "finalizing", true);
     sop__v_set(p, "gc", sop__bridge_python_gc(py));
     sop__v_set(p, "walk", sop__bridge_python_walk(py));
     sop__v_set(p, "threads", sop__bridge_python_threads(py));

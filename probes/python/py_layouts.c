@@ -56,8 +56,9 @@ static const sop_pylayout layouts[] = {
     {   /* 3.8.18 */
         .minor = 8, .source = "table 3.8", .frames = SOP_PYFRAME_OBJECT,
         .lines = SOP_PYLINES_LNOTAB,
-        .rt_interp_head = 32, .rt_gil_locked = 1168, .rt_gil_last_holder = 1160, .rt_gc = 344,
-        .is_next = 0, .is_tstate_head = 8, .is_gc = 0, GC_FIELDS,
+        .rt_interp_head = 32, .rt_finalizing = 16, .rt_gil_locked = 1168,
+        .rt_gil_last_holder = 1160, .rt_gc = 344,
+        .is_next = 0, .is_tstate_head = 8, .is_id = 16, .is_gc = 0, GC_FIELDS,
         .ts_size = 264, .ts_next = 8, .ts_interp = 16, .ts_frame = 24, .ts_thread_id = 176,
         .fo_back = 24, .fo_code = 32, .fo_lasti = 104, .if_is_entry = -1, .owner_cstack = -1,
         .fo_state = 116,
@@ -69,8 +70,8 @@ static const sop_pylayout layouts[] = {
     {   /* 3.9.18 */
         .minor = 9, .source = "table 3.9", .frames = SOP_PYFRAME_OBJECT,
         .lines = SOP_PYLINES_LNOTAB,
-        .rt_interp_head = 32, .rt_gil_locked = 368, .rt_gil_last_holder = 360,
-        .is_next = 0, .is_tstate_head = 8, .is_gc = 616, GC_FIELDS,
+        .rt_interp_head = 32, .rt_finalizing = 16, .rt_gil_locked = 368, .rt_gil_last_holder = 360,
+        .is_next = 0, .is_tstate_head = 8, .is_id = 24, .is_gc = 616, GC_FIELDS,
         .ts_size = 264, .ts_next = 8, .ts_interp = 16, .ts_frame = 24, .ts_thread_id = 176,
         .fo_back = 24, .fo_code = 32, .fo_lasti = 104, .if_is_entry = -1, .owner_cstack = -1,
         .fo_state = 116,
@@ -82,8 +83,8 @@ static const sop_pylayout layouts[] = {
     {   /* 3.10.13: f_lasti counts code units */
         .minor = 10, .source = "table 3.10", .frames = SOP_PYFRAME_OBJECT,
         .lines = SOP_PYLINES_310,
-        .rt_interp_head = 32, .rt_gil_locked = 368, .rt_gil_last_holder = 360,
-        .is_next = 0, .is_tstate_head = 8, .is_gc = 616, GC_FIELDS,
+        .rt_interp_head = 32, .rt_finalizing = 16, .rt_gil_locked = 368, .rt_gil_last_holder = 360,
+        .is_next = 0, .is_tstate_head = 8, .is_id = 24, .is_gc = 616, GC_FIELDS,
         .ts_size = 280, .ts_next = 8, .ts_interp = 16, .ts_frame = 24, .ts_thread_id = 176,
         .fo_back = 24, .fo_code = 32, .fo_lasti = 96, .if_is_entry = -1, .owner_cstack = -1,
         .fo_state = 108, .fo_state_enum = true,
@@ -95,8 +96,8 @@ static const sop_pylayout layouts[] = {
     {   /* 3.11.7 (and Debian 3.11.2): interp->threads.head; _PyInterpreterFrame.is_entry */
         .minor = 11, .source = "table 3.11", .frames = SOP_PYFRAME_CFRAME,
         .lines = SOP_PYLINES_LOCATIONS,
-        .rt_interp_head = 40, .rt_gil_locked = 376, .rt_gil_last_holder = 368,
-        .is_next = 0, .is_tstate_head = 16, .is_gc = 648, GC_FIELDS,
+        .rt_interp_head = 40, .rt_finalizing = 24, .rt_gil_locked = 376, .rt_gil_last_holder = 368,
+        .is_next = 0, .is_tstate_head = 16, .is_id = 48, .is_gc = 648, GC_FIELDS,
         .ts_size = 360, .ts_next = 8, .ts_interp = 16, .ts_frame = 56, .ts_thread_id = 152,
         .ts_native_thread_id = 160, .cf_current_frame = 8,
         .if_code = 32, .if_previous = 48, .if_instr = 56, .if_owner = 69, .if_is_entry = 68,
@@ -112,7 +113,8 @@ static const sop_pylayout layouts[] = {
     {   /* 3.12.1: the GIL hangs off interp->ceval.gil; shim frames owned by the C stack */
         .minor = 12, .source = "table 3.12", .frames = SOP_PYFRAME_CFRAME,
         .lines = SOP_PYLINES_LOCATIONS,
-        .rt_interp_head = 40, .is_next = 0, .is_tstate_head = 72, .is_gc = 112,
+        .rt_interp_head = 40, .rt_finalizing = 24, .is_next = 0, .is_tstate_head = 72, .is_id = 8,
+        .is_gc = 112,
         .is_ceval_gil_ptr = 384, .gil_locked = 16, .gil_last_holder = 8, GC_FIELDS,
         .ts_size = 288, .ts_next = 8, .ts_interp = 16, .ts_frame = 56, .ts_thread_id = 136,
         .ts_native_thread_id = 144, .cf_current_frame = 0,
@@ -129,7 +131,9 @@ static const sop_pylayout layouts[] = {
     {   /* 3.13.0: fallback when _Py_DebugOffsets is unreadable; tstate->current_frame */
         .minor = 13, .source = "table 3.13", .frames = SOP_PYFRAME_DIRECT,
         .lines = SOP_PYLINES_LOCATIONS,
-        .rt_interp_head = 632, .is_next = 7264, .is_tstate_head = 7344, .is_gc = 7400,
+        .rt_interp_head = 632, .rt_finalizing = 608, .is_next = 7264, .is_tstate_head = 7344,
+        .is_id = 7272,
+        .is_gc = 7400,
         .is_ceval_gil_ptr = 16, .gil_locked = 16, .gil_last_holder = 8, GC_FIELDS,
         .ts_size = 304, .ts_next = 8, .ts_interp = 16, .ts_frame = 72, .ts_thread_id = 152,
         .ts_native_thread_id = 160,
@@ -243,8 +247,10 @@ int sop__pylayout_from_debug_offsets(const uint8_t *blob, size_t len, uint64_t e
     uint32_t gil_struct = 0, locked = 0, holder = 0;
     int bad = 0;
     bad |= fits(blob, W_RT, W_RT + 2, 8, &L.rt_interp_head);
+    bad |= fits(blob, W_RT, W_RT + 1, 8, &L.rt_finalizing);
     bad |= fits(blob, W_IS, W_IS + 2, 8, &L.is_next);
     bad |= fits(blob, W_IS, W_IS + 3, 8, &L.is_tstate_head);
+    bad |= fits(blob, W_IS, W_IS + 1, 8, &L.is_id);
     bad |= fits(blob, W_IS, W_IS + 4, word(blob, W_GC), &L.is_gc);
     bad |= fits(blob, W_IS, W_IS + 8, 8, &L.is_ceval_gil_ptr);
     bad |= fits(blob, W_IS, W_IS + 9, 8, &gil_struct);

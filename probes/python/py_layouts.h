@@ -30,10 +30,12 @@ typedef struct {
     sop_pylines_kind lines;
     /* _PyRuntimeState */
     uint32_t rt_interp_head;
+    uint32_t rt_finalizing; /* the thread state finalizing the runtime; NULL before */
     uint32_t rt_gil_locked, rt_gil_last_holder; /* 3.8-3.11: _PyRuntime.ceval.gil; else 0 */
     uint32_t rt_gc;                             /* 3.8: _PyRuntime.gc; else 0 */
     /* PyInterpreterState */
     uint32_t is_next, is_tstate_head, is_gc; /* is_gc 0 on 3.8 */
+    uint32_t is_id;                          /* int64_t id: 0 the main interpreter */
     uint32_t is_ceval_gil_ptr;               /* 3.12+: interp->ceval.gil; else 0 */
     uint32_t gil_locked, gil_last_holder;    /* 3.12+: inside struct _gil_runtime_state */
     /* struct _gc_runtime_state */

@@ -12,6 +12,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "../procfs.h"
@@ -959,6 +960,121 @@ static void prefetch_first_frames(walker *w, const uint64_t *tstates, size_t nts
     free(a);
 }
 
+/* The OS thread running a subinterpreter's borrowed thread state (3.8-3.12). There,
+ * _xxsubinterpreters.run_string swaps the interpreter's first thread state into whichever
+ * thread calls it, so that state's thread_id / native_thread_id still name the thread that
+ * created the interpreter. The thread that runs it holds the state's address on its live C
+ * stack (the evaluator's `tstate`): scan each sleeping task's stack from its stack pointer
+ * (/proc/PID/task/TID/syscall) up, at most STACK_SCAN_BYTES, for that address. A task that
+ * is running has no stack pointer there and is not scanned. Returns the one other task that
+ * refers to it, else `claimed` if its stack does, else 0 (unknown). */
+#define STACK_SCAN_BYTES (256u << 10)
+#define STACK_SCAN_TASKS 256
+
+/* 1: the live stack of `tid` holds addr; 0: it does not; -1: not scannable (running, or
+ * gone: no stack pointer in /proc/PID/task/TID/syscall). */
+static int stack_refers_to(walker *w, int tid, uint64_t addr)
+{
+    char path[300], buf[512];
+    snprintf(path, sizeof path, "%s/%d/task/%d/syscall", w->proc_root, w->pid, tid);
+    long n = sop__read_small_at(AT_FDCWD, path, buf, sizeof buf);
+    if (n <= 0)
+        return -1;
+    buf[n < (long)sizeof buf ? n : (long)sizeof buf - 1] = '\0';
+    /* "nr a1 a2 a3 a4 a5 a6 sp pc" while in a syscall; "running" or "-1 sp pc" otherwise */
+    char *p = buf, *end;
+    unsigned long long f[9];
+    int nf = 0;
+    while (nf < 9) {
+        f[nf] = strtoull(p, &end, 0);
+        if (end == p)
+            break;
+        nf++;
+        p = end;
+    }
+    if (nf != 9 || (long long)f[0] < 0)
+        return -1;
+    uint64_t sp = f[7] & ~(uint64_t)7;
+    uint64_t top = sp + STACK_SCAN_BYTES;
+    /* Not past the mapping that holds sp (the next one up may be another thread's stack,
+     * whose unused part holds stale values). */
+    for (const char *m = w->maps; m && *m;) {
+        char *e1, *e2;
+        unsigned long long lo = strtoull(m, &e1, 16), hi = 0;
+        if (*e1 == '-')
+            hi = strtoull(e1 + 1, &e2, 16);
+        if (sp >= lo && sp < hi) {
+            if (hi < top)
+                top = hi;
+            break;
+        }
+        m = strchr(m, '\n');
+        m = m ? m + 1 : NULL;
+    }
+    uint64_t page[512];
+    for (uint64_t at = sp; at < top;) {
+        uint64_t next = (at | 4095) + 1;
+        size_t len = (size_t)(next - at);
+        if (sop__rmem_read_direct(&w->mem, at, page, len) < 0)
+            break; /* past the top of the stack mapping */
+        for (size_t k = 0; k < len / 8; k++)
+            if (page[k] == addr)
+                return 1;
+        at = next;
+    }
+    return 0;
+}
+
+static int tid_from_stacks_once(walker *w, uint64_t tstate, int claimed, int *unscanned)
+{
+    char path[300];
+    snprintf(path, sizeof path, "%s/%d/task", w->proc_root, w->pid);
+    DIR *d = opendir(path);
+    *unscanned = 0;
+    if (!d)
+        return 0;
+    struct dirent *de;
+    int other = 0, nother = 0, ntasks = 0;
+    bool claimed_refers = false;
+    while ((de = readdir(d)) != NULL && ntasks < STACK_SCAN_TASKS) {
+        int tid = atoi(de->d_name);
+        if (tid <= 0)
+            continue;
+        ntasks++;
+        int r = stack_refers_to(w, tid, tstate);
+        if (r < 0)
+            (*unscanned)++;
+        if (r <= 0)
+            continue;
+        if (tid == claimed) {
+            claimed_refers = true;
+        } else {
+            other = tid;
+            nother++;
+        }
+    }
+    closedir(d);
+    if (nother == 1)
+        return other;
+    return nother == 0 && claimed_refers ? claimed : 0;
+}
+
+/* A task that is running cannot be scanned: when nothing was found and some task could not
+ * be scanned, look again a few times, 1 ms apart (bounded: STACK_SCAN_TRIES). */
+#define STACK_SCAN_TRIES 5
+
+static int tid_from_stacks(walker *w, uint64_t tstate, int claimed)
+{
+    int unscanned = 0, tid = 0;
+    for (int k = 0; k < STACK_SCAN_TRIES; k++) {
+        tid = tid_from_stacks_once(w, tstate, claimed, &unscanned);
+        if (tid || !unscanned)
+            break;
+        nanosleep(&(struct timespec){0, 1000000}, NULL);
+    }
+    return tid;
+}
+
 static int collect(walker *w, unsigned flags, sop_python *py)
 {
     const sop_pylayout *L = &w->L;
@@ -973,6 +1089,10 @@ static int collect(walker *w, unsigned flags, sop_python *py)
         sop__missing_add(w->missing, "python", "no interpreter (not initialized or finalizing)");
         return 0;
     }
+    uint64_t finalizing = 0;
+    if (L->rt_finalizing &&
+        sop__rmem_read(&w->mem, w->runtime + L->rt_finalizing, &finalizing, 8) == 0 && finalizing)
+        py->finalizing = true;
     uint64_t *tset = calloc(THREAD_SET_SLOTS, sizeof *tset);
     uint64_t *tstates = calloc(MAX_THREADS, sizeof *tstates);
     if (!tset || !tstates) {
@@ -981,10 +1101,21 @@ static int collect(walker *w, unsigned flags, sop_python *py)
         return -ENOMEM;
     }
     uint64_t holders[MAX_INTERPS];
+    int64_t interp_ids[MAX_INTERPS];
+    uint16_t *ts_interp = calloc(MAX_THREADS, sizeof *ts_interp); /* index into interp_ids */
+    if (!ts_interp) {
+        free(tset);
+        free(tstates);
+        return -ENOMEM;
+    }
     size_t nholders = 0, nts = 0;
     uint64_t last_interp = 0;
     for (int ni = 0; interp && ni < MAX_INTERPS; ni++) {
-        holders[nholders++] = gil_holder(w, interp);
+        holders[nholders] = gil_holder(w, interp);
+        if (sop__rmem_read(&w->mem, interp + L->is_id, &interp_ids[nholders], 8) < 0 ||
+            interp_ids[nholders] < 0)
+            interp_ids[nholders] = -1;
+        nholders++;
         last_interp = interp;
         uint64_t ts = 0;
         if ((rc = sop__rmem_u64(&w->mem, interp + L->is_tstate_head, &ts)) < 0)
@@ -994,6 +1125,7 @@ static int collect(walker *w, unsigned flags, sop_python *py)
                 sop__missing_add(w->missing, "python", "thread list loops (torn read)");
                 break;
             }
+            ts_interp[nts] = (uint16_t)(nholders - 1);
             tstates[nts++] = ts;
             if ((rc = sop__rmem_u64(&w->mem, ts + L->ts_next, &ts)) < 0)
                 break;
@@ -1006,6 +1138,7 @@ static int collect(walker *w, unsigned flags, sop_python *py)
     }
     if (rc == -ESRCH) {
         free(tset);
+        free(ts_interp);
         free(tstates);
         return rc;
     }
@@ -1015,6 +1148,7 @@ static int collect(walker *w, unsigned flags, sop_python *py)
     py->threads = calloc(nts ? nts : 1, sizeof *py->threads);
     if (!py->threads) {
         free(tset);
+        free(ts_interp);
         free(tstates);
         return -ENOMEM;
     }
@@ -1063,12 +1197,26 @@ static int collect(walker *w, unsigned flags, sop_python *py)
          * must never send --native to some other process's thread. */
         if (t->tid > 0 && !task_exists(w, t->tid))
             t->tid = 0;
+        /* The main interpreter is the last of the list (its id is 0 on every version). */
+        t->interp_id = interp_ids[ts_interp[nts - 1 - k]];
+        bool sub = tsa && ts_interp[nts - 1 - k] != nholders - 1;
+        if (sub && L->minor <= 12) {
+            /* A borrowed thread state with no frame is run by no thread now: no scan. */
+            t->tid = t->nframes ? tid_from_stacks(w, tsa, t->tid) : 0;
+            t->tid_from_stack = true;
+        }
         /* Names: threading.Thread._name of the `self` of threading's _bootstrap frame; the
-         * process's first thread is the one CPython initialized in: "MainThread". */
+         * process's first thread is the one CPython initialized in: "MainThread". A
+         * subinterpreter's thread state takes the name of the main interpreter's thread
+         * state on the same OS thread (listed before it: the threading thread that runs it). */
         uint64_t self = 0;
         if (j.boot_frame &&
             sop__rmem_u64(&w->mem, j.boot_frame + w->L.frame_localsplus, &self) == 0 && self)
             (void)sop__py_instance_str_attr(&w->mem, &w->L, self, "_name", t->name, sizeof t->name);
+        for (size_t i = 0; sub && !t->name[0] && t->tid > 0 && i < py->nthreads; i++)
+            if (py->threads[i].tid == t->tid && py->threads[i].interp_id == 0 &&
+                !py->threads[i].name_from_comm)
+                snprintf(t->name, sizeof t->name, "%s", py->threads[i].name);
         if (!t->name[0] && t->tid == w->pid)
             snprintf(t->name, sizeof t->name, "MainThread");
         if (!t->name[0] && t->tid > 0) { /* not a threading thread: the kernel's name */
@@ -1132,6 +1280,14 @@ static int collect(walker *w, unsigned flags, sop_python *py)
         /* (under --native, j holds the walk made while the thread was stopped) */
         t->walk_retries = j.retries;
         py->walk_retries += j.retries;
+        if (j.rc == 0 && py->finalizing && t->tid <= 0 && t->nframes) {
+            /* At shutdown a daemon thread's OS thread exits when it next wants the GIL and
+             * leaves its thread state (and frames) behind: not a running stack. */
+            j.rc = -EAGAIN;
+            snprintf(j.why, sizeof j.why,
+                     "interpreter finalizing: no OS thread runs this thread state (a daemon "
+                     "thread stopped at shutdown)");
+        }
         if (j.rc == -EAGAIN) {
             t->partial = true;
             snprintf(t->partial_reason, sizeof t->partial_reason, "%s", j.why);
@@ -1145,6 +1301,7 @@ static int collect(walker *w, unsigned flags, sop_python *py)
     sop__native_close(nv);
     free(nsmap);
     free(tset);
+    free(ts_interp);
     free(tstates);
     if (rc < 0)
         return rc;
@@ -1343,7 +1500,7 @@ static char stat_state(int fd, int64_t *majflt)
 
 /* The OS tid and threading name of the thread state at ts, read once per thread. */
 static size_t sampler_tid(sop_pysampler *s, uint64_t ts, const sop_pythread *t, int64_t raw_tid,
-                          uint64_t boot_frame)
+                          uint64_t boot_frame, bool sub)
 {
     size_t h = hash_ptr(ts) & (SAMPLER_TID_CACHE - 1);
     if (s->tids[h].ts == ts && s->tids[h].thread_id == t->thread_id && s->tids[h].tid)
@@ -1360,6 +1517,10 @@ static size_t sampler_tid(sop_pysampler *s, uint64_t ts, const sop_pythread *t, 
     }
     if (tid > 0 && !task_exists(w, tid))
         tid = 0; /* another PID namespace, or torn: unknown rather than wrong */
+    if (sub && w->L.minor <= 12) { /* a borrowed thread state: see tid_from_stacks */
+        int unscanned; /* no retry here: an unknown tid is looked for again next tick */
+        tid = tid_from_stacks_once(w, ts, tid, &unscanned);
+    }
     s->tids[h].ts = ts;
     s->tids[h].thread_id = t->thread_id;
     s->tids[h].tid = tid;
@@ -1467,8 +1628,18 @@ int sop__python_sample(sop_pysampler *s, sop_pysample_cb cb, void *ctx)
     int rc = sop__rmem_u64(&w->mem, w->runtime + L->rt_interp_head, &interp);
     if (rc < 0)
         return rc;
+    /* The main interpreter (last of the list) first, so an OS thread that also runs a
+     * subinterpreter is first seen, and named, through its threading thread. */
+    uint64_t interps[MAX_INTERPS];
+    int ninterps = 0;
+    while (interp && ninterps < MAX_INTERPS) {
+        interps[ninterps++] = interp;
+        if (sop__rmem_u64(&w->mem, interp + L->is_next, &interp) < 0)
+            break;
+    }
     int seen = 0;
-    for (int ni = 0; interp && ni < MAX_INTERPS; ni++) {
+    for (int ni = ninterps - 1; ni >= 0; ni--) {
+        interp = interps[ni];
         uint64_t holder = gil_holder(w, interp), gbase = gil_base(w, interp);
         uint64_t ts = 0;
         size_t nts = 0;
@@ -1485,6 +1656,7 @@ int sop__python_sample(sop_pysampler *s, sop_pysample_cb cb, void *ctx)
         }
         for (size_t k = 0; k < nts; k++) /* empty the set for the next tick */
             s->tset[s->tslots[k]] = 0;
+        bool sub = ni != ninterps - 1;
         for (size_t k = 0; k < nts; k++) {
             uint64_t tsa = s->tstates[nts - 1 - k]; /* oldest (main) first */
             thread_job j = {w, tsa, &s->scratch, 0, 0, 0, "", 0, false};
@@ -1495,7 +1667,7 @@ int sop__python_sample(sop_pysampler *s, sop_pysample_cb cb, void *ctx)
                 return -ENOMEM;
             sop_pysample smp;
             memset(&smp, 0, sizeof smp);
-            size_t h = sampler_tid(s, tsa, &s->scratch, j.raw_tid, j.boot_frame);
+            size_t h = sampler_tid(s, tsa, &s->scratch, j.raw_tid, j.boot_frame, sub);
             smp.tid = s->tids[h].tid;
             smp.name = s->tids[h].name;
             smp.gil = holder && holder == tsa;
@@ -1510,8 +1682,6 @@ int sop__python_sample(sop_pysampler *s, sop_pysample_cb cb, void *ctx)
             cb(ctx, &smp);
             seen++;
         }
-        if (sop__rmem_u64(&w->mem, interp + L->is_next, &interp) < 0)
-            break;
     }
     return seen;
 }

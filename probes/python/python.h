@@ -47,6 +47,9 @@ typedef struct {
     char name[64];       /* threading.Thread._name; "MainThread" for the process's first
                           * thread; else /proc/PID/task/TID/comm (name_from_comm) */
     bool name_from_comm;
+    int64_t interp_id;   /* PyInterpreterState.id: 0 the main interpreter, -1 unreadable */
+    bool tid_from_stack; /* a subinterpreter's borrowed thread state (3.8-3.12): its OS thread
+                          * found by the stack that refers to it (or 0 when none does) */
     bool active;         /* OS state R (running / runnable) or holding the GIL */
     char os_state;       /* /proc/PID/task/TID/stat letter, read before any --native stop;
                           * '?' when unknown */
@@ -83,6 +86,7 @@ typedef struct sop_python {
     char libpython[512];    /* "" for static builds */
     char layout[32];        /* where the offsets came from: "table 3.11", "_Py_DebugOffsets" */
     int64_t gil_holder_tid; /* SOP_NA (INT64_MIN) when unknown / none */
+    bool finalizing;        /* the runtime is shutting down (_PyRuntime._finalizing set) */
     /* GC state: SOP_NA where not readable */
     int64_t gc_enabled, gc_collecting, gc_threshold[3], gc_count[3], gc_frozen;
     int64_t gc_collections[3]; /* collections of each generation since start (generation_stats) */

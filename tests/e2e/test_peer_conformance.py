@@ -134,6 +134,174 @@ def threads(tag, py, native):
                 len(gc.get("counts", [])) == 3, "%s%s: GC state" % (tag, sfx), gc)
 
 
+def lines(tag, py):
+    """Frames parked where the line table goes backwards (peer_lines.py): each line must be
+    the interpreter's own f_lineno, which the target prints."""
+    with sopt.Target(argv=[py, "-u", os.path.join(TARGETS, "peer_lines.py")]) as t:
+        info = json.loads(t.ready_line.split(" ", 1)[1])
+        C.check(all(info["backwards"].values()),
+                "%s lines: every parking code object's line table goes backwards" % tag,
+                info["backwards"])
+        rc, doc = dump(t.pid)
+        th = {x.get("name"): x for x in doc.get("threads", [])}
+        for name, want in sorted(info["truth"].items()):
+            got = [[f.get("func", "").split(".")[-1], f.get("line")]
+                   for f in th.get(name, {}).get("frames", []) if "peer_lines" in f.get("file", "")]
+            C.check(rc == 0 and got == want and th[name].get("complete"),
+                    "%s lines: %s at the interpreter's own lines %s" %
+                    (tag, name, [ln for _, ln in want]), {"sop": got, "python": want})
+
+
+def subinterpreters(tag, minor, py, native):
+    """A threading thread runs code in a second interpreter (peer_subinterp.py): its stack is
+    listed once, labelled with its interpreter id, on the OS thread that runs it (not the one
+    that created the interpreter, which is what the thread state itself says on 3.8-3.12),
+    named after that thread; the main interpreter's threads are unchanged."""
+    with sopt.Target(argv=[py, "-u", os.path.join(TARGETS, "peer_subinterp.py")]) as t:
+        parts = t.ready_line.split()
+        if parts[1] == "none":
+            print("     %s: no subinterpreter module; skipped" % tag)
+            return
+        iid = int(parts[2])
+        sfx = " (--native)" if native else ""
+        rc, doc = dump(t.pid, *(["--native"] if native else []))
+        C.check(rc == 0, "%s subinterp%s: dump exit 0" % (tag, sfx), doc.get("error"))
+        ths = doc.get("threads", [])
+        sub = [x for x in ths if any(f.get("func") == "sub_park" for f in x.get("frames", []))]
+        runner = [x for x in ths if x.get("name") == "sub-runner" and x.get("interp") == 0]
+        s0 = sub[0] if len(sub) == 1 else {}
+        fr = [f.get("func") for f in s0.get("frames", [])]
+        C.check(len(sub) == 1 and fr[:3] == ["sub_park", "sub_outer", "<module>"] and
+                s0.get("complete"), "%s subinterp%s: its stack listed once, complete" % (tag, sfx),
+                sub)
+        C.check(s0.get("interp") == iid and iid > 0,
+                "%s subinterp%s: labelled with interpreter %d" % (tag, sfx, iid), s0.get("interp"))
+        C.check(len(runner) == 1 and s0.get("tid") == runner[0].get("tid") and
+                s0.get("name") == "sub-runner",
+                "%s subinterp%s: on the OS thread that runs it, named after it" % (tag, sfx),
+                {"sub": {k: s0.get(k) for k in ("tid", "name", "tid_source")},
+                 "runner": runner and runner[0].get("tid")})
+        main = [x for x in ths if x.get("name") == "MainThread"]
+        C.check(len(main) == 1 and main[0].get("interp") == 0 and
+                [f.get("func") for f in main[0].get("frames", [])][:2] == ["main_park", "<module>"],
+                "%s subinterp%s: main interpreter's main thread unchanged" % (tag, sfx), main)
+        tids = {x.get("tid") for x in ths} | {o.get("tid") for o in doc.get("other_threads", [])}
+        ntasks = len(os.listdir("/proc/%d/task" % t.pid))
+        C.check(len(tids) == ntasks and None not in tids,
+                "%s subinterp%s: every OS thread listed (%d)" % (tag, sfx, ntasks),
+                sorted(tids, key=str))
+        if native:
+            nat = [f.get("func") for f in s0.get("native", [])]
+            C.check("sub_park" in nat and not stopped(t.pid),
+                    "%s subinterp --native: its native stack, target running" % tag, nat[:12])
+        else:
+            r = subprocess.run([sopt.SOPCTL, "dump", "--pid", str(t.pid)], capture_output=True,
+                               text=True, timeout=120)
+            C.check(r.returncode == 0 and ("[interpreter %d]" % iid) in r.stdout,
+                    "%s subinterp: text dump names the interpreter" % tag, r.stdout[-600:])
+        if minor in (8, 12) and not native and runner:
+            # The sampler: the subinterpreter's stack on the runner's tid, under its name.
+            out = "/tmp/sop-peer-rec-%d.txt" % os.getpid()
+            r = subprocess.run([sopt.SOPCTL, "record", "--pid", str(t.pid), "--duration", "0.5",
+                                "--rate", "20", "--idle", "-o", out], capture_output=True,
+                               text=True, timeout=120)
+            try:
+                with open(out) as f:
+                    rec = f.read()
+                os.unlink(out)
+            except OSError:
+                rec = ""
+            want = "tid %s (sub-runner);" % runner[0].get("tid")
+            C.check(r.returncode == 0 and any(want in ln and "sub_park" in ln
+                                              for ln in rec.splitlines()),
+                    "%s subinterp record: sampled on the runner's thread, named" % tag,
+                    (r.stderr[-300:], rec[-600:]))
+
+
+def stopped(pid):
+    try:
+        with open("/proc/%d/stat" % pid) as f:
+            return f.read().rsplit(")", 1)[1].split()[0] in ("t", "T")
+    except OSError:
+        return False
+
+
+def shutdown(tag, py):
+    """A target caught in its atexit handler (a daemon thread still running), then while the
+    runtime finalizes (a __del__ run at teardown), then while it exits: each dump is a correct
+    stack or says what it could not read; never a crash, a hang or a stopped target; the
+    target exits with status 0."""
+    gates = ["/tmp/sop-peer-gate-%d-%d" % (os.getpid(), k) for k in (1, 2)]
+    for g in gates:
+        if os.path.exists(g):
+            os.unlink(g)
+    bad = []
+    try:
+        with sopt.Target(argv=[py, "-u", os.path.join(TARGETS, "peer_shutdown.py")] + gates) as t:
+            rc, doc = dump(t.pid)
+            th = {x.get("name"): x for x in doc.get("threads", [])}
+            fr = [f.get("func", "").split(".")[-1]
+                  for f in th.get("MainThread", {}).get("frames", [])]
+            C.check(rc == 0 and fr[:2] == ["wait_for", "at_exit_hold"] and
+                    th["MainThread"].get("complete") and doc.get("finalizing") is False,
+                    "%s shutdown: in atexit, the handler's stack, not yet finalizing" % tag,
+                    {"frames": fr, "finalizing": doc.get("finalizing")})
+            d = th.get("daemon-work", {})
+            C.check(d.get("tid") and "daemon_work" in [f.get("func") for f in d.get("frames", [])],
+                    "%s shutdown: in atexit, the daemon thread still listed" % tag, d)
+            open(gates[0], "w").close()
+            held = ""
+            while held != "held finalizing":  # the target gives up by itself after 60 s
+                line = t.p.stdout.readline()
+                if not line:
+                    break
+                held = line.strip()
+            rc, doc = dump(t.pid)
+            th = doc.get("threads", [])
+            main = [x for x in th if x.get("name") == "MainThread"]
+            fr = [f.get("func", "").split(".")[-1]
+                  for f in (main[0].get("frames", []) if main else [])]
+            C.check(held == "held finalizing" and rc == 0 and doc.get("finalizing") is True and
+                    fr[:2] == ["wait_for", "__del__"] and main[0].get("complete"),
+                    "%s shutdown: finalizing, said so, with the __del__ stack" % tag,
+                    {"held": held, "rc": rc, "frames": fr, "error": doc.get("error")})
+            ghosts = [x.get("name") for x in th if x.get("complete") and not x.get("tid")]
+            C.check(not ghosts and all(x.get("partial") for x in th if not x.get("complete")),
+                    "%s shutdown: no stack shown complete without a running OS thread" % tag, th)
+            open(gates[1], "w").close()
+            outcomes = []
+            for _ in range(20):  # dumps racing the exit; each must end cleanly
+                if t.p.poll() is not None:
+                    break
+                try:
+                    r = subprocess.run([sopt.SOPCTL, "dump", "--pid", str(t.pid), "--json"],
+                                       capture_output=True, text=True, timeout=60)
+                except subprocess.TimeoutExpired:
+                    bad.append("hang")
+                    break
+                outcomes.append(r.returncode)
+                if r.returncode < 0 or (r.returncode and not r.stderr.strip()):
+                    bad.append((r.returncode, r.stderr[-200:]))
+                elif r.returncode == 0:
+                    try:
+                        json.loads(r.stdout)
+                    except ValueError:
+                        bad.append("bad json")
+                if stopped(t.pid):
+                    bad.append("stopped")
+            try:
+                status = t.p.wait(timeout=90)
+            except subprocess.TimeoutExpired:
+                status = "hung"
+            C.check(not bad, "%s shutdown: dumps while it exits end cleanly (%d dumps)" %
+                    (tag, len(outcomes)), bad)
+            C.check(status == 0, "%s shutdown: target exits normally" % tag, status)
+    finally:
+        for g in gates:
+            if os.path.exists(g):
+                os.unlink(g)
+
+
 def main():
     for tag, minor, py in interpreters():
         dumps = int(os.environ.get("SOP_PEER_DUMPS", "0")) or (20 if minor <= 10 else 5)
@@ -143,6 +311,11 @@ def main():
             threads(tag, py, native=True)
         if minor <= 10:
             exact(tag, py, 10)
+        lines(tag, py)
+        subinterpreters(tag, minor, py, native=False)
+        if minor in (8, 12):
+            subinterpreters(tag, minor, py, native=True)
+        shutdown(tag, py)
     print("%d/%d checks" % (C.passed, C.passed + C.failed))
     C.done()
 

@@ -195,6 +195,8 @@ static void test_debug_offsets(void)
     CHECK_EQ_I(L.rt_interp_head, T->rt_interp_head);
     CHECK_EQ_I(L.is_tstate_head, T->is_tstate_head);
     CHECK_EQ_I(L.is_next, T->is_next);
+    CHECK_EQ_I(L.is_id, T->is_id);
+    CHECK_EQ_I(L.rt_finalizing, T->rt_finalizing);
     CHECK_EQ_I(L.is_gc, T->is_gc);
     CHECK_EQ_I(L.ts_frame, T->ts_frame);
     CHECK_EQ_I(L.ts_native_thread_id, T->ts_native_thread_id);
