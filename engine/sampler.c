@@ -209,7 +209,7 @@ static bool asyncio_file(const char *f, const char *name)
 static bool loop_machinery(const sop_pyframe *f)
 {
     return ends_with(f->file, "selectors.py") || strstr(f->file, "/asyncio/") != NULL ||
-           strstr(f->file, "uvloop") != NULL;
+           strstr(f->file, "/uvloop/") != NULL || strncmp(f->file, "uvloop/", 7) == 0;
 }
 
 /* A frame of DataLoader's consumer side waiting for a batch, or any multiprocessing queue get. */

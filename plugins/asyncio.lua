@@ -12,6 +12,12 @@ local ends_with = common.ends_with
 local where = common.where
 
 -- Index (1 = innermost) of the frame that dispatches loop callbacks, and the loop kind.
+-- uvloop's own files (its package directory), not any path that merely contains the word
+-- (a user's "asyncio_no_uvloop.py" is the user's code).
+local function is_uvloop_file(file)
+  return file:find("/uvloop/", 1, true) ~= nil or file:sub(1, 7) == "uvloop/"
+end
+
 local function loop_dispatch(frames)
   for i, f in ipairs(frames) do
     if ends_with(f.file, "asyncio/events.py") and (f.func == "Handle._run" or f.func == "_run") then
@@ -23,7 +29,7 @@ local function loop_dispatch(frames)
     if ends_with(file, "asyncio/base_events.py") and f.func and f.func:find("run_forever", 1, true) then
       return i, "asyncio"
     end
-    if ends_with(file, "asyncio/runners.py") or file:find("uvloop", 1, true) then
+    if ends_with(file, "asyncio/runners.py") or is_uvloop_file(file) then
       return i, "uvloop"
     end
   end
@@ -35,7 +41,7 @@ local function in_loop_machinery(f)
   local file = f.file or ""
   return ends_with(file, "selectors.py") or ends_with(file, "asyncio/base_events.py")
       or ends_with(file, "asyncio/events.py") or ends_with(file, "asyncio/runners.py")
-      or file:find("uvloop", 1, true) ~= nil
+      or is_uvloop_file(file)
 end
 
 rule {
@@ -45,7 +51,8 @@ rule {
   doc = [[Sampled window: hit when a thread running an asyncio (or uvloop) loop stayed away from its selector for at
     least loop_block_ms in one stretch, naming the frame. Snapshot: hit when the loop thread is inside a callback
     in user code rather than the selector, blocked (S/D) or running (R); high when the loop thread used at least
-    loop_busy_cpu_pct of a core. Unknown when not CPython.]],
+    loop_busy_cpu_pct of a core; an asyncio loop measured over the window is judged by the window only (a busy
+    loop is inside some callback at most snapshots). Unknown when not CPython.]],
   reads = { "python.loop", "python.threads[].frames",
             "proc.cwd", "proc.cmdline", "threads[].state", "threads[].cpu_pct", "sampling",
             "duration_s" },
@@ -114,7 +121,12 @@ rule {
         for i = 1, idx - 1 do cb[i] = frames[i] end
         local own = common.own_frame(cb, ev)
         local at = common.user_frame(cb, ev)
-        if user and (kind == "asyncio" or idx > 1) then
+        -- An asyncio loop measured over the window is judged by that measurement (above): a
+        -- snapshot inside a callback only says the loop is busy, which a saturated loop running
+        -- many short callbacks is nearly all the time. uvloop's C loop has no dispatch frames to
+        -- measure, so for it (and with --duration 0) the snapshot is the evidence.
+        local measured = kind == "asyncio" and lp and lp.longest_block_ms and (not lp.tid or lp.tid == t.tid)
+        if user and not measured and (kind == "asyncio" or idx > 1) then
           local cpu_bound = state == "R" or (cpu and cpu >= th.loop_busy_cpu_pct)
           local what_en = cpu_bound and "running CPU work without awaiting" or "blocked in a synchronous call"
           local what_zh = cpu_bound and "在执行 CPU 计算且不 await" or "阻塞在同步调用里"
