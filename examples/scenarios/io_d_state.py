@@ -1,4 +1,6 @@
 # expect: io.d_state:info
+# also@cpu1: cpu.oversubscribed
+#   (on one CPU six writers whose fsyncs return quickly all want that CPU: runnable load 1.7 to over 3 by the disk's speed)
 # sopctl: --duration 2
 # timeout: 90
 """io.d_state (SOP §7): six threads each appending 256 KiB to their own log file and calling
