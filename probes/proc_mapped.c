@@ -5,6 +5,7 @@
  * sop__mapped_growth: per file, the resident kB gained between two snapshots (the faulted file).
  * Depends on procfs.c. */
 #include <errno.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -97,11 +98,15 @@ static int by_weight(const void *a, const void *b)
     return strcmp(x->path, y->path);
 }
 
+/* Sums saturate: the text is the kernel's, but a damaged or hostile file must not overflow. */
 static void add_kb(int64_t *sum, int64_t v)
 {
     if (v == SOP_NA)
         return;
-    *sum = *sum == SOP_NA ? v : *sum + v;
+    if (*sum == SOP_NA)
+        *sum = v;
+    else if (__builtin_add_overflow(*sum, v, sum))
+        *sum = v > 0 ? INT64_MAX : INT64_MIN + 1; /* INT64_MIN is SOP_NA */
 }
 
 void sop__mapped_init(sop_mapped *out)
@@ -150,7 +155,7 @@ int sop__parse_mapped(const char *text, sop_mapped *out)
                     out->truncated = true;
                 }
                 if (cur) {
-                    cur->size_kb += size_kb;
+                    add_kb(&cur->size_kb, size_kb);
                     cur->vmas++;
                     if (exec && strcmp(cur->kind, "data") == 0)
                         snprintf(cur->kind, sizeof cur->kind, "lib"); /* executables, .so */
@@ -198,10 +203,8 @@ int sop__parse_mapped(const char *text, sop_mapped *out)
 int64_t sop__mapped_big_kb(const sop_mapped *m)
 {
     int64_t s = 0;
-    if (m->data_size_kb != SOP_NA)
-        s += m->data_size_kb;
-    if (m->shmem_size_kb != SOP_NA)
-        s += m->shmem_size_kb;
+    add_kb(&s, m->data_size_kb);
+    add_kb(&s, m->shmem_size_kb);
     return s;
 }
 
@@ -215,8 +218,9 @@ void sop__mapped_growth(sop_mapped *now, const sop_mapped *before)
         for (size_t j = 0; j < before->n; j++) {
             const sop_mapped_file *b = &before->files[j];
             if (strcmp(b->path, f->path) == 0) {
-                if (b->rss_kb != SOP_NA)
-                    f->rss_growth_kb = f->rss_kb - b->rss_kb;
+                if (b->rss_kb != SOP_NA &&
+                    __builtin_sub_overflow(f->rss_kb, b->rss_kb, &f->rss_growth_kb))
+                    f->rss_growth_kb = SOP_NA;
                 break;
             }
         }
