@@ -15,6 +15,7 @@ import json
 import os
 import subprocess
 import sys
+import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import sopt  # noqa: E402
@@ -238,10 +239,16 @@ def shutdown(tag, py):
     bad = []
     try:
         with sopt.Target(argv=[py, "-u", os.path.join(TARGETS, "peer_shutdown.py")] + gates) as t:
-            rc, doc = dump(t.pid)
-            th = {x.get("name"): x for x in doc.get("threads", [])}
-            fr = [f.get("func", "").split(".")[-1]
-                  for f in th.get("MainThread", {}).get("frames", [])]
+            # "ready atexit" is printed just before the handler calls wait_for: look again
+            # (bounded) until it is there, so a slow host cannot catch the line before
+            for _ in range(50):
+                rc, doc = dump(t.pid)
+                th = {x.get("name"): x for x in doc.get("threads", [])}
+                fr = [f.get("func", "").split(".")[-1]
+                      for f in th.get("MainThread", {}).get("frames", [])]
+                if fr[:1] == ["wait_for"]:
+                    break
+                time.sleep(0.1)
             C.check(rc == 0 and fr[:2] == ["wait_for", "at_exit_hold"] and
                     th["MainThread"].get("complete") and doc.get("finalizing") is False,
                     "%s shutdown: in atexit, the handler's stack, not yet finalizing" % tag,
