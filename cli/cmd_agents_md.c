@@ -80,7 +80,8 @@ static const char ZH[] =
     "     （不加 `--format` 时，终端上显示的是给人看的摘要）。\n"
     "   - 已被 OOM 杀掉的进程：`sopctl run --pid $DEAD_PID` 仍会报告内核的 kill 记录。\n"
     "   - 分布式作业（torchrun 的各 rank、Slurm 作业）：`sopctl run --ranks [--slurm-job J]`\n"
-    "     诊断本节点上的每个 rank 并指出拖慢者；`sopctl fleet --slurm-job J` 在作业的每个节点上做同样的事；\n"
+    "     诊断本节点上的每个 rank 并指出拖慢者；`sopctl fleet --slurm-job J` "
+    "在作业的每个节点上做同样的事；\n"
     "     其他方式收集的报告用 `sopctl merge` 合并。\n"
     "3. **只在结论指向的地方深入**：\n"
     "   - `sopctl dump --pid $PID`（加 `--native` 看 C 栈）：此刻每个线程的栈；\n"
@@ -108,7 +109,8 @@ static const char ZH[] =
     "- 给出没有权威参考链接的建议（PyTorch、numpy、python.org、PEP、Brendan Gregg），\n"
     "  每条结论的 `refs` 里都有；\n"
     "- 运行交互式或 TUI 工具（`htop`、`btop`、`py-spy top`、`memray run --live`、任何 curses\n"
-    "  界面）：没有终端。用 `sopctl`、`py-spy dump`、`memray attach` 或 `memray run --live-remote`；\n"
+    "  界面）：没有终端。用 `sopctl`、`py-spy dump`、`memray attach` 或 `memray run "
+    "--live-remote`；\n"
     "- 结束或发信号给不是你启动的进程。\n"
     "\n"
     "阈值可按次修改（`--set KEY=VALUE`，名称见 docs/rules.md），或按站点修改（`--site FILE`，\n"
@@ -125,8 +127,10 @@ int cmd_agents_md(int argc, char **argv)
         else if (argv[i][0] != '-' && !rules)
             rules = argv[i];
         else {
-            fprintf(stderr, "sopctl: agents-md: unexpected argument '%s'\n"
-                            "usage: sopctl agents-md [--lang en|zh] [RULES.lua]\n", argv[i]);
+            fprintf(stderr,
+                    "sopctl: agents-md: unexpected argument '%s'\n"
+                    "usage: sopctl agents-md [--lang en|zh] [RULES.lua]\n",
+                    argv[i]);
             return EXIT_USAGE;
         }
     }

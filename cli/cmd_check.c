@@ -2,8 +2,8 @@
  * load and validate a rule pack (RULES "default": the embedded one) and list its rule ids, or
  * print its generated documentation (docs/rules.md) or description as JSON; exit 2 with
  * file:line when it does not load. */
-#include <stdlib.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "cli.h"
@@ -50,7 +50,8 @@ int cmd_check(int argc, char **argv)
         status = EXIT_USAGE;
     }
     if (status == EXIT_CLEAN) {
-        rc = strcmp(rules, "default") == 0 ? sop_load_rules_default(e) : sop_load_rules_file(e, rules);
+        rc = strcmp(rules, "default") == 0 ? sop_load_rules_default(e)
+                                           : sop_load_rules_file(e, rules);
         if (rc != 0) {
             fprintf(stderr, "sopctl: %s\n", sop_last_error(e));
             status = EXIT_USAGE;

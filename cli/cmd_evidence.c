@@ -1,5 +1,5 @@
-/* cmd_evidence.c — `sopctl evidence --pid N [--duration S] [--rate HZ] [-o FILE]`: the evidence the rules
- * see, as JSON (docs/evidence.md). */
+/* cmd_evidence.c — `sopctl evidence --pid N [--duration S] [--rate HZ] [-o FILE]`: the evidence the
+ * rules see, as JSON (docs/evidence.md). */
 #include <getopt.h>
 #include <stdio.h>
 #include <string.h>
@@ -46,7 +46,8 @@ int cmd_evidence(int argc, char **argv)
             break;
         case 'h':
             printf("usage: sopctl evidence (--pid N | --ranks [--pid LAUNCHER] [--slurm-job J])\n"
-                   "                       [--duration S] [--rate HZ] [-o FILE] [--no-python] [--heap]\n");
+                   "                       [--duration S] [--rate HZ] [-o FILE] [--no-python] "
+                   "[--heap]\n");
             return EXIT_CLEAN;
         default: {
             int st = cli_window_opt(c, optarg, argv[optind - 1], &pid, &co.duration_s, &co.rate_hz);

@@ -16,8 +16,8 @@
 #define MAX_SETS 64
 #define EVIDENCE_MAX (64u << 20)
 
-int cli_load_rules(sop_engine *e, const char *rules, const char *site, int no_site,
-                   char **sets, int nsets)
+int cli_load_rules(sop_engine *e, const char *rules, const char *site, int no_site, char **sets,
+                   int nsets)
 {
     int rc = rules ? sop_load_rules_file(e, rules) : sop_load_rules_default(e);
     if (rc != 0) {
@@ -45,16 +45,23 @@ int cli_load_rules(sop_engine *e, const char *rules, const char *site, int no_si
 
 int cmd_run(int argc, char **argv)
 {
-    static const struct option opts[] = {
-        {"pid", required_argument, 0, 'p'},      {"evidence", required_argument, 0, 'e'},
-        {"duration", required_argument, 0, 'd'}, {"format", required_argument, 0, 'f'},
-        {"lang", required_argument, 0, 'l'},     {"set", required_argument, 0, 's'},
-        {"rate", required_argument, 0, 'r'},     {"help", no_argument, 0, 'h'},
-        {"site", required_argument, 0, 'S'},     {"no-site", no_argument, 0, 'N'},
-        {"color", required_argument, 0, 'C'},    {"all", no_argument, 0, 'A'},
-        {"output", required_argument, 0, 'o'},   {"ranks", no_argument, 0, 'R'},
-        {"slurm-job", required_argument, 0, 'J'}, {"heap", no_argument, 0, 'H'},
-        {0, 0, 0, 0}};
+    static const struct option opts[] = {{"pid", required_argument, 0, 'p'},
+                                         {"evidence", required_argument, 0, 'e'},
+                                         {"duration", required_argument, 0, 'd'},
+                                         {"format", required_argument, 0, 'f'},
+                                         {"lang", required_argument, 0, 'l'},
+                                         {"set", required_argument, 0, 's'},
+                                         {"rate", required_argument, 0, 'r'},
+                                         {"help", no_argument, 0, 'h'},
+                                         {"site", required_argument, 0, 'S'},
+                                         {"no-site", no_argument, 0, 'N'},
+                                         {"color", required_argument, 0, 'C'},
+                                         {"all", no_argument, 0, 'A'},
+                                         {"output", required_argument, 0, 'o'},
+                                         {"ranks", no_argument, 0, 'R'},
+                                         {"slurm-job", required_argument, 0, 'J'},
+                                         {"heap", no_argument, 0, 'H'},
+                                         {0, 0, 0, 0}};
     int pid = -1;
     const char *evidence = NULL, *lang = "en", *rules = NULL, *site = NULL;
     int no_site = 0, ranks = 0;
@@ -141,7 +148,8 @@ int cmd_run(int argc, char **argv)
                    "                  [--rate HZ] [--format auto|md|json|text|html] [-o FILE]\n"
                    "                  [--color auto|never|always] [--all] [--lang en|zh]\n"
                    "                  [--set KEY=VALUE]... [--site FILE | --no-site] [--heap]\n"
-                   "                  (default site: $SOP_SITE, else " SOP_SITE_DEFAULT " if present)\n");
+                   "                  (default site: $SOP_SITE, else " SOP_SITE_DEFAULT
+                   " if present)\n");
             return EXIT_CLEAN;
         default: {
             int st = cli_window_opt(c, optarg, argv[optind - 1], &pid, &co.duration_s, &co.rate_hz);

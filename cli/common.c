@@ -6,8 +6,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 #include <sys/ioctl.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "cli.h"
@@ -148,8 +148,7 @@ char *cli_read_file(const char *path, size_t max, size_t *len)
 void cli_print_error(const char *what, int err, const sop_engine *e)
 {
     const char *detail = sop_last_error(e);
-    fprintf(stderr, "sopctl: %s: %s%s%s\n", what, sop_strerror(err), detail[0] ? ": " : "",
-            detail);
+    fprintf(stderr, "sopctl: %s: %s%s%s\n", what, sop_strerror(err), detail[0] ? ": " : "", detail);
 }
 
 int cli_window_opt(int opt, const char *arg, const char *optname, int *pid, double *duration_s,

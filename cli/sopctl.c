@@ -30,7 +30,10 @@ static const char USAGE[] =
     "exit status: 0 no warn/high finding, 1 warn/high finding, 2 usage or rules error,\n"
     "             3 target not found or not readable\n";
 
-static void usage(FILE *to) { fputs(USAGE, to); }
+static void usage(FILE *to)
+{
+    fputs(USAGE, to);
+}
 
 static int dispatch(int argc, char **argv)
 {

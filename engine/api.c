@@ -32,7 +32,10 @@ int sop__fail(sop_engine *e, int code, const char *fmt, ...)
     return code;
 }
 
-static void clear_error(sop_engine *e) { e->err[0] = '\0'; }
+static void clear_error(sop_engine *e)
+{
+    e->err[0] = '\0';
+}
 
 int sop_engine_new(sop_engine **out)
 {
@@ -60,8 +63,7 @@ static void source_free(sop_source *s)
 }
 
 /* Copy name/src/dir into *s (replacing it). Returns 0 or SOP_ENOMEM (s unchanged). */
-static int source_set(sop_source *s, const char *name, const char *src, size_t len,
-                      const char *dir)
+static int source_set(sop_source *s, const char *name, const char *src, size_t len, const char *dir)
 {
     sop_source n = {strdup(name), malloc(len + 1), len, dir ? strdup(dir) : NULL};
     if (!n.name || !n.src || (dir && !n.dir)) {
@@ -85,7 +87,10 @@ void sop_engine_free(sop_engine *e)
     free(e);
 }
 
-const char *sop_last_error(const sop_engine *e) { return e ? e->err : ""; }
+const char *sop_last_error(const sop_engine *e)
+{
+    return e ? e->err : "";
+}
 
 /* Load e->pack with `site` over it (NULL: none). */
 static int apply(sop_engine *e, const sop_source *site)
@@ -245,7 +250,10 @@ int sop_load_rules_file(sop_engine *e, const char *path)
     return rc;
 }
 
-size_t sop_rule_count(const sop_engine *e) { return e && e->loaded ? sop__rules_count(e->rules) : 0; }
+size_t sop_rule_count(const sop_engine *e)
+{
+    return e && e->loaded ? sop__rules_count(e->rules) : 0;
+}
 
 const char *sop_rule_id(const sop_engine *e, size_t i)
 {
@@ -337,8 +345,8 @@ int sop_collect_self(sop_engine *e, const sop_collect_opts *opts, sop_evidence *
 static const char *type_name(const sop_value *v)
 {
     static const char *const names[] = {
-        [SOP_V_NULL] = "null", [SOP_V_BOOL] = "a boolean", [SOP_V_NUM] = "a number",
-        [SOP_V_STR] = "a string", [SOP_V_ARR] = "an array", [SOP_V_OBJ] = "an object"};
+        [SOP_V_NULL] = "null",    [SOP_V_BOOL] = "a boolean", [SOP_V_NUM] = "a number",
+        [SOP_V_STR] = "a string", [SOP_V_ARR] = "an array",   [SOP_V_OBJ] = "an object"};
     return names[v->type];
 }
 
@@ -406,8 +414,7 @@ int sop_evidence_from_json(sop_engine *e, const char *text, size_t len, sop_evid
     }
     if (schema != 1) {
         sop__v_free(tree);
-        return sop__fail(e, SOP_EFORMAT, "evidence schema %g is not supported (this is 1)",
-                         schema);
+        return sop__fail(e, SOP_EFORMAT, "evidence schema %g is not supported (this is 1)", schema);
     }
     sop_evidence *ev = calloc(1, sizeof *ev);
     if (!ev) {
@@ -483,7 +490,10 @@ int sop_report_render(const sop_report *r, sop_format fmt, const char *lang, cha
     return *out ? SOP_OK : SOP_ENOMEM;
 }
 
-int sop_report_has_problem(const sop_report *r) { return r && r->problem ? 1 : 0; }
+int sop_report_has_problem(const sop_report *r)
+{
+    return r && r->problem ? 1 : 0;
+}
 
 int sop_report_finding(const sop_report *r, size_t i, const char **id, const char **severity)
 {

@@ -15,9 +15,9 @@
 #include "../probes/cpu_budget.h"
 #include "bridge/bridge.h"
 #include "clock.h"
+#include "collect_heap.h"
 #include "engine.h"
 #include "evidence.h"
-#include "collect_heap.h"
 #include "python/python.h"
 #include "rank.h"
 #include "sampler.h"
@@ -399,9 +399,9 @@ int sop__collect(int pid, const sop_collect_opts *o, sop_value **out, char **pic
         if (c.python && flags)
             mark_active_threads(c.python, &c.threads);
         if (c.python && want_heap)
-            c.heap = sop__heap_window_end(&hw, pid, proc_root, (o->probes & SOP_PROBE_HEAP) != 0,
-                                          &c.proc, (o->probes & SOP_PROBE_CGROUP) ? &c.cgroup : NULL,
-                                          c.duration_s, &c.missing);
+            c.heap = sop__heap_window_end(
+                &hw, pid, proc_root, (o->probes & SOP_PROBE_HEAP) != 0, &c.proc,
+                (o->probes & SOP_PROBE_CGROUP) ? &c.cgroup : NULL, c.duration_s, &c.missing);
     }
     sop__heap_window_free(&hw);
     if (o->kernel_log && (o->probes & SOP_PROBE_KMSG))

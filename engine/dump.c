@@ -113,9 +113,10 @@ static void render_gc(sbuf *b, const sop_python *py)
 {
     if (py->gc_enabled == SOP_NA && py->gc_collecting == SOP_NA)
         return;
-    sb_printf(b, "GC: %s", py->gc_enabled == SOP_NA ? "enabled ?"
-                           : py->gc_enabled          ? "enabled"
-                                                     : "disabled");
+    sb_printf(b, "GC: %s",
+              py->gc_enabled == SOP_NA ? "enabled ?"
+              : py->gc_enabled         ? "enabled"
+                                       : "disabled");
     if (py->gc_collecting != SOP_NA)
         sb_printf(b, ", %s", py->gc_collecting ? "collecting now" : "not collecting");
     if (py->gc_count[0] != SOP_NA)
@@ -298,9 +299,9 @@ int sop_dump(sop_engine *e, int pid, unsigned flags, sop_format fmt, char **out)
     char cmdline[4096];
     read_cmdline(pid, cmdline, sizeof cmdline);
     /* The GC state (enabled, collecting, counts), but not the frozen count (a list walk). */
-    unsigned pyflags =
-        SOP_PY_SKIP_FROZEN | SOP_PY_ALL_TASKS | ((flags & SOP_DUMP_NATIVE) ? SOP_PY_NATIVE : 0) |
-        ((flags & SOP_DUMP_EXACT) ? SOP_PY_EXACT : 0);
+    unsigned pyflags = SOP_PY_SKIP_FROZEN | SOP_PY_ALL_TASKS |
+                       ((flags & SOP_DUMP_NATIVE) ? SOP_PY_NATIVE : 0) |
+                       ((flags & SOP_DUMP_EXACT) ? SOP_PY_EXACT : 0);
     int r;
     if (is_kernel_thread(pid)) {
         sop__missing_add(&missing, "python", "pid %d is a kernel thread (no user space)", pid);

@@ -11,10 +11,10 @@
 
 /* A rule source kept by the engine so that a site file can be applied over the pack again. */
 typedef struct {
-    char *name;   /* chunk name shown in errors */
+    char *name; /* chunk name shown in errors */
     char *src;
     size_t len;
-    char *dir;    /* where its `require` looks; NULL for none */
+    char *dir; /* where its `require` looks; NULL for none */
 } sop_source;
 
 struct sop_engine {
@@ -42,8 +42,8 @@ int sop__fail(sop_engine *e, int code, const char *fmt, ...) __attribute__((form
  * err gets the detail. */
 /* pictures (may be NULL): with SOP_COLLECT_PICTURES, the flame graph and timeline of the
  * window as inline SVG (malloc'd), else NULL. */
-int sop__collect(int pid, const sop_collect_opts *opts, sop_value **out, char **pictures,
-                 char *err, size_t errlen);
+int sop__collect(int pid, const sop_collect_opts *opts, sop_value **out, char **pictures, char *err,
+                 size_t errlen);
 
 /* Build the report tree from the rules' verdicts and the evidence (takes ownership of verdicts). */
 sop_value *sop__report_build(sop_value *verdicts, const sop_value *ev, double rules_ms,

@@ -1,7 +1,7 @@
 /* escape.c — the escapers of escape.h: one per output format, sharing one strict UTF-8
  * decoder. Depends on engine/strbuf.c, engine/dwidth.c and libc. */
-#include "dwidth.h"
 #include "escape.h"
+#include "dwidth.h"
 
 #include <string.h>
 
@@ -79,11 +79,20 @@ static void walk(sop_sb *b, const char *s, const char *punct, int pipe_only)
     }
 }
 
-void sop__esc_text(sop_sb *b, const char *s) { walk(b, s ? s : "", NULL, 0); }
+void sop__esc_text(sop_sb *b, const char *s)
+{
+    walk(b, s ? s : "", NULL, 0);
+}
 
-void sop__esc_md(sop_sb *b, const char *s) { walk(b, s ? s : "", "\\`*_[]<>|!&~#", 0); }
+void sop__esc_md(sop_sb *b, const char *s)
+{
+    walk(b, s ? s : "", "\\`*_[]<>|!&~#", 0);
+}
 
-void sop__esc_collapsed(sop_sb *b, const char *s) { walk(b, s ? s : "", NULL, 0); }
+void sop__esc_collapsed(sop_sb *b, const char *s)
+{
+    walk(b, s ? s : "", NULL, 0);
+}
 
 void sop__esc_md_code(sop_sb *b, const char *s)
 {
@@ -117,12 +126,23 @@ void sop__esc_xml(FILE *f, const char *s, size_t len, size_t max_chars)
         unsigned char c = (unsigned char)s[i];
         if (c < 0x80) {
             switch (c) {
-            case '&': fputs("&amp;", f); break;
-            case '<': fputs("&lt;", f); break;
-            case '>': fputs("&gt;", f); break;
-            case '"': fputs("&quot;", f); break;
-            case '\'': fputs("&apos;", f); break;
-            default: fputc(c < 0x20 || c == 0x7f ? '?' : c, f);
+            case '&':
+                fputs("&amp;", f);
+                break;
+            case '<':
+                fputs("&lt;", f);
+                break;
+            case '>':
+                fputs("&gt;", f);
+                break;
+            case '"':
+                fputs("&quot;", f);
+                break;
+            case '\'':
+                fputs("&apos;", f);
+                break;
+            default:
+                fputc(c < 0x20 || c == 0x7f ? '?' : c, f);
             }
             i++;
             continue;

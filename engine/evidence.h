@@ -33,8 +33,8 @@ typedef struct sop_collection {
     sop_child_list siblings; /* the parent's other children */
     sop_cgroup cgroup;
     int64_t effective_cpus;
-    double capacity_cpus;   /* effective_cpus with the quota as a fraction (probes/cpu_budget.c) */
-    sop_tree_sched *sched;  /* whole-tree scheduling over the window; NULL when not measured */
+    double capacity_cpus;  /* effective_cpus with the quota as a fraction (probes/cpu_budget.c) */
+    sop_tree_sched *sched; /* whole-tree scheduling over the window; NULL when not measured */
     sop_alloc alloc;
     sop_numa numa;                /* host.numa and proc.numa */
     struct sop_python *python;    /* NULL when not CPython or not read */

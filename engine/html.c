@@ -59,7 +59,8 @@ static void put_list(FILE *f, const sop_value *arr, const char *title, const cha
     fprintf(f, "<details><summary>%zu %s</summary>\n<ul>\n", arr->count, title);
     for (const sop_value *c = arr->child; c; c = c->next) {
         fputs("<li><code>", f);
-        sop__esc_html(f, sop__v_get_str(c, "id") ? sop__v_get_str(c, "id") : sop__v_get_str(c, "probe"));
+        sop__esc_html(f, sop__v_get_str(c, "id") ? sop__v_get_str(c, "id")
+                                                 : sop__v_get_str(c, "probe"));
         fputs("</code>: ", f);
         sop__esc_html(f, text_of(c, field, lang));
         fputs("</li>\n", f);

@@ -40,7 +40,8 @@ static sop_value *from_cjson(cJSON *j, int depth)
                 sop__v_free(v);
                 return NULL;
             }
-            if (obj ? !sop__v_set(v, c->string ? c->string : "", item) : sop__v_push(v, item) != 0) {
+            if (obj ? !sop__v_set(v, c->string ? c->string : "", item)
+                    : sop__v_push(v, item) != 0) {
                 sop__v_free(v);
                 return NULL;
             }
@@ -56,9 +57,9 @@ static sop_value *from_cjson(cJSON *j, int depth)
 }
 
 /* The bounds, checked on the text before anything is allocated: nesting depth, and the
- * number of values (counted as containers + separators; at most max_values, and on average at least JSON_MIN_BYTES_PER_VALUE bytes
- * of text each beyond the first 4096), so memory is bounded by the file's size. Returns 0, or -1
- * with the reason and byte offset in err. */
+ * number of values (counted as containers + separators; at most max_values, and on average at least
+ * JSON_MIN_BYTES_PER_VALUE bytes of text each beyond the first 4096), so memory is bounded by the
+ * file's size. Returns 0, or -1 with the reason and byte offset in err. */
 static int prescan(const char *text, size_t len, size_t max_values, char *err, size_t errlen)
 {
     size_t values = 1, depth = 0, allowed = 4096 + len / JSON_MIN_BYTES_PER_VALUE;
@@ -124,8 +125,8 @@ sop_value *sop__json_parse(const char *text, size_t len, char *err, size_t errle
     cJSON *j = cJSON_ParseWithLengthOpts(text, len, &end, 0);
     if (j && end) { /* anything but white space after the value is an error, not ignored */
         size_t off = (size_t)(end - text);
-        while (off < len && (text[off] == ' ' || text[off] == '\t' || text[off] == '\n' ||
-                             text[off] == '\r'))
+        while (off < len &&
+               (text[off] == ' ' || text[off] == '\t' || text[off] == '\n' || text[off] == '\r'))
             off++;
         if (off < len) {
             cJSON_Delete(j);
@@ -143,8 +144,7 @@ sop_value *sop__json_parse(const char *text, size_t len, char *err, size_t errle
     sop_value *v = from_cjson(j, 0);
     cJSON_Delete(j);
     if (!v && err)
-        snprintf(err, errlen, "JSON nested deeper than %d levels or out of memory",
-                 JSON_MAX_DEPTH);
+        snprintf(err, errlen, "JSON nested deeper than %d levels or out of memory", JSON_MAX_DEPTH);
     return v;
 }
 

@@ -183,12 +183,24 @@ typedef struct {
         *rule_errors, *missing, *none, *severity;
 } labels;
 
-static const labels EN = {"sop report", "symptom", "evidence", "cause", "fix", "verify", "refs",
-                          "Cleared checks", "Unknown (evidence missing)", "Rule errors",
-                          "Missing evidence", "No warn or high finding.", "severity"};
-static const labels ZH = {"sop 诊断报告", "症状", "证据（具体数字）", "根因", "修复", "验证方法",
-                          "参考", "已排除", "无法判断（缺少证据）", "规则错误", "缺失的证据",
-                          "没有 warn 或 high 级别的发现。", "级别"};
+static const labels EN = {"sop report",
+                          "symptom",
+                          "evidence",
+                          "cause",
+                          "fix",
+                          "verify",
+                          "refs",
+                          "Cleared checks",
+                          "Unknown (evidence missing)",
+                          "Rule errors",
+                          "Missing evidence",
+                          "No warn or high finding.",
+                          "severity"};
+static const labels ZH = {"sop 诊断报告", "症状",       "证据（具体数字）",
+                          "根因",         "修复",       "验证方法",
+                          "参考",         "已排除",     "无法判断（缺少证据）",
+                          "规则错误",     "缺失的证据", "没有 warn 或 high 级别的发现。",
+                          "级别"};
 
 /* One string in the output format: Markdown inline text or terminal text. */
 static void put_str(sop_sb *b, const char *s, bool md)
@@ -199,8 +211,7 @@ static void put_str(sop_sb *b, const char *s, bool md)
         sop__esc_text(b, s);
 }
 
-static void put_field(sop_sb *b, const sop_value *obj, const char *key, const char *lang,
-                      bool md)
+static void put_field(sop_sb *b, const sop_value *obj, const char *key, const char *lang, bool md)
 {
     put_str(b, text_of(sop__v_get(obj, key), lang), md);
 }

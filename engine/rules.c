@@ -197,8 +197,9 @@ int sop__rules_set_threshold(sop_rules *r, const char *key, const char *value, c
     if (!r || !key || !value)
         return SOP_EINVAL;
     if (!r->L) {
-        set_err(err, errlen, "no rule pack loaded: load one first (an override is checked "
-                             "against the pack in force)");
+        set_err(err, errlen,
+                "no rule pack loaded: load one first (an override is checked "
+                "against the pack in force)");
         return SOP_ENORULES;
     }
     int rc = check_override(r, key, value, err, errlen);
@@ -651,7 +652,7 @@ static int run_protected(lua_State *L)
         lua_pop(L, 1);
         lua_newtable(L);
     }
-    sop__rules_push_proxy(L, 2);                /* 3 */
+    sop__rules_push_proxy(L, 2);                 /* 3 */
     lua_rawgetp(L, LUA_REGISTRYINDEX, &K_PATHS); /* ev's path, for the reads check: "" */
     lua_pushvalue(L, 3);
     lua_pushliteral(L, "");
@@ -667,7 +668,7 @@ static int run_protected(lua_State *L)
     lua_rawset(L, -3);
     lua_pop(L, 1);
     sop__v_set(c->out, "thresholds", sop__lua_to_value(L, 4, 2));
-    lua_pushcfunction(L, sop__rules_msgh);                  /* 6 */
+    lua_pushcfunction(L, sop__rules_msgh);       /* 6 */
     lua_rawgetp(L, LUA_REGISTRYINDEX, &K_RULES); /* 7 */
     lua_Integer n = (lua_Integer)lua_rawlen(L, 7);
     for (lua_Integer i = 1; i <= n; i++) {
@@ -933,8 +934,8 @@ int sop__rules_describe(sop_rules *r, sop_value **out)
     }
     lua_rawgetp(L, LUA_REGISTRYINDEX, &K_RULES);
     lua_Integer n = (lua_Integer)lua_rawlen(L, -1);
-    static const char *const fields[] = {"id", "section", "severity", "where",
-                                         "title", "doc", "reads", "uses"};
+    static const char *const fields[] = {"id",    "section", "severity", "where",
+                                         "title", "doc",     "reads",    "uses"};
     for (lua_Integer i = 1; i <= n; i++) {
         lua_rawgeti(L, -1, i);
         sop_value *o = sop__v_obj();

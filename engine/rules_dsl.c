@@ -97,10 +97,9 @@ static void rule_doc_fields(lua_State *L, int src, int dst, const char *id)
         lua_createtable(L, (int)n, 0);
         for (lua_Integer j = 1; j <= n; j++) {
             size_t len = 0;
-            if (lua_rawgeti(L, -2, j) != LUA_TSTRING || (lua_tolstring(L, -1, &len), len == 0)
-                || len > 120)
-                luaL_error(L, "rule '%s': %s[%d] must be a non-empty string", id, lists[i],
-                           (int)j);
+            if (lua_rawgeti(L, -2, j) != LUA_TSTRING || (lua_tolstring(L, -1, &len), len == 0) ||
+                len > 120)
+                luaL_error(L, "rule '%s': %s[%d] must be a non-empty string", id, lists[i], (int)j);
             lua_rawseti(L, -2, j);
         }
         if (i == 1) { /* uses: also as a set, for th_index */
@@ -134,9 +133,10 @@ void sop__rules_check_uses(lua_State *L)
                 if (lua_rawget(L, defs) == LUA_TNIL) {
                     lua_getfield(L, -4, "where");
                     lua_getfield(L, -5, "id");
-                    luaL_error(L, "%s: rule '%s' uses threshold '%s', which no thresholds{} "
-                               "declares", lua_tostring(L, -2), lua_tostring(L, -1),
-                               lua_tostring(L, -4));
+                    luaL_error(L,
+                               "%s: rule '%s' uses threshold '%s', which no thresholds{} "
+                               "declares",
+                               lua_tostring(L, -2), lua_tostring(L, -1), lua_tostring(L, -4));
                 }
                 lua_pop(L, 2);
             }
@@ -526,7 +526,12 @@ static int sb_require(lua_State *L)
     return 1;
 }
 
-const luaL_Reg sop__rules_dsl_lib[] = {
-    {"thresholds", dsl_thresholds}, {"rule", dsl_rule}, {"hit", dsl_hit},
-    {"clear", dsl_clear},           {"unknown", dsl_unknown}, {"require", sb_require},
-    {"kb", dsl_kb},                 {"pct", dsl_pct},         {NULL, NULL}};
+const luaL_Reg sop__rules_dsl_lib[] = {{"thresholds", dsl_thresholds},
+                                       {"rule", dsl_rule},
+                                       {"hit", dsl_hit},
+                                       {"clear", dsl_clear},
+                                       {"unknown", dsl_unknown},
+                                       {"require", sb_require},
+                                       {"kb", dsl_kb},
+                                       {"pct", dsl_pct},
+                                       {NULL, NULL}};

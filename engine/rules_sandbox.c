@@ -716,10 +716,14 @@ static void register_ro_mt(lua_State *L, lua_CFunction index_fn, const void *key
     lua_rawsetp(L, LUA_REGISTRYINDEX, key);
 }
 /* The base functions the sandbox replaces with its own (the rest of its base is copied). */
-static const luaL_Reg sandbox_base[] = {
-    {"next", sb_next},     {"rawget", sb_rawget}, {"rawlen", sb_rawlen},
-    {"rawset", sb_rawset}, {"setmetatable", sb_setmetatable}, {"pcall", sb_pcall},
-    {"xpcall", sb_xpcall}, {NULL, NULL}};
+static const luaL_Reg sandbox_base[] = {{"next", sb_next},
+                                        {"rawget", sb_rawget},
+                                        {"rawlen", sb_rawlen},
+                                        {"rawset", sb_rawset},
+                                        {"setmetatable", sb_setmetatable},
+                                        {"pcall", sb_pcall},
+                                        {"xpcall", sb_xpcall},
+                                        {NULL, NULL}};
 
 void sop__rules_setup_state(lua_State *L, const sop_rules_module *modules)
 {

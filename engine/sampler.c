@@ -22,17 +22,17 @@
 #include "source_line.h"
 
 #define MAX_THREADS_AGG 4096
-#define STACK_SLOTS (1u << 16) /* power of two; at most half filled */
-#define STACK_MAX_BYTES 16384  /* one stack's text; longer ones are cut at the root side */
+#define STACK_SLOTS (1u << 16)  /* power of two; at most half filled */
+#define STACK_MAX_BYTES 16384   /* one stack's text; longer ones are cut at the root side */
 #define TIMELINE_MAX (4u << 20) /* thread samples kept for a timeline (8 bytes each) */
-#define LOOP_CAND 16           /* candidate frames tracked in one loop stretch */
+#define LOOP_CAND 16            /* candidate frames tracked in one loop stretch */
 #define TOP_STACKS 5
-#define LOOP_STACK_BYTES 1536  /* frames of the longest loop stretch kept for the evidence */
-#define SITES_MAX 1024            /* (thread, kind, frame) counters for import / logging sites */
-#define FILES_MAX 256             /* open regular files tracked over the window, all processes */
-#define LEAF_SLOTS (1u << 14)     /* (leaf, entry, caller) sites over all threads; half filled */
-#define TOP_LEAVES 8              /* per thread in the evidence */
-#define SOURCE_READS_MAX 256      /* source lines read per window (hot leaves and callers) */
+#define LOOP_STACK_BYTES 1536      /* frames of the longest loop stretch kept for the evidence */
+#define SITES_MAX 1024             /* (thread, kind, frame) counters for import / logging sites */
+#define FILES_MAX 256              /* open regular files tracked over the window, all processes */
+#define LEAF_SLOTS (1u << 14)      /* (leaf, entry, caller) sites over all threads; half filled */
+#define TOP_LEAVES 8               /* per thread in the evidence */
+#define SOURCE_READS_MAX 256       /* source lines read per window (hot leaves and callers) */
 #define SOURCE_MAX_BYTES (8 << 20) /* a .py file larger than this is not read */
 
 typedef struct {
@@ -45,8 +45,8 @@ typedef struct {
     int tid;
     char name[64]; /* threading name, else comm of the task */
     long n, active, gil, runnable_nogil, gil_wait, state_r, state_d, state_s, no_frames, torn;
-    long data_wait; /* in a DataLoader / multiprocessing queue wait */
-    long ckpt;      /* in torch.save / torch.load / pickle */
+    long data_wait;      /* in a DataLoader / multiprocessing queue wait */
+    long ckpt;           /* in torch.save / torch.load / pickle */
     long majflt_smp;     /* samples after which the thread's major faults had risen */
     long fault_wait;     /* ... or in D state: waiting on storage (mapped file pages or reads) */
     int64_t last_majflt; /* SOP_NA until the first sample read it */
@@ -106,7 +106,7 @@ typedef struct {
     long samples;
     double start_time_s; /* epoch seconds, from its stat starttime; NaN if unread */
     double found_at_s;   /* wall clock when the sampler attached to it (the window's start) */
-    sop_io io0, io1; /* /proc/PID/io at the window's start and end */
+    sop_io io0, io1;     /* /proc/PID/io at the window's start and end */
     bool have_io0, have_io1;
 } proc_ent;
 
@@ -120,7 +120,7 @@ struct sop_sampler {
     size_t nstacks;
     leaf_ent *leaves; /* LEAF_SLOTS */
     size_t nleaves;
-    long other; /* samples not stored because the table was full */
+    long other;      /* samples not stored because the table was full */
     site_ent *sites; /* SITES_MAX */
     size_t nsites;
     long ticks, missed, thread_samples;
@@ -602,12 +602,12 @@ static void on_thread(void *ctx, const sop_pysample *p)
             data_wait = true;
             break;
         }
-    sop_sample_state st = p->gil ? SOP_ST_GIL
-                        : p->gil_wait ? SOP_ST_GIL_WAIT
-                        : p->state == 'D' ? SOP_ST_DISK
-                        : data_wait ? SOP_ST_BATCH
-                        : run ? SOP_ST_NATIVE
-                        : SOP_ST_IDLE;
+    sop_sample_state st = p->gil            ? SOP_ST_GIL
+                          : p->gil_wait     ? SOP_ST_GIL_WAIT
+                          : p->state == 'D' ? SOP_ST_DISK
+                          : data_wait       ? SOP_ST_BATCH
+                          : run             ? SOP_ST_NATIVE
+                                            : SOP_ST_IDLE;
     if (s->keep_timeline) {
         if (s->ntimeline == s->timeline_cap && s->timeline_cap < TIMELINE_MAX) {
             size_t cap = s->timeline_cap ? s->timeline_cap * 2 : 4096;
@@ -641,8 +641,8 @@ static double read_start_time(const char *proc_root, int pid)
     char path[256], buf[1024];
     snprintf(path, sizeof path, "%s/%d/stat", proc_root, pid);
     sop_stat st;
-    if (sop__read_small_at(AT_FDCWD, path, buf, sizeof buf) <= 0 || sop__parse_stat(buf, &st) != 0 ||
-        st.starttime_ticks == SOP_NA)
+    if (sop__read_small_at(AT_FDCWD, path, buf, sizeof buf) <= 0 ||
+        sop__parse_stat(buf, &st) != 0 || st.starttime_ticks == SOP_NA)
         return NAN;
     double btime = sop__proc_btime_s();
     return isnan(btime) ? NAN : btime + (double)st.starttime_ticks / sop__proc_ticks_per_s();
@@ -1028,8 +1028,8 @@ static sop_value *site_value(const sop_sampler *s, const thr *t, const site *a, 
     char text[192];
     if (code && *reads < SOURCE_READS_MAX) {
         (*reads)++;
-        if (sop__source_line(s->proc_root, s->procs[t->proc].pid, a->file, a->line, SOURCE_MAX_BYTES,
-                             text, sizeof text) == 0 &&
+        if (sop__source_line(s->proc_root, s->procs[t->proc].pid, a->file, a->line,
+                             SOURCE_MAX_BYTES, text, sizeof text) == 0 &&
             text[0])
             sop__v_set(o, "code", sop__bridge_text(text));
     }

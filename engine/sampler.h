@@ -53,9 +53,9 @@ typedef struct {
 size_t sop__sampler_stacks(const sop_sampler *s, sop_stack_count **out); /* *out malloc'd */
 
 typedef struct {
-    long ticks;         /* ticks taken */
-    long missed;        /* ticks skipped because sampling overran, or that failed */
-    long thread_samples; /* (tick, thread) samples: the collapsed counts add up to this */
+    long ticks;           /* ticks taken */
+    long missed;          /* ticks skipped because sampling overran, or that failed */
+    long thread_samples;  /* (tick, thread) samples: the collapsed counts add up to this */
     long samples_partial; /* of those, stacks not verified complete (docs/python-stacks.md) */
     long walk_retries;    /* re-reads (snapshots) the verification took */
     double rate_hz;
@@ -99,7 +99,7 @@ int sop__flamegraph_write(const sop_stack_count *stacks, size_t n, const char *t
                           unsigned flags, FILE *f);
 /* The same stacks in speedscope's JSON file format: a sampled profile per thread, weights in
  * samples (engine/speedscope.c). flags: SOP_FG_IDLE. Returns 0 or -errno. */
-int sop__speedscope_write(const sop_stack_count *stacks, size_t n, const char *name,
-                          unsigned flags, FILE *f);
+int sop__speedscope_write(const sop_stack_count *stacks, size_t n, const char *name, unsigned flags,
+                          FILE *f);
 
 #endif

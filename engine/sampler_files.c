@@ -34,8 +34,8 @@ int sop__parse_mountinfo_line(const char *line, sop_mount *out)
     size_t o = 0;
     for (size_t i = 0; mnt[i] && o + 1 < sizeof out->mountpoint; i++) {
         if (mnt[i] == '\\' && mnt[i + 1] >= '0' && mnt[i + 1] <= '3' && mnt[i + 2] && mnt[i + 3]) {
-            out->mountpoint[o++] = (char)((mnt[i + 1] - '0') * 64 + (mnt[i + 2] - '0') * 8 +
-                                          (mnt[i + 3] - '0'));
+            out->mountpoint[o++] =
+                (char)((mnt[i + 1] - '0') * 64 + (mnt[i + 2] - '0') * 8 + (mnt[i + 3] - '0'));
             i += 3;
         } else {
             out->mountpoint[o++] = mnt[i];
@@ -51,8 +51,9 @@ int sop__parse_mountinfo_line(const char *line, sop_mount *out)
 
 const char *sop__fs_kind(const char *fstype)
 {
-    if (strncmp(fstype, "nfs", 3) == 0 || strcmp(fstype, "cifs") == 0 || strcmp(fstype, "smb3") == 0 ||
-        strcmp(fstype, "ceph") == 0 || strcmp(fstype, "lustre") == 0 || strcmp(fstype, "9p") == 0)
+    if (strncmp(fstype, "nfs", 3) == 0 || strcmp(fstype, "cifs") == 0 ||
+        strcmp(fstype, "smb3") == 0 || strcmp(fstype, "ceph") == 0 ||
+        strcmp(fstype, "lustre") == 0 || strcmp(fstype, "9p") == 0)
         return "network";
     if (strncmp(fstype, "fuse", 4) == 0)
         return "fuse";
@@ -60,8 +61,9 @@ const char *sop__fs_kind(const char *fstype)
         return "overlay";
     if (strcmp(fstype, "tmpfs") == 0 || strcmp(fstype, "ramfs") == 0 || strcmp(fstype, "shm") == 0)
         return "memory";
-    if (strcmp(fstype, "proc") == 0 || strcmp(fstype, "sysfs") == 0 || strcmp(fstype, "devtmpfs") == 0 ||
-        strcmp(fstype, "cgroup") == 0 || strcmp(fstype, "cgroup2") == 0)
+    if (strcmp(fstype, "proc") == 0 || strcmp(fstype, "sysfs") == 0 ||
+        strcmp(fstype, "devtmpfs") == 0 || strcmp(fstype, "cgroup") == 0 ||
+        strcmp(fstype, "cgroup2") == 0)
         return "virtual";
     return "local";
 }

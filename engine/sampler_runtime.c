@@ -46,13 +46,13 @@ static bool subprocess_frame(const sop_pyframe *f)
            ends_with(f->file, "multiprocessing/popen_forkserver.py");
 }
 
-static const char *const format_funcs[] = {"format",        "formatMessage", "formatTime",
-                                           "getMessage",    "formatException", "formatStack",
-                                           "usesTime",      NULL};
-static const char *const write_funcs[] = {"emit", "flush", "_open", "shouldRollover",
-                                          "doRollover", NULL};
-static const char *const spawn_funcs[] = {"_execute_child", "_fork_exec", "_launch",
-                                          "_posix_spawn", NULL};
+static const char *const format_funcs[] = {
+    "format",          "formatMessage", "formatTime", "getMessage",
+    "formatException", "formatStack",   "usesTime",   NULL};
+static const char *const write_funcs[] = {"emit",           "flush",      "_open",
+                                          "shouldRollover", "doRollover", NULL};
+static const char *const spawn_funcs[] = {"_execute_child", "_fork_exec", "_launch", "_posix_spawn",
+                                          NULL};
 
 void sop__runtime_marks(const sop_pyframe *frames, size_t n, sop_runtime_marks *out)
 {

@@ -10,13 +10,13 @@
 #include "python/python.h"
 
 typedef struct {
-    bool import;        /* an importlib._bootstrap frame on the stack */
-    bool logging;       /* a logging/__init__.py or logging/handlers.py frame */
-    bool log_format;    /* ... inside Formatter.format / LogRecord.getMessage and kin */
-    bool log_write;     /* ... innermost logging frame is a handler's emit / flush / _open */
-    bool subprocess;    /* subprocess.py or multiprocessing's popen_* launchers */
-    bool spawn;         /* ... inside Popen._execute_child / fork_exec / _launch */
-    const char *import_top;  /* file of the outermost module being imported (NULL: none) */
+    bool import;            /* an importlib._bootstrap frame on the stack */
+    bool logging;           /* a logging/__init__.py or logging/handlers.py frame */
+    bool log_format;        /* ... inside Formatter.format / LogRecord.getMessage and kin */
+    bool log_write;         /* ... innermost logging frame is a handler's emit / flush / _open */
+    bool subprocess;        /* subprocess.py or multiprocessing's popen_* launchers */
+    bool spawn;             /* ... inside Popen._execute_child / fork_exec / _launch */
+    const char *import_top; /* file of the outermost module being imported (NULL: none) */
     const sop_pyframe *log_site; /* the frame that called into logging (NULL: none) */
 } sop_runtime_marks;
 

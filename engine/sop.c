@@ -9,8 +9,8 @@ const char *sop_strerror(int code)
     switch (code) {
     case SOP_OK:
         return "success";
-#define SOP__ERR_CASE(name, value, msg)                                                        \
-    case SOP_##name:                                                                           \
+#define SOP__ERR_CASE(name, value, msg)                                                            \
+    case SOP_##name:                                                                               \
         return msg;
         SOP_ERRNO_MAP(SOP__ERR_CASE)
 #undef SOP__ERR_CASE
@@ -18,8 +18,17 @@ const char *sop_strerror(int code)
     return "unknown error";
 }
 
-const char *sop_version(void) { return SOP_VERSION_STRING; }
+const char *sop_version(void)
+{
+    return SOP_VERSION_STRING;
+}
 
-unsigned sop_version_hex(void) { return SOP_VERSION_HEX; }
+unsigned sop_version_hex(void)
+{
+    return SOP_VERSION_HEX;
+}
 
-void sop_free(void *p) { free(p); }
+void sop_free(void *p)
+{
+    free(p);
+}

@@ -35,7 +35,10 @@ void sop__sb_putn(sop_sb *b, const char *s, size_t n)
     b->s[b->len] = '\0';
 }
 
-void sop__sb_puts(sop_sb *b, const char *s) { sop__sb_putn(b, s, strlen(s)); }
+void sop__sb_puts(sop_sb *b, const char *s)
+{
+    sop__sb_putn(b, s, strlen(s));
+}
 
 void sop__sb_printf(sop_sb *b, const char *fmt, ...)
 {
@@ -82,4 +85,7 @@ char *sop__sb_take(sop_sb *b)
     return s;
 }
 
-char *sop__json_escape_controls(const char *json) { return sop__esc_json_text(json); }
+char *sop__json_escape_controls(const char *json)
+{
+    return sop__esc_json_text(json);
+}

@@ -14,9 +14,18 @@ static sop_value *v_new(sop_vtype t)
     return v;
 }
 
-sop_value *sop__v_null(void) { return v_new(SOP_V_NULL); }
-sop_value *sop__v_arr(void) { return v_new(SOP_V_ARR); }
-sop_value *sop__v_obj(void) { return v_new(SOP_V_OBJ); }
+sop_value *sop__v_null(void)
+{
+    return v_new(SOP_V_NULL);
+}
+sop_value *sop__v_arr(void)
+{
+    return v_new(SOP_V_ARR);
+}
+sop_value *sop__v_obj(void)
+{
+    return v_new(SOP_V_OBJ);
+}
 
 sop_value *sop__v_bool(bool b)
 {
@@ -49,7 +58,10 @@ sop_value *sop__v_strn(const char *s, size_t n)
     return v;
 }
 
-sop_value *sop__v_str(const char *s) { return sop__v_strn(s ? s : "", s ? strlen(s) : 0); }
+sop_value *sop__v_str(const char *s)
+{
+    return sop__v_strn(s ? s : "", s ? strlen(s) : 0);
+}
 
 void sop__v_free(sop_value *v)
 {
@@ -115,7 +127,10 @@ void sop__v_set_str(sop_value *obj, const char *key, const char *s)
         sop__v_set(obj, key, sop__v_str(s));
 }
 
-void sop__v_set_bool(sop_value *obj, const char *key, bool b) { sop__v_set(obj, key, sop__v_bool(b)); }
+void sop__v_set_bool(sop_value *obj, const char *key, bool b)
+{
+    sop__v_set(obj, key, sop__v_bool(b));
+}
 
 const sop_value *sop__v_get(const sop_value *obj, const char *key)
 {
@@ -135,8 +150,14 @@ static sop_value *member_of_type(sop_value *obj, const char *key, sop_vtype t)
     return sop__v_set(obj, key, t == SOP_V_OBJ ? sop__v_obj() : sop__v_arr());
 }
 
-sop_value *sop__v_obj_at(sop_value *obj, const char *key) { return member_of_type(obj, key, SOP_V_OBJ); }
-sop_value *sop__v_arr_at(sop_value *obj, const char *key) { return member_of_type(obj, key, SOP_V_ARR); }
+sop_value *sop__v_obj_at(sop_value *obj, const char *key)
+{
+    return member_of_type(obj, key, SOP_V_OBJ);
+}
+sop_value *sop__v_arr_at(sop_value *obj, const char *key)
+{
+    return member_of_type(obj, key, SOP_V_ARR);
+}
 
 const char *sop__v_get_str(const sop_value *obj, const char *key)
 {

@@ -15,12 +15,12 @@ struct sop_value {
     sop_vtype type;
     bool b;
     double num;
-    char *str;          /* SOP_V_STR: owned, NUL-terminated (may hold any bytes but NUL) */
-    char *key;          /* member name when inside an object: owned */
-    sop_value *child;   /* SOP_V_ARR / SOP_V_OBJ: first element, in insertion order */
-    sop_value *last;    /* last element, for O(1) append */
-    sop_value *next;    /* next sibling */
-    size_t count;       /* number of children */
+    char *str;        /* SOP_V_STR: owned, NUL-terminated (may hold any bytes but NUL) */
+    char *key;        /* member name when inside an object: owned */
+    sop_value *child; /* SOP_V_ARR / SOP_V_OBJ: first element, in insertion order */
+    sop_value *last;  /* last element, for O(1) append */
+    sop_value *next;  /* next sibling */
+    size_t count;     /* number of children */
 };
 
 /* Constructors return a new node owned by the caller (or NULL on allocation failure). */

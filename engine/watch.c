@@ -137,8 +137,8 @@ static void *watch_main(void *arg)
          * that took the place of a periodic one already due (no back-to-back runs). */
         struct timespec now;
         clock_gettime(CLOCK_MONOTONIC, &now);
-        bool due = now.tv_sec > next.tv_sec ||
-                   (now.tv_sec == next.tv_sec && now.tv_nsec >= next.tv_nsec);
+        bool due =
+            now.tv_sec > next.tv_sec || (now.tv_sec == next.tv_sec && now.tv_nsec >= next.tv_nsec);
         if (periodic && (!on_demand || due))
             deadline_after(&next, w->cfg.interval_s);
         pthread_mutex_lock(&w->mu);

@@ -39,17 +39,17 @@ extern "C" {
  * (the CMake package accepts the same major.minor only). */
 
 /* Error codes: X(name, value, message). */
-#define SOP_ERRNO_MAP(X)                                                                       \
-    X(EINVAL, -1, "invalid argument")                                                          \
-    X(ENOMEM, -2, "out of memory")                                                             \
-    X(ENOTARGET, -3, "target process not found")                                               \
-    X(EACCES, -4, "target not readable (permission denied)")                                  \
-    X(ERULES, -5, "rules failed to load")                                                      \
-    X(EFORMAT, -6, "not a sop evidence document")                                              \
-    X(EIO, -7, "input/output error")                                                           \
-    X(EUNKNOWNKEY, -8, "unknown threshold")                                                    \
-    X(ENORULES, -9, "no rules loaded")                                                         \
-    X(ENOTPYTHON, -10, "not a CPython process")                                               \
+#define SOP_ERRNO_MAP(X)                                                                           \
+    X(EINVAL, -1, "invalid argument")                                                              \
+    X(ENOMEM, -2, "out of memory")                                                                 \
+    X(ENOTARGET, -3, "target process not found")                                                   \
+    X(EACCES, -4, "target not readable (permission denied)")                                       \
+    X(ERULES, -5, "rules failed to load")                                                          \
+    X(EFORMAT, -6, "not a sop evidence document")                                                  \
+    X(EIO, -7, "input/output error")                                                               \
+    X(EUNKNOWNKEY, -8, "unknown threshold")                                                        \
+    X(ENORULES, -9, "no rules loaded")                                                             \
+    X(ENOTPYTHON, -10, "not a CPython process")                                                    \
     X(EINTERNAL, -11, "internal error")
 
 typedef enum {
@@ -148,10 +148,10 @@ typedef struct sop_evidence sop_evidence;
 #define SOP_PROBE_HEAP 0x80u
 
 typedef struct {
-    double duration_s;   /* observation window for rates; 0 = one snapshot */
-    int python;          /* read CPython stacks when the target is CPython (default 1) */
-    int children;        /* gather descendants (default 1) */
-    int kernel_log;      /* read OOM records from the kernel log (default 1) */
+    double duration_s;       /* observation window for rates; 0 = one snapshot */
+    int python;              /* read CPython stacks when the target is CPython (default 1) */
+    int children;            /* gather descendants (default 1) */
+    int kernel_log;          /* read OOM records from the kernel log (default 1) */
     const char *proc_root;   /* default "/proc" */
     const char *cgroup_root; /* default "/sys/fs/cgroup" */
     unsigned probes;         /* SOP_PROBE_* bits (default SOP_PROBE_ALL) */
@@ -221,7 +221,6 @@ SOP_API int sop_evidence_from_json(sop_engine *e, const char *text, size_t len, 
 SOP_API int sop_evidence_to_json(const sop_evidence *ev, int pretty, char **out);
 SOP_API void sop_evidence_free(sop_evidence *ev);
 
-
 /* ---- stacks ---------------------------------------------------------------------------- */
 
 #define SOP_DUMP_NATIVE 0x1u /* also unwind native stacks (stops each thread briefly) */
@@ -238,8 +237,9 @@ SOP_API int sop_dump(sop_engine *e, int pid, unsigned flags, sop_format fmt, cha
 
 /* ---- heap census ----------------------------------------------------------------------- */
 
-#define SOP_HEAP_STOP_TARGET 0x1u /* stop the process for an exact census (ptrace; resumed on
-                                   * every path, the pause is reported) */
+#define SOP_HEAP_STOP_TARGET                                                                       \
+    0x1u /* stop the process for an exact census (ptrace; resumed on                               \
+          * every path, the pause is reported) */
 
 /* A census of the Python objects of `pid` tracked by its garbage collector, by type: count and
  * estimated bytes, the total, and the share of the anonymous memory they explain (docs/heap.md).
@@ -259,7 +259,6 @@ typedef struct sop_report sop_report;
  * the report, not a failure of this call. *out is owned by the caller (sop_report_free). */
 SOP_API int sop_evaluate(sop_engine *e, const sop_evidence *ev, sop_report **out);
 SOP_API void sop_report_free(sop_report *r);
-
 
 /* Render in `lang` ("en" or "zh"; NULL = "en"). *out owned by the caller (sop_free).
  * Control characters from the target are escaped in every format. */

@@ -37,8 +37,8 @@ typedef struct {
     int64_t swap_total_kb, swap_free_kb, shmem_kb, mlocked_kb, hugepages_total, hugepages_free;
     double load1, load5, load15;
     int64_t procs_running, procs_blocked;
-    int64_t processes;   /* /proc/stat "processes": forks since boot */
-    double forks_per_s;  /* window */
+    int64_t processes;  /* /proc/stat "processes": forks since boot */
+    double forks_per_s; /* window */
     /* /proc/stat aggregate cpu jiffies */
     int64_t cpu_user, cpu_nice, cpu_system, cpu_idle, cpu_iowait, cpu_irq, cpu_softirq, cpu_steal;
     double cpu_user_pct, cpu_system_pct, cpu_iowait_pct, cpu_idle_pct, cpu_steal_pct; /* window */

@@ -100,8 +100,7 @@ static int read_stat(sop_host *out, sop_missing *missing)
     enum stat_item items[] = {
         STAT_TIC_USER,         STAT_TIC_NICE,         STAT_TIC_SYSTEM,       STAT_TIC_IDLE,
         STAT_TIC_IOWAIT,       STAT_TIC_IRQ,          STAT_TIC_SOFTIRQ,      STAT_TIC_STOLEN,
-        STAT_SYS_PROC_RUNNING, STAT_SYS_PROC_BLOCKED, STAT_SYS_TIME_OF_BOOT,
-        STAT_SYS_PROC_CREATED,
+        STAT_SYS_PROC_RUNNING, STAT_SYS_PROC_BLOCKED, STAT_SYS_TIME_OF_BOOT, STAT_SYS_PROC_CREATED,
     };
     struct stat_stack *st = procps_stat_select(info, items, (int)(sizeof items / sizeof items[0]));
     if (!st) {

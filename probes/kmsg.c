@@ -122,10 +122,10 @@ int sop__kmsg_collect(sop_oom_list *out, double btime, double max_age_s, sop_mis
     } else if (rc < 0) {
         int rc2 = read_dev_kmsg(out, min_up, missing);
         if (rc2 < 0) {
-            sop__missing_add(
-                missing, "kmsg", "cannot read the kernel log: /dev/kmsg: %s; syslog(2): %s%s",
-                sop__strerror(-rc2), sop__strerror(-rc),
-                rc == -EPERM ? " (needs CAP_SYSLOG, or kernel.dmesg_restrict=0)" : "");
+            sop__missing_add(missing, "kmsg",
+                             "cannot read the kernel log: /dev/kmsg: %s; syslog(2): %s%s",
+                             sop__strerror(-rc2), sop__strerror(-rc),
+                             rc == -EPERM ? " (needs CAP_SYSLOG, or kernel.dmesg_restrict=0)" : "");
             return rc2;
         }
     }

@@ -155,7 +155,7 @@ typedef struct {
     sop_stat stat;
     sop_schedstat sched;
     int64_t voluntary_ctxt_switches, nonvoluntary_ctxt_switches;
-    double cpu_pct;  /* window */
+    double cpu_pct;      /* window */
     double majflt_per_s; /* window: major page faults (reads of mapped files from storage) */
     sop_io io;           /* task/TID/io: this thread's own IO */
     bool have_io;

@@ -56,7 +56,8 @@ double sop__proc_btime_s(void)
     double bt = (double)v;
     struct timespec wall, up;
     if (clock_gettime(CLOCK_REALTIME, &wall) == 0 && clock_gettime(CLOCK_BOOTTIME, &up) == 0) {
-        double precise = (double)(wall.tv_sec - up.tv_sec) + (double)(wall.tv_nsec - up.tv_nsec) / 1e9;
+        double precise =
+            (double)(wall.tv_sec - up.tv_sec) + (double)(wall.tv_nsec - up.tv_nsec) / 1e9;
         if (fabs(precise - bt) < 2.0)
             bt = precise;
     }

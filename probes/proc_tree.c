@@ -155,7 +155,8 @@ static void read_final(int pfd, sop_tree_proc *p)
         if (libs && sop__parse_maps(maps, libs) == 0) {
             for (size_t i = 0; i < libs->n && p->nlibs < sizeof p->libs / sizeof p->libs[0]; i++) {
                 const sop_lib *l = &libs->libs[i];
-                if (strcmp(l->kind, "blas") && strcmp(l->kind, "openmp") && strcmp(l->kind, "torch"))
+                if (strcmp(l->kind, "blas") && strcmp(l->kind, "openmp") &&
+                    strcmp(l->kind, "torch"))
                     continue;
                 snprintf(p->libs[p->nlibs].kind, sizeof p->libs[0].kind, "%s", l->kind);
                 snprintf(p->libs[p->nlibs].name, sizeof p->libs[0].name, "%s", l->name);
@@ -206,8 +207,10 @@ static int poll_proc(int rootfd, int pid, int ppid, sop_tree_sched *t, bool fina
         }
         if (sop__tree_observe(t, pid, tids[i], name, ss.run_ns, ss.wait_ns) == -E2BIG &&
             !t->dropped)
-            sop__missing_add(missing, "sched", "more than %d threads in the tree: the rest not "
-                             "counted", SOP_TREE_THREADS_MAX);
+            sop__missing_add(missing, "sched",
+                             "more than %d threads in the tree: the rest not "
+                             "counted",
+                             SOP_TREE_THREADS_MAX);
     }
     free(tids);
     close(pfd);

@@ -11,7 +11,7 @@ packages=(
   python3-setuptools python3-pip
   python3-pandas python3-sklearn python3-torchvision python3-pil
   lua-check procps util-linux jq
-  clang libclang-rt-14-dev valgrind
+  clang clang-format libclang-rt-14-dev valgrind
   slurm-wlm munge
   libmicrohttpd-dev prometheus
   chromium tmux

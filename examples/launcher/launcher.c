@@ -205,14 +205,19 @@ static void usage(void)
 
 static int parse_args(int argc, char **argv, config *c)
 {
-    static const struct option opts[] = {
-        {"port", required_argument, 0, 'p'},     {"report-dir", required_argument, 0, 'r'},
-        {"log", required_argument, 0, 'l'},      {"rules", required_argument, 0, 'R'},
-        {"site", required_argument, 0, 'S'},     {"interval", required_argument, 0, 'i'},
-        {"slow-ms", required_argument, 0, 's'},  {"timeout-ms", required_argument, 0, 't'},
-        {"cooldown", required_argument, 0, 'c'}, {"duration", required_argument, 0, 'd'},
-        {"startup", required_argument, 0, 'u'},  {"metrics-file", required_argument, 0, 'm'},
-        {0, 0, 0, 0}};
+    static const struct option opts[] = {{"port", required_argument, 0, 'p'},
+                                         {"report-dir", required_argument, 0, 'r'},
+                                         {"log", required_argument, 0, 'l'},
+                                         {"rules", required_argument, 0, 'R'},
+                                         {"site", required_argument, 0, 'S'},
+                                         {"interval", required_argument, 0, 'i'},
+                                         {"slow-ms", required_argument, 0, 's'},
+                                         {"timeout-ms", required_argument, 0, 't'},
+                                         {"cooldown", required_argument, 0, 'c'},
+                                         {"duration", required_argument, 0, 'd'},
+                                         {"startup", required_argument, 0, 'u'},
+                                         {"metrics-file", required_argument, 0, 'm'},
+                                         {0, 0, 0, 0}};
     *c = (config){.check_interval_s = 0.5,
                   .slow_ms = 300,
                   .timeout_ms = 5000,

@@ -18,8 +18,9 @@
 #include "python.h"
 
 #define MAX_INTERPS 64
-#define MAX_LIST_OBJECTS (1ull << 27) /* per list: far above any heap seen, below a loop forever   \
-                                       */
+#define MAX_LIST_OBJECTS                                                                           \
+    (1ull << 27) /* per list: far above any heap seen, below a loop forever                        \
+                  */
 #define MAX_TYPES 65536u
 #define LIST_RETRIES 2
 #define TPFLAGS_MANAGED_WEAKREF (1ul << 3)

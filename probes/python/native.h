@@ -20,10 +20,11 @@ int sop__native_open(int pid, const char *proc_root, const char *maps, sop_nativ
 void sop__native_close(sop_native *nv);
 
 /* Interrupt thread `tid` (PTRACE_SEIZE + PTRACE_INTERRUPT; only that thread stops), call fn,
- * unwind at most 256 frames (none when nv is NULL: a stop for fn alone, *out stays NULL), detach (on every path); then name the frames from the ELF
- * symbol tables (after the detach, so the pause is the unwinding only). *out is malloc'd;
- * *pause_ms is the time the thread was stopped. Returns 0, -EPERM/-EACCES when ptrace is
- * refused, -ESRCH when the thread is gone, or another -errno; err gets a reason. */
+ * unwind at most 256 frames (none when nv is NULL: a stop for fn alone, *out stays NULL), detach
+ * (on every path); then name the frames from the ELF symbol tables (after the detach, so the pause
+ * is the unwinding only). *out is malloc'd; *pause_ms is the time the thread was stopped. Returns
+ * 0, -EPERM/-EACCES when ptrace is refused, -ESRCH when the thread is gone, or another -errno; err
+ * gets a reason. */
 int sop__native_thread(sop_native *nv, int tid, sop_native_stopped_fn fn, void *ctx,
                        sop_nframe **out, size_t *n, double *pause_ms, char *err, size_t errlen);
 

@@ -37,7 +37,7 @@
     .dk_nentries = 24, .dk_indices = 32
 #define GC_FIELDS                                                                                  \
     .gc_enabled = 12, .gc_collecting = 200, .gc_generations = 24, .gc_gen_size = 24,               \
-    .gc_gen_threshold = 16, .gc_gen_count = 20, .gc_permanent = 104, .gc_gen_stats = 128,        \
+    .gc_gen_threshold = 16, .gc_gen_count = 20, .gc_permanent = 104, .gc_gen_stats = 128,          \
     .gc_gen_stats_size = 24
 
 /* Heap census: PyGC_Head {_gc_next, _gc_prev} 16 bytes before the object; PyTypeObject

@@ -291,8 +291,8 @@ static void collect_others(walker *w, sop_python *py, sop_native *nv, bool *ptra
             continue;
         }
         char err[160] = "";
-        int nr = sop__native_thread(nv, tid, no_python, NULL, &o->native, &o->nnative,
-                                    &o->pause_ms, err, sizeof err);
+        int nr = sop__native_thread(nv, tid, no_python, NULL, &o->native, &o->nnative, &o->pause_ms,
+                                    err, sizeof err);
         if (nr == -EPERM || nr == -EACCES)
             *ptrace_refused = true;
         if (nr < 0)
@@ -828,7 +828,7 @@ typedef struct {
     uint64_t boot_frame; /* threading's _bootstrap frame, 0 when none */
     int64_t raw_tid;     /* native_thread_id as read (3.11+), else 0 */
     char why[160];
-    int retries; /* walks after the first */
+    int retries;  /* walks after the first */
     bool stopped; /* read while the thread is stopped (ptrace): its chain cannot move */
 } thread_job;
 
@@ -1258,8 +1258,8 @@ static int collect(walker *w, unsigned flags, sop_python *py)
             }
         }
         /* --exact: a stack that could not be verified while running is read stopped. */
-        if ((flags & SOP_PY_EXACT) && !(flags & SOP_PY_NATIVE) && j.rc == -EAGAIN &&
-            t->tid > 0 && !ptrace_refused) {
+        if ((flags & SOP_PY_EXACT) && !(flags & SOP_PY_NATIVE) && j.rc == -EAGAIN && t->tid > 0 &&
+            !ptrace_refused) {
             sop_nframe *nat = NULL;
             size_t nn = 0;
             char err[160] = "";
@@ -1273,8 +1273,8 @@ static int collect(walker *w, unsigned flags, sop_python *py)
             } else {
                 if (nr == -EPERM || nr == -EACCES)
                     ptrace_refused = true;
-                sop__missing_add(w->missing, "python", "thread %d: exact read refused: %s",
-                                 t->tid, err);
+                sop__missing_add(w->missing, "python", "thread %d: exact read refused: %s", t->tid,
+                                 err);
             }
         }
         /* (under --native, j holds the walk made while the thread was stopped) */
@@ -1516,9 +1516,9 @@ static size_t sampler_tid(sop_pysampler *s, uint64_t ts, const sop_pythread *t, 
             tid = v;
     }
     if (tid > 0 && !task_exists(w, tid))
-        tid = 0; /* another PID namespace, or torn: unknown rather than wrong */
+        tid = 0;                   /* another PID namespace, or torn: unknown rather than wrong */
     if (sub && w->L.minor <= 12) { /* a borrowed thread state: see tid_from_stacks */
-        int unscanned; /* no retry here: an unknown tid is looked for again next tick */
+        int unscanned;             /* no retry here: an unknown tid is looked for again next tick */
         tid = tid_from_stacks_once(w, ts, tid, &unscanned);
     }
     s->tids[h].ts = ts;
@@ -1602,8 +1602,8 @@ int sop__python_open(int pid, const char *proc_root, sop_pysampler **out, sop_mi
     for (size_t i = 0; i < SAMPLER_TID_CACHE; i++)
         s->tids[i].stat_fd = s->tids[i].sys_fd = -1;
     if (!s->tslots || !s->py || !w->code_index || !w->frame_set || !w->frame_slots || !w->chain ||
-        !w->chain_len || !s->tset ||
-        !s->tstates || sop__rmem_open(&w->mem, pid, w->proc_root) < 0) {
+        !w->chain_len || !s->tset || !s->tstates ||
+        sop__rmem_open(&w->mem, pid, w->proc_root) < 0) {
         rc = -ENOMEM;
         goto fail;
     }

@@ -23,7 +23,9 @@
 #define SOP_PY_ALL_TASKS 0x10u
 /* A thread whose stack could not be verified without stopping is stopped briefly
  * (PTRACE_SEIZE + PTRACE_INTERRUPT), walked, and let go; its pause is in pause_ms. */
-#define SOP_PY_EXACT 0x20u /* also list the tasks that run no Python (py->others) */ /* read the GC state but do not count frozen objects */
+#define SOP_PY_EXACT                                                                               \
+    0x20u /* also list the tasks that run no Python (py->others) */ /* read the GC state but do    \
+                                                                       not count frozen objects */
 
 typedef struct {
     const char *func; /* qualified name where the version has it (owned by the sop_python) */
@@ -42,10 +44,10 @@ typedef struct {
 } sop_nframe;
 
 typedef struct {
-    int tid;             /* OS thread id; 0 when unknown */
-    uint64_t thread_id;  /* pthread id (threading.get_ident()) */
-    char name[64];       /* threading.Thread._name; "MainThread" for the process's first
-                          * thread; else /proc/PID/task/TID/comm (name_from_comm) */
+    int tid;            /* OS thread id; 0 when unknown */
+    uint64_t thread_id; /* pthread id (threading.get_ident()) */
+    char name[64];      /* threading.Thread._name; "MainThread" for the process's first
+                         * thread; else /proc/PID/task/TID/comm (name_from_comm) */
     bool name_from_comm;
     int64_t interp_id;   /* PyInterpreterState.id: 0 the main interpreter, -1 unreadable */
     bool tid_from_stack; /* a subinterpreter's borrowed thread state (3.8-3.12): its OS thread
@@ -56,10 +58,10 @@ typedef struct {
     bool gil;            /* holds the GIL */
     sop_pyframe *frames; /* innermost first */
     size_t nframes;
-    bool truncated;     /* more frames than the bound */
-    bool partial;       /* not verified complete: frames of the last walk, maybe cut short */
+    bool truncated; /* more frames than the bound */
+    bool partial;   /* not verified complete: frames of the last walk, maybe cut short */
     char partial_reason[160];
-    int walk_retries; /* walks after the first (each a new snapshot of the chain) */
+    int walk_retries;   /* walks after the first (each a new snapshot of the chain) */
     sop_nframe *native; /* with SOP_PY_NATIVE; innermost first, Python frames merged in */
     size_t nnative;
     char native_error[160];
@@ -73,7 +75,7 @@ typedef struct {
 typedef struct {
     int tid;
     char name[64];
-    char os_state; /* '?' when unreadable; read before any --native stop */
+    char os_state;      /* '?' when unreadable; read before any --native stop */
     sop_nframe *native; /* with SOP_PY_NATIVE: its native stack, innermost first */
     size_t nnative;
     char native_error[160];
@@ -94,8 +96,8 @@ typedef struct sop_python {
     size_t nthreads;
     sop_ostask *others; /* tasks of the process with no Python thread state */
     size_t nothers;
-    long walk_retries;    /* sum over the threads */
-    long threads_partial; /* threads whose stack is partial */
+    long walk_retries;             /* sum over the threads */
+    long threads_partial;          /* threads whose stack is partial */
     struct sop_pystrings *strings; /* owns the frames' func/file text */
 } sop_python;
 

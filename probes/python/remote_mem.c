@@ -105,7 +105,8 @@ int sop__rmem_read_direct(sop_rmem *m, uint64_t addr, void *buf, size_t len)
     return read_mem_fd(m, addr, buf, len);
 }
 
-#define SNAP_WAYS 4u /* slots a page may occupy: i, i ^ 1, i ^ 2, i ^ 3 (SOP_RMEM_SLOTS % 4 == 0) */
+/* Slots a page may occupy: i, i ^ 1, i ^ 2, i ^ 3 (SOP_RMEM_SLOTS % 4 == 0). */
+#define SNAP_WAYS 4u
 
 /* Read one target page into its cache slot; returns the slot or NULL (errno-style in *err). */
 static const uint8_t *cached_page(sop_rmem *m, uint64_t page, int *err)

@@ -23,13 +23,13 @@ typedef int (*sop_rmem_source)(void *ctx, uint64_t addr, void *buf, size_t len);
 
 typedef struct {
     int pid;
-    int mem_fd;           /* /proc/PID/mem, opened lazily when process_vm_readv is refused */
-    bool use_mem_fd;      /* process_vm_readv failed with ENOSYS/EPERM: go through the file */
-    int last_errno;       /* errno of the last failed read */
-    sop_rmem_page *pages; /* SOP_RMEM_SLOTS slots, direct-mapped by page number */
-    uint8_t *block;       /* their data, left uninitialized: only pages used are touched */
-    uint64_t reads;       /* syscalls issued (for tests and benchmarks) */
-    uint32_t snap_gen;    /* number of the last snapshot (sop__rmem_snapshot) */
+    int mem_fd;            /* /proc/PID/mem, opened lazily when process_vm_readv is refused */
+    bool use_mem_fd;       /* process_vm_readv failed with ENOSYS/EPERM: go through the file */
+    int last_errno;        /* errno of the last failed read */
+    sop_rmem_page *pages;  /* SOP_RMEM_SLOTS slots, direct-mapped by page number */
+    uint8_t *block;        /* their data, left uninitialized: only pages used are touched */
+    uint64_t reads;        /* syscalls issued (for tests and benchmarks) */
+    uint32_t snap_gen;     /* number of the last snapshot (sop__rmem_snapshot) */
     uint64_t off_snapshot; /* page accesses not served by the last snapshot (misses included) */
     char proc_root[128];
     sop_rmem_source source; /* when set, every read goes to it instead of the process */

@@ -225,9 +225,9 @@ static void on_event(const sop_watch_event *ev, void *user)
         atomic_fetch_add(&s->bad, 1);
     sop_free(sum);
     char *om = NULL;
-    if (ev->report && (sop_report_openmetrics(ev->report, ev->evidence, &om) != 0 ||
-                       !strstr(om, "sop_rule_hit{") ||
-                       !strstr(om, "sop_last_window_timestamp_seconds ")))
+    if (ev->report &&
+        (sop_report_openmetrics(ev->report, ev->evidence, &om) != 0 ||
+         !strstr(om, "sop_rule_hit{") || !strstr(om, "sop_last_window_timestamp_seconds ")))
         atomic_fetch_add(&s->bad, 1);
     sop_free(om);
     if (ev->on_demand)

@@ -9,38 +9,38 @@
 
 static int t_pass, t_fail;
 
-#define CHECK(cond)                                                                            \
-    do {                                                                                       \
-        if (cond) {                                                                            \
-            t_pass++;                                                                          \
-        } else {                                                                               \
-            t_fail++;                                                                          \
-            fprintf(stderr, "%s:%d: CHECK failed: %s\n", __FILE__, __LINE__, #cond);           \
-        }                                                                                      \
+#define CHECK(cond)                                                                                \
+    do {                                                                                           \
+        if (cond) {                                                                                \
+            t_pass++;                                                                              \
+        } else {                                                                                   \
+            t_fail++;                                                                              \
+            fprintf(stderr, "%s:%d: CHECK failed: %s\n", __FILE__, __LINE__, #cond);               \
+        }                                                                                          \
     } while (0)
 
-#define CHECK_EQ_I(a, b)                                                                       \
-    do {                                                                                       \
-        long long t_a_ = (long long)(a), t_b_ = (long long)(b);                                \
-        if (t_a_ == t_b_) {                                                                    \
-            t_pass++;                                                                          \
-        } else {                                                                               \
-            t_fail++;                                                                          \
-            fprintf(stderr, "%s:%d: %s == %lld, expected %lld\n", __FILE__, __LINE__, #a,      \
-                    t_a_, t_b_);                                                               \
-        }                                                                                      \
+#define CHECK_EQ_I(a, b)                                                                           \
+    do {                                                                                           \
+        long long t_a_ = (long long)(a), t_b_ = (long long)(b);                                    \
+        if (t_a_ == t_b_) {                                                                        \
+            t_pass++;                                                                              \
+        } else {                                                                                   \
+            t_fail++;                                                                              \
+            fprintf(stderr, "%s:%d: %s == %lld, expected %lld\n", __FILE__, __LINE__, #a, t_a_,    \
+                    t_b_);                                                                         \
+        }                                                                                          \
     } while (0)
 
-#define CHECK_EQ_S(a, b)                                                                       \
-    do {                                                                                       \
-        const char *t_a_ = (a), *t_b_ = (b);                                                   \
-        if (t_a_ && t_b_ && strcmp(t_a_, t_b_) == 0) {                                         \
-            t_pass++;                                                                          \
-        } else {                                                                               \
-            t_fail++;                                                                          \
-            fprintf(stderr, "%s:%d: %s == \"%s\", expected \"%s\"\n", __FILE__, __LINE__, #a,  \
-                    t_a_ ? t_a_ : "(null)", t_b_ ? t_b_ : "(null)");                           \
-        }                                                                                      \
+#define CHECK_EQ_S(a, b)                                                                           \
+    do {                                                                                           \
+        const char *t_a_ = (a), *t_b_ = (b);                                                       \
+        if (t_a_ && t_b_ && strcmp(t_a_, t_b_) == 0) {                                             \
+            t_pass++;                                                                              \
+        } else {                                                                                   \
+            t_fail++;                                                                              \
+            fprintf(stderr, "%s:%d: %s == \"%s\", expected \"%s\"\n", __FILE__, __LINE__, #a,      \
+                    t_a_ ? t_a_ : "(null)", t_b_ ? t_b_ : "(null)");                               \
+        }                                                                                          \
     } while (0)
 
 /* Path of a fixture file under $SOP_FIXTURES (static buffer). */

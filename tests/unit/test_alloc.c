@@ -95,21 +95,20 @@ int main(void)
     /* glibc arena heaps in maps: two partly grown heaps (rw + PROT_NONE rest = 64 MiB), one
      * fully grown; not counted: an unaligned pair (thread stack + guard), a file mapping at an
      * aligned address, a pair that is not 64 MiB, a cut-off last line. */
-    const char *maps =
-        "55d0c0000000-55d0c0021000 r--p 00000000 fd:01 123 /usr/bin/python3.11\n"
-        "7f2a54000000-7f2a56000000 rw-p 00000000 00:00 0 \n"
-        "7f2a56000000-7f2a58000000 ---p 00000000 00:00 0 \n"
-        "7f2a5c000000-7f2a5c021000 rw-p 00000000 00:00 0 \n"
-        "7f2a5c021000-7f2a60000000 ---p 00000000 00:00 0 \n"
-        "7f2a64000000-7f2a68000000 rw-p 00000000 00:00 0 \n"
-        "7f2a68001000-7f2a68801000 ---p 00000000 00:00 0 \n"
-        "7f2a68801000-7f2a69001000 rw-p 00000000 00:00 0 \n"
-        "7f2a6c000000-7f2a6c021000 rw-p 00000000 fd:01 77 /tmp/x.bin\n"
-        "7f2a6c021000-7f2a70000000 ---p 00000000 00:00 0 \n"
-        "7f2a74000000-7f2a74021000 rw-p 00000000 00:00 0 \n"
-        "7f2a74021000-7f2a76000000 ---p 00000000 00:00 0 \n"
-        "7f2a78000000-7f2a78021000 rw-p 00000000 00:00 0 \n"
-        "7f2a78021000-7f2a7c000000 ---p 00000000 00:";
+    const char *maps = "55d0c0000000-55d0c0021000 r--p 00000000 fd:01 123 /usr/bin/python3.11\n"
+                       "7f2a54000000-7f2a56000000 rw-p 00000000 00:00 0 \n"
+                       "7f2a56000000-7f2a58000000 ---p 00000000 00:00 0 \n"
+                       "7f2a5c000000-7f2a5c021000 rw-p 00000000 00:00 0 \n"
+                       "7f2a5c021000-7f2a60000000 ---p 00000000 00:00 0 \n"
+                       "7f2a64000000-7f2a68000000 rw-p 00000000 00:00 0 \n"
+                       "7f2a68001000-7f2a68801000 ---p 00000000 00:00 0 \n"
+                       "7f2a68801000-7f2a69001000 rw-p 00000000 00:00 0 \n"
+                       "7f2a6c000000-7f2a6c021000 rw-p 00000000 fd:01 77 /tmp/x.bin\n"
+                       "7f2a6c021000-7f2a70000000 ---p 00000000 00:00 0 \n"
+                       "7f2a74000000-7f2a74021000 rw-p 00000000 00:00 0 \n"
+                       "7f2a74021000-7f2a76000000 ---p 00000000 00:00 0 \n"
+                       "7f2a78000000-7f2a78021000 rw-p 00000000 00:00 0 \n"
+                       "7f2a78021000-7f2a7c000000 ---p 00000000 00:";
     sop_malloc_heaps h;
     CHECK_EQ_I(sop__parse_malloc_heaps(maps, &h), 0);
     CHECK_EQ_I(h.heaps, 3);

@@ -208,8 +208,8 @@ static void test_fixture_v1_split(void)
     CHECK_EQ_I(cg.version, 1);
     CHECK_EQ_S(cg.path, "/job/worker");
     CHECK_EQ_S(cg.cpu_path, "/job");
-    CHECK_EQ_I(cg.quota_us, -1);           /* /job's own quota, not /job/worker's 150000 */
-    CHECK_EQ_I(cg.mem_limit_kb, 2097152);  /* memory still from /job/worker up */
+    CHECK_EQ_I(cg.quota_us, -1);          /* /job's own quota, not /job/worker's 150000 */
+    CHECK_EQ_I(cg.mem_limit_kb, 2097152); /* memory still from /job/worker up */
     CHECK_EQ_I(cg.mem_usage_kb, 1572864);
     sop__missing_free(&m);
 }

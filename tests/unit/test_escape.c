@@ -102,7 +102,10 @@ static long count_live(const char *s, char c)
     return n;
 }
 
-static sop_value *str(const char *s) { return sop__v_str(s); }
+static sop_value *str(const char *s)
+{
+    return sop__v_str(s);
+}
 
 static sop_value *report_with(const char *s)
 {
@@ -114,8 +117,8 @@ static sop_value *report_with(const char *s)
     sop__v_set(t, "python", str(s));
     sop_value *f = sop__v_arr_at(r, "findings");
     sop_value *h = sop__v_obj();
-    static const char *const fields[] = {"id", "section", "severity", "symptom", "evidence",
-                                         "cause", "fix", "verify"};
+    static const char *const fields[] = {"id",       "section", "severity", "symptom",
+                                         "evidence", "cause",   "fix",      "verify"};
     for (size_t i = 0; i < sizeof fields / sizeof *fields; i++)
         sop__v_set(h, fields[i], str(s));
     sop_value *refs = sop__v_arr_at(h, "refs");

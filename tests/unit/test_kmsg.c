@@ -80,7 +80,7 @@ static void test_v2_handmade(void)
         CHECK_EQ_I(o->oom_score_adj, 200);
         CHECK_EQ_I(o->shmem_rss_kb, 65536);
         CHECK_EQ_I(o->anon_rss_kb, 8000000); /* not the oom_reaper's "now anon-rss:0kB" */
-        CHECK(isnan(o->time)); /* no btime, no epoch */
+        CHECK(isnan(o->time));               /* no btime, no epoch */
         CHECK(fabs(o->uptime_s - 5100.0005) < 1e-6);
     }
     o = by_pid(&l, 5555);

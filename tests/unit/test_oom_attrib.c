@@ -2,7 +2,8 @@
  * log lines (fixtures/kmsg/v2_nested_jobs.txt: an unrelated test process killed in a cgroup nested
  * under the target's, and a worker of the target killed in a cgroup below it) and v2
  * memory.events / memory.events.local text go through the parsers and the bridges into evidence,
- * and the default rules judge it. Depends on probes (kmsg, cgroup, host), the bridge, sop.h, t.h. */
+ * and the default rules judge it. Depends on probes (kmsg, cgroup, host), the bridge, sop.h, t.h.
+ */
 #include <math.h>
 
 #include "bridge/bridge.h"
@@ -104,19 +105,25 @@ int main(void)
 
     /* Target directly in /session: both kills are in groups nested under it, neither pid is in
      * its tree: another job's, info at most (before: high). */
-    CHECK_EQ_S(oom_severity(e, make_ev("/session", log, ev2, "oom_kill 0\n", 0), sev, sizeof sev), "info");
+    CHECK_EQ_S(oom_severity(e, make_ev("/session", log, ev2, "oom_kill 0\n", 0), sev, sizeof sev),
+               "info");
     /* The same without memory.events.local (kernel < 5.2): the hierarchical counter 2 is
      * explained by the records below, so no counter warn either. */
     CHECK_EQ_S(oom_severity(e, make_ev("/session", log, ev2, NULL, 0), sev, sizeof sev), "info");
     /* Target in /session/job with its worker 4401 polled over the window: the kill in
      * /session/job/loader is its own (high); the one in the sibling /session/sop-test-7 is not. */
-    CHECK_EQ_S(oom_severity(e, make_ev("/session/job", log, ev2, "oom_kill 0\n", 4401), sev, sizeof sev),
-               "high");
+    CHECK_EQ_S(
+        oom_severity(e, make_ev("/session/job", log, ev2, "oom_kill 0\n", 4401), sev, sizeof sev),
+        "high");
     /* ... and without the worker in the tree, info only. */
-    CHECK_EQ_S(oom_severity(e, make_ev("/session/job", log, ev2, "oom_kill 0\n", 0), sev, sizeof sev), "info");
+    CHECK_EQ_S(
+        oom_severity(e, make_ev("/session/job", log, ev2, "oom_kill 0\n", 0), sev, sizeof sev),
+        "info");
     /* Kernel log unreadable: the local counter decides (0: clear; 1: warn), not memory.events. */
-    CHECK_EQ_S(oom_severity(e, make_ev("/session", NULL, ev2, "oom_kill 0\n", 0), sev, sizeof sev), "");
-    CHECK_EQ_S(oom_severity(e, make_ev("/session", NULL, ev2, "oom_kill 1\n", 0), sev, sizeof sev), "warn");
+    CHECK_EQ_S(oom_severity(e, make_ev("/session", NULL, ev2, "oom_kill 0\n", 0), sev, sizeof sev),
+               "");
+    CHECK_EQ_S(oom_severity(e, make_ev("/session", NULL, ev2, "oom_kill 1\n", 0), sev, sizeof sev),
+               "warn");
 
     sop_engine_free(e);
     free(log);

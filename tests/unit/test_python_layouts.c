@@ -390,7 +390,8 @@ static void test_gc_child(const char *exe, const char *version)
               "import gc, sys\n"
               "junk = [[i] for i in range(5000)]\n"
               "gc.freeze(); gc.disable(); gc.set_threshold(1234, 56, 78)\n"
-              "print(gc.get_freeze_count(), *[s['collections'] for s in gc.get_stats()], flush=True)\n"
+              "print(gc.get_freeze_count(), *[s['collections'] for s in gc.get_stats()], "
+              "flush=True)\n"
               "sys.stdin.read()\n",
               (char *)NULL);
         _exit(127);
@@ -431,7 +432,8 @@ static void test_gc_child(const char *exe, const char *version)
         CHECK_EQ_I(sop__python_collect(pid, "/proc", 0, &py, &miss), 0);
         /* the last try is kept and checked below: a child never seen on line 5 fails */
         if (!py || tries == 199 ||
-            (py->nthreads == 1 && py->threads[0].nframes == 1 && py->threads[0].frames[0].line == 5))
+            (py->nthreads == 1 && py->threads[0].nframes == 1 &&
+             py->threads[0].frames[0].line == 5))
             break;
         sop__python_free(py);
         sop__missing_free(&miss);

@@ -38,7 +38,9 @@ static void test_value_and_json(void)
     sop__v_set_int(o, "absent", SOP_NA);
     sop__v_set_dbl(o, "nan", NAN);
     sop__v_set_int(o, "n", 42);
-    sop__v_set_str(o, "s", "a\x01" "b");
+    sop__v_set_str(o, "s",
+                   "a\x01"
+                   "b");
     CHECK(sop__v_get(o, "absent") == NULL);
     CHECK(sop__v_get(o, "nan") == NULL);
     double n = 0;
@@ -47,7 +49,8 @@ static void test_value_and_json(void)
     CHECK(json && strstr(json, "\\u0001") != NULL);
     sop_value *back = sop__json_parse(json, strlen(json), NULL, 0);
     CHECK(back && sop__v_get_num(back, "n", &n) && n == 42);
-    CHECK_EQ_S(sop__v_get_str(back, "s"), "a\x01" "b");
+    CHECK_EQ_S(sop__v_get_str(back, "s"), "a\x01"
+                                          "b");
     free(json);
     sop__v_free(back);
     sop__v_free(o);

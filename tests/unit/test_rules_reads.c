@@ -126,9 +126,8 @@ static void report_shipped_pack(void)
     char err[512] = "";
     CHECK_EQ_I(sop__rules_new(&r), 0);
     const sop_rules_module *m = sop__embedded_modules;
-    CHECK_EQ_I(sop__rules_load(r, "rules.lua", m->source, strlen(m->source), NULL, m, err,
-                               sizeof err),
-               0);
+    CHECK_EQ_I(
+        sop__rules_load(r, "rules.lua", m->source, strlen(m->source), NULL, m, err, sizeof err), 0);
     sop__rules_set_check_reads(r, 1);
     size_t cases = 0, outside = 0;
     char seen[8192] = "";

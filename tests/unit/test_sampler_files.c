@@ -11,7 +11,9 @@
 int main(void)
 {
     sop_mount m;
-    CHECK_EQ_I(sop__parse_mountinfo_line("1047 1046 254:0 / / rw,relatime master:1 - ext4 /dev/vda rw", &m), 0);
+    CHECK_EQ_I(sop__parse_mountinfo_line(
+                   "1047 1046 254:0 / / rw,relatime master:1 - ext4 /dev/vda rw", &m),
+               0);
     CHECK_EQ_S(m.mountpoint, "/");
     CHECK_EQ_S(m.fstype, "ext4");
     CHECK_EQ_S(m.source, "/dev/vda");
@@ -19,13 +21,16 @@ int main(void)
     CHECK_EQ_I(m.minor, 0);
     CHECK_EQ_I(sop__parse_mountinfo_line(
                    "88 30 0:45 / /mnt/data\\040set rw,relatime shared:40 - nfs4 srv:/export "
-                   "rw,vers=4.2", &m), 0);
+                   "rw,vers=4.2",
+                   &m),
+               0);
     CHECK_EQ_S(m.mountpoint, "/mnt/data set");
     CHECK_EQ_S(m.fstype, "nfs4");
     CHECK_EQ_S(sop__fs_kind(m.fstype), "network");
     CHECK_EQ_I(sop__parse_mountinfo_line("90 30 0:50 / /mnt/s3 rw - fuse.s3fs s3fs rw", &m), 0);
     CHECK_EQ_S(sop__fs_kind(m.fstype), "fuse");
-    CHECK_EQ_I(sop__parse_mountinfo_line("500 400 0:60 / / rw - overlay overlay rw,lowerdir=/a", &m), 0);
+    CHECK_EQ_I(
+        sop__parse_mountinfo_line("500 400 0:60 / / rw - overlay overlay rw,lowerdir=/a", &m), 0);
     CHECK_EQ_S(sop__fs_kind(m.fstype), "overlay");
     CHECK_EQ_S(sop__fs_kind("tmpfs"), "memory");
     CHECK_EQ_S(sop__fs_kind("xfs"), "local");

@@ -105,7 +105,8 @@ static const char CLOSE_IN_RULE[] =
     "rule { id = 'c.close', section = '9', severity = 'info', check = function()\n"
     "  coroutine.close(co); return clear('closed') end }\n"
     "rule { id = 'd.gc', section = '9', severity = 'info', check = function()\n"
-    "  for i = 1, 2000 do local mt = {}; setmetatable({}, mt); mt.__gc = function() while true do end end end\n"
+    "  for i = 1, 2000 do local mt = {}; setmetatable({}, mt); mt.__gc = function() while true do "
+    "end end end\n"
     "  local t = {} for i = 1, 20000 do t[i % 100] = {i} end\n"
     "  return clear('gc') end }\n"
     "rule { id = 'e.after', section = '9', severity = 'info', check = function()\n"
@@ -134,12 +135,16 @@ static void test_close_paths(void)
  * not run). An endless loop exceeds any wall-clock limit, so this holds at any machine speed. */
 static void test_watchdog(void)
 {
-    static const char SRC[] =
-        "rule { id = 'a.spin', section = '9', severity = 'info', check = function() while true do end end }\n"
-        "rule { id = 'b.ok', section = '9', severity = 'info', check = function() return clear('ok') end }\n"
-        "rule { id = 'c.spin', section = '9', severity = 'info', check = function() while true do end end }\n"
-        "rule { id = 'd.spin', section = '9', severity = 'info', check = function() while true do end end }\n"
-        "rule { id = 'e.ok', section = '9', severity = 'info', check = function() return clear('ok') end }\n";
+    static const char SRC[] = "rule { id = 'a.spin', section = '9', severity = 'info', check = "
+                              "function() while true do end end }\n"
+                              "rule { id = 'b.ok', section = '9', severity = 'info', check = "
+                              "function() return clear('ok') end }\n"
+                              "rule { id = 'c.spin', section = '9', severity = 'info', check = "
+                              "function() while true do end end }\n"
+                              "rule { id = 'd.spin', section = '9', severity = 'info', check = "
+                              "function() while true do end end }\n"
+                              "rule { id = 'e.ok', section = '9', severity = 'info', check = "
+                              "function() return clear('ok') end }\n";
     sop_rules *r;
     CHECK_EQ_I(sop__rules_new(&r), 0);
     CHECK_EQ_I(sop__rules_set_limits(r, 1LL << 62, 0), 0);

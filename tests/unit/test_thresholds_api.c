@@ -53,9 +53,9 @@ int main(void)
     CHECK_EQ_I(sop_load_rules_default(e), 0);
     CHECK(rss_limit(e, text, len) == 95);
     /* a pack without that key loads, with its rules; the override is gone after it */
-    static const char OTHER[] =
-        "thresholds { x = 1 }\n"
-        "rule { id = 'o.one', section = '9', severity = 'info', check = function() return clear('ok') end }\n";
+    static const char OTHER[] = "thresholds { x = 1 }\n"
+                                "rule { id = 'o.one', section = '9', severity = 'info', check = "
+                                "function() return clear('ok') end }\n";
     CHECK_EQ_I(sop_load_rules_string(e, "other.lua", OTHER, strlen(OTHER)), 0);
     CHECK_EQ_I(sop_rule_count(e), 1);
     CHECK_EQ_I(sop_set_threshold(e, "rss_limit_pct", "95"), SOP_EUNKNOWNKEY);
