@@ -1,7 +1,9 @@
 /* cmd_evidence.c — `sopctl evidence --pid N [--duration S] [--rate HZ] [-o FILE]`: the evidence the
- * rules see, as JSON (docs/evidence.md). */
+ * rules see, as JSON (docs/evidence.md); `sopctl evidence --doc [--json]`: that page, generated
+ * from the schema tables (or the tables as JSON). */
 #include <getopt.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "cli.h"
@@ -19,8 +21,10 @@ int cmd_evidence(int argc, char **argv)
                                          {"help", no_argument, 0, 'h'},
                                          {"ranks", no_argument, 0, 'R'},
                                          {"slurm-job", required_argument, 0, 'J'},
+                                         {"doc", no_argument, 0, 'D'},
+                                         {"json", no_argument, 0, 'j'},
                                          {0, 0, 0, 0}};
-    int pid = -1, c, ranks = 0;
+    int pid = -1, c, ranks = 0, doc = 0, as_json = 0;
     const char *output = NULL, *slurm_job = NULL;
     sop_collect_opts co;
     sop_collect_opts_init(&co);
@@ -40,6 +44,12 @@ int cmd_evidence(int argc, char **argv)
         case 'R':
             ranks = 1;
             break;
+        case 'D':
+            doc = 1;
+            break;
+        case 'j':
+            as_json = 1;
+            break;
         case 'J':
             slurm_job = optarg;
             ranks = 1;
@@ -47,7 +57,8 @@ int cmd_evidence(int argc, char **argv)
         case 'h':
             printf("usage: sopctl evidence (--pid N | --ranks [--pid LAUNCHER] [--slurm-job J])\n"
                    "                       [--duration S] [--rate HZ] [-o FILE] [--no-python] "
-                   "[--heap]\n");
+                   "[--heap]\n"
+                   "       sopctl evidence --doc [--json]   (docs/evidence.md / the schema)\n");
             return EXIT_CLEAN;
         default: {
             int st = cli_window_opt(c, optarg, argv[optind - 1], &pid, &co.duration_s, &co.rate_hz);
@@ -59,6 +70,22 @@ int cmd_evidence(int argc, char **argv)
     if (optind < argc) {
         fprintf(stderr, "sopctl: unexpected argument '%s'\n", argv[optind]);
         return EXIT_USAGE;
+    }
+    if (as_json && !doc) {
+        fprintf(stderr, "sopctl: --json goes with --doc\n");
+        return EXIT_USAGE;
+    }
+    if (doc) {
+        char *text = NULL;
+        if (sop_evidence_doc(as_json ? SOP_FORMAT_JSON : SOP_FORMAT_MD, &text) != 0) {
+            fprintf(stderr, "sopctl: out of memory\n");
+            return EXIT_USAGE;
+        }
+        fputs(text, stdout);
+        if (as_json)
+            putchar('\n');
+        free(text);
+        return EXIT_CLEAN;
     }
     if (cli_check_window(co.duration_s, co.rate_hz) != EXIT_CLEAN)
         return EXIT_USAGE;

@@ -115,6 +115,11 @@ SOP_API const char *sop_rule_id(const sop_engine *e, size_t i);
  * {name: default}}. *out is malloc'd (free it). SOP_ENORULES before a load. */
 SOP_API int sop_rules_doc(sop_engine *e, sop_format fmt, char **out);
 
+/* Describe the evidence schema: SOP_FORMAT_MD gives docs/evidence.md; SOP_FORMAT_JSON gives
+ * {"groups": [{group, file, keys: [{key, type, unit, doc, hand}]}]} for the groups written from
+ * a schema table (engine/bridge/schema.h). *out is malloc'd (free it). */
+SOP_API int sop_evidence_doc(sop_format fmt, char **out);
+
 /* Override a threshold, KEY=VALUE style, like `sopctl --set`. Needs a loaded pack
  * (SOP_ENORULES before any load) and is checked at once against the pack in force with its
  * site file: SOP_EUNKNOWNKEY for a name it does not declare, SOP_EINVAL for a value that does

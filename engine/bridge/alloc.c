@@ -1,10 +1,43 @@
 /* alloc.c (bridge) — adds ev.alloc: the allocator in use, how we know (maps / LD_PRELOAD /
- * default), and its knobs. MALLOC_ARENA_MAX is a number when glibc would read it as one.
- * Depends on engine/value.h, probes/alloc.h. */
+ * default), and its knobs; its keys are the table sop__evk_alloc below (docs/evidence.md is
+ * generated from it). MALLOC_ARENA_MAX is a number when glibc would read it as one.
+ * Depends on engine/value.h, probes/alloc.h, schema.h. */
 #include <ctype.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "bridge.h"
+#include "schema.h"
+
+const sop_evk sop__evk_alloc[] = {
+    SOP_EVK_S("allocator", sop_alloc, allocator,
+              "\"glibc\"|\"jemalloc\"|\"tcmalloc\"|\"mimalloc\""),
+    SOP_EVK_S("source", sop_alloc, source, "how it is known: \"maps\"|\"LD_PRELOAD\"|\"default\""),
+    SOP_EVK_T("ld_preload", sop_alloc, ld_preload, "LD_PRELOAD of the target"),
+    SOP_EVK_H("malloc_arena_max", SOP_EVK_INT, "",
+              "MALLOC_ARENA_MAX, when glibc reads it as a number"),
+    SOP_EVK_T("pythonmalloc", sop_alloc, pythonmalloc, "PYTHONMALLOC"),
+    SOP_EVK_I("arenas", sop_alloc, heaps.heaps, "",
+              "glibc's non-main arena heaps in /proc/PID/maps (64 MiB-aligned anonymous heaps; "
+              "an arena that outgrew one heap counts twice)"),
+    SOP_EVK_I("arena_rw_kb", sop_alloc, heaps.rw_kb, "kB",
+              "their read-write part (committed, >= their RSS)"),
+    SOP_EVK_I("arena_reserved_kb", sop_alloc, heaps.reserved_kb, "kB",
+              "address space they reserve"),
+};
+const size_t sop__evk_alloc_n = sizeof sop__evk_alloc / sizeof sop__evk_alloc[0];
+
+static void hand(sop_value *o, const sop_evk *row, const char *name, void *ctx)
+{
+    (void)row;
+    const char *m = ((const sop_alloc *)ctx)->malloc_arena_max; /* the only hand row */
+    if (m[0]) {
+        char *end;
+        long n = strtol(m, &end, 10);
+        if (end != m && *end == '\0' && isdigit((unsigned char)m[0]) && n >= 0)
+            sop__v_set_int(o, name, n);
+    }
+}
 
 void sop__bridge_alloc(sop_value *ev, const sop_alloc *a)
 {
@@ -12,22 +45,6 @@ void sop__bridge_alloc(sop_value *ev, const sop_alloc *a)
         (!a->allocator[0] && !a->ld_preload[0] && !a->malloc_arena_max[0] && !a->pythonmalloc[0]))
         return;
     sop_value *o = sop__v_obj_at(ev, "alloc");
-    if (!o)
-        return;
-    sop__v_set_str(o, "allocator", a->allocator);
-    sop__v_set_str(o, "source", a->source);
-    if (a->ld_preload[0])
-        sop__v_set(o, "ld_preload", sop__bridge_text(a->ld_preload));
-    const char *m = a->malloc_arena_max;
-    if (m[0]) {
-        char *end;
-        long n = strtol(m, &end, 10);
-        if (end != m && *end == '\0' && isdigit((unsigned char)m[0]) && n >= 0)
-            sop__v_set_int(o, "malloc_arena_max", n);
-    }
-    if (a->pythonmalloc[0])
-        sop__v_set(o, "pythonmalloc", sop__bridge_text(a->pythonmalloc));
-    sop__v_set_int(o, "arenas", a->heaps.heaps);
-    sop__v_set_int(o, "arena_rw_kb", a->heaps.rw_kb);
-    sop__v_set_int(o, "arena_reserved_kb", a->heaps.reserved_kb);
+    if (o)
+        sop__bridge_keys(o, a, sop__evk_alloc, sop__evk_alloc_n, "", hand, (void *)a);
 }

@@ -1,18 +1,72 @@
 /* cgroup.c (bridge) — adds ev.cgroup: version, path, cpu (quota, cpuset, throttling), memory
- * (tightest limit and where, usage, events) and pids, keys per docs/evidence.md. Unlimited
- * limits are left out and flagged (cpu.quota_unlimited, memory.unlimited, pids.unlimited).
- * Depends on engine/value.h, probes/cgroup.h. */
+ * (tightest limit and where, usage, events) and pids; its keys are the table sop__evk_cgroup
+ * below (docs/evidence.md is generated from it). Unlimited limits are left out and flagged
+ * (cpu.quota_unlimited, memory.unlimited, pids.unlimited).
+ * Depends on engine/value.h, probes/cgroup.h, schema.h. */
 #include <math.h>
+#include <stdio.h>
 #include <string.h>
 
 #include "bridge.h"
+#include "schema.h"
 
-static void attach(sop_value *parent, const char *key, sop_value *o)
+#define I(k, f, u, d) SOP_EVK_I(k, sop_cgroup, f, u, d)
+#define D(k, f, u, d) SOP_EVK_D(k, sop_cgroup, f, u, d)
+#define H SOP_EVK_H
+const sop_evk sop__evk_cgroup[] = {
+    H("version", SOP_EVK_INT, "", "1 or 2"),
+    SOP_EVK_T("path", sop_cgroup, path, "the memory controller's group on v1, the group on v2"),
+    H("cpu_path", SOP_EVK_TEXT, "", "v1, when it differs from path: the cpu controller's group"),
+    H("cpu", SOP_EVK_OBJ, "", "the cpu controller (each controller's block names its own group)"),
+    H("cpu.quota_us", SOP_EVK_INT, "us", "CFS quota per period (absent when unlimited)"),
+    H("cpu.quota_cpus", SOP_EVK_NUM, "CPUs", "quota / period"),
+    H("cpu.quota_unlimited", SOP_EVK_BOOL, "", "true: no quota; quota_us is then absent"),
+    I("cpu.period_us", period_us, "us", "CFS period"),
+    SOP_EVK_S("cpu.cpuset", sop_cgroup, cpuset, "the cpuset's CPUs (\"0-3\")"),
+    I("cpu.cpuset_count", cpuset_count, "CPUs", "CPUs in cpuset"),
+    H("cpu.effective_cpus", SOP_EVK_NUM, "CPUs",
+      "what the group may use: min(ceil(quota), cpuset)"),
+    I("cpu.nr_periods", nr_periods, "", "periods elapsed (cpu.stat)"),
+    I("cpu.nr_throttled", nr_throttled, "", "periods throttled"),
+    I("cpu.throttled_us", throttled_us, "us", "time throttled"),
+    I("cpu.usage_us", usage_us, "us", "CPU time used"),
+    D("cpu.throttled_pct", throttled_pct, "%", "window: throttled periods / periods"),
+    D("cpu.throttled_ms_per_s", throttled_ms_per_s, "ms/s", "window"),
+    H("cpu.path", SOP_EVK_TEXT, "", "the cpu controller's group (a text about the quota names it)"),
+    H("cpu.cpuset_path", SOP_EVK_TEXT, "", "v1, when not cpu.path: the cpuset controller's group"),
+    H("memory", SOP_EVK_OBJ, "",
+      "the memory controller: the tightest limit on the path to the root"),
+    H("memory.path", SOP_EVK_TEXT, "", "its group"),
+    I("memory.limit_kb", mem_limit_kb, "kB", "the tightest limit"),
+    H("memory.limit_path", SOP_EVK_TEXT, "", "the group that sets it"),
+    H("memory.unlimited", SOP_EVK_BOOL, "", "true: no limit on the path to the root"),
+    I("memory.usage_kb", mem_usage_kb, "kB", "usage"),
+    I("memory.max_usage_kb", mem_max_usage_kb, "kB", "peak usage (v1)"),
+    I("memory.swap_limit_kb", swap_limit_kb, "kB", "swap limit"),
+    I("memory.failcnt", mem_failcnt, "", "times the limit was hit (v1)"),
+    I("memory.under_oom", under_oom, "", "v1 memory.oom_control"),
+    H("memory.events", SOP_EVK_OBJ, "", "memory.events (v2: this group and those below it)"),
+    I("memory.events.low", ev_low, "", ""),
+    I("memory.events.high", ev_high, "", ""),
+    I("memory.events.max", ev_max, "", ""),
+    I("memory.events.oom", ev_oom, "", ""),
+    I("memory.events.oom_kill", ev_oom_kill, "", "also the v1 oom_control count"),
+    H("memory.events_local", SOP_EVK_OBJ, "", "v2 memory.events.local, kernel 5.2+"),
+    I("memory.events_local.oom_kill", ev_local_oom_kill, "", "kills in this group only"),
+    H("pids", SOP_EVK_OBJ, "", "the pids controller"),
+    H("pids.path", SOP_EVK_TEXT, "", "its group"),
+    I("pids.current", pids_current, "", "tasks in the group"),
+    H("pids.max", SOP_EVK_INT, "", "the limit"),
+    H("pids.unlimited", SOP_EVK_BOOL, "", "true: no limit"),
+};
+const size_t sop__evk_cgroup_n = sizeof sop__evk_cgroup / sizeof sop__evk_cgroup[0];
+#undef I
+#undef D
+#undef H
+
+static void set(sop_value *o, const sop_cgroup *cg, const char *prefix, sop_evk_hand_fn hand)
 {
-    if (o && o->count > 0)
-        sop__v_set(parent, key, o);
-    else
-        sop__v_free(o);
+    sop__bridge_keys(o, cg, sop__evk_cgroup, sop__evk_cgroup_n, prefix, hand, (void *)cg);
 }
 
 static void add_text(sop_value *o, const char *key, const char *s)
@@ -28,92 +82,80 @@ static bool mem_read(const sop_cgroup *cg)
            cg->ev_oom_kill != SOP_NA || cg->ev_max != SOP_NA || cg->mem_failcnt != SOP_NA;
 }
 
-void sop__bridge_cgroup(sop_value *ev, const sop_cgroup *cg)
+static void hand(sop_value *o, const sop_evk *row, const char *name, void *ctx)
 {
-    if (!cg || cg->version == 0)
-        return; /* not read at all: `missing` says why */
-    sop_value *o = sop__v_obj_at(ev, "cgroup");
-    if (!o)
-        return;
-    sop__v_set_int(o, "version", cg->version);
-    add_text(o, "path", cg->path);
-    if (cg->version == 1 && cg->cpu_path[0] && strcmp(cg->cpu_path, cg->path) != 0)
-        add_text(o, "cpu_path", cg->cpu_path);
-
-    /* Each controller's own group: on v1 the cpu, memory, cpuset and pids hierarchies may
-     * place the target in different groups, and a text naming one must not show another's. */
-    const char *cpu_path = cg->cpu_path[0] ? cg->cpu_path : cg->path;
-    sop_value *cpu = sop__v_obj();
-    if (cpu) {
-        if (cg->quota_us > 0) {
-            sop__v_set_int(cpu, "quota_us", cg->quota_us);
-            sop__v_set_dbl(cpu, "quota_cpus", cg->quota_cpus);
-        } else if (cg->quota_us == -1) {
-            sop__v_set_bool(cpu, "quota_unlimited", true);
+    const sop_cgroup *cg = ctx;
+    const char *k = row->key;
+    (void)name;
+    if (strcmp(k, "version") == 0) {
+        sop__v_set_int(o, "version", cg->version);
+    } else if (strcmp(k, "cpu_path") == 0) {
+        if (cg->version == 1 && cg->cpu_path[0] && strcmp(cg->cpu_path, cg->path) != 0)
+            add_text(o, "cpu_path", cg->cpu_path);
+    } else if (strcmp(k, "cpu") == 0 || strcmp(k, "memory") == 0 || strcmp(k, "pids") == 0) {
+        sop_value *sub = sop__v_obj();
+        char prefix[16];
+        snprintf(prefix, sizeof prefix, "%s.", k);
+        if (sub)
+            set(sub, cg, prefix, hand);
+        /* Each controller's own group: on v1 the cpu, memory, cpuset and pids hierarchies may
+         * place the target in different groups, and a text naming one must not show another's. */
+        const char *cpu_path = cg->cpu_path[0] ? cg->cpu_path : cg->path;
+        if (sub && k[0] == 'c' &&
+            sub->count > 0) { /* a path alone is no reading of the controller */
+            add_text(sub, "path", cpu_path);
+            if (cg->version == 1 && cg->cpuset_path[0] && strcmp(cg->cpuset_path, cpu_path) != 0)
+                add_text(sub, "cpuset_path", cg->cpuset_path);
         }
-        sop__v_set_int(cpu, "period_us", cg->period_us);
-        sop__v_set_str(cpu, "cpuset", cg->cpuset);
-        sop__v_set_int(cpu, "cpuset_count", cg->cpuset_count);
+        sop__bridge_attach(o, k, sub);
+    } else if (strcmp(k, "cpu.quota_us") == 0) {
+        if (cg->quota_us > 0) {
+            sop__v_set_int(o, "quota_us", cg->quota_us);
+            sop__v_set_dbl(o, "quota_cpus", cg->quota_cpus);
+        } else if (cg->quota_us == -1) {
+            sop__v_set_bool(o, "quota_unlimited", true);
+        }
+    } else if (strcmp(k, "cpu.effective_cpus") == 0) {
         /* what the group may use: min(ceil(quota), cpuset) */
         double eff = NAN;
         if (cg->quota_us > 0 && isfinite(cg->quota_cpus))
             eff = ceil(cg->quota_cpus);
         if (cg->cpuset_count > 0 && (isnan(eff) || (double)cg->cpuset_count < eff))
             eff = (double)cg->cpuset_count;
-        sop__v_set_dbl(cpu, "effective_cpus", eff);
-        sop__v_set_int(cpu, "nr_periods", cg->nr_periods);
-        sop__v_set_int(cpu, "nr_throttled", cg->nr_throttled);
-        sop__v_set_int(cpu, "throttled_us", cg->throttled_us);
-        sop__v_set_int(cpu, "usage_us", cg->usage_us);
-        sop__v_set_dbl(cpu, "throttled_pct", cg->throttled_pct);
-        sop__v_set_dbl(cpu, "throttled_ms_per_s", cg->throttled_ms_per_s);
-        if (cpu->count > 0) { /* a path alone is no reading of the controller */
-            add_text(cpu, "path", cpu_path);
-            if (cg->version == 1 && cg->cpuset_path[0] && strcmp(cg->cpuset_path, cpu_path) != 0)
-                add_text(cpu, "cpuset_path", cg->cpuset_path);
-        }
-    }
-    attach(o, "cpu", cpu);
-
-    sop_value *mem = sop__v_obj();
-    if (mem) {
+        sop__v_set_dbl(o, "effective_cpus", eff);
+    } else if (strcmp(k, "memory.path") == 0) {
         if (mem_read(cg))
-            add_text(mem, "path", cg->path);
-        sop__v_set_int(mem, "limit_kb", cg->mem_limit_kb);
+            add_text(o, "path", cg->path);
+    } else if (strcmp(k, "memory.limit_path") == 0) {
         if (cg->mem_limit_kb != SOP_NA)
-            add_text(mem, "limit_path", cg->mem_limit_path);
+            add_text(o, "limit_path", cg->mem_limit_path);
+    } else if (strcmp(k, "memory.unlimited") == 0) {
         if (cg->mem_unlimited)
-            sop__v_set_bool(mem, "unlimited", true);
-        sop__v_set_int(mem, "usage_kb", cg->mem_usage_kb);
-        sop__v_set_int(mem, "max_usage_kb", cg->mem_max_usage_kb);
-        sop__v_set_int(mem, "swap_limit_kb", cg->swap_limit_kb);
-        sop__v_set_int(mem, "failcnt", cg->mem_failcnt);
-        sop__v_set_int(mem, "under_oom", cg->under_oom);
-        sop_value *evs = sop__v_obj();
-        if (evs) {
-            sop__v_set_int(evs, "low", cg->ev_low);
-            sop__v_set_int(evs, "high", cg->ev_high);
-            sop__v_set_int(evs, "max", cg->ev_max);
-            sop__v_set_int(evs, "oom", cg->ev_oom);
-            sop__v_set_int(evs, "oom_kill", cg->ev_oom_kill);
-        }
-        attach(mem, "events", evs);
-        sop_value *local = sop__v_obj();
-        if (local)
-            sop__v_set_int(local, "oom_kill", cg->ev_local_oom_kill);
-        attach(mem, "events_local", local);
-    }
-    attach(o, "memory", mem);
-
-    sop_value *pids = sop__v_obj();
-    if (pids) {
+            sop__v_set_bool(o, "unlimited", true);
+    } else if (strcmp(k, "memory.events") == 0 || strcmp(k, "memory.events_local") == 0) {
+        sop_value *sub = sop__v_obj();
+        char prefix[24];
+        snprintf(prefix, sizeof prefix, "%s.", k);
+        if (sub)
+            set(sub, cg, prefix, NULL);
+        sop__bridge_attach(o, name, sub);
+    } else if (strcmp(k, "pids.path") == 0) {
         if (cg->pids_current != SOP_NA || cg->pids_max != SOP_NA)
-            add_text(pids, "path", cg->version == 1 && cg->pids_path[0] ? cg->pids_path : cg->path);
-        sop__v_set_int(pids, "current", cg->pids_current);
+            add_text(o, "path", cg->version == 1 && cg->pids_path[0] ? cg->pids_path : cg->path);
+    } else if (strcmp(k, "pids.max") == 0) {
         if (cg->pids_max >= 0)
-            sop__v_set_int(pids, "max", cg->pids_max);
+            sop__v_set_int(o, "max", cg->pids_max);
         else if (cg->pids_max == -1)
-            sop__v_set_bool(pids, "unlimited", true);
-    }
-    attach(o, "pids", pids);
+            sop__v_set_bool(o, "unlimited", true);
+    } /* cpu.quota_cpus, cpu.quota_unlimited: with cpu.quota_us; cpu.path, cpu.cpuset_path: with
+       * cpu, once the walk has read something; pids.unlimited: with pids.max */
+}
+
+void sop__bridge_cgroup(sop_value *ev, const sop_cgroup *cg)
+{
+    if (!cg || cg->version == 0)
+        return; /* not read at all: `missing` says why */
+    sop_value *o = sop__v_obj_at(ev, "cgroup");
+    if (o)
+        set(o, cg, "", hand);
 }

@@ -1,17 +1,118 @@
 /* host.c (bridge) — adds ev.host: memory, load, CPU split, vm counters, PSI, disks and the
- * kernel log's OOM kills (with age_s = now - time), keys per docs/evidence.md. Objects whose
- * every value is unmeasured are left out. Depends on engine/value.h, probes/host.h, kmsg.h. */
+ * kernel log's OOM kills (with age_s = now - time). Its keys are the table sop__evk_host below
+ * (docs/evidence.md is generated from it); objects whose every value is unmeasured are left
+ * out. Depends on engine/value.h, probes/host.h, kmsg.h, schema.h. */
 #include <math.h>
+#include <stdio.h>
+#include <string.h>
 
 #include "bridge.h"
+#include "schema.h"
 
-/* Attach `o` under key when it holds anything; free it otherwise. */
-static void attach(sop_value *parent, const char *key, sop_value *o)
+#define I(k, f, u, d) SOP_EVK_I(k, sop_host, f, u, d)
+#define D(k, f, u, d) SOP_EVK_D(k, sop_host, f, u, d)
+#define H SOP_EVK_H
+const sop_evk sop__evk_host[] = {
+    I("ncpu", ncpu, "", "online CPUs"),
+    I("mem_total_kb", mem_total_kb, "kB", "MemTotal (/proc/meminfo)"),
+    I("mem_free_kb", mem_free_kb, "kB", "MemFree"),
+    I("mem_available_kb", mem_available_kb, "kB", "MemAvailable"),
+    I("cached_kb", cached_kb, "kB", "Cached"),
+    I("dirty_kb", dirty_kb, "kB", "Dirty"),
+    I("writeback_kb", writeback_kb, "kB", "Writeback"),
+    I("swap_total_kb", swap_total_kb, "kB", "SwapTotal"),
+    I("swap_free_kb", swap_free_kb, "kB", "SwapFree"),
+    I("shmem_kb", shmem_kb, "kB", "Shmem"),
+    I("mlocked_kb", mlocked_kb, "kB", "Mlocked"),
+    I("hugepages_total", hugepages_total, "pages", "HugePages_Total"),
+    I("hugepages_free", hugepages_free, "pages", "HugePages_Free"),
+    D("load1", load1, "", "load average over 1 min (/proc/loadavg)"),
+    D("load5", load5, "", "load average over 5 min"),
+    D("load15", load15, "", "load average over 15 min"),
+    I("procs_running", procs_running, "", "runnable tasks (/proc/stat)"),
+    I("procs_blocked", procs_blocked, "", "tasks blocked on IO (/proc/stat)"),
+    I("processes", processes, "", "/proc/stat \"processes\": forks since boot"),
+    D("forks_per_s", forks_per_s, "1/s", "its rate (window)"),
+    D("boot_time", btime, "s", "epoch seconds"),
+    H("cpu", SOP_EVK_OBJ, "", "the host's CPU split over the window (/proc/stat)"),
+    D("cpu.user_pct", cpu_user_pct, "%", "user time"),
+    D("cpu.system_pct", cpu_system_pct, "%", "system time"),
+    D("cpu.iowait_pct", cpu_iowait_pct, "%", "iowait"),
+    D("cpu.idle_pct", cpu_idle_pct, "%", "idle"),
+    D("cpu.steal_pct", cpu_steal_pct, "%", "stolen by the hypervisor"),
+    H("vm", SOP_EVK_OBJ, "", "/proc/vmstat counters"),
+    I("vm.pswpin", pswpin, "pages", "pages swapped in since boot"),
+    I("vm.pswpout", pswpout, "pages", "pages swapped out since boot"),
+    I("vm.pgfault", pgfault, "", "page faults since boot"),
+    I("vm.pgmajfault", pgmajfault, "", "major page faults since boot"),
+    D("vm.swap_in_per_s", swap_in_per_s, "pages/s", "window"),
+    D("vm.swap_out_per_s", swap_out_per_s, "pages/s", "window"),
+    D("vm.pgmajfault_per_s", pgmajfault_per_s, "1/s", "window"),
+    H("psi", SOP_EVK_OBJ, "", "pressure stall information, when the kernel has it"),
+    H("psi.*", SOP_EVK_OBJ, "", "`cpu`, `memory`, `io` (/proc/pressure/*)"),
+    H("psi.*.*", SOP_EVK_OBJ, "", "`some`, `full` (the kernel's lines)"),
+    SOP_EVK_D("psi.*.*.avg10", sop_psi_line, avg10, "%", "share of time stalled, 10 s average"),
+    SOP_EVK_D("psi.*.*.avg60", sop_psi_line, avg60, "%", "60 s average"),
+    SOP_EVK_D("psi.*.*.avg300", sop_psi_line, avg300, "%", "300 s average"),
+    SOP_EVK_I("psi.*.*.total_us", sop_psi_line, total_us, "us", "total stall time"),
+    H("disks", SOP_EVK_ARR, "", "whole disks only (/proc/diskstats)"),
+    SOP_EVK_T("disks[].name", sop_disk, name, "device name"),
+    SOP_EVK_I("disks[].reads", sop_disk, reads, "", "reads completed since boot"),
+    SOP_EVK_I("disks[].writes", sop_disk, writes, "", "writes completed since boot"),
+    H("disks[].read_kb", SOP_EVK_INT, "kB", "read since boot (sectors / 2)"),
+    H("disks[].written_kb", SOP_EVK_INT, "kB", "written since boot (sectors / 2)"),
+    SOP_EVK_I("disks[].io_ms", sop_disk, io_ms, "ms", "time spent doing IO since boot"),
+    SOP_EVK_D("disks[].util_pct", sop_disk, util_pct, "%", "busy time (window)"),
+    SOP_EVK_D("disks[].r_await_ms", sop_disk, r_await_ms, "ms", "mean read wait (window)"),
+    SOP_EVK_D("disks[].w_await_ms", sop_disk, w_await_ms, "ms", "mean write wait (window)"),
+    SOP_EVK_D("disks[].read_kb_per_s", sop_disk, read_kb_per_s, "kB/s", "window"),
+    SOP_EVK_D("disks[].write_kb_per_s", sop_disk, write_kb_per_s, "kB/s", "window"),
+    SOP_EVK_D("disks[].reads_per_s", sop_disk, reads_per_s, "1/s", "window"),
+    SOP_EVK_D("disks[].writes_per_s", sop_disk, writes_per_s, "1/s", "window"),
+    H("numa", SOP_EVK_OBJ, "",
+      "NUMA topology (engine/bridge/numa.c from probes/numa.c: "
+      "/sys/devices/system/node/node<N>/{cpulist,meminfo})"),
+    SOP_EVK_I("numa.balancing", sop_numa, balancing, "",
+              "/proc/sys/kernel/numa_balancing: 0 off, 1 on, 2 tiering"),
+    H("numa.nodes", SOP_EVK_ARR, "",
+      "sorted by node, at most 64; absent on a kernel without NUMA support = not measured, "
+      "never \"one node\""),
+    H("numa.nodes[].node", SOP_EVK_INT, "", "node id"),
+    SOP_EVK_S("numa.nodes[].cpus", sop_numa_node, cpus,
+              "cpulist (\"0-15,32-47\"); absent for a memory-only node"),
+    SOP_EVK_I("numa.nodes[].cpu_count", sop_numa_node, cpu_count, "", "CPUs in the list"),
+    SOP_EVK_I("numa.nodes[].mem_total_kb", sop_numa_node, mem_total_kb, "kB", "node<N>/meminfo"),
+    SOP_EVK_I("numa.nodes[].mem_free_kb", sop_numa_node, mem_free_kb, "kB", "node<N>/meminfo"),
+    H("oom_kills", SOP_EVK_ARR, "",
+      "the kernel log's OOM kills, newest last; present only when the kernel log was read: "
+      "[] = no kill seen"),
+    H("oom_kills[].pid", SOP_EVK_INT, "", "the victim"),
+    SOP_EVK_T("oom_kills[].comm", sop_oom, comm, "the victim's comm"),
+    SOP_EVK_I("oom_kills[].anon_rss_kb", sop_oom, anon_rss_kb, "kB", "anon-rss at the kill"),
+    SOP_EVK_I("oom_kills[].file_rss_kb", sop_oom, file_rss_kb, "kB", "file-rss"),
+    SOP_EVK_I("oom_kills[].shmem_rss_kb", sop_oom, shmem_rss_kb, "kB", "shmem-rss"),
+    SOP_EVK_I("oom_kills[].total_vm_kb", sop_oom, total_vm_kb, "kB", "total-vm"),
+    SOP_EVK_I("oom_kills[].pgtables_kb", sop_oom, pgtables_kb, "kB", "pgtables"),
+    SOP_EVK_I("oom_kills[].uid", sop_oom, uid, "", "the victim's uid"),
+    SOP_EVK_I("oom_kills[].oom_score_adj", sop_oom, oom_score_adj, "",
+              "the victim's oom_score_adj"),
+    SOP_EVK_T("oom_kills[].constraint", sop_oom, constraint,
+              "CONSTRAINT_MEMCG, CONSTRAINT_NONE, ..."),
+    SOP_EVK_T("oom_kills[].task_memcg", sop_oom, task_memcg, "the victim's memory cgroup"),
+    SOP_EVK_T("oom_kills[].oom_memcg", sop_oom, oom_memcg, "the cgroup whose limit was hit"),
+    SOP_EVK_T("oom_kills[].invoker", sop_oom, invoker, "comm that invoked the killer"),
+    SOP_EVK_D("oom_kills[].time", sop_oom, time, "s", "epoch seconds"),
+    H("oom_kills[].age_s", SOP_EVK_NUM, "s", "now - time"),
+    SOP_EVK_D("oom_kills[].uptime_s", sop_oom, uptime_s, "s", "the record's stamp"),
+};
+const size_t sop__evk_host_n = sizeof sop__evk_host / sizeof sop__evk_host[0];
+#undef I
+#undef D
+#undef H
+
+static void set(sop_value *o, const void *base, const char *prefix, sop_evk_hand_fn hand, void *ctx)
 {
-    if (o && o->count > 0)
-        sop__v_set(parent, key, o);
-    else
-        sop__v_free(o);
+    sop__bridge_keys(o, base, sop__evk_host, sop__evk_host_n, prefix, hand, ctx);
 }
 
 static sop_value *psi_line(const sop_psi_line *l)
@@ -19,12 +120,8 @@ static sop_value *psi_line(const sop_psi_line *l)
     if (!l->present)
         return NULL;
     sop_value *o = sop__v_obj();
-    if (!o)
-        return NULL;
-    sop__v_set_dbl(o, "avg10", l->avg10);
-    sop__v_set_dbl(o, "avg60", l->avg60);
-    sop__v_set_dbl(o, "avg300", l->avg300);
-    sop__v_set_int(o, "total_us", l->total_us);
+    if (o)
+        set(o, l, "psi.*.*.", NULL, NULL);
     return o;
 }
 
@@ -35,15 +132,17 @@ static void add_psi(sop_value *psi, const char *key, const sop_psi *p)
     sop_value *o = sop__v_obj();
     if (!o)
         return;
-    attach(o, "some", psi_line(&p->some));
-    attach(o, "full", psi_line(&p->full));
-    attach(psi, key, o);
+    sop__bridge_attach(o, "some", psi_line(&p->some));
+    sop__bridge_attach(o, "full", psi_line(&p->full));
+    sop__bridge_attach(psi, key, o);
 }
 
-static void add_text(sop_value *o, const char *key, const char *s)
+static void disk_hand(sop_value *o, const sop_evk *row, const char *name, void *ctx)
 {
-    if (s && s[0])
-        sop__v_set(o, key, sop__bridge_text(s));
+    (void)row;
+    const sop_disk *d = ctx;
+    int64_t sectors = strcmp(name, "read_kb") == 0 ? d->read_sectors : d->write_sectors;
+    sop__v_set_int(o, name, sectors == SOP_NA ? SOP_NA : sectors / 2);
 }
 
 static void add_disks(sop_value *host, const sop_host *h)
@@ -56,20 +155,25 @@ static void add_disks(sop_value *host, const sop_host *h)
         sop_value *o = sop__v_obj();
         if (!o)
             return;
-        add_text(o, "name", d->name);
-        sop__v_set_int(o, "reads", d->reads);
-        sop__v_set_int(o, "writes", d->writes);
-        sop__v_set_int(o, "read_kb", d->read_sectors == SOP_NA ? SOP_NA : d->read_sectors / 2);
-        sop__v_set_int(o, "written_kb", d->write_sectors == SOP_NA ? SOP_NA : d->write_sectors / 2);
-        sop__v_set_int(o, "io_ms", d->io_ms);
-        sop__v_set_dbl(o, "util_pct", d->util_pct);
-        sop__v_set_dbl(o, "r_await_ms", d->r_await_ms);
-        sop__v_set_dbl(o, "w_await_ms", d->w_await_ms);
-        sop__v_set_dbl(o, "read_kb_per_s", d->read_kb_per_s);
-        sop__v_set_dbl(o, "write_kb_per_s", d->write_kb_per_s);
-        sop__v_set_dbl(o, "reads_per_s", d->reads_per_s);
-        sop__v_set_dbl(o, "writes_per_s", d->writes_per_s);
+        set(o, d, "disks[].", disk_hand, (void *)d);
         sop__v_push(arr, o);
+    }
+}
+
+typedef struct {
+    const sop_oom *kill;
+    double now;
+} oom_ctx;
+
+static void oom_hand(sop_value *o, const sop_evk *row, const char *name, void *ctx)
+{
+    (void)row;
+    const oom_ctx *c = ctx;
+    if (strcmp(name, "pid") == 0) {
+        if (c->kill->pid > 0)
+            sop__v_set_int(o, "pid", c->kill->pid);
+    } else if (isfinite(c->kill->time) && isfinite(c->now)) { /* age_s */
+        sop__v_set_dbl(o, "age_s", c->now - c->kill->time);
     }
 }
 
@@ -78,30 +182,38 @@ static void add_ooms(sop_value *host, const sop_oom_list *ooms, double now)
     /* always an array when the log was read: an empty list is evidence ("no kill seen") */
     sop_value *arr = sop__v_arr_at(host, "oom_kills");
     for (size_t i = 0; arr && i < ooms->n && i < SOP_OOM_MAX; i++) {
-        const sop_oom *k = &ooms->items[i];
+        oom_ctx c = {&ooms->items[i], now};
         sop_value *o = sop__v_obj();
         if (!o)
             return;
-        if (k->pid > 0)
-            sop__v_set_int(o, "pid", k->pid);
-        add_text(o, "comm", k->comm);
-        sop__v_set_int(o, "anon_rss_kb", k->anon_rss_kb);
-        sop__v_set_int(o, "file_rss_kb", k->file_rss_kb);
-        sop__v_set_int(o, "shmem_rss_kb", k->shmem_rss_kb);
-        sop__v_set_int(o, "total_vm_kb", k->total_vm_kb);
-        sop__v_set_int(o, "pgtables_kb", k->pgtables_kb);
-        sop__v_set_int(o, "uid", k->uid);
-        sop__v_set_int(o, "oom_score_adj", k->oom_score_adj);
-        add_text(o, "constraint", k->constraint);
-        add_text(o, "task_memcg", k->task_memcg);
-        add_text(o, "oom_memcg", k->oom_memcg);
-        add_text(o, "invoker", k->invoker);
-        sop__v_set_dbl(o, "time", k->time);
-        if (isfinite(k->time) && isfinite(now))
-            sop__v_set_dbl(o, "age_s", now - k->time);
-        sop__v_set_dbl(o, "uptime_s", k->uptime_s);
+        set(o, c.kill, "oom_kills[].", oom_hand, &c);
         sop__v_push(arr, o);
     }
+}
+
+/* The host's own level: its objects are built where the walk reaches their row. */
+static void host_hand(sop_value *host, const sop_evk *row, const char *name, void *ctx)
+{
+    (void)row;
+    const sop_host *h = ctx;
+    if (strcmp(name, "cpu") == 0 || strcmp(name, "vm") == 0) {
+        sop_value *o = sop__v_obj();
+        char prefix[8];
+        snprintf(prefix, sizeof prefix, "%s.", name);
+        if (o)
+            set(o, h, prefix, NULL, NULL);
+        sop__bridge_attach(host, name, o);
+    } else if (strcmp(name, "psi") == 0) {
+        sop_value *psi = sop__v_obj();
+        if (psi) {
+            add_psi(psi, "cpu", &h->psi_cpu);
+            add_psi(psi, "memory", &h->psi_memory);
+            add_psi(psi, "io", &h->psi_io);
+        }
+        sop__bridge_attach(host, "psi", psi);
+    } else if (strcmp(name, "disks") == 0) {
+        add_disks(host, h);
+    } /* numa: engine/bridge/numa.c; oom_kills: below, also without `h` */
 }
 
 void sop__bridge_host(sop_value *ev, const sop_host *h, const sop_oom_list *ooms, double now)
@@ -109,60 +221,8 @@ void sop__bridge_host(sop_value *ev, const sop_host *h, const sop_oom_list *ooms
     sop_value *host = sop__v_obj_at(ev, "host");
     if (!host)
         return;
-    if (h) {
-        sop__v_set_int(host, "ncpu", h->ncpu);
-        sop__v_set_int(host, "mem_total_kb", h->mem_total_kb);
-        sop__v_set_int(host, "mem_free_kb", h->mem_free_kb);
-        sop__v_set_int(host, "mem_available_kb", h->mem_available_kb);
-        sop__v_set_int(host, "cached_kb", h->cached_kb);
-        sop__v_set_int(host, "dirty_kb", h->dirty_kb);
-        sop__v_set_int(host, "writeback_kb", h->writeback_kb);
-        sop__v_set_int(host, "swap_total_kb", h->swap_total_kb);
-        sop__v_set_int(host, "swap_free_kb", h->swap_free_kb);
-        sop__v_set_int(host, "shmem_kb", h->shmem_kb);
-        sop__v_set_int(host, "mlocked_kb", h->mlocked_kb);
-        sop__v_set_int(host, "hugepages_total", h->hugepages_total);
-        sop__v_set_int(host, "hugepages_free", h->hugepages_free);
-        sop__v_set_dbl(host, "load1", h->load1);
-        sop__v_set_dbl(host, "load5", h->load5);
-        sop__v_set_dbl(host, "load15", h->load15);
-        sop__v_set_int(host, "procs_running", h->procs_running);
-        sop__v_set_int(host, "procs_blocked", h->procs_blocked);
-        sop__v_set_int(host, "processes", h->processes);
-        sop__v_set_dbl(host, "forks_per_s", h->forks_per_s);
-        sop__v_set_dbl(host, "boot_time", h->btime);
-
-        sop_value *cpu = sop__v_obj();
-        if (cpu) {
-            sop__v_set_dbl(cpu, "user_pct", h->cpu_user_pct);
-            sop__v_set_dbl(cpu, "system_pct", h->cpu_system_pct);
-            sop__v_set_dbl(cpu, "iowait_pct", h->cpu_iowait_pct);
-            sop__v_set_dbl(cpu, "idle_pct", h->cpu_idle_pct);
-            sop__v_set_dbl(cpu, "steal_pct", h->cpu_steal_pct);
-        }
-        attach(host, "cpu", cpu);
-
-        sop_value *vm = sop__v_obj();
-        if (vm) {
-            sop__v_set_int(vm, "pswpin", h->pswpin);
-            sop__v_set_int(vm, "pswpout", h->pswpout);
-            sop__v_set_int(vm, "pgfault", h->pgfault);
-            sop__v_set_int(vm, "pgmajfault", h->pgmajfault);
-            sop__v_set_dbl(vm, "swap_in_per_s", h->swap_in_per_s);
-            sop__v_set_dbl(vm, "swap_out_per_s", h->swap_out_per_s);
-            sop__v_set_dbl(vm, "pgmajfault_per_s", h->pgmajfault_per_s);
-        }
-        attach(host, "vm", vm);
-
-        sop_value *psi = sop__v_obj();
-        if (psi) {
-            add_psi(psi, "cpu", &h->psi_cpu);
-            add_psi(psi, "memory", &h->psi_memory);
-            add_psi(psi, "io", &h->psi_io);
-        }
-        attach(host, "psi", psi);
-        add_disks(host, h);
-    }
+    if (h)
+        set(host, h, "", host_hand, (void *)h);
     if (ooms && ooms->read_ok)
         add_ooms(host, ooms, now);
 }

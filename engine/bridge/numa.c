@@ -1,8 +1,15 @@
-/* numa.c (bridge) — adds host.numa {nodes[] {node cpus cpu_count mem_total_kb mem_free_kb}
- * balancing} and proc.numa {nodes[] {node kb} kb other_kb interleave_kb mappings truncated},
- * keys per docs/evidence.md. Nothing is added for what was not read. Depends on engine/value.h,
- * probes/numa.h. */
+/* numa.c (bridge) — adds host.numa {balancing nodes[] {node cpus cpu_count mem_total_kb
+ * mem_free_kb}} (keys: the numa rows of sop__evk_host, engine/bridge/host.c) and proc.numa
+ * {nodes[] {node kb} kb other_kb interleave_kb mappings truncated} (keys per docs/evidence.md).
+ * Nothing is added for what was not read. Depends on engine/value.h, probes/numa.h, schema.h. */
 #include "bridge.h"
+#include "schema.h"
+
+static void node_id(sop_value *o, const sop_evk *row, const char *name, void *ctx)
+{
+    (void)row;
+    sop__v_set_int(o, name, ((const sop_numa_node *)ctx)->node);
+}
 
 void sop__bridge_numa(sop_value *ev, const sop_numa *n)
 {
@@ -12,19 +19,16 @@ void sop__bridge_numa(sop_value *ev, const sop_numa *n)
     sop_value *o = host ? sop__v_obj_at(host, "numa") : NULL;
     if (!o)
         return;
-    sop__v_set_int(o, "balancing", n->balancing);
-    if (n->have_topology) {
+    sop__bridge_keys(o, n, sop__evk_host, sop__evk_host_n, "numa.", NULL, NULL);
+    if (n->have_topology) { /* the numa.nodes row, by hand: an array of the nodes read */
         sop_value *arr = sop__v_arr_at(o, "nodes");
         for (size_t i = 0; arr && i < n->nnodes && i < SOP_NUMA_NODES_MAX; i++) {
             const sop_numa_node *d = &n->nodes[i];
             sop_value *e = sop__v_obj();
             if (!e)
                 return;
-            sop__v_set_int(e, "node", d->node);
-            sop__v_set_str(e, "cpus", d->cpus);
-            sop__v_set_int(e, "cpu_count", d->cpu_count);
-            sop__v_set_int(e, "mem_total_kb", d->mem_total_kb);
-            sop__v_set_int(e, "mem_free_kb", d->mem_free_kb);
+            sop__bridge_keys(e, d, sop__evk_host, sop__evk_host_n, "numa.nodes[].", node_id,
+                             (void *)d);
             sop__v_push(arr, e);
         }
     }

@@ -1,0 +1,150 @@
+/* schema.c (bridge) — walks the evidence tables of schema.h: sets a group's plain fields from
+ * its probe struct, and turns the tables into docs/evidence.md and into the key list the
+ * `reads` check uses. Depends on engine/value.h, strbuf.h and the template docs/evidence.md.in
+ * (embedded by cmake/embed_text.cmake). */
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "../strbuf.h"
+#include "bridge.h"
+#include "schema.h"
+
+extern const char sop__evidence_doc_in[]; /* build/embedded_evidence_doc.c */
+
+void sop__bridge_attach(sop_value *parent, const char *key, sop_value *o)
+{
+    if (o && o->count > 0)
+        sop__v_set(parent, key, o);
+    else
+        sop__v_free(o);
+}
+
+void sop__bridge_keys(sop_value *o, const void *base, const sop_evk *keys, size_t n,
+                      const char *prefix, sop_evk_hand_fn hand, void *ctx)
+{
+    size_t plen = strlen(prefix);
+    const char *p = base;
+    for (size_t i = 0; o && i < n; i++) {
+        const sop_evk *r = &keys[i];
+        if (strncmp(r->key, prefix, plen) != 0)
+            continue;
+        const char *name = r->key + plen;
+        if (!name[0] || strchr(name, '.') || strchr(name, '['))
+            continue; /* another level */
+        if (r->off == SOP_EVK_HAND) {
+            if (hand)
+                hand(o, r, name, ctx);
+            continue;
+        }
+        switch (r->type) {
+        case SOP_EVK_INT: {
+            int64_t v;
+            memcpy(&v, p + r->off, sizeof v);
+            sop__v_set_int(o, name, v);
+            break;
+        }
+        case SOP_EVK_NUM: {
+            double v;
+            memcpy(&v, p + r->off, sizeof v);
+            sop__v_set_dbl(o, name, v);
+            break;
+        }
+        case SOP_EVK_TEXT:
+            if (p[r->off])
+                sop__v_set(o, name, sop__bridge_text(p + r->off));
+            break;
+        case SOP_EVK_STR:
+            sop__v_set_str(o, name, p + r->off);
+            break;
+        default: /* objects, arrays, booleans are written by hand */
+            break;
+        }
+    }
+}
+
+const sop_evk_group sop__evk_groups[] = {
+    {"host", "engine/bridge/host.c, host.numa by engine/bridge/numa.c", sop__evk_host,
+     &sop__evk_host_n},
+    {"cgroup", "engine/bridge/cgroup.c", sop__evk_cgroup, &sop__evk_cgroup_n},
+    {"alloc", "engine/bridge/alloc.c", sop__evk_alloc, &sop__evk_alloc_n},
+};
+const size_t sop__evk_ngroups = sizeof sop__evk_groups / sizeof sop__evk_groups[0];
+
+static const char *type_name(sop_evk_type t)
+{
+    static const char *const names[] = {"int", "num", "text", "text", "bool", "object", "array"};
+    return (unsigned)t < sizeof names / sizeof names[0] ? names[t] : "?";
+}
+
+static void group_md(sop_sb *b, const sop_evk_group *g)
+{
+    sop__sb_printf(b, "%-40s %-6s %-8s written by %s\n", g->group, "object", "", g->file);
+    size_t n = *g->n;
+    for (size_t i = 0; i < n; i++) {
+        const sop_evk *r = &g->keys[i];
+        char path[128];
+        snprintf(path, sizeof path, "%s.%s", g->group, r->key);
+        if (r->doc[0])
+            sop__sb_printf(b, "  %-38s %-6s %-8s %s\n", path, type_name(r->type), r->unit, r->doc);
+        else if (r->unit[0])
+            sop__sb_printf(b, "  %-38s %-6s %s\n", path, type_name(r->type), r->unit);
+        else
+            sop__sb_printf(b, "  %-38s %s\n", path, type_name(r->type));
+    }
+}
+
+char *sop__evidence_doc_md(void)
+{
+    sop_sb b = {0};
+    const char *s = sop__evidence_doc_in;
+    while (*s) {
+        const char *eol = strchr(s, '\n');
+        size_t len = eol ? (size_t)(eol - s) + 1 : strlen(s);
+        bool done = false;
+        if (strncmp(s, "@@KEYS ", 7) == 0) {
+            for (size_t g = 0; g < sop__evk_ngroups; g++) {
+                size_t gl = strlen(sop__evk_groups[g].group);
+                if (strncmp(s + 7, sop__evk_groups[g].group, gl) == 0 &&
+                    strncmp(s + 7 + gl, "@@", 2) == 0) {
+                    group_md(&b, &sop__evk_groups[g]);
+                    done = true;
+                }
+            }
+        }
+        if (!done)
+            sop__sb_putn(&b, s, len);
+        s += len;
+    }
+    return sop__sb_take(&b);
+}
+
+sop_value *sop__evidence_schema(void)
+{
+    sop_value *root = sop__v_obj();
+    sop_value *groups = root ? sop__v_arr_at(root, "groups") : NULL;
+    for (size_t g = 0; groups && g < sop__evk_ngroups; g++) {
+        const sop_evk_group *gr = &sop__evk_groups[g];
+        sop_value *o = sop__v_obj();
+        if (!o)
+            break;
+        sop__v_set_str(o, "group", gr->group);
+        sop__v_set_str(o, "file", gr->file);
+        sop_value *keys = sop__v_arr_at(o, "keys");
+        size_t n = *gr->n;
+        for (size_t i = 0; keys && i < n; i++) {
+            const sop_evk *r = &gr->keys[i];
+            sop_value *k = sop__v_obj();
+            char path[128];
+            snprintf(path, sizeof path, "%s.%s", gr->group, r->key);
+            sop__v_set_str(k, "key", path);
+            sop__v_set_str(k, "type", type_name(r->type));
+            sop__v_set_str(k, "unit", r->unit);
+            sop__v_set_str(k, "doc", r->doc);
+            sop__v_set_bool(k, "hand", r->off == SOP_EVK_HAND);
+            sop__v_push(keys, k);
+        }
+        sop__v_push(groups, o);
+    }
+    return root;
+}
