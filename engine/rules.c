@@ -48,6 +48,7 @@ int sop__rules_new(sop_rules **out)
     if (!r)
         return SOP_ENOMEM;
     sop__rules_set_limits(r, 0, 0);
+    r->check_reads = 1; /* every run, site packs included (docs/rule-runner.md) */
     *out = r;
     return 0;
 }

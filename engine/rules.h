@@ -58,11 +58,13 @@ int sop__rules_set_limits(sop_rules *r, long long max_instructions, size_t max_b
 #define SOP_RULES_DEFAULT_EVAL_MS 60000L
 int sop__rules_set_time_limits(sop_rules *r, long rule_ms, long eval_ms);
 
-/* The `reads` check, off by default: when on, each run records the evidence paths a rule
- * reads through `ev` ("proc.rss_kb", "python.threads[].window"; an array's elements are "[]";
- * taking a table's length or iterating it reads the table), and a rule that declares `reads`
- * and read a path none of them covers becomes a rule_errors entry instead of its verdict. A
- * declared path covers itself, the tables on the way to it and everything below it. */
+/* The `reads` check, on by default (sop__rules_new) for every pack, site files included: each
+ * run records the evidence paths a rule reads through `ev` ("proc.rss_kb",
+ * "python.threads[].window"; an array's elements are "[]"; taking a table's length or
+ * iterating it reads the table), and a rule that declares `reads` and read a path none of them
+ * covers becomes a rule_errors entry instead of its verdict. A declared path covers itself, the
+ * tables on the way to it and everything below it. A rule without `reads` is not checked.
+ * Turning it off (on = 0) is for tests; neither the public API nor sopctl offers it. */
 void sop__rules_set_check_reads(sop_rules *r, int on);
 
 /* Drop every threshold override. */

@@ -53,9 +53,8 @@ rule {
     in user code rather than the selector, blocked (S/D) or running (R); high when the loop thread used at least
     loop_busy_cpu_pct of a core; an asyncio loop measured over the window is judged by the window only (a busy
     loop is inside some callback at most snapshots). Unknown when not CPython.]],
-  reads = { "python.loop", "python.threads[].frames",
-            "proc.cwd", "proc.cmdline", "threads[].state", "threads[].cpu_pct", "sampling",
-            "duration_s" },
+  reads = { "python.loop", "python.threads[].frames", "proc.cwd", "proc.cmdline", "threads[].state",
+            "threads[].cpu_pct", "sampling", "duration_s", "pid", "python.threads[].tid", "threads[].tid" },
   uses = { "loop_block_ms", "loop_busy_cpu_pct" },
   check = function(ev, th)
     local py = ev.python
@@ -190,7 +189,8 @@ rule {
   doc = [[Hit (info) when a thread runs asyncio's default loop (base_events.run_forever on its stack) and
     uses at least uvloop_busy_pct of a core over the window, while the loop is not stuck in one
     callback (python.loop.longest_block_ms below loop_block_ms). Clear for uvloop loops and idle loops.]],
-  reads = { "python.threads[].frames", "python.loop", "threads[].cpu_pct", "proc.libs", "duration_s" },
+  reads = { "python.threads[].frames", "python.loop", "threads[].cpu_pct", "proc.libs", "duration_s", "pid",
+            "python.threads[].tid", "threads[].tid" },
   uses = { "uvloop_busy_pct", "loop_block_ms" },
   check = function(ev, th)
     local py = ev.python

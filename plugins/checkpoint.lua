@@ -116,8 +116,11 @@ rule {
             "checkpoint 保存/加载受单线程 pickle 序列化（单核）限制"),
   reads = { "python.threads[].window.checkpoint_frac", "python.threads[].window.running_frac",
             "python.threads[].window.io_wait_frac", "python.threads[].window.top_stacks",
-            "python.workers[].threads[].window", "io_files[].advance_bytes_per_s",
-            "io_files[].disk_util_pct", "host.disks[].util_pct" },
+            "python.workers[].threads[].window", "io_files[].advance_bytes_per_s", "io_files[].disk_util_pct",
+            "host.disks[].util_pct", "alive", "duration_s", "host.disks[].name", "io_files[].disk",
+            "io_files[].fs_kind", "io_files[].fstype", "io_files[].path", "io_files[].pid", "pid", "proc",
+            "python.threads[].name", "python.threads[].tid", "python.workers[].pid",
+            "python.workers[].threads[].name", "python.workers[].threads[].tid" },
   uses = { "ckpt_frac", "ckpt_busy_frac", "ckpt_io_wait_frac", "io_util_pct" },
   check = function(ev, th)
     local t, verdict = find(ev, th)
@@ -199,9 +202,13 @@ rule {
   title = T("Checkpoint save/load waits on storage: busy disk or NFS/FUSE writes and fsync",
             "checkpoint 保存/加载在等存储：磁盘繁忙或 NFS/FUSE 写与 fsync"),
   reads = { "python.threads[].window.checkpoint_frac", "python.threads[].window.io_wait_frac",
-            "python.threads[].window.running_frac", "python.workers[].threads[].window",
-            "io_files[].fs_kind", "io_files[].advance_bytes_per_s", "io_files[].disk_util_pct",
-            "host.disks[].util_pct", "host.dirty_kb", "host.writeback_kb" },
+            "python.threads[].window.running_frac", "python.workers[].threads[].window", "io_files[].fs_kind",
+            "io_files[].advance_bytes_per_s", "io_files[].disk_util_pct", "host.disks[].util_pct",
+            "host.dirty_kb", "host.writeback_kb", "alive", "cgroup.memory.limit_kb",
+            "cgroup.memory.unlimited", "duration_s", "host.disks[].name", "io_files[].disk",
+            "io_files[].fstype", "io_files[].path", "io_files[].pid", "io_files[].source", "pid", "proc",
+            "python.threads[].name", "python.threads[].tid", "python.threads[].window.top_stacks",
+            "python.workers[].pid", "python.workers[].threads[].name", "python.workers[].threads[].tid" },
   uses = { "ckpt_frac", "ckpt_io_wait_frac", "io_util_pct" },
   check = function(ev, th)
     local t, verdict = find(ev, th)

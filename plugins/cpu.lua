@@ -385,11 +385,11 @@ rule {
     load client). Without ev.sched: busy threads
     (busy_thread_pct of a core, run + run-queue wait) against effective CPUs with the CPUs full
     (cpu_saturated_pct). Unknown with --duration 0.]],
-  reads = { "sched.runnable_load", "sched.capacity_cpus", "sched.effective_cpus", "sched.window_s",
-            "sched.cpu_s", "sched.runqueue_wait_s", "sched.procs", "python.threads", "python.workers",
-            "proc.cmdline", "proc.env", "children[].env",
+  reads = { "python.threads", "python.workers", "proc.cmdline", "proc.env", "children[].env",
             "threads[].cpu_pct", "threads[].wait_pct", "children[].cpu_pct", "effective_cpus", "host.ncpu",
-            "host.cpu.idle_pct", "cgroup.cpu", "proc.cpu_pct" },
+            "host.cpu.idle_pct", "cgroup.cpu", "proc.cpu_pct", "alive", "children[].pid",
+            "children[].threads", "duration_s", "pid", "proc.affinity.count", "proc.affinity.cpus",
+            "proc.comm", "proc.libs", "proc.threads", "sched", "threads[].name", "threads[].tid" },
   uses = { "oversub_load_ratio", "oversub_high_ratio", "busy_thread_pct", "cpu_saturated_pct", "throttled_pct" },
   check = function(ev, th)
     local p = ev.proc
@@ -584,8 +584,8 @@ rule {
     together fill the CPUs do not count). Names the knob from the libraries mapped (torch.set_num_threads,
     OPENBLAS_NUM_THREADS, MKL_NUM_THREADS, OMP_NUM_THREADS) and any such variable set below the CPUs. Clear on
     one CPU. Unknown without ev.sched, without sampled threads, or with --duration 0.]],
-  reads = { "sched.runnable_load", "sched.capacity_cpus", "sched.effective_cpus", "sched.window_s", "sched.procs",
-            "python.threads", "python.workers", "proc.env", "children[].env", "proc.libs" },
+  reads = { "python.threads", "python.workers", "proc.env", "children[].env", "proc.libs", "alive",
+            "children[].pid", "duration_s", "pid", "sched" },
   uses = { "summary_cpu_bound_pct", "pool_native_frac", "pool_spare_cpus", "sampled_min_samples" },
   check = function(ev, th)
     local p = ev.proc
@@ -730,8 +730,10 @@ rule {
   doc = [[Hit when a CPU quota is set and at least throttled_pct of CFS periods were throttled over the window (high at
     throttled_high_pct); with --duration 0 the counts since the cgroup was created, warn at most. Unknown without
     cpu.stat.]],
-  reads = { "cgroup.cpu.quota_cpus", "cgroup.cpu.throttled_pct", "cgroup.cpu.nr_periods", "cgroup.cpu.nr_throttled",
-            "cgroup.cpu.path", "cgroup.cpu_path", "cgroup.path", "effective_cpus", "host.ncpu", "duration_s" },
+  reads = { "cgroup.cpu.quota_cpus", "cgroup.cpu.throttled_pct", "cgroup.cpu.nr_periods",
+            "cgroup.cpu.nr_throttled", "cgroup.cpu.path", "cgroup.cpu_path", "cgroup.path", "host.ncpu",
+            "duration_s", "alive", "cgroup.cpu.period_us", "cgroup.cpu.quota_us",
+            "cgroup.cpu.throttled_ms_per_s" },
   uses = { "throttled_pct", "throttled_high_pct" },
   check = function(ev, th)
     if ev.alive == false then return no_proc(ev) end

@@ -126,7 +126,10 @@ rule {
   reads = { "python.loader.main_data_wait_frac", "python.workers[].threads[].window.top_stacks",
             "python.workers[].cpu_frac", "python.workers[].io_frac", "python.workers[].idle_frac",
             "python.workers[].io", "python.workers[].read_bytes_per_s", "proc.cpu_pct", "children[].cpu_pct",
-            "effective_cpus", "io_files" },
+            "effective_cpus", "io_files", "cgroup.cpu.quota_cpus", "duration_s", "host.ncpu", "pid",
+            "python.threads[].tid", "python.threads[].window.samples", "python.threads[].window.top_stacks",
+            "python.workers[].cpu_pct", "python.workers[].pid", "python.workers[].threads[].tid",
+            "python.workers[].threads[].window.samples" },
   uses = { "loader_wait_pct", "loader_wait_high_pct", "loader_worker_cpu_pct", "loader_worker_io_pct",
            "cpu_saturated_pct" },
   check = function(ev, th)
@@ -296,7 +299,8 @@ rule {
   title = T("num_workers=0: the training loop itself loads every sample (single-process DataLoader)",
             "num_workers=0：训练循环自己加载每个样本（单进程 DataLoader）"),
   reads = { "python.threads[].window.top_stacks", "python.threads[].window.running_frac",
-            "python.threads[].window.io_wait_frac", "effective_cpus" },
+            "python.threads[].window.io_wait_frac", "effective_cpus", "duration_s", "host.ncpu", "pid",
+            "python.threads[].tid", "python.threads[].window.samples" },
   uses = { "loader_inline_fetch_pct" },
   check = function(ev, th)
     local mt, verdict = sampled(ev)
@@ -355,9 +359,12 @@ rule {
   id = "dataloader.too_many_workers", section = "6.2", severity = "warn",
   title = T("far more DataLoader workers than effective CPUs, with the CPUs full",
             "DataLoader worker 远多于有效 CPU，且 CPU 已跑满"),
-  reads = { "python.workers[].threads[].window.top_stacks", "python.workers[].cpu_pct", "python.workers[].cpu_frac",
-            "effective_cpus",
-            "proc.cpu_pct", "children[].cpu_pct", "threads[].wait_pct", "cgroup.cpu.quota_cpus" },
+  reads = { "python.workers[].threads[].window.top_stacks", "python.workers[].cpu_pct",
+            "python.workers[].cpu_frac", "effective_cpus", "proc.cpu_pct", "children[].cpu_pct",
+            "threads[].wait_pct", "cgroup.cpu.quota_cpus", "duration_s", "host.ncpu", "pid",
+            "python.threads[].tid", "python.threads[].window.samples", "python.workers[].pid",
+            "python.workers[].threads[].tid", "python.workers[].threads[].window.samples",
+            "threads[].cpu_pct", "threads[].tid" },
   uses = { "loader_workers_per_cpu", "cpu_saturated_pct" },
   check = function(ev, th)
     local mt, verdict = sampled(ev)
@@ -493,7 +500,10 @@ rule {
   id = "dataloader.slow_tokenizer", section = "6.6", severity = "warn",
   title = T("a pure-Python (slow) tokenizer takes a large share of the loading or training process's time",
             "纯 Python（slow）tokenizer 占了加载或训练进程的大部分时间"),
-  reads = { "python.threads[].window.top_stacks", "python.workers[].threads[].window.top_stacks", "proc.libs" },
+  reads = { "python.threads[].window.top_stacks", "python.workers[].threads[].window.top_stacks", "proc.libs",
+            "duration_s", "pid", "python.threads[].tid", "python.threads[].window.samples",
+            "python.workers[].pid", "python.workers[].threads[].tid",
+            "python.workers[].threads[].window.samples" },
   uses = { "loader_tokenizer_pct" },
   check = function(ev, th)
     local mt, verdict = sampled(ev)
@@ -570,7 +580,8 @@ rule {
   id = "dataloader.tokenizers_fork", section = "6.6", severity = "warn",
   title = T("TOKENIZERS_PARALLELISM not false while workers are started with fork",
             "worker 以 fork 启动时 TOKENIZERS_PARALLELISM 不是 false"),
-  reads = { "python.workers[].start_method", "python.workers[].env", "children[].env", "proc.env", "proc.libs" },
+  reads = { "python.workers[].start_method", "python.workers[].env", "children[].env", "proc.env",
+            "proc.libs", "children[].pid", "pid", "python.workers[].pid" },
   uses = {},
   check = function(ev, _)
     if not ev.python then
@@ -701,9 +712,12 @@ rule {
     until the next epoch). Clear when there are no DataLoader workers, the job is younger than
     loader_restart_parent_s, or every worker is older than loader_restart_worker_s (persistent workers, or an
     epoch longer than that). Unknown when not CPython, with --duration 0, or when the ages were not measured.]],
-  reads = { "python.workers[].threads[].window.top_stacks", "python.workers[].age_s", "python.workers[].exited",
-            "python.workers[].cmdline", "python.loader.main_data_wait_frac", "proc.age_s", "children[].age_s",
-            "children[].ppid", "children[].cmdline", "duration_s" },
+  reads = { "python.workers[].threads[].window.top_stacks", "python.workers[].age_s",
+            "python.workers[].exited", "python.workers[].cmdline", "python.loader.main_data_wait_frac",
+            "proc.age_s", "children[].age_s", "children[].ppid", "children[].cmdline", "duration_s",
+            "children[].pid", "pid", "python.threads[].tid", "python.threads[].window.samples",
+            "python.workers[].pid", "python.workers[].threads[].tid",
+            "python.workers[].threads[].window.samples" },
   uses = { "loader_restart_parent_s", "loader_restart_worker_s" },
   check = function(ev, th)
     local mt, verdict = sampled(ev)

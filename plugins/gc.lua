@@ -45,7 +45,7 @@ rule {
   reads = { "python.gc.window.samples", "python.gc.window.collecting_frac",
             "python.gc.window.longest_collecting_ms", "python.gc.window.collections",
             "python.gc.window.collections_per_s", "python.gc.enabled", "python.gc.thresholds",
-            "python.gc.frozen", "python.gc.collections", "duration_s" },
+            "python.gc.frozen", "python.gc.collections", "pid" },
   uses = { "gc_min_samples", "gc_time_pct", "gc_time_high_pct", "gc_pause_ms", "gc_threshold0_high" },
   check = function(ev, th)
     local py = ev.python

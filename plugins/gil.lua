@@ -19,9 +19,10 @@ rule {
     gil_one_core_max_pct % CPU on at least 2 effective CPUs; names each thread's innermost frame and the GIL
     holder. Unknown when not CPython, with --duration 0, or when the threads waited at least
     gil_max_runqueue_wait_pct of the window in the run queue without being seen asleep on the GIL.]],
-  reads = { "proc.cwd", "proc.cmdline",
-            "python.threads[].frames", "python.threads[].window", "python.gil_holder_tid", "threads[].cpu_pct",
-            "threads[].wait_pct", "proc.cpu_pct", "effective_cpus", "duration_s" },
+  reads = { "proc.cwd", "proc.cmdline", "python.threads[].frames", "python.threads[].window",
+            "python.gil_holder_tid", "threads[].cpu_pct", "threads[].wait_pct", "proc.cpu_pct",
+            "effective_cpus", "duration_s", "host.ncpu", "pid", "python.threads[].gil",
+            "python.threads[].name", "python.threads[].tid", "threads[].tid" },
   uses = { "gil_thread_busy_pct", "gil_min_threads", "gil_min_process_pct", "gil_one_core_max_pct",
             "gil_max_runqueue_wait_pct" },
   check = function(ev, th)

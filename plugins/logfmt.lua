@@ -58,7 +58,8 @@ rule {
     thread's samples: warn for debug, info for other levels (more likely emitted). The logger's effective level is not
     read from the process; the finding says so. Unknown without a sampled window.]],
   reads = { "python.threads[].window.samples", "python.threads[].window.active_frac",
-            "python.threads[].window.leaves", "duration_s" },
+            "python.threads[].window.leaves", "duration_s", "pid", "python.threads[].name",
+            "python.threads[].tid" },
   uses = { "eager_log_pct", "sampled_min_samples" },
   check = function(ev, th)
     local py = ev.python

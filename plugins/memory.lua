@@ -86,9 +86,9 @@ rule {
     the job holds at least host_share_pct of it. Unknown with no limit and no host memory figures.]],
   reads = { "proc.rss_kb", "proc.smaps.pss_kb", "children[].pss_kb", "children[].rss_kb",
             "proc.mem.pss_file_kb", "proc.mem.file_kb", "cgroup.memory.limit_kb", "cgroup.memory.usage_kb",
-            "cgroup.memory.events",
-            "cgroup.memory.failcnt", "host.mem_total_kb", "host.mem_available_kb", "host.swap_free_kb",
-            "python.heap" },
+            "cgroup.memory.events", "cgroup.memory.failcnt", "host.mem_total_kb", "host.mem_available_kb",
+            "host.swap_free_kb", "python.heap", "alive", "cgroup.memory.limit_path", "cgroup.path",
+            "host.swap_total_kb", "pid" },
   uses = { "rss_limit_pct", "host_avail_min_pct", "host_share_pct", "heap_python_pct" },
   check = function(ev, th)
     if not ev.proc then return no_proc(ev) end
@@ -233,8 +233,8 @@ rule {
     job is near its memory limit (rss_limit_pct). Workers holding more than sib_own_ratio x the parent's anon
     memory are left to
     mem.siblings_full_copy (they hold their own data). Unknown when the workers' smaps are unreadable.]],
-  reads = { "proc.anon_kb", "proc.rss_kb", "proc.cmdline", "children[].private_kb",
-            "children[].cmdline", "cgroup.memory.limit_kb" },
+  reads = { "proc.anon_kb", "proc.rss_kb", "proc.cmdline", "children[].private_kb", "children[].cmdline",
+            "cgroup.memory.limit_kb", "alive", "children[].comm", "children[].pid", "pid", "proc.comm" },
   uses = { "cow_child_private_pct", "cow_child_min_mb", "cow_min_children", "sib_own_ratio",
            "rss_limit_pct" },
   check = function(ev, th)
@@ -435,9 +435,9 @@ rule {
   title = T("A just-started process already holds a large share of its memory limit and is "
             .. "loading a whole dataset into RAM",
             "刚启动的进程已占内存上限的很大比例，且正把整个数据集读进内存"),
-  reads = { "proc.age_s", "proc.rss_kb", "proc.anon_kb", "proc.rss_growth_kb_per_s",
-            "cgroup.memory.limit_kb", "host.mem_total_kb", "python.threads[].window.top_stacks",
-            "python.threads[].window.samples" },
+  reads = { "proc.age_s", "proc.rss_kb", "proc.anon_kb", "proc.rss_growth_kb_per_s", "cgroup.memory.limit_kb",
+            "host.mem_total_kb", "python.threads[].window.top_stacks", "python.threads[].window.samples",
+            "alive", "pid" },
   uses = { "load_young_s", "load_share_pct", "load_rate_mb_per_s", "load_stack_pct", "rss_limit_pct" },
   check = function(ev, th)
     local p = ev.proc
@@ -531,7 +531,8 @@ rule {
             "proc.mem.anon_kb", "proc.mem.shmem_kb", "proc.mem.file_kb", "proc.mem.anon_growth_kb_per_s",
             "proc.mem.shmem_growth_kb_per_s", "proc.mem.file_growth_kb_per_s", "proc.mem.mapped",
             "cgroup.memory.limit_kb", "cgroup.memory.usage_kb", "host.mem_available_kb",
-            "python.threads[].window.top_stacks", "python.heap" },
+            "python.threads[].window.top_stacks", "python.heap", "alive", "pid",
+            "python.threads[].window.samples" },
   uses = { "data_file_min_mb", "growth_min_window_s", "growth_floor_mb_per_s", "growth_min_pct", "growth_hwm_slack_pct",
            "growth_high_s", "growth_warn_rss_mb", "growth_warn_s", "growth_young_s",
            "load_young_s", "load_stack_pct", "heap_python_pct" },
@@ -695,7 +696,9 @@ rule {
             "多个 worker 或 rank 各自持有相近的大块私有数据（每个 rank 都加载了完整数据集）"),
   reads = { "children[].private_kb", "children[].cmdline", "children[].comm", "proc.private_kb",
             "proc.anon_kb", "proc.cmdline", "parent.cmdline", "parent.anon_kb", "siblings[].private_kb",
-            "siblings[].cmdline", "siblings[].comm", "cgroup.memory.limit_kb", "host.mem_total_kb" },
+            "siblings[].cmdline", "siblings[].comm", "cgroup.memory.limit_kb", "host.mem_total_kb", "alive",
+            "children[].pid", "parent.comm", "parent.pid", "parent.rss_kb", "pid", "proc.comm", "proc.ppid",
+            "proc.rss_kb", "siblings[].pid" },
   uses = { "sib_min_mb", "sib_min_count", "sib_similar_pct", "sib_own_ratio", "rss_limit_pct" },
   check = function(ev, th)
     local p = ev.proc
@@ -810,7 +813,8 @@ rule {
             .. "(\"free is enough but still OOM\")",
             "锁定/pinned 内存占 RSS 或内存上限的很大比例（“free 够但还 OOM”）"),
   reads = { "proc.vm_lck_kb", "proc.vm_pin_kb", "proc.smaps.locked_kb", "proc.rss_kb",
-            "proc.memlock_limit_kb", "cgroup.memory.limit_kb", "host.mem_total_kb", "host.mlocked_kb" },
+            "proc.memlock_limit_kb", "cgroup.memory.limit_kb", "host.mem_total_kb", "host.mlocked_kb",
+            "alive", "pid" },
   uses = { "pinned_min_mb", "pinned_rss_pct", "pinned_limit_pct" },
   check = function(ev, th)
     local p = ev.proc

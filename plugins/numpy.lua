@@ -86,8 +86,9 @@ rule {
   id = "numpy.einsum_unoptimized", section = "3.4", severity = "warn",
   title = T("np.einsum hot in its unoptimized C loop (optimize=False: no BLAS) in a busy thread",
             "繁忙线程里 np.einsum 热点在未优化的 C 循环（optimize=False，不走 BLAS）"),
-  reads = { "python.threads[].window.leaves", "python.threads[].window.samples",
-            "python.threads[].window.active_frac", "python.workers[].threads[].window" },
+  reads = { "python.workers[].threads[].window", "duration_s", "pid", "python.threads[].name",
+            "python.threads[].tid", "python.threads[].window", "python.workers[].pid",
+            "python.workers[].threads[].tid" },
   uses = { "numpy_min_samples", "numpy_busy_frac", "einsum_hot_pct" },
   check = function(ev, th)
     local busy, verdict = busy_threads(ev, th)
@@ -183,9 +184,9 @@ rule {
             .. "fancy indexing and other C-method copies are not visible in Python stacks",
             "繁忙线程里 numpy 复制类调用是热点：np.tile/repeat、concatenate/stack/vstack/hstack/append"
             .. "（循环里增长数组）、源码可读时的 .flatten()；花式索引等 C 方法的复制在 Python 栈里看不到"),
-  reads = { "python.threads[].window.entries", "python.threads[].window.leaves",
-            "python.threads[].window.samples", "python.threads[].window.active_frac",
-            "python.workers[].threads[].window" },
+  reads = { "python.workers[].threads[].window", "duration_s", "pid", "python.threads[].name",
+            "python.threads[].tid", "python.threads[].window", "python.workers[].pid",
+            "python.workers[].threads[].tid" },
   uses = { "numpy_min_samples", "numpy_busy_frac", "copies_hot_pct" },
   check = function(ev, th)
     local busy, verdict = busy_threads(ev, th)
@@ -282,8 +283,9 @@ rule {
             .. "operators and C methods on small arrays leave no numpy frame and are not counted)",
             "大量小 numpy 调用：繁忙线程在 numpy Python 包装层里的时间分散在每次调用的开销代码上，而不是集中在"
             .. "一行重计算（小数组上的 ufunc 运算符和 C 方法没有 numpy 栈帧，不计入）"),
-  reads = { "python.threads[].window.entries", "python.threads[].window.samples",
-            "python.threads[].window.active_frac", "python.workers[].threads[].window" },
+  reads = { "python.workers[].threads[].window", "duration_s", "pid", "python.threads[].name",
+            "python.threads[].tid", "python.threads[].window", "python.workers[].pid",
+            "python.workers[].threads[].tid" },
   uses = { "numpy_min_samples", "numpy_busy_frac", "tiny_numpy_min_pct", "tiny_overhead_pct" },
   check = function(ev, th)
     local busy, verdict = busy_threads(ev, th)
@@ -387,8 +389,8 @@ rule {
             .. "未设或 > 1）：CPU 跑满时 worker 数 × 池线程数超过有效 CPU"),
   reads = { "children[].threads", "children[].cpu_pct", "children[].env", "python.workers[].threads",
             "python.workers[].cpu_frac", "proc.libs", "proc.cpu_pct", "effective_cpus",
-            "cgroup.cpu.quota_cpus", "host.ncpu",
-            "host.cpu.idle_pct" },
+            "cgroup.cpu.quota_cpus", "host.ncpu", "host.cpu.idle_pct", "children[].pid", "duration_s", "pid",
+            "python.workers[].env", "python.workers[].pid" },
   uses = { "busy_thread_pct", "numpy_busy_frac", "cpu_saturated_pct" },
   check = function(ev, th)
     local p = ev.proc

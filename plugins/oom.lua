@@ -154,8 +154,8 @@ rule {
     without .local it warns only when no kernel-log record below the target's group explains it. Unknown when
     the kernel log and the cgroup counter are both unreadable.]],
   reads = { "host.oom_kills", "cgroup.memory.events.oom_kill", "cgroup.memory.events_local.oom_kill",
-            "cgroup.version", "cgroup.path", "proc.start_time_s", "proc.comm", "children[].pid", "sched.procs",
-            "python.workers", "alive" },
+            "cgroup.version", "cgroup.path", "proc.start_time_s", "proc.comm", "children[].pid",
+            "sched.procs", "python.workers", "alive", "collected_at", "pid" },
   uses = { "oom_recent_s" },
   check = function(ev, th)
     local kills = ev.host and ev.host.oom_kills

@@ -41,8 +41,9 @@ rule {
     stack (common.share on the full distribution). Hit at per_row_pct; names the library loop and the user's
     function it calls or that drives it (the leaves' own caller below a pandas/torch entry). Unknown without a
     sampled window.]],
-  reads = { "python.threads[].window.dist", "python.threads[].window.leaves", "python.threads[].window.samples",
-            "python.threads[].window.active_frac", "proc.cwd", "proc.cmdline", "duration_s" },
+  reads = { "python.threads[].window.dist", "python.threads[].window.leaves",
+            "python.threads[].window.samples", "python.threads[].window.active_frac", "duration_s", "pid",
+            "python.threads[].name", "python.threads[].tid", "python.threads[].window.top_stacks" },
   uses = { "per_row_pct", "sampled_min_samples" },
   check = function(ev, th)
     local py = ev.python

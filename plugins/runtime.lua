@@ -46,7 +46,8 @@ rule {
   title = T("glibc malloc with many threads: many per-thread arenas hold most of the memory and RSS grows",
             "glibc malloc + 多线程：大量线程 arena 占去大部分内存且 RSS 在涨"),
   reads = { "alloc.allocator", "alloc.malloc_arena_max", "alloc.ld_preload", "alloc.arenas",
-            "alloc.arena_rw_kb", "proc.rss_kb", "proc.rss_growth_kb_per_s", "proc.threads" },
+            "alloc.arena_rw_kb", "proc.rss_kb", "proc.rss_growth_kb_per_s", "proc.threads", "alive",
+            "alloc.source", "duration_s" },
   uses = { "arena_min_count", "arena_share_pct", "arena_min_mb", "arena_growth_kb_per_s" },
   check = function(ev, th)
     local p = ev.proc
@@ -148,7 +149,9 @@ rule {
   title = T("a young process whose main thread spends most of its time importing modules",
             "刚启动的进程主线程大部分时间在 import 模块"),
   reads = { "proc.age_s", "python.threads[].window.import_frac", "python.threads[].window.import_module",
-            "python.threads[].window.import_module_frac", "python.threads[].window.io_wait_frac" },
+            "python.threads[].window.import_module_frac", "python.threads[].window.io_wait_frac", "alive",
+            "duration_s", "pid", "proc.cpu_pct", "python.threads[].name", "python.threads[].tid",
+            "python.threads[].window.samples" },
   uses = { "startup_age_s", "import_frac_pct", "sampled_min_samples" },
   check = function(ev, th)
     local p = ev.proc
@@ -250,7 +253,9 @@ rule {
   reads = { "python.threads[].window.logging_frac", "python.threads[].window.logging_format_frac",
             "python.threads[].window.logging_write_frac", "python.threads[].window.logging_site",
             "python.threads[].window.active_frac", "python.threads[].window.io_wait_frac",
-            "io_files[].fs_kind" },
+            "io_files[].fs_kind", "duration_s", "io_files[].advance_bytes_per_s", "io_files[].fstype",
+            "io_files[].path", "io_files[].pid", "pid", "python.threads[].name", "python.threads[].tid",
+            "python.threads[].window.logging_site_frac", "python.threads[].window.samples" },
   uses = { "logging_frac_pct", "logging_work_pct", "sampled_min_samples" },
   check = function(ev, th)
     local threads, why = sampled_threads(ev)
@@ -344,7 +349,8 @@ rule {
   title = T("a thread keeps launching short-lived child processes (fork + exec + wait per call)",
             "线程不停地启动短命子进程（每次调用都 fork + exec + wait）"),
   reads = { "python.threads[].window.subprocess_frac", "python.threads[].window.subprocess_spawn_frac",
-            "host.forks_per_s", "proc.reaped_cpu_pct", "proc.cpu_pct" },
+            "host.forks_per_s", "proc.reaped_cpu_pct", "proc.cpu_pct", "alive", "duration_s",
+            "python.threads[].name", "python.threads[].tid", "python.threads[].window.samples" },
   uses = { "subprocess_frac_pct", "subprocess_spawn_pct", "forks_min_per_s", "sampled_min_samples" },
   check = function(ev, th)
     local p = ev.proc
@@ -431,8 +437,8 @@ rule {
   id = "cpu.affinity_mismatch", section = "8.5", severity = "warn",
   title = T("thread-pool sizes or the CPU quota do not match the CPUs the affinity mask allows",
             "线程池大小或 CPU quota 与亲和性掩码允许的 CPU 数不一致"),
-  reads = { "proc.env", "children[].env", "proc.affinity", "proc.libs", "proc.cpu_pct",
-            "effective_cpus", "cgroup.cpu.quota_cpus", "host.ncpu" },
+  reads = { "proc.env", "children[].env", "proc.affinity", "proc.libs", "proc.cpu_pct", "effective_cpus",
+            "cgroup.cpu.quota_cpus", "host.ncpu", "alive", "pid" },
   uses = { "pool_env_over_cpus", "quota_over_affinity_cpus", "cpu_saturated_pct" },
   check = function(ev, th)
     local p = ev.proc
@@ -574,7 +580,8 @@ rule {
   reads = { "host.numa.nodes[].node", "host.numa.nodes[].cpus", "host.numa.nodes[].cpu_count",
             "host.numa.nodes[].mem_free_kb", "host.numa.nodes[].mem_total_kb", "host.numa.balancing",
             "proc.numa.nodes[].kb", "proc.numa.kb", "proc.numa.interleave_kb", "proc.numa.truncated",
-            "proc.affinity.cpus", "threads[].cpu_pct", "threads[].processor", "missing[]" },
+            "proc.affinity.cpus", "threads[].cpu_pct", "threads[].processor", "missing[]", "alive",
+            "duration_s", "pid", "proc.numa.mappings", "proc.numa.nodes[].node" },
   uses = { "numa_remote_pct", "numa_min_mb", "busy_thread_pct" },
   check = function(ev, th)
     local p = ev.proc

@@ -23,7 +23,7 @@ local function T(en, zh) return { en = en, zh = zh } end
 rule {
   id = "site.fd_limit", section = "8", severity = "warn",
   title = T("the process is close to its open-file limit", "进程接近打开文件数上限"),
-  reads = { "proc.fds", "proc.fd_limit" },
+  reads = { "proc.fds", "proc.fd_limit", "pid" },
   uses = { "site_max_fds_pct" },
   check = function(ev, th)
     local p = ev.proc or {}

@@ -4,7 +4,8 @@
 # can redefine own code. share(): a thread whose
 # decode work is spread over 10 distinct stacks, none in its top 5, has an exact share of 30%
 # (top stacks alone would say 0%); per process (all threads) and on older evidence without
-# window.dist (top_stacks: a lower bound, not exact). Runs a site rule that calls share().
+# window.dist (top_stacks: a lower bound, not exact). Runs a site rule that calls share() (its
+# `reads` lists python.window: share() on a process looks for the process's own window first).
 # Needs SOPCTL, SOP_SRC, SOP_FIXTURES and jq.
 set -u
 SOPCTL=${SOPCTL:?set SOPCTL}
@@ -16,7 +17,7 @@ tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 cat >"$tmp/site.lua" <<'LUA'
 local common = require "plugins.common"
-rule { id = "site.share", section = "3", severity = "info", title = "share", reads = { "python.threads" },
+rule { id = "site.share", section = "3", severity = "info", title = "share", reads = { "python.threads", "python.window" },
   check = function(ev)
     local py = ev.python
     local f1, c1, n1, e1 = common.share(py.threads[1], "decode", true)

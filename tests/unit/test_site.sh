@@ -2,7 +2,8 @@
 # test_site.sh — site customization through sopctl: `--site FILE` changes a threshold (a finding
 # clears), disables a rule, adds a rule; $SOP_SITE is the default site file (empty: none) and
 # `--no-site` skips it; a broken or missing site file stops the run with exit 2 and file:line,
-# never silently; `check default --site` validates one; the bundled example loads. Replays
+# never silently; `check default --site` validates one; the bundled example loads; a site rule
+# reading outside its `reads` is a rule error. Replays
 # tests/replay/near_limit.json (target + workers at 93% of the memory limit). Needs SOPCTL,
 # SOP_SRC and jq.
 set -u
@@ -61,6 +62,25 @@ rc=$(run --site "$tmp/missing.lua")
   || bad "example site: $(head -c 300 "$tmp/err")"
 "$SOPCTL" check default --site "$tmp/bad1.lua" >/dev/null 2>&1
 [ $? = 2 ] && ok "check --site: a broken site file fails" || bad "check --site broken: not exit 2"
+
+# The reads check holds site rules too, in every run: a rule that declares `reads` and reads
+# outside them is a rule error naming the path (its verdict dropped); one without `reads` is not
+# checked. The example's rule reads only what it lists, its hit included.
+cat >"$tmp/reads.lua" <<'LUA'
+rule { id = "site.outside", section = "9", severity = "info", title = "t", reads = { "pid" },
+  check = function(ev) return clear(fmt("%d %d", ev.pid, ev.proc.rss_kb)) end }
+rule { id = "site.unlisted", section = "9", severity = "info", title = "t",
+  check = function(ev) return clear(fmt("%d %d", ev.pid, ev.proc.rss_kb)) end }
+LUA
+run --site "$tmp/reads.lua" >/dev/null
+msg=$(jq -r '.rule_errors[] | select(.id == "site.outside") | .message' "$tmp/out.json")
+[ "$msg" = 'read ev.proc and 1 more paths outside its `reads` list' ] && ! has cleared site.outside \
+  && ok "site rule reading outside its reads: rule error" || bad "reads check on a site rule: '$msg'"
+has cleared site.unlisted && ok "site rule without reads: not checked" || bad "site rule without reads"
+jq '.proc.fds = 1000 | .proc.fd_limit = 1024' "$EV" >"$tmp/fds.json"
+"$SOPCTL" run --evidence "$tmp/fds.json" --site "$SRC/examples/site/site.lua" --format json >"$tmp/out.json" 2>"$tmp/err"
+has findings site.fd_limit && [ "$(jq '.rule_errors | length' "$tmp/out.json")" = 0 ] \
+  && ok "the example site rule fires within its reads" || bad "example site rule: $(jq -c .rule_errors "$tmp/out.json")"
 
 echo "$pass passed, $fail failed"
 [ "$fail" = 0 ]
