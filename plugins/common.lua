@@ -9,13 +9,67 @@
 -- faulted_file(ev, min_kb) is the mapped data file whose resident pages grew most over the window.
 -- share(thread_or_proc, pattern [, plain]) is the exact share of samples in code matching pattern.
 -- own_frame(frames, ev) / user_frame(frames, ev): the innermost frame of the program's own code
--- (is_own_file, overridable by a site) and "own (file:line) -> leaf (file:line)". Use:
+-- (is_own_file, overridable by a site) and "own (file:line) -> leaf (file:line)".
+-- tr(en, zh, args) is one bilingual text with named placeholders ("{n} threads", "{s:%.1f} s").
+-- The preludes many rules open with: effective_cpus(ev), need_stacks(ev) ("no Python stacks"),
+-- one_snapshot(ev, en, zh) ("one snapshot (--duration 0): ..."); pct_text(frac) is "42%". Use:
 --   local common = require "plugins.common"
 --   local T, no_proc = common.T, common.no_proc
 
 local common = {}
 
 function common.T(en, zh) return { en = en, zh = zh } end
+
+-- One text in both languages, with named placeholders filled from args: "{name}" is the value as
+-- %s for a string and %d for a number (an integer: a fraction raises, as fmt's %d would), and
+-- "{name:%.1f}" uses the given format. A placeholder without a value raises (fmt would print
+-- "nil"). tr("{n} busy threads on {cpus} CPUs", "{n} 个繁忙线程，{cpus} 个 CPU", {n = 3, cpus = 2}).
+local function fill(text, args)
+  return (text:gsub("{([%w_]+)(:?[^{}]*)}", function(name, spec)
+    if spec ~= "" and spec:sub(1, 1) ~= ":" then return nil end -- not a placeholder: kept
+    local v = args[name]
+    if v == nil then error("tr: no value for {" .. name .. "}") end
+    if spec ~= "" then return fmt(spec:sub(2), v) end
+    return type(v) == "number" and fmt("%d", v) or tostring(v)
+  end))
+end
+
+function common.tr(en, zh, args)
+  args = args or {}
+  return { en = fill(en, args), zh = fill(zh, args) }
+end
+
+-- A share in [0, 1] as a whole percentage: pct_text(0.423) = "42%". (The DSL's pct(a, b) is
+-- the number 100 * a / b.)
+function common.pct_text(frac) return fmt("%.0f%%", 100 * frac) end
+
+-- The CPUs the job may use: the one figure engine/collect.c computes (quota, cpuset, affinity;
+-- ev.effective_cpus), else the host's CPU count on older evidence; nil when neither is known.
+function common.effective_cpus(ev)
+  return ev.effective_cpus or (ev.host and ev.host.ncpu)
+end
+
+common.NO_CPUS = common.T("effective CPU count unknown", "有效 CPU 数未知")
+
+-- The verdict of a rule that needs the sampled Python threads when there are none.
+common.NO_STACKS = common.T("no Python stacks (not CPython, or its memory was not readable)",
+                            "没有 Python 栈（不是 CPython，或无法读取其内存）")
+
+-- unknown(NO_STACKS) when ev.python has no threads; nil (go on) otherwise.
+function common.need_stacks(ev)
+  local py = ev.python
+  if not py or not py.threads then return unknown(common.NO_STACKS) end
+  return nil
+end
+
+-- unknown("one snapshot (--duration 0): <what>") when there is no measured window; nil (go on)
+-- otherwise. en/zh say what is missing: "no read rates", "没有读速率".
+function common.one_snapshot(ev, en, zh)
+  if not ev.duration_s or ev.duration_s <= 0 then
+    return unknown(common.T("one snapshot (--duration 0): " .. en, "只有一次快照（--duration 0）：" .. zh))
+  end
+  return nil
+end
 
 function common.no_proc(ev)
   if ev.alive == false then
