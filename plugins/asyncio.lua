@@ -57,6 +57,18 @@ rule {
             "proc.cwd", "proc.cmdline", "threads[].state", "threads[].cpu_pct", "sampling",
             "duration_s" },
   uses = { "loop_block_ms", "loop_busy_cpu_pct" },
+  symptom = T("the asyncio event loop is stuck in one callback: every other request waits",
+              "asyncio 事件循环卡在一个回调里：其他请求都在排队"),
+  fix = T("In the coroutine: replace time.sleep with await asyncio.sleep; use an async client (aiohttp, "
+          .. "httpx.AsyncClient) instead of requests; move CPU work or large parsing to "
+          .. "await loop.run_in_executor(...) (a ProcessPoolExecutor for pure-Python CPU work) "
+          .. "(SOP §5.2).",
+          "在协程里：time.sleep 改为 await asyncio.sleep；requests 改为 aiohttp / httpx.AsyncClient；"
+          .. "CPU 计算或大数据解析放进 await loop.run_in_executor(...)"
+          .. "（纯 Python 计算用 ProcessPoolExecutor）（SOP §5.2）。"),
+  refs = { "https://docs.python.org/3/library/asyncio-dev.html#running-blocking-code",
+           "https://docs.python.org/3/library/asyncio-eventloop.html"
+             .. "#executing-code-in-thread-or-process-pools" },
   check = function(ev, th)
     local py = ev.python
     if not py or not py.threads then
@@ -73,8 +85,6 @@ rule {
       local frame = lp.frames and common.user_frame(lp.frames, ev) or lp.frame or "?"
       local fname = own and own.func or (lp.frame or "?"):match("^(.-) %(") or lp.frame or "?"
       return hit {
-        symptom = T("the asyncio event loop is stuck in one callback: every other request waits",
-                    "asyncio 事件循环卡在一个回调里：其他请求都在排队"),
         evidence = T(fmt("event-loop thread tid %d ran %.0f ms without returning to the selector, in %s "
                          .. "(longest stretch over a %.1f s window sampled at %g Hz, %d samples)",
                          lp.tid or 0, lp.longest_block_ms, frame, ev.duration_s or 0, smp.rate_hz or 0,
@@ -87,13 +97,6 @@ rule {
                       .. "as long as it runs (SOP §5.1, §5.2).", fname),
                   fmt("asyncio 在单线程上调度所有协程：%s 中不 await 的代码（time.sleep、requests/同步数据库客户端、"
                       .. "CPU 计算、大 JSON 解析）运行多久，整个事件循环就卡多久（SOP §5.1、§5.2）。", fname)),
-        fix = T("In the coroutine: replace time.sleep with await asyncio.sleep; use an async client (aiohttp, "
-                .. "httpx.AsyncClient) instead of requests; move CPU work or large parsing to "
-                .. "await loop.run_in_executor(...) (a ProcessPoolExecutor for pure-Python CPU work) "
-                .. "(SOP §5.2).",
-                "在协程里：time.sleep 改为 await asyncio.sleep；requests 改为 aiohttp / httpx.AsyncClient；"
-                .. "CPU 计算或大数据解析放进 await loop.run_in_executor(...)"
-                .. "（纯 Python 计算用 ProcessPoolExecutor）（SOP §5.2）。"),
         verify = T(fmt("`sopctl evidence --pid %d --duration 10`: python.loop.longest_block_ms below %g; "
                        .. "PYTHONASYNCIODEBUG=1 prints no 'Executing <Task ...> took' warnings.", ev.pid, block_ms),
                    fmt("`sopctl evidence --pid %d --duration 10`：python.loop.longest_block_ms 低于 %g；"
@@ -133,8 +136,6 @@ rule {
           local cpu_txt = cpu and fmt(", %.0f%% of a core over %.1f s", cpu, ev.duration_s or 0) or ""
           return hit {
             severity = cpu_bound and cpu and cpu >= th.loop_busy_cpu_pct and "high" or nil,
-            symptom = T("the asyncio event loop is stuck in one callback: every other request waits",
-                        "asyncio 事件循环卡在一个回调里：其他请求都在排队"),
             evidence = T(fmt("event-loop thread tid %d (%s loop, OS state %s%s) is %s in %s, not in the "
                              .. "selector; loop stack: %s", t.tid, kind, state or "?", cpu_txt,
                              what_en, at or where(user), where(frames[idx])),
@@ -145,13 +146,6 @@ rule {
                           .. "as long as it runs (SOP §5.1, §5.2).", (own or user).func or "?"),
                       fmt("asyncio 在单线程上调度所有协程：%s 中不 await 的代码（time.sleep、requests/同步数据库客户端、"
                           .. "CPU 计算、大 JSON 解析）运行多久，整个事件循环就卡多久（SOP §5.1、§5.2）。", (own or user).func or "?")),
-            fix = T("In the coroutine: replace time.sleep with await asyncio.sleep; use an async client (aiohttp, "
-                    .. "httpx.AsyncClient) instead of requests; move CPU work or large parsing to "
-                    .. "await loop.run_in_executor(...) (a ProcessPoolExecutor for pure-Python CPU work) "
-                    .. "(SOP §5.2).",
-                    "在协程里：time.sleep 改为 await asyncio.sleep；requests 改为 aiohttp / httpx.AsyncClient；"
-                    .. "CPU 计算或大数据解析放进 await loop.run_in_executor(...)"
-                    .. "（纯 Python 计算用 ProcessPoolExecutor）（SOP §5.2）。"),
             verify = T(fmt("Run with PYTHONASYNCIODEBUG=1 (or loop.set_debug(True), "
                            .. "loop.slow_callback_duration = 0.1): no 'Executing <Task ...> took' warnings; "
                            .. "`sopctl dump --pid %d` shows the loop "
@@ -159,9 +153,6 @@ rule {
                        fmt("以 PYTHONASYNCIODEBUG=1 运行（或 loop.set_debug(True)、loop.slow_callback_duration = 0.1）："
                            .. "不再出现 'Executing <Task ...> took' 告警；`sopctl dump --pid %d` 显示请求之间事件循环线程停在 "
                            .. "selector（selectors.py select）。", ev.pid)),
-            refs = { "https://docs.python.org/3/library/asyncio-dev.html#running-blocking-code",
-                     "https://docs.python.org/3/library/asyncio-eventloop.html"
-                       .. "#executing-code-in-thread-or-process-pools" },
           }
         end
       end
@@ -192,6 +183,18 @@ rule {
     callback (python.loop.longest_block_ms below loop_block_ms). Clear for uvloop loops and idle loops.]],
   reads = { "python.threads[].frames", "python.loop", "threads[].cpu_pct", "proc.libs", "duration_s" },
   uses = { "uvloop_busy_pct", "loop_block_ms" },
+  symptom = T("a busy asyncio server runs on the default (pure-Python) event loop",
+              "繁忙的 asyncio 服务使用默认（纯 Python）事件循环"),
+  cause = T("asyncio's default loop schedules callbacks and handles sockets in Python; uvloop (libuv, Cython) "
+            .. "does the same in C, typically 2-4x faster on HTTP-style workloads (SOP §5.4).",
+            "asyncio 默认循环用 Python 调度回调和处理 socket；uvloop（libuv + Cython）用 C 做同样的事，"
+            .. "HTTP 类负载通常快 2~4 倍（SOP §5.4）。"),
+  fix = T("Install uvloop and call uvloop.install() first thing in main (Python 3.11+: "
+          .. "asyncio.set_event_loop_policy(uvloop.EventLoopPolicy()), or uvloop.run(main())); uvicorn: "
+          .. "--loop uvloop. Benchmark before and after.",
+          "安装 uvloop，并在 main 最前面调用 uvloop.install()（Python 3.11+：asyncio.set_event_loop_policy("
+          .. "uvloop.EventLoopPolicy())，或 uvloop.run(main())）；uvicorn：--loop uvloop。前后做基准对比。"),
+  refs = { "https://github.com/MagicStack/uvloop", "https://docs.python.org/3/library/asyncio-policy.html" },
   check = function(ev, th)
     local py = ev.python
     if not py or not py.threads then
@@ -242,28 +245,16 @@ rule {
                                                          lp.longest_block_ms) or ""
     local longest_zh = lp and lp.longest_block_ms and fmt("；离开 selector 最长 %.0f ms", lp.longest_block_ms) or ""
     return hit {
-      symptom = T("a busy asyncio server runs on the default (pure-Python) event loop",
-                  "繁忙的 asyncio 服务使用默认（纯 Python）事件循环"),
       evidence = T(fmt("event-loop thread tid %d used %.0f%% of a core over %.1f s on asyncio's default loop "
                        .. "(base_events.run_forever)%s; uvloop %s", found.tid, found.cpu, ev.duration_s, longest,
                        uvloop_loaded and "is loaded but not the running loop" or "is not loaded"),
                    fmt("事件循环线程 tid %d 在 %.1f 秒内用了单核 %.0f%%，运行的是 asyncio 默认循环（base_events.run_forever）%s；"
                        .. "uvloop %s", found.tid, ev.duration_s, found.cpu, longest_zh,
                        uvloop_loaded and "已加载但未被使用" or "未加载")),
-      cause = T("asyncio's default loop schedules callbacks and handles sockets in Python; uvloop (libuv, Cython) "
-                .. "does the same in C, typically 2-4x faster on HTTP-style workloads (SOP §5.4).",
-                "asyncio 默认循环用 Python 调度回调和处理 socket；uvloop（libuv + Cython）用 C 做同样的事，"
-                .. "HTTP 类负载通常快 2~4 倍（SOP §5.4）。"),
-      fix = T("Install uvloop and call uvloop.install() first thing in main (Python 3.11+: "
-              .. "asyncio.set_event_loop_policy(uvloop.EventLoopPolicy()), or uvloop.run(main())); uvicorn: "
-              .. "--loop uvloop. Benchmark before and after.",
-              "安装 uvloop，并在 main 最前面调用 uvloop.install()（Python 3.11+：asyncio.set_event_loop_policy("
-              .. "uvloop.EventLoopPolicy())，或 uvloop.run(main())）；uvicorn：--loop uvloop。前后做基准对比。"),
       verify = T(fmt("`sopctl dump --pid %d` shows no base_events.run_forever frame on the loop thread; the loop "
                      .. "thread's CPU per request drops (`sopctl run --pid %d --duration 5`)", ev.pid, ev.pid),
                  fmt("`sopctl dump --pid %d` 的循环线程栈里不再有 base_events.run_forever；每个请求的 CPU 下降"
                      .. "（`sopctl run --pid %d --duration 5`）", ev.pid, ev.pid)),
-      refs = { "https://github.com/MagicStack/uvloop", "https://docs.python.org/3/library/asyncio-policy.html" },
     }
   end,
 }

@@ -391,6 +391,11 @@ rule {
             "threads[].cpu_pct", "threads[].wait_pct", "children[].cpu_pct", "effective_cpus", "host.ncpu",
             "host.cpu.idle_pct", "cgroup.cpu", "proc.cpu_pct" },
   uses = { "oversub_load_ratio", "oversub_high_ratio", "busy_thread_pct", "cpu_saturated_pct", "throttled_pct" },
+  refs = {
+    "https://docs.kernel.org/scheduler/sched-stats.html",
+    "https://github.com/joblib/threadpoolctl",
+    "https://joblib.readthedocs.io/en/stable/parallel.html#avoiding-over-subscription-of-cpu-resources",
+  },
   check = function(ev, th)
     local p = ev.proc
     if not p then return no_proc(ev) end
@@ -549,11 +554,6 @@ rule {
                      ev.pid, fmt("%g", cap)),
                  fmt("`sopctl run --pid %d --duration 2`：可运行负载 <= %s，step 时间（samples/s）改善。",
                      ev.pid, fmt("%g", cap))),
-      refs = {
-        "https://docs.kernel.org/scheduler/sched-stats.html",
-        "https://github.com/joblib/threadpoolctl",
-        "https://joblib.readthedocs.io/en/stable/parallel.html#avoiding-over-subscription-of-cpu-resources",
-      },
     }
   end,
 }
@@ -587,6 +587,10 @@ rule {
   reads = { "sched.runnable_load", "sched.capacity_cpus", "sched.effective_cpus", "sched.window_s", "sched.procs",
             "python.threads", "python.workers", "proc.env", "children[].env", "proc.libs" },
   uses = { "summary_cpu_bound_pct", "pool_native_frac", "pool_spare_cpus", "sampled_min_samples" },
+  refs = {
+    "https://pytorch.org/docs/stable/generated/torch.set_num_threads.html",
+    "https://github.com/joblib/threadpoolctl",
+  },
   check = function(ev, th)
     local p = ev.proc
     if not p then return no_proc(ev) end
@@ -716,10 +720,6 @@ rule {
       verify = T(fmt("`sopctl run --pid %d --duration 3`: the runnable load approaches %s and the step time improves.",
                      ev.pid, caps),
                  fmt("`sopctl run --pid %d --duration 3`：可运行负载接近 %s，step 时间改善。", ev.pid, caps)),
-      refs = {
-        "https://pytorch.org/docs/stable/generated/torch.set_num_threads.html",
-        "https://github.com/joblib/threadpoolctl",
-      },
     }
   end,
 }
@@ -733,6 +733,10 @@ rule {
   reads = { "cgroup.cpu.quota_cpus", "cgroup.cpu.throttled_pct", "cgroup.cpu.nr_periods", "cgroup.cpu.nr_throttled",
             "cgroup.cpu.path", "cgroup.cpu_path", "cgroup.path", "effective_cpus", "host.ncpu", "duration_s" },
   uses = { "throttled_pct", "throttled_high_pct" },
+  refs = {
+    "https://docs.kernel.org/scheduler/sched-bwc.html",
+    "https://kubernetes.io/docs/concepts/configuration/manage-resources-containers/",
+  },
   check = function(ev, th)
     if ev.alive == false then return no_proc(ev) end
     local cg = ev.cgroup
@@ -805,10 +809,6 @@ rule {
                      th.throttled_pct),
                  fmt("间隔 10 秒读两次 %s 的 cpu.stat：nr_throttled 不再增长；`sopctl run --duration 2` "
                      .. "显示 throttle 低于 %g%%。", cpu_path or "cgroup", th.throttled_pct)),
-      refs = {
-        "https://docs.kernel.org/scheduler/sched-bwc.html",
-        "https://kubernetes.io/docs/concepts/configuration/manage-resources-containers/",
-      },
     }
   end,
 }

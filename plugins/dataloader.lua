@@ -129,6 +129,8 @@ rule {
             "effective_cpus", "io_files" },
   uses = { "loader_wait_pct", "loader_wait_high_pct", "loader_worker_cpu_pct", "loader_worker_io_pct",
            "cpu_saturated_pct" },
+  refs = { REF_DATA, "https://docs.nvidia.com/deeplearning/dali/user-guide/docs/index.html",
+           "https://github.com/webdataset/webdataset", "https://github.com/libffcv/ffcv" },
   check = function(ev, th)
     local mt, verdict = sampled(ev)
     if not mt then return verdict end
@@ -285,8 +287,6 @@ rule {
                      th.loader_wait_pct),
                  fmt("`sopctl run --pid %d --duration 5`：主线程等 batch 的比例低于 %g%%（dataloader.starved 为 clear），"
                      .. "step 时间（samples/s）改善。", ev.pid, th.loader_wait_pct)),
-      refs = { REF_DATA, "https://docs.nvidia.com/deeplearning/dali/user-guide/docs/index.html",
-               "https://github.com/webdataset/webdataset", "https://github.com/libffcv/ffcv" },
     }
   end,
 }
@@ -298,6 +298,7 @@ rule {
   reads = { "python.threads[].window.top_stacks", "python.threads[].window.running_frac",
             "python.threads[].window.io_wait_frac", "effective_cpus" },
   uses = { "loader_inline_fetch_pct" },
+  refs = { REF_DATA, "https://pytorch.org/docs/stable/data.html#single-and-multi-process-data-loading" },
   check = function(ev, th)
     local mt, verdict = sampled(ev)
     if not mt then return verdict end
@@ -346,7 +347,6 @@ rule {
                      .. "and the step time (samples/s) improves.", ev.pid),
                  fmt("`sopctl run --pid %d --duration 5`：dataloader.no_workers 与 dataloader.starved 为 clear，"
                      .. "step 时间（samples/s）改善。", ev.pid)),
-      refs = { REF_DATA, "https://pytorch.org/docs/stable/data.html#single-and-multi-process-data-loading" },
     }
   end,
 }
@@ -359,6 +359,8 @@ rule {
             "effective_cpus",
             "proc.cpu_pct", "children[].cpu_pct", "threads[].wait_pct", "cgroup.cpu.quota_cpus" },
   uses = { "loader_workers_per_cpu", "cpu_saturated_pct" },
+  refs = { REF_DATA, "https://github.com/joblib/threadpoolctl",
+           "https://pytorch.org/docs/stable/generated/torch.set_num_threads.html" },
   check = function(ev, th)
     local mt, verdict = sampled(ev)
     if not mt then return verdict end
@@ -424,8 +426,6 @@ rule {
                      .. "clear, and samples/s is not lower than before.", ev.pid),
                  fmt("`sopctl run --pid %d --duration 5`：dataloader.too_many_workers 与 cpu.oversubscribed 为 clear，"
                      .. "samples/s 不低于调整前。", ev.pid)),
-      refs = { REF_DATA, "https://github.com/joblib/threadpoolctl",
-               "https://pytorch.org/docs/stable/generated/torch.set_num_threads.html" },
     }
   end,
 }
@@ -495,6 +495,19 @@ rule {
             "纯 Python（slow）tokenizer 占了加载或训练进程的大部分时间"),
   reads = { "python.threads[].window.top_stacks", "python.workers[].threads[].window.top_stacks", "proc.libs" },
   uses = { "loader_tokenizer_pct" },
+  cause = T("The text is tokenized by Python code (a slow tokenizer: transformers' use_fast=False or a model "
+            .. "without a fast version, or a hand-written one), 10-100x slower than the Rust `tokenizers` "
+            .. "implementation, and one sample at a time (SOP §6.6).",
+            "文本由 Python 代码分词（slow tokenizer：transformers 的 use_fast=False、没有 fast 版本的模型，"
+            .. "或手写的分词器），比 Rust `tokenizers` 实现慢 10~100 倍，且逐条处理（SOP §6.6）。"),
+  fix = T("Use the Rust fast tokenizer (AutoTokenizer.from_pretrained(name, use_fast=True); check "
+          .. "tok.is_fast is True), encode in batches (tok(list_of_texts) instead of one call per text), "
+          .. "truncate long texts before tokenizing, and tokenize once ahead of training "
+          .. "(datasets' map(batched=True) + save_to_disk) so the DataLoader only reads token ids.",
+          "改用 Rust fast tokenizer（AutoTokenizer.from_pretrained(name, use_fast=True)，确认 tok.is_fast 为 "
+          .. "True），批量编码（tok(list_of_texts)，不要逐条调用），长文本先截断再分词，并在训练前一次性分词"
+          .. "（datasets 的 map(batched=True) + save_to_disk），让 DataLoader 只读 token id。"),
+  refs = { REF_TOK, REF_TOKENIZERS, REF_DATA },
   check = function(ev, th)
     local mt, verdict = sampled(ev)
     if not mt then return verdict end
@@ -542,23 +555,10 @@ rule {
                        ev.duration_s, table.concat(parts_en, ", "), where, lib_en),
                    fmt("%.1f 秒内落在 Python tokenizer 帧里的样本比例：%s；最常见：%s；%s。", ev.duration_s,
                        table.concat(parts_zh, "，"), where, lib_zh)),
-      cause = T("The text is tokenized by Python code (a slow tokenizer: transformers' use_fast=False or a model "
-                .. "without a fast version, or a hand-written one), 10-100x slower than the Rust `tokenizers` "
-                .. "implementation, and one sample at a time (SOP §6.6).",
-                "文本由 Python 代码分词（slow tokenizer：transformers 的 use_fast=False、没有 fast 版本的模型，"
-                .. "或手写的分词器），比 Rust `tokenizers` 实现慢 10~100 倍，且逐条处理（SOP §6.6）。"),
-      fix = T("Use the Rust fast tokenizer (AutoTokenizer.from_pretrained(name, use_fast=True); check "
-              .. "tok.is_fast is True), encode in batches (tok(list_of_texts) instead of one call per text), "
-              .. "truncate long texts before tokenizing, and tokenize once ahead of training "
-              .. "(datasets' map(batched=True) + save_to_disk) so the DataLoader only reads token ids.",
-              "改用 Rust fast tokenizer（AutoTokenizer.from_pretrained(name, use_fast=True)，确认 tok.is_fast 为 "
-              .. "True），批量编码（tok(list_of_texts)，不要逐条调用），长文本先截断再分词，并在训练前一次性分词"
-              .. "（datasets 的 map(batched=True) + save_to_disk），让 DataLoader 只读 token id。"),
       verify = T(fmt("`sopctl run --pid %d --duration 5`: dataloader.slow_tokenizer clear (tokenizer frames below "
                      .. "%g%%) and samples/s improves.", ev.pid, th.loader_tokenizer_pct),
                  fmt("`sopctl run --pid %d --duration 5`：dataloader.slow_tokenizer 为 clear（tokenizer 帧低于 %g%%），"
                      .. "samples/s 改善。", ev.pid, th.loader_tokenizer_pct)),
-      refs = { REF_TOK, REF_TOKENIZERS, REF_DATA },
     }
   end,
 }
@@ -572,6 +572,16 @@ rule {
             "worker 以 fork 启动时 TOKENIZERS_PARALLELISM 不是 false"),
   reads = { "python.workers[].start_method", "python.workers[].env", "children[].env", "proc.env", "proc.libs" },
   uses = {},
+  fix = T("Export TOKENIZERS_PARALLELISM=false in the job's environment before Python starts (the workers "
+          .. "then tokenize single-threaded, which is what a worker per core wants). Alternatively start the "
+          .. "workers with DataLoader(multiprocessing_context='spawn' or 'forkserver'); side effects: every "
+          .. "worker re-imports the modules (slower start, more memory), the dataset and worker_init_fn must "
+          .. "be picklable, and the script needs an `if __name__ == '__main__':` guard.",
+          "在 Python 启动前，在作业环境里导出 TOKENIZERS_PARALLELISM=false（worker 单线程分词，正符合每核一个 "
+          .. "worker）。或者用 DataLoader(multiprocessing_context='spawn' 或 'forkserver') 启动 worker；副作用："
+          .. "每个 worker 重新 import 模块（启动更慢、内存更多），dataset 与 worker_init_fn 必须可 pickle，"
+          .. "脚本需要 `if __name__ == '__main__':` 保护。"),
+  refs = { REF_TOKENIZERS, REF_MP, REF_DATA },
   check = function(ev, _)
     if not ev.python then
       return unknown(T("no Python stacks (not CPython, or its memory was not readable)",
@@ -648,22 +658,12 @@ rule {
       evidence = T(fmt("%s; TOKENIZERS_PARALLELISM=%s in their environment; %s.", wk_en, v or "(unset)", lib_en),
                    fmt("%s；其环境中 TOKENIZERS_PARALLELISM=%s；%s。", wk_zh, v or "（未设置）", lib_zh)),
       cause = T(cause_en, cause_zh),
-      fix = T("Export TOKENIZERS_PARALLELISM=false in the job's environment before Python starts (the workers "
-              .. "then tokenize single-threaded, which is what a worker per core wants). Alternatively start the "
-              .. "workers with DataLoader(multiprocessing_context='spawn' or 'forkserver'); side effects: every "
-              .. "worker re-imports the modules (slower start, more memory), the dataset and worker_init_fn must "
-              .. "be picklable, and the script needs an `if __name__ == '__main__':` guard.",
-              "在 Python 启动前，在作业环境里导出 TOKENIZERS_PARALLELISM=false（worker 单线程分词，正符合每核一个 "
-              .. "worker）。或者用 DataLoader(multiprocessing_context='spawn' 或 'forkserver') 启动 worker；副作用："
-              .. "每个 worker 重新 import 模块（启动更慢、内存更多），dataset 与 worker_init_fn 必须可 pickle，"
-              .. "脚本需要 `if __name__ == '__main__':` 保护。"),
       verify = T(fmt("`sopctl evidence --pid %d --duration 1 | jq '.python.workers[].env'` shows "
                      .. "TOKENIZERS_PARALLELISM=false, and `sopctl run --pid %d` clears dataloader.tokenizers_fork.",
                      ev.pid, ev.pid),
                  fmt("`sopctl evidence --pid %d --duration 1 | jq '.python.workers[].env'` 显示 "
                      .. "TOKENIZERS_PARALLELISM=false，`sopctl run --pid %d` 中 dataloader.tokenizers_fork 为 clear。",
                      ev.pid, ev.pid)),
-      refs = { REF_TOKENIZERS, REF_MP, REF_DATA },
     }
   end,
 }
@@ -705,6 +705,14 @@ rule {
             "python.workers[].cmdline", "python.loader.main_data_wait_frac", "proc.age_s", "children[].age_s",
             "children[].ppid", "children[].cmdline", "duration_s" },
   uses = { "loader_restart_parent_s", "loader_restart_worker_s" },
+  fix = T("Keep the workers across epochs: DataLoader(..., persistent_workers=True) with num_workers > 0, "
+          .. "keeping the current num_workers and prefetch_factor. The workers then keep the dataset object "
+          .. "they were given at the first epoch: state the training loop changes on it later (set_epoch on a "
+          .. "dataset, not on a sampler) must be passed another way.",
+          "让 worker 跨 epoch 保留：DataLoader(..., persistent_workers=True)（num_workers > 0），保持现有的 "
+          .. "num_workers 与 prefetch_factor。此后 worker 一直使用第一个 epoch 拿到的 dataset 对象：训练循环之后"
+          .. "在 dataset 上修改的状态（dataset 上的 set_epoch，而不是 sampler 上的）要换一种方式传递。"),
+  refs = { REF_DATA, "https://pytorch.org/docs/stable/data.html#torch.utils.data.DataLoader" },
   check = function(ev, th)
     local mt, verdict = sampled(ev)
     if not mt then return verdict end
@@ -797,19 +805,11 @@ rule {
                          young[1].age_s, parent, parent - young[1].age_s)),
       evidence = T(ev_en .. ".", ev_zh .. "。"),
       cause = T(cause_en, cause_zh),
-      fix = T("Keep the workers across epochs: DataLoader(..., persistent_workers=True) with num_workers > 0, "
-              .. "keeping the current num_workers and prefetch_factor. The workers then keep the dataset object "
-              .. "they were given at the first epoch: state the training loop changes on it later (set_epoch on a "
-              .. "dataset, not on a sampler) must be passed another way.",
-              "让 worker 跨 epoch 保留：DataLoader(..., persistent_workers=True)（num_workers > 0），保持现有的 "
-              .. "num_workers 与 prefetch_factor。此后 worker 一直使用第一个 epoch 拿到的 dataset 对象：训练循环之后"
-              .. "在 dataset 上修改的状态（dataset 上的 set_epoch，而不是 sampler 上的）要换一种方式传递。"),
       verify = T(fmt("`ps -o pid,etimes --ppid %d` twice, an epoch apart, shows the same worker pids with growing "
                      .. "etimes, and `sopctl run --pid %d --duration 5` clears dataloader.workers_restarted.",
                      ev.pid, ev.pid),
                  fmt("相隔一个 epoch 运行两次 `ps -o pid,etimes --ppid %d`，worker pid 不变且 etimes 增长；"
                      .. "`sopctl run --pid %d --duration 5` 中 dataloader.workers_restarted 为 clear。", ev.pid, ev.pid)),
-      refs = { REF_DATA, "https://pytorch.org/docs/stable/data.html#torch.utils.data.DataLoader" },
     }
   end,
 }

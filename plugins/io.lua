@@ -153,6 +153,20 @@ rule {
             "proc.io.write_bytes_per_s", "host.psi.io.some.avg10", "host.cpu.iowait_pct",
             "host.disks[].util_pct", "host.disks[].r_await_ms" },
   uses = { "d_state_min_threads", "io_pressure_pct", "io_util_pct" },
+  fix = T("See which call blocks: `cat /proc/PID/task/TID/stack` (root) or `sopctl dump "
+          .. "--pid PID --native`. Measure what the storage delivers with fio (sequential "
+          .. "1M reads vs random 4k, SOP §7.2) and compare with the job's read rate; then "
+          .. "read sequential shards (webdataset tar, LMDB, parquet) instead of many small "
+          .. "random files, keep hot data on local NVMe, and load checkpoints with "
+          .. "safetensors or torch.load(mmap=True).",
+          "先看阻塞在哪个调用：`cat /proc/PID/task/TID/stack`（root）或 `sopctl dump --pid PID "
+          .. "--native`。用 fio 测存储实际能力（顺序 1M 读 vs 随机 4k，SOP §7.2），与作业读速率对比；"
+          .. "再把大量随机小文件换成顺序读的 shard（webdataset tar、LMDB、parquet），热数据放本地 NVMe，"
+          .. "checkpoint 用 safetensors 或 torch.load(mmap=True) 加载。"),
+  verify = T("`sopctl run --duration 2` repeated a few times shows no D-state threads; "
+             .. "`iostat -xm 1 3` %util and r_await fall.",
+             "多次 `sopctl run --duration 2` 不再出现 D 状态线程；`iostat -xm 1 3` 的 %util 与 r_await 下降。"),
+  refs = REFS,
   check = function(ev, th)
     local p = ev.proc
     if not p then return no_proc(ev) end
@@ -205,20 +219,6 @@ rule {
                 .. "作业此刻是 IO bound（SOP §7）。"
                 or "这些线程在内核里等 IO（读盘、NFS、映射文件的缺页）；整机 IO 数字没有压力，"
                 .. "单次采样不能说明等待是持续的：行动前用 --duration 2 再测一次。"),
-      fix = T("See which call blocks: `cat /proc/PID/task/TID/stack` (root) or `sopctl dump "
-              .. "--pid PID --native`. Measure what the storage delivers with fio (sequential "
-              .. "1M reads vs random 4k, SOP §7.2) and compare with the job's read rate; then "
-              .. "read sequential shards (webdataset tar, LMDB, parquet) instead of many small "
-              .. "random files, keep hot data on local NVMe, and load checkpoints with "
-              .. "safetensors or torch.load(mmap=True).",
-              "先看阻塞在哪个调用：`cat /proc/PID/task/TID/stack`（root）或 `sopctl dump --pid PID "
-              .. "--native`。用 fio 测存储实际能力（顺序 1M 读 vs 随机 4k，SOP §7.2），与作业读速率对比；"
-              .. "再把大量随机小文件换成顺序读的 shard（webdataset tar、LMDB、parquet），热数据放本地 NVMe，"
-              .. "checkpoint 用 safetensors 或 torch.load(mmap=True) 加载。"),
-      verify = T("`sopctl run --duration 2` repeated a few times shows no D-state threads; "
-                 .. "`iostat -xm 1 3` %util and r_await fall.",
-                 "多次 `sopctl run --duration 2` 不再出现 D 状态线程；`iostat -xm 1 3` 的 %util 与 r_await 下降。"),
-      refs = REFS,
     }
   end,
 }
@@ -233,6 +233,19 @@ rule {
   uses = { "small_read_syscr_per_s", "small_read_max_bytes", "random_read_min_per_s",
            "random_read_disk_share", "data_file_min_mb", "random_seq_advance_ratio",
            "random_read_max_request_kb" },
+  fix = T("Read in large sequential pieces: pack many small samples into shards (webdataset "
+          .. "tar, LMDB, parquet) and stream them; open files with a large buffer "
+          .. "(open(path, 'rb', buffering=1 << 20)) or read each file whole; use "
+          .. "np.load(..., mmap_mode='r') for arrays. Check the device with fio (randread 4k "
+          .. "vs read 1M, SOP §7.2) to know the gain before rewriting the loader.",
+          "改成大块顺序读：把大量小样本打包成 shard（webdataset tar、LMDB、parquet）流式读取；"
+          .. "打开文件时用大缓冲（open(path, 'rb', buffering=1 << 20)）或整文件读入；数组用 "
+          .. "np.load(..., mmap_mode='r')。改 loader 之前先用 fio（randread 4k vs read 1M，SOP §7.2）"
+          .. "测出可得的收益。"),
+  verify = T("`sopctl run --duration 2`: read calls/s fall and the mean read size is 64 KiB "
+             .. "or more; samples/s of the loader rise.",
+             "`sopctl run --duration 2`：每秒 read 次数下降，平均读大小 >= 64 KiB；loader 的 samples/s 上升。"),
+  refs = REFS,
   check = function(ev, th)
     local p = ev.proc
     if not p then return no_proc(ev) end
@@ -307,19 +320,6 @@ rule {
       cause = T(fmt("The process reads in %.0f-byte pieces: throughput is bound by the number of "
                     .. "calls, not by bandwidth.", mean),
                 fmt("进程以 %.0f 字节为单位读取：吞吐受调用次数限制，而不是带宽。", mean)),
-      fix = T("Read in large sequential pieces: pack many small samples into shards (webdataset "
-              .. "tar, LMDB, parquet) and stream them; open files with a large buffer "
-              .. "(open(path, 'rb', buffering=1 << 20)) or read each file whole; use "
-              .. "np.load(..., mmap_mode='r') for arrays. Check the device with fio (randread 4k "
-              .. "vs read 1M, SOP §7.2) to know the gain before rewriting the loader.",
-              "改成大块顺序读：把大量小样本打包成 shard（webdataset tar、LMDB、parquet）流式读取；"
-              .. "打开文件时用大缓冲（open(path, 'rb', buffering=1 << 20)）或整文件读入；数组用 "
-              .. "np.load(..., mmap_mode='r')。改 loader 之前先用 fio（randread 4k vs read 1M，SOP §7.2）"
-              .. "测出可得的收益。"),
-      verify = T("`sopctl run --duration 2`: read calls/s fall and the mean read size is 64 KiB "
-                 .. "or more; samples/s of the loader rise.",
-                 "`sopctl run --duration 2`：每秒 read 次数下降，平均读大小 >= 64 KiB；loader 的 samples/s 上升。"),
-      refs = REFS,
     }
   end,
 }
@@ -337,6 +337,22 @@ rule {
             "host.disks[].r_await_ms" },
   uses = { "random_read_min_per_s", "small_read_max_bytes", "random_read_disk_share",
            "data_file_min_mb", "random_seq_advance_ratio", "random_read_max_request_kb" },
+  cause = T("Each sample is fetched with its own small read at a random offset that misses the "
+            .. "page cache, so every read is one device access: random 4 KiB IOPS are 10-100x "
+            .. "below sequential bandwidth (NVMe 500K IOPS vs 3-7 GB/s, HDD 150 IOPS, NFS "
+            .. "1K-10K IOPS; SOP §7.3).",
+            "每个样本都用一次随机位置的小读取出，且未命中 page cache，于是每次读都是一次设备访问："
+            .. "随机 4 KiB IOPS 比顺序带宽低 10~100 倍（NVMe 50 万 IOPS vs 3~7 GB/s，HDD 150 IOPS，"
+            .. "NFS 1K~10K IOPS；SOP §7.3）。"),
+  fix = T("Store the dataset so it is read sequentially: pack samples into shards read in "
+          .. "order (webdataset tar, parquet, tfrecord) and shuffle with a shuffle buffer "
+          .. "across shards rather than by random index; or, for many small records, LMDB / "
+          .. "HDF5 / zip on local NVMe. Measure first: fio --rw=randread --bs=4k vs --rw=read "
+          .. "--bs=1M on that device (SOP §7.2) gives the gain.",
+          "让数据集顺序读：把样本打包成按顺序读的 shard（webdataset tar、parquet、tfrecord），用跨 shard 的 "
+          .. "shuffle buffer 代替按随机下标读取；大量小记录用本地 NVMe 上的 LMDB / HDF5 / zip。先测量："
+          .. "在该设备上 fio --rw=randread --bs=4k 对比 --rw=read --bs=1M（SOP §7.2）得到可得收益。"),
+  refs = REFS,
   check = function(ev, th)
     if not ev.proc then return no_proc(ev) end
     if not ev.duration_s or ev.duration_s <= 0 then
@@ -422,27 +438,11 @@ rule {
                        rate(x.rchar), rate(x.disk), short_path(f.path), kb(f.size_bytes / 1024),
                        rate(x.advance), rate(x.rchar), dev_zh, table.concat(procs, ", "),
                        rate(total_disk))),
-      cause = T("Each sample is fetched with its own small read at a random offset that misses the "
-                .. "page cache, so every read is one device access: random 4 KiB IOPS are 10-100x "
-                .. "below sequential bandwidth (NVMe 500K IOPS vs 3-7 GB/s, HDD 150 IOPS, NFS "
-                .. "1K-10K IOPS; SOP §7.3).",
-                "每个样本都用一次随机位置的小读取出，且未命中 page cache，于是每次读都是一次设备访问："
-                .. "随机 4 KiB IOPS 比顺序带宽低 10~100 倍（NVMe 50 万 IOPS vs 3~7 GB/s，HDD 150 IOPS，"
-                .. "NFS 1K~10K IOPS；SOP §7.3）。"),
-      fix = T("Store the dataset so it is read sequentially: pack samples into shards read in "
-              .. "order (webdataset tar, parquet, tfrecord) and shuffle with a shuffle buffer "
-              .. "across shards rather than by random index; or, for many small records, LMDB / "
-              .. "HDF5 / zip on local NVMe. Measure first: fio --rw=randread --bs=4k vs --rw=read "
-              .. "--bs=1M on that device (SOP §7.2) gives the gain.",
-              "让数据集顺序读：把样本打包成按顺序读的 shard（webdataset tar、parquet、tfrecord），用跨 shard 的 "
-              .. "shuffle buffer 代替按随机下标读取；大量小记录用本地 NVMe 上的 LMDB / HDF5 / zip。先测量："
-              .. "在该设备上 fio --rw=randread --bs=4k 对比 --rw=read --bs=1M（SOP §7.2）得到可得收益。"),
       verify = T(fmt("`sopctl run --pid %d --duration 3`: io.random_reads clears and the disk's mean "
                      .. "read request grows past %g KiB; samples/s rise.", ev.pid,
                      th.random_read_max_request_kb),
                  fmt("`sopctl run --pid %d --duration 3`：io.random_reads 不再触发，磁盘平均读请求超过 %g KiB；"
                      .. "samples/s 上升。", ev.pid, th.random_read_max_request_kb)),
-      refs = REFS,
     }
   end,
 }
@@ -476,6 +476,24 @@ rule {
             "python.workers[].threads[].window.io_wait_frac", "proc.io.rchar_per_s",
             "proc.io.wchar_per_s", "python.workers[].io" },
   uses = { "netfs_wait_frac", "data_file_min_mb" },
+  cause = T("Every read (and every checkpoint write/fsync) goes over the network or through a "
+            .. "user-space FUSE daemon: per-request latency is 0.5-10 ms instead of NVMe's "
+            .. "0.1 ms, random 4 KiB IOPS drop to 1K-10K (SOP §7.3), and many ranks reading "
+            .. "the same share at epoch start load its metadata server (SOP §7.4).",
+            "每次读（以及每次 checkpoint 写/fsync）都要走网络或用户态 FUSE 守护进程：单次请求延迟 0.5~10 ms，"
+            .. "而 NVMe 约 0.1 ms；随机 4 KiB IOPS 降到 1K~10K（SOP §7.3），且多个 rank 在 epoch 开始时同时"
+            .. "读同一共享目录会压垮元数据服务器（SOP §7.4）。"),
+  fix = T("Stage the data to local NVMe before training (rsync/cp to /scratch or $TMPDIR at "
+          .. "job start, or a rank-local cache directory: HF datasets cache_dir per rank) and "
+          .. "read it from there; pre-distribute shards per rank instead of all ranks reading "
+          .. "one share; write checkpoints to local disk first, then copy them to the network "
+          .. "share in the background (SOP §7.4, §7.7).",
+          "训练前把数据落到本地 NVMe（作业开始时 rsync/cp 到 /scratch 或 $TMPDIR，或按 rank 的本地缓存目录："
+          .. "HF datasets 的 cache_dir 按 rank 拆开）再从本地读；按 rank 预分发 shard，而不是所有 rank 读同一"
+          .. "共享目录；checkpoint 先写本地盘，再在后台拷到网络共享（SOP §7.4、§7.7）。"),
+  refs = { "https://www.brendangregg.com/linuxperf.html",
+           "https://huggingface.co/docs/datasets/cache",
+           "https://fio.readthedocs.io/en/latest/fio_doc.html" },
   check = function(ev, th)
     if not ev.proc then return no_proc(ev) end
     if not ev.io_files then
@@ -576,29 +594,11 @@ rule {
                        table.concat(lines, "; "), rates),
                    fmt("%d 个打开的文件在 %s 存储上，例如 %s。%s%s。", remote, kind, where_en,
                        table.concat(lines, "；"), rates)),
-      cause = T("Every read (and every checkpoint write/fsync) goes over the network or through a "
-                .. "user-space FUSE daemon: per-request latency is 0.5-10 ms instead of NVMe's "
-                .. "0.1 ms, random 4 KiB IOPS drop to 1K-10K (SOP §7.3), and many ranks reading "
-                .. "the same share at epoch start load its metadata server (SOP §7.4).",
-                "每次读（以及每次 checkpoint 写/fsync）都要走网络或用户态 FUSE 守护进程：单次请求延迟 0.5~10 ms，"
-                .. "而 NVMe 约 0.1 ms；随机 4 KiB IOPS 降到 1K~10K（SOP §7.3），且多个 rank 在 epoch 开始时同时"
-                .. "读同一共享目录会压垮元数据服务器（SOP §7.4）。"),
-      fix = T("Stage the data to local NVMe before training (rsync/cp to /scratch or $TMPDIR at "
-              .. "job start, or a rank-local cache directory: HF datasets cache_dir per rank) and "
-              .. "read it from there; pre-distribute shards per rank instead of all ranks reading "
-              .. "one share; write checkpoints to local disk first, then copy them to the network "
-              .. "share in the background (SOP §7.4, §7.7).",
-              "训练前把数据落到本地 NVMe（作业开始时 rsync/cp 到 /scratch 或 $TMPDIR，或按 rank 的本地缓存目录："
-              .. "HF datasets 的 cache_dir 按 rank 拆开）再从本地读；按 rank 预分发 shard，而不是所有 rank 读同一"
-              .. "共享目录；checkpoint 先写本地盘，再在后台拷到网络共享（SOP §7.4、§7.7）。"),
       verify = T(fmt("`sopctl run --pid %d --duration 3`: io.network_fs clears (data files on "
                      .. "fs_kind local) and io_wait_frac falls below %.0f%%.", ev.pid,
                      100 * th.netfs_wait_frac),
                  fmt("`sopctl run --pid %d --duration 3`：io.network_fs 不再触发（数据文件在 local 文件系统），"
                      .. "io_wait_frac 低于 %.0f%%。", ev.pid, 100 * th.netfs_wait_frac)),
-      refs = { "https://www.brendangregg.com/linuxperf.html",
-               "https://huggingface.co/docs/datasets/cache",
-               "https://fio.readthedocs.io/en/latest/fio_doc.html" },
     }
   end,
 }
@@ -614,6 +614,13 @@ rule {
             "cgroup.memory.limit_kb", "cgroup.memory.usage_kb", "proc.anon_kb", "children[].anon_kb" },
   uses = { "page_cache_min_file_mb", "page_cache_fit_ratio", "page_cache_min_disk_kb_per_s",
            "small_read_max_bytes" },
+  cause = T("A file larger than the memory left for the page cache is evicted while it is read "
+            .. "(LRU), so no epoch finds it cached: each epoch is as slow as the first and the "
+            .. "disk (or network share) sets the pace (SOP §7.1, §7.4 \"every epoch starts slow\").",
+            "比 page cache 可用内存更大的文件在读的过程中就被（LRU）淘汰，任何 epoch 都命中不了缓存："
+            .. "每个 epoch 都和第一个一样慢，速度由磁盘（或网络共享）决定（SOP §7.1、§7.4“每 epoch 开始慢”）。"),
+  refs = { "https://www.brendangregg.com/linuxperf.html", "https://hoytech.com/vmtouch/",
+           "https://docs.kernel.org/admin-guide/cgroup-v2.html" },
   check = function(ev, th)
     if not ev.proc then return no_proc(ev) end
     if not ev.duration_s or ev.duration_s <= 0 then
@@ -727,11 +734,6 @@ rule {
                        cap_en, ex_en),
                    fmt("%.1f 秒内作业从磁盘读 %s，正在流式读 %s；page cache 可用内存：%s（%s）%s。",
                        ev.duration_s, rate(disk), list, kb(room), cap_zh, ex_zh)),
-      cause = T("A file larger than the memory left for the page cache is evicted while it is read "
-                .. "(LRU), so no epoch finds it cached: each epoch is as slow as the first and the "
-                .. "disk (or network share) sets the pace (SOP §7.1, §7.4 \"every epoch starts slow\").",
-                "比 page cache 可用内存更大的文件在读的过程中就被（LRU）淘汰，任何 epoch 都命中不了缓存："
-                .. "每个 epoch 都和第一个一样慢，速度由磁盘（或网络共享）决定（SOP §7.1、§7.4“每 epoch 开始慢”）。"),
       fix = by_cgroup and T("The container's memory limit is what evicts: give the cgroup room for the "
               .. "working set plus the job's own memory (memory.max / memory.limit_in_bytes), or "
               .. "shrink the working set (store uint8 instead of float32, compress, subsample), or "
@@ -753,8 +755,6 @@ rule {
                      kb(th.page_cache_min_disk_kb_per_s)),
                  fmt("一个 epoch 后 `vmtouch FILE` 显示文件常驻内存，第二个 epoch 中 `sopctl run --pid %d "
                      .. "--duration 3` 显示磁盘读低于 %s/s。", ev.pid, kb(th.page_cache_min_disk_kb_per_s))),
-      refs = { "https://www.brendangregg.com/linuxperf.html", "https://hoytech.com/vmtouch/",
-               "https://docs.kernel.org/admin-guide/cgroup-v2.html" },
     }
   end,
 }

@@ -60,6 +60,8 @@ rule {
   reads = { "python.threads[].window.samples", "python.threads[].window.active_frac",
             "python.threads[].window.leaves", "duration_s" },
   uses = { "eager_log_pct", "sampled_min_samples" },
+  refs = { "https://docs.python.org/3/howto/logging.html#optimization",
+           "https://docs.python.org/3/library/logging.html#logging.Logger.isEnabledFor" },
   check = function(ev, th)
     local py = ev.python
     if not py or not py.threads then
@@ -136,8 +138,6 @@ rule {
       verify = T(fmt("`sopctl run --pid %d --duration 3`: the line no longer appears among the thread's hot leaves; "
                      .. "items/s rises.", ev.pid),
                  fmt("`sopctl run --pid %d --duration 3`：该行不再出现在线程的热点叶子里；每秒处理条数上升。", ev.pid)),
-      refs = { "https://docs.python.org/3/howto/logging.html#optimization",
-               "https://docs.python.org/3/library/logging.html#logging.Logger.isEnabledFor" },
     }
   end,
 }

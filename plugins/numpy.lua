@@ -89,6 +89,13 @@ rule {
   reads = { "python.threads[].window.leaves", "python.threads[].window.samples",
             "python.threads[].window.active_frac", "python.workers[].threads[].window" },
   uses = { "numpy_min_samples", "numpy_busy_frac", "einsum_hot_pct" },
+  cause = T("np.einsum defaults to optimize=False: it runs numpy's own nested C loop over "
+            .. "all indices and never calls BLAS, so a contraction that is a matrix product "
+            .. "runs 10-100x slower than A @ B (SOP §3.4).",
+            "np.einsum 默认 optimize=False：用 numpy 自己的 C 嵌套循环遍历所有下标，从不调用 BLAS，"
+            .. "本是矩阵乘的收缩比 A @ B 慢 10~100 倍（SOP §3.4）。"),
+  refs = { "https://numpy.org/doc/stable/reference/generated/numpy.einsum.html",
+           "https://numpy.org/doc/stable/reference/generated/numpy.einsum_path.html" },
   check = function(ev, th)
     local busy, verdict = busy_threads(ev, th)
     if not busy then return verdict end
@@ -139,11 +146,6 @@ rule {
                        .. "optimize=False 分支（下面没有 einsum_path，也没有 tensordot/BLAS）；调用处 %s。",
                        best.t.label, best.n, w.samples, best.pct, 100 * w.active_frac,
                        at(best.site.leaf), at(c))),
-      cause = T("np.einsum defaults to optimize=False: it runs numpy's own nested C loop over "
-                .. "all indices and never calls BLAS, so a contraction that is a matrix product "
-                .. "runs 10-100x slower than A @ B (SOP §3.4).",
-                "np.einsum 默认 optimize=False：用 numpy 自己的 C 嵌套循环遍历所有下标，从不调用 BLAS，"
-                .. "本是矩阵乘的收缩比 A @ B 慢 10~100 倍（SOP §3.4）。"),
       fix = T(fmt("At %s pass optimize=True (or 'greedy'), or write the contraction as A @ B / "
                   .. "np.tensordot / np.matmul; for a fixed expression in a loop compute the path "
                   .. "once with np.einsum_path and pass it as optimize=path.", at(c)),
@@ -155,8 +157,6 @@ rule {
                  fmt("`sopctl run --pid %d --duration 3`：numpy.einsum_unoptimized 为 clear，"
                      .. "`sopctl record --pid %d --duration 3 -o s.txt` 里 einsum 下出现 tensordot/dot；"
                      .. "每步耗时下降。", ev.pid, ev.pid)),
-      refs = { "https://numpy.org/doc/stable/reference/generated/numpy.einsum.html",
-               "https://numpy.org/doc/stable/reference/generated/numpy.einsum_path.html" },
     }
   end,
 }
@@ -187,6 +187,14 @@ rule {
             "python.threads[].window.samples", "python.threads[].window.active_frac",
             "python.workers[].threads[].window" },
   uses = { "numpy_min_samples", "numpy_busy_frac", "copies_hot_pct" },
+  fix = T("Replace np.tile(v, (N, 1)) + A by A + v (broadcasting, no copy); collect pieces in "
+          .. "a Python list and call np.concatenate once after the loop, or preallocate "
+          .. "out = np.empty(shape) and fill slices; use .ravel() or .reshape(-1) instead of "
+          .. ".flatten() when a view will do. Check with `b.base is a` that a view is a view.",
+          "把 np.tile(v, (N, 1)) + A 改成 A + v（广播，零拷贝）；循环里把片段放进 Python list，循环后只"
+          .. "调一次 np.concatenate，或预分配 out = np.empty(shape) 再按切片填充；只需视图时用 .ravel() "
+          .. "或 .reshape(-1) 代替 .flatten()。用 `b.base is a` 确认视图确实是视图。"),
+  refs = NUMPY_REFS,
   check = function(ev, th)
     local busy, verdict = busy_threads(ev, th)
     if not busy then return verdict end
@@ -256,19 +264,11 @@ rule {
                        t.label, best.n, w.samples, best.pct, 100 * w.active_frac,
                        table.concat(parts, "，"), site_s)),
       cause = T(cause_en, cause_zh),
-      fix = T("Replace np.tile(v, (N, 1)) + A by A + v (broadcasting, no copy); collect pieces in "
-              .. "a Python list and call np.concatenate once after the loop, or preallocate "
-              .. "out = np.empty(shape) and fill slices; use .ravel() or .reshape(-1) instead of "
-              .. ".flatten() when a view will do. Check with `b.base is a` that a view is a view.",
-              "把 np.tile(v, (N, 1)) + A 改成 A + v（广播，零拷贝）；循环里把片段放进 Python list，循环后只"
-              .. "调一次 np.concatenate，或预分配 out = np.empty(shape) 再按切片填充；只需视图时用 .ravel() "
-              .. "或 .reshape(-1) 代替 .flatten()。用 `b.base is a` 确认视图确实是视图。"),
       verify = T(fmt("`sopctl run --pid %d --duration 3`: numpy.hidden_copies clear (copies below "
                      .. "%g%% of the thread's samples); RSS churn and step time drop.", ev.pid,
                      th.copies_hot_pct),
                  fmt("`sopctl run --pid %d --duration 3`：numpy.hidden_copies 为 clear（复制低于线程样本的 "
                      .. "%g%%）；RSS 抖动和每步耗时下降。", ev.pid, th.copies_hot_pct)),
-      refs = NUMPY_REFS,
     }
   end,
 }
@@ -285,6 +285,15 @@ rule {
   reads = { "python.threads[].window.entries", "python.threads[].window.samples",
             "python.threads[].window.active_frac", "python.workers[].threads[].window" },
   uses = { "numpy_min_samples", "numpy_busy_frac", "tiny_numpy_min_pct", "tiny_overhead_pct" },
+  cause = T("Each numpy call costs about a microsecond of Python/C boundary work (argument "
+            .. "parsing, __array_function__ dispatch, wrapper code) whatever the array size; on "
+            .. "arrays of a few elements that overhead is the whole cost, and the samples spread "
+            .. "over the wrappers' lines instead of one compute line (SOP §3.5).",
+            "每次 numpy 调用无论数组多大都有约 1 微秒的 Python/C 边界开销（参数解析、__array_function__ 分派、"
+            .. "包装代码）；数组只有几个元素时这部分就是全部开销，样本分散在包装函数的各行，而不是集中在一行计算"
+            .. "（SOP §3.5）。"),
+  refs = { "https://numpy.org/doc/stable/user/basics.broadcasting.html",
+           "https://numba.readthedocs.io/en/stable/user/5minguide.html" },
   check = function(ev, th)
     local busy, verdict = busy_threads(ev, th)
     if not busy then return verdict end
@@ -352,13 +361,6 @@ rule {
                        table.concat(parts, ", "), site_s),
                    fmt("%s（线程活跃 %.0f%%）：%s；调用处 %s。", base_zh, 100 * w.active_frac,
                        table.concat(parts, "，"), site_s)),
-      cause = T("Each numpy call costs about a microsecond of Python/C boundary work (argument "
-                .. "parsing, __array_function__ dispatch, wrapper code) whatever the array size; on "
-                .. "arrays of a few elements that overhead is the whole cost, and the samples spread "
-                .. "over the wrappers' lines instead of one compute line (SOP §3.5).",
-                "每次 numpy 调用无论数组多大都有约 1 微秒的 Python/C 边界开销（参数解析、__array_function__ 分派、"
-                .. "包装代码）；数组只有几个元素时这部分就是全部开销，样本分散在包装函数的各行，而不是集中在一行计算"
-                .. "（SOP §3.5）。"),
       fix = T(fmt("Batch the work at %s: stack the small arrays into one (N, k) array and make one "
                   .. "call per operation over axis=...; for scalar math use the math module or "
                   .. "plain floats; for loops that cannot be vectorized use numba @njit.", site_s),
@@ -368,8 +370,6 @@ rule {
                      .. "%g%%), and items/s of the loop rises.", ev.pid, th.tiny_overhead_pct),
                  fmt("`sopctl run --pid %d --duration 3`：numpy.tiny_calls 为 clear（开销低于 %g%%），"
                      .. "循环吞吐（条/秒）上升。", ev.pid, th.tiny_overhead_pct)),
-      refs = { "https://numpy.org/doc/stable/user/basics.broadcasting.html",
-               "https://numba.readthedocs.io/en/stable/user/5minguide.html" },
     }
   end,
 }
@@ -390,6 +390,18 @@ rule {
             "cgroup.cpu.quota_cpus", "host.ncpu",
             "host.cpu.idle_pct" },
   uses = { "busy_thread_pct", "numpy_busy_frac", "cpu_saturated_pct" },
+  fix = T("Give each worker one pool thread: export OMP_NUM_THREADS=1 MKL_NUM_THREADS=1 "
+          .. "OPENBLAS_NUM_THREADS=1 for the workers before they start, or call "
+          .. "threadpoolctl.threadpool_limits(1) (and torch.set_num_threads(1) where torch is "
+          .. "used) in the worker_init_fn / Pool initializer; keep the main process's pool sized "
+          .. "to the CPUs left. Change one number and measure the step time.",
+          "让每个 worker 只用 1 个池线程：worker 启动前导出 OMP_NUM_THREADS=1 MKL_NUM_THREADS=1 "
+          .. "OPENBLAS_NUM_THREADS=1，或在 worker_init_fn / Pool initializer 里调用 "
+          .. "threadpoolctl.threadpool_limits(1)（用到 torch 时再加 torch.set_num_threads(1)）；主进程的线程池"
+          .. "按剩余 CPU 设置。一次只改一个数并测 step 时间。"),
+  refs = { "https://github.com/joblib/threadpoolctl",
+           "https://pytorch.org/docs/stable/generated/torch.set_num_threads.html",
+           "https://numpy.org/doc/stable/reference/global_state.html" },
   check = function(ev, th)
     local p = ev.proc
     if not p then return unknown(T("the process is gone", "进程已不存在")) end
@@ -496,23 +508,11 @@ rule {
                     .. "都按看到的 CPU 数开线程池；%d 个 worker × 线程池 = %d 个线程争 %d 个 CPU，自旋、上下文切换和缓存"
                     .. "抖动让它比每个 worker 1 线程还慢（SOP §3.6、§4.4）。cpu.oversubscribed 按 CPU%% 把每个 worker "
                     .. "当作一个繁忙线程，看不到其内部的线程池。", #workers, pool_sum, eff)),
-      fix = T("Give each worker one pool thread: export OMP_NUM_THREADS=1 MKL_NUM_THREADS=1 "
-              .. "OPENBLAS_NUM_THREADS=1 for the workers before they start, or call "
-              .. "threadpoolctl.threadpool_limits(1) (and torch.set_num_threads(1) where torch is "
-              .. "used) in the worker_init_fn / Pool initializer; keep the main process's pool sized "
-              .. "to the CPUs left. Change one number and measure the step time.",
-              "让每个 worker 只用 1 个池线程：worker 启动前导出 OMP_NUM_THREADS=1 MKL_NUM_THREADS=1 "
-              .. "OPENBLAS_NUM_THREADS=1，或在 worker_init_fn / Pool initializer 里调用 "
-              .. "threadpoolctl.threadpool_limits(1)（用到 torch 时再加 torch.set_num_threads(1)）；主进程的线程池"
-              .. "按剩余 CPU 设置。一次只改一个数并测 step 时间。"),
       verify = T(fmt("`sopctl run --pid %d --duration 3`: numpy.blas_threads_in_workers clear, "
                      .. "each worker shows 0 native pool threads (children[].threads), throughput "
                      .. "per worker rises.", ev.pid),
                  fmt("`sopctl run --pid %d --duration 3`：numpy.blas_threads_in_workers 为 clear，"
                      .. "每个 worker 原生池线程为 0（children[].threads），单 worker 吞吐上升。", ev.pid)),
-      refs = { "https://github.com/joblib/threadpoolctl",
-               "https://pytorch.org/docs/stable/generated/torch.set_num_threads.html",
-               "https://numpy.org/doc/stable/reference/global_state.html" },
     }
   end,
 }

@@ -44,6 +44,19 @@ rule {
   reads = { "python.threads[].window.dist", "python.threads[].window.leaves", "python.threads[].window.samples",
             "python.threads[].window.active_frac", "proc.cwd", "proc.cmdline", "duration_s" },
   uses = { "per_row_pct", "sampled_min_samples" },
+  cause = T("Each row (or element) goes through Python: a function call, a Series or tensor object built, index "
+            .. "lookups — microseconds of interpreter overhead per row that vectorized column operations pay "
+            .. "once per column (SOP §3.5).",
+            "每一行（或元素）都要走一遍 Python：函数调用、构造 Series 或张量对象、索引查找——每行几微秒的解释器"
+            .. "开销，而向量化的列运算每列只付一次（SOP §3.5）。"),
+  fix = T("Express the row function as column operations (df['a'] * df['b'], np.where, Series.map with a dict, "
+          .. "groupby/merge); when a row loop is unavoidable iterate over df.to_numpy() or itertuples(index=False, "
+          .. "name=None) instead of iterrows/apply(axis=1); for tensors index whole slices, not t[i].item().",
+          "把逐行函数改写成列运算（df['a'] * df['b']、np.where、用 dict 的 Series.map、groupby/merge）；"
+          .. "必须逐行时遍历 df.to_numpy() 或 itertuples(index=False, name=None)，不要 iterrows/apply(axis=1)；"
+          .. "张量按整片索引，不要 t[i].item()。"),
+  refs = { "https://pandas.pydata.org/docs/user_guide/enhancingperf.html",
+           "https://pandas.pydata.org/docs/reference/api/pandas.DataFrame.iterrows.html" },
   check = function(ev, th)
     local py = ev.python
     if not py or not py.threads then
@@ -101,21 +114,8 @@ rule {
                        loops, who_en),
                    fmt("tid %d（%s）：%d 个样本中 %d 个（%.0f%%%s）栈上有 %s%s", best.t.tid, best.t.name or "?",
                        best.n, best.count, 100 * best.frac, best.exact and "" or "，下限", loops, who_zh)),
-      cause = T("Each row (or element) goes through Python: a function call, a Series or tensor object built, index "
-                .. "lookups — microseconds of interpreter overhead per row that vectorized column operations pay "
-                .. "once per column (SOP §3.5).",
-                "每一行（或元素）都要走一遍 Python：函数调用、构造 Series 或张量对象、索引查找——每行几微秒的解释器"
-                .. "开销，而向量化的列运算每列只付一次（SOP §3.5）。"),
-      fix = T("Express the row function as column operations (df['a'] * df['b'], np.where, Series.map with a dict, "
-              .. "groupby/merge); when a row loop is unavoidable iterate over df.to_numpy() or itertuples(index=False, "
-              .. "name=None) instead of iterrows/apply(axis=1); for tensors index whole slices, not t[i].item().",
-              "把逐行函数改写成列运算（df['a'] * df['b']、np.where、用 dict 的 Series.map、groupby/merge）；"
-              .. "必须逐行时遍历 df.to_numpy() 或 itertuples(index=False, name=None)，不要 iterrows/apply(axis=1)；"
-              .. "张量按整片索引，不要 t[i].item()。"),
       verify = T(fmt("`sopctl run --pid %d --duration 3`: the per-row share drops and rows/s rises.", ev.pid),
                  fmt("`sopctl run --pid %d --duration 3`：逐行占比下降，每秒处理行数上升。", ev.pid)),
-      refs = { "https://pandas.pydata.org/docs/user_guide/enhancingperf.html",
-               "https://pandas.pydata.org/docs/reference/api/pandas.DataFrame.iterrows.html" },
     }
   end,
 }

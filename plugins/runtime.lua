@@ -48,6 +48,15 @@ rule {
   reads = { "alloc.allocator", "alloc.malloc_arena_max", "alloc.ld_preload", "alloc.arenas",
             "alloc.arena_rw_kb", "proc.rss_kb", "proc.rss_growth_kb_per_s", "proc.threads" },
   uses = { "arena_min_count", "arena_share_pct", "arena_min_mb", "arena_growth_kb_per_s" },
+  fix = T("Start the process with another allocator, no code change: "
+          .. "LD_PRELOAD=/usr/lib/x86_64-linux-gnu/libjemalloc.so.2 (apt libjemalloc2) or "
+          .. "libtcmalloc_minimal.so.4 (apt libtcmalloc-minimal4); or keep glibc and cap its "
+          .. "arenas with MALLOC_ARENA_MAX=2 (less fragmentation, some lock contention "
+          .. "between threads). Compare peak RSS and step time before and after.",
+          "不改代码换分配器启动：LD_PRELOAD=/usr/lib/x86_64-linux-gnu/libjemalloc.so.2（apt libjemalloc2）"
+          .. "或 libtcmalloc_minimal.so.4（apt libtcmalloc-minimal4）；或保留 glibc、用 MALLOC_ARENA_MAX=2 "
+          .. "限制 arena 数（碎片少，线程间有些锁竞争）。前后对比 RSS 峰值与 step 时间。"),
+  refs = ALLOC_REFS,
   check = function(ev, th)
     local p = ev.proc
     if not p then return no_proc(ev) end
@@ -112,14 +121,6 @@ rule {
                     .. "内存既不还给系统也不被其他 arena 复用，多线程反复分配/释放 buffer 会让 %d 个 arena 碎片化，"
                     .. "RSS 持续上涨（SOP §8.1）。增长就在这些 arena 里；是碎片还是存活对象由下面的修复来区分："
                     .. "换 jemalloc/tcmalloc 后碎片增长停止，存活对象则继续增长。", n)),
-      fix = T("Start the process with another allocator, no code change: "
-              .. "LD_PRELOAD=/usr/lib/x86_64-linux-gnu/libjemalloc.so.2 (apt libjemalloc2) or "
-              .. "libtcmalloc_minimal.so.4 (apt libtcmalloc-minimal4); or keep glibc and cap its "
-              .. "arenas with MALLOC_ARENA_MAX=2 (less fragmentation, some lock contention "
-              .. "between threads). Compare peak RSS and step time before and after.",
-              "不改代码换分配器启动：LD_PRELOAD=/usr/lib/x86_64-linux-gnu/libjemalloc.so.2（apt libjemalloc2）"
-              .. "或 libtcmalloc_minimal.so.4（apt libtcmalloc-minimal4）；或保留 glibc、用 MALLOC_ARENA_MAX=2 "
-              .. "限制 arena 数（碎片少，线程间有些锁竞争）。前后对比 RSS 峰值与 step 时间。"),
       verify = T(fmt("`sopctl run --pid NEW_PID --duration 10`: alloc.glibc_arenas clear "
                      .. "(allocator jemalloc/tcmalloc, or MALLOC_ARENA_MAX set) and "
                      .. "proc.rss_growth_kb_per_s in `sopctl evidence` near 0 (was %s/s).",
@@ -128,7 +129,6 @@ rule {
                  fmt("`sopctl run --pid 新PID --duration 10`：alloc.glibc_arenas 为 clear（分配器为 jemalloc/tcmalloc，"
                      .. "或已设 MALLOC_ARENA_MAX），`sopctl evidence` 中 proc.rss_growth_kb_per_s 接近 0（原为每秒 %s）。",
                      kb(growth)) .. "换 jemalloc 后 RSS 仍在涨，说明对象是存活的：用 tracemalloc 快照或 memray 找出来。"),
-      refs = ALLOC_REFS,
     }
   end,
 }
@@ -150,6 +150,21 @@ rule {
   reads = { "proc.age_s", "python.threads[].window.import_frac", "python.threads[].window.import_module",
             "python.threads[].window.import_module_frac", "python.threads[].window.io_wait_frac" },
   uses = { "startup_age_s", "import_frac_pct", "sampled_min_samples" },
+  cause = T("Module-level code of the import chain (compiling sources, building tables, "
+            .. "registering hooks, importing submodules eagerly from __init__.py) runs before "
+            .. "the program's first line of real work (SOP §8.2).",
+            "import 链上的模块级代码（编译源码、建表、注册 hook、__init__.py 里急切导入子模块）"
+            .. "都在程序第一行正事之前执行（SOP §8.2）。"),
+  verify = T("`python -X importtime -c 'import MODULE' 2>&1 | sort -t'|' -k2 -n | tail` shows the "
+             .. "cumulative time fall; `sopctl run --pid PID --duration 3` right after start "
+             .. "shows startup.slow_imports clear.",
+             "`python -X importtime -c 'import MODULE' 2>&1 | sort -t'|' -k2 -n | tail` 的累计时间下降；"
+             .. "启动后立即 `sopctl run --pid PID --duration 3` 显示 startup.slow_imports 为 clear。"),
+  refs = {
+    "https://docs.python.org/3/using/cmdline.html#cmdoption-X",
+    "https://docs.python.org/3/library/typing.html#typing.TYPE_CHECKING",
+    "https://peps.python.org/pep-0690/",
+  },
   check = function(ev, th)
     local p = ev.proc
     if not p then return no_proc(ev) end
@@ -194,11 +209,6 @@ rule {
                   fmt("启动时间耗在 import 上：主线程 %.0f%% 时间在 import", share)),
       evidence = T(base_en .. mod_en .. io_en .. fmt("; process CPU %.0f%%.", p.cpu_pct or 0),
                    base_zh .. mod_zh .. io_zh .. fmt("；进程 CPU %.0f%%。", p.cpu_pct or 0)),
-      cause = T("Module-level code of the import chain (compiling sources, building tables, "
-                .. "registering hooks, importing submodules eagerly from __init__.py) runs before "
-                .. "the program's first line of real work (SOP §8.2).",
-                "import 链上的模块级代码（编译源码、建表、注册 hook、__init__.py 里急切导入子模块）"
-                .. "都在程序第一行正事之前执行（SOP §8.2）。"),
       fix = T(fmt("Measure the chain: `python -X importtime -c 'import %s' 2> import.log` and sort by "
                   .. "cumulative time. Then import heavy modules inside the functions that need them, "
                   .. "put type-only imports under `if typing.TYPE_CHECKING:`, avoid `from x import *`, "
@@ -211,16 +221,6 @@ rule {
                   .. "避免 `from x import *`，把包 __init__.py 里的重活挪走，保持 .pyc 缓存（不设 "
                   .. "PYTHONDONTWRITEBYTECODE、__pycache__ 可写）；长驻服务启动时 import 一次、预热后再 fork worker。",
                   mod:match("([^/]+)/__init__%.py$") or mod:match("([^/]+)%.py$") or "MODULE")),
-      verify = T("`python -X importtime -c 'import MODULE' 2>&1 | sort -t'|' -k2 -n | tail` shows the "
-                 .. "cumulative time fall; `sopctl run --pid PID --duration 3` right after start "
-                 .. "shows startup.slow_imports clear.",
-                 "`python -X importtime -c 'import MODULE' 2>&1 | sort -t'|' -k2 -n | tail` 的累计时间下降；"
-                 .. "启动后立即 `sopctl run --pid PID --duration 3` 显示 startup.slow_imports 为 clear。"),
-      refs = {
-        "https://docs.python.org/3/using/cmdline.html#cmdoption-X",
-        "https://docs.python.org/3/library/typing.html#typing.TYPE_CHECKING",
-        "https://peps.python.org/pep-0690/",
-      },
     }
   end,
 }
@@ -252,6 +252,21 @@ rule {
             "python.threads[].window.active_frac", "python.threads[].window.io_wait_frac",
             "io_files[].fs_kind" },
   uses = { "logging_frac_pct", "logging_work_pct", "sampled_min_samples" },
+  fix = T("Log less in the loop (every N steps, or aggregate counters); pass arguments lazily "
+          .. "(`logger.debug(\"x=%s\", x)`, and guard costly ones with "
+          .. "`if logger.isEnabledFor(logging.DEBUG):`); move the file write off the hot "
+          .. "thread with logging.handlers.QueueHandler + QueueListener; write logs to local "
+          .. "disk, not NFS; keep high-rate metrics out of logging (in-memory buffer, "
+          .. "batched writes).",
+          "循环里少打日志（每 N 步一次，或累计计数）；参数惰性传递（`logger.debug(\"x=%s\", x)`，昂贵的用 "
+          .. "`if logger.isEnabledFor(logging.DEBUG):` 包起来）；用 logging.handlers.QueueHandler + "
+          .. "QueueListener 把写文件移出热线程；日志写本地盘而不是 NFS；高频 metrics 不走 logging"
+          .. "（内存缓冲、批量写）。"),
+  refs = {
+    "https://docs.python.org/3/howto/logging.html#optimization",
+    "https://docs.python.org/3/howto/logging-cookbook.html#dealing-with-handlers-that-block",
+    "https://docs.python.org/3/library/logging.handlers.html#queuehandler",
+  },
   check = function(ev, th)
     local threads, why = sampled_threads(ev)
     if not threads then return unknown(why) end
@@ -313,25 +328,10 @@ rule {
                        .. "%s%s%s；打开的本地日志文件 %d 个。", worst.tid, worst.name or "?", w.samples,
                        share, fmt_pct, write_pct, site_zh, io_zh, files_zh, nlocal)),
       cause = T(cause_en, cause_zh),
-      fix = T("Log less in the loop (every N steps, or aggregate counters); pass arguments lazily "
-              .. "(`logger.debug(\"x=%s\", x)`, and guard costly ones with "
-              .. "`if logger.isEnabledFor(logging.DEBUG):`); move the file write off the hot "
-              .. "thread with logging.handlers.QueueHandler + QueueListener; write logs to local "
-              .. "disk, not NFS; keep high-rate metrics out of logging (in-memory buffer, "
-              .. "batched writes).",
-              "循环里少打日志（每 N 步一次，或累计计数）；参数惰性传递（`logger.debug(\"x=%s\", x)`，昂贵的用 "
-              .. "`if logger.isEnabledFor(logging.DEBUG):` 包起来）；用 logging.handlers.QueueHandler + "
-              .. "QueueListener 把写文件移出热线程；日志写本地盘而不是 NFS；高频 metrics 不走 logging"
-              .. "（内存缓冲、批量写）。"),
       verify = T(fmt("`sopctl run --pid PID --duration 3`: logging.hot_path clear (logging share of "
                      .. "tid %d below %g%%), and the loop's items/s rises.", worst.tid, th.logging_frac_pct),
                  fmt("`sopctl run --pid PID --duration 3`：logging.hot_path 为 clear（tid %d 的 logging 占比低于 %g%%），"
                      .. "循环每秒处理量上升。", worst.tid, th.logging_frac_pct)),
-      refs = {
-        "https://docs.python.org/3/howto/logging.html#optimization",
-        "https://docs.python.org/3/howto/logging-cookbook.html#dealing-with-handlers-that-block",
-        "https://docs.python.org/3/library/logging.handlers.html#queuehandler",
-      },
     }
   end,
 }
@@ -346,6 +346,29 @@ rule {
   reads = { "python.threads[].window.subprocess_frac", "python.threads[].window.subprocess_spawn_frac",
             "host.forks_per_s", "proc.reaped_cpu_pct", "proc.cpu_pct" },
   uses = { "subprocess_frac_pct", "subprocess_spawn_pct", "forks_min_per_s", "sampled_min_samples" },
+  cause = T("Each subprocess.run/Popen forks the Python process (copying its page tables), "
+            .. "execs and loads the tool, then waits for it: for short commands this fixed "
+            .. "cost is larger than the work, and the thread spends its time starting "
+            .. "processes (SOP §8.4).",
+            "每次 subprocess.run/Popen 都要 fork Python 进程（复制页表）、exec 并加载工具、再等它结束："
+            .. "命令很短时这笔固定开销比活本身还大，线程的时间都花在起进程上（SOP §8.4）。"),
+  fix = T("Batch the work into fewer invocations (one ffmpeg/sox call with a list of inputs, "
+          .. "aria2c -i urls.txt); call the library in-process instead of its CLI (e.g. PyAV "
+          .. "for ffmpeg); or reuse a fixed pool of workers (concurrent.futures."
+          .. "ProcessPoolExecutor, sized to the effective CPUs and measured) so each "
+          .. "process serves many items.",
+          "把活合并成少量调用（一次 ffmpeg/sox 处理一批输入，aria2c -i urls.txt）；在进程内调库而不是起 CLI"
+          .. "（如 ffmpeg 用 PyAV）；或复用固定的 worker 池（concurrent.futures.ProcessPoolExecutor，"
+          .. "大小按有效 CPU 并实测），让每个进程处理多条。"),
+  verify = T("`sopctl run --pid PID --duration 3`: subprocess.storm clear and host forks/s "
+             .. "(`sopctl evidence` host.forks_per_s) down; items/s up.",
+             "`sopctl run --pid PID --duration 3`：subprocess.storm 为 clear，整机 forks/s"
+             .. "（`sopctl evidence` 的 host.forks_per_s）下降，每秒处理量上升。"),
+  refs = {
+    "https://docs.python.org/3/library/subprocess.html",
+    "https://docs.python.org/3/library/concurrent.futures.html#processpoolexecutor",
+    "https://www.brendangregg.com/blog/2014-07-28/execsnoop-for-linux.html",
+  },
   check = function(ev, th)
     local p = ev.proc
     if not p then return no_proc(ev) end
@@ -392,29 +415,6 @@ rule {
                   fmt("子进程风暴：每秒约 %.0f 次进程启动，占 tid %d %.0f%% 的时间", forks, worst.tid, share)),
       evidence = T(base_en .. reaped_en .. fmt("; process CPU %.0f%%.", p.cpu_pct or 0),
                    base_zh .. reaped_zh .. fmt("；进程 CPU %.0f%%。", p.cpu_pct or 0)),
-      cause = T("Each subprocess.run/Popen forks the Python process (copying its page tables), "
-                .. "execs and loads the tool, then waits for it: for short commands this fixed "
-                .. "cost is larger than the work, and the thread spends its time starting "
-                .. "processes (SOP §8.4).",
-                "每次 subprocess.run/Popen 都要 fork Python 进程（复制页表）、exec 并加载工具、再等它结束："
-                .. "命令很短时这笔固定开销比活本身还大，线程的时间都花在起进程上（SOP §8.4）。"),
-      fix = T("Batch the work into fewer invocations (one ffmpeg/sox call with a list of inputs, "
-              .. "aria2c -i urls.txt); call the library in-process instead of its CLI (e.g. PyAV "
-              .. "for ffmpeg); or reuse a fixed pool of workers (concurrent.futures."
-              .. "ProcessPoolExecutor, sized to the effective CPUs and measured) so each "
-              .. "process serves many items.",
-              "把活合并成少量调用（一次 ffmpeg/sox 处理一批输入，aria2c -i urls.txt）；在进程内调库而不是起 CLI"
-              .. "（如 ffmpeg 用 PyAV）；或复用固定的 worker 池（concurrent.futures.ProcessPoolExecutor，"
-              .. "大小按有效 CPU 并实测），让每个进程处理多条。"),
-      verify = T("`sopctl run --pid PID --duration 3`: subprocess.storm clear and host forks/s "
-                 .. "(`sopctl evidence` host.forks_per_s) down; items/s up.",
-                 "`sopctl run --pid PID --duration 3`：subprocess.storm 为 clear，整机 forks/s"
-                 .. "（`sopctl evidence` 的 host.forks_per_s）下降，每秒处理量上升。"),
-      refs = {
-        "https://docs.python.org/3/library/subprocess.html",
-        "https://docs.python.org/3/library/concurrent.futures.html#processpoolexecutor",
-        "https://www.brendangregg.com/blog/2014-07-28/execsnoop-for-linux.html",
-      },
     }
   end,
 }
@@ -434,6 +434,12 @@ rule {
   reads = { "proc.env", "children[].env", "proc.affinity", "proc.libs", "proc.cpu_pct",
             "effective_cpus", "cgroup.cpu.quota_cpus", "host.ncpu" },
   uses = { "pool_env_over_cpus", "quota_over_affinity_cpus", "cpu_saturated_pct" },
+  refs = {
+    "https://www.openmp.org/spec-html/5.0/openmpse50.html",
+    "https://pytorch.org/docs/stable/generated/torch.set_num_threads.html",
+    "https://docs.kernel.org/scheduler/sched-bwc.html",
+    "https://man7.org/linux/man-pages/man2/sched_setaffinity.2.html",
+  },
   check = function(ev, th)
     local p = ev.proc
     if not p then return no_proc(ev) end
@@ -514,12 +520,6 @@ rule {
                      .. "--duration 2`: cpu.affinity_mismatch and cpu.oversubscribed clear.", ev.pid, ev.pid),
                  fmt("`taskset -pc %d` 与 `cat /sys/fs/cgroup/cpu.max` 一致；`sopctl run --pid %d --duration 2`："
                      .. "cpu.affinity_mismatch 与 cpu.oversubscribed 为 clear。", ev.pid, ev.pid)),
-      refs = {
-        "https://www.openmp.org/spec-html/5.0/openmpse50.html",
-        "https://pytorch.org/docs/stable/generated/torch.set_num_threads.html",
-        "https://docs.kernel.org/scheduler/sched-bwc.html",
-        "https://man7.org/linux/man-pages/man2/sched_setaffinity.2.html",
-      },
     }
   end,
 }
@@ -576,6 +576,12 @@ rule {
             "proc.numa.nodes[].kb", "proc.numa.kb", "proc.numa.interleave_kb", "proc.numa.truncated",
             "proc.affinity.cpus", "threads[].cpu_pct", "threads[].processor", "missing[]" },
   uses = { "numa_remote_pct", "numa_min_mb", "busy_thread_pct" },
+  refs = {
+    "https://pytorch.org/tutorials/recipes/recipes/tuning_guide.html",
+    "https://man7.org/linux/man-pages/man8/numactl.8.html",
+    "https://docs.kernel.org/admin-guide/mm/numa_memory_policy.html",
+    "https://man7.org/linux/man-pages/man8/numastat.8.html",
+  },
   check = function(ev, th)
     local p = ev.proc
     if not p then return no_proc(ev) end
@@ -737,12 +743,6 @@ rule {
                      ev.pid, run_node, ev.pid),
                  fmt("`numastat -p %d` 显示大部分内存在节点 %d；`sopctl run --pid %d --duration 3`："
                      .. "cpu.numa_remote 为 clear。前后对比 step 时间。", ev.pid, run_node, ev.pid)),
-      refs = {
-        "https://pytorch.org/tutorials/recipes/recipes/tuning_guide.html",
-        "https://man7.org/linux/man-pages/man8/numactl.8.html",
-        "https://docs.kernel.org/admin-guide/mm/numa_memory_policy.html",
-        "https://man7.org/linux/man-pages/man8/numastat.8.html",
-      },
     }
   end,
 }

@@ -71,6 +71,14 @@ rule {
   uses = { "summary_cpu_bound_pct", "summary_io_wait_pct", "io_util_pct", "small_read_max_bytes",
            "page_cache_min_disk_kb_per_s", "mapped_fault_min_per_s", "mapped_read_share",
            "random_read_max_request_kb", "mapped_touch_ratio", "mapped_wait_frac" },
+  symptom = T("CPU-bound on many cores", "CPU 密集：用满多个核"),
+  cause = T("Real parallel CPU work (§9: many cores full). Faster means less work per item, not more threads.",
+            "真正的并行 CPU 计算（§9：多核打满）。要更快只能减少每条数据的计算量，而不是加线程。"),
+  fix = T("Profile the hot thread (`sopctl record --pid N --duration 10 -o hot.svg`); vectorize it "
+          .. "(numpy/torch, numba) or split it over processes (§4.3).",
+          "对热点线程采样（`sopctl record --pid N --duration 10 -o hot.svg`）；向量化（numpy/torch、numba）"
+          .. "或拆到多进程（§4.3）。"),
+  refs = { "https://fio.readthedocs.io/", "https://www.brendangregg.com/linuxperf.html" },
   check = function(ev, th)
     if ev.alive == false then
       return unknown(T("the process is gone: no live state to classify", "进程已不存在：无法判断运行状态"))
@@ -133,10 +141,6 @@ rule {
                     or "Several threads share about one core: they take turns (the GIL, §4).",
                     single and "一个线程在干活：Python 代码同一时刻只在一个核上跑（§9：单核 100% → GIL 或串行循环；"
                     .. "看 §4、§3 的结论）。" or "多个线程共用约一个核，在轮流执行（GIL，§4）。"),
-          fix = T("Profile the hot thread (`sopctl record --pid N --duration 10 -o hot.svg`); vectorize it "
-                  .. "(numpy/torch, numba) or split it over processes (§4.3).",
-                  "对热点线程采样（`sopctl record --pid N --duration 10 -o hot.svg`）；向量化（numpy/torch、numba）"
-                  .. "或拆到多进程（§4.3）。"),
           verify = T(fmt("`sopctl run --pid %d --duration 5`: more cores in use, or less CPU per unit of work",
                          ev.pid),
                      fmt("`sopctl run --pid %d --duration 5`：用到更多核，或单位工作量的 CPU 更少", ev.pid)),
@@ -145,13 +149,10 @@ rule {
         }
       end
       return hit {
-        symptom = T("CPU-bound on many cores", "CPU 密集：用满多个核"),
         evidence = T(fmt("%s used %.0f%% CPU (%.1f cores, %.0f%% of %d effective CPUs) over %.1f s",
                          who, job, cores, 100 * cores / eff, eff, ev.duration_s),
                      fmt("%s在 %.1f 秒内用了 %.0f%% CPU（%.1f 个核，占 %d 个有效 CPU 的 %.0f%%）",
                          who_zh, ev.duration_s, job, cores, eff, 100 * cores / eff)),
-        cause = T("Real parallel CPU work (§9: many cores full). Faster means less work per item, not more threads.",
-                  "真正的并行 CPU 计算（§9：多核打满）。要更快只能减少每条数据的计算量，而不是加线程。"),
         fix = T("Find the hot code (`sopctl record --pid N --duration 10 -o hot.svg`) and make it cheaper: "
                 .. "vectorized numpy, numba, C++ (§3.6); check the §4.4 / §8.5 findings for oversubscription.",
                 "找到热点（`sopctl record --pid N --duration 10 -o hot.svg`）并降低开销：numpy 向量化、numba、C++"
@@ -313,7 +314,6 @@ rule {
         verify = T(fmt("`sopctl run --pid %d --duration 5`: less time in D state; `iostat -xm 1 3` %%util lower",
                        ev.pid),
                    fmt("`sopctl run --pid %d --duration 5`：D 状态时间减少；`iostat -xm 1 3` 的 %%util 下降", ev.pid)),
-        refs = { "https://fio.readthedocs.io/", "https://www.brendangregg.com/linuxperf.html" },
       }
     end
 
