@@ -72,8 +72,7 @@ rule {
   check = function(ev, th)
     local py = ev.python
     if not py or not py.threads then
-      return unknown(T("no Python stacks (not CPython, or its memory was not readable)",
-                       "没有 Python 栈（不是 CPython，或无法读取其内存）"))
+      return unknown(common.NO_STACKS)
     end
     -- Over the sampled window: the longest stretch the loop thread ran without its selector.
     local lp = py.loop
@@ -198,12 +197,9 @@ rule {
   check = function(ev, th)
     local py = ev.python
     if not py or not py.threads then
-      return unknown(T("no Python stacks (not CPython, or its memory was not readable)",
-                       "没有 Python 栈（不是 CPython，或无法读取其内存）"))
+      return unknown(common.NO_STACKS)
     end
-    if not ev.duration_s or ev.duration_s <= 0 then
-      return unknown(T("one snapshot (--duration 0): no loop CPU to judge", "只有一次快照（--duration 0）：没有循环的 CPU 数据"))
-    end
+    if common.no_window(ev) then return common.one_snapshot("no loop CPU to judge", "没有循环的 CPU 数据") end
     local os_threads = {}
     for _, t in ipairs(ev.threads or {}) do os_threads[t.tid] = t end
     local uvloop_loaded = false

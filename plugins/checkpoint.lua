@@ -88,12 +88,9 @@ end
 local function find(ev, th)
   if not ev.proc then return nil, no_proc(ev) end
   if not ev.python or not ev.python.threads then
-    return nil, unknown(T("no Python stacks (not CPython, or its memory was not readable)",
-                          "没有 Python 栈（不是 CPython，或无法读取其内存）"))
+    return nil, unknown(common.NO_STACKS)
   end
-  if not ev.duration_s or ev.duration_s <= 0 then
-    return nil, unknown(T("one snapshot (--duration 0): no sampled window", "只有一次快照（--duration 0）：没有采样窗口"))
-  end
+  if common.no_window(ev) then return nil, common.one_snapshot("no sampled window", "没有采样窗口") end
   local t, sampled = checkpoint_thread(ev)
   if not sampled then
     return nil, unknown(T("the window was not sampled (--rate 0?)", "窗口没有被采样（--rate 0？）"))

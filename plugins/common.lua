@@ -11,8 +11,9 @@
 -- own_frame(frames, ev) / user_frame(frames, ev): the innermost frame of the program's own code
 -- (is_own_file, overridable by a site) and "own (file:line) -> leaf (file:line)".
 -- tr(en, zh, args) is one bilingual text with named placeholders ("{n} threads", "{s:%.1f} s").
--- The preludes many rules open with: effective_cpus(ev), need_stacks(ev) ("no Python stacks"),
--- one_snapshot(ev, en, zh) ("one snapshot (--duration 0): ..."); pct_text(frac) is "42%". Use:
+-- The preludes many rules open with: effective_cpus(ev) (NO_CPUS), need_stacks(ev) (NO_STACKS),
+-- no_window(ev) / one_snapshot(en, zh) ("one snapshot (--duration 0): ..."); pct_text(frac) is
+-- "42%". Use:
 --   local common = require "plugins.common"
 --   local T, no_proc = common.T, common.no_proc
 
@@ -62,13 +63,12 @@ function common.need_stacks(ev)
   return nil
 end
 
--- unknown("one snapshot (--duration 0): <what>") when there is no measured window; nil (go on)
--- otherwise. en/zh say what is missing: "no read rates", "没有读速率".
-function common.one_snapshot(ev, en, zh)
-  if not ev.duration_s or ev.duration_s <= 0 then
-    return unknown(common.T("one snapshot (--duration 0): " .. en, "只有一次快照（--duration 0）：" .. zh))
-  end
-  return nil
+-- Whether there is no measured window (one snapshot, --duration 0); a rule then says what it
+-- lacks with one_snapshot(en, zh): unknown("one snapshot (--duration 0): no read rates").
+function common.no_window(ev) return not ev.duration_s or ev.duration_s <= 0 end
+
+function common.one_snapshot(en, zh)
+  return unknown(common.T("one snapshot (--duration 0): " .. en, "只有一次快照（--duration 0）：" .. zh))
 end
 
 function common.no_proc(ev)

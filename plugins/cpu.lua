@@ -43,12 +43,11 @@ end
 local function legacy_check(ev, th)
   local p = ev.proc
   if not p then return no_proc(ev) end
-  if not ev.duration_s or ev.duration_s <= 0 then
-    return unknown(T("one snapshot (--duration 0): no CPU rates to tell busy threads",
-                     "只有一次快照（--duration 0）：没有 CPU 速率，无法判断繁忙线程"))
+  if common.no_window(ev) then
+    return common.one_snapshot("no CPU rates to tell busy threads", "没有 CPU 速率，无法判断繁忙线程")
   end
-  local eff = ev.effective_cpus or (ev.host and ev.host.ncpu)
-  if not eff then return unknown(T("effective CPU count unknown", "有效 CPU 数未知")) end
+  local eff = common.effective_cpus(ev)
+  if not eff then return unknown(common.NO_CPUS) end
   local cpu = ev.cgroup and ev.cgroup.cpu or {}
   local cap = eff
   if cpu.quota_cpus and cpu.quota_cpus < cap then cap = cpu.quota_cpus end
@@ -399,15 +398,14 @@ rule {
   check = function(ev, th)
     local p = ev.proc
     if not p then return no_proc(ev) end
-    if not ev.duration_s or ev.duration_s <= 0 then
-      return unknown(T("one snapshot (--duration 0): no CPU rates to tell runnable threads",
-                       "只有一次快照（--duration 0）：没有 CPU 速率，无法判断可运行线程"))
+    if common.no_window(ev) then
+      return common.one_snapshot("no CPU rates to tell runnable threads", "没有 CPU 速率，无法判断可运行线程")
     end
     local s = ev.sched
     if not s or not s.runnable_load or not s.window_s or s.window_s <= 0 then return legacy_check(ev, th) end
-    local eff = s.effective_cpus or ev.effective_cpus or (ev.host and ev.host.ncpu)
+    local eff = s.effective_cpus or common.effective_cpus(ev)
     local cap = s.capacity_cpus or eff
-    if not cap or cap <= 0 then return unknown(T("effective CPU count unknown", "有效 CPU 数未知")) end
+    if not cap or cap <= 0 then return unknown(common.NO_CPUS) end
     local load = s.runnable_load
     local nprocs = #(s.procs or {})
     local base_en = fmt("runnable load %.1f (CPU %.1f s + run-queue wait %.1f s over %.1f s, %d threads in %d "
@@ -594,15 +592,13 @@ rule {
   check = function(ev, th)
     local p = ev.proc
     if not p then return no_proc(ev) end
-    if not ev.duration_s or ev.duration_s <= 0 then
-      return unknown(T("one snapshot (--duration 0): no CPU rates", "只有一次快照（--duration 0）：没有 CPU 速率"))
-    end
+    if common.no_window(ev) then return common.one_snapshot("no CPU rates", "没有 CPU 速率") end
     local s = ev.sched
     if not s or not s.runnable_load or not s.window_s or s.window_s <= 0 then
       return unknown(T("no whole-tree scheduling evidence (ev.sched)", "没有整棵进程树的调度证据（ev.sched）"))
     end
     local cap = s.capacity_cpus or s.effective_cpus
-    if not cap then return unknown(T("effective CPU count unknown", "有效 CPU 数未知")) end
+    if not cap then return unknown(common.NO_CPUS) end
     local caps = fmt("%g", cap)
     if cap < 2 then
       return clear(T(fmt("%s CPU: no pool can use more than one", caps), fmt("%s 个 CPU：线程池无法用到更多", caps)))

@@ -88,12 +88,10 @@ end
 -- the unknown() verdict to return.
 local function sampled(ev)
   if not ev.python or not ev.python.threads then
-    return nil, unknown(T("no Python stacks (not CPython, or its memory was not readable)",
-                          "没有 Python 栈（不是 CPython，或无法读取其内存）"))
+    return nil, unknown(common.NO_STACKS)
   end
-  if not ev.duration_s or ev.duration_s <= 0 then
-    return nil, unknown(T("one snapshot (--duration 0): the DataLoader checks need a sampled window",
-                          "只有一次快照（--duration 0）：DataLoader 检查需要采样窗口"))
+  if common.no_window(ev) then
+    return nil, common.one_snapshot("the DataLoader checks need a sampled window", "DataLoader 检查需要采样窗口")
   end
   local mt = main_thread(ev)
   if not mt or not mt.window or not mt.window.samples or mt.window.samples == 0 then
@@ -108,14 +106,14 @@ local function job_cpu(ev)
   local used = ev.proc and ev.proc.cpu_pct
   if not used then return nil end
   for _, c in ipairs(ev.children or {}) do used = used + (c.cpu_pct or 0) end
-  local eff = ev.effective_cpus or (ev.host and ev.host.ncpu) or 1
+  local eff = common.effective_cpus(ev) or 1
   local cap = eff
   local q = ev.cgroup and ev.cgroup.cpu and ev.cgroup.cpu.quota_cpus
   if q and q < cap then cap = q end
   return used, cap * 100, eff
 end
 
-local function pct(x) return fmt("%.0f%%", 100 * x) end
+local pct_text = common.pct_text
 
 -- ---------------------------------------------------------------------------------------------
 
@@ -156,10 +154,10 @@ rule {
                                            or has(st, "recvfds"))
     end) or 0
     local base_en = fmt("the main thread waited for a batch in %s of %d samples over %.1f s (receiving one from the "
-                        .. "workers' shared memory in %s), with %d DataLoader workers", pct(wait), mt.window.samples,
-                        ev.duration_s, pct(transfer), #dw)
+                        .. "workers' shared memory in %s), with %d DataLoader workers", pct_text(wait),
+                        mt.window.samples, ev.duration_s, pct_text(transfer), #dw)
     local base_zh = fmt("%.1f 秒内主线程 %d 个样本中有 %s 在等 batch（其中 %s 在从 worker 共享内存接收），DataLoader worker %d 个",
-                        ev.duration_s, mt.window.samples, pct(wait), pct(transfer), #dw)
+                        ev.duration_s, mt.window.samples, pct_text(wait), pct_text(transfer), #dw)
     if 100 * wait < th.loader_wait_pct then return clear(T(base_en, base_zh)) end
 
     -- The workers: what their main threads do (state R / D / asleep) and what they read.
@@ -188,9 +186,9 @@ rule {
     local work_zh = work and fmt("；worker 最常见的栈末端是 %s", work) or ""
     local wst_en = fmt("the workers ran (state R) %s, were in disk IO (state D) %s and asleep %s of their samples, "
                        .. "together %.0f%% CPU; they read %s/s from the devices in %.0f read calls/s",
-                       pct(cpu), pct(io), pct(idle), wcpu, kb(rd / 1024), syscr)
+                       pct_text(cpu), pct_text(io), pct_text(idle), wcpu, kb(rd / 1024), syscr)
     local wst_zh = fmt("worker 运行（R 态）%s、磁盘 IO（D 态）%s、睡眠 %s，合计 CPU %.0f%%；每秒从设备读 %s，"
-                       .. "read 调用 %.0f 次/秒", pct(cpu), pct(io), pct(idle), wcpu, kb(rd / 1024), syscr)
+                       .. "read 调用 %.0f 次/秒", pct_text(cpu), pct_text(io), pct_text(idle), wcpu, kb(rd / 1024), syscr)
     -- The files the workers read, when the window saw their read position move.
     local files, listed = {}, {}
     for _, f in ipairs(ev.io_files or {}) do
@@ -214,9 +212,9 @@ rule {
       kind = T("IO-bound", "IO 瓶颈")
       cause = T(fmt("The workers cannot read samples as fast as the step consumes them: they spend %s of their time "
                     .. "blocked in disk IO (SOP §6.3, §6.4 IO branch); small random reads of many files make it worse.",
-                    pct(io)),
+                    pct_text(io)),
                 fmt("worker 读样本的速度跟不上训练消耗：%s 的时间阻塞在磁盘 IO（SOP §6.3、§6.4 IO 分支）；"
-                    .. "大量小文件随机读会更糟。", pct(io)))
+                    .. "大量小文件随机读会更糟。", pct_text(io)))
       fix = T("Make the reads sequential and fewer: pack small files into shards read in order (webdataset tar "
               .. "shards, LMDB), keep the hot data on local NVMe/SSD instead of network storage, and keep "
               .. "prefetch_factor at 2-4 so reads overlap the step. More workers only help while the device has "
@@ -228,9 +226,9 @@ rule {
       kind = T("CPU-bound", "CPU 瓶颈")
       cause = T(fmt("The per-sample work (decoding, transforms, tokenizing) in __getitem__/collate is heavier than "
                     .. "the step: the workers run %s of the time and still cannot keep up (SOP §6.4 CPU branch).",
-                    pct(cpu)),
+                    pct_text(cpu)),
                 fmt("__getitem__/collate 里的逐样本工作（解码、变换、分词）比训练 step 还重：worker %s 的时间在运行，"
-                    .. "仍跟不上（SOP §6.4 CPU 分支）。", pct(cpu)))
+                    .. "仍跟不上（SOP §6.4 CPU 分支）。", pct_text(cpu)))
       local more_en = full
         and "The CPUs are already full, so more workers will not help; make each sample cheaper: "
         or fmt("The CPUs have room: raise num_workers by one at a time (at most %d, the effective CPUs) and "
@@ -251,10 +249,10 @@ rule {
       cause = T(fmt("The workers have batches ready (asleep %s of their samples); the loop's time goes to receiving "
                     .. "them: %s of its samples are in rebuild_storage_fd / resource_sharer, the per-tensor "
                     .. "file-descriptor handshake that moves each tensor's shared memory to the main process.",
-                    pct(idle), pct(transfer)),
+                    pct_text(idle), pct_text(transfer)),
                 fmt("worker 已备好 batch（%s 的样本在睡眠）；训练循环的时间花在接收上：%s 的样本在 "
                     .. "rebuild_storage_fd / resource_sharer，即把每个 tensor 的共享内存交给主进程的逐 tensor 文件描述符握手。",
-                    pct(idle), pct(transfer)))
+                    pct_text(idle), pct_text(transfer)))
       fix = T("Return fewer, larger tensors per batch: collate each field into one tensor (not lists or dicts of "
               .. "many small tensors), or return numpy arrays/bytes for small items and convert in the step. "
               .. "Measure samples/s after the change.",
@@ -264,9 +262,9 @@ rule {
       kind = T("waiting, neither computing nor in disk IO", "既不计算也不在磁盘 IO，而是在等待")
       cause = T(fmt("The workers are asleep %s of their samples while the loop waits for them: they wait on "
                     .. "something other than the CPU or the disk (network reads, locks, sleeps), see their stack.",
-                    pct(idle)),
+                    pct_text(idle)),
                 fmt("训练循环在等 worker，而 worker %s 的样本在睡眠：它们在等 CPU 和磁盘以外的东西"
-                    .. "（网络读、锁、sleep），见其栈。", pct(idle)))
+                    .. "（网络读、锁、sleep），见其栈。", pct_text(idle)))
       fix = T("Look at what the workers wait on (`sopctl dump --pid WORKER`): for network/object storage, stream "
               .. "large shards (webdataset, StreamingDataset) with prefetching instead of one request per sample; "
               .. "remove locks and sleeps from __getitem__. Measure samples/s after each change.",
@@ -276,8 +274,8 @@ rule {
     return hit {
       severity = 100 * wait >= th.loader_wait_high_pct and "high" or "warn",
       symptom = T(fmt("the training loop is starved by the DataLoader (%s of the time waiting); workers %s",
-                      pct(wait), kind.en),
-                  fmt("训练循环被 DataLoader 拖住（%s 的时间在等数据）；worker %s", pct(wait), kind.zh)),
+                      pct_text(wait), kind.en),
+                  fmt("训练循环被 DataLoader 拖住（%s 的时间在等数据）；worker %s", pct_text(wait), kind.zh)),
       evidence = T(fmt("%s; %s%s%s%s.", base_en, wst_en, work_en, files_en, cpu_en),
                    fmt("%s；%s%s%s%s。", base_zh, wst_zh, work_zh, files_zh, cpu_zh)),
       cause = cause,
@@ -312,22 +310,22 @@ rule {
     end)
     local w = mt.window
     local base_en = fmt("the main thread was inside the in-process fetch (_SingleProcessDataLoaderIter > fetch.py) "
-                        .. "in %d of %d samples (%s) over %.1f s", cnt, w.samples, pct(f), ev.duration_s)
+                        .. "in %d of %d samples (%s) over %.1f s", cnt, w.samples, pct_text(f), ev.duration_s)
     local base_zh = fmt("%.1f 秒内主线程 %d 个样本中有 %d 个（%s）在进程内取数（_SingleProcessDataLoaderIter > fetch.py）",
-                        ev.duration_s, w.samples, cnt, pct(f))
+                        ev.duration_s, w.samples, cnt, pct_text(f))
     if 100 * f < th.loader_inline_fetch_pct then return clear(T(base_en, base_zh)) end
-    local eff = ev.effective_cpus or (ev.host and ev.host.ncpu) or 1
+    local eff = common.effective_cpus(ev) or 1
     local what = best and tail(best.stack, "(fetch.py)", 3) or "?"
     local ev_en = fmt("%s; no worker processes; most sampled: %s; the main thread ran %s and was in disk IO %s of "
-                      .. "the samples; %d effective CPUs.", base_en, what, pct(w.running_frac or 0),
-                      pct(w.io_wait_frac or 0), eff)
+                      .. "the samples; %d effective CPUs.", base_en, what, pct_text(w.running_frac or 0),
+                      pct_text(w.io_wait_frac or 0), eff)
     local ev_zh = fmt("%s；没有 worker 进程；最常见：%s；主线程运行 %s、磁盘 IO %s；有效 CPU %d 个。", base_zh, what,
-                      pct(w.running_frac or 0), pct(w.io_wait_frac or 0), eff)
+                      pct_text(w.running_frac or 0), pct_text(w.io_wait_frac or 0), eff)
     local one = eff < 2
     return hit {
       severity = one and "info" or "warn",
-      symptom = T(fmt("num_workers=0: the training loop spends %s of its time loading samples", pct(f)),
-                  fmt("num_workers=0：训练循环 %s 的时间花在加载样本上", pct(f))),
+      symptom = T(fmt("num_workers=0: the training loop spends %s of its time loading samples", pct_text(f)),
+                  fmt("num_workers=0：训练循环 %s 的时间花在加载样本上", pct_text(f))),
       evidence = T(ev_en, ev_zh),
       cause = T("With num_workers=0 the DataLoader fetches and collates every batch in the training process, "
                 .. "between steps: loading and training never overlap, so each step pays the full loading time "
@@ -544,13 +542,13 @@ rule {
     end
     local parts_en, parts_zh = {}, {}
     for i = 1, math.min(#hits, 6) do
-      parts_en[#parts_en + 1] = fmt("%s %s", hits[i].what.en, pct(hits[i].f))
-      parts_zh[#parts_zh + 1] = fmt("%s %s", hits[i].what.zh, pct(hits[i].f))
+      parts_en[#parts_en + 1] = fmt("%s %s", hits[i].what.en, pct_text(hits[i].f))
+      parts_zh[#parts_zh + 1] = fmt("%s %s", hits[i].what.zh, pct_text(hits[i].f))
     end
     local where = best and tail(best.stack, nil, 3) or "?"
     return hit {
-      symptom = T(fmt("tokenizing in pure Python takes up to %s of a process's time", pct(top)),
-                  fmt("纯 Python 分词最多占一个进程 %s 的时间", pct(top))),
+      symptom = T(fmt("tokenizing in pure Python takes up to %s of a process's time", pct_text(top)),
+                  fmt("纯 Python 分词最多占一个进程 %s 的时间", pct_text(top))),
       evidence = T(fmt("share of samples inside Python tokenizer frames over %.1f s: %s; most sampled: %s; %s.",
                        ev.duration_s, table.concat(parts_en, ", "), where, lib_en),
                    fmt("%.1f 秒内落在 Python tokenizer 帧里的样本比例：%s；最常见：%s；%s。", ev.duration_s,
@@ -584,8 +582,7 @@ rule {
   refs = { REF_TOKENIZERS, REF_MP, REF_DATA },
   check = function(ev, _)
     if not ev.python then
-      return unknown(T("no Python stacks (not CPython, or its memory was not readable)",
-                       "没有 Python 栈（不是 CPython，或无法读取其内存）"))
+      return unknown(common.NO_STACKS)
     end
     local forked, env = {}, nil
     for _, w in ipairs(ev.python.workers or {}) do
@@ -767,12 +764,12 @@ rule {
                       .. "with a worker's command line started%s%s", parent, #young, #dw, th.loader_restart_worker_s,
                       table.concat(ages, ", "), ev.duration_s, exited, appeared,
                       #new_pids > 0 and (" (pids " .. table.concat(new_pids, ", ") .. ")") or "",
-                      wait and fmt("; the training loop waited for batches %s of the window", pct(wait)) or "")
+                      wait and fmt("; the training loop waited for batches %s of the window", pct_text(wait)) or "")
     local ev_zh = fmt("目标进程已运行 %.0f 秒；%d 个 DataLoader worker 中有 %d 个在窗口开始时不超过 %g 秒（pid: 时长 %s）；"
                       .. "%.1f 秒窗口内其中 %d 个退出，另有 %d 个与 worker 命令行相同的子进程启动%s%s", parent, #dw,
                       #young, th.loader_restart_worker_s, table.concat(ages, ", "), ev.duration_s, exited, appeared,
                       #new_pids > 0 and ("（pid " .. table.concat(new_pids, ", ") .. "）") or "",
-                      wait and fmt("；训练循环在 %s 的窗口时间里等 batch", pct(wait)) or "")
+                      wait and fmt("；训练循环在 %s 的窗口时间里等 batch", pct_text(wait)) or "")
     local cause_en, cause_zh
     if seen then
       cause_en = "The DataLoader shuts its workers down at the end of each epoch and starts new ones when the "

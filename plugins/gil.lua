@@ -45,12 +45,10 @@ rule {
   check = function(ev, th)
     local py = ev.python
     if not py or not py.threads then
-      return unknown(T("no Python stacks (not CPython, or its memory was not readable)",
-                       "没有 Python 栈（不是 CPython，或无法读取其内存）"))
+      return unknown(common.NO_STACKS)
     end
-    if not ev.duration_s or ev.duration_s <= 0 then
-      return unknown(T("one snapshot (--duration 0): no per-thread CPU to tell contention",
-                       "只有一次快照（--duration 0）：没有线程 CPU 数据，无法判断 GIL 争用"))
+    if common.no_window(ev) then
+      return common.one_snapshot("no per-thread CPU to tell contention", "没有线程 CPU 数据，无法判断 GIL 争用")
     end
     local p = ev.proc or {}
     if not p.cpu_pct then return unknown(T("process CPU over the window not measured", "窗口内进程 CPU 未测得")) end
@@ -72,7 +70,7 @@ rule {
         if o.wait_pct then wait_sum, wait_n = wait_sum + o.wait_pct, wait_n + 1 end
       end
     end
-    local eff = ev.effective_cpus or (ev.host and ev.host.ncpu) or 1
+    local eff = common.effective_cpus(ev) or 1
     local summary_en = fmt("%d Python threads busy (>= %g%% of a core each); process %.0f%% CPU; %d effective CPUs",
                            #busy, th.gil_thread_busy_pct, p.cpu_pct, eff)
     local summary_zh = fmt("%d 个 Python 线程繁忙（各 >= 单核 %g%%）；进程 CPU %.0f%%；有效 CPU %d 个",

@@ -249,9 +249,7 @@ rule {
   check = function(ev, th)
     local p = ev.proc
     if not p then return no_proc(ev) end
-    if not ev.duration_s or ev.duration_s <= 0 then
-      return unknown(T("one snapshot (--duration 0): no read rates", "只有一次快照（--duration 0）：没有读速率"))
-    end
+    if common.no_window(ev) then return common.one_snapshot("no read rates", "没有读速率") end
     local io = p.io
     if not io or not io.syscr_per_s then
       return unknown(T("/proc/PID/io not readable: no read-call rate",
@@ -355,9 +353,7 @@ rule {
   refs = REFS,
   check = function(ev, th)
     if not ev.proc then return no_proc(ev) end
-    if not ev.duration_s or ev.duration_s <= 0 then
-      return unknown(T("one snapshot (--duration 0): no read rates", "只有一次快照（--duration 0）：没有读速率"))
-    end
+    if common.no_window(ev) then return common.one_snapshot("no read rates", "没有读速率") end
     local rs = readers(ev)
     if #rs == 0 then
       return unknown(T("/proc/PID/io not readable: no read rates", "读不到 /proc/PID/io：没有读速率"))
@@ -623,9 +619,7 @@ rule {
            "https://docs.kernel.org/admin-guide/cgroup-v2.html" },
   check = function(ev, th)
     if not ev.proc then return no_proc(ev) end
-    if not ev.duration_s or ev.duration_s <= 0 then
-      return unknown(T("one snapshot (--duration 0): no read rates", "只有一次快照（--duration 0）：没有读速率"))
-    end
+    if common.no_window(ev) then return common.one_snapshot("no read rates", "没有读速率") end
     local disk, measured = 0, false
     for _, r in ipairs(readers(ev)) do
       if r.io.read_bytes_per_s then

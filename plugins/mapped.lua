@@ -102,10 +102,7 @@ rule {
   check = function(ev, th)
     local p = ev.proc
     if not p then return no_proc(ev) end
-    if not ev.duration_s or ev.duration_s <= 0 then
-      return unknown(T("one snapshot (--duration 0): no fault or read rates",
-                       "只有一次快照（--duration 0）：没有缺页与读速率"))
-    end
+    if common.no_window(ev) then return common.one_snapshot("no fault or read rates", "没有缺页与读速率") end
     local io = p.io
     if not p.majflt_per_s or not io or not io.read_bytes_per_s then
       return unknown(T("major faults or /proc/PID/io not measured over the window",

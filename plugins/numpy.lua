@@ -47,13 +47,9 @@ end
 
 -- Shared preconditions of the stack rules: a window was sampled, and which threads were busy.
 local function busy_threads(ev, th)
-  if not ev.duration_s or ev.duration_s <= 0 then
-    return nil, unknown(T("one snapshot (--duration 0): no sampled window",
-                          "只有一次快照（--duration 0）：没有采样窗口"))
-  end
+  if common.no_window(ev) then return nil, common.one_snapshot("no sampled window", "没有采样窗口") end
   if not ev.python then
-    return nil, unknown(T("no Python stacks (not CPython, or its memory was not readable)",
-                          "没有 Python 栈（不是 CPython，或无法读取其内存）"))
+    return nil, unknown(common.NO_STACKS)
   end
   local all = sampled_threads(ev)
   if #all == 0 then
@@ -405,11 +401,9 @@ rule {
   check = function(ev, th)
     local p = ev.proc
     if not p then return unknown(T("the process is gone", "进程已不存在")) end
-    if not ev.duration_s or ev.duration_s <= 0 then
-      return unknown(T("one snapshot (--duration 0): no CPU rates", "只有一次快照（--duration 0）：没有 CPU 速率"))
-    end
-    local eff = ev.effective_cpus or (ev.host and ev.host.ncpu)
-    if not eff then return unknown(T("effective CPU count unknown", "有效 CPU 数未知")) end
+    if common.no_window(ev) then return common.one_snapshot("no CPU rates", "没有 CPU 速率") end
+    local eff = common.effective_cpus(ev)
+    if not eff then return unknown(common.NO_CPUS) end
     local libs, seen = {}, {}
     for _, l in ipairs(p.libs or {}) do
       local name = l.name or l.kind

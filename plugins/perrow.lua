@@ -60,12 +60,9 @@ rule {
   check = function(ev, th)
     local py = ev.python
     if not py or not py.threads then
-      return unknown(T("no Python stacks (not CPython, or its memory was not readable)",
-                       "没有 Python 栈（不是 CPython，或无法读取其内存）"))
+      return unknown(common.NO_STACKS)
     end
-    if not ev.duration_s or ev.duration_s <= 0 then
-      return unknown(T("one snapshot (--duration 0): no sampled window", "只有一次快照（--duration 0）：没有采样窗口"))
-    end
+    if common.no_window(ev) then return common.one_snapshot("no sampled window", "没有采样窗口") end
     local best, working = nil, 0
     for _, t in ipairs(py.threads) do
       local w = t.window

@@ -9,7 +9,7 @@
 local common = require "plugins.common"
 local T, no_proc = common.T, common.no_proc
 
-local function pct(x) return 100 * x end
+local function frac_pct(x) return 100 * x end
 
 
 -- The sampled Python threads of the target, or nil and the reason.
@@ -177,7 +177,7 @@ rule {
       return unknown(T(fmt("only %d samples of the main thread (< %d)", w.samples, th.sampled_min_samples),
                        fmt("主线程只有 %d 个样本（< %d）", w.samples, th.sampled_min_samples)))
     end
-    local share = pct(w.import_frac)
+    local share = frac_pct(w.import_frac)
     local age = p.age_s
     local base_en = fmt("main thread inside importlib in %.0f%% of %d samples", share, w.samples)
     local base_zh = fmt("主线程 %d 个样本中 %.0f%% 在 importlib 内", w.samples, share)
@@ -196,13 +196,13 @@ rule {
     end
     local mod = w.import_module or "?"
     local mod_en = w.import_module and fmt("; top-level module being imported: %s (%.0f%% of samples)",
-                                           mod, pct(w.import_module_frac or 0)) or ""
+                                           mod, frac_pct(w.import_module_frac or 0)) or ""
     local mod_zh = w.import_module and fmt("；正在导入的顶层模块：%s（%.0f%% 样本）",
-                                           mod, pct(w.import_module_frac or 0)) or ""
+                                           mod, frac_pct(w.import_module_frac or 0)) or ""
     local io_en, io_zh = "", ""
     if w.io_wait_frac and w.io_wait_frac > 0 then
-      io_en = fmt("; in D state (disk) %.0f%% of samples", pct(w.io_wait_frac))
-      io_zh = fmt("；D 状态（等盘）%.0f%% 样本", pct(w.io_wait_frac))
+      io_en = fmt("; in D state (disk) %.0f%% of samples", frac_pct(w.io_wait_frac))
+      io_zh = fmt("；D 状态（等盘）%.0f%% 样本", frac_pct(w.io_wait_frac))
     end
     return hit {
       symptom = T(fmt("start-up spent importing: %.0f%% of the main thread's time in import", share),
@@ -276,7 +276,7 @@ rule {
       if w.samples >= th.sampled_min_samples and w.logging_frac then
         n_ok = n_ok + 1
         local working = (w.active_frac or 0) + (w.io_wait_frac or 0)
-        if pct(working) >= th.logging_work_pct and w.logging_frac > worst_share then
+        if frac_pct(working) >= th.logging_work_pct and w.logging_frac > worst_share then
           worst, worst_share = t, w.logging_frac
         end
       end
@@ -285,26 +285,27 @@ rule {
       return unknown(T(fmt("no thread with >= %d samples", th.sampled_min_samples),
                        fmt("没有样本数 >= %d 的线程", th.sampled_min_samples)))
     end
-    local share = pct(worst_share)
+    local share = frac_pct(worst_share)
     if not worst or share < th.logging_frac_pct then
       return clear(T(fmt("no working thread spends >= %g%% of samples in logging (most: %.0f%%)",
                          th.logging_frac_pct, share),
                      fmt("没有工作线程在 logging 内的样本 >= %g%%（最多 %.0f%%）", th.logging_frac_pct, share)))
     end
     local w = worst.window
-    local fmt_pct, write_pct = pct(w.logging_format_frac or 0), pct(w.logging_write_frac or 0)
+    local fmt_pct, write_pct = frac_pct(w.logging_format_frac or 0), frac_pct(w.logging_write_frac or 0)
     local slow, nlocal = writable_files(ev)
     local site_en = w.logging_site and fmt("; calls from %s (%.0f%% of samples)", w.logging_site,
-                                           pct(w.logging_site_frac or 0)) or ""
+                                           frac_pct(w.logging_site_frac or 0)) or ""
     local site_zh = w.logging_site and fmt("；调用点 %s（%.0f%% 样本）", w.logging_site,
-                                           pct(w.logging_site_frac or 0)) or ""
+                                           frac_pct(w.logging_site_frac or 0)) or ""
     local files_en, files_zh = "", ""
     if #slow > 0 then
       files_en = "; log files on network/FUSE storage: " .. table.concat(slow, ", ")
       files_zh = "；日志文件在网络/FUSE 存储上：" .. table.concat(slow, "、")
     end
-    local io_en = w.io_wait_frac and w.io_wait_frac > 0 and fmt("; thread in D state %.0f%%", pct(w.io_wait_frac)) or ""
-    local io_zh = w.io_wait_frac and w.io_wait_frac > 0 and fmt("；线程 D 状态 %.0f%%", pct(w.io_wait_frac)) or ""
+    local io_en = w.io_wait_frac and w.io_wait_frac > 0
+                  and fmt("; thread in D state %.0f%%", frac_pct(w.io_wait_frac)) or ""
+    local io_zh = w.io_wait_frac and w.io_wait_frac > 0 and fmt("；线程 D 状态 %.0f%%", frac_pct(w.io_wait_frac)) or ""
     local cause_en = fmt("Every record walks the logger (findCaller, makeRecord, handler locks), is "
                          .. "formatted (%.0f%% of samples) and written synchronously by the "
                          .. "handler in the calling thread (%.0f%% in emit/flush)", fmt_pct, write_pct)
@@ -387,7 +388,7 @@ rule {
                        fmt("没有样本数 >= %d 的线程", th.sampled_min_samples)))
     end
     local w = worst.window
-    local share, spawn = pct(w.subprocess_frac), pct(w.subprocess_spawn_frac or 0)
+    local share, spawn = frac_pct(w.subprocess_frac), frac_pct(w.subprocess_spawn_frac or 0)
     local base_en = fmt("tid %d %s: %.0f%% of %d samples in subprocess (launching: %.0f%%)",
                         worst.tid, worst.name or "?", share, w.samples, spawn)
     local base_zh = fmt("tid %d %s：%d 个样本中 %.0f%% 在 subprocess 内（启动阶段 %.0f%%）",

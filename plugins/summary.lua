@@ -88,7 +88,7 @@ rule {
       return unknown(T("one snapshot (--duration 0): no CPU rates to classify the run",
                        "只有一次快照（--duration 0）：没有 CPU 速率，无法判断"))
     end
-    local eff = ev.effective_cpus or (ev.host and ev.host.ncpu) or 1
+    local eff = common.effective_cpus(ev) or 1
     local job, nworkers = p.cpu_pct, 0
     for _, c in ipairs(ev.children or {}) do
       if c.cpu_pct then job, nworkers = job + c.cpu_pct, nworkers + 1 end
