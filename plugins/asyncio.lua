@@ -6,6 +6,7 @@
 
 local common = require "plugins.common"
 local T = common.T
+local tr = common.tr
 
 local ends_with = common.ends_with
 
@@ -91,15 +92,16 @@ rule {
                      fmt("事件循环线程 tid %d 有 %.0f ms 没有回到 selector，位置 %s（%.1f 秒窗口内以 %g Hz 采样 %d 次中最长的一段）",
                          lp.tid or 0, lp.longest_block_ms, frame, ev.duration_s or 0, smp.rate_hz or 0,
                          smp.samples or 0)),
-        cause = T(fmt("asyncio runs every coroutine on one thread: code in %s that does not await (time.sleep, "
-                      .. "requests/sync DB client, CPU work, json.loads of a large body) holds the whole loop for "
-                      .. "as long as it runs (SOP §5.1, §5.2).", fname),
-                  fmt("asyncio 在单线程上调度所有协程：%s 中不 await 的代码（time.sleep、requests/同步数据库客户端、"
-                      .. "CPU 计算、大 JSON 解析）运行多久，整个事件循环就卡多久（SOP §5.1、§5.2）。", fname)),
-        verify = T(fmt("`sopctl evidence --pid %d --duration 10`: python.loop.longest_block_ms below %g; "
-                       .. "PYTHONASYNCIODEBUG=1 prints no 'Executing <Task ...> took' warnings.", ev.pid, block_ms),
-                   fmt("`sopctl evidence --pid %d --duration 10`：python.loop.longest_block_ms 低于 %g；"
-                       .. "PYTHONASYNCIODEBUG=1 不再出现 'Executing <Task ...> took' 告警。", ev.pid, block_ms)),
+        cause = tr("asyncio runs every coroutine on one thread: code in {fname:%s} that does not await (time.sleep, "
+                   .. "requests/sync DB client, CPU work, json.loads of a large body) holds the whole loop for "
+                   .. "as long as it runs (SOP §5.1, §5.2).",
+                   "asyncio 在单线程上调度所有协程：{fname:%s} 中不 await 的代码（time.sleep、requests/同步数据库客户端、"
+                   .. "CPU 计算、大 JSON 解析）运行多久，整个事件循环就卡多久（SOP §5.1、§5.2）。", { fname = fname }),
+        verify = tr("`sopctl evidence --pid {pid} --duration 10`: python.loop.longest_block_ms below {block_ms:%g}; "
+                    .. "PYTHONASYNCIODEBUG=1 prints no 'Executing <Task ...> took' warnings.",
+                    "`sopctl evidence --pid {pid} --duration 10`：python.loop.longest_block_ms 低于 {block_ms:%g}；"
+                    .. "PYTHONASYNCIODEBUG=1 不再出现 'Executing <Task ...> took' 告警。",
+                    { pid = ev.pid, block_ms = block_ms }),
         refs = { "https://docs.python.org/3/library/asyncio-dev.html#running-blocking-code" },
       }
     end
@@ -145,13 +147,13 @@ rule {
                           .. "as long as it runs (SOP §5.1, §5.2).", (own or user).func or "?"),
                       fmt("asyncio 在单线程上调度所有协程：%s 中不 await 的代码（time.sleep、requests/同步数据库客户端、"
                           .. "CPU 计算、大 JSON 解析）运行多久，整个事件循环就卡多久（SOP §5.1、§5.2）。", (own or user).func or "?")),
-            verify = T(fmt("Run with PYTHONASYNCIODEBUG=1 (or loop.set_debug(True), "
-                           .. "loop.slow_callback_duration = 0.1): no 'Executing <Task ...> took' warnings; "
-                           .. "`sopctl dump --pid %d` shows the loop "
-                           .. "thread in the selector (selectors.py select) between requests.", ev.pid),
-                       fmt("以 PYTHONASYNCIODEBUG=1 运行（或 loop.set_debug(True)、loop.slow_callback_duration = 0.1）："
-                           .. "不再出现 'Executing <Task ...> took' 告警；`sopctl dump --pid %d` 显示请求之间事件循环线程停在 "
-                           .. "selector（selectors.py select）。", ev.pid)),
+            verify = tr("Run with PYTHONASYNCIODEBUG=1 (or loop.set_debug(True), "
+                        .. "loop.slow_callback_duration = 0.1): no 'Executing <Task ...> took' warnings; "
+                        .. "`sopctl dump --pid {pid}` shows the loop "
+                        .. "thread in the selector (selectors.py select) between requests.",
+                        "以 PYTHONASYNCIODEBUG=1 运行（或 loop.set_debug(True)、loop.slow_callback_duration = 0.1）："
+                        .. "不再出现 'Executing <Task ...> took' 告警；`sopctl dump --pid {pid}` 显示请求之间事件循环线程停在 "
+                        .. "selector（selectors.py select）。", { pid = ev.pid }),
           }
         end
       end
@@ -160,13 +162,13 @@ rule {
       return clear(T("no asyncio event loop among the Python threads", "Python 线程中没有 asyncio 事件循环"))
     end
     if lp and lp.longest_block_ms then
-      return clear(T(fmt("%d event loop(s), each waiting in the selector at the snapshot; longest stretch away "
-                         .. "from the selector over the window %.0f ms", loops, lp.longest_block_ms),
-                     fmt("%d 个事件循环，快照时都在 selector 中等待；窗口内离开 selector 最长 %.0f ms", loops,
-                         lp.longest_block_ms)))
+      return clear(tr("{loops} event loop(s), each waiting in the selector at the snapshot; longest stretch away "
+                      .. "from the selector over the window {longest_block_ms:%.0f} ms",
+                      "{loops} 个事件循环，快照时都在 selector 中等待；窗口内离开 selector 最长 {longest_block_ms:%.0f} ms",
+                      { loops = loops, longest_block_ms = lp.longest_block_ms }))
     end
-    return clear(T(fmt("%d event loop(s), each waiting in the selector at the snapshot", loops),
-                   fmt("%d 个事件循环，快照时都在 selector 中等待", loops)))
+    return clear(tr("{loops} event loop(s), each waiting in the selector at the snapshot",
+                    "{loops} 个事件循环，快照时都在 selector 中等待", { loops = loops }))
   end,
 }
 
@@ -222,8 +224,8 @@ rule {
       return clear(T("no asyncio event loop among the Python threads", "Python 线程中没有 asyncio 事件循环"))
     end
     if found.kind ~= "asyncio" then
-      return clear(T(fmt("the event loop (tid %d) runs on uvloop", found.tid),
-                     fmt("事件循环（tid %d）运行在 uvloop 上", found.tid)))
+      return clear(tr("the event loop (tid {tid}) runs on uvloop",
+                      "事件循环（tid {tid}）运行在 uvloop 上", { tid = found.tid }))
     end
     if not found.cpu or found.cpu < th.uvloop_busy_pct then
       return clear(T(fmt("asyncio loop thread tid %d used %.0f%% of a core (< %g%%): not busy enough for the loop's "
@@ -247,10 +249,10 @@ rule {
                    fmt("事件循环线程 tid %d 在 %.1f 秒内用了单核 %.0f%%，运行的是 asyncio 默认循环（base_events.run_forever）%s；"
                        .. "uvloop %s", found.tid, ev.duration_s, found.cpu, longest_zh,
                        uvloop_loaded and "已加载但未被使用" or "未加载")),
-      verify = T(fmt("`sopctl dump --pid %d` shows no base_events.run_forever frame on the loop thread; the loop "
-                     .. "thread's CPU per request drops (`sopctl run --pid %d --duration 5`)", ev.pid, ev.pid),
-                 fmt("`sopctl dump --pid %d` 的循环线程栈里不再有 base_events.run_forever；每个请求的 CPU 下降"
-                     .. "（`sopctl run --pid %d --duration 5`）", ev.pid, ev.pid)),
+      verify = tr("`sopctl dump --pid {pid}` shows no base_events.run_forever frame on the loop thread; the loop "
+                  .. "thread's CPU per request drops (`sopctl run --pid {pid} --duration 5`)",
+                  "`sopctl dump --pid {pid}` 的循环线程栈里不再有 base_events.run_forever；每个请求的 CPU 下降"
+                  .. "（`sopctl run --pid {pid} --duration 5`）", { pid = ev.pid }),
     }
   end,
 }

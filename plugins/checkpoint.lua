@@ -5,6 +5,7 @@
 
 local common = require "plugins.common"
 local T, no_proc = common.T, common.no_proc
+local tr = common.tr
 
 
 local REFS = {
@@ -162,8 +163,8 @@ rule {
     local load = call == "torch.load"
     return hit {
       severity = "warn",
-      symptom = T(fmt("%s is CPU bound: one thread serializes on one core while the disk idles", call),
-                  fmt("%s 受 CPU 限制：单线程在一个核上序列化，磁盘却空闲", call)),
+      symptom = tr("{call:%s} is CPU bound: one thread serializes on one core while the disk idles",
+                   "{call:%s} 受 CPU 限制：单线程在一个核上序列化，磁盘却空闲", { call = call }),
       evidence = T(fmt("Over %.1f s: %s%s%s%s.", ev.duration_s, base_en, file_en, disk_en, stack_en),
                    fmt("%.1f 秒内：%s%s%s%s。", ev.duration_s, base_zh, file_zh, disk_zh, stack_en)),
       fix = load and T("Load without unpickling the tensors: torch.load(path, mmap=True, "

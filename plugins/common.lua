@@ -21,18 +21,35 @@ local common = {}
 
 function common.T(en, zh) return { en = en, zh = zh } end
 
--- One text in both languages, with named placeholders filled from args: "{name}" is the value as
--- %s for a string and %d for a number (an integer: a fraction raises, as fmt's %d would), and
--- "{name:%.1f}" uses the given format. A placeholder without a value raises (fmt would print
--- "nil"). tr("{n} busy threads on {cpus} CPUs", "{n} 个繁忙线程，{cpus} 个 CPU", {n = 3, cpus = 2}).
+-- One text in both languages, with named placeholders filled from args, so the two texts may
+-- place them in different orders: "{name}" is the value as %s for a string and %d for a number
+-- (an integer: a fraction raises, as fmt's %d would; a missing value raises), "{name:%.1f}" is
+-- fmt("%.1f", value). Anything else in braces is kept as is.
+-- tr("{n} busy threads on {cpus} CPUs", "{n} 个繁忙线程，{cpus} 个 CPU", { n = 3, cpus = 2 }).
 local function fill(text, args)
-  return (text:gsub("{([%w_]+)(:?[^{}]*)}", function(name, spec)
-    if spec ~= "" and spec:sub(1, 1) ~= ":" then return nil end -- not a placeholder: kept
-    local v = args[name]
-    if v == nil then error("tr: no value for {" .. name .. "}") end
-    if spec ~= "" then return fmt(spec:sub(2), v) end
-    return type(v) == "number" and fmt("%d", v) or tostring(v)
-  end))
+  local out, i = {}, 1
+  while true do
+    local a = text:find("{", i, true)
+    if not a then break end
+    -- on a short piece: the sandbox prices a pattern by the subject's length
+    local name, spec, e = text:sub(a, a + 63):match("^{([%w_]+)(:?[^{}%s]*)}()")
+    if name and (spec == "" or spec:sub(1, 2) == ":%") then
+      local v = args[name]
+      if v == nil and spec == "" then error("tr: no value for {" .. name .. "}") end
+      out[#out + 1] = text:sub(i, a - 1)
+      if spec ~= "" then
+        out[#out + 1] = fmt(spec:sub(2), v)
+      else
+        out[#out + 1] = type(v) == "number" and fmt("%d", v) or tostring(v)
+      end
+      i = a + e - 1
+    else
+      out[#out + 1] = text:sub(i, a) -- not a placeholder: kept as is
+      i = a + 1
+    end
+  end
+  out[#out + 1] = text:sub(i)
+  return table.concat(out)
 end
 
 function common.tr(en, zh, args)

@@ -7,6 +7,7 @@
 
 local common = require "plugins.common"
 local T, no_proc = common.T, common.no_proc
+local tr = common.tr
 
 -- Why a rule that needs the live process cannot judge.
 
@@ -194,30 +195,29 @@ local function legacy_check(ev, th)
 
   return hit {
     severity = busy >= th.oversub_high_ratio * eff and "high" or "warn",
-    symptom = T(fmt("%d busy threads compete for %d effective CPUs", busy, eff),
-                fmt("%d 个繁忙线程争抢 %d 个有效 CPU", busy, eff)),
+    symptom = tr("{busy} busy threads compete for {eff} effective CPUs",
+                 "{busy} 个繁忙线程争抢 {eff} 个有效 CPU", { busy = busy, eff = eff }),
     evidence = T(fmt("%s (%s); %s%s; busiest: %s.", base_en, lim_s,
                      table.concat(env_en, ", "), libs_s, table.concat(tl, ", ")),
                  fmt("%s（%s）；%s%s；最忙：%s。", base_zh, lim_s, table.concat(env_zh, "，"),
                      libs_z, table.concat(tl, "，"))),
     cause = T(cause_en, cause_zh),
-    fix = T(fmt("Size every pool to the %d effective CPUs: in the job spec, before Python "
-                .. "starts, export OMP_NUM_THREADS, MKL_NUM_THREADS and OPENBLAS_NUM_THREADS "
-                .. "= %d divided by the number of busy worker processes (at least 1); in "
-                .. "code, threadpoolctl.threadpool_limits(1) inside each DataLoader/"
-                .. "multiprocessing worker and torch.set_num_threads(%d) in the main "
-                .. "process; keep CPU-bound worker processes <= %d. Do not raise num_workers "
-                .. "or thread counts to compensate: change one number and measure step time.",
-                eff, eff, eff, eff),
-            fmt("让所有线程池对齐 %d 个有效 CPU：在作业配置里、Python 启动前导出 OMP_NUM_THREADS、"
-                .. "MKL_NUM_THREADS、OPENBLAS_NUM_THREADS = %d 除以繁忙 worker 进程数（至少 1）；代码里在"
-                .. "每个 DataLoader/multiprocessing worker 内调用 threadpoolctl.threadpool_limits(1)，主进程"
-                .. " torch.set_num_threads(%d)；CPU 密集的 worker 进程 <= %d 个。不要靠加 num_workers 或"
-                .. "线程数来补偿：一次只改一个数并测 step 时间。", eff, eff, eff, eff)),
-    verify = T(fmt("`sopctl run --pid %d --duration 2`: busy threads <= %d, cpu.throttled "
-                   .. "clear, and the step time (samples/s) improves.", ev.pid, eff),
-               fmt("`sopctl run --pid %d --duration 2`：繁忙线程 <= %d，cpu.throttled 为 clear，"
-                   .. "step 时间（samples/s）改善。", ev.pid, eff)),
+    fix = tr("Size every pool to the {eff} effective CPUs: in the job spec, before Python "
+             .. "starts, export OMP_NUM_THREADS, MKL_NUM_THREADS and OPENBLAS_NUM_THREADS "
+             .. "= {eff} divided by the number of busy worker processes (at least 1); in "
+             .. "code, threadpoolctl.threadpool_limits(1) inside each DataLoader/"
+             .. "multiprocessing worker and torch.set_num_threads({eff}) in the main "
+             .. "process; keep CPU-bound worker processes <= {eff}. Do not raise num_workers "
+             .. "or thread counts to compensate: change one number and measure step time.",
+             "让所有线程池对齐 {eff} 个有效 CPU：在作业配置里、Python 启动前导出 OMP_NUM_THREADS、"
+             .. "MKL_NUM_THREADS、OPENBLAS_NUM_THREADS = {eff} 除以繁忙 worker 进程数（至少 1）；代码里在"
+             .. "每个 DataLoader/multiprocessing worker 内调用 threadpoolctl.threadpool_limits(1)，主进程"
+             .. " torch.set_num_threads({eff})；CPU 密集的 worker 进程 <= {eff} 个。不要靠加 num_workers 或"
+             .. "线程数来补偿：一次只改一个数并测 step 时间。", { eff = eff }),
+    verify = tr("`sopctl run --pid {pid} --duration 2`: busy threads <= {eff}, cpu.throttled "
+                .. "clear, and the step time (samples/s) improves.",
+                "`sopctl run --pid {pid} --duration 2`：繁忙线程 <= {eff}，cpu.throttled 为 clear，"
+                .. "step 时间（samples/s）改善。", { pid = ev.pid, eff = eff }),
     refs = {
       "https://github.com/joblib/threadpoolctl",
       "https://pytorch.org/docs/stable/generated/torch.set_num_threads.html",
@@ -601,12 +601,12 @@ rule {
     if not cap then return unknown(common.NO_CPUS) end
     local caps = fmt("%g", cap)
     if cap < 2 then
-      return clear(T(fmt("%s CPU: no pool can use more than one", caps), fmt("%s 个 CPU：线程池无法用到更多", caps)))
+      return clear(tr("{caps:%s} CPU: no pool can use more than one", "{caps:%s} 个 CPU：线程池无法用到更多", { caps = caps }))
     end
     local load = s.runnable_load
     if cap - load < th.pool_spare_cpus then
-      return clear(T(fmt("the tree's runnable load %.1f fills the %s CPUs the job may use", load, caps),
-                     fmt("进程树的可运行负载 %.1f 已占满作业可用的 %s 个 CPU", load, caps)))
+      return clear(tr("the tree's runnable load {load:%.1f} fills the {caps:%s} CPUs the job may use",
+                      "进程树的可运行负载 {load:%.1f} 已占满作业可用的 {caps:%s} 个 CPU", { load = load, caps = caps }))
     end
     local py_tids = python_threads(ev)
     if not py_tids then
@@ -641,10 +641,10 @@ rule {
       end
     end
     if not best then
-      return clear(T(fmt("no pegged thread computing natively (torch/BLAS/OpenMP mapped) with a pool smaller than "
-                         .. "the %s CPUs; the tree's runnable load is %.1f", caps, load),
-                     fmt("没有在原生计算（已加载 torch/BLAS/OpenMP）中占满一个核、且线程池小于 %s 个 CPU 的线程；"
-                         .. "进程树的可运行负载为 %.1f", caps, load)))
+      return clear(tr("no pegged thread computing natively (torch/BLAS/OpenMP mapped) with a pool smaller than "
+                      .. "the {caps:%s} CPUs; the tree's runnable load is {load:%.1f}",
+                      "没有在原生计算（已加载 torch/BLAS/OpenMP）中占满一个核、且线程池小于 {caps:%s} 个 CPU 的线程；"
+                      .. "进程树的可运行负载为 {load:%.1f}", { caps = caps, load = load }))
     end
 
     local sp, pg = best.sp, best.pegged
@@ -783,23 +783,23 @@ rule {
     local n = math.max(1, math.floor(q))
     return hit {
       severity = (window and tp >= th.throttled_high_pct) and "high" or "warn",
-      symptom = T(fmt("CPU quota throttling: %.0f%% of periods throttled", tp),
-                  fmt("CPU quota 限流：%.0f%% 的周期被 throttle", tp)),
+      symptom = tr("CPU quota throttling: {tp:%.0f}% of periods throttled",
+                   "CPU quota 限流：{tp:%.0f}% 的周期被 throttle", { tp = tp }),
       evidence = T(base_en .. ex_en .. ".", base_zh .. ex_zh .. "。"),
-      cause = T(fmt("The job's threads want more CPU time than the %s-CPU quota: once the cgroup "
-                    .. "has used its quota in a period, all its threads stop until the next "
-                    .. "period starts, which stalls steps and adds latency (CFS bandwidth "
-                    .. "control).", qs),
-                fmt("作业线程需要的 CPU 时间超过 %s 个 CPU 的 quota：cgroup 在一个周期内用完 quota 后，"
-                    .. "它的所有线程都要停到下一个周期开始，step 卡顿、延迟上升（CFS 带宽控制）。", qs)),
-      fix = T(fmt("Match demand and quota (SOP §8.5): set OMP_NUM_THREADS, MKL_NUM_THREADS and "
-                  .. "OPENBLAS_NUM_THREADS to %d (the quota), torch.set_num_threads(%d), and keep "
-                  .. "worker processes x threads per worker <= %d; in Kubernetes set CPU "
-                  .. "requests == limits in whole CPUs, or raise the limit when the node has the "
-                  .. "cores.", n, n, n),
-              fmt("让需求与 quota 对齐（SOP §8.5）：OMP_NUM_THREADS、MKL_NUM_THREADS、OPENBLAS_NUM_THREADS "
-                  .. "设为 %d（即 quota），torch.set_num_threads(%d)，worker 进程数 × 每个 worker 线程数 <= %d；"
-                  .. "Kubernetes 里 CPU requests == limits 且为整数核，或在节点有余量时调大 limit。", n, n, n)),
+      cause = tr("The job's threads want more CPU time than the {qs:%s}-CPU quota: once the cgroup "
+                 .. "has used its quota in a period, all its threads stop until the next "
+                 .. "period starts, which stalls steps and adds latency (CFS bandwidth "
+                 .. "control).",
+                 "作业线程需要的 CPU 时间超过 {qs:%s} 个 CPU 的 quota：cgroup 在一个周期内用完 quota 后，"
+                 .. "它的所有线程都要停到下一个周期开始，step 卡顿、延迟上升（CFS 带宽控制）。", { qs = qs }),
+      fix = tr("Match demand and quota (SOP §8.5): set OMP_NUM_THREADS, MKL_NUM_THREADS and "
+               .. "OPENBLAS_NUM_THREADS to {n} (the quota), torch.set_num_threads({n}), and keep "
+               .. "worker processes x threads per worker <= {n}; in Kubernetes set CPU "
+               .. "requests == limits in whole CPUs, or raise the limit when the node has the "
+               .. "cores.",
+               "让需求与 quota 对齐（SOP §8.5）：OMP_NUM_THREADS、MKL_NUM_THREADS、OPENBLAS_NUM_THREADS "
+               .. "设为 {n}（即 quota），torch.set_num_threads({n})，worker 进程数 × 每个 worker 线程数 <= {n}；"
+               .. "Kubernetes 里 CPU requests == limits 且为整数核，或在节点有余量时调大 limit。", { n = n }),
       verify = T(fmt("Read cpu.stat of %s twice 10 s apart: nr_throttled stops growing; `sopctl run "
                      .. "--duration 2` shows throttling below %g%%.", cpu_path or "the cgroup",
                      th.throttled_pct),

@@ -17,6 +17,7 @@
 
 local common = require "plugins.common"
 local T = common.T
+local tr = common.tr
 
 local REF_DATA = "https://pytorch.org/docs/stable/data.html"
 local REF_TOK = "https://huggingface.co/docs/transformers/main_classes/tokenizer"
@@ -334,17 +335,17 @@ rule {
                 "num_workers=0 时 DataLoader 在训练进程里、两个 step 之间取数并 collate：加载与训练从不重叠，每个 step "
                 .. "都付全部加载时间（SOP §6.1、§6.2）" .. (one and "；只有一个有效 CPU 时 worker 要与训练争同一个核，"
                 .. "只有 IO 等待能被重叠。" or "。")),
-      fix = T(fmt("Load in worker processes: DataLoader(num_workers=2, persistent_workers=True, prefetch_factor=2) "
-                  .. "as a start, then raise num_workers one at a time (at most %d, the effective CPUs, minus what "
-                  .. "the step needs) keeping a value only while samples/s improves. Limit BLAS/OpenMP threads per "
-                  .. "worker (threadpoolctl.threadpool_limits(1) in worker_init_fn).", eff),
-              fmt("用 worker 进程加载：先设 DataLoader(num_workers=2, persistent_workers=True, prefetch_factor=2)，"
-                  .. "再每次加 1（最多 %d 个有效 CPU 减去训练 step 需要的），只有 samples/s 提高才保留。每个 worker "
-                  .. "限制 BLAS/OpenMP 线程（worker_init_fn 里 threadpoolctl.threadpool_limits(1)）。", eff)),
-      verify = T(fmt("`sopctl run --pid %d --duration 5`: dataloader.no_workers clear, dataloader.starved clear, "
-                     .. "and the step time (samples/s) improves.", ev.pid),
-                 fmt("`sopctl run --pid %d --duration 5`：dataloader.no_workers 与 dataloader.starved 为 clear，"
-                     .. "step 时间（samples/s）改善。", ev.pid)),
+      fix = tr("Load in worker processes: DataLoader(num_workers=2, persistent_workers=True, prefetch_factor=2) "
+               .. "as a start, then raise num_workers one at a time (at most {eff}, the effective CPUs, minus what "
+               .. "the step needs) keeping a value only while samples/s improves. Limit BLAS/OpenMP threads per "
+               .. "worker (threadpoolctl.threadpool_limits(1) in worker_init_fn).",
+               "用 worker 进程加载：先设 DataLoader(num_workers=2, persistent_workers=True, prefetch_factor=2)，"
+               .. "再每次加 1（最多 {eff} 个有效 CPU 减去训练 step 需要的），只有 samples/s 提高才保留。每个 worker "
+               .. "限制 BLAS/OpenMP 线程（worker_init_fn 里 threadpoolctl.threadpool_limits(1)）。", { eff = eff }),
+      verify = tr("`sopctl run --pid {pid} --duration 5`: dataloader.no_workers clear, dataloader.starved clear, "
+                  .. "and the step time (samples/s) improves.",
+                  "`sopctl run --pid {pid} --duration 5`：dataloader.no_workers 与 dataloader.starved 为 clear，"
+                  .. "step 时间（samples/s）改善。", { pid = ev.pid }),
     }
   end,
 }
@@ -405,25 +406,25 @@ rule {
       evidence = T(fmt("%s; %d workers runnable half their samples or more, together %.0f%% CPU%s.", base_en, busy,
                        wcpu, main_en),
                    fmt("%s；%d 个 worker 至少一半样本处于可运行态，合计 CPU %.0f%%%s。", base_zh, busy, wcpu, main_zh)),
-      cause = T(fmt("num_workers is sized beyond the %d CPUs the job may use: the workers time-slice the same "
-                    .. "cores, take CPU from the training step and each other, and each holds its own copy of the "
-                    .. "dataset state and prefetched batches (SOP §6.2: num_workers above the cores fights the "
-                    .. "BLAS threads).", eff),
-                fmt("num_workers 超过了作业可用的 %d 个 CPU：worker 在同几个核上轮转，抢训练 step 和彼此的 CPU，"
-                    .. "每个 worker 还各持一份数据集状态和预取 batch（SOP §6.2：num_workers 超过核数会与 BLAS 线程抢核）。", eff)),
-      fix = T(fmt("Set num_workers to at most %d (the effective CPUs) minus the cores the training step uses; "
-                  .. "measure samples/s at that value and one below, keep the faster. Inside each worker limit "
-                  .. "BLAS/OpenMP to one thread (threadpoolctl.threadpool_limits(1) in worker_init_fn, or "
-                  .. "OMP_NUM_THREADS=1). If loading is still too slow with the CPUs full, make each sample "
-                  .. "cheaper (see dataloader.starved) or give the job more CPUs.", eff),
-              fmt("num_workers 最多设为 %d（有效 CPU 数）减去训练 step 占用的核；在该值和少 1 的值各测 samples/s，"
-                  .. "取较快者。每个 worker 内 BLAS/OpenMP 限一个线程（worker_init_fn 里 "
-                  .. "threadpoolctl.threadpool_limits(1)，或 OMP_NUM_THREADS=1）。CPU 跑满后加载仍慢，就让每个样本"
-                  .. "更便宜（见 dataloader.starved）或给作业更多 CPU。", eff)),
-      verify = T(fmt("`sopctl run --pid %d --duration 5`: dataloader.too_many_workers and cpu.oversubscribed "
-                     .. "clear, and samples/s is not lower than before.", ev.pid),
-                 fmt("`sopctl run --pid %d --duration 5`：dataloader.too_many_workers 与 cpu.oversubscribed 为 clear，"
-                     .. "samples/s 不低于调整前。", ev.pid)),
+      cause = tr("num_workers is sized beyond the {eff} CPUs the job may use: the workers time-slice the same "
+                 .. "cores, take CPU from the training step and each other, and each holds its own copy of the "
+                 .. "dataset state and prefetched batches (SOP §6.2: num_workers above the cores fights the "
+                 .. "BLAS threads).",
+                 "num_workers 超过了作业可用的 {eff} 个 CPU：worker 在同几个核上轮转，抢训练 step 和彼此的 CPU，"
+                 .. "每个 worker 还各持一份数据集状态和预取 batch（SOP §6.2：num_workers 超过核数会与 BLAS 线程抢核）。", { eff = eff }),
+      fix = tr("Set num_workers to at most {eff} (the effective CPUs) minus the cores the training step uses; "
+               .. "measure samples/s at that value and one below, keep the faster. Inside each worker limit "
+               .. "BLAS/OpenMP to one thread (threadpoolctl.threadpool_limits(1) in worker_init_fn, or "
+               .. "OMP_NUM_THREADS=1). If loading is still too slow with the CPUs full, make each sample "
+               .. "cheaper (see dataloader.starved) or give the job more CPUs.",
+               "num_workers 最多设为 {eff}（有效 CPU 数）减去训练 step 占用的核；在该值和少 1 的值各测 samples/s，"
+               .. "取较快者。每个 worker 内 BLAS/OpenMP 限一个线程（worker_init_fn 里 "
+               .. "threadpoolctl.threadpool_limits(1)，或 OMP_NUM_THREADS=1）。CPU 跑满后加载仍慢，就让每个样本"
+               .. "更便宜（见 dataloader.starved）或给作业更多 CPU。", { eff = eff }),
+      verify = tr("`sopctl run --pid {pid} --duration 5`: dataloader.too_many_workers and cpu.oversubscribed "
+                  .. "clear, and samples/s is not lower than before.",
+                  "`sopctl run --pid {pid} --duration 5`：dataloader.too_many_workers 与 cpu.oversubscribed 为 clear，"
+                  .. "samples/s 不低于调整前。", { pid = ev.pid }),
     }
   end,
 }
@@ -512,11 +513,11 @@ rule {
     local rust = rust_tokenizers(ev)
     local pred = slow_tok_stack(rust ~= nil)
     -- The target's main thread, and each worker's main thread, on their own.
-    local seen = { { what = T(fmt("main thread of pid %d", ev.pid), fmt("pid %d 主线程", ev.pid)), t = mt } }
+    local seen = { { what = tr("main thread of pid {pid}", "pid {pid} 主线程", { pid = ev.pid }), t = mt } }
     for _, w in ipairs(ev.python.workers or {}) do
       for _, t in ipairs(w.threads or {}) do
         if t.tid == w.pid then
-          seen[#seen + 1] = { what = T(fmt("worker pid %d", w.pid), fmt("worker pid %d", w.pid)), t = t }
+          seen[#seen + 1] = { what = tr("worker pid {pid}", "worker pid {pid}", { pid = w.pid }), t = t }
         end
       end
     end
@@ -655,12 +656,11 @@ rule {
       evidence = T(fmt("%s; TOKENIZERS_PARALLELISM=%s in their environment; %s.", wk_en, v or "(unset)", lib_en),
                    fmt("%s；其环境中 TOKENIZERS_PARALLELISM=%s；%s。", wk_zh, v or "（未设置）", lib_zh)),
       cause = T(cause_en, cause_zh),
-      verify = T(fmt("`sopctl evidence --pid %d --duration 1 | jq '.python.workers[].env'` shows "
-                     .. "TOKENIZERS_PARALLELISM=false, and `sopctl run --pid %d` clears dataloader.tokenizers_fork.",
-                     ev.pid, ev.pid),
-                 fmt("`sopctl evidence --pid %d --duration 1 | jq '.python.workers[].env'` 显示 "
-                     .. "TOKENIZERS_PARALLELISM=false，`sopctl run --pid %d` 中 dataloader.tokenizers_fork 为 clear。",
-                     ev.pid, ev.pid)),
+      verify = tr("`sopctl evidence --pid {pid} --duration 1 | jq '.python.workers[].env'` shows "
+                  .. "TOKENIZERS_PARALLELISM=false, and `sopctl run --pid {pid}` clears dataloader.tokenizers_fork.",
+                  "`sopctl evidence --pid {pid} --duration 1 | jq '.python.workers[].env'` 显示 "
+                  .. "TOKENIZERS_PARALLELISM=false，`sopctl run --pid {pid}` 中 dataloader.tokenizers_fork 为 clear。",
+                  { pid = ev.pid }),
     }
   end,
 }
@@ -802,11 +802,10 @@ rule {
                          young[1].age_s, parent, parent - young[1].age_s)),
       evidence = T(ev_en .. ".", ev_zh .. "。"),
       cause = T(cause_en, cause_zh),
-      verify = T(fmt("`ps -o pid,etimes --ppid %d` twice, an epoch apart, shows the same worker pids with growing "
-                     .. "etimes, and `sopctl run --pid %d --duration 5` clears dataloader.workers_restarted.",
-                     ev.pid, ev.pid),
-                 fmt("相隔一个 epoch 运行两次 `ps -o pid,etimes --ppid %d`，worker pid 不变且 etimes 增长；"
-                     .. "`sopctl run --pid %d --duration 5` 中 dataloader.workers_restarted 为 clear。", ev.pid, ev.pid)),
+      verify = tr("`ps -o pid,etimes --ppid {pid}` twice, an epoch apart, shows the same worker pids with growing "
+                  .. "etimes, and `sopctl run --pid {pid} --duration 5` clears dataloader.workers_restarted.",
+                  "相隔一个 epoch 运行两次 `ps -o pid,etimes --ppid {pid}`，worker pid 不变且 etimes 增长；"
+                  .. "`sopctl run --pid {pid} --duration 5` 中 dataloader.workers_restarted 为 clear。", { pid = ev.pid }),
     }
   end,
 }

@@ -5,6 +5,7 @@
 
 local common = require "plugins.common"
 local T = common.T
+local tr = common.tr
 
 local REFS = {
   "https://docs.python.org/3/library/gc.html",
@@ -115,14 +116,14 @@ rule {
     local pid = ev.pid
     return hit {
       severity = frac >= th.gc_time_high_pct and "high" or "warn",
-      symptom = T(fmt("The garbage collector runs %.0f%% of the time; GC stretches up to %.0f ms", frac,
-                      longest),
-                  fmt("垃圾回收占用 %.0f%% 的时间；连续 GC 最长 %.0f ms", frac, longest)),
+      symptom = tr("The garbage collector runs {frac:%.0f}% of the time; GC stretches up to {longest:%.0f} ms",
+                   "垃圾回收占用 {frac:%.0f}% 的时间；连续 GC 最长 {longest:%.0f} ms", { frac = frac, longest = longest }),
       evidence = T(en .. ".", zh .. "。"),
-      verify = T(fmt("`sopctl run --pid %d --duration 5`: python.gc.window.collecting_frac below "
-                     .. "%g%% and the longest stretch below %g ms.", pid, th.gc_time_pct, th.gc_pause_ms),
-                 fmt("`sopctl run --pid %d --duration 5`：python.gc.window.collecting_frac 低于 %g%%，最长"
-                     .. "一次低于 %g ms。", pid, th.gc_time_pct, th.gc_pause_ms)),
+      verify = tr("`sopctl run --pid {pid} --duration 5`: python.gc.window.collecting_frac below "
+                  .. "{gc_time_pct:%g}% and the longest stretch below {gc_pause_ms:%g} ms.",
+                  "`sopctl run --pid {pid} --duration 5`：python.gc.window.collecting_frac 低于 {gc_time_pct:%g}%，最长"
+                  .. "一次低于 {gc_pause_ms:%g} ms。",
+                  { pid = pid, gc_time_pct = th.gc_time_pct, gc_pause_ms = th.gc_pause_ms }),
     }
   end,
 }

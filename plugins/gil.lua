@@ -7,6 +7,7 @@
 
 local common = require "plugins.common"
 local T = common.T
+local tr = common.tr
 
 local where = common.where
 
@@ -141,10 +142,10 @@ rule {
                          table.concat(lines, "; "))
     return hit {
       evidence = T(evidence, evidence_zh),
-      verify = T(fmt("`sopctl run --pid %d --duration 5`: process CPU above 100%% with the work in several processes "
-                     .. "or threads, and `sopctl dump --pid %d` shows one thread per core active.", ev.pid, ev.pid),
-                 fmt("`sopctl run --pid %d --duration 5`：进程（或多个 worker）CPU 超过 100%%，"
-                     .. "`sopctl dump --pid %d` 显示每个核上各有一个活跃线程。", ev.pid, ev.pid)),
+      verify = tr("`sopctl run --pid {pid} --duration 5`: process CPU above 100% with the work in several processes "
+                  .. "or threads, and `sopctl dump --pid {pid}` shows one thread per core active.",
+                  "`sopctl run --pid {pid} --duration 5`：进程（或多个 worker）CPU 超过 100%，"
+                  .. "`sopctl dump --pid {pid}` 显示每个核上各有一个活跃线程。", { pid = ev.pid }),
     }
   end,
 }
@@ -183,10 +184,12 @@ rule {
     local named = base:match("^python3%.%d+t$") ~= nil
     if not reason and not named then
       if ev.python and ev.python.version then
-        return clear(T(fmt("CPython %s with the GIL", ev.python.version), fmt("带 GIL 的 CPython %s", ev.python.version)))
+        return clear(tr("CPython {version:%s} with the GIL", "带 GIL 的 CPython {version:%s}",
+                        { version = ev.python.version }))
       end
       if not exe then return unknown(T("executable not readable", "无法读取可执行文件")) end
-      return clear(T(fmt("%s is not a free-threaded CPython", base), fmt("%s 不是 free-threaded CPython", base)))
+      return clear(tr("{base:%s} is not a free-threaded CPython", "{base:%s} 不是 free-threaded CPython",
+                      { base = base }))
     end
     return hit {
       evidence = T(fmt("executable %s%s", exe or "?", reason and fmt("; Python probe: %s", reason) or ""),

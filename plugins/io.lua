@@ -7,6 +7,7 @@
 
 local common = require "plugins.common"
 local T, no_proc = common.T, common.no_proc
+local tr = common.tr
 
 -- Why a rule that needs the live process cannot judge.
 
@@ -193,8 +194,8 @@ rule {
       return unknown(T("thread states not readable", "读不到线程状态"))
     end
     if #d < th.d_state_min_threads then
-      return clear(T(fmt("no thread in D state (%d threads, %d workers)", seen, nkids),
-                     fmt("没有 D 状态线程（%d 个线程，%d 个 worker）", seen, nkids)))
+      return clear(tr("no thread in D state ({seen} threads, {nkids} workers)",
+                      "没有 D 状态线程（{seen} 个线程，{nkids} 个 worker）", { seen = seen, nkids = nkids }))
     end
     local parts, over = io_pressure(ev, th)
     local io = p.io or {}
@@ -206,9 +207,9 @@ rule {
       severity = over and "warn" or "info",
       symptom = T(fmt("%d threads blocked in uninterruptible IO wait (D state)", #d),
                   fmt("%d 个线程阻塞在不可中断的 IO 等待（D 状态）", #d)),
-      evidence = T(fmt("In D state at the sample: %s (of %d threads, %d workers)%s.", list, seen,
-                       nkids, ctx),
-                   fmt("采样时处于 D 状态：%s（共 %d 个线程，%d 个 worker）%s。", list, seen, nkids, ctx)),
+      evidence = tr("In D state at the sample: {list:%s} (of {seen} threads, {nkids} workers){ctx:%s}.",
+                    "采样时处于 D 状态：{list:%s}（共 {seen} 个线程，{nkids} 个 worker）{ctx:%s}。",
+                    { list = list, seen = seen, nkids = nkids, ctx = ctx }),
       cause = T(over and "These threads wait inside the kernel for IO (disk reads, NFS, page faults "
                 .. "on mapped files) and the IO path is under pressure (figures above): the job "
                 .. "is IO bound at this moment (SOP §7)."
@@ -257,8 +258,9 @@ rule {
     end
     local calls = io.syscr_per_s
     if calls < th.small_read_syscr_per_s then
-      return clear(T(fmt("%.0f read calls/s (< %g)", calls, th.small_read_syscr_per_s),
-                     fmt("每秒 %.0f 次 read 调用（< %g）", calls, th.small_read_syscr_per_s)))
+      return clear(tr("{calls:%.0f} read calls/s (< {small_read_syscr_per_s:%g})",
+                      "每秒 {calls:%.0f} 次 read 调用（< {small_read_syscr_per_s:%g}）",
+                      { calls = calls, small_read_syscr_per_s = th.small_read_syscr_per_s }))
     end
     local mean = io.mean_read_bytes
     if not mean and io.rchar_per_s and calls > 0 then mean = io.rchar_per_s / calls end
@@ -277,9 +279,10 @@ rule {
     local cached = disk and io.rchar_per_s and disk < 0.1 * io.rchar_per_s
     local x = read_pattern(ev, th, { pid = ev.pid, what = "main process", io = io })
     if x and x.kind == "random" then
-      return clear(T(fmt("%.0f read calls/s of %.0f bytes at random offsets, from disk: reported by "
-                         .. "io.random_reads", calls, mean),
-                     fmt("每秒 %.0f 次、每次 %.0f 字节的随机位置读，来自磁盘：见 io.random_reads", calls, mean)))
+      return clear(tr("{calls:%.0f} read calls/s of {mean:%.0f} bytes at random offsets, from disk: reported by "
+                      .. "io.random_reads",
+                      "每秒 {calls:%.0f} 次、每次 {mean:%.0f} 字节的随机位置读，来自磁盘：见 io.random_reads",
+                      { calls = calls, mean = mean }))
     end
     local seq = x and x.kind == "sequential"
     if seq then
@@ -308,16 +311,16 @@ rule {
     local total = io.rchar_per_s and rate(io.rchar_per_s) or "?"
     return hit {
       severity = (cached or seq) and "info" or "warn",
-      symptom = T(fmt("Many small reads: %.0f read calls/s of %.0f bytes on average", calls, mean),
-                  fmt("大量小块读：每秒 %.0f 次 read，平均每次 %.0f 字节", calls, mean)),
+      symptom = tr("Many small reads: {calls:%.0f} read calls/s of {mean:%.0f} bytes on average",
+                   "大量小块读：每秒 {calls:%.0f} 次 read，平均每次 {mean:%.0f} 字节", { calls = calls, mean = mean }),
       evidence = T(fmt("Over %.1f s: %.0f read syscalls/s, mean %.0f bytes per call, %s read in total "
                        .. "(rchar; files, pipes and sockets alike); %s.", ev.duration_s, calls,
                        mean, total, src_en),
                    fmt("%.1f 秒内：每秒 %.0f 次 read 系统调用，平均每次 %.0f 字节，总读取 %s（rchar，含文件、管道、"
                        .. "套接字）；%s。", ev.duration_s, calls, mean, total, src_zh)),
-      cause = T(fmt("The process reads in %.0f-byte pieces: throughput is bound by the number of "
-                    .. "calls, not by bandwidth.", mean),
-                fmt("进程以 %.0f 字节为单位读取：吞吐受调用次数限制，而不是带宽。", mean)),
+      cause = tr("The process reads in {mean:%.0f}-byte pieces: throughput is bound by the number of "
+                 .. "calls, not by bandwidth.",
+                 "进程以 {mean:%.0f} 字节为单位读取：吞吐受调用次数限制，而不是带宽。", { mean = mean }),
     }
   end,
 }

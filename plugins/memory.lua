@@ -4,6 +4,7 @@
 
 local common = require "plugins.common"
 local T, no_proc = common.T, common.no_proc
+local tr = common.tr
 local census = require "plugins.heap_census"
 
 -- The heap census's sentence appended to a finding's evidence, and its fix put first.
@@ -147,20 +148,19 @@ rule {
       end
       if lpct >= th.rss_limit_pct and not (hard_pct and hard_pct < th.rss_limit_pct) then
         return hit(with_census({
-          symptom = T(fmt("Memory at %.0f%% of the cgroup limit", lpct),
-                      fmt("内存已达 cgroup 上限的 %.0f%%", lpct)),
+          symptom = tr("Memory at {lpct:%.0f}% of the cgroup limit",
+                       "内存已达 cgroup 上限的 {lpct:%.0f}%", { lpct = lpct }),
           evidence = T(ctx_en .. extra_en .. ".", ctx_zh .. extra_zh .. "。"),
-          cause = T(fmt("Anonymous memory of the job fills the cgroup limit (>= %g%%): the next "
-                        .. "allocation burst makes the kernel reclaim page cache and then "
-                        .. "OOM-kill a task in the cgroup.", th.rss_limit_pct),
-                    fmt("作业的匿名内存占满了 cgroup 上限（>= %g%%）：下一次分配高峰会让内核先回收 "
-                        .. "page cache，然后在该 cgroup 内 OOM 杀进程。", th.rss_limit_pct)),
+          cause = tr("Anonymous memory of the job fills the cgroup limit (>= {rss_limit_pct:%g}%): the next "
+                     .. "allocation burst makes the kernel reclaim page cache and then "
+                     .. "OOM-kill a task in the cgroup.",
+                     "作业的匿名内存占满了 cgroup 上限（>= {rss_limit_pct:%g}%）：下一次分配高峰会让内核先回收 "
+                     .. "page cache，然后在该 cgroup 内 OOM 杀进程。", { rss_limit_pct = th.rss_limit_pct }),
           fix = MEM_FIX,
-          verify = T(fmt("`sopctl run --pid %d` over a full epoch shows the tree below %g%% of "
-                         .. "the limit and the cgroup's oom/max events stop growing.", ev.pid,
-                         th.rss_limit_pct),
-                     fmt("完整跑一个 epoch，`sopctl run --pid %d` 显示进程树低于上限的 %g%%，"
-                         .. "cgroup 的 oom/max 事件不再增长。", ev.pid, th.rss_limit_pct)),
+          verify = tr("`sopctl run --pid {pid}` over a full epoch shows the tree below {rss_limit_pct:%g}% of "
+                      .. "the limit and the cgroup's oom/max events stop growing.",
+                      "完整跑一个 epoch，`sopctl run --pid {pid}` 显示进程树低于上限的 {rss_limit_pct:%g}%，"
+                      .. "cgroup 的 oom/max 事件不再增长。", { pid = ev.pid, rss_limit_pct = th.rss_limit_pct }),
           refs = MEM_REFS,
         }, census.view(ev, th)))
       end
@@ -168,9 +168,8 @@ rule {
       if upct and upct >= th.rss_limit_pct and pressure > 0 then
         return hit {
           severity = "warn",
-          symptom = T(fmt("Memory cgroup usage at %.0f%% of its limit, with reclaim at the limit",
-                          upct),
-                      fmt("内存 cgroup 用量达上限的 %.0f%%，且已在上限处回收", upct)),
+          symptom = tr("Memory cgroup usage at {upct:%.0f}% of its limit, with reclaim at the limit",
+                       "内存 cgroup 用量达上限的 {upct:%.0f}%，且已在上限处回收", { upct = upct }),
           evidence = T(ctx_en .. extra_en .. ".", ctx_zh .. extra_zh .. "。"),
         }
       end
@@ -193,14 +192,13 @@ rule {
       end
       if apct < th.host_avail_min_pct and share >= th.host_share_pct then
         return hit {
-          symptom = T(fmt("Host RAM nearly exhausted (%.1f%% available), mostly by this job", apct),
-                      fmt("整机内存几乎耗尽（仅剩 %.1f%%），主要被本作业占用", apct)),
+          symptom = tr("Host RAM nearly exhausted ({apct:%.1f}% available), mostly by this job",
+                       "整机内存几乎耗尽（仅剩 {apct:%.1f}%），主要被本作业占用", { apct = apct }),
           evidence = T(ctx_en .. ".", ctx_zh .. "。"),
-          cause = T(fmt("The job holds %.0f%% of RAM and less than %g%% is available: the host "
-                        .. "OOM killer picks the largest process next.", share,
-                        th.host_avail_min_pct),
-                    fmt("作业占用内存的 %.0f%%，可用内存不足 %g%%：整机 OOM killer 下一个就会挑最大的进程。",
-                        share, th.host_avail_min_pct)),
+          cause = tr("The job holds {share:%.0f}% of RAM and less than {host_avail_min_pct:%g}% is available: the host "
+                     .. "OOM killer picks the largest process next.",
+                     "作业占用内存的 {share:%.0f}%，可用内存不足 {host_avail_min_pct:%g}%：整机 OOM killer 下一个就会挑最大的进程。",
+                     { share = share, host_avail_min_pct = th.host_avail_min_pct }),
           verify = T(fmt("`free -g` and `sopctl run --pid %d` show MemAvailable above %g%% through an epoch.",
                          ev.pid, th.host_avail_min_pct),
                      fmt("整个 epoch 中 `free -g` 与 `sopctl run --pid %d` 显示 MemAvailable 高于 %g%%。",
@@ -342,11 +340,11 @@ rule {
                        table.concat(list_en, ", "), kb(sum), ratio, lim_en),
                    fmt("父进程 pid %d 匿名内存 %s；fork 的 worker 私有内存：%s；合计 %s = 父进程的 %.1f 倍%s。",
                        ev.pid, kb(parent_kb), table.concat(list_zh, "，"), kb(sum), ratio, lim_zh)),
-      verify = T(fmt("`sopctl run --pid %d`: each worker's private memory falls well below "
-                     .. "%g%% of the parent's, and the tree's total PSS is about parent + "
-                     .. "the workers' own data.", ev.pid, th.cow_child_private_pct),
-                 fmt("`sopctl run --pid %d`：每个 worker 的私有内存远低于父进程的 %g%%，进程树总 PSS "
-                     .. "约等于父进程 + worker 自身数据。", ev.pid, th.cow_child_private_pct)),
+      verify = tr("`sopctl run --pid {pid}`: each worker's private memory falls well below "
+                  .. "{cow_child_private_pct:%g}% of the parent's, and the tree's total PSS is about parent + "
+                  .. "the workers' own data.",
+                  "`sopctl run --pid {pid}`：每个 worker 的私有内存远低于父进程的 {cow_child_private_pct:%g}%，进程树总 PSS "
+                  .. "约等于父进程 + worker 自身数据。", { pid = ev.pid, cow_child_private_pct = th.cow_child_private_pct }),
     }
   end,
 }
@@ -459,9 +457,9 @@ rule {
       return unknown(T("process age or RSS not readable", "读不到进程年龄或 RSS"))
     end
     if p.age_s > th.load_young_s then
-      return clear(T(fmt("process started %.0f s ago (a start-up load is judged in its first %g s)",
-                         p.age_s, th.load_young_s),
-                     fmt("进程已启动 %.0f 秒（启动期加载只在前 %g 秒内判断）", p.age_s, th.load_young_s)))
+      return clear(tr("process started {age_s:%.0f} s ago (a start-up load is judged in its first {load_young_s:%g} s)",
+                      "进程已启动 {age_s:%.0f} 秒（启动期加载只在前 {load_young_s:%g} 秒内判断）",
+                      { age_s = p.age_s, load_young_s = th.load_young_s }))
     end
     local lim, lim_en, lim_zh, is_cg = limit_of(ev)
     if not lim then return unknown(T("no memory limit and no host RAM figure", "既无内存上限也无整机内存数据")) end
@@ -538,9 +536,9 @@ rule {
     if not p then return no_proc(ev) end
     local d = ev.duration_s or 0
     if not common.window_at_least(ev, th.growth_min_window_s) or not p.rss_growth_kb_per_s then
-      return unknown(T(fmt("window %.1f s: growth needs a window of at least %g s (--duration)", d,
-                           th.growth_min_window_s),
-                       fmt("窗口 %.1f 秒：判断增长至少需要 %g 秒窗口（--duration）", d, th.growth_min_window_s)))
+      return unknown(tr("window {d:%.1f} s: growth needs a window of at least {growth_min_window_s:%g} s (--duration)",
+                        "窗口 {d:%.1f} 秒：判断增长至少需要 {growth_min_window_s:%g} 秒窗口（--duration）",
+                        { d = d, growth_min_window_s = th.growth_min_window_s }))
     end
     if not p.rss_kb then return unknown(T("RSS not readable", "读不到 RSS")) end
     -- By kind (proc.mem): anonymous and shared memory cannot be reclaimed, only swapped; the
@@ -633,18 +631,18 @@ rule {
                 "有东西一直持有新对象的引用（SOP §2.2 第 2 行“跑着跑着越来越大”）：每步 append 的 list、"
                 .. "没有上限的 dict/缓存、连同计算图一起保存的张量（记录 loss 没用 .item()），或 GC "
                 .. "没有回收的循环引用（见 gc.pauses）。"),
-      fix = T(fmt("Find the growing allocation site, then bound it: `memray attach --aggregate -o "
-                  .. "grow.bin %d` (non-interactive; then `memray flamegraph grow.bin`), or in the "
-                  .. "code tracemalloc.start(25) and compare two snapshots a few minutes apart "
-                  .. "(snap2.compare_to(snap1, 'traceback')[:10]). Then: "
-                  .. "functools.lru_cache(maxsize=N) instead of an unbounded dict, weakref / "
-                  .. "WeakValueDictionary for caches of live objects, store loss.item() not loss, "
-                  .. "del per-step references.", pid),
-              fmt("先找到增长的分配点再设上限：`memray attach --aggregate -o grow.bin %d`（非交互；"
-                  .. "再 `memray flamegraph grow.bin`），或在代码里 tracemalloc.start(25)，相隔几分钟取两次快照"
-                  .. "比较（snap2.compare_to(snap1, 'traceback')[:10]）。然后：无上限 dict 改为 "
-                  .. "functools.lru_cache(maxsize=N)；活对象缓存用 weakref / WeakValueDictionary；记录 "
-                  .. "loss.item() 而不是 loss；及时 del 每步的引用。", pid)),
+      fix = tr("Find the growing allocation site, then bound it: `memray attach --aggregate -o "
+               .. "grow.bin {pid}` (non-interactive; then `memray flamegraph grow.bin`), or in the "
+               .. "code tracemalloc.start(25) and compare two snapshots a few minutes apart "
+               .. "(snap2.compare_to(snap1, 'traceback')[:10]). Then: "
+               .. "functools.lru_cache(maxsize=N) instead of an unbounded dict, weakref / "
+               .. "WeakValueDictionary for caches of live objects, store loss.item() not loss, "
+               .. "del per-step references.",
+               "先找到增长的分配点再设上限：`memray attach --aggregate -o grow.bin {pid}`（非交互；"
+               .. "再 `memray flamegraph grow.bin`），或在代码里 tracemalloc.start(25)，相隔几分钟取两次快照"
+               .. "比较（snap2.compare_to(snap1, 'traceback')[:10]）。然后：无上限 dict 改为 "
+               .. "functools.lru_cache(maxsize=N)；活对象缓存用 weakref / WeakValueDictionary；记录 "
+               .. "loss.item() 而不是 loss；及时 del 每步的引用。", { pid = pid }),
       verify = T(fmt("`sopctl run --pid %d --duration 10` twice, minutes apart: RSS growth below "
                      .. "%g MiB/s and VmHWM no longer rising.", pid, th.growth_floor_mb_per_s),
                  fmt("相隔几分钟两次 `sopctl run --pid %d --duration 10`：RSS 增长低于 %g MiB/s，VmHWM 不再上升。",
@@ -877,10 +875,10 @@ rule {
       symptom = T(fmt("%s of the process's memory is locked in RAM", kb(locked)),
                   fmt("进程有 %s 内存被锁定在 RAM 中", kb(locked))),
       evidence = T(en .. ".", zh .. "。"),
-      verify = T(fmt("`grep -E 'VmLck|VmPin' /proc/%d/status` and `sopctl run --pid %d` show locked "
-                     .. "memory below %g%% of RSS.", ev.pid, ev.pid, th.pinned_rss_pct),
-                 fmt("`grep -E 'VmLck|VmPin' /proc/%d/status` 与 `sopctl run --pid %d` 显示锁定内存低于 "
-                     .. "RSS 的 %g%%。", ev.pid, ev.pid, th.pinned_rss_pct)),
+      verify = tr("`grep -E 'VmLck|VmPin' /proc/{pid}/status` and `sopctl run --pid {pid}` show locked "
+                  .. "memory below {pinned_rss_pct:%g}% of RSS.",
+                  "`grep -E 'VmLck|VmPin' /proc/{pid}/status` 与 `sopctl run --pid {pid}` 显示锁定内存低于 "
+                  .. "RSS 的 {pinned_rss_pct:%g}%。", { pid = ev.pid, pinned_rss_pct = th.pinned_rss_pct }),
     }
   end,
 }

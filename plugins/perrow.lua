@@ -6,6 +6,7 @@
 
 local common = require "plugins.common"
 local T = common.T
+local tr = common.tr
 
 -- Library frames ("func (file.py)") that run once per row or element, and what they are.
 local MACHINERY = {
@@ -111,8 +112,8 @@ rule {
                        loops, who_en),
                    fmt("tid %d（%s）：%d 个样本中 %d 个（%.0f%%%s）栈上有 %s%s", best.t.tid, best.t.name or "?",
                        best.n, best.count, 100 * best.frac, best.exact and "" or "，下限", loops, who_zh)),
-      verify = T(fmt("`sopctl run --pid %d --duration 3`: the per-row share drops and rows/s rises.", ev.pid),
-                 fmt("`sopctl run --pid %d --duration 3`：逐行占比下降，每秒处理行数上升。", ev.pid)),
+      verify = tr("`sopctl run --pid {pid} --duration 3`: the per-row share drops and rows/s rises.",
+                  "`sopctl run --pid {pid} --duration 3`：逐行占比下降，每秒处理行数上升。", { pid = ev.pid }),
     }
   end,
 }

@@ -8,6 +8,7 @@
 
 local common = require "plugins.common"
 local T, no_proc = common.T, common.no_proc
+local tr = common.tr
 
 local function frac_pct(x) return 100 * x end
 
@@ -69,8 +70,8 @@ rule {
                      fmt("malloc 是 %s（%s），不是 glibc ptmalloc", a.allocator, a.source or "?")))
     end
     if a.malloc_arena_max then
-      return clear(T(fmt("MALLOC_ARENA_MAX=%d caps the arenas", a.malloc_arena_max),
-                     fmt("MALLOC_ARENA_MAX=%d 已限制 arena 数", a.malloc_arena_max)))
+      return clear(tr("MALLOC_ARENA_MAX={malloc_arena_max} caps the arenas",
+                      "MALLOC_ARENA_MAX={malloc_arena_max} 已限制 arena 数", { malloc_arena_max = a.malloc_arena_max }))
     end
     if not a.arenas or not a.arena_rw_kb then
       return unknown(T("arena heaps not counted (maps not readable)", "未统计 arena heap（读不到 maps）"))
@@ -111,16 +112,16 @@ rule {
                   or fmt("%d 个 glibc malloc arena 占 RSS 的 %.0f%%", n, share)),
       evidence = T(base_en .. fmt("; LD_PRELOAD %s; MALLOC_ARENA_MAX unset.", a.ld_preload or "unset"),
                    base_zh .. fmt("；LD_PRELOAD %s；MALLOC_ARENA_MAX 未设置。", a.ld_preload or "未设置")),
-      cause = T(fmt("glibc's ptmalloc gives threads that allocate at the same time their own arenas "
-                    .. "(up to 8 x CPUs); memory freed in one arena is not returned to the OS nor "
-                    .. "reused by the others, so many threads allocating and freeing buffers "
-                    .. "fragment %d arenas and RSS climbs (SOP §8.1). The growth sits in these "
-                    .. "arenas; whether it is fragmentation or live objects is told by the fix "
-                    .. "below: with jemalloc/tcmalloc fragmentation stops, live objects keep growing.", n),
-                fmt("glibc 的 ptmalloc 给同时分配内存的线程各开一个 arena（最多 8 x CPU 个）；一个 arena 里释放的"
-                    .. "内存既不还给系统也不被其他 arena 复用，多线程反复分配/释放 buffer 会让 %d 个 arena 碎片化，"
-                    .. "RSS 持续上涨（SOP §8.1）。增长就在这些 arena 里；是碎片还是存活对象由下面的修复来区分："
-                    .. "换 jemalloc/tcmalloc 后碎片增长停止，存活对象则继续增长。", n)),
+      cause = tr("glibc's ptmalloc gives threads that allocate at the same time their own arenas "
+                 .. "(up to 8 x CPUs); memory freed in one arena is not returned to the OS nor "
+                 .. "reused by the others, so many threads allocating and freeing buffers "
+                 .. "fragment {n} arenas and RSS climbs (SOP §8.1). The growth sits in these "
+                 .. "arenas; whether it is fragmentation or live objects is told by the fix "
+                 .. "below: with jemalloc/tcmalloc fragmentation stops, live objects keep growing.",
+                 "glibc 的 ptmalloc 给同时分配内存的线程各开一个 arena（最多 8 x CPU 个）；一个 arena 里释放的"
+                 .. "内存既不还给系统也不被其他 arena 复用，多线程反复分配/释放 buffer 会让 {n} 个 arena 碎片化，"
+                 .. "RSS 持续上涨（SOP §8.1）。增长就在这些 arena 里；是碎片还是存活对象由下面的修复来区分："
+                 .. "换 jemalloc/tcmalloc 后碎片增长停止，存活对象则继续增长。", { n = n }),
       verify = T(fmt("`sopctl run --pid NEW_PID --duration 10`: alloc.glibc_arenas clear "
                      .. "(allocator jemalloc/tcmalloc, or MALLOC_ARENA_MAX set) and "
                      .. "proc.rss_growth_kb_per_s in `sopctl evidence` near 0 (was %s/s).",
@@ -174,8 +175,9 @@ rule {
     if not m then return unknown(T("main thread not among the sampled threads", "采样线程中没有主线程")) end
     local w = m.window
     if w.samples < th.sampled_min_samples or not w.import_frac then
-      return unknown(T(fmt("only %d samples of the main thread (< %d)", w.samples, th.sampled_min_samples),
-                       fmt("主线程只有 %d 个样本（< %d）", w.samples, th.sampled_min_samples)))
+      return unknown(tr("only {samples} samples of the main thread (< {sampled_min_samples})",
+                        "主线程只有 {samples} 个样本（< {sampled_min_samples}）",
+                        { samples = w.samples, sampled_min_samples = th.sampled_min_samples }))
     end
     local share = frac_pct(w.import_frac)
     local age = p.age_s
@@ -205,8 +207,8 @@ rule {
       io_zh = fmt("；D 状态（等盘）%.0f%% 样本", frac_pct(w.io_wait_frac))
     end
     return hit {
-      symptom = T(fmt("start-up spent importing: %.0f%% of the main thread's time in import", share),
-                  fmt("启动时间耗在 import 上：主线程 %.0f%% 时间在 import", share)),
+      symptom = tr("start-up spent importing: {share:%.0f}% of the main thread's time in import",
+                   "启动时间耗在 import 上：主线程 {share:%.0f}% 时间在 import", { share = share }),
       evidence = T(base_en .. mod_en .. io_en .. fmt("; process CPU %.0f%%.", p.cpu_pct or 0),
                    base_zh .. mod_zh .. io_zh .. fmt("；进程 CPU %.0f%%。", p.cpu_pct or 0)),
       fix = T(fmt("Measure the chain: `python -X importtime -c 'import %s' 2> import.log` and sort by "
@@ -282,14 +284,14 @@ rule {
       end
     end
     if n_ok == 0 then
-      return unknown(T(fmt("no thread with >= %d samples", th.sampled_min_samples),
-                       fmt("没有样本数 >= %d 的线程", th.sampled_min_samples)))
+      return unknown(tr("no thread with >= {sampled_min_samples} samples",
+                        "没有样本数 >= {sampled_min_samples} 的线程", { sampled_min_samples = th.sampled_min_samples }))
     end
     local share = frac_pct(worst_share)
     if not worst or share < th.logging_frac_pct then
-      return clear(T(fmt("no working thread spends >= %g%% of samples in logging (most: %.0f%%)",
-                         th.logging_frac_pct, share),
-                     fmt("没有工作线程在 logging 内的样本 >= %g%%（最多 %.0f%%）", th.logging_frac_pct, share)))
+      return clear(tr("no working thread spends >= {logging_frac_pct:%g}% of samples in logging (most: {share:%.0f}%)",
+                      "没有工作线程在 logging 内的样本 >= {logging_frac_pct:%g}%（最多 {share:%.0f}%）",
+                      { logging_frac_pct = th.logging_frac_pct, share = share }))
     end
     local w = worst.window
     local fmt_pct, write_pct = frac_pct(w.logging_format_frac or 0), frac_pct(w.logging_write_frac or 0)
@@ -384,8 +386,8 @@ rule {
       end
     end
     if not worst then
-      return unknown(T(fmt("no thread with >= %d samples", th.sampled_min_samples),
-                       fmt("没有样本数 >= %d 的线程", th.sampled_min_samples)))
+      return unknown(tr("no thread with >= {sampled_min_samples} samples",
+                        "没有样本数 >= {sampled_min_samples} 的线程", { sampled_min_samples = th.sampled_min_samples }))
     end
     local w = worst.window
     local share, spawn = frac_pct(w.subprocess_frac), frac_pct(w.subprocess_spawn_frac or 0)
@@ -411,9 +413,9 @@ rule {
     local reaped_en = p.reaped_cpu_pct and fmt("; exited children used %.0f%% CPU", p.reaped_cpu_pct) or ""
     local reaped_zh = p.reaped_cpu_pct and fmt("；已退出的子进程用了 %.0f%% CPU", p.reaped_cpu_pct) or ""
     return hit {
-      symptom = T(fmt("subprocess storm: about %.0f process launches/s, %.0f%% of tid %d's time",
-                      forks, share, worst.tid),
-                  fmt("子进程风暴：每秒约 %.0f 次进程启动，占 tid %d %.0f%% 的时间", forks, worst.tid, share)),
+      symptom = tr("subprocess storm: about {forks:%.0f} process launches/s, {share:%.0f}% of tid {tid}'s time",
+                   "子进程风暴：每秒约 {forks:%.0f} 次进程启动，占 tid {tid} {share:%.0f}% 的时间",
+                   { forks = forks, share = share, tid = worst.tid }),
       evidence = T(base_en .. reaped_en .. fmt("; process CPU %.0f%%.", p.cpu_pct or 0),
                    base_zh .. reaped_zh .. fmt("；进程 CPU %.0f%%。", p.cpu_pct or 0)),
     }
@@ -501,26 +503,25 @@ rule {
                   "线程池 / CPU quota 按进程用不上的 CPU 配置：" .. table.concat(found_zh, "；")),
       evidence = T(ctx_en .. "; " .. table.concat(found_en, "; ") .. libs_en .. cpu_en .. ".",
                    ctx_zh .. "；" .. table.concat(found_zh, "；") .. libs_zh .. cpu_en .. "。"),
-      cause = T(fmt("OpenMP/BLAS/torch start as many threads as their variables say, whatever the "
-                    .. "affinity mask and quota allow: %d CPUs are really available, so the extra "
-                    .. "threads time-share them and pay context switches and cache misses; a "
-                    .. "quota wider than the affinity mask is paid for and never used (SOP §8.5).", n),
-                fmt("OpenMP/BLAS/torch 按变量的值开线程，不管亲和性掩码和 quota 允许多少：真正可用的只有 %d 个 CPU，"
-                    .. "多出来的线程分时复用，付出上下文切换和 cache miss；quota 大于亲和性掩码则是付了钱却用不上"
-                    .. "（SOP §8.5）。", n)),
-      fix = T(fmt("Size the pools to the CPUs the process may run on: OMP_NUM_THREADS=MKL_NUM_THREADS="
-                  .. "OPENBLAS_NUM_THREADS=%d (divided by the number of busy worker processes), "
-                  .. "torch.set_num_threads(%d); and make the affinity mask (taskset -pc, "
-                  .. "numactl --cpunodebind, K8s static CPU manager) and the quota describe the "
-                  .. "same CPUs. Change one number at a time and measure step time.", n, n),
-              fmt("线程池按进程可运行的 CPU 设置：OMP_NUM_THREADS=MKL_NUM_THREADS=OPENBLAS_NUM_THREADS=%d"
-                  .. "（再除以繁忙 worker 进程数），torch.set_num_threads(%d)；并让亲和性掩码（taskset -pc、"
-                  .. "numactl --cpunodebind、K8s static CPU manager）与 quota 描述同一组 CPU。一次只改一个数并测 step 时间。",
-                  n, n)),
-      verify = T(fmt("`taskset -pc %d` and `cat /sys/fs/cgroup/cpu.max` agree; `sopctl run --pid %d "
-                     .. "--duration 2`: cpu.affinity_mismatch and cpu.oversubscribed clear.", ev.pid, ev.pid),
-                 fmt("`taskset -pc %d` 与 `cat /sys/fs/cgroup/cpu.max` 一致；`sopctl run --pid %d --duration 2`："
-                     .. "cpu.affinity_mismatch 与 cpu.oversubscribed 为 clear。", ev.pid, ev.pid)),
+      cause = tr("OpenMP/BLAS/torch start as many threads as their variables say, whatever the "
+                 .. "affinity mask and quota allow: {n} CPUs are really available, so the extra "
+                 .. "threads time-share them and pay context switches and cache misses; a "
+                 .. "quota wider than the affinity mask is paid for and never used (SOP §8.5).",
+                 "OpenMP/BLAS/torch 按变量的值开线程，不管亲和性掩码和 quota 允许多少：真正可用的只有 {n} 个 CPU，"
+                 .. "多出来的线程分时复用，付出上下文切换和 cache miss；quota 大于亲和性掩码则是付了钱却用不上"
+                 .. "（SOP §8.5）。", { n = n }),
+      fix = tr("Size the pools to the CPUs the process may run on: OMP_NUM_THREADS=MKL_NUM_THREADS="
+               .. "OPENBLAS_NUM_THREADS={n} (divided by the number of busy worker processes), "
+               .. "torch.set_num_threads({n}); and make the affinity mask (taskset -pc, "
+               .. "numactl --cpunodebind, K8s static CPU manager) and the quota describe the "
+               .. "same CPUs. Change one number at a time and measure step time.",
+               "线程池按进程可运行的 CPU 设置：OMP_NUM_THREADS=MKL_NUM_THREADS=OPENBLAS_NUM_THREADS={n}"
+               .. "（再除以繁忙 worker 进程数），torch.set_num_threads({n})；并让亲和性掩码（taskset -pc、"
+               .. "numactl --cpunodebind、K8s static CPU manager）与 quota 描述同一组 CPU。一次只改一个数并测 step 时间。", { n = n }),
+      verify = tr("`taskset -pc {pid}` and `cat /sys/fs/cgroup/cpu.max` agree; `sopctl run --pid {pid} "
+                  .. "--duration 2`: cpu.affinity_mismatch and cpu.oversubscribed clear.",
+                  "`taskset -pc {pid}` 与 `cat /sys/fs/cgroup/cpu.max` 一致；`sopctl run --pid {pid} --duration 2`："
+                  .. "cpu.affinity_mismatch 与 cpu.oversubscribed 为 clear。", { pid = ev.pid }),
     }
   end,
 }
@@ -598,8 +599,8 @@ rule {
     for _, n in ipairs(hn.nodes) do
       by_id[n.node] = n
       if n.cpu_count == nil then
-        return unknown(T(fmt("the CPU list of NUMA node %d was not read", n.node),
-                         fmt("未读到 NUMA 节点 %d 的 CPU 列表", n.node)))
+        return unknown(tr("the CPU list of NUMA node {node} was not read",
+                          "未读到 NUMA 节点 {node} 的 CPU 列表", { node = n.node }))
       end
       for c in pairs(cpu_set(n.cpus) or {}) do node_of[c] = n.node end
     end
@@ -630,9 +631,9 @@ rule {
         end
       end
       if n_busy == 0 then
-        return clear(T(fmt("no thread busy (>= %g%% of a core) over the window: remote memory costs "
-                           .. "nothing while idle", th.busy_thread_pct),
-                       fmt("窗口内没有繁忙线程（>= 单核 %g%%）：空闲时远端内存没有代价", th.busy_thread_pct)))
+        return clear(tr("no thread busy (>= {busy_thread_pct:%g}% of a core) over the window: remote memory costs "
+                        .. "nothing while idle",
+                        "窗口内没有繁忙线程（>= 单核 {busy_thread_pct:%g}%）：空闲时远端内存没有代价", { busy_thread_pct = th.busy_thread_pct }))
       end
       local ran = nodes_of(cpus, node_of)
       if not ran then
@@ -640,9 +641,8 @@ rule {
       end
       if #ran > 1 then
         local list = table.concat(ran, ", ")
-        return clear(T(fmt("%d busy threads ran on nodes %s: the job spans nodes, no single local node",
-                           n_busy, list),
-                       fmt("%d 个繁忙线程跑在节点 %s 上：作业跨节点，没有单一本地节点", n_busy, list)))
+        return clear(tr("{n_busy} busy threads ran on nodes {list:%s}: the job spans nodes, no single local node",
+                        "{n_busy} 个繁忙线程跑在节点 {list:%s} 上：作业跨节点，没有单一本地节点", { n_busy = n_busy, list = list }))
       end
       run_node = ran[1]
       where_en = fmt("all %d busy threads last ran on CPUs of node %d (affinity %s)", n_busy, run_node,
@@ -739,11 +739,10 @@ rule {
                     .. "或当时节点 %d 已满），而线程现在跑在节点 %d：%.0f%% 的访存要跨 socket 互联，延迟更高、带宽共享"
                     .. "（SOP §8.5）。", far_node, run_node, run_node, share)),
       fix = T(fix_en, fix_zh),
-      verify = T(fmt("`numastat -p %d` shows most of the memory on node %d; `sopctl run --pid %d "
-                     .. "--duration 3`: cpu.numa_remote clear. Compare step time before and after.",
-                     ev.pid, run_node, ev.pid),
-                 fmt("`numastat -p %d` 显示大部分内存在节点 %d；`sopctl run --pid %d --duration 3`："
-                     .. "cpu.numa_remote 为 clear。前后对比 step 时间。", ev.pid, run_node, ev.pid)),
+      verify = tr("`numastat -p {pid}` shows most of the memory on node {run_node}; `sopctl run --pid {pid} "
+                  .. "--duration 3`: cpu.numa_remote clear. Compare step time before and after.",
+                  "`numastat -p {pid}` 显示大部分内存在节点 {run_node}；`sopctl run --pid {pid} --duration 3`："
+                  .. "cpu.numa_remote 为 clear。前后对比 step 时间。", { pid = ev.pid, run_node = run_node }),
     }
   end,
 }
