@@ -146,6 +146,63 @@ void sop__rules_check_uses(lua_State *L)
     lua_pop(L, 2);
 }
 
+/* What a rule may declare once for all its hits: the texts of a finding that do not depend on
+ * the evidence (symptom, cause, fix, verify) and its refs. Checked like a hit's fields when the
+ * rule is defined. */
+static const char *const STATIC_TEXT[] = {"symptom", "cause", "fix", "verify"};
+static const char K_STATICS = 0; /* registry: the running rule's static fields (or nil) */
+
+static int check_refs(lua_State *L, int idx, const char *who);
+
+/* Push a table of the rule's static fields found in the rule table at src; nil when it has none. */
+static void push_statics(lua_State *L, int src, const char *id)
+{
+    int any = 0;
+    lua_createtable(L, 0, 5);
+    for (size_t i = 0; i < sizeof STATIC_TEXT / sizeof *STATIC_TEXT; i++) {
+        char what[160];
+        snprintf(what, sizeof what, "rule '%s': %s", id, STATIC_TEXT[i]);
+        lua_getfield(L, src, STATIC_TEXT[i]);
+        int got = push_text(L, -1, what);
+        if (got == 2)
+            luaL_error(L, "%s is empty", what);
+        any |= got;
+        lua_setfield(L, -3, STATIC_TEXT[i]);
+        lua_pop(L, 1);
+    }
+    lua_getfield(L, src, "refs");
+    if (!lua_isnil(L, -1)) {
+        char who[120];
+        snprintf(who, sizeof who, "rule '%s'", id);
+        int refs = lua_gettop(L);
+        if (check_refs(L, refs, who) == 0)
+            luaL_error(L, "rule '%s': refs is empty", id);
+        lua_setfield(L, -3, "refs");
+        any = 1;
+    }
+    lua_pop(L, 1);
+    if (!any) {
+        lua_pop(L, 1);
+        lua_pushnil(L);
+    }
+}
+
+/* The check the runner calls: upvalue 1 the rule's own check, 2 its static fields (or nil),
+ * which hit() reads while the check runs (the runner calls one check at a time; a check that
+ * raised leaves them set until the next check sets its own). */
+static int static_check(lua_State *L)
+{
+    int nargs = lua_gettop(L);
+    lua_pushvalue(L, lua_upvalueindex(2));
+    lua_rawsetp(L, LUA_REGISTRYINDEX, &K_STATICS);
+    lua_pushvalue(L, lua_upvalueindex(1));
+    lua_insert(L, 1);
+    lua_call(L, nargs, 1);
+    lua_pushnil(L);
+    lua_rawsetp(L, LUA_REGISTRYINDEX, &K_STATICS);
+    return 1;
+}
+
 static int dsl_rule(lua_State *L)
 {
     sop__rules_need_phase(L, "rule{}");
@@ -183,6 +240,12 @@ static int dsl_rule(lua_State *L)
     lua_pushvalue(L, 2);
     lua_pushvalue(L, 6);
     lua_rawset(L, 7);
+
+    /* Every check is wrapped, so each one sets (or clears) what hit() fills in. */
+    lua_pushvalue(L, 5);
+    push_statics(L, 1, id);
+    lua_pushcclosure(L, static_check, 2);
+    lua_replace(L, 5);
 
     lua_rawgetp(L, LUA_REGISTRYINDEX, &K_RULES); /* 8 */
     lua_createtable(L, 0, 8);
@@ -254,6 +317,36 @@ static int make_verdict(lua_State *L, int kind)
 const char *const sop__rules_hit_text[HIT_TEXT_COUNT] = {"symptom", "evidence", "cause", "fix",
                                                          "verify"};
 
+/* Check the refs at idx (a link or a list of links) and push a clean list of them; returns how
+ * many (0 when absent). who names the caller in errors ("hit", "rule 'x'"). */
+static int check_refs(lua_State *L, int idx, const char *who)
+{
+    idx = lua_absindex(L, idx);
+    lua_createtable(L, 1, 0);
+    int out = lua_gettop(L);
+    lua_Integer nrefs = 0;
+    if (lua_type(L, idx) == LUA_TSTRING) {
+        lua_pushvalue(L, idx);
+        lua_rawseti(L, out, ++nrefs);
+    } else if (lua_type(L, idx) == LUA_TTABLE) {
+        for (lua_Integer i = 1; i <= MAX_REFS + 1; i++) {
+            int t = lua_geti(L, idx, i);
+            if (t == LUA_TNIL) {
+                lua_pop(L, 1);
+                break;
+            }
+            if (t != LUA_TSTRING || lua_rawlen(L, -1) == 0 || lua_rawlen(L, -1) > 2048)
+                return luaL_error(L, "%s: refs must be non-empty strings (links)", who);
+            if (i > MAX_REFS)
+                return luaL_error(L, "%s: more than %d refs", who, MAX_REFS);
+            lua_rawseti(L, out, ++nrefs);
+        }
+    } else if (lua_type(L, idx) != LUA_TNIL) {
+        return luaL_error(L, "%s: refs must be a list of links", who);
+    }
+    return (int)nrefs;
+}
+
 static int dsl_hit(lua_State *L)
 {
     luaL_checktype(L, 1, LUA_TTABLE);
@@ -268,6 +361,31 @@ static int dsl_hit(lua_State *L)
         if (!ok)
             return luaL_error(L, "hit: unknown field '%s'", k ? k : luaL_typename(L, -1));
     }
+    /* Inside the check of a rule with static fields: the fields this hit leaves out are the
+     * rule's (a copy of the hit's table, so the rule's own table is not changed). */
+    if (R(L)->phase == PHASE_RUN && lua_rawgetp(L, LUA_REGISTRYINDEX, &K_STATICS) == LUA_TTABLE) {
+        lua_createtable(L, 0, 8);
+        lua_pushnil(L);
+        while (lua_next(L, 1)) {
+            lua_pushvalue(L, -2);
+            lua_insert(L, -2);
+            lua_rawset(L, 3);
+        }
+        lua_pushnil(L);
+        while (lua_next(L, 2)) {
+            lua_pushvalue(L, -2);
+            if (lua_rawget(L, 3) == LUA_TNIL) {
+                lua_pop(L, 1);
+                lua_pushvalue(L, -2);
+                lua_insert(L, -2);
+                lua_rawset(L, 3);
+            } else {
+                lua_pop(L, 2);
+            }
+        }
+        lua_replace(L, 1);
+    }
+    lua_settop(L, 1);
     lua_createtable(L, 0, 7); /* 2: the clean copy */
     for (size_t i = 0; i < sizeof HIT_TEXT / sizeof *HIT_TEXT; i++) {
         lua_getfield(L, 1, HIT_TEXT[i]);
@@ -278,28 +396,7 @@ static int dsl_hit(lua_State *L)
         lua_pop(L, 1);
     }
     lua_getfield(L, 1, "refs"); /* 3 */
-    lua_createtable(L, 1, 0);   /* 4 */
-    lua_Integer nrefs = 0;
-    if (lua_type(L, 3) == LUA_TSTRING) {
-        lua_pushvalue(L, 3);
-        lua_rawseti(L, 4, ++nrefs);
-    } else if (lua_type(L, 3) == LUA_TTABLE) {
-        for (lua_Integer i = 1; i <= MAX_REFS + 1; i++) {
-            int t = lua_geti(L, 3, i);
-            if (t == LUA_TNIL) {
-                lua_pop(L, 1);
-                break;
-            }
-            if (t != LUA_TSTRING || lua_rawlen(L, -1) == 0 || lua_rawlen(L, -1) > 2048)
-                return luaL_error(L, "hit: refs must be non-empty strings (links)");
-            if (i > MAX_REFS)
-                return luaL_error(L, "hit: more than %d refs", MAX_REFS);
-            lua_rawseti(L, 4, ++nrefs);
-        }
-    } else if (lua_type(L, 3) != LUA_TNIL) {
-        return luaL_error(L, "hit: refs must be a list of links");
-    }
-    if (nrefs == 0)
+    if (check_refs(L, 3, "hit") == 0)
         return luaL_error(L, "hit without refs");
     lua_setfield(L, 2, "refs");
     lua_pop(L, 1);

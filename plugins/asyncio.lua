@@ -6,6 +6,7 @@
 
 local common = require "plugins.common"
 local T = common.T
+local tr = common.tr
 
 local ends_with = common.ends_with
 
@@ -56,11 +57,22 @@ rule {
   reads = { "python.loop", "python.threads[].frames", "proc.cwd", "proc.cmdline", "threads[].state",
             "threads[].cpu_pct", "sampling", "duration_s", "pid", "python.threads[].tid", "threads[].tid" },
   uses = { "loop_block_ms", "loop_busy_cpu_pct" },
+  symptom = T("the asyncio event loop is stuck in one callback: every other request waits",
+              "asyncio 事件循环卡在一个回调里：其他请求都在排队"),
+  fix = T("In the coroutine: replace time.sleep with await asyncio.sleep; use an async client (aiohttp, "
+          .. "httpx.AsyncClient) instead of requests; move CPU work or large parsing to "
+          .. "await loop.run_in_executor(...) (a ProcessPoolExecutor for pure-Python CPU work) "
+          .. "(SOP §5.2).",
+          "在协程里：time.sleep 改为 await asyncio.sleep；requests 改为 aiohttp / httpx.AsyncClient；"
+          .. "CPU 计算或大数据解析放进 await loop.run_in_executor(...)"
+          .. "（纯 Python 计算用 ProcessPoolExecutor）（SOP §5.2）。"),
+  refs = { "https://docs.python.org/3/library/asyncio-dev.html#running-blocking-code",
+           "https://docs.python.org/3/library/asyncio-eventloop.html"
+             .. "#executing-code-in-thread-or-process-pools" },
   check = function(ev, th)
     local py = ev.python
     if not py or not py.threads then
-      return unknown(T("no Python stacks (not CPython, or its memory was not readable)",
-                       "没有 Python 栈（不是 CPython，或无法读取其内存）"))
+      return unknown(common.NO_STACKS)
     end
     -- Over the sampled window: the longest stretch the loop thread ran without its selector.
     local lp = py.loop
@@ -72,8 +84,6 @@ rule {
       local frame = lp.frames and common.user_frame(lp.frames, ev) or lp.frame or "?"
       local fname = own and own.func or (lp.frame or "?"):match("^(.-) %(") or lp.frame or "?"
       return hit {
-        symptom = T("the asyncio event loop is stuck in one callback: every other request waits",
-                    "asyncio 事件循环卡在一个回调里：其他请求都在排队"),
         evidence = T(fmt("event-loop thread tid %d ran %.0f ms without returning to the selector, in %s "
                          .. "(longest stretch over a %.1f s window sampled at %g Hz, %d samples)",
                          lp.tid or 0, lp.longest_block_ms, frame, ev.duration_s or 0, smp.rate_hz or 0,
@@ -81,22 +91,16 @@ rule {
                      fmt("事件循环线程 tid %d 有 %.0f ms 没有回到 selector，位置 %s（%.1f 秒窗口内以 %g Hz 采样 %d 次中最长的一段）",
                          lp.tid or 0, lp.longest_block_ms, frame, ev.duration_s or 0, smp.rate_hz or 0,
                          smp.samples or 0)),
-        cause = T(fmt("asyncio runs every coroutine on one thread: code in %s that does not await (time.sleep, "
-                      .. "requests/sync DB client, CPU work, json.loads of a large body) holds the whole loop for "
-                      .. "as long as it runs (SOP §5.1, §5.2).", fname),
-                  fmt("asyncio 在单线程上调度所有协程：%s 中不 await 的代码（time.sleep、requests/同步数据库客户端、"
-                      .. "CPU 计算、大 JSON 解析）运行多久，整个事件循环就卡多久（SOP §5.1、§5.2）。", fname)),
-        fix = T("In the coroutine: replace time.sleep with await asyncio.sleep; use an async client (aiohttp, "
-                .. "httpx.AsyncClient) instead of requests; move CPU work or large parsing to "
-                .. "await loop.run_in_executor(...) (a ProcessPoolExecutor for pure-Python CPU work) "
-                .. "(SOP §5.2).",
-                "在协程里：time.sleep 改为 await asyncio.sleep；requests 改为 aiohttp / httpx.AsyncClient；"
-                .. "CPU 计算或大数据解析放进 await loop.run_in_executor(...)"
-                .. "（纯 Python 计算用 ProcessPoolExecutor）（SOP §5.2）。"),
-        verify = T(fmt("`sopctl evidence --pid %d --duration 10`: python.loop.longest_block_ms below %g; "
-                       .. "PYTHONASYNCIODEBUG=1 prints no 'Executing <Task ...> took' warnings.", ev.pid, block_ms),
-                   fmt("`sopctl evidence --pid %d --duration 10`：python.loop.longest_block_ms 低于 %g；"
-                       .. "PYTHONASYNCIODEBUG=1 不再出现 'Executing <Task ...> took' 告警。", ev.pid, block_ms)),
+        cause = tr("asyncio runs every coroutine on one thread: code in {fname:%s} that does not await (time.sleep, "
+                   .. "requests/sync DB client, CPU work, json.loads of a large body) holds the whole loop for "
+                   .. "as long as it runs (SOP §5.1, §5.2).",
+                   "asyncio 在单线程上调度所有协程：{fname:%s} 中不 await 的代码（time.sleep、requests/同步数据库客户端、"
+                   .. "CPU 计算、大 JSON 解析）运行多久，整个事件循环就卡多久（SOP §5.1、§5.2）。", { fname = fname }),
+        verify = tr("`sopctl evidence --pid {pid} --duration 10`: python.loop.longest_block_ms below {block_ms:%g}; "
+                    .. "PYTHONASYNCIODEBUG=1 prints no 'Executing <Task ...> took' warnings.",
+                    "`sopctl evidence --pid {pid} --duration 10`：python.loop.longest_block_ms 低于 {block_ms:%g}；"
+                    .. "PYTHONASYNCIODEBUG=1 不再出现 'Executing <Task ...> took' 告警。",
+                    { pid = ev.pid, block_ms = block_ms }),
         refs = { "https://docs.python.org/3/library/asyncio-dev.html#running-blocking-code" },
       }
     end
@@ -132,8 +136,6 @@ rule {
           local cpu_txt = cpu and fmt(", %.0f%% of a core over %.1f s", cpu, ev.duration_s or 0) or ""
           return hit {
             severity = cpu_bound and cpu and cpu >= th.loop_busy_cpu_pct and "high" or nil,
-            symptom = T("the asyncio event loop is stuck in one callback: every other request waits",
-                        "asyncio 事件循环卡在一个回调里：其他请求都在排队"),
             evidence = T(fmt("event-loop thread tid %d (%s loop, OS state %s%s) is %s in %s, not in the "
                              .. "selector; loop stack: %s", t.tid, kind, state or "?", cpu_txt,
                              what_en, at or where(user), where(frames[idx])),
@@ -144,23 +146,13 @@ rule {
                           .. "as long as it runs (SOP §5.1, §5.2).", (own or user).func or "?"),
                       fmt("asyncio 在单线程上调度所有协程：%s 中不 await 的代码（time.sleep、requests/同步数据库客户端、"
                           .. "CPU 计算、大 JSON 解析）运行多久，整个事件循环就卡多久（SOP §5.1、§5.2）。", (own or user).func or "?")),
-            fix = T("In the coroutine: replace time.sleep with await asyncio.sleep; use an async client (aiohttp, "
-                    .. "httpx.AsyncClient) instead of requests; move CPU work or large parsing to "
-                    .. "await loop.run_in_executor(...) (a ProcessPoolExecutor for pure-Python CPU work) "
-                    .. "(SOP §5.2).",
-                    "在协程里：time.sleep 改为 await asyncio.sleep；requests 改为 aiohttp / httpx.AsyncClient；"
-                    .. "CPU 计算或大数据解析放进 await loop.run_in_executor(...)"
-                    .. "（纯 Python 计算用 ProcessPoolExecutor）（SOP §5.2）。"),
-            verify = T(fmt("Run with PYTHONASYNCIODEBUG=1 (or loop.set_debug(True), "
-                           .. "loop.slow_callback_duration = 0.1): no 'Executing <Task ...> took' warnings; "
-                           .. "`sopctl dump --pid %d` shows the loop "
-                           .. "thread in the selector (selectors.py select) between requests.", ev.pid),
-                       fmt("以 PYTHONASYNCIODEBUG=1 运行（或 loop.set_debug(True)、loop.slow_callback_duration = 0.1）："
-                           .. "不再出现 'Executing <Task ...> took' 告警；`sopctl dump --pid %d` 显示请求之间事件循环线程停在 "
-                           .. "selector（selectors.py select）。", ev.pid)),
-            refs = { "https://docs.python.org/3/library/asyncio-dev.html#running-blocking-code",
-                     "https://docs.python.org/3/library/asyncio-eventloop.html"
-                       .. "#executing-code-in-thread-or-process-pools" },
+            verify = tr("Run with PYTHONASYNCIODEBUG=1 (or loop.set_debug(True), "
+                        .. "loop.slow_callback_duration = 0.1): no 'Executing <Task ...> took' warnings; "
+                        .. "`sopctl dump --pid {pid}` shows the loop "
+                        .. "thread in the selector (selectors.py select) between requests.",
+                        "以 PYTHONASYNCIODEBUG=1 运行（或 loop.set_debug(True)、loop.slow_callback_duration = 0.1）："
+                        .. "不再出现 'Executing <Task ...> took' 告警；`sopctl dump --pid {pid}` 显示请求之间事件循环线程停在 "
+                        .. "selector（selectors.py select）。", { pid = ev.pid }),
           }
         end
       end
@@ -169,13 +161,13 @@ rule {
       return clear(T("no asyncio event loop among the Python threads", "Python 线程中没有 asyncio 事件循环"))
     end
     if lp and lp.longest_block_ms then
-      return clear(T(fmt("%d event loop(s), each waiting in the selector at the snapshot; longest stretch away "
-                         .. "from the selector over the window %.0f ms", loops, lp.longest_block_ms),
-                     fmt("%d 个事件循环，快照时都在 selector 中等待；窗口内离开 selector 最长 %.0f ms", loops,
-                         lp.longest_block_ms)))
+      return clear(tr("{loops} event loop(s), each waiting in the selector at the snapshot; longest stretch away "
+                      .. "from the selector over the window {longest_block_ms:%.0f} ms",
+                      "{loops} 个事件循环，快照时都在 selector 中等待；窗口内离开 selector 最长 {longest_block_ms:%.0f} ms",
+                      { loops = loops, longest_block_ms = lp.longest_block_ms }))
     end
-    return clear(T(fmt("%d event loop(s), each waiting in the selector at the snapshot", loops),
-                   fmt("%d 个事件循环，快照时都在 selector 中等待", loops)))
+    return clear(tr("{loops} event loop(s), each waiting in the selector at the snapshot",
+                    "{loops} 个事件循环，快照时都在 selector 中等待", { loops = loops }))
   end,
 }
 
@@ -192,15 +184,24 @@ rule {
   reads = { "python.threads[].frames", "python.loop", "threads[].cpu_pct", "proc.libs", "duration_s", "pid",
             "python.threads[].tid", "threads[].tid" },
   uses = { "uvloop_busy_pct", "loop_block_ms" },
+  symptom = T("a busy asyncio server runs on the default (pure-Python) event loop",
+              "繁忙的 asyncio 服务使用默认（纯 Python）事件循环"),
+  cause = T("asyncio's default loop schedules callbacks and handles sockets in Python; uvloop (libuv, Cython) "
+            .. "does the same in C, typically 2-4x faster on HTTP-style workloads (SOP §5.4).",
+            "asyncio 默认循环用 Python 调度回调和处理 socket；uvloop（libuv + Cython）用 C 做同样的事，"
+            .. "HTTP 类负载通常快 2~4 倍（SOP §5.4）。"),
+  fix = T("Install uvloop and call uvloop.install() first thing in main (Python 3.11+: "
+          .. "asyncio.set_event_loop_policy(uvloop.EventLoopPolicy()), or uvloop.run(main())); uvicorn: "
+          .. "--loop uvloop. Benchmark before and after.",
+          "安装 uvloop，并在 main 最前面调用 uvloop.install()（Python 3.11+：asyncio.set_event_loop_policy("
+          .. "uvloop.EventLoopPolicy())，或 uvloop.run(main())）；uvicorn：--loop uvloop。前后做基准对比。"),
+  refs = { "https://github.com/MagicStack/uvloop", "https://docs.python.org/3/library/asyncio-policy.html" },
   check = function(ev, th)
     local py = ev.python
     if not py or not py.threads then
-      return unknown(T("no Python stacks (not CPython, or its memory was not readable)",
-                       "没有 Python 栈（不是 CPython，或无法读取其内存）"))
+      return unknown(common.NO_STACKS)
     end
-    if not ev.duration_s or ev.duration_s <= 0 then
-      return unknown(T("one snapshot (--duration 0): no loop CPU to judge", "只有一次快照（--duration 0）：没有循环的 CPU 数据"))
-    end
+    if common.no_window(ev) then return common.one_snapshot("no loop CPU to judge", "没有循环的 CPU 数据") end
     local os_threads = {}
     for _, t in ipairs(ev.threads or {}) do os_threads[t.tid] = t end
     local uvloop_loaded = false
@@ -223,8 +224,8 @@ rule {
       return clear(T("no asyncio event loop among the Python threads", "Python 线程中没有 asyncio 事件循环"))
     end
     if found.kind ~= "asyncio" then
-      return clear(T(fmt("the event loop (tid %d) runs on uvloop", found.tid),
-                     fmt("事件循环（tid %d）运行在 uvloop 上", found.tid)))
+      return clear(tr("the event loop (tid {tid}) runs on uvloop",
+                      "事件循环（tid {tid}）运行在 uvloop 上", { tid = found.tid }))
     end
     if not found.cpu or found.cpu < th.uvloop_busy_pct then
       return clear(T(fmt("asyncio loop thread tid %d used %.0f%% of a core (< %g%%): not busy enough for the loop's "
@@ -242,28 +243,16 @@ rule {
                                                          lp.longest_block_ms) or ""
     local longest_zh = lp and lp.longest_block_ms and fmt("；离开 selector 最长 %.0f ms", lp.longest_block_ms) or ""
     return hit {
-      symptom = T("a busy asyncio server runs on the default (pure-Python) event loop",
-                  "繁忙的 asyncio 服务使用默认（纯 Python）事件循环"),
       evidence = T(fmt("event-loop thread tid %d used %.0f%% of a core over %.1f s on asyncio's default loop "
                        .. "(base_events.run_forever)%s; uvloop %s", found.tid, found.cpu, ev.duration_s, longest,
                        uvloop_loaded and "is loaded but not the running loop" or "is not loaded"),
                    fmt("事件循环线程 tid %d 在 %.1f 秒内用了单核 %.0f%%，运行的是 asyncio 默认循环（base_events.run_forever）%s；"
                        .. "uvloop %s", found.tid, ev.duration_s, found.cpu, longest_zh,
                        uvloop_loaded and "已加载但未被使用" or "未加载")),
-      cause = T("asyncio's default loop schedules callbacks and handles sockets in Python; uvloop (libuv, Cython) "
-                .. "does the same in C, typically 2-4x faster on HTTP-style workloads (SOP §5.4).",
-                "asyncio 默认循环用 Python 调度回调和处理 socket；uvloop（libuv + Cython）用 C 做同样的事，"
-                .. "HTTP 类负载通常快 2~4 倍（SOP §5.4）。"),
-      fix = T("Install uvloop and call uvloop.install() first thing in main (Python 3.11+: "
-              .. "asyncio.set_event_loop_policy(uvloop.EventLoopPolicy()), or uvloop.run(main())); uvicorn: "
-              .. "--loop uvloop. Benchmark before and after.",
-              "安装 uvloop，并在 main 最前面调用 uvloop.install()（Python 3.11+：asyncio.set_event_loop_policy("
-              .. "uvloop.EventLoopPolicy())，或 uvloop.run(main())）；uvicorn：--loop uvloop。前后做基准对比。"),
-      verify = T(fmt("`sopctl dump --pid %d` shows no base_events.run_forever frame on the loop thread; the loop "
-                     .. "thread's CPU per request drops (`sopctl run --pid %d --duration 5`)", ev.pid, ev.pid),
-                 fmt("`sopctl dump --pid %d` 的循环线程栈里不再有 base_events.run_forever；每个请求的 CPU 下降"
-                     .. "（`sopctl run --pid %d --duration 5`）", ev.pid, ev.pid)),
-      refs = { "https://github.com/MagicStack/uvloop", "https://docs.python.org/3/library/asyncio-policy.html" },
+      verify = tr("`sopctl dump --pid {pid}` shows no base_events.run_forever frame on the loop thread; the loop "
+                  .. "thread's CPU per request drops (`sopctl run --pid {pid} --duration 5`)",
+                  "`sopctl dump --pid {pid}` 的循环线程栈里不再有 base_events.run_forever；每个请求的 CPU 下降"
+                  .. "（`sopctl run --pid {pid} --duration 5`）", { pid = ev.pid }),
     }
   end,
 }

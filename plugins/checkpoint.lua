@@ -5,6 +5,7 @@
 
 local common = require "plugins.common"
 local T, no_proc = common.T, common.no_proc
+local tr = common.tr
 
 
 local REFS = {
@@ -88,12 +89,9 @@ end
 local function find(ev, th)
   if not ev.proc then return nil, no_proc(ev) end
   if not ev.python or not ev.python.threads then
-    return nil, unknown(T("no Python stacks (not CPython, or its memory was not readable)",
-                          "没有 Python 栈（不是 CPython，或无法读取其内存）"))
+    return nil, unknown(common.NO_STACKS)
   end
-  if not ev.duration_s or ev.duration_s <= 0 then
-    return nil, unknown(T("one snapshot (--duration 0): no sampled window", "只有一次快照（--duration 0）：没有采样窗口"))
-  end
+  if common.no_window(ev) then return nil, common.one_snapshot("no sampled window", "没有采样窗口") end
   local t, sampled = checkpoint_thread(ev)
   if not sampled then
     return nil, unknown(T("the window was not sampled (--rate 0?)", "窗口没有被采样（--rate 0？）"))
@@ -122,6 +120,15 @@ rule {
             "python.threads[].name", "python.threads[].tid", "python.workers[].pid",
             "python.workers[].threads[].name", "python.workers[].threads[].tid" },
   uses = { "ckpt_frac", "ckpt_busy_frac", "ckpt_io_wait_frac", "io_util_pct" },
+  cause = T("torch.save / torch.load run pickle in one Python thread: every Python object in the "
+            .. "checkpoint (dicts, lists, per-tensor persistent_id calls, optimizer state, "
+            .. "custom classes) costs interpreter time, so a checkpoint of many small objects "
+            .. "is bound by one core, not by the disk (SOP §7.7: \"CPU 100% on one core, disk "
+            .. "not busy\").",
+            "torch.save / torch.load 在一个 Python 线程里跑 pickle：checkpoint 中每个 Python 对象（dict、list、"
+            .. "每个 tensor 的 persistent_id 调用、optimizer 状态、自定义类）都消耗解释器时间，所以由大量小对象组成的 "
+            .. "checkpoint 受单核限制而不是磁盘（SOP §7.7：“CPU 单核 100%，磁盘反而不忙”）。"),
+  refs = REFS,
   check = function(ev, th)
     local t, verdict = find(ev, th)
     if not t then return verdict end
@@ -159,18 +166,10 @@ rule {
     local load = call == "torch.load"
     return hit {
       severity = "warn",
-      symptom = T(fmt("%s is CPU bound: one thread serializes on one core while the disk idles", call),
-                  fmt("%s 受 CPU 限制：单线程在一个核上序列化，磁盘却空闲", call)),
+      symptom = tr("{call:%s} is CPU bound: one thread serializes on one core while the disk idles",
+                   "{call:%s} 受 CPU 限制：单线程在一个核上序列化，磁盘却空闲", { call = call }),
       evidence = T(fmt("Over %.1f s: %s%s%s%s.", ev.duration_s, base_en, file_en, disk_en, stack_en),
                    fmt("%.1f 秒内：%s%s%s%s。", ev.duration_s, base_zh, file_zh, disk_zh, stack_en)),
-      cause = T("torch.save / torch.load run pickle in one Python thread: every Python object in the "
-                .. "checkpoint (dicts, lists, per-tensor persistent_id calls, optimizer state, "
-                .. "custom classes) costs interpreter time, so a checkpoint of many small objects "
-                .. "is bound by one core, not by the disk (SOP §7.7: \"CPU 100% on one core, disk "
-                .. "not busy\").",
-                "torch.save / torch.load 在一个 Python 线程里跑 pickle：checkpoint 中每个 Python 对象（dict、list、"
-                .. "每个 tensor 的 persistent_id 调用、optimizer 状态、自定义类）都消耗解释器时间，所以由大量小对象组成的 "
-                .. "checkpoint 受单核限制而不是磁盘（SOP §7.7：“CPU 单核 100%，磁盘反而不忙”）。"),
       fix = load and T("Load without unpickling the tensors: torch.load(path, mmap=True, "
               .. "weights_only=True) (PyTorch 2.1+), or save as safetensors and "
               .. "safetensors.torch.load_file (zero-copy mmap); keep the checkpoint a flat "
@@ -192,7 +191,6 @@ rule {
                  fmt("修改前后给保存/加载计时（time.perf_counter）；checkpoint 期间 `sopctl run --pid %d "
                      .. "--duration 3` 显示 checkpoint_frac 低于 %.0f%% 或 checkpoint.pickle_bound 不再触发。",
                      ev.pid, 100 * th.ckpt_frac)),
-      refs = REFS,
     }
   end,
 }
@@ -210,6 +208,10 @@ rule {
             "python.threads[].name", "python.threads[].tid", "python.threads[].window.top_stacks",
             "python.workers[].pid", "python.workers[].threads[].name", "python.workers[].threads[].tid" },
   uses = { "ckpt_frac", "ckpt_io_wait_frac", "io_util_pct" },
+  refs = { "https://pytorch.org/docs/stable/notes/serialization.html",
+           "https://huggingface.co/docs/safetensors/index",
+           "https://fio.readthedocs.io/en/latest/fio_doc.html",
+           "https://www.brendangregg.com/linuxperf.html" },
   check = function(ev, th)
     local t, verdict = find(ev, th)
     if not t then return verdict end
@@ -308,10 +310,6 @@ rule {
                      ev.pid, 100 * th.ckpt_io_wait_frac, th.io_util_pct),
                  fmt("修改前后给保存计时；checkpoint 期间 `sopctl run --pid %d --duration 3` 显示 IO 等待低于 %.0f%%，"
                      .. "`iostat -xm 1 3` 的 %%util 低于 %g%%。", ev.pid, 100 * th.ckpt_io_wait_frac, th.io_util_pct)),
-      refs = { "https://pytorch.org/docs/stable/notes/serialization.html",
-               "https://huggingface.co/docs/safetensors/index",
-               "https://fio.readthedocs.io/en/latest/fio_doc.html",
-               "https://www.brendangregg.com/linuxperf.html" },
     }
   end,
 }

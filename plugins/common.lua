@@ -9,13 +9,84 @@
 -- faulted_file(ev, min_kb) is the mapped data file whose resident pages grew most over the window.
 -- share(thread_or_proc, pattern [, plain]) is the exact share of samples in code matching pattern.
 -- own_frame(frames, ev) / user_frame(frames, ev): the innermost frame of the program's own code
--- (is_own_file, overridable by a site) and "own (file:line) -> leaf (file:line)". Use:
+-- (is_own_file, overridable by a site) and "own (file:line) -> leaf (file:line)".
+-- tr(en, zh, args) is one bilingual text with named placeholders ("{n} threads", "{s:%.1f} s").
+-- The preludes many rules open with: effective_cpus(ev) (NO_CPUS), need_stacks(ev) (NO_STACKS),
+-- no_window(ev) / one_snapshot(en, zh) ("one snapshot (--duration 0): ..."); pct_text(frac) is
+-- "42%". Use:
 --   local common = require "plugins.common"
 --   local T, no_proc = common.T, common.no_proc
 
 local common = {}
 
 function common.T(en, zh) return { en = en, zh = zh } end
+
+-- One text in both languages, with named placeholders filled from args, so the two texts may
+-- place them in different orders: "{name}" is the value as %s for a string and %d for a number
+-- (an integer: a fraction raises, as fmt's %d would; a missing value raises), "{name:%.1f}" is
+-- fmt("%.1f", value). Anything else in braces is kept as is.
+-- tr("{n} busy threads on {cpus} CPUs", "{n} 个繁忙线程，{cpus} 个 CPU", { n = 3, cpus = 2 }).
+local function fill(text, args)
+  local out, i = {}, 1
+  while true do
+    local a = text:find("{", i, true)
+    if not a then break end
+    -- on a short piece: the sandbox prices a pattern by the subject's length
+    local name, spec, e = text:sub(a, a + 63):match("^{([%w_]+)(:?[^{}%s]*)}()")
+    if name and (spec == "" or spec:sub(1, 2) == ":%") then
+      local v = args[name]
+      if v == nil and spec == "" then error("tr: no value for {" .. name .. "}") end
+      out[#out + 1] = text:sub(i, a - 1)
+      if spec ~= "" then
+        out[#out + 1] = fmt(spec:sub(2), v)
+      else
+        out[#out + 1] = type(v) == "number" and fmt("%d", v) or tostring(v)
+      end
+      i = a + e - 1
+    else
+      out[#out + 1] = text:sub(i, a) -- not a placeholder: kept as is
+      i = a + 1
+    end
+  end
+  out[#out + 1] = text:sub(i)
+  return table.concat(out)
+end
+
+function common.tr(en, zh, args)
+  args = args or {}
+  return { en = fill(en, args), zh = fill(zh, args) }
+end
+
+-- A share in [0, 1] as a whole percentage: pct_text(0.423) = "42%". (The DSL's pct(a, b) is
+-- the number 100 * a / b.)
+function common.pct_text(frac) return fmt("%.0f%%", 100 * frac) end
+
+-- The CPUs the job may use: the one figure engine/collect.c computes (quota, cpuset, affinity;
+-- ev.effective_cpus), else the host's CPU count on older evidence; nil when neither is known.
+function common.effective_cpus(ev)
+  return ev.effective_cpus or (ev.host and ev.host.ncpu)
+end
+
+common.NO_CPUS = common.T("effective CPU count unknown", "有效 CPU 数未知")
+
+-- The verdict of a rule that needs the sampled Python threads when there are none.
+common.NO_STACKS = common.T("no Python stacks (not CPython, or its memory was not readable)",
+                            "没有 Python 栈（不是 CPython，或无法读取其内存）")
+
+-- unknown(NO_STACKS) when ev.python has no threads; nil (go on) otherwise.
+function common.need_stacks(ev)
+  local py = ev.python
+  if not py or not py.threads then return unknown(common.NO_STACKS) end
+  return nil
+end
+
+-- Whether there is no measured window (one snapshot, --duration 0); a rule then says what it
+-- lacks with one_snapshot(en, zh): unknown("one snapshot (--duration 0): no read rates").
+function common.no_window(ev) return not ev.duration_s or ev.duration_s <= 0 end
+
+function common.one_snapshot(en, zh)
+  return unknown(common.T("one snapshot (--duration 0): " .. en, "只有一次快照（--duration 0）：" .. zh))
+end
 
 function common.no_proc(ev)
   if ev.alive == false then

@@ -7,6 +7,7 @@
 
 local common = require "plugins.common"
 local T, no_proc = common.T, common.no_proc
+local tr = common.tr
 
 -- Why a rule that needs the live process cannot judge.
 
@@ -43,12 +44,11 @@ end
 local function legacy_check(ev, th)
   local p = ev.proc
   if not p then return no_proc(ev) end
-  if not ev.duration_s or ev.duration_s <= 0 then
-    return unknown(T("one snapshot (--duration 0): no CPU rates to tell busy threads",
-                     "只有一次快照（--duration 0）：没有 CPU 速率，无法判断繁忙线程"))
+  if common.no_window(ev) then
+    return common.one_snapshot("no CPU rates to tell busy threads", "没有 CPU 速率，无法判断繁忙线程")
   end
-  local eff = ev.effective_cpus or (ev.host and ev.host.ncpu)
-  if not eff then return unknown(T("effective CPU count unknown", "有效 CPU 数未知")) end
+  local eff = common.effective_cpus(ev)
+  if not eff then return unknown(common.NO_CPUS) end
   local cpu = ev.cgroup and ev.cgroup.cpu or {}
   local cap = eff
   if cpu.quota_cpus and cpu.quota_cpus < cap then cap = cpu.quota_cpus end
@@ -195,30 +195,29 @@ local function legacy_check(ev, th)
 
   return hit {
     severity = busy >= th.oversub_high_ratio * eff and "high" or "warn",
-    symptom = T(fmt("%d busy threads compete for %d effective CPUs", busy, eff),
-                fmt("%d 个繁忙线程争抢 %d 个有效 CPU", busy, eff)),
+    symptom = tr("{busy} busy threads compete for {eff} effective CPUs",
+                 "{busy} 个繁忙线程争抢 {eff} 个有效 CPU", { busy = busy, eff = eff }),
     evidence = T(fmt("%s (%s); %s%s; busiest: %s.", base_en, lim_s,
                      table.concat(env_en, ", "), libs_s, table.concat(tl, ", ")),
                  fmt("%s（%s）；%s%s；最忙：%s。", base_zh, lim_s, table.concat(env_zh, "，"),
                      libs_z, table.concat(tl, "，"))),
     cause = T(cause_en, cause_zh),
-    fix = T(fmt("Size every pool to the %d effective CPUs: in the job spec, before Python "
-                .. "starts, export OMP_NUM_THREADS, MKL_NUM_THREADS and OPENBLAS_NUM_THREADS "
-                .. "= %d divided by the number of busy worker processes (at least 1); in "
-                .. "code, threadpoolctl.threadpool_limits(1) inside each DataLoader/"
-                .. "multiprocessing worker and torch.set_num_threads(%d) in the main "
-                .. "process; keep CPU-bound worker processes <= %d. Do not raise num_workers "
-                .. "or thread counts to compensate: change one number and measure step time.",
-                eff, eff, eff, eff),
-            fmt("让所有线程池对齐 %d 个有效 CPU：在作业配置里、Python 启动前导出 OMP_NUM_THREADS、"
-                .. "MKL_NUM_THREADS、OPENBLAS_NUM_THREADS = %d 除以繁忙 worker 进程数（至少 1）；代码里在"
-                .. "每个 DataLoader/multiprocessing worker 内调用 threadpoolctl.threadpool_limits(1)，主进程"
-                .. " torch.set_num_threads(%d)；CPU 密集的 worker 进程 <= %d 个。不要靠加 num_workers 或"
-                .. "线程数来补偿：一次只改一个数并测 step 时间。", eff, eff, eff, eff)),
-    verify = T(fmt("`sopctl run --pid %d --duration 2`: busy threads <= %d, cpu.throttled "
-                   .. "clear, and the step time (samples/s) improves.", ev.pid, eff),
-               fmt("`sopctl run --pid %d --duration 2`：繁忙线程 <= %d，cpu.throttled 为 clear，"
-                   .. "step 时间（samples/s）改善。", ev.pid, eff)),
+    fix = tr("Size every pool to the {eff} effective CPUs: in the job spec, before Python "
+             .. "starts, export OMP_NUM_THREADS, MKL_NUM_THREADS and OPENBLAS_NUM_THREADS "
+             .. "= {eff} divided by the number of busy worker processes (at least 1); in "
+             .. "code, threadpoolctl.threadpool_limits(1) inside each DataLoader/"
+             .. "multiprocessing worker and torch.set_num_threads({eff}) in the main "
+             .. "process; keep CPU-bound worker processes <= {eff}. Do not raise num_workers "
+             .. "or thread counts to compensate: change one number and measure step time.",
+             "让所有线程池对齐 {eff} 个有效 CPU：在作业配置里、Python 启动前导出 OMP_NUM_THREADS、"
+             .. "MKL_NUM_THREADS、OPENBLAS_NUM_THREADS = {eff} 除以繁忙 worker 进程数（至少 1）；代码里在"
+             .. "每个 DataLoader/multiprocessing worker 内调用 threadpoolctl.threadpool_limits(1)，主进程"
+             .. " torch.set_num_threads({eff})；CPU 密集的 worker 进程 <= {eff} 个。不要靠加 num_workers 或"
+             .. "线程数来补偿：一次只改一个数并测 step 时间。", { eff = eff }),
+    verify = tr("`sopctl run --pid {pid} --duration 2`: busy threads <= {eff}, cpu.throttled "
+                .. "clear, and the step time (samples/s) improves.",
+                "`sopctl run --pid {pid} --duration 2`：繁忙线程 <= {eff}，cpu.throttled 为 clear，"
+                .. "step 时间（samples/s）改善。", { pid = ev.pid, eff = eff }),
     refs = {
       "https://github.com/joblib/threadpoolctl",
       "https://pytorch.org/docs/stable/generated/torch.set_num_threads.html",
@@ -391,18 +390,22 @@ rule {
             "children[].threads", "duration_s", "pid", "proc.affinity.count", "proc.affinity.cpus",
             "proc.comm", "proc.libs", "proc.threads", "sched", "threads[].name", "threads[].tid" },
   uses = { "oversub_load_ratio", "oversub_high_ratio", "busy_thread_pct", "cpu_saturated_pct", "throttled_pct" },
+  refs = {
+    "https://docs.kernel.org/scheduler/sched-stats.html",
+    "https://github.com/joblib/threadpoolctl",
+    "https://joblib.readthedocs.io/en/stable/parallel.html#avoiding-over-subscription-of-cpu-resources",
+  },
   check = function(ev, th)
     local p = ev.proc
     if not p then return no_proc(ev) end
-    if not ev.duration_s or ev.duration_s <= 0 then
-      return unknown(T("one snapshot (--duration 0): no CPU rates to tell runnable threads",
-                       "只有一次快照（--duration 0）：没有 CPU 速率，无法判断可运行线程"))
+    if common.no_window(ev) then
+      return common.one_snapshot("no CPU rates to tell runnable threads", "没有 CPU 速率，无法判断可运行线程")
     end
     local s = ev.sched
     if not s or not s.runnable_load or not s.window_s or s.window_s <= 0 then return legacy_check(ev, th) end
-    local eff = s.effective_cpus or ev.effective_cpus or (ev.host and ev.host.ncpu)
+    local eff = s.effective_cpus or common.effective_cpus(ev)
     local cap = s.capacity_cpus or eff
-    if not cap or cap <= 0 then return unknown(T("effective CPU count unknown", "有效 CPU 数未知")) end
+    if not cap or cap <= 0 then return unknown(common.NO_CPUS) end
     local load = s.runnable_load
     local nprocs = #(s.procs or {})
     local base_en = fmt("runnable load %.1f (CPU %.1f s + run-queue wait %.1f s over %.1f s, %d threads in %d "
@@ -549,11 +552,6 @@ rule {
                      ev.pid, fmt("%g", cap)),
                  fmt("`sopctl run --pid %d --duration 2`：可运行负载 <= %s，step 时间（samples/s）改善。",
                      ev.pid, fmt("%g", cap))),
-      refs = {
-        "https://docs.kernel.org/scheduler/sched-stats.html",
-        "https://github.com/joblib/threadpoolctl",
-        "https://joblib.readthedocs.io/en/stable/parallel.html#avoiding-over-subscription-of-cpu-resources",
-      },
     }
   end,
 }
@@ -587,26 +585,28 @@ rule {
   reads = { "python.threads", "python.workers", "proc.env", "children[].env", "proc.libs", "alive",
             "children[].pid", "duration_s", "pid", "sched" },
   uses = { "summary_cpu_bound_pct", "pool_native_frac", "pool_spare_cpus", "sampled_min_samples" },
+  refs = {
+    "https://pytorch.org/docs/stable/generated/torch.set_num_threads.html",
+    "https://github.com/joblib/threadpoolctl",
+  },
   check = function(ev, th)
     local p = ev.proc
     if not p then return no_proc(ev) end
-    if not ev.duration_s or ev.duration_s <= 0 then
-      return unknown(T("one snapshot (--duration 0): no CPU rates", "只有一次快照（--duration 0）：没有 CPU 速率"))
-    end
+    if common.no_window(ev) then return common.one_snapshot("no CPU rates", "没有 CPU 速率") end
     local s = ev.sched
     if not s or not s.runnable_load or not s.window_s or s.window_s <= 0 then
       return unknown(T("no whole-tree scheduling evidence (ev.sched)", "没有整棵进程树的调度证据（ev.sched）"))
     end
     local cap = s.capacity_cpus or s.effective_cpus
-    if not cap then return unknown(T("effective CPU count unknown", "有效 CPU 数未知")) end
+    if not cap then return unknown(common.NO_CPUS) end
     local caps = fmt("%g", cap)
     if cap < 2 then
-      return clear(T(fmt("%s CPU: no pool can use more than one", caps), fmt("%s 个 CPU：线程池无法用到更多", caps)))
+      return clear(tr("{caps:%s} CPU: no pool can use more than one", "{caps:%s} 个 CPU：线程池无法用到更多", { caps = caps }))
     end
     local load = s.runnable_load
     if cap - load < th.pool_spare_cpus then
-      return clear(T(fmt("the tree's runnable load %.1f fills the %s CPUs the job may use", load, caps),
-                     fmt("进程树的可运行负载 %.1f 已占满作业可用的 %s 个 CPU", load, caps)))
+      return clear(tr("the tree's runnable load {load:%.1f} fills the {caps:%s} CPUs the job may use",
+                      "进程树的可运行负载 {load:%.1f} 已占满作业可用的 {caps:%s} 个 CPU", { load = load, caps = caps }))
     end
     local py_tids = python_threads(ev)
     if not py_tids then
@@ -641,10 +641,10 @@ rule {
       end
     end
     if not best then
-      return clear(T(fmt("no pegged thread computing natively (torch/BLAS/OpenMP mapped) with a pool smaller than "
-                         .. "the %s CPUs; the tree's runnable load is %.1f", caps, load),
-                     fmt("没有在原生计算（已加载 torch/BLAS/OpenMP）中占满一个核、且线程池小于 %s 个 CPU 的线程；"
-                         .. "进程树的可运行负载为 %.1f", caps, load)))
+      return clear(tr("no pegged thread computing natively (torch/BLAS/OpenMP mapped) with a pool smaller than "
+                      .. "the {caps:%s} CPUs; the tree's runnable load is {load:%.1f}",
+                      "没有在原生计算（已加载 torch/BLAS/OpenMP）中占满一个核、且线程池小于 {caps:%s} 个 CPU 的线程；"
+                      .. "进程树的可运行负载为 {load:%.1f}", { caps = caps, load = load }))
     end
 
     local sp, pg = best.sp, best.pegged
@@ -716,10 +716,6 @@ rule {
       verify = T(fmt("`sopctl run --pid %d --duration 3`: the runnable load approaches %s and the step time improves.",
                      ev.pid, caps),
                  fmt("`sopctl run --pid %d --duration 3`：可运行负载接近 %s，step 时间改善。", ev.pid, caps)),
-      refs = {
-        "https://pytorch.org/docs/stable/generated/torch.set_num_threads.html",
-        "https://github.com/joblib/threadpoolctl",
-      },
     }
   end,
 }
@@ -735,6 +731,10 @@ rule {
             "duration_s", "alive", "cgroup.cpu.period_us", "cgroup.cpu.quota_us",
             "cgroup.cpu.throttled_ms_per_s" },
   uses = { "throttled_pct", "throttled_high_pct" },
+  refs = {
+    "https://docs.kernel.org/scheduler/sched-bwc.html",
+    "https://kubernetes.io/docs/concepts/configuration/manage-resources-containers/",
+  },
   check = function(ev, th)
     if ev.alive == false then return no_proc(ev) end
     local cg = ev.cgroup
@@ -785,32 +785,28 @@ rule {
     local n = math.max(1, math.floor(q))
     return hit {
       severity = (window and tp >= th.throttled_high_pct) and "high" or "warn",
-      symptom = T(fmt("CPU quota throttling: %.0f%% of periods throttled", tp),
-                  fmt("CPU quota 限流：%.0f%% 的周期被 throttle", tp)),
+      symptom = tr("CPU quota throttling: {tp:%.0f}% of periods throttled",
+                   "CPU quota 限流：{tp:%.0f}% 的周期被 throttle", { tp = tp }),
       evidence = T(base_en .. ex_en .. ".", base_zh .. ex_zh .. "。"),
-      cause = T(fmt("The job's threads want more CPU time than the %s-CPU quota: once the cgroup "
-                    .. "has used its quota in a period, all its threads stop until the next "
-                    .. "period starts, which stalls steps and adds latency (CFS bandwidth "
-                    .. "control).", qs),
-                fmt("作业线程需要的 CPU 时间超过 %s 个 CPU 的 quota：cgroup 在一个周期内用完 quota 后，"
-                    .. "它的所有线程都要停到下一个周期开始，step 卡顿、延迟上升（CFS 带宽控制）。", qs)),
-      fix = T(fmt("Match demand and quota (SOP §8.5): set OMP_NUM_THREADS, MKL_NUM_THREADS and "
-                  .. "OPENBLAS_NUM_THREADS to %d (the quota), torch.set_num_threads(%d), and keep "
-                  .. "worker processes x threads per worker <= %d; in Kubernetes set CPU "
-                  .. "requests == limits in whole CPUs, or raise the limit when the node has the "
-                  .. "cores.", n, n, n),
-              fmt("让需求与 quota 对齐（SOP §8.5）：OMP_NUM_THREADS、MKL_NUM_THREADS、OPENBLAS_NUM_THREADS "
-                  .. "设为 %d（即 quota），torch.set_num_threads(%d)，worker 进程数 × 每个 worker 线程数 <= %d；"
-                  .. "Kubernetes 里 CPU requests == limits 且为整数核，或在节点有余量时调大 limit。", n, n, n)),
+      cause = tr("The job's threads want more CPU time than the {qs:%s}-CPU quota: once the cgroup "
+                 .. "has used its quota in a period, all its threads stop until the next "
+                 .. "period starts, which stalls steps and adds latency (CFS bandwidth "
+                 .. "control).",
+                 "作业线程需要的 CPU 时间超过 {qs:%s} 个 CPU 的 quota：cgroup 在一个周期内用完 quota 后，"
+                 .. "它的所有线程都要停到下一个周期开始，step 卡顿、延迟上升（CFS 带宽控制）。", { qs = qs }),
+      fix = tr("Match demand and quota (SOP §8.5): set OMP_NUM_THREADS, MKL_NUM_THREADS and "
+               .. "OPENBLAS_NUM_THREADS to {n} (the quota), torch.set_num_threads({n}), and keep "
+               .. "worker processes x threads per worker <= {n}; in Kubernetes set CPU "
+               .. "requests == limits in whole CPUs, or raise the limit when the node has the "
+               .. "cores.",
+               "让需求与 quota 对齐（SOP §8.5）：OMP_NUM_THREADS、MKL_NUM_THREADS、OPENBLAS_NUM_THREADS "
+               .. "设为 {n}（即 quota），torch.set_num_threads({n})，worker 进程数 × 每个 worker 线程数 <= {n}；"
+               .. "Kubernetes 里 CPU requests == limits 且为整数核，或在节点有余量时调大 limit。", { n = n }),
       verify = T(fmt("Read cpu.stat of %s twice 10 s apart: nr_throttled stops growing; `sopctl run "
                      .. "--duration 2` shows throttling below %g%%.", cpu_path or "the cgroup",
                      th.throttled_pct),
                  fmt("间隔 10 秒读两次 %s 的 cpu.stat：nr_throttled 不再增长；`sopctl run --duration 2` "
                      .. "显示 throttle 低于 %g%%。", cpu_path or "cgroup", th.throttled_pct)),
-      refs = {
-        "https://docs.kernel.org/scheduler/sched-bwc.html",
-        "https://kubernetes.io/docs/concepts/configuration/manage-resources-containers/",
-      },
     }
   end,
 }

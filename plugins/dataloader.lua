@@ -17,6 +17,7 @@
 
 local common = require "plugins.common"
 local T = common.T
+local tr = common.tr
 
 local REF_DATA = "https://pytorch.org/docs/stable/data.html"
 local REF_TOK = "https://huggingface.co/docs/transformers/main_classes/tokenizer"
@@ -88,12 +89,10 @@ end
 -- the unknown() verdict to return.
 local function sampled(ev)
   if not ev.python or not ev.python.threads then
-    return nil, unknown(T("no Python stacks (not CPython, or its memory was not readable)",
-                          "没有 Python 栈（不是 CPython，或无法读取其内存）"))
+    return nil, unknown(common.NO_STACKS)
   end
-  if not ev.duration_s or ev.duration_s <= 0 then
-    return nil, unknown(T("one snapshot (--duration 0): the DataLoader checks need a sampled window",
-                          "只有一次快照（--duration 0）：DataLoader 检查需要采样窗口"))
+  if common.no_window(ev) then
+    return nil, common.one_snapshot("the DataLoader checks need a sampled window", "DataLoader 检查需要采样窗口")
   end
   local mt = main_thread(ev)
   if not mt or not mt.window or not mt.window.samples or mt.window.samples == 0 then
@@ -108,14 +107,14 @@ local function job_cpu(ev)
   local used = ev.proc and ev.proc.cpu_pct
   if not used then return nil end
   for _, c in ipairs(ev.children or {}) do used = used + (c.cpu_pct or 0) end
-  local eff = ev.effective_cpus or (ev.host and ev.host.ncpu) or 1
+  local eff = common.effective_cpus(ev) or 1
   local cap = eff
   local q = ev.cgroup and ev.cgroup.cpu and ev.cgroup.cpu.quota_cpus
   if q and q < cap then cap = q end
   return used, cap * 100, eff
 end
 
-local function pct(x) return fmt("%.0f%%", 100 * x) end
+local pct_text = common.pct_text
 
 -- ---------------------------------------------------------------------------------------------
 
@@ -132,6 +131,8 @@ rule {
             "python.workers[].threads[].window.samples" },
   uses = { "loader_wait_pct", "loader_wait_high_pct", "loader_worker_cpu_pct", "loader_worker_io_pct",
            "cpu_saturated_pct" },
+  refs = { REF_DATA, "https://docs.nvidia.com/deeplearning/dali/user-guide/docs/index.html",
+           "https://github.com/webdataset/webdataset", "https://github.com/libffcv/ffcv" },
   check = function(ev, th)
     local mt, verdict = sampled(ev)
     if not mt then return verdict end
@@ -157,10 +158,10 @@ rule {
                                            or has(st, "recvfds"))
     end) or 0
     local base_en = fmt("the main thread waited for a batch in %s of %d samples over %.1f s (receiving one from the "
-                        .. "workers' shared memory in %s), with %d DataLoader workers", pct(wait), mt.window.samples,
-                        ev.duration_s, pct(transfer), #dw)
+                        .. "workers' shared memory in %s), with %d DataLoader workers", pct_text(wait),
+                        mt.window.samples, ev.duration_s, pct_text(transfer), #dw)
     local base_zh = fmt("%.1f 秒内主线程 %d 个样本中有 %s 在等 batch（其中 %s 在从 worker 共享内存接收），DataLoader worker %d 个",
-                        ev.duration_s, mt.window.samples, pct(wait), pct(transfer), #dw)
+                        ev.duration_s, mt.window.samples, pct_text(wait), pct_text(transfer), #dw)
     if 100 * wait < th.loader_wait_pct then return clear(T(base_en, base_zh)) end
 
     -- The workers: what their main threads do (state R / D / asleep) and what they read.
@@ -189,9 +190,9 @@ rule {
     local work_zh = work and fmt("；worker 最常见的栈末端是 %s", work) or ""
     local wst_en = fmt("the workers ran (state R) %s, were in disk IO (state D) %s and asleep %s of their samples, "
                        .. "together %.0f%% CPU; they read %s/s from the devices in %.0f read calls/s",
-                       pct(cpu), pct(io), pct(idle), wcpu, kb(rd / 1024), syscr)
+                       pct_text(cpu), pct_text(io), pct_text(idle), wcpu, kb(rd / 1024), syscr)
     local wst_zh = fmt("worker 运行（R 态）%s、磁盘 IO（D 态）%s、睡眠 %s，合计 CPU %.0f%%；每秒从设备读 %s，"
-                       .. "read 调用 %.0f 次/秒", pct(cpu), pct(io), pct(idle), wcpu, kb(rd / 1024), syscr)
+                       .. "read 调用 %.0f 次/秒", pct_text(cpu), pct_text(io), pct_text(idle), wcpu, kb(rd / 1024), syscr)
     -- The files the workers read, when the window saw their read position move.
     local files, listed = {}, {}
     for _, f in ipairs(ev.io_files or {}) do
@@ -215,9 +216,9 @@ rule {
       kind = T("IO-bound", "IO 瓶颈")
       cause = T(fmt("The workers cannot read samples as fast as the step consumes them: they spend %s of their time "
                     .. "blocked in disk IO (SOP §6.3, §6.4 IO branch); small random reads of many files make it worse.",
-                    pct(io)),
+                    pct_text(io)),
                 fmt("worker 读样本的速度跟不上训练消耗：%s 的时间阻塞在磁盘 IO（SOP §6.3、§6.4 IO 分支）；"
-                    .. "大量小文件随机读会更糟。", pct(io)))
+                    .. "大量小文件随机读会更糟。", pct_text(io)))
       fix = T("Make the reads sequential and fewer: pack small files into shards read in order (webdataset tar "
               .. "shards, LMDB), keep the hot data on local NVMe/SSD instead of network storage, and keep "
               .. "prefetch_factor at 2-4 so reads overlap the step. More workers only help while the device has "
@@ -229,9 +230,9 @@ rule {
       kind = T("CPU-bound", "CPU 瓶颈")
       cause = T(fmt("The per-sample work (decoding, transforms, tokenizing) in __getitem__/collate is heavier than "
                     .. "the step: the workers run %s of the time and still cannot keep up (SOP §6.4 CPU branch).",
-                    pct(cpu)),
+                    pct_text(cpu)),
                 fmt("__getitem__/collate 里的逐样本工作（解码、变换、分词）比训练 step 还重：worker %s 的时间在运行，"
-                    .. "仍跟不上（SOP §6.4 CPU 分支）。", pct(cpu)))
+                    .. "仍跟不上（SOP §6.4 CPU 分支）。", pct_text(cpu)))
       local more_en = full
         and "The CPUs are already full, so more workers will not help; make each sample cheaper: "
         or fmt("The CPUs have room: raise num_workers by one at a time (at most %d, the effective CPUs) and "
@@ -252,10 +253,10 @@ rule {
       cause = T(fmt("The workers have batches ready (asleep %s of their samples); the loop's time goes to receiving "
                     .. "them: %s of its samples are in rebuild_storage_fd / resource_sharer, the per-tensor "
                     .. "file-descriptor handshake that moves each tensor's shared memory to the main process.",
-                    pct(idle), pct(transfer)),
+                    pct_text(idle), pct_text(transfer)),
                 fmt("worker 已备好 batch（%s 的样本在睡眠）；训练循环的时间花在接收上：%s 的样本在 "
                     .. "rebuild_storage_fd / resource_sharer，即把每个 tensor 的共享内存交给主进程的逐 tensor 文件描述符握手。",
-                    pct(idle), pct(transfer)))
+                    pct_text(idle), pct_text(transfer)))
       fix = T("Return fewer, larger tensors per batch: collate each field into one tensor (not lists or dicts of "
               .. "many small tensors), or return numpy arrays/bytes for small items and convert in the step. "
               .. "Measure samples/s after the change.",
@@ -265,9 +266,9 @@ rule {
       kind = T("waiting, neither computing nor in disk IO", "既不计算也不在磁盘 IO，而是在等待")
       cause = T(fmt("The workers are asleep %s of their samples while the loop waits for them: they wait on "
                     .. "something other than the CPU or the disk (network reads, locks, sleeps), see their stack.",
-                    pct(idle)),
+                    pct_text(idle)),
                 fmt("训练循环在等 worker，而 worker %s 的样本在睡眠：它们在等 CPU 和磁盘以外的东西"
-                    .. "（网络读、锁、sleep），见其栈。", pct(idle)))
+                    .. "（网络读、锁、sleep），见其栈。", pct_text(idle)))
       fix = T("Look at what the workers wait on (`sopctl dump --pid WORKER`): for network/object storage, stream "
               .. "large shards (webdataset, StreamingDataset) with prefetching instead of one request per sample; "
               .. "remove locks and sleeps from __getitem__. Measure samples/s after each change.",
@@ -277,8 +278,8 @@ rule {
     return hit {
       severity = 100 * wait >= th.loader_wait_high_pct and "high" or "warn",
       symptom = T(fmt("the training loop is starved by the DataLoader (%s of the time waiting); workers %s",
-                      pct(wait), kind.en),
-                  fmt("训练循环被 DataLoader 拖住（%s 的时间在等数据）；worker %s", pct(wait), kind.zh)),
+                      pct_text(wait), kind.en),
+                  fmt("训练循环被 DataLoader 拖住（%s 的时间在等数据）；worker %s", pct_text(wait), kind.zh)),
       evidence = T(fmt("%s; %s%s%s%s.", base_en, wst_en, work_en, files_en, cpu_en),
                    fmt("%s；%s%s%s%s。", base_zh, wst_zh, work_zh, files_zh, cpu_zh)),
       cause = cause,
@@ -288,8 +289,6 @@ rule {
                      th.loader_wait_pct),
                  fmt("`sopctl run --pid %d --duration 5`：主线程等 batch 的比例低于 %g%%（dataloader.starved 为 clear），"
                      .. "step 时间（samples/s）改善。", ev.pid, th.loader_wait_pct)),
-      refs = { REF_DATA, "https://docs.nvidia.com/deeplearning/dali/user-guide/docs/index.html",
-               "https://github.com/webdataset/webdataset", "https://github.com/libffcv/ffcv" },
     }
   end,
 }
@@ -302,6 +301,7 @@ rule {
             "python.threads[].window.io_wait_frac", "effective_cpus", "duration_s", "host.ncpu", "pid",
             "python.threads[].tid", "python.threads[].window.samples" },
   uses = { "loader_inline_fetch_pct" },
+  refs = { REF_DATA, "https://pytorch.org/docs/stable/data.html#single-and-multi-process-data-loading" },
   check = function(ev, th)
     local mt, verdict = sampled(ev)
     if not mt then return verdict end
@@ -315,22 +315,22 @@ rule {
     end)
     local w = mt.window
     local base_en = fmt("the main thread was inside the in-process fetch (_SingleProcessDataLoaderIter > fetch.py) "
-                        .. "in %d of %d samples (%s) over %.1f s", cnt, w.samples, pct(f), ev.duration_s)
+                        .. "in %d of %d samples (%s) over %.1f s", cnt, w.samples, pct_text(f), ev.duration_s)
     local base_zh = fmt("%.1f 秒内主线程 %d 个样本中有 %d 个（%s）在进程内取数（_SingleProcessDataLoaderIter > fetch.py）",
-                        ev.duration_s, w.samples, cnt, pct(f))
+                        ev.duration_s, w.samples, cnt, pct_text(f))
     if 100 * f < th.loader_inline_fetch_pct then return clear(T(base_en, base_zh)) end
-    local eff = ev.effective_cpus or (ev.host and ev.host.ncpu) or 1
+    local eff = common.effective_cpus(ev) or 1
     local what = best and tail(best.stack, "(fetch.py)", 3) or "?"
     local ev_en = fmt("%s; no worker processes; most sampled: %s; the main thread ran %s and was in disk IO %s of "
-                      .. "the samples; %d effective CPUs.", base_en, what, pct(w.running_frac or 0),
-                      pct(w.io_wait_frac or 0), eff)
+                      .. "the samples; %d effective CPUs.", base_en, what, pct_text(w.running_frac or 0),
+                      pct_text(w.io_wait_frac or 0), eff)
     local ev_zh = fmt("%s；没有 worker 进程；最常见：%s；主线程运行 %s、磁盘 IO %s；有效 CPU %d 个。", base_zh, what,
-                      pct(w.running_frac or 0), pct(w.io_wait_frac or 0), eff)
+                      pct_text(w.running_frac or 0), pct_text(w.io_wait_frac or 0), eff)
     local one = eff < 2
     return hit {
       severity = one and "info" or "warn",
-      symptom = T(fmt("num_workers=0: the training loop spends %s of its time loading samples", pct(f)),
-                  fmt("num_workers=0：训练循环 %s 的时间花在加载样本上", pct(f))),
+      symptom = T(fmt("num_workers=0: the training loop spends %s of its time loading samples", pct_text(f)),
+                  fmt("num_workers=0：训练循环 %s 的时间花在加载样本上", pct_text(f))),
       evidence = T(ev_en, ev_zh),
       cause = T("With num_workers=0 the DataLoader fetches and collates every batch in the training process, "
                 .. "between steps: loading and training never overlap, so each step pays the full loading time "
@@ -339,18 +339,17 @@ rule {
                 "num_workers=0 时 DataLoader 在训练进程里、两个 step 之间取数并 collate：加载与训练从不重叠，每个 step "
                 .. "都付全部加载时间（SOP §6.1、§6.2）" .. (one and "；只有一个有效 CPU 时 worker 要与训练争同一个核，"
                 .. "只有 IO 等待能被重叠。" or "。")),
-      fix = T(fmt("Load in worker processes: DataLoader(num_workers=2, persistent_workers=True, prefetch_factor=2) "
-                  .. "as a start, then raise num_workers one at a time (at most %d, the effective CPUs, minus what "
-                  .. "the step needs) keeping a value only while samples/s improves. Limit BLAS/OpenMP threads per "
-                  .. "worker (threadpoolctl.threadpool_limits(1) in worker_init_fn).", eff),
-              fmt("用 worker 进程加载：先设 DataLoader(num_workers=2, persistent_workers=True, prefetch_factor=2)，"
-                  .. "再每次加 1（最多 %d 个有效 CPU 减去训练 step 需要的），只有 samples/s 提高才保留。每个 worker "
-                  .. "限制 BLAS/OpenMP 线程（worker_init_fn 里 threadpoolctl.threadpool_limits(1)）。", eff)),
-      verify = T(fmt("`sopctl run --pid %d --duration 5`: dataloader.no_workers clear, dataloader.starved clear, "
-                     .. "and the step time (samples/s) improves.", ev.pid),
-                 fmt("`sopctl run --pid %d --duration 5`：dataloader.no_workers 与 dataloader.starved 为 clear，"
-                     .. "step 时间（samples/s）改善。", ev.pid)),
-      refs = { REF_DATA, "https://pytorch.org/docs/stable/data.html#single-and-multi-process-data-loading" },
+      fix = tr("Load in worker processes: DataLoader(num_workers=2, persistent_workers=True, prefetch_factor=2) "
+               .. "as a start, then raise num_workers one at a time (at most {eff}, the effective CPUs, minus what "
+               .. "the step needs) keeping a value only while samples/s improves. Limit BLAS/OpenMP threads per "
+               .. "worker (threadpoolctl.threadpool_limits(1) in worker_init_fn).",
+               "用 worker 进程加载：先设 DataLoader(num_workers=2, persistent_workers=True, prefetch_factor=2)，"
+               .. "再每次加 1（最多 {eff} 个有效 CPU 减去训练 step 需要的），只有 samples/s 提高才保留。每个 worker "
+               .. "限制 BLAS/OpenMP 线程（worker_init_fn 里 threadpoolctl.threadpool_limits(1)）。", { eff = eff }),
+      verify = tr("`sopctl run --pid {pid} --duration 5`: dataloader.no_workers clear, dataloader.starved clear, "
+                  .. "and the step time (samples/s) improves.",
+                  "`sopctl run --pid {pid} --duration 5`：dataloader.no_workers 与 dataloader.starved 为 clear，"
+                  .. "step 时间（samples/s）改善。", { pid = ev.pid }),
     }
   end,
 }
@@ -366,6 +365,8 @@ rule {
             "python.workers[].threads[].tid", "python.workers[].threads[].window.samples",
             "threads[].cpu_pct", "threads[].tid" },
   uses = { "loader_workers_per_cpu", "cpu_saturated_pct" },
+  refs = { REF_DATA, "https://github.com/joblib/threadpoolctl",
+           "https://pytorch.org/docs/stable/generated/torch.set_num_threads.html" },
   check = function(ev, th)
     local mt, verdict = sampled(ev)
     if not mt then return verdict end
@@ -412,27 +413,25 @@ rule {
       evidence = T(fmt("%s; %d workers runnable half their samples or more, together %.0f%% CPU%s.", base_en, busy,
                        wcpu, main_en),
                    fmt("%s；%d 个 worker 至少一半样本处于可运行态，合计 CPU %.0f%%%s。", base_zh, busy, wcpu, main_zh)),
-      cause = T(fmt("num_workers is sized beyond the %d CPUs the job may use: the workers time-slice the same "
-                    .. "cores, take CPU from the training step and each other, and each holds its own copy of the "
-                    .. "dataset state and prefetched batches (SOP §6.2: num_workers above the cores fights the "
-                    .. "BLAS threads).", eff),
-                fmt("num_workers 超过了作业可用的 %d 个 CPU：worker 在同几个核上轮转，抢训练 step 和彼此的 CPU，"
-                    .. "每个 worker 还各持一份数据集状态和预取 batch（SOP §6.2：num_workers 超过核数会与 BLAS 线程抢核）。", eff)),
-      fix = T(fmt("Set num_workers to at most %d (the effective CPUs) minus the cores the training step uses; "
-                  .. "measure samples/s at that value and one below, keep the faster. Inside each worker limit "
-                  .. "BLAS/OpenMP to one thread (threadpoolctl.threadpool_limits(1) in worker_init_fn, or "
-                  .. "OMP_NUM_THREADS=1). If loading is still too slow with the CPUs full, make each sample "
-                  .. "cheaper (see dataloader.starved) or give the job more CPUs.", eff),
-              fmt("num_workers 最多设为 %d（有效 CPU 数）减去训练 step 占用的核；在该值和少 1 的值各测 samples/s，"
-                  .. "取较快者。每个 worker 内 BLAS/OpenMP 限一个线程（worker_init_fn 里 "
-                  .. "threadpoolctl.threadpool_limits(1)，或 OMP_NUM_THREADS=1）。CPU 跑满后加载仍慢，就让每个样本"
-                  .. "更便宜（见 dataloader.starved）或给作业更多 CPU。", eff)),
-      verify = T(fmt("`sopctl run --pid %d --duration 5`: dataloader.too_many_workers and cpu.oversubscribed "
-                     .. "clear, and samples/s is not lower than before.", ev.pid),
-                 fmt("`sopctl run --pid %d --duration 5`：dataloader.too_many_workers 与 cpu.oversubscribed 为 clear，"
-                     .. "samples/s 不低于调整前。", ev.pid)),
-      refs = { REF_DATA, "https://github.com/joblib/threadpoolctl",
-               "https://pytorch.org/docs/stable/generated/torch.set_num_threads.html" },
+      cause = tr("num_workers is sized beyond the {eff} CPUs the job may use: the workers time-slice the same "
+                 .. "cores, take CPU from the training step and each other, and each holds its own copy of the "
+                 .. "dataset state and prefetched batches (SOP §6.2: num_workers above the cores fights the "
+                 .. "BLAS threads).",
+                 "num_workers 超过了作业可用的 {eff} 个 CPU：worker 在同几个核上轮转，抢训练 step 和彼此的 CPU，"
+                 .. "每个 worker 还各持一份数据集状态和预取 batch（SOP §6.2：num_workers 超过核数会与 BLAS 线程抢核）。", { eff = eff }),
+      fix = tr("Set num_workers to at most {eff} (the effective CPUs) minus the cores the training step uses; "
+               .. "measure samples/s at that value and one below, keep the faster. Inside each worker limit "
+               .. "BLAS/OpenMP to one thread (threadpoolctl.threadpool_limits(1) in worker_init_fn, or "
+               .. "OMP_NUM_THREADS=1). If loading is still too slow with the CPUs full, make each sample "
+               .. "cheaper (see dataloader.starved) or give the job more CPUs.",
+               "num_workers 最多设为 {eff}（有效 CPU 数）减去训练 step 占用的核；在该值和少 1 的值各测 samples/s，"
+               .. "取较快者。每个 worker 内 BLAS/OpenMP 限一个线程（worker_init_fn 里 "
+               .. "threadpoolctl.threadpool_limits(1)，或 OMP_NUM_THREADS=1）。CPU 跑满后加载仍慢，就让每个样本"
+               .. "更便宜（见 dataloader.starved）或给作业更多 CPU。", { eff = eff }),
+      verify = tr("`sopctl run --pid {pid} --duration 5`: dataloader.too_many_workers and cpu.oversubscribed "
+                  .. "clear, and samples/s is not lower than before.",
+                  "`sopctl run --pid {pid} --duration 5`：dataloader.too_many_workers 与 cpu.oversubscribed 为 clear，"
+                  .. "samples/s 不低于调整前。", { pid = ev.pid }),
     }
   end,
 }
@@ -505,17 +504,30 @@ rule {
             "python.workers[].pid", "python.workers[].threads[].tid",
             "python.workers[].threads[].window.samples" },
   uses = { "loader_tokenizer_pct" },
+  cause = T("The text is tokenized by Python code (a slow tokenizer: transformers' use_fast=False or a model "
+            .. "without a fast version, or a hand-written one), 10-100x slower than the Rust `tokenizers` "
+            .. "implementation, and one sample at a time (SOP §6.6).",
+            "文本由 Python 代码分词（slow tokenizer：transformers 的 use_fast=False、没有 fast 版本的模型，"
+            .. "或手写的分词器），比 Rust `tokenizers` 实现慢 10~100 倍，且逐条处理（SOP §6.6）。"),
+  fix = T("Use the Rust fast tokenizer (AutoTokenizer.from_pretrained(name, use_fast=True); check "
+          .. "tok.is_fast is True), encode in batches (tok(list_of_texts) instead of one call per text), "
+          .. "truncate long texts before tokenizing, and tokenize once ahead of training "
+          .. "(datasets' map(batched=True) + save_to_disk) so the DataLoader only reads token ids.",
+          "改用 Rust fast tokenizer（AutoTokenizer.from_pretrained(name, use_fast=True)，确认 tok.is_fast 为 "
+          .. "True），批量编码（tok(list_of_texts)，不要逐条调用），长文本先截断再分词，并在训练前一次性分词"
+          .. "（datasets 的 map(batched=True) + save_to_disk），让 DataLoader 只读 token id。"),
+  refs = { REF_TOK, REF_TOKENIZERS, REF_DATA },
   check = function(ev, th)
     local mt, verdict = sampled(ev)
     if not mt then return verdict end
     local rust = rust_tokenizers(ev)
     local pred = slow_tok_stack(rust ~= nil)
     -- The target's main thread, and each worker's main thread, on their own.
-    local seen = { { what = T(fmt("main thread of pid %d", ev.pid), fmt("pid %d 主线程", ev.pid)), t = mt } }
+    local seen = { { what = tr("main thread of pid {pid}", "pid {pid} 主线程", { pid = ev.pid }), t = mt } }
     for _, w in ipairs(ev.python.workers or {}) do
       for _, t in ipairs(w.threads or {}) do
         if t.tid == w.pid then
-          seen[#seen + 1] = { what = T(fmt("worker pid %d", w.pid), fmt("worker pid %d", w.pid)), t = t }
+          seen[#seen + 1] = { what = tr("worker pid {pid}", "worker pid {pid}", { pid = w.pid }), t = t }
         end
       end
     end
@@ -541,34 +553,21 @@ rule {
     end
     local parts_en, parts_zh = {}, {}
     for i = 1, math.min(#hits, 6) do
-      parts_en[#parts_en + 1] = fmt("%s %s", hits[i].what.en, pct(hits[i].f))
-      parts_zh[#parts_zh + 1] = fmt("%s %s", hits[i].what.zh, pct(hits[i].f))
+      parts_en[#parts_en + 1] = fmt("%s %s", hits[i].what.en, pct_text(hits[i].f))
+      parts_zh[#parts_zh + 1] = fmt("%s %s", hits[i].what.zh, pct_text(hits[i].f))
     end
     local where = best and tail(best.stack, nil, 3) or "?"
     return hit {
-      symptom = T(fmt("tokenizing in pure Python takes up to %s of a process's time", pct(top)),
-                  fmt("纯 Python 分词最多占一个进程 %s 的时间", pct(top))),
+      symptom = T(fmt("tokenizing in pure Python takes up to %s of a process's time", pct_text(top)),
+                  fmt("纯 Python 分词最多占一个进程 %s 的时间", pct_text(top))),
       evidence = T(fmt("share of samples inside Python tokenizer frames over %.1f s: %s; most sampled: %s; %s.",
                        ev.duration_s, table.concat(parts_en, ", "), where, lib_en),
                    fmt("%.1f 秒内落在 Python tokenizer 帧里的样本比例：%s；最常见：%s；%s。", ev.duration_s,
                        table.concat(parts_zh, "，"), where, lib_zh)),
-      cause = T("The text is tokenized by Python code (a slow tokenizer: transformers' use_fast=False or a model "
-                .. "without a fast version, or a hand-written one), 10-100x slower than the Rust `tokenizers` "
-                .. "implementation, and one sample at a time (SOP §6.6).",
-                "文本由 Python 代码分词（slow tokenizer：transformers 的 use_fast=False、没有 fast 版本的模型，"
-                .. "或手写的分词器），比 Rust `tokenizers` 实现慢 10~100 倍，且逐条处理（SOP §6.6）。"),
-      fix = T("Use the Rust fast tokenizer (AutoTokenizer.from_pretrained(name, use_fast=True); check "
-              .. "tok.is_fast is True), encode in batches (tok(list_of_texts) instead of one call per text), "
-              .. "truncate long texts before tokenizing, and tokenize once ahead of training "
-              .. "(datasets' map(batched=True) + save_to_disk) so the DataLoader only reads token ids.",
-              "改用 Rust fast tokenizer（AutoTokenizer.from_pretrained(name, use_fast=True)，确认 tok.is_fast 为 "
-              .. "True），批量编码（tok(list_of_texts)，不要逐条调用），长文本先截断再分词，并在训练前一次性分词"
-              .. "（datasets 的 map(batched=True) + save_to_disk），让 DataLoader 只读 token id。"),
       verify = T(fmt("`sopctl run --pid %d --duration 5`: dataloader.slow_tokenizer clear (tokenizer frames below "
                      .. "%g%%) and samples/s improves.", ev.pid, th.loader_tokenizer_pct),
                  fmt("`sopctl run --pid %d --duration 5`：dataloader.slow_tokenizer 为 clear（tokenizer 帧低于 %g%%），"
                      .. "samples/s 改善。", ev.pid, th.loader_tokenizer_pct)),
-      refs = { REF_TOK, REF_TOKENIZERS, REF_DATA },
     }
   end,
 }
@@ -583,10 +582,19 @@ rule {
   reads = { "python.workers[].start_method", "python.workers[].env", "children[].env", "proc.env",
             "proc.libs", "children[].pid", "pid", "python.workers[].pid" },
   uses = {},
+  fix = T("Export TOKENIZERS_PARALLELISM=false in the job's environment before Python starts (the workers "
+          .. "then tokenize single-threaded, which is what a worker per core wants). Alternatively start the "
+          .. "workers with DataLoader(multiprocessing_context='spawn' or 'forkserver'); side effects: every "
+          .. "worker re-imports the modules (slower start, more memory), the dataset and worker_init_fn must "
+          .. "be picklable, and the script needs an `if __name__ == '__main__':` guard.",
+          "在 Python 启动前，在作业环境里导出 TOKENIZERS_PARALLELISM=false（worker 单线程分词，正符合每核一个 "
+          .. "worker）。或者用 DataLoader(multiprocessing_context='spawn' 或 'forkserver') 启动 worker；副作用："
+          .. "每个 worker 重新 import 模块（启动更慢、内存更多），dataset 与 worker_init_fn 必须可 pickle，"
+          .. "脚本需要 `if __name__ == '__main__':` 保护。"),
+  refs = { REF_TOKENIZERS, REF_MP, REF_DATA },
   check = function(ev, _)
     if not ev.python then
-      return unknown(T("no Python stacks (not CPython, or its memory was not readable)",
-                       "没有 Python 栈（不是 CPython，或无法读取其内存）"))
+      return unknown(common.NO_STACKS)
     end
     local forked, env = {}, nil
     for _, w in ipairs(ev.python.workers or {}) do
@@ -659,22 +667,11 @@ rule {
       evidence = T(fmt("%s; TOKENIZERS_PARALLELISM=%s in their environment; %s.", wk_en, v or "(unset)", lib_en),
                    fmt("%s；其环境中 TOKENIZERS_PARALLELISM=%s；%s。", wk_zh, v or "（未设置）", lib_zh)),
       cause = T(cause_en, cause_zh),
-      fix = T("Export TOKENIZERS_PARALLELISM=false in the job's environment before Python starts (the workers "
-              .. "then tokenize single-threaded, which is what a worker per core wants). Alternatively start the "
-              .. "workers with DataLoader(multiprocessing_context='spawn' or 'forkserver'); side effects: every "
-              .. "worker re-imports the modules (slower start, more memory), the dataset and worker_init_fn must "
-              .. "be picklable, and the script needs an `if __name__ == '__main__':` guard.",
-              "在 Python 启动前，在作业环境里导出 TOKENIZERS_PARALLELISM=false（worker 单线程分词，正符合每核一个 "
-              .. "worker）。或者用 DataLoader(multiprocessing_context='spawn' 或 'forkserver') 启动 worker；副作用："
-              .. "每个 worker 重新 import 模块（启动更慢、内存更多），dataset 与 worker_init_fn 必须可 pickle，"
-              .. "脚本需要 `if __name__ == '__main__':` 保护。"),
-      verify = T(fmt("`sopctl evidence --pid %d --duration 1 | jq '.python.workers[].env'` shows "
-                     .. "TOKENIZERS_PARALLELISM=false, and `sopctl run --pid %d` clears dataloader.tokenizers_fork.",
-                     ev.pid, ev.pid),
-                 fmt("`sopctl evidence --pid %d --duration 1 | jq '.python.workers[].env'` 显示 "
-                     .. "TOKENIZERS_PARALLELISM=false，`sopctl run --pid %d` 中 dataloader.tokenizers_fork 为 clear。",
-                     ev.pid, ev.pid)),
-      refs = { REF_TOKENIZERS, REF_MP, REF_DATA },
+      verify = tr("`sopctl evidence --pid {pid} --duration 1 | jq '.python.workers[].env'` shows "
+                  .. "TOKENIZERS_PARALLELISM=false, and `sopctl run --pid {pid}` clears dataloader.tokenizers_fork.",
+                  "`sopctl evidence --pid {pid} --duration 1 | jq '.python.workers[].env'` 显示 "
+                  .. "TOKENIZERS_PARALLELISM=false，`sopctl run --pid {pid}` 中 dataloader.tokenizers_fork 为 clear。",
+                  { pid = ev.pid }),
     }
   end,
 }
@@ -719,6 +716,14 @@ rule {
             "python.workers[].pid", "python.workers[].threads[].tid",
             "python.workers[].threads[].window.samples" },
   uses = { "loader_restart_parent_s", "loader_restart_worker_s" },
+  fix = T("Keep the workers across epochs: DataLoader(..., persistent_workers=True) with num_workers > 0, "
+          .. "keeping the current num_workers and prefetch_factor. The workers then keep the dataset object "
+          .. "they were given at the first epoch: state the training loop changes on it later (set_epoch on a "
+          .. "dataset, not on a sampler) must be passed another way.",
+          "让 worker 跨 epoch 保留：DataLoader(..., persistent_workers=True)（num_workers > 0），保持现有的 "
+          .. "num_workers 与 prefetch_factor。此后 worker 一直使用第一个 epoch 拿到的 dataset 对象：训练循环之后"
+          .. "在 dataset 上修改的状态（dataset 上的 set_epoch，而不是 sampler 上的）要换一种方式传递。"),
+  refs = { REF_DATA, "https://pytorch.org/docs/stable/data.html#torch.utils.data.DataLoader" },
   check = function(ev, th)
     local mt, verdict = sampled(ev)
     if not mt then return verdict end
@@ -773,12 +778,12 @@ rule {
                       .. "with a worker's command line started%s%s", parent, #young, #dw, th.loader_restart_worker_s,
                       table.concat(ages, ", "), ev.duration_s, exited, appeared,
                       #new_pids > 0 and (" (pids " .. table.concat(new_pids, ", ") .. ")") or "",
-                      wait and fmt("; the training loop waited for batches %s of the window", pct(wait)) or "")
+                      wait and fmt("; the training loop waited for batches %s of the window", pct_text(wait)) or "")
     local ev_zh = fmt("目标进程已运行 %.0f 秒；%d 个 DataLoader worker 中有 %d 个在窗口开始时不超过 %g 秒（pid: 时长 %s）；"
                       .. "%.1f 秒窗口内其中 %d 个退出，另有 %d 个与 worker 命令行相同的子进程启动%s%s", parent, #dw,
                       #young, th.loader_restart_worker_s, table.concat(ages, ", "), ev.duration_s, exited, appeared,
                       #new_pids > 0 and ("（pid " .. table.concat(new_pids, ", ") .. "）") or "",
-                      wait and fmt("；训练循环在 %s 的窗口时间里等 batch", pct(wait)) or "")
+                      wait and fmt("；训练循环在 %s 的窗口时间里等 batch", pct_text(wait)) or "")
     local cause_en, cause_zh
     if seen then
       cause_en = "The DataLoader shuts its workers down at the end of each epoch and starts new ones when the "
@@ -811,19 +816,10 @@ rule {
                          young[1].age_s, parent, parent - young[1].age_s)),
       evidence = T(ev_en .. ".", ev_zh .. "。"),
       cause = T(cause_en, cause_zh),
-      fix = T("Keep the workers across epochs: DataLoader(..., persistent_workers=True) with num_workers > 0, "
-              .. "keeping the current num_workers and prefetch_factor. The workers then keep the dataset object "
-              .. "they were given at the first epoch: state the training loop changes on it later (set_epoch on a "
-              .. "dataset, not on a sampler) must be passed another way.",
-              "让 worker 跨 epoch 保留：DataLoader(..., persistent_workers=True)（num_workers > 0），保持现有的 "
-              .. "num_workers 与 prefetch_factor。此后 worker 一直使用第一个 epoch 拿到的 dataset 对象：训练循环之后"
-              .. "在 dataset 上修改的状态（dataset 上的 set_epoch，而不是 sampler 上的）要换一种方式传递。"),
-      verify = T(fmt("`ps -o pid,etimes --ppid %d` twice, an epoch apart, shows the same worker pids with growing "
-                     .. "etimes, and `sopctl run --pid %d --duration 5` clears dataloader.workers_restarted.",
-                     ev.pid, ev.pid),
-                 fmt("相隔一个 epoch 运行两次 `ps -o pid,etimes --ppid %d`，worker pid 不变且 etimes 增长；"
-                     .. "`sopctl run --pid %d --duration 5` 中 dataloader.workers_restarted 为 clear。", ev.pid, ev.pid)),
-      refs = { REF_DATA, "https://pytorch.org/docs/stable/data.html#torch.utils.data.DataLoader" },
+      verify = tr("`ps -o pid,etimes --ppid {pid}` twice, an epoch apart, shows the same worker pids with growing "
+                  .. "etimes, and `sopctl run --pid {pid} --duration 5` clears dataloader.workers_restarted.",
+                  "相隔一个 epoch 运行两次 `ps -o pid,etimes --ppid {pid}`，worker pid 不变且 etimes 增长；"
+                  .. "`sopctl run --pid {pid} --duration 5` 中 dataloader.workers_restarted 为 clear。", { pid = ev.pid }),
     }
   end,
 }

@@ -5,6 +5,7 @@
 
 local common = require "plugins.common"
 local T = common.T
+local tr = common.tr
 
 local REFS = {
   "https://docs.python.org/3/library/gc.html",
@@ -47,6 +48,27 @@ rule {
             "python.gc.window.collections_per_s", "python.gc.enabled", "python.gc.thresholds",
             "python.gc.frozen", "python.gc.collections", "pid" },
   uses = { "gc_min_samples", "gc_time_pct", "gc_time_high_pct", "gc_pause_ms", "gc_threshold0_high" },
+  cause = T("CPython's cyclic GC stops the interpreter while it traverses every tracked "
+            .. "container of the generations it collects; with millions of long-lived "
+            .. "objects each full (gen2) collection takes hundreds of ms, and frequent "
+            .. "collections (explicit gc.collect() per step, or allocation bursts of "
+            .. "containers) add up (SOP §2.5).",
+            "CPython 的循环 GC 在遍历所收集各代中每个被跟踪的容器对象时会暂停解释器；存活对象达数百万时"
+            .. "每次完整（gen2）收集要几百毫秒，频繁收集（每步显式 gc.collect()，或容器对象的分配高峰）"
+            .. "会累积起来（SOP §2.5）。"),
+  fix = T("Per SOP §2.5: remove per-step gc.collect() calls; after loading long-lived data call "
+          .. "gc.freeze() (3.7+) so collections skip it; raise the gen0 threshold for "
+          .. "allocation-heavy services (gc.set_threshold(100000, 20, 20): fewer collections, "
+          .. "more memory between them); or gc.disable() around the hot loop with gc.collect() "
+          .. "at a known point (side effect: cycles accumulate until then); keep big data in "
+          .. "numpy arrays instead of millions of lists/dicts; break cycles with weakref. Find "
+          .. "what is collected with gc.callbacks timing or gc.set_debug(gc.DEBUG_STATS).",
+          "按 SOP §2.5：去掉每步的 gc.collect()；长期存活的数据加载完后调用 gc.freeze()（3.7+），"
+          .. "收集时跳过它们；分配密集的服务调高 gen0 阈值（gc.set_threshold(100000, 20, 20)：收集更少，"
+          .. "两次之间占用更多内存）；或在热循环外 gc.disable()、在确定的时点 gc.collect()（副作用：循环"
+          .. "引用会一直累积到那时）；大数据用 numpy 数组而不是数百万个 list/dict；用 weakref 打断循环。"
+          .. "用 gc.callbacks 计时或 gc.set_debug(gc.DEBUG_STATS) 查看收集了什么。"),
+  refs = REFS,
   check = function(ev, th)
     local py = ev.python
     if not py then
@@ -94,35 +116,14 @@ rule {
     local pid = ev.pid
     return hit {
       severity = frac >= th.gc_time_high_pct and "high" or "warn",
-      symptom = T(fmt("The garbage collector runs %.0f%% of the time; GC stretches up to %.0f ms", frac,
-                      longest),
-                  fmt("垃圾回收占用 %.0f%% 的时间；连续 GC 最长 %.0f ms", frac, longest)),
+      symptom = tr("The garbage collector runs {frac:%.0f}% of the time; GC stretches up to {longest:%.0f} ms",
+                   "垃圾回收占用 {frac:%.0f}% 的时间；连续 GC 最长 {longest:%.0f} ms", { frac = frac, longest = longest }),
       evidence = T(en .. ".", zh .. "。"),
-      cause = T("CPython's cyclic GC stops the interpreter while it traverses every tracked "
-                .. "container of the generations it collects; with millions of long-lived "
-                .. "objects each full (gen2) collection takes hundreds of ms, and frequent "
-                .. "collections (explicit gc.collect() per step, or allocation bursts of "
-                .. "containers) add up (SOP §2.5).",
-                "CPython 的循环 GC 在遍历所收集各代中每个被跟踪的容器对象时会暂停解释器；存活对象达数百万时"
-                .. "每次完整（gen2）收集要几百毫秒，频繁收集（每步显式 gc.collect()，或容器对象的分配高峰）"
-                .. "会累积起来（SOP §2.5）。"),
-      fix = T("Per SOP §2.5: remove per-step gc.collect() calls; after loading long-lived data call "
-              .. "gc.freeze() (3.7+) so collections skip it; raise the gen0 threshold for "
-              .. "allocation-heavy services (gc.set_threshold(100000, 20, 20): fewer collections, "
-              .. "more memory between them); or gc.disable() around the hot loop with gc.collect() "
-              .. "at a known point (side effect: cycles accumulate until then); keep big data in "
-              .. "numpy arrays instead of millions of lists/dicts; break cycles with weakref. Find "
-              .. "what is collected with gc.callbacks timing or gc.set_debug(gc.DEBUG_STATS).",
-              "按 SOP §2.5：去掉每步的 gc.collect()；长期存活的数据加载完后调用 gc.freeze()（3.7+），"
-              .. "收集时跳过它们；分配密集的服务调高 gen0 阈值（gc.set_threshold(100000, 20, 20)：收集更少，"
-              .. "两次之间占用更多内存）；或在热循环外 gc.disable()、在确定的时点 gc.collect()（副作用：循环"
-              .. "引用会一直累积到那时）；大数据用 numpy 数组而不是数百万个 list/dict；用 weakref 打断循环。"
-              .. "用 gc.callbacks 计时或 gc.set_debug(gc.DEBUG_STATS) 查看收集了什么。"),
-      verify = T(fmt("`sopctl run --pid %d --duration 5`: python.gc.window.collecting_frac below "
-                     .. "%g%% and the longest stretch below %g ms.", pid, th.gc_time_pct, th.gc_pause_ms),
-                 fmt("`sopctl run --pid %d --duration 5`：python.gc.window.collecting_frac 低于 %g%%，最长"
-                     .. "一次低于 %g ms。", pid, th.gc_time_pct, th.gc_pause_ms)),
-      refs = REFS,
+      verify = tr("`sopctl run --pid {pid} --duration 5`: python.gc.window.collecting_frac below "
+                  .. "{gc_time_pct:%g}% and the longest stretch below {gc_pause_ms:%g} ms.",
+                  "`sopctl run --pid {pid} --duration 5`：python.gc.window.collecting_frac 低于 {gc_time_pct:%g}%，最长"
+                  .. "一次低于 {gc_pause_ms:%g} ms。",
+                  { pid = pid, gc_time_pct = th.gc_time_pct, gc_pause_ms = th.gc_pause_ms }),
     }
   end,
 }

@@ -7,6 +7,7 @@
 
 local common = require "plugins.common"
 local T = common.T
+local tr = common.tr
 
 local where = common.where
 
@@ -25,15 +26,31 @@ rule {
             "python.threads[].name", "python.threads[].tid", "threads[].tid" },
   uses = { "gil_thread_busy_pct", "gil_min_threads", "gil_min_process_pct", "gil_one_core_max_pct",
             "gil_max_runqueue_wait_pct" },
+  symptom = T("several Python threads compete for the GIL: the process runs on about one core",
+              "多个 Python 线程争抢 GIL：进程只用到约一个核"),
+  cause = T("Only one thread at a time runs Python bytecode (the GIL). Pure-Python CPU work split over threads "
+            .. "takes turns instead of running in parallel, and the switching adds overhead (SOP §4.1).",
+            "任意时刻只有一个线程能执行 Python 字节码（GIL）。纯 Python 的 CPU 计算分到多个线程只能轮流执行，"
+            .. "还多了切换开销（SOP §4.1）。"),
+  fix = T("Move the CPU-bound Python work to processes (multiprocessing / concurrent.futures.ProcessPoolExecutor "
+          .. "with the 'spawn' or 'forkserver' start method, which start slower, re-import the main module and "
+          .. "need "
+          .. "picklable arguments; or joblib), or into C code that releases the GIL "
+          .. "(vectorized numpy/torch, numba nopython); keep threads for IO. Try a free-threaded 3.13t build in CI "
+          .. "before production (SOP §4.3, §4.5).",
+          "把 CPU 密集的 Python 计算移到多进程（multiprocessing / ProcessPoolExecutor，用 'spawn' 或 'forkserver'"
+          .. "——启动更慢、会重新 import 主模块、参数须可 pickle，"
+          .. "或 joblib），或移到释放 GIL 的 C 代码（numpy/torch 向量化、numba nopython）；线程只用于 IO。"
+          .. "3.13t free-threaded 先在 CI 里试，生产仍用稳定版本（SOP §4.3、§4.5）。"),
+  refs = { "https://peps.python.org/pep-0703/", "https://docs.python.org/3/library/multiprocessing.html",
+           "https://realpython.com/python-gil/" },
   check = function(ev, th)
     local py = ev.python
     if not py or not py.threads then
-      return unknown(T("no Python stacks (not CPython, or its memory was not readable)",
-                       "没有 Python 栈（不是 CPython，或无法读取其内存）"))
+      return unknown(common.NO_STACKS)
     end
-    if not ev.duration_s or ev.duration_s <= 0 then
-      return unknown(T("one snapshot (--duration 0): no per-thread CPU to tell contention",
-                       "只有一次快照（--duration 0）：没有线程 CPU 数据，无法判断 GIL 争用"))
+    if common.no_window(ev) then
+      return common.one_snapshot("no per-thread CPU to tell contention", "没有线程 CPU 数据，无法判断 GIL 争用")
     end
     local p = ev.proc or {}
     if not p.cpu_pct then return unknown(T("process CPU over the window not measured", "窗口内进程 CPU 未测得")) end
@@ -55,7 +72,7 @@ rule {
         if o.wait_pct then wait_sum, wait_n = wait_sum + o.wait_pct, wait_n + 1 end
       end
     end
-    local eff = ev.effective_cpus or (ev.host and ev.host.ncpu) or 1
+    local eff = common.effective_cpus(ev) or 1
     local summary_en = fmt("%d Python threads busy (>= %g%% of a core each); process %.0f%% CPU; %d effective CPUs",
                            #busy, th.gil_thread_busy_pct, p.cpu_pct, eff)
     local summary_zh = fmt("%d 个 Python 线程繁忙（各 >= 单核 %g%%）；进程 CPU %.0f%%；有效 CPU %d 个",
@@ -125,29 +142,11 @@ rule {
                          #busy, th.gil_thread_busy_pct, ev.duration_s, sum, p.cpu_pct, eff, holder,
                          table.concat(lines, "; "))
     return hit {
-      symptom = T("several Python threads compete for the GIL: the process runs on about one core",
-                  "多个 Python 线程争抢 GIL：进程只用到约一个核"),
       evidence = T(evidence, evidence_zh),
-      cause = T("Only one thread at a time runs Python bytecode (the GIL). Pure-Python CPU work split over threads "
-                .. "takes turns instead of running in parallel, and the switching adds overhead (SOP §4.1).",
-                "任意时刻只有一个线程能执行 Python 字节码（GIL）。纯 Python 的 CPU 计算分到多个线程只能轮流执行，"
-                .. "还多了切换开销（SOP §4.1）。"),
-      fix = T("Move the CPU-bound Python work to processes (multiprocessing / concurrent.futures.ProcessPoolExecutor "
-              .. "with the 'spawn' or 'forkserver' start method, which start slower, re-import the main module and "
-              .. "need "
-              .. "picklable arguments; or joblib), or into C code that releases the GIL "
-              .. "(vectorized numpy/torch, numba nopython); keep threads for IO. Try a free-threaded 3.13t build in CI "
-              .. "before production (SOP §4.3, §4.5).",
-              "把 CPU 密集的 Python 计算移到多进程（multiprocessing / ProcessPoolExecutor，用 'spawn' 或 'forkserver'"
-              .. "——启动更慢、会重新 import 主模块、参数须可 pickle，"
-              .. "或 joblib），或移到释放 GIL 的 C 代码（numpy/torch 向量化、numba nopython）；线程只用于 IO。"
-              .. "3.13t free-threaded 先在 CI 里试，生产仍用稳定版本（SOP §4.3、§4.5）。"),
-      verify = T(fmt("`sopctl run --pid %d --duration 5`: process CPU above 100%% with the work in several processes "
-                     .. "or threads, and `sopctl dump --pid %d` shows one thread per core active.", ev.pid, ev.pid),
-                 fmt("`sopctl run --pid %d --duration 5`：进程（或多个 worker）CPU 超过 100%%，"
-                     .. "`sopctl dump --pid %d` 显示每个核上各有一个活跃线程。", ev.pid, ev.pid)),
-      refs = { "https://peps.python.org/pep-0703/", "https://docs.python.org/3/library/multiprocessing.html",
-               "https://realpython.com/python-gil/" },
+      verify = tr("`sopctl run --pid {pid} --duration 5`: process CPU above 100% with the work in several processes "
+                  .. "or threads, and `sopctl dump --pid {pid}` shows one thread per core active.",
+                  "`sopctl run --pid {pid} --duration 5`：进程（或多个 worker）CPU 超过 100%，"
+                  .. "`sopctl dump --pid {pid}` 显示每个核上各有一个活跃线程。", { pid = ev.pid }),
     }
   end,
 }
@@ -162,6 +161,20 @@ rule {
     Clear for GIL builds; unknown when neither the executable nor the Python probe is readable.]],
   reads = { "proc.exe", "python.version", "missing[]" },
   uses = {},
+  symptom = T("free-threaded CPython (no GIL): threads run Python in parallel",
+              "free-threaded CPython（无 GIL）：线程可并行执行 Python"),
+  cause = T("PEP 703 builds (3.13t) drop the GIL: the §4 GIL findings do not apply, and sop does not read this "
+            .. "build's thread stacks yet. C extensions not marked Py_GIL_DISABLED turn the GIL back on at import.",
+            "PEP 703 构建（3.13t）去掉了 GIL：§4 的 GIL 结论不适用，sop 暂不读取这种构建的线程栈。"
+            .. "未声明 Py_GIL_DISABLED 的 C 扩展在 import 时会重新打开 GIL。"),
+  fix = T("Keep production on a GIL build (3.11/3.12) until numpy, torch and your extensions support free "
+          .. "threading; try 3.13t in CI first (SOP §4.5). Check `python -c \"import sys; "
+          .. "print(sys._is_gil_enabled())\"` after your imports.",
+          "在 numpy、torch 和你的扩展支持 free-threading 之前，生产仍用带 GIL 的 3.11/3.12；先在 CI 里试 3.13t"
+          .. "（SOP §4.5）。import 之后检查 `python -c \"import sys; print(sys._is_gil_enabled())\"`。"),
+  verify = T("`python -c \"import sys; print(sys._is_gil_enabled())\"` with the job's imports prints False",
+             "带上作业的 import 运行 `python -c \"import sys; print(sys._is_gil_enabled())\"` 输出 False"),
+  refs = { "https://peps.python.org/pep-0703/", "https://docs.python.org/3/howto/free-threading-python.html" },
   check = function(ev)
     local exe = ev.proc and ev.proc.exe
     local reason
@@ -172,28 +185,16 @@ rule {
     local named = base:match("^python3%.%d+t$") ~= nil
     if not reason and not named then
       if ev.python and ev.python.version then
-        return clear(T(fmt("CPython %s with the GIL", ev.python.version), fmt("带 GIL 的 CPython %s", ev.python.version)))
+        return clear(tr("CPython {version:%s} with the GIL", "带 GIL 的 CPython {version:%s}",
+                        { version = ev.python.version }))
       end
       if not exe then return unknown(T("executable not readable", "无法读取可执行文件")) end
-      return clear(T(fmt("%s is not a free-threaded CPython", base), fmt("%s 不是 free-threaded CPython", base)))
+      return clear(tr("{base:%s} is not a free-threaded CPython", "{base:%s} 不是 free-threaded CPython",
+                      { base = base }))
     end
     return hit {
-      symptom = T("free-threaded CPython (no GIL): threads run Python in parallel",
-                  "free-threaded CPython（无 GIL）：线程可并行执行 Python"),
       evidence = T(fmt("executable %s%s", exe or "?", reason and fmt("; Python probe: %s", reason) or ""),
                    fmt("可执行文件 %s%s", exe or "?", reason and fmt("；Python 探针：%s", reason) or "")),
-      cause = T("PEP 703 builds (3.13t) drop the GIL: the §4 GIL findings do not apply, and sop does not read this "
-                .. "build's thread stacks yet. C extensions not marked Py_GIL_DISABLED turn the GIL back on at import.",
-                "PEP 703 构建（3.13t）去掉了 GIL：§4 的 GIL 结论不适用，sop 暂不读取这种构建的线程栈。"
-                .. "未声明 Py_GIL_DISABLED 的 C 扩展在 import 时会重新打开 GIL。"),
-      fix = T("Keep production on a GIL build (3.11/3.12) until numpy, torch and your extensions support free "
-              .. "threading; try 3.13t in CI first (SOP §4.5). Check `python -c \"import sys; "
-              .. "print(sys._is_gil_enabled())\"` after your imports.",
-              "在 numpy、torch 和你的扩展支持 free-threading 之前，生产仍用带 GIL 的 3.11/3.12；先在 CI 里试 3.13t"
-              .. "（SOP §4.5）。import 之后检查 `python -c \"import sys; print(sys._is_gil_enabled())\"`。"),
-      verify = T("`python -c \"import sys; print(sys._is_gil_enabled())\"` with the job's imports prints False",
-                 "带上作业的 import 运行 `python -c \"import sys; print(sys._is_gil_enabled())\"` 输出 False"),
-      refs = { "https://peps.python.org/pep-0703/", "https://docs.python.org/3/howto/free-threading-python.html" },
     }
   end,
 }

@@ -8,6 +8,7 @@
 
 local common = require "plugins.common"
 local T = common.T
+local tr = common.tr
 
 local census = {}
 
@@ -113,27 +114,27 @@ function census.view(ev, th)
                   .. "或给缓存设上限。memray 原生模式可看分配位置：`memray attach --native --aggregate -o "
                   .. "native.bin %d`。", bytes_text(np_growth), bytes_text(1024 * h.anon_growth_kb), pid))
   elseif c.native then
-    c.fix = T(fmt("Python objects do not explain this memory: it is native (C extensions, tensors, "
-                  .. "numpy buffers, the allocator). Find the native allocation site with memray's "
-                  .. "native mode: `memray attach --native --aggregate -o native.bin %d`, then "
-                  .. "`memray flamegraph native.bin`. If the RSS stays high after big frees, the "
-                  .. "allocator keeps it: MALLOC_ARENA_MAX=2 for many threads, and "
-                  .. "ctypes.CDLL('libc.so.6').malloc_trim(0) after releasing large buffers. ", pid),
-              fmt("Python 对象解释不了这部分内存：它是原生内存（C 扩展、张量、numpy 缓冲区、分配器）。"
-                  .. "用 memray 原生模式找原生分配点：`memray attach --native --aggregate -o native.bin %d`，"
-                  .. "再 `memray flamegraph native.bin`。若大块释放后 RSS 仍高，是分配器留着："
-                  .. "多线程设 MALLOC_ARENA_MAX=2，释放大缓冲后调用 "
-                  .. "ctypes.CDLL('libc.so.6').malloc_trim(0)。", pid))
+    c.fix = tr("Python objects do not explain this memory: it is native (C extensions, tensors, "
+               .. "numpy buffers, the allocator). Find the native allocation site with memray's "
+               .. "native mode: `memray attach --native --aggregate -o native.bin {pid}`, then "
+               .. "`memray flamegraph native.bin`. If the RSS stays high after big frees, the "
+               .. "allocator keeps it: MALLOC_ARENA_MAX=2 for many threads, and "
+               .. "ctypes.CDLL('libc.so.6').malloc_trim(0) after releasing large buffers. ",
+               "Python 对象解释不了这部分内存：它是原生内存（C 扩展、张量、numpy 缓冲区、分配器）。"
+               .. "用 memray 原生模式找原生分配点：`memray attach --native --aggregate -o native.bin {pid}`，"
+               .. "再 `memray flamegraph native.bin`。若大块释放后 RSS 仍高，是分配器留着："
+               .. "多线程设 MALLOC_ARENA_MAX=2，释放大缓冲后调用 "
+               .. "ctypes.CDLL('libc.so.6').malloc_trim(0)。", { pid = pid })
   elseif share then
     local who = class or "the growing types"
-    c.fix = T(fmt("Python objects explain it: bound what holds %s (a dict or list used as a cache: "
-                  .. "functools.lru_cache(maxsize=N) or cachetools.LRUCache; weakref.WeakValueDictionary "
-                  .. "for caches of live objects); `sopctl heap --pid %d --duration 30` shows the "
-                  .. "growth per type. ", who, pid),
-              fmt("Python 对象解释了增长：给持有 %s 的容器设上限（当缓存用的 dict/list 改为 "
-                  .. "functools.lru_cache(maxsize=N) 或 cachetools.LRUCache；活对象缓存用 "
-                  .. "weakref.WeakValueDictionary）；`sopctl heap --pid %d --duration 30` 可看各类型的增长。",
-                  who, pid))
+    c.fix = tr("Python objects explain it: bound what holds {who:%s} (a dict or list used as a cache: "
+               .. "functools.lru_cache(maxsize=N) or cachetools.LRUCache; weakref.WeakValueDictionary "
+               .. "for caches of live objects); `sopctl heap --pid {pid} --duration 30` shows the "
+               .. "growth per type. ",
+               "Python 对象解释了增长：给持有 {who:%s} 的容器设上限（当缓存用的 dict/list 改为 "
+               .. "functools.lru_cache(maxsize=N) 或 cachetools.LRUCache；活对象缓存用 "
+               .. "weakref.WeakValueDictionary）；`sopctl heap --pid {pid} --duration 30` 可看各类型的增长。",
+               { who = who, pid = pid })
   end
   -- §2.5: with the collector off, every reference cycle the program makes stays.
   if h.gc_enabled == 0 and not c.native and c.fix then

@@ -7,6 +7,7 @@
 
 local common = require "plugins.common"
 local T, no_proc = common.T, common.no_proc
+local tr = common.tr
 
 -- Why a rule that needs the live process cannot judge.
 
@@ -154,6 +155,20 @@ rule {
             "host.disks[].util_pct", "host.disks[].r_await_ms", "alive", "children[].pid",
             "host.disks[].name", "pid", "proc.comm", "threads[].name", "threads[].tid" },
   uses = { "d_state_min_threads", "io_pressure_pct", "io_util_pct" },
+  fix = T("See which call blocks: `cat /proc/PID/task/TID/stack` (root) or `sopctl dump "
+          .. "--pid PID --native`. Measure what the storage delivers with fio (sequential "
+          .. "1M reads vs random 4k, SOP §7.2) and compare with the job's read rate; then "
+          .. "read sequential shards (webdataset tar, LMDB, parquet) instead of many small "
+          .. "random files, keep hot data on local NVMe, and load checkpoints with "
+          .. "safetensors or torch.load(mmap=True).",
+          "先看阻塞在哪个调用：`cat /proc/PID/task/TID/stack`（root）或 `sopctl dump --pid PID "
+          .. "--native`。用 fio 测存储实际能力（顺序 1M 读 vs 随机 4k，SOP §7.2），与作业读速率对比；"
+          .. "再把大量随机小文件换成顺序读的 shard（webdataset tar、LMDB、parquet），热数据放本地 NVMe，"
+          .. "checkpoint 用 safetensors 或 torch.load(mmap=True) 加载。"),
+  verify = T("`sopctl run --duration 2` repeated a few times shows no D-state threads; "
+             .. "`iostat -xm 1 3` %util and r_await fall.",
+             "多次 `sopctl run --duration 2` 不再出现 D 状态线程；`iostat -xm 1 3` 的 %util 与 r_await 下降。"),
+  refs = REFS,
   check = function(ev, th)
     local p = ev.proc
     if not p then return no_proc(ev) end
@@ -180,8 +195,8 @@ rule {
       return unknown(T("thread states not readable", "读不到线程状态"))
     end
     if #d < th.d_state_min_threads then
-      return clear(T(fmt("no thread in D state (%d threads, %d workers)", seen, nkids),
-                     fmt("没有 D 状态线程（%d 个线程，%d 个 worker）", seen, nkids)))
+      return clear(tr("no thread in D state ({seen} threads, {nkids} workers)",
+                      "没有 D 状态线程（{seen} 个线程，{nkids} 个 worker）", { seen = seen, nkids = nkids }))
     end
     local parts, over = io_pressure(ev, th)
     local io = p.io or {}
@@ -193,9 +208,9 @@ rule {
       severity = over and "warn" or "info",
       symptom = T(fmt("%d threads blocked in uninterruptible IO wait (D state)", #d),
                   fmt("%d 个线程阻塞在不可中断的 IO 等待（D 状态）", #d)),
-      evidence = T(fmt("In D state at the sample: %s (of %d threads, %d workers)%s.", list, seen,
-                       nkids, ctx),
-                   fmt("采样时处于 D 状态：%s（共 %d 个线程，%d 个 worker）%s。", list, seen, nkids, ctx)),
+      evidence = tr("In D state at the sample: {list:%s} (of {seen} threads, {nkids} workers){ctx:%s}.",
+                    "采样时处于 D 状态：{list:%s}（共 {seen} 个线程，{nkids} 个 worker）{ctx:%s}。",
+                    { list = list, seen = seen, nkids = nkids, ctx = ctx }),
       cause = T(over and "These threads wait inside the kernel for IO (disk reads, NFS, page faults "
                 .. "on mapped files) and the IO path is under pressure (figures above): the job "
                 .. "is IO bound at this moment (SOP §7)."
@@ -206,20 +221,6 @@ rule {
                 .. "作业此刻是 IO bound（SOP §7）。"
                 or "这些线程在内核里等 IO（读盘、NFS、映射文件的缺页）；整机 IO 数字没有压力，"
                 .. "单次采样不能说明等待是持续的：行动前用 --duration 2 再测一次。"),
-      fix = T("See which call blocks: `cat /proc/PID/task/TID/stack` (root) or `sopctl dump "
-              .. "--pid PID --native`. Measure what the storage delivers with fio (sequential "
-              .. "1M reads vs random 4k, SOP §7.2) and compare with the job's read rate; then "
-              .. "read sequential shards (webdataset tar, LMDB, parquet) instead of many small "
-              .. "random files, keep hot data on local NVMe, and load checkpoints with "
-              .. "safetensors or torch.load(mmap=True).",
-              "先看阻塞在哪个调用：`cat /proc/PID/task/TID/stack`（root）或 `sopctl dump --pid PID "
-              .. "--native`。用 fio 测存储实际能力（顺序 1M 读 vs 随机 4k，SOP §7.2），与作业读速率对比；"
-              .. "再把大量随机小文件换成顺序读的 shard（webdataset tar、LMDB、parquet），热数据放本地 NVMe，"
-              .. "checkpoint 用 safetensors 或 torch.load(mmap=True) 加载。"),
-      verify = T("`sopctl run --duration 2` repeated a few times shows no D-state threads; "
-                 .. "`iostat -xm 1 3` %util and r_await fall.",
-                 "多次 `sopctl run --duration 2` 不再出现 D 状态线程；`iostat -xm 1 3` 的 %util 与 r_await 下降。"),
-      refs = REFS,
     }
   end,
 }
@@ -235,12 +236,23 @@ rule {
   uses = { "small_read_syscr_per_s", "small_read_max_bytes", "random_read_min_per_s",
            "random_read_disk_share", "data_file_min_mb", "random_seq_advance_ratio",
            "random_read_max_request_kb" },
+  fix = T("Read in large sequential pieces: pack many small samples into shards (webdataset "
+          .. "tar, LMDB, parquet) and stream them; open files with a large buffer "
+          .. "(open(path, 'rb', buffering=1 << 20)) or read each file whole; use "
+          .. "np.load(..., mmap_mode='r') for arrays. Check the device with fio (randread 4k "
+          .. "vs read 1M, SOP §7.2) to know the gain before rewriting the loader.",
+          "改成大块顺序读：把大量小样本打包成 shard（webdataset tar、LMDB、parquet）流式读取；"
+          .. "打开文件时用大缓冲（open(path, 'rb', buffering=1 << 20)）或整文件读入；数组用 "
+          .. "np.load(..., mmap_mode='r')。改 loader 之前先用 fio（randread 4k vs read 1M，SOP §7.2）"
+          .. "测出可得的收益。"),
+  verify = T("`sopctl run --duration 2`: read calls/s fall and the mean read size is 64 KiB "
+             .. "or more; samples/s of the loader rise.",
+             "`sopctl run --duration 2`：每秒 read 次数下降，平均读大小 >= 64 KiB；loader 的 samples/s 上升。"),
+  refs = REFS,
   check = function(ev, th)
     local p = ev.proc
     if not p then return no_proc(ev) end
-    if not ev.duration_s or ev.duration_s <= 0 then
-      return unknown(T("one snapshot (--duration 0): no read rates", "只有一次快照（--duration 0）：没有读速率"))
-    end
+    if common.no_window(ev) then return common.one_snapshot("no read rates", "没有读速率") end
     local io = p.io
     if not io or not io.syscr_per_s then
       return unknown(T("/proc/PID/io not readable: no read-call rate",
@@ -248,8 +260,9 @@ rule {
     end
     local calls = io.syscr_per_s
     if calls < th.small_read_syscr_per_s then
-      return clear(T(fmt("%.0f read calls/s (< %g)", calls, th.small_read_syscr_per_s),
-                     fmt("每秒 %.0f 次 read 调用（< %g）", calls, th.small_read_syscr_per_s)))
+      return clear(tr("{calls:%.0f} read calls/s (< {small_read_syscr_per_s:%g})",
+                      "每秒 {calls:%.0f} 次 read 调用（< {small_read_syscr_per_s:%g}）",
+                      { calls = calls, small_read_syscr_per_s = th.small_read_syscr_per_s }))
     end
     local mean = io.mean_read_bytes
     if not mean and io.rchar_per_s and calls > 0 then mean = io.rchar_per_s / calls end
@@ -268,9 +281,10 @@ rule {
     local cached = disk and io.rchar_per_s and disk < 0.1 * io.rchar_per_s
     local x = read_pattern(ev, th, { pid = ev.pid, what = "main process", io = io })
     if x and x.kind == "random" then
-      return clear(T(fmt("%.0f read calls/s of %.0f bytes at random offsets, from disk: reported by "
-                         .. "io.random_reads", calls, mean),
-                     fmt("每秒 %.0f 次、每次 %.0f 字节的随机位置读，来自磁盘：见 io.random_reads", calls, mean)))
+      return clear(tr("{calls:%.0f} read calls/s of {mean:%.0f} bytes at random offsets, from disk: reported by "
+                      .. "io.random_reads",
+                      "每秒 {calls:%.0f} 次、每次 {mean:%.0f} 字节的随机位置读，来自磁盘：见 io.random_reads",
+                      { calls = calls, mean = mean }))
     end
     local seq = x and x.kind == "sequential"
     if seq then
@@ -299,29 +313,16 @@ rule {
     local total = io.rchar_per_s and rate(io.rchar_per_s) or "?"
     return hit {
       severity = (cached or seq) and "info" or "warn",
-      symptom = T(fmt("Many small reads: %.0f read calls/s of %.0f bytes on average", calls, mean),
-                  fmt("大量小块读：每秒 %.0f 次 read，平均每次 %.0f 字节", calls, mean)),
+      symptom = tr("Many small reads: {calls:%.0f} read calls/s of {mean:%.0f} bytes on average",
+                   "大量小块读：每秒 {calls:%.0f} 次 read，平均每次 {mean:%.0f} 字节", { calls = calls, mean = mean }),
       evidence = T(fmt("Over %.1f s: %.0f read syscalls/s, mean %.0f bytes per call, %s read in total "
                        .. "(rchar; files, pipes and sockets alike); %s.", ev.duration_s, calls,
                        mean, total, src_en),
                    fmt("%.1f 秒内：每秒 %.0f 次 read 系统调用，平均每次 %.0f 字节，总读取 %s（rchar，含文件、管道、"
                        .. "套接字）；%s。", ev.duration_s, calls, mean, total, src_zh)),
-      cause = T(fmt("The process reads in %.0f-byte pieces: throughput is bound by the number of "
-                    .. "calls, not by bandwidth.", mean),
-                fmt("进程以 %.0f 字节为单位读取：吞吐受调用次数限制，而不是带宽。", mean)),
-      fix = T("Read in large sequential pieces: pack many small samples into shards (webdataset "
-              .. "tar, LMDB, parquet) and stream them; open files with a large buffer "
-              .. "(open(path, 'rb', buffering=1 << 20)) or read each file whole; use "
-              .. "np.load(..., mmap_mode='r') for arrays. Check the device with fio (randread 4k "
-              .. "vs read 1M, SOP §7.2) to know the gain before rewriting the loader.",
-              "改成大块顺序读：把大量小样本打包成 shard（webdataset tar、LMDB、parquet）流式读取；"
-              .. "打开文件时用大缓冲（open(path, 'rb', buffering=1 << 20)）或整文件读入；数组用 "
-              .. "np.load(..., mmap_mode='r')。改 loader 之前先用 fio（randread 4k vs read 1M，SOP §7.2）"
-              .. "测出可得的收益。"),
-      verify = T("`sopctl run --duration 2`: read calls/s fall and the mean read size is 64 KiB "
-                 .. "or more; samples/s of the loader rise.",
-                 "`sopctl run --duration 2`：每秒 read 次数下降，平均读大小 >= 64 KiB；loader 的 samples/s 上升。"),
-      refs = REFS,
+      cause = tr("The process reads in {mean:%.0f}-byte pieces: throughput is bound by the number of "
+                 .. "calls, not by bandwidth.",
+                 "进程以 {mean:%.0f} 字节为单位读取：吞吐受调用次数限制，而不是带宽。", { mean = mean }),
     }
   end,
 }
@@ -340,11 +341,25 @@ rule {
             "io_files[].path", "io_files[].pid", "pid", "python.workers[].pid" },
   uses = { "random_read_min_per_s", "small_read_max_bytes", "random_read_disk_share",
            "data_file_min_mb", "random_seq_advance_ratio", "random_read_max_request_kb" },
+  cause = T("Each sample is fetched with its own small read at a random offset that misses the "
+            .. "page cache, so every read is one device access: random 4 KiB IOPS are 10-100x "
+            .. "below sequential bandwidth (NVMe 500K IOPS vs 3-7 GB/s, HDD 150 IOPS, NFS "
+            .. "1K-10K IOPS; SOP §7.3).",
+            "每个样本都用一次随机位置的小读取出，且未命中 page cache，于是每次读都是一次设备访问："
+            .. "随机 4 KiB IOPS 比顺序带宽低 10~100 倍（NVMe 50 万 IOPS vs 3~7 GB/s，HDD 150 IOPS，"
+            .. "NFS 1K~10K IOPS；SOP §7.3）。"),
+  fix = T("Store the dataset so it is read sequentially: pack samples into shards read in "
+          .. "order (webdataset tar, parquet, tfrecord) and shuffle with a shuffle buffer "
+          .. "across shards rather than by random index; or, for many small records, LMDB / "
+          .. "HDF5 / zip on local NVMe. Measure first: fio --rw=randread --bs=4k vs --rw=read "
+          .. "--bs=1M on that device (SOP §7.2) gives the gain.",
+          "让数据集顺序读：把样本打包成按顺序读的 shard（webdataset tar、parquet、tfrecord），用跨 shard 的 "
+          .. "shuffle buffer 代替按随机下标读取；大量小记录用本地 NVMe 上的 LMDB / HDF5 / zip。先测量："
+          .. "在该设备上 fio --rw=randread --bs=4k 对比 --rw=read --bs=1M（SOP §7.2）得到可得收益。"),
+  refs = REFS,
   check = function(ev, th)
     if not ev.proc then return no_proc(ev) end
-    if not ev.duration_s or ev.duration_s <= 0 then
-      return unknown(T("one snapshot (--duration 0): no read rates", "只有一次快照（--duration 0）：没有读速率"))
-    end
+    if common.no_window(ev) then return common.one_snapshot("no read rates", "没有读速率") end
     local rs = readers(ev)
     if #rs == 0 then
       return unknown(T("/proc/PID/io not readable: no read rates", "读不到 /proc/PID/io：没有读速率"))
@@ -425,27 +440,11 @@ rule {
                        rate(x.rchar), rate(x.disk), short_path(f.path), kb(f.size_bytes / 1024),
                        rate(x.advance), rate(x.rchar), dev_zh, table.concat(procs, ", "),
                        rate(total_disk))),
-      cause = T("Each sample is fetched with its own small read at a random offset that misses the "
-                .. "page cache, so every read is one device access: random 4 KiB IOPS are 10-100x "
-                .. "below sequential bandwidth (NVMe 500K IOPS vs 3-7 GB/s, HDD 150 IOPS, NFS "
-                .. "1K-10K IOPS; SOP §7.3).",
-                "每个样本都用一次随机位置的小读取出，且未命中 page cache，于是每次读都是一次设备访问："
-                .. "随机 4 KiB IOPS 比顺序带宽低 10~100 倍（NVMe 50 万 IOPS vs 3~7 GB/s，HDD 150 IOPS，"
-                .. "NFS 1K~10K IOPS；SOP §7.3）。"),
-      fix = T("Store the dataset so it is read sequentially: pack samples into shards read in "
-              .. "order (webdataset tar, parquet, tfrecord) and shuffle with a shuffle buffer "
-              .. "across shards rather than by random index; or, for many small records, LMDB / "
-              .. "HDF5 / zip on local NVMe. Measure first: fio --rw=randread --bs=4k vs --rw=read "
-              .. "--bs=1M on that device (SOP §7.2) gives the gain.",
-              "让数据集顺序读：把样本打包成按顺序读的 shard（webdataset tar、parquet、tfrecord），用跨 shard 的 "
-              .. "shuffle buffer 代替按随机下标读取；大量小记录用本地 NVMe 上的 LMDB / HDF5 / zip。先测量："
-              .. "在该设备上 fio --rw=randread --bs=4k 对比 --rw=read --bs=1M（SOP §7.2）得到可得收益。"),
       verify = T(fmt("`sopctl run --pid %d --duration 3`: io.random_reads clears and the disk's mean "
                      .. "read request grows past %g KiB; samples/s rise.", ev.pid,
                      th.random_read_max_request_kb),
                  fmt("`sopctl run --pid %d --duration 3`：io.random_reads 不再触发，磁盘平均读请求超过 %g KiB；"
                      .. "samples/s 上升。", ev.pid, th.random_read_max_request_kb)),
-      refs = REFS,
     }
   end,
 }
@@ -480,6 +479,24 @@ rule {
             "python.workers[].io", "alive", "io_files[].pid", "io_files[].size_bytes", "pid",
             "python.workers[].pid" },
   uses = { "netfs_wait_frac", "data_file_min_mb" },
+  cause = T("Every read (and every checkpoint write/fsync) goes over the network or through a "
+            .. "user-space FUSE daemon: per-request latency is 0.5-10 ms instead of NVMe's "
+            .. "0.1 ms, random 4 KiB IOPS drop to 1K-10K (SOP §7.3), and many ranks reading "
+            .. "the same share at epoch start load its metadata server (SOP §7.4).",
+            "每次读（以及每次 checkpoint 写/fsync）都要走网络或用户态 FUSE 守护进程：单次请求延迟 0.5~10 ms，"
+            .. "而 NVMe 约 0.1 ms；随机 4 KiB IOPS 降到 1K~10K（SOP §7.3），且多个 rank 在 epoch 开始时同时"
+            .. "读同一共享目录会压垮元数据服务器（SOP §7.4）。"),
+  fix = T("Stage the data to local NVMe before training (rsync/cp to /scratch or $TMPDIR at "
+          .. "job start, or a rank-local cache directory: HF datasets cache_dir per rank) and "
+          .. "read it from there; pre-distribute shards per rank instead of all ranks reading "
+          .. "one share; write checkpoints to local disk first, then copy them to the network "
+          .. "share in the background (SOP §7.4, §7.7).",
+          "训练前把数据落到本地 NVMe（作业开始时 rsync/cp 到 /scratch 或 $TMPDIR，或按 rank 的本地缓存目录："
+          .. "HF datasets 的 cache_dir 按 rank 拆开）再从本地读；按 rank 预分发 shard，而不是所有 rank 读同一"
+          .. "共享目录；checkpoint 先写本地盘，再在后台拷到网络共享（SOP §7.4、§7.7）。"),
+  refs = { "https://www.brendangregg.com/linuxperf.html",
+           "https://huggingface.co/docs/datasets/cache",
+           "https://fio.readthedocs.io/en/latest/fio_doc.html" },
   check = function(ev, th)
     if not ev.proc then return no_proc(ev) end
     if not ev.io_files then
@@ -580,29 +597,11 @@ rule {
                        table.concat(lines, "; "), rates),
                    fmt("%d 个打开的文件在 %s 存储上，例如 %s。%s%s。", remote, kind, where_en,
                        table.concat(lines, "；"), rates)),
-      cause = T("Every read (and every checkpoint write/fsync) goes over the network or through a "
-                .. "user-space FUSE daemon: per-request latency is 0.5-10 ms instead of NVMe's "
-                .. "0.1 ms, random 4 KiB IOPS drop to 1K-10K (SOP §7.3), and many ranks reading "
-                .. "the same share at epoch start load its metadata server (SOP §7.4).",
-                "每次读（以及每次 checkpoint 写/fsync）都要走网络或用户态 FUSE 守护进程：单次请求延迟 0.5~10 ms，"
-                .. "而 NVMe 约 0.1 ms；随机 4 KiB IOPS 降到 1K~10K（SOP §7.3），且多个 rank 在 epoch 开始时同时"
-                .. "读同一共享目录会压垮元数据服务器（SOP §7.4）。"),
-      fix = T("Stage the data to local NVMe before training (rsync/cp to /scratch or $TMPDIR at "
-              .. "job start, or a rank-local cache directory: HF datasets cache_dir per rank) and "
-              .. "read it from there; pre-distribute shards per rank instead of all ranks reading "
-              .. "one share; write checkpoints to local disk first, then copy them to the network "
-              .. "share in the background (SOP §7.4, §7.7).",
-              "训练前把数据落到本地 NVMe（作业开始时 rsync/cp 到 /scratch 或 $TMPDIR，或按 rank 的本地缓存目录："
-              .. "HF datasets 的 cache_dir 按 rank 拆开）再从本地读；按 rank 预分发 shard，而不是所有 rank 读同一"
-              .. "共享目录；checkpoint 先写本地盘，再在后台拷到网络共享（SOP §7.4、§7.7）。"),
       verify = T(fmt("`sopctl run --pid %d --duration 3`: io.network_fs clears (data files on "
                      .. "fs_kind local) and io_wait_frac falls below %.0f%%.", ev.pid,
                      100 * th.netfs_wait_frac),
                  fmt("`sopctl run --pid %d --duration 3`：io.network_fs 不再触发（数据文件在 local 文件系统），"
                      .. "io_wait_frac 低于 %.0f%%。", ev.pid, 100 * th.netfs_wait_frac)),
-      refs = { "https://www.brendangregg.com/linuxperf.html",
-               "https://huggingface.co/docs/datasets/cache",
-               "https://fio.readthedocs.io/en/latest/fio_doc.html" },
     }
   end,
 }
@@ -619,11 +618,16 @@ rule {
             "python.workers[].io.mean_read_bytes", "python.workers[].pid" },
   uses = { "page_cache_min_file_mb", "page_cache_fit_ratio", "page_cache_min_disk_kb_per_s",
            "small_read_max_bytes" },
+  cause = T("A file larger than the memory left for the page cache is evicted while it is read "
+            .. "(LRU), so no epoch finds it cached: each epoch is as slow as the first and the "
+            .. "disk (or network share) sets the pace (SOP §7.1, §7.4 \"every epoch starts slow\").",
+            "比 page cache 可用内存更大的文件在读的过程中就被（LRU）淘汰，任何 epoch 都命中不了缓存："
+            .. "每个 epoch 都和第一个一样慢，速度由磁盘（或网络共享）决定（SOP §7.1、§7.4“每 epoch 开始慢”）。"),
+  refs = { "https://www.brendangregg.com/linuxperf.html", "https://hoytech.com/vmtouch/",
+           "https://docs.kernel.org/admin-guide/cgroup-v2.html" },
   check = function(ev, th)
     if not ev.proc then return no_proc(ev) end
-    if not ev.duration_s or ev.duration_s <= 0 then
-      return unknown(T("one snapshot (--duration 0): no read rates", "只有一次快照（--duration 0）：没有读速率"))
-    end
+    if common.no_window(ev) then return common.one_snapshot("no read rates", "没有读速率") end
     local disk, measured = 0, false
     for _, r in ipairs(readers(ev)) do
       if r.io.read_bytes_per_s then
@@ -732,11 +736,6 @@ rule {
                        cap_en, ex_en),
                    fmt("%.1f 秒内作业从磁盘读 %s，正在流式读 %s；page cache 可用内存：%s（%s）%s。",
                        ev.duration_s, rate(disk), list, kb(room), cap_zh, ex_zh)),
-      cause = T("A file larger than the memory left for the page cache is evicted while it is read "
-                .. "(LRU), so no epoch finds it cached: each epoch is as slow as the first and the "
-                .. "disk (or network share) sets the pace (SOP §7.1, §7.4 \"every epoch starts slow\").",
-                "比 page cache 可用内存更大的文件在读的过程中就被（LRU）淘汰，任何 epoch 都命中不了缓存："
-                .. "每个 epoch 都和第一个一样慢，速度由磁盘（或网络共享）决定（SOP §7.1、§7.4“每 epoch 开始慢”）。"),
       fix = by_cgroup and T("The container's memory limit is what evicts: give the cgroup room for the "
               .. "working set plus the job's own memory (memory.max / memory.limit_in_bytes), or "
               .. "shrink the working set (store uint8 instead of float32, compress, subsample), or "
@@ -758,8 +757,6 @@ rule {
                      kb(th.page_cache_min_disk_kb_per_s)),
                  fmt("一个 epoch 后 `vmtouch FILE` 显示文件常驻内存，第二个 epoch 中 `sopctl run --pid %d "
                      .. "--duration 3` 显示磁盘读低于 %s/s。", ev.pid, kb(th.page_cache_min_disk_kb_per_s))),
-      refs = { "https://www.brendangregg.com/linuxperf.html", "https://hoytech.com/vmtouch/",
-               "https://docs.kernel.org/admin-guide/cgroup-v2.html" },
     }
   end,
 }

@@ -6,6 +6,7 @@
 
 local common = require "plugins.common"
 local T = common.T
+local tr = common.tr
 
 local LEVELS = { debug = "DEBUG", info = "INFO", warning = "WARNING", warn = "WARNING", error = "ERROR",
                  critical = "CRITICAL", exception = "ERROR", log = "?" }
@@ -61,15 +62,14 @@ rule {
             "python.threads[].window.leaves", "duration_s", "pid", "python.threads[].name",
             "python.threads[].tid" },
   uses = { "eager_log_pct", "sampled_min_samples" },
+  refs = { "https://docs.python.org/3/howto/logging.html#optimization",
+           "https://docs.python.org/3/library/logging.html#logging.Logger.isEnabledFor" },
   check = function(ev, th)
     local py = ev.python
     if not py or not py.threads then
-      return unknown(T("no Python stacks (not CPython, or its memory was not readable)",
-                       "没有 Python 栈（不是 CPython，或无法读取其内存）"))
+      return unknown(common.NO_STACKS)
     end
-    if not ev.duration_s or ev.duration_s <= 0 then
-      return unknown(T("one snapshot (--duration 0): no sampled window", "只有一次快照（--duration 0）：没有采样窗口"))
-    end
+    if common.no_window(ev) then return common.one_snapshot("no sampled window", "没有采样窗口") end
     local best, sampled = nil, 0
     for _, t in ipairs(py.threads) do
       local w = t.window
@@ -123,22 +123,20 @@ rule {
                        .. "未从进程读取 logger 的有效级别，无法确定 %s 记录是否输出",
                        at, code, best.t.tid, best.t.name or "?", best.t.window.samples, 100 * best.share, best.how,
                        best.level)),
-      cause = T(fmt("An f-string, `%%` or `.format` argument is evaluated on every call, before the logger checks its "
-                    .. "level: with %s not enabled the string (and every repr() in it) is built and thrown away "
-                    .. "(SOP §8.3 pitfall 1).", best.level),
-                fmt("f-string、`%%` 或 `.format` 参数在每次调用时、logger 检查级别之前就被求值：%s 未开启时，字符串"
-                    .. "（以及其中每个 repr()）被构造后直接丢弃（SOP §8.3 陷阱 1）。", best.level)),
+      cause = tr("An f-string, `%` or `.format` argument is evaluated on every call, before the logger checks its "
+                 .. "level: with {level:%s} not enabled the string (and every repr() in it) is built and thrown away "
+                 .. "(SOP §8.3 pitfall 1).",
+                 "f-string、`%` 或 `.format` 参数在每次调用时、logger 检查级别之前就被求值：{level:%s} 未开启时，字符串"
+                 .. "（以及其中每个 repr()）被构造后直接丢弃（SOP §8.3 陷阱 1）。", { level = best.level }),
       fix = T(fmt("Pass the arguments lazily: logger.%s(\"row %%s: %%r\", n, row) instead of an f-string; for costly "
                   .. "arguments guard the call with `if logger.isEnabledFor(logging.%s):`.", best.method,
                   best.level ~= "?" and best.level or "DEBUG"),
               fmt("改为惰性传参：logger.%s(\"row %%s: %%r\", n, row)，不要用 f-string；参数本身很贵时用 "
                   .. "`if logger.isEnabledFor(logging.%s):` 包住。", best.method,
                   best.level ~= "?" and best.level or "DEBUG")),
-      verify = T(fmt("`sopctl run --pid %d --duration 3`: the line no longer appears among the thread's hot leaves; "
-                     .. "items/s rises.", ev.pid),
-                 fmt("`sopctl run --pid %d --duration 3`：该行不再出现在线程的热点叶子里；每秒处理条数上升。", ev.pid)),
-      refs = { "https://docs.python.org/3/howto/logging.html#optimization",
-               "https://docs.python.org/3/library/logging.html#logging.Logger.isEnabledFor" },
+      verify = tr("`sopctl run --pid {pid} --duration 3`: the line no longer appears among the thread's hot leaves; "
+                  .. "items/s rises.",
+                  "`sopctl run --pid {pid} --duration 3`：该行不再出现在线程的热点叶子里；每秒处理条数上升。", { pid = ev.pid }),
     }
   end,
 }

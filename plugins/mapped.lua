@@ -77,13 +77,34 @@ rule {
             "python.threads[].window.samples", "threads[].name", "threads[].tid" },
   uses = { "mapped_fault_min_per_s", "page_cache_min_disk_kb_per_s", "mapped_read_share",
            "random_read_max_request_kb", "mapped_touch_ratio", "mapped_wait_frac", "data_file_min_mb" },
+  cause = T("The program reads a memory-mapped file (np.memmap, np.load(mmap_mode='r'), safetensors, "
+            .. "torch.load(mmap=True)) at random places with a cold page cache: each touch of a page "
+            .. "not in memory is a major fault the thread waits for, so the disk's random IOPS (and, "
+            .. "with readahead, its bandwidth spent on pages nobody reads) bound the loop. No read() "
+            .. "calls are made, so read-size rules cannot see it (SOP §7.3).",
+            "程序在 page cache 冷的情况下随机访问内存映射文件（np.memmap、np.load(mmap_mode='r')、"
+            .. "safetensors、torch.load(mmap=True)）：每次访问不在内存中的页都是一次主缺页，线程要等它，"
+            .. "于是磁盘的随机 IOPS（以及预读浪费在无人读取的页上的带宽）限制了循环。没有 read() 调用，"
+            .. "所以按读大小判断的规则看不到它（SOP §7.3）。"),
+  fix = T("For mapped data: (1) access order — sort the indices of each batch (np.sort(idx) before "
+          .. "table[idx]) or group lookups by region so neighbouring rows share pages; "
+          .. "(2) tell the kernel: mmap.madvise(mmap.MADV_RANDOM) for true random lookups (stops "
+          .. "read-around fetching pages nobody reads), MADV_WILLNEED / MADV_SEQUENTIAL for ranges read "
+          .. "in order; (3) copy the hot part to RAM (np.array(table[hot_rows])); (4) put the file on "
+          .. "local NVMe (a local cache of remote data); (5) size the page cache (RAM or the cgroup "
+          .. "memory limit) to the working set so it stays warm. Where the data is meant to be "
+          .. "streamed, read it sequentially instead (§7: shards read in order with a shuffle buffer).",
+          "对映射数据：(1) 访问顺序——每个批次的下标先排序（table[idx] 之前 np.sort(idx)），或按区域分组"
+          .. "查询，让相邻行共享页；(2) 告诉内核：真正随机查询用 mmap.madvise(mmap.MADV_RANDOM)（停止"
+          .. "预读无人访问的页），顺序读取的区间用 MADV_WILLNEED / MADV_SEQUENTIAL；(3) 把热的部分拷进内存"
+          .. "（np.array(table[hot_rows])）；(4) 文件放到本地 NVMe（远端数据的本地缓存）；(5) 让 page cache"
+          .. "（内存或 cgroup 内存上限）装得下工作集，使其保持热。若数据本来就该流式读取，改为顺序读"
+          .. "（§7：按顺序读 shard，用 shuffle buffer 打乱）。"),
+  refs = REFS,
   check = function(ev, th)
     local p = ev.proc
     if not p then return no_proc(ev) end
-    if not ev.duration_s or ev.duration_s <= 0 then
-      return unknown(T("one snapshot (--duration 0): no fault or read rates",
-                       "只有一次快照（--duration 0）：没有缺页与读速率"))
-    end
+    if common.no_window(ev) then return common.one_snapshot("no fault or read rates", "没有缺页与读速率") end
     local io = p.io
     if not p.majflt_per_s or not io or not io.read_bytes_per_s then
       return unknown(T("major faults or /proc/PID/io not measured over the window",
@@ -189,35 +210,11 @@ rule {
                        map_en, dev_en),
                    fmt("%.1f 秒内：%s；%s：%s%s%s%s。", ev.duration_s, base_zh, how_zh, why_zh, thr_zh,
                        map_zh, dev_zh)),
-      cause = T("The program reads a memory-mapped file (np.memmap, np.load(mmap_mode='r'), safetensors, "
-                .. "torch.load(mmap=True)) at random places with a cold page cache: each touch of a page "
-                .. "not in memory is a major fault the thread waits for, so the disk's random IOPS (and, "
-                .. "with readahead, its bandwidth spent on pages nobody reads) bound the loop. No read() "
-                .. "calls are made, so read-size rules cannot see it (SOP §7.3).",
-                "程序在 page cache 冷的情况下随机访问内存映射文件（np.memmap、np.load(mmap_mode='r')、"
-                .. "safetensors、torch.load(mmap=True)）：每次访问不在内存中的页都是一次主缺页，线程要等它，"
-                .. "于是磁盘的随机 IOPS（以及预读浪费在无人读取的页上的带宽）限制了循环。没有 read() 调用，"
-                .. "所以按读大小判断的规则看不到它（SOP §7.3）。"),
-      fix = T("For mapped data: (1) access order — sort the indices of each batch (np.sort(idx) before "
-              .. "table[idx]) or group lookups by region so neighbouring rows share pages; "
-              .. "(2) tell the kernel: mmap.madvise(mmap.MADV_RANDOM) for true random lookups (stops "
-              .. "read-around fetching pages nobody reads), MADV_WILLNEED / MADV_SEQUENTIAL for ranges read "
-              .. "in order; (3) copy the hot part to RAM (np.array(table[hot_rows])); (4) put the file on "
-              .. "local NVMe (a local cache of remote data); (5) size the page cache (RAM or the cgroup "
-              .. "memory limit) to the working set so it stays warm. Where the data is meant to be "
-              .. "streamed, read it sequentially instead (§7: shards read in order with a shuffle buffer).",
-              "对映射数据：(1) 访问顺序——每个批次的下标先排序（table[idx] 之前 np.sort(idx)），或按区域分组"
-              .. "查询，让相邻行共享页；(2) 告诉内核：真正随机查询用 mmap.madvise(mmap.MADV_RANDOM)（停止"
-              .. "预读无人访问的页），顺序读取的区间用 MADV_WILLNEED / MADV_SEQUENTIAL；(3) 把热的部分拷进内存"
-              .. "（np.array(table[hot_rows])）；(4) 文件放到本地 NVMe（远端数据的本地缓存）；(5) 让 page cache"
-              .. "（内存或 cgroup 内存上限）装得下工作集，使其保持热。若数据本来就该流式读取，改为顺序读"
-              .. "（§7：按顺序读 shard，用 shuffle buffer 打乱）。"),
       verify = T(fmt("`sopctl run --pid %d --duration 3`: major faults/s and bytes from storage drop (or "
                      .. "io.mapped_faults says sequential), and the thread's share of samples waiting on "
                      .. "storage falls below %.0f%%.", ev.pid, 100 * th.mapped_wait_frac),
                  fmt("`sopctl run --pid %d --duration 3`：主缺页/s 与存储读字节下降（或 io.mapped_faults 判为顺序），"
                      .. "线程等待存储的采样比例低于 %.0f%%。", ev.pid, 100 * th.mapped_wait_frac)),
-      refs = REFS,
     }
   end,
 }

@@ -4,6 +4,7 @@
 
 local common = require "plugins.common"
 local T, no_proc = common.T, common.no_proc
+local tr = common.tr
 local census = require "plugins.heap_census"
 
 -- The heap census's sentence appended to a finding's evidence, and its fix put first.
@@ -90,6 +91,16 @@ rule {
             "host.swap_free_kb", "python.heap", "alive", "cgroup.memory.limit_path", "cgroup.path",
             "host.swap_total_kb", "pid" },
   uses = { "rss_limit_pct", "host_avail_min_pct", "host_share_pct", "heap_python_pct" },
+  cause = T("The cgroup is charged for page cache and other tasks besides this process "
+            .. "tree; the kernel is already reclaiming at the limit, so allocation "
+            .. "stalls and an OOM kill follow when the cache cannot be dropped fast "
+            .. "enough.",
+            "cgroup 除了本进程树，还计入了 page cache 与其他任务；内核已经在上限处回收，"
+            .. "回收跟不上时就会分配卡顿并触发 OOM kill。"),
+  fix = MEM_FIX,
+  verify = T("memory.events max/oom (v2) or memory.failcnt (v1) stop growing over an epoch.",
+             "一个 epoch 内 memory.events 的 max/oom（v2）或 memory.failcnt（v1）不再增长。"),
+  refs = MEM_REFS,
   check = function(ev, th)
     if not ev.proc then return no_proc(ev) end
     local used, kind, nw = tree_kb(ev)
@@ -137,20 +148,19 @@ rule {
       end
       if lpct >= th.rss_limit_pct and not (hard_pct and hard_pct < th.rss_limit_pct) then
         return hit(with_census({
-          symptom = T(fmt("Memory at %.0f%% of the cgroup limit", lpct),
-                      fmt("内存已达 cgroup 上限的 %.0f%%", lpct)),
+          symptom = tr("Memory at {lpct:%.0f}% of the cgroup limit",
+                       "内存已达 cgroup 上限的 {lpct:%.0f}%", { lpct = lpct }),
           evidence = T(ctx_en .. extra_en .. ".", ctx_zh .. extra_zh .. "。"),
-          cause = T(fmt("Anonymous memory of the job fills the cgroup limit (>= %g%%): the next "
-                        .. "allocation burst makes the kernel reclaim page cache and then "
-                        .. "OOM-kill a task in the cgroup.", th.rss_limit_pct),
-                    fmt("作业的匿名内存占满了 cgroup 上限（>= %g%%）：下一次分配高峰会让内核先回收 "
-                        .. "page cache，然后在该 cgroup 内 OOM 杀进程。", th.rss_limit_pct)),
+          cause = tr("Anonymous memory of the job fills the cgroup limit (>= {rss_limit_pct:%g}%): the next "
+                     .. "allocation burst makes the kernel reclaim page cache and then "
+                     .. "OOM-kill a task in the cgroup.",
+                     "作业的匿名内存占满了 cgroup 上限（>= {rss_limit_pct:%g}%）：下一次分配高峰会让内核先回收 "
+                     .. "page cache，然后在该 cgroup 内 OOM 杀进程。", { rss_limit_pct = th.rss_limit_pct }),
           fix = MEM_FIX,
-          verify = T(fmt("`sopctl run --pid %d` over a full epoch shows the tree below %g%% of "
-                         .. "the limit and the cgroup's oom/max events stop growing.", ev.pid,
-                         th.rss_limit_pct),
-                     fmt("完整跑一个 epoch，`sopctl run --pid %d` 显示进程树低于上限的 %g%%，"
-                         .. "cgroup 的 oom/max 事件不再增长。", ev.pid, th.rss_limit_pct)),
+          verify = tr("`sopctl run --pid {pid}` over a full epoch shows the tree below {rss_limit_pct:%g}% of "
+                      .. "the limit and the cgroup's oom/max events stop growing.",
+                      "完整跑一个 epoch，`sopctl run --pid {pid}` 显示进程树低于上限的 {rss_limit_pct:%g}%，"
+                      .. "cgroup 的 oom/max 事件不再增长。", { pid = ev.pid, rss_limit_pct = th.rss_limit_pct }),
           refs = MEM_REFS,
         }, census.view(ev, th)))
       end
@@ -158,20 +168,9 @@ rule {
       if upct and upct >= th.rss_limit_pct and pressure > 0 then
         return hit {
           severity = "warn",
-          symptom = T(fmt("Memory cgroup usage at %.0f%% of its limit, with reclaim at the limit",
-                          upct),
-                      fmt("内存 cgroup 用量达上限的 %.0f%%，且已在上限处回收", upct)),
+          symptom = tr("Memory cgroup usage at {upct:%.0f}% of its limit, with reclaim at the limit",
+                       "内存 cgroup 用量达上限的 {upct:%.0f}%，且已在上限处回收", { upct = upct }),
           evidence = T(ctx_en .. extra_en .. ".", ctx_zh .. extra_zh .. "。"),
-          cause = T("The cgroup is charged for page cache and other tasks besides this process "
-                    .. "tree; the kernel is already reclaiming at the limit, so allocation "
-                    .. "stalls and an OOM kill follow when the cache cannot be dropped fast "
-                    .. "enough.",
-                    "cgroup 除了本进程树，还计入了 page cache 与其他任务；内核已经在上限处回收，"
-                    .. "回收跟不上时就会分配卡顿并触发 OOM kill。"),
-          fix = MEM_FIX,
-          verify = T("memory.events max/oom (v2) or memory.failcnt (v1) stop growing over an epoch.",
-                     "一个 epoch 内 memory.events 的 max/oom（v2）或 memory.failcnt（v1）不再增长。"),
-          refs = MEM_REFS,
         }
       end
       notes_en[#notes_en + 1] = ctx_en .. extra_en
@@ -193,20 +192,17 @@ rule {
       end
       if apct < th.host_avail_min_pct and share >= th.host_share_pct then
         return hit {
-          symptom = T(fmt("Host RAM nearly exhausted (%.1f%% available), mostly by this job", apct),
-                      fmt("整机内存几乎耗尽（仅剩 %.1f%%），主要被本作业占用", apct)),
+          symptom = tr("Host RAM nearly exhausted ({apct:%.1f}% available), mostly by this job",
+                       "整机内存几乎耗尽（仅剩 {apct:%.1f}%），主要被本作业占用", { apct = apct }),
           evidence = T(ctx_en .. ".", ctx_zh .. "。"),
-          cause = T(fmt("The job holds %.0f%% of RAM and less than %g%% is available: the host "
-                        .. "OOM killer picks the largest process next.", share,
-                        th.host_avail_min_pct),
-                    fmt("作业占用内存的 %.0f%%，可用内存不足 %g%%：整机 OOM killer 下一个就会挑最大的进程。",
-                        share, th.host_avail_min_pct)),
-          fix = MEM_FIX,
+          cause = tr("The job holds {share:%.0f}% of RAM and less than {host_avail_min_pct:%g}% is available: the host "
+                     .. "OOM killer picks the largest process next.",
+                     "作业占用内存的 {share:%.0f}%，可用内存不足 {host_avail_min_pct:%g}%：整机 OOM killer 下一个就会挑最大的进程。",
+                     { share = share, host_avail_min_pct = th.host_avail_min_pct }),
           verify = T(fmt("`free -g` and `sopctl run --pid %d` show MemAvailable above %g%% through an epoch.",
                          ev.pid, th.host_avail_min_pct),
                      fmt("整个 epoch 中 `free -g` 与 `sopctl run --pid %d` 显示 MemAvailable 高于 %g%%。",
                          ev.pid, th.host_avail_min_pct)),
-          refs = MEM_REFS,
         }
       end
       notes_en[#notes_en + 1] = ctx_en
@@ -237,6 +233,31 @@ rule {
             "cgroup.memory.limit_kb", "alive", "children[].comm", "children[].pid", "pid", "proc.comm" },
   uses = { "cow_child_private_pct", "cow_child_min_mb", "cow_min_children", "sib_own_ratio",
            "rss_limit_pct" },
+  cause = T("Workers forked from the parent read its Python objects; every access writes the "
+            .. "object's reference count (and the GC walks write GC headers), so the kernel "
+            .. "copies each touched page into each worker (copy-on-write): N workers grow to "
+            .. "about N x the parent's heap (SOP §2.4).",
+            "从父进程 fork 出的 worker 读取父进程的 Python 对象；每次访问都会写对象的引用计数"
+            .. "（GC 扫描还会写 GC 头），内核于是把每个被碰到的页复制进每个 worker（写时复制）："
+            .. "N 个 worker 膨胀到约 N 倍父进程堆（SOP §2.4）。"),
+  fix = T("Pick one (SOP §2.4): (1) start workers with multiprocessing.get_context('spawn') "
+          .. "or 'forkserver' (torch: DataLoader(multiprocessing_context='spawn')); side "
+          .. "effects: each worker starts a fresh interpreter, re-imports the main module "
+          .. "(guard it with if __name__ == '__main__'), receives its arguments by pickling "
+          .. "(they must be picklable) and starts slower; (2) keep the big table out of "
+          .. "per-element Python objects: one numpy array or multiprocessing.shared_memory "
+          .. "buffer has one refcount, not millions; (3) call gc.freeze() in the parent "
+          .. "right before forking (Python 3.7+) so GC passes stop writing to the inherited "
+          .. "objects; refcount writes on objects the workers touch still copy pages, so "
+          .. "(1) or (2) remove more.",
+          "三选一（SOP §2.4）：(1) 用 multiprocessing.get_context('spawn') 或 'forkserver' 启动 "
+          .. "worker（torch：DataLoader(multiprocessing_context='spawn')）；副作用：每个 worker "
+          .. "启动全新解释器、重新 import 主模块（需 if __name__ == '__main__' 保护）、参数经 "
+          .. "pickle 传入（必须可 pickle）、启动更慢；(2) 大表不要存成逐元素的 Python 对象："
+          .. "一个 numpy 数组或 multiprocessing.shared_memory 缓冲区只有一个引用计数；(3) 父进程 "
+          .. "fork 前调用 gc.freeze()（Python 3.7+），GC 不再写继承下来的对象；但 worker 碰到的对象"
+          .. "其引用计数写入仍会复制页，(1)(2) 去得更彻底。"),
+  refs = COW_REFS,
   check = function(ev, th)
     local p = ev.proc
     if not p then return no_proc(ev) end
@@ -319,36 +340,11 @@ rule {
                        table.concat(list_en, ", "), kb(sum), ratio, lim_en),
                    fmt("父进程 pid %d 匿名内存 %s；fork 的 worker 私有内存：%s；合计 %s = 父进程的 %.1f 倍%s。",
                        ev.pid, kb(parent_kb), table.concat(list_zh, "，"), kb(sum), ratio, lim_zh)),
-      cause = T("Workers forked from the parent read its Python objects; every access writes the "
-                .. "object's reference count (and the GC walks write GC headers), so the kernel "
-                .. "copies each touched page into each worker (copy-on-write): N workers grow to "
-                .. "about N x the parent's heap (SOP §2.4).",
-                "从父进程 fork 出的 worker 读取父进程的 Python 对象；每次访问都会写对象的引用计数"
-                .. "（GC 扫描还会写 GC 头），内核于是把每个被碰到的页复制进每个 worker（写时复制）："
-                .. "N 个 worker 膨胀到约 N 倍父进程堆（SOP §2.4）。"),
-      fix = T("Pick one (SOP §2.4): (1) start workers with multiprocessing.get_context('spawn') "
-              .. "or 'forkserver' (torch: DataLoader(multiprocessing_context='spawn')); side "
-              .. "effects: each worker starts a fresh interpreter, re-imports the main module "
-              .. "(guard it with if __name__ == '__main__'), receives its arguments by pickling "
-              .. "(they must be picklable) and starts slower; (2) keep the big table out of "
-              .. "per-element Python objects: one numpy array or multiprocessing.shared_memory "
-              .. "buffer has one refcount, not millions; (3) call gc.freeze() in the parent "
-              .. "right before forking (Python 3.7+) so GC passes stop writing to the inherited "
-              .. "objects; refcount writes on objects the workers touch still copy pages, so "
-              .. "(1) or (2) remove more.",
-              "三选一（SOP §2.4）：(1) 用 multiprocessing.get_context('spawn') 或 'forkserver' 启动 "
-              .. "worker（torch：DataLoader(multiprocessing_context='spawn')）；副作用：每个 worker "
-              .. "启动全新解释器、重新 import 主模块（需 if __name__ == '__main__' 保护）、参数经 "
-              .. "pickle 传入（必须可 pickle）、启动更慢；(2) 大表不要存成逐元素的 Python 对象："
-              .. "一个 numpy 数组或 multiprocessing.shared_memory 缓冲区只有一个引用计数；(3) 父进程 "
-              .. "fork 前调用 gc.freeze()（Python 3.7+），GC 不再写继承下来的对象；但 worker 碰到的对象"
-              .. "其引用计数写入仍会复制页，(1)(2) 去得更彻底。"),
-      verify = T(fmt("`sopctl run --pid %d`: each worker's private memory falls well below "
-                     .. "%g%% of the parent's, and the tree's total PSS is about parent + "
-                     .. "the workers' own data.", ev.pid, th.cow_child_private_pct),
-                 fmt("`sopctl run --pid %d`：每个 worker 的私有内存远低于父进程的 %g%%，进程树总 PSS "
-                     .. "约等于父进程 + worker 自身数据。", ev.pid, th.cow_child_private_pct)),
-      refs = COW_REFS,
+      verify = tr("`sopctl run --pid {pid}`: each worker's private memory falls well below "
+                  .. "{cow_child_private_pct:%g}% of the parent's, and the tree's total PSS is about parent + "
+                  .. "the workers' own data.",
+                  "`sopctl run --pid {pid}`：每个 worker 的私有内存远低于父进程的 {cow_child_private_pct:%g}%，进程树总 PSS "
+                  .. "约等于父进程 + worker 自身数据。", { pid = ev.pid, cow_child_private_pct = th.cow_child_private_pct }),
     }
   end,
 }
@@ -439,6 +435,21 @@ rule {
             "host.mem_total_kb", "python.threads[].window.top_stacks", "python.threads[].window.samples",
             "alive", "pid" },
   uses = { "load_young_s", "load_share_pct", "load_rate_mb_per_s", "load_stack_pct", "rss_limit_pct" },
+  cause = T("The whole dataset is read into RAM at start-up (SOP §2.2 row 1, 'killed right "
+            .. "after start'): memory grows with the file size, not with the batch, and the "
+            .. "peak lands before the first step.",
+            "启动时把整个数据集一次性读进内存（SOP §2.2 第 1 行“进程启动就被杀”）：内存随文件大小"
+            .. "增长而不是随 batch，峰值出现在第一个 step 之前。"),
+  fix = T("Stream or map the data instead of loading it whole: np.load(path, mmap_mode='r') "
+          .. "(pages come from the page cache on demand, reclaimable); pandas "
+          .. "read_csv(..., chunksize=N) / iterator=True; json -> JSON Lines read line by "
+          .. "line; a torch Dataset whose __getitem__ reads one sample (IterableDataset for "
+          .. "streams); torch.load(..., mmap=True) for checkpoints (PyTorch 2.1+).",
+          "改为流式读或 mmap，不要一次全量读入：np.load(path, mmap_mode='r')（按需从 page cache "
+          .. "读页，可回收）；pandas read_csv(..., chunksize=N) / iterator=True；json 改为 JSON Lines "
+          .. "逐行读；torch Dataset 的 __getitem__ 只读一个样本（流式数据用 IterableDataset）；"
+          .. "checkpoint 用 torch.load(..., mmap=True)（PyTorch 2.1+）。"),
+  refs = LOAD_REFS,
   check = function(ev, th)
     local p = ev.proc
     if not p then return no_proc(ev) end
@@ -446,9 +457,9 @@ rule {
       return unknown(T("process age or RSS not readable", "读不到进程年龄或 RSS"))
     end
     if p.age_s > th.load_young_s then
-      return clear(T(fmt("process started %.0f s ago (a start-up load is judged in its first %g s)",
-                         p.age_s, th.load_young_s),
-                     fmt("进程已启动 %.0f 秒（启动期加载只在前 %g 秒内判断）", p.age_s, th.load_young_s)))
+      return clear(tr("process started {age_s:%.0f} s ago (a start-up load is judged in its first {load_young_s:%g} s)",
+                      "进程已启动 {age_s:%.0f} 秒（启动期加载只在前 {load_young_s:%g} 秒内判断）",
+                      { age_s = p.age_s, load_young_s = th.load_young_s }))
     end
     local lim, lim_en, lim_zh, is_cg = limit_of(ev)
     if not lim then return unknown(T("no memory limit and no host RAM figure", "既无内存上限也无整机内存数据")) end
@@ -491,27 +502,12 @@ rule {
                                   100 * frac, n, frame or "?"),
                    base_zh .. fmt("；%d 个栈采样中 %.0f%% 在加载代码里，主要是 %s。", n, 100 * frac,
                                   frame or "?")),
-      cause = T("The whole dataset is read into RAM at start-up (SOP §2.2 row 1, 'killed right "
-                .. "after start'): memory grows with the file size, not with the batch, and the "
-                .. "peak lands before the first step.",
-                "启动时把整个数据集一次性读进内存（SOP §2.2 第 1 行“进程启动就被杀”）：内存随文件大小"
-                .. "增长而不是随 batch，峰值出现在第一个 step 之前。"),
-      fix = T("Stream or map the data instead of loading it whole: np.load(path, mmap_mode='r') "
-              .. "(pages come from the page cache on demand, reclaimable); pandas "
-              .. "read_csv(..., chunksize=N) / iterator=True; json -> JSON Lines read line by "
-              .. "line; a torch Dataset whose __getitem__ reads one sample (IterableDataset for "
-              .. "streams); torch.load(..., mmap=True) for checkpoints (PyTorch 2.1+).",
-              "改为流式读或 mmap，不要一次全量读入：np.load(path, mmap_mode='r')（按需从 page cache "
-              .. "读页，可回收）；pandas read_csv(..., chunksize=N) / iterator=True；json 改为 JSON Lines "
-              .. "逐行读；torch Dataset 的 __getitem__ 只读一个样本（流式数据用 IterableDataset）；"
-              .. "checkpoint 用 torch.load(..., mmap=True)（PyTorch 2.1+）。"),
       verify = T("tracemalloc.start(); load; print(tracemalloc.get_traced_memory()[1]) shows the peak "
                  .. fmt("no longer proportional to the dataset, and `sopctl run --pid N` in the first "
                         .. "minute shows anonymous memory below %g%% of the limit.", th.load_share_pct),
                  "tracemalloc.start(); 加载; print(tracemalloc.get_traced_memory()[1]) 显示峰值不再与数据集"
                  .. fmt("大小成正比，启动后一分钟内 `sopctl run --pid N` 显示匿名内存低于上限的 %g%%。",
                         th.load_share_pct)),
-      refs = LOAD_REFS,
     }
   end,
 }
@@ -541,9 +537,9 @@ rule {
     if not p then return no_proc(ev) end
     local d = ev.duration_s or 0
     if not common.window_at_least(ev, th.growth_min_window_s) or not p.rss_growth_kb_per_s then
-      return unknown(T(fmt("window %.1f s: growth needs a window of at least %g s (--duration)", d,
-                           th.growth_min_window_s),
-                       fmt("窗口 %.1f 秒：判断增长至少需要 %g 秒窗口（--duration）", d, th.growth_min_window_s)))
+      return unknown(tr("window {d:%.1f} s: growth needs a window of at least {growth_min_window_s:%g} s (--duration)",
+                        "窗口 {d:%.1f} 秒：判断增长至少需要 {growth_min_window_s:%g} 秒窗口（--duration）",
+                        { d = d, growth_min_window_s = th.growth_min_window_s }))
     end
     if not p.rss_kb then return unknown(T("RSS not readable", "读不到 RSS")) end
     -- By kind (proc.mem): anonymous and shared memory cannot be reclaimed, only swapped; the
@@ -636,18 +632,18 @@ rule {
                 "有东西一直持有新对象的引用（SOP §2.2 第 2 行“跑着跑着越来越大”）：每步 append 的 list、"
                 .. "没有上限的 dict/缓存、连同计算图一起保存的张量（记录 loss 没用 .item()），或 GC "
                 .. "没有回收的循环引用（见 gc.pauses）。"),
-      fix = T(fmt("Find the growing allocation site, then bound it: `memray attach --aggregate -o "
-                  .. "grow.bin %d` (non-interactive; then `memray flamegraph grow.bin`), or in the "
-                  .. "code tracemalloc.start(25) and compare two snapshots a few minutes apart "
-                  .. "(snap2.compare_to(snap1, 'traceback')[:10]). Then: "
-                  .. "functools.lru_cache(maxsize=N) instead of an unbounded dict, weakref / "
-                  .. "WeakValueDictionary for caches of live objects, store loss.item() not loss, "
-                  .. "del per-step references.", pid),
-              fmt("先找到增长的分配点再设上限：`memray attach --aggregate -o grow.bin %d`（非交互；"
-                  .. "再 `memray flamegraph grow.bin`），或在代码里 tracemalloc.start(25)，相隔几分钟取两次快照"
-                  .. "比较（snap2.compare_to(snap1, 'traceback')[:10]）。然后：无上限 dict 改为 "
-                  .. "functools.lru_cache(maxsize=N)；活对象缓存用 weakref / WeakValueDictionary；记录 "
-                  .. "loss.item() 而不是 loss；及时 del 每步的引用。", pid)),
+      fix = tr("Find the growing allocation site, then bound it: `memray attach --aggregate -o "
+               .. "grow.bin {pid}` (non-interactive; then `memray flamegraph grow.bin`), or in the "
+               .. "code tracemalloc.start(25) and compare two snapshots a few minutes apart "
+               .. "(snap2.compare_to(snap1, 'traceback')[:10]). Then: "
+               .. "functools.lru_cache(maxsize=N) instead of an unbounded dict, weakref / "
+               .. "WeakValueDictionary for caches of live objects, store loss.item() not loss, "
+               .. "del per-step references.",
+               "先找到增长的分配点再设上限：`memray attach --aggregate -o grow.bin {pid}`（非交互；"
+               .. "再 `memray flamegraph grow.bin`），或在代码里 tracemalloc.start(25)，相隔几分钟取两次快照"
+               .. "比较（snap2.compare_to(snap1, 'traceback')[:10]）。然后：无上限 dict 改为 "
+               .. "functools.lru_cache(maxsize=N)；活对象缓存用 weakref / WeakValueDictionary；记录 "
+               .. "loss.item() 而不是 loss；及时 del 每步的引用。", { pid = pid }),
       verify = T(fmt("`sopctl run --pid %d --duration 10` twice, minutes apart: RSS growth below "
                      .. "%g MiB/s and VmHWM no longer rising.", pid, th.growth_floor_mb_per_s),
                  fmt("相隔几分钟两次 `sopctl run --pid %d --duration 10`：RSS 增长低于 %g MiB/s，VmHWM 不再上升。",
@@ -700,6 +696,23 @@ rule {
             "children[].pid", "parent.comm", "parent.pid", "parent.rss_kb", "pid", "proc.comm", "proc.ppid",
             "proc.rss_kb", "siblings[].pid" },
   uses = { "sib_min_mb", "sib_min_count", "sib_similar_pct", "sib_own_ratio", "rss_limit_pct" },
+  cause = T("Each process built its own full copy of the same data (SOP §2.2 row 4, 'every rank "
+            .. "blows up'): the memory is private to each of them, not inherited from a parent "
+            .. "(that would be shared or copy-on-write, mem.fork_cow), so the total grows with "
+            .. "the number of ranks/workers.",
+            "每个进程都各自构建了同一份完整数据（SOP §2.2 第 4 行“多 rank 训练每个 rank 都爆”）：内存是"
+            .. "各自私有的，不是从父进程继承的（那会是共享页或写时复制，见 mem.fork_cow），总量随 rank/"
+            .. "worker 数线性增长。"),
+  fix = T("Give each rank only its shard: torch.utils.data.distributed.DistributedSampler "
+          .. "(or shard files per rank: webdataset / split by rank), and load lazily in "
+          .. "__getitem__; data every process needs whole goes in one read-only copy: "
+          .. "np.load(path, mmap_mode='r') (the page cache is shared by all processes) or "
+          .. "multiprocessing.shared_memory created once by the launcher.",
+          "每个 rank 只读自己的分片：torch.utils.data.distributed.DistributedSampler（或按 rank 切分"
+          .. "文件：webdataset / 按 rank 分片），在 __getitem__ 里按需读取；所有进程都要的完整数据只保留"
+          .. "一份只读副本：np.load(path, mmap_mode='r')（page cache 由所有进程共享）或由启动进程创建一次 "
+          .. "multiprocessing.shared_memory。"),
+  refs = SIB_REFS,
   check = function(ev, th)
     local p = ev.proc
     if not p then return no_proc(ev) end
@@ -775,28 +788,11 @@ rule {
                        share and fmt(" = %.0f%% of %s", share, lim_en) or ""),
                    fmt("%s：私有（未共享）内存 %s；合计 %s%s。", role_zh, table.concat(list, "，"), kb(sum),
                        share and fmt(" = %s的 %.0f%%", lim_zh, share) or "")),
-      cause = T("Each process built its own full copy of the same data (SOP §2.2 row 4, 'every rank "
-                .. "blows up'): the memory is private to each of them, not inherited from a parent "
-                .. "(that would be shared or copy-on-write, mem.fork_cow), so the total grows with "
-                .. "the number of ranks/workers.",
-                "每个进程都各自构建了同一份完整数据（SOP §2.2 第 4 行“多 rank 训练每个 rank 都爆”）：内存是"
-                .. "各自私有的，不是从父进程继承的（那会是共享页或写时复制，见 mem.fork_cow），总量随 rank/"
-                .. "worker 数线性增长。"),
-      fix = T("Give each rank only its shard: torch.utils.data.distributed.DistributedSampler "
-              .. "(or shard files per rank: webdataset / split by rank), and load lazily in "
-              .. "__getitem__; data every process needs whole goes in one read-only copy: "
-              .. "np.load(path, mmap_mode='r') (the page cache is shared by all processes) or "
-              .. "multiprocessing.shared_memory created once by the launcher.",
-              "每个 rank 只读自己的分片：torch.utils.data.distributed.DistributedSampler（或按 rank 切分"
-              .. "文件：webdataset / 按 rank 分片），在 __getitem__ 里按需读取；所有进程都要的完整数据只保留"
-              .. "一份只读副本：np.load(path, mmap_mode='r')（page cache 由所有进程共享）或由启动进程创建一次 "
-              .. "multiprocessing.shared_memory。"),
       verify = T(fmt("`sopctl run --pid %d`: each process's private memory drops to about 1/%d of "
                      .. "the dataset (or the data moves to shared/file-backed pages), and the total "
                      .. "stops scaling with the process count.", ev.pid, #grp),
                  fmt("`sopctl run --pid %d`：每个进程的私有内存降到数据集的约 1/%d（或数据转为共享/文件页），"
                      .. "总量不再随进程数增长。", ev.pid, #grp)),
-      refs = SIB_REFS,
     }
   end,
 }
@@ -816,6 +812,25 @@ rule {
             "proc.memlock_limit_kb", "cgroup.memory.limit_kb", "host.mem_total_kb", "host.mlocked_kb",
             "alive", "pid" },
   uses = { "pinned_min_mb", "pinned_rss_pct", "pinned_limit_pct" },
+  cause = T("Locked (mlock) or pinned (page-locked for DMA: DataLoader pin_memory=True, CUDA "
+            .. "host allocations, RDMA registrations) pages count in RSS and the memory "
+            .. "cgroup but can be neither reclaimed nor swapped (SOP §2.2 row 6, 'free is "
+            .. "enough but still OOM'): the kernel OOM-kills once the unlockable rest no "
+            .. "longer fits.",
+            "被锁定（mlock）或 pinned（为 DMA 锁页：DataLoader pin_memory=True、CUDA 主机内存、RDMA "
+            .. "注册）的页计入 RSS 和内存 cgroup，但既不能回收也不能换出（SOP §2.2 第 6 行“free 够但还 "
+            .. "OOM”）：剩下可回收的部分放不下时内核就会 OOM kill。"),
+  fix = T("Bound what is pinned: DataLoader pins num_workers x prefetch_factor batches when "
+          .. "pin_memory=True; lower prefetch_factor, or pin only in the training process "
+          .. "(pin_memory=False with .pin_memory() on the batch you send to the GPU); free "
+          .. "pinned staging buffers you no longer use (torch.cuda.empty_cache() releases "
+          .. "the caching host allocator's blocks); remove mlock/mlockall calls or cap them "
+          .. "with `ulimit -l` (RLIMIT_MEMLOCK).",
+          "限制 pinned 总量：pin_memory=True 时 DataLoader 会 pin num_workers x prefetch_factor 个 "
+          .. "batch；调小 prefetch_factor，或只在训练进程里 pin（pin_memory=False，对要送 GPU 的 batch "
+          .. "调用 .pin_memory()）；释放不再用的 pinned 中转缓冲（torch.cuda.empty_cache() 会释放缓存的"
+          .. "主机内存块）；去掉 mlock/mlockall，或用 `ulimit -l`（RLIMIT_MEMLOCK）限制。"),
+  refs = PIN_REFS,
   check = function(ev, th)
     local p = ev.proc
     if not p then return no_proc(ev) end
@@ -864,29 +879,10 @@ rule {
       symptom = T(fmt("%s of the process's memory is locked in RAM", kb(locked)),
                   fmt("进程有 %s 内存被锁定在 RAM 中", kb(locked))),
       evidence = T(en .. ".", zh .. "。"),
-      cause = T("Locked (mlock) or pinned (page-locked for DMA: DataLoader pin_memory=True, CUDA "
-                .. "host allocations, RDMA registrations) pages count in RSS and the memory "
-                .. "cgroup but can be neither reclaimed nor swapped (SOP §2.2 row 6, 'free is "
-                .. "enough but still OOM'): the kernel OOM-kills once the unlockable rest no "
-                .. "longer fits.",
-                "被锁定（mlock）或 pinned（为 DMA 锁页：DataLoader pin_memory=True、CUDA 主机内存、RDMA "
-                .. "注册）的页计入 RSS 和内存 cgroup，但既不能回收也不能换出（SOP §2.2 第 6 行“free 够但还 "
-                .. "OOM”）：剩下可回收的部分放不下时内核就会 OOM kill。"),
-      fix = T("Bound what is pinned: DataLoader pins num_workers x prefetch_factor batches when "
-              .. "pin_memory=True; lower prefetch_factor, or pin only in the training process "
-              .. "(pin_memory=False with .pin_memory() on the batch you send to the GPU); free "
-              .. "pinned staging buffers you no longer use (torch.cuda.empty_cache() releases "
-              .. "the caching host allocator's blocks); remove mlock/mlockall calls or cap them "
-              .. "with `ulimit -l` (RLIMIT_MEMLOCK).",
-              "限制 pinned 总量：pin_memory=True 时 DataLoader 会 pin num_workers x prefetch_factor 个 "
-              .. "batch；调小 prefetch_factor，或只在训练进程里 pin（pin_memory=False，对要送 GPU 的 batch "
-              .. "调用 .pin_memory()）；释放不再用的 pinned 中转缓冲（torch.cuda.empty_cache() 会释放缓存的"
-              .. "主机内存块）；去掉 mlock/mlockall，或用 `ulimit -l`（RLIMIT_MEMLOCK）限制。"),
-      verify = T(fmt("`grep -E 'VmLck|VmPin' /proc/%d/status` and `sopctl run --pid %d` show locked "
-                     .. "memory below %g%% of RSS.", ev.pid, ev.pid, th.pinned_rss_pct),
-                 fmt("`grep -E 'VmLck|VmPin' /proc/%d/status` 与 `sopctl run --pid %d` 显示锁定内存低于 "
-                     .. "RSS 的 %g%%。", ev.pid, ev.pid, th.pinned_rss_pct)),
-      refs = PIN_REFS,
+      verify = tr("`grep -E 'VmLck|VmPin' /proc/{pid}/status` and `sopctl run --pid {pid}` show locked "
+                  .. "memory below {pinned_rss_pct:%g}% of RSS.",
+                  "`grep -E 'VmLck|VmPin' /proc/{pid}/status` 与 `sopctl run --pid {pid}` 显示锁定内存低于 "
+                  .. "RSS 的 {pinned_rss_pct:%g}%。", { pid = ev.pid, pinned_rss_pct = th.pinned_rss_pct }),
     }
   end,
 }

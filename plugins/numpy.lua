@@ -13,6 +13,7 @@
 
 local common = require "plugins.common"
 local T = common.T
+local tr = common.tr
 
 local function numpy_file(f)
   return f ~= nil and (f == "<__array_function__ internals>" or f:find("/numpy/", 1, true) ~= nil)
@@ -47,13 +48,9 @@ end
 
 -- Shared preconditions of the stack rules: a window was sampled, and which threads were busy.
 local function busy_threads(ev, th)
-  if not ev.duration_s or ev.duration_s <= 0 then
-    return nil, unknown(T("one snapshot (--duration 0): no sampled window",
-                          "只有一次快照（--duration 0）：没有采样窗口"))
-  end
+  if common.no_window(ev) then return nil, common.one_snapshot("no sampled window", "没有采样窗口") end
   if not ev.python then
-    return nil, unknown(T("no Python stacks (not CPython, or its memory was not readable)",
-                          "没有 Python 栈（不是 CPython，或无法读取其内存）"))
+    return nil, unknown(common.NO_STACKS)
   end
   local all = sampled_threads(ev)
   if #all == 0 then
@@ -90,6 +87,13 @@ rule {
             "python.threads[].tid", "python.threads[].window", "python.workers[].pid",
             "python.workers[].threads[].tid" },
   uses = { "numpy_min_samples", "numpy_busy_frac", "einsum_hot_pct" },
+  cause = T("np.einsum defaults to optimize=False: it runs numpy's own nested C loop over "
+            .. "all indices and never calls BLAS, so a contraction that is a matrix product "
+            .. "runs 10-100x slower than A @ B (SOP §3.4).",
+            "np.einsum 默认 optimize=False：用 numpy 自己的 C 嵌套循环遍历所有下标，从不调用 BLAS，"
+            .. "本是矩阵乘的收缩比 A @ B 慢 10~100 倍（SOP §3.4）。"),
+  refs = { "https://numpy.org/doc/stable/reference/generated/numpy.einsum.html",
+           "https://numpy.org/doc/stable/reference/generated/numpy.einsum_path.html" },
   check = function(ev, th)
     local busy, verdict = busy_threads(ev, th)
     if not busy then return verdict end
@@ -117,21 +121,21 @@ rule {
     end
     if not best or best.pct < th.einsum_hot_pct then
       if unreadable > 0 and not best then
-        return unknown(T(fmt("einsum is on top of the stack in %d samples, but numpy's einsumfunc.py "
-                             .. "was not readable to tell the optimize=False branch", unreadable),
-                         fmt("einsum 在栈顶出现 %d 个样本，但读不到 numpy 的 einsumfunc.py，无法判断是否 optimize=False",
-                             unreadable)))
+        return unknown(tr("einsum is on top of the stack in {unreadable} samples, but numpy's einsumfunc.py "
+                          .. "was not readable to tell the optimize=False branch",
+                          "einsum 在栈顶出现 {unreadable} 个样本，但读不到 numpy 的 einsumfunc.py，无法判断是否 optimize=False",
+                          { unreadable = unreadable }))
       end
       local pct = best and best.pct or 0
-      return clear(T(fmt("unoptimized einsum at most %.0f%% of a busy thread's samples (< %g%%); "
-                         .. "%d samples in optimized einsum paths", pct, th.einsum_hot_pct, optimized),
-                     fmt("未优化 einsum 最多占繁忙线程样本的 %.0f%%（< %g%%）；优化路径的 einsum 样本 %d 个",
-                         pct, th.einsum_hot_pct, optimized)))
+      return clear(tr("unoptimized einsum at most {pct:%.0f}% of a busy thread's samples (< {einsum_hot_pct:%g}%); "
+                      .. "{optimized} samples in optimized einsum paths",
+                      "未优化 einsum 最多占繁忙线程样本的 {pct:%.0f}%（< {einsum_hot_pct:%g}%）；优化路径的 einsum 样本 {optimized} 个",
+                      { pct = pct, einsum_hot_pct = th.einsum_hot_pct, optimized = optimized }))
     end
     local w, c = best.t.w, best.site.caller
     return hit {
-      symptom = T(fmt("np.einsum without optimize takes %.0f%% of %s", best.pct, best.t.label),
-                  fmt("未开 optimize 的 np.einsum 占 %s 的 %.0f%%", best.t.label, best.pct)),
+      symptom = tr("np.einsum without optimize takes {pct:%.0f}% of {label:%s}",
+                   "未开 optimize 的 np.einsum 占 {label:%s} 的 {pct:%.0f}%", { pct = best.pct, label = best.t.label }),
       evidence = T(fmt("%s: %d of %d samples (%.0f%%, thread active %.0f%%) on top of the stack in "
                        .. "numpy's einsum at %s, the optimize=False branch (no einsum_path, no "
                        .. "tensordot/BLAS below it); called from %s.", best.t.label, best.n,
@@ -140,24 +144,17 @@ rule {
                        .. "optimize=False 分支（下面没有 einsum_path，也没有 tensordot/BLAS）；调用处 %s。",
                        best.t.label, best.n, w.samples, best.pct, 100 * w.active_frac,
                        at(best.site.leaf), at(c))),
-      cause = T("np.einsum defaults to optimize=False: it runs numpy's own nested C loop over "
-                .. "all indices and never calls BLAS, so a contraction that is a matrix product "
-                .. "runs 10-100x slower than A @ B (SOP §3.4).",
-                "np.einsum 默认 optimize=False：用 numpy 自己的 C 嵌套循环遍历所有下标，从不调用 BLAS，"
-                .. "本是矩阵乘的收缩比 A @ B 慢 10~100 倍（SOP §3.4）。"),
       fix = T(fmt("At %s pass optimize=True (or 'greedy'), or write the contraction as A @ B / "
                   .. "np.tensordot / np.matmul; for a fixed expression in a loop compute the path "
                   .. "once with np.einsum_path and pass it as optimize=path.", at(c)),
               fmt("在 %s 传 optimize=True（或 'greedy'），或改写为 A @ B / np.tensordot / np.matmul；循环里"
                   .. "固定的表达式用 np.einsum_path 先算一次路径，再以 optimize=path 传入。", at(c))),
-      verify = T(fmt("`sopctl run --pid %d --duration 3`: numpy.einsum_unoptimized clear, and "
-                     .. "`sopctl record --pid %d --duration 3 -o s.txt` shows tensordot/dot under "
-                     .. "einsum; time per step drops.", ev.pid, ev.pid),
-                 fmt("`sopctl run --pid %d --duration 3`：numpy.einsum_unoptimized 为 clear，"
-                     .. "`sopctl record --pid %d --duration 3 -o s.txt` 里 einsum 下出现 tensordot/dot；"
-                     .. "每步耗时下降。", ev.pid, ev.pid)),
-      refs = { "https://numpy.org/doc/stable/reference/generated/numpy.einsum.html",
-               "https://numpy.org/doc/stable/reference/generated/numpy.einsum_path.html" },
+      verify = tr("`sopctl run --pid {pid} --duration 3`: numpy.einsum_unoptimized clear, and "
+                  .. "`sopctl record --pid {pid} --duration 3 -o s.txt` shows tensordot/dot under "
+                  .. "einsum; time per step drops.",
+                  "`sopctl run --pid {pid} --duration 3`：numpy.einsum_unoptimized 为 clear，"
+                  .. "`sopctl record --pid {pid} --duration 3 -o s.txt` 里 einsum 下出现 tensordot/dot；"
+                  .. "每步耗时下降。", { pid = ev.pid }),
     }
   end,
 }
@@ -188,6 +185,14 @@ rule {
             "python.threads[].tid", "python.threads[].window", "python.workers[].pid",
             "python.workers[].threads[].tid" },
   uses = { "numpy_min_samples", "numpy_busy_frac", "copies_hot_pct" },
+  fix = T("Replace np.tile(v, (N, 1)) + A by A + v (broadcasting, no copy); collect pieces in "
+          .. "a Python list and call np.concatenate once after the loop, or preallocate "
+          .. "out = np.empty(shape) and fill slices; use .ravel() or .reshape(-1) instead of "
+          .. ".flatten() when a view will do. Check with `b.base is a` that a view is a view.",
+          "把 np.tile(v, (N, 1)) + A 改成 A + v（广播，零拷贝）；循环里把片段放进 Python list，循环后只"
+          .. "调一次 np.concatenate，或预分配 out = np.empty(shape) 再按切片填充；只需视图时用 .ravel() "
+          .. "或 .reshape(-1) 代替 .flatten()。用 `b.base is a` 确认视图确实是视图。"),
+  refs = NUMPY_REFS,
   check = function(ev, th)
     local busy, verdict = busy_threads(ev, th)
     if not busy then return verdict end
@@ -216,9 +221,9 @@ rule {
     end
     if not best or best.pct < th.copies_hot_pct then
       local pct = best and best.pct or 0
-      return clear(T(fmt("numpy copy APIs at most %.0f%% of a busy thread's samples (< %g%%)", pct,
-                         th.copies_hot_pct),
-                     fmt("numpy 复制类调用最多占繁忙线程样本的 %.0f%%（< %g%%）", pct, th.copies_hot_pct)))
+      return clear(tr("numpy copy APIs at most {pct:%.0f}% of a busy thread's samples (< {copies_hot_pct:%g}%)",
+                      "numpy 复制类调用最多占繁忙线程样本的 {pct:%.0f}%（< {copies_hot_pct:%g}%）",
+                      { pct = pct, copies_hot_pct = th.copies_hot_pct }))
     end
     local t, w = best.t, best.t.w
     table.sort(best.per, function(a, b) return a.n > b.n end)
@@ -248,8 +253,8 @@ rule {
       cause_zh = cause_zh .. fmt(" `%s` 每次只增长一点却整体重新复制：整个循环是 O(n^2) 的复制。", grown)
     end
     return hit {
-      symptom = T(fmt("numpy copies take %.0f%% of %s", best.pct, t.label),
-                  fmt("numpy 复制占 %s 的 %.0f%%", t.label, best.pct)),
+      symptom = tr("numpy copies take {pct:%.0f}% of {label:%s}",
+                   "numpy 复制占 {label:%s} 的 {pct:%.0f}%", { pct = best.pct, label = t.label }),
       evidence = T(fmt("%s: %d of %d samples (%.0f%%, thread active %.0f%%) inside numpy copy "
                        .. "calls: %s; at %s.", t.label, best.n, w.samples, best.pct,
                        100 * w.active_frac, table.concat(parts, ", "), site_s),
@@ -257,19 +262,10 @@ rule {
                        t.label, best.n, w.samples, best.pct, 100 * w.active_frac,
                        table.concat(parts, "，"), site_s)),
       cause = T(cause_en, cause_zh),
-      fix = T("Replace np.tile(v, (N, 1)) + A by A + v (broadcasting, no copy); collect pieces in "
-              .. "a Python list and call np.concatenate once after the loop, or preallocate "
-              .. "out = np.empty(shape) and fill slices; use .ravel() or .reshape(-1) instead of "
-              .. ".flatten() when a view will do. Check with `b.base is a` that a view is a view.",
-              "把 np.tile(v, (N, 1)) + A 改成 A + v（广播，零拷贝）；循环里把片段放进 Python list，循环后只"
-              .. "调一次 np.concatenate，或预分配 out = np.empty(shape) 再按切片填充；只需视图时用 .ravel() "
-              .. "或 .reshape(-1) 代替 .flatten()。用 `b.base is a` 确认视图确实是视图。"),
-      verify = T(fmt("`sopctl run --pid %d --duration 3`: numpy.hidden_copies clear (copies below "
-                     .. "%g%% of the thread's samples); RSS churn and step time drop.", ev.pid,
-                     th.copies_hot_pct),
-                 fmt("`sopctl run --pid %d --duration 3`：numpy.hidden_copies 为 clear（复制低于线程样本的 "
-                     .. "%g%%）；RSS 抖动和每步耗时下降。", ev.pid, th.copies_hot_pct)),
-      refs = NUMPY_REFS,
+      verify = tr("`sopctl run --pid {pid} --duration 3`: numpy.hidden_copies clear (copies below "
+                  .. "{copies_hot_pct:%g}% of the thread's samples); RSS churn and step time drop.",
+                  "`sopctl run --pid {pid} --duration 3`：numpy.hidden_copies 为 clear（复制低于线程样本的 "
+                  .. "{copies_hot_pct:%g}%）；RSS 抖动和每步耗时下降。", { pid = ev.pid, copies_hot_pct = th.copies_hot_pct }),
     }
   end,
 }
@@ -287,6 +283,15 @@ rule {
             "python.threads[].tid", "python.threads[].window", "python.workers[].pid",
             "python.workers[].threads[].tid" },
   uses = { "numpy_min_samples", "numpy_busy_frac", "tiny_numpy_min_pct", "tiny_overhead_pct" },
+  cause = T("Each numpy call costs about a microsecond of Python/C boundary work (argument "
+            .. "parsing, __array_function__ dispatch, wrapper code) whatever the array size; on "
+            .. "arrays of a few elements that overhead is the whole cost, and the samples spread "
+            .. "over the wrappers' lines instead of one compute line (SOP §3.5).",
+            "每次 numpy 调用无论数组多大都有约 1 微秒的 Python/C 边界开销（参数解析、__array_function__ 分派、"
+            .. "包装代码）；数组只有几个元素时这部分就是全部开销，样本分散在包装函数的各行，而不是集中在一行计算"
+            .. "（SOP §3.5）。"),
+  refs = { "https://numpy.org/doc/stable/user/basics.broadcasting.html",
+           "https://numba.readthedocs.io/en/stable/user/5minguide.html" },
   check = function(ev, th)
     local busy, verdict = busy_threads(ev, th)
     if not busy then return verdict end
@@ -347,31 +352,22 @@ rule {
     end
     local site_s = #sites > 0 and table.concat(sites, "; ") or "?"
     return hit {
-      symptom = T(fmt("many tiny numpy calls: %.0f%% of %s is numpy's per-call overhead", over_pct,
-                      best.t.label),
-                  fmt("大量小 numpy 调用：%s 的 %.0f%% 是 numpy 的逐次调用开销", best.t.label, over_pct)),
+      symptom = tr("many tiny numpy calls: {over_pct:%.0f}% of {label:%s} is numpy's per-call overhead",
+                   "大量小 numpy 调用：{label:%s} 的 {over_pct:%.0f}% 是 numpy 的逐次调用开销",
+                   { over_pct = over_pct, label = best.t.label }),
       evidence = T(fmt("%s (thread active %.0f%%): %s; called at %s.", base_en, 100 * w.active_frac,
                        table.concat(parts, ", "), site_s),
                    fmt("%s（线程活跃 %.0f%%）：%s；调用处 %s。", base_zh, 100 * w.active_frac,
                        table.concat(parts, "，"), site_s)),
-      cause = T("Each numpy call costs about a microsecond of Python/C boundary work (argument "
-                .. "parsing, __array_function__ dispatch, wrapper code) whatever the array size; on "
-                .. "arrays of a few elements that overhead is the whole cost, and the samples spread "
-                .. "over the wrappers' lines instead of one compute line (SOP §3.5).",
-                "每次 numpy 调用无论数组多大都有约 1 微秒的 Python/C 边界开销（参数解析、__array_function__ 分派、"
-                .. "包装代码）；数组只有几个元素时这部分就是全部开销，样本分散在包装函数的各行，而不是集中在一行计算"
-                .. "（SOP §3.5）。"),
-      fix = T(fmt("Batch the work at %s: stack the small arrays into one (N, k) array and make one "
-                  .. "call per operation over axis=...; for scalar math use the math module or "
-                  .. "plain floats; for loops that cannot be vectorized use numba @njit.", site_s),
-              fmt("在 %s 批量化：把小数组堆成一个 (N, k) 数组，每种运算沿 axis=... 只调用一次；标量运算用 math 模块"
-                  .. "或 Python float；无法向量化的循环用 numba @njit。", site_s)),
-      verify = T(fmt("`sopctl run --pid %d --duration 3`: numpy.tiny_calls clear (overhead below "
-                     .. "%g%%), and items/s of the loop rises.", ev.pid, th.tiny_overhead_pct),
-                 fmt("`sopctl run --pid %d --duration 3`：numpy.tiny_calls 为 clear（开销低于 %g%%），"
-                     .. "循环吞吐（条/秒）上升。", ev.pid, th.tiny_overhead_pct)),
-      refs = { "https://numpy.org/doc/stable/user/basics.broadcasting.html",
-               "https://numba.readthedocs.io/en/stable/user/5minguide.html" },
+      fix = tr("Batch the work at {site_s:%s}: stack the small arrays into one (N, k) array and make one "
+               .. "call per operation over axis=...; for scalar math use the math module or "
+               .. "plain floats; for loops that cannot be vectorized use numba @njit.",
+               "在 {site_s:%s} 批量化：把小数组堆成一个 (N, k) 数组，每种运算沿 axis=... 只调用一次；标量运算用 math 模块"
+               .. "或 Python float；无法向量化的循环用 numba @njit。", { site_s = site_s }),
+      verify = tr("`sopctl run --pid {pid} --duration 3`: numpy.tiny_calls clear (overhead below "
+                  .. "{tiny_overhead_pct:%g}%), and items/s of the loop rises.",
+                  "`sopctl run --pid {pid} --duration 3`：numpy.tiny_calls 为 clear（开销低于 {tiny_overhead_pct:%g}%），"
+                  .. "循环吞吐（条/秒）上升。", { pid = ev.pid, tiny_overhead_pct = th.tiny_overhead_pct }),
     }
   end,
 }
@@ -392,14 +388,24 @@ rule {
             "cgroup.cpu.quota_cpus", "host.ncpu", "host.cpu.idle_pct", "children[].pid", "duration_s", "pid",
             "python.workers[].env", "python.workers[].pid" },
   uses = { "busy_thread_pct", "numpy_busy_frac", "cpu_saturated_pct" },
+  fix = T("Give each worker one pool thread: export OMP_NUM_THREADS=1 MKL_NUM_THREADS=1 "
+          .. "OPENBLAS_NUM_THREADS=1 for the workers before they start, or call "
+          .. "threadpoolctl.threadpool_limits(1) (and torch.set_num_threads(1) where torch is "
+          .. "used) in the worker_init_fn / Pool initializer; keep the main process's pool sized "
+          .. "to the CPUs left. Change one number and measure the step time.",
+          "让每个 worker 只用 1 个池线程：worker 启动前导出 OMP_NUM_THREADS=1 MKL_NUM_THREADS=1 "
+          .. "OPENBLAS_NUM_THREADS=1，或在 worker_init_fn / Pool initializer 里调用 "
+          .. "threadpoolctl.threadpool_limits(1)（用到 torch 时再加 torch.set_num_threads(1)）；主进程的线程池"
+          .. "按剩余 CPU 设置。一次只改一个数并测 step 时间。"),
+  refs = { "https://github.com/joblib/threadpoolctl",
+           "https://pytorch.org/docs/stable/generated/torch.set_num_threads.html",
+           "https://numpy.org/doc/stable/reference/global_state.html" },
   check = function(ev, th)
     local p = ev.proc
     if not p then return unknown(T("the process is gone", "进程已不存在")) end
-    if not ev.duration_s or ev.duration_s <= 0 then
-      return unknown(T("one snapshot (--duration 0): no CPU rates", "只有一次快照（--duration 0）：没有 CPU 速率"))
-    end
-    local eff = ev.effective_cpus or (ev.host and ev.host.ncpu)
-    if not eff then return unknown(T("effective CPU count unknown", "有效 CPU 数未知")) end
+    if common.no_window(ev) then return common.one_snapshot("no CPU rates", "没有 CPU 速率") end
+    local eff = common.effective_cpus(ev)
+    if not eff then return unknown(common.NO_CPUS) end
     local libs, seen = {}, {}
     for _, l in ipairs(p.libs or {}) do
       local name = l.name or l.kind
@@ -498,23 +504,11 @@ rule {
                     .. "都按看到的 CPU 数开线程池；%d 个 worker × 线程池 = %d 个线程争 %d 个 CPU，自旋、上下文切换和缓存"
                     .. "抖动让它比每个 worker 1 线程还慢（SOP §3.6、§4.4）。cpu.oversubscribed 按 CPU%% 把每个 worker "
                     .. "当作一个繁忙线程，看不到其内部的线程池。", #workers, pool_sum, eff)),
-      fix = T("Give each worker one pool thread: export OMP_NUM_THREADS=1 MKL_NUM_THREADS=1 "
-              .. "OPENBLAS_NUM_THREADS=1 for the workers before they start, or call "
-              .. "threadpoolctl.threadpool_limits(1) (and torch.set_num_threads(1) where torch is "
-              .. "used) in the worker_init_fn / Pool initializer; keep the main process's pool sized "
-              .. "to the CPUs left. Change one number and measure the step time.",
-              "让每个 worker 只用 1 个池线程：worker 启动前导出 OMP_NUM_THREADS=1 MKL_NUM_THREADS=1 "
-              .. "OPENBLAS_NUM_THREADS=1，或在 worker_init_fn / Pool initializer 里调用 "
-              .. "threadpoolctl.threadpool_limits(1)（用到 torch 时再加 torch.set_num_threads(1)）；主进程的线程池"
-              .. "按剩余 CPU 设置。一次只改一个数并测 step 时间。"),
-      verify = T(fmt("`sopctl run --pid %d --duration 3`: numpy.blas_threads_in_workers clear, "
-                     .. "each worker shows 0 native pool threads (children[].threads), throughput "
-                     .. "per worker rises.", ev.pid),
-                 fmt("`sopctl run --pid %d --duration 3`：numpy.blas_threads_in_workers 为 clear，"
-                     .. "每个 worker 原生池线程为 0（children[].threads），单 worker 吞吐上升。", ev.pid)),
-      refs = { "https://github.com/joblib/threadpoolctl",
-               "https://pytorch.org/docs/stable/generated/torch.set_num_threads.html",
-               "https://numpy.org/doc/stable/reference/global_state.html" },
+      verify = tr("`sopctl run --pid {pid} --duration 3`: numpy.blas_threads_in_workers clear, "
+                  .. "each worker shows 0 native pool threads (children[].threads), throughput "
+                  .. "per worker rises.",
+                  "`sopctl run --pid {pid} --duration 3`：numpy.blas_threads_in_workers 为 clear，"
+                  .. "每个 worker 原生池线程为 0（children[].threads），单 worker 吞吐上升。", { pid = ev.pid }),
     }
   end,
 }

@@ -11,6 +11,7 @@ local REFS = {
 
 local common = require "plugins.common"
 local T, no_proc = common.T, common.no_proc
+local tr = common.tr
 
 -- Why a rule that needs the live process cannot judge.
 
@@ -169,9 +170,8 @@ rule {
         if k.pid == ev.pid then rec = k end -- newest last
       end
       if not rec then
-        return unknown(T(fmt("pid %d is gone and the kernel log has no OOM-kill record for it",
-                             ev.pid),
-                         fmt("pid %d 已不存在，内核日志里也没有它的 OOM-kill 记录", ev.pid)))
+        return unknown(tr("pid {pid} is gone and the kernel log has no OOM-kill record for it",
+                          "pid {pid} 已不存在，内核日志里也没有它的 OOM-kill 记录", { pid = ev.pid }))
       end
       local en, zh = describe(ev, rec)
       return hit {
@@ -264,16 +264,16 @@ rule {
       local why_zh = kills and fmt("最近 %s 的内核日志里没有对应记录", win_zh) or "内核日志不可读"
       return hit {
         severity = "warn",
-        symptom = T(fmt("The memory cgroup %s of pid %d has had OOM kills", path, ev.pid),
-                    fmt("pid %d 所在内存 cgroup %s 发生过 OOM kill", ev.pid, path)),
+        symptom = tr("The memory cgroup {path:%s} of pid {pid} has had OOM kills",
+                     "pid {pid} 所在内存 cgroup {path:%s} 发生过 OOM kill", { path = path, pid = ev.pid }),
         evidence = T(fmt("cgroup %s memory oom_kill counter = %d (%s%s, so victim and time are "
                          .. "unknown).", path, counter, hierarchical and "memory.events, which also counts "
                          .. "the groups below; " or "", why_en),
                      fmt("cgroup %s 的 oom_kill 计数 = %d（%s%s，被杀进程与时间未知）。", path,
                          counter, hierarchical and "memory.events，也计入其下各组；" or "", why_zh)),
-        cause = T(fmt("A task in cgroup %s exceeded the cgroup's memory limit and was killed by "
-                      .. "the kernel.", path),
-                  fmt("cgroup %s 里有任务超过该 cgroup 的内存上限，被内核杀掉。", path)),
+        cause = tr("A task in cgroup {path:%s} exceeded the cgroup's memory limit and was killed by "
+                   .. "the kernel.",
+                   "cgroup {path:%s} 里有任务超过该 cgroup 的内存上限，被内核杀掉。", { path = path }),
         fix = FIX, verify = verify(path, counter), refs = REFS,
       }
     end

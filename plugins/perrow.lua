@@ -6,6 +6,7 @@
 
 local common = require "plugins.common"
 local T = common.T
+local tr = common.tr
 
 -- Library frames ("func (file.py)") that run once per row or element, and what they are.
 local MACHINERY = {
@@ -45,15 +46,25 @@ rule {
             "python.threads[].window.samples", "python.threads[].window.active_frac", "duration_s", "pid",
             "python.threads[].name", "python.threads[].tid", "python.threads[].window.top_stacks" },
   uses = { "per_row_pct", "sampled_min_samples" },
+  cause = T("Each row (or element) goes through Python: a function call, a Series or tensor object built, index "
+            .. "lookups — microseconds of interpreter overhead per row that vectorized column operations pay "
+            .. "once per column (SOP §3.5).",
+            "每一行（或元素）都要走一遍 Python：函数调用、构造 Series 或张量对象、索引查找——每行几微秒的解释器"
+            .. "开销，而向量化的列运算每列只付一次（SOP §3.5）。"),
+  fix = T("Express the row function as column operations (df['a'] * df['b'], np.where, Series.map with a dict, "
+          .. "groupby/merge); when a row loop is unavoidable iterate over df.to_numpy() or itertuples(index=False, "
+          .. "name=None) instead of iterrows/apply(axis=1); for tensors index whole slices, not t[i].item().",
+          "把逐行函数改写成列运算（df['a'] * df['b']、np.where、用 dict 的 Series.map、groupby/merge）；"
+          .. "必须逐行时遍历 df.to_numpy() 或 itertuples(index=False, name=None)，不要 iterrows/apply(axis=1)；"
+          .. "张量按整片索引，不要 t[i].item()。"),
+  refs = { "https://pandas.pydata.org/docs/user_guide/enhancingperf.html",
+           "https://pandas.pydata.org/docs/reference/api/pandas.DataFrame.iterrows.html" },
   check = function(ev, th)
     local py = ev.python
     if not py or not py.threads then
-      return unknown(T("no Python stacks (not CPython, or its memory was not readable)",
-                       "没有 Python 栈（不是 CPython，或无法读取其内存）"))
+      return unknown(common.NO_STACKS)
     end
-    if not ev.duration_s or ev.duration_s <= 0 then
-      return unknown(T("one snapshot (--duration 0): no sampled window", "只有一次快照（--duration 0）：没有采样窗口"))
-    end
+    if common.no_window(ev) then return common.one_snapshot("no sampled window", "没有采样窗口") end
     local best, working = nil, 0
     for _, t in ipairs(py.threads) do
       local w = t.window
@@ -102,21 +113,8 @@ rule {
                        loops, who_en),
                    fmt("tid %d（%s）：%d 个样本中 %d 个（%.0f%%%s）栈上有 %s%s", best.t.tid, best.t.name or "?",
                        best.n, best.count, 100 * best.frac, best.exact and "" or "，下限", loops, who_zh)),
-      cause = T("Each row (or element) goes through Python: a function call, a Series or tensor object built, index "
-                .. "lookups — microseconds of interpreter overhead per row that vectorized column operations pay "
-                .. "once per column (SOP §3.5).",
-                "每一行（或元素）都要走一遍 Python：函数调用、构造 Series 或张量对象、索引查找——每行几微秒的解释器"
-                .. "开销，而向量化的列运算每列只付一次（SOP §3.5）。"),
-      fix = T("Express the row function as column operations (df['a'] * df['b'], np.where, Series.map with a dict, "
-              .. "groupby/merge); when a row loop is unavoidable iterate over df.to_numpy() or itertuples(index=False, "
-              .. "name=None) instead of iterrows/apply(axis=1); for tensors index whole slices, not t[i].item().",
-              "把逐行函数改写成列运算（df['a'] * df['b']、np.where、用 dict 的 Series.map、groupby/merge）；"
-              .. "必须逐行时遍历 df.to_numpy() 或 itertuples(index=False, name=None)，不要 iterrows/apply(axis=1)；"
-              .. "张量按整片索引，不要 t[i].item()。"),
-      verify = T(fmt("`sopctl run --pid %d --duration 3`: the per-row share drops and rows/s rises.", ev.pid),
-                 fmt("`sopctl run --pid %d --duration 3`：逐行占比下降，每秒处理行数上升。", ev.pid)),
-      refs = { "https://pandas.pydata.org/docs/user_guide/enhancingperf.html",
-               "https://pandas.pydata.org/docs/reference/api/pandas.DataFrame.iterrows.html" },
+      verify = tr("`sopctl run --pid {pid} --duration 3`: the per-row share drops and rows/s rises.",
+                  "`sopctl run --pid {pid} --duration 3`：逐行占比下降，每秒处理行数上升。", { pid = ev.pid }),
     }
   end,
 }

@@ -8,8 +8,9 @@
 
 local common = require "plugins.common"
 local T, no_proc = common.T, common.no_proc
+local tr = common.tr
 
-local function pct(x) return 100 * x end
+local function frac_pct(x) return 100 * x end
 
 
 -- The sampled Python threads of the target, or nil and the reason.
@@ -49,6 +50,15 @@ rule {
             "alloc.arena_rw_kb", "proc.rss_kb", "proc.rss_growth_kb_per_s", "proc.threads", "alive",
             "alloc.source", "duration_s" },
   uses = { "arena_min_count", "arena_share_pct", "arena_min_mb", "arena_growth_kb_per_s" },
+  fix = T("Start the process with another allocator, no code change: "
+          .. "LD_PRELOAD=/usr/lib/x86_64-linux-gnu/libjemalloc.so.2 (apt libjemalloc2) or "
+          .. "libtcmalloc_minimal.so.4 (apt libtcmalloc-minimal4); or keep glibc and cap its "
+          .. "arenas with MALLOC_ARENA_MAX=2 (less fragmentation, some lock contention "
+          .. "between threads). Compare peak RSS and step time before and after.",
+          "不改代码换分配器启动：LD_PRELOAD=/usr/lib/x86_64-linux-gnu/libjemalloc.so.2（apt libjemalloc2）"
+          .. "或 libtcmalloc_minimal.so.4（apt libtcmalloc-minimal4）；或保留 glibc、用 MALLOC_ARENA_MAX=2 "
+          .. "限制 arena 数（碎片少，线程间有些锁竞争）。前后对比 RSS 峰值与 step 时间。"),
+  refs = ALLOC_REFS,
   check = function(ev, th)
     local p = ev.proc
     if not p then return no_proc(ev) end
@@ -61,8 +71,8 @@ rule {
                      fmt("malloc 是 %s（%s），不是 glibc ptmalloc", a.allocator, a.source or "?")))
     end
     if a.malloc_arena_max then
-      return clear(T(fmt("MALLOC_ARENA_MAX=%d caps the arenas", a.malloc_arena_max),
-                     fmt("MALLOC_ARENA_MAX=%d 已限制 arena 数", a.malloc_arena_max)))
+      return clear(tr("MALLOC_ARENA_MAX={malloc_arena_max} caps the arenas",
+                      "MALLOC_ARENA_MAX={malloc_arena_max} 已限制 arena 数", { malloc_arena_max = a.malloc_arena_max }))
     end
     if not a.arenas or not a.arena_rw_kb then
       return unknown(T("arena heaps not counted (maps not readable)", "未统计 arena heap（读不到 maps）"))
@@ -103,24 +113,16 @@ rule {
                   or fmt("%d 个 glibc malloc arena 占 RSS 的 %.0f%%", n, share)),
       evidence = T(base_en .. fmt("; LD_PRELOAD %s; MALLOC_ARENA_MAX unset.", a.ld_preload or "unset"),
                    base_zh .. fmt("；LD_PRELOAD %s；MALLOC_ARENA_MAX 未设置。", a.ld_preload or "未设置")),
-      cause = T(fmt("glibc's ptmalloc gives threads that allocate at the same time their own arenas "
-                    .. "(up to 8 x CPUs); memory freed in one arena is not returned to the OS nor "
-                    .. "reused by the others, so many threads allocating and freeing buffers "
-                    .. "fragment %d arenas and RSS climbs (SOP §8.1). The growth sits in these "
-                    .. "arenas; whether it is fragmentation or live objects is told by the fix "
-                    .. "below: with jemalloc/tcmalloc fragmentation stops, live objects keep growing.", n),
-                fmt("glibc 的 ptmalloc 给同时分配内存的线程各开一个 arena（最多 8 x CPU 个）；一个 arena 里释放的"
-                    .. "内存既不还给系统也不被其他 arena 复用，多线程反复分配/释放 buffer 会让 %d 个 arena 碎片化，"
-                    .. "RSS 持续上涨（SOP §8.1）。增长就在这些 arena 里；是碎片还是存活对象由下面的修复来区分："
-                    .. "换 jemalloc/tcmalloc 后碎片增长停止，存活对象则继续增长。", n)),
-      fix = T("Start the process with another allocator, no code change: "
-              .. "LD_PRELOAD=/usr/lib/x86_64-linux-gnu/libjemalloc.so.2 (apt libjemalloc2) or "
-              .. "libtcmalloc_minimal.so.4 (apt libtcmalloc-minimal4); or keep glibc and cap its "
-              .. "arenas with MALLOC_ARENA_MAX=2 (less fragmentation, some lock contention "
-              .. "between threads). Compare peak RSS and step time before and after.",
-              "不改代码换分配器启动：LD_PRELOAD=/usr/lib/x86_64-linux-gnu/libjemalloc.so.2（apt libjemalloc2）"
-              .. "或 libtcmalloc_minimal.so.4（apt libtcmalloc-minimal4）；或保留 glibc、用 MALLOC_ARENA_MAX=2 "
-              .. "限制 arena 数（碎片少，线程间有些锁竞争）。前后对比 RSS 峰值与 step 时间。"),
+      cause = tr("glibc's ptmalloc gives threads that allocate at the same time their own arenas "
+                 .. "(up to 8 x CPUs); memory freed in one arena is not returned to the OS nor "
+                 .. "reused by the others, so many threads allocating and freeing buffers "
+                 .. "fragment {n} arenas and RSS climbs (SOP §8.1). The growth sits in these "
+                 .. "arenas; whether it is fragmentation or live objects is told by the fix "
+                 .. "below: with jemalloc/tcmalloc fragmentation stops, live objects keep growing.",
+                 "glibc 的 ptmalloc 给同时分配内存的线程各开一个 arena（最多 8 x CPU 个）；一个 arena 里释放的"
+                 .. "内存既不还给系统也不被其他 arena 复用，多线程反复分配/释放 buffer 会让 {n} 个 arena 碎片化，"
+                 .. "RSS 持续上涨（SOP §8.1）。增长就在这些 arena 里；是碎片还是存活对象由下面的修复来区分："
+                 .. "换 jemalloc/tcmalloc 后碎片增长停止，存活对象则继续增长。", { n = n }),
       verify = T(fmt("`sopctl run --pid NEW_PID --duration 10`: alloc.glibc_arenas clear "
                      .. "(allocator jemalloc/tcmalloc, or MALLOC_ARENA_MAX set) and "
                      .. "proc.rss_growth_kb_per_s in `sopctl evidence` near 0 (was %s/s).",
@@ -129,7 +131,6 @@ rule {
                  fmt("`sopctl run --pid 新PID --duration 10`：alloc.glibc_arenas 为 clear（分配器为 jemalloc/tcmalloc，"
                      .. "或已设 MALLOC_ARENA_MAX），`sopctl evidence` 中 proc.rss_growth_kb_per_s 接近 0（原为每秒 %s）。",
                      kb(growth)) .. "换 jemalloc 后 RSS 仍在涨，说明对象是存活的：用 tracemalloc 快照或 memray 找出来。"),
-      refs = ALLOC_REFS,
     }
   end,
 }
@@ -153,6 +154,21 @@ rule {
             "duration_s", "pid", "proc.cpu_pct", "python.threads[].name", "python.threads[].tid",
             "python.threads[].window.samples" },
   uses = { "startup_age_s", "import_frac_pct", "sampled_min_samples" },
+  cause = T("Module-level code of the import chain (compiling sources, building tables, "
+            .. "registering hooks, importing submodules eagerly from __init__.py) runs before "
+            .. "the program's first line of real work (SOP §8.2).",
+            "import 链上的模块级代码（编译源码、建表、注册 hook、__init__.py 里急切导入子模块）"
+            .. "都在程序第一行正事之前执行（SOP §8.2）。"),
+  verify = T("`python -X importtime -c 'import MODULE' 2>&1 | sort -t'|' -k2 -n | tail` shows the "
+             .. "cumulative time fall; `sopctl run --pid PID --duration 3` right after start "
+             .. "shows startup.slow_imports clear.",
+             "`python -X importtime -c 'import MODULE' 2>&1 | sort -t'|' -k2 -n | tail` 的累计时间下降；"
+             .. "启动后立即 `sopctl run --pid PID --duration 3` 显示 startup.slow_imports 为 clear。"),
+  refs = {
+    "https://docs.python.org/3/using/cmdline.html#cmdoption-X",
+    "https://docs.python.org/3/library/typing.html#typing.TYPE_CHECKING",
+    "https://peps.python.org/pep-0690/",
+  },
   check = function(ev, th)
     local p = ev.proc
     if not p then return no_proc(ev) end
@@ -162,10 +178,11 @@ rule {
     if not m then return unknown(T("main thread not among the sampled threads", "采样线程中没有主线程")) end
     local w = m.window
     if w.samples < th.sampled_min_samples or not w.import_frac then
-      return unknown(T(fmt("only %d samples of the main thread (< %d)", w.samples, th.sampled_min_samples),
-                       fmt("主线程只有 %d 个样本（< %d）", w.samples, th.sampled_min_samples)))
+      return unknown(tr("only {samples} samples of the main thread (< {sampled_min_samples})",
+                        "主线程只有 {samples} 个样本（< {sampled_min_samples}）",
+                        { samples = w.samples, sampled_min_samples = th.sampled_min_samples }))
     end
-    local share = pct(w.import_frac)
+    local share = frac_pct(w.import_frac)
     local age = p.age_s
     local base_en = fmt("main thread inside importlib in %.0f%% of %d samples", share, w.samples)
     local base_zh = fmt("主线程 %d 个样本中 %.0f%% 在 importlib 内", w.samples, share)
@@ -184,24 +201,19 @@ rule {
     end
     local mod = w.import_module or "?"
     local mod_en = w.import_module and fmt("; top-level module being imported: %s (%.0f%% of samples)",
-                                           mod, pct(w.import_module_frac or 0)) or ""
+                                           mod, frac_pct(w.import_module_frac or 0)) or ""
     local mod_zh = w.import_module and fmt("；正在导入的顶层模块：%s（%.0f%% 样本）",
-                                           mod, pct(w.import_module_frac or 0)) or ""
+                                           mod, frac_pct(w.import_module_frac or 0)) or ""
     local io_en, io_zh = "", ""
     if w.io_wait_frac and w.io_wait_frac > 0 then
-      io_en = fmt("; in D state (disk) %.0f%% of samples", pct(w.io_wait_frac))
-      io_zh = fmt("；D 状态（等盘）%.0f%% 样本", pct(w.io_wait_frac))
+      io_en = fmt("; in D state (disk) %.0f%% of samples", frac_pct(w.io_wait_frac))
+      io_zh = fmt("；D 状态（等盘）%.0f%% 样本", frac_pct(w.io_wait_frac))
     end
     return hit {
-      symptom = T(fmt("start-up spent importing: %.0f%% of the main thread's time in import", share),
-                  fmt("启动时间耗在 import 上：主线程 %.0f%% 时间在 import", share)),
+      symptom = tr("start-up spent importing: {share:%.0f}% of the main thread's time in import",
+                   "启动时间耗在 import 上：主线程 {share:%.0f}% 时间在 import", { share = share }),
       evidence = T(base_en .. mod_en .. io_en .. fmt("; process CPU %.0f%%.", p.cpu_pct or 0),
                    base_zh .. mod_zh .. io_zh .. fmt("；进程 CPU %.0f%%。", p.cpu_pct or 0)),
-      cause = T("Module-level code of the import chain (compiling sources, building tables, "
-                .. "registering hooks, importing submodules eagerly from __init__.py) runs before "
-                .. "the program's first line of real work (SOP §8.2).",
-                "import 链上的模块级代码（编译源码、建表、注册 hook、__init__.py 里急切导入子模块）"
-                .. "都在程序第一行正事之前执行（SOP §8.2）。"),
       fix = T(fmt("Measure the chain: `python -X importtime -c 'import %s' 2> import.log` and sort by "
                   .. "cumulative time. Then import heavy modules inside the functions that need them, "
                   .. "put type-only imports under `if typing.TYPE_CHECKING:`, avoid `from x import *`, "
@@ -214,16 +226,6 @@ rule {
                   .. "避免 `from x import *`，把包 __init__.py 里的重活挪走，保持 .pyc 缓存（不设 "
                   .. "PYTHONDONTWRITEBYTECODE、__pycache__ 可写）；长驻服务启动时 import 一次、预热后再 fork worker。",
                   mod:match("([^/]+)/__init__%.py$") or mod:match("([^/]+)%.py$") or "MODULE")),
-      verify = T("`python -X importtime -c 'import MODULE' 2>&1 | sort -t'|' -k2 -n | tail` shows the "
-                 .. "cumulative time fall; `sopctl run --pid PID --duration 3` right after start "
-                 .. "shows startup.slow_imports clear.",
-                 "`python -X importtime -c 'import MODULE' 2>&1 | sort -t'|' -k2 -n | tail` 的累计时间下降；"
-                 .. "启动后立即 `sopctl run --pid PID --duration 3` 显示 startup.slow_imports 为 clear。"),
-      refs = {
-        "https://docs.python.org/3/using/cmdline.html#cmdoption-X",
-        "https://docs.python.org/3/library/typing.html#typing.TYPE_CHECKING",
-        "https://peps.python.org/pep-0690/",
-      },
     }
   end,
 }
@@ -257,6 +259,21 @@ rule {
             "io_files[].path", "io_files[].pid", "pid", "python.threads[].name", "python.threads[].tid",
             "python.threads[].window.logging_site_frac", "python.threads[].window.samples" },
   uses = { "logging_frac_pct", "logging_work_pct", "sampled_min_samples" },
+  fix = T("Log less in the loop (every N steps, or aggregate counters); pass arguments lazily "
+          .. "(`logger.debug(\"x=%s\", x)`, and guard costly ones with "
+          .. "`if logger.isEnabledFor(logging.DEBUG):`); move the file write off the hot "
+          .. "thread with logging.handlers.QueueHandler + QueueListener; write logs to local "
+          .. "disk, not NFS; keep high-rate metrics out of logging (in-memory buffer, "
+          .. "batched writes).",
+          "循环里少打日志（每 N 步一次，或累计计数）；参数惰性传递（`logger.debug(\"x=%s\", x)`，昂贵的用 "
+          .. "`if logger.isEnabledFor(logging.DEBUG):` 包起来）；用 logging.handlers.QueueHandler + "
+          .. "QueueListener 把写文件移出热线程；日志写本地盘而不是 NFS；高频 metrics 不走 logging"
+          .. "（内存缓冲、批量写）。"),
+  refs = {
+    "https://docs.python.org/3/howto/logging.html#optimization",
+    "https://docs.python.org/3/howto/logging-cookbook.html#dealing-with-handlers-that-block",
+    "https://docs.python.org/3/library/logging.handlers.html#queuehandler",
+  },
   check = function(ev, th)
     local threads, why = sampled_threads(ev)
     if not threads then return unknown(why) end
@@ -266,35 +283,36 @@ rule {
       if w.samples >= th.sampled_min_samples and w.logging_frac then
         n_ok = n_ok + 1
         local working = (w.active_frac or 0) + (w.io_wait_frac or 0)
-        if pct(working) >= th.logging_work_pct and w.logging_frac > worst_share then
+        if frac_pct(working) >= th.logging_work_pct and w.logging_frac > worst_share then
           worst, worst_share = t, w.logging_frac
         end
       end
     end
     if n_ok == 0 then
-      return unknown(T(fmt("no thread with >= %d samples", th.sampled_min_samples),
-                       fmt("没有样本数 >= %d 的线程", th.sampled_min_samples)))
+      return unknown(tr("no thread with >= {sampled_min_samples} samples",
+                        "没有样本数 >= {sampled_min_samples} 的线程", { sampled_min_samples = th.sampled_min_samples }))
     end
-    local share = pct(worst_share)
+    local share = frac_pct(worst_share)
     if not worst or share < th.logging_frac_pct then
-      return clear(T(fmt("no working thread spends >= %g%% of samples in logging (most: %.0f%%)",
-                         th.logging_frac_pct, share),
-                     fmt("没有工作线程在 logging 内的样本 >= %g%%（最多 %.0f%%）", th.logging_frac_pct, share)))
+      return clear(tr("no working thread spends >= {logging_frac_pct:%g}% of samples in logging (most: {share:%.0f}%)",
+                      "没有工作线程在 logging 内的样本 >= {logging_frac_pct:%g}%（最多 {share:%.0f}%）",
+                      { logging_frac_pct = th.logging_frac_pct, share = share }))
     end
     local w = worst.window
-    local fmt_pct, write_pct = pct(w.logging_format_frac or 0), pct(w.logging_write_frac or 0)
+    local fmt_pct, write_pct = frac_pct(w.logging_format_frac or 0), frac_pct(w.logging_write_frac or 0)
     local slow, nlocal = writable_files(ev)
     local site_en = w.logging_site and fmt("; calls from %s (%.0f%% of samples)", w.logging_site,
-                                           pct(w.logging_site_frac or 0)) or ""
+                                           frac_pct(w.logging_site_frac or 0)) or ""
     local site_zh = w.logging_site and fmt("；调用点 %s（%.0f%% 样本）", w.logging_site,
-                                           pct(w.logging_site_frac or 0)) or ""
+                                           frac_pct(w.logging_site_frac or 0)) or ""
     local files_en, files_zh = "", ""
     if #slow > 0 then
       files_en = "; log files on network/FUSE storage: " .. table.concat(slow, ", ")
       files_zh = "；日志文件在网络/FUSE 存储上：" .. table.concat(slow, "、")
     end
-    local io_en = w.io_wait_frac and w.io_wait_frac > 0 and fmt("; thread in D state %.0f%%", pct(w.io_wait_frac)) or ""
-    local io_zh = w.io_wait_frac and w.io_wait_frac > 0 and fmt("；线程 D 状态 %.0f%%", pct(w.io_wait_frac)) or ""
+    local io_en = w.io_wait_frac and w.io_wait_frac > 0
+                  and fmt("; thread in D state %.0f%%", frac_pct(w.io_wait_frac)) or ""
+    local io_zh = w.io_wait_frac and w.io_wait_frac > 0 and fmt("；线程 D 状态 %.0f%%", frac_pct(w.io_wait_frac)) or ""
     local cause_en = fmt("Every record walks the logger (findCaller, makeRecord, handler locks), is "
                          .. "formatted (%.0f%% of samples) and written synchronously by the "
                          .. "handler in the calling thread (%.0f%% in emit/flush)", fmt_pct, write_pct)
@@ -318,25 +336,10 @@ rule {
                        .. "%s%s%s；打开的本地日志文件 %d 个。", worst.tid, worst.name or "?", w.samples,
                        share, fmt_pct, write_pct, site_zh, io_zh, files_zh, nlocal)),
       cause = T(cause_en, cause_zh),
-      fix = T("Log less in the loop (every N steps, or aggregate counters); pass arguments lazily "
-              .. "(`logger.debug(\"x=%s\", x)`, and guard costly ones with "
-              .. "`if logger.isEnabledFor(logging.DEBUG):`); move the file write off the hot "
-              .. "thread with logging.handlers.QueueHandler + QueueListener; write logs to local "
-              .. "disk, not NFS; keep high-rate metrics out of logging (in-memory buffer, "
-              .. "batched writes).",
-              "循环里少打日志（每 N 步一次，或累计计数）；参数惰性传递（`logger.debug(\"x=%s\", x)`，昂贵的用 "
-              .. "`if logger.isEnabledFor(logging.DEBUG):` 包起来）；用 logging.handlers.QueueHandler + "
-              .. "QueueListener 把写文件移出热线程；日志写本地盘而不是 NFS；高频 metrics 不走 logging"
-              .. "（内存缓冲、批量写）。"),
       verify = T(fmt("`sopctl run --pid PID --duration 3`: logging.hot_path clear (logging share of "
                      .. "tid %d below %g%%), and the loop's items/s rises.", worst.tid, th.logging_frac_pct),
                  fmt("`sopctl run --pid PID --duration 3`：logging.hot_path 为 clear（tid %d 的 logging 占比低于 %g%%），"
                      .. "循环每秒处理量上升。", worst.tid, th.logging_frac_pct)),
-      refs = {
-        "https://docs.python.org/3/howto/logging.html#optimization",
-        "https://docs.python.org/3/howto/logging-cookbook.html#dealing-with-handlers-that-block",
-        "https://docs.python.org/3/library/logging.handlers.html#queuehandler",
-      },
     }
   end,
 }
@@ -352,6 +355,29 @@ rule {
             "host.forks_per_s", "proc.reaped_cpu_pct", "proc.cpu_pct", "alive", "duration_s",
             "python.threads[].name", "python.threads[].tid", "python.threads[].window.samples" },
   uses = { "subprocess_frac_pct", "subprocess_spawn_pct", "forks_min_per_s", "sampled_min_samples" },
+  cause = T("Each subprocess.run/Popen forks the Python process (copying its page tables), "
+            .. "execs and loads the tool, then waits for it: for short commands this fixed "
+            .. "cost is larger than the work, and the thread spends its time starting "
+            .. "processes (SOP §8.4).",
+            "每次 subprocess.run/Popen 都要 fork Python 进程（复制页表）、exec 并加载工具、再等它结束："
+            .. "命令很短时这笔固定开销比活本身还大，线程的时间都花在起进程上（SOP §8.4）。"),
+  fix = T("Batch the work into fewer invocations (one ffmpeg/sox call with a list of inputs, "
+          .. "aria2c -i urls.txt); call the library in-process instead of its CLI (e.g. PyAV "
+          .. "for ffmpeg); or reuse a fixed pool of workers (concurrent.futures."
+          .. "ProcessPoolExecutor, sized to the effective CPUs and measured) so each "
+          .. "process serves many items.",
+          "把活合并成少量调用（一次 ffmpeg/sox 处理一批输入，aria2c -i urls.txt）；在进程内调库而不是起 CLI"
+          .. "（如 ffmpeg 用 PyAV）；或复用固定的 worker 池（concurrent.futures.ProcessPoolExecutor，"
+          .. "大小按有效 CPU 并实测），让每个进程处理多条。"),
+  verify = T("`sopctl run --pid PID --duration 3`: subprocess.storm clear and host forks/s "
+             .. "(`sopctl evidence` host.forks_per_s) down; items/s up.",
+             "`sopctl run --pid PID --duration 3`：subprocess.storm 为 clear，整机 forks/s"
+             .. "（`sopctl evidence` 的 host.forks_per_s）下降，每秒处理量上升。"),
+  refs = {
+    "https://docs.python.org/3/library/subprocess.html",
+    "https://docs.python.org/3/library/concurrent.futures.html#processpoolexecutor",
+    "https://www.brendangregg.com/blog/2014-07-28/execsnoop-for-linux.html",
+  },
   check = function(ev, th)
     local p = ev.proc
     if not p then return no_proc(ev) end
@@ -366,11 +392,11 @@ rule {
       end
     end
     if not worst then
-      return unknown(T(fmt("no thread with >= %d samples", th.sampled_min_samples),
-                       fmt("没有样本数 >= %d 的线程", th.sampled_min_samples)))
+      return unknown(tr("no thread with >= {sampled_min_samples} samples",
+                        "没有样本数 >= {sampled_min_samples} 的线程", { sampled_min_samples = th.sampled_min_samples }))
     end
     local w = worst.window
-    local share, spawn = pct(w.subprocess_frac), pct(w.subprocess_spawn_frac or 0)
+    local share, spawn = frac_pct(w.subprocess_frac), frac_pct(w.subprocess_spawn_frac or 0)
     local base_en = fmt("tid %d %s: %.0f%% of %d samples in subprocess (launching: %.0f%%)",
                         worst.tid, worst.name or "?", share, w.samples, spawn)
     local base_zh = fmt("tid %d %s：%d 个样本中 %.0f%% 在 subprocess 内（启动阶段 %.0f%%）",
@@ -393,34 +419,11 @@ rule {
     local reaped_en = p.reaped_cpu_pct and fmt("; exited children used %.0f%% CPU", p.reaped_cpu_pct) or ""
     local reaped_zh = p.reaped_cpu_pct and fmt("；已退出的子进程用了 %.0f%% CPU", p.reaped_cpu_pct) or ""
     return hit {
-      symptom = T(fmt("subprocess storm: about %.0f process launches/s, %.0f%% of tid %d's time",
-                      forks, share, worst.tid),
-                  fmt("子进程风暴：每秒约 %.0f 次进程启动，占 tid %d %.0f%% 的时间", forks, worst.tid, share)),
+      symptom = tr("subprocess storm: about {forks:%.0f} process launches/s, {share:%.0f}% of tid {tid}'s time",
+                   "子进程风暴：每秒约 {forks:%.0f} 次进程启动，占 tid {tid} {share:%.0f}% 的时间",
+                   { forks = forks, share = share, tid = worst.tid }),
       evidence = T(base_en .. reaped_en .. fmt("; process CPU %.0f%%.", p.cpu_pct or 0),
                    base_zh .. reaped_zh .. fmt("；进程 CPU %.0f%%。", p.cpu_pct or 0)),
-      cause = T("Each subprocess.run/Popen forks the Python process (copying its page tables), "
-                .. "execs and loads the tool, then waits for it: for short commands this fixed "
-                .. "cost is larger than the work, and the thread spends its time starting "
-                .. "processes (SOP §8.4).",
-                "每次 subprocess.run/Popen 都要 fork Python 进程（复制页表）、exec 并加载工具、再等它结束："
-                .. "命令很短时这笔固定开销比活本身还大，线程的时间都花在起进程上（SOP §8.4）。"),
-      fix = T("Batch the work into fewer invocations (one ffmpeg/sox call with a list of inputs, "
-              .. "aria2c -i urls.txt); call the library in-process instead of its CLI (e.g. PyAV "
-              .. "for ffmpeg); or reuse a fixed pool of workers (concurrent.futures."
-              .. "ProcessPoolExecutor, sized to the effective CPUs and measured) so each "
-              .. "process serves many items.",
-              "把活合并成少量调用（一次 ffmpeg/sox 处理一批输入，aria2c -i urls.txt）；在进程内调库而不是起 CLI"
-              .. "（如 ffmpeg 用 PyAV）；或复用固定的 worker 池（concurrent.futures.ProcessPoolExecutor，"
-              .. "大小按有效 CPU 并实测），让每个进程处理多条。"),
-      verify = T("`sopctl run --pid PID --duration 3`: subprocess.storm clear and host forks/s "
-                 .. "(`sopctl evidence` host.forks_per_s) down; items/s up.",
-                 "`sopctl run --pid PID --duration 3`：subprocess.storm 为 clear，整机 forks/s"
-                 .. "（`sopctl evidence` 的 host.forks_per_s）下降，每秒处理量上升。"),
-      refs = {
-        "https://docs.python.org/3/library/subprocess.html",
-        "https://docs.python.org/3/library/concurrent.futures.html#processpoolexecutor",
-        "https://www.brendangregg.com/blog/2014-07-28/execsnoop-for-linux.html",
-      },
     }
   end,
 }
@@ -440,6 +443,12 @@ rule {
   reads = { "proc.env", "children[].env", "proc.affinity", "proc.libs", "proc.cpu_pct", "effective_cpus",
             "cgroup.cpu.quota_cpus", "host.ncpu", "alive", "pid" },
   uses = { "pool_env_over_cpus", "quota_over_affinity_cpus", "cpu_saturated_pct" },
+  refs = {
+    "https://www.openmp.org/spec-html/5.0/openmpse50.html",
+    "https://pytorch.org/docs/stable/generated/torch.set_num_threads.html",
+    "https://docs.kernel.org/scheduler/sched-bwc.html",
+    "https://man7.org/linux/man-pages/man2/sched_setaffinity.2.html",
+  },
   check = function(ev, th)
     local p = ev.proc
     if not p then return no_proc(ev) end
@@ -500,32 +509,25 @@ rule {
                   "线程池 / CPU quota 按进程用不上的 CPU 配置：" .. table.concat(found_zh, "；")),
       evidence = T(ctx_en .. "; " .. table.concat(found_en, "; ") .. libs_en .. cpu_en .. ".",
                    ctx_zh .. "；" .. table.concat(found_zh, "；") .. libs_zh .. cpu_en .. "。"),
-      cause = T(fmt("OpenMP/BLAS/torch start as many threads as their variables say, whatever the "
-                    .. "affinity mask and quota allow: %d CPUs are really available, so the extra "
-                    .. "threads time-share them and pay context switches and cache misses; a "
-                    .. "quota wider than the affinity mask is paid for and never used (SOP §8.5).", n),
-                fmt("OpenMP/BLAS/torch 按变量的值开线程，不管亲和性掩码和 quota 允许多少：真正可用的只有 %d 个 CPU，"
-                    .. "多出来的线程分时复用，付出上下文切换和 cache miss；quota 大于亲和性掩码则是付了钱却用不上"
-                    .. "（SOP §8.5）。", n)),
-      fix = T(fmt("Size the pools to the CPUs the process may run on: OMP_NUM_THREADS=MKL_NUM_THREADS="
-                  .. "OPENBLAS_NUM_THREADS=%d (divided by the number of busy worker processes), "
-                  .. "torch.set_num_threads(%d); and make the affinity mask (taskset -pc, "
-                  .. "numactl --cpunodebind, K8s static CPU manager) and the quota describe the "
-                  .. "same CPUs. Change one number at a time and measure step time.", n, n),
-              fmt("线程池按进程可运行的 CPU 设置：OMP_NUM_THREADS=MKL_NUM_THREADS=OPENBLAS_NUM_THREADS=%d"
-                  .. "（再除以繁忙 worker 进程数），torch.set_num_threads(%d)；并让亲和性掩码（taskset -pc、"
-                  .. "numactl --cpunodebind、K8s static CPU manager）与 quota 描述同一组 CPU。一次只改一个数并测 step 时间。",
-                  n, n)),
-      verify = T(fmt("`taskset -pc %d` and `cat /sys/fs/cgroup/cpu.max` agree; `sopctl run --pid %d "
-                     .. "--duration 2`: cpu.affinity_mismatch and cpu.oversubscribed clear.", ev.pid, ev.pid),
-                 fmt("`taskset -pc %d` 与 `cat /sys/fs/cgroup/cpu.max` 一致；`sopctl run --pid %d --duration 2`："
-                     .. "cpu.affinity_mismatch 与 cpu.oversubscribed 为 clear。", ev.pid, ev.pid)),
-      refs = {
-        "https://www.openmp.org/spec-html/5.0/openmpse50.html",
-        "https://pytorch.org/docs/stable/generated/torch.set_num_threads.html",
-        "https://docs.kernel.org/scheduler/sched-bwc.html",
-        "https://man7.org/linux/man-pages/man2/sched_setaffinity.2.html",
-      },
+      cause = tr("OpenMP/BLAS/torch start as many threads as their variables say, whatever the "
+                 .. "affinity mask and quota allow: {n} CPUs are really available, so the extra "
+                 .. "threads time-share them and pay context switches and cache misses; a "
+                 .. "quota wider than the affinity mask is paid for and never used (SOP §8.5).",
+                 "OpenMP/BLAS/torch 按变量的值开线程，不管亲和性掩码和 quota 允许多少：真正可用的只有 {n} 个 CPU，"
+                 .. "多出来的线程分时复用，付出上下文切换和 cache miss；quota 大于亲和性掩码则是付了钱却用不上"
+                 .. "（SOP §8.5）。", { n = n }),
+      fix = tr("Size the pools to the CPUs the process may run on: OMP_NUM_THREADS=MKL_NUM_THREADS="
+               .. "OPENBLAS_NUM_THREADS={n} (divided by the number of busy worker processes), "
+               .. "torch.set_num_threads({n}); and make the affinity mask (taskset -pc, "
+               .. "numactl --cpunodebind, K8s static CPU manager) and the quota describe the "
+               .. "same CPUs. Change one number at a time and measure step time.",
+               "线程池按进程可运行的 CPU 设置：OMP_NUM_THREADS=MKL_NUM_THREADS=OPENBLAS_NUM_THREADS={n}"
+               .. "（再除以繁忙 worker 进程数），torch.set_num_threads({n})；并让亲和性掩码（taskset -pc、"
+               .. "numactl --cpunodebind、K8s static CPU manager）与 quota 描述同一组 CPU。一次只改一个数并测 step 时间。", { n = n }),
+      verify = tr("`taskset -pc {pid}` and `cat /sys/fs/cgroup/cpu.max` agree; `sopctl run --pid {pid} "
+                  .. "--duration 2`: cpu.affinity_mismatch and cpu.oversubscribed clear.",
+                  "`taskset -pc {pid}` 与 `cat /sys/fs/cgroup/cpu.max` 一致；`sopctl run --pid {pid} --duration 2`："
+                  .. "cpu.affinity_mismatch 与 cpu.oversubscribed 为 clear。", { pid = ev.pid }),
     }
   end,
 }
@@ -583,6 +585,12 @@ rule {
             "proc.affinity.cpus", "threads[].cpu_pct", "threads[].processor", "missing[]", "alive",
             "duration_s", "pid", "proc.numa.mappings", "proc.numa.nodes[].node" },
   uses = { "numa_remote_pct", "numa_min_mb", "busy_thread_pct" },
+  refs = {
+    "https://pytorch.org/tutorials/recipes/recipes/tuning_guide.html",
+    "https://man7.org/linux/man-pages/man8/numactl.8.html",
+    "https://docs.kernel.org/admin-guide/mm/numa_memory_policy.html",
+    "https://man7.org/linux/man-pages/man8/numastat.8.html",
+  },
   check = function(ev, th)
     local p = ev.proc
     if not p then return no_proc(ev) end
@@ -598,8 +606,8 @@ rule {
     for _, n in ipairs(hn.nodes) do
       by_id[n.node] = n
       if n.cpu_count == nil then
-        return unknown(T(fmt("the CPU list of NUMA node %d was not read", n.node),
-                         fmt("未读到 NUMA 节点 %d 的 CPU 列表", n.node)))
+        return unknown(tr("the CPU list of NUMA node {node} was not read",
+                          "未读到 NUMA 节点 {node} 的 CPU 列表", { node = n.node }))
       end
       for c in pairs(cpu_set(n.cpus) or {}) do node_of[c] = n.node end
     end
@@ -630,9 +638,9 @@ rule {
         end
       end
       if n_busy == 0 then
-        return clear(T(fmt("no thread busy (>= %g%% of a core) over the window: remote memory costs "
-                           .. "nothing while idle", th.busy_thread_pct),
-                       fmt("窗口内没有繁忙线程（>= 单核 %g%%）：空闲时远端内存没有代价", th.busy_thread_pct)))
+        return clear(tr("no thread busy (>= {busy_thread_pct:%g}% of a core) over the window: remote memory costs "
+                        .. "nothing while idle",
+                        "窗口内没有繁忙线程（>= 单核 {busy_thread_pct:%g}%）：空闲时远端内存没有代价", { busy_thread_pct = th.busy_thread_pct }))
       end
       local ran = nodes_of(cpus, node_of)
       if not ran then
@@ -640,9 +648,8 @@ rule {
       end
       if #ran > 1 then
         local list = table.concat(ran, ", ")
-        return clear(T(fmt("%d busy threads ran on nodes %s: the job spans nodes, no single local node",
-                           n_busy, list),
-                       fmt("%d 个繁忙线程跑在节点 %s 上：作业跨节点，没有单一本地节点", n_busy, list)))
+        return clear(tr("{n_busy} busy threads ran on nodes {list:%s}: the job spans nodes, no single local node",
+                        "{n_busy} 个繁忙线程跑在节点 {list:%s} 上：作业跨节点，没有单一本地节点", { n_busy = n_busy, list = list }))
       end
       run_node = ran[1]
       where_en = fmt("all %d busy threads last ran on CPUs of node %d (affinity %s)", n_busy, run_node,
@@ -739,17 +746,10 @@ rule {
                     .. "或当时节点 %d 已满），而线程现在跑在节点 %d：%.0f%% 的访存要跨 socket 互联，延迟更高、带宽共享"
                     .. "（SOP §8.5）。", far_node, run_node, run_node, share)),
       fix = T(fix_en, fix_zh),
-      verify = T(fmt("`numastat -p %d` shows most of the memory on node %d; `sopctl run --pid %d "
-                     .. "--duration 3`: cpu.numa_remote clear. Compare step time before and after.",
-                     ev.pid, run_node, ev.pid),
-                 fmt("`numastat -p %d` 显示大部分内存在节点 %d；`sopctl run --pid %d --duration 3`："
-                     .. "cpu.numa_remote 为 clear。前后对比 step 时间。", ev.pid, run_node, ev.pid)),
-      refs = {
-        "https://pytorch.org/tutorials/recipes/recipes/tuning_guide.html",
-        "https://man7.org/linux/man-pages/man8/numactl.8.html",
-        "https://docs.kernel.org/admin-guide/mm/numa_memory_policy.html",
-        "https://man7.org/linux/man-pages/man8/numastat.8.html",
-      },
+      verify = tr("`numastat -p {pid}` shows most of the memory on node {run_node}; `sopctl run --pid {pid} "
+                  .. "--duration 3`: cpu.numa_remote clear. Compare step time before and after.",
+                  "`numastat -p {pid}` 显示大部分内存在节点 {run_node}；`sopctl run --pid {pid} --duration 3`："
+                  .. "cpu.numa_remote 为 clear。前后对比 step 时间。", { pid = ev.pid, run_node = run_node }),
     }
   end,
 }

@@ -7,6 +7,7 @@
 
 local common = require "plugins.common"
 local T = common.T
+local tr = common.tr
 
 local ends_with = common.ends_with
 
@@ -70,6 +71,14 @@ rule {
   uses = { "summary_cpu_bound_pct", "summary_io_wait_pct", "io_util_pct", "small_read_max_bytes",
            "page_cache_min_disk_kb_per_s", "mapped_fault_min_per_s", "mapped_read_share",
            "random_read_max_request_kb", "mapped_touch_ratio", "mapped_wait_frac" },
+  symptom = T("CPU-bound on many cores", "CPU 密集：用满多个核"),
+  cause = T("Real parallel CPU work (§9: many cores full). Faster means less work per item, not more threads.",
+            "真正的并行 CPU 计算（§9：多核打满）。要更快只能减少每条数据的计算量，而不是加线程。"),
+  fix = T("Profile the hot thread (`sopctl record --pid N --duration 10 -o hot.svg`); vectorize it "
+          .. "(numpy/torch, numba) or split it over processes (§4.3).",
+          "对热点线程采样（`sopctl record --pid N --duration 10 -o hot.svg`）；向量化（numpy/torch、numba）"
+          .. "或拆到多进程（§4.3）。"),
+  refs = { "https://fio.readthedocs.io/", "https://www.brendangregg.com/linuxperf.html" },
   check = function(ev, th)
     if ev.alive == false then
       return unknown(T("the process is gone: no live state to classify", "进程已不存在：无法判断运行状态"))
@@ -79,7 +88,7 @@ rule {
       return unknown(T("one snapshot (--duration 0): no CPU rates to classify the run",
                        "只有一次快照（--duration 0）：没有 CPU 速率，无法判断"))
     end
-    local eff = ev.effective_cpus or (ev.host and ev.host.ncpu) or 1
+    local eff = common.effective_cpus(ev) or 1
     local job, nworkers = p.cpu_pct, 0
     for _, c in ipairs(ev.children or {}) do
       if c.cpu_pct then job, nworkers = job + c.cpu_pct, nworkers + 1 end
@@ -132,31 +141,23 @@ rule {
                     or "Several threads share about one core: they take turns (the GIL, §4).",
                     single and "一个线程在干活：Python 代码同一时刻只在一个核上跑（§9：单核 100% → GIL 或串行循环；"
                     .. "看 §4、§3 的结论）。" or "多个线程共用约一个核，在轮流执行（GIL，§4）。"),
-          fix = T("Profile the hot thread (`sopctl record --pid N --duration 10 -o hot.svg`); vectorize it "
-                  .. "(numpy/torch, numba) or split it over processes (§4.3).",
-                  "对热点线程采样（`sopctl record --pid N --duration 10 -o hot.svg`）；向量化（numpy/torch、numba）"
-                  .. "或拆到多进程（§4.3）。"),
-          verify = T(fmt("`sopctl run --pid %d --duration 5`: more cores in use, or less CPU per unit of work",
-                         ev.pid),
-                     fmt("`sopctl run --pid %d --duration 5`：用到更多核，或单位工作量的 CPU 更少", ev.pid)),
+          verify = tr("`sopctl run --pid {pid} --duration 5`: more cores in use, or less CPU per unit of work",
+                      "`sopctl run --pid {pid} --duration 5`：用到更多核，或单位工作量的 CPU 更少", { pid = ev.pid }),
           refs = { "https://www.brendangregg.com/linuxperf.html",
                    "https://docs.python.org/3/library/multiprocessing.html" },
         }
       end
       return hit {
-        symptom = T("CPU-bound on many cores", "CPU 密集：用满多个核"),
         evidence = T(fmt("%s used %.0f%% CPU (%.1f cores, %.0f%% of %d effective CPUs) over %.1f s",
                          who, job, cores, 100 * cores / eff, eff, ev.duration_s),
                      fmt("%s在 %.1f 秒内用了 %.0f%% CPU（%.1f 个核，占 %d 个有效 CPU 的 %.0f%%）",
                          who_zh, ev.duration_s, job, cores, eff, 100 * cores / eff)),
-        cause = T("Real parallel CPU work (§9: many cores full). Faster means less work per item, not more threads.",
-                  "真正的并行 CPU 计算（§9：多核打满）。要更快只能减少每条数据的计算量，而不是加线程。"),
         fix = T("Find the hot code (`sopctl record --pid N --duration 10 -o hot.svg`) and make it cheaper: "
                 .. "vectorized numpy, numba, C++ (§3.6); check the §4.4 / §8.5 findings for oversubscription.",
                 "找到热点（`sopctl record --pid N --duration 10 -o hot.svg`）并降低开销：numpy 向量化、numba、C++"
                 .. "（§3.6）；查看 §4.4 / §8.5 关于线程过多的结论。"),
-        verify = T(fmt("`sopctl run --pid %d --duration 5`: the same throughput at lower CPU", ev.pid),
-                   fmt("`sopctl run --pid %d --duration 5`：同样吞吐下 CPU 更低", ev.pid)),
+        verify = tr("`sopctl run --pid {pid} --duration 5`: the same throughput at lower CPU",
+                    "`sopctl run --pid {pid} --duration 5`：同样吞吐下 CPU 更低", { pid = ev.pid }),
         refs = { "https://www.brendangregg.com/linuxperf.html", "https://numba.readthedocs.io/" },
       }
     end
@@ -238,8 +239,8 @@ rule {
                 .. "away; `top -b -n 1 | head -30` shows who holds the CPUs.",
                 "给作业独占 CPU（cpuset / K8s request 等于 limit），或把其他负载移走；"
                 .. "`top -b -n 1 | head -30` 查看谁占着 CPU。"),
-        verify = T(fmt("`sopctl run --pid %d --duration 5`: run-queue wait near 0", ev.pid),
-                   fmt("`sopctl run --pid %d --duration 5`：运行队列等待接近 0", ev.pid)),
+        verify = tr("`sopctl run --pid {pid} --duration 5`: run-queue wait near 0",
+                    "`sopctl run --pid {pid} --duration 5`：运行队列等待接近 0", { pid = ev.pid }),
         refs = { "https://www.brendangregg.com/linuxperf.html",
                  "https://docs.kernel.org/scheduler/sched-design-CFS.html" },
       }
@@ -276,9 +277,8 @@ rule {
                 .. "put the file on local NVMe, or size the page cache to the working set (§7.3).",
                 "按顺序访问映射（对每个 batch 的索引排序），真正随机查找用 madvise(MADV_RANDOM)，顺序读的范围用 "
                 .. "MADV_WILLNEED/MADV_SEQUENTIAL，把热点部分复制到内存，文件放本地 NVMe，或让 page cache 容得下工作集（§7.3）。"),
-        verify = T(fmt("`sopctl run --pid %d --duration 5`: fewer major faults/s and less time waiting on storage",
-                       ev.pid),
-                   fmt("`sopctl run --pid %d --duration 5`：每秒主缺页更少，等存储的时间更少", ev.pid)),
+        verify = tr("`sopctl run --pid {pid} --duration 5`: fewer major faults/s and less time waiting on storage",
+                    "`sopctl run --pid {pid} --duration 5`：每秒主缺页更少，等存储的时间更少", { pid = ev.pid }),
         refs = { "https://man7.org/linux/man-pages/man2/madvise.2.html",
                  "https://www.brendangregg.com/linuxperf.html" },
       }
@@ -309,10 +309,8 @@ rule {
                 .. "parallel streams, cache hot data (§7.2, §7.4).",
                 random and "把小样本打包成顺序读取的 shard（webdataset/tar、LMDB、parquet）或用 mmap（§7.3、§7.5）。"
                 or "用 fio 测设备带宽；数据放本地 NVMe、增加并发流、缓存热数据（§7.2、§7.4）。"),
-        verify = T(fmt("`sopctl run --pid %d --duration 5`: less time in D state; `iostat -xm 1 3` %%util lower",
-                       ev.pid),
-                   fmt("`sopctl run --pid %d --duration 5`：D 状态时间减少；`iostat -xm 1 3` 的 %%util 下降", ev.pid)),
-        refs = { "https://fio.readthedocs.io/", "https://www.brendangregg.com/linuxperf.html" },
+        verify = tr("`sopctl run --pid {pid} --duration 5`: less time in D state; `iostat -xm 1 3` %util lower",
+                    "`sopctl run --pid {pid} --duration 5`：D 状态时间减少；`iostat -xm 1 3` 的 %util 下降", { pid = ev.pid }),
       }
     end
 
@@ -346,8 +344,8 @@ rule {
       fix = T("If it should be busy: `sopctl dump --pid N` shows where each thread waits; for asyncio servers see §5, "
               .. "for lock waits §4.3.", "如果它本该在忙：`sopctl dump --pid N` 查看每个线程在哪里等待；asyncio 服务看 §5，"
               .. "锁等待看 §4.3。"),
-      verify = T(fmt("`sopctl dump --pid %d` during the slow period", ev.pid),
-                 fmt("在变慢期间运行 `sopctl dump --pid %d`", ev.pid)),
+      verify = tr("`sopctl dump --pid {pid}` during the slow period",
+                  "在变慢期间运行 `sopctl dump --pid {pid}`", { pid = ev.pid }),
       refs = { "https://www.brendangregg.com/linuxperf.html" },
     }
   end,

@@ -376,6 +376,55 @@ static void test_verdicts(void)
     sop__rules_free(r);
 }
 
+/* Static cause/fix/verify/refs on rule{} (tests/fixtures/rules/statics.lua). */
+static void test_statics(void)
+{
+    sop_rules *r;
+    CHECK_EQ_I(sop__rules_new(&r), 0);
+    CHECK_EQ_I(load_fixture(r, "statics.lua", NULL), 0);
+    sop_value *ev = small_ev(), *out = NULL;
+    CHECK_EQ_I(sop__rules_run(r, ev, &out, err, sizeof err), 0);
+    const sop_value *s = entry(out, "findings", "s.static");
+    CHECK(s != NULL);
+    CHECK_EQ_S(sop__v_get_str(sop__v_get(s, "cause"), "zh"), "静态原因");
+    CHECK_EQ_S(sop__v_get_str(s, "fix"), "static fix");
+    CHECK_EQ_S(sop__v_get_str(s, "verify"), "static verify");
+    CHECK_EQ_S(sop__v_get(s, "refs")->child->str, "https://static");
+    CHECK_EQ_S(sop__v_get_str(s, "evidence"), "e");
+    const sop_value *o = entry(out, "findings", "s.override");
+    CHECK_EQ_S(sop__v_get_str(o, "cause"), "own cause");
+    CHECK_EQ_S(sop__v_get_str(o, "fix"), "static fix");
+    CHECK_EQ_S(sop__v_get(o, "refs")->child->str, "https://own");
+    CHECK_EQ_I((int)sop__v_get(o, "refs")->count, 1);
+    CHECK(strstr(sop__v_get_str(entry(out, "rule_errors", "s.raises"), "message"), "boom"));
+    const sop_value *n = entry(out, "findings", "s.none");
+    CHECK(n && sop__v_get(n, "cause") == NULL);
+    CHECK_EQ_S(sop__v_get(n, "refs")->child->str, "https://own");
+    sop__v_free(out);
+
+    static const char bad_refs[] =
+        "rule { id = 'x', section = '1', severity = 'info', refs = { 1 }, "
+        "check = function() end }\n";
+    CHECK_EQ_I(sop__rules_load(r, "b.lua", bad_refs, strlen(bad_refs), NULL, NULL, err, sizeof err),
+               SOP_ERULES);
+    CHECK(strstr(err, "rule 'x': refs must be non-empty strings") != NULL);
+    static const char bad_cause[] = "rule { id = 'x', section = '1', severity = 'info', cause = 3, "
+                                    "check = function() end }\n";
+    CHECK_EQ_I(
+        sop__rules_load(r, "b.lua", bad_cause, strlen(bad_cause), NULL, NULL, err, sizeof err),
+        SOP_ERULES);
+    CHECK(strstr(err, "rule 'x': cause must be a string") != NULL);
+    /* A hit at the top level (not inside a check) gets no static fields. */
+    static const char top[] =
+        "rule { id = 'x', section = '1', severity = 'info', refs = 'https://a', "
+        "check = function() return clear('c') end }\nhit { evidence = 'e' }\n";
+    CHECK_EQ_I(sop__rules_load(r, "t.lua", top, strlen(top), NULL, NULL, err, sizeof err),
+               SOP_ERULES);
+    CHECK(strstr(err, "hit without refs") != NULL);
+    sop__v_free(ev);
+    sop__rules_free(r);
+}
+
 /* Order-insensitive structural equality for objects, ordered for arrays. */
 static int v_equal(const sop_value *a, const sop_value *b)
 {
@@ -842,6 +891,7 @@ int main(void)
 {
     test_bridge();
     test_verdicts();
+    test_statics();
     test_thresholds();
     test_require();
     test_load_errors();

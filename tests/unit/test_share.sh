@@ -54,5 +54,21 @@ case $ev in
   *) bad "site own code: '$ev' $(head -c 300 "$tmp/err")" ;;
 esac
 
+# tr(): named placeholders, in a different order in zh; a format; braces that are no placeholder.
+cat >"$tmp/tr.lua" <<'LUA'
+local common = require "plugins.common"
+rule { id = "site.tr", section = "3", severity = "info", title = "tr", reads = {},
+  check = function()
+    return clear(common.tr("{n} threads on {cpus:%.1f} CPUs {not one} {x:}", "{cpus:%.1f} 个 CPU 上 {n} 个线程 {}",
+                           { n = 3, cpus = 2, x = "y" }))
+  end }
+LUA
+"$SOPCTL" run --evidence "$ABC" --site "$tmp/tr.lua" --format json --lang zh >"$tmp/tr_zh.json" 2>"$tmp/err"
+"$SOPCTL" run --evidence "$ABC" --site "$tmp/tr.lua" --format json >"$tmp/tr.json" 2>"$tmp/err"
+got=$(jq -r '.cleared[] | select(.id == "site.tr") | .note' "$tmp/tr.json")
+[ "$got" = "3 threads on 2.0 CPUs {not one} {x:}" ] && ok "tr() en: $got" || bad "tr() en: '$got' $(head -c 300 "$tmp/err")"
+got=$(jq -r '.cleared[] | select(.id == "site.tr") | .note' "$tmp/tr_zh.json")
+[ "$got" = "2.0 个 CPU 上 3 个线程 {}" ] && ok "tr() zh: $got" || bad "tr() zh: '$got'"
+
 echo "$pass passed, $fail failed"
 [ "$fail" = 0 ]
