@@ -49,38 +49,17 @@ struct sop_sampler {
     size_t nfiles0, nfiles;
 };
 
+/* The comm of a process or task as a frame of the collapsed stacks (';' is their separator);
+ * "?" when unread. */
 static void read_comm(const char *proc_root, int pid, int tid, char *out, size_t cap)
 {
-    char path[256];
-    if (tid)
-        snprintf(path, sizeof path, "%s/%d/task/%d/comm", proc_root, pid, tid);
-    else
-        snprintf(path, sizeof path, "%s/%d/comm", proc_root, pid);
-    out[0] = '\0';
-    long n = sop__read_small_at(AT_FDCWD, path, out, cap);
-    if (n <= 0) {
+    if (sop__comm_read(proc_root, pid, tid, out, cap) != 0) {
         snprintf(out, cap, "?");
         return;
     }
-    out[strcspn(out, "\n")] = '\0';
     for (char *c = out; *c; c++)
         if (*c == ';')
             *c = ':';
-}
-
-static void read_cmdline(const char *proc_root, int pid, char *out, size_t cap)
-{
-    char path[256];
-    snprintf(path, sizeof path, "%s/%d/cmdline", proc_root, pid);
-    long n = sop__read_small_at(AT_FDCWD, path, out, cap);
-    if (n <= 0) {
-        out[0] = '\0';
-        return;
-    }
-    for (long i = 0; i < n - 1 && i < (long)cap - 1; i++)
-        if (out[i] == '\0')
-            out[i] = ' ';
-    out[cap - 1] = '\0';
 }
 
 /* One thread sample of the process being sampled: a thread seen for the first time is named
@@ -107,19 +86,6 @@ static void on_thread(void *ctx, const sop_pysample *p)
 }
 
 /* ---- open / run / close -------------------------------------------------------------- */
-
-/* When a process started (epoch seconds), from its stat starttime; NaN if unread. */
-static double read_start_time(const char *proc_root, int pid)
-{
-    char path[256], buf[1024];
-    snprintf(path, sizeof path, "%s/%d/stat", proc_root, pid);
-    sop_stat st;
-    if (sop__read_small_at(AT_FDCWD, path, buf, sizeof buf) <= 0 ||
-        sop__parse_stat(buf, &st) != 0 || st.starttime_ticks == SOP_NA)
-        return NAN;
-    double btime = sop__proc_btime_s();
-    return isnan(btime) ? NAN : btime + (double)st.starttime_ticks / sop__proc_ticks_per_s();
-}
 
 static double wall_s(void)
 {
@@ -161,23 +127,14 @@ static void add_workers(sop_sampler *s, int pid, int depth)
             pe->pid = kids[k];
             pe->ps = ps;
             read_comm(s->proc_root, kids[k], 0, pe->comm, sizeof pe->comm);
-            read_cmdline(s->proc_root, kids[k], pe->cmdline, sizeof pe->cmdline);
-            pe->start_time_s = read_start_time(s->proc_root, kids[k]);
+            sop__cmdline_read(s->proc_root, kids[k], pe->cmdline, sizeof pe->cmdline);
+            pe->start_time_s = sop__start_time_read(s->proc_root, kids[k]);
             pe->found_at_s = wall_s();
         }
         sop__missing_free(&scratch);
         if (depth < 2)
             add_workers(s, kids[k], depth + 1);
     }
-}
-
-static bool read_io(const char *proc_root, int pid, sop_io *out)
-{
-    char path[256], buf[1024];
-    snprintf(path, sizeof path, "%s/%d/io", proc_root, pid);
-    if (sop__read_small_at(AT_FDCWD, path, buf, sizeof buf) <= 0)
-        return false;
-    return sop__parse_io(buf, out) == 0;
 }
 
 /* The regular files open in every sampled process, up to FILES_MAX in all. */
@@ -219,7 +176,7 @@ int sop__sampler_open(int pid, const char *proc_root, bool workers, sop_sampler 
     s->procs[0].pid = pid;
     s->procs[0].ps = ps;
     read_comm(s->proc_root, pid, 0, s->procs[0].comm, sizeof s->procs[0].comm);
-    read_cmdline(s->proc_root, pid, s->procs[0].cmdline, sizeof s->procs[0].cmdline);
+    sop__cmdline_read(s->proc_root, pid, s->procs[0].cmdline, sizeof s->procs[0].cmdline);
     s->nprocs = 1;
     if (workers)
         add_workers(s, pid, 1);
@@ -227,7 +184,7 @@ int sop__sampler_open(int pid, const char *proc_root, bool workers, sop_sampler 
     s->files = calloc(FILES_MAX, sizeof *s->files);
     s->nfiles0 = scan_files(s, s->files0);
     for (int p = 0; p < s->nprocs; p++)
-        s->procs[p].have_io0 = read_io(s->proc_root, s->procs[p].pid, &s->procs[p].io0);
+        s->procs[p].have_io0 = sop__io_read(s->proc_root, s->procs[p].pid, &s->procs[p].io0) == 0;
     *out = s;
     return 0;
 }
@@ -314,7 +271,7 @@ int sop__sampler_run(sop_sampler *s, double deadline_ms, double rate_hz,
     if (rc != -ESRCH)
         sleep_until(deadline_ms);
     for (int p = 0; p < s->nprocs; p++)
-        s->procs[p].have_io1 = read_io(s->proc_root, s->procs[p].pid, &s->procs[p].io1);
+        s->procs[p].have_io1 = sop__io_read(s->proc_root, s->procs[p].pid, &s->procs[p].io1) == 0;
     s->nfiles = scan_files(s, s->files);
     for (size_t i = 0; i < s->nfiles; i++) {
         sop_open_file *f = &s->files[i];
