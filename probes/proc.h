@@ -219,6 +219,15 @@ long sop__list_numeric_at(int dirfd, const char *path, int **out, size_t max);
 double sop__proc_btime_s(void);
 /* Clock ticks per second of the stat times (sysconf(_SC_CLK_TCK)). */
 double sop__proc_ticks_per_s(void);
+/* ---- readers by path under a proc root ("/proc" or a fixture tree; probes/proc_ident.c) ---- */
+/* comm of pid (tid 0) or of its task tid, newline cut; "" and -errno / -ENODATA when unread. */
+int sop__comm_read(const char *proc_root, int pid, int tid, char *out, size_t cap);
+/* cmdline as one line (sop__parse_cmdline), cut to cap; "" and -errno / -ENODATA when unread. */
+int sop__cmdline_read(const char *proc_root, int pid, char *out, size_t cap);
+/* When pid started, epoch seconds (stat starttime + boot time); NaN when unread. */
+double sop__start_time_read(const char *proc_root, int pid);
+/* /proc/PID/io into *out (SOP_NA where absent). 0, or -errno / -ENODATA when unread. */
+int sop__io_read(const char *proc_root, int pid, sop_io *out);
 #define SOP_THREADS_MAX 16384
 /* Everything about one process; failures go to `missing`. Returns 0, or -ENOENT/-ESRCH when
  * the process is gone, -EACCES when nothing at all could be read. */

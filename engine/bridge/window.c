@@ -1,0 +1,485 @@
+/* window.c — the evidence of one sampled window (window.h): ev.sampling, ev.io_files, and in
+ * ev.python each thread's window (shares, top stacks, the exact distribution, hot leaves and
+ * entries), the GC window, the longest asyncio loop stretch, the workers and the loader. Reads
+ * the aggregation (engine/sample_agg.h) through its queries; the one file read here is a hot
+ * frame's source line (engine/source_line.c). Depends on value.h, bridge.h. */
+#include "window.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../source_line.h"
+#include "bridge.h"
+
+#define TOP_STACKS 5
+#define TOP_LEAVES 8               /* per thread in the evidence */
+#define SOURCE_READS_MAX 256       /* source lines read per window (hot leaves and callers) */
+#define SOURCE_MAX_BYTES (8 << 20) /* a .py file larger than this is not read */
+
+static double frac(long a, long n)
+{
+    return n > 0 ? (double)a / (double)n : NAN;
+}
+
+/* The most counted site of one kind for a thread, as KEY (text) and KEY_frac (of its samples). */
+static void top_site(const sop_window *s, size_t ti, int kind, sop_value *w, const char *key,
+                     const char *frac_key)
+{
+    const sop_agg_site *best = sop__agg_top_site(s->agg, ti, kind);
+    if (!best)
+        return;
+    sop__v_set(w, key, sop__bridge_text(best->frame));
+    sop__v_set_dbl(w, frac_key, frac(best->count, s->agg->thrs[ti].n));
+}
+
+static sop_value *site_value(const sop_window *s, const sop_agg_thread *t, const sop_agg_frame *a,
+                             bool code, int *reads)
+{
+    sop_value *o = sop__v_obj();
+    if (!o)
+        return NULL;
+    sop__v_set(o, "func", sop__bridge_text(a->func));
+    sop__v_set(o, "file", sop__bridge_text(a->file));
+    if (a->line >= 0)
+        sop__v_set_int(o, "line", a->line);
+    char text[192];
+    if (code && *reads < SOURCE_READS_MAX) {
+        (*reads)++;
+        if (sop__source_line(s->proc_root, s->procs[t->proc].pid, a->file, a->line,
+                             SOURCE_MAX_BYTES, text, sizeof text) == 0 &&
+            text[0])
+            sop__v_set(o, "code", sop__bridge_text(text));
+    }
+    return o;
+}
+
+/* The thread's most sampled (leaf, entry, caller) sites, with the source lines of leaf and
+ * caller. */
+static void thr_leaves(const sop_window *s, size_t ti, sop_value *w, int *reads)
+{
+    const sop_agg_thread *t = &s->agg->thrs[ti];
+    const sop_agg_leaf *top[TOP_LEAVES];
+    int ntop = sop__agg_top_leaves(s->agg, ti, top, TOP_LEAVES);
+    sop_value *arr = ntop > 0 ? sop__v_arr_at(w, "leaves") : NULL;
+    for (int k = 0; arr && k < ntop; k++) {
+        const sop_agg_leaf *e = top[k];
+        sop_value *o = sop__v_obj();
+        if (!o)
+            break;
+        sop__v_set_int(o, "count", e->count);
+        sop__v_set_int(o, "active", e->active);
+        sop__v_set(o, "leaf", site_value(s, t, &e->leaf, true, reads));
+        if (e->entry.func)
+            sop__v_set(o, "entry", site_value(s, t, &e->entry, false, reads));
+        if (e->caller.func)
+            sop__v_set(o, "caller", site_value(s, t, &e->caller, e->entry.func != NULL, reads));
+        sop__v_push(arr, o);
+    }
+}
+
+/* Per library entry point the thread called (sop__agg_entries), the most sampled first. */
+static void thr_entries(const sop_window *s, size_t ti, sop_value *w)
+{
+    sop_agg_entry v[TOP_LEAVES];
+    int n = sop__agg_entries(s->agg, ti, v, TOP_LEAVES);
+    sop_value *arr = n ? sop__v_arr_at(w, "entries") : NULL;
+    for (int best = 0; arr && best < n; best++) {
+        sop_value *o = sop__v_obj();
+        if (!o)
+            break;
+        sop__v_set(o, "func", sop__bridge_text(v[best].entry->func));
+        sop__v_set(o, "file", sop__bridge_text(v[best].entry->file));
+        sop__v_set_int(o, "count", v[best].count);
+        sop__v_set_int(o, "active", v[best].active);
+        sop__v_set_int(o, "top_site_active", v[best].top_active);
+        sop__v_set_int(o, "sites", v[best].sites);
+        sop__v_push(arr, o);
+    }
+}
+
+/* The thread's whole distribution of samples, for exact shares (plugins/common.lua share()):
+ * every distinct stack it was seen in (not only the top ones), its frames interned once:
+ * dist = {samples, stored, frames = ["func (file)", ...], stacks = [{count, ids = [root..leaf]}]}
+ * (ids are 1-based into frames). `stored` < samples when the stack table was full. */
+#define DIST_FRAMES_MAX 4096
+#define DIST_FRAME_SLOTS (2 * DIST_FRAMES_MAX)
+typedef struct {
+    const char *p;
+    size_t len;
+    int id;
+} dist_slot;
+
+static int dist_intern(dist_slot *slots, sop_value *frames, int *nframes, const char *p, size_t len)
+{
+    uint64_t h = 1469598103934665603ull;
+    for (size_t i = 0; i < len; i++)
+        h = (h ^ (unsigned char)p[i]) * 1099511628211ull;
+    size_t i = h & (DIST_FRAME_SLOTS - 1);
+    for (size_t n = 0; n < DIST_FRAME_SLOTS; n++, i = (i + 1) & (DIST_FRAME_SLOTS - 1)) {
+        dist_slot *d = &slots[i];
+        if (!d->p) {
+            if (*nframes >= DIST_FRAMES_MAX)
+                return -1;
+            d->p = p;
+            d->len = len;
+            d->id = ++*nframes;
+            sop__v_push(frames, sop__v_strn(p, len));
+            return d->id;
+        }
+        if (d->len == len && memcmp(d->p, p, len) == 0)
+            return d->id;
+    }
+    return -1;
+}
+
+static void thr_dist(const sop_window *s, size_t ti, sop_value *w)
+{
+    dist_slot *slots = calloc(DIST_FRAME_SLOTS, sizeof *slots);
+    sop_value *d = sop__v_obj();
+    if (!slots || !d) {
+        free(slots);
+        sop__v_free(d);
+        return;
+    }
+    sop_value *frames = sop__v_arr_at(d, "frames"), *stacks = sop__v_arr_at(d, "stacks");
+    int nframes = 0;
+    long stored = 0;
+    bool cut = false;
+    for (size_t i = 0; frames && stacks && i < SOP_AGG_STACK_SLOTS; i++) {
+        const sop_agg_stack *e = &s->agg->stacks[i];
+        if (!e->stack || e->thr != ti)
+            continue;
+        sop_value *st = sop__v_obj(), *ids = st ? sop__v_arr_at(st, "ids") : NULL;
+        if (!ids) {
+            sop__v_free(st);
+            break;
+        }
+        sop__v_set_int(st, "count", e->count);
+        for (const char *p = e->stack; *p;) {
+            const char *end = strchr(p, ';');
+            size_t len = end ? (size_t)(end - p) : strlen(p);
+            int id = dist_intern(slots, frames, &nframes, p, len);
+            if (id < 0)
+                cut = true;
+            else
+                sop__v_push(ids, sop__v_num(id));
+            p += len + (end ? 1 : 0);
+        }
+        stored += e->count;
+        sop__v_push(stacks, st);
+    }
+    sop__v_set_int(d, "samples", s->agg->thrs[ti].n);
+    sop__v_set_int(d, "stored", stored);
+    if (cut)
+        sop__v_set_bool(d, "frames_cut", true);
+    sop__v_set(w, "dist", d);
+    free(slots);
+}
+
+static sop_value *thr_window(const sop_window *s, size_t ti, int *reads)
+{
+    const sop_agg_thread *t = &s->agg->thrs[ti];
+    sop_value *w = sop__v_obj();
+    if (!w)
+        return NULL;
+    sop__v_set_int(w, "samples", t->n);
+    sop__v_set_dbl(w, "active_frac", frac(t->active, t->n));
+    sop__v_set_dbl(w, "gil_frac", frac(t->gil, t->n));
+    sop__v_set_dbl(w, "runnable_nogil_frac", frac(t->runnable_nogil, t->n));
+    sop__v_set_dbl(w, "gil_wait_frac", frac(t->gil_wait, t->n));
+    sop__v_set_dbl(w, "running_frac", frac(t->state_r, t->n));
+    sop__v_set_dbl(w, "io_wait_frac", frac(t->state_d, t->n));
+    sop__v_set_dbl(w, "data_wait_frac", frac(t->data_wait, t->n));
+    sop__v_set_dbl(w, "checkpoint_frac", frac(t->ckpt, t->n));
+    if (t->is_loop)
+        sop__v_set_dbl(w, "loop_longest_block_ms", t->longest_ms);
+    sop__v_set_dbl(w, "import_frac", frac(t->import, t->n));
+    sop__v_set_dbl(w, "logging_frac", frac(t->logging, t->n));
+    sop__v_set_dbl(w, "logging_format_frac", frac(t->log_format, t->n));
+    sop__v_set_dbl(w, "logging_write_frac", frac(t->log_write, t->n));
+    sop__v_set_dbl(w, "subprocess_frac", frac(t->subprocess, t->n));
+    sop__v_set_dbl(w, "subprocess_spawn_frac", frac(t->spawn, t->n));
+    top_site(s, ti, SOP_AGG_SITE_IMPORT, w, "import_module", "import_module_frac");
+    top_site(s, ti, SOP_AGG_SITE_LOG, w, "logging_site", "logging_site_frac");
+    sop__v_set_dbl(w, "majflt_frac", frac(t->majflt_smp, t->n));
+    sop__v_set_dbl(w, "fault_wait_frac", frac(t->fault_wait, t->n));
+    top_site(s, ti, SOP_AGG_SITE_FAULT, w, "fault_site", "fault_site_frac");
+    /* top stacks of this thread */
+    const sop_agg_stack *top[TOP_STACKS];
+    int ntop = sop__agg_top_stacks(s->agg, ti, top, TOP_STACKS);
+    sop_value *arr = sop__v_arr_at(w, "top_stacks");
+    for (int k = 0; arr && k < ntop; k++) {
+        sop_value *o = sop__v_obj();
+        if (!o)
+            break;
+        sop__v_set_str(o, "stack", top[k]->stack);
+        sop__v_set_int(o, "count", top[k]->count);
+        sop__v_push(arr, o);
+    }
+    thr_dist(s, ti, w);
+    thr_leaves(s, ti, w, reads);
+    thr_entries(s, ti, w);
+    return w;
+}
+
+static sop_value *find_member(sop_value *obj, const char *key)
+{
+    for (sop_value *v = obj ? obj->child : NULL; v; v = v->next)
+        if (v->key && strcmp(v->key, key) == 0)
+            return v;
+    return NULL;
+}
+
+/* A worker's IO over the window: rates and mean request sizes from /proc/PID/io. */
+static void bridge_io(sop_value *o, const sop_window_proc *pe, double secs)
+{
+    if (!pe->io0 || !pe->io1 || !(secs > 0))
+        return;
+    const sop_io *a = pe->io0, *b = pe->io1;
+    sop_value *io = sop__v_obj_at(o, "io");
+    if (!io)
+        return;
+    if (b->read_bytes != SOP_NA && a->read_bytes != SOP_NA)
+        sop__v_set_dbl(io, "read_bytes_per_s", (double)(b->read_bytes - a->read_bytes) / secs);
+    if (b->write_bytes != SOP_NA && a->write_bytes != SOP_NA)
+        sop__v_set_dbl(io, "write_bytes_per_s", (double)(b->write_bytes - a->write_bytes) / secs);
+    if (b->rchar != SOP_NA && a->rchar != SOP_NA && b->syscr != SOP_NA && a->syscr != SOP_NA) {
+        int64_t calls = b->syscr - a->syscr;
+        sop__v_set_dbl(io, "rchar_per_s", (double)(b->rchar - a->rchar) / secs);
+        sop__v_set_dbl(io, "syscr_per_s", (double)calls / secs);
+        if (calls > 0)
+            sop__v_set_dbl(io, "mean_read_bytes", (double)(b->rchar - a->rchar) / (double)calls);
+    }
+    if (b->wchar != SOP_NA && a->wchar != SOP_NA && b->syscw != SOP_NA && a->syscw != SOP_NA) {
+        int64_t calls = b->syscw - a->syscw;
+        sop__v_set_dbl(io, "wchar_per_s", (double)(b->wchar - a->wchar) / secs);
+        sop__v_set_dbl(io, "syscw_per_s", (double)calls / secs);
+        if (calls > 0)
+            sop__v_set_dbl(io, "mean_write_bytes", (double)(b->wchar - a->wchar) / (double)calls);
+    }
+}
+
+/* ev.io_files: the files open at the window's end, what they sit on, and the disk behind. */
+static void bridge_files(const sop_window *s, sop_value *ev)
+{
+    if (!s->nfiles)
+        return;
+    sop_value *arr = sop__v_arr_at(ev, "io_files");
+    const sop_value *host = find_member(ev, "host");
+    const sop_value *disks = host ? sop__v_get(host, "disks") : NULL;
+    for (size_t i = 0; arr && i < s->nfiles; i++) {
+        const sop_open_file *f = &s->files[i];
+        sop_value *o = sop__v_obj();
+        if (!o)
+            break;
+        sop__v_set_int(o, "pid", f->pid);
+        sop__v_set_int(o, "fd", f->fd);
+        sop__v_set(o, "path", sop__bridge_text(f->path));
+        sop__v_set_int(o, "size_bytes", f->size);
+        if (f->pos != SOP_NA)
+            sop__v_set_int(o, "pos_bytes", f->pos);
+        if (f->pos != SOP_NA && f->pos0 != SOP_NA && s->stats.window_s > 0)
+            sop__v_set_dbl(o, "advance_bytes_per_s",
+                           (double)(f->pos - f->pos0) / s->stats.window_s);
+        sop__v_set(o, "mount", sop__bridge_text(f->mountpoint));
+        sop__v_set_str(o, "fstype", f->fstype);
+        if (f->fstype[0])
+            sop__v_set_str(o, "fs_kind", sop__fs_kind(f->fstype));
+        sop__v_set(o, "source", sop__bridge_text(f->source));
+        sop__v_set_str(o, "disk", f->disk);
+        for (const sop_value *d = disks ? disks->child : NULL; d && f->disk[0]; d = d->next) {
+            const char *name = sop__v_get_str(d, "name");
+            double v;
+            if (!name || strcmp(name, f->disk) != 0)
+                continue;
+            if (sop__v_get_num(d, "util_pct", &v))
+                sop__v_set_dbl(o, "disk_util_pct", v);
+            if (sop__v_get_num(d, "r_await_ms", &v))
+                sop__v_set_dbl(o, "disk_r_await_ms", v);
+            if (sop__v_get_num(d, "read_kb_per_s", &v))
+                sop__v_set_dbl(o, "disk_read_kb_per_s", v);
+        }
+        sop__v_push(arr, o);
+    }
+}
+
+/* ev.python.gc.window: the target's GC over the sampled window. */
+/* loop.frames[] {func file line}: the callback's frames of the longest stretch, innermost
+ * first (from "func\tfile\tline\n" lines). */
+static void loop_frames(sop_value *lp, const char *text)
+{
+    sop_value *arr = NULL;
+    for (const char *p = text; p && *p;) {
+        const char *t1 = strchr(p, '\t'), *nl = strchr(p, '\n');
+        const char *t2 = t1 ? strchr(t1 + 1, '\t') : NULL;
+        if (!t1 || !t2 || !nl || t2 > nl)
+            break;
+        if (!arr && !(arr = sop__v_arr_at(lp, "frames")))
+            return;
+        sop_value *f = sop__v_obj();
+        if (!f)
+            return;
+        sop__v_set(f, "func", sop__v_strn(p, (size_t)(t1 - p)));
+        sop__v_set(f, "file", sop__v_strn(t1 + 1, (size_t)(t2 - t1 - 1)));
+        sop__v_set_int(f, "line", strtol(t2 + 1, NULL, 10));
+        sop__v_push(arr, f);
+        p = nl + 1;
+    }
+}
+
+static void bridge_gc(const sop_agg *s, sop_value *py)
+{
+    if (s->gc_samples == 0)
+        return;
+    sop_value *gc = sop__v_obj_at(py, "gc");
+    sop_value *w = gc ? sop__v_obj_at(gc, "window") : NULL;
+    if (!w)
+        return;
+    sop__v_set_int(w, "samples", s->gc_samples);
+    sop__v_set_dbl(w, "collecting_frac", frac(s->gc_collecting, s->gc_samples));
+    sop__v_set_dbl(w, "longest_collecting_ms", s->gc_longest_ms);
+    double secs = (s->gc_last_ms - s->gc_first_ms) / 1e3;
+    if (s->gc_first[0] == SOP_NA || !(secs > 0))
+        return;
+    sop_value *n = sop__v_arr_at(w, "collections");
+    sop_value *r = sop__v_arr_at(w, "collections_per_s");
+    for (int g = 0; g < 3; g++) {
+        int64_t d = s->gc_last[g] - s->gc_first[g];
+        sop__v_push(n, sop__v_num((double)d));
+        sop__v_push(r, sop__v_num((double)d / secs));
+    }
+}
+
+void sop__bridge_window(sop_value *ev, const sop_window *s)
+{
+    const sop_agg *a = s->agg;
+    sop_value *smp = sop__v_obj_at(ev, "sampling");
+    if (smp) {
+        sop__v_set_dbl(smp, "rate_hz", s->stats.rate_hz);
+        sop__v_set_int(smp, "samples", s->stats.ticks);
+        sop__v_set_int(smp, "missed", s->stats.missed);
+        sop__v_set_int(smp, "thread_samples", s->stats.thread_samples);
+        sop__v_set_int(smp, "samples_partial", s->stats.samples_partial);
+        sop__v_set_int(smp, "walk_retries", s->stats.walk_retries);
+        sop__v_set_dbl(smp, "self_cpu_ms", s->stats.self_cpu_ms);
+        sop__v_set_dbl(smp, "window_s", s->stats.window_s);
+        sop__v_set_int(smp, "processes", s->nprocs);
+    }
+    bridge_files(s, ev);
+    int reads = 0; /* source lines read for this window */
+    sop_value *py = find_member(ev, "python");
+    if (!py)
+        return;
+    /* per-thread windows of the target */
+    sop_value *threads = find_member(py, "threads");
+    for (sop_value *t = threads ? threads->child : NULL; t; t = t->next) {
+        double tid;
+        if (!sop__v_get_num(t, "tid", &tid))
+            continue;
+        for (size_t i = 0; i < a->nthrs; i++)
+            if (a->thrs[i].proc == 0 && a->thrs[i].tid == (int)tid)
+                sop__v_set(t, "window", thr_window(s, i, &reads));
+    }
+    bridge_gc(a, py);
+    /* the event loop that went longest without its selector */
+    int best = -1;
+    for (size_t i = 0; i < a->nthrs; i++)
+        if (a->thrs[i].proc == 0 && a->thrs[i].is_loop &&
+            (best < 0 || a->thrs[i].longest_ms > a->thrs[best].longest_ms))
+            best = (int)i;
+    if (best >= 0) {
+        sop_value *lp = sop__v_obj_at(py, "loop");
+        if (lp) {
+            sop__v_set_int(lp, "tid", a->thrs[best].tid);
+            sop__v_set_dbl(lp, "longest_block_ms", a->thrs[best].longest_ms);
+            if (a->thrs[best].longest_frame[0])
+                sop__v_set_str(lp, "frame", a->thrs[best].longest_frame);
+            loop_frames(lp, a->thrs[best].longest_stack);
+        }
+    }
+    if (s->nprocs < 2)
+        return;
+    /* workers: CPython descendants sampled with the target */
+    sop_value *wk = sop__v_arr_at(py, "workers");
+    long wn = 0, wr = 0, wd = 0, ws = 0;
+    for (int p = 1; wk && p < s->nprocs; p++) {
+        const sop_window_proc *pe = &s->procs[p];
+        sop_value *o = sop__v_obj();
+        if (!o)
+            break;
+        sop__v_set_int(o, "pid", pe->pid);
+        sop__v_set(o, "comm", sop__bridge_text(pe->comm));
+        sop__v_set(o, "cmdline", sop__bridge_text(pe->cmdline));
+        sop_value *ta = sop__v_arr_at(o, "threads");
+        for (size_t i = 0; i < a->nthrs; i++) {
+            const sop_agg_thread *t = &a->thrs[i];
+            if (t->proc != p)
+                continue;
+            sop_value *to = sop__v_obj();
+            if (!to)
+                break;
+            sop__v_set_int(to, "tid", t->tid);
+            sop__v_set_str(to, "name", t->name);
+            sop__v_set(to, "window", thr_window(s, i, &reads));
+            sop__v_push(ta, to);
+        }
+        /* the process's main thread (tid == pid) says what the worker does */
+        sop_agg_states st;
+        if (sop__agg_thread_states(a, p, pe->pid, &st)) {
+            sop__v_set_dbl(o, "cpu_frac", frac(st.running, st.n));
+            sop__v_set_dbl(o, "io_frac", frac(st.io, st.n));
+            sop__v_set_dbl(o, "idle_frac", frac(st.idle, st.n));
+            wn += st.n, wr += st.running, wd += st.io, ws += st.idle;
+        }
+        sop__v_set_int(o, "samples", a->proc_samples[p]);
+        /* its age when the window started (a worker re-created later is another process) */
+        sop__v_set_dbl(o, "start_time_s", pe->start_time_s);
+        if (!isnan(pe->start_time_s) && pe->found_at_s >= pe->start_time_s)
+            sop__v_set_dbl(o, "age_s", pe->found_at_s - pe->start_time_s);
+        if (pe->gone)
+            sop__v_set_bool(o, "exited", true);
+        /* how it was started: fork children keep the parent's command line */
+        const char *how = strstr(pe->cmdline, "multiprocessing.spawn")        ? "spawn"
+                          : strstr(pe->cmdline, "multiprocessing.forkserver") ? "forkserver"
+                          : strcmp(pe->cmdline, s->procs[0].cmdline) == 0     ? "fork"
+                                                                              : NULL;
+        sop__v_set_str(o, "start_method", how);
+        bridge_io(o, pe, s->stats.window_s);
+        /* IO over the window, from ev.children (the process probe's rates) */
+        const sop_value *kids = find_member(ev, "children");
+        for (const sop_value *k = kids ? kids->child : NULL; k; k = k->next) {
+            double kp, v;
+            if (!sop__v_get_num(k, "pid", &kp) || (int)kp != pe->pid)
+                continue;
+            if (sop__v_get_num(k, "read_bytes_per_s", &v))
+                sop__v_set_dbl(o, "read_bytes_per_s", v);
+            if (sop__v_get_num(k, "rchar_per_s", &v))
+                sop__v_set_dbl(o, "rchar_per_s", v);
+            if (sop__v_get_num(k, "cpu_pct", &v))
+                sop__v_set_dbl(o, "cpu_pct", v);
+            const sop_value *env = sop__v_get(k, "env"); /* allow-listed tuning variables */
+            sop_value *oe = env && env->child ? sop__v_obj_at(o, "env") : NULL;
+            for (const sop_value *e = env ? env->child : NULL; oe && e; e = e->next)
+                if (e->key && sop__v_get_str(env, e->key))
+                    sop__v_set_str(oe, e->key, sop__v_get_str(env, e->key));
+        }
+        sop__v_push(wk, o);
+    }
+    /* the consumer side: the target's main thread waiting for batches */
+    sop_value *ld = sop__v_obj_at(py, "loader");
+    if (!ld)
+        return;
+    sop__v_set_int(ld, "workers", s->nprocs - 1);
+    double eff;
+    if (sop__v_get_num(ev, "effective_cpus", &eff) && eff > 0)
+        sop__v_set_dbl(ld, "workers_per_cpu", (double)(s->nprocs - 1) / eff);
+    for (size_t i = 0; i < a->nthrs; i++) {
+        const sop_agg_thread *t = &a->thrs[i];
+        if (t->proc == 0 && t->tid == s->procs[0].pid)
+            sop__v_set_dbl(ld, "main_data_wait_frac", frac(t->data_wait, t->n));
+    }
+    sop__v_set_dbl(ld, "workers_cpu_frac", frac(wr, wn));
+    sop__v_set_dbl(ld, "workers_io_frac", frac(wd, wn));
+    sop__v_set_dbl(ld, "workers_idle_frac", frac(ws, wn));
+}

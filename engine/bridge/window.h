@@ -1,0 +1,42 @@
+/* window.h — what the evidence of one sampled window is made of: the aggregation
+ * (engine/sample_agg.h), the sampled processes as read at the window's edges, the open files,
+ * and the loop's own counts. engine/sampler.c fills it; engine/bridge/window.c turns it into
+ * ev.sampling, ev.io_files and the window parts of ev.python. Depends on sample_agg.h,
+ * sampler_files.h, probes/proc.h (sop_io). */
+#ifndef SOP_BRIDGE_WINDOW_H
+#define SOP_BRIDGE_WINDOW_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "../sample_agg.h"
+#include "../sampler_files.h"
+#include "../value.h"
+#include "proc.h"
+
+/* One sampled process (index 0: the target; then its CPython descendants). */
+typedef struct {
+    int pid;
+    const char *comm, *cmdline;
+    bool gone;               /* exited during the window */
+    double start_time_s;     /* epoch seconds, from its stat starttime; NaN if unread */
+    double found_at_s;       /* wall clock when the sampler attached to it (the window's start) */
+    const sop_io *io0, *io1; /* /proc/PID/io at the window's start and end; NULL when unread */
+} sop_window_proc;
+
+typedef struct {
+    const sop_agg *agg;
+    const sop_window_proc *procs;
+    int nprocs;
+    const sop_open_file *files; /* open at the window's end (pos0: at its start) */
+    size_t nfiles;
+    sop_sampler_stats stats; /* ticks, missed, rate, self CPU, window_s (and the agg's counts) */
+    const char *proc_root;   /* source lines of hot frames are read through PID/root */
+} sop_window;
+
+/* ev.sampling, ev.io_files, ev.python.threads[i].window, ev.python.gc.window, ev.python.loop,
+ * ev.python.workers, ev.python.loader (ev.python must already be there for the per-thread
+ * parts). */
+void sop__bridge_window(sop_value *ev, const sop_window *w);
+
+#endif

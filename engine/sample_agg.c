@@ -1,0 +1,670 @@
+/* sample_agg.c — the aggregation of a sampled window (sample_agg.h): each thread sample is
+ * classified (state, data wait, checkpoint, §7 faults, §8 runtime marks, asyncio stretches)
+ * and counted per thread, per stack and per (leaf, entry, caller) site. Pure: no /proc, no
+ * clock (times come in). Depends on sampler_runtime.c and libc. */
+#include "sample_agg.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "sampler_runtime.h"
+
+static uint64_t fnv(const char *s, uint32_t seed)
+{
+    uint64_t h = 1469598103934665603ull ^ seed;
+    for (; *s; s++)
+        h = (h ^ (unsigned char)*s) * 1099511628211ull;
+    return h ? h : 1;
+}
+
+static bool ends_with(const char *s, const char *suffix)
+{
+    size_t n = strlen(s), m = strlen(suffix);
+    return n >= m && strcmp(s + n - m, suffix) == 0;
+}
+
+static const char *base_name(const char *path)
+{
+    const char *b = strrchr(path, '/');
+    return b ? b + 1 : path;
+}
+
+/* ---- classification of one stack --------------------------------------------------- */
+
+static bool asyncio_file(const char *f, const char *name)
+{
+    char suffix[64];
+    snprintf(suffix, sizeof suffix, "asyncio/%s", name);
+    return ends_with(f, suffix);
+}
+
+static bool loop_machinery(const sop_pyframe *f)
+{
+    return ends_with(f->file, "selectors.py") || strstr(f->file, "/asyncio/") != NULL ||
+           strstr(f->file, "/uvloop/") != NULL || strncmp(f->file, "uvloop/", 7) == 0;
+}
+
+/* A frame of DataLoader's consumer side waiting for a batch, or any multiprocessing queue get. */
+static bool data_wait_frame(const sop_pyframe *f)
+{
+    return strstr(f->func, "_try_get_data") || strstr(f->func, "_get_data") ||
+           (ends_with(f->file, "multiprocessing/queues.py") && strstr(f->func, "get"));
+}
+
+/* Checkpoint-style IO: torch.save / torch.load, pickle's Python implementation, joblib dumps. */
+static bool ckpt_frame(const sop_pyframe *f)
+{
+    return ends_with(f->file, "torch/serialization.py") || ends_with(f->file, "/pickle.py") ||
+           ends_with(f->file, "joblib/numpy_pickle.py") ||
+           (ends_with(f->file, "safetensors/torch.py") &&
+            (strstr(f->func, "save") || strstr(f->func, "load")));
+}
+
+static void end_stretch(sop_agg_thread *t, double end_ms)
+{
+    if (!t->in_stretch)
+        return;
+    double ms = end_ms - t->stretch_t0_ms;
+    if (ms > t->longest_ms) {
+        t->longest_ms = ms;
+        int best = -1;
+        for (int i = 0; i < t->ncur; i++)
+            if (best < 0 || t->cur[i].count > t->cur[best].count)
+                best = i;
+        snprintf(t->longest_frame, sizeof t->longest_frame, "%s",
+                 best >= 0 ? t->cur[best].frame : "?");
+        memcpy(t->longest_stack, t->stretch_stack, sizeof t->longest_stack);
+    }
+    t->in_stretch = false;
+    t->ncur = 0;
+}
+
+/* The asyncio part: a stretch is consecutive samples where the loop thread is inside one
+ * callback (not back in the selector, not between callbacks, not in another callback); its
+ * frame is the innermost non-loop frame most seen in it. */
+static void loop_sample(sop_agg_thread *t, const sop_pysample *p, double now_ms)
+{
+    int dispatch = -1;
+    bool loop = false, selector = false;
+    for (size_t i = 0; i < p->nframes; i++) {
+        const sop_pyframe *f = &p->frames[i];
+        if (dispatch < 0 && asyncio_file(f->file, "events.py") &&
+            (strcmp(f->func, "Handle._run") == 0 || strcmp(f->func, "_run") == 0))
+            dispatch = (int)i;
+        if (asyncio_file(f->file, "base_events.py") &&
+            (strstr(f->func, "run_forever") || strstr(f->func, "_run_once")))
+            loop = true;
+        if (ends_with(f->file, "selectors.py"))
+            selector = true;
+    }
+    if (!loop) {
+        end_stretch(t, now_ms);
+        return;
+    }
+    t->is_loop = true;
+    if (selector) {
+        end_stretch(t, now_ms);
+        return;
+    }
+    /* Between callbacks (in _run_once, not inside Handle._run): the loop came back. */
+    if (dispatch < 0) {
+        end_stretch(t, now_ms);
+        return;
+    }
+    /* Which callback: its outermost frame outside the loop machinery (a coroutine of a Task,
+     * a protocol method); "" when it is all asyncio's own. Another callback than the one the
+     * stretch started in means the loop went round in between (a busy loop running many short
+     * callbacks is not blocked): the stretch ends there and a new one starts. */
+    char cb[256] = "";
+    for (int i = dispatch - 1; i >= 0; i--)
+        if (!loop_machinery(&p->frames[i])) {
+            snprintf(cb, sizeof cb, "%s (%s)", p->frames[i].func, p->frames[i].file);
+            break;
+        }
+    if (t->in_stretch && strcmp(cb, t->stretch_cb) != 0)
+        end_stretch(t, now_ms);
+    if (!t->in_stretch) {
+        t->in_stretch = true;
+        t->stretch_t0_ms = now_ms;
+        t->ncur = 0;
+        snprintf(t->stretch_cb, sizeof t->stretch_cb, "%s", cb);
+    }
+    t->stretch_last_ms = now_ms;
+    const sop_pyframe *user = NULL;
+    for (int i = 0; i < dispatch && !user; i++)
+        if (!loop_machinery(&p->frames[i]))
+            user = &p->frames[i];
+    if (!user)
+        user = &p->frames[0];
+    char key[384];
+    snprintf(key, sizeof key, "%s (%s:%d)", user->func, user->file, user->line);
+    int at = -1, best = 0;
+    for (int i = 0; i < t->ncur; i++) {
+        if (strcmp(t->cur[i].frame, key) == 0)
+            at = i;
+        if (t->cur[i].count > best)
+            best = (int)t->cur[i].count;
+    }
+    if (at >= 0) {
+        t->cur[at].count++;
+    } else if (t->ncur < SOP_AGG_LOOP_CAND) {
+        at = t->ncur++;
+        snprintf(t->cur[at].frame, sizeof t->cur[at].frame, "%s", key);
+        t->cur[at].count = 1;
+    }
+    if (at >= 0 && t->cur[at].count >= best) { /* keep a stack of the most seen frame */
+        size_t n = 0;
+        t->stretch_stack[0] = '\0';
+        for (int i = 0; i < dispatch; i++) {
+            const sop_pyframe *f = &p->frames[i];
+            int w = snprintf(t->stretch_stack + n, sizeof t->stretch_stack - n, "%s\t%s\t%d\n",
+                             f->func, f->file, f->line);
+            if (w < 0 || (size_t)w >= sizeof t->stretch_stack - n) {
+                t->stretch_stack[n] = '\0'; /* no cut frame: the outer ones are left out */
+                break;
+            }
+            n += (size_t)w;
+        }
+    }
+}
+
+/* Append src to the stack text, ';' kept as the separator only. */
+static size_t put_name(char *dst, size_t at, size_t cap, const char *src)
+{
+    for (; *src && at + 1 < cap; src++)
+        dst[at++] = *src == ';' ? ':' : (*src == '\n' ? ' ' : *src);
+    dst[at] = '\0';
+    return at;
+}
+
+static void count_stack(sop_agg *a, int ti, const sop_pysample *p, sop_sample_state st)
+{
+    char *b = a->buf;
+    size_t cap = sizeof a->buf, at = 0;
+    b[0] = '\0';
+    if (p->nframes == 0)
+        at = put_name(b, at, cap, "(no Python frame)");
+    for (size_t k = p->nframes; k-- > 0;) { /* root (outermost) first */
+        const sop_pyframe *f = &p->frames[k];
+        if (at && at + 1 < cap) {
+            b[at++] = ';';
+            b[at] = '\0';
+        }
+        at = put_name(b, at, cap, f->func);
+        at = put_name(b, at, cap, " (");
+        at = put_name(b, at, cap, base_name(f->file));
+        at = put_name(b, at, cap, ")");
+    }
+    uint64_t h = fnv(b, (uint32_t)ti);
+    size_t i = h & (SOP_AGG_STACK_SLOTS - 1);
+    for (size_t n = 0; n < SOP_AGG_STACK_SLOTS; n++, i = (i + 1) & (SOP_AGG_STACK_SLOTS - 1)) {
+        sop_agg_stack *e = &a->stacks[i];
+        if (!e->stack) {
+            if (a->nstacks >= SOP_AGG_STACK_SLOTS / 2)
+                break;
+            e->stack = strdup(b);
+            if (!e->stack)
+                break;
+            e->hash = h;
+            e->thr = (uint32_t)ti;
+            e->count = 1;
+            e->by_state[st] = 1;
+            a->nstacks++;
+            return;
+        }
+        if (e->hash == h && e->thr == (uint32_t)ti && strcmp(e->stack, b) == 0) {
+            e->count++;
+            e->by_state[st]++;
+            return;
+        }
+    }
+    a->other++;
+}
+
+static void count_site(sop_agg *a, int ti, int kind, const char *frame)
+{
+    for (size_t i = 0; i < a->nsites; i++) {
+        sop_agg_site *e = &a->sites[i];
+        if (e->thr == (uint32_t)ti && e->kind == kind && strcmp(e->frame, frame) == 0) {
+            e->count++;
+            return;
+        }
+    }
+    if (!a->sites || a->nsites >= SOP_AGG_SITES_MAX)
+        return;
+    sop_agg_site *e = &a->sites[a->nsites++];
+    e->thr = (uint32_t)ti;
+    e->kind = kind;
+    snprintf(e->frame, sizeof e->frame, "%s", frame);
+    e->count = 1;
+}
+
+/* §8: imports, logging, subprocess launching (engine/sampler_runtime.c). */
+static void runtime_sample(sop_agg *a, int ti, const sop_pysample *p)
+{
+    sop_agg_thread *t = &a->thrs[ti];
+    sop_runtime_marks m;
+    sop__runtime_marks(p->frames, p->nframes, &m);
+    t->import += m.import;
+    t->logging += m.logging;
+    t->log_format += m.log_format;
+    t->log_write += m.log_write;
+    t->subprocess += m.subprocess;
+    t->spawn += m.spawn;
+    if (m.import_top)
+        count_site(a, ti, SOP_AGG_SITE_IMPORT, m.import_top);
+    if (m.log_site) {
+        char key[384];
+        snprintf(key, sizeof key, "%s (%s:%d)", m.log_site->func, m.log_site->file,
+                 m.log_site->line);
+        count_site(a, ti, SOP_AGG_SITE_LOG, key);
+    }
+}
+
+/* Library code: the standard library, installed packages, and code with a pseudo file name
+ * ("<frozen ...>", numpy's "<__array_function__ internals>"). The rest is the program's own. */
+static bool library_file(const char *f)
+{
+    return f[0] == '<' || strstr(f, "/site-packages/") || strstr(f, "/dist-packages/") ||
+           strstr(f, "/lib/python3") || strstr(f, "/lib64/python3");
+}
+
+/* §7 mapped files: a sample whose thread is in D state, or took major faults since its
+ * previous sample, waits on storage; it is charged to the innermost frame of the program's
+ * own code (the line that touched the mapping), else the innermost frame. */
+static void fault_sample(sop_agg *a, int ti, const sop_pysample *p)
+{
+    sop_agg_thread *t = &a->thrs[ti];
+    bool faulted = false;
+    if (p->majflt != SOP_NA) {
+        faulted = t->last_majflt != SOP_NA && p->majflt > t->last_majflt;
+        t->last_majflt = p->majflt;
+    }
+    if (faulted)
+        t->majflt_smp++;
+    if (!faulted && p->state != 'D')
+        return;
+    t->fault_wait++;
+    const sop_pyframe *f = NULL;
+    for (size_t i = 0; i < p->nframes && i < 256 && !f; i++)
+        if (p->frames[i].file && !library_file(p->frames[i].file))
+            f = &p->frames[i];
+    if (!f && p->nframes > 0)
+        f = &p->frames[0];
+    if (!f || !f->func || !f->file)
+        return;
+    char key[384];
+    snprintf(key, sizeof key, "%s (%s:%d)", f->func, f->file, f->line);
+    count_site(a, ti, SOP_AGG_SITE_FAULT, key);
+}
+
+static bool site_eq(const sop_agg_frame *fr, const sop_pyframe *f)
+{
+    if (!f)
+        return fr->func == NULL;
+    return fr->func && fr->line == f->line && strcmp(fr->func, f->func) == 0 &&
+           strcmp(fr->file, f->file) == 0;
+}
+
+static bool site_set(sop_agg_frame *fr, const sop_pyframe *f)
+{
+    if (!f)
+        return true;
+    fr->func = strdup(f->func);
+    fr->file = strdup(f->file);
+    fr->line = f->line;
+    return fr->func && fr->file;
+}
+
+static void site_free(sop_agg_frame *fr)
+{
+    free(fr->func);
+    free(fr->file);
+}
+
+static uint64_t hash_frame(uint64_t h, const sop_pyframe *f)
+{
+    if (!f)
+        return h * 31u + 7u;
+    h = fnv(f->func, (uint32_t)h) ^ (fnv(f->file, (uint32_t)(h >> 32)) * 3u);
+    return h * 1099511628211ull + (uint64_t)(unsigned)f->line;
+}
+
+static void count_leaf(sop_agg *a, int ti, const sop_pysample *p, bool active)
+{
+    if (p->nframes == 0)
+        return;
+    const sop_pyframe *leaf = &p->frames[0], *caller = NULL, *entry = NULL;
+    for (size_t i = 0; i < p->nframes; i++)
+        if (!library_file(p->frames[i].file)) {
+            caller = &p->frames[i];
+            entry = i > 0 ? &p->frames[i - 1] : NULL;
+            break;
+        }
+    uint64_t h = hash_frame(hash_frame(hash_frame((uint64_t)ti + 1, leaf), entry), caller);
+    h = h ? h : 1;
+    size_t i = h & (SOP_AGG_LEAF_SLOTS - 1);
+    for (size_t n = 0; n < SOP_AGG_LEAF_SLOTS; n++, i = (i + 1) & (SOP_AGG_LEAF_SLOTS - 1)) {
+        sop_agg_leaf *e = &a->leaves[i];
+        if (!e->hash) {
+            if (a->nleaves >= SOP_AGG_LEAF_SLOTS / 2)
+                return;
+            if (!site_set(&e->leaf, leaf) || !site_set(&e->entry, entry) ||
+                !site_set(&e->caller, caller)) {
+                site_free(&e->leaf), site_free(&e->entry), site_free(&e->caller);
+                memset(e, 0, sizeof *e);
+                return;
+            }
+            e->hash = h;
+            e->thr = (uint32_t)ti;
+            e->count = 1;
+            e->active = active;
+            a->nleaves++;
+            return;
+        }
+        if (e->hash == h && e->thr == (uint32_t)ti && site_eq(&e->leaf, leaf) &&
+            site_eq(&e->entry, entry) && site_eq(&e->caller, caller)) {
+            e->count++;
+            e->active += active;
+            return;
+        }
+    }
+}
+
+/* ---- threads, samples, the window ---------------------------------------------------- */
+
+sop_agg *sop__agg_new(void)
+{
+    sop_agg *a = calloc(1, sizeof *a);
+    if (!a)
+        return NULL;
+    a->thrs = calloc(SOP_AGG_MAX_THREADS, sizeof *a->thrs);
+    a->stacks = calloc(SOP_AGG_STACK_SLOTS, sizeof *a->stacks);
+    a->sites = calloc(SOP_AGG_SITES_MAX, sizeof *a->sites);
+    a->leaves = calloc(SOP_AGG_LEAF_SLOTS, sizeof *a->leaves);
+    if (!a->thrs || !a->stacks || !a->sites || !a->leaves) {
+        sop__agg_free(a);
+        return NULL;
+    }
+    for (int g = 0; g < 3; g++)
+        a->gc_first[g] = a->gc_last[g] = SOP_NA;
+    return a;
+}
+
+void sop__agg_free(sop_agg *a)
+{
+    if (!a)
+        return;
+    if (a->stacks)
+        for (size_t i = 0; i < SOP_AGG_STACK_SLOTS; i++)
+            free(a->stacks[i].stack);
+    free(a->stacks);
+    free(a->sites);
+    if (a->leaves)
+        for (size_t i = 0; i < SOP_AGG_LEAF_SLOTS; i++)
+            if (a->leaves[i].hash) {
+                site_free(&a->leaves[i].leaf);
+                site_free(&a->leaves[i].entry);
+                site_free(&a->leaves[i].caller);
+            }
+    free(a->leaves);
+    free(a->thrs);
+    free(a->timeline);
+    free(a);
+}
+
+void sop__agg_keep_timeline(sop_agg *a)
+{
+    a->keep_timeline = true;
+}
+
+void sop__agg_start(sop_agg *a, double t0_ms)
+{
+    for (int g = 0; g < 3; g++)
+        a->gc_first[g] = a->gc_last[g] = SOP_NA;
+    a->t0_ms = t0_ms;
+}
+
+int sop__agg_find_thread(const sop_agg *a, int proc, int tid)
+{
+    for (size_t i = 0; i < a->nthrs; i++)
+        if (a->thrs[i].proc == proc && a->thrs[i].tid == tid)
+            return (int)i;
+    return -1;
+}
+
+int sop__agg_add_thread(sop_agg *a, int proc, int tid, const char *name)
+{
+    if (a->nthrs >= SOP_AGG_MAX_THREADS)
+        return -1;
+    sop_agg_thread *t = &a->thrs[a->nthrs];
+    memset(t, 0, sizeof *t);
+    t->proc = proc;
+    t->tid = tid;
+    t->last_majflt = SOP_NA;
+    snprintf(t->name, sizeof t->name, "%s", name ? name : "?");
+    for (char *c = t->name; *c; c++) /* the name is a frame of the collapsed stacks */
+        if (*c == ';' || *c == '\n')
+            *c = ':';
+    return (int)a->nthrs++;
+}
+
+void sop__agg_sample(sop_agg *a, int ti, const sop_pysample *p, double now_ms)
+{
+    if (ti < 0 || (size_t)ti >= a->nthrs)
+        return;
+    sop_agg_thread *t = &a->thrs[ti];
+    t->n++;
+    a->thread_samples++;
+    if (t->proc >= 0 && t->proc < SOP_SAMPLER_MAX_PROCS)
+        a->proc_samples[t->proc]++;
+    bool run = p->state == 'R';
+    if (run || p->gil)
+        t->active++;
+    if (p->gil)
+        t->gil++;
+    if ((run && !p->gil) || p->gil_wait)
+        t->runnable_nogil++;
+    if (p->gil_wait)
+        t->gil_wait++;
+    if (run)
+        t->state_r++;
+    else if (p->state == 'D')
+        t->state_d++;
+    else if (p->state == 'S')
+        t->state_s++;
+    if (p->nframes == 0)
+        t->no_frames++;
+    if (p->torn) {
+        t->torn++;
+        a->samples_partial++;
+    }
+    a->walk_retries += p->retries;
+    bool data_wait = false;
+    for (size_t i = 0; i < p->nframes && i < 64; i++)
+        if (data_wait_frame(&p->frames[i])) {
+            t->data_wait++;
+            data_wait = true;
+            break;
+        }
+    sop_sample_state st = p->gil            ? SOP_ST_GIL
+                          : p->gil_wait     ? SOP_ST_GIL_WAIT
+                          : p->state == 'D' ? SOP_ST_DISK
+                          : data_wait       ? SOP_ST_BATCH
+                          : run             ? SOP_ST_NATIVE
+                                            : SOP_ST_IDLE;
+    if (a->keep_timeline) {
+        if (a->ntimeline == a->timeline_cap && a->timeline_cap < SOP_AGG_TIMELINE_MAX) {
+            size_t cap = a->timeline_cap ? a->timeline_cap * 2 : 4096;
+            sop_timeline_ev *g = realloc(a->timeline, cap * sizeof *g);
+            if (g) {
+                a->timeline = g;
+                a->timeline_cap = cap;
+            }
+        }
+        if (a->ntimeline < a->timeline_cap)
+            a->timeline[a->ntimeline++] =
+                (sop_timeline_ev){(float)(now_ms - a->t0_ms), (uint16_t)ti, (uint8_t)st};
+    }
+    for (size_t i = 0; i < p->nframes && i < 256; i++)
+        if (ckpt_frame(&p->frames[i])) {
+            t->ckpt++;
+            break;
+        }
+    runtime_sample(a, ti, p);
+    fault_sample(a, ti, p);
+    loop_sample(t, p, now_ms);
+    count_stack(a, ti, p, st);
+    count_leaf(a, ti, p, run || p->gil);
+}
+
+/* The collecting stretch (from its first collecting tick to the first tick it is not
+ * collecting, as loop stretches) and the collection counters. */
+void sop__agg_gc(sop_agg *a, const sop_pygc *g, double now_ms)
+{
+    double now = now_ms;
+    a->gc_samples++;
+    if (g->collecting == 1) {
+        a->gc_collecting++;
+        if (!a->gc_in_stretch) {
+            a->gc_in_stretch = true;
+            a->gc_stretch_t0_ms = now;
+        }
+    } else if (a->gc_in_stretch) {
+        a->gc_in_stretch = false;
+        if (now - a->gc_stretch_t0_ms > a->gc_longest_ms)
+            a->gc_longest_ms = now - a->gc_stretch_t0_ms;
+    }
+    if (g->collections[0] != SOP_NA) {
+        if (a->gc_first[0] == SOP_NA) {
+            memcpy(a->gc_first, g->collections, sizeof a->gc_first);
+            a->gc_first_ms = now;
+        }
+        memcpy(a->gc_last, g->collections, sizeof a->gc_last);
+        a->gc_last_ms = now;
+    }
+}
+
+void sop__agg_finish(sop_agg *a, double end_ms)
+{
+    for (size_t i = 0; i < a->nthrs; i++)
+        end_stretch(&a->thrs[i], end_ms);
+    if (a->gc_in_stretch && end_ms - a->gc_stretch_t0_ms > a->gc_longest_ms)
+        a->gc_longest_ms = end_ms - a->gc_stretch_t0_ms; /* still collecting at the window's end */
+}
+
+/* ---- queries ------------------------------------------------------------------------- */
+
+int sop__agg_top_stacks(const sop_agg *a, size_t ti, const sop_agg_stack **top, int n)
+{
+    int got = 0;
+    for (int k = 0; k < n; k++)
+        top[k] = NULL;
+    for (size_t i = 0; i < SOP_AGG_STACK_SLOTS; i++) {
+        const sop_agg_stack *e = &a->stacks[i];
+        if (!e->stack || e->thr != ti)
+            continue;
+        for (int k = 0; k < n; k++)
+            if (!top[k] || e->count > top[k]->count) {
+                memmove(&top[k + 1], &top[k], (size_t)(n - 1 - k) * sizeof top[0]);
+                top[k] = e;
+                break;
+            }
+    }
+    while (got < n && top[got])
+        got++;
+    return got;
+}
+
+int sop__agg_top_leaves(const sop_agg *a, size_t ti, const sop_agg_leaf **top, int n)
+{
+    int got = 0;
+    for (int k = 0; k < n; k++)
+        top[k] = NULL;
+    for (size_t i = 0; i < SOP_AGG_LEAF_SLOTS; i++) {
+        const sop_agg_leaf *e = &a->leaves[i];
+        if (!e->hash || e->thr != ti)
+            continue;
+        for (int k = 0; k < n; k++)
+            if (!top[k] || e->count > top[k]->count) {
+                memmove(&top[k + 1], &top[k], (size_t)(n - 1 - k) * sizeof top[0]);
+                top[k] = e;
+                break;
+            }
+    }
+    while (got < n && top[got])
+        got++;
+    return got;
+}
+
+const sop_agg_site *sop__agg_top_site(const sop_agg *a, size_t ti, int kind)
+{
+    const sop_agg_site *best = NULL;
+    for (size_t i = 0; i < a->nsites; i++) {
+        const sop_agg_site *e = &a->sites[i];
+        if (e->thr == ti && e->kind == kind && (!best || e->count > best->count))
+            best = e;
+    }
+    return best;
+}
+
+long sop__agg_stored(const sop_agg *a, size_t ti)
+{
+    long stored = 0;
+    for (size_t i = 0; i < SOP_AGG_STACK_SLOTS; i++)
+        if (a->stacks[i].stack && a->stacks[i].thr == ti)
+            stored += a->stacks[i].count;
+    return stored;
+}
+
+int sop__agg_entries(const sop_agg *a, size_t ti, sop_agg_entry *out, int n)
+{
+    sop_agg_entry v[64];
+    int nv = 0;
+    for (size_t i = 0; i < SOP_AGG_LEAF_SLOTS; i++) {
+        const sop_agg_leaf *e = &a->leaves[i];
+        if (!e->hash || e->thr != ti || !e->entry.func)
+            continue;
+        int k = 0;
+        while (k < nv && !(strcmp(v[k].entry->func, e->entry.func) == 0 &&
+                           strcmp(v[k].entry->file, e->entry.file) == 0))
+            k++;
+        if (k == nv) {
+            if (nv == (int)(sizeof v / sizeof v[0]))
+                continue;
+            memset(&v[nv], 0, sizeof v[nv]);
+            v[nv++].entry = &e->entry;
+        }
+        v[k].count += e->count;
+        v[k].active += e->active;
+        v[k].sites++;
+        if (e->active > v[k].top_active)
+            v[k].top_active = e->active;
+    }
+    int got = 0;
+    for (; got < n; got++) { /* the most sampled first */
+        int best = -1;
+        for (int k = 0; k < nv; k++)
+            if (v[k].count > 0 && (best < 0 || v[k].count > v[best].count))
+                best = k;
+        if (best < 0)
+            break;
+        out[got] = v[best];
+        v[best].count = 0;
+    }
+    return got;
+}
+
+bool sop__agg_thread_states(const sop_agg *a, int proc, int tid, sop_agg_states *out)
+{
+    memset(out, 0, sizeof *out);
+    int ti = sop__agg_find_thread(a, proc, tid);
+    if (ti < 0)
+        return false;
+    const sop_agg_thread *t = &a->thrs[ti];
+    out->n = t->n;
+    out->running = t->state_r;
+    out->io = t->state_d;
+    out->idle = t->n - t->state_r - t->state_d;
+    return true;
+}
