@@ -1,7 +1,8 @@
-/* py_walk.c — sop__python_collect: find the CPython runtime of a process from outside (ELF
- * symbols via elf.c, layouts via py_layouts.c) and walk interpreters -> thread states ->
- * frames with remote_mem.c, never stopping the target (native.c does, with SOP_PY_NATIVE).
- * Every loop is bounded; a torn read is retried once, then reported. Depends on libc. */
+/* py_walk.c — sop__python_collect: walk interpreters -> thread states -> frames of a CPython
+ * process from outside with remote_mem.c, given the runtime py_runtime.c found (layouts from
+ * py_layouts.c), never stopping the target (native.c does, with SOP_PY_NATIVE); and the
+ * repeated sampling of the same walk (sop__python_open/sample). Every loop is bounded; a torn
+ * read is retried, then reported. Depends on libc. */
 #include "python.h"
 
 #include <dirent.h>
@@ -16,11 +17,11 @@
 #include <unistd.h>
 
 #include "../procfs.h"
-#include "elf.h"
 #include "linetable.h"
 #include "native.h"
 #include "py_layouts.h"
 #include "py_names.h"
+#include "py_runtime.h"
 #include "remote_mem.h"
 
 #define MAX_INTERPS 64
@@ -95,7 +96,8 @@ typedef struct {
     size_t *chain_len;
     size_t nchain;
     uint64_t chain_reads;
-    int max_attempts; /* walks per thread before it is reported partial */
+    int max_attempts;           /* walks per thread before it is reported partial */
+    const sop_pyruntime *found; /* the runtime found for this collection, when still current */
 } walker;
 
 #define CHAIN_MAX (MAX_FRAMES + 8)
@@ -566,164 +568,29 @@ static int walk_thread(walker *w, uint64_t tstate, sop_pythread *t, uint64_t *bo
     return 0;
 }
 
-/* ---- finding the runtime ------------------------------------------------------------ */
+/* ---- the runtime ----------------------------------------------------------------------- */
 
-static int version_from_name(const char *path)
+/* The runtime for this walk: `found` when given (found earlier for this process image, see
+ * sop__pyruntime_current), its notes added again; else found now (py_runtime.c). */
+static int use_runtime(walker *w, const sop_pyruntime *found, sop_python *py)
 {
-    const char *b = strrchr(path, '/');
-    b = b ? b + 1 : path;
-    const char *p = strstr(b, "python3.");
-    if (!p)
-        return -1;
-    p += 8;
-    int minor = 0, nd = 0;
-    while (*p >= '0' && *p <= '9' && nd < 3)
-        minor = minor * 10 + (*p++ - '0'), nd++;
-    return nd ? minor : -1;
-}
-
-typedef struct {
-    sop_elf elf;
-    uint64_t bias;
-    char path[512];      /* as the target sees it */
-    char host_path[800]; /* through proc_root/PID/root */
-} image;
-
-static int open_image(walker *w, const char *suffix, image *im)
-{
-    uint64_t start;
-    memset(im, 0, sizeof *im);
-    if (sop__maps_find(w->maps, suffix, im->path, sizeof im->path, &start) < 0)
-        return -ENOENT;
-    snprintf(im->host_path, sizeof im->host_path, "%s/%d/root%s", w->proc_root, w->pid, im->path);
-    int r = sop__elf_open(im->host_path, &im->elf);
-    if (r < 0)
-        return r;
-    im->bias = sop__elf_bias(&im->elf, start);
-    return 0;
-}
-
-/* Locate _PyRuntime and the version; choose the layout. */
-static int find_runtime(walker *w, sop_python *py)
-{
-    image lib, exe;
-    image *img = NULL;
-    char exe_path[512];
-    char link[300];
-    snprintf(link, sizeof link, "%s/%d/exe", w->proc_root, w->pid);
-    ssize_t n = readlink(link, exe_path, sizeof exe_path - 1);
-    if (n < 0) {
-        int e = errno;
-        return e == ENOENT ? -ESRCH : -e;
+    sop_pyruntime fresh;
+    if (found) {
+        sop__pyruntime_replay(found, w->missing);
+    } else {
+        sop__pyruntime_find_in(w->pid, w->proc_root, w->maps, &w->mem, &fresh, w->missing);
+        found = &fresh;
     }
-    exe_path[n] = '\0';
-    char *del = strstr(exe_path, " (deleted)");
-    if (del)
-        *del = '\0';
-    snprintf(py->executable, sizeof py->executable, "%s", exe_path);
-
-    uint64_t sym = 0, symsize = 0;
-    int lib_rc = open_image(w, NULL, &lib), exe_rc = open_image(w, exe_path, &exe);
-    bool have_lib = lib_rc == 0, have_exe = exe_rc == 0;
-    if (!have_lib && !have_exe && (exe_rc == -EACCES || exe_rc == -EPERM)) {
-        sop__missing_add(w->missing, "python", "%s/%d/root%s: %s", w->proc_root, w->pid, exe_path,
-                         strerror(-exe_rc));
-        return exe_rc;
+    snprintf(py->version, sizeof py->version, "%s", found->version);
+    snprintf(py->executable, sizeof py->executable, "%s", found->executable);
+    snprintf(py->libpython, sizeof py->libpython, "%s", found->libpython);
+    snprintf(py->layout, sizeof py->layout, "%s", found->layout);
+    if (found->rc == 0) {
+        w->L = found->L;
+        w->runtime = found->runtime;
+        w->code_type = found->code_type;
     }
-    /* A static build has _PyRuntime in the executable; a shared one in libpython. */
-    if (have_exe && (sop__elf_symbol(&exe.elf, "_PyRuntime", &sym, &symsize) == 0 ||
-                     sop__elf_section(&exe.elf, ".PyRuntime", &sym, &symsize, NULL) == 0))
-        img = &exe;
-    else if (have_lib && (sop__elf_symbol(&lib.elf, "_PyRuntime", &sym, &symsize) == 0 ||
-                          sop__elf_section(&lib.elf, ".PyRuntime", &sym, &symsize, NULL) == 0))
-        img = &lib;
-    int rc = 0;
-    if (!img) {
-        /* An interpreter without _PyRuntime (CPython 3.6 and older) is CPython all the same:
-         * say so rather than "not CPython". */
-        uint64_t init;
-        if ((have_exe && sop__elf_symbol(&exe.elf, "Py_Initialize", &init, NULL) == 0) ||
-            (have_lib && sop__elf_symbol(&lib.elf, "Py_Initialize", &init, NULL) == 0)) {
-            sop__missing_add(w->missing, "python",
-                             "CPython without _PyRuntime (3.6 or older) is not supported "
-                             "(3.8-3.13 are)");
-            rc = -ENOTSUP;
-        } else {
-            rc = -ENOEXEC;
-        }
-        goto out;
-    }
-    if (img == &lib)
-        snprintf(py->libpython, sizeof py->libpython, "%s", lib.path);
-    w->runtime = sym + img->bias;
-
-    uint64_t v;
-    if (sop__elf_symbol(&img->elf, "PyCode_Type", &v, NULL) == 0)
-        w->code_type = v + img->bias;
-
-    /* Version: Py_Version (3.11+) from the target's memory, else the PY_VERSION literal. */
-    uint64_t hex = 0;
-    int minor = -1;
-    if (sop__elf_symbol(&img->elf, "Py_Version", &v, NULL) == 0) {
-        uint32_t pv;
-        if (sop__rmem_read(&w->mem, v + img->bias, &pv, sizeof pv) == 0 && (pv >> 24) == 3) {
-            hex = pv;
-            minor = (pv >> 16) & 0xff;
-            static const char *lv[] = {"a", "b", "c", "rc"};
-            unsigned level = (pv >> 4) & 0xf, serial = pv & 0xf;
-            char tail[8] = "";
-            if (level >= 0xa && level <= 0xc)
-                snprintf(tail, sizeof tail, "%s%u", lv[level == 0xc ? 3 : level - 0xa], serial);
-            snprintf(py->version, sizeof py->version, "3.%d.%u%s", minor, (pv >> 8) & 0xff, tail);
-        }
-    }
-    if (minor < 0) {
-        minor = version_from_name(img->path);
-        if (minor < 0)
-            minor = version_from_name(exe_path);
-        if (sop__elf_find_version(&img->elf, minor, py->version, sizeof py->version) == 0)
-            minor = atoi(py->version + 2);
-        else if (minor >= 0)
-            snprintf(py->version, sizeof py->version, "3.%d", minor);
-    }
-    if (minor < 8) {
-        sop__missing_add(w->missing, "python", "CPython %s is not supported (3.8-3.13 are)",
-                         py->version[0] ? py->version : "version unknown");
-        rc = minor < 0 ? -ENOEXEC : -ENOTSUP;
-        goto out;
-    }
-    if (minor >= 13) {
-        uint8_t blob[SOP_DEBUG_OFFSETS_313_SIZE];
-        char why[160] = "";
-        int r = sop__rmem_read(&w->mem, w->runtime, blob, sizeof blob);
-        if (r == 0 &&
-            sop__pylayout_from_debug_offsets(blob, sizeof blob, hex, &w->L, why, sizeof why) == 0)
-            goto chosen;
-        if (r < 0)
-            snprintf(why, sizeof why, "debug offsets unreadable (%s)", sop__strerror(-r));
-        if (minor == 13) {
-            sop__missing_add(w->missing, "python", "%s; using the built-in 3.13 table", why);
-        } else {
-            sop__missing_add(w->missing, "python", "CPython %s: %s", py->version, why);
-            rc = -ENOTSUP;
-            goto out;
-        }
-    }
-    const sop_pylayout *t = sop__pylayout_table(minor);
-    if (!t) {
-        sop__missing_add(w->missing, "python", "CPython %s is not supported", py->version);
-        rc = -ENOTSUP;
-        goto out;
-    }
-    w->L = *t;
-chosen:
-    snprintf(py->layout, sizeof py->layout, "%s", w->L.source);
-out:
-    if (have_lib)
-        sop__elf_close(&lib.elf);
-    if (have_exe)
-        sop__elf_close(&exe.elf);
-    return rc;
+    return found->rc;
 }
 
 /* ---- GIL and GC ---------------------------------------------------------------------- */
@@ -1078,7 +945,7 @@ static int tid_from_stacks(walker *w, uint64_t tstate, int claimed)
 static int collect(walker *w, unsigned flags, sop_python *py)
 {
     const sop_pylayout *L = &w->L;
-    int rc = w->runtime ? 0 : find_runtime(w, py); /* given when the target is a fake */
+    int rc = w->runtime ? 0 : use_runtime(w, w->found, py); /* given when a fake */
     if (rc < 0)
         return rc;
     uint64_t interp;
@@ -1325,7 +1192,7 @@ typedef struct {
 } fake_target;
 
 static int collect_at(int pid, const char *proc_root, unsigned flags, const fake_target *fake,
-                      sop_python **out, sop_missing *missing)
+                      const sop_pyruntime *rt, sop_python **out, sop_missing *missing)
 {
     *out = NULL;
     walker w;
@@ -1369,6 +1236,8 @@ static int collect_at(int pid, const char *proc_root, unsigned flags, const fake
     py->gc_enabled = py->gc_collecting = py->gc_frozen = SOP_NA;
     for (int g = 0; g < 3; g++)
         py->gc_threshold[g] = py->gc_count[g] = py->gc_collections[g] = SOP_NA;
+    if (rt && sop__pyruntime_current(rt, pid, w.proc_root))
+        w.found = rt;
     rc = collect(&w, flags, py);
     if (rc == -EFAULT || rc == -EAGAIN || rc == 0) {
         /* Reads that failed because the target exited count as "gone". */
@@ -1572,6 +1441,12 @@ int sop__python_sample_gc(sop_pysampler *s, sop_pygc *out)
 
 int sop__python_open(int pid, const char *proc_root, sop_pysampler **out, sop_missing *missing)
 {
+    return sop__python_open_with(NULL, pid, proc_root, out, missing);
+}
+
+int sop__python_open_with(const sop_pyruntime *rt, int pid, const char *proc_root,
+                          sop_pysampler **out, sop_missing *missing)
+{
     *out = NULL;
     sop_pysampler *s = calloc(1, sizeof *s);
     if (!s)
@@ -1580,13 +1455,18 @@ int sop__python_open(int pid, const char *proc_root, sop_pysampler **out, sop_mi
     w->pid = pid;
     w->proc_root = proc_root ? proc_root : "/proc";
     w->missing = missing;
-    char path[300];
-    size_t len;
-    snprintf(path, sizeof path, "%s/%d/maps", w->proc_root, pid);
-    int rc = sop__read_file_at(AT_FDCWD, path, MAPS_MAX_BYTES, &w->maps, &len);
-    if (rc < 0) {
-        free(s);
-        return rc == -ENOENT ? -ESRCH : rc;
+    if (rt && sop__pyruntime_current(rt, pid, w->proc_root))
+        w->found = rt; /* the maps are read only to find it */
+    int rc;
+    if (!w->found) {
+        char path[300];
+        size_t len;
+        snprintf(path, sizeof path, "%s/%d/maps", w->proc_root, pid);
+        rc = sop__read_file_at(AT_FDCWD, path, MAPS_MAX_BYTES, &w->maps, &len);
+        if (rc < 0) {
+            free(s);
+            return rc == -ENOENT ? -ESRCH : rc;
+        }
     }
     s->py = calloc(1, sizeof *s->py);
     w->py = s->py;
@@ -1607,7 +1487,8 @@ int sop__python_open(int pid, const char *proc_root, sop_pysampler **out, sop_mi
         rc = -ENOMEM;
         goto fail;
     }
-    rc = find_runtime(w, s->py);
+    rc = use_runtime(w, w->found, s->py);
+    w->found = NULL; /* the caller's: not kept past the open */
     free(w->maps);
     w->maps = NULL;
     if (rc == 0) {
@@ -1715,7 +1596,13 @@ void sop__python_close(sop_pysampler *s)
 int sop__python_collect(int pid, const char *proc_root, unsigned flags, sop_python **out,
                         sop_missing *missing)
 {
-    return collect_at(pid, proc_root, flags, NULL, out, missing);
+    return collect_at(pid, proc_root, flags, NULL, NULL, out, missing);
+}
+
+int sop__python_collect_with(const sop_pyruntime *rt, int pid, const char *proc_root,
+                             unsigned flags, sop_python **out, sop_missing *missing)
+{
+    return collect_at(pid, proc_root, flags, NULL, rt, out, missing);
 }
 
 int sop__python_collect_fake(sop_rmem_source source, void *ctx, int minor, uint64_t runtime,
@@ -1728,40 +1615,6 @@ int sop__python_collect_fake(sop_rmem_source source, void *ctx, int minor, uint6
     }
     fake_target fake = {source, ctx, L, runtime};
     /* pid 0 under an absent root: every /proc look-up (task states, tids) fails harmlessly. */
-    return collect_at(0, "/nonexistent-sop-fake-root", flags & ~SOP_PY_NATIVE, &fake, out, missing);
-}
-
-/* ---- locating the runtime for other walkers (heap_walk.c) ------------------------------- */
-
-int sop__python_locate(int pid, const char *proc_root, sop_pylayout *L, uint64_t *runtime,
-                       char *version, size_t version_len, sop_missing *missing)
-{
-    walker w;
-    memset(&w, 0, sizeof w);
-    w.pid = pid;
-    w.proc_root = proc_root ? proc_root : "/proc";
-    w.missing = missing;
-    char path[300];
-    size_t len;
-    snprintf(path, sizeof path, "%s/%d/maps", w.proc_root, pid);
-    int rc = sop__read_file_at(AT_FDCWD, path, MAPS_MAX_BYTES, &w.maps, &len);
-    if (rc < 0)
-        return rc == -ENOENT ? -ESRCH : rc;
-    sop_python *py = calloc(1, sizeof *py);
-    if (!py || sop__rmem_open(&w.mem, pid, w.proc_root) < 0) {
-        free(py);
-        free(w.maps);
-        return -ENOMEM;
-    }
-    w.py = py;
-    rc = find_runtime(&w, py);
-    if (rc == 0) {
-        *L = w.L;
-        *runtime = w.runtime;
-        snprintf(version, version_len, "%s", py->version);
-    }
-    free(w.maps);
-    sop__rmem_close(&w.mem);
-    sop__python_free(py);
-    return rc;
+    return collect_at(0, "/nonexistent-sop-fake-root", flags & ~SOP_PY_NATIVE, &fake, NULL, out,
+                      missing);
 }
