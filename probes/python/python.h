@@ -1,8 +1,8 @@
 /* python.h — the CPython probe: find the interpreter of a process from outside (ELF symbols,
  * _PyRuntime, version; _Py_DebugOffsets on 3.13+, per-version layouts for 3.8-3.12) and walk
- * interpreters -> thread states -> frames without stopping the target (py_runtime.h finds the
- * runtime, py_walk.c walks); with SOP_PY_NATIVE,
- * also native stacks via libunwind-ptrace (probes/python/native.c is its only home).
+ * interpreters -> thread states -> frames without stopping the target; with SOP_PY_NATIVE,
+ * also native stacks via libunwind-ptrace (probes/python/native.c is its only home). Finding
+ * the runtime is py_runtime.c, the walk py_walk.c, repeated sampling py_sample.c.
  * Depends on libc (and libunwind in native.c). */
 #ifndef SOP_PYTHON_H
 #define SOP_PYTHON_H
