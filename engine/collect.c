@@ -309,8 +309,18 @@ int sop__collect(int pid, const sop_collect_opts *o, sop_value **out, char **pic
     sop_sampler *sampler = NULL;
     bool want_heap = o->python && (o->probes & SOP_PROBE_PYTHON);
     sop_heap_window hw = {0};
+    /* The CPython runtime is found once, here, for the census, the sampler and the stacks;
+     * each adds the reasons finding it gave where it would have found it itself, and finds
+     * it again if the process has exec'd since (py_runtime.h). */
+    sop_pyruntime rt_found, *rt = NULL;
+    if (o->python && (o->probes & SOP_PROBE_PYTHON)) {
+        sop_missing scratch = {0};
+        sop__pyruntime_find(pid, proc_root, &rt_found, &scratch);
+        sop__missing_free(&scratch);
+        rt = &rt_found;
+    }
     if (want_heap)
-        sop__heap_window_start(&hw, pid, proc_root, (o->probes & SOP_PROBE_HEAP) != 0);
+        sop__heap_window_start(&hw, rt, pid, proc_root, (o->probes & SOP_PROBE_HEAP) != 0);
     tree_poller tp = {root_fd, pid, NULL, 0};
     if (o->duration_s > 0 && (o->probes & SOP_PROBE_THREADS)) {
         tp.t = calloc(1, sizeof *tp.t);
@@ -320,8 +330,9 @@ int sop__collect(int pid, const sop_collect_opts *o, sop_value **out, char **pic
         /* A CPython target is sampled over the window; anything else is simply waited on. */
         if (o->python && (o->probes & SOP_PROBE_PYTHON) && o->rate_hz > 0) {
             sop_missing scratch = {0};
-            if (sop__sampler_open(pid, proc_root, o->children && (o->probes & SOP_PROBE_CHILDREN),
-                                  &sampler, &scratch) < 0)
+            if (sop__sampler_open(pid, proc_root, rt,
+                                  o->children && (o->probes & SOP_PROBE_CHILDREN), &sampler,
+                                  &scratch) < 0)
                 sampler = NULL;
             sop__missing_free(&scratch);
         }
@@ -385,7 +396,7 @@ int sop__collect(int pid, const sop_collect_opts *o, sop_value **out, char **pic
     if (o->python && (o->probes & SOP_PROBE_PYTHON) && alive_now) {
         /* Right after the thread snapshot, whose OS states stand in for the probe's own reads. */
         unsigned flags = c.threads.n ? SOP_PY_SKIP_OS_STATE : 0;
-        int prc = sop__python_collect(pid, proc_root, flags, &c.python, &c.missing);
+        int prc = sop__python_collect_with(rt, pid, proc_root, flags, &c.python, &c.missing);
         if (prc == -ENOEXEC)
             sop__missing_add(&c.missing, "python", "not a CPython process");
         /* The walker finds the target by number: if ours is gone now, the number may belong
@@ -400,7 +411,7 @@ int sop__collect(int pid, const sop_collect_opts *o, sop_value **out, char **pic
             mark_active_threads(c.python, &c.threads);
         if (c.python && want_heap)
             c.heap = sop__heap_window_end(
-                &hw, pid, proc_root, (o->probes & SOP_PROBE_HEAP) != 0, &c.proc,
+                &hw, rt, pid, proc_root, (o->probes & SOP_PROBE_HEAP) != 0, &c.proc,
                 (o->probes & SOP_PROBE_CGROUP) ? &c.cgroup : NULL, c.duration_s, &c.missing);
     }
     sop__heap_window_free(&hw);

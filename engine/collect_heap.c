@@ -15,14 +15,15 @@
 #define HEAP_AUTO_LIMIT_PCT 80.0
 #define HEAP_TOP 25
 
-void sop__heap_window_start(sop_heap_window *w, int pid, const char *proc_root, bool forced)
+void sop__heap_window_start(sop_heap_window *w, const struct sop_pyruntime *rt, int pid,
+                            const char *proc_root, bool forced)
 {
     w->a = NULL;
     w->anon0 = sop__heap_anon_kb(proc_root, pid);
     if (!forced)
         return;
     sop_missing scratch = {0}; /* the end census reports what is missing */
-    if (sop__heap_census(pid, proc_root, 0, &w->a, &scratch) < 0)
+    if (sop__heap_census_with(rt, pid, proc_root, 0, &w->a, &scratch) < 0)
         w->a = NULL;
     sop__missing_free(&scratch);
 }
@@ -37,15 +38,16 @@ static bool needed(const sop_proc *p, const sop_cgroup *cg, double duration_s)
            100.0 * (double)cg->mem_usage_kb >= HEAP_AUTO_LIMIT_PCT * (double)cg->mem_limit_kb;
 }
 
-struct sop_value *sop__heap_window_end(sop_heap_window *w, int pid, const char *proc_root,
-                                       bool forced, const sop_proc *p, const sop_cgroup *cg,
-                                       double duration_s, sop_missing *missing)
+struct sop_value *sop__heap_window_end(sop_heap_window *w, const struct sop_pyruntime *rt, int pid,
+                                       const char *proc_root, bool forced, const sop_proc *p,
+                                       const sop_cgroup *cg, double duration_s,
+                                       sop_missing *missing)
 {
     struct sop_value *v = NULL;
     if (w->a || forced || needed(p, cg, duration_s)) {
         sop_pyheap *b = NULL;
         int64_t anon1 = sop__heap_anon_kb(proc_root, pid);
-        if (sop__heap_census(pid, proc_root, 0, &b, missing) == 0)
+        if (sop__heap_census_with(rt, pid, proc_root, 0, &b, missing) == 0)
             v = w->a ? sop__bridge_heap(w->a, b, duration_s, w->anon0, anon1, HEAP_TOP)
                      : sop__bridge_heap(b, NULL, 0, anon1, anon1, HEAP_TOP);
         sop__heap_free(b);

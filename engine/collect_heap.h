@@ -11,6 +11,7 @@
 #include "../probes/proc.h"
 
 struct sop_pyheap;
+struct sop_pyruntime;
 struct sop_value;
 
 typedef struct {
@@ -18,11 +19,14 @@ typedef struct {
     int64_t anon0;        /* RssAnon then (kB), SOP_NA when unknown */
 } sop_heap_window;
 
-void sop__heap_window_start(sop_heap_window *w, int pid, const char *proc_root, bool forced);
+/* rt: the runtime found for this collection, or NULL (found again; see py_runtime.h). */
+void sop__heap_window_start(sop_heap_window *w, const struct sop_pyruntime *rt, int pid,
+                            const char *proc_root, bool forced);
 /* The ev.python.heap value, or NULL when no census was wanted or none could be taken. */
-struct sop_value *sop__heap_window_end(sop_heap_window *w, int pid, const char *proc_root,
-                                       bool forced, const sop_proc *p, const sop_cgroup *cg,
-                                       double duration_s, sop_missing *missing);
+struct sop_value *sop__heap_window_end(sop_heap_window *w, const struct sop_pyruntime *rt, int pid,
+                                       const char *proc_root, bool forced, const sop_proc *p,
+                                       const sop_cgroup *cg, double duration_s,
+                                       sop_missing *missing);
 
 /* Free what the start left when the end is not reached (the target is not CPython). */
 void sop__heap_window_free(sop_heap_window *w);

@@ -92,7 +92,7 @@ int sop_record_ex(sop_engine *e, int pid, double duration_s, double rate_hz, con
         memset(stats, 0, sizeof *stats);
     sop_missing missing = {0};
     sop_sampler *s = NULL;
-    int rc = sop__sampler_open(pid, "/proc", true, &s, &missing);
+    int rc = sop__sampler_open(pid, "/proc", NULL, true, &s, &missing);
     if (rc < 0) {
         char why[300] = "";
         if (missing.n)

@@ -154,8 +154,8 @@ static size_t scan_files(sop_sampler *s, sop_open_file *into)
     return n;
 }
 
-int sop__sampler_open(int pid, const char *proc_root, bool workers, sop_sampler **out,
-                      sop_missing *missing)
+int sop__sampler_open(int pid, const char *proc_root, const struct sop_pyruntime *rt, bool workers,
+                      sop_sampler **out, sop_missing *missing)
 {
     *out = NULL;
     sop_sampler *s = calloc(1, sizeof *s);
@@ -168,7 +168,7 @@ int sop__sampler_open(int pid, const char *proc_root, bool workers, sop_sampler 
         return -ENOMEM;
     }
     sop_pysampler *ps = NULL;
-    int rc = sop__python_open(pid, s->proc_root, &ps, missing);
+    int rc = sop__python_open_with(rt, pid, s->proc_root, &ps, missing);
     if (rc < 0) {
         sop__sampler_close(s);
         return rc;

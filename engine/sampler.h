@@ -16,13 +16,16 @@
 #define SOP_SAMPLER_MAX_PROCS 33 /* the target and up to 32 CPython descendants */
 
 typedef struct sop_sampler sop_sampler;
+struct sop_pyruntime;
 
 typedef void (*sop_sampler_progress)(void *ctx, double done_frac, long ticks);
 
-/* Find the CPython runtime of pid (and, with workers, of its CPython descendants). Returns 0,
- * or the python probe's error for pid itself (-ENOEXEC when not CPython). */
-int sop__sampler_open(int pid, const char *proc_root, bool workers, sop_sampler **out,
-                      sop_missing *missing);
+/* Find the CPython runtime of pid (and, with workers, of its CPython descendants); `rt`, when
+ * not NULL, is pid's runtime found already for this collection (py_runtime.h), used while it
+ * still describes the process. Returns 0, or the python probe's error for pid itself
+ * (-ENOEXEC when not CPython). */
+int sop__sampler_open(int pid, const char *proc_root, const struct sop_pyruntime *rt, bool workers,
+                      sop_sampler **out, sop_missing *missing);
 /* Sample at rate_hz until the monotonic deadline (sop__now_ms). Returns 0, or -ESRCH when the
  * target exited (what was sampled is kept). */
 int sop__sampler_run(sop_sampler *s, double deadline_ms, double rate_hz,

@@ -12,6 +12,7 @@
 
 #include "../missing.h"
 #include "py_layouts.h"
+#include "py_runtime.h"
 #include "remote_mem.h"
 
 #define SOP_HEAP_STOP 0x1u /* stop every thread for an exact census (PTRACE_SEIZE/INTERRUPT) */
@@ -54,6 +55,10 @@ typedef struct sop_pyheap {
  * -EPERM/-EACCES refused, -ENOMEM. *out owned by the caller (sop__heap_free). */
 int sop__heap_census(int pid, const char *proc_root, unsigned flags, sop_pyheap **out,
                      sop_missing *missing);
+/* The same with the runtime found for this collection (py_runtime.h): used when it still
+ * describes the process, else found again; NULL finds it. */
+int sop__heap_census_with(const sop_pyruntime *rt, int pid, const char *proc_root, unsigned flags,
+                          sop_pyheap **out, sop_missing *missing);
 /* The same walk over a stand-in memory (tests, fuzzing): the built-in layout of 3.<minor>,
  * the runtime at `runtime`, every read through `source`. Never stops anything. */
 int sop__heap_census_fake(sop_rmem_source source, void *ctx, int minor, uint64_t runtime,

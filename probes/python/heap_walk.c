@@ -4,7 +4,7 @@
  * each node's back link is checked (which also catches loops), a list that turns out
  * inconsistent is re-walked (twice at most) and otherwise kept as far as it got, marked
  * partial. Layouts from py_layouts.c; reads through remote_mem.c's page cache.
- * Depends on libc, python.h (sop__python_locate), py_names.c. */
+ * Depends on libc, py_runtime.c (the runtime found for the collection), py_names.c. */
 #include "heap.h"
 
 #include <errno.h>
@@ -865,7 +865,8 @@ void sop__heap_free(sop_pyheap *h)
 }
 
 static int census_at(int pid, const char *proc_root, unsigned flags, sop_rmem_source source,
-                     void *ctx, int minor, uint64_t runtime, sop_pyheap **out, sop_missing *missing)
+                     void *ctx, int minor, uint64_t runtime, const sop_pyruntime *rt,
+                     sop_pyheap **out, sop_missing *missing)
 {
     *out = NULL;
     heap_walker w;
@@ -887,12 +888,15 @@ static int census_at(int pid, const char *proc_root, unsigned flags, sop_rmem_so
         snprintf(h->version, sizeof h->version, "3.%d", minor);
         flags &= ~SOP_HEAP_STOP;
     } else {
-        rc = sop__python_locate(pid, proc_root, &w.L, &w.runtime, h->version, sizeof h->version,
-                                missing);
-        if (rc < 0) {
+        sop_pyruntime fresh;
+        const sop_pyruntime *found = sop__pyruntime_reuse(rt, pid, proc_root, &fresh, missing);
+        if ((rc = found->rc) < 0) {
             free(h);
             return rc;
         }
+        w.L = found->L;
+        w.runtime = found->runtime;
+        snprintf(h->version, sizeof h->version, "%s", found->version);
     }
     snprintf(h->layout, sizeof h->layout, "%s", w.L.source);
     if (!w.L.gc_head_size) {
@@ -934,7 +938,14 @@ static int census_at(int pid, const char *proc_root, unsigned flags, sop_rmem_so
 int sop__heap_census(int pid, const char *proc_root, unsigned flags, sop_pyheap **out,
                      sop_missing *missing)
 {
-    return census_at(pid, proc_root ? proc_root : "/proc", flags, NULL, NULL, 0, 0, out, missing);
+    return sop__heap_census_with(NULL, pid, proc_root, flags, out, missing);
+}
+
+int sop__heap_census_with(const sop_pyruntime *rt, int pid, const char *proc_root, unsigned flags,
+                          sop_pyheap **out, sop_missing *missing)
+{
+    return census_at(pid, proc_root ? proc_root : "/proc", flags, NULL, NULL, 0, 0, rt, out,
+                     missing);
 }
 
 int sop__heap_census_fake(sop_rmem_source source, void *ctx, int minor, uint64_t runtime,
@@ -944,7 +955,8 @@ int sop__heap_census_fake(sop_rmem_source source, void *ctx, int minor, uint64_t
         *out = NULL;
         return -EINVAL;
     }
-    return census_at(0, "/nonexistent-sop-fake-root", 0, source, ctx, minor, runtime, out, missing);
+    return census_at(0, "/nonexistent-sop-fake-root", 0, source, ctx, minor, runtime, NULL, out,
+                     missing);
 }
 
 static int cmp_names(const void *pa, const void *pb)

@@ -1,7 +1,8 @@
-/* py_walk.c — sop__python_collect: find the CPython runtime of a process from outside (ELF
- * symbols via elf.c, layouts via py_layouts.c) and walk interpreters -> thread states ->
- * frames with remote_mem.c, never stopping the target (native.c does, with SOP_PY_NATIVE).
- * Every loop is bounded; a torn read is retried once, then reported. Depends on libc. */
+/* py_walk.c — sop__python_collect: walk interpreters -> thread states -> frames of a CPython
+ * process from outside with remote_mem.c, given the runtime py_runtime.c found (layouts from
+ * py_layouts.c), never stopping the target (native.c does, with SOP_PY_NATIVE). The walk of
+ * one thread is shared with the repeated sampler (py_sample.c) through py_walk_int.h. Every
+ * loop is bounded; a torn read is retried, then reported. Depends on libc. */
 #include "python.h"
 
 #include <dirent.h>
@@ -16,35 +17,13 @@
 #include <unistd.h>
 
 #include "../procfs.h"
-#include "elf.h"
 #include "linetable.h"
 #include "native.h"
 #include "py_layouts.h"
 #include "py_names.h"
+#include "py_runtime.h"
+#include "py_walk_int.h"
 #include "remote_mem.h"
-
-#define MAX_INTERPS 64
-#define MAX_THREADS 4096
-#define MAX_FRAMES 2048
-#define MAX_LINETABLE_BYTES (1u << 20)
-#define CODE_SLOTS 4096u       /* power of two */
-#define FRAME_SET_SLOTS 16384u /* > 2 x the depth bound (4 x MAX_FRAMES) */
-#define THREAD_SET_SLOTS 16384u
-#define MAPS_MAX_BYTES (16u << 20)
-#define FROZEN_MAX 50000
-#define SOP_STR_(x) #x
-#define SOP_STR(x) SOP_STR_(x)
-/* glibc (2.26-2.39, x86-64): offsetof(struct pthread, tid); pthread_t is the address of
- * struct pthread. Checked by experiment against threading.get_native_id() on Debian 12. */
-#define GLIBC_PTHREAD_TID_OFFSET 0x2d0
-
-typedef struct {
-    uint64_t addr;
-    const char *func, *file; /* in the sop_python's string pool */
-    int firstlineno;
-    uint8_t *lines;
-    size_t nlines;
-} code_entry;
 
 /* Text of the frames: chunks owned by the sop_python, freed with it. */
 struct sop_pystrings {
@@ -73,35 +52,6 @@ static const char *pool_add(sop_python *py, const char *s)
     return d;
 }
 
-typedef struct {
-    int pid;
-    const char *proc_root;
-    sop_rmem mem;
-    sop_pylayout L;
-    uint64_t runtime;
-    uint64_t code_type; /* &PyCode_Type in the target; 0 when unknown */
-    sop_python *py;     /* being filled (owns the string pool) */
-    code_entry *codes;  /* ncodes entries, found through code_index (1-based, 0 = empty) */
-    size_t ncodes, codes_cap;
-    uint32_t *code_index;
-    uint64_t *frame_set;   /* FRAME_SET_SLOTS; empty between walks */
-    uint32_t *frame_slots; /* slots filled by the current walk (to empty them after) */
-    size_t nframe_slots;
-    sop_missing *missing;
-    char *maps;
-    /* What the last walk read of the chain (thread state, cframe, frames), for the snapshot
-     * that verifies it, and how many of those reads the last snapshot did not serve. */
-    uint64_t *chain;
-    size_t *chain_len;
-    size_t nchain;
-    uint64_t chain_reads;
-    int max_attempts; /* walks per thread before it is reported partial */
-} walker;
-
-#define CHAIN_MAX (MAX_FRAMES + 8)
-#define DUMP_WALK_ATTEMPTS 200  /* each after the first: 1 syscall + a walk from the cache */
-#define SAMPLE_WALK_ATTEMPTS 48 /* per thread per tick */
-
 /* Read len bytes of the chain at addr through the cache, noting it for the snapshot. */
 static int chain_read(walker *w, uint64_t addr, void *buf, size_t len)
 {
@@ -124,42 +74,12 @@ static uint64_t rd64(const uint8_t *b, uint32_t off)
     return v;
 }
 
-static int32_t rd32(const uint8_t *b, uint32_t off)
-{
-    int32_t v;
-    memcpy(&v, b + off, sizeof v);
-    return v;
-}
-
-static size_t hash_ptr(uint64_t p)
-{
-    return (size_t)((p >> 3) * 0x9E3779B97F4A7C15ull >> 20);
-}
-
-/* Add p to an open-addressing set of `cap` slots; false when already there (or full).
- * *slot (when not NULL) gets the slot used, so a caller can clear just those. */
-static bool set_add_at(uint64_t *set, size_t cap, uint64_t p, size_t *slot)
-{
-    size_t i = hash_ptr(p) & (cap - 1);
-    for (size_t k = 0; k < cap; k++, i = (i + 1) & (cap - 1)) {
-        if (set[i] == p)
-            return false;
-        if (set[i] == 0) {
-            set[i] = p;
-            if (slot)
-                *slot = i;
-            return true;
-        }
-    }
-    return false;
-}
-
 static bool set_add(uint64_t *set, size_t cap, uint64_t p)
 {
     return set_add_at(set, cap, p, NULL);
 }
 
-static bool task_exists(const walker *w, int tid)
+bool sop__pywalk_task_exists(const walker *w, int tid)
 {
     char path[300];
     snprintf(path, sizeof path, "%s/%d/task/%d", w->proc_root, w->pid, tid);
@@ -231,7 +151,7 @@ static char task_state(const walker *w, int tid)
 }
 
 /* The thread's name as the kernel has it (pthread_setname_np, prctl): comm, no newline. */
-static void task_comm(const walker *w, int tid, char *out, size_t cap)
+void sop__pywalk_task_comm(const walker *w, int tid, char *out, size_t cap)
 {
     char path[300];
     snprintf(path, sizeof path, "%s/%d/task/%d/comm", w->proc_root, w->pid, tid);
@@ -282,7 +202,7 @@ static void collect_others(walker *w, sop_python *py, sop_native *nv, bool *ptra
         sop_ostask *o = &py->others[py->nothers++];
         memset(o, 0, sizeof *o);
         o->tid = tid;
-        task_comm(w, tid, o->name, sizeof o->name);
+        sop__pywalk_task_comm(w, tid, o->name, sizeof o->name);
         o->os_state = task_state(w, tid);
         if (!nv)
             continue;
@@ -305,7 +225,7 @@ static void collect_others(walker *w, sop_python *py, sop_native *nv, bool *ptra
 
 /* ---- code objects ------------------------------------------------------------------- */
 
-static void free_codes(walker *w)
+void sop__pywalk_free_codes(walker *w)
 {
     for (size_t i = 0; i < w->ncodes; i++)
         free(w->codes[i].lines);
@@ -566,170 +486,35 @@ static int walk_thread(walker *w, uint64_t tstate, sop_pythread *t, uint64_t *bo
     return 0;
 }
 
-/* ---- finding the runtime ------------------------------------------------------------ */
+/* ---- the runtime ----------------------------------------------------------------------- */
 
-static int version_from_name(const char *path)
+/* The runtime for this walk: `found` when given (found earlier for this process image, see
+ * sop__pyruntime_current), its notes added again; else found now (py_runtime.c). */
+int sop__pywalk_use_runtime(walker *w, const sop_pyruntime *found, sop_python *py)
 {
-    const char *b = strrchr(path, '/');
-    b = b ? b + 1 : path;
-    const char *p = strstr(b, "python3.");
-    if (!p)
-        return -1;
-    p += 8;
-    int minor = 0, nd = 0;
-    while (*p >= '0' && *p <= '9' && nd < 3)
-        minor = minor * 10 + (*p++ - '0'), nd++;
-    return nd ? minor : -1;
-}
-
-typedef struct {
-    sop_elf elf;
-    uint64_t bias;
-    char path[512];      /* as the target sees it */
-    char host_path[800]; /* through proc_root/PID/root */
-} image;
-
-static int open_image(walker *w, const char *suffix, image *im)
-{
-    uint64_t start;
-    memset(im, 0, sizeof *im);
-    if (sop__maps_find(w->maps, suffix, im->path, sizeof im->path, &start) < 0)
-        return -ENOENT;
-    snprintf(im->host_path, sizeof im->host_path, "%s/%d/root%s", w->proc_root, w->pid, im->path);
-    int r = sop__elf_open(im->host_path, &im->elf);
-    if (r < 0)
-        return r;
-    im->bias = sop__elf_bias(&im->elf, start);
-    return 0;
-}
-
-/* Locate _PyRuntime and the version; choose the layout. */
-static int find_runtime(walker *w, sop_python *py)
-{
-    image lib, exe;
-    image *img = NULL;
-    char exe_path[512];
-    char link[300];
-    snprintf(link, sizeof link, "%s/%d/exe", w->proc_root, w->pid);
-    ssize_t n = readlink(link, exe_path, sizeof exe_path - 1);
-    if (n < 0) {
-        int e = errno;
-        return e == ENOENT ? -ESRCH : -e;
+    sop_pyruntime fresh;
+    if (found) {
+        sop__pyruntime_replay(found, w->missing);
+    } else {
+        sop__pyruntime_find_in(w->pid, w->proc_root, w->maps, &w->mem, &fresh, w->missing);
+        found = &fresh;
     }
-    exe_path[n] = '\0';
-    char *del = strstr(exe_path, " (deleted)");
-    if (del)
-        *del = '\0';
-    snprintf(py->executable, sizeof py->executable, "%s", exe_path);
-
-    uint64_t sym = 0, symsize = 0;
-    int lib_rc = open_image(w, NULL, &lib), exe_rc = open_image(w, exe_path, &exe);
-    bool have_lib = lib_rc == 0, have_exe = exe_rc == 0;
-    if (!have_lib && !have_exe && (exe_rc == -EACCES || exe_rc == -EPERM)) {
-        sop__missing_add(w->missing, "python", "%s/%d/root%s: %s", w->proc_root, w->pid, exe_path,
-                         strerror(-exe_rc));
-        return exe_rc;
+    snprintf(py->version, sizeof py->version, "%s", found->version);
+    snprintf(py->executable, sizeof py->executable, "%s", found->executable);
+    snprintf(py->libpython, sizeof py->libpython, "%s", found->libpython);
+    snprintf(py->layout, sizeof py->layout, "%s", found->layout);
+    if (found->rc == 0) {
+        w->L = found->L;
+        w->runtime = found->runtime;
+        w->code_type = found->code_type;
     }
-    /* A static build has _PyRuntime in the executable; a shared one in libpython. */
-    if (have_exe && (sop__elf_symbol(&exe.elf, "_PyRuntime", &sym, &symsize) == 0 ||
-                     sop__elf_section(&exe.elf, ".PyRuntime", &sym, &symsize, NULL) == 0))
-        img = &exe;
-    else if (have_lib && (sop__elf_symbol(&lib.elf, "_PyRuntime", &sym, &symsize) == 0 ||
-                          sop__elf_section(&lib.elf, ".PyRuntime", &sym, &symsize, NULL) == 0))
-        img = &lib;
-    int rc = 0;
-    if (!img) {
-        /* An interpreter without _PyRuntime (CPython 3.6 and older) is CPython all the same:
-         * say so rather than "not CPython". */
-        uint64_t init;
-        if ((have_exe && sop__elf_symbol(&exe.elf, "Py_Initialize", &init, NULL) == 0) ||
-            (have_lib && sop__elf_symbol(&lib.elf, "Py_Initialize", &init, NULL) == 0)) {
-            sop__missing_add(w->missing, "python",
-                             "CPython without _PyRuntime (3.6 or older) is not supported "
-                             "(3.8-3.13 are)");
-            rc = -ENOTSUP;
-        } else {
-            rc = -ENOEXEC;
-        }
-        goto out;
-    }
-    if (img == &lib)
-        snprintf(py->libpython, sizeof py->libpython, "%s", lib.path);
-    w->runtime = sym + img->bias;
-
-    uint64_t v;
-    if (sop__elf_symbol(&img->elf, "PyCode_Type", &v, NULL) == 0)
-        w->code_type = v + img->bias;
-
-    /* Version: Py_Version (3.11+) from the target's memory, else the PY_VERSION literal. */
-    uint64_t hex = 0;
-    int minor = -1;
-    if (sop__elf_symbol(&img->elf, "Py_Version", &v, NULL) == 0) {
-        uint32_t pv;
-        if (sop__rmem_read(&w->mem, v + img->bias, &pv, sizeof pv) == 0 && (pv >> 24) == 3) {
-            hex = pv;
-            minor = (pv >> 16) & 0xff;
-            static const char *lv[] = {"a", "b", "c", "rc"};
-            unsigned level = (pv >> 4) & 0xf, serial = pv & 0xf;
-            char tail[8] = "";
-            if (level >= 0xa && level <= 0xc)
-                snprintf(tail, sizeof tail, "%s%u", lv[level == 0xc ? 3 : level - 0xa], serial);
-            snprintf(py->version, sizeof py->version, "3.%d.%u%s", minor, (pv >> 8) & 0xff, tail);
-        }
-    }
-    if (minor < 0) {
-        minor = version_from_name(img->path);
-        if (minor < 0)
-            minor = version_from_name(exe_path);
-        if (sop__elf_find_version(&img->elf, minor, py->version, sizeof py->version) == 0)
-            minor = atoi(py->version + 2);
-        else if (minor >= 0)
-            snprintf(py->version, sizeof py->version, "3.%d", minor);
-    }
-    if (minor < 8) {
-        sop__missing_add(w->missing, "python", "CPython %s is not supported (3.8-3.13 are)",
-                         py->version[0] ? py->version : "version unknown");
-        rc = minor < 0 ? -ENOEXEC : -ENOTSUP;
-        goto out;
-    }
-    if (minor >= 13) {
-        uint8_t blob[SOP_DEBUG_OFFSETS_313_SIZE];
-        char why[160] = "";
-        int r = sop__rmem_read(&w->mem, w->runtime, blob, sizeof blob);
-        if (r == 0 &&
-            sop__pylayout_from_debug_offsets(blob, sizeof blob, hex, &w->L, why, sizeof why) == 0)
-            goto chosen;
-        if (r < 0)
-            snprintf(why, sizeof why, "debug offsets unreadable (%s)", sop__strerror(-r));
-        if (minor == 13) {
-            sop__missing_add(w->missing, "python", "%s; using the built-in 3.13 table", why);
-        } else {
-            sop__missing_add(w->missing, "python", "CPython %s: %s", py->version, why);
-            rc = -ENOTSUP;
-            goto out;
-        }
-    }
-    const sop_pylayout *t = sop__pylayout_table(minor);
-    if (!t) {
-        sop__missing_add(w->missing, "python", "CPython %s is not supported", py->version);
-        rc = -ENOTSUP;
-        goto out;
-    }
-    w->L = *t;
-chosen:
-    snprintf(py->layout, sizeof py->layout, "%s", w->L.source);
-out:
-    if (have_lib)
-        sop__elf_close(&lib.elf);
-    if (have_exe)
-        sop__elf_close(&exe.elf);
-    return rc;
+    return found->rc;
 }
 
 /* ---- GIL and GC ---------------------------------------------------------------------- */
 
 /* The thread state holding the GIL of `interp` (0 when released). */
-static uint64_t gil_holder(walker *w, uint64_t interp)
+uint64_t sop__pywalk_gil_holder(walker *w, uint64_t interp)
 {
     const sop_pylayout *L = &w->L;
     uint64_t base, locked_at, holder_at;
@@ -753,7 +538,7 @@ static uint64_t gil_holder(walker *w, uint64_t interp)
 
 /* generation_stats[g].collections from a read _gc_runtime_state, when the layout places the
  * array right before `collecting` (every known version) and the counts are plausible. */
-static void gc_collections(const sop_pylayout *L, const uint8_t *b, int64_t out[3])
+void sop__pywalk_gc_collections(const sop_pylayout *L, const uint8_t *b, int64_t out[3])
 {
     for (int g = 0; g < 3; g++)
         out[g] = SOP_NA;
@@ -771,7 +556,7 @@ static void gc_collections(const sop_pylayout *L, const uint8_t *b, int64_t out[
 }
 
 /* Address of the GC state of `interp` (3.8: in _PyRuntime). */
-static uint64_t gc_addr(const walker *w, uint64_t interp)
+uint64_t sop__pywalk_gc_addr(const walker *w, uint64_t interp)
 {
     return w->L.rt_gc ? w->runtime + w->L.rt_gc : interp + w->L.is_gc;
 }
@@ -779,7 +564,7 @@ static uint64_t gc_addr(const walker *w, uint64_t interp)
 static void read_gc(walker *w, uint64_t interp, sop_python *py, bool frozen)
 {
     const sop_pylayout *L = &w->L;
-    uint64_t gc = gc_addr(w, interp);
+    uint64_t gc = sop__pywalk_gc_addr(w, interp);
     uint8_t b[SOP_PYLAYOUT_GC_READ];
     if (L->gc_permanent + 16 > sizeof b || sop__rmem_read_direct(&w->mem, gc, b, sizeof b) < 0) {
         sop__missing_add(w->missing, "python", "GC state unreadable");
@@ -797,7 +582,7 @@ static void read_gc(walker *w, uint64_t interp, sop_python *py, bool frozen)
         py->gc_threshold[g] = rd32(b, go + L->gc_gen_threshold);
         py->gc_count[g] = rd32(b, go + L->gc_gen_count);
     }
-    gc_collections(L, b, py->gc_collections);
+    sop__pywalk_gc_collections(L, b, py->gc_collections);
     if (!frozen)
         return;
     /* Frozen objects: the permanent generation's list (gc.freeze() does not keep a count);
@@ -820,18 +605,6 @@ static void read_gc(walker *w, uint64_t interp, sop_python *py, bool frozen)
 
 /* ---- the collection ------------------------------------------------------------------ */
 
-typedef struct {
-    walker *w;
-    uint64_t tstate;
-    sop_pythread *t;
-    int rc;
-    uint64_t boot_frame; /* threading's _bootstrap frame, 0 when none */
-    int64_t raw_tid;     /* native_thread_id as read (3.11+), else 0 */
-    char why[160];
-    int retries;  /* walks after the first */
-    bool stopped; /* read while the thread is stopped (ptrace): its chain cannot move */
-} thread_job;
-
 static uint64_t chain_hash(const walker *w)
 {
     uint64_t h = 1469598103934665603ull;
@@ -848,7 +621,7 @@ static uint64_t chain_hash(const walker *w)
  * thread is partial (j->rc -EAGAIN, reason in j->why) with the frames of the last walk.
  * Without snapshots (/proc/PID/mem fallback) two walks in a row must read the same chain; a
  * stand-in memory (tests, fuzzing) does not move, so its first clean walk counts. */
-static void walk_with_retry(void *ctx, int tid)
+void sop__pywalk_with_retry(void *ctx, int tid)
 {
     thread_job *j = ctx;
     walker *w = j->w;
@@ -895,7 +668,7 @@ static void walk_stopped(void *ctx, int tid)
     thread_job *j = ctx;
     sop__rmem_flush(&j->w->mem);
     j->stopped = true;
-    walk_with_retry(ctx, tid);
+    sop__pywalk_with_retry(ctx, tid);
     j->stopped = false;
 }
 
@@ -1025,7 +798,7 @@ static int stack_refers_to(walker *w, int tid, uint64_t addr)
     return 0;
 }
 
-static int tid_from_stacks_once(walker *w, uint64_t tstate, int claimed, int *unscanned)
+int sop__pywalk_tid_from_stacks_once(walker *w, uint64_t tstate, int claimed, int *unscanned)
 {
     char path[300];
     snprintf(path, sizeof path, "%s/%d/task", w->proc_root, w->pid);
@@ -1067,7 +840,7 @@ static int tid_from_stacks(walker *w, uint64_t tstate, int claimed)
 {
     int unscanned = 0, tid = 0;
     for (int k = 0; k < STACK_SCAN_TRIES; k++) {
-        tid = tid_from_stacks_once(w, tstate, claimed, &unscanned);
+        tid = sop__pywalk_tid_from_stacks_once(w, tstate, claimed, &unscanned);
         if (tid || !unscanned)
             break;
         nanosleep(&(struct timespec){0, 1000000}, NULL);
@@ -1078,7 +851,7 @@ static int tid_from_stacks(walker *w, uint64_t tstate, int claimed)
 static int collect(walker *w, unsigned flags, sop_python *py)
 {
     const sop_pylayout *L = &w->L;
-    int rc = w->runtime ? 0 : find_runtime(w, py); /* given when the target is a fake */
+    int rc = w->runtime ? 0 : sop__pywalk_use_runtime(w, w->found, py); /* given when a fake */
     if (rc < 0)
         return rc;
     uint64_t interp;
@@ -1111,7 +884,7 @@ static int collect(walker *w, unsigned flags, sop_python *py)
     size_t nholders = 0, nts = 0;
     uint64_t last_interp = 0;
     for (int ni = 0; interp && ni < MAX_INTERPS; ni++) {
-        holders[nholders] = gil_holder(w, interp);
+        holders[nholders] = sop__pywalk_gil_holder(w, interp);
         if (sop__rmem_read(&w->mem, interp + L->is_id, &interp_ids[nholders], 8) < 0 ||
             interp_ids[nholders] < 0)
             interp_ids[nholders] = -1;
@@ -1167,7 +940,7 @@ static int collect(walker *w, unsigned flags, sop_python *py)
         sop_pythread *t = &py->threads[py->nthreads];
         memset(t, 0, sizeof *t);
         thread_job j = {w, tsa, t, 0, 0, 0, "", 0, false};
-        walk_with_retry(&j, 0);
+        sop__pywalk_with_retry(&j, 0);
         if (j.rc == -ESRCH || j.rc == -ENOMEM) {
             /* t is not counted in nthreads: free the frames a partial walk left in it */
             free(t->frames);
@@ -1195,7 +968,7 @@ static int collect(walker *w, unsigned flags, sop_python *py)
         }
         /* A tid is only believed when it is a task of this process: a torn or stale value
          * must never send --native to some other process's thread. */
-        if (t->tid > 0 && !task_exists(w, t->tid))
+        if (t->tid > 0 && !sop__pywalk_task_exists(w, t->tid))
             t->tid = 0;
         /* The main interpreter is the last of the list (its id is 0 on every version). */
         t->interp_id = interp_ids[ts_interp[nts - 1 - k]];
@@ -1220,7 +993,7 @@ static int collect(walker *w, unsigned flags, sop_python *py)
         if (!t->name[0] && t->tid == w->pid)
             snprintf(t->name, sizeof t->name, "MainThread");
         if (!t->name[0] && t->tid > 0) { /* not a threading thread: the kernel's name */
-            task_comm(w, t->tid, t->name, sizeof t->name);
+            sop__pywalk_task_comm(w, t->tid, t->name, sizeof t->name);
             t->name_from_comm = t->name[0] != '\0';
         }
         for (size_t h = 0; h < nholders; h++)
@@ -1325,7 +1098,7 @@ typedef struct {
 } fake_target;
 
 static int collect_at(int pid, const char *proc_root, unsigned flags, const fake_target *fake,
-                      sop_python **out, sop_missing *missing)
+                      const sop_pyruntime *rt, sop_python **out, sop_missing *missing)
 {
     *out = NULL;
     walker w;
@@ -1369,6 +1142,8 @@ static int collect_at(int pid, const char *proc_root, unsigned flags, const fake
     py->gc_enabled = py->gc_collecting = py->gc_frozen = SOP_NA;
     for (int g = 0; g < 3; g++)
         py->gc_threshold[g] = py->gc_count[g] = py->gc_collections[g] = SOP_NA;
+    if (rt && sop__pyruntime_current(rt, pid, w.proc_root))
+        w.found = rt;
     rc = collect(&w, flags, py);
     if (rc == -EFAULT || rc == -EAGAIN || rc == 0) {
         /* Reads that failed because the target exited count as "gone". */
@@ -1396,7 +1171,7 @@ static int collect_at(int pid, const char *proc_root, unsigned flags, const fake
         sop__missing_add(missing, "python", "read failed: %s", sop__strerror(-rc));
     }
 out:
-    free_codes(&w);
+    sop__pywalk_free_codes(&w);
     free(w.frame_set);
     free(w.frame_slots);
     free(w.chain);
@@ -1411,311 +1186,16 @@ out:
     return 0;
 }
 
-/* ---- repeated sampling ----------------------------------------------------------------- */
-
-#define SAMPLER_TID_CACHE 256u /* power of two: thread state address -> OS tid */
-#define GIL_STRUCT_BYTES 256u  /* struct _gil_runtime_state: locks and condvars it sleeps on */
-
-struct sop_pysampler {
-    walker w;
-    sop_python *py; /* owns the string pool of the cached code objects */
-    sop_pythread scratch;
-    uint64_t *tset, *tstates;
-    uint32_t *tslots;
-    struct {
-        uint64_t ts, thread_id;
-        int tid;
-        int stat_fd; /* /proc/PID/task/TID/stat kept open (pread per tick); -1 none */
-        int sys_fd;  /* /proc/PID/task/TID/syscall, opened when first needed; -1 none */
-        char name[64];
-    } tids[SAMPLER_TID_CACHE];
-};
-
-/* The address range of the GIL struct of `interp` (futex words of its mutex and condvars). */
-static uint64_t gil_base(walker *w, uint64_t interp)
-{
-    const sop_pylayout *L = &w->L;
-    if (L->is_ceval_gil_ptr) {
-        uint64_t base = 0;
-        if (sop__rmem_read_direct(&w->mem, interp + L->is_ceval_gil_ptr, &base, 8) < 0)
-            return 0;
-        return base;
-    }
-    return w->runtime + L->rt_gil_locked - L->gil_locked;
-}
-
-/* True when the thread sleeps in futex(2) on an address in [lo, lo + GIL_STRUCT_BYTES).
- * *fd caches /proc/PID/task/TID/syscall between ticks. */
-static bool futex_on(const walker *w, int tid, uint64_t lo, int *fd)
-{
-    char buf[256];
-    if (!lo)
-        return false;
-    if (*fd < 0) {
-        char path[300];
-        snprintf(path, sizeof path, "%s/%d/task/%d/syscall", w->proc_root, w->pid, tid);
-        *fd = open(path, O_RDONLY | O_CLOEXEC);
-        if (*fd < 0)
-            return false;
-    }
-    ssize_t got = pread(*fd, buf, sizeof buf - 1, 0);
-    if (got <= 0)
-        return false;
-    buf[got] = '\0';
-    char *end = NULL;
-    long nr = strtol(buf, &end, 10);
-    if (end == buf || nr != 202 /* x86-64 futex */)
-        return false;
-    unsigned long long a = strtoull(end, NULL, 16);
-    return a >= lo && a < lo + GIL_STRUCT_BYTES;
-}
-
-/* OS state letter from an open /proc/.../stat; '?' when unreadable (the task is gone). */
-static char stat_state(int fd, int64_t *majflt)
-{
-    char buf[512];
-    *majflt = SOP_NA;
-    if (fd < 0)
-        return '?';
-    ssize_t n = pread(fd, buf, sizeof buf - 1, 0);
-    if (n <= 0)
-        return '?';
-    buf[n] = '\0';
-    char *rp = strrchr(buf, ')');
-    if (!rp || rp[1] != ' ' || !rp[2])
-        return '?';
-    /* majflt is the 10th field after the comm: state ppid pgrp session tty tpgid flags minflt
-     * cminflt majflt (the sampler counts a sample "in a fault" when it rose since the last) */
-    const char *p = rp + 2;
-    for (int f = 1; f < 10 && *p; f++) {
-        while (*p && *p != ' ')
-            p++;
-        while (*p == ' ')
-            p++;
-    }
-    if (*p >= '0' && *p <= '9')
-        *majflt = sop__parse_i64(&p);
-    return rp[2];
-}
-
-/* The OS tid and threading name of the thread state at ts, read once per thread. */
-static size_t sampler_tid(sop_pysampler *s, uint64_t ts, const sop_pythread *t, int64_t raw_tid,
-                          uint64_t boot_frame, bool sub)
-{
-    size_t h = hash_ptr(ts) & (SAMPLER_TID_CACHE - 1);
-    if (s->tids[h].ts == ts && s->tids[h].thread_id == t->thread_id && s->tids[h].tid)
-        return h;
-    walker *w = &s->w;
-    int tid = 0;
-    if (raw_tid > 0 && raw_tid < INT32_MAX)
-        tid = (int)raw_tid;
-    if (!tid && t->thread_id && w->L.ts_native_thread_id == 0) {
-        int32_t v = 0;
-        if (sop__rmem_read(&w->mem, t->thread_id + GLIBC_PTHREAD_TID_OFFSET, &v, sizeof v) == 0 &&
-            v > 0)
-            tid = v;
-    }
-    if (tid > 0 && !task_exists(w, tid))
-        tid = 0;                   /* another PID namespace, or torn: unknown rather than wrong */
-    if (sub && w->L.minor <= 12) { /* a borrowed thread state: see tid_from_stacks */
-        int unscanned;             /* no retry here: an unknown tid is looked for again next tick */
-        tid = tid_from_stacks_once(w, ts, tid, &unscanned);
-    }
-    s->tids[h].ts = ts;
-    s->tids[h].thread_id = t->thread_id;
-    s->tids[h].tid = tid;
-    s->tids[h].name[0] = '\0';
-    if (s->tids[h].stat_fd >= 0)
-        close(s->tids[h].stat_fd);
-    if (s->tids[h].sys_fd >= 0)
-        close(s->tids[h].sys_fd);
-    s->tids[h].stat_fd = s->tids[h].sys_fd = -1;
-    if (tid > 0) {
-        char path[300];
-        snprintf(path, sizeof path, "%s/%d/task/%d/stat", w->proc_root, w->pid, tid);
-        s->tids[h].stat_fd = open(path, O_RDONLY | O_CLOEXEC);
-    }
-    uint64_t self = 0;
-    if (boot_frame && sop__rmem_u64(&w->mem, boot_frame + w->L.frame_localsplus, &self) == 0 &&
-        self)
-        (void)sop__py_instance_str_attr(&w->mem, &w->L, self, "_name", s->tids[h].name,
-                                        sizeof s->tids[h].name);
-    if (!s->tids[h].name[0] && tid == w->pid)
-        snprintf(s->tids[h].name, sizeof s->tids[h].name, "MainThread");
-    if (!s->tids[h].name[0] && tid > 0) /* not a threading thread: the kernel's name */
-        task_comm(w, tid, s->tids[h].name, sizeof s->tids[h].name);
-    return h;
-}
-
-int sop__python_sample_gc(sop_pysampler *s, sop_pygc *out)
-{
-    walker *w = &s->w;
-    out->collecting = SOP_NA;
-    for (int g = 0; g < 3; g++)
-        out->collections[g] = SOP_NA;
-    uint64_t interp;
-    int rc = sop__rmem_read_direct(&w->mem, w->runtime + w->L.rt_interp_head, &interp, 8);
-    if (rc < 0)
-        return rc;
-    if (!interp)
-        return -ENODATA;
-    uint8_t b[SOP_PYLAYOUT_GC_READ];
-    if ((rc = sop__rmem_read_direct(&w->mem, gc_addr(w, interp), b, sizeof b)) < 0)
-        return rc;
-    int32_t co = rd32(b, w->L.gc_collecting);
-    if (co != 0 && co != 1)
-        return -EINVAL;
-    out->collecting = co;
-    gc_collections(&w->L, b, out->collections);
-    return 0;
-}
-
-int sop__python_open(int pid, const char *proc_root, sop_pysampler **out, sop_missing *missing)
-{
-    *out = NULL;
-    sop_pysampler *s = calloc(1, sizeof *s);
-    if (!s)
-        return -ENOMEM;
-    walker *w = &s->w;
-    w->pid = pid;
-    w->proc_root = proc_root ? proc_root : "/proc";
-    w->missing = missing;
-    char path[300];
-    size_t len;
-    snprintf(path, sizeof path, "%s/%d/maps", w->proc_root, pid);
-    int rc = sop__read_file_at(AT_FDCWD, path, MAPS_MAX_BYTES, &w->maps, &len);
-    if (rc < 0) {
-        free(s);
-        return rc == -ENOENT ? -ESRCH : rc;
-    }
-    s->py = calloc(1, sizeof *s->py);
-    w->py = s->py;
-    w->code_index = calloc(CODE_SLOTS, sizeof *w->code_index);
-    w->frame_set = calloc(FRAME_SET_SLOTS, sizeof *w->frame_set);
-    w->frame_slots = calloc(4 * MAX_FRAMES + 1, sizeof *w->frame_slots);
-    w->chain = calloc(CHAIN_MAX, sizeof *w->chain);
-    w->chain_len = calloc(CHAIN_MAX, sizeof *w->chain_len);
-    w->max_attempts = SAMPLE_WALK_ATTEMPTS;
-    s->tset = calloc(THREAD_SET_SLOTS, sizeof *s->tset);
-    s->tstates = calloc(MAX_THREADS, sizeof *s->tstates);
-    s->tslots = calloc(MAX_THREADS, sizeof *s->tslots);
-    for (size_t i = 0; i < SAMPLER_TID_CACHE; i++)
-        s->tids[i].stat_fd = s->tids[i].sys_fd = -1;
-    if (!s->tslots || !s->py || !w->code_index || !w->frame_set || !w->frame_slots || !w->chain ||
-        !w->chain_len || !s->tset || !s->tstates ||
-        sop__rmem_open(&w->mem, pid, w->proc_root) < 0) {
-        rc = -ENOMEM;
-        goto fail;
-    }
-    rc = find_runtime(w, s->py);
-    free(w->maps);
-    w->maps = NULL;
-    if (rc == 0) {
-        *out = s;
-        return 0;
-    }
-fail:
-    sop__python_close(s);
-    return rc;
-}
-
-int sop__python_sample(sop_pysampler *s, sop_pysample_cb cb, void *ctx)
-{
-    walker *w = &s->w;
-    const sop_pylayout *L = &w->L;
-    sop__rmem_flush(&w->mem);
-    uint64_t interp;
-    int rc = sop__rmem_u64(&w->mem, w->runtime + L->rt_interp_head, &interp);
-    if (rc < 0)
-        return rc;
-    /* The main interpreter (last of the list) first, so an OS thread that also runs a
-     * subinterpreter is first seen, and named, through its threading thread. */
-    uint64_t interps[MAX_INTERPS];
-    int ninterps = 0;
-    while (interp && ninterps < MAX_INTERPS) {
-        interps[ninterps++] = interp;
-        if (sop__rmem_u64(&w->mem, interp + L->is_next, &interp) < 0)
-            break;
-    }
-    int seen = 0;
-    for (int ni = ninterps - 1; ni >= 0; ni--) {
-        interp = interps[ni];
-        uint64_t holder = gil_holder(w, interp), gbase = gil_base(w, interp);
-        uint64_t ts = 0;
-        size_t nts = 0;
-        if ((rc = sop__rmem_u64(&w->mem, interp + L->is_tstate_head, &ts)) < 0)
-            return rc;
-        while (ts && nts < MAX_THREADS) {
-            size_t slot;
-            if (!set_add_at(s->tset, THREAD_SET_SLOTS, ts, &slot))
-                break; /* torn list: what was read so far */
-            s->tslots[nts] = (uint32_t)slot;
-            s->tstates[nts++] = ts;
-            if (sop__rmem_u64(&w->mem, ts + L->ts_next, &ts) < 0)
-                break;
-        }
-        for (size_t k = 0; k < nts; k++) /* empty the set for the next tick */
-            s->tset[s->tslots[k]] = 0;
-        bool sub = ni != ninterps - 1;
-        for (size_t k = 0; k < nts; k++) {
-            uint64_t tsa = s->tstates[nts - 1 - k]; /* oldest (main) first */
-            thread_job j = {w, tsa, &s->scratch, 0, 0, 0, "", 0, false};
-            walk_with_retry(&j, 0);
-            if (j.rc == -ESRCH)
-                return -ESRCH;
-            if (j.rc == -ENOMEM)
-                return -ENOMEM;
-            sop_pysample smp;
-            memset(&smp, 0, sizeof smp);
-            size_t h = sampler_tid(s, tsa, &s->scratch, j.raw_tid, j.boot_frame, sub);
-            smp.tid = s->tids[h].tid;
-            smp.name = s->tids[h].name;
-            smp.gil = holder && holder == tsa;
-            smp.majflt = SOP_NA;
-            smp.state = smp.tid > 0 ? stat_state(s->tids[h].stat_fd, &smp.majflt) : '?';
-            if (!smp.gil && smp.state != 'R' && smp.tid > 0)
-                smp.gil_wait = futex_on(w, smp.tid, gbase, &s->tids[h].sys_fd);
-            smp.frames = s->scratch.frames;
-            smp.nframes = s->scratch.nframes;
-            smp.torn = j.rc == -EAGAIN;
-            smp.retries = j.retries;
-            cb(ctx, &smp);
-            seen++;
-        }
-    }
-    return seen;
-}
-
-void sop__python_close(sop_pysampler *s)
-{
-    if (!s)
-        return;
-    walker *w = &s->w;
-    free_codes(w);
-    free(w->frame_set);
-    free(w->frame_slots);
-    free(w->chain);
-    free(w->chain_len);
-    free(w->maps);
-    sop__rmem_close(&w->mem);
-    free(s->scratch.frames);
-    free(s->tset);
-    free(s->tstates);
-    free(s->tslots);
-    for (size_t i = 0; i < SAMPLER_TID_CACHE; i++) {
-        if (s->tids[i].stat_fd >= 0)
-            close(s->tids[i].stat_fd);
-        if (s->tids[i].sys_fd >= 0)
-            close(s->tids[i].sys_fd);
-    }
-    sop__python_free(s->py);
-    free(s);
-}
-
 int sop__python_collect(int pid, const char *proc_root, unsigned flags, sop_python **out,
                         sop_missing *missing)
 {
-    return collect_at(pid, proc_root, flags, NULL, out, missing);
+    return collect_at(pid, proc_root, flags, NULL, NULL, out, missing);
+}
+
+int sop__python_collect_with(const sop_pyruntime *rt, int pid, const char *proc_root,
+                             unsigned flags, sop_python **out, sop_missing *missing)
+{
+    return collect_at(pid, proc_root, flags, NULL, rt, out, missing);
 }
 
 int sop__python_collect_fake(sop_rmem_source source, void *ctx, int minor, uint64_t runtime,
@@ -1728,40 +1208,6 @@ int sop__python_collect_fake(sop_rmem_source source, void *ctx, int minor, uint6
     }
     fake_target fake = {source, ctx, L, runtime};
     /* pid 0 under an absent root: every /proc look-up (task states, tids) fails harmlessly. */
-    return collect_at(0, "/nonexistent-sop-fake-root", flags & ~SOP_PY_NATIVE, &fake, out, missing);
-}
-
-/* ---- locating the runtime for other walkers (heap_walk.c) ------------------------------- */
-
-int sop__python_locate(int pid, const char *proc_root, sop_pylayout *L, uint64_t *runtime,
-                       char *version, size_t version_len, sop_missing *missing)
-{
-    walker w;
-    memset(&w, 0, sizeof w);
-    w.pid = pid;
-    w.proc_root = proc_root ? proc_root : "/proc";
-    w.missing = missing;
-    char path[300];
-    size_t len;
-    snprintf(path, sizeof path, "%s/%d/maps", w.proc_root, pid);
-    int rc = sop__read_file_at(AT_FDCWD, path, MAPS_MAX_BYTES, &w.maps, &len);
-    if (rc < 0)
-        return rc == -ENOENT ? -ESRCH : rc;
-    sop_python *py = calloc(1, sizeof *py);
-    if (!py || sop__rmem_open(&w.mem, pid, w.proc_root) < 0) {
-        free(py);
-        free(w.maps);
-        return -ENOMEM;
-    }
-    w.py = py;
-    rc = find_runtime(&w, py);
-    if (rc == 0) {
-        *L = w.L;
-        *runtime = w.runtime;
-        snprintf(version, version_len, "%s", py->version);
-    }
-    free(w.maps);
-    sop__rmem_close(&w.mem);
-    sop__python_free(py);
-    return rc;
+    return collect_at(0, "/nonexistent-sop-fake-root", flags & ~SOP_PY_NATIVE, &fake, NULL, out,
+                      missing);
 }

@@ -1,7 +1,8 @@
 /* python.h — the CPython probe: find the interpreter of a process from outside (ELF symbols,
  * _PyRuntime, version; _Py_DebugOffsets on 3.13+, per-version layouts for 3.8-3.12) and walk
  * interpreters -> thread states -> frames without stopping the target; with SOP_PY_NATIVE,
- * also native stacks via libunwind-ptrace (probes/python/native.c is its only home).
+ * also native stacks via libunwind-ptrace (probes/python/native.c is its only home). Finding
+ * the runtime is py_runtime.c, the walk py_walk.c, repeated sampling py_sample.c.
  * Depends on libc (and libunwind in native.c). */
 #ifndef SOP_PYTHON_H
 #define SOP_PYTHON_H
@@ -12,6 +13,7 @@
 
 #include "../missing.h"
 #include "py_layouts.h"
+#include "py_runtime.h"
 #include "remote_mem.h"
 
 #define SOP_PY_NATIVE 0x1u  /* interrupt each thread briefly and unwind its native stack */
@@ -115,11 +117,10 @@ void sop__python_free(sop_python *py);
 int sop__python_collect_fake(sop_rmem_source source, void *ctx, int minor, uint64_t runtime,
                              unsigned flags, sop_python **out, sop_missing *missing);
 
-/* Find the runtime of `pid` as sop__python_collect does (ELF symbols, version, layout) and
- * return its layout, the address of _PyRuntime and the version text, for walkers of other
- * structures (heap_walk.c). Returns as sop__python_collect. */
-int sop__python_locate(int pid, const char *proc_root, sop_pylayout *L, uint64_t *runtime,
-                       char *version, size_t version_len, sop_missing *missing);
+/* The same with the runtime found for this collection (py_runtime.h), used when it still
+ * describes the process (else found again); NULL finds it. The runtime stays the caller's. */
+int sop__python_collect_with(const sop_pyruntime *rt, int pid, const char *proc_root,
+                             unsigned flags, sop_python **out, sop_missing *missing);
 
 /* Repeated sampling (engine/sampler.c): the runtime is found once at open; each
  * sop__python_sample re-reads every thread's frames (page cache emptied first, code objects
@@ -144,6 +145,9 @@ typedef void (*sop_pysample_cb)(void *ctx, const sop_pysample *t);
 
 /* Returns 0, -ENOEXEC (not CPython), -ENOTSUP, -ESRCH, -EPERM/-EACCES, -ENOMEM. */
 int sop__python_open(int pid, const char *proc_root, sop_pysampler **out, sop_missing *missing);
+/* The same with the runtime found for this collection (as sop__python_collect_with). */
+int sop__python_open_with(const sop_pyruntime *rt, int pid, const char *proc_root,
+                          sop_pysampler **out, sop_missing *missing);
 /* One tick. Returns the number of threads seen, or -ESRCH when the process is gone, or
  * another negative errno when the thread list could not be read. */
 int sop__python_sample(sop_pysampler *s, sop_pysample_cb cb, void *ctx);

@@ -1,0 +1,125 @@
+/* py_walk_int.h — what the stack walker (py_walk.c) shares with the repeated sampler
+ * (py_sample.c): the walker's state, the bounds, and the walk of one thread. Private to
+ * probes/python; the public face is python.h. Depends on libc. */
+#ifndef SOP_PY_WALK_INT_H
+#define SOP_PY_WALK_INT_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <string.h>
+
+#include "python.h"
+
+#define MAX_INTERPS 64
+#define MAX_THREADS 4096
+#define MAX_FRAMES 2048
+#define MAX_LINETABLE_BYTES (1u << 20)
+#define CODE_SLOTS 4096u       /* power of two */
+#define FRAME_SET_SLOTS 16384u /* > 2 x the depth bound (4 x MAX_FRAMES) */
+#define THREAD_SET_SLOTS 16384u
+#define MAPS_MAX_BYTES (16u << 20)
+#define FROZEN_MAX 50000
+#define SOP_STR_(x) #x
+#define SOP_STR(x) SOP_STR_(x)
+/* glibc (2.26-2.39, x86-64): offsetof(struct pthread, tid); pthread_t is the address of
+ * struct pthread. Checked by experiment against threading.get_native_id() on Debian 12. */
+#define GLIBC_PTHREAD_TID_OFFSET 0x2d0
+
+typedef struct {
+    uint64_t addr;
+    const char *func, *file; /* in the sop_python's string pool */
+    int firstlineno;
+    uint8_t *lines;
+    size_t nlines;
+} code_entry;
+
+typedef struct {
+    int pid;
+    const char *proc_root;
+    sop_rmem mem;
+    sop_pylayout L;
+    uint64_t runtime;
+    uint64_t code_type; /* &PyCode_Type in the target; 0 when unknown */
+    sop_python *py;     /* being filled (owns the string pool) */
+    code_entry *codes;  /* ncodes entries, found through code_index (1-based, 0 = empty) */
+    size_t ncodes, codes_cap;
+    uint32_t *code_index;
+    uint64_t *frame_set;   /* FRAME_SET_SLOTS; empty between walks */
+    uint32_t *frame_slots; /* slots filled by the current walk (to empty them after) */
+    size_t nframe_slots;
+    sop_missing *missing;
+    char *maps;
+    /* What the last walk read of the chain (thread state, cframe, frames), for the snapshot
+     * that verifies it, and how many of those reads the last snapshot did not serve. */
+    uint64_t *chain;
+    size_t *chain_len;
+    size_t nchain;
+    uint64_t chain_reads;
+    int max_attempts;           /* walks per thread before it is reported partial */
+    const sop_pyruntime *found; /* the runtime found for this collection, when still current */
+} walker;
+
+#define CHAIN_MAX (MAX_FRAMES + 8)
+#define DUMP_WALK_ATTEMPTS 200  /* each after the first: 1 syscall + a walk from the cache */
+#define SAMPLE_WALK_ATTEMPTS 48 /* per thread per tick */
+
+typedef struct {
+    walker *w;
+    uint64_t tstate;
+    sop_pythread *t;
+    int rc;
+    uint64_t boot_frame; /* threading's _bootstrap frame, 0 when none */
+    int64_t raw_tid;     /* native_thread_id as read (3.11+), else 0 */
+    char why[160];
+    int retries;  /* walks after the first */
+    bool stopped; /* read while the thread is stopped (ptrace): its chain cannot move */
+} thread_job;
+
+static inline int32_t rd32(const uint8_t *b, uint32_t off)
+{
+    int32_t v;
+    memcpy(&v, b + off, sizeof v);
+    return v;
+}
+
+static inline size_t hash_ptr(uint64_t p)
+{
+    return (size_t)((p >> 3) * 0x9E3779B97F4A7C15ull >> 20);
+}
+
+/* Add p to an open-addressing set of `cap` slots; false when already there (or full).
+ * *slot (when not NULL) gets the slot used, so a caller can clear just those. */
+static inline bool set_add_at(uint64_t *set, size_t cap, uint64_t p, size_t *slot)
+{
+    size_t i = hash_ptr(p) & (cap - 1);
+    for (size_t k = 0; k < cap; k++, i = (i + 1) & (cap - 1)) {
+        if (set[i] == p)
+            return false;
+        if (set[i] == 0) {
+            set[i] = p;
+            if (slot)
+                *slot = i;
+            return true;
+        }
+    }
+    return false;
+}
+
+/* Walk the thread of j (a thread_job) until verified or out of attempts; tid unused. */
+void sop__pywalk_with_retry(void *ctx, int tid);
+/* The thread state holding the GIL of `interp` (0 when released). */
+uint64_t sop__pywalk_gil_holder(walker *w, uint64_t interp);
+/* Address of the GC state of `interp` (3.8: in _PyRuntime). */
+uint64_t sop__pywalk_gc_addr(const walker *w, uint64_t interp);
+/* generation_stats[g].collections from a read _gc_runtime_state (SOP_NA where not placed). */
+void sop__pywalk_gc_collections(const sop_pylayout *L, const uint8_t *b, int64_t out[3]);
+void sop__pywalk_free_codes(walker *w);
+/* The runtime for this walk: `found` when given (still current), else found now. */
+int sop__pywalk_use_runtime(walker *w, const sop_pyruntime *found, sop_python *py);
+/* The OS thread whose live stack refers to tstate (see py_walk.c), or `claimed`. */
+int sop__pywalk_tid_from_stacks_once(walker *w, uint64_t tstate, int claimed, int *unscanned);
+bool sop__pywalk_task_exists(const walker *w, int tid);
+/* The thread's name as the kernel has it (comm, no newline). */
+void sop__pywalk_task_comm(const walker *w, int tid, char *out, size_t cap);
+
+#endif
