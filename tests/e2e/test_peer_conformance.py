@@ -165,9 +165,16 @@ def subinterpreters(tag, minor, py, native):
             return
         iid = int(parts[2])
         sfx = " (--native)" if native else ""
-        rc, doc = dump(t.pid, *(["--native"] if native else []))
+        # "ready" is printed just before the main thread calls main_park: look again
+        # (bounded) until it is there, so a fast dump cannot catch the line before
+        for _ in range(50):
+            rc, doc = dump(t.pid, *(["--native"] if native else []))
+            ths = doc.get("threads", [])
+            if any([f.get("func") for f in x.get("frames", [])][:1] == ["main_park"]
+                   for x in ths if x.get("name") == "MainThread"):
+                break
+            time.sleep(0.1)
         C.check(rc == 0, "%s subinterp%s: dump exit 0" % (tag, sfx), doc.get("error"))
-        ths = doc.get("threads", [])
         sub = [x for x in ths if any(f.get("func") == "sub_park" for f in x.get("frames", []))]
         runner = [x for x in ths if x.get("name") == "sub-runner" and x.get("interp") == 0]
         s0 = sub[0] if len(sub) == 1 else {}
@@ -263,11 +270,17 @@ def shutdown(tag, py):
                 if not line:
                     break
                 held = line.strip()
-            rc, doc = dump(t.pid)
-            th = doc.get("threads", [])
-            main = [x for x in th if x.get("name") == "MainThread"]
-            fr = [f.get("func", "").split(".")[-1]
-                  for f in (main[0].get("frames", []) if main else [])]
+            # "held finalizing" is printed just before __del__ calls wait_for: look again
+            # (bounded) until it is there, so a fast dump cannot catch the line before
+            for _ in range(50):
+                rc, doc = dump(t.pid)
+                th = doc.get("threads", [])
+                main = [x for x in th if x.get("name") == "MainThread"]
+                fr = [f.get("func", "").split(".")[-1]
+                      for f in (main[0].get("frames", []) if main else [])]
+                if fr[:1] == ["wait_for"] or held != "held finalizing":
+                    break
+                time.sleep(0.1)
             C.check(held == "held finalizing" and rc == 0 and doc.get("finalizing") is True and
                     fr[:2] == ["wait_for", "__del__"] and main[0].get("complete"),
                     "%s shutdown: finalizing, said so, with the __del__ stack" % tag,
