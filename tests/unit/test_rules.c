@@ -112,9 +112,9 @@ static void test_limits(void)
     char *src = t_slurp("rules/limits.lua", &len);
     sop_value *ev = small_ev(), *out = NULL;
     struct timespec a, b;
-    clock_gettime(CLOCK_MONOTONIC, &a);
+    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &a);
     CHECK_EQ_I(sop__rules_run(r, ev, &out, err, sizeof err), 0);
-    clock_gettime(CLOCK_MONOTONIC, &b);
+    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &b);
     printf("limits pack (default limits): %.0f ms\n",
            (b.tv_sec - a.tv_sec) * 1e3 + (b.tv_nsec - a.tv_nsec) / 1e6);
     for (const sop_value *f = sop__v_get(out, "rule_errors")->child; f; f = f->next)
@@ -550,17 +550,17 @@ static void test_timing(void)
     sop_value *out = NULL;
     int runs = 200;
     struct timespec a, b;
-    clock_gettime(CLOCK_MONOTONIC, &a);
+    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &a);
     for (int i = 0; i < runs; i++) {
         sop__v_free(out);
         out = NULL;
         CHECK_EQ_I(sop__rules_run(r, ev, &out, err, sizeof err), 0);
     }
-    clock_gettime(CLOCK_MONOTONIC, &b);
+    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &b);
     double ms = ((b.tv_sec - a.tv_sec) * 1e3 + (b.tv_nsec - a.tv_nsec) / 1e6) / runs;
     printf("timing: 30 rules over %zu evidence nodes: %.3f ms per run\n", nodes, ms);
     CHECK_EQ_I(count_of(out, "findings"), 30);
-    CHECK(ms < 50); /* loose: only catches a pathological slowdown */
+    CHECK(ms < 50); /* CPU time of this thread, so a loaded host does not fail it; loose */
     sop__v_free(out);
     sop__rules_free(r);
     sop__v_free(ev);
@@ -651,9 +651,9 @@ static void test_patterns(void)
     char *src = t_slurp("rules/patterns.lua", &len);
     sop_value *ev = pattern_ev(), *out = NULL;
     struct timespec a, b;
-    clock_gettime(CLOCK_MONOTONIC, &a);
+    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &a);
     CHECK_EQ_I(sop__rules_run(r, ev, &out, err, sizeof err), 0);
-    clock_gettime(CLOCK_MONOTONIC, &b);
+    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &b);
     double ms = (b.tv_sec - a.tv_sec) * 1e3 + (b.tv_nsec - a.tv_nsec) / 1e6;
     printf("patterns pack: %.0f ms\n", ms);
     CHECK(ms < 1500);
@@ -819,7 +819,7 @@ static void test_pattern_worst_case(void)
                           &c);
         CHECK(!c.over);
         struct timespec a, b;
-        clock_gettime(CLOCK_MONOTONIC, &a);
+        clock_gettime(CLOCK_THREAD_CPUTIME_ID, &a);
         lua_getglobal(L, "string");
         lua_getfield(L, -1, fn[shapes[i].kind]);
         lua_pushlstring(L, s, lo);
@@ -841,7 +841,7 @@ static void test_pattern_worst_case(void)
             lua_call(L, 2, 0);
         }
         lua_settop(L, 0);
-        clock_gettime(CLOCK_MONOTONIC, &b);
+        clock_gettime(CLOCK_THREAD_CPUTIME_ID, &b);
         double ms = (b.tv_sec - a.tv_sec) * 1e3 + (b.tv_nsec - a.tv_nsec) / 1e6;
         printf("pattern worst case: %-6s %-14.14s n=%-9zu %.1e steps %6.1f ms\n",
                fn[shapes[i].kind], pat, lo, c.steps, ms);
@@ -869,14 +869,14 @@ static void test_pattern_worst_case(void)
         for (int k = 0; k < q - 1; k++)
             strcat(pat, "a");
         struct timespec a, b;
-        clock_gettime(CLOCK_MONOTONIC, &a);
+        clock_gettime(CLOCK_THREAD_CPUTIME_ID, &a);
         lua_getglobal(L, "string");
         lua_getfield(L, -1, "find");
         lua_pushlstring(L, s, (size_t)q - 1);
         lua_pushstring(L, pat);
         lua_call(L, 2, 0);
         lua_settop(L, 0);
-        clock_gettime(CLOCK_MONOTONIC, &b);
+        clock_gettime(CLOCK_THREAD_CPUTIME_ID, &b);
         double ms = (b.tv_sec - a.tv_sec) * 1e3 + (b.tv_nsec - a.tv_nsec) / 1e6;
         printf("pattern worst case: find   (a?)^%d a^%d   %6.1f ms\n", q - 1, q - 1, ms);
         worst_ms = ms > worst_ms ? ms : worst_ms;
