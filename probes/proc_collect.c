@@ -15,7 +15,6 @@
 #include "proc.h"
 
 #define ENVIRON_MAX_BYTES (1u << 20)
-#define MAPS_MAX_BYTES (16u << 20)
 /* smaps is read (for resident kB per mapped file) only when data/shared file mappings span at
  * least this much address space; and at most SMAPS_MAX_BYTES of it (cut: the parser copes). */
 #define SMAPS_TRIGGER_KB (64 * 1024)
@@ -204,7 +203,7 @@ int sop__proc_collect(int proc_dirfd, int pid, sop_proc *out, sop_missing *missi
         miss(missing, "environ", rc);
     }
 
-    rc = sop__read_file_at(proc_dirfd, "maps", MAPS_MAX_BYTES, &big, &blen);
+    rc = sop__read_file_at(proc_dirfd, "maps", SOP_MAPS_MAX_BYTES, &big, &blen);
     if (rc == 0)
         rc = sop__parse_maps(big, &out->libs);
     if (rc == 0)

@@ -13,8 +13,6 @@
 
 #include "proc_tree.h"
 
-#define TREE_MAPS_MAX_BYTES (16u << 20)
-
 void sop__tree_free(sop_tree_sched *t)
 {
     if (!t)
@@ -150,7 +148,7 @@ static void read_final(int pfd, sop_tree_proc *p)
     char *maps = NULL;
     size_t len = 0;
     p->nlibs = 0;
-    if (sop__read_file_at(pfd, "maps", TREE_MAPS_MAX_BYTES, &maps, &len) == 0) {
+    if (sop__read_file_at(pfd, "maps", SOP_MAPS_MAX_BYTES, &maps, &len) == 0) {
         sop_libs *libs = malloc(sizeof *libs);
         if (libs && sop__parse_maps(maps, libs) == 0) {
             for (size_t i = 0; i < libs->n && p->nlibs < sizeof p->libs / sizeof p->libs[0]; i++) {

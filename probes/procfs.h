@@ -8,6 +8,10 @@
 
 #include "na.h" /* SOP_NA: "not measured" */
 
+/* Cap on one read of /proc/PID/maps (the process map, the Python runtime search, the sampler's
+ * re-read): 16 MiB is some 150,000 mappings; a longer file is read truncated. */
+#define SOP_MAPS_MAX_BYTES (16u << 20)
+
 /* Read the file `path` (relative to dirfd; AT_FDCWD for absolute) into a NUL-terminated
  * buffer of at most `max_bytes` bytes. On success *out is malloc'd (caller frees) and *len
  * its length; a file longer than max_bytes is truncated (a parser must cope). Returns 0 or

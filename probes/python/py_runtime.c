@@ -15,8 +15,6 @@
 #include "../procfs.h"
 #include "elf.h"
 
-#define MAPS_MAX_BYTES (16u << 20)
-
 static int version_from_name(const char *path)
 {
     const char *b = strrchr(path, '/');
@@ -241,7 +239,7 @@ int sop__pyruntime_find(int pid, const char *proc_root, sop_pyruntime *rt, sop_m
     char *maps = NULL;
     size_t len;
     snprintf(path, sizeof path, "%s/%d/maps", proc_root, pid);
-    int rc = sop__read_file_at(AT_FDCWD, path, MAPS_MAX_BYTES, &maps, &len);
+    int rc = sop__read_file_at(AT_FDCWD, path, SOP_MAPS_MAX_BYTES, &maps, &len);
     if (rc < 0) {
         rt->rc = rc == -ENOENT ? -ESRCH : rc;
         return rt->rc;

@@ -1111,7 +1111,7 @@ static int collect_at(int pid, const char *proc_root, unsigned flags, const fake
     int rc;
     if (!fake) {
         snprintf(path, sizeof path, "%s/%d/maps", w.proc_root, pid);
-        rc = sop__read_file_at(AT_FDCWD, path, MAPS_MAX_BYTES, &w.maps, &len);
+        rc = sop__read_file_at(AT_FDCWD, path, SOP_MAPS_MAX_BYTES, &w.maps, &len);
         if (rc < 0) {
             if (rc == -ENOENT)
                 rc = -ESRCH;

@@ -17,7 +17,6 @@
 #define CODE_SLOTS 4096u       /* power of two */
 #define FRAME_SET_SLOTS 16384u /* > 2 x the depth bound (4 x MAX_FRAMES) */
 #define THREAD_SET_SLOTS 16384u
-#define MAPS_MAX_BYTES (16u << 20)
 #define FROZEN_MAX 50000
 #define SOP_STR_(x) #x
 #define SOP_STR(x) SOP_STR_(x)
