@@ -3,14 +3,9 @@
 # with a syntax error (exit 2, file:line on stderr, also inside a required plugin), a rule
 # that raises (a rule_errors entry, the others still run), `--set` of an unknown key (exit 2),
 # and luacheck on the pack. Needs SOPCTL, SOP_SRC (from ctest) and jq.
-set -u
+. "$(dirname "$0")/lib.sh"
 SOPCTL=${SOPCTL:?set SOPCTL}
 SRC=${SOP_SRC:?set SOP_SRC}
-pass=0 fail=0
-ok() { pass=$((pass + 1)); echo "ok   $*"; }
-bad() { fail=$((fail + 1)); echo "FAIL $*"; }
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
 IDS="oom.killed mem.near_limit mem.fork_cow cpu.oversubscribed cpu.throttled io.d_state io.small_reads"
 
 "$SOPCTL" check "$SRC/rules.lua" >"$tmp/out" 2>"$tmp/err"
@@ -68,5 +63,4 @@ else
   echo "skip luacheck (not installed)"
 fi
 
-echo "$pass passed, $fail failed"
-[ "$fail" = 0 ]
+finish

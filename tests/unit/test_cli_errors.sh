@@ -4,13 +4,9 @@
 # `-`) are read as evidence, rules, site or plugin, anything else (a FIFO, a directory) is exit
 # 2 naming it without blocking (item 5); the minor usage errors of item 10. Needs SOPCTL,
 # SOP_SRC; a FIFO read that blocked is caught by `timeout`.
-set -u
+. "$(dirname "$0")/lib.sh"
 SOPCTL=$(readlink -f "${SOPCTL:?set SOPCTL}")
 SRC=${SOP_SRC:?set SOP_SRC}
-pass=0 fail=0
-ok() { pass=$((pass + 1)); echo "ok   $*"; }
-bad() { fail=$((fail + 1)); echo "FAIL $*"; }
-tmp=$(mktemp -d)
 pids=()
 cleanup() { for p in "${pids[@]}"; do kill "$p" 2>/dev/null; done; rm -rf "$tmp"; }
 trap cleanup EXIT
@@ -129,5 +125,4 @@ grep -q "fewer than two samples" "$tmp/err" && ok "one sample: says so" || bad "
 expect2 "record --duration 1 --rate 1" "$SOPCTL" record --pid "$busy" --duration 1 --rate 1 -o "$tmp/r.txt"
 kill "$busy" 2>/dev/null
 
-echo "$pass passed, $fail failed"
-[ "$fail" = 0 ]
+finish

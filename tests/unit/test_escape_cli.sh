@@ -4,14 +4,9 @@
 # argv holding a Markdown link, an <img> and a backtick, and invalid UTF-8 bytes. md and text
 # carry no raw control byte and no live markup from them; JSON is valid JSON text and valid
 # UTF-8. The per-format, per-place table is tests/unit/test_escape.c. Needs SOPCTL, SOP_SRC, jq.
-set -u
+. "$(dirname "$0")/lib.sh"
 SOPCTL=${SOPCTL:?set SOPCTL}
 SRC=${SOP_SRC:?set SOP_SRC}
-pass=0 fail=0
-ok() { pass=$((pass + 1)); echo "ok   $*"; }
-bad() { fail=$((fail + 1)); echo "FAIL $*"; }
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
 # invalid UTF-8 (\xff, \xc0\xaf) written raw into the JSON strings, escapes as \u escapes
 jq '.python = ((.python // {}) + {version: "3.11\u001b[2J\u0007\r\nFAKE"})
     | .proc.comm = "py[x](http://e.example)<img src=x>`"
@@ -40,5 +35,4 @@ print(" ".join(m for m in ("<img", "<script", "](") if m in text))
 PY
 )
 [ -z "$live" ] && ok "md: no live <img>, <script> or link" || bad "md: live markup: $live"
-echo "$pass passed, $fail failed"
-[ "$fail" = 0 ]
+finish

@@ -5,14 +5,9 @@
 # with a peak RSS a small multiple of its size; nesting past 64 levels, trailing garbage and
 # keys of the wrong type are exit 2 naming the byte offset or the key. RSS is measured by
 # python3 (getrusage of the child): a memory bound, not a timing one. Needs SOPCTL, SOP_SRC, jq.
-set -u
+. "$(dirname "$0")/lib.sh"
 SOPCTL=${SOPCTL:?set SOPCTL}
 SRC=${SOP_SRC:?set SOP_SRC}
-pass=0 fail=0
-ok() { pass=$((pass + 1)); echo "ok   $*"; }
-bad() { fail=$((fail + 1)); echo "FAIL $*"; }
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
 EV="$SRC/tests/replay/healthy.json"
 
 # run_rss FILE: runs `sopctl run --evidence FILE`; prints "exit peak_rss_kb", stderr in $tmp/err
@@ -77,5 +72,4 @@ for edit in '.pid = "4242"' '.threads = {}' '.proc = 5' '.host = []' '.threads[0
   [ "$rc" = 2 ] && grep -qF "key '$key'" "$tmp/err" && ok "$edit: exit 2 naming '$key'" \
     || bad "$edit: exit $rc: $(head -c 200 "$tmp/err")"
 done
-echo "$pass passed, $fail failed"
-[ "$fail" = 0 ]
+finish

@@ -6,14 +6,9 @@
 # fails, and so does a made-up one in a test pack). Entries of other groups are listed when
 # their names do not appear in docs/evidence.md (a note, not a failure: those groups have no
 # table yet). Needs SOPCTL, SOP_SRC and jq.
-set -u
+. "$(dirname "$0")/lib.sh"
 SOPCTL=${SOPCTL:?set SOPCTL}
 SRC=${SOP_SRC:?set SOP_SRC}
-pass=0 fail=0
-ok() { pass=$((pass + 1)); echo "ok   $*"; }
-bad() { fail=$((fail + 1)); echo "FAIL $*"; }
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
 
 "$SOPCTL" evidence --doc >"$tmp/evidence.md" 2>"$tmp/err"
 rc=$?
@@ -76,5 +71,4 @@ notes=$(jq -r --slurpfile s "$tmp/schema.json" '($s[0].groups | map(.group)) as 
          if (!(s in w)) { print; break } } }' "$tmp/words" -)
 [ -n "$notes" ] && echo "note: reads entries of groups without a table whose names docs/evidence.md does not show: $notes"
 
-echo "$pass passed, $fail failed"
-[ "$fail" = 0 ]
+finish

@@ -4,14 +4,9 @@
 # says Python objects explain the growth; the native case (numpy buffers) says they do not and
 # points to memray's native mode; near the limit, the largest types are named. Needs SOPCTL,
 # SOP_SRC and jq.
-set -u
+. "$(dirname "$0")/lib.sh"
 SOPCTL=${SOPCTL:?set SOPCTL}
 SRC=${SOP_SRC:?set SOP_SRC}
-pass=0 fail=0
-ok() { pass=$((pass + 1)); echo "ok   $*"; }
-bad() { fail=$((fail + 1)); echo "FAIL $*"; }
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
 
 # field CASE RULE FIELD LANG -> the text of that finding's field
 field() {
@@ -63,5 +58,4 @@ hasnt "no census: no census sentence" "$e" "heap census"
 f=$(jq -r '.findings[] | select(.id == "mem.near_limit") | .fix' "$tmp/out.json")
 has "--set heap_python_pct=5: Python objects explain it" "$f" "Python objects explain it"
 
-echo "$pass passed, $fail failed"
-[ "$fail" = 0 ]
+finish

@@ -4,17 +4,12 @@
 # healthy job (no straggler, no outlier), a missing rank, mismatched report versions (another
 # sopctl merged, another schema excluded), JSON lines and garbage on stdin, and hostile strings
 # (controls, Markdown) escaped in md/text/json. Needs SOPCTL, SOP_FIXTURES (ctest) and jq.
-set -u
+. "$(dirname "$0")/lib.sh"
 SOPCTL=${SOPCTL:?set SOPCTL}
 F=${SOP_FIXTURES:?set SOP_FIXTURES}/merge
-pass=0 fail=0
-ok() { pass=$((pass + 1)); echo "ok   $*"; }
-bad() { fail=$((fail + 1)); echo "FAIL $*"; }
 check() { # NAME JQ-EXPR FILE
   if jq -e "$2" "$3" >/dev/null 2>&1; then ok "$1"; else bad "$1: $2 on $(head -c 600 "$3")"; fi
 }
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
 
 # One straggler (rank 2 starved by its DataLoader) and a finding on every rank.
 "$SOPCTL" merge --format json "$F"/straggler_r*.json >"$tmp/s.json"
@@ -98,5 +93,4 @@ awk '/^\|/ { line = $0; gsub(/\\\\/, "", line); gsub(/\\\|/, "", line); n = gsub
      { intable = 0 } END { exit badrows > 0 }' "$tmp/x.md" && ok "md table cells intact" || bad "md table cells broken"
 grep -q '\\`bad\\`' "$tmp/x.md" && ok "md escapes backticks" || bad "md backticks: $(grep -m1 bad "$tmp/x.md")"
 
-echo "$pass passed, $fail failed"
-[ "$fail" = 0 ]
+finish

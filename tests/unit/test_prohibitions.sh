@@ -5,14 +5,10 @@
 # "possibly", "perhaps", "might", "可能"); no blind advice to raise num_workers to a big number
 # (§10: measure first); a fix that changes the multiprocessing start method states its side
 # effects. Needs SOPCTL, SOP_SRC and jq.
-set -u
+. "$(dirname "$0")/lib.sh"
 SOPCTL=${SOPCTL:?set SOPCTL}
 SRC=${SOP_SRC:?set SOP_SRC}
-pass=0 fail=0
 ok() { pass=$((pass + 1)); }
-bad() { fail=$((fail + 1)); echo "FAIL $*"; }
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
 n=0
 # One jq pass per report: a line "COUNT" then one line per violation.
 CHECK='
@@ -46,5 +42,4 @@ for ev in "$SRC"/tests/replay/*.json; do
 done
 echo "checked $n findings"
 [ "$n" -gt 20 ] && ok || bad "only $n findings in the replay cases"
-echo "$pass passed, $fail failed"
-[ "$fail" = 0 ]
+finish

@@ -4,14 +4,9 @@
 # line: hit, hit:SEVERITY, clear, unknown; "exit N"; an optional "~TEXT" after the verdict: the
 # rule's symptom, evidence or note holds TEXT). Also: --set flips a verdict, --lang zh.
 # Needs SOPCTL, SOP_SRC (from ctest) and jq.
-set -u
+. "$(dirname "$0")/lib.sh"
 SOPCTL=${SOPCTL:?set SOPCTL}
 SRC=${SOP_SRC:?set SOP_SRC}
-pass=0 fail=0
-ok() { pass=$((pass + 1)); echo "ok   $*"; }
-bad() { fail=$((fail + 1)); echo "FAIL $*"; }
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
 
 # verdicts CASE [RULES] [ARGS...] -> "$tmp/got" lines "id hit:sev|clear|unknown", exit in $rc
 verdicts() {
@@ -137,5 +132,4 @@ grep -q "Memory at 91% of the cgroup limit" "$tmp/en.md" && ok "--lang en: Engli
 jq -r '.findings[0].evidence' "$tmp/zh.json" | grep -q "内核日志" && ok "--lang zh: JSON evidence in Chinese" \
   || bad "--lang zh JSON: $(head -c 300 "$tmp/zh.json")"
 
-echo "$pass passed, $fail failed"
-[ "$fail" = 0 ]
+finish

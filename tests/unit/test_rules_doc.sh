@@ -4,14 +4,9 @@
 # and Chinese, reads, uses); a rule that `uses` an undeclared threshold does not load; a rule
 # that reads a threshold missing from its `uses` list becomes a rule error; the embedded pack
 # and rules.lua read from disk describe the same rules. Needs SOPCTL, SOP_SRC and jq.
-set -u
+. "$(dirname "$0")/lib.sh"
 SOPCTL=${SOPCTL:?set SOPCTL}
 SRC=${SOP_SRC:?set SOP_SRC}
-pass=0 fail=0
-ok() { pass=$((pass + 1)); echo "ok   $*"; }
-bad() { fail=$((fail + 1)); echo "FAIL $*"; }
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
 
 "$SOPCTL" check "$SRC/rules.lua" --doc >"$tmp/rules.md" 2>"$tmp/err"
 rc=$?
@@ -70,5 +65,4 @@ rc=$?
 [ "$rc" = 2 ] && grep -q "reads must be a list" "$tmp/err" && ok "reads not a list: exit 2" \
   || bad "reads not a list: exit $rc: $(head -c 300 "$tmp/err")"
 
-echo "$pass passed, $fail failed"
-[ "$fail" = 0 ]
+finish

@@ -3,18 +3,13 @@
 # another user could have written (owned by another uid, or writable by group or others):
 # exit 2 and the reason on stderr; a root-owned 0644 pack still loads. As an unprivileged
 # user such files are that user's own business and load. Needs SOPCTL (from ctest); root.
-set -u
+. "$(dirname "$0")/lib.sh"
 SOPCTL=${SOPCTL:?set SOPCTL}
-pass=0 fail=0
-ok() { pass=$((pass + 1)); echo "ok   $*"; }
-bad() { fail=$((fail + 1)); echo "FAIL $*"; }
 if [ "$(id -u)" != 0 ]; then
   echo "note: not root; the refusal only applies to root: skipped"
   echo "0 passed, 0 failed"
   exit 0
 fi
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
 chmod 0755 "$tmp"
 mkdir -p "$tmp/pack/plugins"
 cat >"$tmp/pack/rules.lua" <<'LUA'
@@ -63,5 +58,4 @@ if command -v setpriv >/dev/null; then
     >/dev/null 2>"$tmp/err"; rc=$?
   [ "$rc" = 0 ] && ok "unprivileged: own 0666 file loads" || bad "unprivileged: exit $rc: $(head -c 300 "$tmp/err")"
 fi
-echo "$pass passed, $fail failed"
-[ "$fail" = 0 ]
+finish

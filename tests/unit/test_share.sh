@@ -7,14 +7,9 @@
 # window.dist (top_stacks: a lower bound, not exact). Runs a site rule that calls share() (its
 # `reads` lists python.window: share() on a process looks for the process's own window first).
 # Needs SOPCTL, SOP_SRC, SOP_FIXTURES and jq.
-set -u
+. "$(dirname "$0")/lib.sh"
 SOPCTL=${SOPCTL:?set SOPCTL}
 FIX=${SOP_FIXTURES:?set SOP_FIXTURES}
-pass=0 fail=0
-ok() { pass=$((pass + 1)); echo "ok   $*"; }
-bad() { fail=$((fail + 1)); echo "FAIL $*"; }
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
 cat >"$tmp/site.lua" <<'LUA'
 local common = require "plugins.common"
 rule { id = "site.share", section = "3", severity = "info", title = "share", reads = { "python.threads", "python.window" },
@@ -70,5 +65,4 @@ got=$(jq -r '.cleared[] | select(.id == "site.tr") | .note' "$tmp/tr.json")
 got=$(jq -r '.cleared[] | select(.id == "site.tr") | .note' "$tmp/tr_zh.json")
 [ "$got" = "2.0 个 CPU 上 3 个线程 {}" ] && ok "tr() zh: $got" || bad "tr() zh: '$got'"
 
-echo "$pass passed, $fail failed"
-[ "$fail" = 0 ]
+finish

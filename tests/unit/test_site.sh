@@ -6,14 +6,9 @@
 # reading outside its `reads` is a rule error. Replays
 # tests/replay/near_limit.json (target + workers at 93% of the memory limit). Needs SOPCTL,
 # SOP_SRC and jq.
-set -u
+. "$(dirname "$0")/lib.sh"
 SOPCTL=${SOPCTL:?set SOPCTL}
 SRC=${SOP_SRC:?set SOP_SRC}
-pass=0 fail=0
-ok() { pass=$((pass + 1)); echo "ok   $*"; }
-bad() { fail=$((fail + 1)); echo "FAIL $*"; }
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
 EV="$SRC/tests/replay/near_limit.json"
 unset SOP_SITE
 run() { "$SOPCTL" run --evidence "$EV" --format json "$@" >"$tmp/out.json" 2>"$tmp/err"; echo $?; }
@@ -82,5 +77,4 @@ jq '.proc.fds = 1000 | .proc.fd_limit = 1024' "$EV" >"$tmp/fds.json"
 has findings site.fd_limit && [ "$(jq '.rule_errors | length' "$tmp/out.json")" = 0 ] \
   && ok "the example site rule fires within its reads" || bad "example site rule: $(jq -c .rule_errors "$tmp/out.json")"
 
-echo "$pass passed, $fail failed"
-[ "$fail" = 0 ]
+finish
