@@ -443,6 +443,7 @@ static void threads_fill(sop_thread *th)
     th[1].io.read_bytes = 5; /* io not read */
     th[1].read_bytes_per_s = 5;
     th[1].syscr_per_s = 5;
+    th[1].rchar_per_s = 5;
 }
 
 static void child_worker(sop_child *c)
