@@ -1,11 +1,265 @@
-/* proc.c (bridge) — adds `proc`, `threads` and `children` to the ev tree from the process
- * probes' structs, key by key as docs/evidence.md names them. Absent values stay absent;
- * text from the target goes through sop__bridge_text. Depends on engine/value.c, probes/proc.h. */
+/* proc.c (bridge) — adds `proc`, `threads`, `children`, `parent` and `siblings` to the ev tree
+ * from the process probes' structs. Their keys are the tables below (sop__evk_proc,
+ * sop__evk_threads, sop__evk_children: children[], parent and siblings[] share one shape), from
+ * which docs/evidence.md is generated; rows that are not plain fields (derived figures, objects,
+ * arrays) are written by the hand callbacks where the walk reaches them. Absent values stay
+ * absent; text from the target goes through sop__bridge_text. Depends on engine/value.h,
+ * probes/proc.h, schema.h. */
 #include <math.h>
 #include <stdio.h>
+#include <string.h>
 #include <unistd.h>
 
 #include "bridge.h"
+#include "schema.h"
+
+#define H SOP_EVK_H
+#define I(k, f, u, d) SOP_EVK_I(k, sop_proc, f, u, d)
+#define D(k, f, u, d) SOP_EVK_D(k, sop_proc, f, u, d)
+#define T(k, f, d) SOP_EVK_T(k, sop_proc, f, d)
+const sop_evk sop__evk_proc[] = {
+    H("pid", SOP_EVK_INT, "", "target pid"),
+    H("ppid", SOP_EVK_INT, "", "parent pid (stat)"),
+    T("comm", stat.comm, "task name (stat)"),
+    H("state", SOP_EVK_TEXT, "", "one letter (stat): the notes below"),
+    H("state_name", SOP_EVK_TEXT, "", "its name: \"running\", \"sleeping\", \"disk sleep\", ..."),
+    I("nice", stat.nice, "", "stat"),
+    I("priority", stat.priority, "", "stat"),
+    H("utime_ms", SOP_EVK_INT, "ms", "user CPU time (stat utime)"),
+    H("stime_ms", SOP_EVK_INT, "ms", "system CPU time (stat stime)"),
+    H("reaped_cpu_ms", SOP_EVK_INT, "ms",
+      "cutime + cstime: CPU of children that exited and were waited for"),
+    I("minflt", stat.minflt, "", "minor page faults since start"),
+    I("majflt", stat.majflt, "", "major page faults since start"),
+    T("cmdline", cmdline, "command line, arguments separated by spaces"),
+    T("exe", exe, "the executable's path"),
+    T("cwd", cwd, "working directory: a root of the program's own code"),
+    H("threads", SOP_EVK_INT, "", "status Threads (else stat num_threads)"),
+    D("start_time_s", start_time_s, "s", "epoch seconds (stat starttime + boot time)"),
+    H("age_s", SOP_EVK_NUM, "s", "at collected_at"),
+    I("vm_size_kb", status.vm_size_kb, "kB", "status VmSize"),
+    I("vm_peak_kb", status.vm_peak_kb, "kB", "VmPeak"),
+    I("rss_kb", status.vm_rss_kb, "kB", "VmRSS"),
+    I("vm_hwm_kb", status.vm_hwm_kb, "kB", "VmHWM"),
+    I("anon_kb", status.rss_anon_kb, "kB", "RssAnon"),
+    I("file_kb", status.rss_file_kb, "kB", "RssFile"),
+    I("shmem_kb", status.rss_shmem_kb, "kB", "RssShmem"),
+    I("swap_kb", status.vm_swap_kb, "kB", "VmSwap"),
+    I("vm_lck_kb", status.vm_lck_kb, "kB", "VmLck"),
+    I("vm_pin_kb", status.vm_pin_kb, "kB", "VmPin"),
+    I("voluntary_ctxt_switches", status.voluntary_ctxt_switches, "", "status"),
+    I("nonvoluntary_ctxt_switches", status.nonvoluntary_ctxt_switches, "", "status"),
+    H("smaps", SOP_EVK_OBJ, "", "/proc/PID/smaps_rollup, only when it was read"),
+    I("smaps.rss_kb", smaps.rss_kb, "kB", "Rss"),
+    I("smaps.pss_kb", smaps.pss_kb, "kB", "Pss"),
+    I("smaps.pss_anon_kb", smaps.pss_anon_kb, "kB", "Pss_Anon"),
+    I("smaps.pss_file_kb", smaps.pss_file_kb, "kB", "Pss_File"),
+    I("smaps.pss_shmem_kb", smaps.pss_shmem_kb, "kB", "Pss_Shmem"),
+    I("smaps.shared_clean_kb", smaps.shared_clean_kb, "kB", "Shared_Clean"),
+    I("smaps.shared_dirty_kb", smaps.shared_dirty_kb, "kB", "Shared_Dirty"),
+    I("smaps.private_clean_kb", smaps.private_clean_kb, "kB", "Private_Clean"),
+    I("smaps.private_dirty_kb", smaps.private_dirty_kb, "kB", "Private_Dirty"),
+    I("smaps.anonymous_kb", smaps.anonymous_kb, "kB", "Anonymous"),
+    I("smaps.swap_kb", smaps.swap_kb, "kB", "Swap"),
+    I("smaps.locked_kb", smaps.locked_kb, "kB", "Locked"),
+    H("private_kb", SOP_EVK_INT, "kB", "private clean + dirty (smaps_rollup, only when read)"),
+    H("shared_kb", SOP_EVK_INT, "kB", "shared clean + dirty (smaps_rollup, only when read)"),
+    H("mem", SOP_EVK_OBJ, "", "memory by kind: the note below"),
+    I("mem.rss_kb", status.vm_rss_kb, "kB", "status VmRSS"),
+    I("mem.anon_kb", status.rss_anon_kb, "kB", "status RssAnon"),
+    I("mem.file_kb", status.rss_file_kb, "kB", "status RssFile"),
+    I("mem.shmem_kb", status.rss_shmem_kb, "kB", "status RssShmem"),
+    I("mem.swap_kb", status.vm_swap_kb, "kB", "status VmSwap"),
+    I("mem.pss_anon_kb", smaps.pss_anon_kb, "kB", "smaps_rollup, only when read"),
+    I("mem.pss_file_kb", smaps.pss_file_kb, "kB", "smaps_rollup, only when read"),
+    I("mem.pss_shmem_kb", smaps.pss_shmem_kb, "kB", "smaps_rollup, only when read"),
+    D("mem.anon_growth_kb_per_s", rate.anon_growth_kb_per_s, "kB/s", "over the window, signed"),
+    D("mem.file_growth_kb_per_s", rate.file_growth_kb_per_s, "kB/s", "over the window, signed"),
+    D("mem.shmem_growth_kb_per_s", rate.shmem_growth_kb_per_s, "kB/s", "over the window, signed"),
+    I("mem.mapped_data_size_kb", mapped.data_size_kb, "kB",
+      "data file mappings (maps); the mapped_* keys only when maps was read"),
+    I("mem.mapped_data_rss_kb", mapped.data_rss_kb, "kB", "only when smaps was read"),
+    I("mem.mapped_shmem_size_kb", mapped.shmem_size_kb, "kB", "shared-memory file mappings"),
+    I("mem.mapped_shmem_rss_kb", mapped.shmem_rss_kb, "kB", "only when smaps was read"),
+    I("mem.mapped_lib_size_kb", mapped.lib_size_kb, "kB", "libraries and executables"),
+    I("mem.mapped_lib_rss_kb", mapped.lib_rss_kb, "kB", "only when smaps was read"),
+    I("mem.mapped_files_total", mapped.files_total, "", "data + shmem paths"),
+    H("mem.mapped_resident", SOP_EVK_BOOL, "", "true: the resident figures are from smaps"),
+    H("mem.mapped_truncated", SOP_EVK_BOOL, "", "true: more paths than kept, or the text was cut"),
+    H("mem.mapped", SOP_EVK_ARR, "",
+      "the files mapped, summed per path, most resident first, at most 16: the note below"),
+    SOP_EVK_T("mem.mapped[].path", sop_mapped_file, path, "the file"),
+    SOP_EVK_S("mem.mapped[].kind", sop_mapped_file, kind, "\"data\" or \"shmem\""),
+    SOP_EVK_I("mem.mapped[].size_kb", sop_mapped_file, size_kb, "kB", "address space (maps)"),
+    SOP_EVK_I("mem.mapped[].rss_kb", sop_mapped_file, rss_kb, "kB", "resident (smaps)"),
+    SOP_EVK_I("mem.mapped[].pss_kb", sop_mapped_file, pss_kb, "kB", "smaps"),
+    SOP_EVK_I("mem.mapped[].swap_kb", sop_mapped_file, swap_kb, "kB", "smaps"),
+    SOP_EVK_I("mem.mapped[].vmas", sop_mapped_file, vmas, "", "mappings of the file"),
+    SOP_EVK_I("mem.mapped[].rss_growth_kb", sop_mapped_file, rss_growth_kb, "kB",
+              "signed: resident kB at the window's end minus at its start, from smaps at both; "
+              "absent when either side had no resident figure or the file was not among the 16 "
+              "kept at the start"),
+    D("cpu_pct", rate.cpu_pct, "%", "window, 100 = one core"),
+    D("majflt_per_s", rate.majflt_per_s, "1/s", "window"),
+    D("reaped_cpu_pct", rate.reaped_cpu_pct, "%",
+      "window: CPU of children reaped in it, 100 = one core"),
+    D("rss_growth_kb_per_s", rate.rss_growth_kb_per_s, "kB/s", "window"),
+    H("sched", SOP_EVK_OBJ, "", "/proc/PID/schedstat, only when it was read"),
+    H("sched.run_ms", SOP_EVK_INT, "ms", "time on a CPU"),
+    H("sched.wait_ms", SOP_EVK_INT, "ms", "time runnable, waiting for a CPU"),
+    I("sched.timeslices", sched.timeslices, "", "times it ran"),
+    D("sched.wait_per_s_ms", rate.sched_wait_ms_per_s, "ms/s", "wait over the window"),
+    H("io", SOP_EVK_OBJ, "", "/proc/PID/io, only when it was read"),
+    I("io.rchar", io.rchar, "bytes", "through read() and kin"),
+    I("io.wchar", io.wchar, "bytes", "through write() and kin"),
+    I("io.syscr", io.syscr, "", "read calls"),
+    I("io.syscw", io.syscw, "", "write calls"),
+    I("io.read_bytes", io.read_bytes, "bytes", "from storage"),
+    I("io.write_bytes", io.write_bytes, "bytes", "to storage"),
+    I("io.cancelled_write_bytes", io.cancelled_write_bytes, "bytes", ""),
+    D("io.rchar_per_s", rate.rchar_per_s, "bytes/s", "window"),
+    D("io.wchar_per_s", rate.wchar_per_s, "bytes/s", "window"),
+    D("io.syscr_per_s", rate.syscr_per_s, "1/s", "window"),
+    D("io.syscw_per_s", rate.syscw_per_s, "1/s", "window"),
+    D("io.read_bytes_per_s", rate.read_bytes_per_s, "bytes/s", "window"),
+    D("io.write_bytes_per_s", rate.write_bytes_per_s, "bytes/s", "window"),
+    D("io.mean_read_bytes", rate.mean_read_bytes, "bytes", "rchar / syscr over the window"),
+    D("io.mean_write_bytes", rate.mean_write_bytes, "bytes", "wchar / syscw over the window"),
+    I("fds", fds, "", "open file descriptors"),
+    I("fd_limit", limits.nofile_soft, "", "open files, soft (limits; -1 unlimited)"),
+    I("fd_limit_hard", limits.nofile_hard, "", "open files, hard"),
+    H("memlock_limit_kb", SOP_EVK_INT, "kB", "locked memory (-1 unlimited)"),
+    H("as_limit_kb", SOP_EVK_INT, "kB", "address space (-1 unlimited)"),
+    I("nproc_limit", limits.nproc, "", "processes (-1 unlimited)"),
+    H("affinity", SOP_EVK_OBJ, "", "the CPUs it may run on (status Cpus_allowed_list)"),
+    T("affinity.cpus", status.cpus_allowed_list, "\"0-3,8\""),
+    I("affinity.count", status.cpus_allowed_count, "CPUs", "CPUs in the list"),
+    H("env", SOP_EVK_OBJ, "",
+      "{NAME = value}: only the allow-listed tuning variables (docs/security.md)"),
+    H("libs", SOP_EVK_ARR, "", "notable libraries mapped (maps)"),
+    SOP_EVK_S("libs[].kind", sop_lib, kind,
+              "blas openmp allocator python torch numpy uvloop tokenizers cuda other"),
+    SOP_EVK_S("libs[].name", sop_lib, name, "short name: \"libopenblas\""),
+    SOP_EVK_T("libs[].path", sop_lib, path, "the file"),
+    H("numa", SOP_EVK_OBJ, "",
+      "resident memory per node (engine/bridge/numa.c from /proc/PID/numa_maps): the note below"),
+    H("numa.nodes", SOP_EVK_ARR, "", "every host node (0 kB included) and any other holding pages"),
+    H("numa.nodes[].node", SOP_EVK_INT, "", "node id"),
+    H("numa.nodes[].kb", SOP_EVK_INT, "kB", "resident on it"),
+    H("numa.kb", SOP_EVK_INT, "kB", "their sum"),
+    H("numa.other_kb", SOP_EVK_INT, "kB", "pages on node ids >= 64"),
+    H("numa.interleave_kb", SOP_EVK_INT, "kB",
+      "pages of mappings whose policy is (weighted) interleave"),
+    H("numa.mappings", SOP_EVK_INT, "", "mappings read"),
+    H("numa.truncated", SOP_EVK_BOOL, "", "true: the sums cover the first part only"),
+};
+const size_t sop__evk_proc_n = sizeof sop__evk_proc / sizeof sop__evk_proc[0];
+#undef I
+#undef D
+#undef T
+
+#define I(k, f, u, d) SOP_EVK_I(k, sop_thread, f, u, d)
+#define D(k, f, u, d) SOP_EVK_D(k, sop_thread, f, u, d)
+const sop_evk sop__evk_threads[] = {
+    H("tid", SOP_EVK_INT, "", "thread id"),
+    SOP_EVK_T("name", sop_thread, name, "the thread's comm"),
+    H("state", SOP_EVK_TEXT, "", "one letter (task/TID/stat)"),
+    D("cpu_pct", cpu_pct, "%", "window, 100 = one core"),
+    D("wait_pct", wait_pct, "%",
+      "window: % of it spent runnable in the run queue, waiting for a CPU"),
+    I("majflt", stat.majflt, "", "major page faults: pages of mapped files read from storage"),
+    D("majflt_per_s", majflt_per_s, "1/s", "window"),
+    I("read_bytes", io.read_bytes, "bytes",
+      "task/TID/io (only when read): the thread's own bytes from storage"),
+    I("syscr", io.syscr, "", "its read calls"),
+    D("read_bytes_per_s", read_bytes_per_s, "bytes/s", "window"),
+    D("rchar_per_s", rchar_per_s, "bytes/s", "bytes through read(), window"),
+    D("syscr_per_s", syscr_per_s, "1/s", "window"),
+    H("utime_ms", SOP_EVK_INT, "ms", "user CPU time"),
+    H("stime_ms", SOP_EVK_INT, "ms", "system CPU time"),
+    I("processor", stat.processor, "", "the CPU it last ran on"),
+    H("run_ms", SOP_EVK_INT, "ms", "time on a CPU (schedstat)"),
+    H("wait_ms", SOP_EVK_INT, "ms", "time runnable, waiting for a CPU (schedstat)"),
+    I("voluntary_ctxt_switches", voluntary_ctxt_switches, "", "status"),
+    I("nonvoluntary_ctxt_switches", nonvoluntary_ctxt_switches, "", "status"),
+};
+const size_t sop__evk_threads_n = sizeof sop__evk_threads / sizeof sop__evk_threads[0];
+#undef I
+#undef D
+
+#define I(k, f, u, d) SOP_EVK_I(k, sop_child, f, u, d)
+#define D(k, f, u, d) SOP_EVK_D(k, sop_child, f, u, d)
+const sop_evk sop__evk_children[] = {
+    H("pid", SOP_EVK_INT, "", "process id"),
+    H("ppid", SOP_EVK_INT, "", "its parent (stat; else where the walk found it)"),
+    H("depth", SOP_EVK_INT, "", "children[] only: generations below the target, 1 = a child"),
+    SOP_EVK_T("comm", sop_child, stat.comm, "task name"),
+    SOP_EVK_T("cmdline", sop_child, cmdline, "command line"),
+    H("state", SOP_EVK_TEXT, "", "one letter (stat)"),
+    H("threads", SOP_EVK_INT, "", "status Threads (else stat num_threads)"),
+    D("start_time_s", start_time_s, "s", "as proc's (stat starttime), epoch seconds"),
+    H("age_s", SOP_EVK_NUM, "s",
+      "at collected_at: a child with age_s < duration_s started during the window"),
+    I("rss_kb", status.vm_rss_kb, "kB", "status VmRSS"),
+    I("anon_kb", status.rss_anon_kb, "kB", "status RssAnon"),
+    I("file_kb", status.rss_file_kb, "kB", "status RssFile"),
+    I("shmem_kb", status.rss_shmem_kb, "kB",
+      "status RssShmem: a shared_memory buffer every worker maps is in each one's shmem_kb and "
+      "RSS, once in their PSS"),
+    I("pss_kb", smaps.pss_kb, "kB", "smaps_rollup, only when read"),
+    H("private_kb", SOP_EVK_INT, "kB", "private clean + dirty (smaps_rollup, only when read)"),
+    H("shared_kb", SOP_EVK_INT, "kB", "shared clean + dirty (smaps_rollup, only when read)"),
+    H("swap_kb", SOP_EVK_INT, "kB", "smaps_rollup Swap, else status VmSwap"),
+    D("cpu_pct", cpu_pct, "%", "window, 100 = one core"),
+    D("read_bytes_per_s", read_bytes_per_s, "bytes/s", "window"),
+    D("rchar_per_s", rchar_per_s, "bytes/s", "window"),
+    H("env", SOP_EVK_OBJ, "", "{NAME = value}: allow-listed, as proc.env"),
+};
+const size_t sop__evk_children_n = sizeof sop__evk_children / sizeof sop__evk_children[0];
+#undef I
+#undef D
+#undef H
+
+/* A file that was not read writes none of its fields, even when its struct holds figures: the
+ * plain rows whose field lies in [from, to) of the base struct are written only when the bool
+ * at `have` is true. */
+typedef struct {
+    size_t from, to, have;
+} gate;
+#define GATE(st, first, last, flag)                                                                \
+    {                                                                                              \
+        offsetof(st, first), offsetof(st, last) + sizeof(((st *)0)->last), offsetof(st, flag)      \
+    }
+static const gate proc_gates[] = {
+    GATE(sop_proc, stat, stat, have_stat),    GATE(sop_proc, smaps, smaps, have_smaps),
+    GATE(sop_proc, io, io, have_io),          GATE(sop_proc, limits, limits, have_limits),
+    GATE(sop_proc, sched, sched, have_sched), GATE(sop_proc, mapped, mapped, have_mapped),
+};
+static const gate thread_gates[] = {
+    GATE(sop_thread, io, io, have_io),
+    GATE(sop_thread, read_bytes_per_s, read_bytes_per_s, have_io),
+    GATE(sop_thread, rchar_per_s, rchar_per_s, have_io),
+    GATE(sop_thread, syscr_per_s, syscr_per_s, have_io),
+};
+static const gate child_gates[] = {
+    GATE(sop_child, smaps, smaps, have_smaps),
+};
+#define NGATES(a) (sizeof a / sizeof a[0])
+
+/* sop__bridge_keys over the rows of `keys` at `prefix`, leaving out the plain rows a gate
+ * closes. */
+static void walk(sop_value *o, const void *base, const sop_evk *keys, size_t n, const char *prefix,
+                 const gate *gates, size_t ngates, sop_evk_hand_fn hand, void *ctx)
+{
+    for (size_t i = 0; o && i < n; i++) {
+        bool open = true;
+        for (size_t g = 0; keys[i].off != SOP_EVK_HAND && g < ngates; g++)
+            if (keys[i].off >= gates[g].from && keys[i].off < gates[g].to)
+                open = *((const bool *)((const char *)base + gates[g].have));
+        if (open)
+            sop__bridge_keys(o, base, &keys[i], 1, prefix, hand, ctx);
+    }
+}
 
 static const char *state_name(char s)
 {
@@ -44,14 +298,10 @@ static void set_text(sop_value *obj, const char *key, const char *s)
         sop__v_set(obj, key, sop__bridge_text(s));
 }
 
-static void set_state(sop_value *obj, char state, bool with_name)
+static void set_state(sop_value *obj, char state)
 {
-    if (!state)
-        return;
     char letter[2] = {state, '\0'};
     set_text(obj, "state", letter);
-    if (with_name)
-        sop__v_set_str(obj, "state_name", state_name(state));
 }
 
 static int64_t sum2(int64_t a, int64_t b)
@@ -87,259 +337,206 @@ static void add_env(sop_value *obj, const sop_env *env)
         sop__v_set(e, env->vars[i].name, sop__bridge_text(env->vars[i].value));
 }
 
-/* One mapped file: {path, kind, size_kb, rss_kb, pss_kb, swap_kb, vmas, rss_growth_kb}. */
-static sop_value *mapped_obj(const sop_mapped_file *f)
+static void age(sop_value *o, double start_time_s, double now)
 {
-    sop_value *o = sop__v_obj();
-    if (!o)
-        return NULL;
-    set_text(o, "path", f->path);
-    sop__v_set_str(o, "kind", f->kind);
-    sop__v_set_int(o, "size_kb", f->size_kb);
-    sop__v_set_int(o, "rss_kb", f->rss_kb);
-    sop__v_set_int(o, "pss_kb", f->pss_kb);
-    sop__v_set_int(o, "swap_kb", f->swap_kb);
-    sop__v_set_int(o, "vmas", f->vmas);
-    sop__v_set_int(o, "rss_growth_kb", f->rss_growth_kb);
-    return o;
+    if (!isnan(start_time_s) && !isnan(now) && now >= start_time_s)
+        sop__v_set_dbl(o, "age_s", now - start_time_s);
 }
 
-/* proc.mem: memory by kind. anon (heap: cannot be reclaimed, only swapped), file (page cache
- * of mapped files and code: reclaimable), shmem (/dev/shm, shared_memory, memfd: counted once
- * per machine, not per mapper), their growth over the window, and the mapped files. */
-static void add_mem(sop_value *o, const sop_proc *p)
+typedef struct {
+    const sop_proc *p;
+    double now, tps;
+} proc_ctx;
+
+static void proc_walk(sop_value *o, const char *prefix, proc_ctx *c);
+
+/* An object row of proc: created (even empty) when its file was read, filled by the walk. */
+static void proc_obj(sop_value *o, const char *name, bool read, proc_ctx *c)
 {
-    const sop_status *ss = &p->status;
-    const sop_smaps *sm = &p->smaps;
-    const sop_proc_rates *r = &p->rate;
-    sop_value *m = sop__v_obj_at(o, "mem");
-    if (!m)
+    if (!read)
         return;
-    sop__v_set_int(m, "rss_kb", ss->vm_rss_kb);
-    sop__v_set_int(m, "anon_kb", ss->rss_anon_kb);
-    sop__v_set_int(m, "file_kb", ss->rss_file_kb);
-    sop__v_set_int(m, "shmem_kb", ss->rss_shmem_kb);
-    sop__v_set_int(m, "swap_kb", ss->vm_swap_kb);
-    if (p->have_smaps) {
-        sop__v_set_int(m, "pss_anon_kb", sm->pss_anon_kb);
-        sop__v_set_int(m, "pss_file_kb", sm->pss_file_kb);
-        sop__v_set_int(m, "pss_shmem_kb", sm->pss_shmem_kb);
-    }
-    sop__v_set_dbl(m, "anon_growth_kb_per_s", r->anon_growth_kb_per_s);
-    sop__v_set_dbl(m, "file_growth_kb_per_s", r->file_growth_kb_per_s);
-    sop__v_set_dbl(m, "shmem_growth_kb_per_s", r->shmem_growth_kb_per_s);
-    if (!p->have_mapped)
-        return;
-    const sop_mapped *mp = &p->mapped;
-    sop__v_set_int(m, "mapped_data_size_kb", mp->data_size_kb);
-    sop__v_set_int(m, "mapped_data_rss_kb", mp->data_rss_kb);
-    sop__v_set_int(m, "mapped_shmem_size_kb", mp->shmem_size_kb);
-    sop__v_set_int(m, "mapped_shmem_rss_kb", mp->shmem_rss_kb);
-    sop__v_set_int(m, "mapped_lib_size_kb", mp->lib_size_kb);
-    sop__v_set_int(m, "mapped_lib_rss_kb", mp->lib_rss_kb);
-    sop__v_set_int(m, "mapped_files_total", mp->files_total);
-    sop__v_set_bool(m, "mapped_resident", mp->resident);
-    sop__v_set_bool(m, "mapped_truncated", mp->truncated);
-    sop_value *arr = sop__v_arr_at(m, "mapped");
-    for (size_t i = 0; arr && i < mp->n && i < SOP_MAPPED_MAX; i++) {
-        sop_value *f = mapped_obj(&mp->files[i]);
-        if (!f)
-            break;
-        sop__v_push(arr, f);
-    }
+    char prefix[16];
+    snprintf(prefix, sizeof prefix, "%s.", name);
+    sop_value *s = sop__v_obj_at(o, name);
+    if (s)
+        proc_walk(s, prefix, c);
 }
 
-static void add_proc(sop_value *ev, const sop_proc *p, double now, double tps)
+static void proc_hand(sop_value *o, const sop_evk *row, const char *name, void *ctx)
 {
-    sop_value *o = sop__v_obj_at(ev, "proc");
-    if (!o)
-        return;
+    proc_ctx *c = ctx;
+    const sop_proc *p = c->p;
     const sop_stat *st = &p->stat;
     const sop_status *ss = &p->status;
     const sop_smaps *sm = &p->smaps;
-    sop__v_set_int(o, "pid", p->pid);
-    if (p->have_stat) {
-        if (st->ppid >= 0)
-            sop__v_set_int(o, "ppid", st->ppid);
-        set_text(o, "comm", st->comm);
-        set_state(o, st->state, true);
-        sop__v_set_int(o, "nice", st->nice);
-        sop__v_set_int(o, "priority", st->priority);
-        sop__v_set_int(o, "utime_ms", ticks_ms(st->utime_ticks, tps));
-        sop__v_set_int(o, "stime_ms", ticks_ms(st->stime_ticks, tps));
-        if (st->cutime_ticks != SOP_NA && st->cstime_ticks != SOP_NA)
-            sop__v_set_int(o, "reaped_cpu_ms", ticks_ms(st->cutime_ticks + st->cstime_ticks, tps));
-        sop__v_set_int(o, "minflt", st->minflt);
-        sop__v_set_int(o, "majflt", st->majflt);
-    }
-    set_text(o, "cmdline", p->cmdline);
-    set_text(o, "exe", p->exe);
-    set_text(o, "cwd", p->cwd);
-    sop__v_set_int(o, "threads", first(ss->threads, st->num_threads));
-    sop__v_set_dbl(o, "start_time_s", p->start_time_s);
-    if (!isnan(p->start_time_s) && !isnan(now) && now >= p->start_time_s)
-        sop__v_set_dbl(o, "age_s", now - p->start_time_s);
-
-    sop__v_set_int(o, "vm_size_kb", ss->vm_size_kb);
-    sop__v_set_int(o, "vm_peak_kb", ss->vm_peak_kb);
-    sop__v_set_int(o, "rss_kb", ss->vm_rss_kb);
-    sop__v_set_int(o, "vm_hwm_kb", ss->vm_hwm_kb);
-    sop__v_set_int(o, "anon_kb", ss->rss_anon_kb);
-    sop__v_set_int(o, "file_kb", ss->rss_file_kb);
-    sop__v_set_int(o, "shmem_kb", ss->rss_shmem_kb);
-    sop__v_set_int(o, "swap_kb", ss->vm_swap_kb);
-    sop__v_set_int(o, "vm_lck_kb", ss->vm_lck_kb);
-    sop__v_set_int(o, "vm_pin_kb", ss->vm_pin_kb);
-    sop__v_set_int(o, "voluntary_ctxt_switches", ss->voluntary_ctxt_switches);
-    sop__v_set_int(o, "nonvoluntary_ctxt_switches", ss->nonvoluntary_ctxt_switches);
-
-    if (p->have_smaps) {
-        sop_value *s = sop__v_obj_at(o, "smaps");
-        sop__v_set_int(s, "rss_kb", sm->rss_kb);
-        sop__v_set_int(s, "pss_kb", sm->pss_kb);
-        sop__v_set_int(s, "pss_anon_kb", sm->pss_anon_kb);
-        sop__v_set_int(s, "pss_file_kb", sm->pss_file_kb);
-        sop__v_set_int(s, "pss_shmem_kb", sm->pss_shmem_kb);
-        sop__v_set_int(s, "shared_clean_kb", sm->shared_clean_kb);
-        sop__v_set_int(s, "shared_dirty_kb", sm->shared_dirty_kb);
-        sop__v_set_int(s, "private_clean_kb", sm->private_clean_kb);
-        sop__v_set_int(s, "private_dirty_kb", sm->private_dirty_kb);
-        sop__v_set_int(s, "anonymous_kb", sm->anonymous_kb);
-        sop__v_set_int(s, "swap_kb", sm->swap_kb);
-        sop__v_set_int(s, "locked_kb", sm->locked_kb);
-        sop__v_set_int(o, "private_kb", sum2(sm->private_clean_kb, sm->private_dirty_kb));
-        sop__v_set_int(o, "shared_kb", sum2(sm->shared_clean_kb, sm->shared_dirty_kb));
-    }
-
-    add_mem(o, p);
-
-    const sop_proc_rates *r = &p->rate;
-    sop__v_set_dbl(o, "cpu_pct", r->cpu_pct);
-    sop__v_set_dbl(o, "majflt_per_s", r->majflt_per_s);
-    sop__v_set_dbl(o, "reaped_cpu_pct", r->reaped_cpu_pct);
-    sop__v_set_dbl(o, "rss_growth_kb_per_s", r->rss_growth_kb_per_s);
-
-    if (p->have_sched) {
-        sop_value *s = sop__v_obj_at(o, "sched");
-        sop__v_set_int(s, "run_ms", ns_ms(p->sched.run_ns));
-        sop__v_set_int(s, "wait_ms", ns_ms(p->sched.wait_ns));
-        sop__v_set_int(s, "timeslices", p->sched.timeslices);
-        sop__v_set_dbl(s, "wait_per_s_ms", r->sched_wait_ms_per_s);
-    }
-
-    if (p->have_io) {
-        sop_value *s = sop__v_obj_at(o, "io");
-        const sop_io *io = &p->io;
-        sop__v_set_int(s, "rchar", io->rchar);
-        sop__v_set_int(s, "wchar", io->wchar);
-        sop__v_set_int(s, "syscr", io->syscr);
-        sop__v_set_int(s, "syscw", io->syscw);
-        sop__v_set_int(s, "read_bytes", io->read_bytes);
-        sop__v_set_int(s, "write_bytes", io->write_bytes);
-        sop__v_set_int(s, "cancelled_write_bytes", io->cancelled_write_bytes);
-        sop__v_set_dbl(s, "rchar_per_s", r->rchar_per_s);
-        sop__v_set_dbl(s, "wchar_per_s", r->wchar_per_s);
-        sop__v_set_dbl(s, "syscr_per_s", r->syscr_per_s);
-        sop__v_set_dbl(s, "syscw_per_s", r->syscw_per_s);
-        sop__v_set_dbl(s, "read_bytes_per_s", r->read_bytes_per_s);
-        sop__v_set_dbl(s, "write_bytes_per_s", r->write_bytes_per_s);
-        sop__v_set_dbl(s, "mean_read_bytes", r->mean_read_bytes);
-        sop__v_set_dbl(s, "mean_write_bytes", r->mean_write_bytes);
-    }
-
-    sop__v_set_int(o, "fds", p->fds);
-    if (p->have_limits) {
-        sop__v_set_int(o, "fd_limit", p->limits.nofile_soft);
-        sop__v_set_int(o, "fd_limit_hard", p->limits.nofile_hard);
-        sop__v_set_int(o, "memlock_limit_kb", limit_kb(p->limits.memlock_bytes));
-        sop__v_set_int(o, "as_limit_kb", limit_kb(p->limits.as_bytes));
-        sop__v_set_int(o, "nproc_limit", p->limits.nproc);
-    }
-    if (p->have_status && (ss->cpus_allowed_list[0] || ss->cpus_allowed_count != SOP_NA)) {
-        sop_value *a = sop__v_obj_at(o, "affinity");
-        set_text(a, "cpus", ss->cpus_allowed_list);
-        sop__v_set_int(a, "count", ss->cpus_allowed_count);
-    }
-    if (p->have_env)
-        add_env(o, &p->env);
-    if (p->have_maps) {
-        sop_value *libs = sop__v_arr_at(o, "libs");
+    const char *k = row->key;
+    if (strcmp(k, "pid") == 0) {
+        sop__v_set_int(o, name, p->pid);
+    } else if (strcmp(k, "ppid") == 0) {
+        if (p->have_stat && st->ppid >= 0)
+            sop__v_set_int(o, name, st->ppid);
+    } else if (strcmp(k, "state") == 0) {
+        if (p->have_stat && st->state)
+            set_state(o, st->state);
+    } else if (strcmp(k, "state_name") == 0) {
+        if (p->have_stat && st->state)
+            sop__v_set_str(o, name, state_name(st->state));
+    } else if (strcmp(k, "utime_ms") == 0 || strcmp(k, "stime_ms") == 0) {
+        if (p->have_stat)
+            sop__v_set_int(o, name,
+                           ticks_ms(k[0] == 'u' ? st->utime_ticks : st->stime_ticks, c->tps));
+    } else if (strcmp(k, "reaped_cpu_ms") == 0) {
+        if (p->have_stat && st->cutime_ticks != SOP_NA && st->cstime_ticks != SOP_NA)
+            sop__v_set_int(o, name, ticks_ms(st->cutime_ticks + st->cstime_ticks, c->tps));
+    } else if (strcmp(k, "threads") == 0) {
+        sop__v_set_int(o, name, first(ss->threads, st->num_threads));
+    } else if (strcmp(k, "age_s") == 0) {
+        age(o, p->start_time_s, c->now);
+    } else if (strcmp(k, "smaps") == 0) {
+        proc_obj(o, name, p->have_smaps, c);
+    } else if (strcmp(k, "private_kb") == 0) {
+        if (p->have_smaps)
+            sop__v_set_int(o, name, sum2(sm->private_clean_kb, sm->private_dirty_kb));
+    } else if (strcmp(k, "shared_kb") == 0) {
+        if (p->have_smaps)
+            sop__v_set_int(o, name, sum2(sm->shared_clean_kb, sm->shared_dirty_kb));
+    } else if (strcmp(k, "mem") == 0) {
+        proc_obj(o, name, true, c);
+    } else if (strcmp(k, "mem.mapped_resident") == 0) {
+        if (p->have_mapped)
+            sop__v_set_bool(o, name, p->mapped.resident);
+    } else if (strcmp(k, "mem.mapped_truncated") == 0) {
+        if (p->have_mapped)
+            sop__v_set_bool(o, name, p->mapped.truncated);
+    } else if (strcmp(k, "mem.mapped") == 0) {
+        sop_value *arr = p->have_mapped ? sop__v_arr_at(o, name) : NULL;
+        for (size_t i = 0; arr && i < p->mapped.n && i < SOP_MAPPED_MAX; i++) {
+            sop_value *f = sop__v_obj();
+            if (!f)
+                break;
+            sop__bridge_keys(f, &p->mapped.files[i], sop__evk_proc, sop__evk_proc_n,
+                             "mem.mapped[].", NULL, NULL);
+            sop__v_push(arr, f);
+        }
+    } else if (strcmp(k, "sched") == 0) {
+        proc_obj(o, name, p->have_sched, c);
+    } else if (strcmp(k, "sched.run_ms") == 0) {
+        sop__v_set_int(o, name, ns_ms(p->sched.run_ns));
+    } else if (strcmp(k, "sched.wait_ms") == 0) {
+        sop__v_set_int(o, name, ns_ms(p->sched.wait_ns));
+    } else if (strcmp(k, "io") == 0) {
+        proc_obj(o, name, p->have_io, c);
+    } else if (strcmp(k, "memlock_limit_kb") == 0) {
+        if (p->have_limits)
+            sop__v_set_int(o, name, limit_kb(p->limits.memlock_bytes));
+    } else if (strcmp(k, "as_limit_kb") == 0) {
+        if (p->have_limits)
+            sop__v_set_int(o, name, limit_kb(p->limits.as_bytes));
+    } else if (strcmp(k, "affinity") == 0) {
+        proc_obj(o, name,
+                 p->have_status && (ss->cpus_allowed_list[0] || ss->cpus_allowed_count != SOP_NA),
+                 c);
+    } else if (strcmp(k, "env") == 0) {
+        if (p->have_env)
+            add_env(o, &p->env);
+    } else if (strcmp(k, "libs") == 0) {
+        sop_value *libs = p->have_maps ? sop__v_arr_at(o, name) : NULL;
         for (size_t i = 0; libs && i < p->libs.n && i < SOP_LIBS_MAX; i++) {
             sop_value *l = sop__v_obj();
             if (!l)
                 break;
-            sop__v_set_str(l, "kind", p->libs.libs[i].kind);
-            sop__v_set_str(l, "name", p->libs.libs[i].name);
-            set_text(l, "path", p->libs.libs[i].path);
+            sop__bridge_keys(l, &p->libs.libs[i], sop__evk_proc, sop__evk_proc_n, "libs[].", NULL,
+                             NULL);
             sop__v_push(libs, l);
         }
-    }
+    } /* numa: engine/bridge/numa.c, after this */
+}
+
+static void proc_walk(sop_value *o, const char *prefix, proc_ctx *c)
+{
+    walk(o, c->p, sop__evk_proc, sop__evk_proc_n, prefix, proc_gates, NGATES(proc_gates), proc_hand,
+         c);
+}
+
+typedef struct {
+    const sop_thread *t;
+    double tps;
+} thread_ctx;
+
+static void thread_hand(sop_value *o, const sop_evk *row, const char *name, void *ctx)
+{
+    const thread_ctx *c = ctx;
+    const sop_thread *t = c->t;
+    const char *k = row->key;
+    if (strcmp(k, "tid") == 0)
+        sop__v_set_int(o, name, t->tid);
+    else if (strcmp(k, "state") == 0 && t->stat.state)
+        set_state(o, t->stat.state);
+    else if (strcmp(k, "utime_ms") == 0)
+        sop__v_set_int(o, name, ticks_ms(t->stat.utime_ticks, c->tps));
+    else if (strcmp(k, "stime_ms") == 0)
+        sop__v_set_int(o, name, ticks_ms(t->stat.stime_ticks, c->tps));
+    else if (strcmp(k, "run_ms") == 0)
+        sop__v_set_int(o, name, ns_ms(t->sched.run_ns));
+    else if (strcmp(k, "wait_ms") == 0)
+        sop__v_set_int(o, name, ns_ms(t->sched.wait_ns));
 }
 
 static void add_threads(sop_value *ev, const sop_thread_list *tl, double tps)
 {
     sop_value *arr = sop__v_arr_at(ev, "threads");
     for (size_t i = 0; arr && i < tl->n; i++) {
-        const sop_thread *t = &tl->items[i];
+        thread_ctx c = {&tl->items[i], tps};
         sop_value *o = sop__v_obj();
         if (!o)
             break;
-        sop__v_set_int(o, "tid", t->tid);
-        set_text(o, "name", t->name);
-        set_state(o, t->stat.state, false);
-        sop__v_set_dbl(o, "cpu_pct", t->cpu_pct);
-        sop__v_set_dbl(o, "wait_pct", t->wait_pct);
-        sop__v_set_int(o, "majflt", t->stat.majflt);
-        sop__v_set_dbl(o, "majflt_per_s", t->majflt_per_s);
-        if (t->have_io) {
-            sop__v_set_int(o, "read_bytes", t->io.read_bytes);
-            sop__v_set_int(o, "syscr", t->io.syscr);
-            sop__v_set_dbl(o, "read_bytes_per_s", t->read_bytes_per_s);
-            sop__v_set_dbl(o, "rchar_per_s", t->rchar_per_s);
-            sop__v_set_dbl(o, "syscr_per_s", t->syscr_per_s);
-        }
-        sop__v_set_int(o, "utime_ms", ticks_ms(t->stat.utime_ticks, tps));
-        sop__v_set_int(o, "stime_ms", ticks_ms(t->stat.stime_ticks, tps));
-        sop__v_set_int(o, "processor", t->stat.processor);
-        sop__v_set_int(o, "run_ms", ns_ms(t->sched.run_ns));
-        sop__v_set_int(o, "wait_ms", ns_ms(t->sched.wait_ns));
-        sop__v_set_int(o, "voluntary_ctxt_switches", t->voluntary_ctxt_switches);
-        sop__v_set_int(o, "nonvoluntary_ctxt_switches", t->nonvoluntary_ctxt_switches);
+        walk(o, c.t, sop__evk_threads, sop__evk_threads_n, "", thread_gates, NGATES(thread_gates),
+             thread_hand, &c);
         sop__v_push(arr, o);
     }
 }
 
+typedef struct {
+    const sop_child *c;
+    bool with_depth;
+    double now;
+} child_ctx;
+
+static void child_hand(sop_value *o, const sop_evk *row, const char *name, void *ctx)
+{
+    const child_ctx *x = ctx;
+    const sop_child *c = x->c;
+    const char *k = row->key;
+    if (strcmp(k, "pid") == 0)
+        sop__v_set_int(o, name, c->pid);
+    else if (strcmp(k, "ppid") == 0)
+        sop__v_set_int(o, name, c->stat.ppid >= 0 ? c->stat.ppid : c->ppid);
+    else if (strcmp(k, "depth") == 0 && x->with_depth)
+        sop__v_set_int(o, name, c->depth);
+    else if (strcmp(k, "state") == 0 && c->stat.state)
+        set_state(o, c->stat.state);
+    else if (strcmp(k, "threads") == 0)
+        sop__v_set_int(o, name, first(c->status.threads, c->stat.num_threads));
+    else if (strcmp(k, "age_s") == 0)
+        age(o, c->start_time_s, x->now);
+    else if (strcmp(k, "private_kb") == 0 && c->have_smaps)
+        sop__v_set_int(o, name, sum2(c->smaps.private_clean_kb, c->smaps.private_dirty_kb));
+    else if (strcmp(k, "shared_kb") == 0 && c->have_smaps)
+        sop__v_set_int(o, name, sum2(c->smaps.shared_clean_kb, c->smaps.shared_dirty_kb));
+    else if (strcmp(k, "swap_kb") == 0)
+        sop__v_set_int(o, name,
+                       first(c->have_smaps ? c->smaps.swap_kb : SOP_NA, c->status.vm_swap_kb));
+    else if (strcmp(k, "env") == 0)
+        add_env(o, &c->env);
+}
+
+/* One element of children[], siblings[] or `parent`: the rows of sop__evk_children. */
 static sop_value *child_obj(const sop_child *c, bool with_depth, double now)
 {
     sop_value *o = sop__v_obj();
-    if (!o)
-        return NULL;
-    sop__v_set_int(o, "pid", c->pid);
-    sop__v_set_int(o, "ppid", c->stat.ppid >= 0 ? c->stat.ppid : c->ppid);
-    if (with_depth)
-        sop__v_set_int(o, "depth", c->depth);
-    set_text(o, "comm", c->stat.comm);
-    set_text(o, "cmdline", c->cmdline);
-    set_state(o, c->stat.state, false);
-    sop__v_set_int(o, "threads", first(c->status.threads, c->stat.num_threads));
-    sop__v_set_dbl(o, "start_time_s", c->start_time_s);
-    if (!isnan(c->start_time_s) && !isnan(now) && now >= c->start_time_s)
-        sop__v_set_dbl(o, "age_s", now - c->start_time_s);
-    sop__v_set_int(o, "rss_kb", c->status.vm_rss_kb);
-    sop__v_set_int(o, "anon_kb", c->status.rss_anon_kb);
-    sop__v_set_int(o, "file_kb", c->status.rss_file_kb);
-    sop__v_set_int(o, "shmem_kb", c->status.rss_shmem_kb);
-    if (c->have_smaps) {
-        sop__v_set_int(o, "pss_kb", c->smaps.pss_kb);
-        sop__v_set_int(o, "private_kb", sum2(c->smaps.private_clean_kb, c->smaps.private_dirty_kb));
-        sop__v_set_int(o, "shared_kb", sum2(c->smaps.shared_clean_kb, c->smaps.shared_dirty_kb));
-    }
-    sop__v_set_int(o, "swap_kb",
-                   first(c->have_smaps ? c->smaps.swap_kb : SOP_NA, c->status.vm_swap_kb));
-    sop__v_set_dbl(o, "cpu_pct", c->cpu_pct);
-    sop__v_set_dbl(o, "read_bytes_per_s", c->read_bytes_per_s);
-    sop__v_set_dbl(o, "rchar_per_s", c->rchar_per_s);
-    add_env(o, &c->env);
+    child_ctx x = {c, with_depth, now};
+    walk(o, c, sop__evk_children, sop__evk_children_n, "", child_gates, NGATES(child_gates),
+         child_hand, &x);
     return o;
 }
 
@@ -372,8 +569,12 @@ void sop__bridge_proc(sop_value *ev, const sop_proc *p, const sop_thread_list *t
     if (!ev)
         return;
     double tps = sop__proc_ticks_per_s();
-    if (p)
-        add_proc(ev, p, now, tps);
+    if (p) {
+        proc_ctx c = {p, now, tps};
+        sop_value *o = sop__v_obj_at(ev, "proc");
+        if (o)
+            proc_walk(o, "", &c);
+    }
     if (threads)
         add_threads(ev, threads, tps);
     if (children)

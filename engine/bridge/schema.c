@@ -66,6 +66,12 @@ void sop__bridge_keys(sop_value *o, const void *base, const sop_evk *keys, size_
 const sop_evk_group sop__evk_groups[] = {
     {"host", "engine/bridge/host.c, host.numa by engine/bridge/numa.c", sop__evk_host,
      &sop__evk_host_n},
+    {"proc", "engine/bridge/proc.c, proc.numa by engine/bridge/numa.c", sop__evk_proc,
+     &sop__evk_proc_n},
+    {"threads[]", "engine/bridge/proc.c", sop__evk_threads, &sop__evk_threads_n},
+    {"children[]", "engine/bridge/proc.c", sop__evk_children, &sop__evk_children_n},
+    {"parent", "engine/bridge/proc.c", sop__evk_children, &sop__evk_children_n},
+    {"siblings[]", "engine/bridge/proc.c", sop__evk_children, &sop__evk_children_n},
     {"cgroup", "engine/bridge/cgroup.c", sop__evk_cgroup, &sop__evk_cgroup_n},
     {"alloc", "engine/bridge/alloc.c", sop__evk_alloc, &sop__evk_alloc_n},
 };
@@ -77,9 +83,20 @@ static const char *type_name(sop_evk_type t)
     return (unsigned)t < sizeof names / sizeof names[0] ? names[t] : "?";
 }
 
+/* A group named "x[]" is an array of objects (its rows: "x[].key"); a group whose rows are an
+ * earlier group's is listed as "same keys as" that one. */
 static void group_md(sop_sb *b, const sop_evk_group *g)
 {
-    sop__sb_printf(b, "%-40s %-6s %-8s written by %s\n", g->group, "object", "", g->file);
+    size_t gl = strlen(g->group);
+    bool arr = gl > 2 && strcmp(g->group + gl - 2, "[]") == 0;
+    sop__sb_printf(b, "%-40s %-6s %-8s written by %s\n", g->group, arr ? "array" : "object", "",
+                   g->file);
+    for (const sop_evk_group *o = sop__evk_groups; o < g; o++) {
+        if (o->keys == g->keys) {
+            sop__sb_printf(b, "  same keys as %s\n", o->group);
+            return;
+        }
+    }
     size_t n = *g->n;
     for (size_t i = 0; i < n; i++) {
         const sop_evk *r = &g->keys[i];

@@ -2,8 +2,9 @@
 # test_evidence_doc.sh — docs/evidence.md is generated (`sopctl evidence --doc`) from the schema
 # tables (engine/bridge/schema.h) and the template docs/evidence.md.in, and must equal what they
 # say now; the tables have no duplicate key; every `reads` entry of the shipped rules that names
-# a key of a group with a table (host, cgroup, alloc) is a key of that table (a misspelled entry
-# fails, and so does a made-up one in a test pack). Entries of other groups are listed when
+# a key of a group with a table (host, cgroup, alloc, proc, threads[], ...: an array group
+# "x[]" is named "x[]" in entries) is a key of that table (a misspelled entry fails, and so does
+# a made-up one in a test pack). Entries of other groups are listed when
 # their names do not appear in docs/evidence.md (a note, not a failure: those groups have no
 # table yet). Needs SOPCTL, SOP_SRC and jq.
 . "$(dirname "$0")/lib.sh"
@@ -35,7 +36,7 @@ undoc=$(jq -r '.groups[].keys[] | select(.doc == "" and (.type == "object" or .t
 # entry may stop above a leaf (reading an object or an array as a whole).
 unknown_reads() { # $1: a `check --json` description; prints "rule entry" per unknown entry
   jq -r --slurpfile s "$tmp/schema.json" '
-    ($s[0].groups | map(.group)) as $groups
+    ($s[0].groups | map(.group | sub("\\[\\]$"; ""))) as $groups
     | ($s[0].groups | map(.keys[].key | split("."))) as $keys
     | .rules[] | .id as $id | (.reads // [])[]
     | . as $r | ($r | split(".")) as $e
@@ -49,21 +50,22 @@ unknown_reads() { # $1: a `check --json` description; prints "rule entry" per un
 "$SOPCTL" check default --json >"$tmp/desc.json" 2>"$tmp/err" || bad "check default --json: $(head -c 300 "$tmp/err")"
 nreads=$(jq '[.rules[].reads[]?] | length' "$tmp/desc.json")
 unknown=$(unknown_reads "$tmp/desc.json")
-[ -z "$unknown" ] && ok "$nreads reads entries; those of host, cgroup and alloc name keys of their table" \
+[ -z "$unknown" ] && ok "$nreads reads entries; those of groups with a table name keys of their table" \
   || bad "reads entries naming no key of their group's table: $unknown"
 
 cat >"$tmp/typo.lua" <<'LUA'
 rule { id = "x.typo", section = "2", severity = "warn", title = "t",
-  reads = { "host.mem_totl_kb", "host.psi.io.some.avg10", "cgroup.cpu", "proc.rss_kb" }, uses = {},
+  reads = { "host.mem_totl_kb", "host.psi.io.some.avg10", "cgroup.cpu", "proc.rss_kb",
+            "threads[].majflt", "threads[].tdi", "siblings[].rss_kb" }, uses = {},
   check = function(ev, th) return clear("ok") end }
 LUA
 "$SOPCTL" check "$tmp/typo.lua" --json >"$tmp/typo.json" 2>"$tmp/err"
-[ "$(unknown_reads "$tmp/typo.json")" = "x.typo host.mem_totl_kb" ] && ok "a misspelled reads entry is caught, a wildcard row matches" \
+[ "$(unknown_reads "$tmp/typo.json" | tr '\n' ' ')" = "x.typo host.mem_totl_kb x.typo threads[].tdi " ] && ok "a misspelled reads entry is caught, a wildcard row matches" \
   || bad "typo check: '$(unknown_reads "$tmp/typo.json")' $(head -c 300 "$tmp/err")"
 
 # Groups without a table: every name of the entry should at least appear in the page.
 grep -ow '[A-Za-z_0-9]*' "$SRC/docs/evidence.md" | sort -u >"$tmp/words"
-notes=$(jq -r --slurpfile s "$tmp/schema.json" '($s[0].groups | map(.group)) as $g | .rules[] | .id as $id
+notes=$(jq -r --slurpfile s "$tmp/schema.json" '($s[0].groups | map(.group | sub("\\[\\]$"; ""))) as $g | .rules[] | .id as $id
   | (.reads // [])[] | . as $r | ($r | split(".")[0] | sub("\\[\\]$"; "")) as $h
   | select(($g | index($h)) == null) | "\($id) \($r)"' "$tmp/desc.json" |
   awk 'NR == FNR { w[$1] = 1; next }
