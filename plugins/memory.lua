@@ -199,10 +199,10 @@ rule {
                      .. "OOM killer picks the largest process next.",
                      "作业占用内存的 {share:%.0f}%，可用内存不足 {host_avail_min_pct:%g}%：整机 OOM killer 下一个就会挑最大的进程。",
                      { share = share, host_avail_min_pct = th.host_avail_min_pct }),
-          verify = T(fmt("`free -g` and `sopctl run --pid %d` show MemAvailable above %g%% through an epoch.",
-                         ev.pid, th.host_avail_min_pct),
-                     fmt("整个 epoch 中 `free -g` 与 `sopctl run --pid %d` 显示 MemAvailable 高于 %g%%。",
-                         ev.pid, th.host_avail_min_pct)),
+          verify = tr("`free -g` and `sopctl run --pid {pid}` show MemAvailable above {host_avail_min_pct:%g}% "
+                        .. "through an epoch.",
+                      "整个 epoch 中 `free -g` 与 `sopctl run --pid {pid}` 显示 MemAvailable 高于 {host_avail_min_pct:%g}%。",
+                      { pid = ev.pid, host_avail_min_pct = th.host_avail_min_pct }),
         }
       end
       notes_en[#notes_en + 1] = ctx_en
@@ -287,8 +287,9 @@ rule {
       end
     end
     if measured == 0 then
-      return unknown(T(fmt("workers' private memory not readable (smaps_rollup of %d workers)", #kids),
-                       fmt("读不到 %d 个 worker 的私有内存（smaps_rollup）", #kids)))
+      return unknown(tr("workers' private memory not readable (smaps_rollup of {n_kids} workers)",
+                        "读不到 {n_kids} 个 worker 的私有内存（smaps_rollup）",
+                        { n_kids = #kids }))
     end
     if #forked < th.cow_min_children then
       local en = fmt("%d workers; largest private memory %s = %.0f%% of the parent's %s "
@@ -333,13 +334,15 @@ rule {
     end
     return hit {
       severity = sev,
-      symptom = T(fmt("%d forked workers each hold a private copy of the parent's memory", #forked),
-                  fmt("%d 个 fork 出的 worker 各自持有父进程内存的私有拷贝", #forked)),
-      evidence = T(fmt("Parent pid %d anonymous memory %s; forked workers' private memory: %s; "
-                       .. "together %s = %.1f x the parent%s.", ev.pid, kb(parent_kb),
-                       table.concat(list_en, ", "), kb(sum), ratio, lim_en),
-                   fmt("父进程 pid %d 匿名内存 %s；fork 的 worker 私有内存：%s；合计 %s = 父进程的 %.1f 倍%s。",
-                       ev.pid, kb(parent_kb), table.concat(list_zh, "，"), kb(sum), ratio, lim_zh)),
+      symptom = tr("{n_forked} forked workers each hold a private copy of the parent's memory",
+                   "{n_forked} 个 fork 出的 worker 各自持有父进程内存的私有拷贝",
+                   { n_forked = #forked }),
+      evidence = tr("Parent pid {pid} anonymous memory {parent_kb}; forked workers' private memory: {list_en}; "
+                      .. "together {sum} = {ratio:%.1f} x the parent{lim_en}.",
+                    "父进程 pid {pid} 匿名内存 {parent_kb}；fork 的 worker 私有内存：{list_zh}；合计 {sum} = 父进程的 {ratio:%.1f} 倍"
+                      .. "{lim_zh}。",
+                    { pid = ev.pid, parent_kb = kb(parent_kb), list_en = table.concat(list_en, ", "), sum = kb(sum),
+                      ratio = ratio, lim_en = lim_en, list_zh = table.concat(list_zh, "，"), lim_zh = lim_zh }),
       verify = tr("`sopctl run --pid {pid}`: each worker's private memory falls well below "
                   .. "{cow_child_private_pct:%g}% of the parent's, and the tree's total PSS is about parent + "
                   .. "the workers' own data.",
@@ -495,9 +498,9 @@ rule {
     local sev = (is_cg and share >= th.rss_limit_pct) and "high" or "warn"
     return hit {
       severity = sev,
-      symptom = T(fmt("Process %.0f s old already holds %.0f%% of %s while loading data", p.age_s,
-                      share, lim_en),
-                  fmt("进程启动 %.0f 秒就占了%s的 %.0f%%，且仍在加载数据", p.age_s, lim_zh, share)),
+      symptom = tr("Process {age_s:%.0f} s old already holds {share:%.0f}% of {lim_en} while loading data",
+                   "进程启动 {age_s:%.0f} 秒就占了{lim_zh}的 {share:%.0f}%，且仍在加载数据",
+                   { age_s = p.age_s, share = share, lim_en = lim_en, lim_zh = lim_zh }),
       evidence = T(base_en .. fmt("; %.0f%% of %d stack samples in loading code, mostly %s.",
                                   100 * frac, n, frame or "?"),
                    base_zh .. fmt("；%d 个栈采样中 %.0f%% 在加载代码里，主要是 %s。", n, 100 * frac,
@@ -621,8 +624,10 @@ rule {
                  or ((base >= 1024 * th.growth_warn_rss_mb or (left and left <= th.growth_warn_s))
                      and not (p.age_s and p.age_s < th.growth_young_s) and "warn")
                  or "info",
-      symptom = T(fmt("%s grows steadily: %+.1f MiB/s", by_kind and "Anonymous memory" or "Memory", rate / 1024),
-                  fmt("%s持续增长：%+.1f MiB/s", by_kind and "匿名内存" or "内存", rate / 1024)),
+      symptom = tr("{what_en} grows steadily: {rate:%+.1f} MiB/s",
+                   "{what_zh}持续增长：{rate:%+.1f} MiB/s",
+                   { what_en = by_kind and "Anonymous memory" or "Memory", rate = rate / 1024,
+                     what_zh = by_kind and "匿名内存" or "内存" }),
       evidence = T(en .. fmt("; RSS at its peak (VmHWM %s)", kb(p.vm_hwm_kb or p.rss_kb)) .. left_en .. ".",
                    zh .. fmt("；RSS 处于峰值（VmHWM %s）", kb(p.vm_hwm_kb or p.rss_kb)) .. left_zh .. "。"),
       cause = T("Something keeps references to new objects (SOP §2.2 row 2, 'grows the longer it "
@@ -644,10 +649,11 @@ rule {
                .. "比较（snap2.compare_to(snap1, 'traceback')[:10]）。然后：无上限 dict 改为 "
                .. "functools.lru_cache(maxsize=N)；活对象缓存用 weakref / WeakValueDictionary；记录 "
                .. "loss.item() 而不是 loss；及时 del 每步的引用。", { pid = pid }),
-      verify = T(fmt("`sopctl run --pid %d --duration 10` twice, minutes apart: RSS growth below "
-                     .. "%g MiB/s and VmHWM no longer rising.", pid, th.growth_floor_mb_per_s),
-                 fmt("相隔几分钟两次 `sopctl run --pid %d --duration 10`：RSS 增长低于 %g MiB/s，VmHWM 不再上升。",
-                     pid, th.growth_floor_mb_per_s)),
+      verify = tr("`sopctl run --pid {pid} --duration 10` twice, minutes apart: RSS growth below "
+                    .. "{growth_floor_mb_per_s:%g} MiB/s and VmHWM no longer rising.",
+                  "相隔几分钟两次 `sopctl run --pid {pid} --duration 10`：RSS 增长低于 "
+                    .. "{growth_floor_mb_per_s:%g} MiB/s，VmHWM 不再上升。",
+                  { pid = pid, growth_floor_mb_per_s = th.growth_floor_mb_per_s }),
       refs = GROWTH_REFS,
     }, census.view(ev, th)))
   end,
@@ -781,18 +787,20 @@ rule {
     local share = lim and percent(sum, lim)
     return hit {
       severity = (is_cg and share >= th.rss_limit_pct) and "high" or "warn",
-      symptom = T(fmt("%d processes each hold about %s of private memory", #grp, kb(grp[#grp].private_kb)),
-                  fmt("%d 个进程各自持有约 %s 私有内存", #grp, kb(grp[#grp].private_kb))),
-      evidence = T(fmt("%s: private (unshared) memory %s; together %s%s.", role_en,
-                       table.concat(list, ", "), kb(sum),
-                       share and fmt(" = %.0f%% of %s", share, lim_en) or ""),
-                   fmt("%s：私有（未共享）内存 %s；合计 %s%s。", role_zh, table.concat(list, "，"), kb(sum),
-                       share and fmt(" = %s的 %.0f%%", lim_zh, share) or "")),
-      verify = T(fmt("`sopctl run --pid %d`: each process's private memory drops to about 1/%d of "
-                     .. "the dataset (or the data moves to shared/file-backed pages), and the total "
-                     .. "stops scaling with the process count.", ev.pid, #grp),
-                 fmt("`sopctl run --pid %d`：每个进程的私有内存降到数据集的约 1/%d（或数据转为共享/文件页），"
-                     .. "总量不再随进程数增长。", ev.pid, #grp)),
+      symptom = tr("{n_grp} processes each hold about {private_kb} of private memory",
+                   "{n_grp} 个进程各自持有约 {private_kb} 私有内存",
+                   { n_grp = #grp, private_kb = kb(grp[#grp].private_kb) }),
+      evidence = tr("{role_en}: private (unshared) memory {list_en}; together {sum}{share_en}.",
+                    "{role_zh}：私有（未共享）内存 {list_zh}；合计 {sum}{share_zh}。",
+                    { role_en = role_en, list_en = table.concat(list, ", "), sum = kb(sum),
+                      share_en = share and fmt(" = %.0f%% of %s", share, lim_en) or "", role_zh = role_zh,
+                      list_zh = table.concat(list, "，"),
+                      share_zh = share and fmt(" = %s的 %.0f%%", lim_zh, share) or "" }),
+      verify = tr("`sopctl run --pid {pid}`: each process's private memory drops to about 1/{n_grp} of the dataset "
+                    .. "(or the data moves to shared/file-backed pages), and the total stops scaling with the process "
+                    .. "count.",
+                  "`sopctl run --pid {pid}`：每个进程的私有内存降到数据集的约 1/{n_grp}（或数据转为共享/文件页），总量不再随进程数增长。",
+                  { pid = ev.pid, n_grp = #grp }),
     }
   end,
 }
@@ -876,8 +884,9 @@ rule {
       end
     end
     return hit {
-      symptom = T(fmt("%s of the process's memory is locked in RAM", kb(locked)),
-                  fmt("进程有 %s 内存被锁定在 RAM 中", kb(locked))),
+      symptom = tr("{locked} of the process's memory is locked in RAM",
+                   "进程有 {locked} 内存被锁定在 RAM 中",
+                   { locked = kb(locked) }),
       evidence = T(en .. ".", zh .. "。"),
       verify = tr("`grep -E 'VmLck|VmPin' /proc/{pid}/status` and `sopctl run --pid {pid}` show locked "
                   .. "memory below {pinned_rss_pct:%g}% of RSS.",
