@@ -67,8 +67,9 @@ rule {
       return unknown(T("allocator not known (maps not readable)", "分配器未知（读不到 maps）"))
     end
     if a.allocator ~= "glibc" then
-      return clear(T(fmt("malloc is %s (%s), not glibc's ptmalloc", a.allocator, a.source or "?"),
-                     fmt("malloc 是 %s（%s），不是 glibc ptmalloc", a.allocator, a.source or "?")))
+      return clear(tr("malloc is {allocator:%s} ({source}), not glibc's ptmalloc",
+                      "malloc 是 {allocator:%s}（{source}），不是 glibc ptmalloc",
+                      { allocator = a.allocator, source = a.source or "?" }))
     end
     if a.malloc_arena_max then
       return clear(tr("MALLOC_ARENA_MAX={malloc_arena_max} caps the arenas",
@@ -214,18 +215,15 @@ rule {
                    "启动时间耗在 import 上：主线程 {share:%.0f}% 时间在 import", { share = share }),
       evidence = T(base_en .. mod_en .. io_en .. fmt("; process CPU %.0f%%.", p.cpu_pct or 0),
                    base_zh .. mod_zh .. io_zh .. fmt("；进程 CPU %.0f%%。", p.cpu_pct or 0)),
-      fix = T(fmt("Measure the chain: `python -X importtime -c 'import %s' 2> import.log` and sort by "
-                  .. "cumulative time. Then import heavy modules inside the functions that need them, "
-                  .. "put type-only imports under `if typing.TYPE_CHECKING:`, avoid `from x import *`, "
-                  .. "move work out of package __init__.py files, keep .pyc caching on "
-                  .. "(PYTHONDONTWRITEBYTECODE unset, writable __pycache__), and for long-lived "
-                  .. "services import once and fork workers after warm-up.",
-                  mod:match("([^/]+)/__init__%.py$") or mod:match("([^/]+)%.py$") or "MODULE"),
-              fmt("先量出 import 链：`python -X importtime -c 'import %s' 2> import.log`，按累计时间排序。"
-                  .. "再把重模块挪到用它的函数里 import，仅类型注解用的放进 `if typing.TYPE_CHECKING:`，"
-                  .. "避免 `from x import *`，把包 __init__.py 里的重活挪走，保持 .pyc 缓存（不设 "
-                  .. "PYTHONDONTWRITEBYTECODE、__pycache__ 可写）；长驻服务启动时 import 一次、预热后再 fork worker。",
-                  mod:match("([^/]+)/__init__%.py$") or mod:match("([^/]+)%.py$") or "MODULE")),
+      fix = tr("Measure the chain: `python -X importtime -c 'import {module}' 2> import.log` and sort by cumulative "
+                 .. "time. Then import heavy modules inside the functions that need them, put type-only imports under "
+                 .. "`if typing.TYPE_CHECKING:`, avoid `from x import *`, move work out of package __init__.py files, "
+                 .. "keep .pyc caching on (PYTHONDONTWRITEBYTECODE unset, writable __pycache__), and for long-lived "
+                 .. "services import once and fork workers after warm-up.",
+               "先量出 import 链：`python -X importtime -c 'import {module}' 2> import.log`，按累计时间排序。再把重模块挪到用它的函数里 import，仅类"
+                 .. "型注解用的放进 `if typing.TYPE_CHECKING:`，避免 `from x import *`，把包 __init__.py 里的重活挪走，保持 .pyc 缓存（不设 "
+                 .. "PYTHONDONTWRITEBYTECODE、__pycache__ 可写）；长驻服务启动时 import 一次、预热后再 fork worker。",
+               { module = mod:match("([^/]+)/__init__%.py$") or mod:match("([^/]+)%.py$") or "MODULE" }),
     }
   end,
 }
@@ -326,20 +324,23 @@ rule {
     cause_zh = cause_zh .. "。用 f-string 提前拼好的参数，即使该级别被过滤也已付出代价（SOP §8.3）。"
     return hit {
       severity = (#slow > 0 or share >= 2 * th.logging_frac_pct) and "warn" or "info",
-      symptom = T(fmt("thread %d (%s) spends %.0f%% of its time in logging", worst.tid, worst.name or "?", share),
-                  fmt("线程 %d（%s）有 %.0f%% 的时间花在 logging 上", worst.tid, worst.name or "?", share)),
-      evidence = T(fmt("tid %d %s: %.0f%% of %d samples inside logging (formatting %.0f%%, handler "
-                       .. "emit/flush %.0f%%)%s%s%s; %d local log files open.", worst.tid,
-                       worst.name or "?", share, w.samples, fmt_pct, write_pct, site_en, io_en,
-                       files_en, nlocal),
-                   fmt("tid %d %s：%d 个样本中 %.0f%% 在 logging 内（格式化 %.0f%%，handler emit/flush %.0f%%）"
-                       .. "%s%s%s；打开的本地日志文件 %d 个。", worst.tid, worst.name or "?", w.samples,
-                       share, fmt_pct, write_pct, site_zh, io_zh, files_zh, nlocal)),
+      symptom = tr("thread {tid} ({name}) spends {share:%.0f}% of its time in logging",
+                   "线程 {tid}（{name}）有 {share:%.0f}% 的时间花在 logging 上",
+                   { tid = worst.tid, name = worst.name or "?", share = share }),
+      evidence = tr("tid {tid} {name}: {share:%.0f}% of {samples} samples inside logging (formatting {fmt_pct:%.0f}%, "
+                      .. "handler emit/flush {write_pct:%.0f}%){site_en}{io_en}{files_en}; {nlocal} local log files "
+                      .. "open.",
+                    "tid {tid} {name}：{samples} 个样本中 {share:%.0f}% 在 logging 内（格式化 {fmt_pct:%.0f}%，handler emit/flush "
+                      .. "{write_pct:%.0f}%）{site_zh}{io_zh}{files_zh}；打开的本地日志文件 {nlocal} 个。",
+                    { tid = worst.tid, name = worst.name or "?", share = share, samples = w.samples,
+                      fmt_pct = fmt_pct, write_pct = write_pct, site_en = site_en, io_en = io_en,
+                      files_en = files_en, nlocal = nlocal, site_zh = site_zh, io_zh = io_zh, files_zh = files_zh }),
       cause = T(cause_en, cause_zh),
-      verify = T(fmt("`sopctl run --pid PID --duration 3`: logging.hot_path clear (logging share of "
-                     .. "tid %d below %g%%), and the loop's items/s rises.", worst.tid, th.logging_frac_pct),
-                 fmt("`sopctl run --pid PID --duration 3`：logging.hot_path 为 clear（tid %d 的 logging 占比低于 %g%%），"
-                     .. "循环每秒处理量上升。", worst.tid, th.logging_frac_pct)),
+      verify = tr("`sopctl run --pid PID --duration 3`: logging.hot_path clear (logging share of tid {tid} below "
+                    .. "{logging_frac_pct:%g}%), and the loop's items/s rises.",
+                  "`sopctl run --pid PID --duration 3`：logging.hot_path 为 clear（tid {tid} 的 logging 占比低于 "
+                    .. "{logging_frac_pct:%g}%），循环每秒处理量上升。",
+                  { tid = worst.tid, logging_frac_pct = th.logging_frac_pct }),
     }
   end,
 }
@@ -661,8 +662,9 @@ rule {
     local pn = p.numa
     if not pn or not pn.kb or not pn.nodes then
       local why = missing_reason(ev, "proc.numa") or "numa_maps not read"
-      return unknown(T(fmt("%s; memory per node unknown (%s)", where_en, why),
-                       fmt("%s；各节点内存未知（%s）", where_zh, why)))
+      return unknown(tr("{where_en}; memory per node unknown ({why:%s})",
+                        "{where_zh}；各节点内存未知（{why:%s}）",
+                        { where_en = where_en, why = why, where_zh = where_zh }))
     end
     local total, local_kb = pn.kb, 0
     local parts, far_node, far_kb = {}, nil, -1
@@ -730,21 +732,20 @@ rule {
                              run_node, kb(remote_kb), run_node, run_node, run_node)
     end
     return hit {
-      symptom = T(fmt("%.0f%% of the job's memory (%s) is on NUMA node %d, its threads run on node %d",
-                      share, kb(remote_kb), far_node, run_node),
-                  fmt("作业 %.0f%% 的内存（%s）在 NUMA 节点 %d，线程却跑在节点 %d", share, kb(remote_kb),
-                      far_node, run_node)),
+      symptom = tr("{share:%.0f}% of the job's memory ({remote_kb}) is on NUMA node {far_node}, its threads run on "
+                     .. "node {run_node}",
+                   "作业 {share:%.0f}% 的内存（{remote_kb}）在 NUMA 节点 {far_node}，线程却跑在节点 {run_node}",
+                   { share = share, remote_kb = kb(remote_kb), far_node = far_node, run_node = run_node }),
       evidence = T(base_en .. free_en .. extra_en .. ".", base_zh .. free_zh .. extra_zh .. "。"),
-      cause = T(fmt("Linux places a page on the node of the CPU that first touches it (or where a "
-                    .. "membind/preferred policy says). The memory was filled from node %d (data loaded "
-                    .. "before the job was pinned, taskset applied after start, a policy naming the other "
-                    .. "node, or node %d full at the time), and the threads now run on node %d: %.0f%% of "
-                    .. "their memory accesses cross the socket interconnect, with higher latency and "
-                    .. "shared bandwidth (SOP §8.5).", far_node, run_node, run_node, share),
-                fmt("Linux 把页面放在第一次访问它的 CPU 所在节点（或 membind/preferred 策略指定的节点）。"
-                    .. "这些内存是在节点 %d 上填充的（进程绑核前加载的数据、启动后才 taskset、策略指向了另一个节点，"
-                    .. "或当时节点 %d 已满），而线程现在跑在节点 %d：%.0f%% 的访存要跨 socket 互联，延迟更高、带宽共享"
-                    .. "（SOP §8.5）。", far_node, run_node, run_node, share)),
+      cause = tr("Linux places a page on the node of the CPU that first touches it (or where a membind/preferred "
+                   .. "policy says). The memory was filled from node {far_node} (data loaded before the job was "
+                   .. "pinned, taskset applied after start, a policy naming the other node, or node {run_node} full "
+                   .. "at the time), and the threads now run on node {run_node}: {share:%.0f}% of their memory "
+                   .. "accesses cross the socket interconnect, with higher latency and shared bandwidth (SOP §8.5).",
+                 "Linux 把页面放在第一次访问它的 CPU 所在节点（或 membind/preferred 策略指定的节点）。这些内存是在节点 {far_node} 上填充的（进程绑核前加载的数据、启动后才 "
+                   .. "taskset、策略指向了另一个节点，或当时节点 {run_node} 已满），而线程现在跑在节点 {run_node}：{share:%.0f}% 的访存要跨 socket 互联，延迟更高"
+                   .. "、带宽共享（SOP §8.5）。",
+                 { far_node = far_node, run_node = run_node, share = share }),
       fix = T(fix_en, fix_zh),
       verify = tr("`numastat -p {pid}` shows most of the memory on node {run_node}; `sopctl run --pid {pid} "
                   .. "--duration 3`: cpu.numa_remote clear. Compare step time before and after.",
