@@ -148,8 +148,9 @@ rule {
                      base_zh .. "：不是 CPU 瓶颈" .. (waits and "（存储：见 checkpoint.io_bound）" or "")))
     end
     if iow >= th.ckpt_io_wait_frac or (util and util >= th.io_util_pct) then
-      return unknown(T(base_en .. fmt(", disk %s util %.0f%%: both CPU and storage are busy", dname or "?", util or 0),
-                       base_zh .. fmt("，磁盘 %s util %.0f%%：CPU 与存储都忙", dname or "?", util or 0)))
+      return unknown(tr("{base_en}, disk {dname} util {util:%.0f}%: both CPU and storage are busy",
+                        "{base_zh}，磁盘 {dname} util {util:%.0f}%：CPU 与存储都忙",
+                        { base_en = base_en, dname = dname or "?", util = util or 0, base_zh = base_zh }))
     end
     local file_en, file_zh = "", ""
     if f then
@@ -229,10 +230,11 @@ rule {
     -- The D-state samples surely inside the checkpoint (lower bound of the overlap).
     local inside = overlap(iow, ck)
     if inside < th.ckpt_io_wait_frac then
-      return clear(T(base_en .. fmt(": at most %.0f%% of the checkpoint time is surely spent waiting "
-                                    .. "on storage (< %.0f%%)", 100 * inside, 100 * th.ckpt_io_wait_frac),
-                     base_zh .. fmt("：checkpoint 时间中确定在等存储的部分至多 %.0f%%（< %.0f%%）", 100 * inside,
-                                    100 * th.ckpt_io_wait_frac)))
+      return clear(tr("{base_en}: at most {inside_pct:%.0f}% of the checkpoint time is surely spent waiting on "
+                        .. "storage (< {ckpt_io_wait_frac_pct:%.0f}%)",
+                      "{base_zh}：checkpoint 时间中确定在等存储的部分至多 {inside_pct:%.0f}%（< {ckpt_io_wait_frac_pct:%.0f}%）",
+                      { base_en = base_en, inside_pct = 100 * inside,
+                        ckpt_io_wait_frac_pct = 100 * th.ckpt_io_wait_frac, base_zh = base_zh }))
     end
     local remote = f and REMOTE[f.fs_kind]
     local busy = util and util >= th.io_util_pct
