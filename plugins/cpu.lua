@@ -415,8 +415,9 @@ rule {
     local base_zh = fmt("可运行负载 %.1f（%.1f 秒内 CPU %.1f 秒 + 运行队列等待 %.1f 秒，%d 个进程共 %d 个线程），作业可用 CPU %s 个",
                         load, s.window_s, s.cpu_s or 0, s.runqueue_wait_s or 0, nprocs, s.threads or 0, fmt("%g", cap))
     if load < th.oversub_load_ratio * cap or load < cap + 1 then
-      return clear(T(base_en .. fmt(": below %g x the CPUs", th.oversub_load_ratio),
-                     base_zh .. fmt("：低于 CPU 数的 %g 倍", th.oversub_load_ratio)))
+      return clear(tr("{base_en}: below {oversub_load_ratio:%g} x the CPUs",
+                      "{base_zh}：低于 CPU 数的 {oversub_load_ratio:%g} 倍",
+                      { base_en = base_en, oversub_load_ratio = th.oversub_load_ratio, base_zh = base_zh }))
     end
 
     -- who owns the excess
