@@ -104,9 +104,9 @@ rule {
         en = en .. "; " .. table.concat(sen, "; ")
         zh = zh .. "；" .. table.concat(szh, "；")
       end
-      return clear(T(en .. fmt(" (needs >= %g%% of ticks or a %g ms stretch)", th.gc_time_pct,
-                               th.gc_pause_ms),
-                     zh .. fmt("（阈值：>= %g%% 的采样或一次 %g ms）", th.gc_time_pct, th.gc_pause_ms)))
+      return clear(tr("{en:%s} (needs >= {gc_time_pct:%g}% of ticks or a {gc_pause_ms:%g} ms stretch)",
+                      "{zh:%s}（阈值：>= {gc_time_pct:%g}% 的采样或一次 {gc_pause_ms:%g} ms）",
+                      { en = en, gc_time_pct = th.gc_time_pct, gc_pause_ms = th.gc_pause_ms, zh = zh }))
     end
     if #sen > 0 then
       en = en .. "; " .. table.concat(sen, "; ")
