@@ -479,10 +479,10 @@ rule {
                         ev.pid, p.age_s, kb(held), lim_zh, share, avg,
                         now and fmt("，窗口内 %.0f MiB/s", now) or "")
     if share < th.load_share_pct or rate < th.load_rate_mb_per_s then
-      return clear(T(base_en .. fmt(" (needs >= %g%% and >= %g MiB/s)", th.load_share_pct,
-                                    th.load_rate_mb_per_s),
-                     base_zh .. fmt("（阈值：>= %g%% 且 >= %g MiB/s）", th.load_share_pct,
-                                    th.load_rate_mb_per_s)))
+      return clear(tr("{base_en} (needs >= {load_share_pct:%g}% and >= {load_rate_mb_per_s:%g} MiB/s)",
+                      "{base_zh}（阈值：>= {load_share_pct:%g}% 且 >= {load_rate_mb_per_s:%g} MiB/s）",
+                      { base_en = base_en, load_share_pct = th.load_share_pct,
+                        load_rate_mb_per_s = th.load_rate_mb_per_s, base_zh = base_zh }))
     end
     if not frac then
       return unknown(T(base_en .. "; no sampled Python stacks to tell loading from other work "
@@ -490,10 +490,11 @@ rule {
                        base_zh .. "；没有 Python 栈采样，无法区分加载与其他工作（对 CPython 目标用 --duration >= 1）"))
     end
     if 100 * frac < th.load_stack_pct then
-      return clear(T(base_en .. fmt("; only %.0f%% of the busiest thread's samples in loading code "
-                                    .. "(needs %g%%)", 100 * frac, th.load_stack_pct),
-                     base_zh .. fmt("；最忙线程只有 %.0f%% 的采样在加载代码里（阈值 %g%%）", 100 * frac,
-                                    th.load_stack_pct)))
+      return clear(tr("{base_en}; only {frac_pct:%.0f}% of the busiest thread's samples in loading code (needs "
+                        .. "{load_stack_pct:%g}%)",
+                      "{base_zh}；最忙线程只有 {frac_pct:%.0f}% 的采样在加载代码里（阈值 {load_stack_pct:%g}%）",
+                      { base_en = base_en, frac_pct = 100 * frac, load_stack_pct = th.load_stack_pct,
+                        base_zh = base_zh }))
     end
     local sev = (is_cg and share >= th.rss_limit_pct) and "high" or "warn"
     return hit {
@@ -501,16 +502,15 @@ rule {
       symptom = tr("Process {age_s:%.0f} s old already holds {share:%.0f}% of {lim_en} while loading data",
                    "进程启动 {age_s:%.0f} 秒就占了{lim_zh}的 {share:%.0f}%，且仍在加载数据",
                    { age_s = p.age_s, share = share, lim_en = lim_en, lim_zh = lim_zh }),
-      evidence = T(base_en .. fmt("; %.0f%% of %d stack samples in loading code, mostly %s.",
-                                  100 * frac, n, frame or "?"),
-                   base_zh .. fmt("；%d 个栈采样中 %.0f%% 在加载代码里，主要是 %s。", n, 100 * frac,
-                                  frame or "?")),
-      verify = T("tracemalloc.start(); load; print(tracemalloc.get_traced_memory()[1]) shows the peak "
-                 .. fmt("no longer proportional to the dataset, and `sopctl run --pid N` in the first "
-                        .. "minute shows anonymous memory below %g%% of the limit.", th.load_share_pct),
-                 "tracemalloc.start(); 加载; print(tracemalloc.get_traced_memory()[1]) 显示峰值不再与数据集"
-                 .. fmt("大小成正比，启动后一分钟内 `sopctl run --pid N` 显示匿名内存低于上限的 %g%%。",
-                        th.load_share_pct)),
+      evidence = tr("{base_en}; {frac_pct:%.0f}% of {n} stack samples in loading code, mostly {frame}.",
+                    "{base_zh}；{n} 个栈采样中 {frac_pct:%.0f}% 在加载代码里，主要是 {frame}。",
+                    { base_en = base_en, frac_pct = 100 * frac, n = n, frame = frame or "?", base_zh = base_zh }),
+      verify = tr("tracemalloc.start(); load; print(tracemalloc.get_traced_memory()[1]) shows the peak no "
+                    .. "longer proportional to the dataset, and `sopctl run --pid N` in the first minute shows "
+                    .. "anonymous memory below {load_share_pct:%g}% of the limit.",
+                  "tracemalloc.start(); 加载; print(tracemalloc.get_traced_memory()[1]) 显示峰值不再与数据集大小成正比，启动后一分钟内 "
+                    .. "`sopctl run --pid N` 显示匿名内存低于上限的 {load_share_pct:%g}%。",
+                  { load_share_pct = th.load_share_pct }),
     }
   end,
 }
@@ -578,25 +578,27 @@ rule {
       zh = fmt("RSS %s，%.1f 秒内 %+.1f MiB/s（占 RSS 的 %+.1f%%）", kb(p.rss_kb), d, rate / 1024, gpct)
     end
     if rate / 1024 < th.growth_floor_mb_per_s or gpct < th.growth_min_pct then
-      return clear(T(en .. fmt(" (needs >= %g MiB/s and >= %g%%)", th.growth_floor_mb_per_s,
-                               th.growth_min_pct),
-                     zh .. fmt("（阈值：>= %g MiB/s 且 >= %g%%）", th.growth_floor_mb_per_s, th.growth_min_pct)))
+      return clear(tr("{en:%s} (needs >= {growth_floor_mb_per_s:%g} MiB/s and >= {growth_min_pct:%g}%)",
+                      "{zh:%s}（阈值：>= {growth_floor_mb_per_s:%g} MiB/s 且 >= {growth_min_pct:%g}%）",
+                      { en = en, growth_floor_mb_per_s = th.growth_floor_mb_per_s,
+                        growth_min_pct = th.growth_min_pct, zh = zh }))
     end
     -- Steady: the RSS is at its high-water mark, not a sawtooth below an earlier peak (when the
     -- gap below the peak could be file pages dropped, the peak says nothing about the heap).
     local gap = p.vm_hwm_kb and p.vm_hwm_kb - p.rss_kb
     if p.vm_hwm_kb and p.rss_kb < p.vm_hwm_kb * (1 - th.growth_hwm_slack_pct / 100)
        and not (by_kind and (m.file_kb or 0) >= gap) then
-      return clear(T(en .. fmt("; but below its earlier peak VmHWM %s: memory goes up and down, "
-                               .. "not a steady climb", kb(p.vm_hwm_kb)),
-                     zh .. fmt("；但低于之前的峰值 VmHWM %s：内存有升有降，不是持续上涨", kb(p.vm_hwm_kb))))
+      return clear(tr("{en:%s}; but below its earlier peak VmHWM {vm_hwm_kb}: memory goes up and down, not a "
+                        .. "steady climb",
+                      "{zh:%s}；但低于之前的峰值 VmHWM {vm_hwm_kb}：内存有升有降，不是持续上涨",
+                      { en = en, vm_hwm_kb = kb(p.vm_hwm_kb), zh = zh }))
     end
     local frac = loading_share(ev)
     if p.age_s and p.age_s <= th.load_young_s and frac and 100 * frac >= th.load_stack_pct then
-      return clear(T(en .. fmt("; the process is %.0f s old and %.0f%% of its samples are in loading "
-                               .. "code: start-up loading, see mem.load_at_start", p.age_s, 100 * frac),
-                     zh .. fmt("；进程启动 %.0f 秒且 %.0f%% 的采样在加载代码里：属于启动期加载，见 mem.load_at_start",
-                               p.age_s, 100 * frac)))
+      return clear(tr("{en:%s}; the process is {age_s:%.0f} s old and {frac_pct:%.0f}% of its samples are in "
+                        .. "loading code: start-up loading, see mem.load_at_start",
+                      "{zh:%s}；进程启动 {age_s:%.0f} 秒且 {frac_pct:%.0f}% 的采样在加载代码里：属于启动期加载，见 mem.load_at_start",
+                      { en = en, age_s = p.age_s, frac_pct = 100 * frac, zh = zh }))
     end
     -- Time left at this rate.
     local mem = ev.cgroup and ev.cgroup.memory
@@ -628,8 +630,9 @@ rule {
                    "{what_zh}持续增长：{rate:%+.1f} MiB/s",
                    { what_en = by_kind and "Anonymous memory" or "Memory", rate = rate / 1024,
                      what_zh = by_kind and "匿名内存" or "内存" }),
-      evidence = T(en .. fmt("; RSS at its peak (VmHWM %s)", kb(p.vm_hwm_kb or p.rss_kb)) .. left_en .. ".",
-                   zh .. fmt("；RSS 处于峰值（VmHWM %s）", kb(p.vm_hwm_kb or p.rss_kb)) .. left_zh .. "。"),
+      evidence = tr("{en:%s}; RSS at its peak (VmHWM {rss_kb}){left_en}.",
+                    "{zh:%s}；RSS 处于峰值（VmHWM {rss_kb}）{left_zh}。",
+                    { en = en, rss_kb = kb(p.vm_hwm_kb or p.rss_kb), left_en = left_en, zh = zh, left_zh = left_zh }),
       cause = T("Something keeps references to new objects (SOP §2.2 row 2, 'grows the longer it "
                 .. "runs'): a list appended to every step, a dict/cache without a bound, tensors kept "
                 .. "with their graph (loss history without .item()), or reference cycles the GC "
@@ -863,10 +866,12 @@ rule {
       zh = zh .. fmt("；占%s的 %.0f%%", lim_zh, lpct)
     end
     if locked < th.pinned_min_mb * 1024 or (rpct < th.pinned_rss_pct and lpct < th.pinned_limit_pct) then
-      return clear(T(en .. fmt(" (needs >= %g MiB and >= %g%% of RSS or >= %g%% of the limit)",
-                               th.pinned_min_mb, th.pinned_rss_pct, th.pinned_limit_pct),
-                     zh .. fmt("（阈值：>= %g MiB，且 >= RSS 的 %g%% 或 >= 上限的 %g%%）",
-                               th.pinned_min_mb, th.pinned_rss_pct, th.pinned_limit_pct)))
+      return clear(tr("{en:%s} (needs >= {pinned_min_mb:%g} MiB and >= {pinned_rss_pct:%g}% of RSS or >= "
+                        .. "{pinned_limit_pct:%g}% of the limit)",
+                      "{zh:%s}（阈值：>= {pinned_min_mb:%g} MiB，且 >= RSS 的 {pinned_rss_pct:%g}% 或 >= 上限的 "
+                        .. "{pinned_limit_pct:%g}%）",
+                      { en = en, pinned_min_mb = th.pinned_min_mb, pinned_rss_pct = th.pinned_rss_pct,
+                        pinned_limit_pct = th.pinned_limit_pct, zh = zh }))
     end
     local host = ev.host
     if host and host.mlocked_kb then
