@@ -330,9 +330,10 @@ rule {
     local base_zh = fmt("%s：numpy 调用占 %d 个样本的 %.0f%%，其中 %.0f%% 不在各调用的主计算行", best.t.label,
                         w.samples, np_pct, over_pct)
     if np_pct < th.tiny_numpy_min_pct or over_pct < th.tiny_overhead_pct then
-      return clear(T(base_en .. fmt(" (fires at >= %g%% and >= %g%%)", th.tiny_numpy_min_pct,
-                                    th.tiny_overhead_pct),
-                     base_zh .. fmt("（阈值 >= %g%% 且 >= %g%%）", th.tiny_numpy_min_pct, th.tiny_overhead_pct)))
+      return clear(tr("{base_en} (fires at >= {tiny_numpy_min_pct:%g}% and >= {tiny_overhead_pct:%g}%)",
+                      "{base_zh}（阈值 >= {tiny_numpy_min_pct:%g}% 且 >= {tiny_overhead_pct:%g}%）",
+                      { base_en = base_en, tiny_numpy_min_pct = th.tiny_numpy_min_pct,
+                        tiny_overhead_pct = th.tiny_overhead_pct, base_zh = base_zh }))
     end
     table.sort(best.list, function(a, b) return a.active > b.active end)
     local parts = {}
