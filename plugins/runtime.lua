@@ -84,8 +84,9 @@ rule {
     local base_zh = fmt("%d 个 glibc arena heap（各保留 64 MiB），读写部分共 %s，%d 个线程",
                         n, kb(rw), p.threads or 0)
     if n < th.arena_min_count then
-      return clear(T(base_en .. fmt(" (< %d arenas)", th.arena_min_count),
-                     base_zh .. fmt("（< %d 个 arena）", th.arena_min_count)))
+      return clear(tr("{base_en} (< {arena_min_count} arenas)",
+                      "{base_zh}（< {arena_min_count} 个 arena）",
+                      { base_en = base_en, arena_min_count = th.arena_min_count, base_zh = base_zh }))
     end
     if not p.rss_kb or p.rss_kb <= 0 then return unknown(T("RSS not measured", "RSS 未测得")) end
     local share = 100 * rw / p.rss_kb
@@ -97,8 +98,10 @@ rule {
       base_zh = base_zh .. fmt("；%.1f 秒窗口内 RSS 每秒增长 %s", ev.duration_s, kb(growth))
     end
     if share < th.arena_share_pct or rw < th.arena_min_mb * 1024 then
-      return clear(T(base_en .. fmt(": arenas below %g%% of RSS or %g MiB", th.arena_share_pct, th.arena_min_mb),
-                     base_zh .. fmt("：arena 低于 RSS 的 %g%% 或 %g MiB", th.arena_share_pct, th.arena_min_mb)))
+      return clear(tr("{base_en}: arenas below {arena_share_pct:%g}% of RSS or {arena_min_mb:%g} MiB",
+                      "{base_zh}：arena 低于 RSS 的 {arena_share_pct:%g}% 或 {arena_min_mb:%g} MiB",
+                      { base_en = base_en, arena_share_pct = th.arena_share_pct, arena_min_mb = th.arena_min_mb,
+                        base_zh = base_zh }))
     end
     local growing = growth and growth >= th.arena_growth_kb_per_s
     if not growth then
@@ -108,12 +111,14 @@ rule {
     local sev = growing and "warn" or "info"
     return hit {
       severity = sev,
-      symptom = T(growing and fmt("RSS grows %s/s with %d glibc malloc arenas", kb(growth), n)
-                  or fmt("%d glibc malloc arenas hold %.0f%% of RSS", n, share),
-                  growing and fmt("RSS 每秒增长 %s，glibc malloc arena 有 %d 个", kb(growth), n)
-                  or fmt("%d 个 glibc malloc arena 占 RSS 的 %.0f%%", n, share)),
-      evidence = T(base_en .. fmt("; LD_PRELOAD %s; MALLOC_ARENA_MAX unset.", a.ld_preload or "unset"),
-                   base_zh .. fmt("；LD_PRELOAD %s；MALLOC_ARENA_MAX 未设置。", a.ld_preload or "未设置")),
+      symptom = growing and tr("RSS grows {growth}/s with {n} glibc malloc arenas",
+                               "RSS 每秒增长 {growth}，glibc malloc arena 有 {n} 个", { growth = kb(growth), n = n })
+                or tr("{n} glibc malloc arenas hold {share:%.0f}% of RSS",
+                      "{n} 个 glibc malloc arena 占 RSS 的 {share:%.0f}%", { n = n, share = share }),
+      evidence = tr("{base_en}; LD_PRELOAD {ld_preload_en}; MALLOC_ARENA_MAX unset.",
+                    "{base_zh}；LD_PRELOAD {ld_preload_zh}；MALLOC_ARENA_MAX 未设置。",
+                    { base_en = base_en, ld_preload_en = a.ld_preload or "unset", base_zh = base_zh,
+                      ld_preload_zh = a.ld_preload or "未设置" }),
       cause = tr("glibc's ptmalloc gives threads that allocate at the same time their own arenas "
                  .. "(up to 8 x CPUs); memory freed in one arena is not returned to the OS nor "
                  .. "reused by the others, so many threads allocating and freeing buffers "
@@ -124,14 +129,14 @@ rule {
                  .. "内存既不还给系统也不被其他 arena 复用，多线程反复分配/释放 buffer 会让 {n} 个 arena 碎片化，"
                  .. "RSS 持续上涨（SOP §8.1）。增长就在这些 arena 里；是碎片还是存活对象由下面的修复来区分："
                  .. "换 jemalloc/tcmalloc 后碎片增长停止，存活对象则继续增长。", { n = n }),
-      verify = T(fmt("`sopctl run --pid NEW_PID --duration 10`: alloc.glibc_arenas clear "
-                     .. "(allocator jemalloc/tcmalloc, or MALLOC_ARENA_MAX set) and "
-                     .. "proc.rss_growth_kb_per_s in `sopctl evidence` near 0 (was %s/s).",
-                     kb(growth)) .. " If RSS still grows with jemalloc, the objects are live: "
-                     .. "find them with tracemalloc snapshots or memray.",
-                 fmt("`sopctl run --pid 新PID --duration 10`：alloc.glibc_arenas 为 clear（分配器为 jemalloc/tcmalloc，"
-                     .. "或已设 MALLOC_ARENA_MAX），`sopctl evidence` 中 proc.rss_growth_kb_per_s 接近 0（原为每秒 %s）。",
-                     kb(growth)) .. "换 jemalloc 后 RSS 仍在涨，说明对象是存活的：用 tracemalloc 快照或 memray 找出来。"),
+      verify = tr("`sopctl run --pid NEW_PID --duration 10`: alloc.glibc_arenas clear (allocator "
+                    .. "jemalloc/tcmalloc, or MALLOC_ARENA_MAX set) and proc.rss_growth_kb_per_s in `sopctl "
+                    .. "evidence` near 0 (was {growth}/s). If RSS still grows with jemalloc, the objects are "
+                    .. "live: find them with tracemalloc snapshots or memray.",
+                  "`sopctl run --pid 新PID --duration 10`：alloc.glibc_arenas 为 clear（分配器为 jemalloc/tcmalloc，或已设 "
+                    .. "MALLOC_ARENA_MAX），`sopctl evidence` 中 proc.rss_growth_kb_per_s 接近 0（原为每秒 {growth}）。换 "
+                    .. "jemalloc 后 RSS 仍在涨，说明对象是存活的：用 tracemalloc 快照或 memray 找出来。",
+                  { growth = kb(growth) }),
     }
   end,
 }
@@ -192,13 +197,16 @@ rule {
       base_zh = base_zh .. fmt("；进程已运行 %.1f 秒", age)
     end
     if share < th.import_frac_pct then
-      return clear(T(base_en .. fmt(" (< %g%%)", th.import_frac_pct), base_zh .. fmt("（< %g%%）", th.import_frac_pct)))
+      return clear(tr("{base_en} (< {import_frac_pct:%g}%)",
+                      "{base_zh}（< {import_frac_pct:%g}%）",
+                      { base_en = base_en, import_frac_pct = th.import_frac_pct, base_zh = base_zh }))
     end
     if not age then return unknown(T(base_en .. ": process age unknown", base_zh .. "：进程运行时长未知")) end
     if age > th.startup_age_s then
-      return clear(T(base_en .. fmt(": past start-up (> %g s); imports this late are the code's "
-                                    .. "own lazy imports", th.startup_age_s),
-                     base_zh .. fmt("：已过启动期（> %g 秒）；这么晚的 import 是代码自己的延迟 import", th.startup_age_s)))
+      return clear(tr("{base_en}: past start-up (> {startup_age_s:%g} s); imports this late are the code's own "
+                        .. "lazy imports",
+                      "{base_zh}：已过启动期（> {startup_age_s:%g} 秒）；这么晚的 import 是代码自己的延迟 import",
+                      { base_en = base_en, startup_age_s = th.startup_age_s, base_zh = base_zh }))
     end
     local mod = w.import_module or "?"
     local mod_en = w.import_module and fmt("; top-level module being imported: %s (%.0f%% of samples)",
@@ -213,8 +221,10 @@ rule {
     return hit {
       symptom = tr("start-up spent importing: {share:%.0f}% of the main thread's time in import",
                    "启动时间耗在 import 上：主线程 {share:%.0f}% 时间在 import", { share = share }),
-      evidence = T(base_en .. mod_en .. io_en .. fmt("; process CPU %.0f%%.", p.cpu_pct or 0),
-                   base_zh .. mod_zh .. io_zh .. fmt("；进程 CPU %.0f%%。", p.cpu_pct or 0)),
+      evidence = tr("{base_en}{mod_en}{io_en}; process CPU {cpu_pct:%.0f}%.",
+                    "{base_zh}{mod_zh}{io_zh}；进程 CPU {cpu_pct:%.0f}%。",
+                    { base_en = base_en, mod_en = mod_en, io_en = io_en, cpu_pct = p.cpu_pct or 0, base_zh = base_zh,
+                      mod_zh = mod_zh, io_zh = io_zh }),
       fix = tr("Measure the chain: `python -X importtime -c 'import {module}' 2> import.log` and sort by cumulative "
                  .. "time. Then import heavy modules inside the functions that need them, put type-only imports under "
                  .. "`if typing.TYPE_CHECKING:`, avoid `from x import *`, move work out of package __init__.py files, "
@@ -403,9 +413,11 @@ rule {
     local base_zh = fmt("tid %d %s：%d 个样本中 %.0f%% 在 subprocess 内（启动阶段 %.0f%%）",
                         worst.tid, worst.name or "?", w.samples, share, spawn)
     if share < th.subprocess_frac_pct or spawn < th.subprocess_spawn_pct then
-      return clear(T(base_en .. fmt(" (needs >= %g%% and launching >= %g%%)", th.subprocess_frac_pct,
-                                    th.subprocess_spawn_pct),
-                     base_zh .. fmt("（需 >= %g%% 且启动 >= %g%%）", th.subprocess_frac_pct, th.subprocess_spawn_pct)))
+      return clear(tr("{base_en} (needs >= {subprocess_frac_pct:%g}% and launching >= "
+                        .. "{subprocess_spawn_pct:%g}%)",
+                      "{base_zh}（需 >= {subprocess_frac_pct:%g}% 且启动 >= {subprocess_spawn_pct:%g}%）",
+                      { base_en = base_en, subprocess_frac_pct = th.subprocess_frac_pct,
+                        subprocess_spawn_pct = th.subprocess_spawn_pct, base_zh = base_zh }))
     end
     local forks = ev.host and ev.host.forks_per_s
     if not forks then
@@ -414,8 +426,9 @@ rule {
     base_en = base_en .. fmt("; host forks %.0f/s", forks)
     base_zh = base_zh .. fmt("；整机每秒 fork %.0f 次", forks)
     if forks < th.forks_min_per_s then
-      return clear(T(base_en .. fmt(" (< %g/s): few, long-running children", th.forks_min_per_s),
-                     base_zh .. fmt("（< %g/s）：子进程少且长命", th.forks_min_per_s)))
+      return clear(tr("{base_en} (< {forks_min_per_s:%g}/s): few, long-running children",
+                      "{base_zh}（< {forks_min_per_s:%g}/s）：子进程少且长命",
+                      { base_en = base_en, forks_min_per_s = th.forks_min_per_s, base_zh = base_zh }))
     end
     local reaped_en = p.reaped_cpu_pct and fmt("; exited children used %.0f%% CPU", p.reaped_cpu_pct) or ""
     local reaped_zh = p.reaped_cpu_pct and fmt("；已退出的子进程用了 %.0f%% CPU", p.reaped_cpu_pct) or ""
@@ -423,8 +436,10 @@ rule {
       symptom = tr("subprocess storm: about {forks:%.0f} process launches/s, {share:%.0f}% of tid {tid}'s time",
                    "子进程风暴：每秒约 {forks:%.0f} 次进程启动，占 tid {tid} {share:%.0f}% 的时间",
                    { forks = forks, share = share, tid = worst.tid }),
-      evidence = T(base_en .. reaped_en .. fmt("; process CPU %.0f%%.", p.cpu_pct or 0),
-                   base_zh .. reaped_zh .. fmt("；进程 CPU %.0f%%。", p.cpu_pct or 0)),
+      evidence = tr("{base_en}{reaped_en}; process CPU {cpu_pct:%.0f}%.",
+                    "{base_zh}{reaped_zh}；进程 CPU {cpu_pct:%.0f}%。",
+                    { base_en = base_en, reaped_en = reaped_en, cpu_pct = p.cpu_pct or 0, base_zh = base_zh,
+                      reaped_zh = reaped_zh }),
     }
   end,
 }
@@ -685,14 +700,16 @@ rule {
       base_zh = base_zh .. fmt("（仅前 %d 个映射）", pn.mappings or 0)
     end
     if total < th.numa_min_mb * 1024 then
-      return clear(T(base_en .. fmt(": below %g MiB, too small to matter", th.numa_min_mb),
-                     base_zh .. fmt("：低于 %g MiB，影响小", th.numa_min_mb)))
+      return clear(tr("{base_en}: below {numa_min_mb:%g} MiB, too small to matter",
+                      "{base_zh}：低于 {numa_min_mb:%g} MiB，影响小",
+                      { base_en = base_en, numa_min_mb = th.numa_min_mb, base_zh = base_zh }))
     end
     local remote_kb = total - local_kb
     local share = 100 * remote_kb / total
     if share < th.numa_remote_pct or not far_node then
-      return clear(T(base_en .. fmt(": %.0f%% on other nodes (< %g%%)", share, th.numa_remote_pct),
-                     base_zh .. fmt("：其他节点 %.0f%%（< %g%%）", share, th.numa_remote_pct)))
+      return clear(tr("{base_en}: {share:%.0f}% on other nodes (< {numa_remote_pct:%g}%)",
+                      "{base_zh}：其他节点 {share:%.0f}%（< {numa_remote_pct:%g}%）",
+                      { base_en = base_en, share = share, numa_remote_pct = th.numa_remote_pct, base_zh = base_zh }))
     end
 
     local home = by_id[run_node] or {}
