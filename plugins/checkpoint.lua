@@ -91,7 +91,7 @@ local function find(ev, th)
   if not ev.python or not ev.python.threads then
     return nil, unknown(common.NO_STACKS)
   end
-  if common.no_window(ev) then return nil, common.one_snapshot("no sampled window", "没有采样窗口") end
+  if common.no_window(ev) then return nil, unknown(common.NO_WINDOW) end
   local t, sampled = checkpoint_thread(ev)
   if not sampled then
     return nil, unknown(T("the window was not sampled (--rate 0?)", "窗口没有被采样（--rate 0？）"))

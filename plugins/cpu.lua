@@ -596,7 +596,7 @@ rule {
   check = function(ev, th)
     local p = ev.proc
     if not p then return no_proc(ev) end
-    if common.no_window(ev) then return common.one_snapshot("no CPU rates", "没有 CPU 速率") end
+    if common.no_window(ev) then return unknown(common.NO_CPU_RATES) end
     local s = ev.sched
     if not s or not s.runnable_load or not s.window_s or s.window_s <= 0 then
       return unknown(T("no whole-tree scheduling evidence (ev.sched)", "没有整棵进程树的调度证据（ev.sched）"))

@@ -96,8 +96,8 @@ local function sampled(ev)
   end
   local mt = main_thread(ev)
   if not mt or not mt.window or not mt.window.samples or mt.window.samples == 0 then
-    return nil, unknown(T("the window was not sampled (--rate 0, or the main thread's stack was not readable)",
-                          "窗口未采样（--rate 0，或读不到主线程的栈）"))
+    return nil, unknown(common.not_sampled("--rate 0, or the main thread's stack was not readable",
+                                               "--rate 0，或读不到主线程的栈"))
   end
   return mt
 end

@@ -69,7 +69,7 @@ rule {
     if not py or not py.threads then
       return unknown(common.NO_STACKS)
     end
-    if common.no_window(ev) then return common.one_snapshot("no sampled window", "没有采样窗口") end
+    if common.no_window(ev) then return unknown(common.NO_WINDOW) end
     local best, sampled = nil, 0
     for _, t in ipairs(py.threads) do
       local w = t.window
@@ -98,7 +98,7 @@ rule {
       end
     end
     if sampled == 0 then
-      return unknown(T("no working thread with enough samples", "没有样本足够的工作线程"))
+      return unknown(common.NO_WORKING_THREAD)
     end
     if not best or 100 * best.share < th.eager_log_pct then
       return clear(tr("no hot line builds a log message eagerly (most: {share_pct:%.0f}% of a thread's samples)",

@@ -48,13 +48,13 @@ end
 
 -- Shared preconditions of the stack rules: a window was sampled, and which threads were busy.
 local function busy_threads(ev, th)
-  if common.no_window(ev) then return nil, common.one_snapshot("no sampled window", "没有采样窗口") end
+  if common.no_window(ev) then return nil, unknown(common.NO_WINDOW) end
   if not ev.python then
     return nil, unknown(common.NO_STACKS)
   end
   local all = sampled_threads(ev)
   if #all == 0 then
-    return nil, unknown(T("the window was not sampled (--rate 0?)", "窗口未采样（--rate 0？）"))
+    return nil, unknown(common.NOT_SAMPLED)
   end
   local busy = {}
   for _, t in ipairs(all) do
@@ -405,7 +405,7 @@ rule {
   check = function(ev, th)
     local p = ev.proc
     if not p then return unknown(T("the process is gone", "进程已不存在")) end
-    if common.no_window(ev) then return common.one_snapshot("no CPU rates", "没有 CPU 速率") end
+    if common.no_window(ev) then return unknown(common.NO_CPU_RATES) end
     local eff = common.effective_cpus(ev)
     if not eff then return unknown(common.NO_CPUS) end
     local libs, seen = {}, {}

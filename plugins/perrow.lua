@@ -64,7 +64,7 @@ rule {
     if not py or not py.threads then
       return unknown(common.NO_STACKS)
     end
-    if common.no_window(ev) then return common.one_snapshot("no sampled window", "没有采样窗口") end
+    if common.no_window(ev) then return unknown(common.NO_WINDOW) end
     local best, working = nil, 0
     for _, t in ipairs(py.threads) do
       local w = t.window
@@ -84,7 +84,7 @@ rule {
         end
       end
     end
-    if working == 0 then return unknown(T("no working thread with enough samples", "没有样本足够的工作线程")) end
+    if working == 0 then return unknown(common.NO_WORKING_THREAD) end
     if not best or 100 * best.frac < th.per_row_pct then
       return clear(tr("no working thread spends >= {per_row_pct:%g}% of its samples in per-row pandas/torch machinery "
                         .. "(most: {frac_pct:%.0f}%)",

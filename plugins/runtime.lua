@@ -17,11 +17,10 @@ local function frac_pct(x) return 100 * x end
 local function sampled_threads(ev)
   local py = ev.python
   if not py or not py.threads then
-    return nil, T("no Python stacks (not CPython, or its memory was not readable)",
-                  "没有 Python 栈（不是 CPython，或无法读取其内存）")
+    return nil, common.NO_STACKS
   end
   if not ev.duration_s or ev.duration_s <= 0 then
-    return nil, T("one snapshot (--duration 0): no sampled window", "只有一次快照（--duration 0）：没有采样窗口")
+    return nil, common.NO_WINDOW
   end
   local out = {}
   for _, t in ipairs(py.threads) do

@@ -85,8 +85,7 @@ rule {
     end
     local p = ev.proc or {}
     if not ev.duration_s or ev.duration_s <= 0 or not p.cpu_pct then
-      return unknown(T("one snapshot (--duration 0): no CPU rates to classify the run",
-                       "只有一次快照（--duration 0）：没有 CPU 速率，无法判断"))
+      return common.one_snapshot("no CPU rates to classify the run", "没有 CPU 速率，无法判断")
     end
     local eff = common.effective_cpus(ev) or 1
     local job, nworkers = p.cpu_pct, 0
