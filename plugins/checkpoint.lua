@@ -94,7 +94,7 @@ local function find(ev, th)
   if common.no_window(ev) then return nil, unknown(common.NO_WINDOW) end
   local t, sampled = checkpoint_thread(ev)
   if not sampled then
-    return nil, unknown(T("the window was not sampled (--rate 0?)", "窗口没有被采样（--rate 0？）"))
+    return nil, unknown(common.NOT_SAMPLED)
   end
   if not t or t.w.checkpoint_frac < th.ckpt_frac then
     local f = t and t.w.checkpoint_frac or 0

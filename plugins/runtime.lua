@@ -27,7 +27,7 @@ local function sampled_threads(ev)
     if t.window and t.window.samples then out[#out + 1] = t end
   end
   if #out == 0 then
-    return nil, T("the window was not sampled (--rate 0?)", "窗口没有采样（--rate 0？）")
+    return nil, common.NOT_SAMPLED
   end
   return out
 end
