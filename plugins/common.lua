@@ -68,6 +68,15 @@ function common.effective_cpus(ev)
   return ev.effective_cpus or (ev.host and ev.host.ncpu)
 end
 
+-- What the job may use with the CFS quota as a fraction (0.5 CPU is half a core): eff (normally
+-- effective_cpus(ev)), or a smaller ev.cgroup.cpu.quota_cpus; the same figure as
+-- ev.sched.capacity_cpus (engine/collect.c), for rules that also run on evidence without ev.sched.
+function common.capacity_cpus(ev, eff)
+  local q = ev.cgroup and ev.cgroup.cpu and ev.cgroup.cpu.quota_cpus
+  if q and q < eff then return q end
+  return eff
+end
+
 common.NO_CPUS = common.T("effective CPU count unknown", "有效 CPU 数未知")
 
 -- The verdict of a rule that needs the sampled Python threads when there are none.

@@ -50,8 +50,7 @@ local function legacy_check(ev, th)
   local eff = common.effective_cpus(ev)
   if not eff then return unknown(common.NO_CPUS) end
   local cpu = ev.cgroup and ev.cgroup.cpu or {}
-  local cap = eff
-  if cpu.quota_cpus and cpu.quota_cpus < cap then cap = cpu.quota_cpus end
+  local cap = common.capacity_cpus(ev, eff)
 
   -- A thread wants CPU for the time it ran plus the time it sat runnable in the run queue
   -- (wait_pct); threads blocked on the GIL or IO sleep and count for neither.

@@ -108,9 +108,7 @@ local function job_cpu(ev)
   if not used then return nil end
   for _, c in ipairs(ev.children or {}) do used = used + (c.cpu_pct or 0) end
   local eff = common.effective_cpus(ev) or 1
-  local cap = eff
-  local q = ev.cgroup and ev.cgroup.cpu and ev.cgroup.cpu.quota_cpus
-  if q and q < cap then cap = q end
+  local cap = common.capacity_cpus(ev, eff)
   return used, cap * 100, eff
 end
 

@@ -451,9 +451,7 @@ rule {
     if not any then
       return clear(T("no sampled CPython worker processes", "没有被采样的 CPython worker 进程"))
     end
-    local cap = eff
-    local q = ev.cgroup and ev.cgroup.cpu and ev.cgroup.cpu.quota_cpus
-    if q and q < cap then cap = q end
+    local cap = common.capacity_cpus(ev, eff)
     -- The pools compete once the CPUs are full, with the job's own load or anyone's.
     local host_idle = ev.host and ev.host.cpu and ev.host.cpu.idle_pct
     local full = used >= th.cpu_saturated_pct / 100 * cap * 100

@@ -110,8 +110,7 @@ rule {
     -- CPU-bound: one thread pegged; or the target's threads together at about a core (taking
     -- turns: the GIL); or the job fills its effective CPUs.
     -- The job's capacity: its effective CPUs, or a smaller CFS quota (0.5 CPU is half a core).
-    local quota = ev.cgroup and ev.cgroup.cpu and ev.cgroup.cpu.quota_cpus
-    local cap = quota and quota < eff and quota or eff
+    local cap = common.capacity_cpus(ev, eff)
     local pegged = busiest >= th.summary_cpu_bound_pct
     local turns = p.cpu_pct >= th.summary_cpu_bound_pct
     local full = cores >= cap * th.summary_cpu_bound_pct / 100
