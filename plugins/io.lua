@@ -9,6 +9,11 @@ local common = require "plugins.common"
 local T, no_proc = common.T, common.no_proc
 local tr = common.tr
 
+-- Preludes spelled once for the rules below.
+local NO_READ_RATES = common.one_snapshot_text("no read rates", "没有读速率")
+local NO_OPEN_FILES = T("open files not sampled (needs a CPython target and --duration > 0)",
+                        "没有采样打开的文件（需要 CPython 目标且 --duration > 0）")
+
 -- Why a rule that needs the live process cannot judge.
 
 local REFS = {
@@ -253,7 +258,7 @@ rule {
   check = function(ev, th)
     local p = ev.proc
     if not p then return no_proc(ev) end
-    if common.no_window(ev) then return common.one_snapshot("no read rates", "没有读速率") end
+    if common.no_window(ev) then return unknown(NO_READ_RATES) end
     local io = p.io
     if not io or not io.syscr_per_s then
       return unknown(T("/proc/PID/io not readable: no read-call rate",
@@ -361,7 +366,7 @@ rule {
   refs = REFS,
   check = function(ev, th)
     if not ev.proc then return no_proc(ev) end
-    if common.no_window(ev) then return common.one_snapshot("no read rates", "没有读速率") end
+    if common.no_window(ev) then return unknown(NO_READ_RATES) end
     local rs = readers(ev)
     if #rs == 0 then
       return unknown(T("/proc/PID/io not readable: no read rates", "读不到 /proc/PID/io：没有读速率"))
@@ -501,8 +506,7 @@ rule {
   check = function(ev, th)
     if not ev.proc then return no_proc(ev) end
     if not ev.io_files then
-      return unknown(T("open files not sampled (needs a CPython target and --duration > 0)",
-                       "没有采样打开的文件（需要 CPython 目标且 --duration > 0）"))
+      return unknown(NO_OPEN_FILES)
     end
     local remote, by_pid, order, kinds = 0, {}, {}, {}
     for _, f in ipairs(ev.io_files) do
@@ -628,7 +632,7 @@ rule {
            "https://docs.kernel.org/admin-guide/cgroup-v2.html" },
   check = function(ev, th)
     if not ev.proc then return no_proc(ev) end
-    if common.no_window(ev) then return common.one_snapshot("no read rates", "没有读速率") end
+    if common.no_window(ev) then return unknown(NO_READ_RATES) end
     local disk, measured = 0, false
     for _, r in ipairs(readers(ev)) do
       if r.io.read_bytes_per_s then
@@ -646,8 +650,7 @@ rule {
                       { disk = rate(disk), page_cache_min_disk_kb_per_s = kb(th.page_cache_min_disk_kb_per_s) }))
     end
     if not ev.io_files then
-      return unknown(T("open files not sampled (needs a CPython target and --duration > 0)",
-                       "没有采样打开的文件（需要 CPython 目标且 --duration > 0）"))
+      return unknown(NO_OPEN_FILES)
     end
     -- The working set: distinct large files on storage whose position moves (being read now).
     -- A position that did not move forward still streams when its reader read at least the file's
