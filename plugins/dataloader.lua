@@ -19,6 +19,10 @@ local common = require "plugins.common"
 local T = common.T
 local tr = common.tr
 
+-- The verdict of the worker rules when no process runs torch's _worker_loop, spelled once.
+local NO_WORKERS = T("no torch DataLoader workers (_worker_loop) among the sampled processes",
+                     "采样到的进程中没有 torch DataLoader worker（_worker_loop）")
+
 local REF_DATA = "https://pytorch.org/docs/stable/data.html"
 local REF_TOK = "https://huggingface.co/docs/transformers/main_classes/tokenizer"
 local REF_TOKENIZERS = "https://huggingface.co/docs/tokenizers/index"
@@ -142,8 +146,7 @@ rule {
         return clear(T("the DataLoader has no worker processes (num_workers=0): dataloader.no_workers judges it",
                        "DataLoader 没有 worker 进程（num_workers=0）：由 dataloader.no_workers 判断"))
       end
-      return clear(T("no torch DataLoader workers (_worker_loop) among the sampled processes",
-                     "采样到的进程中没有 torch DataLoader worker（_worker_loop）"))
+      return clear(NO_WORKERS)
     end
     local wait = ld and ld.main_data_wait_frac
     if not wait then
@@ -369,8 +372,7 @@ rule {
     if not mt then return verdict end
     local dw = dl_workers(ev)
     if #dw == 0 then
-      return clear(T("no torch DataLoader workers (_worker_loop) among the sampled processes",
-                     "采样到的进程中没有 torch DataLoader worker（_worker_loop）"))
+      return clear(NO_WORKERS)
     end
     local used, cap, eff = job_cpu(ev)
     if not used then return unknown(T("the job's CPU over the window was not measured", "未测得窗口内作业的 CPU")) end
@@ -738,8 +740,7 @@ rule {
     if not mt then return verdict end
     local dw = dl_workers(ev)
     if #dw == 0 then
-      return clear(T("no torch DataLoader workers (_worker_loop) among the sampled processes",
-                     "采样到的进程中没有 torch DataLoader worker（_worker_loop）"))
+      return clear(NO_WORKERS)
     end
     local parent = ev.proc and ev.proc.age_s
     if not parent then
