@@ -8,6 +8,8 @@ local common = require "plugins.common"
 local T = common.T
 local tr = common.tr
 
+local NO_LOOP = T("no asyncio event loop among the Python threads", "Python 线程中没有 asyncio 事件循环")
+
 local ends_with = common.ends_with
 
 local where = common.where
@@ -160,7 +162,7 @@ rule {
       end
     end
     if loops == 0 then
-      return clear(T("no asyncio event loop among the Python threads", "Python 线程中没有 asyncio 事件循环"))
+      return clear(NO_LOOP)
     end
     if lp and lp.longest_block_ms then
       return clear(tr("{loops} event loop(s), each waiting in the selector at the snapshot; longest stretch away "
@@ -223,7 +225,7 @@ rule {
       end
     end
     if not found then
-      return clear(T("no asyncio event loop among the Python threads", "Python 线程中没有 asyncio 事件循环"))
+      return clear(NO_LOOP)
     end
     if found.kind ~= "asyncio" then
       return clear(tr("the event loop (tid {tid}) runs on uvloop",
