@@ -10,6 +10,12 @@ local common = require "plugins.common"
 local T, no_proc = common.T, common.no_proc
 local tr = common.tr
 
+-- A stack rule's verdict when no thread has enough samples to judge.
+local function few_samples(th)
+  return tr("no thread with >= {sampled_min_samples} samples", "没有样本数 >= {sampled_min_samples} 的线程",
+            { sampled_min_samples = th.sampled_min_samples })
+end
+
 local function frac_pct(x) return 100 * x end
 
 
@@ -296,8 +302,7 @@ rule {
       end
     end
     if n_ok == 0 then
-      return unknown(tr("no thread with >= {sampled_min_samples} samples",
-                        "没有样本数 >= {sampled_min_samples} 的线程", { sampled_min_samples = th.sampled_min_samples }))
+      return unknown(few_samples(th))
     end
     local share = frac_pct(worst_share)
     if not worst or share < th.logging_frac_pct then
@@ -402,8 +407,7 @@ rule {
       end
     end
     if not worst then
-      return unknown(tr("no thread with >= {sampled_min_samples} samples",
-                        "没有样本数 >= {sampled_min_samples} 的线程", { sampled_min_samples = th.sampled_min_samples }))
+      return unknown(few_samples(th))
     end
     local w = worst.window
     local share, spawn = frac_pct(w.subprocess_frac), frac_pct(w.subprocess_spawn_frac or 0)
