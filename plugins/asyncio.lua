@@ -8,6 +8,8 @@ local common = require "plugins.common"
 local T = common.T
 local tr = common.tr
 
+local NO_LOOP = T("no asyncio event loop among the Python threads", "Python 线程中没有 asyncio 事件循环")
+
 local ends_with = common.ends_with
 
 local where = common.where
@@ -84,13 +86,13 @@ rule {
       local frame = lp.frames and common.user_frame(lp.frames, ev) or lp.frame or "?"
       local fname = own and own.func or (lp.frame or "?"):match("^(.-) %(") or lp.frame or "?"
       return hit {
-        evidence = T(fmt("event-loop thread tid %d ran %.0f ms without returning to the selector, in %s "
-                         .. "(longest stretch over a %.1f s window sampled at %g Hz, %d samples)",
-                         lp.tid or 0, lp.longest_block_ms, frame, ev.duration_s or 0, smp.rate_hz or 0,
-                         smp.samples or 0),
-                     fmt("事件循环线程 tid %d 有 %.0f ms 没有回到 selector，位置 %s（%.1f 秒窗口内以 %g Hz 采样 %d 次中最长的一段）",
-                         lp.tid or 0, lp.longest_block_ms, frame, ev.duration_s or 0, smp.rate_hz or 0,
-                         smp.samples or 0)),
+        evidence = tr("event-loop thread tid {tid} ran {longest_block_ms:%.0f} ms without returning to the selector, "
+                        .. "in {frame:%s} (longest stretch over a {duration_s:%.1f} s window sampled at {rate_hz:%g} "
+                        .. "Hz, {samples} samples)",
+                      "事件循环线程 tid {tid} 有 {longest_block_ms:%.0f} ms 没有回到 selector，位置 {frame:%s}（{duration_s:%.1f} 秒窗口"
+                        .. "内以 {rate_hz:%g} Hz 采样 {samples} 次中最长的一段）",
+                      { tid = lp.tid or 0, longest_block_ms = lp.longest_block_ms, frame = frame,
+                        duration_s = ev.duration_s or 0, rate_hz = smp.rate_hz or 0, samples = smp.samples or 0 }),
         cause = tr("asyncio runs every coroutine on one thread: code in {fname:%s} that does not await (time.sleep, "
                    .. "requests/sync DB client, CPU work, json.loads of a large body) holds the whole loop for "
                    .. "as long as it runs (SOP §5.1, §5.2).",
@@ -136,16 +138,18 @@ rule {
           local cpu_txt = cpu and fmt(", %.0f%% of a core over %.1f s", cpu, ev.duration_s or 0) or ""
           return hit {
             severity = cpu_bound and cpu and cpu >= th.loop_busy_cpu_pct and "high" or nil,
-            evidence = T(fmt("event-loop thread tid %d (%s loop, OS state %s%s) is %s in %s, not in the "
-                             .. "selector; loop stack: %s", t.tid, kind, state or "?", cpu_txt,
-                             what_en, at or where(user), where(frames[idx])),
-                         fmt("事件循环线程 tid %d（%s 循环，OS 状态 %s%s）%s，位置 %s，不在 selector 中；循环栈：%s",
-                             t.tid, kind, state or "?", cpu_txt, what_zh, at or where(user), where(frames[idx]))),
-            cause = T(fmt("asyncio runs every coroutine on one thread: code in %s that does not await (time.sleep, "
-                          .. "requests/sync DB client, CPU work, json.loads of a large body) holds the whole loop for "
-                          .. "as long as it runs (SOP §5.1, §5.2).", (own or user).func or "?"),
-                      fmt("asyncio 在单线程上调度所有协程：%s 中不 await 的代码（time.sleep、requests/同步数据库客户端、"
-                          .. "CPU 计算、大 JSON 解析）运行多久，整个事件循环就卡多久（SOP §5.1、§5.2）。", (own or user).func or "?")),
+            evidence = tr("event-loop thread tid {tid} ({kind:%s} loop, OS state {state}{cpu_txt:%s}) is {what_en} in "
+                            .. "{at:%s}, not in the selector; loop stack: {loop_frame}",
+                          "事件循环线程 tid {tid}（{kind:%s} 循环，OS 状态 {state}{cpu_txt:%s}）{what_zh}，位置 {at:%s}，不在 selector 中；"
+                            .. "循环栈：{loop_frame}",
+                          { tid = t.tid, kind = kind, state = state or "?", cpu_txt = cpu_txt, what_en = what_en,
+                            at = at or where(user), loop_frame = where(frames[idx]), what_zh = what_zh }),
+            cause = tr("asyncio runs every coroutine on one thread: code in {func} that does not await (time.sleep, "
+                         .. "requests/sync DB client, CPU work, json.loads of a large body) holds the whole loop for "
+                         .. "as long as it runs (SOP §5.1, §5.2).",
+                       "asyncio 在单线程上调度所有协程：{func} 中不 await 的代码（time.sleep、requests/同步数据库客户端、CPU 计算、大 JSON 解析）运行多久，整个事"
+                         .. "件循环就卡多久（SOP §5.1、§5.2）。",
+                       { func = (own or user).func or "?" }),
             verify = tr("Run with PYTHONASYNCIODEBUG=1 (or loop.set_debug(True), "
                         .. "loop.slow_callback_duration = 0.1): no 'Executing <Task ...> took' warnings; "
                         .. "`sopctl dump --pid {pid}` shows the loop "
@@ -158,7 +162,7 @@ rule {
       end
     end
     if loops == 0 then
-      return clear(T("no asyncio event loop among the Python threads", "Python 线程中没有 asyncio 事件循环"))
+      return clear(NO_LOOP)
     end
     if lp and lp.longest_block_ms then
       return clear(tr("{loops} event loop(s), each waiting in the selector at the snapshot; longest stretch away "
@@ -221,34 +225,36 @@ rule {
       end
     end
     if not found then
-      return clear(T("no asyncio event loop among the Python threads", "Python 线程中没有 asyncio 事件循环"))
+      return clear(NO_LOOP)
     end
     if found.kind ~= "asyncio" then
       return clear(tr("the event loop (tid {tid}) runs on uvloop",
                       "事件循环（tid {tid}）运行在 uvloop 上", { tid = found.tid }))
     end
     if not found.cpu or found.cpu < th.uvloop_busy_pct then
-      return clear(T(fmt("asyncio loop thread tid %d used %.0f%% of a core (< %g%%): not busy enough for the loop's "
-                         .. "own cost to matter", found.tid, found.cpu or 0, th.uvloop_busy_pct),
-                     fmt("asyncio 事件循环线程 tid %d 用了单核 %.0f%%（< %g%%）：负载不高，循环本身的开销无关紧要",
-                         found.tid, found.cpu or 0, th.uvloop_busy_pct)))
+      return clear(tr("asyncio loop thread tid {tid} used {cpu:%.0f}% of a core (< {uvloop_busy_pct:%g}%): not busy "
+                        .. "enough for the loop's own cost to matter",
+                      "asyncio 事件循环线程 tid {tid} 用了单核 {cpu:%.0f}%（< {uvloop_busy_pct:%g}%）：负载不高，循环本身的开销无关紧要",
+                      { tid = found.tid, cpu = found.cpu or 0, uvloop_busy_pct = th.uvloop_busy_pct }))
     end
     local lp = py.loop
     if lp and lp.longest_block_ms and lp.longest_block_ms >= th.loop_block_ms then
-      return clear(T(fmt("the loop is busy because one callback holds it (%.0f ms): see asyncio.loop_blocked; "
-                         .. "uvloop would not help", lp.longest_block_ms),
-                     fmt("循环繁忙是因为某个回调占住了它（%.0f ms）：见 asyncio.loop_blocked；uvloop 帮不上", lp.longest_block_ms)))
+      return clear(tr("the loop is busy because one callback holds it ({longest_block_ms:%.0f} ms): see "
+                        .. "asyncio.loop_blocked; uvloop would not help",
+                      "循环繁忙是因为某个回调占住了它（{longest_block_ms:%.0f} ms）：见 asyncio.loop_blocked；uvloop 帮不上",
+                      { longest_block_ms = lp.longest_block_ms }))
     end
     local longest = lp and lp.longest_block_ms and fmt("; longest stretch away from the selector %.0f ms",
                                                          lp.longest_block_ms) or ""
     local longest_zh = lp and lp.longest_block_ms and fmt("；离开 selector 最长 %.0f ms", lp.longest_block_ms) or ""
     return hit {
-      evidence = T(fmt("event-loop thread tid %d used %.0f%% of a core over %.1f s on asyncio's default loop "
-                       .. "(base_events.run_forever)%s; uvloop %s", found.tid, found.cpu, ev.duration_s, longest,
-                       uvloop_loaded and "is loaded but not the running loop" or "is not loaded"),
-                   fmt("事件循环线程 tid %d 在 %.1f 秒内用了单核 %.0f%%，运行的是 asyncio 默认循环（base_events.run_forever）%s；"
-                       .. "uvloop %s", found.tid, ev.duration_s, found.cpu, longest_zh,
-                       uvloop_loaded and "已加载但未被使用" or "未加载")),
+      evidence = tr("event-loop thread tid {tid} used {cpu:%.0f}% of a core over {duration_s:%.1f} s on asyncio's "
+                      .. "default loop (base_events.run_forever){longest_en:%s}; uvloop {uvloop_en}",
+                    "事件循环线程 tid {tid} 在 {duration_s:%.1f} 秒内用了单核 {cpu:%.0f}%，运行的是 asyncio 默认循环（"
+                      .. "base_events.run_forever）{longest_zh}；uvloop {uvloop_zh}",
+                    { tid = found.tid, cpu = found.cpu, duration_s = ev.duration_s, longest_en = longest,
+                      uvloop_en = uvloop_loaded and "is loaded but not the running loop" or "is not loaded",
+                      longest_zh = longest_zh, uvloop_zh = uvloop_loaded and "已加载但未被使用" or "未加载" }),
       verify = tr("`sopctl dump --pid {pid}` shows no base_events.run_forever frame on the loop thread; the loop "
                   .. "thread's CPU per request drops (`sopctl run --pid {pid} --duration 5`)",
                   "`sopctl dump --pid {pid}` 的循环线程栈里不再有 base_events.run_forever；每个请求的 CPU 下降"

@@ -91,17 +91,17 @@ local function find(ev, th)
   if not ev.python or not ev.python.threads then
     return nil, unknown(common.NO_STACKS)
   end
-  if common.no_window(ev) then return nil, common.one_snapshot("no sampled window", "没有采样窗口") end
+  if common.no_window(ev) then return nil, unknown(common.NO_WINDOW) end
   local t, sampled = checkpoint_thread(ev)
   if not sampled then
-    return nil, unknown(T("the window was not sampled (--rate 0?)", "窗口没有被采样（--rate 0？）"))
+    return nil, unknown(common.NOT_SAMPLED)
   end
   if not t or t.w.checkpoint_frac < th.ckpt_frac then
     local f = t and t.w.checkpoint_frac or 0
-    return nil, clear(T(fmt("no thread spends %.0f%% of the window in torch.save/torch.load/pickle "
-                            .. "(most: %.0f%%)", 100 * th.ckpt_frac, 100 * f),
-                        fmt("没有线程在 torch.save/torch.load/pickle 中度过 %.0f%% 的窗口（最多 %.0f%%）",
-                            100 * th.ckpt_frac, 100 * f)))
+    return nil, clear(tr("no thread spends {ckpt_frac_pct:%.0f}% of the window in torch.save/torch.load/pickle (most: "
+                           .. "{f_pct:%.0f}%)",
+                         "没有线程在 torch.save/torch.load/pickle 中度过 {ckpt_frac_pct:%.0f}% 的窗口（最多 {f_pct:%.0f}%）",
+                         { ckpt_frac_pct = 100 * th.ckpt_frac, f_pct = 100 * f }))
   end
   return t
 end
@@ -148,8 +148,9 @@ rule {
                      base_zh .. "：不是 CPU 瓶颈" .. (waits and "（存储：见 checkpoint.io_bound）" or "")))
     end
     if iow >= th.ckpt_io_wait_frac or (util and util >= th.io_util_pct) then
-      return unknown(T(base_en .. fmt(", disk %s util %.0f%%: both CPU and storage are busy", dname or "?", util or 0),
-                       base_zh .. fmt("，磁盘 %s util %.0f%%：CPU 与存储都忙", dname or "?", util or 0)))
+      return unknown(tr("{base_en}, disk {dname} util {util:%.0f}%: both CPU and storage are busy",
+                        "{base_zh}，磁盘 {dname} util {util:%.0f}%：CPU 与存储都忙",
+                        { base_en = base_en, dname = dname or "?", util = util or 0, base_zh = base_zh }))
     end
     local file_en, file_zh = "", ""
     if f then
@@ -168,8 +169,10 @@ rule {
       severity = "warn",
       symptom = tr("{call:%s} is CPU bound: one thread serializes on one core while the disk idles",
                    "{call:%s} 受 CPU 限制：单线程在一个核上序列化，磁盘却空闲", { call = call }),
-      evidence = T(fmt("Over %.1f s: %s%s%s%s.", ev.duration_s, base_en, file_en, disk_en, stack_en),
-                   fmt("%.1f 秒内：%s%s%s%s。", ev.duration_s, base_zh, file_zh, disk_zh, stack_en)),
+      evidence = tr("Over {duration_s:%.1f} s: {base_en}{file_en}{disk_en}{stack_en}.",
+                    "{duration_s:%.1f} 秒内：{base_zh}{file_zh}{disk_zh}{stack_en}。",
+                    { duration_s = ev.duration_s, base_en = base_en, file_en = file_en, disk_en = disk_en,
+                      stack_en = stack_en, base_zh = base_zh, file_zh = file_zh, disk_zh = disk_zh }),
       fix = load and T("Load without unpickling the tensors: torch.load(path, mmap=True, "
               .. "weights_only=True) (PyTorch 2.1+), or save as safetensors and "
               .. "safetensors.torch.load_file (zero-copy mmap); keep the checkpoint a flat "
@@ -185,12 +188,12 @@ rule {
               "用 safetensors.torch.save_file 保存 tensor 组成的扁平 state_dict（不走 pickle），或把 Python 对象"
               .. "（list of dict、指标历史）移出 checkpoint；把大量小 tensor 合并成少量大 tensor；分布式只在 rank 0 保存"
               .. "（if rank == 0: torch.save(...); dist.barrier()）；加载用 torch.load(mmap=True, weights_only=True)。"),
-      verify = T(fmt("Time the save/load (time.perf_counter around it) before and after; `sopctl run "
-                     .. "--pid %d --duration 3` during a checkpoint shows checkpoint_frac below %.0f%% "
-                     .. "or checkpoint.pickle_bound clear.", ev.pid, 100 * th.ckpt_frac),
-                 fmt("修改前后给保存/加载计时（time.perf_counter）；checkpoint 期间 `sopctl run --pid %d "
-                     .. "--duration 3` 显示 checkpoint_frac 低于 %.0f%% 或 checkpoint.pickle_bound 不再触发。",
-                     ev.pid, 100 * th.ckpt_frac)),
+      verify = tr("Time the save/load (time.perf_counter around it) before and after; `sopctl run --pid {pid} "
+                    .. "--duration 3` during a checkpoint shows checkpoint_frac below {ckpt_frac_pct:%.0f}% or "
+                    .. "checkpoint.pickle_bound clear.",
+                  "修改前后给保存/加载计时（time.perf_counter）；checkpoint 期间 `sopctl run --pid {pid} --duration 3` 显示 "
+                    .. "checkpoint_frac 低于 {ckpt_frac_pct:%.0f}% 或 checkpoint.pickle_bound 不再触发。",
+                  { pid = ev.pid, ckpt_frac_pct = 100 * th.ckpt_frac }),
     }
   end,
 }
@@ -227,10 +230,11 @@ rule {
     -- The D-state samples surely inside the checkpoint (lower bound of the overlap).
     local inside = overlap(iow, ck)
     if inside < th.ckpt_io_wait_frac then
-      return clear(T(base_en .. fmt(": at most %.0f%% of the checkpoint time is surely spent waiting "
-                                    .. "on storage (< %.0f%%)", 100 * inside, 100 * th.ckpt_io_wait_frac),
-                     base_zh .. fmt("：checkpoint 时间中确定在等存储的部分至多 %.0f%%（< %.0f%%）", 100 * inside,
-                                    100 * th.ckpt_io_wait_frac)))
+      return clear(tr("{base_en}: at most {inside_pct:%.0f}% of the checkpoint time is surely spent waiting on "
+                        .. "storage (< {ckpt_io_wait_frac_pct:%.0f}%)",
+                      "{base_zh}：checkpoint 时间中确定在等存储的部分至多 {inside_pct:%.0f}%（< {ckpt_io_wait_frac_pct:%.0f}%）",
+                      { base_en = base_en, inside_pct = 100 * inside,
+                        ckpt_io_wait_frac_pct = 100 * th.ckpt_io_wait_frac, base_zh = base_zh }))
     end
     local remote = f and REMOTE[f.fs_kind]
     local busy = util and util >= th.io_util_pct
@@ -267,11 +271,16 @@ rule {
     end
     return hit {
       severity = "warn",
-      symptom = T(fmt("%s waits on storage: %s", call, remote and "network/FUSE filesystem"
-                      or busy and "busy disk" or "synchronous or throttled writes"),
-                  fmt("%s 在等存储：%s", call, remote and "网络/FUSE 文件系统" or busy and "磁盘繁忙" or "同步或被节流的写")),
-      evidence = T(fmt("Over %.1f s: %s; %s%s.", ev.duration_s, base_en, where_en, wb_en),
-                   fmt("%.1f 秒内：%s；%s%s。", ev.duration_s, base_zh, where_zh, wb_zh)),
+      symptom = tr("{call:%s} waits on storage: {what_en}",
+                   "{call:%s} 在等存储：{what_zh}",
+                   { call = call,
+                     what_en = remote and "network/FUSE filesystem" or busy and "busy disk"
+                               or "synchronous or throttled writes",
+                     what_zh = remote and "网络/FUSE 文件系统" or busy and "磁盘繁忙" or "同步或被节流的写" }),
+      evidence = tr("Over {duration_s:%.1f} s: {base_en}; {where_en}{wb_en}.",
+                    "{duration_s:%.1f} 秒内：{base_zh}；{where_zh}{wb_zh}。",
+                    { duration_s = ev.duration_s, base_en = base_en, where_en = where_en, wb_en = wb_en,
+                      base_zh = base_zh, where_zh = where_zh, wb_zh = wb_zh }),
       cause = remote and T("The checkpoint is written to (or read from) network storage: each write "
                 .. "and the final fsync/close wait for the server, so the save is bound by network "
                 .. "latency, not by serialization (SOP §7.4, §7.7: \"NFS fsync is slow\").",
@@ -305,11 +314,12 @@ rule {
               .. "降低保存频率或只在 rank 0 保存，存到更快的本地 NVMe，把大 checkpoint 分片，并只在最后 fsync 一次而不是每次写都刷盘"
               .. (capped and "；有 cgroup 内存上限时，在作业自身内存之上为 checkpoint 的脏页留出空间"
               .. "（memory.max / memory.limit_in_bytes）。" or "。")),
-      verify = T(fmt("Time the save before and after; `sopctl run --pid %d --duration 3` during a "
-                     .. "checkpoint shows io_wait below %.0f%% and `iostat -xm 1 3` %%util below %g%%.",
-                     ev.pid, 100 * th.ckpt_io_wait_frac, th.io_util_pct),
-                 fmt("修改前后给保存计时；checkpoint 期间 `sopctl run --pid %d --duration 3` 显示 IO 等待低于 %.0f%%，"
-                     .. "`iostat -xm 1 3` 的 %%util 低于 %g%%。", ev.pid, 100 * th.ckpt_io_wait_frac, th.io_util_pct)),
+      verify = tr("Time the save before and after; `sopctl run --pid {pid} --duration 3` during a checkpoint shows "
+                    .. "io_wait below {ckpt_io_wait_frac_pct:%.0f}% and `iostat -xm 1 3` %util below "
+                    .. "{io_util_pct:%g}%.",
+                  "修改前后给保存计时；checkpoint 期间 `sopctl run --pid {pid} --duration 3` 显示 IO 等待低于 "
+                    .. "{ckpt_io_wait_frac_pct:%.0f}%，`iostat -xm 1 3` 的 %util 低于 {io_util_pct:%g}%。",
+                  { pid = ev.pid, ckpt_io_wait_frac_pct = 100 * th.ckpt_io_wait_frac, io_util_pct = th.io_util_pct }),
     }
   end,
 }

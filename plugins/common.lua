@@ -12,8 +12,9 @@
 -- (is_own_file, overridable by a site) and "own (file:line) -> leaf (file:line)".
 -- tr(en, zh, args) is one bilingual text with named placeholders ("{n} threads", "{s:%.1f} s").
 -- The preludes many rules open with: effective_cpus(ev) (NO_CPUS), need_stacks(ev) (NO_STACKS),
--- no_window(ev) / one_snapshot(en, zh) ("one snapshot (--duration 0): ..."); pct_text(frac) is
--- "42%". Use:
+-- no_window(ev) / one_snapshot(en, zh) ("one snapshot (--duration 0): ..."; NO_WINDOW,
+-- NO_CPU_RATES), NOT_SAMPLED / not_sampled(why_en, why_zh) ("the window was not sampled (--rate
+-- 0?)"), NO_WORKING_THREAD; pct_text(frac) is "42%". Use:
 --   local common = require "plugins.common"
 --   local T, no_proc = common.T, common.no_proc
 
@@ -67,6 +68,15 @@ function common.effective_cpus(ev)
   return ev.effective_cpus or (ev.host and ev.host.ncpu)
 end
 
+-- What the job may use with the CFS quota as a fraction (0.5 CPU is half a core): eff (normally
+-- effective_cpus(ev)), or a smaller ev.cgroup.cpu.quota_cpus; the same figure as
+-- ev.sched.capacity_cpus (engine/collect.c), for rules that also run on evidence without ev.sched.
+function common.capacity_cpus(ev, eff)
+  local q = ev.cgroup and ev.cgroup.cpu and ev.cgroup.cpu.quota_cpus
+  if q and q < eff then return q end
+  return eff
+end
+
 common.NO_CPUS = common.T("effective CPU count unknown", "有效 CPU 数未知")
 
 -- The verdict of a rule that needs the sampled Python threads when there are none.
@@ -84,9 +94,27 @@ end
 -- lacks with one_snapshot(en, zh): unknown("one snapshot (--duration 0): no read rates").
 function common.no_window(ev) return not ev.duration_s or ev.duration_s <= 0 end
 
-function common.one_snapshot(en, zh)
-  return unknown(common.T("one snapshot (--duration 0): " .. en, "只有一次快照（--duration 0）：" .. zh))
+function common.one_snapshot_text(en, zh)
+  return common.T("one snapshot (--duration 0): " .. en, "只有一次快照（--duration 0）：" .. zh)
 end
+
+function common.one_snapshot(en, zh) return unknown(common.one_snapshot_text(en, zh)) end
+
+-- The preludes several packs share, spelled here once: no window at all (--duration 0), no CPU
+-- rates (the same), and a window that was not sampled (the sampler did not run, --rate 0;
+-- not_sampled(why_en, why_zh) names another reason in the parentheses).
+common.NO_WINDOW = common.one_snapshot_text("no sampled window", "没有采样窗口")
+common.NO_CPU_RATES = common.one_snapshot_text("no CPU rates", "没有 CPU 速率")
+
+function common.not_sampled(why_en, why_zh)
+  return common.tr("the window was not sampled ({why_en})", "窗口未采样（{why_zh}）",
+                   { why_en = why_en or "--rate 0?", why_zh = why_zh or "--rate 0？" })
+end
+
+common.NOT_SAMPLED = common.not_sampled()
+
+-- Stack rules that look for a working thread with enough samples and find none.
+common.NO_WORKING_THREAD = common.T("no working thread with enough samples", "没有样本足够的工作线程")
 
 function common.no_proc(ev)
   if ev.alive == false then

@@ -50,8 +50,7 @@ local function legacy_check(ev, th)
   local eff = common.effective_cpus(ev)
   if not eff then return unknown(common.NO_CPUS) end
   local cpu = ev.cgroup and ev.cgroup.cpu or {}
-  local cap = eff
-  if cpu.quota_cpus and cpu.quota_cpus < cap then cap = cpu.quota_cpus end
+  local cap = common.capacity_cpus(ev, eff)
 
   -- A thread wants CPU for the time it ran plus the time it sat runnable in the run queue
   -- (wait_pct); threads blocked on the GIL or IO sleep and count for neither.
@@ -197,10 +196,11 @@ local function legacy_check(ev, th)
     severity = busy >= th.oversub_high_ratio * eff and "high" or "warn",
     symptom = tr("{busy} busy threads compete for {eff} effective CPUs",
                  "{busy} 个繁忙线程争抢 {eff} 个有效 CPU", { busy = busy, eff = eff }),
-    evidence = T(fmt("%s (%s); %s%s; busiest: %s.", base_en, lim_s,
-                     table.concat(env_en, ", "), libs_s, table.concat(tl, ", ")),
-                 fmt("%s（%s）；%s%s；最忙：%s。", base_zh, lim_s, table.concat(env_zh, "，"),
-                     libs_z, table.concat(tl, "，"))),
+    evidence = tr("{base_en} ({lim_s:%s}); {env_en}{libs_s:%s}; busiest: {busiest_en}.",
+                  "{base_zh}（{lim_s:%s}）；{env_zh}{libs_z:%s}；最忙：{busiest_zh}。",
+                  { base_en = base_en, lim_s = lim_s, env_en = table.concat(env_en, ", "), libs_s = libs_s,
+                    busiest_en = table.concat(tl, ", "), base_zh = base_zh, env_zh = table.concat(env_zh, "，"),
+                    libs_z = libs_z, busiest_zh = table.concat(tl, "，") }),
     cause = T(cause_en, cause_zh),
     fix = tr("Size every pool to the {eff} effective CPUs: in the job spec, before Python "
              .. "starts, export OMP_NUM_THREADS, MKL_NUM_THREADS and OPENBLAS_NUM_THREADS "
@@ -414,8 +414,9 @@ rule {
     local base_zh = fmt("可运行负载 %.1f（%.1f 秒内 CPU %.1f 秒 + 运行队列等待 %.1f 秒，%d 个进程共 %d 个线程），作业可用 CPU %s 个",
                         load, s.window_s, s.cpu_s or 0, s.runqueue_wait_s or 0, nprocs, s.threads or 0, fmt("%g", cap))
     if load < th.oversub_load_ratio * cap or load < cap + 1 then
-      return clear(T(base_en .. fmt(": below %g x the CPUs", th.oversub_load_ratio),
-                     base_zh .. fmt("：低于 CPU 数的 %g 倍", th.oversub_load_ratio)))
+      return clear(tr("{base_en}: below {oversub_load_ratio:%g} x the CPUs",
+                      "{base_zh}：低于 CPU 数的 {oversub_load_ratio:%g} 倍",
+                      { base_en = base_en, oversub_load_ratio = th.oversub_load_ratio, base_zh = base_zh }))
     end
 
     -- who owns the excess
@@ -542,16 +543,18 @@ rule {
     end
     return hit {
       severity = load >= th.oversub_high_ratio * cap and "high" or "warn",
-      symptom = T(fmt("%.1f runnable threads on average compete for %s CPUs", load, fmt("%g", cap)),
-                  fmt("平均 %.1f 个可运行线程争抢 %s 个 CPU", load, fmt("%g", cap))),
-      evidence = T(fmt("%s; %s.", base_en, table.concat(who, " | ")),
-                   fmt("%s；%s。", base_zh, table.concat(who, " | "))),
+      symptom = tr("{load:%.1f} runnable threads on average compete for {cap} CPUs",
+                   "平均 {load:%.1f} 个可运行线程争抢 {cap} 个 CPU",
+                   { load = load, cap = fmt("%g", cap) }),
+      evidence = tr("{base_en}; {who}.",
+                    "{base_zh}；{who}。",
+                    { base_en = base_en, who = table.concat(who, " | "), base_zh = base_zh }),
       cause = T(cause_en .. " (SOP §4.4, §8.5).", cause_zh .. "（SOP §4.4、§8.5）。"),
       fix = T(table.concat(fix_en, " "), table.concat(fix_zh, "")),
-      verify = T(fmt("`sopctl run --pid %d --duration 2`: runnable load <= %s and the step time (samples/s) improves.",
-                     ev.pid, fmt("%g", cap)),
-                 fmt("`sopctl run --pid %d --duration 2`：可运行负载 <= %s，step 时间（samples/s）改善。",
-                     ev.pid, fmt("%g", cap))),
+      verify = tr("`sopctl run --pid {pid} --duration 2`: runnable load <= {cap} and the step time (samples/s) "
+                    .. "improves.",
+                  "`sopctl run --pid {pid} --duration 2`：可运行负载 <= {cap}，step 时间（samples/s）改善。",
+                  { pid = ev.pid, cap = fmt("%g", cap) }),
     }
   end,
 }
@@ -592,7 +595,7 @@ rule {
   check = function(ev, th)
     local p = ev.proc
     if not p then return no_proc(ev) end
-    if common.no_window(ev) then return common.one_snapshot("no CPU rates", "没有 CPU 速率") end
+    if common.no_window(ev) then return unknown(common.NO_CPU_RATES) end
     local s = ev.sched
     if not s or not s.runnable_load or not s.window_s or s.window_s <= 0 then
       return unknown(T("no whole-tree scheduling evidence (ev.sched)", "没有整棵进程树的调度证据（ev.sched）"))
@@ -682,40 +685,43 @@ rule {
     local who_zh = sp.pid == ev.pid and "目标进程" or fmt("worker pid %d", sp.pid)
     return hit {
       severity = "info",
-      symptom = T(fmt("CPU-bound in native compute on a pool of %d thread%s while the job may use %s CPUs (knob: %s)",
-                      best.pool, best.pool == 1 and "" or "s", caps, best.knob),
-                  fmt("在 %d 个线程的线程池里做原生计算、CPU 密集，而作业可用 %s 个 CPU（设置项：%s）",
-                      best.pool, caps, best.knob)),
-      evidence = T(fmt("tid %d of %s (pid %d) wanted %.0f%% of a core (CPU %.1f s + run-queue wait %.1f s over %.1f s) "
-                       .. "and ran without the GIL in %.0f%% of %d samples%s; %d thread%s of that process computed "
-                       .. "(the pool); the whole tree's runnable load is %.1f on %s CPUs the job may use; "
-                       .. "libraries: %s%s.",
-                       pg.tid, who, sp.pid, 100 * pg.load, pg.cpu_s, pg.wait_s, s.window_s,
-                       100 * pg.win.runnable_nogil_frac, pg.win.samples, at, best.pool,
-                       best.pool == 1 and "" or "s", load, caps,
-                       table.concat(libs, ", "), env_en),
-                   fmt("%s（pid %d）的 tid %d 需要单核的 %.0f%%（%.1f 秒内 CPU %.1f 秒 + 运行队列等待 %.1f 秒），%d 个采样中 "
-                       .. "%.0f%% 不持有 GIL 在运行%s；该进程中有 %d 个线程在计算（即线程池）；整棵进程树的可运行负载为 %.1f，"
-                       .. "作业可用 CPU %s 个；库：%s%s。",
-                       who_zh, sp.pid, pg.tid, 100 * pg.load, s.window_s, pg.cpu_s, pg.wait_s, pg.win.samples,
-                       100 * pg.win.runnable_nogil_frac, at, best.pool, load, caps, table.concat(libs, "、"), env_zh)),
-      cause = T(fmt("The native compute (torch/BLAS releases the GIL) runs on a pool of %d thread%s, so %.1f of the %s "
-                    .. "CPUs the job may use stay idle while it is CPU-bound; the pool's size is set by %s (torch's "
-                    .. "default is the physical cores, or OMP_NUM_THREADS) (SOP §8.5, §9).",
-                    best.pool, best.pool == 1 and "" or "s", cap - load, caps, best.knob),
-                fmt("原生计算（torch/BLAS 会释放 GIL）只在 %d 个线程的线程池里跑，作业 CPU 密集时可用的 %s 个 CPU 中有 %.1f 个"
-                    .. "空闲；线程池大小由 %s 决定（torch 默认取物理核数，或 OMP_NUM_THREADS）（SOP §8.5、§9）。",
-                    best.pool, caps, cap - load, best.knob)),
-      fix = T(fmt("If nothing else needs those CPUs, size the pool to them: %s (or remove the call that caps it), or "
-                  .. "%s in the job spec before Python starts. Leave it when the cap is deliberate (other processes "
-                  .. "will share the CPUs, a latency-bound server); measure step time before and after.",
-                  knob_call, alt),
-              fmt("若这些 CPU 没有别的用处，让线程池与之对齐：%s（或去掉限制它的调用），或在 Python 启动前于作业配置里设 %s。"
-                  .. "若是有意限制（其他进程会共用这些 CPU、延迟敏感的服务）则保留；改动前后测 step 时间。",
-                  knob_call, alt)),
-      verify = T(fmt("`sopctl run --pid %d --duration 3`: the runnable load approaches %s and the step time improves.",
-                     ev.pid, caps),
-                 fmt("`sopctl run --pid %d --duration 3`：可运行负载接近 %s，step 时间改善。", ev.pid, caps)),
+      symptom = tr("CPU-bound in native compute on a pool of {pool} thread{plural} while the job may use "
+                     .. "{caps:%s} CPUs (knob: {knob:%s})",
+                   "在 {pool} 个线程的线程池里做原生计算、CPU 密集，而作业可用 {caps:%s} 个 CPU（设置项：{knob:%s}）",
+                   { pool = best.pool, plural = best.pool == 1 and "" or "s", caps = caps, knob = best.knob }),
+      evidence = tr("tid {tid} of {who:%s} (pid {pid}) wanted {load_pct:%.0f}% of a core (CPU {cpu_s:%.1f} s + "
+                      .. "run-queue wait {wait_s:%.1f} s over {window_s:%.1f} s) and ran without the GIL in "
+                      .. "{runnable_nogil_frac_pct:%.0f}% of {samples} samples{at:%s}; {pool} thread{plural} of that "
+                      .. "process computed (the pool); the whole tree's runnable load is {load:%.1f} on {caps:%s} "
+                      .. "CPUs the job may use; libraries: {libs_en}{env_en}.",
+                    "{who_zh}（pid {pid}）的 tid {tid} 需要单核的 {load_pct:%.0f}%（{window_s:%.1f} 秒内 CPU {cpu_s:%.1f} 秒 + 运行队"
+                      .. "列等待 {wait_s:%.1f} 秒），{samples} 个采样中 {runnable_nogil_frac_pct:%.0f}% 不持有 GIL 在运行{at:%s}；该进程中有"
+                      .. " {pool} 个线程在计算（即线程池）；整棵进程树的可运行负载为 {load:%.1f}，作业可用 CPU {caps:%s} 个；库：{libs_zh}{env_zh}。",
+                    { tid = pg.tid, who = who, pid = sp.pid, load_pct = 100 * pg.load, cpu_s = pg.cpu_s,
+                      wait_s = pg.wait_s, window_s = s.window_s,
+                      runnable_nogil_frac_pct = 100 * pg.win.runnable_nogil_frac, samples = pg.win.samples, at = at,
+                      pool = best.pool, plural = best.pool == 1 and "" or "s", load = load, caps = caps,
+                      libs_en = table.concat(libs, ", "), env_en = env_en, who_zh = who_zh,
+                      libs_zh = table.concat(libs, "、"), env_zh = env_zh }),
+      cause = tr("The native compute (torch/BLAS releases the GIL) runs on a pool of {pool} thread{plural}, so "
+                   .. "{idle:%.1f} of the {caps:%s} CPUs the job may use stay idle while it is CPU-bound; the pool's "
+                   .. "size is set by {knob:%s} (torch's default is the physical cores, or OMP_NUM_THREADS) "
+                   .. "(SOP §8.5, §9).",
+                 "原生计算（torch/BLAS 会释放 GIL）只在 {pool} 个线程的线程池里跑，作业 CPU 密集时可用的 {caps:%s} 个 CPU 中有 {idle:%.1f} 个空闲；线程池大小由 "
+                   .. "{knob:%s} 决定（torch 默认取物理核数，或 OMP_NUM_THREADS）（SOP §8.5、§9）。",
+                 { pool = best.pool, plural = best.pool == 1 and "" or "s", idle = cap - load, caps = caps,
+                   knob = best.knob }),
+      fix = tr("If nothing else needs those CPUs, size the pool to them: {knob_call:%s} (or remove the call that caps "
+                 .. "it), or {alt:%s} in the job spec before Python starts. Leave it when the cap is deliberate "
+                 .. "(other processes will share the CPUs, a latency-bound server); measure step time before and "
+                 .. "after.",
+               "若这些 CPU 没有别的用处，让线程池与之对齐：{knob_call:%s}（或去掉限制它的调用），或在 Python 启动前于作业配置里设 {alt:%s}。若是有意限制（其他进程会共用这些 CPU、延"
+                 .. "迟敏感的服务）则保留；改动前后测 step 时间。",
+               { knob_call = knob_call, alt = alt }),
+      verify = tr("`sopctl run --pid {pid} --duration 3`: the runnable load approaches {caps:%s} and the step time "
+                    .. "improves.",
+                  "`sopctl run --pid {pid} --duration 3`：可运行负载接近 {caps:%s}，step 时间改善。",
+                  { pid = ev.pid, caps = caps }),
     }
   end,
 }
@@ -744,8 +750,9 @@ rule {
     local cpu_path = cpu.path or cg.cpu_path or cg.path
     local q = cpu.quota_cpus
     if not q then
-      return clear(T(fmt("no CPU quota on cgroup %s", cpu_path or "?"),
-                     fmt("cgroup %s 没有 CPU quota", cpu_path or "?")))
+      return clear(tr("no CPU quota on cgroup {cpu_path}",
+                      "cgroup {cpu_path} 没有 CPU quota",
+                      { cpu_path = cpu_path or "?" }))
     end
     local window = ev.duration_s and ev.duration_s > 0 and cpu.throttled_pct ~= nil
     local tp, since_en, since_zh
@@ -802,11 +809,12 @@ rule {
                "让需求与 quota 对齐（SOP §8.5）：OMP_NUM_THREADS、MKL_NUM_THREADS、OPENBLAS_NUM_THREADS "
                .. "设为 {n}（即 quota），torch.set_num_threads({n})，worker 进程数 × 每个 worker 线程数 <= {n}；"
                .. "Kubernetes 里 CPU requests == limits 且为整数核，或在节点有余量时调大 limit。", { n = n }),
-      verify = T(fmt("Read cpu.stat of %s twice 10 s apart: nr_throttled stops growing; `sopctl run "
-                     .. "--duration 2` shows throttling below %g%%.", cpu_path or "the cgroup",
-                     th.throttled_pct),
-                 fmt("间隔 10 秒读两次 %s 的 cpu.stat：nr_throttled 不再增长；`sopctl run --duration 2` "
-                     .. "显示 throttle 低于 %g%%。", cpu_path or "cgroup", th.throttled_pct)),
+      verify = tr("Read cpu.stat of {group_en} twice 10 s apart: nr_throttled stops growing; `sopctl run --duration "
+                    .. "2` shows throttling below {throttled_pct:%g}%.",
+                  "间隔 10 秒读两次 {group_zh} 的 cpu.stat：nr_throttled 不再增长；`sopctl run --duration 2` 显示 throttle 低于 "
+                    .. "{throttled_pct:%g}%。",
+                  { group_en = cpu_path or "the cgroup", throttled_pct = th.throttled_pct,
+                    group_zh = cpu_path or "cgroup" }),
     }
   end,
 }

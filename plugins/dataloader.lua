@@ -19,6 +19,10 @@ local common = require "plugins.common"
 local T = common.T
 local tr = common.tr
 
+-- The verdict of the worker rules when no process runs torch's _worker_loop, spelled once.
+local NO_WORKERS = T("no torch DataLoader workers (_worker_loop) among the sampled processes",
+                     "采样到的进程中没有 torch DataLoader worker（_worker_loop）")
+
 local REF_DATA = "https://pytorch.org/docs/stable/data.html"
 local REF_TOK = "https://huggingface.co/docs/transformers/main_classes/tokenizer"
 local REF_TOKENIZERS = "https://huggingface.co/docs/tokenizers/index"
@@ -96,8 +100,8 @@ local function sampled(ev)
   end
   local mt = main_thread(ev)
   if not mt or not mt.window or not mt.window.samples or mt.window.samples == 0 then
-    return nil, unknown(T("the window was not sampled (--rate 0, or the main thread's stack was not readable)",
-                          "窗口未采样（--rate 0，或读不到主线程的栈）"))
+    return nil, unknown(common.not_sampled("--rate 0, or the main thread's stack was not readable",
+                                               "--rate 0，或读不到主线程的栈"))
   end
   return mt
 end
@@ -108,9 +112,7 @@ local function job_cpu(ev)
   if not used then return nil end
   for _, c in ipairs(ev.children or {}) do used = used + (c.cpu_pct or 0) end
   local eff = common.effective_cpus(ev) or 1
-  local cap = eff
-  local q = ev.cgroup and ev.cgroup.cpu and ev.cgroup.cpu.quota_cpus
-  if q and q < cap then cap = q end
+  local cap = common.capacity_cpus(ev, eff)
   return used, cap * 100, eff
 end
 
@@ -144,8 +146,7 @@ rule {
         return clear(T("the DataLoader has no worker processes (num_workers=0): dataloader.no_workers judges it",
                        "DataLoader 没有 worker 进程（num_workers=0）：由 dataloader.no_workers 判断"))
       end
-      return clear(T("no torch DataLoader workers (_worker_loop) among the sampled processes",
-                     "采样到的进程中没有 torch DataLoader worker（_worker_loop）"))
+      return clear(NO_WORKERS)
     end
     local wait = ld and ld.main_data_wait_frac
     if not wait then
@@ -214,11 +215,10 @@ rule {
     local kind, cause, fix
     if 100 * io >= th.loader_worker_io_pct then
       kind = T("IO-bound", "IO 瓶颈")
-      cause = T(fmt("The workers cannot read samples as fast as the step consumes them: they spend %s of their time "
-                    .. "blocked in disk IO (SOP §6.3, §6.4 IO branch); small random reads of many files make it worse.",
-                    pct_text(io)),
-                fmt("worker 读样本的速度跟不上训练消耗：%s 的时间阻塞在磁盘 IO（SOP §6.3、§6.4 IO 分支）；"
-                    .. "大量小文件随机读会更糟。", pct_text(io)))
+      cause = tr("The workers cannot read samples as fast as the step consumes them: they spend {io} of their time "
+                   .. "blocked in disk IO (SOP §6.3, §6.4 IO branch); small random reads of many files make it worse.",
+                 "worker 读样本的速度跟不上训练消耗：{io} 的时间阻塞在磁盘 IO（SOP §6.3、§6.4 IO 分支）；大量小文件随机读会更糟。",
+                 { io = pct_text(io) })
       fix = T("Make the reads sequential and fewer: pack small files into shards read in order (webdataset tar "
               .. "shards, LMDB), keep the hot data on local NVMe/SSD instead of network storage, and keep "
               .. "prefetch_factor at 2-4 so reads overlap the step. More workers only help while the device has "
@@ -228,11 +228,10 @@ rule {
               .. "先看设备利用率（io.* 结论、`iostat -xm 1`）再改 num_workers。")
     elseif 100 * cpu >= th.loader_worker_cpu_pct then
       kind = T("CPU-bound", "CPU 瓶颈")
-      cause = T(fmt("The per-sample work (decoding, transforms, tokenizing) in __getitem__/collate is heavier than "
-                    .. "the step: the workers run %s of the time and still cannot keep up (SOP §6.4 CPU branch).",
-                    pct_text(cpu)),
-                fmt("__getitem__/collate 里的逐样本工作（解码、变换、分词）比训练 step 还重：worker %s 的时间在运行，"
-                    .. "仍跟不上（SOP §6.4 CPU 分支）。", pct_text(cpu)))
+      cause = tr("The per-sample work (decoding, transforms, tokenizing) in __getitem__/collate is heavier than the "
+                   .. "step: the workers run {cpu} of the time and still cannot keep up (SOP §6.4 CPU branch).",
+                 "__getitem__/collate 里的逐样本工作（解码、变换、分词）比训练 step 还重：worker {cpu} 的时间在运行，仍跟不上（SOP §6.4 CPU 分支）。",
+                 { cpu = pct_text(cpu) })
       local more_en = full
         and "The CPUs are already full, so more workers will not help; make each sample cheaper: "
         or fmt("The CPUs have room: raise num_workers by one at a time (at most %d, the effective CPUs) and "
@@ -250,13 +249,12 @@ rule {
               .. "线程（worker_init_fn 里 threadpoolctl.threadpool_limits(1)）。")
     elseif transfer >= wait / 2 then
       kind = T("idle: the batches wait in the queue", "空闲：batch 已在队列里等待")
-      cause = T(fmt("The workers have batches ready (asleep %s of their samples); the loop's time goes to receiving "
-                    .. "them: %s of its samples are in rebuild_storage_fd / resource_sharer, the per-tensor "
-                    .. "file-descriptor handshake that moves each tensor's shared memory to the main process.",
-                    pct_text(idle), pct_text(transfer)),
-                fmt("worker 已备好 batch（%s 的样本在睡眠）；训练循环的时间花在接收上：%s 的样本在 "
-                    .. "rebuild_storage_fd / resource_sharer，即把每个 tensor 的共享内存交给主进程的逐 tensor 文件描述符握手。",
-                    pct_text(idle), pct_text(transfer)))
+      cause = tr("The workers have batches ready (asleep {idle} of their samples); the loop's time goes to receiving "
+                   .. "them: {transfer} of its samples are in rebuild_storage_fd / resource_sharer, the per-tensor "
+                   .. "file-descriptor handshake that moves each tensor's shared memory to the main process.",
+                 "worker 已备好 batch（{idle} 的样本在睡眠）；训练循环的时间花在接收上：{transfer} 的样本在 rebuild_storage_fd / resource_sharer，即把"
+                   .. "每个 tensor 的共享内存交给主进程的逐 tensor 文件描述符握手。",
+                 { idle = pct_text(idle), transfer = pct_text(transfer) })
       fix = T("Return fewer, larger tensors per batch: collate each field into one tensor (not lists or dicts of "
               .. "many small tensors), or return numpy arrays/bytes for small items and convert in the step. "
               .. "Measure samples/s after the change.",
@@ -264,11 +262,10 @@ rule {
               .. "或小项返回 numpy 数组/bytes、在 step 里再转换。改动后测 samples/s。")
     else
       kind = T("waiting, neither computing nor in disk IO", "既不计算也不在磁盘 IO，而是在等待")
-      cause = T(fmt("The workers are asleep %s of their samples while the loop waits for them: they wait on "
-                    .. "something other than the CPU or the disk (network reads, locks, sleeps), see their stack.",
-                    pct_text(idle)),
-                fmt("训练循环在等 worker，而 worker %s 的样本在睡眠：它们在等 CPU 和磁盘以外的东西"
-                    .. "（网络读、锁、sleep），见其栈。", pct_text(idle)))
+      cause = tr("The workers are asleep {idle} of their samples while the loop waits for them: they wait on "
+                   .. "something other than the CPU or the disk (network reads, locks, sleeps), see their stack.",
+                 "训练循环在等 worker，而 worker {idle} 的样本在睡眠：它们在等 CPU 和磁盘以外的东西（网络读、锁、sleep），见其栈。",
+                 { idle = pct_text(idle) })
       fix = T("Look at what the workers wait on (`sopctl dump --pid WORKER`): for network/object storage, stream "
               .. "large shards (webdataset, StreamingDataset) with prefetching instead of one request per sample; "
               .. "remove locks and sleeps from __getitem__. Measure samples/s after each change.",
@@ -277,18 +274,20 @@ rule {
     end
     return hit {
       severity = 100 * wait >= th.loader_wait_high_pct and "high" or "warn",
-      symptom = T(fmt("the training loop is starved by the DataLoader (%s of the time waiting); workers %s",
-                      pct_text(wait), kind.en),
-                  fmt("训练循环被 DataLoader 拖住（%s 的时间在等数据）；worker %s", pct_text(wait), kind.zh)),
-      evidence = T(fmt("%s; %s%s%s%s.", base_en, wst_en, work_en, files_en, cpu_en),
-                   fmt("%s；%s%s%s%s。", base_zh, wst_zh, work_zh, files_zh, cpu_zh)),
+      symptom = tr("the training loop is starved by the DataLoader ({wait} of the time waiting); workers {kind_en:%s}",
+                   "训练循环被 DataLoader 拖住（{wait} 的时间在等数据）；worker {kind_zh:%s}",
+                   { wait = pct_text(wait), kind_en = kind.en, kind_zh = kind.zh }),
+      evidence = tr("{base_en}; {wst_en}{work_en}{files_en}{cpu_en}.",
+                    "{base_zh}；{wst_zh}{work_zh}{files_zh}{cpu_zh}。",
+                    { base_en = base_en, wst_en = wst_en, work_en = work_en, files_en = files_en, cpu_en = cpu_en,
+                      base_zh = base_zh, wst_zh = wst_zh, work_zh = work_zh, files_zh = files_zh, cpu_zh = cpu_zh }),
       cause = cause,
       fix = fix,
-      verify = T(fmt("`sopctl run --pid %d --duration 5`: the main thread's wait for batches below %g%% "
-                     .. "(dataloader.starved clear) and the step time (samples/s) improves.", ev.pid,
-                     th.loader_wait_pct),
-                 fmt("`sopctl run --pid %d --duration 5`：主线程等 batch 的比例低于 %g%%（dataloader.starved 为 clear），"
-                     .. "step 时间（samples/s）改善。", ev.pid, th.loader_wait_pct)),
+      verify = tr("`sopctl run --pid {pid} --duration 5`: the main thread's wait for batches below "
+                    .. "{loader_wait_pct:%g}% (dataloader.starved clear) and the step time (samples/s) improves.",
+                  "`sopctl run --pid {pid} --duration 5`：主线程等 batch 的比例低于 {loader_wait_pct:%g}%（dataloader.starved 为 "
+                    .. "clear），step 时间（samples/s）改善。",
+                  { pid = ev.pid, loader_wait_pct = th.loader_wait_pct }),
     }
   end,
 }
@@ -329,8 +328,9 @@ rule {
     local one = eff < 2
     return hit {
       severity = one and "info" or "warn",
-      symptom = T(fmt("num_workers=0: the training loop spends %s of its time loading samples", pct_text(f)),
-                  fmt("num_workers=0：训练循环 %s 的时间花在加载样本上", pct_text(f))),
+      symptom = tr("num_workers=0: the training loop spends {share} of its time loading samples",
+                   "num_workers=0：训练循环 {share} 的时间花在加载样本上",
+                   { share = pct_text(f) }),
       evidence = T(ev_en, ev_zh),
       cause = T("With num_workers=0 the DataLoader fetches and collates every batch in the training process, "
                 .. "between steps: loading and training never overlap, so each step pays the full loading time "
@@ -372,8 +372,7 @@ rule {
     if not mt then return verdict end
     local dw = dl_workers(ev)
     if #dw == 0 then
-      return clear(T("no torch DataLoader workers (_worker_loop) among the sampled processes",
-                     "采样到的进程中没有 torch DataLoader worker（_worker_loop）"))
+      return clear(NO_WORKERS)
     end
     local used, cap, eff = job_cpu(ev)
     if not used then return unknown(T("the job's CPU over the window was not measured", "未测得窗口内作业的 CPU")) end
@@ -408,11 +407,14 @@ rule {
       end
     end
     return hit {
-      symptom = T(fmt("%d DataLoader workers compete for %d effective CPUs", #dw, eff),
-                  fmt("%d 个 DataLoader worker 争抢 %d 个有效 CPU", #dw, eff)),
-      evidence = T(fmt("%s; %d workers runnable half their samples or more, together %.0f%% CPU%s.", base_en, busy,
-                       wcpu, main_en),
-                   fmt("%s；%d 个 worker 至少一半样本处于可运行态，合计 CPU %.0f%%%s。", base_zh, busy, wcpu, main_zh)),
+      symptom = tr("{n_dw} DataLoader workers compete for {eff} effective CPUs",
+                   "{n_dw} 个 DataLoader worker 争抢 {eff} 个有效 CPU",
+                   { n_dw = #dw, eff = eff }),
+      evidence = tr("{base_en}; {busy} workers runnable half their samples or more, together {wcpu:%.0f}% "
+                      .. "CPU{main_en}.",
+                    "{base_zh}；{busy} 个 worker 至少一半样本处于可运行态，合计 CPU {wcpu:%.0f}%{main_zh}。",
+                    { base_en = base_en, busy = busy, wcpu = wcpu, main_en = main_en, base_zh = base_zh,
+                      main_zh = main_zh }),
       cause = tr("num_workers is sized beyond the {eff} CPUs the job may use: the workers time-slice the same "
                  .. "cores, take CPU from the training step and each other, and each holds its own copy of the "
                  .. "dataset state and prefetched batches (SOP §6.2: num_workers above the cores fights the "
@@ -546,10 +548,12 @@ rule {
     local lib_zh = rust and fmt("已加载 Rust tokenizers 库（%s）", rust.path or rust.name or "?")
                    or "未加载 Rust tokenizers 库"
     if #hits == 0 then
-      return clear(T(fmt("no process spent %g%% or more of its samples in Python tokenizer code%s; %s",
-                         th.loader_tokenizer_pct, any_tok and " (some seen, below the threshold)" or "", lib_en),
-                     fmt("没有进程把 %g%% 以上的样本花在 Python tokenizer 代码里%s；%s", th.loader_tokenizer_pct,
-                         any_tok and "（有少量，低于阈值）" or "", lib_zh)))
+      return clear(tr("no process spent {loader_tokenizer_pct:%g}% or more of its samples in Python tokenizer "
+                        .. "code{below_en}; {lib_en}",
+                      "没有进程把 {loader_tokenizer_pct:%g}% 以上的样本花在 Python tokenizer 代码里{below_zh}；{lib_zh}",
+                      { loader_tokenizer_pct = th.loader_tokenizer_pct,
+                        below_en = any_tok and " (some seen, below the threshold)" or "", lib_en = lib_en,
+                        below_zh = any_tok and "（有少量，低于阈值）" or "", lib_zh = lib_zh }))
     end
     local parts_en, parts_zh = {}, {}
     for i = 1, math.min(#hits, 6) do
@@ -558,16 +562,19 @@ rule {
     end
     local where = best and tail(best.stack, nil, 3) or "?"
     return hit {
-      symptom = T(fmt("tokenizing in pure Python takes up to %s of a process's time", pct_text(top)),
-                  fmt("纯 Python 分词最多占一个进程 %s 的时间", pct_text(top))),
-      evidence = T(fmt("share of samples inside Python tokenizer frames over %.1f s: %s; most sampled: %s; %s.",
-                       ev.duration_s, table.concat(parts_en, ", "), where, lib_en),
-                   fmt("%.1f 秒内落在 Python tokenizer 帧里的样本比例：%s；最常见：%s；%s。", ev.duration_s,
-                       table.concat(parts_zh, "，"), where, lib_zh)),
-      verify = T(fmt("`sopctl run --pid %d --duration 5`: dataloader.slow_tokenizer clear (tokenizer frames below "
-                     .. "%g%%) and samples/s improves.", ev.pid, th.loader_tokenizer_pct),
-                 fmt("`sopctl run --pid %d --duration 5`：dataloader.slow_tokenizer 为 clear（tokenizer 帧低于 %g%%），"
-                     .. "samples/s 改善。", ev.pid, th.loader_tokenizer_pct)),
+      symptom = tr("tokenizing in pure Python takes up to {top} of a process's time",
+                   "纯 Python 分词最多占一个进程 {top} 的时间",
+                   { top = pct_text(top) }),
+      evidence = tr("share of samples inside Python tokenizer frames over {duration_s:%.1f} s: {parts_en}; most "
+                      .. "sampled: {where:%s}; {lib_en}.",
+                    "{duration_s:%.1f} 秒内落在 Python tokenizer 帧里的样本比例：{parts_zh}；最常见：{where:%s}；{lib_zh}。",
+                    { duration_s = ev.duration_s, parts_en = table.concat(parts_en, ", "), where = where,
+                      lib_en = lib_en, parts_zh = table.concat(parts_zh, "，"), lib_zh = lib_zh }),
+      verify = tr("`sopctl run --pid {pid} --duration 5`: dataloader.slow_tokenizer clear (tokenizer frames below "
+                    .. "{loader_tokenizer_pct:%g}%) and samples/s improves.",
+                  "`sopctl run --pid {pid} --duration 5`：dataloader.slow_tokenizer 为 clear（tokenizer 帧低于 "
+                    .. "{loader_tokenizer_pct:%g}%），samples/s 改善。",
+                  { pid = ev.pid, loader_tokenizer_pct = th.loader_tokenizer_pct }),
     }
   end,
 }
@@ -631,11 +638,14 @@ rule {
     local lib_zh = rust and fmt("已加载 Rust tokenizers 库（%s）", rust.path or rust.name or "?")
                    or "未加载 Rust tokenizers 库"
     if v ~= nil and FALSEY[v:lower()] then
-      return clear(T(fmt("%s; TOKENIZERS_PARALLELISM=%s", wk_en, v), fmt("%s；TOKENIZERS_PARALLELISM=%s", wk_zh, v)))
+      return clear(tr("{wk_en}; TOKENIZERS_PARALLELISM={v:%s}",
+                      "{wk_zh}；TOKENIZERS_PARALLELISM={v:%s}",
+                      { wk_en = wk_en, v = v, wk_zh = wk_zh }))
     end
     if v == nil and not rust then
-      return clear(T(fmt("%s; TOKENIZERS_PARALLELISM unset and %s", wk_en, lib_en),
-                     fmt("%s；TOKENIZERS_PARALLELISM 未设置，且%s", wk_zh, lib_zh)))
+      return clear(tr("{wk_en}; TOKENIZERS_PARALLELISM unset and {lib_en}",
+                      "{wk_zh}；TOKENIZERS_PARALLELISM 未设置，且{lib_zh}",
+                      { wk_en = wk_en, lib_en = lib_en, wk_zh = wk_zh, lib_zh = lib_zh }))
     end
     local sev, cause_en, cause_zh
     if v ~= nil then
@@ -660,12 +670,13 @@ rule {
     end
     return hit {
       severity = sev,
-      symptom = T(fmt("TOKENIZERS_PARALLELISM is %s while DataLoader workers are forked",
-                      v and ("'" .. v .. "'") or "unset"),
-                  fmt("DataLoader worker 以 fork 启动，而 TOKENIZERS_PARALLELISM %s",
-                      v and ("为 '" .. v .. "'") or "未设置")),
-      evidence = T(fmt("%s; TOKENIZERS_PARALLELISM=%s in their environment; %s.", wk_en, v or "(unset)", lib_en),
-                   fmt("%s；其环境中 TOKENIZERS_PARALLELISM=%s；%s。", wk_zh, v or "（未设置）", lib_zh)),
+      symptom = tr("TOKENIZERS_PARALLELISM is {v_en} while DataLoader workers are forked",
+                   "DataLoader worker 以 fork 启动，而 TOKENIZERS_PARALLELISM {v_zh}",
+                   { v_en = v and ("'" .. v .. "'") or "unset", v_zh = v and ("为 '" .. v .. "'") or "未设置" }),
+      evidence = tr("{wk_en}; TOKENIZERS_PARALLELISM={v_en} in their environment; {lib_en}.",
+                    "{wk_zh}；其环境中 TOKENIZERS_PARALLELISM={v_zh}；{lib_zh}。",
+                    { wk_en = wk_en, v_en = v or "(unset)", lib_en = lib_en, wk_zh = wk_zh, v_zh = v or "（未设置）",
+                      lib_zh = lib_zh }),
       cause = T(cause_en, cause_zh),
       verify = tr("`sopctl evidence --pid {pid} --duration 1 | jq '.python.workers[].env'` shows "
                   .. "TOKENIZERS_PARALLELISM=false, and `sopctl run --pid {pid}` clears dataloader.tokenizers_fork.",
@@ -729,8 +740,7 @@ rule {
     if not mt then return verdict end
     local dw = dl_workers(ev)
     if #dw == 0 then
-      return clear(T("no torch DataLoader workers (_worker_loop) among the sampled processes",
-                     "采样到的进程中没有 torch DataLoader worker（_worker_loop）"))
+      return clear(NO_WORKERS)
     end
     local parent = ev.proc and ev.proc.age_s
     if not parent then
@@ -749,22 +759,24 @@ rule {
       end
     end
     if aged == 0 then
-      return unknown(T(fmt("the ages of the %d DataLoader workers were not measured", #dw),
-                       fmt("未测得 %d 个 DataLoader worker 的运行时长", #dw)))
+      return unknown(tr("the ages of the {n_dw} DataLoader workers were not measured",
+                        "未测得 {n_dw} 个 DataLoader worker 的运行时长",
+                        { n_dw = #dw }))
     end
     if parent < th.loader_restart_parent_s then
-      return clear(T(fmt("the job is %.0f s old (< %g s): its DataLoader workers are as young as its first epoch",
-                         parent, th.loader_restart_parent_s),
-                     fmt("作业只运行了 %.0f 秒（< %g 秒）：DataLoader worker 与第一个 epoch 一样新",
-                         parent, th.loader_restart_parent_s)))
+      return clear(tr("the job is {parent:%.0f} s old (< {loader_restart_parent_s:%g} s): its DataLoader workers are "
+                        .. "as young as its first epoch",
+                      "作业只运行了 {parent:%.0f} 秒（< {loader_restart_parent_s:%g} 秒）：DataLoader worker 与第一个 epoch 一样新",
+                      { parent = parent, loader_restart_parent_s = th.loader_restart_parent_s }))
     end
     if #young == 0 then
-      return clear(T(fmt("the %d DataLoader workers are up to %.0f s old in a %.0f s old job: none started in the "
-                         .. "last %g s (persistent workers, or epochs longer than that)", aged, oldest, parent,
-                         th.loader_restart_worker_s),
-                     fmt("%d 个 DataLoader worker 最长已运行 %.0f 秒（作业 %.0f 秒）：最近 %g 秒内没有新建 worker"
-                         .. "（persistent worker，或 epoch 比这更长）", aged, oldest, parent,
-                         th.loader_restart_worker_s)))
+      return clear(tr("the {aged} DataLoader workers are up to {oldest:%.0f} s old in a {parent:%.0f} s old job: none "
+                        .. "started in the last {loader_restart_worker_s:%g} s (persistent workers, or epochs longer "
+                        .. "than that)",
+                      "{aged} 个 DataLoader worker 最长已运行 {oldest:%.0f} 秒（作业 {parent:%.0f} 秒）：最近 "
+                        .. "{loader_restart_worker_s:%g} 秒内没有新建 worker（persistent worker，或 epoch 比这更长）",
+                      { aged = aged, oldest = oldest, parent = parent,
+                        loader_restart_worker_s = th.loader_restart_worker_s }))
     end
     local appeared, new_pids = appeared_workers(ev, dw)
     local ages = {}
@@ -806,14 +818,14 @@ rule {
     end
     return hit {
       severity = seen and "warn" or "info",
-      symptom = seen and T(fmt("DataLoader workers %.1f s old in a %.0f s old job: re-created at each epoch",
-                               young[1].age_s, parent),
-                           fmt("DataLoader worker 仅运行 %.1f 秒，作业已运行 %.0f 秒：每个 epoch 重建 worker",
-                               young[1].age_s, parent))
-                or T(fmt("DataLoader workers %.1f s old in a %.0f s old job: started %.0f s after it",
-                         young[1].age_s, parent, parent - young[1].age_s),
-                     fmt("DataLoader worker 仅运行 %.1f 秒，作业已运行 %.0f 秒：比作业晚 %.0f 秒启动",
-                         young[1].age_s, parent, parent - young[1].age_s)),
+      symptom = seen and tr("DataLoader workers {age_s:%.1f} s old in a {parent:%.0f} s old job: re-created at each "
+                              .. "epoch",
+                            "DataLoader worker 仅运行 {age_s:%.1f} 秒，作业已运行 {parent:%.0f} 秒：每个 epoch 重建 worker",
+                            { age_s = young[1].age_s, parent = parent })
+                or tr("DataLoader workers {age_s:%.1f} s old in a {parent:%.0f} s old job: started {late_s:%.0f} s "
+                        .. "after it",
+                      "DataLoader worker 仅运行 {age_s:%.1f} 秒，作业已运行 {parent:%.0f} 秒：比作业晚 {late_s:%.0f} 秒启动",
+                      { age_s = young[1].age_s, parent = parent, late_s = parent - young[1].age_s }),
       evidence = T(ev_en .. ".", ev_zh .. "。"),
       cause = T(cause_en, cause_zh),
       verify = tr("`ps -o pid,etimes --ppid {pid}` twice, an epoch apart, shows the same worker pids with growing "

@@ -79,10 +79,9 @@ rule {
     local w = gc.window
     local sen, szh = state_notes(gc, th)
     if not w or not w.samples or w.samples < th.gc_min_samples then
-      return unknown(T(fmt("GC sampled at %d ticks (needs %g: run with --duration 1 or more)",
-                           w and w.samples or 0, th.gc_min_samples),
-                       fmt("GC 只采样到 %d 次（需要 %g：用 --duration 1 以上）", w and w.samples or 0,
-                           th.gc_min_samples)))
+      return unknown(tr("GC sampled at {samples} ticks (needs {gc_min_samples:%g}: run with --duration 1 or more)",
+                        "GC 只采样到 {samples} 次（需要 {gc_min_samples:%g}：用 --duration 1 以上）",
+                        { samples = w and w.samples or 0, gc_min_samples = th.gc_min_samples }))
     end
     local frac = 100 * (w.collecting_frac or 0)
     local longest = w.longest_collecting_ms or 0
@@ -105,9 +104,9 @@ rule {
         en = en .. "; " .. table.concat(sen, "; ")
         zh = zh .. "；" .. table.concat(szh, "；")
       end
-      return clear(T(en .. fmt(" (needs >= %g%% of ticks or a %g ms stretch)", th.gc_time_pct,
-                               th.gc_pause_ms),
-                     zh .. fmt("（阈值：>= %g%% 的采样或一次 %g ms）", th.gc_time_pct, th.gc_pause_ms)))
+      return clear(tr("{en:%s} (needs >= {gc_time_pct:%g}% of ticks or a {gc_pause_ms:%g} ms stretch)",
+                      "{zh:%s}（阈值：>= {gc_time_pct:%g}% 的采样或一次 {gc_pause_ms:%g} ms）",
+                      { en = en, gc_time_pct = th.gc_time_pct, gc_pause_ms = th.gc_pause_ms, zh = zh }))
     end
     if #sen > 0 then
       en = en .. "; " .. table.concat(sen, "; ")

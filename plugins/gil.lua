@@ -98,15 +98,16 @@ rule {
     end
     local gil_seen = win_n == #busy and win_n > 0 and wait_gil_sum / win_n >= 0.25
     if wait_mean and wait_mean >= th.gil_max_runqueue_wait_pct and not gil_seen then
-      return unknown(T(fmt("%s; but they waited %.0f%% of the window for a CPU (run queue): the host's CPUs "
-                           .. "are contended, so the GIL cannot be told apart", summary_en, wait_mean),
-                       fmt("%s；但这些线程有 %.0f%% 的时间在运行队列里等 CPU：主机 CPU 被争用，无法判断是否为 GIL",
-                           summary_zh, wait_mean)))
+      return unknown(tr("{summary_en}; but they waited {wait_mean:%.0f}% of the window for a CPU (run queue): the "
+                          .. "host's CPUs are contended, so the GIL cannot be told apart",
+                        "{summary_zh}；但这些线程有 {wait_mean:%.0f}% 的时间在运行队列里等 CPU：主机 CPU 被争用，无法判断是否为 GIL",
+                        { summary_en = summary_en, wait_mean = wait_mean, summary_zh = summary_zh }))
     end
     if p.cpu_pct < th.gil_min_process_pct and not gil_seen then
-      return clear(T(fmt("%s: below %g%% CPU, the threads are not CPU-bound together", summary_en,
-                         th.gil_min_process_pct),
-                     fmt("%s：低于 %g%% CPU，线程合起来并非 CPU 密集", summary_zh, th.gil_min_process_pct)))
+      return clear(tr("{summary_en}: below {gil_min_process_pct:%g}% CPU, the threads are not CPU-bound together",
+                      "{summary_zh}：低于 {gil_min_process_pct:%g}% CPU，线程合起来并非 CPU 密集",
+                      { summary_en = summary_en, gil_min_process_pct = th.gil_min_process_pct,
+                        summary_zh = summary_zh }))
     end
     if p.cpu_pct > th.gil_one_core_max_pct then
       return clear(T(summary_en .. ": more than one core in use, so the threads run in parallel "
@@ -193,8 +194,10 @@ rule {
                       { base = base }))
     end
     return hit {
-      evidence = T(fmt("executable %s%s", exe or "?", reason and fmt("; Python probe: %s", reason) or ""),
-                   fmt("可执行文件 %s%s", exe or "?", reason and fmt("；Python 探针：%s", reason) or "")),
+      evidence = tr("executable {exe}{reason_en}",
+                    "可执行文件 {exe}{reason_zh}",
+                    { exe = exe or "?", reason_en = reason and fmt("; Python probe: %s", reason) or "",
+                      reason_zh = reason and fmt("；Python 探针：%s", reason) or "" }),
     }
   end,
 }

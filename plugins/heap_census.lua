@@ -103,16 +103,14 @@ function census.view(ev, th)
   local pid = ev.pid or 0
   local np_growth = h.numpy and h.numpy.nbytes_growth
   if c.native and np_growth and grew and np_growth >= 0.5 * 1024 * h.anon_growth_kb then
-    c.fix = T(fmt("Python objects do not explain this memory, numpy buffers do (%s of %s): arrays "
-                  .. "are kept alive — a list or cache of arrays, results stored per step; keep "
-                  .. "copies of what is needed only (arr.copy() of a slice frees the base), or bound "
-                  .. "the cache. memray's native mode shows where they are allocated: "
-                  .. "`memray attach --native --aggregate -o native.bin %d`. ", bytes_text(np_growth),
-                  bytes_text(1024 * h.anon_growth_kb), pid),
-              fmt("Python 对象解释不了这部分内存，numpy 缓冲区可以（%s / %s）：数组一直被引用着——存数组的 "
-                  .. "list 或缓存、每步保存的结果；只保留需要的拷贝（对切片 arr.copy() 可释放原数组），"
-                  .. "或给缓存设上限。memray 原生模式可看分配位置：`memray attach --native --aggregate -o "
-                  .. "native.bin %d`。", bytes_text(np_growth), bytes_text(1024 * h.anon_growth_kb), pid))
+    c.fix = tr("Python objects do not explain this memory, numpy buffers do ({np_growth:%s} of {anon_growth:%s}): "
+                 .. "arrays are kept alive — a list or cache of arrays, results stored per step; keep copies of what "
+                 .. "is needed only (arr.copy() of a slice frees the base), or bound the cache. memray's native mode "
+                 .. "shows where they are allocated: `memray attach --native --aggregate -o native.bin {pid}`. ",
+               "Python 对象解释不了这部分内存，numpy 缓冲区可以（{np_growth:%s} / {anon_growth:%s}）：数组一直被引用着——存数组的 list 或缓存、每步保存的结果；只"
+                 .. "保留需要的拷贝（对切片 arr.copy() 可释放原数组），或给缓存设上限。memray 原生模式可看分配位置：`memray attach --native --aggregate -o "
+                 .. "native.bin {pid}`。",
+               { np_growth = bytes_text(np_growth), anon_growth = bytes_text(1024 * h.anon_growth_kb), pid = pid })
   elseif c.native then
     c.fix = tr("Python objects do not explain this memory: it is native (C extensions, tensors, "
                .. "numpy buffers, the allocator). Find the native allocation site with memray's "

@@ -9,6 +9,11 @@ local common = require "plugins.common"
 local T, no_proc = common.T, common.no_proc
 local tr = common.tr
 
+-- Preludes spelled once for the rules below.
+local NO_READ_RATES = common.one_snapshot_text("no read rates", "没有读速率")
+local NO_OPEN_FILES = T("open files not sampled (needs a CPython target and --duration > 0)",
+                        "没有采样打开的文件（需要 CPython 目标且 --duration > 0）")
+
 -- Why a rule that needs the live process cannot judge.
 
 local REFS = {
@@ -206,8 +211,9 @@ rule {
     local list = table.concat(d, ", ", 1, math.min(#d, 8))
     return hit {
       severity = over and "warn" or "info",
-      symptom = T(fmt("%d threads blocked in uninterruptible IO wait (D state)", #d),
-                  fmt("%d 个线程阻塞在不可中断的 IO 等待（D 状态）", #d)),
+      symptom = tr("{n_blocked} threads blocked in uninterruptible IO wait (D state)",
+                   "{n_blocked} 个线程阻塞在不可中断的 IO 等待（D 状态）",
+                   { n_blocked = #d }),
       evidence = tr("In D state at the sample: {list:%s} (of {seen} threads, {nkids} workers){ctx:%s}.",
                     "采样时处于 D 状态：{list:%s}（共 {seen} 个线程，{nkids} 个 worker）{ctx:%s}。",
                     { list = list, seen = seen, nkids = nkids, ctx = ctx }),
@@ -252,7 +258,7 @@ rule {
   check = function(ev, th)
     local p = ev.proc
     if not p then return no_proc(ev) end
-    if common.no_window(ev) then return common.one_snapshot("no read rates", "没有读速率") end
+    if common.no_window(ev) then return unknown(NO_READ_RATES) end
     local io = p.io
     if not io or not io.syscr_per_s then
       return unknown(T("/proc/PID/io not readable: no read-call rate",
@@ -270,10 +276,10 @@ rule {
       return unknown(T("read sizes not measured (rchar)", "没有测到读大小（rchar）"))
     end
     if mean > th.small_read_max_bytes then
-      return clear(T(fmt("%.0f read calls/s with a mean of %.0f bytes (> %g): large reads", calls,
-                         mean, th.small_read_max_bytes),
-                     fmt("每秒 %.0f 次 read，平均 %.0f 字节（> %g）：大块读", calls, mean,
-                         th.small_read_max_bytes)))
+      return clear(tr("{calls:%.0f} read calls/s with a mean of {mean:%.0f} bytes (> {small_read_max_bytes:%g}): "
+                        .. "large reads",
+                      "每秒 {calls:%.0f} 次 read，平均 {mean:%.0f} 字节（> {small_read_max_bytes:%g}）：大块读",
+                      { calls = calls, mean = mean, small_read_max_bytes = th.small_read_max_bytes }))
     end
     local disk = io.read_bytes_per_s
     local src_en, src_zh
@@ -315,11 +321,12 @@ rule {
       severity = (cached or seq) and "info" or "warn",
       symptom = tr("Many small reads: {calls:%.0f} read calls/s of {mean:%.0f} bytes on average",
                    "大量小块读：每秒 {calls:%.0f} 次 read，平均每次 {mean:%.0f} 字节", { calls = calls, mean = mean }),
-      evidence = T(fmt("Over %.1f s: %.0f read syscalls/s, mean %.0f bytes per call, %s read in total "
-                       .. "(rchar; files, pipes and sockets alike); %s.", ev.duration_s, calls,
-                       mean, total, src_en),
-                   fmt("%.1f 秒内：每秒 %.0f 次 read 系统调用，平均每次 %.0f 字节，总读取 %s（rchar，含文件、管道、"
-                       .. "套接字）；%s。", ev.duration_s, calls, mean, total, src_zh)),
+      evidence = tr("Over {duration_s:%.1f} s: {calls:%.0f} read syscalls/s, mean {mean:%.0f} bytes per call, "
+                      .. "{total:%s} read in total (rchar; files, pipes and sockets alike); {src_en}.",
+                    "{duration_s:%.1f} 秒内：每秒 {calls:%.0f} 次 read 系统调用，平均每次 {mean:%.0f} 字节，总读取 {total:%s}（rchar，含文件、管道、"
+                      .. "套接字）；{src_zh}。",
+                    { duration_s = ev.duration_s, calls = calls, mean = mean, total = total, src_en = src_en,
+                      src_zh = src_zh }),
       cause = tr("The process reads in {mean:%.0f}-byte pieces: throughput is bound by the number of "
                  .. "calls, not by bandwidth.",
                  "进程以 {mean:%.0f} 字节为单位读取：吞吐受调用次数限制，而不是带宽。", { mean = mean }),
@@ -359,7 +366,7 @@ rule {
   refs = REFS,
   check = function(ev, th)
     if not ev.proc then return no_proc(ev) end
-    if common.no_window(ev) then return common.one_snapshot("no read rates", "没有读速率") end
+    if common.no_window(ev) then return unknown(NO_READ_RATES) end
     local rs = readers(ev)
     if #rs == 0 then
       return unknown(T("/proc/PID/io not readable: no read rates", "读不到 /proc/PID/io：没有读速率"))
@@ -424,27 +431,26 @@ rule {
     end
     return hit {
       severity = "warn",
-      symptom = T(fmt("Small random reads from disk: %.0f reads/s of %.0f bytes in %d process(es)",
-                      total_calls, x.mean, #hits),
-                  fmt("来自磁盘的随机小读：%d 个进程每秒共 %.0f 次、每次 %.0f 字节", #hits, total_calls, x.mean)),
-      evidence = T(fmt("Over %.1f s, %s: %.0f read calls/s, mean %.0f bytes, %s read of which %s "
-                       .. "from disk; the open data file %s (%s) moves its position only %s while "
-                       .. "%s is read: the reads jump (pread/seek), they do not stream%s. All "
-                       .. "random readers: %s, %s from disk.", ev.duration_s, who(x.r), x.calls,
-                       x.mean, rate(x.rchar), rate(x.disk), short_path(f.path), kb(f.size_bytes / 1024),
-                       rate(x.advance), rate(x.rchar), dev_en, table.concat(procs, ", "),
-                       rate(total_disk)),
-                   fmt("%.1f 秒内，%s：每秒 %.0f 次 read，平均 %.0f 字节，读取 %s，其中 %s 来自磁盘；打开的数据文件 "
-                       .. "%s（%s）的文件位置只前进 %s，而读取为 %s：读在跳（pread/seek），不是流式读%s。"
-                       .. "所有随机读进程：%s，磁盘读 %s。", ev.duration_s, who(x.r), x.calls, x.mean,
-                       rate(x.rchar), rate(x.disk), short_path(f.path), kb(f.size_bytes / 1024),
-                       rate(x.advance), rate(x.rchar), dev_zh, table.concat(procs, ", "),
-                       rate(total_disk))),
-      verify = T(fmt("`sopctl run --pid %d --duration 3`: io.random_reads clears and the disk's mean "
-                     .. "read request grows past %g KiB; samples/s rise.", ev.pid,
-                     th.random_read_max_request_kb),
-                 fmt("`sopctl run --pid %d --duration 3`：io.random_reads 不再触发，磁盘平均读请求超过 %g KiB；"
-                     .. "samples/s 上升。", ev.pid, th.random_read_max_request_kb)),
+      symptom = tr("Small random reads from disk: {total_calls:%.0f} reads/s of {mean:%.0f} bytes in {n_hits} "
+                     .. "process(es)",
+                   "来自磁盘的随机小读：{n_hits} 个进程每秒共 {total_calls:%.0f} 次、每次 {mean:%.0f} 字节",
+                   { total_calls = total_calls, mean = x.mean, n_hits = #hits }),
+      evidence = tr("Over {duration_s:%.1f} s, {who:%s}: {calls:%.0f} read calls/s, mean {mean:%.0f} bytes, {rchar} "
+                      .. "read of which {disk} from disk; the open data file {path} ({size_bytes}) moves its position "
+                      .. "only {advance} while {rchar} is read: the reads jump (pread/seek), they do not "
+                      .. "stream{dev_en}. All random readers: {procs}, {total_disk} from disk.",
+                    "{duration_s:%.1f} 秒内，{who:%s}：每秒 {calls:%.0f} 次 read，平均 {mean:%.0f} 字节，读取 {rchar}，其中 {disk} 来自磁盘；"
+                      .. "打开的数据文件 {path}（{size_bytes}）的文件位置只前进 {advance}，而读取为 {rchar}：读在跳（pread/seek），不是流式读{dev_zh}。"
+                      .. "所有随机读进程：{procs}，磁盘读 {total_disk}。",
+                    { duration_s = ev.duration_s, who = who(x.r), calls = x.calls, mean = x.mean,
+                      rchar = rate(x.rchar), disk = rate(x.disk), path = short_path(f.path),
+                      size_bytes = kb(f.size_bytes / 1024), advance = rate(x.advance), dev_en = dev_en,
+                      procs = table.concat(procs, ", "), total_disk = rate(total_disk), dev_zh = dev_zh }),
+      verify = tr("`sopctl run --pid {pid} --duration 3`: io.random_reads clears and the disk's mean read request "
+                    .. "grows past {random_read_max_request_kb:%g} KiB; samples/s rise.",
+                  "`sopctl run --pid {pid} --duration 3`：io.random_reads 不再触发，磁盘平均读请求超过 "
+                    .. "{random_read_max_request_kb:%g} KiB；samples/s 上升。",
+                  { pid = ev.pid, random_read_max_request_kb = th.random_read_max_request_kb }),
     }
   end,
 }
@@ -500,8 +506,7 @@ rule {
   check = function(ev, th)
     if not ev.proc then return no_proc(ev) end
     if not ev.io_files then
-      return unknown(T("open files not sampled (needs a CPython target and --duration > 0)",
-                       "没有采样打开的文件（需要 CPython 目标且 --duration > 0）"))
+      return unknown(NO_OPEN_FILES)
     end
     local remote, by_pid, order, kinds = 0, {}, {}, {}
     for _, f in ipairs(ev.io_files) do
@@ -520,10 +525,9 @@ rule {
       local ks = {}
       for k, n in pairs(kinds) do ks[#ks + 1] = fmt("%s %d", k, n) end
       table.sort(ks)
-      return clear(T(fmt("no open file on NFS/FUSE/network storage (%d files: %s)", #ev.io_files,
-                         table.concat(ks, ", ")),
-                     fmt("没有在 NFS/FUSE/网络存储上的打开文件（%d 个文件：%s）", #ev.io_files,
-                         table.concat(ks, ", "))))
+      return clear(tr("no open file on NFS/FUSE/network storage ({n_io_files} files: {ks})",
+                      "没有在 NFS/FUSE/网络存储上的打开文件（{n_io_files} 个文件：{ks}）",
+                      { n_io_files = #ev.io_files, ks = table.concat(ks, ", ") }))
     end
     -- Local data files moving faster than the remote ones: a wait may be on them instead.
     for _, f in ipairs(ev.io_files) do
@@ -555,22 +559,22 @@ rule {
                          first.fstype or "?", first.source or "?")
     if #waiting == 0 then
       if #ambiguous > 0 then
-        return unknown(T(fmt("%d files on network storage (%s); pid %d waits in IO but reads local "
-                             .. "data files faster than the network ones", remote, where_en, ambiguous[1]),
-                         fmt("%d 个文件在网络存储上（%s）；pid %d 在等 IO，但读本地数据文件比网络文件更快",
-                             remote, where_en, ambiguous[1])))
+        return unknown(tr("{remote} files on network storage ({where_en}); pid {ambiguous} waits in IO but reads "
+                            .. "local data files faster than the network ones",
+                          "{remote} 个文件在网络存储上（{where_en}）；pid {ambiguous} 在等 IO，但读本地数据文件比网络文件更快",
+                          { remote = remote, where_en = where_en, ambiguous = ambiguous[1] }))
       end
       if #quiet == 0 then
-        return unknown(T(fmt("%d files on network storage (%s), but no sampled window tells whether "
-                             .. "the job waits on them (pids not sampled: %d)", remote, where_en, #unsampled),
-                         fmt("%d 个文件在网络存储上（%s），但没有采样窗口可判断作业是否在等它们（未采样进程 %d 个）",
-                             remote, where_en, #unsampled)))
+        return unknown(tr("{remote} files on network storage ({where_en}), but no sampled window tells whether the "
+                            .. "job waits on them (pids not sampled: {n_unsampled})",
+                          "{remote} 个文件在网络存储上（{where_en}），但没有采样窗口可判断作业是否在等它们（未采样进程 {n_unsampled} 个）",
+                          { remote = remote, where_en = where_en, n_unsampled = #unsampled }))
       end
-      return clear(T(fmt("%d files on network storage (%s), but threads spend little time in IO "
-                         .. "wait (max per process: %s, < %.0f%%)", remote, where_en,
-                         table.concat(quiet, ", "), 100 * th.netfs_wait_frac),
-                     fmt("%d 个文件在网络存储上（%s），但线程很少处于 IO 等待（各进程最大值：%s，< %.0f%%）",
-                         remote, where_en, table.concat(quiet, ", "), 100 * th.netfs_wait_frac)))
+      return clear(tr("{remote} files on network storage ({where_en}), but threads spend little time in IO wait (max "
+                        .. "per process: {quiet}, < {netfs_wait_frac_pct:%.0f}%)",
+                      "{remote} 个文件在网络存储上（{where_en}），但线程很少处于 IO 等待（各进程最大值：{quiet}，< {netfs_wait_frac_pct:%.0f}%）",
+                      { remote = remote, where_en = where_en, quiet = table.concat(quiet, ", "),
+                        netfs_wait_frac_pct = 100 * th.netfs_wait_frac }))
     end
     table.sort(waiting, function(a, b) return by_pid[a].wait > by_pid[b].wait end)
     local lines = {}
@@ -591,17 +595,18 @@ rule {
     local kind = first.fs_kind == "fuse" and "FUSE" or "network"
     return hit {
       severity = "warn",
-      symptom = T(fmt("The job waits on files on %s storage (%s)", kind, first.fstype or "?"),
-                  fmt("作业在等 %s 存储（%s）上的文件", kind, first.fstype or "?")),
-      evidence = T(fmt("%d open files on %s storage, e.g. %s. %s%s.", remote, kind, where_en,
-                       table.concat(lines, "; "), rates),
-                   fmt("%d 个打开的文件在 %s 存储上，例如 %s。%s%s。", remote, kind, where_en,
-                       table.concat(lines, "；"), rates)),
-      verify = T(fmt("`sopctl run --pid %d --duration 3`: io.network_fs clears (data files on "
-                     .. "fs_kind local) and io_wait_frac falls below %.0f%%.", ev.pid,
-                     100 * th.netfs_wait_frac),
-                 fmt("`sopctl run --pid %d --duration 3`：io.network_fs 不再触发（数据文件在 local 文件系统），"
-                     .. "io_wait_frac 低于 %.0f%%。", ev.pid, 100 * th.netfs_wait_frac)),
+      symptom = tr("The job waits on files on {kind:%s} storage ({fstype})",
+                   "作业在等 {kind:%s} 存储（{fstype}）上的文件",
+                   { kind = kind, fstype = first.fstype or "?" }),
+      evidence = tr("{remote} open files on {kind:%s} storage, e.g. {where_en}. {lines_en}{rates:%s}.",
+                    "{remote} 个打开的文件在 {kind:%s} 存储上，例如 {where_en}。{lines_zh}{rates:%s}。",
+                    { remote = remote, kind = kind, where_en = where_en, lines_en = table.concat(lines, "; "),
+                      rates = rates, lines_zh = table.concat(lines, "；") }),
+      verify = tr("`sopctl run --pid {pid} --duration 3`: io.network_fs clears (data files on fs_kind local) and "
+                    .. "io_wait_frac falls below {netfs_wait_frac_pct:%.0f}%.",
+                  "`sopctl run --pid {pid} --duration 3`：io.network_fs 不再触发（数据文件在 local 文件系统），io_wait_frac 低于 "
+                    .. "{netfs_wait_frac_pct:%.0f}%。",
+                  { pid = ev.pid, netfs_wait_frac_pct = 100 * th.netfs_wait_frac }),
     }
   end,
 }
@@ -627,7 +632,7 @@ rule {
            "https://docs.kernel.org/admin-guide/cgroup-v2.html" },
   check = function(ev, th)
     if not ev.proc then return no_proc(ev) end
-    if common.no_window(ev) then return common.one_snapshot("no read rates", "没有读速率") end
+    if common.no_window(ev) then return unknown(NO_READ_RATES) end
     local disk, measured = 0, false
     for _, r in ipairs(readers(ev)) do
       if r.io.read_bytes_per_s then
@@ -639,14 +644,13 @@ rule {
       return unknown(T("/proc/PID/io not readable: no disk read rate", "读不到 /proc/PID/io：没有磁盘读速率"))
     end
     if disk < th.page_cache_min_disk_kb_per_s * 1024 then
-      return clear(T(fmt("the job reads %s from storage (< %s/s): not re-reading a dataset from disk",
-                         rate(disk), kb(th.page_cache_min_disk_kb_per_s)),
-                     fmt("作业从存储读 %s（< %s/s）：没有在从磁盘重读数据集", rate(disk),
-                         kb(th.page_cache_min_disk_kb_per_s))))
+      return clear(tr("the job reads {disk} from storage (< {page_cache_min_disk_kb_per_s}/s): not re-reading a "
+                        .. "dataset from disk",
+                      "作业从存储读 {disk}（< {page_cache_min_disk_kb_per_s}/s）：没有在从磁盘重读数据集",
+                      { disk = rate(disk), page_cache_min_disk_kb_per_s = kb(th.page_cache_min_disk_kb_per_s) }))
     end
     if not ev.io_files then
-      return unknown(T("open files not sampled (needs a CPython target and --duration > 0)",
-                       "没有采样打开的文件（需要 CPython 目标且 --duration > 0）"))
+      return unknown(NO_OPEN_FILES)
     end
     -- The working set: distinct large files on storage whose position moves (being read now).
     -- A position that did not move forward still streams when its reader read at least the file's
@@ -668,11 +672,10 @@ rule {
       end
     end
     if #files == 0 then
-      return unknown(T(fmt("the job reads %s from disk, but no file >= %g MiB is being read "
-                           .. "sequentially (random reads or mmap: see io.random_reads)", rate(disk),
-                           th.page_cache_min_file_mb),
-                       fmt("作业从磁盘读 %s，但没有 >= %g MiB 的文件在被顺序读（随机读或 mmap：见 io.random_reads）",
-                           rate(disk), th.page_cache_min_file_mb)))
+      return unknown(tr("the job reads {disk} from disk, but no file >= {page_cache_min_file_mb:%g} MiB is being read "
+                          .. "sequentially (random reads or mmap: see io.random_reads)",
+                        "作业从磁盘读 {disk}，但没有 >= {page_cache_min_file_mb:%g} MiB 的文件在被顺序读（随机读或 mmap：见 io.random_reads）",
+                        { disk = rate(disk), page_cache_min_file_mb = th.page_cache_min_file_mb }))
     end
     table.sort(files, function(a, b) return a.size_bytes > b.size_bytes end)
     -- Memory the page cache can use for them: the host's MemAvailable (free + reclaimable cache),
@@ -701,13 +704,13 @@ rule {
     end
     local list = table.concat(names, ", ")
     if ws < th.page_cache_fit_ratio * room then
-      return clear(T(fmt("reading %s from disk, but the files being read (%s in all: %s) fit in the "
-                         .. "page cache (%s, %s): a first pass (first epoch) fills the cache and "
-                         .. "later passes come from memory; that is not a problem (SOP §7.1)",
-                         rate(disk), kb(ws), list, kb(room), cap_en),
-                     fmt("从磁盘读 %s，但正在读的文件（共 %s：%s）放得进 page cache（%s，%s）：第一遍（第一个 "
-                         .. "epoch）读入缓存，之后的遍历来自内存；这不是问题（SOP §7.1）", rate(disk), kb(ws),
-                         list, kb(room), cap_zh)))
+      return clear(tr("reading {disk} from disk, but the files being read ({ws} in all: {list:%s}) fit in the page "
+                        .. "cache ({room}, {cap_en}): a first pass (first epoch) fills the cache and later passes "
+                        .. "come from memory; that is not a problem (SOP §7.1)",
+                      "从磁盘读 {disk}，但正在读的文件（共 {ws}：{list:%s}）放得进 page cache（{room}，{cap_zh}）：第一遍（第一个 epoch）读入缓存，之后的遍历来自"
+                        .. "内存；这不是问题（SOP §7.1）",
+                      { disk = rate(disk), ws = kb(ws), list = list, room = kb(room), cap_en = cap_en,
+                        cap_zh = cap_zh }))
     end
     local extra_en, extra_zh = {}, {}
     if h.cached_kb then
@@ -728,14 +731,14 @@ rule {
     local by_cgroup = cap_en:find("cgroup", 1, true) ~= nil
     return hit {
       severity = "warn",
-      symptom = T(fmt("The data read (%s) does not fit in the page cache (%s): every pass re-reads it "
-                      .. "from disk", kb(ws), kb(room)),
-                  fmt("读取的数据（%s）放不进 page cache（%s）：每一遍都要从磁盘重读", kb(ws), kb(room))),
-      evidence = T(fmt("Over %.1f s the job read %s from disk while streaming %s; memory the page "
-                       .. "cache can use: %s (%s)%s.", ev.duration_s, rate(disk), list, kb(room),
-                       cap_en, ex_en),
-                   fmt("%.1f 秒内作业从磁盘读 %s，正在流式读 %s；page cache 可用内存：%s（%s）%s。",
-                       ev.duration_s, rate(disk), list, kb(room), cap_zh, ex_zh)),
+      symptom = tr("The data read ({ws}) does not fit in the page cache ({room}): every pass re-reads it from disk",
+                   "读取的数据（{ws}）放不进 page cache（{room}）：每一遍都要从磁盘重读",
+                   { ws = kb(ws), room = kb(room) }),
+      evidence = tr("Over {duration_s:%.1f} s the job read {disk} from disk while streaming {list:%s}; memory the "
+                      .. "page cache can use: {room} ({cap_en}){ex_en}.",
+                    "{duration_s:%.1f} 秒内作业从磁盘读 {disk}，正在流式读 {list:%s}；page cache 可用内存：{room}（{cap_zh}）{ex_zh}。",
+                    { duration_s = ev.duration_s, disk = rate(disk), list = list, room = kb(room), cap_en = cap_en,
+                      ex_en = ex_en, cap_zh = cap_zh, ex_zh = ex_zh }),
       fix = by_cgroup and T("The container's memory limit is what evicts: give the cgroup room for the "
               .. "working set plus the job's own memory (memory.max / memory.limit_in_bytes), or "
               .. "shrink the working set (store uint8 instead of float32, compress, subsample), or "
@@ -752,11 +755,11 @@ rule {
               "把工作集缩小到可用内存以下（存 uint8 而非 float32、压缩、子采样，或每个节点只放自己的 shard），"
               .. "再用 vmtouch -t / -l 常驻缓存；否则放到本地 NVMe 并按顺序 shard 读取，让每次重读跑满磁盘"
               .. "带宽，或在网络存储前加缓存层（BeeGFS 缓存、rank 本地副本）（SOP §7.4）。"),
-      verify = T(fmt("`vmtouch FILE` shows the file resident after one epoch, and `sopctl run --pid %d "
-                     .. "--duration 3` in the second epoch shows disk reads below %s/s.", ev.pid,
-                     kb(th.page_cache_min_disk_kb_per_s)),
-                 fmt("一个 epoch 后 `vmtouch FILE` 显示文件常驻内存，第二个 epoch 中 `sopctl run --pid %d "
-                     .. "--duration 3` 显示磁盘读低于 %s/s。", ev.pid, kb(th.page_cache_min_disk_kb_per_s))),
+      verify = tr("`vmtouch FILE` shows the file resident after one epoch, and `sopctl run --pid {pid} --duration 3` "
+                    .. "in the second epoch shows disk reads below {page_cache_min_disk_kb_per_s}/s.",
+                  "一个 epoch 后 `vmtouch FILE` 显示文件常驻内存，第二个 epoch 中 `sopctl run --pid {pid} --duration 3` 显示磁盘读低于 "
+                    .. "{page_cache_min_disk_kb_per_s}/s。",
+                  { pid = ev.pid, page_cache_min_disk_kb_per_s = kb(th.page_cache_min_disk_kb_per_s) }),
     }
   end,
 }

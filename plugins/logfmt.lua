@@ -69,7 +69,7 @@ rule {
     if not py or not py.threads then
       return unknown(common.NO_STACKS)
     end
-    if common.no_window(ev) then return common.one_snapshot("no sampled window", "没有采样窗口") end
+    if common.no_window(ev) then return unknown(common.NO_WINDOW) end
     local best, sampled = nil, 0
     for _, t in ipairs(py.threads) do
       local w = t.window
@@ -98,42 +98,39 @@ rule {
       end
     end
     if sampled == 0 then
-      return unknown(T("no working thread with enough samples", "没有样本足够的工作线程"))
+      return unknown(common.NO_WORKING_THREAD)
     end
     if not best or 100 * best.share < th.eager_log_pct then
-      return clear(T(fmt("no hot line builds a log message eagerly (most: %.0f%% of a thread's samples)",
-                         best and 100 * best.share or 0),
-                     fmt("没有热点行在急切构造日志消息（最多 %.0f%% 样本）", best and 100 * best.share or 0)))
+      return clear(tr("no hot line builds a log message eagerly (most: {share_pct:%.0f}% of a thread's samples)",
+                      "没有热点行在急切构造日志消息（最多 {share_pct:%.0f}% 样本）",
+                      { share_pct = best and 100 * best.share or 0 }))
     end
     local s = best.site
     local at = fmt("%s (%s:%s)", s.func or "?", (s.file or "?"):match("[^/]*$"), tostring(s.line))
     local code = s.code:gsub("^%s+", "")
     return hit {
       severity = best.method == "debug" and "warn" or "info",
-      symptom = T(fmt("thread %d builds a %s log message with %s on a hot line (%.0f%% of its samples)",
-                      best.t.tid, best.level, best.how, 100 * best.share),
-                  fmt("线程 %d 在热点行上用 %s 构造 %s 级日志消息（占其样本 %.0f%%）",
-                      best.t.tid, best.how, best.level, 100 * best.share)),
-      evidence = T(fmt("%s: `%s` — %.0f%% of %d samples of tid %d (%s) at this line, the message built by %s "
-                       .. "before logging sees it; the logger's effective level was not read from the process, so "
-                       .. "whether %s records are emitted is not known here",
-                       at, code, 100 * best.share, best.t.window.samples, best.t.tid, best.t.name or "?", best.how,
-                       best.level),
-                   fmt("%s：`%s` —— tid %d（%s）%d 个样本中 %.0f%% 在这一行，消息在进入 logging 之前就用 %s 构造好了；"
-                       .. "未从进程读取 logger 的有效级别，无法确定 %s 记录是否输出",
-                       at, code, best.t.tid, best.t.name or "?", best.t.window.samples, 100 * best.share, best.how,
-                       best.level)),
+      symptom = tr("thread {tid} builds a {level:%s} log message with {how:%s} on a hot line ({share_pct:%.0f}% of "
+                     .. "its samples)",
+                   "线程 {tid} 在热点行上用 {how:%s} 构造 {level:%s} 级日志消息（占其样本 {share_pct:%.0f}%）",
+                   { tid = best.t.tid, level = best.level, how = best.how, share_pct = 100 * best.share }),
+      evidence = tr("{at:%s}: `{code:%s}` — {share_pct:%.0f}% of {samples} samples of tid {tid} ({name}) at this "
+                      .. "line, the message built by {how:%s} before logging sees it; the logger's effective level "
+                      .. "was not read from the process, so whether {level:%s} records are emitted is not known here",
+                    "{at:%s}：`{code:%s}` —— tid {tid}（{name}）{samples} 个样本中 {share_pct:%.0f}% 在这一行，消息在进入 logging 之前就用 "
+                      .. "{how:%s} 构造好了；未从进程读取 logger 的有效级别，无法确定 {level:%s} 记录是否输出",
+                    { at = at, code = code, share_pct = 100 * best.share, samples = best.t.window.samples,
+                      tid = best.t.tid, name = best.t.name or "?", how = best.how, level = best.level }),
       cause = tr("An f-string, `%` or `.format` argument is evaluated on every call, before the logger checks its "
                  .. "level: with {level:%s} not enabled the string (and every repr() in it) is built and thrown away "
                  .. "(SOP §8.3 pitfall 1).",
                  "f-string、`%` 或 `.format` 参数在每次调用时、logger 检查级别之前就被求值：{level:%s} 未开启时，字符串"
                  .. "（以及其中每个 repr()）被构造后直接丢弃（SOP §8.3 陷阱 1）。", { level = best.level }),
-      fix = T(fmt("Pass the arguments lazily: logger.%s(\"row %%s: %%r\", n, row) instead of an f-string; for costly "
-                  .. "arguments guard the call with `if logger.isEnabledFor(logging.%s):`.", best.method,
-                  best.level ~= "?" and best.level or "DEBUG"),
-              fmt("改为惰性传参：logger.%s(\"row %%s: %%r\", n, row)，不要用 f-string；参数本身很贵时用 "
-                  .. "`if logger.isEnabledFor(logging.%s):` 包住。", best.method,
-                  best.level ~= "?" and best.level or "DEBUG")),
+      fix = tr("Pass the arguments lazily: logger.{method:%s}(\"row %s: %r\", n, row) instead of an f-string; for "
+                 .. "costly arguments guard the call with `if logger.isEnabledFor(logging.{level}):`.",
+               "改为惰性传参：logger.{method:%s}(\"row %s: %r\", n, row)，不要用 f-string；参数本身很贵时用 `if "
+                 .. "logger.isEnabledFor(logging.{level}):` 包住。",
+               { method = best.method, level = best.level ~= "?" and best.level or "DEBUG" }),
       verify = tr("`sopctl run --pid {pid} --duration 3`: the line no longer appears among the thread's hot leaves; "
                   .. "items/s rises.",
                   "`sopctl run --pid {pid} --duration 3`：该行不再出现在线程的热点叶子里；每秒处理条数上升。", { pid = ev.pid }),

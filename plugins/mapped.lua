@@ -6,6 +6,7 @@
 
 local common = require "plugins.common"
 local T, no_proc, rate, short_path = common.T, common.no_proc, common.rate, common.short_path
+local tr = common.tr
 
 local REFS = {
   "https://man7.org/linux/man-pages/man2/madvise.2.html",
@@ -202,19 +203,21 @@ rule {
     local why_zh = small and "每次缺页只读一小块：随机访问" or "预读取回的远多于进程实际访问的：随机访问被预读放大"
     return hit {
       severity = (wait == nil or wait >= th.mapped_wait_frac) and "warn" or "info",
-      symptom = T(fmt("IO through page faults of %s: %.0f major faults/s, %s from storage",
-                      ff and short_path(ff.path) or "mapped files", faults, rate(disk)),
-                  fmt("经由%s缺页的 IO：每秒 %.0f 次主缺页，存储读 %s", ff and short_path(ff.path) or "映射文件",
-                      faults, rate(disk))),
-      evidence = T(fmt("Over %.1f s: %s; %s: %s%s%s%s.", ev.duration_s, base_en, how_en, why_en, thr_en,
-                       map_en, dev_en),
-                   fmt("%.1f 秒内：%s；%s：%s%s%s%s。", ev.duration_s, base_zh, how_zh, why_zh, thr_zh,
-                       map_zh, dev_zh)),
-      verify = T(fmt("`sopctl run --pid %d --duration 3`: major faults/s and bytes from storage drop (or "
-                     .. "io.mapped_faults says sequential), and the thread's share of samples waiting on "
-                     .. "storage falls below %.0f%%.", ev.pid, 100 * th.mapped_wait_frac),
-                 fmt("`sopctl run --pid %d --duration 3`：主缺页/s 与存储读字节下降（或 io.mapped_faults 判为顺序），"
-                     .. "线程等待存储的采样比例低于 %.0f%%。", ev.pid, 100 * th.mapped_wait_frac)),
+      symptom = tr("IO through page faults of {file_en}: {faults:%.0f} major faults/s, {disk} from storage",
+                   "经由{file_zh}缺页的 IO：每秒 {faults:%.0f} 次主缺页，存储读 {disk}",
+                   { file_en = ff and short_path(ff.path) or "mapped files", faults = faults, disk = rate(disk),
+                     file_zh = ff and short_path(ff.path) or "映射文件" }),
+      evidence = tr("Over {duration_s:%.1f} s: {base_en}; {how_en}: {why_en}{thr_en}{map_en}{dev_en}.",
+                    "{duration_s:%.1f} 秒内：{base_zh}；{how_zh}：{why_zh}{thr_zh}{map_zh}{dev_zh}。",
+                    { duration_s = ev.duration_s, base_en = base_en, how_en = how_en, why_en = why_en,
+                      thr_en = thr_en, map_en = map_en, dev_en = dev_en, base_zh = base_zh, how_zh = how_zh,
+                      why_zh = why_zh, thr_zh = thr_zh, map_zh = map_zh, dev_zh = dev_zh }),
+      verify = tr("`sopctl run --pid {pid} --duration 3`: major faults/s and bytes from storage drop (or "
+                    .. "io.mapped_faults says sequential), and the thread's share of samples waiting on storage falls "
+                    .. "below {mapped_wait_frac_pct:%.0f}%.",
+                  "`sopctl run --pid {pid} --duration 3`：主缺页/s 与存储读字节下降（或 io.mapped_faults 判为顺序），线程等待存储的采样比例低于 "
+                    .. "{mapped_wait_frac_pct:%.0f}%。",
+                  { pid = ev.pid, mapped_wait_frac_pct = 100 * th.mapped_wait_frac }),
     }
   end,
 }

@@ -199,10 +199,10 @@ rule {
                      .. "OOM killer picks the largest process next.",
                      "作业占用内存的 {share:%.0f}%，可用内存不足 {host_avail_min_pct:%g}%：整机 OOM killer 下一个就会挑最大的进程。",
                      { share = share, host_avail_min_pct = th.host_avail_min_pct }),
-          verify = T(fmt("`free -g` and `sopctl run --pid %d` show MemAvailable above %g%% through an epoch.",
-                         ev.pid, th.host_avail_min_pct),
-                     fmt("整个 epoch 中 `free -g` 与 `sopctl run --pid %d` 显示 MemAvailable 高于 %g%%。",
-                         ev.pid, th.host_avail_min_pct)),
+          verify = tr("`free -g` and `sopctl run --pid {pid}` show MemAvailable above {host_avail_min_pct:%g}% "
+                        .. "through an epoch.",
+                      "整个 epoch 中 `free -g` 与 `sopctl run --pid {pid}` 显示 MemAvailable 高于 {host_avail_min_pct:%g}%。",
+                      { pid = ev.pid, host_avail_min_pct = th.host_avail_min_pct }),
         }
       end
       notes_en[#notes_en + 1] = ctx_en
@@ -287,8 +287,9 @@ rule {
       end
     end
     if measured == 0 then
-      return unknown(T(fmt("workers' private memory not readable (smaps_rollup of %d workers)", #kids),
-                       fmt("读不到 %d 个 worker 的私有内存（smaps_rollup）", #kids)))
+      return unknown(tr("workers' private memory not readable (smaps_rollup of {n_kids} workers)",
+                        "读不到 {n_kids} 个 worker 的私有内存（smaps_rollup）",
+                        { n_kids = #kids }))
     end
     if #forked < th.cow_min_children then
       local en = fmt("%d workers; largest private memory %s = %.0f%% of the parent's %s "
@@ -333,13 +334,15 @@ rule {
     end
     return hit {
       severity = sev,
-      symptom = T(fmt("%d forked workers each hold a private copy of the parent's memory", #forked),
-                  fmt("%d 个 fork 出的 worker 各自持有父进程内存的私有拷贝", #forked)),
-      evidence = T(fmt("Parent pid %d anonymous memory %s; forked workers' private memory: %s; "
-                       .. "together %s = %.1f x the parent%s.", ev.pid, kb(parent_kb),
-                       table.concat(list_en, ", "), kb(sum), ratio, lim_en),
-                   fmt("父进程 pid %d 匿名内存 %s；fork 的 worker 私有内存：%s；合计 %s = 父进程的 %.1f 倍%s。",
-                       ev.pid, kb(parent_kb), table.concat(list_zh, "，"), kb(sum), ratio, lim_zh)),
+      symptom = tr("{n_forked} forked workers each hold a private copy of the parent's memory",
+                   "{n_forked} 个 fork 出的 worker 各自持有父进程内存的私有拷贝",
+                   { n_forked = #forked }),
+      evidence = tr("Parent pid {pid} anonymous memory {parent_kb}; forked workers' private memory: {list_en}; "
+                      .. "together {sum} = {ratio:%.1f} x the parent{lim_en}.",
+                    "父进程 pid {pid} 匿名内存 {parent_kb}；fork 的 worker 私有内存：{list_zh}；合计 {sum} = 父进程的 {ratio:%.1f} 倍"
+                      .. "{lim_zh}。",
+                    { pid = ev.pid, parent_kb = kb(parent_kb), list_en = table.concat(list_en, ", "), sum = kb(sum),
+                      ratio = ratio, lim_en = lim_en, list_zh = table.concat(list_zh, "，"), lim_zh = lim_zh }),
       verify = tr("`sopctl run --pid {pid}`: each worker's private memory falls well below "
                   .. "{cow_child_private_pct:%g}% of the parent's, and the tree's total PSS is about parent + "
                   .. "the workers' own data.",
@@ -476,10 +479,10 @@ rule {
                         ev.pid, p.age_s, kb(held), lim_zh, share, avg,
                         now and fmt("，窗口内 %.0f MiB/s", now) or "")
     if share < th.load_share_pct or rate < th.load_rate_mb_per_s then
-      return clear(T(base_en .. fmt(" (needs >= %g%% and >= %g MiB/s)", th.load_share_pct,
-                                    th.load_rate_mb_per_s),
-                     base_zh .. fmt("（阈值：>= %g%% 且 >= %g MiB/s）", th.load_share_pct,
-                                    th.load_rate_mb_per_s)))
+      return clear(tr("{base_en} (needs >= {load_share_pct:%g}% and >= {load_rate_mb_per_s:%g} MiB/s)",
+                      "{base_zh}（阈值：>= {load_share_pct:%g}% 且 >= {load_rate_mb_per_s:%g} MiB/s）",
+                      { base_en = base_en, load_share_pct = th.load_share_pct,
+                        load_rate_mb_per_s = th.load_rate_mb_per_s, base_zh = base_zh }))
     end
     if not frac then
       return unknown(T(base_en .. "; no sampled Python stacks to tell loading from other work "
@@ -487,27 +490,27 @@ rule {
                        base_zh .. "；没有 Python 栈采样，无法区分加载与其他工作（对 CPython 目标用 --duration >= 1）"))
     end
     if 100 * frac < th.load_stack_pct then
-      return clear(T(base_en .. fmt("; only %.0f%% of the busiest thread's samples in loading code "
-                                    .. "(needs %g%%)", 100 * frac, th.load_stack_pct),
-                     base_zh .. fmt("；最忙线程只有 %.0f%% 的采样在加载代码里（阈值 %g%%）", 100 * frac,
-                                    th.load_stack_pct)))
+      return clear(tr("{base_en}; only {frac_pct:%.0f}% of the busiest thread's samples in loading code (needs "
+                        .. "{load_stack_pct:%g}%)",
+                      "{base_zh}；最忙线程只有 {frac_pct:%.0f}% 的采样在加载代码里（阈值 {load_stack_pct:%g}%）",
+                      { base_en = base_en, frac_pct = 100 * frac, load_stack_pct = th.load_stack_pct,
+                        base_zh = base_zh }))
     end
     local sev = (is_cg and share >= th.rss_limit_pct) and "high" or "warn"
     return hit {
       severity = sev,
-      symptom = T(fmt("Process %.0f s old already holds %.0f%% of %s while loading data", p.age_s,
-                      share, lim_en),
-                  fmt("进程启动 %.0f 秒就占了%s的 %.0f%%，且仍在加载数据", p.age_s, lim_zh, share)),
-      evidence = T(base_en .. fmt("; %.0f%% of %d stack samples in loading code, mostly %s.",
-                                  100 * frac, n, frame or "?"),
-                   base_zh .. fmt("；%d 个栈采样中 %.0f%% 在加载代码里，主要是 %s。", n, 100 * frac,
-                                  frame or "?")),
-      verify = T("tracemalloc.start(); load; print(tracemalloc.get_traced_memory()[1]) shows the peak "
-                 .. fmt("no longer proportional to the dataset, and `sopctl run --pid N` in the first "
-                        .. "minute shows anonymous memory below %g%% of the limit.", th.load_share_pct),
-                 "tracemalloc.start(); 加载; print(tracemalloc.get_traced_memory()[1]) 显示峰值不再与数据集"
-                 .. fmt("大小成正比，启动后一分钟内 `sopctl run --pid N` 显示匿名内存低于上限的 %g%%。",
-                        th.load_share_pct)),
+      symptom = tr("Process {age_s:%.0f} s old already holds {share:%.0f}% of {lim_en} while loading data",
+                   "进程启动 {age_s:%.0f} 秒就占了{lim_zh}的 {share:%.0f}%，且仍在加载数据",
+                   { age_s = p.age_s, share = share, lim_en = lim_en, lim_zh = lim_zh }),
+      evidence = tr("{base_en}; {frac_pct:%.0f}% of {n} stack samples in loading code, mostly {frame}.",
+                    "{base_zh}；{n} 个栈采样中 {frac_pct:%.0f}% 在加载代码里，主要是 {frame}。",
+                    { base_en = base_en, frac_pct = 100 * frac, n = n, frame = frame or "?", base_zh = base_zh }),
+      verify = tr("tracemalloc.start(); load; print(tracemalloc.get_traced_memory()[1]) shows the peak no "
+                    .. "longer proportional to the dataset, and `sopctl run --pid N` in the first minute shows "
+                    .. "anonymous memory below {load_share_pct:%g}% of the limit.",
+                  "tracemalloc.start(); 加载; print(tracemalloc.get_traced_memory()[1]) 显示峰值不再与数据集大小成正比，启动后一分钟内 "
+                    .. "`sopctl run --pid N` 显示匿名内存低于上限的 {load_share_pct:%g}%。",
+                  { load_share_pct = th.load_share_pct }),
     }
   end,
 }
@@ -575,25 +578,27 @@ rule {
       zh = fmt("RSS %s，%.1f 秒内 %+.1f MiB/s（占 RSS 的 %+.1f%%）", kb(p.rss_kb), d, rate / 1024, gpct)
     end
     if rate / 1024 < th.growth_floor_mb_per_s or gpct < th.growth_min_pct then
-      return clear(T(en .. fmt(" (needs >= %g MiB/s and >= %g%%)", th.growth_floor_mb_per_s,
-                               th.growth_min_pct),
-                     zh .. fmt("（阈值：>= %g MiB/s 且 >= %g%%）", th.growth_floor_mb_per_s, th.growth_min_pct)))
+      return clear(tr("{en:%s} (needs >= {growth_floor_mb_per_s:%g} MiB/s and >= {growth_min_pct:%g}%)",
+                      "{zh:%s}（阈值：>= {growth_floor_mb_per_s:%g} MiB/s 且 >= {growth_min_pct:%g}%）",
+                      { en = en, growth_floor_mb_per_s = th.growth_floor_mb_per_s,
+                        growth_min_pct = th.growth_min_pct, zh = zh }))
     end
     -- Steady: the RSS is at its high-water mark, not a sawtooth below an earlier peak (when the
     -- gap below the peak could be file pages dropped, the peak says nothing about the heap).
     local gap = p.vm_hwm_kb and p.vm_hwm_kb - p.rss_kb
     if p.vm_hwm_kb and p.rss_kb < p.vm_hwm_kb * (1 - th.growth_hwm_slack_pct / 100)
        and not (by_kind and (m.file_kb or 0) >= gap) then
-      return clear(T(en .. fmt("; but below its earlier peak VmHWM %s: memory goes up and down, "
-                               .. "not a steady climb", kb(p.vm_hwm_kb)),
-                     zh .. fmt("；但低于之前的峰值 VmHWM %s：内存有升有降，不是持续上涨", kb(p.vm_hwm_kb))))
+      return clear(tr("{en:%s}; but below its earlier peak VmHWM {vm_hwm_kb}: memory goes up and down, not a "
+                        .. "steady climb",
+                      "{zh:%s}；但低于之前的峰值 VmHWM {vm_hwm_kb}：内存有升有降，不是持续上涨",
+                      { en = en, vm_hwm_kb = kb(p.vm_hwm_kb), zh = zh }))
     end
     local frac = loading_share(ev)
     if p.age_s and p.age_s <= th.load_young_s and frac and 100 * frac >= th.load_stack_pct then
-      return clear(T(en .. fmt("; the process is %.0f s old and %.0f%% of its samples are in loading "
-                               .. "code: start-up loading, see mem.load_at_start", p.age_s, 100 * frac),
-                     zh .. fmt("；进程启动 %.0f 秒且 %.0f%% 的采样在加载代码里：属于启动期加载，见 mem.load_at_start",
-                               p.age_s, 100 * frac)))
+      return clear(tr("{en:%s}; the process is {age_s:%.0f} s old and {frac_pct:%.0f}% of its samples are in "
+                        .. "loading code: start-up loading, see mem.load_at_start",
+                      "{zh:%s}；进程启动 {age_s:%.0f} 秒且 {frac_pct:%.0f}% 的采样在加载代码里：属于启动期加载，见 mem.load_at_start",
+                      { en = en, age_s = p.age_s, frac_pct = 100 * frac, zh = zh }))
     end
     -- Time left at this rate.
     local mem = ev.cgroup and ev.cgroup.memory
@@ -621,10 +626,13 @@ rule {
                  or ((base >= 1024 * th.growth_warn_rss_mb or (left and left <= th.growth_warn_s))
                      and not (p.age_s and p.age_s < th.growth_young_s) and "warn")
                  or "info",
-      symptom = T(fmt("%s grows steadily: %+.1f MiB/s", by_kind and "Anonymous memory" or "Memory", rate / 1024),
-                  fmt("%s持续增长：%+.1f MiB/s", by_kind and "匿名内存" or "内存", rate / 1024)),
-      evidence = T(en .. fmt("; RSS at its peak (VmHWM %s)", kb(p.vm_hwm_kb or p.rss_kb)) .. left_en .. ".",
-                   zh .. fmt("；RSS 处于峰值（VmHWM %s）", kb(p.vm_hwm_kb or p.rss_kb)) .. left_zh .. "。"),
+      symptom = tr("{what_en} grows steadily: {rate:%+.1f} MiB/s",
+                   "{what_zh}持续增长：{rate:%+.1f} MiB/s",
+                   { what_en = by_kind and "Anonymous memory" or "Memory", rate = rate / 1024,
+                     what_zh = by_kind and "匿名内存" or "内存" }),
+      evidence = tr("{en:%s}; RSS at its peak (VmHWM {rss_kb}){left_en}.",
+                    "{zh:%s}；RSS 处于峰值（VmHWM {rss_kb}）{left_zh}。",
+                    { en = en, rss_kb = kb(p.vm_hwm_kb or p.rss_kb), left_en = left_en, zh = zh, left_zh = left_zh }),
       cause = T("Something keeps references to new objects (SOP §2.2 row 2, 'grows the longer it "
                 .. "runs'): a list appended to every step, a dict/cache without a bound, tensors kept "
                 .. "with their graph (loss history without .item()), or reference cycles the GC "
@@ -644,10 +652,11 @@ rule {
                .. "比较（snap2.compare_to(snap1, 'traceback')[:10]）。然后：无上限 dict 改为 "
                .. "functools.lru_cache(maxsize=N)；活对象缓存用 weakref / WeakValueDictionary；记录 "
                .. "loss.item() 而不是 loss；及时 del 每步的引用。", { pid = pid }),
-      verify = T(fmt("`sopctl run --pid %d --duration 10` twice, minutes apart: RSS growth below "
-                     .. "%g MiB/s and VmHWM no longer rising.", pid, th.growth_floor_mb_per_s),
-                 fmt("相隔几分钟两次 `sopctl run --pid %d --duration 10`：RSS 增长低于 %g MiB/s，VmHWM 不再上升。",
-                     pid, th.growth_floor_mb_per_s)),
+      verify = tr("`sopctl run --pid {pid} --duration 10` twice, minutes apart: RSS growth below "
+                    .. "{growth_floor_mb_per_s:%g} MiB/s and VmHWM no longer rising.",
+                  "相隔几分钟两次 `sopctl run --pid {pid} --duration 10`：RSS 增长低于 "
+                    .. "{growth_floor_mb_per_s:%g} MiB/s，VmHWM 不再上升。",
+                  { pid = pid, growth_floor_mb_per_s = th.growth_floor_mb_per_s }),
       refs = GROWTH_REFS,
     }, census.view(ev, th)))
   end,
@@ -781,18 +790,20 @@ rule {
     local share = lim and percent(sum, lim)
     return hit {
       severity = (is_cg and share >= th.rss_limit_pct) and "high" or "warn",
-      symptom = T(fmt("%d processes each hold about %s of private memory", #grp, kb(grp[#grp].private_kb)),
-                  fmt("%d 个进程各自持有约 %s 私有内存", #grp, kb(grp[#grp].private_kb))),
-      evidence = T(fmt("%s: private (unshared) memory %s; together %s%s.", role_en,
-                       table.concat(list, ", "), kb(sum),
-                       share and fmt(" = %.0f%% of %s", share, lim_en) or ""),
-                   fmt("%s：私有（未共享）内存 %s；合计 %s%s。", role_zh, table.concat(list, "，"), kb(sum),
-                       share and fmt(" = %s的 %.0f%%", lim_zh, share) or "")),
-      verify = T(fmt("`sopctl run --pid %d`: each process's private memory drops to about 1/%d of "
-                     .. "the dataset (or the data moves to shared/file-backed pages), and the total "
-                     .. "stops scaling with the process count.", ev.pid, #grp),
-                 fmt("`sopctl run --pid %d`：每个进程的私有内存降到数据集的约 1/%d（或数据转为共享/文件页），"
-                     .. "总量不再随进程数增长。", ev.pid, #grp)),
+      symptom = tr("{n_grp} processes each hold about {private_kb} of private memory",
+                   "{n_grp} 个进程各自持有约 {private_kb} 私有内存",
+                   { n_grp = #grp, private_kb = kb(grp[#grp].private_kb) }),
+      evidence = tr("{role_en}: private (unshared) memory {list_en}; together {sum}{share_en}.",
+                    "{role_zh}：私有（未共享）内存 {list_zh}；合计 {sum}{share_zh}。",
+                    { role_en = role_en, list_en = table.concat(list, ", "), sum = kb(sum),
+                      share_en = share and fmt(" = %.0f%% of %s", share, lim_en) or "", role_zh = role_zh,
+                      list_zh = table.concat(list, "，"),
+                      share_zh = share and fmt(" = %s的 %.0f%%", lim_zh, share) or "" }),
+      verify = tr("`sopctl run --pid {pid}`: each process's private memory drops to about 1/{n_grp} of the dataset "
+                    .. "(or the data moves to shared/file-backed pages), and the total stops scaling with the process "
+                    .. "count.",
+                  "`sopctl run --pid {pid}`：每个进程的私有内存降到数据集的约 1/{n_grp}（或数据转为共享/文件页），总量不再随进程数增长。",
+                  { pid = ev.pid, n_grp = #grp }),
     }
   end,
 }
@@ -855,10 +866,12 @@ rule {
       zh = zh .. fmt("；占%s的 %.0f%%", lim_zh, lpct)
     end
     if locked < th.pinned_min_mb * 1024 or (rpct < th.pinned_rss_pct and lpct < th.pinned_limit_pct) then
-      return clear(T(en .. fmt(" (needs >= %g MiB and >= %g%% of RSS or >= %g%% of the limit)",
-                               th.pinned_min_mb, th.pinned_rss_pct, th.pinned_limit_pct),
-                     zh .. fmt("（阈值：>= %g MiB，且 >= RSS 的 %g%% 或 >= 上限的 %g%%）",
-                               th.pinned_min_mb, th.pinned_rss_pct, th.pinned_limit_pct)))
+      return clear(tr("{en:%s} (needs >= {pinned_min_mb:%g} MiB and >= {pinned_rss_pct:%g}% of RSS or >= "
+                        .. "{pinned_limit_pct:%g}% of the limit)",
+                      "{zh:%s}（阈值：>= {pinned_min_mb:%g} MiB，且 >= RSS 的 {pinned_rss_pct:%g}% 或 >= 上限的 "
+                        .. "{pinned_limit_pct:%g}%）",
+                      { en = en, pinned_min_mb = th.pinned_min_mb, pinned_rss_pct = th.pinned_rss_pct,
+                        pinned_limit_pct = th.pinned_limit_pct, zh = zh }))
     end
     local host = ev.host
     if host and host.mlocked_kb then
@@ -876,8 +889,9 @@ rule {
       end
     end
     return hit {
-      symptom = T(fmt("%s of the process's memory is locked in RAM", kb(locked)),
-                  fmt("进程有 %s 内存被锁定在 RAM 中", kb(locked))),
+      symptom = tr("{locked} of the process's memory is locked in RAM",
+                   "进程有 {locked} 内存被锁定在 RAM 中",
+                   { locked = kb(locked) }),
       evidence = T(en .. ".", zh .. "。"),
       verify = tr("`grep -E 'VmLck|VmPin' /proc/{pid}/status` and `sopctl run --pid {pid}` show locked "
                   .. "memory below {pinned_rss_pct:%g}% of RSS.",

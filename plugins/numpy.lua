@@ -48,13 +48,13 @@ end
 
 -- Shared preconditions of the stack rules: a window was sampled, and which threads were busy.
 local function busy_threads(ev, th)
-  if common.no_window(ev) then return nil, common.one_snapshot("no sampled window", "没有采样窗口") end
+  if common.no_window(ev) then return nil, unknown(common.NO_WINDOW) end
   if not ev.python then
     return nil, unknown(common.NO_STACKS)
   end
   local all = sampled_threads(ev)
   if #all == 0 then
-    return nil, unknown(T("the window was not sampled (--rate 0?)", "窗口未采样（--rate 0？）"))
+    return nil, unknown(common.NOT_SAMPLED)
   end
   local busy = {}
   for _, t in ipairs(all) do
@@ -64,10 +64,10 @@ local function busy_threads(ev, th)
     end
   end
   if #busy == 0 then
-    return nil, clear(T(fmt("no Python thread was busy (>= %d samples, active >= %.0f%% of them)",
-                            th.numpy_min_samples, 100 * th.numpy_busy_frac),
-                        fmt("没有繁忙的 Python 线程（>= %d 个样本且其中 >= %.0f%% 在运行）",
-                            th.numpy_min_samples, 100 * th.numpy_busy_frac)))
+    return nil, clear(tr("no Python thread was busy (>= {numpy_min_samples} samples, active >= "
+                           .. "{numpy_busy_frac_pct:%.0f}% of them)",
+                         "没有繁忙的 Python 线程（>= {numpy_min_samples} 个样本且其中 >= {numpy_busy_frac_pct:%.0f}% 在运行）",
+                         { numpy_min_samples = th.numpy_min_samples, numpy_busy_frac_pct = 100 * th.numpy_busy_frac }))
   end
   return busy
 end
@@ -136,19 +136,19 @@ rule {
     return hit {
       symptom = tr("np.einsum without optimize takes {pct:%.0f}% of {label:%s}",
                    "未开 optimize 的 np.einsum 占 {label:%s} 的 {pct:%.0f}%", { pct = best.pct, label = best.t.label }),
-      evidence = T(fmt("%s: %d of %d samples (%.0f%%, thread active %.0f%%) on top of the stack in "
-                       .. "numpy's einsum at %s, the optimize=False branch (no einsum_path, no "
-                       .. "tensordot/BLAS below it); called from %s.", best.t.label, best.n,
-                       w.samples, best.pct, 100 * w.active_frac, at(best.site.leaf), at(c)),
-                   fmt("%s：%d / %d 个样本（%.0f%%，线程活跃 %.0f%%）栈顶是 numpy 的 einsum %s，即 "
-                       .. "optimize=False 分支（下面没有 einsum_path，也没有 tensordot/BLAS）；调用处 %s。",
-                       best.t.label, best.n, w.samples, best.pct, 100 * w.active_frac,
-                       at(best.site.leaf), at(c))),
-      fix = T(fmt("At %s pass optimize=True (or 'greedy'), or write the contraction as A @ B / "
-                  .. "np.tensordot / np.matmul; for a fixed expression in a loop compute the path "
-                  .. "once with np.einsum_path and pass it as optimize=path.", at(c)),
-              fmt("在 %s 传 optimize=True（或 'greedy'），或改写为 A @ B / np.tensordot / np.matmul；循环里"
-                  .. "固定的表达式用 np.einsum_path 先算一次路径，再以 optimize=path 传入。", at(c))),
+      evidence = tr("{label:%s}: {n} of {samples} samples ({pct:%.0f}%, thread active {active_frac_pct:%.0f}%) on top "
+                      .. "of the stack in numpy's einsum at {leaf:%s}, the optimize=False branch (no einsum_path, no "
+                      .. "tensordot/BLAS below it); called from {caller:%s}.",
+                    "{label:%s}：{n} / {samples} 个样本（{pct:%.0f}%，线程活跃 {active_frac_pct:%.0f}%）栈顶是 numpy 的 einsum "
+                      .. "{leaf:%s}，即 optimize=False 分支（下面没有 einsum_path，也没有 tensordot/BLAS）；调用处 {caller:%s}。",
+                    { label = best.t.label, n = best.n, samples = w.samples, pct = best.pct,
+                      active_frac_pct = 100 * w.active_frac, leaf = at(best.site.leaf), caller = at(c) }),
+      fix = tr("At {caller:%s} pass optimize=True (or 'greedy'), or write the contraction as A @ B / "
+                 .. "np.tensordot / np.matmul; for a fixed expression in a loop compute the path once with "
+                 .. "np.einsum_path and pass it as optimize=path.",
+               "在 {caller:%s} 传 optimize=True（或 'greedy'），或改写为 A @ B / np.tensordot / np.matmul；循环里固定的表达式用 "
+                 .. "np.einsum_path 先算一次路径，再以 optimize=path 传入。",
+               { caller = at(c) }),
       verify = tr("`sopctl run --pid {pid} --duration 3`: numpy.einsum_unoptimized clear, and "
                   .. "`sopctl record --pid {pid} --duration 3 -o s.txt` shows tensordot/dot under "
                   .. "einsum; time per step drops.",
@@ -255,12 +255,13 @@ rule {
     return hit {
       symptom = tr("numpy copies take {pct:%.0f}% of {label:%s}",
                    "numpy 复制占 {label:%s} 的 {pct:%.0f}%", { pct = best.pct, label = t.label }),
-      evidence = T(fmt("%s: %d of %d samples (%.0f%%, thread active %.0f%%) inside numpy copy "
-                       .. "calls: %s; at %s.", t.label, best.n, w.samples, best.pct,
-                       100 * w.active_frac, table.concat(parts, ", "), site_s),
-                   fmt("%s：%d / %d 个样本（%.0f%%，线程活跃 %.0f%%）在 numpy 复制类调用里：%s；位置 %s。",
-                       t.label, best.n, w.samples, best.pct, 100 * w.active_frac,
-                       table.concat(parts, "，"), site_s)),
+      evidence = tr("{label:%s}: {n} of {samples} samples ({pct:%.0f}%, thread active {active_frac_pct:%.0f}%) "
+                      .. "inside numpy copy calls: {parts_en}; at {site_s:%s}.",
+                    "{label:%s}：{n} / {samples} 个样本（{pct:%.0f}%，线程活跃 {active_frac_pct:%.0f}%）在 numpy 复制类调用里："
+                      .. "{parts_zh}；位置 {site_s:%s}。",
+                    { label = t.label, n = best.n, samples = w.samples, pct = best.pct,
+                      active_frac_pct = 100 * w.active_frac, parts_en = table.concat(parts, ", "), site_s = site_s,
+                      parts_zh = table.concat(parts, "，") }),
       cause = T(cause_en, cause_zh),
       verify = tr("`sopctl run --pid {pid} --duration 3`: numpy.hidden_copies clear (copies below "
                   .. "{copies_hot_pct:%g}% of the thread's samples); RSS churn and step time drop.",
@@ -329,9 +330,10 @@ rule {
     local base_zh = fmt("%s：numpy 调用占 %d 个样本的 %.0f%%，其中 %.0f%% 不在各调用的主计算行", best.t.label,
                         w.samples, np_pct, over_pct)
     if np_pct < th.tiny_numpy_min_pct or over_pct < th.tiny_overhead_pct then
-      return clear(T(base_en .. fmt(" (fires at >= %g%% and >= %g%%)", th.tiny_numpy_min_pct,
-                                    th.tiny_overhead_pct),
-                     base_zh .. fmt("（阈值 >= %g%% 且 >= %g%%）", th.tiny_numpy_min_pct, th.tiny_overhead_pct)))
+      return clear(tr("{base_en} (fires at >= {tiny_numpy_min_pct:%g}% and >= {tiny_overhead_pct:%g}%)",
+                      "{base_zh}（阈值 >= {tiny_numpy_min_pct:%g}% 且 >= {tiny_overhead_pct:%g}%）",
+                      { base_en = base_en, tiny_numpy_min_pct = th.tiny_numpy_min_pct,
+                        tiny_overhead_pct = th.tiny_overhead_pct, base_zh = base_zh }))
     end
     table.sort(best.list, function(a, b) return a.active > b.active end)
     local parts = {}
@@ -355,10 +357,10 @@ rule {
       symptom = tr("many tiny numpy calls: {over_pct:%.0f}% of {label:%s} is numpy's per-call overhead",
                    "大量小 numpy 调用：{label:%s} 的 {over_pct:%.0f}% 是 numpy 的逐次调用开销",
                    { over_pct = over_pct, label = best.t.label }),
-      evidence = T(fmt("%s (thread active %.0f%%): %s; called at %s.", base_en, 100 * w.active_frac,
-                       table.concat(parts, ", "), site_s),
-                   fmt("%s（线程活跃 %.0f%%）：%s；调用处 %s。", base_zh, 100 * w.active_frac,
-                       table.concat(parts, "，"), site_s)),
+      evidence = tr("{base_en} (thread active {active_frac_pct:%.0f}%): {parts_en}; called at {site_s:%s}.",
+                    "{base_zh}（线程活跃 {active_frac_pct:%.0f}%）：{parts_zh}；调用处 {site_s:%s}。",
+                    { base_en = base_en, active_frac_pct = 100 * w.active_frac, parts_en = table.concat(parts, ", "),
+                      site_s = site_s, base_zh = base_zh, parts_zh = table.concat(parts, "，") }),
       fix = tr("Batch the work at {site_s:%s}: stack the small arrays into one (N, k) array and make one "
                .. "call per operation over axis=...; for scalar math use the math module or "
                .. "plain floats; for loops that cannot be vectorized use numba @njit.",
@@ -403,7 +405,7 @@ rule {
   check = function(ev, th)
     local p = ev.proc
     if not p then return unknown(T("the process is gone", "进程已不存在")) end
-    if common.no_window(ev) then return common.one_snapshot("no CPU rates", "没有 CPU 速率") end
+    if common.no_window(ev) then return unknown(common.NO_CPU_RATES) end
     local eff = common.effective_cpus(ev)
     if not eff then return unknown(common.NO_CPUS) end
     local libs, seen = {}, {}
@@ -449,9 +451,7 @@ rule {
     if not any then
       return clear(T("no sampled CPython worker processes", "没有被采样的 CPython worker 进程"))
     end
-    local cap = eff
-    local q = ev.cgroup and ev.cgroup.cpu and ev.cgroup.cpu.quota_cpus
-    if q and q < cap then cap = q end
+    local cap = common.capacity_cpus(ev, eff)
     -- The pools compete once the CPUs are full, with the job's own load or anyone's.
     local host_idle = ev.host and ev.host.cpu and ev.host.cpu.idle_pct
     local full = used >= th.cpu_saturated_pct / 100 * cap * 100
@@ -485,25 +485,22 @@ rule {
                         x.native, x.env)
     end
     return hit {
-      symptom = T(fmt("%d worker processes each run a BLAS/OpenMP pool: %d pool threads on %d CPUs",
-                      #workers, pool_sum, eff),
-                  fmt("%d 个 worker 进程各自运行 BLAS/OpenMP 线程池：%d 个池线程挤 %d 个 CPU", #workers,
-                      pool_sum, eff)),
-      evidence = T(fmt("%s; pools loaded: %s; workers: %s.", base_en, table.concat(libs, ", "),
-                       table.concat(wl, "; ")),
-                   fmt("%s；已加载线程池库：%s；worker：%s。", base_zh, table.concat(libs, "、"),
-                       table.concat(wl, "；"))),
-      cause = T(fmt("With OMP_NUM_THREADS/MKL_NUM_THREADS/OPENBLAS_NUM_THREADS unset, every process "
-                    .. "that loads an OpenMP/BLAS runtime starts a pool of one thread per CPU it "
-                    .. "sees; %d workers x their pools = %d threads contend for %d CPUs, and the "
-                    .. "spinning, context switches and cache thrash make it slower than one thread "
-                    .. "per worker (SOP §3.6, §4.4). cpu.oversubscribed counts each worker as one "
-                    .. "busy thread from its CPU %% and cannot see the pools inside.", #workers,
-                    pool_sum, eff),
-                fmt("OMP_NUM_THREADS/MKL_NUM_THREADS/OPENBLAS_NUM_THREADS 未设置时，每个加载 OpenMP/BLAS 运行时的进程"
-                    .. "都按看到的 CPU 数开线程池；%d 个 worker × 线程池 = %d 个线程争 %d 个 CPU，自旋、上下文切换和缓存"
-                    .. "抖动让它比每个 worker 1 线程还慢（SOP §3.6、§4.4）。cpu.oversubscribed 按 CPU%% 把每个 worker "
-                    .. "当作一个繁忙线程，看不到其内部的线程池。", #workers, pool_sum, eff)),
+      symptom = tr("{n_workers} worker processes each run a BLAS/OpenMP pool: {pool_sum} pool threads on {eff} CPUs",
+                   "{n_workers} 个 worker 进程各自运行 BLAS/OpenMP 线程池：{pool_sum} 个池线程挤 {eff} 个 CPU",
+                   { n_workers = #workers, pool_sum = pool_sum, eff = eff }),
+      evidence = tr("{base_en}; pools loaded: {libs_en}; workers: {wl_en}.",
+                    "{base_zh}；已加载线程池库：{libs_zh}；worker：{wl_zh}。",
+                    { base_en = base_en, libs_en = table.concat(libs, ", "), wl_en = table.concat(wl, "; "),
+                      base_zh = base_zh, libs_zh = table.concat(libs, "、"), wl_zh = table.concat(wl, "；") }),
+      cause = tr("With OMP_NUM_THREADS/MKL_NUM_THREADS/OPENBLAS_NUM_THREADS unset, every process that loads an "
+                   .. "OpenMP/BLAS runtime starts a pool of one thread per CPU it sees; {n_workers} workers x their "
+                   .. "pools = {pool_sum} threads contend for {eff} CPUs, and the spinning, context switches and "
+                   .. "cache thrash make it slower than one thread per worker (SOP §3.6, §4.4). cpu.oversubscribed "
+                   .. "counts each worker as one busy thread from its CPU % and cannot see the pools inside.",
+                 "OMP_NUM_THREADS/MKL_NUM_THREADS/OPENBLAS_NUM_THREADS 未设置时，每个加载 OpenMP/BLAS 运行时的进程都按看到的 CPU 数开线程池；"
+                   .. "{n_workers} 个 worker × 线程池 = {pool_sum} 个线程争 {eff} 个 CPU，自旋、上下文切换和缓存抖动让它比每个 worker 1 线程还慢（SOP "
+                   .. "§3.6、§4.4）。cpu.oversubscribed 按 CPU% 把每个 worker 当作一个繁忙线程，看不到其内部的线程池。",
+                 { n_workers = #workers, pool_sum = pool_sum, eff = eff }),
       verify = tr("`sopctl run --pid {pid} --duration 3`: numpy.blas_threads_in_workers clear, "
                   .. "each worker shows 0 native pool threads (children[].threads), throughput "
                   .. "per worker rises.",

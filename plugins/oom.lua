@@ -94,17 +94,16 @@ end
 local function cause_of(k, who_en, who_zh)
   if k.constraint == "CONSTRAINT_MEMCG" then
     local cg = k.oom_memcg or k.task_memcg or "?"
-    return T(fmt("%s: the memory cgroup %s reached its limit and the kernel killed the task with "
-                 .. "the largest footprint, %s anonymous memory (heap, arrays, tensors it "
-                 .. "allocated itself).", who_en, cg, size(k.anon_rss_kb)),
-             fmt("%s：内存 cgroup %s 达到上限，内核杀掉了占用最大的任务，其匿名内存 %s"
-                 .. "（进程自己分配的堆、数组、张量）。", who_zh, cg, size(k.anon_rss_kb)))
+    return tr("{who_en}: the memory cgroup {cg:%s} reached its limit and the kernel killed the task with the largest "
+                .. "footprint, {anon_rss_kb:%s} anonymous memory (heap, arrays, tensors it allocated itself).",
+              "{who_zh}：内存 cgroup {cg:%s} 达到上限，内核杀掉了占用最大的任务，其匿名内存 {anon_rss_kb:%s}（进程自己分配的堆、数组、张量）。",
+              { who_en = who_en, cg = cg, anon_rss_kb = size(k.anon_rss_kb), who_zh = who_zh })
   end
-  return T(fmt("%s: the host ran out of RAM and swap (%s) and the kernel killed the task with "
-               .. "the largest footprint, %s anonymous memory.", who_en,
-               k.constraint or "no constraint recorded", size(k.anon_rss_kb)),
-           fmt("%s：整机 RAM 与 swap 耗尽（%s），内核杀掉了占用最大的任务，其匿名内存 %s。",
-               who_zh, k.constraint or "无约束记录", size(k.anon_rss_kb)))
+  return tr("{who_en}: the host ran out of RAM and swap ({constraint_en}) and the kernel killed the task with the "
+              .. "largest footprint, {anon_rss_kb:%s} anonymous memory.",
+            "{who_zh}：整机 RAM 与 swap 耗尽（{constraint_zh}），内核杀掉了占用最大的任务，其匿名内存 {anon_rss_kb:%s}。",
+            { who_en = who_en, constraint_en = k.constraint or "no constraint recorded",
+              anon_rss_kb = size(k.anon_rss_kb), who_zh = who_zh, constraint_zh = k.constraint or "无约束记录" })
 end
 
 -- SOP §2.2 table, keyed on what the profile shows (no guessing in the report itself).
@@ -129,12 +128,12 @@ local FIX = T(
   .. "只有 profile 证明峰值确实需要时才调大内存上限。")
 
 local function verify(cgpath, n)
-  return T(fmt("`dmesg -T | grep -i 'killed process'` shows no new kill for the job; the "
-               .. "memory cgroup %s oom_kill counter stays at %s; VmHWM in `sopctl run` stays "
-               .. "below the limit over a full epoch.", cgpath or "?", n or "its current value"),
-           fmt("`dmesg -T | grep -i 'killed process'` 不再出现该作业的新记录；内存 cgroup %s 的 "
-               .. "oom_kill 计数保持 %s；完整跑一个 epoch，`sopctl run` 里的 VmHWM 始终低于上限。",
-               cgpath or "?", n or "当前值"))
+  return tr("`dmesg -T | grep -i 'killed process'` shows no new kill for the job; the memory cgroup {cgpath} "
+              .. "oom_kill counter stays at {count_en}; VmHWM in `sopctl run` stays below the limit over a full "
+              .. "epoch.",
+            "`dmesg -T | grep -i 'killed process'` 不再出现该作业的新记录；内存 cgroup {cgpath} 的 oom_kill 计数保持 {count_zh}；完整跑"
+              .. "一个 epoch，`sopctl run` 里的 VmHWM 始终低于上限。",
+            { cgpath = cgpath or "?", count_en = n or "its current value", count_zh = n or "当前值" })
 end
 
 rule {
@@ -175,9 +174,9 @@ rule {
       end
       local en, zh = describe(ev, rec)
       return hit {
-        symptom = T(fmt("Process %d (%s) was killed by the kernel OOM killer", rec.pid,
-                        rec.comm or "?"),
-                    fmt("进程 %d (%s) 被内核 OOM killer 杀掉", rec.pid, rec.comm or "?")),
+        symptom = tr("Process {pid} ({comm}) was killed by the kernel OOM killer",
+                     "进程 {pid} ({comm}) 被内核 OOM killer 杀掉",
+                     { pid = rec.pid, comm = rec.comm or "?" }),
         evidence = T("Kernel log: " .. en .. ".", "内核日志：" .. zh .. "。"),
         cause = cause_of(rec, fmt("pid %d", rec.pid), fmt("pid %d", rec.pid)),
         fix = FIX, verify = verify(rec.task_memcg, nil), refs = REFS,
@@ -236,16 +235,16 @@ rule {
       return hit {
         severity = during and "high" or "warn",
         symptom = same_cg
-          and T(fmt("pid %s (%s), in the same memory cgroup as pid %d, was OOM-killed",
-                    pid_of(k), k.comm or "?", ev.pid),
-                fmt("与 pid %d 同一内存 cgroup 的 pid %s（%s）被 OOM 杀掉", ev.pid, pid_of(k),
-                    k.comm or "?"))
-          or T(fmt("pid %s (%s), in a memory cgroup below pid %d's, was OOM-killed while it ran",
-                   pid_of(k), k.comm or "?", ev.pid),
-               fmt("pid %d 运行期间，其内存 cgroup 之下的 pid %s（%s）被 OOM 杀掉", ev.pid, pid_of(k),
-                   k.comm or "?")),
-        evidence = T(fmt("Kernel log: %s%s, %s; target cgroup %s%s.", n_en, en, when_en, path, cnt_en),
-                     fmt("内核日志：%s%s，%s；目标 cgroup %s%s。", n_zh, zh, when_zh, path, cnt_zh)),
+          and tr("pid {victim:%s} ({comm}), in the same memory cgroup as pid {pid}, was OOM-killed",
+                 "与 pid {pid} 同一内存 cgroup 的 pid {victim:%s}（{comm}）被 OOM 杀掉",
+                 { victim = pid_of(k), comm = k.comm or "?", pid = ev.pid })
+          or tr("pid {victim:%s} ({comm}), in a memory cgroup below pid {pid}'s, was OOM-killed while it ran",
+                "pid {pid} 运行期间，其内存 cgroup 之下的 pid {victim:%s}（{comm}）被 OOM 杀掉",
+                { victim = pid_of(k), comm = k.comm or "?", pid = ev.pid }),
+        evidence = tr("Kernel log: {n_en}{en:%s}, {when_en}; target cgroup {path:%s}{cnt_en}.",
+                      "内核日志：{n_zh}{zh:%s}，{when_zh}；目标 cgroup {path:%s}{cnt_zh}。",
+                      { n_en = n_en, en = en, when_en = when_en, path = path, cnt_en = cnt_en, n_zh = n_zh, zh = zh,
+                        when_zh = when_zh, cnt_zh = cnt_zh }),
         cause = cause_of(k, "pid " .. pid_of(k), "pid " .. pid_of(k)),
         fix = FIX, verify = verify(path, counter), refs = REFS,
       }
@@ -266,11 +265,13 @@ rule {
         severity = "warn",
         symptom = tr("The memory cgroup {path:%s} of pid {pid} has had OOM kills",
                      "pid {pid} 所在内存 cgroup {path:%s} 发生过 OOM kill", { path = path, pid = ev.pid }),
-        evidence = T(fmt("cgroup %s memory oom_kill counter = %d (%s%s, so victim and time are "
-                         .. "unknown).", path, counter, hierarchical and "memory.events, which also counts "
-                         .. "the groups below; " or "", why_en),
-                     fmt("cgroup %s 的 oom_kill 计数 = %d（%s%s，被杀进程与时间未知）。", path,
-                         counter, hierarchical and "memory.events，也计入其下各组；" or "", why_zh)),
+        evidence = tr("cgroup {path:%s} memory oom_kill counter = {counter} ({scope_en}{why_en}, so victim and "
+                        .. "time are unknown).",
+                      "cgroup {path:%s} 的 oom_kill 计数 = {counter}（{scope_zh}{why_zh}，被杀进程与时间未知）。",
+                      { path = path, counter = counter,
+                        scope_en = hierarchical and "memory.events, which also counts the groups below; " or "",
+                        why_en = why_en, scope_zh = hierarchical and "memory.events，也计入其下各组；" or "",
+                        why_zh = why_zh }),
         cause = tr("A task in cgroup {path:%s} exceeded the cgroup's memory limit and was killed by "
                    .. "the kernel.",
                    "cgroup {path:%s} 里有任务超过该 cgroup 的内存上限，被内核杀掉。", { path = path }),
@@ -283,16 +284,18 @@ rule {
       local en, zh = describe(ev, k)
       return hit {
         severity = "info",
-        symptom = T(fmt("pid %s (%s), in a memory cgroup nested below pid %d's, was OOM-killed while it ran; "
-                        .. "it is not one of its processes", pid_of(k), k.comm or "?", ev.pid),
-                    fmt("pid %d 运行期间，其内存 cgroup 之下嵌套的 pid %s（%s）被 OOM 杀掉；它不是本作业的进程",
-                        ev.pid, pid_of(k), k.comm or "?")),
-        evidence = T(fmt("Kernel log: %s. Its pid is not in pid %d's process tree (children, descendants polled "
-                         .. "over the window, workers), so it belongs to another job nested under cgroup %s%s.",
-                         en, ev.pid, path, #below_other > 1 and fmt(" (%d such kills)", #below_other) or ""),
-                     fmt("内核日志：%s。其 pid 不在 pid %d 的进程树里（子进程、窗口内轮询到的后代、worker），"
-                         .. "属于嵌套在 cgroup %s 之下的其他作业%s。", zh, ev.pid, path,
-                         #below_other > 1 and fmt("（共 %d 次）", #below_other) or "")),
+        symptom = tr("pid {victim:%s} ({comm}), in a memory cgroup nested below pid {pid}'s, was OOM-killed "
+                       .. "while it ran; it is not one of its processes",
+                     "pid {pid} 运行期间，其内存 cgroup 之下嵌套的 pid {victim:%s}（{comm}）被 OOM 杀掉；它不是本作业的进程",
+                     { victim = pid_of(k), comm = k.comm or "?", pid = ev.pid }),
+        evidence = tr("Kernel log: {en:%s}. Its pid is not in pid {pid}'s process tree (children, descendants polled "
+                        .. "over the window, workers), so it belongs to another job nested under cgroup "
+                        .. "{path:%s}{others_en}.",
+                      "内核日志：{zh:%s}。其 pid 不在 pid {pid} 的进程树里（子进程、窗口内轮询到的后代、worker），属于嵌套在 cgroup {path:%s} 之下的其他作业"
+                        .. "{others_zh}。",
+                      { en = en, pid = ev.pid, path = path,
+                        others_en = #below_other > 1 and fmt(" (%d such kills)", #below_other) or "", zh = zh,
+                        others_zh = #below_other > 1 and fmt("（共 %d 次）", #below_other) or "" }),
         cause = cause_of(k, "pid " .. pid_of(k), "pid " .. pid_of(k)),
         fix = T("Nothing to change in this job unless pid " .. pid_of(k) .. " was one of its workers started "
                 .. "before the window (job logs, worker exit codes -9); if so, follow the oom.killed profile steps.",
@@ -307,14 +310,13 @@ rule {
       local en, zh = describe(ev, k)
       return hit {
         severity = "info",
-        symptom = T(fmt("A process named %s was OOM-killed host-wide after pid %d started",
-                        k.comm or "?", ev.pid),
-                    fmt("pid %d 启动后，整机范围有一个同名进程 %s 被 OOM 杀掉", ev.pid,
-                        k.comm or "?")),
-        evidence = T(fmt("Kernel log: %s. Only the name links it to this job: it was in the root "
-                         .. "memory cgroup, target cgroup %s.", en, path or "?"),
-                     fmt("内核日志：%s。与本作业的唯一联系是同名：它在根内存 cgroup，目标 cgroup 为 %s。",
-                         zh, path or "?")),
+        symptom = tr("A process named {comm} was OOM-killed host-wide after pid {pid} started",
+                     "pid {pid} 启动后，整机范围有一个同名进程 {comm} 被 OOM 杀掉",
+                     { comm = k.comm or "?", pid = ev.pid }),
+        evidence = tr("Kernel log: {en:%s}. Only the name links it to this job: it was in the root memory cgroup, "
+                        .. "target cgroup {path}.",
+                      "内核日志：{zh:%s}。与本作业的唯一联系是同名：它在根内存 cgroup，目标 cgroup 为 {path}。",
+                      { en = en, path = path or "?", zh = zh }),
         cause = cause_of(k, "pid " .. pid_of(k), "pid " .. pid_of(k)),
         fix = T("Check whether pid " .. pid_of(k) .. " was one of this job's workers (job logs, "
                 .. "worker exit codes -9); if so, follow the oom.killed profile steps: "

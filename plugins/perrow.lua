@@ -64,7 +64,7 @@ rule {
     if not py or not py.threads then
       return unknown(common.NO_STACKS)
     end
-    if common.no_window(ev) then return common.one_snapshot("no sampled window", "没有采样窗口") end
+    if common.no_window(ev) then return unknown(common.NO_WINDOW) end
     local best, working = nil, 0
     for _, t in ipairs(py.threads) do
       local w = t.window
@@ -84,12 +84,12 @@ rule {
         end
       end
     end
-    if working == 0 then return unknown(T("no working thread with enough samples", "没有样本足够的工作线程")) end
+    if working == 0 then return unknown(common.NO_WORKING_THREAD) end
     if not best or 100 * best.frac < th.per_row_pct then
-      return clear(T(fmt("no working thread spends >= %g%% of its samples in per-row pandas/torch machinery (most: "
-                         .. "%.0f%%)", th.per_row_pct, best and 100 * best.frac or 0),
-                     fmt("没有工作线程有 >= %g%% 的样本在逐行 pandas/torch 机制里（最多 %.0f%%）", th.per_row_pct,
-                         best and 100 * best.frac or 0)))
+      return clear(tr("no working thread spends >= {per_row_pct:%g}% of its samples in per-row pandas/torch machinery "
+                        .. "(most: {frac_pct:%.0f}%)",
+                      "没有工作线程有 >= {per_row_pct:%g}% 的样本在逐行 pandas/torch 机制里（最多 {frac_pct:%.0f}%）",
+                      { per_row_pct = th.per_row_pct, frac_pct = best and 100 * best.frac or 0 }))
     end
     -- the user's function: the own caller most seen below a pandas/torch entry
     local callers, top, top_n = {}, nil, 0
@@ -105,14 +105,15 @@ rule {
     local who_zh = top and fmt("；用户代码：%s", top) or "；用户帧不在最热的叶子里"
     local loops = table.concat(best.kinds, ", ")
     return hit {
-      symptom = T(fmt("thread %d spends %.0f%% of its samples in per-row Python machinery (%s)", best.t.tid,
-                      100 * best.frac, loops),
-                  fmt("线程 %d 有 %.0f%% 的样本在逐行 Python 机制里（%s）", best.t.tid, 100 * best.frac, loops)),
-      evidence = T(fmt("tid %d (%s): %d of %d samples (%.0f%%%s) with %s on the stack%s", best.t.tid,
-                       best.t.name or "?", best.count, best.n, 100 * best.frac, best.exact and "" or ", a lower bound",
-                       loops, who_en),
-                   fmt("tid %d（%s）：%d 个样本中 %d 个（%.0f%%%s）栈上有 %s%s", best.t.tid, best.t.name or "?",
-                       best.n, best.count, 100 * best.frac, best.exact and "" or "，下限", loops, who_zh)),
+      symptom = tr("thread {tid} spends {frac_pct:%.0f}% of its samples in per-row Python machinery ({loops:%s})",
+                   "线程 {tid} 有 {frac_pct:%.0f}% 的样本在逐行 Python 机制里（{loops:%s}）",
+                   { tid = best.t.tid, frac_pct = 100 * best.frac, loops = loops }),
+      evidence = tr("tid {tid} ({name}): {count} of {n} samples ({frac_pct:%.0f}%{bound_en}) with {loops:%s} on the "
+                      .. "stack{who_en}",
+                    "tid {tid}（{name}）：{n} 个样本中 {count} 个（{frac_pct:%.0f}%{bound_zh}）栈上有 {loops:%s}{who_zh}",
+                    { tid = best.t.tid, name = best.t.name or "?", count = best.count, n = best.n,
+                      frac_pct = 100 * best.frac, bound_en = best.exact and "" or ", a lower bound", loops = loops,
+                      who_en = who_en, bound_zh = best.exact and "" or "，下限", who_zh = who_zh }),
       verify = tr("`sopctl run --pid {pid} --duration 3`: the per-row share drops and rows/s rises.",
                   "`sopctl run --pid {pid} --duration 3`：逐行占比下降，每秒处理行数上升。", { pid = ev.pid }),
     }

@@ -10,6 +10,12 @@ local common = require "plugins.common"
 local T, no_proc = common.T, common.no_proc
 local tr = common.tr
 
+-- A stack rule's verdict when no thread has enough samples to judge.
+local function few_samples(th)
+  return tr("no thread with >= {sampled_min_samples} samples", "没有样本数 >= {sampled_min_samples} 的线程",
+            { sampled_min_samples = th.sampled_min_samples })
+end
+
 local function frac_pct(x) return 100 * x end
 
 
@@ -17,18 +23,17 @@ local function frac_pct(x) return 100 * x end
 local function sampled_threads(ev)
   local py = ev.python
   if not py or not py.threads then
-    return nil, T("no Python stacks (not CPython, or its memory was not readable)",
-                  "没有 Python 栈（不是 CPython，或无法读取其内存）")
+    return nil, common.NO_STACKS
   end
   if not ev.duration_s or ev.duration_s <= 0 then
-    return nil, T("one snapshot (--duration 0): no sampled window", "只有一次快照（--duration 0）：没有采样窗口")
+    return nil, common.NO_WINDOW
   end
   local out = {}
   for _, t in ipairs(py.threads) do
     if t.window and t.window.samples then out[#out + 1] = t end
   end
   if #out == 0 then
-    return nil, T("the window was not sampled (--rate 0?)", "窗口没有采样（--rate 0？）")
+    return nil, common.NOT_SAMPLED
   end
   return out
 end
@@ -67,8 +72,9 @@ rule {
       return unknown(T("allocator not known (maps not readable)", "分配器未知（读不到 maps）"))
     end
     if a.allocator ~= "glibc" then
-      return clear(T(fmt("malloc is %s (%s), not glibc's ptmalloc", a.allocator, a.source or "?"),
-                     fmt("malloc 是 %s（%s），不是 glibc ptmalloc", a.allocator, a.source or "?")))
+      return clear(tr("malloc is {allocator:%s} ({source}), not glibc's ptmalloc",
+                      "malloc 是 {allocator:%s}（{source}），不是 glibc ptmalloc",
+                      { allocator = a.allocator, source = a.source or "?" }))
     end
     if a.malloc_arena_max then
       return clear(tr("MALLOC_ARENA_MAX={malloc_arena_max} caps the arenas",
@@ -83,8 +89,9 @@ rule {
     local base_zh = fmt("%d 个 glibc arena heap（各保留 64 MiB），读写部分共 %s，%d 个线程",
                         n, kb(rw), p.threads or 0)
     if n < th.arena_min_count then
-      return clear(T(base_en .. fmt(" (< %d arenas)", th.arena_min_count),
-                     base_zh .. fmt("（< %d 个 arena）", th.arena_min_count)))
+      return clear(tr("{base_en} (< {arena_min_count} arenas)",
+                      "{base_zh}（< {arena_min_count} 个 arena）",
+                      { base_en = base_en, arena_min_count = th.arena_min_count, base_zh = base_zh }))
     end
     if not p.rss_kb or p.rss_kb <= 0 then return unknown(T("RSS not measured", "RSS 未测得")) end
     local share = 100 * rw / p.rss_kb
@@ -96,8 +103,10 @@ rule {
       base_zh = base_zh .. fmt("；%.1f 秒窗口内 RSS 每秒增长 %s", ev.duration_s, kb(growth))
     end
     if share < th.arena_share_pct or rw < th.arena_min_mb * 1024 then
-      return clear(T(base_en .. fmt(": arenas below %g%% of RSS or %g MiB", th.arena_share_pct, th.arena_min_mb),
-                     base_zh .. fmt("：arena 低于 RSS 的 %g%% 或 %g MiB", th.arena_share_pct, th.arena_min_mb)))
+      return clear(tr("{base_en}: arenas below {arena_share_pct:%g}% of RSS or {arena_min_mb:%g} MiB",
+                      "{base_zh}：arena 低于 RSS 的 {arena_share_pct:%g}% 或 {arena_min_mb:%g} MiB",
+                      { base_en = base_en, arena_share_pct = th.arena_share_pct, arena_min_mb = th.arena_min_mb,
+                        base_zh = base_zh }))
     end
     local growing = growth and growth >= th.arena_growth_kb_per_s
     if not growth then
@@ -107,12 +116,14 @@ rule {
     local sev = growing and "warn" or "info"
     return hit {
       severity = sev,
-      symptom = T(growing and fmt("RSS grows %s/s with %d glibc malloc arenas", kb(growth), n)
-                  or fmt("%d glibc malloc arenas hold %.0f%% of RSS", n, share),
-                  growing and fmt("RSS 每秒增长 %s，glibc malloc arena 有 %d 个", kb(growth), n)
-                  or fmt("%d 个 glibc malloc arena 占 RSS 的 %.0f%%", n, share)),
-      evidence = T(base_en .. fmt("; LD_PRELOAD %s; MALLOC_ARENA_MAX unset.", a.ld_preload or "unset"),
-                   base_zh .. fmt("；LD_PRELOAD %s；MALLOC_ARENA_MAX 未设置。", a.ld_preload or "未设置")),
+      symptom = growing and tr("RSS grows {growth}/s with {n} glibc malloc arenas",
+                               "RSS 每秒增长 {growth}，glibc malloc arena 有 {n} 个", { growth = kb(growth), n = n })
+                or tr("{n} glibc malloc arenas hold {share:%.0f}% of RSS",
+                      "{n} 个 glibc malloc arena 占 RSS 的 {share:%.0f}%", { n = n, share = share }),
+      evidence = tr("{base_en}; LD_PRELOAD {ld_preload_en}; MALLOC_ARENA_MAX unset.",
+                    "{base_zh}；LD_PRELOAD {ld_preload_zh}；MALLOC_ARENA_MAX 未设置。",
+                    { base_en = base_en, ld_preload_en = a.ld_preload or "unset", base_zh = base_zh,
+                      ld_preload_zh = a.ld_preload or "未设置" }),
       cause = tr("glibc's ptmalloc gives threads that allocate at the same time their own arenas "
                  .. "(up to 8 x CPUs); memory freed in one arena is not returned to the OS nor "
                  .. "reused by the others, so many threads allocating and freeing buffers "
@@ -123,14 +134,14 @@ rule {
                  .. "内存既不还给系统也不被其他 arena 复用，多线程反复分配/释放 buffer 会让 {n} 个 arena 碎片化，"
                  .. "RSS 持续上涨（SOP §8.1）。增长就在这些 arena 里；是碎片还是存活对象由下面的修复来区分："
                  .. "换 jemalloc/tcmalloc 后碎片增长停止，存活对象则继续增长。", { n = n }),
-      verify = T(fmt("`sopctl run --pid NEW_PID --duration 10`: alloc.glibc_arenas clear "
-                     .. "(allocator jemalloc/tcmalloc, or MALLOC_ARENA_MAX set) and "
-                     .. "proc.rss_growth_kb_per_s in `sopctl evidence` near 0 (was %s/s).",
-                     kb(growth)) .. " If RSS still grows with jemalloc, the objects are live: "
-                     .. "find them with tracemalloc snapshots or memray.",
-                 fmt("`sopctl run --pid 新PID --duration 10`：alloc.glibc_arenas 为 clear（分配器为 jemalloc/tcmalloc，"
-                     .. "或已设 MALLOC_ARENA_MAX），`sopctl evidence` 中 proc.rss_growth_kb_per_s 接近 0（原为每秒 %s）。",
-                     kb(growth)) .. "换 jemalloc 后 RSS 仍在涨，说明对象是存活的：用 tracemalloc 快照或 memray 找出来。"),
+      verify = tr("`sopctl run --pid NEW_PID --duration 10`: alloc.glibc_arenas clear (allocator "
+                    .. "jemalloc/tcmalloc, or MALLOC_ARENA_MAX set) and proc.rss_growth_kb_per_s in `sopctl "
+                    .. "evidence` near 0 (was {growth}/s). If RSS still grows with jemalloc, the objects are "
+                    .. "live: find them with tracemalloc snapshots or memray.",
+                  "`sopctl run --pid 新PID --duration 10`：alloc.glibc_arenas 为 clear（分配器为 jemalloc/tcmalloc，或已设 "
+                    .. "MALLOC_ARENA_MAX），`sopctl evidence` 中 proc.rss_growth_kb_per_s 接近 0（原为每秒 {growth}）。换 "
+                    .. "jemalloc 后 RSS 仍在涨，说明对象是存活的：用 tracemalloc 快照或 memray 找出来。",
+                  { growth = kb(growth) }),
     }
   end,
 }
@@ -191,13 +202,16 @@ rule {
       base_zh = base_zh .. fmt("；进程已运行 %.1f 秒", age)
     end
     if share < th.import_frac_pct then
-      return clear(T(base_en .. fmt(" (< %g%%)", th.import_frac_pct), base_zh .. fmt("（< %g%%）", th.import_frac_pct)))
+      return clear(tr("{base_en} (< {import_frac_pct:%g}%)",
+                      "{base_zh}（< {import_frac_pct:%g}%）",
+                      { base_en = base_en, import_frac_pct = th.import_frac_pct, base_zh = base_zh }))
     end
     if not age then return unknown(T(base_en .. ": process age unknown", base_zh .. "：进程运行时长未知")) end
     if age > th.startup_age_s then
-      return clear(T(base_en .. fmt(": past start-up (> %g s); imports this late are the code's "
-                                    .. "own lazy imports", th.startup_age_s),
-                     base_zh .. fmt("：已过启动期（> %g 秒）；这么晚的 import 是代码自己的延迟 import", th.startup_age_s)))
+      return clear(tr("{base_en}: past start-up (> {startup_age_s:%g} s); imports this late are the code's own "
+                        .. "lazy imports",
+                      "{base_zh}：已过启动期（> {startup_age_s:%g} 秒）；这么晚的 import 是代码自己的延迟 import",
+                      { base_en = base_en, startup_age_s = th.startup_age_s, base_zh = base_zh }))
     end
     local mod = w.import_module or "?"
     local mod_en = w.import_module and fmt("; top-level module being imported: %s (%.0f%% of samples)",
@@ -212,20 +226,19 @@ rule {
     return hit {
       symptom = tr("start-up spent importing: {share:%.0f}% of the main thread's time in import",
                    "启动时间耗在 import 上：主线程 {share:%.0f}% 时间在 import", { share = share }),
-      evidence = T(base_en .. mod_en .. io_en .. fmt("; process CPU %.0f%%.", p.cpu_pct or 0),
-                   base_zh .. mod_zh .. io_zh .. fmt("；进程 CPU %.0f%%。", p.cpu_pct or 0)),
-      fix = T(fmt("Measure the chain: `python -X importtime -c 'import %s' 2> import.log` and sort by "
-                  .. "cumulative time. Then import heavy modules inside the functions that need them, "
-                  .. "put type-only imports under `if typing.TYPE_CHECKING:`, avoid `from x import *`, "
-                  .. "move work out of package __init__.py files, keep .pyc caching on "
-                  .. "(PYTHONDONTWRITEBYTECODE unset, writable __pycache__), and for long-lived "
-                  .. "services import once and fork workers after warm-up.",
-                  mod:match("([^/]+)/__init__%.py$") or mod:match("([^/]+)%.py$") or "MODULE"),
-              fmt("先量出 import 链：`python -X importtime -c 'import %s' 2> import.log`，按累计时间排序。"
-                  .. "再把重模块挪到用它的函数里 import，仅类型注解用的放进 `if typing.TYPE_CHECKING:`，"
-                  .. "避免 `from x import *`，把包 __init__.py 里的重活挪走，保持 .pyc 缓存（不设 "
-                  .. "PYTHONDONTWRITEBYTECODE、__pycache__ 可写）；长驻服务启动时 import 一次、预热后再 fork worker。",
-                  mod:match("([^/]+)/__init__%.py$") or mod:match("([^/]+)%.py$") or "MODULE")),
+      evidence = tr("{base_en}{mod_en}{io_en}; process CPU {cpu_pct:%.0f}%.",
+                    "{base_zh}{mod_zh}{io_zh}；进程 CPU {cpu_pct:%.0f}%。",
+                    { base_en = base_en, mod_en = mod_en, io_en = io_en, cpu_pct = p.cpu_pct or 0, base_zh = base_zh,
+                      mod_zh = mod_zh, io_zh = io_zh }),
+      fix = tr("Measure the chain: `python -X importtime -c 'import {module}' 2> import.log` and sort by cumulative "
+                 .. "time. Then import heavy modules inside the functions that need them, put type-only imports under "
+                 .. "`if typing.TYPE_CHECKING:`, avoid `from x import *`, move work out of package __init__.py files, "
+                 .. "keep .pyc caching on (PYTHONDONTWRITEBYTECODE unset, writable __pycache__), and for long-lived "
+                 .. "services import once and fork workers after warm-up.",
+               "先量出 import 链：`python -X importtime -c 'import {module}' 2> import.log`，按累计时间排序。再把重模块挪到用它的函数里 import，仅类"
+                 .. "型注解用的放进 `if typing.TYPE_CHECKING:`，避免 `from x import *`，把包 __init__.py 里的重活挪走，保持 .pyc 缓存（不设 "
+                 .. "PYTHONDONTWRITEBYTECODE、__pycache__ 可写）；长驻服务启动时 import 一次、预热后再 fork worker。",
+               { module = mod:match("([^/]+)/__init__%.py$") or mod:match("([^/]+)%.py$") or "MODULE" }),
     }
   end,
 }
@@ -289,8 +302,7 @@ rule {
       end
     end
     if n_ok == 0 then
-      return unknown(tr("no thread with >= {sampled_min_samples} samples",
-                        "没有样本数 >= {sampled_min_samples} 的线程", { sampled_min_samples = th.sampled_min_samples }))
+      return unknown(few_samples(th))
     end
     local share = frac_pct(worst_share)
     if not worst or share < th.logging_frac_pct then
@@ -326,20 +338,23 @@ rule {
     cause_zh = cause_zh .. "。用 f-string 提前拼好的参数，即使该级别被过滤也已付出代价（SOP §8.3）。"
     return hit {
       severity = (#slow > 0 or share >= 2 * th.logging_frac_pct) and "warn" or "info",
-      symptom = T(fmt("thread %d (%s) spends %.0f%% of its time in logging", worst.tid, worst.name or "?", share),
-                  fmt("线程 %d（%s）有 %.0f%% 的时间花在 logging 上", worst.tid, worst.name or "?", share)),
-      evidence = T(fmt("tid %d %s: %.0f%% of %d samples inside logging (formatting %.0f%%, handler "
-                       .. "emit/flush %.0f%%)%s%s%s; %d local log files open.", worst.tid,
-                       worst.name or "?", share, w.samples, fmt_pct, write_pct, site_en, io_en,
-                       files_en, nlocal),
-                   fmt("tid %d %s：%d 个样本中 %.0f%% 在 logging 内（格式化 %.0f%%，handler emit/flush %.0f%%）"
-                       .. "%s%s%s；打开的本地日志文件 %d 个。", worst.tid, worst.name or "?", w.samples,
-                       share, fmt_pct, write_pct, site_zh, io_zh, files_zh, nlocal)),
+      symptom = tr("thread {tid} ({name}) spends {share:%.0f}% of its time in logging",
+                   "线程 {tid}（{name}）有 {share:%.0f}% 的时间花在 logging 上",
+                   { tid = worst.tid, name = worst.name or "?", share = share }),
+      evidence = tr("tid {tid} {name}: {share:%.0f}% of {samples} samples inside logging (formatting {fmt_pct:%.0f}%, "
+                      .. "handler emit/flush {write_pct:%.0f}%){site_en}{io_en}{files_en}; {nlocal} local log files "
+                      .. "open.",
+                    "tid {tid} {name}：{samples} 个样本中 {share:%.0f}% 在 logging 内（格式化 {fmt_pct:%.0f}%，handler emit/flush "
+                      .. "{write_pct:%.0f}%）{site_zh}{io_zh}{files_zh}；打开的本地日志文件 {nlocal} 个。",
+                    { tid = worst.tid, name = worst.name or "?", share = share, samples = w.samples,
+                      fmt_pct = fmt_pct, write_pct = write_pct, site_en = site_en, io_en = io_en,
+                      files_en = files_en, nlocal = nlocal, site_zh = site_zh, io_zh = io_zh, files_zh = files_zh }),
       cause = T(cause_en, cause_zh),
-      verify = T(fmt("`sopctl run --pid PID --duration 3`: logging.hot_path clear (logging share of "
-                     .. "tid %d below %g%%), and the loop's items/s rises.", worst.tid, th.logging_frac_pct),
-                 fmt("`sopctl run --pid PID --duration 3`：logging.hot_path 为 clear（tid %d 的 logging 占比低于 %g%%），"
-                     .. "循环每秒处理量上升。", worst.tid, th.logging_frac_pct)),
+      verify = tr("`sopctl run --pid PID --duration 3`: logging.hot_path clear (logging share of tid {tid} below "
+                    .. "{logging_frac_pct:%g}%), and the loop's items/s rises.",
+                  "`sopctl run --pid PID --duration 3`：logging.hot_path 为 clear（tid {tid} 的 logging 占比低于 "
+                    .. "{logging_frac_pct:%g}%），循环每秒处理量上升。",
+                  { tid = worst.tid, logging_frac_pct = th.logging_frac_pct }),
     }
   end,
 }
@@ -392,8 +407,7 @@ rule {
       end
     end
     if not worst then
-      return unknown(tr("no thread with >= {sampled_min_samples} samples",
-                        "没有样本数 >= {sampled_min_samples} 的线程", { sampled_min_samples = th.sampled_min_samples }))
+      return unknown(few_samples(th))
     end
     local w = worst.window
     local share, spawn = frac_pct(w.subprocess_frac), frac_pct(w.subprocess_spawn_frac or 0)
@@ -402,9 +416,11 @@ rule {
     local base_zh = fmt("tid %d %s：%d 个样本中 %.0f%% 在 subprocess 内（启动阶段 %.0f%%）",
                         worst.tid, worst.name or "?", w.samples, share, spawn)
     if share < th.subprocess_frac_pct or spawn < th.subprocess_spawn_pct then
-      return clear(T(base_en .. fmt(" (needs >= %g%% and launching >= %g%%)", th.subprocess_frac_pct,
-                                    th.subprocess_spawn_pct),
-                     base_zh .. fmt("（需 >= %g%% 且启动 >= %g%%）", th.subprocess_frac_pct, th.subprocess_spawn_pct)))
+      return clear(tr("{base_en} (needs >= {subprocess_frac_pct:%g}% and launching >= "
+                        .. "{subprocess_spawn_pct:%g}%)",
+                      "{base_zh}（需 >= {subprocess_frac_pct:%g}% 且启动 >= {subprocess_spawn_pct:%g}%）",
+                      { base_en = base_en, subprocess_frac_pct = th.subprocess_frac_pct,
+                        subprocess_spawn_pct = th.subprocess_spawn_pct, base_zh = base_zh }))
     end
     local forks = ev.host and ev.host.forks_per_s
     if not forks then
@@ -413,8 +429,9 @@ rule {
     base_en = base_en .. fmt("; host forks %.0f/s", forks)
     base_zh = base_zh .. fmt("；整机每秒 fork %.0f 次", forks)
     if forks < th.forks_min_per_s then
-      return clear(T(base_en .. fmt(" (< %g/s): few, long-running children", th.forks_min_per_s),
-                     base_zh .. fmt("（< %g/s）：子进程少且长命", th.forks_min_per_s)))
+      return clear(tr("{base_en} (< {forks_min_per_s:%g}/s): few, long-running children",
+                      "{base_zh}（< {forks_min_per_s:%g}/s）：子进程少且长命",
+                      { base_en = base_en, forks_min_per_s = th.forks_min_per_s, base_zh = base_zh }))
     end
     local reaped_en = p.reaped_cpu_pct and fmt("; exited children used %.0f%% CPU", p.reaped_cpu_pct) or ""
     local reaped_zh = p.reaped_cpu_pct and fmt("；已退出的子进程用了 %.0f%% CPU", p.reaped_cpu_pct) or ""
@@ -422,8 +439,10 @@ rule {
       symptom = tr("subprocess storm: about {forks:%.0f} process launches/s, {share:%.0f}% of tid {tid}'s time",
                    "子进程风暴：每秒约 {forks:%.0f} 次进程启动，占 tid {tid} {share:%.0f}% 的时间",
                    { forks = forks, share = share, tid = worst.tid }),
-      evidence = T(base_en .. reaped_en .. fmt("; process CPU %.0f%%.", p.cpu_pct or 0),
-                   base_zh .. reaped_zh .. fmt("；进程 CPU %.0f%%。", p.cpu_pct or 0)),
+      evidence = tr("{base_en}{reaped_en}; process CPU {cpu_pct:%.0f}%.",
+                    "{base_zh}{reaped_zh}；进程 CPU {cpu_pct:%.0f}%。",
+                    { base_en = base_en, reaped_en = reaped_en, cpu_pct = p.cpu_pct or 0, base_zh = base_zh,
+                      reaped_zh = reaped_zh }),
     }
   end,
 }
@@ -661,8 +680,9 @@ rule {
     local pn = p.numa
     if not pn or not pn.kb or not pn.nodes then
       local why = missing_reason(ev, "proc.numa") or "numa_maps not read"
-      return unknown(T(fmt("%s; memory per node unknown (%s)", where_en, why),
-                       fmt("%s；各节点内存未知（%s）", where_zh, why)))
+      return unknown(tr("{where_en}; memory per node unknown ({why:%s})",
+                        "{where_zh}；各节点内存未知（{why:%s}）",
+                        { where_en = where_en, why = why, where_zh = where_zh }))
     end
     local total, local_kb = pn.kb, 0
     local parts, far_node, far_kb = {}, nil, -1
@@ -683,14 +703,16 @@ rule {
       base_zh = base_zh .. fmt("（仅前 %d 个映射）", pn.mappings or 0)
     end
     if total < th.numa_min_mb * 1024 then
-      return clear(T(base_en .. fmt(": below %g MiB, too small to matter", th.numa_min_mb),
-                     base_zh .. fmt("：低于 %g MiB，影响小", th.numa_min_mb)))
+      return clear(tr("{base_en}: below {numa_min_mb:%g} MiB, too small to matter",
+                      "{base_zh}：低于 {numa_min_mb:%g} MiB，影响小",
+                      { base_en = base_en, numa_min_mb = th.numa_min_mb, base_zh = base_zh }))
     end
     local remote_kb = total - local_kb
     local share = 100 * remote_kb / total
     if share < th.numa_remote_pct or not far_node then
-      return clear(T(base_en .. fmt(": %.0f%% on other nodes (< %g%%)", share, th.numa_remote_pct),
-                     base_zh .. fmt("：其他节点 %.0f%%（< %g%%）", share, th.numa_remote_pct)))
+      return clear(tr("{base_en}: {share:%.0f}% on other nodes (< {numa_remote_pct:%g}%)",
+                      "{base_zh}：其他节点 {share:%.0f}%（< {numa_remote_pct:%g}%）",
+                      { base_en = base_en, share = share, numa_remote_pct = th.numa_remote_pct, base_zh = base_zh }))
     end
 
     local home = by_id[run_node] or {}
@@ -730,21 +752,20 @@ rule {
                              run_node, kb(remote_kb), run_node, run_node, run_node)
     end
     return hit {
-      symptom = T(fmt("%.0f%% of the job's memory (%s) is on NUMA node %d, its threads run on node %d",
-                      share, kb(remote_kb), far_node, run_node),
-                  fmt("作业 %.0f%% 的内存（%s）在 NUMA 节点 %d，线程却跑在节点 %d", share, kb(remote_kb),
-                      far_node, run_node)),
+      symptom = tr("{share:%.0f}% of the job's memory ({remote_kb}) is on NUMA node {far_node}, its threads run on "
+                     .. "node {run_node}",
+                   "作业 {share:%.0f}% 的内存（{remote_kb}）在 NUMA 节点 {far_node}，线程却跑在节点 {run_node}",
+                   { share = share, remote_kb = kb(remote_kb), far_node = far_node, run_node = run_node }),
       evidence = T(base_en .. free_en .. extra_en .. ".", base_zh .. free_zh .. extra_zh .. "。"),
-      cause = T(fmt("Linux places a page on the node of the CPU that first touches it (or where a "
-                    .. "membind/preferred policy says). The memory was filled from node %d (data loaded "
-                    .. "before the job was pinned, taskset applied after start, a policy naming the other "
-                    .. "node, or node %d full at the time), and the threads now run on node %d: %.0f%% of "
-                    .. "their memory accesses cross the socket interconnect, with higher latency and "
-                    .. "shared bandwidth (SOP §8.5).", far_node, run_node, run_node, share),
-                fmt("Linux 把页面放在第一次访问它的 CPU 所在节点（或 membind/preferred 策略指定的节点）。"
-                    .. "这些内存是在节点 %d 上填充的（进程绑核前加载的数据、启动后才 taskset、策略指向了另一个节点，"
-                    .. "或当时节点 %d 已满），而线程现在跑在节点 %d：%.0f%% 的访存要跨 socket 互联，延迟更高、带宽共享"
-                    .. "（SOP §8.5）。", far_node, run_node, run_node, share)),
+      cause = tr("Linux places a page on the node of the CPU that first touches it (or where a membind/preferred "
+                   .. "policy says). The memory was filled from node {far_node} (data loaded before the job was "
+                   .. "pinned, taskset applied after start, a policy naming the other node, or node {run_node} full "
+                   .. "at the time), and the threads now run on node {run_node}: {share:%.0f}% of their memory "
+                   .. "accesses cross the socket interconnect, with higher latency and shared bandwidth (SOP §8.5).",
+                 "Linux 把页面放在第一次访问它的 CPU 所在节点（或 membind/preferred 策略指定的节点）。这些内存是在节点 {far_node} 上填充的（进程绑核前加载的数据、启动后才 "
+                   .. "taskset、策略指向了另一个节点，或当时节点 {run_node} 已满），而线程现在跑在节点 {run_node}：{share:%.0f}% 的访存要跨 socket 互联，延迟更高"
+                   .. "、带宽共享（SOP §8.5）。",
+                 { far_node = far_node, run_node = run_node, share = share }),
       fix = T(fix_en, fix_zh),
       verify = tr("`numastat -p {pid}` shows most of the memory on node {run_node}; `sopctl run --pid {pid} "
                   .. "--duration 3`: cpu.numa_remote clear. Compare step time before and after.",

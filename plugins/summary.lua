@@ -85,8 +85,7 @@ rule {
     end
     local p = ev.proc or {}
     if not ev.duration_s or ev.duration_s <= 0 or not p.cpu_pct then
-      return unknown(T("one snapshot (--duration 0): no CPU rates to classify the run",
-                       "只有一次快照（--duration 0）：没有 CPU 速率，无法判断"))
+      return common.one_snapshot("no CPU rates to classify the run", "没有 CPU 速率，无法判断")
     end
     local eff = common.effective_cpus(ev) or 1
     local job, nworkers = p.cpu_pct, 0
@@ -111,8 +110,7 @@ rule {
     -- CPU-bound: one thread pegged; or the target's threads together at about a core (taking
     -- turns: the GIL); or the job fills its effective CPUs.
     -- The job's capacity: its effective CPUs, or a smaller CFS quota (0.5 CPU is half a core).
-    local quota = ev.cgroup and ev.cgroup.cpu and ev.cgroup.cpu.quota_cpus
-    local cap = quota and quota < eff and quota or eff
+    local cap = common.capacity_cpus(ev, eff)
     local pegged = busiest >= th.summary_cpu_bound_pct
     local turns = p.cpu_pct >= th.summary_cpu_bound_pct
     local full = cores >= cap * th.summary_cpu_bound_pct / 100
@@ -131,11 +129,12 @@ rule {
         local single = pegged
         return hit {
           symptom = T("CPU-bound on one core", "CPU 密集：只用到一个核"),
-          evidence = T(fmt("%s used %.0f%% CPU (%.1f cores) of %d effective CPUs over %.1f s; busiest thread "
-                           .. "tid %s at %.0f%%", who, job, cores, eff, ev.duration_s, tostring(busiest_tid),
-                           busiest),
-                       fmt("%s在 %.1f 秒内用了 %.0f%% CPU（%.1f 个核），有效 CPU %d 个；最忙的线程 tid %s 占 %.0f%%",
-                           who_zh, ev.duration_s, job, cores, eff, tostring(busiest_tid), busiest)),
+          evidence = tr("{who:%s} used {job:%.0f}% CPU ({cores:%.1f} cores) of {eff} effective CPUs over "
+                          .. "{duration_s:%.1f} s; busiest thread tid {busiest_tid} at {busiest:%.0f}%",
+                        "{who_zh}在 {duration_s:%.1f} 秒内用了 {job:%.0f}% CPU（{cores:%.1f} 个核），有效 CPU {eff} 个；最忙的线程 tid "
+                          .. "{busiest_tid} 占 {busiest:%.0f}%",
+                        { who = who, job = job, cores = cores, eff = eff, duration_s = ev.duration_s,
+                          busiest_tid = tostring(busiest_tid), busiest = busiest, who_zh = who_zh }),
           cause = T(single and "One thread does the work: Python code runs on one core at a time (§9: single core "
                     .. "at 100% → the GIL or a serial loop; see the §4 and §3 findings)."
                     or "Several threads share about one core: they take turns (the GIL, §4).",
@@ -148,10 +147,12 @@ rule {
         }
       end
       return hit {
-        evidence = T(fmt("%s used %.0f%% CPU (%.1f cores, %.0f%% of %d effective CPUs) over %.1f s",
-                         who, job, cores, 100 * cores / eff, eff, ev.duration_s),
-                     fmt("%s在 %.1f 秒内用了 %.0f%% CPU（%.1f 个核，占 %d 个有效 CPU 的 %.0f%%）",
-                         who_zh, ev.duration_s, job, cores, eff, 100 * cores / eff)),
+        evidence = tr("{who:%s} used {job:%.0f}% CPU ({cores:%.1f} cores, {eff_pct:%.0f}% of {eff} effective "
+                        .. "CPUs) over {duration_s:%.1f} s",
+                      "{who_zh}在 {duration_s:%.1f} 秒内用了 {job:%.0f}% CPU（{cores:%.1f} 个核，占 {eff} 个有效 CPU 的 "
+                        .. "{eff_pct:%.0f}%）",
+                      { who = who, job = job, cores = cores, eff_pct = 100 * cores / eff, eff = eff,
+                        duration_s = ev.duration_s, who_zh = who_zh }),
         fix = T("Find the hot code (`sopctl record --pid N --duration 10 -o hot.svg`) and make it cheaper: "
                 .. "vectorized numpy, numba, C++ (§3.6); check the §4.4 / §8.5 findings for oversubscription.",
                 "找到热点（`sopctl record --pid N --duration 10 -o hot.svg`）并降低开销：numpy 向量化、numba、C++"
@@ -226,12 +227,13 @@ rule {
       return hit {
         symptom = T("starved of CPU: runnable, but the CPUs are busy with other processes",
                     "CPU 饥饿：线程可运行，但 CPU 被其他进程占用"),
-        evidence = T(fmt("%s used %.0f%% CPU of %d effective CPUs over %.1f s while %s; host load %.1f on %d CPUs",
-                         who, job, eff, ev.duration_s, wait_en, ev.host and ev.host.load1 or -1,
-                         ev.host and ev.host.ncpu or 0),
-                     fmt("%s在 %.1f 秒内用了 %.0f%% CPU（有效 CPU %d 个），而%s；主机负载 %.1f，CPU %d 个", who_zh,
-                         ev.duration_s, job, eff, wait_zh, ev.host and ev.host.load1 or -1,
-                         ev.host and ev.host.ncpu or 0)),
+        evidence = tr("{who:%s} used {job:%.0f}% CPU of {eff} effective CPUs over {duration_s:%.1f} s while "
+                        .. "{wait_en}; host load {load1:%.1f} on {ncpu} CPUs",
+                      "{who_zh}在 {duration_s:%.1f} 秒内用了 {job:%.0f}% CPU（有效 CPU {eff} 个），而{wait_zh}；主机负载 {load1:%.1f}，"
+                        .. "CPU {ncpu} 个",
+                      { who = who, job = job, eff = eff, duration_s = ev.duration_s, wait_en = wait_en,
+                        load1 = ev.host and ev.host.load1 or -1, ncpu = ev.host and ev.host.ncpu or 0,
+                        who_zh = who_zh, wait_zh = wait_zh }),
         cause = T("The job wants more CPU than it gets: other work on the host (or its own other processes) "
                   .. "keeps the CPUs busy (§9: CPU-bound, but the CPUs are not ours; §8.5).",
                   "作业想要的 CPU 多于它得到的：主机上其他任务（或它自己的其他进程）占满了 CPU（§9；§8.5）。"),
@@ -258,15 +260,18 @@ rule {
         symptom = random and T("IO-bound: page faults of mapped files at random places",
                                "IO 密集：随机位置的映射文件缺页")
                   or T("IO-bound: waiting on page faults of mapped files", "IO 密集：在等映射文件的缺页"),
-        evidence = T(fmt("%s used %.0f%% CPU over %.1f s; %.0f%% of its %s waiting on storage (D state or a "
-                         .. "major page fault); %.0f major faults/s, %.1f MB/s from storage (%s per fault), "
-                         .. "%.1f MB/s through read()%s", who, job, ev.duration_s, io_wait,
-                         samples > 0 and "sampled thread time" or "threads", faults, reads / 1e6,
-                         kb(per_fault_kb), (io.rchar_per_s or 0) / 1e6, disk_en),
-                     fmt("%s在 %.1f 秒内只用了 %.0f%% CPU；%.0f%% 的%s在等存储（D 状态或主缺页）；每秒 %.0f 次主缺页，"
-                         .. "存储读 %.1f MB/s（每次缺页 %s），read() 读 %.1f MB/s%s", who_zh, ev.duration_s, job,
-                         io_wait, samples > 0 and "采样线程时间" or "线程", faults, reads / 1e6, kb(per_fault_kb),
-                         (io.rchar_per_s or 0) / 1e6, disk_zh)),
+        evidence = tr("{who:%s} used {job:%.0f}% CPU over {duration_s:%.1f} s; {io_wait:%.0f}% of its {time_en} "
+                        .. "waiting on storage (D state or a major page fault); {faults:%.0f} major faults/s, "
+                        .. "{disk_mb:%.1f} MB/s from storage ({per_fault_kb} per fault), {read_mb:%.1f} MB/s through "
+                        .. "read(){disk_en}",
+                      "{who_zh}在 {duration_s:%.1f} 秒内只用了 {job:%.0f}% CPU；{io_wait:%.0f}% 的{time_zh}在等存储（D 状态或主缺页）；每秒 "
+                        .. "{faults:%.0f} 次主缺页，存储读 {disk_mb:%.1f} MB/s（每次缺页 {per_fault_kb}），read() 读 {read_mb:%.1f} "
+                        .. "MB/s{disk_zh}",
+                      { who = who, job = job, duration_s = ev.duration_s, io_wait = io_wait,
+                        time_en = samples > 0 and "sampled thread time" or "threads", faults = faults,
+                        disk_mb = reads / 1e6, per_fault_kb = kb(per_fault_kb), read_mb = (io.rchar_per_s or 0) / 1e6,
+                        disk_en = disk_en, who_zh = who_zh, time_zh = samples > 0 and "采样线程时间" or "线程",
+                        disk_zh = disk_zh }),
         cause = T("The job waits for pages of memory-mapped files (np.memmap, np.load(mmap_mode='r'), safetensors, "
                   .. "torch.load(mmap=True)) to come from storage: each touch of a page not in memory is a major "
                   .. "fault the thread waits for (§9 → §7.3; see io.mapped_faults).",
@@ -294,11 +299,14 @@ rule {
       return hit {
         symptom = random and T("IO-bound: small random reads", "IO 密集：小块随机读")
                   or T("IO-bound: waiting on the disk", "IO 密集：在等磁盘"),
-        evidence = T(fmt("%s used %.0f%% CPU over %.1f s; %.0f%% of its %s in D state (waiting for IO)%s%s",
-                         who, job, ev.duration_s, io_wait, samples > 0 and "sampled thread time" or "threads",
-                         disk_en, rd),
-                     fmt("%s在 %.1f 秒内只用了 %.0f%% CPU；%.0f%% 的%s处于 D 状态（等 IO）%s%s", who_zh,
-                         ev.duration_s, job, io_wait, samples > 0 and "采样线程时间" or "线程", disk_zh, rd_zh)),
+        evidence = tr("{who:%s} used {job:%.0f}% CPU over {duration_s:%.1f} s; {io_wait:%.0f}% of its {time_en} in D "
+                        .. "state (waiting for IO){disk_en}{rd_en:%s}",
+                      "{who_zh}在 {duration_s:%.1f} 秒内只用了 {job:%.0f}% CPU；{io_wait:%.0f}% 的{time_zh}处于 D 状态（等 IO）"
+                        .. "{disk_zh}{rd_zh}",
+                      { who = who, job = job, duration_s = ev.duration_s, io_wait = io_wait,
+                        time_en = samples > 0 and "sampled thread time" or "threads", disk_en = disk_en, rd_en = rd,
+                        who_zh = who_zh, time_zh = samples > 0 and "采样线程时间" or "线程", disk_zh = disk_zh,
+                        rd_zh = rd_zh }),
         cause = T(random and "The job waits for the disk, reading small pieces at random offsets (§9 → §7.3: "
                   .. "random reads are 10-100x slower than sequential)."
                   or "The job waits for the disk (§9 → §7): the device or the file system is the limit.",
@@ -333,11 +341,13 @@ rule {
     return hit {
       symptom = T("not CPU-bound, not IO-bound: waiting (network, locks or for work)",
                   "既非 CPU 密集也非 IO 密集：在等待（网络、锁或任务）"),
-      evidence = T(fmt("%s used %.0f%% CPU of %d effective CPUs over %.1f s; %.0f%% of its threads in D state%s%s",
-                       who, job, eff, ev.duration_s, d_pct, util and fmt("; busiest disk it reads %.0f%% busy", util)
-                       or "", on_en),
-                   fmt("%s在 %.1f 秒内用了 %.0f%% CPU（有效 CPU %d 个）；%.0f%% 的线程处于 D 状态%s%s", who_zh,
-                       ev.duration_s, job, eff, d_pct, util and fmt("；所读磁盘利用率 %.0f%%", util) or "", on_zh)),
+      evidence = tr("{who:%s} used {job:%.0f}% CPU of {eff} effective CPUs over {duration_s:%.1f} s; {d_pct:%.0f}% of "
+                      .. "its threads in D state{util_en}{on_en}",
+                    "{who_zh}在 {duration_s:%.1f} 秒内用了 {job:%.0f}% CPU（有效 CPU {eff} 个）；{d_pct:%.0f}% 的线程处于 D 状态"
+                      .. "{util_zh}{on_zh}",
+                    { who = who, job = job, eff = eff, duration_s = ev.duration_s, d_pct = d_pct,
+                      util_en = util and fmt("; busiest disk it reads %.0f%% busy", util) or "", on_en = on_en,
+                      who_zh = who_zh, util_zh = util and fmt("；所读磁盘利用率 %.0f%%", util) or "", on_zh = on_zh }),
       cause = T("§9: the CPU is not full and the disk is not the limit, so the job waits on something else: the "
                 .. "network, a lock or queue, another process — or it has no work (an idle server is healthy).",
                 "§9：CPU 没满、磁盘也不是瓶颈，作业在等别的东西：网络、锁或队列、其他进程——或者没有任务（空闲服务是正常的）。"),

@@ -2,11 +2,12 @@
  * (tightest limit and where, usage, events) and pids; its keys are the table sop__evk_cgroup
  * below (docs/evidence.md is generated from it). Unlimited limits are left out and flagged
  * (cpu.quota_unlimited, memory.unlimited, pids.unlimited).
- * Depends on engine/value.h, probes/cgroup.h, schema.h. */
+ * Depends on engine/value.h, probes/cgroup.h, probes/cpu_budget.h, schema.h. */
 #include <math.h>
 #include <stdio.h>
 #include <string.h>
 
+#include "../../probes/cpu_budget.h"
 #include "bridge.h"
 #include "schema.h"
 
@@ -116,13 +117,14 @@ static void hand(sop_value *o, const sop_evk *row, const char *name, void *ctx)
             sop__v_set_bool(o, "quota_unlimited", true);
         }
     } else if (strcmp(k, "cpu.effective_cpus") == 0) {
-        /* what the group may use: min(ceil(quota), cpuset) */
-        double eff = NAN;
-        if (cg->quota_us > 0 && isfinite(cg->quota_cpus))
-            eff = ceil(cg->quota_cpus);
-        if (cg->cpuset_count > 0 && (isnan(eff) || (double)cg->cpuset_count < eff))
-            eff = (double)cg->cpuset_count;
-        sop__v_set_dbl(o, "effective_cpus", eff);
+        /* What the group alone may use, min(ceil(quota), cpuset): the one budget function
+         * (probes/cpu_budget.c) that also gives the top-level effective_cpus, here without the
+         * target's affinity and the host's CPU count. */
+        sop_cpu_budget b;
+        sop__cpu_budget(SOP_NA, NULL, SOP_NA, NULL, cg->cpuset_count,
+                        cg->quota_us > 0 && isfinite(cg->quota_cpus) ? cg->quota_cpus : NAN, &b);
+        sop__v_set_dbl(o, "effective_cpus",
+                       b.effective_cpus == SOP_NA ? NAN : (double)b.effective_cpus);
     } else if (strcmp(k, "memory.path") == 0) {
         if (mem_read(cg))
             add_text(o, "path", cg->path);
