@@ -68,6 +68,10 @@ const sop_evk_group sop__evk_groups[] = {
      &sop__evk_host_n},
     {"cgroup", "engine/bridge/cgroup.c", sop__evk_cgroup, &sop__evk_cgroup_n},
     {"alloc", "engine/bridge/alloc.c", sop__evk_alloc, &sop__evk_alloc_n},
+    {"sched",
+     "engine/bridge/sched.c (probes/proc_tree.c): whole-tree scheduling over the window; "
+     "absent with --duration 0, or when no task/TID/schedstat was readable",
+     sop__evk_sched, &sop__evk_sched_n},
 };
 const size_t sop__evk_ngroups = sizeof sop__evk_groups / sizeof sop__evk_groups[0];
 
