@@ -72,6 +72,10 @@ const sop_evk_group sop__evk_groups[] = {
      "engine/bridge/sched.c (probes/proc_tree.c): whole-tree scheduling over the window; "
      "absent with --duration 0, or when no task/TID/schedstat was readable",
      sop__evk_sched, &sop__evk_sched_n},
+    {"python",
+     "engine/bridge/python.c (probes/python/), when the target is CPython (issue 3; "
+     "docs/python-stacks.md); rows marked (window): engine/bridge/window.c",
+     sop__evk_python, &sop__evk_python_n},
 };
 const size_t sop__evk_ngroups = sizeof sop__evk_groups / sizeof sop__evk_groups[0];
 

@@ -80,6 +80,8 @@ extern const sop_evk sop__evk_host[], sop__evk_cgroup[], sop__evk_alloc[];
 extern const size_t sop__evk_host_n, sop__evk_cgroup_n, sop__evk_alloc_n;
 extern const sop_evk sop__evk_sched[];
 extern const size_t sop__evk_sched_n;
+extern const sop_evk sop__evk_python[];
+extern const size_t sop__evk_python_n;
 extern const sop_evk_group sop__evk_groups[];
 extern const size_t sop__evk_ngroups;
 
