@@ -76,6 +76,14 @@ const sop_evk_group sop__evk_groups[] = {
      "engine/bridge/python.c (probes/python/), when the target is CPython (issue 3; "
      "docs/python-stacks.md); rows marked (window): engine/bridge/window.c",
      sop__evk_python, &sop__evk_python_n},
+    {"sampling",
+     "engine/bridge/window.c: the sampling loop's counts (engine/sampler.c), when a window was "
+     "sampled (see Sampling below)",
+     sop__evk_sampling, &sop__evk_sampling_n},
+    {"io_files[]",
+     "engine/bridge/window.c (engine/sampler_files.c), sampled windows: regular files open at "
+     "the window's end in the target and its workers, at most 64 per process",
+     sop__evk_io_files, &sop__evk_io_files_n},
 };
 const size_t sop__evk_ngroups = sizeof sop__evk_groups / sizeof sop__evk_groups[0];
 
@@ -87,7 +95,10 @@ static const char *type_name(sop_evk_type t)
 
 static void group_md(sop_sb *b, const sop_evk_group *g)
 {
-    sop__sb_printf(b, "%-40s %-6s %-8s written by %s\n", g->group, "object", "", g->file);
+    size_t gl = strlen(g->group); /* "io_files[]": a top-level array */
+    bool arr = gl > 2 && strcmp(g->group + gl - 2, "[]") == 0;
+    sop__sb_printf(b, "%-40s %-6s %-8s written by %s\n", g->group, arr ? "array" : "object", "",
+                   g->file);
     size_t n = *g->n;
     for (size_t i = 0; i < n; i++) {
         const sop_evk *r = &g->keys[i];

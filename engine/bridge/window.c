@@ -2,7 +2,11 @@
  * ev.python each thread's window (shares, top stacks, the exact distribution, hot leaves and
  * entries), the GC window, the longest asyncio loop stretch, the workers and the loader. Reads
  * the aggregation (engine/sample_agg.h) through its queries; the one file read here is a hot
- * frame's source line (engine/source_line.c). Depends on value.h, bridge.h. */
+ * frame's source line (engine/source_line.c). The keys of ev.sampling and ev.io_files are the
+ * tables sop__evk_sampling and sop__evk_io_files below (docs/evidence.md is generated from
+ * them); those under ev.python are rows of sop__evk_python (engine/bridge/python.c), for the
+ * docs and the reads check only: this file writes them by hand. Depends on value.h, bridge.h,
+ * schema.h. */
 #include "window.h"
 
 #include <math.h>
@@ -11,11 +15,59 @@
 
 #include "../source_line.h"
 #include "bridge.h"
+#include "schema.h"
 
 #define TOP_STACKS 5
 #define TOP_LEAVES 8               /* per thread in the evidence */
 #define SOURCE_READS_MAX 256       /* source lines read per window (hot leaves and callers) */
 #define SOURCE_MAX_BYTES (8 << 20) /* a .py file larger than this is not read */
+
+/* ev.sampling's figures: the loop's counts as the table's plain rows read them. */
+typedef struct {
+    double rate_hz;
+    int64_t samples, missed, thread_samples, samples_partial, walk_retries;
+    double self_cpu_ms, window_s;
+    int64_t processes;
+} sampling_figs;
+
+#define D(k, f, u, d) SOP_EVK_D(k, sampling_figs, f, u, d)
+#define I(k, f, u, d) SOP_EVK_I(k, sampling_figs, f, u, d)
+const sop_evk sop__evk_sampling[] = {
+    D("rate_hz", rate_hz, "Hz", "ticks per second asked for (--rate)"),
+    I("samples", samples, "", "ticks taken"),
+    I("missed", missed, "", "ticks skipped because a tick overran (or failed)"),
+    I("thread_samples", thread_samples, "", "one per thread per tick"),
+    I("samples_partial", samples_partial, "",
+      "of those, stacks not verified complete within 48 snapshot re-reads"),
+    I("walk_retries", walk_retries, "", "those re-reads"),
+    D("self_cpu_ms", self_cpu_ms, "ms", "sopctl's CPU time in the sampling loop"),
+    D("window_s", window_s, "s", "the sampled window"),
+    I("processes", processes, "", "processes sampled: the target and its CPython workers"),
+};
+const size_t sop__evk_sampling_n = sizeof sop__evk_sampling / sizeof sop__evk_sampling[0];
+#undef D
+#undef I
+
+#define H SOP_EVK_H
+const sop_evk sop__evk_io_files[] = {
+    H("pid", SOP_EVK_INT, "", "the process holding it: the target or a worker"),
+    H("fd", SOP_EVK_INT, "", ""),
+    H("path", SOP_EVK_TEXT, "", ""),
+    SOP_EVK_I("size_bytes", sop_open_file, size, "B", ""),
+    SOP_EVK_I("pos_bytes", sop_open_file, pos, "B", "read position at the window's end"),
+    H("advance_bytes_per_s", SOP_EVK_NUM, "B/s", "read position moved over the window"),
+    H("mount", SOP_EVK_TEXT, "", "mount point"),
+    SOP_EVK_S("fstype", sop_open_file, fstype, ""),
+    H("fs_kind", SOP_EVK_TEXT, "",
+      "\"local\"|\"network\"|\"fuse\"|\"overlay\"|\"memory\"|\"virtual\""),
+    H("source", SOP_EVK_TEXT, "", "the mount's source"),
+    SOP_EVK_S("disk", sop_open_file, disk, "the whole disk behind it (host.disks[].name)"),
+    H("disk_util_pct", SOP_EVK_NUM, "%", "that disk's host.disks[].util_pct"),
+    H("disk_r_await_ms", SOP_EVK_NUM, "ms", "its r_await_ms"),
+    H("disk_read_kb_per_s", SOP_EVK_NUM, "kB/s", "its read_kb_per_s"),
+};
+const size_t sop__evk_io_files_n = sizeof sop__evk_io_files / sizeof sop__evk_io_files[0];
+#undef H
 
 static double frac(long a, long n)
 {
@@ -261,6 +313,38 @@ static void bridge_io(sop_value *o, const sop_window_proc *pe, double secs)
 }
 
 /* ev.io_files: the files open at the window's end, what they sit on, and the disk behind. */
+typedef struct {
+    const sop_open_file *f;
+    double window_s;
+    const sop_value *disk; /* host.disks[] of f->disk, or NULL */
+} file_ctx;
+
+static void file_hand(sop_value *o, const sop_evk *row, const char *name, void *ctx)
+{
+    (void)row;
+    const file_ctx *c = ctx;
+    const sop_open_file *f = c->f;
+    double v;
+    if (strcmp(name, "pid") == 0)
+        sop__v_set_int(o, name, f->pid);
+    else if (strcmp(name, "fd") == 0)
+        sop__v_set_int(o, name, f->fd);
+    else if (strcmp(name, "path") == 0)
+        sop__v_set(o, name, sop__bridge_text(f->path));
+    else if (strcmp(name, "advance_bytes_per_s") == 0) {
+        if (f->pos != SOP_NA && f->pos0 != SOP_NA && c->window_s > 0)
+            sop__v_set_dbl(o, name, (double)(f->pos - f->pos0) / c->window_s);
+    } else if (strcmp(name, "mount") == 0)
+        sop__v_set(o, name, sop__bridge_text(f->mountpoint));
+    else if (strcmp(name, "fs_kind") == 0) {
+        if (f->fstype[0])
+            sop__v_set_str(o, name, sop__fs_kind(f->fstype));
+    } else if (strcmp(name, "source") == 0)
+        sop__v_set(o, name, sop__bridge_text(f->source));
+    else if (c->disk && sop__v_get_num(c->disk, name + 5, &v)) /* disk_*: host.disks[].* */
+        sop__v_set_dbl(o, name, v);
+}
+
 static void bridge_files(const sop_window *s, sop_value *ev)
 {
     if (!s->nfiles)
@@ -269,37 +353,16 @@ static void bridge_files(const sop_window *s, sop_value *ev)
     const sop_value *host = find_member(ev, "host");
     const sop_value *disks = host ? sop__v_get(host, "disks") : NULL;
     for (size_t i = 0; arr && i < s->nfiles; i++) {
-        const sop_open_file *f = &s->files[i];
+        file_ctx c = {&s->files[i], s->stats.window_s, NULL};
+        for (const sop_value *d = disks ? disks->child : NULL; d && c.f->disk[0]; d = d->next) {
+            const char *name = sop__v_get_str(d, "name");
+            if (name && strcmp(name, c.f->disk) == 0 && !c.disk)
+                c.disk = d;
+        }
         sop_value *o = sop__v_obj();
         if (!o)
             break;
-        sop__v_set_int(o, "pid", f->pid);
-        sop__v_set_int(o, "fd", f->fd);
-        sop__v_set(o, "path", sop__bridge_text(f->path));
-        sop__v_set_int(o, "size_bytes", f->size);
-        if (f->pos != SOP_NA)
-            sop__v_set_int(o, "pos_bytes", f->pos);
-        if (f->pos != SOP_NA && f->pos0 != SOP_NA && s->stats.window_s > 0)
-            sop__v_set_dbl(o, "advance_bytes_per_s",
-                           (double)(f->pos - f->pos0) / s->stats.window_s);
-        sop__v_set(o, "mount", sop__bridge_text(f->mountpoint));
-        sop__v_set_str(o, "fstype", f->fstype);
-        if (f->fstype[0])
-            sop__v_set_str(o, "fs_kind", sop__fs_kind(f->fstype));
-        sop__v_set(o, "source", sop__bridge_text(f->source));
-        sop__v_set_str(o, "disk", f->disk);
-        for (const sop_value *d = disks ? disks->child : NULL; d && f->disk[0]; d = d->next) {
-            const char *name = sop__v_get_str(d, "name");
-            double v;
-            if (!name || strcmp(name, f->disk) != 0)
-                continue;
-            if (sop__v_get_num(d, "util_pct", &v))
-                sop__v_set_dbl(o, "disk_util_pct", v);
-            if (sop__v_get_num(d, "r_await_ms", &v))
-                sop__v_set_dbl(o, "disk_r_await_ms", v);
-            if (sop__v_get_num(d, "read_kb_per_s", &v))
-                sop__v_set_dbl(o, "disk_read_kb_per_s", v);
-        }
+        sop__bridge_keys(o, c.f, sop__evk_io_files, sop__evk_io_files_n, "", file_hand, &c);
         sop__v_push(arr, o);
     }
 }
@@ -356,15 +419,10 @@ void sop__bridge_window(sop_value *ev, const sop_window *s)
     const sop_agg *a = s->agg;
     sop_value *smp = sop__v_obj_at(ev, "sampling");
     if (smp) {
-        sop__v_set_dbl(smp, "rate_hz", s->stats.rate_hz);
-        sop__v_set_int(smp, "samples", s->stats.ticks);
-        sop__v_set_int(smp, "missed", s->stats.missed);
-        sop__v_set_int(smp, "thread_samples", s->stats.thread_samples);
-        sop__v_set_int(smp, "samples_partial", s->stats.samples_partial);
-        sop__v_set_int(smp, "walk_retries", s->stats.walk_retries);
-        sop__v_set_dbl(smp, "self_cpu_ms", s->stats.self_cpu_ms);
-        sop__v_set_dbl(smp, "window_s", s->stats.window_s);
-        sop__v_set_int(smp, "processes", s->nprocs);
+        sampling_figs f = {s->stats.rate_hz,        s->stats.ticks,           s->stats.missed,
+                           s->stats.thread_samples, s->stats.samples_partial, s->stats.walk_retries,
+                           s->stats.self_cpu_ms,    s->stats.window_s,        s->nprocs};
+        sop__bridge_keys(smp, &f, sop__evk_sampling, sop__evk_sampling_n, "", NULL, NULL);
     }
     bridge_files(s, ev);
     int reads = 0; /* source lines read for this window */

@@ -40,7 +40,7 @@ undoc=$(jq -r '.groups[].keys[] | select(.doc == "" and (.type == "object" or .t
 # entry may stop above a leaf (reading an object or an array as a whole).
 unknown_reads() { # $1: a `check --json` description; prints "rule entry" per unknown entry
   jq -r --slurpfile s "$tmp/schema.json" '
-    ($s[0].groups | map(.group)) as $groups
+    ($s[0].groups | map(.group | sub("\\[\\]$"; ""))) as $groups
     | ($s[0].groups | map(.keys[].key | split("."))) as $keys
     | .rules[] | .id as $id | (.reads // [])[]
     | . as $r | ($r | split(".")) as $e
@@ -74,7 +74,7 @@ LUA
 
 # Groups without a table: every name of the entry should at least appear in the page.
 grep -ow '[A-Za-z_0-9]*' "$SRC/docs/evidence.md" | sort -u >"$tmp/words"
-notes=$(jq -r --slurpfile s "$tmp/schema.json" '($s[0].groups | map(.group)) as $g | .rules[] | .id as $id
+notes=$(jq -r --slurpfile s "$tmp/schema.json" '($s[0].groups | map(.group | sub("\\[\\]$"; ""))) as $g | .rules[] | .id as $id
   | (.reads // [])[] | . as $r | ($r | split(".")[0] | sub("\\[\\]$"; "")) as $h
   | select(($g | index($h)) == null) | "\($id) \($r)"' "$tmp/desc.json" |
   awk 'NR == FNR { w[$1] = 1; next }
