@@ -84,6 +84,10 @@ const sop_evk_group sop__evk_groups[] = {
      "engine/bridge/window.c (engine/sampler_files.c), sampled windows: regular files open at "
      "the window's end in the target and its workers, at most 64 per process",
      sop__evk_io_files, &sop__evk_io_files_n},
+    {"rank",
+     "engine/rank.c from proc.env; absent when the process carries no rank. A report copies it "
+     "into target, and its key figures into `figures`: docs/ranks.md",
+     sop__evk_rank, &sop__evk_rank_n},
 };
 const size_t sop__evk_ngroups = sizeof sop__evk_groups / sizeof sop__evk_groups[0];
 
