@@ -20,7 +20,7 @@ typedef struct {
 } walk_figs;
 
 /* The keys of one thread's window (engine/bridge/window.c writes them in this order), under
- * threads[] and under workers[].threads[]; D() keeps the docs of the first copy only. */
+ * threads[] and under workers[].threads[]; D() keeps a value's doc in the first copy only. */
 #define DOC(d) d
 #define NODOC(d) ""
 #define WINDOW_ROWS(P, D)                                                                          \
@@ -40,25 +40,26 @@ typedef struct {
         H(P "logging_site_frac", SOP_EVK_NUM, "", ""), H(P "majflt_frac", SOP_EVK_NUM, "", ""),    \
         H(P "fault_wait_frac", SOP_EVK_NUM, "", ""), H(P "fault_site", SOP_EVK_TEXT, "", ""),      \
         H(P "fault_site_frac", SOP_EVK_NUM, "", ""),                                               \
-        H(P "top_stacks", SOP_EVK_ARR, "", D("the 5 most sampled stacks")),                        \
+        H(P "top_stacks", SOP_EVK_ARR, "", "the 5 most sampled stacks"),                           \
         H(P "top_stacks[].stack", SOP_EVK_TEXT, "", D("\"outer (file.py);...;inner (file.py)\"")), \
         H(P "top_stacks[].count", SOP_EVK_INT, "", ""),                                            \
         H(P "dist", SOP_EVK_OBJ, "",                                                               \
-          D("the full distribution: every distinct stack of the thread. Read it with "             \
-            "common.share()")),                                                                    \
+          "the full distribution: every distinct stack of the thread. Read it with "               \
+          "common.share()"),                                                                       \
         H(P "dist.samples", SOP_EVK_INT, "", ""),                                                  \
         H(P "dist.stored", SOP_EVK_INT, "", D("< samples when the stack table was full")),         \
-        H(P "dist.frames", SOP_EVK_ARR, "", D("\"func (file.py)\"")),                              \
-        H(P "dist.stacks", SOP_EVK_ARR, "", ""), H(P "dist.stacks[].count", SOP_EVK_INT, "", ""),  \
-        H(P "dist.stacks[].ids", SOP_EVK_ARR, "", D("1-based into frames, root first")),           \
+        H(P "dist.frames", SOP_EVK_ARR, "", "\"func (file.py)\""),                                 \
+        H(P "dist.stacks", SOP_EVK_ARR, "", "the distinct stacks"),                                \
+        H(P "dist.stacks[].count", SOP_EVK_INT, "", ""),                                           \
+        H(P "dist.stacks[].ids", SOP_EVK_ARR, "", "1-based into frames, root first"),              \
         H(P "dist.frames_cut", SOP_EVK_BOOL, "", D("true: more than 4096 distinct frames")),       \
-        H(P "leaves", SOP_EVK_ARR, "", D("the 8 most sampled sites (see below)")),                 \
+        H(P "leaves", SOP_EVK_ARR, "", "the 8 most sampled sites (see below)"),                    \
         H(P "leaves[].count", SOP_EVK_INT, "", ""), H(P "leaves[].active", SOP_EVK_INT, "", ""),   \
-        H(P "leaves[].*", SOP_EVK_OBJ, "", D("`leaf`, `entry`, `caller`")),                        \
+        H(P "leaves[].*", SOP_EVK_OBJ, "", "`leaf`, `entry`, `caller`"),                           \
         H(P "leaves[].*.func", SOP_EVK_TEXT, "", ""),                                              \
         H(P "leaves[].*.file", SOP_EVK_TEXT, "", ""), H(P "leaves[].*.line", SOP_EVK_INT, "", ""), \
         H(P "leaves[].*.code", SOP_EVK_TEXT, "", ""),                                              \
-        H(P "entries", SOP_EVK_ARR, "", D("the 8 most sampled entries (see below)")),              \
+        H(P "entries", SOP_EVK_ARR, "", "the 8 most sampled entries (see below)"),                 \
         H(P "entries[].func", SOP_EVK_TEXT, "", ""), H(P "entries[].file", SOP_EVK_TEXT, "", ""),  \
         H(P "entries[].count", SOP_EVK_INT, "", ""), H(P "entries[].active", SOP_EVK_INT, "", ""), \
         H(P "entries[].top_site_active", SOP_EVK_INT, "", ""),                                     \
@@ -140,7 +141,7 @@ const sop_evk sop__evk_python[] = {
     H("workers[].pid", SOP_EVK_INT, "", ""),
     H("workers[].comm", SOP_EVK_TEXT, "", ""),
     H("workers[].cmdline", SOP_EVK_TEXT, "", ""),
-    H("workers[].threads", SOP_EVK_ARR, "", ""),
+    H("workers[].threads", SOP_EVK_ARR, "", "its sampled threads"),
     H("workers[].threads[].tid", SOP_EVK_INT, "", ""),
     H("workers[].threads[].name", SOP_EVK_TEXT, "", ""),
     H("workers[].threads[].window", SOP_EVK_OBJ, "", "as threads[].window"),
@@ -190,7 +191,7 @@ const sop_evk sop__evk_python[] = {
     H("heap.numpy.nbytes", SOP_EVK_NUM, "B", ""),
     H("heap.numpy.nbytes_growth", SOP_EVK_NUM, "B", ""),
     H("heap.types_total", SOP_EVK_INT, "", ""),
-    H("heap.lists", SOP_EVK_OBJ, "", ""),
+    H("heap.lists", SOP_EVK_OBJ, "", "how far each list walk got"),
     H("heap.lists.*", SOP_EVK_OBJ, "", "`gen0`, `gen1`, `gen2`, `permanent`"),
     H("heap.lists.*.objects", SOP_EVK_NUM, "", ""),
     H("heap.lists.*.complete", SOP_EVK_BOOL, "", ""),

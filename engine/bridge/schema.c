@@ -88,6 +88,7 @@ const sop_evk_group sop__evk_groups[] = {
      "engine/rank.c from proc.env; absent when the process carries no rank. A report copies it "
      "into target, and its key figures into `figures`: docs/ranks.md",
      sop__evk_rank, &sop__evk_rank_n},
+    {"", "engine/collect.c", sop__evk_top, &sop__evk_top_n}, /* top-level keys */
 };
 const size_t sop__evk_ngroups = sizeof sop__evk_groups / sizeof sop__evk_groups[0];
 
@@ -101,19 +102,23 @@ static void group_md(sop_sb *b, const sop_evk_group *g)
 {
     size_t gl = strlen(g->group); /* "io_files[]": a top-level array */
     bool arr = gl > 2 && strcmp(g->group + gl - 2, "[]") == 0;
-    sop__sb_printf(b, "%-40s %-6s %-8s written by %s\n", g->group, arr ? "array" : "object", "",
-                   g->file);
+    if (gl) /* the group "" (top-level keys) has no line of its own */
+        sop__sb_printf(b, "%-40s %-6s %-8s written by %s\n", g->group, arr ? "array" : "object", "",
+                       g->file);
     size_t n = *g->n;
     for (size_t i = 0; i < n; i++) {
         const sop_evk *r = &g->keys[i];
         char path[128];
-        snprintf(path, sizeof path, "%s.%s", g->group, r->key);
-        if (r->doc[0])
-            sop__sb_printf(b, "  %-38s %-6s %-8s %s\n", path, type_name(r->type), r->unit, r->doc);
-        else if (r->unit[0])
-            sop__sb_printf(b, "  %-38s %-6s %s\n", path, type_name(r->type), r->unit);
+        if (gl) /* "  host.ncpu"; a top-level key stands at the margin */
+            snprintf(path, sizeof path, "  %s.%s", g->group, r->key);
         else
-            sop__sb_printf(b, "  %-38s %s\n", path, type_name(r->type));
+            snprintf(path, sizeof path, "%s", r->key);
+        if (r->doc[0])
+            sop__sb_printf(b, "%-40s %-6s %-8s %s\n", path, type_name(r->type), r->unit, r->doc);
+        else if (r->unit[0])
+            sop__sb_printf(b, "%-40s %-6s %s\n", path, type_name(r->type), r->unit);
+        else
+            sop__sb_printf(b, "%-40s %s\n", path, type_name(r->type));
     }
 }
 
@@ -151,7 +156,7 @@ sop_value *sop__evidence_schema(void)
         sop_value *o = sop__v_obj();
         if (!o)
             break;
-        sop__v_set_str(o, "group", gr->group);
+        sop__v_set(o, "group", sop__v_str(gr->group)); /* "" too: the top-level keys */
         sop__v_set_str(o, "file", gr->file);
         sop_value *keys = sop__v_arr_at(o, "keys");
         size_t n = *gr->n;
@@ -159,7 +164,7 @@ sop_value *sop__evidence_schema(void)
             const sop_evk *r = &gr->keys[i];
             sop_value *k = sop__v_obj();
             char path[128];
-            snprintf(path, sizeof path, "%s.%s", gr->group, r->key);
+            snprintf(path, sizeof path, "%s%s%s", gr->group, gr->group[0] ? "." : "", r->key);
             sop__v_set_str(k, "key", path);
             sop__v_set_str(k, "type", type_name(r->type));
             sop__v_set_str(k, "unit", r->unit);

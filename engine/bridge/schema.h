@@ -86,6 +86,8 @@ extern const sop_evk sop__evk_sampling[], sop__evk_io_files[];
 extern const size_t sop__evk_sampling_n, sop__evk_io_files_n;
 extern const sop_evk sop__evk_rank[];
 extern const size_t sop__evk_rank_n;
+extern const sop_evk sop__evk_top[]; /* the group "": top-level keys */
+extern const size_t sop__evk_top_n;
 extern const sop_evk_group sop__evk_groups[];
 extern const size_t sop__evk_ngroups;
 

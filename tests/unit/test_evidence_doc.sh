@@ -32,7 +32,7 @@ n=$(jq '[.groups[].keys[]] | length' "$tmp/schema.json")
 [ "${n:-0}" -ge 100 ] && ok "$n keys in the tables" || bad "keys in the tables: $n"
 dups=$(jq -r '[.groups[].keys[].key] | group_by(.) | map(select(length > 1) | .[0]) | .[]' "$tmp/schema.json")
 [ -z "$dups" ] && ok "no key twice" || bad "keys listed twice: $dups"
-undoc=$(jq -r '.groups[].keys[] | select(.doc == "" and (.type == "object" or .type == "array")) | .key' \
+undoc=$(jq -r '.groups[].keys[] | select((.doc // "") == "" and (.type == "object" or .type == "array")) | .key' \
   "$tmp/schema.json")
 [ -z "$undoc" ] && ok "every object and array row says what it is" || bad "rows without doc: $undoc"
 
