@@ -12,6 +12,7 @@
 #include "bridge.h"
 #include "python/python.h"
 #include "schema.h"
+#include "window.h"
 
 /* The walk's figures (sums over the threads). */
 typedef struct {
@@ -19,27 +20,26 @@ typedef struct {
     double pause_ms;
 } walk_figs;
 
-/* The keys of one thread's window (engine/bridge/window.c writes them in this order), under
- * threads[] and under workers[].threads[]; D() keeps a value's doc in the first copy only. */
+/* The keys of one thread's window (engine/bridge/window.c walks them), under threads[] and
+ * under workers[].threads[]: the figures from sop_window_figs (window.h), the sites and lists by
+ * its hand callback. D() keeps a value's doc in the first copy only. */
 #define DOC(d) d
 #define NODOC(d) ""
+#define WI(P, k, d) SOP_EVK_I(P #k, sop_window_figs, k, "", d)
+#define WD(P, k, u, d) SOP_EVK_D(P #k, sop_window_figs, k, u, d)
 #define WINDOW_ROWS(P, D)                                                                          \
-    H(P "samples", SOP_EVK_INT, "", D("its samples")), H(P "active_frac", SOP_EVK_NUM, "", ""),    \
-        H(P "gil_frac", SOP_EVK_NUM, "", ""), H(P "runnable_nogil_frac", SOP_EVK_NUM, "", ""),     \
-        H(P "gil_wait_frac", SOP_EVK_NUM, "", ""), H(P "running_frac", SOP_EVK_NUM, "", ""),       \
-        H(P "io_wait_frac", SOP_EVK_NUM, "", ""), H(P "data_wait_frac", SOP_EVK_NUM, "", ""),      \
-        H(P "checkpoint_frac", SOP_EVK_NUM, "", ""),                                               \
-        H(P "loop_longest_block_ms", SOP_EVK_NUM, "ms", D("an asyncio loop thread")),              \
-        H(P "import_frac", SOP_EVK_NUM, "", ""), H(P "logging_frac", SOP_EVK_NUM, "", ""),         \
-        H(P "logging_format_frac", SOP_EVK_NUM, "", ""),                                           \
-        H(P "logging_write_frac", SOP_EVK_NUM, "", ""),                                            \
-        H(P "subprocess_frac", SOP_EVK_NUM, "", ""),                                               \
-        H(P "subprocess_spawn_frac", SOP_EVK_NUM, "", ""),                                         \
-        H(P "import_module", SOP_EVK_TEXT, "", ""),                                                \
-        H(P "import_module_frac", SOP_EVK_NUM, "", ""), H(P "logging_site", SOP_EVK_TEXT, "", ""), \
-        H(P "logging_site_frac", SOP_EVK_NUM, "", ""), H(P "majflt_frac", SOP_EVK_NUM, "", ""),    \
-        H(P "fault_wait_frac", SOP_EVK_NUM, "", ""), H(P "fault_site", SOP_EVK_TEXT, "", ""),      \
-        H(P "fault_site_frac", SOP_EVK_NUM, "", ""),                                               \
+    WI(P, samples, D("its samples")), WD(P, active_frac, "", ""), WD(P, gil_frac, "", ""),         \
+        WD(P, runnable_nogil_frac, "", ""), WD(P, gil_wait_frac, "", ""),                          \
+        WD(P, running_frac, "", ""), WD(P, io_wait_frac, "", ""), WD(P, data_wait_frac, "", ""),   \
+        WD(P, checkpoint_frac, "", ""),                                                            \
+        WD(P, loop_longest_block_ms, "ms", D("an asyncio loop thread")),                           \
+        WD(P, import_frac, "", ""), WD(P, logging_frac, "", ""),                                   \
+        WD(P, logging_format_frac, "", ""), WD(P, logging_write_frac, "", ""),                     \
+        WD(P, subprocess_frac, "", ""), WD(P, subprocess_spawn_frac, "", ""),                      \
+        H(P "import_module", SOP_EVK_TEXT, "", ""), WD(P, import_module_frac, "", ""),             \
+        H(P "logging_site", SOP_EVK_TEXT, "", ""), WD(P, logging_site_frac, "", ""),               \
+        WD(P, majflt_frac, "", ""), WD(P, fault_wait_frac, "", ""),                                \
+        H(P "fault_site", SOP_EVK_TEXT, "", ""), WD(P, fault_site_frac, "", ""),                   \
         H(P "top_stacks", SOP_EVK_ARR, "", "the 5 most sampled stacks"),                           \
         H(P "top_stacks[].stack", SOP_EVK_TEXT, "", D("\"outer (file.py);...;inner (file.py)\"")), \
         H(P "top_stacks[].count", SOP_EVK_INT, "", ""),                                            \

@@ -74,15 +74,13 @@ static double frac(long a, long n)
     return n > 0 ? (double)a / (double)n : NAN;
 }
 
-/* The most counted site of one kind for a thread, as KEY (text) and KEY_frac (of its samples). */
-static void top_site(const sop_window *s, size_t ti, int kind, sop_value *w, const char *key,
-                     const char *frac_key)
+/* The most counted site of one kind for a thread: its frame text, and its share of the
+ * thread's samples (NaN when none). */
+static const char *top_site(const sop_window *s, size_t ti, int kind, double *share)
 {
     const sop_agg_site *best = sop__agg_top_site(s->agg, ti, kind);
-    if (!best)
-        return;
-    sop__v_set(w, key, sop__bridge_text(best->frame));
-    sop__v_set_dbl(w, frac_key, frac(best->count, s->agg->thrs[ti].n));
+    *share = best ? frac(best->count, s->agg->thrs[ti].n) : NAN;
+    return best ? best->frame : NULL;
 }
 
 static sop_value *site_value(const sop_window *s, const sop_agg_thread *t, const sop_agg_frame *a,
@@ -229,49 +227,78 @@ static void thr_dist(const sop_window *s, size_t ti, sop_value *w)
     free(slots);
 }
 
-static sop_value *thr_window(const sop_window *s, size_t ti, int *reads)
+/* What one thread window's hand rows need. */
+typedef struct {
+    const sop_window *s;
+    size_t ti;
+    int *reads;
+    const char *site[3]; /* import_module, logging_site, fault_site */
+} thr_ctx;
+
+static void thr_hand(sop_value *w, const sop_evk *row, const char *name, void *ctx)
+{
+    (void)row;
+    const thr_ctx *c = ctx;
+    if (strcmp(name, "import_module") == 0 || strcmp(name, "logging_site") == 0 ||
+        strcmp(name, "fault_site") == 0) {
+        const char *site = c->site[name[0] == 'i' ? 0 : name[0] == 'l' ? 1 : 2];
+        if (site)
+            sop__v_set(w, name, sop__bridge_text(site));
+    } else if (strcmp(name, "top_stacks") == 0) {
+        const sop_agg_stack *top[TOP_STACKS];
+        int ntop = sop__agg_top_stacks(c->s->agg, c->ti, top, TOP_STACKS);
+        sop_value *arr = sop__v_arr_at(w, name);
+        for (int k = 0; arr && k < ntop; k++) {
+            sop_value *o = sop__v_obj();
+            if (!o)
+                break;
+            sop__v_set_str(o, "stack", top[k]->stack);
+            sop__v_set_int(o, "count", top[k]->count);
+            sop__v_push(arr, o);
+        }
+    } else if (strcmp(name, "dist") == 0) {
+        thr_dist(c->s, c->ti, w);
+    } else if (strcmp(name, "leaves") == 0) {
+        thr_leaves(c->s, c->ti, w, c->reads);
+    } else if (strcmp(name, "entries") == 0) {
+        thr_entries(c->s, c->ti, w);
+    }
+}
+
+/* One thread's window, its keys the window rows under `prefix` (threads[].window. or
+ * workers[].threads[].window.) of sop__evk_python. */
+static sop_value *thr_window(const sop_window *s, size_t ti, int *reads, const char *prefix)
 {
     const sop_agg_thread *t = &s->agg->thrs[ti];
     sop_value *w = sop__v_obj();
     if (!w)
         return NULL;
-    sop__v_set_int(w, "samples", t->n);
-    sop__v_set_dbl(w, "active_frac", frac(t->active, t->n));
-    sop__v_set_dbl(w, "gil_frac", frac(t->gil, t->n));
-    sop__v_set_dbl(w, "runnable_nogil_frac", frac(t->runnable_nogil, t->n));
-    sop__v_set_dbl(w, "gil_wait_frac", frac(t->gil_wait, t->n));
-    sop__v_set_dbl(w, "running_frac", frac(t->state_r, t->n));
-    sop__v_set_dbl(w, "io_wait_frac", frac(t->state_d, t->n));
-    sop__v_set_dbl(w, "data_wait_frac", frac(t->data_wait, t->n));
-    sop__v_set_dbl(w, "checkpoint_frac", frac(t->ckpt, t->n));
-    if (t->is_loop)
-        sop__v_set_dbl(w, "loop_longest_block_ms", t->longest_ms);
-    sop__v_set_dbl(w, "import_frac", frac(t->import, t->n));
-    sop__v_set_dbl(w, "logging_frac", frac(t->logging, t->n));
-    sop__v_set_dbl(w, "logging_format_frac", frac(t->log_format, t->n));
-    sop__v_set_dbl(w, "logging_write_frac", frac(t->log_write, t->n));
-    sop__v_set_dbl(w, "subprocess_frac", frac(t->subprocess, t->n));
-    sop__v_set_dbl(w, "subprocess_spawn_frac", frac(t->spawn, t->n));
-    top_site(s, ti, SOP_AGG_SITE_IMPORT, w, "import_module", "import_module_frac");
-    top_site(s, ti, SOP_AGG_SITE_LOG, w, "logging_site", "logging_site_frac");
-    sop__v_set_dbl(w, "majflt_frac", frac(t->majflt_smp, t->n));
-    sop__v_set_dbl(w, "fault_wait_frac", frac(t->fault_wait, t->n));
-    top_site(s, ti, SOP_AGG_SITE_FAULT, w, "fault_site", "fault_site_frac");
-    /* top stacks of this thread */
-    const sop_agg_stack *top[TOP_STACKS];
-    int ntop = sop__agg_top_stacks(s->agg, ti, top, TOP_STACKS);
-    sop_value *arr = sop__v_arr_at(w, "top_stacks");
-    for (int k = 0; arr && k < ntop; k++) {
-        sop_value *o = sop__v_obj();
-        if (!o)
-            break;
-        sop__v_set_str(o, "stack", top[k]->stack);
-        sop__v_set_int(o, "count", top[k]->count);
-        sop__v_push(arr, o);
-    }
-    thr_dist(s, ti, w);
-    thr_leaves(s, ti, w, reads);
-    thr_entries(s, ti, w);
+    long n = t->n;
+    sop_window_figs f = {
+        .samples = t->n,
+        .active_frac = frac(t->active, n),
+        .gil_frac = frac(t->gil, n),
+        .runnable_nogil_frac = frac(t->runnable_nogil, n),
+        .gil_wait_frac = frac(t->gil_wait, n),
+        .running_frac = frac(t->state_r, n),
+        .io_wait_frac = frac(t->state_d, n),
+        .data_wait_frac = frac(t->data_wait, n),
+        .checkpoint_frac = frac(t->ckpt, n),
+        .loop_longest_block_ms = t->is_loop ? t->longest_ms : NAN,
+        .import_frac = frac(t->import, n),
+        .logging_frac = frac(t->logging, n),
+        .logging_format_frac = frac(t->log_format, n),
+        .logging_write_frac = frac(t->log_write, n),
+        .subprocess_frac = frac(t->subprocess, n),
+        .subprocess_spawn_frac = frac(t->spawn, n),
+        .majflt_frac = frac(t->majflt_smp, n),
+        .fault_wait_frac = frac(t->fault_wait, n),
+    };
+    thr_ctx c = {s, ti, reads, {NULL, NULL, NULL}};
+    c.site[0] = top_site(s, ti, SOP_AGG_SITE_IMPORT, &f.import_module_frac);
+    c.site[1] = top_site(s, ti, SOP_AGG_SITE_LOG, &f.logging_site_frac);
+    c.site[2] = top_site(s, ti, SOP_AGG_SITE_FAULT, &f.fault_site_frac);
+    sop__bridge_keys(w, &f, sop__evk_python, sop__evk_python_n, prefix, thr_hand, &c);
     return w;
 }
 
@@ -437,7 +464,7 @@ void sop__bridge_window(sop_value *ev, const sop_window *s)
             continue;
         for (size_t i = 0; i < a->nthrs; i++)
             if (a->thrs[i].proc == 0 && a->thrs[i].tid == (int)tid)
-                sop__v_set(t, "window", thr_window(s, i, &reads));
+                sop__v_set(t, "window", thr_window(s, i, &reads, "threads[].window."));
     }
     bridge_gc(a, py);
     /* the event loop that went longest without its selector */
@@ -479,7 +506,7 @@ void sop__bridge_window(sop_value *ev, const sop_window *s)
                 break;
             sop__v_set_int(to, "tid", t->tid);
             sop__v_set_str(to, "name", t->name);
-            sop__v_set(to, "window", thr_window(s, i, &reads));
+            sop__v_set(to, "window", thr_window(s, i, &reads, "workers[].threads[].window."));
             sop__v_push(ta, to);
         }
         /* the process's main thread (tid == pid) says what the worker does */

@@ -34,6 +34,16 @@ typedef struct {
     const char *proc_root;   /* source lines of hot frames are read through PID/root */
 } sop_window;
 
+/* The figures of one thread's window, as the window rows of sop__evk_python read them
+ * (engine/bridge/python.c); NaN = absent. */
+typedef struct {
+    int64_t samples;
+    double active_frac, gil_frac, runnable_nogil_frac, gil_wait_frac, running_frac, io_wait_frac,
+        data_wait_frac, checkpoint_frac, loop_longest_block_ms, import_frac, logging_frac,
+        logging_format_frac, logging_write_frac, subprocess_frac, subprocess_spawn_frac,
+        import_module_frac, logging_site_frac, majflt_frac, fault_wait_frac, fault_site_frac;
+} sop_window_figs;
+
 /* ev.sampling, ev.io_files, ev.python.threads[i].window, ev.python.gc.window, ev.python.loop,
  * ev.python.workers, ev.python.loader (ev.python must already be there for the per-thread
  * parts). */
