@@ -418,6 +418,22 @@ static void loop_frames(sop_value *lp, const char *text)
     }
 }
 
+static void gc_hand(sop_value *w, const sop_evk *row, const char *name, void *ctx)
+{
+    (void)row;
+    const sop_agg *s = ctx;
+    double secs = (s->gc_last_ms - s->gc_first_ms) / 1e3;
+    if (strcmp(name, "collections") != 0 || s->gc_first[0] == SOP_NA || !(secs > 0))
+        return; /* collections_per_s: with collections */
+    sop_value *n = sop__v_arr_at(w, "collections");
+    sop_value *r = sop__v_arr_at(w, "collections_per_s");
+    for (int g = 0; g < 3; g++) {
+        int64_t d = s->gc_last[g] - s->gc_first[g];
+        sop__v_push(n, sop__v_num((double)d));
+        sop__v_push(r, sop__v_num((double)d / secs));
+    }
+}
+
 static void bridge_gc(const sop_agg *s, sop_value *py)
 {
     if (s->gc_samples == 0)
@@ -426,18 +442,19 @@ static void bridge_gc(const sop_agg *s, sop_value *py)
     sop_value *w = gc ? sop__v_obj_at(gc, "window") : NULL;
     if (!w)
         return;
-    sop__v_set_int(w, "samples", s->gc_samples);
-    sop__v_set_dbl(w, "collecting_frac", frac(s->gc_collecting, s->gc_samples));
-    sop__v_set_dbl(w, "longest_collecting_ms", s->gc_longest_ms);
-    double secs = (s->gc_last_ms - s->gc_first_ms) / 1e3;
-    if (s->gc_first[0] == SOP_NA || !(secs > 0))
-        return;
-    sop_value *n = sop__v_arr_at(w, "collections");
-    sop_value *r = sop__v_arr_at(w, "collections_per_s");
-    for (int g = 0; g < 3; g++) {
-        int64_t d = s->gc_last[g] - s->gc_first[g];
-        sop__v_push(n, sop__v_num((double)d));
-        sop__v_push(r, sop__v_num((double)d / secs));
+    sop_gc_window_figs f = {s->gc_samples, frac(s->gc_collecting, s->gc_samples), s->gc_longest_ms};
+    sop__bridge_keys(w, &f, sop__evk_python, sop__evk_python_n, "gc.window.", gc_hand, (void *)s);
+}
+
+static void loop_hand(sop_value *lp, const sop_evk *row, const char *name, void *ctx)
+{
+    (void)row;
+    const sop_agg_thread *t = ctx;
+    if (strcmp(name, "frame") == 0) {
+        if (t->longest_frame[0])
+            sop__v_set_str(lp, name, t->longest_frame);
+    } else if (strcmp(name, "frames") == 0) {
+        loop_frames(lp, t->longest_stack);
     }
 }
 
@@ -475,13 +492,11 @@ void sop__bridge_window(sop_value *ev, const sop_window *s)
             best = (int)i;
     if (best >= 0) {
         sop_value *lp = sop__v_obj_at(py, "loop");
-        if (lp) {
-            sop__v_set_int(lp, "tid", a->thrs[best].tid);
-            sop__v_set_dbl(lp, "longest_block_ms", a->thrs[best].longest_ms);
-            if (a->thrs[best].longest_frame[0])
-                sop__v_set_str(lp, "frame", a->thrs[best].longest_frame);
-            loop_frames(lp, a->thrs[best].longest_stack);
-        }
+        const sop_agg_thread *t = &a->thrs[best];
+        sop_loop_figs f = {t->tid, t->longest_ms};
+        if (lp)
+            sop__bridge_keys(lp, &f, sop__evk_python, sop__evk_python_n, "loop.", loop_hand,
+                             (void *)t);
     }
     if (s->nprocs < 2)
         return;
@@ -555,16 +570,14 @@ void sop__bridge_window(sop_value *ev, const sop_window *s)
     sop_value *ld = sop__v_obj_at(py, "loader");
     if (!ld)
         return;
-    sop__v_set_int(ld, "workers", s->nprocs - 1);
+    sop_loader_figs f = {s->nprocs - 1, NAN, NAN, frac(wr, wn), frac(wd, wn), frac(ws, wn)};
     double eff;
     if (sop__v_get_num(ev, "effective_cpus", &eff) && eff > 0)
-        sop__v_set_dbl(ld, "workers_per_cpu", (double)(s->nprocs - 1) / eff);
+        f.workers_per_cpu = (double)(s->nprocs - 1) / eff;
     for (size_t i = 0; i < a->nthrs; i++) {
         const sop_agg_thread *t = &a->thrs[i];
         if (t->proc == 0 && t->tid == s->procs[0].pid)
-            sop__v_set_dbl(ld, "main_data_wait_frac", frac(t->data_wait, t->n));
+            f.main_data_wait_frac = frac(t->data_wait, t->n);
     }
-    sop__v_set_dbl(ld, "workers_cpu_frac", frac(wr, wn));
-    sop__v_set_dbl(ld, "workers_io_frac", frac(wd, wn));
-    sop__v_set_dbl(ld, "workers_idle_frac", frac(ws, wn));
+    sop__bridge_keys(ld, &f, sop__evk_python, sop__evk_python_n, "loader.", NULL, NULL);
 }

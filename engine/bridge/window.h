@@ -44,6 +44,23 @@ typedef struct {
         import_module_frac, logging_site_frac, majflt_frac, fault_wait_frac, fault_site_frac;
 } sop_window_figs;
 
+/* The figures of python.gc.window, python.loop and python.loader (NaN, SOP_NA = absent). */
+typedef struct {
+    int64_t samples;
+    double collecting_frac, longest_collecting_ms;
+} sop_gc_window_figs;
+
+typedef struct {
+    int64_t tid;
+    double longest_block_ms;
+} sop_loop_figs;
+
+typedef struct {
+    int64_t workers;
+    double workers_per_cpu, main_data_wait_frac, workers_cpu_frac, workers_io_frac,
+        workers_idle_frac;
+} sop_loader_figs;
+
 /* ev.sampling, ev.io_files, ev.python.threads[i].window, ev.python.gc.window, ev.python.loop,
  * ev.python.workers, ev.python.loader (ev.python must already be there for the per-thread
  * parts). */
