@@ -1,10 +1,12 @@
 /* python.c — ev.python from the CPython probe (probes/python/python.h): version, executable,
  * GIL holder, GC state and the threads with their Python (and native) frames. The same
  * threads array is the body of `sopctl dump --json`. Its keys are the table sop__evk_python
- * below (docs/evidence.md is generated from it), which also lists what other files write
- * under ev.python: heap (engine/bridge/heap.c) and the window parts (engine/bridge/window.c).
- * Nearly every value here is a flag, a pointer or a conditional, so most rows are hand rows
- * written in table order. Depends on value.h, schema.h. */
+ * below (docs/evidence.md is generated from it), which also holds what other files write
+ * under ev.python: the window parts (engine/bridge/window.c walks those rows) and heap
+ * (engine/bridge/heap.c: rows for the docs and the reads check only, written by hand there).
+ * Nearly every snapshot value is a flag, a pointer or a conditional, so most rows of this
+ * file's own part are hand rows written in table order. Depends on value.h, schema.h,
+ * window.h. */
 #include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
@@ -142,21 +144,21 @@ const sop_evk sop__evk_python[] = {
     H("loop.frames[].file", SOP_EVK_TEXT, "", ""),
     H("loop.frames[].line", SOP_EVK_INT, "", ""),
     H("workers", SOP_EVK_ARR, "", WIN "CPython descendants sampled too"),
-    H("workers[].pid", SOP_EVK_INT, "", ""),
+    SOP_EVK_I("workers[].pid", sop_worker_figs, pid, "", ""),
     H("workers[].comm", SOP_EVK_TEXT, "", ""),
     H("workers[].cmdline", SOP_EVK_TEXT, "", ""),
     H("workers[].threads", SOP_EVK_ARR, "", "its sampled threads"),
     H("workers[].threads[].tid", SOP_EVK_INT, "", ""),
     H("workers[].threads[].name", SOP_EVK_TEXT, "", ""),
     H("workers[].threads[].window", SOP_EVK_OBJ, "", "as threads[].window"),
-    WINDOW_ROWS("workers[].threads[].window.", NODOC)
-        H("workers[].cpu_frac", SOP_EVK_NUM, "", "its main thread's samples: running"),
-    H("workers[].io_frac", SOP_EVK_NUM, "", "in D state"),
-    H("workers[].idle_frac", SOP_EVK_NUM, "", "asleep"),
-    H("workers[].samples", SOP_EVK_INT, "", ""),
-    H("workers[].start_time_s", SOP_EVK_NUM, "s", "epoch seconds"),
-    H("workers[].age_s", SOP_EVK_NUM, "s",
-      "its age when the sampler found it, at the window's start; not at collected_at"),
+    WINDOW_ROWS("workers[].threads[].window.", NODOC) SOP_EVK_D(
+        "workers[].cpu_frac", sop_worker_figs, cpu_frac, "", "its main thread's samples: running"),
+    SOP_EVK_D("workers[].io_frac", sop_worker_figs, io_frac, "", "in D state"),
+    SOP_EVK_D("workers[].idle_frac", sop_worker_figs, idle_frac, "", "asleep"),
+    SOP_EVK_I("workers[].samples", sop_worker_figs, samples, "", ""),
+    SOP_EVK_D("workers[].start_time_s", sop_worker_figs, start_time_s, "s", "epoch seconds"),
+    SOP_EVK_D("workers[].age_s", sop_worker_figs, age_s, "s",
+              "its age when the sampler found it, at the window's start; not at collected_at"),
     H("workers[].exited", SOP_EVK_BOOL, "",
       "true: it exited before the window ended; absent otherwise"),
     H("workers[].start_method", SOP_EVK_TEXT, "", "\"fork\"|\"spawn\"|\"forkserver\""),
@@ -169,9 +171,10 @@ const sop_evk sop__evk_python[] = {
     H("workers[].io.wchar_per_s", SOP_EVK_NUM, "B/s", ""),
     H("workers[].io.syscw_per_s", SOP_EVK_NUM, "1/s", ""),
     H("workers[].io.mean_write_bytes", SOP_EVK_NUM, "B", ""),
-    H("workers[].read_bytes_per_s", SOP_EVK_NUM, "B/s", "from children[]"),
-    H("workers[].rchar_per_s", SOP_EVK_NUM, "B/s", "from children[]"),
-    H("workers[].cpu_pct", SOP_EVK_NUM, "%", "from children[]"),
+    SOP_EVK_D("workers[].read_bytes_per_s", sop_worker_figs, read_bytes_per_s, "B/s",
+              "from children[]"),
+    SOP_EVK_D("workers[].rchar_per_s", sop_worker_figs, rchar_per_s, "B/s", "from children[]"),
+    SOP_EVK_D("workers[].cpu_pct", sop_worker_figs, cpu_pct, "%", "from children[]"),
     H("workers[].env", SOP_EVK_OBJ, "", "{NAME = value}: allow-listed, as children[].env"),
     H("workers[].env.*", SOP_EVK_TEXT, "", ""),
     H("loader", SOP_EVK_OBJ, "", WIN "only when there are workers"),

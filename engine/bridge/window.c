@@ -4,9 +4,10 @@
  * the aggregation (engine/sample_agg.h) through its queries; the one file read here is a hot
  * frame's source line (engine/source_line.c). The keys of ev.sampling and ev.io_files are the
  * tables sop__evk_sampling and sop__evk_io_files below (docs/evidence.md is generated from
- * them); those under ev.python are rows of sop__evk_python (engine/bridge/python.c), for the
- * docs and the reads check only: this file writes them by hand. Depends on value.h, bridge.h,
- * schema.h. */
+ * them); those under ev.python are rows of sop__evk_python (engine/bridge/python.c), walked
+ * here with the figures of window.h as plain rows; sites, lists (top stacks, dist, leaves,
+ * entries), a worker's io and env are written by the hand callbacks. Depends on value.h,
+ * bridge.h, schema.h. */
 #include "window.h"
 
 #include <math.h>
@@ -458,6 +459,59 @@ static void loop_hand(sop_value *lp, const sop_evk *row, const char *name, void 
     }
 }
 
+/* What one worker's hand rows need. */
+typedef struct {
+    const sop_window *s;
+    int p; /* its index in s->procs */
+    int *reads;
+    const sop_value *kid; /* its ev.children[] entry, or NULL */
+} worker_ctx;
+
+static void worker_hand(sop_value *o, const sop_evk *row, const char *name, void *ctx)
+{
+    (void)row;
+    const worker_ctx *c = ctx;
+    const sop_window *s = c->s;
+    const sop_window_proc *pe = &s->procs[c->p];
+    if (strcmp(name, "comm") == 0) {
+        sop__v_set(o, name, sop__bridge_text(pe->comm));
+    } else if (strcmp(name, "cmdline") == 0) {
+        sop__v_set(o, name, sop__bridge_text(pe->cmdline));
+    } else if (strcmp(name, "threads") == 0) {
+        sop_value *ta = sop__v_arr_at(o, name);
+        for (size_t i = 0; i < s->agg->nthrs; i++) {
+            const sop_agg_thread *t = &s->agg->thrs[i];
+            if (t->proc != c->p)
+                continue;
+            sop_value *to = sop__v_obj();
+            if (!to)
+                break;
+            sop__v_set_int(to, "tid", t->tid);
+            sop__v_set_str(to, "name", t->name);
+            sop__v_set(to, "window", thr_window(s, i, c->reads, "workers[].threads[].window."));
+            sop__v_push(ta, to);
+        }
+    } else if (strcmp(name, "exited") == 0) {
+        if (pe->gone)
+            sop__v_set_bool(o, name, true);
+    } else if (strcmp(name, "start_method") == 0) {
+        /* how it was started: fork children keep the parent's command line */
+        const char *how = strstr(pe->cmdline, "multiprocessing.spawn")        ? "spawn"
+                          : strstr(pe->cmdline, "multiprocessing.forkserver") ? "forkserver"
+                          : strcmp(pe->cmdline, s->procs[0].cmdline) == 0     ? "fork"
+                                                                              : NULL;
+        sop__v_set_str(o, name, how);
+    } else if (strcmp(name, "io") == 0) {
+        bridge_io(o, pe, s->stats.window_s);
+    } else if (strcmp(name, "env") == 0 && c->kid) {
+        const sop_value *env = sop__v_get(c->kid, "env"); /* allow-listed tuning variables */
+        sop_value *oe = env && env->child ? sop__v_obj_at(o, name) : NULL;
+        for (const sop_value *e = env ? env->child : NULL; oe && e; e = e->next)
+            if (e->key && sop__v_get_str(env, e->key))
+                sop__v_set_str(oe, e->key, sop__v_get_str(env, e->key));
+    }
+}
+
 void sop__bridge_window(sop_value *ev, const sop_window *s)
 {
     const sop_agg *a = s->agg;
@@ -503,67 +557,45 @@ void sop__bridge_window(sop_value *ev, const sop_window *s)
     /* workers: CPython descendants sampled with the target */
     sop_value *wk = sop__v_arr_at(py, "workers");
     long wn = 0, wr = 0, wd = 0, ws = 0;
+    const sop_value *kids = find_member(ev, "children");
     for (int p = 1; wk && p < s->nprocs; p++) {
         const sop_window_proc *pe = &s->procs[p];
         sop_value *o = sop__v_obj();
         if (!o)
             break;
-        sop__v_set_int(o, "pid", pe->pid);
-        sop__v_set(o, "comm", sop__bridge_text(pe->comm));
-        sop__v_set(o, "cmdline", sop__bridge_text(pe->cmdline));
-        sop_value *ta = sop__v_arr_at(o, "threads");
-        for (size_t i = 0; i < a->nthrs; i++) {
-            const sop_agg_thread *t = &a->thrs[i];
-            if (t->proc != p)
-                continue;
-            sop_value *to = sop__v_obj();
-            if (!to)
-                break;
-            sop__v_set_int(to, "tid", t->tid);
-            sop__v_set_str(to, "name", t->name);
-            sop__v_set(to, "window", thr_window(s, i, &reads, "workers[].threads[].window."));
-            sop__v_push(ta, to);
-        }
+        worker_ctx c = {s, p, &reads, NULL};
+        sop_worker_figs f = {.pid = pe->pid,
+                             .cpu_frac = NAN,
+                             .io_frac = NAN,
+                             .idle_frac = NAN,
+                             .samples = a->proc_samples[p],
+                             .start_time_s = pe->start_time_s, /* its age when the window started */
+                             .age_s = NAN,
+                             .read_bytes_per_s = NAN,
+                             .rchar_per_s = NAN,
+                             .cpu_pct = NAN};
         /* the process's main thread (tid == pid) says what the worker does */
         sop_agg_states st;
         if (sop__agg_thread_states(a, p, pe->pid, &st)) {
-            sop__v_set_dbl(o, "cpu_frac", frac(st.running, st.n));
-            sop__v_set_dbl(o, "io_frac", frac(st.io, st.n));
-            sop__v_set_dbl(o, "idle_frac", frac(st.idle, st.n));
+            f.cpu_frac = frac(st.running, st.n);
+            f.io_frac = frac(st.io, st.n);
+            f.idle_frac = frac(st.idle, st.n);
             wn += st.n, wr += st.running, wd += st.io, ws += st.idle;
         }
-        sop__v_set_int(o, "samples", a->proc_samples[p]);
-        /* its age when the window started (a worker re-created later is another process) */
-        sop__v_set_dbl(o, "start_time_s", pe->start_time_s);
         if (!isnan(pe->start_time_s) && pe->found_at_s >= pe->start_time_s)
-            sop__v_set_dbl(o, "age_s", pe->found_at_s - pe->start_time_s);
-        if (pe->gone)
-            sop__v_set_bool(o, "exited", true);
-        /* how it was started: fork children keep the parent's command line */
-        const char *how = strstr(pe->cmdline, "multiprocessing.spawn")        ? "spawn"
-                          : strstr(pe->cmdline, "multiprocessing.forkserver") ? "forkserver"
-                          : strcmp(pe->cmdline, s->procs[0].cmdline) == 0     ? "fork"
-                                                                              : NULL;
-        sop__v_set_str(o, "start_method", how);
-        bridge_io(o, pe, s->stats.window_s);
+            f.age_s = pe->found_at_s - pe->start_time_s;
         /* IO over the window, from ev.children (the process probe's rates) */
-        const sop_value *kids = find_member(ev, "children");
-        for (const sop_value *k = kids ? kids->child : NULL; k; k = k->next) {
-            double kp, v;
-            if (!sop__v_get_num(k, "pid", &kp) || (int)kp != pe->pid)
-                continue;
-            if (sop__v_get_num(k, "read_bytes_per_s", &v))
-                sop__v_set_dbl(o, "read_bytes_per_s", v);
-            if (sop__v_get_num(k, "rchar_per_s", &v))
-                sop__v_set_dbl(o, "rchar_per_s", v);
-            if (sop__v_get_num(k, "cpu_pct", &v))
-                sop__v_set_dbl(o, "cpu_pct", v);
-            const sop_value *env = sop__v_get(k, "env"); /* allow-listed tuning variables */
-            sop_value *oe = env && env->child ? sop__v_obj_at(o, "env") : NULL;
-            for (const sop_value *e = env ? env->child : NULL; oe && e; e = e->next)
-                if (e->key && sop__v_get_str(env, e->key))
-                    sop__v_set_str(oe, e->key, sop__v_get_str(env, e->key));
+        for (const sop_value *k = kids ? kids->child : NULL; k && !c.kid; k = k->next) {
+            double kp;
+            if (sop__v_get_num(k, "pid", &kp) && (int)kp == pe->pid)
+                c.kid = k;
         }
+        if (c.kid) {
+            sop__v_get_num(c.kid, "read_bytes_per_s", &f.read_bytes_per_s);
+            sop__v_get_num(c.kid, "rchar_per_s", &f.rchar_per_s);
+            sop__v_get_num(c.kid, "cpu_pct", &f.cpu_pct);
+        }
+        sop__bridge_keys(o, &f, sop__evk_python, sop__evk_python_n, "workers[].", worker_hand, &c);
         sop__v_push(wk, o);
     }
     /* the consumer side: the target's main thread waiting for batches */

@@ -61,6 +61,14 @@ typedef struct {
         workers_idle_frac;
 } sop_loader_figs;
 
+/* The figures of one of python.workers[] (NaN = absent). */
+typedef struct {
+    int64_t pid;
+    double cpu_frac, io_frac, idle_frac;
+    int64_t samples;
+    double start_time_s, age_s, read_bytes_per_s, rchar_per_s, cpu_pct;
+} sop_worker_figs;
+
 /* ev.sampling, ev.io_files, ev.python.threads[i].window, ev.python.gc.window, ev.python.loop,
  * ev.python.workers, ev.python.loader (ev.python must already be there for the per-thread
  * parts). */
