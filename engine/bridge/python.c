@@ -2,8 +2,8 @@
  * GIL holder, GC state and the threads with their Python (and native) frames. The same
  * threads array is the body of `sopctl dump --json`. Its keys are the table sop__evk_python
  * below (docs/evidence.md is generated from it), which also holds what other files write
- * under ev.python: the window parts (engine/bridge/window.c walks those rows) and heap
- * (engine/bridge/heap.c: rows for the docs and the reads check only, written by hand there).
+ * under ev.python: the window parts (engine/bridge/window.c walks those rows); python.heap is
+ * a table of its own (sop__evk_heap, engine/bridge/heap.c).
  * Nearly every snapshot value is a flag, a pointer or a conditional, so most rows of this
  * file's own part are hand rows written in table order. Depends on value.h, schema.h,
  * window.h. */
@@ -185,47 +185,6 @@ const sop_evk sop__evk_python[] = {
     SOP_EVK_D("loader.workers_cpu_frac", sop_loader_figs, workers_cpu_frac, "", ""),
     SOP_EVK_D("loader.workers_io_frac", sop_loader_figs, workers_io_frac, "", ""),
     SOP_EVK_D("loader.workers_idle_frac", sop_loader_figs, workers_idle_frac, "", ""),
-    H("heap", SOP_EVK_OBJ, "",
-      "engine/bridge/heap.c (issue 14; docs/heap.md): with `run --heap` / `evidence --heap` a "
-      "census at the window's start and end; else one at the end only when the RSS grew >= 1 "
-      "MiB/s over >= 2 s or the cgroup is >= 80% full"),
-    H("heap.complete", SOP_EVK_BOOL, "", ""),
-    H("heap.partial", SOP_EVK_TEXT, "", "where a walk stopped"),
-    H("heap.objects", SOP_EVK_NUM, "", "GC-tracked"),
-    H("heap.bytes", SOP_EVK_NUM, "B", "estimate"),
-    H("heap.untracked", SOP_EVK_NUM, "", ""),
-    H("heap.numpy", SOP_EVK_OBJ, "", "arrays owning their data"),
-    H("heap.numpy.arrays", SOP_EVK_NUM, "", ""),
-    H("heap.numpy.nbytes", SOP_EVK_NUM, "B", ""),
-    H("heap.numpy.nbytes_growth", SOP_EVK_NUM, "B", ""),
-    H("heap.types_total", SOP_EVK_INT, "", ""),
-    H("heap.lists", SOP_EVK_OBJ, "", "how far each list walk got"),
-    H("heap.lists.*", SOP_EVK_OBJ, "", "`gen0`, `gen1`, `gen2`, `permanent`"),
-    H("heap.lists.*.objects", SOP_EVK_NUM, "", ""),
-    H("heap.lists.*.complete", SOP_EVK_BOOL, "", ""),
-    H("heap.restarts", SOP_EVK_INT, "", ""),
-    H("heap.types", SOP_EVK_ARR, "", "top 25 by bytes"),
-    H("heap.types[].name", SOP_EVK_TEXT, "", ""),
-    H("heap.types[].count", SOP_EVK_NUM, "", ""),
-    H("heap.types[].bytes", SOP_EVK_NUM, "B", ""),
-    H("heap.types[].frozen", SOP_EVK_NUM, "", ""),
-    H("heap.types[].untracked", SOP_EVK_BOOL, "", ""),
-    H("heap.anon_kb", SOP_EVK_INT, "kB", ""),
-    H("heap.explained", SOP_EVK_NUM, "", "bytes / anonymous memory, <= 1"),
-    H("heap.gc_enabled", SOP_EVK_INT, "", ""),
-    H("heap.version", SOP_EVK_TEXT, "", ""),
-    H("heap.census_ms", SOP_EVK_NUM, "ms", ""),
-    H("heap.stopped", SOP_EVK_BOOL, "", ""),
-    H("heap.pause_ms", SOP_EVK_NUM, "ms", ""),
-    H("heap.window_s", SOP_EVK_NUM, "s", "two censuses: the time between them"),
-    H("heap.growth", SOP_EVK_ARR, "", "signed deltas, top 25 by bytes"),
-    H("heap.growth[].name", SOP_EVK_TEXT, "", ""),
-    H("heap.growth[].count", SOP_EVK_INT, "", ""),
-    H("heap.growth[].bytes", SOP_EVK_INT, "B", ""),
-    H("heap.objects_growth", SOP_EVK_INT, "", ""),
-    H("heap.bytes_growth", SOP_EVK_INT, "B", ""),
-    H("heap.anon_growth_kb", SOP_EVK_INT, "kB", ""),
-    H("heap.growth_explained", SOP_EVK_NUM, "", "bytes_growth / anonymous growth, 0..1"),
 };
 const size_t sop__evk_python_n = sizeof sop__evk_python / sizeof sop__evk_python[0];
 #undef H

@@ -76,6 +76,12 @@ const sop_evk_group sop__evk_groups[] = {
      "engine/bridge/python.c (probes/python/), when the target is CPython (issue 3; "
      "docs/python-stacks.md); rows marked (window): engine/bridge/window.c",
      sop__evk_python, &sop__evk_python_n},
+    {"python.heap",
+     "engine/bridge/heap.c (probes/python/heap_walk.c; issue 14; docs/heap.md): with `run --heap` "
+     "/ "
+     "`evidence --heap` a census at the window's start and end; else one at the end only when "
+     "the RSS grew >= 1 MiB/s over >= 2 s or the cgroup is >= 80% full",
+     sop__evk_heap, &sop__evk_heap_n},
     {"sampling",
      "engine/bridge/window.c: the sampling loop's counts (engine/sampler.c), when a window was "
      "sampled (see Sampling below)",
