@@ -1,9 +1,11 @@
-/* schema.h — the evidence schema as data: one table per evidence group (host, cgroup, alloc,
- * numa), one row per key: its path under the group, type, unit and doc, and for a plain field
+/* schema.h — the evidence schema as data: one table per evidence group (host with numa, cgroup,
+ * alloc, sched, python, python.heap, sampling, io_files[], rank; "" = the top-level keys), one
+ * row per key: its path under the group, type, unit and doc, and for a plain field
  * where it lives in the probe's struct. The bridge sets plain fields with sop__bridge_keys; the
  * rows it writes by hand (derived figures, arrays, nested objects) carry SOP_EVK_HAND and are
- * documentation only. docs/evidence.md (sop_evidence_doc) and the `reads` check follow from the
- * same tables. Depends on engine/value.h. */
+ * written by the walk's hand callback, in table order (the top-level keys: by collect.c's own
+ * code; those rows are documentation and the reads check only). docs/evidence.md (sop_evidence_doc)
+ * and the `reads` check follow from the same tables. Depends on engine/value.h. */
 #ifndef SOP_SCHEMA_H
 #define SOP_SCHEMA_H
 
