@@ -175,7 +175,7 @@ sop_value *sop__bridge_heap(const struct sop_pyheap *a, const struct sop_pyheap 
         f.explained = e > 1 ? 1 : e;
     }
     if (h->stopped)
-        f.pause_ms = a->pause_ms > (b ? b->pause_ms : 0) ? a->pause_ms : b->pause_ms;
+        f.pause_ms = !b || a->pause_ms > b->pause_ms ? a->pause_ms : b->pause_ms; /* the longest */
     if (b) {
         f.objects_growth = (int64_t)b->objects - (int64_t)a->objects;
         int64_t grew = (int64_t)b->bytes - (int64_t)a->bytes;

@@ -206,6 +206,10 @@ static const char *const expected[] = {
     "\"pause_ms\":5,\"window_s\":2.5,\"growth\":[{\"name\":\"dict\",\"count\":20,\"bytes\":3000}],"
     "\"objects_growth\":500,\"bytes_growth\":1048576,\"anon_growth_kb\":1536,\"growth_explained\":"
     "0.66666666666666663}",
+    "{\"complete\":true,\"objects\":0,\"bytes\":0,\"untracked\":0,\"types_total\":0,\"lists\":{"
+    "\"gen0\":{\"objects\":0,\"complete\":false},\"gen1\":{\"objects\":0,\"complete\":false},"
+    "\"gen2\":{\"objects\":0,\"complete\":false},\"permanent\":{\"objects\":0,\"complete\":false}},"
+    "\"types\":[],\"version\":\"\",\"census_ms\":0,\"stopped\":true,\"pause_ms\":0}",
     "{\"sampling\":{\"rate_hz\":100,\"samples\":8,\"missed\":1,\"thread_samples\":0,\"samples_"
     "partial\":0,\"walk_retries\":3,\"self_cpu_ms\":2.5,\"window_s\":2,\"processes\":1}}",
     "{\"effective_cpus\":4,\"host\":{\"disks\":[{\"name\":\"sda\",\"util_pct\":50,\"read_kb_per_"
@@ -608,6 +612,13 @@ static void heap_cases(void)
         sop_value *two = sop__bridge_heap(&a, &b, 2.5, v == 1 ? SOP_NA : 8192, 8192 + v * 512, 2);
         out_json(two);
     }
+    /* one census, stopped, no measurable pause: pause_ms 0 (it used to read the absent
+     * second census) */
+    memset(&a, 0, sizeof a);
+    a.complete = true;
+    a.gc_enabled = SOP_NA;
+    a.stopped = true;
+    out_json(sop__bridge_heap(&a, NULL, 0, SOP_NA, SOP_NA, 2));
 }
 
 /* ---- window: sampling, io_files, python's window parts ---- */
