@@ -63,9 +63,10 @@ typedef struct {
         H(P "leaves[].*.code", SOP_EVK_TEXT, "", ""),                                              \
         H(P "entries", SOP_EVK_ARR, "", "the 8 most sampled entries (see below)"),                 \
         H(P "entries[].func", SOP_EVK_TEXT, "", ""), H(P "entries[].file", SOP_EVK_TEXT, "", ""),  \
-        H(P "entries[].count", SOP_EVK_INT, "", ""), H(P "entries[].active", SOP_EVK_INT, "", ""), \
-        H(P "entries[].top_site_active", SOP_EVK_INT, "", ""),                                     \
-        H(P "entries[].sites", SOP_EVK_INT, "", ""),
+        SOP_EVK_I(P "entries[].count", sop_window_entry_figs, count, "", ""),                      \
+        SOP_EVK_I(P "entries[].active", sop_window_entry_figs, active, "", ""),                    \
+        SOP_EVK_I(P "entries[].top_site_active", sop_window_entry_figs, top_site_active, "", ""),  \
+        SOP_EVK_I(P "entries[].sites", sop_window_entry_figs, sites, "", ""),
 
 #define H SOP_EVK_H
 #define WIN "(window) "
@@ -149,7 +150,7 @@ const sop_evk sop__evk_python[] = {
     H("workers[].cmdline", SOP_EVK_TEXT, "", ""),
     H("workers[].threads", SOP_EVK_ARR, "", "its sampled threads"),
     H("workers[].threads[].tid", SOP_EVK_INT, "", ""),
-    H("workers[].threads[].name", SOP_EVK_TEXT, "", ""),
+    SOP_EVK_S("workers[].threads[].name", sop_agg_thread, name, ""),
     H("workers[].threads[].window", SOP_EVK_OBJ, "", "as threads[].window"),
     WINDOW_ROWS("workers[].threads[].window.", NODOC) SOP_EVK_D(
         "workers[].cpu_frac", sop_worker_figs, cpu_frac, "", "its main thread's samples: running"),

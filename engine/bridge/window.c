@@ -11,6 +11,7 @@
 #include "window.h"
 
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -129,22 +130,30 @@ static void thr_leaves(const sop_window *s, size_t ti, sop_value *w, int *reads)
     }
 }
 
-/* Per library entry point the thread called (sop__agg_entries), the most sampled first. */
-static void thr_entries(const sop_window *s, size_t ti, sop_value *w)
+/* Per library entry point the thread called (sop__agg_entries), the most sampled first; its
+ * keys the entries[] rows under `prefix` (a thread window's). */
+static void entry_hand(sop_value *o, const sop_evk *row, const char *name, void *ctx)
+{
+    (void)row;
+    const sop_agg_frame *e = ctx;
+    sop__v_set(o, name, sop__bridge_text(strcmp(name, "func") == 0 ? e->func : e->file));
+}
+
+static void thr_entries(const sop_window *s, size_t ti, sop_value *w, const char *prefix)
 {
     sop_agg_entry v[TOP_LEAVES];
     int n = sop__agg_entries(s->agg, ti, v, TOP_LEAVES);
     sop_value *arr = n ? sop__v_arr_at(w, "entries") : NULL;
+    char pre[64];
+    snprintf(pre, sizeof pre, "%sentries[].", prefix);
     for (int best = 0; arr && best < n; best++) {
         sop_value *o = sop__v_obj();
         if (!o)
             break;
-        sop__v_set(o, "func", sop__bridge_text(v[best].entry->func));
-        sop__v_set(o, "file", sop__bridge_text(v[best].entry->file));
-        sop__v_set_int(o, "count", v[best].count);
-        sop__v_set_int(o, "active", v[best].active);
-        sop__v_set_int(o, "top_site_active", v[best].top_active);
-        sop__v_set_int(o, "sites", v[best].sites);
+        sop_window_entry_figs f = {v[best].count, v[best].active, v[best].top_active,
+                                   v[best].sites};
+        sop__bridge_keys(o, &f, sop__evk_python, sop__evk_python_n, pre, entry_hand,
+                         (void *)v[best].entry);
         sop__v_push(arr, o);
     }
 }
@@ -233,6 +242,7 @@ typedef struct {
     const sop_window *s;
     size_t ti;
     int *reads;
+    const char *prefix;  /* of the window's rows */
     const char *site[3]; /* import_module, logging_site, fault_site */
 } thr_ctx;
 
@@ -262,7 +272,7 @@ static void thr_hand(sop_value *w, const sop_evk *row, const char *name, void *c
     } else if (strcmp(name, "leaves") == 0) {
         thr_leaves(c->s, c->ti, w, c->reads);
     } else if (strcmp(name, "entries") == 0) {
-        thr_entries(c->s, c->ti, w);
+        thr_entries(c->s, c->ti, w, c->prefix);
     }
 }
 
@@ -295,7 +305,7 @@ static sop_value *thr_window(const sop_window *s, size_t ti, int *reads, const c
         .majflt_frac = frac(t->majflt_smp, n),
         .fault_wait_frac = frac(t->fault_wait, n),
     };
-    thr_ctx c = {s, ti, reads, {NULL, NULL, NULL}};
+    thr_ctx c = {s, ti, reads, prefix, {NULL, NULL, NULL}};
     c.site[0] = top_site(s, ti, SOP_AGG_SITE_IMPORT, &f.import_module_frac);
     c.site[1] = top_site(s, ti, SOP_AGG_SITE_LOG, &f.logging_site_frac);
     c.site[2] = top_site(s, ti, SOP_AGG_SITE_FAULT, &f.fault_site_frac);
@@ -467,6 +477,22 @@ typedef struct {
     const sop_value *kid; /* its ev.children[] entry, or NULL */
 } worker_ctx;
 
+typedef struct {
+    const worker_ctx *w;
+    size_t ti; /* the thread's index in the aggregation */
+} worker_thread_ctx;
+
+static void worker_thread_hand(sop_value *to, const sop_evk *row, const char *name, void *ctx)
+{
+    (void)row;
+    const worker_thread_ctx *c = ctx;
+    if (strcmp(name, "tid") == 0)
+        sop__v_set_int(to, name, c->w->s->agg->thrs[c->ti].tid);
+    else if (strcmp(name, "window") == 0)
+        sop__v_set(to, name,
+                   thr_window(c->w->s, c->ti, c->w->reads, "workers[].threads[].window."));
+}
+
 static void worker_hand(sop_value *o, const sop_evk *row, const char *name, void *ctx)
 {
     (void)row;
@@ -486,9 +512,9 @@ static void worker_hand(sop_value *o, const sop_evk *row, const char *name, void
             sop_value *to = sop__v_obj();
             if (!to)
                 break;
-            sop__v_set_int(to, "tid", t->tid);
-            sop__v_set_str(to, "name", t->name);
-            sop__v_set(to, "window", thr_window(s, i, c->reads, "workers[].threads[].window."));
+            worker_thread_ctx tc = {c, i};
+            sop__bridge_keys(to, t, sop__evk_python, sop__evk_python_n, "workers[].threads[].",
+                             worker_thread_hand, &tc);
             sop__v_push(ta, to);
         }
     } else if (strcmp(name, "exited") == 0) {

@@ -44,6 +44,11 @@ typedef struct {
         import_module_frac, logging_site_frac, majflt_frac, fault_wait_frac, fault_site_frac;
 } sop_window_figs;
 
+/* The counts of one of a thread window's entries[]. */
+typedef struct {
+    int64_t count, active, top_site_active, sites;
+} sop_window_entry_figs;
+
 /* The figures of python.gc.window, python.loop and python.loader (NaN, SOP_NA = absent). */
 typedef struct {
     int64_t samples;
