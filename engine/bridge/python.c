@@ -44,7 +44,7 @@ typedef struct {
         H(P "fault_site", SOP_EVK_TEXT, "", ""), WD(P, fault_site_frac, "", ""),                   \
         H(P "top_stacks", SOP_EVK_ARR, "", "the 5 most sampled stacks"),                           \
         H(P "top_stacks[].stack", SOP_EVK_TEXT, "", D("\"outer (file.py);...;inner (file.py)\"")), \
-        H(P "top_stacks[].count", SOP_EVK_INT, "", ""),                                            \
+        SOP_EVK_I(P "top_stacks[].count", sop_window_count_figs, count, "", ""),                   \
         H(P "dist", SOP_EVK_OBJ, "",                                                               \
           "the full distribution: every distinct stack of the thread. Read it with "               \
           "common.share()"),                                                                       \
@@ -56,7 +56,8 @@ typedef struct {
         H(P "dist.stacks[].ids", SOP_EVK_ARR, "", "1-based into frames, root first"),              \
         H(P "dist.frames_cut", SOP_EVK_BOOL, "", D("true: more than 4096 distinct frames")),       \
         H(P "leaves", SOP_EVK_ARR, "", "the 8 most sampled sites (see below)"),                    \
-        H(P "leaves[].count", SOP_EVK_INT, "", ""), H(P "leaves[].active", SOP_EVK_INT, "", ""),   \
+        SOP_EVK_I(P "leaves[].count", sop_window_count_figs, count, "", ""),                       \
+        SOP_EVK_I(P "leaves[].active", sop_window_count_figs, active, "", ""),                     \
         H(P "leaves[].*", SOP_EVK_OBJ, "", "`leaf`, `entry`, `caller`"),                           \
         H(P "leaves[].*.func", SOP_EVK_TEXT, "", ""),                                              \
         H(P "leaves[].*.file", SOP_EVK_TEXT, "", ""), H(P "leaves[].*.line", SOP_EVK_INT, "", ""), \

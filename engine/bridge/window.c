@@ -85,47 +85,93 @@ static const char *top_site(const sop_window *s, size_t ti, int kind, double *sh
     return best ? best->frame : NULL;
 }
 
-static sop_value *site_value(const sop_window *s, const sop_agg_thread *t, const sop_agg_frame *a,
-                             bool code, int *reads)
+/* One site of leaves[] ({func file line code}, rows leaves[].*.), with the source line when
+ * `code` (at most SOURCE_READS_MAX reads per window). */
+typedef struct {
+    const sop_window *s;
+    const sop_agg_thread *t;
+    const sop_agg_frame *a;
+    bool code;
+    int *reads;
+} site_ctx;
+
+static void site_hand(sop_value *o, const sop_evk *row, const char *name, void *ctx)
 {
-    sop_value *o = sop__v_obj();
-    if (!o)
-        return NULL;
-    sop__v_set(o, "func", sop__bridge_text(a->func));
-    sop__v_set(o, "file", sop__bridge_text(a->file));
-    if (a->line >= 0)
-        sop__v_set_int(o, "line", a->line);
-    char text[192];
-    if (code && *reads < SOURCE_READS_MAX) {
-        (*reads)++;
-        if (sop__source_line(s->proc_root, s->procs[t->proc].pid, a->file, a->line,
+    (void)row;
+    const site_ctx *c = ctx;
+    const sop_agg_frame *a = c->a;
+    if (strcmp(name, "func") == 0) {
+        sop__v_set(o, name, sop__bridge_text(a->func));
+    } else if (strcmp(name, "file") == 0) {
+        sop__v_set(o, name, sop__bridge_text(a->file));
+    } else if (strcmp(name, "line") == 0) {
+        if (a->line >= 0)
+            sop__v_set_int(o, name, a->line);
+    } else if (c->code && *c->reads < SOURCE_READS_MAX) { /* code */
+        char text[192];
+        (*c->reads)++;
+        if (sop__source_line(c->s->proc_root, c->s->procs[c->t->proc].pid, a->file, a->line,
                              SOURCE_MAX_BYTES, text, sizeof text) == 0 &&
             text[0])
-            sop__v_set(o, "code", sop__bridge_text(text));
+            sop__v_set(o, name, sop__bridge_text(text));
     }
+}
+
+static sop_value *site_value(const site_ctx *c, const char *leaves_prefix)
+{
+    sop_value *o = sop__v_obj();
+    char pre[64];
+    snprintf(pre, sizeof pre, "%s*.", leaves_prefix);
+    if (o)
+        sop__bridge_keys(o, NULL, sop__evk_python, sop__evk_python_n, pre, site_hand, (void *)c);
     return o;
 }
 
+/* One of leaves[]: its counts, then the row "*": leaf, entry (when there is one), caller. */
+typedef struct {
+    const sop_window *s;
+    const sop_agg_thread *t;
+    const sop_agg_leaf *e;
+    int *reads;
+    const char *prefix; /* "...leaves[]." */
+} leaf_ctx;
+
+static void leaf_hand(sop_value *o, const sop_evk *row, const char *name, void *ctx)
+{
+    (void)row;
+    (void)name;
+    const leaf_ctx *c = ctx;
+    const sop_agg_leaf *e = c->e;
+    site_ctx leaf = {c->s, c->t, &e->leaf, true, c->reads};
+    sop__v_set(o, "leaf", site_value(&leaf, c->prefix));
+    if (e->entry.func) {
+        site_ctx entry = {c->s, c->t, &e->entry, false, c->reads};
+        sop__v_set(o, "entry", site_value(&entry, c->prefix));
+    }
+    if (e->caller.func) {
+        site_ctx caller = {c->s, c->t, &e->caller, e->entry.func != NULL, c->reads};
+        sop__v_set(o, "caller", site_value(&caller, c->prefix));
+    }
+}
+
 /* The thread's most sampled (leaf, entry, caller) sites, with the source lines of leaf and
- * caller. */
-static void thr_leaves(const sop_window *s, size_t ti, sop_value *w, int *reads)
+ * caller; its keys the leaves[] rows under `prefix` (a thread window's). */
+static void thr_leaves(const sop_window *s, size_t ti, sop_value *w, int *reads, const char *prefix)
 {
     const sop_agg_thread *t = &s->agg->thrs[ti];
     const sop_agg_leaf *top[TOP_LEAVES];
     int ntop = sop__agg_top_leaves(s->agg, ti, top, TOP_LEAVES);
     sop_value *arr = ntop > 0 ? sop__v_arr_at(w, "leaves") : NULL;
+    char pre[64];
+    snprintf(pre, sizeof pre, "%sleaves[].", prefix);
     for (int k = 0; arr && k < ntop; k++) {
         const sop_agg_leaf *e = top[k];
         sop_value *o = sop__v_obj();
         if (!o)
             break;
-        sop__v_set_int(o, "count", e->count);
-        sop__v_set_int(o, "active", e->active);
-        sop__v_set(o, "leaf", site_value(s, t, &e->leaf, true, reads));
-        if (e->entry.func)
-            sop__v_set(o, "entry", site_value(s, t, &e->entry, false, reads));
-        if (e->caller.func)
-            sop__v_set(o, "caller", site_value(s, t, &e->caller, e->entry.func != NULL, reads));
+        sop_window_count_figs f = {e->count, e->active};
+        leaf_ctx c = {s, t, e, reads, pre};
+        sop__bridge_keys(o, &f, sop__evk_python, sop__evk_python_n, pre, leaf_hand, &c);
         sop__v_push(arr, o);
     }
 }
@@ -246,6 +292,12 @@ typedef struct {
     const char *site[3]; /* import_module, logging_site, fault_site */
 } thr_ctx;
 
+static void stack_hand(sop_value *o, const sop_evk *row, const char *name, void *ctx)
+{
+    (void)row;
+    sop__v_set_str(o, name, ((const sop_agg_stack *)ctx)->stack); /* the only hand row */
+}
+
 static void thr_hand(sop_value *w, const sop_evk *row, const char *name, void *ctx)
 {
     (void)row;
@@ -259,18 +311,21 @@ static void thr_hand(sop_value *w, const sop_evk *row, const char *name, void *c
         const sop_agg_stack *top[TOP_STACKS];
         int ntop = sop__agg_top_stacks(c->s->agg, c->ti, top, TOP_STACKS);
         sop_value *arr = sop__v_arr_at(w, name);
+        char pre[64];
+        snprintf(pre, sizeof pre, "%stop_stacks[].", c->prefix);
         for (int k = 0; arr && k < ntop; k++) {
             sop_value *o = sop__v_obj();
             if (!o)
                 break;
-            sop__v_set_str(o, "stack", top[k]->stack);
-            sop__v_set_int(o, "count", top[k]->count);
+            sop_window_count_figs f = {top[k]->count, SOP_NA};
+            sop__bridge_keys(o, &f, sop__evk_python, sop__evk_python_n, pre, stack_hand,
+                             (void *)top[k]);
             sop__v_push(arr, o);
         }
     } else if (strcmp(name, "dist") == 0) {
         thr_dist(c->s, c->ti, w);
     } else if (strcmp(name, "leaves") == 0) {
-        thr_leaves(c->s, c->ti, w, c->reads);
+        thr_leaves(c->s, c->ti, w, c->reads, c->prefix);
     } else if (strcmp(name, "entries") == 0) {
         thr_entries(c->s, c->ti, w, c->prefix);
     }

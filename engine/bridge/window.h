@@ -44,6 +44,11 @@ typedef struct {
         import_module_frac, logging_site_frac, majflt_frac, fault_wait_frac, fault_site_frac;
 } sop_window_figs;
 
+/* The counts of one of a thread window's top_stacks[] (count) and leaves[] (count, active). */
+typedef struct {
+    int64_t count, active;
+} sop_window_count_figs;
+
 /* The counts of one of a thread window's entries[]. */
 typedef struct {
     int64_t count, active, top_site_active, sites;
