@@ -1,7 +1,9 @@
 /* collect.c — one collection: snapshot the target, its threads, children, cgroup and host;
  * wait out the window; snapshot again and compute rates; add the kernel log, the allocator,
- * NUMA placement and the CPython state; hand the result to the bridge. Depends on the probes'
- * headers. */
+ * NUMA placement and the CPython state; hand the result to the bridge. The top-level keys of
+ * `ev` it writes itself are the schema table sop__evk_top below: documentation and the reads
+ * check only, written by hand in to_tree (they sit between the groups). Depends on the probes'
+ * headers and bridge/schema.h. */
 #include <errno.h>
 #include <fcntl.h>
 #include <math.h>
@@ -14,6 +16,7 @@
 
 #include "../probes/cpu_budget.h"
 #include "bridge/bridge.h"
+#include "bridge/schema.h"
 #include "clock.h"
 #include "collect_heap.h"
 #include "engine.h"
@@ -155,6 +158,26 @@ static void drop_key(sop_value *obj, const char *key)
         return;
     }
 }
+
+#define H SOP_EVK_H
+const sop_evk sop__evk_top[] = {
+    H("schema", SOP_EVK_INT, "", "1"),
+    H("pid", SOP_EVK_INT, "", "target pid"),
+    H("duration_s", SOP_EVK_NUM, "s", "observation window (0 = one snapshot)"),
+    H("collected_at", SOP_EVK_NUM, "s", "wall-clock seconds since the epoch"),
+    H("alive", SOP_EVK_BOOL, "",
+      "false when the pid was gone (post-mortem from the kernel log only)"),
+    H("collect_ms", SOP_EVK_NUM, "ms", "time the collection itself took, without the window"),
+    H("effective_cpus", SOP_EVK_INT, "CPUs",
+      "the CPUs both the affinity and the cgroup cpuset allow (the intersection of the two "
+      "lists; their counts when a list is unreadable), at most ncpu and ceil(quota); computed "
+      "once (probes/cpu_budget.c) and read by every rule; absent when the pid was gone"),
+    H("missing", SOP_EVK_ARR, "", "what a probe could not read, and why"),
+    H("missing[].probe", SOP_EVK_TEXT, "", ""),
+    H("missing[].reason", SOP_EVK_TEXT, "", ""),
+};
+const size_t sop__evk_top_n = sizeof sop__evk_top / sizeof sop__evk_top[0];
+#undef H
 
 static sop_value *to_tree(const sop_collection *c, double now, unsigned probes)
 {

@@ -1,11 +1,13 @@
 /* rank.c — the rank identity of a target (from its allow-listed environment and this host's
- * node name) and the key figures a job-level merge compares across ranks. Reads the evidence
- * tree only; depends on value.h and uname(2). */
+ * node name) and the key figures a job-level merge compares across ranks. The keys of ev.rank
+ * are the schema table sop__evk_rank below (docs/evidence.md is generated from it). Reads the
+ * evidence tree only; depends on value.h, bridge/schema.h and uname(2). */
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/utsname.h>
 
+#include "bridge/schema.h"
 #include "rank.h"
 
 /* A non-negative integer, or -1. */
@@ -28,6 +30,42 @@ static long first_int(const sop_value *env, const char *a, const char *b)
     return v >= 0 ? v : env_int(env, b);
 }
 
+/* The numbers of the identity (SOP_NA: not carried). */
+typedef struct {
+    int64_t rank, local_rank, world_size;
+} rank_figs;
+
+const sop_evk sop__evk_rank[] = {
+    SOP_EVK_I("rank", rank_figs, rank, "", "RANK, else SLURM_PROCID"),
+    SOP_EVK_I("local_rank", rank_figs, local_rank, "", "LOCAL_RANK, else SLURM_LOCALID"),
+    SOP_EVK_I("world_size", rank_figs, world_size, "", "WORLD_SIZE, else SLURM_NTASKS"),
+    SOP_EVK_H("job_id", SOP_EVK_TEXT, "",
+              "SLURM_JOB_ID, else TORCHELASTIC_RUN_ID (unless \"none\")"),
+    SOP_EVK_H("node", SOP_EVK_TEXT, "", "this host's name"),
+    SOP_EVK_H("source", SOP_EVK_TEXT, "", "\"torch.distributed\" (RANK set) | \"slurm\""),
+};
+const size_t sop__evk_rank_n = sizeof sop__evk_rank / sizeof sop__evk_rank[0];
+
+typedef struct {
+    const sop_value *env;
+    const char *job;
+} rank_ctx;
+
+static void rank_hand(sop_value *r, const sop_evk *row, const char *name, void *ctx)
+{
+    (void)row;
+    const rank_ctx *c = ctx;
+    if (strcmp(name, "job_id") == 0) {
+        sop__v_set_str(r, name, c->job);
+    } else if (strcmp(name, "node") == 0) {
+        struct utsname u;
+        if (uname(&u) == 0)
+            sop__v_set_str(r, name, u.nodename);
+    } else if (strcmp(name, "source") == 0) {
+        sop__v_set_str(r, name, env_int(c->env, "RANK") >= 0 ? "torch.distributed" : "slurm");
+    }
+}
+
 void sop__rank_identity(sop_value *ev)
 {
     const sop_value *env = sop__v_get(sop__v_get(ev, "proc"), "env");
@@ -45,17 +83,10 @@ void sop__rank_identity(sop_value *ev)
     sop_value *r = sop__v_obj_at(ev, "rank");
     if (!r)
         return;
-    if (rank >= 0)
-        sop__v_set_int(r, "rank", rank);
-    if (local >= 0)
-        sop__v_set_int(r, "local_rank", local);
-    if (world >= 0)
-        sop__v_set_int(r, "world_size", world);
-    sop__v_set_str(r, "job_id", job);
-    struct utsname u;
-    if (uname(&u) == 0)
-        sop__v_set_str(r, "node", u.nodename);
-    sop__v_set_str(r, "source", env_int(env, "RANK") >= 0 ? "torch.distributed" : "slurm");
+    rank_figs f = {rank >= 0 ? rank : SOP_NA, local >= 0 ? local : SOP_NA,
+                   world >= 0 ? world : SOP_NA};
+    rank_ctx c = {env, job};
+    sop__bridge_keys(r, &f, sop__evk_rank, sop__evk_rank_n, "", rank_hand, &c);
 }
 
 /* The window figure `key` of every sampled Python thread: their maximum or their sum. */

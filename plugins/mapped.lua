@@ -25,11 +25,11 @@ local function data_maps(ev, min_kb)
 end
 
 -- The sampled Python thread that waited most on storage (D state or major faults).
-local function waiting_thread(ev, pid)
+local function waiting_thread(ev)
   local best
   for _, t in ipairs((ev.python and ev.python.threads) or {}) do
     local w = t.window
-    if w and w.fault_wait_frac and (w.samples or 0) > 0 and (t.pid == nil or t.pid == pid)
+    if w and w.fault_wait_frac and (w.samples or 0) > 0
        and (not best or w.fault_wait_frac > best.window.fault_wait_frac) then
       best = t
     end
@@ -74,7 +74,7 @@ rule {
             "threads[].syscr_per_s", "python.threads[].window.fault_wait_frac",
             "python.threads[].window.fault_site", "python.threads[].window.majflt_frac",
             "host.disks[].read_kb_per_s", "host.disks[].reads_per_s", "alive", "host.disks[].name", "pid",
-            "python.threads[].name", "python.threads[].pid", "python.threads[].tid",
+            "python.threads[].name", "python.threads[].tid",
             "python.threads[].window.samples", "threads[].name", "threads[].tid" },
   uses = { "mapped_fault_min_per_s", "page_cache_min_disk_kb_per_s", "mapped_read_share",
            "random_read_max_request_kb", "mapped_touch_ratio", "mapped_wait_frac", "data_file_min_mb" },
@@ -117,7 +117,7 @@ rule {
     local base_zh = fmt("每秒 %.0f 次主缺页，存储读 %s，每秒 %.0f 次 read（read() 读 %s）",
                         faults, rate(disk), io.syscr_per_s or 0, rate(rchar))
     -- Reading from storage now: enough bytes, or (a slow device) a thread mostly waiting on it.
-    local wt = waiting_thread(ev, ev.pid)
+    local wt = waiting_thread(ev)
     local wait = wt and wt.window.fault_wait_frac
     local busy = disk >= th.page_cache_min_disk_kb_per_s * 1024 or (wait and wait >= th.mapped_wait_frac)
     if not busy then

@@ -67,7 +67,7 @@ rule {
             "host.ncpu", "host.cpu.idle_pct", "cgroup.cpu.quota_cpus", "effective_cpus", "proc.io",
             "io_files[].disk_util_pct", "host.disks[].util_pct", "python.threads[].window",
             "proc.majflt_per_s", "proc.mem.file_growth_kb_per_s", "duration_s", "alive", "children[].pid",
-            "host.disks[].name", "io_files[].disk", "pid", "python.threads[].pid", "threads[].tid" },
+            "host.disks[].name", "io_files[].disk", "pid", "threads[].tid" },
   uses = { "summary_cpu_bound_pct", "summary_io_wait_pct", "io_util_pct", "small_read_max_bytes",
            "page_cache_min_disk_kb_per_s", "mapped_fault_min_per_s", "mapped_read_share",
            "random_read_max_request_kb", "mapped_touch_ratio", "mapped_wait_frac" },
@@ -186,7 +186,7 @@ rule {
     local faults, most_wait = p.majflt_per_s or 0, 0
     for _, t in ipairs(py and py.threads or {}) do
       local w = t.window
-      if w and (w.samples or 0) > 0 and (t.pid == nil or t.pid == ev.pid) then
+      if w and (w.samples or 0) > 0 then
         most_wait = math.max(most_wait, w.fault_wait_frac or 0)
       end
     end

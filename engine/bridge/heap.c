@@ -1,12 +1,74 @@
 /* heap.c — ev.python.heap from one or two heap censuses (probes/python/heap.h): the census
  * (complete, objects, bytes, types), how much of the anonymous memory Python objects explain,
  * and with two censuses the growth per type and of the anonymous memory between them. The
- * same tree is `sopctl heap --json`. Depends on value.h. */
+ * same tree is `sopctl heap --json`. Its keys are the table sop__evk_heap below (the group
+ * "python.heap" of docs/evidence.md): the figures come from one or two censuses, so they are
+ * first computed into a small struct the plain rows read. Depends on value.h, schema.h. */
 #include <math.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "bridge.h"
 #include "python/heap.h"
+#include "schema.h"
+
+/* The census's figures (NaN, SOP_NA = absent). */
+typedef struct {
+    double objects, bytes, untracked;
+    int64_t types_total, restarts, anon_kb;
+    double explained;
+    int64_t gc_enabled;
+    double census_ms, pause_ms, window_s;
+    int64_t objects_growth, bytes_growth, anon_growth_kb;
+    double growth_explained;
+} heap_figs;
+
+#define H SOP_EVK_H
+#define D(k, f, u, d) SOP_EVK_D(k, heap_figs, f, u, d)
+#define I(k, f, u, d) SOP_EVK_I(k, heap_figs, f, u, d)
+const sop_evk sop__evk_heap[] = {
+    H("complete", SOP_EVK_BOOL, "", "every list walked end to end, consistently"),
+    H("partial", SOP_EVK_TEXT, "", "where a walk stopped"),
+    D("objects", objects, "", "GC-tracked"),
+    D("bytes", bytes, "B", "estimate"),
+    D("untracked", untracked, "", "objects the GC does not track, held by tracked containers"),
+    H("numpy", SOP_EVK_OBJ, "", "arrays owning their data, when one was met"),
+    H("numpy.arrays", SOP_EVK_NUM, "", ""),
+    H("numpy.nbytes", SOP_EVK_NUM, "B", ""),
+    H("numpy.nbytes_growth", SOP_EVK_NUM, "B", "two censuses"),
+    I("types_total", types_total, "", ""),
+    H("lists", SOP_EVK_OBJ, "", "how far each list walk got"),
+    H("lists.*", SOP_EVK_OBJ, "", "`gen0`, `gen1`, `gen2`, `permanent`"),
+    H("lists.*.objects", SOP_EVK_NUM, "", ""),
+    H("lists.*.complete", SOP_EVK_BOOL, "", ""),
+    I("restarts", restarts, "", "list walks restarted after inconsistent data"),
+    H("types", SOP_EVK_ARR, "", "top 25 by bytes"),
+    H("types[].name", SOP_EVK_TEXT, "", ""),
+    H("types[].count", SOP_EVK_NUM, "", ""),
+    H("types[].bytes", SOP_EVK_NUM, "B", ""),
+    H("types[].frozen", SOP_EVK_NUM, "", "of count, in the permanent generation"),
+    H("types[].untracked", SOP_EVK_BOOL, "", "true: a type the GC does not track"),
+    I("anon_kb", anon_kb, "kB", "the anonymous memory at the (last) census"),
+    D("explained", explained, "", "bytes / anonymous memory, <= 1"),
+    I("gc_enabled", gc_enabled, "", ""),
+    H("version", SOP_EVK_TEXT, "", ""),
+    D("census_ms", census_ms, "ms", "wall time of the walks"),
+    H("stopped", SOP_EVK_BOOL, "", "read with the process stopped"),
+    D("pause_ms", pause_ms, "ms", "the longest stop"),
+    D("window_s", window_s, "s", "two censuses: the time between them"),
+    H("growth", SOP_EVK_ARR, "", "signed deltas, top 25 by bytes"),
+    H("growth[].name", SOP_EVK_TEXT, "", ""),
+    H("growth[].count", SOP_EVK_INT, "", ""),
+    H("growth[].bytes", SOP_EVK_INT, "B", ""),
+    I("objects_growth", objects_growth, "", ""),
+    I("bytes_growth", bytes_growth, "B", ""),
+    I("anon_growth_kb", anon_growth_kb, "kB", ""),
+    D("growth_explained", growth_explained, "", "bytes_growth / anonymous growth, 0..1"),
+};
+const size_t sop__evk_heap_n = sizeof sop__evk_heap / sizeof sop__evk_heap[0];
+#undef H
+#undef D
+#undef I
 
 static sop_value *types_value(const sop_heap_type *t, size_t n, size_t top, bool signed_deltas)
 {
@@ -34,6 +96,56 @@ static sop_value *types_value(const sop_heap_type *t, size_t n, size_t top, bool
     return arr;
 }
 
+typedef struct {
+    const sop_pyheap *a, *b, *h;
+    size_t top;
+} heap_ctx;
+
+static void heap_hand(sop_value *o, const sop_evk *row, const char *name, void *ctx)
+{
+    (void)row;
+    const heap_ctx *c = ctx;
+    const sop_pyheap *a = c->a, *b = c->b, *h = c->h;
+    if (strcmp(name, "complete") == 0) {
+        sop__v_set_bool(o, name, a->complete && (!b || b->complete));
+    } else if (strcmp(name, "partial") == 0) {
+        if (!a->complete)
+            sop__v_set(o, name, sop__bridge_text(a->partial));
+        else if (b && !b->complete)
+            sop__v_set(o, name, sop__bridge_text(b->partial));
+    } else if (strcmp(name, "numpy") == 0) {
+        if (!h->numpy_seen)
+            return;
+        sop_value *np = sop__v_obj_at(o, name);
+        sop__v_set_dbl(np, "arrays", (double)h->numpy_arrays);
+        sop__v_set_dbl(np, "nbytes", (double)h->numpy_nbytes);
+        if (b)
+            sop__v_set_dbl(np, "nbytes_growth", (double)b->numpy_nbytes - (double)a->numpy_nbytes);
+    } else if (strcmp(name, "lists") == 0) {
+        /* How far each list walk got (a partial census says which list stopped). */
+        static const char *const lists[SOP_HEAP_LISTS] = {"gen0", "gen1", "gen2", "permanent"};
+        sop_value *lv = sop__v_obj_at(o, name);
+        for (int g = 0; lv && g < SOP_HEAP_LISTS; g++) {
+            sop_value *l = sop__v_obj_at(lv, lists[g]);
+            sop__v_set_dbl(l, "objects", (double)h->list_objects[g]);
+            sop__v_set_bool(l, "complete", h->list_complete[g]);
+        }
+    } else if (strcmp(name, "types") == 0) {
+        sop__v_set(o, name, types_value(h->types, h->ntypes, c->top, false));
+    } else if (strcmp(name, "version") == 0) {
+        sop__v_set(o, name, sop__bridge_text(h->version));
+    } else if (strcmp(name, "stopped") == 0) {
+        sop__v_set_bool(o, name, h->stopped);
+    } else if (strcmp(name, "growth") == 0 && b) {
+        sop_heap_type *g = NULL;
+        long n = sop__heap_growth(a, b, &g);
+        if (n >= 0) {
+            sop__v_set(o, name, types_value(g, (size_t)n, c->top, true));
+            free(g);
+        }
+    }
+}
+
 sop_value *sop__bridge_heap(const struct sop_pyheap *a, const struct sop_pyheap *b, double window_s,
                             int64_t anon_kb0, int64_t anon_kb1, size_t top)
 {
@@ -41,66 +153,44 @@ sop_value *sop__bridge_heap(const struct sop_pyheap *a, const struct sop_pyheap 
     sop_value *o = sop__v_obj();
     if (!o || !h)
         return o;
-    sop__v_set_bool(o, "complete", a->complete && (!b || b->complete));
-    if (!a->complete)
-        sop__v_set(o, "partial", sop__bridge_text(a->partial));
-    else if (b && !b->complete)
-        sop__v_set(o, "partial", sop__bridge_text(b->partial));
-    sop__v_set_dbl(o, "objects", (double)h->objects);
-    sop__v_set_dbl(o, "bytes", (double)h->bytes);
-    sop__v_set_dbl(o, "untracked", (double)h->untracked);
-    if (h->numpy_seen) {
-        sop_value *np = sop__v_obj_at(o, "numpy");
-        sop__v_set_dbl(np, "arrays", (double)h->numpy_arrays);
-        sop__v_set_dbl(np, "nbytes", (double)h->numpy_nbytes);
-        if (b)
-            sop__v_set_dbl(np, "nbytes_growth", (double)b->numpy_nbytes - (double)a->numpy_nbytes);
-    }
-    sop__v_set_int(o, "types_total", (int64_t)h->ntypes);
-    /* How far each list walk got (a partial census says which list stopped). */
-    static const char *const lists[SOP_HEAP_LISTS] = {"gen0", "gen1", "gen2", "permanent"};
-    sop_value *lv = sop__v_obj_at(o, "lists");
-    for (int g = 0; lv && g < SOP_HEAP_LISTS; g++) {
-        sop_value *l = sop__v_obj_at(lv, lists[g]);
-        sop__v_set_dbl(l, "objects", (double)h->list_objects[g]);
-        sop__v_set_bool(l, "complete", h->list_complete[g]);
-    }
-    if (h->restarts)
-        sop__v_set_int(o, "restarts", (int64_t)h->restarts);
-    sop__v_set(o, "types", types_value(h->types, h->ntypes, top, false));
+    heap_figs f = {.objects = (double)h->objects,
+                   .bytes = (double)h->bytes,
+                   .untracked = (double)h->untracked,
+                   .types_total = (int64_t)h->ntypes,
+                   .restarts = h->restarts ? (int64_t)h->restarts : SOP_NA,
+                   .anon_kb = SOP_NA,
+                   .explained = NAN,
+                   .gc_enabled = h->gc_enabled,
+                   .census_ms = a->census_ms + (b ? b->census_ms : 0),
+                   .pause_ms = NAN,
+                   .window_s = b ? window_s : NAN,
+                   .objects_growth = SOP_NA,
+                   .bytes_growth = SOP_NA,
+                   .anon_growth_kb = SOP_NA,
+                   .growth_explained = NAN};
     int64_t anon = b ? anon_kb1 : anon_kb0;
     if (anon != SOP_NA && anon > 0) {
-        sop__v_set_int(o, "anon_kb", anon);
-        double f = (double)h->bytes / ((double)anon * 1024.0);
-        sop__v_set_dbl(o, "explained", f > 1 ? 1 : f);
+        f.anon_kb = anon;
+        double e = (double)h->bytes / ((double)anon * 1024.0);
+        f.explained = e > 1 ? 1 : e;
     }
-    sop__v_set_int(o, "gc_enabled", h->gc_enabled);
-    sop__v_set(o, "version", sop__bridge_text(h->version));
-    sop__v_set_dbl(o, "census_ms", a->census_ms + (b ? b->census_ms : 0));
-    sop__v_set_bool(o, "stopped", h->stopped);
     if (h->stopped)
-        sop__v_set_dbl(o, "pause_ms",
-                       a->pause_ms > (b ? b->pause_ms : 0) ? a->pause_ms : b->pause_ms);
+        f.pause_ms = !b || a->pause_ms > b->pause_ms ? a->pause_ms : b->pause_ms; /* the longest */
     if (b) {
-        sop__v_set_dbl(o, "window_s", window_s);
-        sop_heap_type *g = NULL;
-        long n = sop__heap_growth(a, b, &g);
-        if (n >= 0) {
-            sop__v_set(o, "growth", types_value(g, (size_t)n, top, true));
-            free(g);
-        }
-        sop__v_set_int(o, "objects_growth", (int64_t)b->objects - (int64_t)a->objects);
+        f.objects_growth = (int64_t)b->objects - (int64_t)a->objects;
         int64_t grew = (int64_t)b->bytes - (int64_t)a->bytes;
-        sop__v_set_int(o, "bytes_growth", grew);
+        f.bytes_growth = grew;
         if (anon_kb0 != SOP_NA && anon_kb1 != SOP_NA) {
             int64_t anon_grew = anon_kb1 - anon_kb0;
-            sop__v_set_int(o, "anon_growth_kb", anon_grew);
+            f.anon_growth_kb = anon_grew;
             /* The share of the anonymous growth the Python objects' growth accounts for. */
             if (anon_grew > 0) {
-                double f = (double)grew / ((double)anon_grew * 1024.0);
-                sop__v_set_dbl(o, "growth_explained", f < 0 ? 0 : f > 1 ? 1 : f);
+                double e = (double)grew / ((double)anon_grew * 1024.0);
+                f.growth_explained = e < 0 ? 0 : e > 1 ? 1 : e;
             }
         }
     }
+    heap_ctx c = {a, b, h, top};
+    sop__bridge_keys(o, &f, sop__evk_heap, sop__evk_heap_n, "", heap_hand, &c);
     return o;
 }

@@ -1,23 +1,305 @@
 /* python.c — ev.python from the CPython probe (probes/python/python.h): version, executable,
  * GIL holder, GC state and the threads with their Python (and native) frames. The same
- * threads array is the body of `sopctl dump --json`. Depends on value.h. */
+ * threads array is the body of `sopctl dump --json`. Its keys are the table sop__evk_python
+ * below (docs/evidence.md is generated from it), which also holds what other files write
+ * under ev.python: the window parts (engine/bridge/window.c walks those rows); python.heap is
+ * a table of its own (sop__evk_heap, engine/bridge/heap.c).
+ * Nearly every snapshot value is a flag, a pointer or a conditional, so most rows of this
+ * file's own part are hand rows written in table order. Depends on value.h, schema.h,
+ * window.h. */
 #include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "bridge.h"
 #include "python/python.h"
+#include "schema.h"
+#include "window.h"
+
+/* The walk's figures (sums over the threads). */
+typedef struct {
+    int64_t retries, threads_partial, threads_stopped;
+    double pause_ms;
+} walk_figs;
+
+/* The keys of one thread's window (engine/bridge/window.c walks them), under threads[] and
+ * under workers[].threads[]: the figures from sop_window_figs (window.h), the sites and lists by
+ * its hand callback. D() keeps a value's doc in the first copy only. */
+#define DOC(d) d
+#define NODOC(d) ""
+#define WI(P, k, d) SOP_EVK_I(P #k, sop_window_figs, k, "", d)
+#define WD(P, k, u, d) SOP_EVK_D(P #k, sop_window_figs, k, u, d)
+#define WINDOW_ROWS(P, D)                                                                          \
+    WI(P, samples, D("its samples")), WD(P, active_frac, "", ""), WD(P, gil_frac, "", ""),         \
+        WD(P, runnable_nogil_frac, "", ""), WD(P, gil_wait_frac, "", ""),                          \
+        WD(P, running_frac, "", ""), WD(P, io_wait_frac, "", ""), WD(P, data_wait_frac, "", ""),   \
+        WD(P, checkpoint_frac, "", ""),                                                            \
+        WD(P, loop_longest_block_ms, "ms", D("an asyncio loop thread")),                           \
+        WD(P, import_frac, "", ""), WD(P, logging_frac, "", ""),                                   \
+        WD(P, logging_format_frac, "", ""), WD(P, logging_write_frac, "", ""),                     \
+        WD(P, subprocess_frac, "", ""), WD(P, subprocess_spawn_frac, "", ""),                      \
+        H(P "import_module", SOP_EVK_TEXT, "", ""), WD(P, import_module_frac, "", ""),             \
+        H(P "logging_site", SOP_EVK_TEXT, "", ""), WD(P, logging_site_frac, "", ""),               \
+        WD(P, majflt_frac, "", ""), WD(P, fault_wait_frac, "", ""),                                \
+        H(P "fault_site", SOP_EVK_TEXT, "", ""), WD(P, fault_site_frac, "", ""),                   \
+        H(P "top_stacks", SOP_EVK_ARR, "", "the 5 most sampled stacks"),                           \
+        H(P "top_stacks[].stack", SOP_EVK_TEXT, "", D("\"outer (file.py);...;inner (file.py)\"")), \
+        SOP_EVK_I(P "top_stacks[].count", sop_window_count_figs, count, "", ""),                   \
+        H(P "dist", SOP_EVK_OBJ, "",                                                               \
+          "the full distribution: every distinct stack of the thread. Read it with "               \
+          "common.share()"),                                                                       \
+        H(P "dist.samples", SOP_EVK_INT, "", ""),                                                  \
+        H(P "dist.stored", SOP_EVK_INT, "", D("< samples when the stack table was full")),         \
+        H(P "dist.frames", SOP_EVK_ARR, "", "\"func (file.py)\""),                                 \
+        H(P "dist.stacks", SOP_EVK_ARR, "", "the distinct stacks"),                                \
+        H(P "dist.stacks[].count", SOP_EVK_INT, "", ""),                                           \
+        H(P "dist.stacks[].ids", SOP_EVK_ARR, "", "1-based into frames, root first"),              \
+        H(P "dist.frames_cut", SOP_EVK_BOOL, "", D("true: more than 4096 distinct frames")),       \
+        H(P "leaves", SOP_EVK_ARR, "", "the 8 most sampled sites (see below)"),                    \
+        SOP_EVK_I(P "leaves[].count", sop_window_count_figs, count, "", ""),                       \
+        SOP_EVK_I(P "leaves[].active", sop_window_count_figs, active, "", ""),                     \
+        H(P "leaves[].*", SOP_EVK_OBJ, "", "`leaf`, `entry`, `caller`"),                           \
+        H(P "leaves[].*.func", SOP_EVK_TEXT, "", ""),                                              \
+        H(P "leaves[].*.file", SOP_EVK_TEXT, "", ""), H(P "leaves[].*.line", SOP_EVK_INT, "", ""), \
+        H(P "leaves[].*.code", SOP_EVK_TEXT, "", ""),                                              \
+        H(P "entries", SOP_EVK_ARR, "", "the 8 most sampled entries (see below)"),                 \
+        H(P "entries[].func", SOP_EVK_TEXT, "", ""), H(P "entries[].file", SOP_EVK_TEXT, "", ""),  \
+        SOP_EVK_I(P "entries[].count", sop_window_entry_figs, count, "", ""),                      \
+        SOP_EVK_I(P "entries[].active", sop_window_entry_figs, active, "", ""),                    \
+        SOP_EVK_I(P "entries[].top_site_active", sop_window_entry_figs, top_site_active, "", ""),  \
+        SOP_EVK_I(P "entries[].sites", sop_window_entry_figs, sites, "", ""),
+
+#define H SOP_EVK_H
+#define WIN "(window) "
+const sop_evk sop__evk_python[] = {
+    H("version", SOP_EVK_TEXT, "", "\"3.11.7\""),
+    H("executable", SOP_EVK_TEXT, "", ""),
+    SOP_EVK_T("libpython", sop_python, libpython, "absent for static builds"),
+    SOP_EVK_S("layout", sop_python, layout,
+              "where the offsets came from: \"table 3.11\", \"_Py_DebugOffsets\""),
+    SOP_EVK_I("gil_holder_tid", sop_python, gil_holder_tid, "", "absent when unknown / none"),
+    H("finalizing", SOP_EVK_BOOL, "", "true, only when shutting down"),
+    H("gc", SOP_EVK_OBJ, "", "the main interpreter's GC"),
+    H("gc.enabled", SOP_EVK_BOOL, "", ""),
+    H("gc.collecting", SOP_EVK_BOOL, "", ""),
+    H("gc.thresholds", SOP_EVK_ARR, "", "[3]"),
+    H("gc.counts", SOP_EVK_ARR, "", "[3]"),
+    SOP_EVK_I("gc.frozen", sop_python, gc_frozen, "", "objects in the permanent generation"),
+    H("gc.collections", SOP_EVK_ARR, "",
+      "[3]: collections of generation 0/1/2 since start (generation_stats)"),
+    H("gc.window", SOP_EVK_OBJ, "", WIN "the GC over the sampled window (engine/bridge/window.c)"),
+    SOP_EVK_I("gc.window.samples", sop_gc_window_figs, samples, "",
+              "ticks at which the GC state was read"),
+    SOP_EVK_D("gc.window.collecting_frac", sop_gc_window_figs, collecting_frac, "",
+              "ticks at which a collection was running"),
+    SOP_EVK_D("gc.window.longest_collecting_ms", sop_gc_window_figs, longest_collecting_ms, "ms",
+              "longest run of collecting ticks"),
+    H("gc.window.collections", SOP_EVK_ARR, "", "[3]: at the last tick minus the first"),
+    H("gc.window.collections_per_s", SOP_EVK_ARR, "1/s", "[3]: over that span"),
+    H("walk", SOP_EVK_OBJ, "", "verified walks (issue 12, docs/python-stacks.md)"),
+    SOP_EVK_I("walk.retries", walk_figs, retries, "", "re-walks, over all threads"),
+    SOP_EVK_I("walk.threads_partial", walk_figs, threads_partial, "",
+              "threads whose stack is partial"),
+    SOP_EVK_I("walk.threads_stopped", walk_figs, threads_stopped, "",
+              "threads --exact stopped for their walk"),
+    SOP_EVK_D("walk.pause_ms", walk_figs, pause_ms, "ms", "their stop time, summed"),
+    H("threads", SOP_EVK_ARR, "", "the Python threads"),
+    H("threads[].tid", SOP_EVK_INT, "", "OS thread id; absent when unknown"),
+    H("threads[].thread_id", SOP_EVK_NUM, "", "pthread id (threading.get_ident())"),
+    SOP_EVK_T("threads[].name", sop_pythread, name, ""),
+    H("threads[].name_source", SOP_EVK_TEXT, "", "\"comm\" when not threading's"),
+    H("threads[].interp", SOP_EVK_INT, "", "interpreter id, 0 main"),
+    H("threads[].tid_source", SOP_EVK_TEXT, "",
+      "subinterpreter on 3.8-3.12: \"stack\" | \"unknown\""),
+    H("threads[].state", SOP_EVK_TEXT, "", "\"active\"|\"idle\""),
+    H("threads[].gil", SOP_EVK_BOOL, "", "holds the GIL"),
+    H("threads[].os_state", SOP_EVK_TEXT, "", "the kernel's letter"),
+    H("threads[].frames", SOP_EVK_ARR, "", "innermost first"),
+    H("threads[].frames[].func", SOP_EVK_TEXT, "", ""),
+    H("threads[].frames[].file", SOP_EVK_TEXT, "", ""),
+    H("threads[].frames[].line", SOP_EVK_INT, "", "absent when unknown"),
+    H("threads[].truncated", SOP_EVK_BOOL, "", "true: more frames than the bound"),
+    H("threads[].complete", SOP_EVK_BOOL, "", "verified whole"),
+    H("threads[].partial", SOP_EVK_TEXT, "", "why not"),
+    H("threads[].walk_retries", SOP_EVK_INT, "", "walks after the first"),
+    H("threads[].stopped", SOP_EVK_BOOL, "", "true: --exact stopped it for the read"),
+    H("threads[].native", SOP_EVK_ARR, "",
+      "with --native: its native stack, innermost first, Python frames merged in"),
+    H("threads[].native[].func", SOP_EVK_TEXT, "", ""),
+    H("threads[].native[].file", SOP_EVK_TEXT, "", "a merged Python frame"),
+    H("threads[].native[].line", SOP_EVK_INT, "", "a merged Python frame"),
+    H("threads[].native[].lib", SOP_EVK_TEXT, "", "\"python\" for a merged Python frame"),
+    H("threads[].pause_ms", SOP_EVK_NUM, "ms", "how long it was stopped (--native, --exact)"),
+    SOP_EVK_T("threads[].native_error", sop_pythread, native_error, ""),
+    H("threads[].window", SOP_EVK_OBJ, "",
+      WIN "the thread over the sampled window (engine/bridge/window.c; the fractions are "
+          "over its samples: see Sampling below)"),
+    WINDOW_ROWS("threads[].window.", DOC)
+        H("loop", SOP_EVK_OBJ, "",
+          WIN "asyncio loop threads: the loop that went longest inside one callback"),
+    SOP_EVK_I("loop.tid", sop_loop_figs, tid, "", ""),
+    SOP_EVK_D("loop.longest_block_ms", sop_loop_figs, longest_block_ms, "ms",
+              "the longest stretch"),
+    H("loop.frame", SOP_EVK_TEXT, "", "\"func (file:line)\": the frame most seen in it"),
+    H("loop.frames", SOP_EVK_ARR, "", "the callback's frames of that stretch, innermost first"),
+    H("loop.frames[].func", SOP_EVK_TEXT, "", ""),
+    H("loop.frames[].file", SOP_EVK_TEXT, "", ""),
+    H("loop.frames[].line", SOP_EVK_INT, "", ""),
+    H("workers", SOP_EVK_ARR, "", WIN "CPython descendants sampled too"),
+    SOP_EVK_I("workers[].pid", sop_worker_figs, pid, "", ""),
+    H("workers[].comm", SOP_EVK_TEXT, "", ""),
+    H("workers[].cmdline", SOP_EVK_TEXT, "", ""),
+    H("workers[].threads", SOP_EVK_ARR, "", "its sampled threads"),
+    H("workers[].threads[].tid", SOP_EVK_INT, "", ""),
+    SOP_EVK_S("workers[].threads[].name", sop_agg_thread, name, ""),
+    H("workers[].threads[].window", SOP_EVK_OBJ, "", "as threads[].window"),
+    WINDOW_ROWS("workers[].threads[].window.", NODOC) SOP_EVK_D(
+        "workers[].cpu_frac", sop_worker_figs, cpu_frac, "", "its main thread's samples: running"),
+    SOP_EVK_D("workers[].io_frac", sop_worker_figs, io_frac, "", "in D state"),
+    SOP_EVK_D("workers[].idle_frac", sop_worker_figs, idle_frac, "", "asleep"),
+    SOP_EVK_I("workers[].samples", sop_worker_figs, samples, "", ""),
+    SOP_EVK_D("workers[].start_time_s", sop_worker_figs, start_time_s, "s", "epoch seconds"),
+    SOP_EVK_D("workers[].age_s", sop_worker_figs, age_s, "s",
+              "its age when the sampler found it, at the window's start; not at collected_at"),
+    H("workers[].exited", SOP_EVK_BOOL, "",
+      "true: it exited before the window ended; absent otherwise"),
+    H("workers[].start_method", SOP_EVK_TEXT, "", "\"fork\"|\"spawn\"|\"forkserver\""),
+    H("workers[].io", SOP_EVK_OBJ, "", "/proc/PID/io over the window"),
+    H("workers[].io.read_bytes_per_s", SOP_EVK_NUM, "B/s", ""),
+    H("workers[].io.write_bytes_per_s", SOP_EVK_NUM, "B/s", ""),
+    H("workers[].io.rchar_per_s", SOP_EVK_NUM, "B/s", ""),
+    H("workers[].io.syscr_per_s", SOP_EVK_NUM, "1/s", ""),
+    H("workers[].io.mean_read_bytes", SOP_EVK_NUM, "B", ""),
+    H("workers[].io.wchar_per_s", SOP_EVK_NUM, "B/s", ""),
+    H("workers[].io.syscw_per_s", SOP_EVK_NUM, "1/s", ""),
+    H("workers[].io.mean_write_bytes", SOP_EVK_NUM, "B", ""),
+    SOP_EVK_D("workers[].read_bytes_per_s", sop_worker_figs, read_bytes_per_s, "B/s",
+              "from children[]"),
+    SOP_EVK_D("workers[].rchar_per_s", sop_worker_figs, rchar_per_s, "B/s", "from children[]"),
+    SOP_EVK_D("workers[].cpu_pct", sop_worker_figs, cpu_pct, "%", "from children[]"),
+    H("workers[].env", SOP_EVK_OBJ, "", "{NAME = value}: allow-listed, as children[].env"),
+    H("workers[].env.*", SOP_EVK_TEXT, "", ""),
+    H("loader", SOP_EVK_OBJ, "", WIN "only when there are workers"),
+    SOP_EVK_I("loader.workers", sop_loader_figs, workers, "", ""),
+    SOP_EVK_D("loader.workers_per_cpu", sop_loader_figs, workers_per_cpu, "",
+              "workers / effective_cpus"),
+    SOP_EVK_D("loader.main_data_wait_frac", sop_loader_figs, main_data_wait_frac, "", ""),
+    SOP_EVK_D("loader.workers_cpu_frac", sop_loader_figs, workers_cpu_frac, "", ""),
+    SOP_EVK_D("loader.workers_io_frac", sop_loader_figs, workers_io_frac, "", ""),
+    SOP_EVK_D("loader.workers_idle_frac", sop_loader_figs, workers_idle_frac, "", ""),
+};
+const size_t sop__evk_python_n = sizeof sop__evk_python / sizeof sop__evk_python[0];
+#undef H
+static void set(sop_value *o, const void *base, const char *prefix, sop_evk_hand_fn hand, void *ctx)
+{
+    sop__bridge_keys(o, base, sop__evk_python, sop__evk_python_n, prefix, hand, ctx);
+}
+
+static void frame_hand(sop_value *o, const sop_evk *row, const char *name, void *ctx)
+{
+    (void)row;
+    const sop_pyframe *f = ctx;
+    if (strcmp(name, "func") == 0)
+        sop__v_set(o, name, sop__bridge_text(f->func));
+    else if (strcmp(name, "file") == 0)
+        sop__v_set(o, name, sop__bridge_text(f->file));
+    else if (f->line >= 0) /* line */
+        sop__v_set_int(o, name, f->line);
+}
 
 static sop_value *frame_value(const sop_pyframe *f)
 {
     sop_value *o = sop__v_obj();
-    if (!o)
-        return NULL;
-    sop__v_set(o, "func", sop__bridge_text(f->func));
-    sop__v_set(o, "file", sop__bridge_text(f->file));
-    if (f->line >= 0)
-        sop__v_set_int(o, "line", f->line);
+    if (o)
+        set(o, NULL, "threads[].frames[].", frame_hand, (void *)f);
     return o;
+}
+
+/* One native frame: a merged Python frame {func file line lib="python"} or {func lib}. */
+typedef struct {
+    const sop_pythread *t;
+    const sop_nframe *n;
+} native_ctx;
+
+static void native_hand(sop_value *o, const sop_evk *row, const char *name, void *ctx)
+{
+    (void)row;
+    const native_ctx *c = ctx;
+    const sop_nframe *n = c->n;
+    if (n->py_index >= 0 && (size_t)n->py_index < c->t->nframes) {
+        if (strcmp(name, "lib") == 0)
+            sop__v_set_str(o, name, "python");
+        else
+            frame_hand(o, row, name, (void *)&c->t->frames[n->py_index]);
+    } else if (strcmp(name, "func") == 0) {
+        sop__v_set(o, name, sop__bridge_text(n->func));
+    } else if (strcmp(name, "lib") == 0) {
+        sop__v_set(o, name, sop__bridge_text(n->lib));
+    }
+}
+
+static void thread_hand(sop_value *o, const sop_evk *row, const char *name, void *ctx)
+{
+    (void)row;
+    const sop_pythread *t = ctx;
+    if (strcmp(name, "tid") == 0) {
+        if (t->tid > 0)
+            sop__v_set_int(o, name, t->tid);
+    } else if (strcmp(name, "thread_id") == 0) {
+        if (t->thread_id)
+            sop__v_set_dbl(o, name, (double)t->thread_id);
+    } else if (strcmp(name, "name_source") == 0) {
+        if (t->name_from_comm)
+            sop__v_set_str(o, name, "comm");
+    } else if (strcmp(name, "interp") == 0) {
+        if (t->interp_id >= 0) /* 0: the main interpreter */
+            sop__v_set_int(o, name, t->interp_id);
+    } else if (strcmp(name, "tid_source") == 0) {
+        if (t->tid_from_stack)
+            sop__v_set_str(o, name, t->tid > 0 ? "stack" : "unknown");
+    } else if (strcmp(name, "state") == 0) {
+        sop__v_set_str(o, name, t->active ? "active" : "idle");
+    } else if (strcmp(name, "gil") == 0) {
+        sop__v_set_bool(o, name, t->gil);
+    } else if (strcmp(name, "os_state") == 0) {
+        if (t->os_state && t->os_state != '?') {
+            char st[2] = {t->os_state, '\0'};
+            sop__v_set_str(o, name, st);
+        }
+    } else if (strcmp(name, "frames") == 0) {
+        sop_value *fr = sop__v_arr_at(o, name);
+        for (size_t k = 0; fr && k < t->nframes; k++)
+            sop__v_push(fr, frame_value(&t->frames[k]));
+    } else if (strcmp(name, "truncated") == 0) {
+        if (t->truncated)
+            sop__v_set_bool(o, name, true);
+    } else if (strcmp(name, "complete") == 0) {
+        /* complete: verified whole (docs/python-stacks.md); else `partial` says why */
+        sop__v_set_bool(o, name, !t->partial && !t->truncated);
+    } else if (strcmp(name, "partial") == 0) {
+        if (t->partial)
+            sop__v_set(o, name, sop__bridge_text(t->partial_reason));
+    } else if (strcmp(name, "walk_retries") == 0) {
+        if (t->walk_retries)
+            sop__v_set_int(o, name, t->walk_retries);
+    } else if (strcmp(name, "stopped") == 0) {
+        if (t->stopped) /* --exact stopped it for the read */
+            sop__v_set_bool(o, name, true);
+    } else if (strcmp(name, "native") == 0) {
+        if (!t->native)
+            return;
+        sop_value *na = sop__v_arr_at(o, name);
+        for (size_t k = 0; na && k < t->nnative; k++) {
+            native_ctx c = {t, &t->native[k]};
+            sop_value *no = sop__v_obj();
+            if (no)
+                set(no, NULL, "threads[].native[].", native_hand, &c);
+            sop__v_push(na, no);
+        }
+    } else if (strcmp(name, "pause_ms") == 0) {
+        if (t->native || t->stopped) /* after native[] when there is one */
+            sop__v_set_dbl(o, name, t->pause_ms);
+    } /* window: engine/bridge/window.c */
 }
 
 sop_value *sop__bridge_python_threads(const sop_python *py)
@@ -26,94 +308,48 @@ sop_value *sop__bridge_python_threads(const sop_python *py)
     if (!arr)
         return NULL;
     for (size_t i = 0; i < py->nthreads; i++) {
-        const sop_pythread *t = &py->threads[i];
         sop_value *o = sop__v_obj();
         if (!o)
             break;
-        if (t->tid > 0)
-            sop__v_set_int(o, "tid", t->tid);
-        if (t->thread_id)
-            sop__v_set_dbl(o, "thread_id", (double)t->thread_id);
-        if (t->name[0])
-            sop__v_set(o, "name", sop__bridge_text(t->name));
-        if (t->name_from_comm)
-            sop__v_set_str(o, "name_source", "comm");
-        if (t->interp_id >= 0) /* 0: the main interpreter */
-            sop__v_set_int(o, "interp", t->interp_id);
-        if (t->tid_from_stack)
-            sop__v_set_str(o, "tid_source", t->tid > 0 ? "stack" : "unknown");
-        sop__v_set_str(o, "state", t->active ? "active" : "idle");
-        sop__v_set_bool(o, "gil", t->gil);
-        if (t->os_state && t->os_state != '?') {
-            char st[2] = {t->os_state, '\0'};
-            sop__v_set_str(o, "os_state", st);
-        }
-        sop_value *fr = sop__v_arr_at(o, "frames");
-        for (size_t k = 0; fr && k < t->nframes; k++)
-            sop__v_push(fr, frame_value(&t->frames[k]));
-        if (t->truncated)
-            sop__v_set_bool(o, "truncated", true);
-        /* complete: verified whole (docs/python-stacks.md); else `partial` says why */
-        sop__v_set_bool(o, "complete", !t->partial && !t->truncated);
-        if (t->partial)
-            sop__v_set(o, "partial", sop__bridge_text(t->partial_reason));
-        if (t->walk_retries)
-            sop__v_set_int(o, "walk_retries", t->walk_retries);
-        if (t->stopped) { /* --exact stopped it for the read */
-            sop__v_set_bool(o, "stopped", true);
-            if (!t->native)
-                sop__v_set_dbl(o, "pause_ms", t->pause_ms);
-        }
-        if (t->native) {
-            sop_value *na = sop__v_arr_at(o, "native");
-            for (size_t k = 0; na && k < t->nnative; k++) {
-                const sop_nframe *n = &t->native[k];
-                sop_value *no;
-                if (n->py_index >= 0 && (size_t)n->py_index < t->nframes) {
-                    no = frame_value(&t->frames[n->py_index]);
-                    if (no)
-                        sop__v_set_str(no, "lib", "python");
-                } else {
-                    no = sop__v_obj();
-                    if (no) {
-                        sop__v_set(no, "func", sop__bridge_text(n->func));
-                        sop__v_set(no, "lib", sop__bridge_text(n->lib));
-                    }
-                }
-                sop__v_push(na, no);
-            }
-            sop__v_set_dbl(o, "pause_ms", t->pause_ms);
-        }
-        if (t->native_error[0])
-            sop__v_set(o, "native_error", sop__bridge_text(t->native_error));
+        set(o, &py->threads[i], "threads[].", thread_hand, (void *)&py->threads[i]);
         sop__v_push(arr, o);
     }
     return arr;
 }
 
+static void push_gens(sop_value *o, const char *name, const int64_t g3[3])
+{
+    sop_value *arr = sop__v_arr_at(o, name);
+    for (int g = 0; g < 3; g++)
+        sop__v_push(arr, sop__v_num((double)g3[g]));
+}
+
+static void gc_hand(sop_value *o, const sop_evk *row, const char *name, void *ctx)
+{
+    (void)row;
+    const sop_python *py = ctx;
+    if (strcmp(name, "enabled") == 0) {
+        if (py->gc_enabled != SOP_NA)
+            sop__v_set_bool(o, name, py->gc_enabled != 0);
+    } else if (strcmp(name, "collecting") == 0) {
+        if (py->gc_collecting != SOP_NA)
+            sop__v_set_bool(o, name, py->gc_collecting != 0);
+    } else if (strcmp(name, "thresholds") == 0) { /* both, when the thresholds were read */
+        if (py->gc_threshold[0] != SOP_NA) {
+            push_gens(o, name, py->gc_threshold);
+            push_gens(o, "counts", py->gc_count);
+        }
+    } else if (strcmp(name, "collections") == 0) {
+        if (py->gc_collections[0] != SOP_NA)
+            push_gens(o, name, py->gc_collections);
+    } /* counts: with thresholds; window: engine/bridge/window.c */
+}
+
 sop_value *sop__bridge_python_gc(const sop_python *py)
 {
     sop_value *gc = sop__v_obj();
-    if (gc) {
-        if (py->gc_enabled != SOP_NA)
-            sop__v_set_bool(gc, "enabled", py->gc_enabled != 0);
-        if (py->gc_collecting != SOP_NA)
-            sop__v_set_bool(gc, "collecting", py->gc_collecting != 0);
-        if (py->gc_threshold[0] != SOP_NA) {
-            sop_value *th = sop__v_arr_at(gc, "thresholds");
-            sop_value *ct = sop__v_arr_at(gc, "counts");
-            for (int g = 0; g < 3; g++) {
-                sop__v_push(th, sop__v_num((double)py->gc_threshold[g]));
-                sop__v_push(ct, sop__v_num((double)py->gc_count[g]));
-            }
-        }
-        sop__v_set_int(gc, "frozen", py->gc_frozen);
-        if (py->gc_collections[0] != SOP_NA) {
-            sop_value *cs = sop__v_arr_at(gc, "collections");
-            for (int g = 0; g < 3; g++)
-                sop__v_push(cs, sop__v_num((double)py->gc_collections[g]));
-        }
-    }
+    if (gc)
+        set(gc, py, "gc.", gc_hand, (void *)py);
     return gc;
 }
 
@@ -153,19 +389,35 @@ sop_value *sop__bridge_python_walk(const sop_python *py)
 {
     sop_value *o = sop__v_obj();
     if (o) {
-        sop__v_set_int(o, "retries", py->walk_retries);
-        sop__v_set_int(o, "threads_partial", py->threads_partial);
-        double pause = 0;
-        long stopped = 0;
+        walk_figs f = {py->walk_retries, py->threads_partial, 0, 0};
         for (size_t i = 0; i < py->nthreads; i++)
             if (py->threads[i].stopped) {
-                pause += py->threads[i].pause_ms;
-                stopped++;
+                f.pause_ms += py->threads[i].pause_ms;
+                f.threads_stopped++;
             }
-        sop__v_set_int(o, "threads_stopped", stopped);
-        sop__v_set_dbl(o, "pause_ms", pause);
+        set(o, &f, "walk.", NULL, NULL);
     }
     return o;
+}
+
+/* ev.python's own level; heap, loop, workers and loader are written by other files. */
+static void python_hand(sop_value *p, const sop_evk *row, const char *name, void *ctx)
+{
+    (void)row;
+    const sop_python *py = ctx;
+    if (strcmp(name, "version") == 0)
+        sop__v_set(p, name, sop__bridge_text(py->version));
+    else if (strcmp(name, "executable") == 0)
+        sop__v_set(p, name, sop__bridge_text(py->executable));
+    else if (strcmp(name, "finalizing") == 0) {
+        if (py->finalizing)
+            sop__v_set_bool(p, name, true);
+    } else if (strcmp(name, "gc") == 0)
+        sop__v_set(p, name, sop__bridge_python_gc(py));
+    else if (strcmp(name, "walk") == 0)
+        sop__v_set(p, name, sop__bridge_python_walk(py));
+    else if (strcmp(name, "threads") == 0)
+        sop__v_set(p, name, sop__bridge_python_threads(py));
 }
 
 void sop__bridge_python(sop_value *ev, const struct sop_python *py)
@@ -173,17 +425,6 @@ void sop__bridge_python(sop_value *ev, const struct sop_python *py)
     if (!py)
         return;
     sop_value *p = sop__v_obj_at(ev, "python");
-    if (!p)
-        return;
-    sop__v_set(p, "version", sop__bridge_text(py->version));
-    sop__v_set(p, "executable", sop__bridge_text(py->executable));
-    if (py->libpython[0])
-        sop__v_set(p, "libpython", sop__bridge_text(py->libpython));
-    sop__v_set_str(p, "layout", py->layout);
-    sop__v_set_int(p, "gil_holder_tid", py->gil_holder_tid);
-    if (py->finalizing)
-        sop__v_set_bool(p, "finalizing", true);
-    sop__v_set(p, "gc", sop__bridge_python_gc(py));
-    sop__v_set(p, "walk", sop__bridge_python_walk(py));
-    sop__v_set(p, "threads", sop__bridge_python_threads(py));
+    if (p)
+        set(p, py, "", python_hand, (void *)py);
 }

@@ -1,12 +1,16 @@
 /* sched.c (bridge) — adds ev.sched: the whole tree's CPU time and run-queue wait over the
  * window (target + descendants, every thread including those that came and went), its
  * runnable load against the effective CPUs, and per process the threads, their names and the
- * thread-pool libraries mapped. Keys per docs/evidence.md. Depends on probes/proc_tree.h. */
+ * thread-pool libraries mapped. Its keys are the table sop__evk_sched below (docs/evidence.md
+ * is generated from it): the figures are sums over the threads, so each level first fills a
+ * small struct of them, which the table's plain rows read. Depends on probes/proc_tree.h,
+ * schema.h. */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "bridge.h"
+#include "schema.h"
 
 #define TOP_THREADS 16 /* per process, busiest (cpu + wait) first */
 #define NAMES_MAX 16   /* distinct thread names per process */
@@ -28,6 +32,164 @@ typedef struct {
     int64_t count;
     double cpu_s, wait_s;
 } name_sum;
+
+/* The figures of the whole tree, of one process and of one of its top threads. */
+typedef struct {
+    double window_s;
+    int64_t polls, effective_cpus;
+    double capacity_cpus, cpu_s, runqueue_wait_s, runnable_load;
+    int64_t threads, threads_seen;
+} tree_figs;
+
+typedef struct {
+    int64_t pid, ppid; /* ppid SOP_NA when not > 0 */
+    char comm[16], cmdline[256];
+    int64_t threads, threads_seen, threads_born, threads_exited;
+    double cpu_s, wait_s, load;
+} proc_figs;
+
+typedef struct {
+    int64_t tid;
+    double cpu_s, wait_s;
+} top_figs;
+
+#define H SOP_EVK_H
+const sop_evk sop__evk_sched[] = {
+    SOP_EVK_D("window_s", tree_figs, window_s, "s", "time between the first and the last poll"),
+    SOP_EVK_I("polls", tree_figs, polls, "", "polls taken (every 250 ms)"),
+    SOP_EVK_I("effective_cpus", tree_figs, effective_cpus, "CPUs", "= ev.effective_cpus"),
+    SOP_EVK_D("capacity_cpus", tree_figs, capacity_cpus, "CPUs",
+              "the same with a CFS quota as a fraction (1.5)"),
+    SOP_EVK_D("cpu_s", tree_figs, cpu_s, "s",
+              "CPU time of all threads in the window (task schedstat run time)"),
+    SOP_EVK_D("runqueue_wait_s", tree_figs, runqueue_wait_s, "s",
+              "time they sat runnable waiting for a CPU (schedstat run-queue delay)"),
+    SOP_EVK_D("runnable_load", tree_figs, runnable_load, "",
+              "(cpu_s + runqueue_wait_s) / window_s: threads wanting a CPU on average; it "
+              "cannot exceed the job's own runnable threads, whatever else the host runs, so "
+              "load > effective_cpus is the job's own oversubscription"),
+    SOP_EVK_I("threads", tree_figs, threads, "", "alive at the end"),
+    SOP_EVK_I("threads_seen", tree_figs, threads_seen, "", "all seen in the window"),
+    H("cut", SOP_EVK_BOOL, "",
+      "true: more than 8192 threads or 64 processes; the rest not counted"),
+    H("procs", SOP_EVK_ARR, "",
+      "the target and every descendant, every thread, polled every 250 ms, so threads and "
+      "workers that came and went keep their time"),
+    SOP_EVK_I("procs[].pid", proc_figs, pid, "", ""),
+    SOP_EVK_I("procs[].ppid", proc_figs, ppid, "", ""),
+    SOP_EVK_T("procs[].comm", proc_figs, comm, ""),
+    SOP_EVK_T("procs[].cmdline", proc_figs, cmdline, ""),
+    SOP_EVK_I("procs[].threads", proc_figs, threads, "", "alive at the end"),
+    SOP_EVK_I("procs[].threads_seen", proc_figs, threads_seen, "", "all seen in the window"),
+    SOP_EVK_I("procs[].threads_born", proc_figs, threads_born, "", "not seen by the first poll"),
+    SOP_EVK_I("procs[].threads_exited", proc_figs, threads_exited, "", "not seen by the last poll"),
+    SOP_EVK_D("procs[].cpu_s", proc_figs, cpu_s, "s", "as cpu_s, this process"),
+    SOP_EVK_D("procs[].wait_s", proc_figs, wait_s, "s", "as runqueue_wait_s, this process"),
+    SOP_EVK_D("procs[].load", proc_figs, load, "", "as runnable_load, this process"),
+    H("procs[].exited", SOP_EVK_BOOL, "", "true: gone by the last poll"),
+    H("procs[].born", SOP_EVK_BOOL, "", "true: not there at the first poll"),
+    H("procs[].libs", SOP_EVK_ARR, "", "thread-pool libraries mapped: blas, openmp, torch"),
+    H("procs[].libs[].kind", SOP_EVK_TEXT, "", ""),
+    H("procs[].libs[].name", SOP_EVK_TEXT, "", ""),
+    H("procs[].names", SOP_EVK_ARR, "", "threads grouped by name, at most 16 names"),
+    H("procs[].names[].name", SOP_EVK_TEXT, "", ""),
+    SOP_EVK_I("procs[].names[].count", name_sum, count, "", "threads of that name"),
+    SOP_EVK_D("procs[].names[].cpu_s", name_sum, cpu_s, "s", ""),
+    SOP_EVK_D("procs[].names[].wait_s", name_sum, wait_s, "s", ""),
+    H("procs[].names_cut", SOP_EVK_BOOL, "", "true: more than 16 names; the rest not listed"),
+    H("procs[].top", SOP_EVK_ARR, "", "the 16 busiest threads (cpu + wait)"),
+    SOP_EVK_I("procs[].top[].tid", top_figs, tid, "", ""),
+    H("procs[].top[].name", SOP_EVK_TEXT, "", ""),
+    SOP_EVK_D("procs[].top[].cpu_s", top_figs, cpu_s, "s", ""),
+    SOP_EVK_D("procs[].top[].wait_s", top_figs, wait_s, "s", ""),
+    H("procs[].top[].exited", SOP_EVK_BOOL, "", "true: gone by the last poll"),
+};
+const size_t sop__evk_sched_n = sizeof sop__evk_sched / sizeof sop__evk_sched[0];
+#undef H
+
+static void set(sop_value *o, const void *base, const char *prefix, sop_evk_hand_fn hand, void *ctx)
+{
+    sop__bridge_keys(o, base, sop__evk_sched, sop__evk_sched_n, prefix, hand, ctx);
+}
+
+/* What one process's hand rows need. */
+typedef struct {
+    const sop_tree_proc *p;
+    const name_sum *names;
+    size_t nnames;
+    bool names_cut;
+    const sop_tree_thread **top;
+    size_t ntop;
+} proc_ctx;
+
+static void lib_hand(sop_value *o, const sop_evk *row, const char *name, void *ctx)
+{
+    (void)row;
+    const char *const *kn = ctx; /* {kind, name} */
+    sop__v_set_str(o, name, kn[strcmp(name, "kind") == 0 ? 0 : 1]);
+}
+
+static void name_hand(sop_value *o, const sop_evk *row, const char *name, void *ctx)
+{
+    (void)row;
+    sop__v_set(o, name, sop__bridge_text(((const name_sum *)ctx)->name));
+}
+
+static void top_hand(sop_value *o, const sop_evk *row, const char *name, void *ctx)
+{
+    (void)row;
+    const sop_tree_thread *th = ctx;
+    if (strcmp(name, "name") == 0)
+        sop__v_set(o, name, sop__bridge_text(th->name));
+    else if (!th->alive) /* exited */
+        sop__v_set_bool(o, name, true);
+}
+
+static void proc_hand(sop_value *o, const sop_evk *row, const char *name, void *ctx)
+{
+    (void)row;
+    const proc_ctx *c = ctx;
+    const sop_tree_proc *p = c->p;
+    if (strcmp(name, "exited") == 0) {
+        if (!p->alive)
+            sop__v_set_bool(o, name, true);
+    } else if (strcmp(name, "born") == 0) {
+        if (!p->at_start)
+            sop__v_set_bool(o, name, true);
+    } else if (strcmp(name, "libs") == 0) {
+        if (!p->nlibs)
+            return;
+        sop_value *libs = sop__v_arr_at(o, name);
+        for (size_t i = 0; libs && i < p->nlibs; i++) {
+            sop_value *l = sop__v_obj();
+            const char *kn[2] = {p->libs[i].kind, p->libs[i].name};
+            if (l)
+                set(l, NULL, "procs[].libs[].", lib_hand, (void *)kn);
+            sop__v_push(libs, l);
+        }
+    } else if (strcmp(name, "names") == 0) {
+        sop_value *nm = sop__v_arr_at(o, name);
+        for (size_t k = 0; nm && k < c->nnames; k++) {
+            sop_value *e = sop__v_obj();
+            if (e)
+                set(e, &c->names[k], "procs[].names[].", name_hand, (void *)&c->names[k]);
+            sop__v_push(nm, e);
+        }
+    } else if (strcmp(name, "names_cut") == 0) {
+        if (c->names_cut)
+            sop__v_set_bool(o, name, true);
+    } else if (strcmp(name, "top") == 0) {
+        sop_value *top = sop__v_arr_at(o, name);
+        for (size_t i = 0; top && i < c->ntop; i++) {
+            const sop_tree_thread *th = c->top[i];
+            top_figs f = {th->tid, sop__tree_thread_cpu_s(th), sop__tree_thread_wait_s(th)};
+            sop_value *e = sop__v_obj();
+            if (e)
+                set(e, &f, "procs[].top[].", top_hand, (void *)th);
+            sop__v_push(top, e);
+        }
+    }
+}
 
 static void bridge_proc(sop_value *arr, const sop_tree_sched *t, const sop_tree_proc *p,
                         double window_s, const sop_tree_thread **scratch)
@@ -66,58 +228,40 @@ static void bridge_proc(sop_value *arr, const sop_tree_sched *t, const sop_tree_
         names[k].cpu_s += c;
         names[k].wait_s += w;
     }
-    sop__v_set_int(o, "pid", p->pid);
-    if (p->ppid > 0)
-        sop__v_set_int(o, "ppid", p->ppid);
-    if (p->comm[0])
-        sop__v_set(o, "comm", sop__bridge_text(p->comm));
-    if (p->cmdline[0])
-        sop__v_set(o, "cmdline", sop__bridge_text(p->cmdline));
-    sop__v_set_int(o, "threads", alive);
-    sop__v_set_int(o, "threads_seen", (int64_t)n);
-    sop__v_set_int(o, "threads_born", born);
-    sop__v_set_int(o, "threads_exited", exited);
-    sop__v_set_dbl(o, "cpu_s", cpu);
-    sop__v_set_dbl(o, "wait_s", wait);
-    if (window_s > 0)
-        sop__v_set_dbl(o, "load", (cpu + wait) / window_s);
-    if (!p->alive)
-        sop__v_set_bool(o, "exited", true);
-    if (!p->at_start)
-        sop__v_set_bool(o, "born", true);
-    if (p->nlibs) {
-        sop_value *libs = sop__v_arr_at(o, "libs");
-        for (size_t i = 0; libs && i < p->nlibs; i++) {
-            sop_value *l = sop__v_obj();
-            sop__v_set_str(l, "kind", p->libs[i].kind);
-            sop__v_set_str(l, "name", p->libs[i].name);
-            sop__v_push(libs, l);
-        }
-    }
-    sop_value *nm = sop__v_arr_at(o, "names");
-    for (size_t k = 0; nm && k < nnames; k++) {
-        sop_value *e = sop__v_obj();
-        sop__v_set(e, "name", sop__bridge_text(names[k].name));
-        sop__v_set_int(e, "count", names[k].count);
-        sop__v_set_dbl(e, "cpu_s", names[k].cpu_s);
-        sop__v_set_dbl(e, "wait_s", names[k].wait_s);
-        sop__v_push(nm, e);
-    }
-    if (names_cut)
-        sop__v_set_bool(o, "names_cut", true);
     qsort(scratch, n, sizeof *scratch, by_busy_desc);
-    sop_value *top = sop__v_arr_at(o, "top");
-    for (size_t i = 0; top && i < n && i < TOP_THREADS; i++) {
-        sop_value *e = sop__v_obj();
-        sop__v_set_int(e, "tid", scratch[i]->tid);
-        sop__v_set(e, "name", sop__bridge_text(scratch[i]->name));
-        sop__v_set_dbl(e, "cpu_s", sop__tree_thread_cpu_s(scratch[i]));
-        sop__v_set_dbl(e, "wait_s", sop__tree_thread_wait_s(scratch[i]));
-        if (!scratch[i]->alive)
-            sop__v_set_bool(e, "exited", true);
-        sop__v_push(top, e);
-    }
+    proc_figs f = {.pid = p->pid,
+                   .ppid = p->ppid > 0 ? p->ppid : SOP_NA,
+                   .threads = alive,
+                   .threads_seen = (int64_t)n,
+                   .threads_born = born,
+                   .threads_exited = exited,
+                   .cpu_s = cpu,
+                   .wait_s = wait,
+                   .load = window_s > 0 ? (cpu + wait) / window_s : NAN};
+    memcpy(f.comm, p->comm, sizeof f.comm);
+    memcpy(f.cmdline, p->cmdline, sizeof f.cmdline);
+    f.comm[sizeof f.comm - 1] = f.cmdline[sizeof f.cmdline - 1] = '\0';
+    proc_ctx c = {p, names, nnames, names_cut, scratch, n < TOP_THREADS ? n : TOP_THREADS};
+    set(o, &f, "procs[].", proc_hand, &c);
     sop__v_push(arr, o);
+}
+
+/* The tree's own level: cut, and procs[] built where the walk reaches its row. */
+static void sched_hand(sop_value *o, const sop_evk *row, const char *name, void *ctx)
+{
+    (void)row;
+    const sop_tree_sched *t = ctx;
+    if (strcmp(name, "cut") == 0) {
+        if (t->dropped)
+            sop__v_set_bool(o, name, true);
+    } else if (strcmp(name, "procs") == 0) {
+        double window_s = (t->last_poll_ms - t->first_poll_ms) / 1e3;
+        sop_value *procs = sop__v_arr_at(o, name);
+        const sop_tree_thread **scratch = malloc((t->nthreads ? t->nthreads : 1) * sizeof *scratch);
+        for (size_t i = 0; procs && scratch && i < t->nprocs; i++)
+            bridge_proc(procs, t, &t->procs[i], window_s, scratch);
+        free(scratch);
+    }
 }
 
 void sop__bridge_sched(sop_value *ev, const sop_tree_sched *t, int64_t effective_cpus,
@@ -138,20 +282,14 @@ void sop__bridge_sched(sop_value *ev, const sop_tree_sched *t, int64_t effective
         wait += sop__tree_thread_wait_s(&t->threads[i]);
         alive += t->threads[i].alive;
     }
-    sop__v_set_dbl(o, "window_s", window_s);
-    sop__v_set_int(o, "polls", t->polls);
-    sop__v_set_int(o, "effective_cpus", effective_cpus);
-    sop__v_set_dbl(o, "capacity_cpus", capacity_cpus);
-    sop__v_set_dbl(o, "cpu_s", cpu);
-    sop__v_set_dbl(o, "runqueue_wait_s", wait);
-    sop__v_set_dbl(o, "runnable_load", (cpu + wait) / window_s);
-    sop__v_set_int(o, "threads", alive);
-    sop__v_set_int(o, "threads_seen", (int64_t)t->nthreads);
-    if (t->dropped)
-        sop__v_set_bool(o, "cut", true);
-    sop_value *procs = sop__v_arr_at(o, "procs");
-    const sop_tree_thread **scratch = malloc((t->nthreads ? t->nthreads : 1) * sizeof *scratch);
-    for (size_t i = 0; procs && scratch && i < t->nprocs; i++)
-        bridge_proc(procs, t, &t->procs[i], window_s, scratch);
-    free(scratch);
+    tree_figs f = {window_s,
+                   t->polls,
+                   effective_cpus,
+                   capacity_cpus,
+                   cpu,
+                   wait,
+                   (cpu + wait) / window_s,
+                   alive,
+                   (int64_t)t->nthreads};
+    set(o, &f, "", sched_hand, (void *)t);
 }

@@ -74,6 +74,33 @@ const sop_evk_group sop__evk_groups[] = {
     {"siblings[]", "engine/bridge/proc.c", sop__evk_children, &sop__evk_children_n},
     {"cgroup", "engine/bridge/cgroup.c", sop__evk_cgroup, &sop__evk_cgroup_n},
     {"alloc", "engine/bridge/alloc.c", sop__evk_alloc, &sop__evk_alloc_n},
+    {"sched",
+     "engine/bridge/sched.c (probes/proc_tree.c): whole-tree scheduling over the window; "
+     "absent with --duration 0, or when no task/TID/schedstat was readable",
+     sop__evk_sched, &sop__evk_sched_n},
+    {"python",
+     "engine/bridge/python.c (probes/python/), when the target is CPython (issue 3; "
+     "docs/python-stacks.md); rows marked (window): engine/bridge/window.c",
+     sop__evk_python, &sop__evk_python_n},
+    {"python.heap",
+     "engine/bridge/heap.c (probes/python/heap_walk.c; issue 14; docs/heap.md): with `run --heap` "
+     "/ "
+     "`evidence --heap` a census at the window's start and end; else one at the end only when "
+     "the RSS grew >= 1 MiB/s over >= 2 s or the cgroup is >= 80% full",
+     sop__evk_heap, &sop__evk_heap_n},
+    {"sampling",
+     "engine/bridge/window.c: the sampling loop's counts (engine/sampler.c), when a window was "
+     "sampled (see Sampling below)",
+     sop__evk_sampling, &sop__evk_sampling_n},
+    {"io_files[]",
+     "engine/bridge/window.c (engine/sampler_files.c), sampled windows: regular files open at "
+     "the window's end in the target and its workers, at most 64 per process",
+     sop__evk_io_files, &sop__evk_io_files_n},
+    {"rank",
+     "engine/rank.c from proc.env; absent when the process carries no rank. A report copies it "
+     "into target, and its key figures into `figures`: docs/ranks.md",
+     sop__evk_rank, &sop__evk_rank_n},
+    {"", "engine/collect.c", sop__evk_top, &sop__evk_top_n}, /* top-level keys */
 };
 const size_t sop__evk_ngroups = sizeof sop__evk_groups / sizeof sop__evk_groups[0];
 
@@ -84,13 +111,15 @@ static const char *type_name(sop_evk_type t)
 }
 
 /* A group named "x[]" is an array of objects (its rows: "x[].key"); a group whose rows are an
- * earlier group's is listed as "same keys as" that one. */
+ * earlier group's is listed as "same keys as" that one; the group "" (top-level keys) has no
+ * header line. */
 static void group_md(sop_sb *b, const sop_evk_group *g)
 {
     size_t gl = strlen(g->group);
     bool arr = gl > 2 && strcmp(g->group + gl - 2, "[]") == 0;
-    sop__sb_printf(b, "%-40s %-6s %-8s written by %s\n", g->group, arr ? "array" : "object", "",
-                   g->file);
+    if (gl) /* the group "" (top-level keys) has no line of its own */
+        sop__sb_printf(b, "%-40s %-6s %-8s written by %s\n", g->group, arr ? "array" : "object", "",
+                       g->file);
     for (const sop_evk_group *o = sop__evk_groups; o < g; o++) {
         if (o->keys == g->keys) {
             sop__sb_printf(b, "  same keys as %s\n", o->group);
@@ -101,13 +130,16 @@ static void group_md(sop_sb *b, const sop_evk_group *g)
     for (size_t i = 0; i < n; i++) {
         const sop_evk *r = &g->keys[i];
         char path[128];
-        snprintf(path, sizeof path, "%s.%s", g->group, r->key);
-        if (r->doc[0])
-            sop__sb_printf(b, "  %-38s %-6s %-8s %s\n", path, type_name(r->type), r->unit, r->doc);
-        else if (r->unit[0])
-            sop__sb_printf(b, "  %-38s %-6s %s\n", path, type_name(r->type), r->unit);
+        if (gl) /* "  host.ncpu"; a top-level key stands at the margin */
+            snprintf(path, sizeof path, "  %s.%s", g->group, r->key);
         else
-            sop__sb_printf(b, "  %-38s %s\n", path, type_name(r->type));
+            snprintf(path, sizeof path, "%s", r->key);
+        if (r->doc[0])
+            sop__sb_printf(b, "%-40s %-6s %-8s %s\n", path, type_name(r->type), r->unit, r->doc);
+        else if (r->unit[0])
+            sop__sb_printf(b, "%-40s %-6s %s\n", path, type_name(r->type), r->unit);
+        else
+            sop__sb_printf(b, "%-40s %s\n", path, type_name(r->type));
     }
 }
 
@@ -145,7 +177,7 @@ sop_value *sop__evidence_schema(void)
         sop_value *o = sop__v_obj();
         if (!o)
             break;
-        sop__v_set_str(o, "group", gr->group);
+        sop__v_set(o, "group", sop__v_str(gr->group)); /* "" too: the top-level keys */
         sop__v_set_str(o, "file", gr->file);
         sop_value *keys = sop__v_arr_at(o, "keys");
         size_t n = *gr->n;
@@ -153,7 +185,7 @@ sop_value *sop__evidence_schema(void)
             const sop_evk *r = &gr->keys[i];
             sop_value *k = sop__v_obj();
             char path[128];
-            snprintf(path, sizeof path, "%s.%s", gr->group, r->key);
+            snprintf(path, sizeof path, "%s%s%s", gr->group, gr->group[0] ? "." : "", r->key);
             sop__v_set_str(k, "key", path);
             sop__v_set_str(k, "type", type_name(r->type));
             sop__v_set_str(k, "unit", r->unit);

@@ -1,9 +1,11 @@
-/* schema.h — the evidence schema as data: one table per evidence group (host, cgroup, alloc,
- * numa), one row per key: its path under the group, type, unit and doc, and for a plain field
+/* schema.h — the evidence schema as data: one table per evidence group (host with numa, cgroup,
+ * alloc, sched, python, python.heap, sampling, io_files[], rank; "" = the top-level keys), one
+ * row per key: its path under the group, type, unit and doc, and for a plain field
  * where it lives in the probe's struct. The bridge sets plain fields with sop__bridge_keys; the
  * rows it writes by hand (derived figures, arrays, nested objects) carry SOP_EVK_HAND and are
- * documentation only. docs/evidence.md (sop_evidence_doc) and the `reads` check follow from the
- * same tables. Depends on engine/value.h. */
+ * written by the walk's hand callback, in table order (the top-level keys: by collect.c's own
+ * code; those rows are documentation and the reads check only). docs/evidence.md (sop_evidence_doc)
+ * and the `reads` check follow from the same tables. Depends on engine/value.h. */
 #ifndef SOP_SCHEMA_H
 #define SOP_SCHEMA_H
 
@@ -81,6 +83,18 @@ extern const size_t sop__evk_host_n, sop__evk_cgroup_n, sop__evk_alloc_n;
 /* proc, threads[]; children[], parent and siblings[] share sop__evk_children */
 extern const sop_evk sop__evk_proc[], sop__evk_threads[], sop__evk_children[];
 extern const size_t sop__evk_proc_n, sop__evk_threads_n, sop__evk_children_n;
+extern const sop_evk sop__evk_sched[];
+extern const size_t sop__evk_sched_n;
+extern const sop_evk sop__evk_python[];
+extern const size_t sop__evk_python_n;
+extern const sop_evk sop__evk_heap[]; /* the group "python.heap" */
+extern const size_t sop__evk_heap_n;
+extern const sop_evk sop__evk_sampling[], sop__evk_io_files[];
+extern const size_t sop__evk_sampling_n, sop__evk_io_files_n;
+extern const sop_evk sop__evk_rank[];
+extern const size_t sop__evk_rank_n;
+extern const sop_evk sop__evk_top[]; /* the group "": top-level keys */
+extern const size_t sop__evk_top_n;
 extern const sop_evk_group sop__evk_groups[];
 extern const size_t sop__evk_ngroups;
 

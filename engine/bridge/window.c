@@ -2,98 +2,204 @@
  * ev.python each thread's window (shares, top stacks, the exact distribution, hot leaves and
  * entries), the GC window, the longest asyncio loop stretch, the workers and the loader. Reads
  * the aggregation (engine/sample_agg.h) through its queries; the one file read here is a hot
- * frame's source line (engine/source_line.c). Depends on value.h, bridge.h. */
+ * frame's source line (engine/source_line.c). The keys of ev.sampling and ev.io_files are the
+ * tables sop__evk_sampling and sop__evk_io_files below (docs/evidence.md is generated from
+ * them); those under ev.python are rows of sop__evk_python (engine/bridge/python.c), walked
+ * here with the figures of window.h as plain rows; sites, lists (top stacks, dist, leaves,
+ * entries), a worker's io and env are written by the hand callbacks. Depends on value.h,
+ * bridge.h, schema.h. */
 #include "window.h"
 
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "../source_line.h"
 #include "bridge.h"
+#include "schema.h"
 
 #define TOP_STACKS 5
 #define TOP_LEAVES 8               /* per thread in the evidence */
 #define SOURCE_READS_MAX 256       /* source lines read per window (hot leaves and callers) */
 #define SOURCE_MAX_BYTES (8 << 20) /* a .py file larger than this is not read */
 
+/* ev.sampling's figures: the loop's counts as the table's plain rows read them. */
+typedef struct {
+    double rate_hz;
+    int64_t samples, missed, thread_samples, samples_partial, walk_retries;
+    double self_cpu_ms, window_s;
+    int64_t processes;
+} sampling_figs;
+
+#define D(k, f, u, d) SOP_EVK_D(k, sampling_figs, f, u, d)
+#define I(k, f, u, d) SOP_EVK_I(k, sampling_figs, f, u, d)
+const sop_evk sop__evk_sampling[] = {
+    D("rate_hz", rate_hz, "Hz", "ticks per second asked for (--rate)"),
+    I("samples", samples, "", "ticks taken"),
+    I("missed", missed, "", "ticks skipped because a tick overran (or failed)"),
+    I("thread_samples", thread_samples, "", "one per thread per tick"),
+    I("samples_partial", samples_partial, "",
+      "of those, stacks not verified complete within 48 snapshot re-reads"),
+    I("walk_retries", walk_retries, "", "those re-reads"),
+    D("self_cpu_ms", self_cpu_ms, "ms", "sopctl's CPU time in the sampling loop"),
+    D("window_s", window_s, "s", "the sampled window"),
+    I("processes", processes, "", "processes sampled: the target and its CPython workers"),
+};
+const size_t sop__evk_sampling_n = sizeof sop__evk_sampling / sizeof sop__evk_sampling[0];
+#undef D
+#undef I
+
+#define H SOP_EVK_H
+const sop_evk sop__evk_io_files[] = {
+    H("pid", SOP_EVK_INT, "", "the process holding it: the target or a worker"),
+    H("fd", SOP_EVK_INT, "", ""),
+    H("path", SOP_EVK_TEXT, "", ""),
+    SOP_EVK_I("size_bytes", sop_open_file, size, "B", ""),
+    SOP_EVK_I("pos_bytes", sop_open_file, pos, "B", "read position at the window's end"),
+    H("advance_bytes_per_s", SOP_EVK_NUM, "B/s", "read position moved over the window"),
+    H("mount", SOP_EVK_TEXT, "", "mount point"),
+    SOP_EVK_S("fstype", sop_open_file, fstype, ""),
+    H("fs_kind", SOP_EVK_TEXT, "",
+      "\"local\"|\"network\"|\"fuse\"|\"overlay\"|\"memory\"|\"virtual\""),
+    H("source", SOP_EVK_TEXT, "", "the mount's source"),
+    SOP_EVK_S("disk", sop_open_file, disk, "the whole disk behind it (host.disks[].name)"),
+    H("disk_util_pct", SOP_EVK_NUM, "%", "that disk's host.disks[].util_pct"),
+    H("disk_r_await_ms", SOP_EVK_NUM, "ms", "its r_await_ms"),
+    H("disk_read_kb_per_s", SOP_EVK_NUM, "kB/s", "its read_kb_per_s"),
+};
+const size_t sop__evk_io_files_n = sizeof sop__evk_io_files / sizeof sop__evk_io_files[0];
+#undef H
+
 static double frac(long a, long n)
 {
     return n > 0 ? (double)a / (double)n : NAN;
 }
 
-/* The most counted site of one kind for a thread, as KEY (text) and KEY_frac (of its samples). */
-static void top_site(const sop_window *s, size_t ti, int kind, sop_value *w, const char *key,
-                     const char *frac_key)
+/* The most counted site of one kind for a thread: its frame text, and its share of the
+ * thread's samples (NaN when none). */
+static const char *top_site(const sop_window *s, size_t ti, int kind, double *share)
 {
     const sop_agg_site *best = sop__agg_top_site(s->agg, ti, kind);
-    if (!best)
-        return;
-    sop__v_set(w, key, sop__bridge_text(best->frame));
-    sop__v_set_dbl(w, frac_key, frac(best->count, s->agg->thrs[ti].n));
+    *share = best ? frac(best->count, s->agg->thrs[ti].n) : NAN;
+    return best ? best->frame : NULL;
 }
 
-static sop_value *site_value(const sop_window *s, const sop_agg_thread *t, const sop_agg_frame *a,
-                             bool code, int *reads)
+/* One site of leaves[] ({func file line code}, rows leaves[].*.), with the source line when
+ * `code` (at most SOURCE_READS_MAX reads per window). */
+typedef struct {
+    const sop_window *s;
+    const sop_agg_thread *t;
+    const sop_agg_frame *a;
+    bool code;
+    int *reads;
+} site_ctx;
+
+static void site_hand(sop_value *o, const sop_evk *row, const char *name, void *ctx)
 {
-    sop_value *o = sop__v_obj();
-    if (!o)
-        return NULL;
-    sop__v_set(o, "func", sop__bridge_text(a->func));
-    sop__v_set(o, "file", sop__bridge_text(a->file));
-    if (a->line >= 0)
-        sop__v_set_int(o, "line", a->line);
-    char text[192];
-    if (code && *reads < SOURCE_READS_MAX) {
-        (*reads)++;
-        if (sop__source_line(s->proc_root, s->procs[t->proc].pid, a->file, a->line,
+    (void)row;
+    const site_ctx *c = ctx;
+    const sop_agg_frame *a = c->a;
+    if (strcmp(name, "func") == 0) {
+        sop__v_set(o, name, sop__bridge_text(a->func));
+    } else if (strcmp(name, "file") == 0) {
+        sop__v_set(o, name, sop__bridge_text(a->file));
+    } else if (strcmp(name, "line") == 0) {
+        if (a->line >= 0)
+            sop__v_set_int(o, name, a->line);
+    } else if (c->code && *c->reads < SOURCE_READS_MAX) { /* code */
+        char text[192];
+        (*c->reads)++;
+        if (sop__source_line(c->s->proc_root, c->s->procs[c->t->proc].pid, a->file, a->line,
                              SOURCE_MAX_BYTES, text, sizeof text) == 0 &&
             text[0])
-            sop__v_set(o, "code", sop__bridge_text(text));
+            sop__v_set(o, name, sop__bridge_text(text));
     }
+}
+
+static sop_value *site_value(const site_ctx *c, const char *leaves_prefix)
+{
+    sop_value *o = sop__v_obj();
+    char pre[64];
+    snprintf(pre, sizeof pre, "%s*.", leaves_prefix);
+    if (o)
+        sop__bridge_keys(o, NULL, sop__evk_python, sop__evk_python_n, pre, site_hand, (void *)c);
     return o;
 }
 
+/* One of leaves[]: its counts, then the row "*": leaf, entry (when there is one), caller. */
+typedef struct {
+    const sop_window *s;
+    const sop_agg_thread *t;
+    const sop_agg_leaf *e;
+    int *reads;
+    const char *prefix; /* "...leaves[]." */
+} leaf_ctx;
+
+static void leaf_hand(sop_value *o, const sop_evk *row, const char *name, void *ctx)
+{
+    (void)row;
+    (void)name;
+    const leaf_ctx *c = ctx;
+    const sop_agg_leaf *e = c->e;
+    site_ctx leaf = {c->s, c->t, &e->leaf, true, c->reads};
+    sop__v_set(o, "leaf", site_value(&leaf, c->prefix));
+    if (e->entry.func) {
+        site_ctx entry = {c->s, c->t, &e->entry, false, c->reads};
+        sop__v_set(o, "entry", site_value(&entry, c->prefix));
+    }
+    if (e->caller.func) {
+        site_ctx caller = {c->s, c->t, &e->caller, e->entry.func != NULL, c->reads};
+        sop__v_set(o, "caller", site_value(&caller, c->prefix));
+    }
+}
+
 /* The thread's most sampled (leaf, entry, caller) sites, with the source lines of leaf and
- * caller. */
-static void thr_leaves(const sop_window *s, size_t ti, sop_value *w, int *reads)
+ * caller; its keys the leaves[] rows under `prefix` (a thread window's). */
+static void thr_leaves(const sop_window *s, size_t ti, sop_value *w, int *reads, const char *prefix)
 {
     const sop_agg_thread *t = &s->agg->thrs[ti];
     const sop_agg_leaf *top[TOP_LEAVES];
     int ntop = sop__agg_top_leaves(s->agg, ti, top, TOP_LEAVES);
     sop_value *arr = ntop > 0 ? sop__v_arr_at(w, "leaves") : NULL;
+    char pre[64];
+    snprintf(pre, sizeof pre, "%sleaves[].", prefix);
     for (int k = 0; arr && k < ntop; k++) {
         const sop_agg_leaf *e = top[k];
         sop_value *o = sop__v_obj();
         if (!o)
             break;
-        sop__v_set_int(o, "count", e->count);
-        sop__v_set_int(o, "active", e->active);
-        sop__v_set(o, "leaf", site_value(s, t, &e->leaf, true, reads));
-        if (e->entry.func)
-            sop__v_set(o, "entry", site_value(s, t, &e->entry, false, reads));
-        if (e->caller.func)
-            sop__v_set(o, "caller", site_value(s, t, &e->caller, e->entry.func != NULL, reads));
+        sop_window_count_figs f = {e->count, e->active};
+        leaf_ctx c = {s, t, e, reads, pre};
+        sop__bridge_keys(o, &f, sop__evk_python, sop__evk_python_n, pre, leaf_hand, &c);
         sop__v_push(arr, o);
     }
 }
 
-/* Per library entry point the thread called (sop__agg_entries), the most sampled first. */
-static void thr_entries(const sop_window *s, size_t ti, sop_value *w)
+/* Per library entry point the thread called (sop__agg_entries), the most sampled first; its
+ * keys the entries[] rows under `prefix` (a thread window's). */
+static void entry_hand(sop_value *o, const sop_evk *row, const char *name, void *ctx)
+{
+    (void)row;
+    const sop_agg_frame *e = ctx;
+    sop__v_set(o, name, sop__bridge_text(strcmp(name, "func") == 0 ? e->func : e->file));
+}
+
+static void thr_entries(const sop_window *s, size_t ti, sop_value *w, const char *prefix)
 {
     sop_agg_entry v[TOP_LEAVES];
     int n = sop__agg_entries(s->agg, ti, v, TOP_LEAVES);
     sop_value *arr = n ? sop__v_arr_at(w, "entries") : NULL;
+    char pre[64];
+    snprintf(pre, sizeof pre, "%sentries[].", prefix);
     for (int best = 0; arr && best < n; best++) {
         sop_value *o = sop__v_obj();
         if (!o)
             break;
-        sop__v_set(o, "func", sop__bridge_text(v[best].entry->func));
-        sop__v_set(o, "file", sop__bridge_text(v[best].entry->file));
-        sop__v_set_int(o, "count", v[best].count);
-        sop__v_set_int(o, "active", v[best].active);
-        sop__v_set_int(o, "top_site_active", v[best].top_active);
-        sop__v_set_int(o, "sites", v[best].sites);
+        sop_window_entry_figs f = {v[best].count, v[best].active, v[best].top_active,
+                                   v[best].sites};
+        sop__bridge_keys(o, &f, sop__evk_python, sop__evk_python_n, pre, entry_hand,
+                         (void *)v[best].entry);
         sop__v_push(arr, o);
     }
 }
@@ -177,49 +283,88 @@ static void thr_dist(const sop_window *s, size_t ti, sop_value *w)
     free(slots);
 }
 
-static sop_value *thr_window(const sop_window *s, size_t ti, int *reads)
+/* What one thread window's hand rows need. */
+typedef struct {
+    const sop_window *s;
+    size_t ti;
+    int *reads;
+    const char *prefix;  /* of the window's rows */
+    const char *site[3]; /* import_module, logging_site, fault_site */
+} thr_ctx;
+
+static void stack_hand(sop_value *o, const sop_evk *row, const char *name, void *ctx)
+{
+    (void)row;
+    sop__v_set_str(o, name, ((const sop_agg_stack *)ctx)->stack); /* the only hand row */
+}
+
+static void thr_hand(sop_value *w, const sop_evk *row, const char *name, void *ctx)
+{
+    (void)row;
+    const thr_ctx *c = ctx;
+    if (strcmp(name, "import_module") == 0 || strcmp(name, "logging_site") == 0 ||
+        strcmp(name, "fault_site") == 0) {
+        const char *site = c->site[name[0] == 'i' ? 0 : name[0] == 'l' ? 1 : 2];
+        if (site)
+            sop__v_set(w, name, sop__bridge_text(site));
+    } else if (strcmp(name, "top_stacks") == 0) {
+        const sop_agg_stack *top[TOP_STACKS];
+        int ntop = sop__agg_top_stacks(c->s->agg, c->ti, top, TOP_STACKS);
+        sop_value *arr = sop__v_arr_at(w, name);
+        char pre[64];
+        snprintf(pre, sizeof pre, "%stop_stacks[].", c->prefix);
+        for (int k = 0; arr && k < ntop; k++) {
+            sop_value *o = sop__v_obj();
+            if (!o)
+                break;
+            sop_window_count_figs f = {top[k]->count, SOP_NA};
+            sop__bridge_keys(o, &f, sop__evk_python, sop__evk_python_n, pre, stack_hand,
+                             (void *)top[k]);
+            sop__v_push(arr, o);
+        }
+    } else if (strcmp(name, "dist") == 0) {
+        thr_dist(c->s, c->ti, w);
+    } else if (strcmp(name, "leaves") == 0) {
+        thr_leaves(c->s, c->ti, w, c->reads, c->prefix);
+    } else if (strcmp(name, "entries") == 0) {
+        thr_entries(c->s, c->ti, w, c->prefix);
+    }
+}
+
+/* One thread's window, its keys the window rows under `prefix` (threads[].window. or
+ * workers[].threads[].window.) of sop__evk_python. */
+static sop_value *thr_window(const sop_window *s, size_t ti, int *reads, const char *prefix)
 {
     const sop_agg_thread *t = &s->agg->thrs[ti];
     sop_value *w = sop__v_obj();
     if (!w)
         return NULL;
-    sop__v_set_int(w, "samples", t->n);
-    sop__v_set_dbl(w, "active_frac", frac(t->active, t->n));
-    sop__v_set_dbl(w, "gil_frac", frac(t->gil, t->n));
-    sop__v_set_dbl(w, "runnable_nogil_frac", frac(t->runnable_nogil, t->n));
-    sop__v_set_dbl(w, "gil_wait_frac", frac(t->gil_wait, t->n));
-    sop__v_set_dbl(w, "running_frac", frac(t->state_r, t->n));
-    sop__v_set_dbl(w, "io_wait_frac", frac(t->state_d, t->n));
-    sop__v_set_dbl(w, "data_wait_frac", frac(t->data_wait, t->n));
-    sop__v_set_dbl(w, "checkpoint_frac", frac(t->ckpt, t->n));
-    if (t->is_loop)
-        sop__v_set_dbl(w, "loop_longest_block_ms", t->longest_ms);
-    sop__v_set_dbl(w, "import_frac", frac(t->import, t->n));
-    sop__v_set_dbl(w, "logging_frac", frac(t->logging, t->n));
-    sop__v_set_dbl(w, "logging_format_frac", frac(t->log_format, t->n));
-    sop__v_set_dbl(w, "logging_write_frac", frac(t->log_write, t->n));
-    sop__v_set_dbl(w, "subprocess_frac", frac(t->subprocess, t->n));
-    sop__v_set_dbl(w, "subprocess_spawn_frac", frac(t->spawn, t->n));
-    top_site(s, ti, SOP_AGG_SITE_IMPORT, w, "import_module", "import_module_frac");
-    top_site(s, ti, SOP_AGG_SITE_LOG, w, "logging_site", "logging_site_frac");
-    sop__v_set_dbl(w, "majflt_frac", frac(t->majflt_smp, t->n));
-    sop__v_set_dbl(w, "fault_wait_frac", frac(t->fault_wait, t->n));
-    top_site(s, ti, SOP_AGG_SITE_FAULT, w, "fault_site", "fault_site_frac");
-    /* top stacks of this thread */
-    const sop_agg_stack *top[TOP_STACKS];
-    int ntop = sop__agg_top_stacks(s->agg, ti, top, TOP_STACKS);
-    sop_value *arr = sop__v_arr_at(w, "top_stacks");
-    for (int k = 0; arr && k < ntop; k++) {
-        sop_value *o = sop__v_obj();
-        if (!o)
-            break;
-        sop__v_set_str(o, "stack", top[k]->stack);
-        sop__v_set_int(o, "count", top[k]->count);
-        sop__v_push(arr, o);
-    }
-    thr_dist(s, ti, w);
-    thr_leaves(s, ti, w, reads);
-    thr_entries(s, ti, w);
+    long n = t->n;
+    sop_window_figs f = {
+        .samples = t->n,
+        .active_frac = frac(t->active, n),
+        .gil_frac = frac(t->gil, n),
+        .runnable_nogil_frac = frac(t->runnable_nogil, n),
+        .gil_wait_frac = frac(t->gil_wait, n),
+        .running_frac = frac(t->state_r, n),
+        .io_wait_frac = frac(t->state_d, n),
+        .data_wait_frac = frac(t->data_wait, n),
+        .checkpoint_frac = frac(t->ckpt, n),
+        .loop_longest_block_ms = t->is_loop ? t->longest_ms : NAN,
+        .import_frac = frac(t->import, n),
+        .logging_frac = frac(t->logging, n),
+        .logging_format_frac = frac(t->log_format, n),
+        .logging_write_frac = frac(t->log_write, n),
+        .subprocess_frac = frac(t->subprocess, n),
+        .subprocess_spawn_frac = frac(t->spawn, n),
+        .majflt_frac = frac(t->majflt_smp, n),
+        .fault_wait_frac = frac(t->fault_wait, n),
+    };
+    thr_ctx c = {s, ti, reads, prefix, {NULL, NULL, NULL}};
+    c.site[0] = top_site(s, ti, SOP_AGG_SITE_IMPORT, &f.import_module_frac);
+    c.site[1] = top_site(s, ti, SOP_AGG_SITE_LOG, &f.logging_site_frac);
+    c.site[2] = top_site(s, ti, SOP_AGG_SITE_FAULT, &f.fault_site_frac);
+    sop__bridge_keys(w, &f, sop__evk_python, sop__evk_python_n, prefix, thr_hand, &c);
     return w;
 }
 
@@ -261,6 +406,38 @@ static void bridge_io(sop_value *o, const sop_window_proc *pe, double secs)
 }
 
 /* ev.io_files: the files open at the window's end, what they sit on, and the disk behind. */
+typedef struct {
+    const sop_open_file *f;
+    double window_s;
+    const sop_value *disk; /* host.disks[] of f->disk, or NULL */
+} file_ctx;
+
+static void file_hand(sop_value *o, const sop_evk *row, const char *name, void *ctx)
+{
+    (void)row;
+    const file_ctx *c = ctx;
+    const sop_open_file *f = c->f;
+    double v;
+    if (strcmp(name, "pid") == 0)
+        sop__v_set_int(o, name, f->pid);
+    else if (strcmp(name, "fd") == 0)
+        sop__v_set_int(o, name, f->fd);
+    else if (strcmp(name, "path") == 0)
+        sop__v_set(o, name, sop__bridge_text(f->path));
+    else if (strcmp(name, "advance_bytes_per_s") == 0) {
+        if (f->pos != SOP_NA && f->pos0 != SOP_NA && c->window_s > 0)
+            sop__v_set_dbl(o, name, (double)(f->pos - f->pos0) / c->window_s);
+    } else if (strcmp(name, "mount") == 0)
+        sop__v_set(o, name, sop__bridge_text(f->mountpoint));
+    else if (strcmp(name, "fs_kind") == 0) {
+        if (f->fstype[0])
+            sop__v_set_str(o, name, sop__fs_kind(f->fstype));
+    } else if (strcmp(name, "source") == 0)
+        sop__v_set(o, name, sop__bridge_text(f->source));
+    else if (c->disk && sop__v_get_num(c->disk, name + 5, &v)) /* disk_*: host.disks[].* */
+        sop__v_set_dbl(o, name, v);
+}
+
 static void bridge_files(const sop_window *s, sop_value *ev)
 {
     if (!s->nfiles)
@@ -269,37 +446,16 @@ static void bridge_files(const sop_window *s, sop_value *ev)
     const sop_value *host = find_member(ev, "host");
     const sop_value *disks = host ? sop__v_get(host, "disks") : NULL;
     for (size_t i = 0; arr && i < s->nfiles; i++) {
-        const sop_open_file *f = &s->files[i];
+        file_ctx c = {&s->files[i], s->stats.window_s, NULL};
+        for (const sop_value *d = disks ? disks->child : NULL; d && c.f->disk[0]; d = d->next) {
+            const char *name = sop__v_get_str(d, "name");
+            if (name && strcmp(name, c.f->disk) == 0 && !c.disk)
+                c.disk = d;
+        }
         sop_value *o = sop__v_obj();
         if (!o)
             break;
-        sop__v_set_int(o, "pid", f->pid);
-        sop__v_set_int(o, "fd", f->fd);
-        sop__v_set(o, "path", sop__bridge_text(f->path));
-        sop__v_set_int(o, "size_bytes", f->size);
-        if (f->pos != SOP_NA)
-            sop__v_set_int(o, "pos_bytes", f->pos);
-        if (f->pos != SOP_NA && f->pos0 != SOP_NA && s->stats.window_s > 0)
-            sop__v_set_dbl(o, "advance_bytes_per_s",
-                           (double)(f->pos - f->pos0) / s->stats.window_s);
-        sop__v_set(o, "mount", sop__bridge_text(f->mountpoint));
-        sop__v_set_str(o, "fstype", f->fstype);
-        if (f->fstype[0])
-            sop__v_set_str(o, "fs_kind", sop__fs_kind(f->fstype));
-        sop__v_set(o, "source", sop__bridge_text(f->source));
-        sop__v_set_str(o, "disk", f->disk);
-        for (const sop_value *d = disks ? disks->child : NULL; d && f->disk[0]; d = d->next) {
-            const char *name = sop__v_get_str(d, "name");
-            double v;
-            if (!name || strcmp(name, f->disk) != 0)
-                continue;
-            if (sop__v_get_num(d, "util_pct", &v))
-                sop__v_set_dbl(o, "disk_util_pct", v);
-            if (sop__v_get_num(d, "r_await_ms", &v))
-                sop__v_set_dbl(o, "disk_r_await_ms", v);
-            if (sop__v_get_num(d, "read_kb_per_s", &v))
-                sop__v_set_dbl(o, "disk_read_kb_per_s", v);
-        }
+        sop__bridge_keys(o, c.f, sop__evk_io_files, sop__evk_io_files_n, "", file_hand, &c);
         sop__v_push(arr, o);
     }
 }
@@ -328,20 +484,13 @@ static void loop_frames(sop_value *lp, const char *text)
     }
 }
 
-static void bridge_gc(const sop_agg *s, sop_value *py)
+static void gc_hand(sop_value *w, const sop_evk *row, const char *name, void *ctx)
 {
-    if (s->gc_samples == 0)
-        return;
-    sop_value *gc = sop__v_obj_at(py, "gc");
-    sop_value *w = gc ? sop__v_obj_at(gc, "window") : NULL;
-    if (!w)
-        return;
-    sop__v_set_int(w, "samples", s->gc_samples);
-    sop__v_set_dbl(w, "collecting_frac", frac(s->gc_collecting, s->gc_samples));
-    sop__v_set_dbl(w, "longest_collecting_ms", s->gc_longest_ms);
+    (void)row;
+    const sop_agg *s = ctx;
     double secs = (s->gc_last_ms - s->gc_first_ms) / 1e3;
-    if (s->gc_first[0] == SOP_NA || !(secs > 0))
-        return;
+    if (strcmp(name, "collections") != 0 || s->gc_first[0] == SOP_NA || !(secs > 0))
+        return; /* collections_per_s: with collections */
     sop_value *n = sop__v_arr_at(w, "collections");
     sop_value *r = sop__v_arr_at(w, "collections_per_s");
     for (int g = 0; g < 3; g++) {
@@ -351,20 +500,108 @@ static void bridge_gc(const sop_agg *s, sop_value *py)
     }
 }
 
+static void bridge_gc(const sop_agg *s, sop_value *py)
+{
+    if (s->gc_samples == 0)
+        return;
+    sop_value *gc = sop__v_obj_at(py, "gc");
+    sop_value *w = gc ? sop__v_obj_at(gc, "window") : NULL;
+    if (!w)
+        return;
+    sop_gc_window_figs f = {s->gc_samples, frac(s->gc_collecting, s->gc_samples), s->gc_longest_ms};
+    sop__bridge_keys(w, &f, sop__evk_python, sop__evk_python_n, "gc.window.", gc_hand, (void *)s);
+}
+
+static void loop_hand(sop_value *lp, const sop_evk *row, const char *name, void *ctx)
+{
+    (void)row;
+    const sop_agg_thread *t = ctx;
+    if (strcmp(name, "frame") == 0) {
+        if (t->longest_frame[0])
+            sop__v_set_str(lp, name, t->longest_frame);
+    } else if (strcmp(name, "frames") == 0) {
+        loop_frames(lp, t->longest_stack);
+    }
+}
+
+/* What one worker's hand rows need. */
+typedef struct {
+    const sop_window *s;
+    int p; /* its index in s->procs */
+    int *reads;
+    const sop_value *kid; /* its ev.children[] entry, or NULL */
+} worker_ctx;
+
+typedef struct {
+    const worker_ctx *w;
+    size_t ti; /* the thread's index in the aggregation */
+} worker_thread_ctx;
+
+static void worker_thread_hand(sop_value *to, const sop_evk *row, const char *name, void *ctx)
+{
+    (void)row;
+    const worker_thread_ctx *c = ctx;
+    if (strcmp(name, "tid") == 0)
+        sop__v_set_int(to, name, c->w->s->agg->thrs[c->ti].tid);
+    else if (strcmp(name, "window") == 0)
+        sop__v_set(to, name,
+                   thr_window(c->w->s, c->ti, c->w->reads, "workers[].threads[].window."));
+}
+
+static void worker_hand(sop_value *o, const sop_evk *row, const char *name, void *ctx)
+{
+    (void)row;
+    const worker_ctx *c = ctx;
+    const sop_window *s = c->s;
+    const sop_window_proc *pe = &s->procs[c->p];
+    if (strcmp(name, "comm") == 0) {
+        sop__v_set(o, name, sop__bridge_text(pe->comm));
+    } else if (strcmp(name, "cmdline") == 0) {
+        sop__v_set(o, name, sop__bridge_text(pe->cmdline));
+    } else if (strcmp(name, "threads") == 0) {
+        sop_value *ta = sop__v_arr_at(o, name);
+        for (size_t i = 0; i < s->agg->nthrs; i++) {
+            const sop_agg_thread *t = &s->agg->thrs[i];
+            if (t->proc != c->p)
+                continue;
+            sop_value *to = sop__v_obj();
+            if (!to)
+                break;
+            worker_thread_ctx tc = {c, i};
+            sop__bridge_keys(to, t, sop__evk_python, sop__evk_python_n, "workers[].threads[].",
+                             worker_thread_hand, &tc);
+            sop__v_push(ta, to);
+        }
+    } else if (strcmp(name, "exited") == 0) {
+        if (pe->gone)
+            sop__v_set_bool(o, name, true);
+    } else if (strcmp(name, "start_method") == 0) {
+        /* how it was started: fork children keep the parent's command line */
+        const char *how = strstr(pe->cmdline, "multiprocessing.spawn")        ? "spawn"
+                          : strstr(pe->cmdline, "multiprocessing.forkserver") ? "forkserver"
+                          : strcmp(pe->cmdline, s->procs[0].cmdline) == 0     ? "fork"
+                                                                              : NULL;
+        sop__v_set_str(o, name, how);
+    } else if (strcmp(name, "io") == 0) {
+        bridge_io(o, pe, s->stats.window_s);
+    } else if (strcmp(name, "env") == 0 && c->kid) {
+        const sop_value *env = sop__v_get(c->kid, "env"); /* allow-listed tuning variables */
+        sop_value *oe = env && env->child ? sop__v_obj_at(o, name) : NULL;
+        for (const sop_value *e = env ? env->child : NULL; oe && e; e = e->next)
+            if (e->key && sop__v_get_str(env, e->key))
+                sop__v_set_str(oe, e->key, sop__v_get_str(env, e->key));
+    }
+}
+
 void sop__bridge_window(sop_value *ev, const sop_window *s)
 {
     const sop_agg *a = s->agg;
     sop_value *smp = sop__v_obj_at(ev, "sampling");
     if (smp) {
-        sop__v_set_dbl(smp, "rate_hz", s->stats.rate_hz);
-        sop__v_set_int(smp, "samples", s->stats.ticks);
-        sop__v_set_int(smp, "missed", s->stats.missed);
-        sop__v_set_int(smp, "thread_samples", s->stats.thread_samples);
-        sop__v_set_int(smp, "samples_partial", s->stats.samples_partial);
-        sop__v_set_int(smp, "walk_retries", s->stats.walk_retries);
-        sop__v_set_dbl(smp, "self_cpu_ms", s->stats.self_cpu_ms);
-        sop__v_set_dbl(smp, "window_s", s->stats.window_s);
-        sop__v_set_int(smp, "processes", s->nprocs);
+        sampling_figs f = {s->stats.rate_hz,        s->stats.ticks,           s->stats.missed,
+                           s->stats.thread_samples, s->stats.samples_partial, s->stats.walk_retries,
+                           s->stats.self_cpu_ms,    s->stats.window_s,        s->nprocs};
+        sop__bridge_keys(smp, &f, sop__evk_sampling, sop__evk_sampling_n, "", NULL, NULL);
     }
     bridge_files(s, ev);
     int reads = 0; /* source lines read for this window */
@@ -379,7 +616,7 @@ void sop__bridge_window(sop_value *ev, const sop_window *s)
             continue;
         for (size_t i = 0; i < a->nthrs; i++)
             if (a->thrs[i].proc == 0 && a->thrs[i].tid == (int)tid)
-                sop__v_set(t, "window", thr_window(s, i, &reads));
+                sop__v_set(t, "window", thr_window(s, i, &reads, "threads[].window."));
     }
     bridge_gc(a, py);
     /* the event loop that went longest without its selector */
@@ -390,96 +627,70 @@ void sop__bridge_window(sop_value *ev, const sop_window *s)
             best = (int)i;
     if (best >= 0) {
         sop_value *lp = sop__v_obj_at(py, "loop");
-        if (lp) {
-            sop__v_set_int(lp, "tid", a->thrs[best].tid);
-            sop__v_set_dbl(lp, "longest_block_ms", a->thrs[best].longest_ms);
-            if (a->thrs[best].longest_frame[0])
-                sop__v_set_str(lp, "frame", a->thrs[best].longest_frame);
-            loop_frames(lp, a->thrs[best].longest_stack);
-        }
+        const sop_agg_thread *t = &a->thrs[best];
+        sop_loop_figs f = {t->tid, t->longest_ms};
+        if (lp)
+            sop__bridge_keys(lp, &f, sop__evk_python, sop__evk_python_n, "loop.", loop_hand,
+                             (void *)t);
     }
     if (s->nprocs < 2)
         return;
     /* workers: CPython descendants sampled with the target */
     sop_value *wk = sop__v_arr_at(py, "workers");
     long wn = 0, wr = 0, wd = 0, ws = 0;
+    const sop_value *kids = find_member(ev, "children");
     for (int p = 1; wk && p < s->nprocs; p++) {
         const sop_window_proc *pe = &s->procs[p];
         sop_value *o = sop__v_obj();
         if (!o)
             break;
-        sop__v_set_int(o, "pid", pe->pid);
-        sop__v_set(o, "comm", sop__bridge_text(pe->comm));
-        sop__v_set(o, "cmdline", sop__bridge_text(pe->cmdline));
-        sop_value *ta = sop__v_arr_at(o, "threads");
-        for (size_t i = 0; i < a->nthrs; i++) {
-            const sop_agg_thread *t = &a->thrs[i];
-            if (t->proc != p)
-                continue;
-            sop_value *to = sop__v_obj();
-            if (!to)
-                break;
-            sop__v_set_int(to, "tid", t->tid);
-            sop__v_set_str(to, "name", t->name);
-            sop__v_set(to, "window", thr_window(s, i, &reads));
-            sop__v_push(ta, to);
-        }
+        worker_ctx c = {s, p, &reads, NULL};
+        sop_worker_figs f = {.pid = pe->pid,
+                             .cpu_frac = NAN,
+                             .io_frac = NAN,
+                             .idle_frac = NAN,
+                             .samples = a->proc_samples[p],
+                             .start_time_s = pe->start_time_s, /* its age when the window started */
+                             .age_s = NAN,
+                             .read_bytes_per_s = NAN,
+                             .rchar_per_s = NAN,
+                             .cpu_pct = NAN};
         /* the process's main thread (tid == pid) says what the worker does */
         sop_agg_states st;
         if (sop__agg_thread_states(a, p, pe->pid, &st)) {
-            sop__v_set_dbl(o, "cpu_frac", frac(st.running, st.n));
-            sop__v_set_dbl(o, "io_frac", frac(st.io, st.n));
-            sop__v_set_dbl(o, "idle_frac", frac(st.idle, st.n));
+            f.cpu_frac = frac(st.running, st.n);
+            f.io_frac = frac(st.io, st.n);
+            f.idle_frac = frac(st.idle, st.n);
             wn += st.n, wr += st.running, wd += st.io, ws += st.idle;
         }
-        sop__v_set_int(o, "samples", a->proc_samples[p]);
-        /* its age when the window started (a worker re-created later is another process) */
-        sop__v_set_dbl(o, "start_time_s", pe->start_time_s);
         if (!isnan(pe->start_time_s) && pe->found_at_s >= pe->start_time_s)
-            sop__v_set_dbl(o, "age_s", pe->found_at_s - pe->start_time_s);
-        if (pe->gone)
-            sop__v_set_bool(o, "exited", true);
-        /* how it was started: fork children keep the parent's command line */
-        const char *how = strstr(pe->cmdline, "multiprocessing.spawn")        ? "spawn"
-                          : strstr(pe->cmdline, "multiprocessing.forkserver") ? "forkserver"
-                          : strcmp(pe->cmdline, s->procs[0].cmdline) == 0     ? "fork"
-                                                                              : NULL;
-        sop__v_set_str(o, "start_method", how);
-        bridge_io(o, pe, s->stats.window_s);
+            f.age_s = pe->found_at_s - pe->start_time_s;
         /* IO over the window, from ev.children (the process probe's rates) */
-        const sop_value *kids = find_member(ev, "children");
-        for (const sop_value *k = kids ? kids->child : NULL; k; k = k->next) {
-            double kp, v;
-            if (!sop__v_get_num(k, "pid", &kp) || (int)kp != pe->pid)
-                continue;
-            if (sop__v_get_num(k, "read_bytes_per_s", &v))
-                sop__v_set_dbl(o, "read_bytes_per_s", v);
-            if (sop__v_get_num(k, "rchar_per_s", &v))
-                sop__v_set_dbl(o, "rchar_per_s", v);
-            if (sop__v_get_num(k, "cpu_pct", &v))
-                sop__v_set_dbl(o, "cpu_pct", v);
-            const sop_value *env = sop__v_get(k, "env"); /* allow-listed tuning variables */
-            sop_value *oe = env && env->child ? sop__v_obj_at(o, "env") : NULL;
-            for (const sop_value *e = env ? env->child : NULL; oe && e; e = e->next)
-                if (e->key && sop__v_get_str(env, e->key))
-                    sop__v_set_str(oe, e->key, sop__v_get_str(env, e->key));
+        for (const sop_value *k = kids ? kids->child : NULL; k && !c.kid; k = k->next) {
+            double kp;
+            if (sop__v_get_num(k, "pid", &kp) && (int)kp == pe->pid)
+                c.kid = k;
         }
+        if (c.kid) {
+            sop__v_get_num(c.kid, "read_bytes_per_s", &f.read_bytes_per_s);
+            sop__v_get_num(c.kid, "rchar_per_s", &f.rchar_per_s);
+            sop__v_get_num(c.kid, "cpu_pct", &f.cpu_pct);
+        }
+        sop__bridge_keys(o, &f, sop__evk_python, sop__evk_python_n, "workers[].", worker_hand, &c);
         sop__v_push(wk, o);
     }
     /* the consumer side: the target's main thread waiting for batches */
     sop_value *ld = sop__v_obj_at(py, "loader");
     if (!ld)
         return;
-    sop__v_set_int(ld, "workers", s->nprocs - 1);
+    sop_loader_figs f = {s->nprocs - 1, NAN, NAN, frac(wr, wn), frac(wd, wn), frac(ws, wn)};
     double eff;
     if (sop__v_get_num(ev, "effective_cpus", &eff) && eff > 0)
-        sop__v_set_dbl(ld, "workers_per_cpu", (double)(s->nprocs - 1) / eff);
+        f.workers_per_cpu = (double)(s->nprocs - 1) / eff;
     for (size_t i = 0; i < a->nthrs; i++) {
         const sop_agg_thread *t = &a->thrs[i];
         if (t->proc == 0 && t->tid == s->procs[0].pid)
-            sop__v_set_dbl(ld, "main_data_wait_frac", frac(t->data_wait, t->n));
+            f.main_data_wait_frac = frac(t->data_wait, t->n);
     }
-    sop__v_set_dbl(ld, "workers_cpu_frac", frac(wr, wn));
-    sop__v_set_dbl(ld, "workers_io_frac", frac(wd, wn));
-    sop__v_set_dbl(ld, "workers_idle_frac", frac(ws, wn));
+    sop__bridge_keys(ld, &f, sop__evk_python, sop__evk_python_n, "loader.", NULL, NULL);
 }

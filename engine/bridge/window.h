@@ -34,6 +34,51 @@ typedef struct {
     const char *proc_root;   /* source lines of hot frames are read through PID/root */
 } sop_window;
 
+/* The figures of one thread's window, as the window rows of sop__evk_python read them
+ * (engine/bridge/python.c); NaN = absent. */
+typedef struct {
+    int64_t samples;
+    double active_frac, gil_frac, runnable_nogil_frac, gil_wait_frac, running_frac, io_wait_frac,
+        data_wait_frac, checkpoint_frac, loop_longest_block_ms, import_frac, logging_frac,
+        logging_format_frac, logging_write_frac, subprocess_frac, subprocess_spawn_frac,
+        import_module_frac, logging_site_frac, majflt_frac, fault_wait_frac, fault_site_frac;
+} sop_window_figs;
+
+/* The counts of one of a thread window's top_stacks[] (count) and leaves[] (count, active). */
+typedef struct {
+    int64_t count, active;
+} sop_window_count_figs;
+
+/* The counts of one of a thread window's entries[]. */
+typedef struct {
+    int64_t count, active, top_site_active, sites;
+} sop_window_entry_figs;
+
+/* The figures of python.gc.window, python.loop and python.loader (NaN, SOP_NA = absent). */
+typedef struct {
+    int64_t samples;
+    double collecting_frac, longest_collecting_ms;
+} sop_gc_window_figs;
+
+typedef struct {
+    int64_t tid;
+    double longest_block_ms;
+} sop_loop_figs;
+
+typedef struct {
+    int64_t workers;
+    double workers_per_cpu, main_data_wait_frac, workers_cpu_frac, workers_io_frac,
+        workers_idle_frac;
+} sop_loader_figs;
+
+/* The figures of one of python.workers[] (NaN = absent). */
+typedef struct {
+    int64_t pid;
+    double cpu_frac, io_frac, idle_frac;
+    int64_t samples;
+    double start_time_s, age_s, read_bytes_per_s, rchar_per_s, cpu_pct;
+} sop_worker_figs;
+
 /* ev.sampling, ev.io_files, ev.python.threads[i].window, ev.python.gc.window, ev.python.loop,
  * ev.python.workers, ev.python.loader (ev.python must already be there for the per-thread
  * parts). */
