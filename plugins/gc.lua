@@ -92,7 +92,8 @@ rule {
                   "；窗口内收集次数 gen0 {g0}、gen1 {g1}、gen2 {g2}（{r0:%.1f}、{r1:%.1f}、{r2:%.2f} 次/秒）",
                   { g0 = c[1], g1 = c[2], g2 = c[3], r0 = r[1], r1 = r[2], r2 = r[3] })
     end
-    local text = tr("GC collecting at {frac:%.0f}% of {samples} ticks; longest collecting stretch {longest:%.0f} ms{counts}",
+    local text = tr("GC collecting at {frac:%.0f}% of {samples} ticks; longest collecting stretch "
+                      .. "{longest:%.0f} ms{counts}",
                     "{samples} 次采样中 {frac:%.0f}% 正在 GC；最长一次连续收集 {longest:%.0f} ms{counts}",
                     { frac = frac, samples = w.samples, longest = longest, counts = counts })
     local en, zh = text.en, text.zh

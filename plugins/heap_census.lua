@@ -60,7 +60,8 @@ function census.view(ev, th)
     share = h.growth_explained
     what = tr("{share:%.0f}% of the anonymous-memory growth (Python objects {growth} of {anon} over {secs:%.1f} s)",
               "匿名内存增长的 {share:%.0f}%（{secs:%.1f} 秒内 Python 对象 {growth}，匿名内存 {anon}）",
-              { share = 100 * share, growth = bytes_text(h.bytes_growth or 0), anon = bytes_text(1024 * h.anon_growth_kb),
+              { share = 100 * share, growth = bytes_text(h.bytes_growth or 0),
+                anon = bytes_text(1024 * h.anon_growth_kb),
                 secs = h.window_s or 0 })
   elseif h.explained then
     share = h.explained

@@ -112,7 +112,8 @@ rule {
                        "窗口内没有测到缺页次数或 /proc/PID/io"))
     end
     local faults, disk, rchar = p.majflt_per_s, io.read_bytes_per_s, io.rchar_per_s or 0
-    local base = tr("{faults:%.0f} major faults/s, {disk} from storage, {calls:%.0f} read calls/s ({rchar} through read())",
+    local base = tr("{faults:%.0f} major faults/s, {disk} from storage, {calls:%.0f} read calls/s "
+                      .. "({rchar} through read())",
                     "每秒 {faults:%.0f} 次主缺页，存储读 {disk}，每秒 {calls:%.0f} 次 read（read() 读 {rchar}）",
                     { faults = faults, disk = rate(disk), calls = io.syscr_per_s or 0, rchar = rate(rchar) })
     -- Reading from storage now: enough bytes, or (a slow device) a thread mostly waiting on it.
@@ -170,7 +171,8 @@ rule {
       thr = tr("; {faulted}", "；{faulted}", { faulted = faulted })
     end
     if wt then
-      thr = tr("; thread {tid:%s} ({name:%s}) waits on storage in {pct:%.0f}% of {samples} samples, at {site:%s} ({faulted})",
+      thr = tr("; thread {tid:%s} ({name:%s}) waits on storage in {pct:%.0f}% of {samples} samples, at {site:%s} "
+                 .. "({faulted})",
                "；线程 {tid:%s}（{name:%s}）在 {samples} 个采样中 {pct:%.0f}% 等待存储，位置 {site:%s}（{faulted}）",
                { tid = tostring(wt.tid or "?"), name = wt.name or "?", pct = 100 * wait, samples = wt.window.samples,
                  site = wt.window.fault_site or "?", faulted = faulted })
