@@ -555,70 +555,69 @@ rule {
     local m = p.mem
     local by_kind = m and m.anon_growth_kb_per_s and m.anon_kb
     local rate, base = p.rss_growth_kb_per_s, p.rss_kb -- kB/s, kB
-    local file_en, file_zh = "", ""
+    local file = T("", "")
     if by_kind then
       rate = m.anon_growth_kb_per_s + (m.shmem_growth_kb_per_s or 0)
       base = m.anon_kb + (m.shmem_kb or 0)
       local fr = m.file_growth_kb_per_s or 0
-      file_en = fmt("; file-backed %s %+.1f MiB/s (page cache of mapped files: reclaimable, not a leak)",
-                    kb(m.file_kb or 0), fr / 1024)
-      file_zh = fmt("；文件映射 %s %+.1f MiB/s（映射文件的 page cache：可回收，不是泄漏）", kb(m.file_kb or 0), fr / 1024)
       local maps_en, maps_zh, nmaps = common.mapped_text(ev, th.data_file_min_mb * 1024, 2)
-      if nmaps > 0 then
-        file_en = file_en .. "; mapped: " .. maps_en
-        file_zh = file_zh .. "；映射：" .. maps_zh
-      end
+      file = tr("; file-backed {file_kb} {mib:%+.1f} MiB/s (page cache of mapped files: reclaimable, not a leak){maps}",
+                "；文件映射 {file_kb} {mib:%+.1f} MiB/s（映射文件的 page cache：可回收，不是泄漏）{maps}",
+                { file_kb = kb(m.file_kb or 0), mib = fr / 1024,
+                  maps = nmaps > 0 and T("; mapped: " .. maps_en, "；映射：" .. maps_zh) or T("", "") })
     end
     local gained = rate * d
     local gpct = percent(gained, math.max(base, 1))
-    local en, zh
+    local summary
     if by_kind then
-      en = fmt("RSS %s; anonymous + shared %s, %+.1f MiB/s over %.1f s (%+.1f%%)%s", kb(p.rss_kb), kb(base),
-               rate / 1024, d, gpct, file_en)
-      zh = fmt("RSS %s；匿名 + 共享内存 %s，%.1f 秒内 %+.1f MiB/s（%+.1f%%）%s", kb(p.rss_kb), kb(base), d,
-               rate / 1024, gpct, file_zh)
+      summary = tr("RSS {rss}; anonymous + shared {base}, {mib:%+.1f} MiB/s over {secs:%.1f} s ({gpct:%+.1f}%){file}",
+                   "RSS {rss}；匿名 + 共享内存 {base}，{secs:%.1f} 秒内 {mib:%+.1f} MiB/s（{gpct:%+.1f}%）{file}",
+                   { rss = kb(p.rss_kb), base = kb(base), mib = rate / 1024, secs = d, gpct = gpct, file = file })
     else
-      en = fmt("RSS %s, %+.1f MiB/s over %.1f s (%+.1f%% of RSS)", kb(p.rss_kb), rate / 1024, d, gpct)
-      zh = fmt("RSS %s，%.1f 秒内 %+.1f MiB/s（占 RSS 的 %+.1f%%）", kb(p.rss_kb), d, rate / 1024, gpct)
+      summary = tr("RSS {rss}, {mib:%+.1f} MiB/s over {secs:%.1f} s ({gpct:%+.1f}% of RSS)",
+                   "RSS {rss}，{secs:%.1f} 秒内 {mib:%+.1f} MiB/s（占 RSS 的 {gpct:%+.1f}%）",
+                   { rss = kb(p.rss_kb), mib = rate / 1024, secs = d, gpct = gpct })
     end
     if rate / 1024 < th.growth_floor_mb_per_s or gpct < th.growth_min_pct then
-      return clear(tr("{en:%s} (needs >= {growth_floor_mb_per_s:%g} MiB/s and >= {growth_min_pct:%g}%)",
-                      "{zh:%s}（阈值：>= {growth_floor_mb_per_s:%g} MiB/s 且 >= {growth_min_pct:%g}%）",
-                      { en = en, growth_floor_mb_per_s = th.growth_floor_mb_per_s,
-                        growth_min_pct = th.growth_min_pct, zh = zh }))
+      return clear(tr("{summary} (needs >= {growth_floor_mb_per_s:%g} MiB/s and >= {growth_min_pct:%g}%)",
+                      "{summary}（阈值：>= {growth_floor_mb_per_s:%g} MiB/s 且 >= {growth_min_pct:%g}%）",
+                      { summary = summary, growth_floor_mb_per_s = th.growth_floor_mb_per_s,
+                        growth_min_pct = th.growth_min_pct }))
     end
     -- Steady: the RSS is at its high-water mark, not a sawtooth below an earlier peak (when the
     -- gap below the peak could be file pages dropped, the peak says nothing about the heap).
     local gap = p.vm_hwm_kb and p.vm_hwm_kb - p.rss_kb
     if p.vm_hwm_kb and p.rss_kb < p.vm_hwm_kb * (1 - th.growth_hwm_slack_pct / 100)
        and not (by_kind and (m.file_kb or 0) >= gap) then
-      return clear(tr("{en:%s}; but below its earlier peak VmHWM {vm_hwm_kb}: memory goes up and down, not a "
+      return clear(tr("{summary}; but below its earlier peak VmHWM {vm_hwm_kb}: memory goes up and down, not a "
                         .. "steady climb",
-                      "{zh:%s}；但低于之前的峰值 VmHWM {vm_hwm_kb}：内存有升有降，不是持续上涨",
-                      { en = en, vm_hwm_kb = kb(p.vm_hwm_kb), zh = zh }))
+                      "{summary}；但低于之前的峰值 VmHWM {vm_hwm_kb}：内存有升有降，不是持续上涨",
+                      { summary = summary, vm_hwm_kb = kb(p.vm_hwm_kb) }))
     end
     local frac = loading_share(ev)
     if p.age_s and p.age_s <= th.load_young_s and frac and 100 * frac >= th.load_stack_pct then
-      return clear(tr("{en:%s}; the process is {age_s:%.0f} s old and {frac_pct:%.0f}% of its samples are in "
+      return clear(tr("{summary}; the process is {age_s:%.0f} s old and {frac_pct:%.0f}% of its samples are in "
                         .. "loading code: start-up loading, see mem.load_at_start",
-                      "{zh:%s}；进程启动 {age_s:%.0f} 秒且 {frac_pct:%.0f}% 的采样在加载代码里：属于启动期加载，见 mem.load_at_start",
-                      { en = en, age_s = p.age_s, frac_pct = 100 * frac, zh = zh }))
+                      "{summary}；进程启动 {age_s:%.0f} 秒且 {frac_pct:%.0f}% 的采样在加载代码里：属于启动期加载，见 mem.load_at_start",
+                      { summary = summary, age_s = p.age_s, frac_pct = 100 * frac }))
     end
     -- Time left at this rate.
     local mem = ev.cgroup and ev.cgroup.memory
     local lim = mem and mem.limit_kb
-    local left, left_en, left_zh
+    local left, time_left
     if lim and lim > 0 and lim < UNLIMITED_KB then
       local used = mem.usage_kb or p.rss_kb
       left = math.max(lim - used, 0) / rate
-      left_en = fmt("; at this rate the cgroup limit %s (usage %s) is reached in %.0f s", kb(lim), kb(used), left)
-      left_zh = fmt("；按此速率 %.0f 秒后达到 cgroup 上限 %s（当前用量 %s）", left, kb(lim), kb(used))
+      time_left = tr("; at this rate the cgroup limit {lim} (usage {used}) is reached in {left:%.0f} s",
+                     "；按此速率 {left:%.0f} 秒后达到 cgroup 上限 {lim}（当前用量 {used}）",
+                     { lim = kb(lim), used = kb(used), left = left })
     elseif ev.host and ev.host.mem_available_kb then
       left = ev.host.mem_available_kb / rate
-      left_en = fmt("; at this rate host MemAvailable %s is used up in %.0f s", kb(ev.host.mem_available_kb), left)
-      left_zh = fmt("；按此速率 %.0f 秒后耗尽整机 MemAvailable %s", left, kb(ev.host.mem_available_kb))
+      time_left = tr("; at this rate host MemAvailable {avail} is used up in {left:%.0f} s",
+                     "；按此速率 {left:%.0f} 秒后耗尽整机 MemAvailable {avail}",
+                     { avail = kb(ev.host.mem_available_kb), left = left })
     else
-      left_en, left_zh = "", ""
+      time_left = T("", "")
     end
     local pid = ev.pid
     return hit(with_census({
@@ -634,9 +633,9 @@ rule {
                    "{what_zh}持续增长：{rate:%+.1f} MiB/s",
                    { what_en = by_kind and "Anonymous memory" or "Memory", rate = rate / 1024,
                      what_zh = by_kind and "匿名内存" or "内存" }),
-      evidence = tr("{en:%s}; RSS at its peak (VmHWM {rss_kb}){left_en}.",
-                    "{zh:%s}；RSS 处于峰值（VmHWM {rss_kb}）{left_zh}。",
-                    { en = en, rss_kb = kb(p.vm_hwm_kb or p.rss_kb), left_en = left_en, zh = zh, left_zh = left_zh }),
+      evidence = tr("{summary}; RSS at its peak (VmHWM {rss_kb}){time_left}.",
+                    "{summary}；RSS 处于峰值（VmHWM {rss_kb}）{time_left}。",
+                    { summary = summary, rss_kb = kb(p.vm_hwm_kb or p.rss_kb), time_left = time_left }),
       cause = T("Something keeps references to new objects (SOP §2.2 row 2, 'grows the longer it "
                 .. "runs'): a list appended to every step, a dict/cache without a bound, tensors kept "
                 .. "with their graph (loss history without .item()), or reference cycles the GC "
