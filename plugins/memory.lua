@@ -740,8 +740,8 @@ rule {
         end
       end
     end
-    local grp, role_en, role_zh = similar_big(cands, th), "workers of pid " .. ev.pid,
-                                  fmt("pid %d 的 worker", ev.pid)
+    local grp = similar_big(cands, th)
+    local role = tr("workers of pid {pid:%s}", "pid {pid} 的 worker", { pid = ev.pid })
     -- (2) the target is one of several ranks under one launcher: it and its same-program siblings.
     if #grp < th.sib_min_count and ev.siblings and p.private_kb then
       local me = { pid = ev.pid, comm = p.comm, cmdline = p.cmdline, private_kb = p.private_kb }
@@ -761,10 +761,9 @@ rule {
         for _, x in ipairs(g2) do if x.pid == ev.pid then has_me = true end end
         if has_me and #g2 >= th.sib_min_count then
           grp = g2
-          role_en = fmt("pid %d and its sibling processes under parent pid %d (%s)", ev.pid,
-                        par and par.pid or p.ppid or 0, par and par.comm or "?")
-          role_zh = fmt("pid %d 及其同一父进程 pid %d（%s）下的兄弟进程", ev.pid,
-                        par and par.pid or p.ppid or 0, par and par.comm or "?")
+          role = tr("pid {pid} and its sibling processes under parent pid {ppid} ({comm:%s})",
+                    "pid {pid} 及其同一父进程 pid {ppid}（{comm:%s}）下的兄弟进程",
+                    { pid = ev.pid, ppid = par and par.pid or p.ppid or 0, comm = par and par.comm or "?" })
         end
       end
     end
@@ -796,12 +795,12 @@ rule {
       symptom = tr("{n_grp} processes each hold about {private_kb} of private memory",
                    "{n_grp} 个进程各自持有约 {private_kb} 私有内存",
                    { n_grp = #grp, private_kb = kb(grp[#grp].private_kb) }),
-      evidence = tr("{role_en}: private (unshared) memory {list_en}; together {sum}{share_en}.",
-                    "{role_zh}：私有（未共享）内存 {list_zh}；合计 {sum}{share_zh}。",
-                    { role_en = role_en, list_en = table.concat(list, ", "), sum = kb(sum),
-                      share_en = share and fmt(" = %.0f%% of %s", share, lim_en) or "", role_zh = role_zh,
+      evidence = tr("{role}: private (unshared) memory {list_en}; together {sum}{of_limit}.",
+                    "{role}：私有（未共享）内存 {list_zh}；合计 {sum}{of_limit}。",
+                    { role = role, list_en = table.concat(list, ", "), sum = kb(sum),
                       list_zh = table.concat(list, "，"),
-                      share_zh = share and fmt(" = %s的 %.0f%%", lim_zh, share) or "" }),
+                      of_limit = share and tr(" = {share:%.0f}% of {lim:%s}", " = {lim:%s}的 {share:%.0f}%",
+                                              { share = share, lim = T(lim_en, lim_zh) }) or T("", "") }),
       verify = tr("`sopctl run --pid {pid}`: each process's private memory drops to about 1/{n_grp} of the dataset "
                     .. "(or the data moves to shared/file-backed pages), and the total stops scaling with the process "
                     .. "count.",
