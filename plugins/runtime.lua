@@ -84,34 +84,31 @@ rule {
       return unknown(T("arena heaps not counted (maps not readable)", "未统计 arena heap（读不到 maps）"))
     end
     local n, rw = a.arenas, a.arena_rw_kb
-    local base_en = fmt("%d glibc arena heaps (64 MiB each reserved) holding %s read-write, %d threads",
-                        n, kb(rw), p.threads or 0)
-    local base_zh = fmt("%d 个 glibc arena heap（各保留 64 MiB），读写部分共 %s，%d 个线程",
-                        n, kb(rw), p.threads or 0)
+    local base = tr("{n} glibc arena heaps (64 MiB each reserved) holding {rw} read-write, {threads} threads",
+                    "{n} 个 glibc arena heap（各保留 64 MiB），读写部分共 {rw}，{threads} 个线程",
+                    { n = n, rw = kb(rw), threads = p.threads or 0 })
     if n < th.arena_min_count then
-      return clear(tr("{base_en} (< {arena_min_count} arenas)",
-                      "{base_zh}（< {arena_min_count} 个 arena）",
-                      { base_en = base_en, arena_min_count = th.arena_min_count, base_zh = base_zh }))
+      return clear(tr("{base} (< {arena_min_count} arenas)",
+                      "{base}（< {arena_min_count} 个 arena）",
+                      { base = base, arena_min_count = th.arena_min_count }))
     end
     if not p.rss_kb or p.rss_kb <= 0 then return unknown(T("RSS not measured", "RSS 未测得")) end
     local share = 100 * rw / p.rss_kb
     local growth = p.rss_growth_kb_per_s
-    base_en = base_en .. fmt(" = %.0f%% of RSS %s", share, kb(p.rss_kb))
-    base_zh = base_zh .. fmt("，占 RSS %s 的 %.0f%%", kb(p.rss_kb), share)
-    if growth then
-      base_en = base_en .. fmt("; RSS grew %s/s over the %.1f s window", kb(growth), ev.duration_s)
-      base_zh = base_zh .. fmt("；%.1f 秒窗口内 RSS 每秒增长 %s", ev.duration_s, kb(growth))
-    end
+    local grew = growth and tr("; RSS grew {growth}/s over the {secs:%.1f} s window",
+                               "；{secs:%.1f} 秒窗口内 RSS 每秒增长 {growth}", { growth = kb(growth), secs = ev.duration_s })
+                 or T("", "")
+    base = tr("{base} = {share:%.0f}% of RSS {rss}{grew}", "{base}，占 RSS {rss} 的 {share:%.0f}%{grew}",
+              { base = base, share = share, rss = kb(p.rss_kb), grew = grew })
     if share < th.arena_share_pct or rw < th.arena_min_mb * 1024 then
-      return clear(tr("{base_en}: arenas below {arena_share_pct:%g}% of RSS or {arena_min_mb:%g} MiB",
-                      "{base_zh}：arena 低于 RSS 的 {arena_share_pct:%g}% 或 {arena_min_mb:%g} MiB",
-                      { base_en = base_en, arena_share_pct = th.arena_share_pct, arena_min_mb = th.arena_min_mb,
-                        base_zh = base_zh }))
+      return clear(tr("{base}: arenas below {arena_share_pct:%g}% of RSS or {arena_min_mb:%g} MiB",
+                      "{base}：arena 低于 RSS 的 {arena_share_pct:%g}% 或 {arena_min_mb:%g} MiB",
+                      { base = base, arena_share_pct = th.arena_share_pct, arena_min_mb = th.arena_min_mb }))
     end
     local growing = growth and growth >= th.arena_growth_kb_per_s
     if not growth then
-      return unknown(T(base_en .. ": one snapshot, RSS growth not measured (use --duration 3)",
-                       base_zh .. "：只有一次快照，没有 RSS 增长率（用 --duration 3）"))
+      return unknown(tr("{base}: one snapshot, RSS growth not measured (use --duration 3)",
+                        "{base}：只有一次快照，没有 RSS 增长率（用 --duration 3）", { base = base }))
     end
     local sev = growing and "warn" or "info"
     return hit {
@@ -120,10 +117,9 @@ rule {
                                "RSS 每秒增长 {growth}，glibc malloc arena 有 {n} 个", { growth = kb(growth), n = n })
                 or tr("{n} glibc malloc arenas hold {share:%.0f}% of RSS",
                       "{n} 个 glibc malloc arena 占 RSS 的 {share:%.0f}%", { n = n, share = share }),
-      evidence = tr("{base_en}; LD_PRELOAD {ld_preload_en}; MALLOC_ARENA_MAX unset.",
-                    "{base_zh}；LD_PRELOAD {ld_preload_zh}；MALLOC_ARENA_MAX 未设置。",
-                    { base_en = base_en, ld_preload_en = a.ld_preload or "unset", base_zh = base_zh,
-                      ld_preload_zh = a.ld_preload or "未设置" }),
+      evidence = tr("{base}; LD_PRELOAD {ld_preload_en}; MALLOC_ARENA_MAX unset.",
+                    "{base}；LD_PRELOAD {ld_preload_zh}；MALLOC_ARENA_MAX 未设置。",
+                    { base = base, ld_preload_en = a.ld_preload or "unset", ld_preload_zh = a.ld_preload or "未设置" }),
       cause = tr("glibc's ptmalloc gives threads that allocate at the same time their own arenas "
                  .. "(up to 8 x CPUs); memory freed in one arena is not returned to the OS nor "
                  .. "reused by the others, so many threads allocating and freeing buffers "
@@ -195,41 +191,39 @@ rule {
     end
     local share = frac_pct(w.import_frac)
     local age = p.age_s
-    local base_en = fmt("main thread inside importlib in %.0f%% of %d samples", share, w.samples)
-    local base_zh = fmt("主线程 %d 个样本中 %.0f%% 在 importlib 内", w.samples, share)
-    if age then
-      base_en = base_en .. fmt("; process age %.1f s", age)
-      base_zh = base_zh .. fmt("；进程已运行 %.1f 秒", age)
-    end
+    local aged = age and tr("; process age {age:%.1f} s", "；进程已运行 {age:%.1f} 秒", { age = age }) or T("", "")
+    local base = tr("main thread inside importlib in {share:%.0f}% of {samples} samples{aged}",
+                    "主线程 {samples} 个样本中 {share:%.0f}% 在 importlib 内{aged}",
+                    { share = share, samples = w.samples, aged = aged })
     if share < th.import_frac_pct then
-      return clear(tr("{base_en} (< {import_frac_pct:%g}%)",
-                      "{base_zh}（< {import_frac_pct:%g}%）",
-                      { base_en = base_en, import_frac_pct = th.import_frac_pct, base_zh = base_zh }))
+      return clear(tr("{base} (< {import_frac_pct:%g}%)",
+                      "{base}（< {import_frac_pct:%g}%）",
+                      { base = base, import_frac_pct = th.import_frac_pct }))
     end
-    if not age then return unknown(T(base_en .. ": process age unknown", base_zh .. "：进程运行时长未知")) end
+    if not age then
+      return unknown(tr("{base}: process age unknown", "{base}：进程运行时长未知", { base = base }))
+    end
     if age > th.startup_age_s then
-      return clear(tr("{base_en}: past start-up (> {startup_age_s:%g} s); imports this late are the code's own "
+      return clear(tr("{base}: past start-up (> {startup_age_s:%g} s); imports this late are the code's own "
                         .. "lazy imports",
-                      "{base_zh}：已过启动期（> {startup_age_s:%g} 秒）；这么晚的 import 是代码自己的延迟 import",
-                      { base_en = base_en, startup_age_s = th.startup_age_s, base_zh = base_zh }))
+                      "{base}：已过启动期（> {startup_age_s:%g} 秒）；这么晚的 import 是代码自己的延迟 import",
+                      { base = base, startup_age_s = th.startup_age_s }))
     end
     local mod = w.import_module or "?"
-    local mod_en = w.import_module and fmt("; top-level module being imported: %s (%.0f%% of samples)",
-                                           mod, frac_pct(w.import_module_frac or 0)) or ""
-    local mod_zh = w.import_module and fmt("；正在导入的顶层模块：%s（%.0f%% 样本）",
-                                           mod, frac_pct(w.import_module_frac or 0)) or ""
-    local io_en, io_zh = "", ""
+    local module = w.import_module and tr("; top-level module being imported: {mod:%s} ({pct:%.0f}% of samples)",
+                                          "；正在导入的顶层模块：{mod:%s}（{pct:%.0f}% 样本）",
+                                          { mod = mod, pct = frac_pct(w.import_module_frac or 0) }) or T("", "")
+    local disk = T("", "")
     if w.io_wait_frac and w.io_wait_frac > 0 then
-      io_en = fmt("; in D state (disk) %.0f%% of samples", frac_pct(w.io_wait_frac))
-      io_zh = fmt("；D 状态（等盘）%.0f%% 样本", frac_pct(w.io_wait_frac))
+      disk = tr("; in D state (disk) {pct:%.0f}% of samples", "；D 状态（等盘）{pct:%.0f}% 样本",
+                { pct = frac_pct(w.io_wait_frac) })
     end
     return hit {
       symptom = tr("start-up spent importing: {share:%.0f}% of the main thread's time in import",
                    "启动时间耗在 import 上：主线程 {share:%.0f}% 时间在 import", { share = share }),
-      evidence = tr("{base_en}{mod_en}{io_en}; process CPU {cpu_pct:%.0f}%.",
-                    "{base_zh}{mod_zh}{io_zh}；进程 CPU {cpu_pct:%.0f}%。",
-                    { base_en = base_en, mod_en = mod_en, io_en = io_en, cpu_pct = p.cpu_pct or 0, base_zh = base_zh,
-                      mod_zh = mod_zh, io_zh = io_zh }),
+      evidence = tr("{base}{module}{disk}; process CPU {cpu_pct:%.0f}%.",
+                    "{base}{module}{disk}；进程 CPU {cpu_pct:%.0f}%。",
+                    { base = base, module = module, disk = disk, cpu_pct = p.cpu_pct or 0 }),
       fix = tr("Measure the chain: `python -X importtime -c 'import {module}' 2> import.log` and sort by cumulative "
                  .. "time. Then import heavy modules inside the functions that need them, put type-only imports under "
                  .. "`if typing.TYPE_CHECKING:`, avoid `from x import *`, move work out of package __init__.py files, "
