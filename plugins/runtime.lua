@@ -319,17 +319,18 @@ rule {
     local io_en = w.io_wait_frac and w.io_wait_frac > 0
                   and fmt("; thread in D state %.0f%%", frac_pct(w.io_wait_frac)) or ""
     local io_zh = w.io_wait_frac and w.io_wait_frac > 0 and fmt("；线程 D 状态 %.0f%%", frac_pct(w.io_wait_frac)) or ""
-    local cause_en = fmt("Every record walks the logger (findCaller, makeRecord, handler locks), is "
-                         .. "formatted (%.0f%% of samples) and written synchronously by the "
-                         .. "handler in the calling thread (%.0f%% in emit/flush)", fmt_pct, write_pct)
-    local cause_zh = fmt("每条日志都要走一遍 logger（findCaller、makeRecord、handler 锁），格式化（%.0f%% 样本），"
-                         .. "并由 handler 在调用线程里同步写出（emit/flush 占 %.0f%%）", fmt_pct, write_pct)
-    if #slow > 0 then
-      cause_en = cause_en .. "; the file sits on network storage, so each write adds a network round trip to the loop"
-      cause_zh = cause_zh .. "；日志文件在网络存储上，每次写都会把等待网络的时间加进循环"
-    end
-    cause_en = cause_en .. ". Arguments built eagerly (f-strings) are paid even for records the level drops (SOP §8.3)."
-    cause_zh = cause_zh .. "。用 f-string 提前拼好的参数，即使该级别被过滤也已付出代价（SOP §8.3）。"
+    local remote = #slow > 0
+                   and T("; the file sits on network storage, so each write adds a network round trip to the loop",
+                         "；日志文件在网络存储上，每次写都会把等待网络的时间加进循环")
+                   or T("", "")
+    local cause = tr("Every record walks the logger (findCaller, makeRecord, handler locks), is formatted "
+                       .. "({fmt_pct:%.0f}% of samples) and written synchronously by the handler in the calling "
+                       .. "thread ({write_pct:%.0f}% in emit/flush){remote}. Arguments built eagerly (f-strings) are "
+                       .. "paid even for records the level drops (SOP §8.3).",
+                     "每条日志都要走一遍 logger（findCaller、makeRecord、handler 锁），格式化（{fmt_pct:%.0f}% 样本），"
+                       .. "并由 handler 在调用线程里同步写出（emit/flush 占 {write_pct:%.0f}%）{remote}。用 f-string "
+                       .. "提前拼好的参数，即使该级别被过滤也已付出代价（SOP §8.3）。",
+                     { fmt_pct = fmt_pct, write_pct = write_pct, remote = remote })
     return hit {
       severity = (#slow > 0 or share >= 2 * th.logging_frac_pct) and "warn" or "info",
       symptom = tr("thread {tid} ({name}) spends {share:%.0f}% of its time in logging",
@@ -343,7 +344,7 @@ rule {
                     { tid = worst.tid, name = worst.name or "?", share = share, samples = w.samples,
                       fmt_pct = fmt_pct, write_pct = write_pct, site_en = site_en, io_en = io_en,
                       files_en = files_en, nlocal = nlocal, site_zh = site_zh, io_zh = io_zh, files_zh = files_zh }),
-      cause = T(cause_en, cause_zh),
+      cause = cause,
       verify = tr("`sopctl run --pid PID --duration 3`: logging.hot_path clear (logging share of tid {tid} below "
                     .. "{logging_frac_pct:%g}%), and the loop's items/s rises.",
                   "`sopctl run --pid PID --duration 3`：logging.hot_path 为 clear（tid {tid} 的 logging 占比低于 "
@@ -405,38 +406,35 @@ rule {
     end
     local w = worst.window
     local share, spawn = frac_pct(w.subprocess_frac), frac_pct(w.subprocess_spawn_frac or 0)
-    local base_en = fmt("tid %d %s: %.0f%% of %d samples in subprocess (launching: %.0f%%)",
-                        worst.tid, worst.name or "?", share, w.samples, spawn)
-    local base_zh = fmt("tid %d %s：%d 个样本中 %.0f%% 在 subprocess 内（启动阶段 %.0f%%）",
-                        worst.tid, worst.name or "?", w.samples, share, spawn)
+    local base = tr("tid {tid} {name:%s}: {share:%.0f}% of {samples} samples in subprocess (launching: {spawn:%.0f}%)",
+                    "tid {tid} {name:%s}：{samples} 个样本中 {share:%.0f}% 在 subprocess 内（启动阶段 {spawn:%.0f}%）",
+                    { tid = worst.tid, name = worst.name or "?", share = share, samples = w.samples, spawn = spawn })
     if share < th.subprocess_frac_pct or spawn < th.subprocess_spawn_pct then
-      return clear(tr("{base_en} (needs >= {subprocess_frac_pct:%g}% and launching >= "
+      return clear(tr("{base} (needs >= {subprocess_frac_pct:%g}% and launching >= "
                         .. "{subprocess_spawn_pct:%g}%)",
-                      "{base_zh}（需 >= {subprocess_frac_pct:%g}% 且启动 >= {subprocess_spawn_pct:%g}%）",
-                      { base_en = base_en, subprocess_frac_pct = th.subprocess_frac_pct,
-                        subprocess_spawn_pct = th.subprocess_spawn_pct, base_zh = base_zh }))
+                      "{base}（需 >= {subprocess_frac_pct:%g}% 且启动 >= {subprocess_spawn_pct:%g}%）",
+                      { base = base, subprocess_frac_pct = th.subprocess_frac_pct,
+                        subprocess_spawn_pct = th.subprocess_spawn_pct }))
     end
     local forks = ev.host and ev.host.forks_per_s
     if not forks then
-      return unknown(T(base_en .. ": host fork rate not measured", base_zh .. "：整机 fork 速率未测得"))
+      return unknown(tr("{base}: host fork rate not measured", "{base}：整机 fork 速率未测得", { base = base }))
     end
-    base_en = base_en .. fmt("; host forks %.0f/s", forks)
-    base_zh = base_zh .. fmt("；整机每秒 fork %.0f 次", forks)
+    base = tr("{base}; host forks {forks:%.0f}/s", "{base}；整机每秒 fork {forks:%.0f} 次", { base = base, forks = forks })
     if forks < th.forks_min_per_s then
-      return clear(tr("{base_en} (< {forks_min_per_s:%g}/s): few, long-running children",
-                      "{base_zh}（< {forks_min_per_s:%g}/s）：子进程少且长命",
-                      { base_en = base_en, forks_min_per_s = th.forks_min_per_s, base_zh = base_zh }))
+      return clear(tr("{base} (< {forks_min_per_s:%g}/s): few, long-running children",
+                      "{base}（< {forks_min_per_s:%g}/s）：子进程少且长命",
+                      { base = base, forks_min_per_s = th.forks_min_per_s }))
     end
-    local reaped_en = p.reaped_cpu_pct and fmt("; exited children used %.0f%% CPU", p.reaped_cpu_pct) or ""
-    local reaped_zh = p.reaped_cpu_pct and fmt("；已退出的子进程用了 %.0f%% CPU", p.reaped_cpu_pct) or ""
+    local reaped = p.reaped_cpu_pct and tr("; exited children used {pct:%.0f}% CPU", "；已退出的子进程用了 {pct:%.0f}% CPU",
+                                           { pct = p.reaped_cpu_pct }) or T("", "")
     return hit {
       symptom = tr("subprocess storm: about {forks:%.0f} process launches/s, {share:%.0f}% of tid {tid}'s time",
                    "子进程风暴：每秒约 {forks:%.0f} 次进程启动，占 tid {tid} {share:%.0f}% 的时间",
                    { forks = forks, share = share, tid = worst.tid }),
-      evidence = tr("{base_en}{reaped_en}; process CPU {cpu_pct:%.0f}%.",
-                    "{base_zh}{reaped_zh}；进程 CPU {cpu_pct:%.0f}%。",
-                    { base_en = base_en, reaped_en = reaped_en, cpu_pct = p.cpu_pct or 0, base_zh = base_zh,
-                      reaped_zh = reaped_zh }),
+      evidence = tr("{base}{reaped}; process CPU {cpu_pct:%.0f}%.",
+                    "{base}{reaped}；进程 CPU {cpu_pct:%.0f}%。",
+                    { base = base, reaped = reaped, cpu_pct = p.cpu_pct or 0 }),
     }
   end,
 }
