@@ -497,17 +497,16 @@ rule {
                                     p.affinity.cpus or "?")
       if pinned_full then warn = true end
     end
-    local ctx_en = fmt("affinity %s (%d CPUs), effective CPUs %s, quota %s, host %s CPUs",
-                       p.affinity and p.affinity.cpus or "?", aff or 0, tostring(eff or "?"),
-                       q and fmt("%.2f", q) or "none", tostring(ev.host and ev.host.ncpu or "?"))
-    local ctx_zh = fmt("亲和性 %s（%d 个 CPU），有效 CPU %s，quota %s，整机 %s 个 CPU",
-                       p.affinity and p.affinity.cpus or "?", aff or 0, tostring(eff or "?"),
-                       q and fmt("%.2f", q) or "无", tostring(ev.host and ev.host.ncpu or "?"))
+    local ctx = tr("affinity {cpus:%s} ({aff} CPUs), effective CPUs {eff:%s}, quota {quota:%s}, host {ncpu:%s} CPUs",
+                   "亲和性 {cpus:%s}（{aff} 个 CPU），有效 CPU {eff:%s}，quota {quota:%s}，整机 {ncpu:%s} 个 CPU",
+                   { cpus = p.affinity and p.affinity.cpus or "?", aff = aff or 0, eff = tostring(eff or "?"),
+                     quota = q and fmt("%.2f", q) or T("none", "无"),
+                     ncpu = tostring(ev.host and ev.host.ncpu or "?") })
     if #found_en == 0 then
       if not env then
-        return unknown(T(ctx_en .. "; environment not readable", ctx_zh .. "；环境变量不可读"))
+        return unknown(tr("{ctx}; environment not readable", "{ctx}；环境变量不可读", { ctx = ctx }))
       end
-      return clear(T(ctx_en .. "; no thread-pool variable above it", ctx_zh .. "；没有超过它的线程池变量"))
+      return clear(tr("{ctx}; no thread-pool variable above it", "{ctx}；没有超过它的线程池变量", { ctx = ctx }))
     end
     local libs_en = #libs > 0 and ("; pool libraries loaded: " .. table.concat(libs, ", "))
                     or "; no OpenMP/BLAS/torch library loaded"
@@ -518,8 +517,9 @@ rule {
       severity = warn and "warn" or "info",
       symptom = T("thread pools / CPU quota sized for CPUs the process cannot use: " .. table.concat(found_en, "; "),
                   "线程池 / CPU quota 按进程用不上的 CPU 配置：" .. table.concat(found_zh, "；")),
-      evidence = T(ctx_en .. "; " .. table.concat(found_en, "; ") .. libs_en .. cpu_en .. ".",
-                   ctx_zh .. "；" .. table.concat(found_zh, "；") .. libs_zh .. cpu_en .. "。"),
+      evidence = tr("{ctx}; {found_en:%s}{libs_en:%s}{cpu:%s}.", "{ctx}；{found_zh:%s}{libs_zh:%s}{cpu:%s}。",
+                    { ctx = ctx, found_en = table.concat(found_en, "; "), libs_en = libs_en, cpu = cpu_en,
+                      found_zh = table.concat(found_zh, "；"), libs_zh = libs_zh }),
       cause = tr("OpenMP/BLAS/torch start as many threads as their variables say, whatever the "
                  .. "affinity mask and quota allow: {n} CPUs are really available, so the extra "
                  .. "threads time-share them and pay context switches and cache misses; a "
@@ -624,7 +624,7 @@ rule {
     end
 
     -- where the threads run: a mask within one node, else the CPUs the busy threads last ran on
-    local run_node, where_en, where_zh
+    local run_node, where
     local mask = p.affinity and cpu_set(p.affinity.cpus)
     local mask_nodes
     if mask then
@@ -634,8 +634,8 @@ rule {
     end
     if mask_nodes and #mask_nodes == 1 then
       run_node = mask_nodes[1]
-      where_en = fmt("affinity %s lies within node %d", p.affinity.cpus, run_node)
-      where_zh = fmt("亲和性 %s 全在节点 %d 内", p.affinity.cpus, run_node)
+      where = tr("affinity {cpus:%s} lies within node {node}", "亲和性 {cpus:%s} 全在节点 {node} 内",
+                 { cpus = p.affinity.cpus, node = run_node })
     else
       if not ev.duration_s or ev.duration_s <= 0 then
         return unknown(T("one snapshot (--duration 0) and an affinity mask spanning nodes: busy threads not told",
@@ -663,18 +663,17 @@ rule {
                         "{n_busy} 个繁忙线程跑在节点 {list:%s} 上：作业跨节点，没有单一本地节点", { n_busy = n_busy, list = list }))
       end
       run_node = ran[1]
-      where_en = fmt("all %d busy threads last ran on CPUs of node %d (affinity %s)", n_busy, run_node,
-                     p.affinity and p.affinity.cpus or "?")
-      where_zh = fmt("%d 个繁忙线程最后都跑在节点 %d 的 CPU 上（亲和性 %s）", n_busy, run_node,
-                     p.affinity and p.affinity.cpus or "?")
+      where = tr("all {n} busy threads last ran on CPUs of node {node} (affinity {cpus:%s})",
+                 "{n} 个繁忙线程最后都跑在节点 {node} 的 CPU 上（亲和性 {cpus:%s}）",
+                 { n = n_busy, node = run_node, cpus = p.affinity and p.affinity.cpus or "?" })
     end
 
     local pn = p.numa
     if not pn or not pn.kb or not pn.nodes then
       local why = missing_reason(ev, "proc.numa") or "numa_maps not read"
-      return unknown(tr("{where_en}; memory per node unknown ({why:%s})",
-                        "{where_zh}；各节点内存未知（{why:%s}）",
-                        { where_en = where_en, why = why, where_zh = where_zh }))
+      return unknown(tr("{where}; memory per node unknown ({why:%s})",
+                        "{where}；各节点内存未知（{why:%s}）",
+                        { where = where, why = why }))
     end
     local total, local_kb = pn.kb, 0
     local parts, far_node, far_kb = {}, nil, -1
@@ -688,67 +687,65 @@ rule {
         parts[#parts + 1] = fmt("node %d %s (%.0f%%)", n.node, kb(n.kb), 100 * n.kb / total)
       end
     end
-    local base_en = fmt("%s; resident %s: %s", where_en, kb(total), table.concat(parts, ", "))
-    local base_zh = fmt("%s；常驻 %s：%s", where_zh, kb(total), table.concat(parts, "，"))
-    if pn.truncated then
-      base_en = base_en .. fmt(" (first %d mappings only)", pn.mappings or 0)
-      base_zh = base_zh .. fmt("（仅前 %d 个映射）", pn.mappings or 0)
-    end
+    local truncated = pn.truncated and tr(" (first {n} mappings only)", "（仅前 {n} 个映射）", { n = pn.mappings or 0 })
+                      or T("", "")
+    local base = tr("{where}; resident {total}: {parts}{truncated}", "{where}；常驻 {total}：{parts}{truncated}",
+                    { where = where, total = kb(total), parts = T(table.concat(parts, ", "), table.concat(parts, "，")),
+                      truncated = truncated })
     if total < th.numa_min_mb * 1024 then
-      return clear(tr("{base_en}: below {numa_min_mb:%g} MiB, too small to matter",
-                      "{base_zh}：低于 {numa_min_mb:%g} MiB，影响小",
-                      { base_en = base_en, numa_min_mb = th.numa_min_mb, base_zh = base_zh }))
+      return clear(tr("{base}: below {numa_min_mb:%g} MiB, too small to matter",
+                      "{base}：低于 {numa_min_mb:%g} MiB，影响小",
+                      { base = base, numa_min_mb = th.numa_min_mb }))
     end
     local remote_kb = total - local_kb
     local share = 100 * remote_kb / total
     if share < th.numa_remote_pct or not far_node then
-      return clear(tr("{base_en}: {share:%.0f}% on other nodes (< {numa_remote_pct:%g}%)",
-                      "{base_zh}：其他节点 {share:%.0f}%（< {numa_remote_pct:%g}%）",
-                      { base_en = base_en, share = share, numa_remote_pct = th.numa_remote_pct, base_zh = base_zh }))
+      return clear(tr("{base}: {share:%.0f}% on other nodes (< {numa_remote_pct:%g}%)",
+                      "{base}：其他节点 {share:%.0f}%（< {numa_remote_pct:%g}%）",
+                      { base = base, share = share, numa_remote_pct = th.numa_remote_pct }))
     end
 
     local home = by_id[run_node] or {}
-    local free_en, free_zh, fits = "", "", true
+    local free, fits = T("", ""), true
     if home.mem_free_kb then
       fits = home.mem_free_kb >= remote_kb
-      free_en = fmt("; node %d has %s free of %s", run_node, kb(home.mem_free_kb), kb(home.mem_total_kb or 0))
-      free_zh = fmt("；节点 %d 空闲 %s / 共 %s", run_node, kb(home.mem_free_kb), kb(home.mem_total_kb or 0))
+      free = tr("; node {node} has {free} free of {total}", "；节点 {node} 空闲 {free} / 共 {total}",
+                { node = run_node, free = kb(home.mem_free_kb), total = kb(home.mem_total_kb or 0) })
     end
-    local extra_en, extra_zh = "", ""
+    local interleave, balancing = T("", ""), T("", "")
     if pn.interleave_kb and pn.interleave_kb > 0 then
-      extra_en = fmt("; %s under an interleave policy", kb(pn.interleave_kb))
-      extra_zh = fmt("；%s 在 interleave 策略下", kb(pn.interleave_kb))
+      interleave = tr("; {kb} under an interleave policy", "；{kb} 在 interleave 策略下", { kb = kb(pn.interleave_kb) })
     end
     if hn.balancing then
-      extra_en = extra_en .. fmt("; automatic NUMA balancing %s", hn.balancing == 0 and "off" or "on")
-      extra_zh = extra_zh .. fmt("；自动 NUMA 平衡%s", hn.balancing == 0 and "关闭" or "开启")
+      balancing = tr("; automatic NUMA balancing {state}", "；自动 NUMA 平衡{state}",
+                     { state = hn.balancing == 0 and T("off", "关闭") or T("on", "开启") })
     end
-    local fix_en = fmt("Keep CPUs and memory on one node: start the job with `numactl --cpunodebind=%d "
-                       .. "--membind=%d python train.py`, or, for several workers/ranks, bind each to one "
-                       .. "node with its own memory (one numactl per launcher rank, node = rank %% nodes).",
-                       run_node, run_node)
-    local fix_zh = fmt("让 CPU 与内存在同一节点：用 `numactl --cpunodebind=%d --membind=%d python train.py` 启动；"
-                       .. "多个 worker/rank 时每个绑到一个节点并用该节点内存（每个 rank 一个 numactl，节点 = rank %% 节点数）。",
-                       run_node, run_node)
+    local move
     if fits then
-      fix_en = fix_en .. fmt(" A running process can move its pages: `migratepages %d %d %d` (package numactl).",
-                             ev.pid, far_node, run_node)
-      fix_zh = fix_zh .. fmt("运行中的进程可以迁移页面：`migratepages %d %d %d`（numactl 包）。", ev.pid, far_node, run_node)
+      move = tr(" A running process can move its pages: `migratepages {pid} {far} {node}` (package numactl).",
+                "运行中的进程可以迁移页面：`migratepages {pid} {far} {node}`（numactl 包）。",
+                { pid = ev.pid, far = far_node, node = run_node })
     else
-      fix_en = fix_en .. fmt(" Node %d has less free memory than the %s to move: --membind=%d would push "
-                             .. "the job into reclaim or the OOM killer; use --preferred=%d, free memory on "
-                             .. "node %d, or split the job so each part fits its node.",
-                             run_node, kb(remote_kb), run_node, run_node, run_node)
-      fix_zh = fix_zh .. fmt("节点 %d 的空闲内存少于要迁移的 %s：--membind=%d 会让作业进入回收或被 OOM 杀；"
-                             .. "改用 --preferred=%d、腾出节点 %d 的内存，或拆分作业让每部分装进各自节点。",
-                             run_node, kb(remote_kb), run_node, run_node, run_node)
+      move = tr(" Node {node} has less free memory than the {remote} to move: --membind={node} would push "
+                  .. "the job into reclaim or the OOM killer; use --preferred={node}, free memory on "
+                  .. "node {node}, or split the job so each part fits its node.",
+                "节点 {node} 的空闲内存少于要迁移的 {remote}：--membind={node} 会让作业进入回收或被 OOM 杀；"
+                  .. "改用 --preferred={node}、腾出节点 {node} 的内存，或拆分作业让每部分装进各自节点。",
+                { node = run_node, remote = kb(remote_kb) })
     end
+    local fix = tr("Keep CPUs and memory on one node: start the job with `numactl --cpunodebind={node} "
+                     .. "--membind={node} python train.py`, or, for several workers/ranks, bind each to one "
+                     .. "node with its own memory (one numactl per launcher rank, node = rank % nodes).{move}",
+                   "让 CPU 与内存在同一节点：用 `numactl --cpunodebind={node} --membind={node} python train.py` 启动；"
+                     .. "多个 worker/rank 时每个绑到一个节点并用该节点内存（每个 rank 一个 numactl，节点 = rank % 节点数）。{move}",
+                   { node = run_node, move = move })
     return hit {
       symptom = tr("{share:%.0f}% of the job's memory ({remote_kb}) is on NUMA node {far_node}, its threads run on "
                      .. "node {run_node}",
                    "作业 {share:%.0f}% 的内存（{remote_kb}）在 NUMA 节点 {far_node}，线程却跑在节点 {run_node}",
                    { share = share, remote_kb = kb(remote_kb), far_node = far_node, run_node = run_node }),
-      evidence = T(base_en .. free_en .. extra_en .. ".", base_zh .. free_zh .. extra_zh .. "。"),
+      evidence = tr("{base}{free}{interleave}{balancing}.", "{base}{free}{interleave}{balancing}。",
+                    { base = base, free = free, interleave = interleave, balancing = balancing }),
       cause = tr("Linux places a page on the node of the CPU that first touches it (or where a membind/preferred "
                    .. "policy says). The memory was filled from node {far_node} (data loaded before the job was "
                    .. "pinned, taskset applied after start, a policy naming the other node, or node {run_node} full "
@@ -758,7 +755,7 @@ rule {
                    .. "taskset、策略指向了另一个节点，或当时节点 {run_node} 已满），而线程现在跑在节点 {run_node}：{share:%.0f}% 的访存要跨 socket 互联，延迟更高"
                    .. "、带宽共享（SOP §8.5）。",
                  { far_node = far_node, run_node = run_node, share = share }),
-      fix = T(fix_en, fix_zh),
+      fix = fix,
       verify = tr("`numastat -p {pid}` shows most of the memory on node {run_node}; `sopctl run --pid {pid} "
                   .. "--duration 3`: cpu.numa_remote clear. Compare step time before and after.",
                   "`numastat -p {pid}` 显示大部分内存在节点 {run_node}；`sopctl run --pid {pid} --duration 3`："
