@@ -551,25 +551,25 @@ rule {
       end
     end
     local first = by_pid[order[1]].remote[1]
-    local where_en = fmt("%s on %s (%s, %s)", short_path(first.path), first.mount or "?",
+    local example = fmt("%s on %s (%s, %s)", short_path(first.path), first.mount or "?",
                          first.fstype or "?", first.source or "?")
     if #waiting == 0 then
       if #ambiguous > 0 then
-        return unknown(tr("{remote} files on network storage ({where_en}); pid {ambiguous} waits in IO but reads "
+        return unknown(tr("{remote} files on network storage ({example}); pid {ambiguous} waits in IO but reads "
                             .. "local data files faster than the network ones",
-                          "{remote} 个文件在网络存储上（{where_en}）；pid {ambiguous} 在等 IO，但读本地数据文件比网络文件更快",
-                          { remote = remote, where_en = where_en, ambiguous = ambiguous[1] }))
+                          "{remote} 个文件在网络存储上（{example}）；pid {ambiguous} 在等 IO，但读本地数据文件比网络文件更快",
+                          { remote = remote, example = example, ambiguous = ambiguous[1] }))
       end
       if #quiet == 0 then
-        return unknown(tr("{remote} files on network storage ({where_en}), but no sampled window tells whether the "
+        return unknown(tr("{remote} files on network storage ({example}), but no sampled window tells whether the "
                             .. "job waits on them (pids not sampled: {n_unsampled})",
-                          "{remote} 个文件在网络存储上（{where_en}），但没有采样窗口可判断作业是否在等它们（未采样进程 {n_unsampled} 个）",
-                          { remote = remote, where_en = where_en, n_unsampled = #unsampled }))
+                          "{remote} 个文件在网络存储上（{example}），但没有采样窗口可判断作业是否在等它们（未采样进程 {n_unsampled} 个）",
+                          { remote = remote, example = example, n_unsampled = #unsampled }))
       end
-      return clear(tr("{remote} files on network storage ({where_en}), but threads spend little time in IO wait (max "
+      return clear(tr("{remote} files on network storage ({example}), but threads spend little time in IO wait (max "
                         .. "per process: {quiet}, < {netfs_wait_frac_pct:%.0f}%)",
-                      "{remote} 个文件在网络存储上（{where_en}），但线程很少处于 IO 等待（各进程最大值：{quiet}，< {netfs_wait_frac_pct:%.0f}%）",
-                      { remote = remote, where_en = where_en, quiet = table.concat(quiet, ", "),
+                      "{remote} 个文件在网络存储上（{example}），但线程很少处于 IO 等待（各进程最大值：{quiet}，< {netfs_wait_frac_pct:%.0f}%）",
+                      { remote = remote, example = example, quiet = table.concat(quiet, ", "),
                         netfs_wait_frac_pct = 100 * th.netfs_wait_frac }))
     end
     table.sort(waiting, function(a, b) return by_pid[a].wait > by_pid[b].wait end)
@@ -594,9 +594,9 @@ rule {
       symptom = tr("The job waits on files on {kind:%s} storage ({fstype})",
                    "作业在等 {kind:%s} 存储（{fstype}）上的文件",
                    { kind = kind, fstype = first.fstype or "?" }),
-      evidence = tr("{remote} open files on {kind:%s} storage, e.g. {where_en}. {lines_en}{rates:%s}.",
-                    "{remote} 个打开的文件在 {kind:%s} 存储上，例如 {where_en}。{lines_zh}{rates:%s}。",
-                    { remote = remote, kind = kind, where_en = where_en, lines_en = table.concat(lines, "; "),
+      evidence = tr("{remote} open files on {kind:%s} storage, e.g. {example}. {lines_en}{rates:%s}.",
+                    "{remote} 个打开的文件在 {kind:%s} 存储上，例如 {example}。{lines_zh}{rates:%s}。",
+                    { remote = remote, kind = kind, example = example, lines_en = table.concat(lines, "; "),
                       rates = rates, lines_zh = table.concat(lines, "；") }),
       verify = tr("`sopctl run --pid {pid} --duration 3`: io.network_fs clears (data files on fs_kind local) and "
                     .. "io_wait_frac falls below {netfs_wait_frac_pct:%.0f}%.",
