@@ -138,41 +138,41 @@ rule {
     local f = checkpoint_file(ev, t.pid)
     local util, dname = disk_util(ev, f)
     local call, stack = what_call(w)
-    local base_en = fmt("%s in %s %.0f%% of the window, on CPU %.0f%%, in IO wait %.0f%%",
-                        thread_label(t), call, 100 * ck, 100 * run, 100 * iow)
-    local base_zh = fmt("%s 在 %s 中占窗口 %.0f%%，在 CPU 上 %.0f%%，IO 等待 %.0f%%",
-                        thread_label(t), call, 100 * ck, 100 * run, 100 * iow)
+    local base = tr("{thread:%s} in {call:%s} {ck:%.0f}% of the window, on CPU {run:%.0f}%, in IO wait {iow:%.0f}%",
+                    "{thread:%s} 在 {call:%s} 中占窗口 {ck:%.0f}%，在 CPU 上 {run:%.0f}%，IO 等待 {iow:%.0f}%",
+                    { thread = thread_label(t), call = call, ck = 100 * ck, run = 100 * run, iow = 100 * iow })
     if busy < th.ckpt_busy_frac then
       local waits = iow >= th.ckpt_io_wait_frac
-      return clear(T(base_en .. ": not CPU bound" .. (waits and " (storage: see checkpoint.io_bound)" or ""),
-                     base_zh .. "：不是 CPU 瓶颈" .. (waits and "（存储：见 checkpoint.io_bound）" or "")))
+      return clear(tr("{base}: not CPU bound{see}", "{base}：不是 CPU 瓶颈{see}",
+                      { base = base,
+                        see = waits and T(" (storage: see checkpoint.io_bound)", "（存储：见 checkpoint.io_bound）")
+                              or T("", "") }))
     end
     if iow >= th.ckpt_io_wait_frac or (util and util >= th.io_util_pct) then
-      return unknown(tr("{base_en}, disk {dname} util {util:%.0f}%: both CPU and storage are busy",
-                        "{base_zh}，磁盘 {dname} util {util:%.0f}%：CPU 与存储都忙",
-                        { base_en = base_en, dname = dname or "?", util = util or 0, base_zh = base_zh }))
+      return unknown(tr("{base}, disk {dname} util {util:%.0f}%: both CPU and storage are busy",
+                        "{base}，磁盘 {dname} util {util:%.0f}%：CPU 与存储都忙",
+                        { base = base, dname = dname or "?", util = util or 0 }))
     end
-    local file_en, file_zh = "", ""
+    local file = T("", "")
     if f then
-      file_en = fmt("; the file %s (%s, %s) moves %s", f.path, f.fs_kind, f.fstype or "?",
-                    rate(math.abs(f.advance_bytes_per_s)))
-      file_zh = fmt("；文件 %s（%s，%s）推进 %s", f.path, f.fs_kind, f.fstype or "?",
-                    rate(math.abs(f.advance_bytes_per_s)))
+      file = tr("; the file {path:%s} ({kind:%s}, {fstype:%s}) moves {moves:%s}",
+                "；文件 {path:%s}（{kind:%s}，{fstype:%s}）推进 {moves:%s}",
+                { path = f.path, kind = f.fs_kind, fstype = f.fstype or "?",
+                  moves = rate(math.abs(f.advance_bytes_per_s)) })
     end
-    local disk_en = util and fmt("; disk %s util %.0f%% (< %g%%): the storage is not the limit", dname or "?",
-                                 util, th.io_util_pct) or "; disk utilisation not measured"
-    local disk_zh = util and fmt("；磁盘 %s util %.0f%%（< %g%%）：存储不是瓶颈", dname or "?", util,
-                                 th.io_util_pct) or "；未测到磁盘利用率"
+    local disk = util and tr("; disk {dname:%s} util {util:%.0f}% (< {max:%g}%): the storage is not the limit",
+                             "；磁盘 {dname:%s} util {util:%.0f}%（< {max:%g}%）：存储不是瓶颈",
+                             { dname = dname or "?", util = util, max = th.io_util_pct })
+                 or T("; disk utilisation not measured", "；未测到磁盘利用率")
     local stack_en = stack and ("; most seen stack: ..." .. stack:sub(-160)) or ""
     local load = call == "torch.load"
     return hit {
       severity = "warn",
       symptom = tr("{call:%s} is CPU bound: one thread serializes on one core while the disk idles",
                    "{call:%s} 受 CPU 限制：单线程在一个核上序列化，磁盘却空闲", { call = call }),
-      evidence = tr("Over {duration_s:%.1f} s: {base_en}{file_en}{disk_en}{stack_en}.",
-                    "{duration_s:%.1f} 秒内：{base_zh}{file_zh}{disk_zh}{stack_en}。",
-                    { duration_s = ev.duration_s, base_en = base_en, file_en = file_en, disk_en = disk_en,
-                      stack_en = stack_en, base_zh = base_zh, file_zh = file_zh, disk_zh = disk_zh }),
+      evidence = tr("Over {duration_s:%.1f} s: {base}{file}{disk}{stack_en}.",
+                    "{duration_s:%.1f} 秒内：{base}{file}{disk}{stack_en}。",
+                    { duration_s = ev.duration_s, base = base, file = file, disk = disk, stack_en = stack_en }),
       fix = load and T("Load without unpickling the tensors: torch.load(path, mmap=True, "
               .. "weights_only=True) (PyTorch 2.1+), or save as safetensors and "
               .. "safetensors.torch.load_file (zero-copy mmap); keep the checkpoint a flat "
@@ -223,51 +223,49 @@ rule {
     local call = what_call(w)
     local f = checkpoint_file(ev, t.pid)
     local util, dname = disk_util(ev, f)
-    local base_en = fmt("%s in %s %.0f%% of the window, in IO wait (D) %.0f%%, on CPU %.0f%%",
-                        thread_label(t), call, 100 * ck, 100 * iow, 100 * run)
-    local base_zh = fmt("%s 在 %s 中占窗口 %.0f%%，IO 等待（D）%.0f%%，在 CPU 上 %.0f%%",
-                        thread_label(t), call, 100 * ck, 100 * iow, 100 * run)
+    local base = tr("{thread:%s} in {call:%s} {ck:%.0f}% of the window, in IO wait (D) {iow:%.0f}%, on CPU {run:%.0f}%",
+                    "{thread:%s} 在 {call:%s} 中占窗口 {ck:%.0f}%，IO 等待（D）{iow:%.0f}%，在 CPU 上 {run:%.0f}%",
+                    { thread = thread_label(t), call = call, ck = 100 * ck, iow = 100 * iow, run = 100 * run })
     -- The D-state samples surely inside the checkpoint (lower bound of the overlap).
     local inside = overlap(iow, ck)
     if inside < th.ckpt_io_wait_frac then
-      return clear(tr("{base_en}: at most {inside_pct:%.0f}% of the checkpoint time is surely spent waiting on "
+      return clear(tr("{base}: at most {inside_pct:%.0f}% of the checkpoint time is surely spent waiting on "
                         .. "storage (< {ckpt_io_wait_frac_pct:%.0f}%)",
-                      "{base_zh}：checkpoint 时间中确定在等存储的部分至多 {inside_pct:%.0f}%（< {ckpt_io_wait_frac_pct:%.0f}%）",
-                      { base_en = base_en, inside_pct = 100 * inside,
-                        ckpt_io_wait_frac_pct = 100 * th.ckpt_io_wait_frac, base_zh = base_zh }))
+                      "{base}：checkpoint 时间中确定在等存储的部分至多 {inside_pct:%.0f}%（< {ckpt_io_wait_frac_pct:%.0f}%）",
+                      { base = base, inside_pct = 100 * inside, ckpt_io_wait_frac_pct = 100 * th.ckpt_io_wait_frac }))
     end
     local remote = f and REMOTE[f.fs_kind]
     local busy = util and util >= th.io_util_pct
     local h = ev.host or {}
-    local where_en, where_zh
+    local where
     if remote then
-      where_en = fmt("the file %s is on %s (%s, %s)", f.path, f.fs_kind == "fuse" and "FUSE" or "network storage",
-                     f.fstype or "?", f.source or "?")
-      where_zh = fmt("文件 %s 在 %s（%s，%s）上", f.path, f.fs_kind == "fuse" and "FUSE" or "网络存储",
-                     f.fstype or "?", f.source or "?")
+      where = tr("the file {path:%s} is on {on} ({fstype:%s}, {source:%s})",
+                 "文件 {path:%s} 在 {on}（{fstype:%s}，{source:%s}）上",
+                 { path = f.path, on = f.fs_kind == "fuse" and T("FUSE", "FUSE") or T("network storage", "网络存储"),
+                   fstype = f.fstype or "?", source = f.source or "?" })
     elseif busy then
-      where_en = fmt("disk %s util %.0f%% (>= %g%%)%s", dname or "?", util, th.io_util_pct,
-                     f and fmt(", file %s", f.path) or "")
-      where_zh = fmt("磁盘 %s util %.0f%%（>= %g%%）%s", dname or "?", util, th.io_util_pct,
-                     f and fmt("，文件 %s", f.path) or "")
+      where = tr("disk {dname:%s} util {util:%.0f}% (>= {max:%g}%){file}",
+                 "磁盘 {dname:%s} util {util:%.0f}%（>= {max:%g}%）{file}",
+                 { dname = dname or "?", util = util, max = th.io_util_pct,
+                   file = f and tr(", file {path:%s}", "，文件 {path:%s}", { path = f.path }) or T("", "") })
     else
-      where_en = fmt("disk %s util %s (not saturated): the thread waits on each request%s",
-                     dname or "?", util and fmt("%.0f%%", util) or "unknown",
-                     f and fmt(", file %s (%s)", f.path, f.fstype or "?") or "")
-      where_zh = fmt("磁盘 %s util %s（未饱和）：线程在等每一个请求%s", dname or "?",
-                     util and fmt("%.0f%%", util) or "未知",
-                     f and fmt("，文件 %s（%s）", f.path, f.fstype or "?") or "")
+      where = tr("disk {dname:%s} util {util} (not saturated): the thread waits on each request{file}",
+                 "磁盘 {dname:%s} util {util}（未饱和）：线程在等每一个请求{file}",
+                 { dname = dname or "?",
+                   util = util and tr("{util:%.0f}%", "{util:%.0f}%", { util = util }) or T("unknown", "未知"),
+                   file = f and tr(", file {path:%s} ({fstype:%s})", "，文件 {path:%s}（{fstype:%s}）",
+                                   { path = f.path, fstype = f.fstype or "?" }) or T("", "") })
     end
     local mem = ev.cgroup and ev.cgroup.memory
     local capped = mem and mem.limit_kb and not mem.unlimited
-    local wb_en, wb_zh = "", ""
+    local dirty, moves = T("", ""), T("", "")
     if h.dirty_kb and h.writeback_kb then
-      wb_en = fmt("; host dirty %s, writeback %s", kb(h.dirty_kb), kb(h.writeback_kb))
-      wb_zh = fmt("；整机 dirty %s，writeback %s", kb(h.dirty_kb), kb(h.writeback_kb))
+      dirty = tr("; host dirty {dirty}, writeback {writeback}", "；整机 dirty {dirty}，writeback {writeback}",
+                 { dirty = kb(h.dirty_kb), writeback = kb(h.writeback_kb) })
     end
     if f then
-      wb_en = wb_en .. fmt("; position moves %s", rate(math.abs(f.advance_bytes_per_s)))
-      wb_zh = wb_zh .. fmt("；文件位置推进 %s", rate(math.abs(f.advance_bytes_per_s)))
+      moves = tr("; position moves {moves}", "；文件位置推进 {moves}",
+                 { moves = rate(math.abs(f.advance_bytes_per_s)) })
     end
     return hit {
       severity = "warn",
@@ -277,10 +275,9 @@ rule {
                      what_en = remote and "network/FUSE filesystem" or busy and "busy disk"
                                or "synchronous or throttled writes",
                      what_zh = remote and "网络/FUSE 文件系统" or busy and "磁盘繁忙" or "同步或被节流的写" }),
-      evidence = tr("Over {duration_s:%.1f} s: {base_en}; {where_en}{wb_en}.",
-                    "{duration_s:%.1f} 秒内：{base_zh}；{where_zh}{wb_zh}。",
-                    { duration_s = ev.duration_s, base_en = base_en, where_en = where_en, wb_en = wb_en,
-                      base_zh = base_zh, where_zh = where_zh, wb_zh = wb_zh }),
+      evidence = tr("Over {duration_s:%.1f} s: {base}; {where}{dirty}{moves}.",
+                    "{duration_s:%.1f} 秒内：{base}；{where}{dirty}{moves}。",
+                    { duration_s = ev.duration_s, base = base, where = where, dirty = dirty, moves = moves }),
       cause = remote and T("The checkpoint is written to (or read from) network storage: each write "
                 .. "and the final fsync/close wait for the server, so the save is bound by network "
                 .. "latency, not by serialization (SOP §7.4, §7.7: \"NFS fsync is slow\").",

@@ -25,9 +25,11 @@ function common.T(en, zh) return { en = en, zh = zh } end
 -- One text in both languages, with named placeholders filled from args, so the two texts may
 -- place them in different orders: "{name}" is the value as %s for a string and %d for a number
 -- (an integer: a fraction raises, as fmt's %d would; a missing value raises), "{name:%.1f}" is
--- fmt("%.1f", value). Anything else in braces is kept as is.
+-- fmt("%.1f", value). Anything else in braces is kept as is. A value may itself be a bilingual
+-- text ({en=, zh=}, what tr() and T() return): each language takes its own side, so a fragment
+-- built once with tr() goes into a larger text as "{where}".
 -- tr("{n} busy threads on {cpus} CPUs", "{n} 个繁忙线程，{cpus} 个 CPU", { n = 3, cpus = 2 }).
-local function fill(text, args)
+local function fill(text, args, lang)
   local out, i = {}, 1
   while true do
     local a = text:find("{", i, true)
@@ -36,6 +38,7 @@ local function fill(text, args)
     local name, spec, e = text:sub(a, a + 63):match("^{([%w_]+)(:?[^{}%s]*)}()")
     if name and (spec == "" or spec:sub(1, 2) == ":%") then
       local v = args[name]
+      if type(v) == "table" then v = v[lang] end
       if v == nil and spec == "" then error("tr: no value for {" .. name .. "}") end
       out[#out + 1] = text:sub(i, a - 1)
       if spec ~= "" then
@@ -55,7 +58,7 @@ end
 
 function common.tr(en, zh, args)
   args = args or {}
-  return { en = fill(en, args), zh = fill(zh, args) }
+  return { en = fill(en, args, "en"), zh = fill(zh, args, "zh") }
 end
 
 -- A share in [0, 1] as a whole percentage: pct_text(0.423) = "42%". (The DSL's pct(a, b) is

@@ -107,27 +107,25 @@ local function legacy_check(ev, th)
   local demand = used + waited
   local host_full = host_idle and host_idle <= 100 - th.cpu_saturated_pct
   local saturated = own_full or (demand >= full_pct and not host_full)
-  local base_en = fmt("%d busy threads (>= %g%% of a core each, target + workers) on %d "
-                      .. "effective CPUs; the job uses %.0f%% CPU of a %.0f%% capacity",
-                      busy, th.busy_thread_pct, eff, used, cap_pct)
-  local base_zh = fmt("%d 个繁忙线程（各 >= 单核 %g%%，含目标与 worker），有效 CPU %d 个；作业共用 CPU %.0f%%，容量 %.0f%%",
-                      busy, th.busy_thread_pct, eff, used, cap_pct)
-  if host_idle then
-    base_en = base_en .. fmt("; host CPUs %.0f%% idle", host_idle)
-    base_zh = base_zh .. fmt("；整机 CPU 空闲 %.0f%%", host_idle)
-  end
-  if waited > 0 then
-    base_en = base_en .. fmt("; its threads also waited %.0f%% of the window in the run queue", waited)
-    base_zh = base_zh .. fmt("；其线程另在运行队列中等待了窗口的 %.0f%%", waited)
-  end
-  if busy <= eff then return clear(T(base_en, base_zh)) end
+  local idle = host_idle and tr("; host CPUs {idle:%.0f}% idle", "；整机 CPU 空闲 {idle:%.0f}%", { idle = host_idle })
+               or T("", "")
+  local waits = waited > 0 and tr("; its threads also waited {waited:%.0f}% of the window in the run queue",
+                                  "；其线程另在运行队列中等待了窗口的 {waited:%.0f}%", { waited = waited })
+                or T("", "")
+  local base = tr("{busy} busy threads (>= {busy_pct:%g}% of a core each, target + workers) on {eff} "
+                    .. "effective CPUs; the job uses {used:%.0f}% CPU of a {cap_pct:%.0f}% capacity{idle}{waits}",
+                  "{busy} 个繁忙线程（各 >= 单核 {busy_pct:%g}%，含目标与 worker），有效 CPU {eff} 个；作业共用 CPU "
+                    .. "{used:%.0f}%，容量 {cap_pct:%.0f}%{idle}{waits}",
+                  { busy = busy, busy_pct = th.busy_thread_pct, eff = eff, used = used, cap_pct = cap_pct,
+                    idle = idle, waits = waits })
+  if busy <= eff then return clear(base) end
   if not saturated and demand >= full_pct then
-    return unknown(T(base_en .. ": the host is full with other load, so these waits are for CPUs "
-                     .. "others use; the job's own oversubscription cannot be told apart",
-                     base_zh .. "：整机被其他负载占满，这些等待是在等别人占用的 CPU，无法区分作业自身的超额订阅"))
+    return unknown(tr("{base}: the host is full with other load, so these waits are for CPUs others use; the job's "
+                        .. "own oversubscription cannot be told apart",
+                      "{base}：整机被其他负载占满，这些等待是在等别人占用的 CPU，无法区分作业自身的超额订阅", { base = base }))
   end
   if not saturated then
-    return clear(T(base_en .. ": the CPUs are not full", base_zh .. "：CPU 未跑满"))
+    return clear(tr("{base}: the CPUs are not full", "{base}：CPU 未跑满", { base = base }))
   end
 
   table.sort(top, function(a, b) return a.pct > b.pct end)
@@ -168,40 +166,37 @@ local function legacy_check(ev, th)
 
   local ncpu = ev.host and ev.host.ncpu or eff
   local share = 100 * eff / busy
-  local cause_en = fmt("%d runnable threads share %d CPUs, so each runs about %.0f%% of the "
-                       .. "time and pays context switches", busy, eff, share)
-  local cause_zh = fmt("%d 个可运行线程分享 %d 个 CPU，每个只有约 %.0f%% 的时间在跑，还要付上下文切换",
-                       busy, eff, share)
+  local pools = T("", "")
   if #over > 0 then
-    cause_en = cause_en .. fmt("; %s asks for more threads than the %d effective CPUs",
-                               table.concat(over, ", "), eff)
-    cause_zh = cause_zh .. fmt("；%s 要求的线程数超过了 %d 个有效 CPU", table.concat(over, "、"), eff)
+    pools = tr("; {over} asks for more threads than the {eff} effective CPUs", "；{over} 要求的线程数超过了 {eff} 个有效 CPU",
+               { over = T(table.concat(over, ", "), table.concat(over, "、")), eff = eff })
   elseif unset and #unset == #POOL_VARS then
-    local host_en = ncpu > eff and fmt("%d, not the %d the job may use", ncpu, eff) or fmt("%d", ncpu)
-    local host_zh = ncpu > eff and fmt("%d，而不是作业可用的 %d 个", ncpu, eff) or fmt("%d", ncpu)
-    cause_en = cause_en .. fmt("; with the thread-pool variables unset, each OpenMP/BLAS/torch "
-                               .. "pool starts one thread per host CPU (%s) and every worker "
-                               .. "process starts its own pool", host_en)
-    cause_zh = cause_zh .. fmt("；线程池变量未设置时，每个 OpenMP/BLAS/torch 线程池按整机 CPU 数（%s）"
-                               .. "开线程，且每个 worker 进程各开一套", host_zh)
+    local host = ncpu > eff and tr("{ncpu}, not the {eff} the job may use", "{ncpu}，而不是作业可用的 {eff} 个",
+                                   { ncpu = ncpu, eff = eff })
+                 or tr("{ncpu}", "{ncpu}", { ncpu = ncpu })
+    pools = tr("; with the thread-pool variables unset, each OpenMP/BLAS/torch pool starts one thread per host CPU "
+                 .. "({host}) and every worker process starts its own pool",
+               "；线程池变量未设置时，每个 OpenMP/BLAS/torch 线程池按整机 CPU 数（{host}）开线程，且每个 worker 进程各开一套",
+               { host = host })
   end
-  if nworkers > 0 then
-    cause_en = cause_en .. fmt("; %d busy worker processes take part", nworkers)
-    cause_zh = cause_zh .. fmt("；其中有 %d 个繁忙 worker 进程", nworkers)
-  end
-  cause_en = cause_en .. " (SOP §4.4, §8.5)."
-  cause_zh = cause_zh .. "（SOP §4.4、§8.5）。"
+  local workers = nworkers > 0 and tr("; {n} busy worker processes take part", "；其中有 {n} 个繁忙 worker 进程",
+                                      { n = nworkers }) or T("", "")
+  local cause = tr("{busy} runnable threads share {eff} CPUs, so each runs about {share:%.0f}% of the time and pays "
+                     .. "context switches{pools}{workers} (SOP §4.4, §8.5).",
+                   "{busy} 个可运行线程分享 {eff} 个 CPU，每个只有约 {share:%.0f}% 的时间在跑，还要付上下文切换{pools}{workers}"
+                     .. "（SOP §4.4、§8.5）。",
+                   { busy = busy, eff = eff, share = share, pools = pools, workers = workers })
 
   return hit {
     severity = busy >= th.oversub_high_ratio * eff and "high" or "warn",
     symptom = tr("{busy} busy threads compete for {eff} effective CPUs",
                  "{busy} 个繁忙线程争抢 {eff} 个有效 CPU", { busy = busy, eff = eff }),
-    evidence = tr("{base_en} ({lim_s:%s}); {env_en}{libs_s:%s}; busiest: {busiest_en}.",
-                  "{base_zh}（{lim_s:%s}）；{env_zh}{libs_z:%s}；最忙：{busiest_zh}。",
-                  { base_en = base_en, lim_s = lim_s, env_en = table.concat(env_en, ", "), libs_s = libs_s,
-                    busiest_en = table.concat(tl, ", "), base_zh = base_zh, env_zh = table.concat(env_zh, "，"),
+    evidence = tr("{base} ({lim_s:%s}); {env_en}{libs_s:%s}; busiest: {busiest_en}.",
+                  "{base}（{lim_s:%s}）；{env_zh}{libs_z:%s}；最忙：{busiest_zh}。",
+                  { base = base, lim_s = lim_s, env_en = table.concat(env_en, ", "), libs_s = libs_s,
+                    busiest_en = table.concat(tl, ", "), env_zh = table.concat(env_zh, "，"),
                     libs_z = libs_z, busiest_zh = table.concat(tl, "，") }),
-    cause = T(cause_en, cause_zh),
+    cause = cause,
     fix = tr("Size every pool to the {eff} effective CPUs: in the job spec, before Python "
              .. "starts, export OMP_NUM_THREADS, MKL_NUM_THREADS and OPENBLAS_NUM_THREADS "
              .. "= {eff} divided by the number of busy worker processes (at least 1); in "
@@ -408,15 +403,16 @@ rule {
     if not cap or cap <= 0 then return unknown(common.NO_CPUS) end
     local load = s.runnable_load
     local nprocs = #(s.procs or {})
-    local base_en = fmt("runnable load %.1f (CPU %.1f s + run-queue wait %.1f s over %.1f s, %d threads in %d "
-                        .. "processes) on %s CPUs the job may use", load, s.cpu_s or 0, s.runqueue_wait_s or 0,
-                        s.window_s, s.threads or 0, nprocs, fmt("%g", cap))
-    local base_zh = fmt("可运行负载 %.1f（%.1f 秒内 CPU %.1f 秒 + 运行队列等待 %.1f 秒，%d 个进程共 %d 个线程），作业可用 CPU %s 个",
-                        load, s.window_s, s.cpu_s or 0, s.runqueue_wait_s or 0, nprocs, s.threads or 0, fmt("%g", cap))
+    local base = tr("runnable load {load:%.1f} (CPU {cpu_s:%.1f} s + run-queue wait {wait_s:%.1f} s over "
+                      .. "{window_s:%.1f} s, {threads} threads in {nprocs} processes) on {cap:%g} CPUs the job may use",
+                    "可运行负载 {load:%.1f}（{window_s:%.1f} 秒内 CPU {cpu_s:%.1f} 秒 + 运行队列等待 {wait_s:%.1f} 秒，{nprocs} "
+                      .. "个进程共 {threads} 个线程），作业可用 CPU {cap:%g} 个",
+                    { load = load, cpu_s = s.cpu_s or 0, wait_s = s.runqueue_wait_s or 0, window_s = s.window_s,
+                      threads = s.threads or 0, nprocs = nprocs, cap = cap })
     if load < th.oversub_load_ratio * cap or load < cap + 1 then
-      return clear(tr("{base_en}: below {oversub_load_ratio:%g} x the CPUs",
-                      "{base_zh}：低于 CPU 数的 {oversub_load_ratio:%g} 倍",
-                      { base_en = base_en, oversub_load_ratio = th.oversub_load_ratio, base_zh = base_zh }))
+      return clear(tr("{base}: below {oversub_load_ratio:%g} x the CPUs",
+                      "{base}：低于 CPU 数的 {oversub_load_ratio:%g} 倍",
+                      { base = base, oversub_load_ratio = th.oversub_load_ratio }))
     end
 
     -- who owns the excess
@@ -518,38 +514,39 @@ rule {
     fix_en[#fix_en + 1] = "Change one number at a time and measure step time; do not add workers to compensate."
     fix_zh[#fix_zh + 1] = "一次只改一个数并测 step 时间；不要靠加 worker 来补偿。"
 
-    local cause_en = fmt("On average %.1f threads wanted the %s CPUs the job may use, so each ran about %.0f%% of "
-                         .. "the time it wanted and the rest waited in the run queue, paying context switches",
-                         load, fmt("%g", cap), 100 * math.min(1, cap / load))
-    local cause_zh = fmt("平均 %.1f 个线程争抢作业可用的 %s 个 CPU，每个只得到所需时间的约 %.0f%%，其余时间在运行队列里等待，还要付上下文切换",
-                         load, fmt("%g", cap), 100 * math.min(1, cap / load))
+    local who_runs = T("", "")
     if nested then
-      cause_en = cause_en .. fmt("; %d busy processes each run their own pool (process pool x thread pool)",
-                                 multi_thread_procs)
-      cause_zh = cause_zh .. fmt("；%d 个繁忙进程各自再开线程池（进程池 x 线程池）", multi_thread_procs)
+      who_runs = tr("; {n} busy processes each run their own pool (process pool x thread pool)",
+                    "；{n} 个繁忙进程各自再开线程池（进程池 x 线程池）", { n = multi_thread_procs })
     elseif server and server_procs > eff then
-      cause_en = cause_en .. fmt("; %d %s worker processes are each runnable (CPU-bound requests)", server_procs,
-                                 server.name)
-      cause_zh = cause_zh .. fmt("；%d 个 %s worker 进程都处于可运行状态（CPU 密集的请求）", server_procs, server.name)
+      who_runs = tr("; {n} {server:%s} worker processes are each runnable (CPU-bound requests)",
+                    "；{n} 个 {server:%s} worker 进程都处于可运行状态（CPU 密集的请求）",
+                    { n = server_procs, server = server.name })
     end
+    local unset_vars = T("", "")
     if pool_lib then
       local unset = unset_pool_vars(ev)
       if unset and #unset == #POOL_VARS then
-        cause_en = cause_en .. "; with OMP_NUM_THREADS/MKL_NUM_THREADS/OPENBLAS_NUM_THREADS unset each OpenMP/BLAS "
-                   .. "pool starts one thread per host CPU in every process"
-        cause_zh = cause_zh .. "；OMP_NUM_THREADS/MKL_NUM_THREADS/OPENBLAS_NUM_THREADS 未设置时，每个进程的 OpenMP/BLAS "
-                   .. "线程池都按整机 CPU 数开线程"
+        unset_vars = T("; with OMP_NUM_THREADS/MKL_NUM_THREADS/OPENBLAS_NUM_THREADS unset each OpenMP/BLAS "
+                         .. "pool starts one thread per host CPU in every process",
+                       "；OMP_NUM_THREADS/MKL_NUM_THREADS/OPENBLAS_NUM_THREADS 未设置时，每个进程的 OpenMP/BLAS "
+                         .. "线程池都按整机 CPU 数开线程")
       end
     end
+    local cause = tr("On average {load:%.1f} threads wanted the {cap:%g} CPUs the job may use, so each ran about "
+                       .. "{share:%.0f}% of the time it wanted and the rest waited in the run queue, paying context "
+                       .. "switches{who_runs}{unset_vars} (SOP §4.4, §8.5).",
+                     "平均 {load:%.1f} 个线程争抢作业可用的 {cap:%g} 个 CPU，每个只得到所需时间的约 {share:%.0f}%，其余时间在运行队列里等待，"
+                       .. "还要付上下文切换{who_runs}{unset_vars}（SOP §4.4、§8.5）。",
+                     { load = load, cap = cap, share = 100 * math.min(1, cap / load), who_runs = who_runs,
+                       unset_vars = unset_vars })
     return hit {
       severity = load >= th.oversub_high_ratio * cap and "high" or "warn",
       symptom = tr("{load:%.1f} runnable threads on average compete for {cap} CPUs",
                    "平均 {load:%.1f} 个可运行线程争抢 {cap} 个 CPU",
                    { load = load, cap = fmt("%g", cap) }),
-      evidence = tr("{base_en}; {who}.",
-                    "{base_zh}；{who}。",
-                    { base_en = base_en, who = table.concat(who, " | "), base_zh = base_zh }),
-      cause = T(cause_en .. " (SOP §4.4, §8.5).", cause_zh .. "（SOP §4.4、§8.5）。"),
+      evidence = tr("{base}; {who}.", "{base}；{who}。", { base = base, who = table.concat(who, " | ") }),
+      cause = cause,
       fix = T(table.concat(fix_en, " "), table.concat(fix_zh, "")),
       verify = tr("`sopctl run --pid {pid} --duration 2`: runnable load <= {cap} and the step time (samples/s) "
                     .. "improves.",
@@ -755,46 +752,45 @@ rule {
                       { cpu_path = cpu_path or "?" }))
     end
     local window = ev.duration_s and ev.duration_s > 0 and cpu.throttled_pct ~= nil
-    local tp, since_en, since_zh
+    local tp, since
     if window then
       tp = cpu.throttled_pct
-      since_en = fmt("over the %.1f s window", ev.duration_s)
-      since_zh = fmt("%.1f 秒窗口内", ev.duration_s)
+      since = tr("over the {secs:%.1f} s window", "{secs:%.1f} 秒窗口内", { secs = ev.duration_s })
     elseif cpu.nr_periods and cpu.nr_periods > 0 and cpu.nr_throttled then
       tp = 100 * cpu.nr_throttled / cpu.nr_periods
-      since_en, since_zh = "since the cgroup was created", "自 cgroup 创建以来"
+      since = T("since the cgroup was created", "自 cgroup 创建以来")
     else
       return unknown(T("no throttling counters (cpu.stat) for the cgroup",
                        "该 cgroup 没有 throttling 计数（cpu.stat）"))
     end
     local qs = fmt("%.2f", q)
-    local base_en = fmt("cgroup %s quota %s CPUs (%s/%s us): throttled in %.0f%% of CFS periods %s",
-                        cpu_path or "?", qs, tostring(cpu.quota_us or "?"),
-                        tostring(cpu.period_us or "?"), tp, since_en)
-    local base_zh = fmt("cgroup %s 的 quota 为 %s 个 CPU（%s/%s us）：%s有 %.0f%% 的 CFS 周期被 throttle",
-                        cpu_path or "?", qs, tostring(cpu.quota_us or "?"),
-                        tostring(cpu.period_us or "?"), since_zh, tp)
-    if tp < th.throttled_pct then return clear(T(base_en, base_zh)) end
+    local base = tr("cgroup {path:%s} quota {qs:%s} CPUs ({quota:%s}/{period:%s} us): throttled in {tp:%.0f}% of CFS "
+                      .. "periods {since}",
+                    "cgroup {path:%s} 的 quota 为 {qs:%s} 个 CPU（{quota:%s}/{period:%s} us）："
+                      .. "{since}有 {tp:%.0f}% 的 CFS 周期被 throttle",
+                    { path = cpu_path or "?", qs = qs, quota = tostring(cpu.quota_us or "?"),
+                      period = tostring(cpu.period_us or "?"), tp = tp, since = since })
+    if tp < th.throttled_pct then return clear(base) end
 
-    local ex_en, ex_zh = "", ""
+    local per_s, counts, host = T("", ""), T("", ""), T("", "")
     if window and cpu.throttled_ms_per_s then
-      ex_en = fmt(", %.0f ms/s throttled", cpu.throttled_ms_per_s)
-      ex_zh = fmt("，每秒被 throttle %.0f ms", cpu.throttled_ms_per_s)
+      per_s = tr(", {ms:%.0f} ms/s throttled", "，每秒被 throttle {ms:%.0f} ms", { ms = cpu.throttled_ms_per_s })
     end
     if cpu.nr_throttled and cpu.nr_periods then
-      ex_en = ex_en .. fmt("; nr_throttled %d of nr_periods %d in total", cpu.nr_throttled, cpu.nr_periods)
-      ex_zh = ex_zh .. fmt("；累计 nr_throttled %d / nr_periods %d", cpu.nr_throttled, cpu.nr_periods)
+      counts = tr("; nr_throttled {throttled} of nr_periods {periods} in total",
+                  "；累计 nr_throttled {throttled} / nr_periods {periods}",
+                  { throttled = cpu.nr_throttled, periods = cpu.nr_periods })
     end
     if ev.host and ev.host.ncpu then
-      ex_en = ex_en .. fmt("; host has %d CPUs", ev.host.ncpu)
-      ex_zh = ex_zh .. fmt("；整机 %d 个 CPU", ev.host.ncpu)
+      host = tr("; host has {ncpu} CPUs", "；整机 {ncpu} 个 CPU", { ncpu = ev.host.ncpu })
     end
     local n = math.max(1, math.floor(q))
     return hit {
       severity = (window and tp >= th.throttled_high_pct) and "high" or "warn",
       symptom = tr("CPU quota throttling: {tp:%.0f}% of periods throttled",
                    "CPU quota 限流：{tp:%.0f}% 的周期被 throttle", { tp = tp }),
-      evidence = T(base_en .. ex_en .. ".", base_zh .. ex_zh .. "。"),
+      evidence = tr("{base}{per_s}{counts}{host}.", "{base}{per_s}{counts}{host}。",
+                    { base = base, per_s = per_s, counts = counts, host = host }),
       cause = tr("The job's threads want more CPU time than the {qs:%s}-CPU quota: once the cgroup "
                  .. "has used its quota in a period, all its threads stop until the next "
                  .. "period starts, which stalls steps and adds latency (CFS bandwidth "

@@ -158,12 +158,13 @@ rule {
       return has(st, "_try_get_data") and (has(st, "rebuild_storage") or has(st, "(resource_sharer.py)")
                                            or has(st, "recvfds"))
     end) or 0
-    local base_en = fmt("the main thread waited for a batch in %s of %d samples over %.1f s (receiving one from the "
-                        .. "workers' shared memory in %s), with %d DataLoader workers", pct_text(wait),
-                        mt.window.samples, ev.duration_s, pct_text(transfer), #dw)
-    local base_zh = fmt("%.1f 秒内主线程 %d 个样本中有 %s 在等 batch（其中 %s 在从 worker 共享内存接收），DataLoader worker %d 个",
-                        ev.duration_s, mt.window.samples, pct_text(wait), pct_text(transfer), #dw)
-    if 100 * wait < th.loader_wait_pct then return clear(T(base_en, base_zh)) end
+    local base = tr("the main thread waited for a batch in {wait} of {samples} samples over {secs:%.1f} s (receiving "
+                      .. "one from the workers' shared memory in {transfer}), with {n} DataLoader workers",
+                    "{secs:%.1f} 秒内主线程 {samples} 个样本中有 {wait} 在等 batch（其中 {transfer} 在从 worker 共享内存接收），"
+                      .. "DataLoader worker {n} 个",
+                    { wait = pct_text(wait), samples = mt.window.samples, secs = ev.duration_s,
+                      transfer = pct_text(transfer), n = #dw })
+    if 100 * wait < th.loader_wait_pct then return clear(base) end
 
     -- The workers: what their main threads do (state R / D / asleep) and what they read.
     local cpu, io, idle, n, rd, syscr, wcpu = 0, 0, 0, 0, 0, 0, 0
@@ -182,18 +183,20 @@ rule {
       end
     end
     if n == 0 then
-      return unknown(T(base_en .. "; but the workers' states were not sampled",
-                       base_zh .. "；但没有采样到 worker 的状态"))
+      return unknown(tr("{base}; but the workers' states were not sampled", "{base}；但没有采样到 worker 的状态",
+                        { base = base }))
     end
     cpu, io, idle = cpu / n, io / n, idle / n
     local work = best and tail(best.stack, "(fetch.py)", 3)
-    local work_en = work and fmt("; the workers' most sampled stack ends in %s", work) or ""
-    local work_zh = work and fmt("；worker 最常见的栈末端是 %s", work) or ""
-    local wst_en = fmt("the workers ran (state R) %s, were in disk IO (state D) %s and asleep %s of their samples, "
-                       .. "together %.0f%% CPU; they read %s/s from the devices in %.0f read calls/s",
-                       pct_text(cpu), pct_text(io), pct_text(idle), wcpu, kb(rd / 1024), syscr)
-    local wst_zh = fmt("worker 运行（R 态）%s、磁盘 IO（D 态）%s、睡眠 %s，合计 CPU %.0f%%；每秒从设备读 %s，"
-                       .. "read 调用 %.0f 次/秒", pct_text(cpu), pct_text(io), pct_text(idle), wcpu, kb(rd / 1024), syscr)
+    local stack_end = work and tr("; the workers' most sampled stack ends in {work:%s}",
+                                  "；worker 最常见的栈末端是 {work:%s}", { work = work }) or T("", "")
+    local states = tr("the workers ran (state R) {run}, were in disk IO (state D) {io} and asleep {idle} of their "
+                        .. "samples, together {wcpu:%.0f}% CPU; they read {rd}/s from the devices in {syscr:%.0f} "
+                        .. "read calls/s",
+                      "worker 运行（R 态）{run}、磁盘 IO（D 态）{io}、睡眠 {idle}，合计 CPU {wcpu:%.0f}%；每秒从设备读 {rd}，"
+                        .. "read 调用 {syscr:%.0f} 次/秒",
+                      { run = pct_text(cpu), io = pct_text(io), idle = pct_text(idle), wcpu = wcpu, rd = kb(rd / 1024),
+                        syscr = syscr })
     -- The files the workers read, when the window saw their read position move.
     local files, listed = {}, {}
     for _, f in ipairs(ev.io_files or {}) do
@@ -203,14 +206,14 @@ rule {
         files[#files + 1] = fmt("%s (%s %s)", f.path or "?", f.fstype or "?", f.fs_kind or "?")
       end
     end
-    local files_en = #files > 0 and ("; files being read: " .. table.concat(files, ", ")) or ""
-    local files_zh = #files > 0 and ("；正在读的文件：" .. table.concat(files, "、")) or ""
+    local reading = #files > 0 and T("; files being read: " .. table.concat(files, ", "),
+                                     "；正在读的文件：" .. table.concat(files, "、")) or T("", "")
 
     local used, cap, eff = job_cpu(ev)
     local full = used and used >= th.cpu_saturated_pct / 100 * cap
-    local cpu_en = used and fmt("; the job used %.0f%% CPU of a %.0f%% capacity (%d effective CPUs)", used, cap, eff)
-                   or ""
-    local cpu_zh = used and fmt("；作业共用 CPU %.0f%%，容量 %.0f%%（有效 CPU %d 个）", used, cap, eff) or ""
+    local job_use = used and tr("; the job used {used:%.0f}% CPU of a {cap:%.0f}% capacity ({eff} effective CPUs)",
+                                "；作业共用 CPU {used:%.0f}%，容量 {cap:%.0f}%（有效 CPU {eff} 个）",
+                                { used = used, cap = cap, eff = eff }) or T("", "")
 
     local kind, cause, fix
     if 100 * io >= th.loader_worker_io_pct then
@@ -277,10 +280,8 @@ rule {
       symptom = tr("the training loop is starved by the DataLoader ({wait} of the time waiting); workers {kind_en:%s}",
                    "训练循环被 DataLoader 拖住（{wait} 的时间在等数据）；worker {kind_zh:%s}",
                    { wait = pct_text(wait), kind_en = kind.en, kind_zh = kind.zh }),
-      evidence = tr("{base_en}; {wst_en}{work_en}{files_en}{cpu_en}.",
-                    "{base_zh}；{wst_zh}{work_zh}{files_zh}{cpu_zh}。",
-                    { base_en = base_en, wst_en = wst_en, work_en = work_en, files_en = files_en, cpu_en = cpu_en,
-                      base_zh = base_zh, wst_zh = wst_zh, work_zh = work_zh, files_zh = files_zh, cpu_zh = cpu_zh }),
+      evidence = tr("{base}; {states}{stack_end}{reading}{job_use}.", "{base}；{states}{stack_end}{reading}{job_use}。",
+                    { base = base, states = states, stack_end = stack_end, reading = reading, job_use = job_use }),
       cause = cause,
       fix = fix,
       verify = tr("`sopctl run --pid {pid} --duration 5`: the main thread's wait for batches below "
@@ -313,25 +314,25 @@ rule {
       return has(s, "_SingleProcessDataLoaderIter") and has(s, "(fetch.py)")
     end)
     local w = mt.window
-    local base_en = fmt("the main thread was inside the in-process fetch (_SingleProcessDataLoaderIter > fetch.py) "
-                        .. "in %d of %d samples (%s) over %.1f s", cnt, w.samples, pct_text(f), ev.duration_s)
-    local base_zh = fmt("%.1f 秒内主线程 %d 个样本中有 %d 个（%s）在进程内取数（_SingleProcessDataLoaderIter > fetch.py）",
-                        ev.duration_s, w.samples, cnt, pct_text(f))
-    if 100 * f < th.loader_inline_fetch_pct then return clear(T(base_en, base_zh)) end
+    local base = tr("the main thread was inside the in-process fetch (_SingleProcessDataLoaderIter > fetch.py) "
+                      .. "in {cnt} of {samples} samples ({share}) over {secs:%.1f} s",
+                    "{secs:%.1f} 秒内主线程 {samples} 个样本中有 {cnt} 个（{share}）在进程内取数（_SingleProcessDataLoaderIter > fetch.py）",
+                    { cnt = cnt, samples = w.samples, share = pct_text(f), secs = ev.duration_s })
+    if 100 * f < th.loader_inline_fetch_pct then return clear(base) end
     local eff = common.effective_cpus(ev) or 1
     local what = best and tail(best.stack, "(fetch.py)", 3) or "?"
-    local ev_en = fmt("%s; no worker processes; most sampled: %s; the main thread ran %s and was in disk IO %s of "
-                      .. "the samples; %d effective CPUs.", base_en, what, pct_text(w.running_frac or 0),
-                      pct_text(w.io_wait_frac or 0), eff)
-    local ev_zh = fmt("%s；没有 worker 进程；最常见：%s；主线程运行 %s、磁盘 IO %s；有效 CPU %d 个。", base_zh, what,
-                      pct_text(w.running_frac or 0), pct_text(w.io_wait_frac or 0), eff)
+    local evidence = tr("{base}; no worker processes; most sampled: {what:%s}; the main thread ran {run} and was in "
+                          .. "disk IO {io} of the samples; {eff} effective CPUs.",
+                        "{base}；没有 worker 进程；最常见：{what:%s}；主线程运行 {run}、磁盘 IO {io}；有效 CPU {eff} 个。",
+                        { base = base, what = what, run = pct_text(w.running_frac or 0),
+                          io = pct_text(w.io_wait_frac or 0), eff = eff })
     local one = eff < 2
     return hit {
       severity = one and "info" or "warn",
       symptom = tr("num_workers=0: the training loop spends {share} of its time loading samples",
                    "num_workers=0：训练循环 {share} 的时间花在加载样本上",
                    { share = pct_text(f) }),
-      evidence = T(ev_en, ev_zh),
+      evidence = evidence,
       cause = T("With num_workers=0 the DataLoader fetches and collates every batch in the training process, "
                 .. "between steps: loading and training never overlap, so each step pays the full loading time "
                 .. "(SOP §6.1, §6.2)" .. (one and "; with one effective CPU, workers would share it with the step, "
@@ -377,11 +378,11 @@ rule {
     local used, cap, eff = job_cpu(ev)
     if not used then return unknown(T("the job's CPU over the window was not measured", "未测得窗口内作业的 CPU")) end
     local ratio = #dw / eff
-    local base_en = fmt("%d DataLoader workers on %d effective CPUs (%.1f per CPU); the job used %.0f%% CPU of a "
-                        .. "%.0f%% capacity", #dw, eff, ratio, used, cap)
-    local base_zh = fmt("%d 个 DataLoader worker，有效 CPU %d 个（每 CPU %.1f 个）；作业共用 CPU %.0f%%，容量 %.0f%%",
-                        #dw, eff, ratio, used, cap)
-    if ratio < th.loader_workers_per_cpu then return clear(T(base_en, base_zh)) end
+    local base = tr("{n} DataLoader workers on {eff} effective CPUs ({ratio:%.1f} per CPU); the job used {used:%.0f}% "
+                      .. "CPU of a {cap:%.0f}% capacity",
+                    "{n} 个 DataLoader worker，有效 CPU {eff} 个（每 CPU {ratio:%.1f} 个）；作业共用 CPU {used:%.0f}%，容量 {cap:%.0f}%",
+                    { n = #dw, eff = eff, ratio = ratio, used = used, cap = cap })
+    if ratio < th.loader_workers_per_cpu then return clear(base) end
     -- The CPUs are full when the job uses its capacity, or when the workers alone are runnable
     -- (state R: running or queued for a CPU) for more CPU-time than the capacity: the second holds
     -- on a host shared with other load, where the job gets less than its capacity.
@@ -391,30 +392,30 @@ rule {
       want = want + (d.w.cpu_frac or 0)
       if d.w.cpu_frac and d.w.cpu_frac >= 0.5 then busy = busy + 1 end
     end
-    base_en = base_en .. fmt("; the workers were runnable (state R) for %.1f CPUs' worth of samples", want)
-    base_zh = base_zh .. fmt("；worker 处于可运行态（R）的样本合计相当于 %.1f 个 CPU", want)
+    base = tr("{base}; the workers were runnable (state R) for {want:%.1f} CPUs' worth of samples",
+              "{base}；worker 处于可运行态（R）的样本合计相当于 {want:%.1f} 个 CPU", { base = base, want = want })
     local full = th.cpu_saturated_pct / 100
     if used < full * cap and 100 * want < full * cap then
-      return clear(T(base_en .. ": the CPUs are not full, the extra workers cost memory, not CPU time",
-                     base_zh .. "：CPU 未跑满，多出的 worker 只占内存，不抢 CPU"))
+      return clear(tr("{base}: the CPUs are not full, the extra workers cost memory, not CPU time",
+                      "{base}：CPU 未跑满，多出的 worker 只占内存，不抢 CPU", { base = base }))
     end
-    local main_en, main_zh = "", ""
+    local main = T("", "")
     for _, t in ipairs(ev.threads or {}) do
       if t.tid == ev.pid and t.cpu_pct then
-        main_en = fmt("; the training process's main thread ran %.0f%% of a core and waited %.0f%% of the window "
-                      .. "in the run queue", t.cpu_pct, t.wait_pct or 0)
-        main_zh = fmt("；训练进程主线程用了单核 %.0f%%，在运行队列里等了窗口的 %.0f%%", t.cpu_pct, t.wait_pct or 0)
+        main = tr("; the training process's main thread ran {cpu:%.0f}% of a core and waited {wait:%.0f}% of the "
+                    .. "window in the run queue",
+                  "；训练进程主线程用了单核 {cpu:%.0f}%，在运行队列里等了窗口的 {wait:%.0f}%",
+                  { cpu = t.cpu_pct, wait = t.wait_pct or 0 })
       end
     end
     return hit {
       symptom = tr("{n_dw} DataLoader workers compete for {eff} effective CPUs",
                    "{n_dw} 个 DataLoader worker 争抢 {eff} 个有效 CPU",
                    { n_dw = #dw, eff = eff }),
-      evidence = tr("{base_en}; {busy} workers runnable half their samples or more, together {wcpu:%.0f}% "
-                      .. "CPU{main_en}.",
-                    "{base_zh}；{busy} 个 worker 至少一半样本处于可运行态，合计 CPU {wcpu:%.0f}%{main_zh}。",
-                    { base_en = base_en, busy = busy, wcpu = wcpu, main_en = main_en, base_zh = base_zh,
-                      main_zh = main_zh }),
+      evidence = tr("{base}; {busy} workers runnable half their samples or more, together {wcpu:%.0f}% "
+                      .. "CPU{main}.",
+                    "{base}；{busy} 个 worker 至少一半样本处于可运行态，合计 CPU {wcpu:%.0f}%{main}。",
+                    { base = base, busy = busy, wcpu = wcpu, main = main }),
       cause = tr("num_workers is sized beyond the {eff} CPUs the job may use: the workers time-slice the same "
                  .. "cores, take CPU from the training step and each other, and each holds its own copy of the "
                  .. "dataset state and prefetched batches (SOP §6.2: num_workers above the cores fights the "
@@ -497,6 +498,13 @@ local function rust_tokenizers(ev)
   end
 end
 
+-- Whether the Rust tokenizers library (rust_tokenizers(ev)) is loaded, as a bilingual text.
+local function rust_lib_text(rust)
+  if not rust then return T("the Rust tokenizers library is not loaded", "未加载 Rust tokenizers 库") end
+  return tr("the Rust tokenizers library is loaded ({lib:%s})", "已加载 Rust tokenizers 库（{lib:%s}）",
+            { lib = rust.path or rust.name or "?" })
+end
+
 rule {
   id = "dataloader.slow_tokenizer", section = "6.6", severity = "warn",
   title = T("a pure-Python (slow) tokenizer takes a large share of the loading or training process's time",
@@ -543,17 +551,14 @@ rule {
         if f > top then top, best = f, b end
       end
     end
-    local lib_en = rust and fmt("the Rust tokenizers library is loaded (%s)", rust.path or rust.name or "?")
-                   or "the Rust tokenizers library is not loaded"
-    local lib_zh = rust and fmt("已加载 Rust tokenizers 库（%s）", rust.path or rust.name or "?")
-                   or "未加载 Rust tokenizers 库"
+    local lib = rust_lib_text(rust)
     if #hits == 0 then
       return clear(tr("no process spent {loader_tokenizer_pct:%g}% or more of its samples in Python tokenizer "
-                        .. "code{below_en}; {lib_en}",
-                      "没有进程把 {loader_tokenizer_pct:%g}% 以上的样本花在 Python tokenizer 代码里{below_zh}；{lib_zh}",
+                        .. "code{below_en}; {lib}",
+                      "没有进程把 {loader_tokenizer_pct:%g}% 以上的样本花在 Python tokenizer 代码里{below_zh}；{lib}",
                       { loader_tokenizer_pct = th.loader_tokenizer_pct,
-                        below_en = any_tok and " (some seen, below the threshold)" or "", lib_en = lib_en,
-                        below_zh = any_tok and "（有少量，低于阈值）" or "", lib_zh = lib_zh }))
+                        below_en = any_tok and " (some seen, below the threshold)" or "", lib = lib,
+                        below_zh = any_tok and "（有少量，低于阈值）" or "" }))
     end
     local parts_en, parts_zh = {}, {}
     for i = 1, math.min(#hits, 6) do
@@ -566,10 +571,10 @@ rule {
                    "纯 Python 分词最多占一个进程 {top} 的时间",
                    { top = pct_text(top) }),
       evidence = tr("share of samples inside Python tokenizer frames over {duration_s:%.1f} s: {parts_en}; most "
-                      .. "sampled: {where:%s}; {lib_en}.",
-                    "{duration_s:%.1f} 秒内落在 Python tokenizer 帧里的样本比例：{parts_zh}；最常见：{where:%s}；{lib_zh}。",
+                      .. "sampled: {where:%s}; {lib}.",
+                    "{duration_s:%.1f} 秒内落在 Python tokenizer 帧里的样本比例：{parts_zh}；最常见：{where:%s}；{lib}。",
                     { duration_s = ev.duration_s, parts_en = table.concat(parts_en, ", "), where = where,
-                      lib_en = lib_en, parts_zh = table.concat(parts_zh, "，"), lib_zh = lib_zh }),
+                      lib = lib, parts_zh = table.concat(parts_zh, "，") }),
       verify = tr("`sopctl run --pid {pid} --duration 5`: dataloader.slow_tokenizer clear (tokenizer frames below "
                     .. "{loader_tokenizer_pct:%g}%) and samples/s improves.",
                   "`sopctl run --pid {pid} --duration 5`：dataloader.slow_tokenizer 为 clear（tokenizer 帧低于 "
@@ -629,23 +634,19 @@ rule {
     local rust = rust_tokenizers(ev)
     local pids = {}
     for i = 1, math.min(#forked, 4) do pids[#pids + 1] = tostring(forked[i].pid) end
-    local wk_en = fmt("%d workers started by fork (pid %s%s)", #forked, table.concat(pids, ", "),
-                      #forked > 4 and ", ..." or "")
-    local wk_zh = fmt("%d 个 fork 启动的 worker（pid %s%s）", #forked, table.concat(pids, ", "),
-                      #forked > 4 and ", ..." or "")
-    local lib_en = rust and fmt("the Rust tokenizers library is loaded (%s)", rust.path or rust.name or "?")
-                   or "the Rust tokenizers library is not loaded"
-    local lib_zh = rust and fmt("已加载 Rust tokenizers 库（%s）", rust.path or rust.name or "?")
-                   or "未加载 Rust tokenizers 库"
+    local forks = tr("{n} workers started by fork (pid {pids:%s}{more:%s})",
+                     "{n} 个 fork 启动的 worker（pid {pids:%s}{more:%s}）",
+                     { n = #forked, pids = table.concat(pids, ", "), more = #forked > 4 and ", ..." or "" })
+    local lib = rust_lib_text(rust)
     if v ~= nil and FALSEY[v:lower()] then
-      return clear(tr("{wk_en}; TOKENIZERS_PARALLELISM={v:%s}",
-                      "{wk_zh}；TOKENIZERS_PARALLELISM={v:%s}",
-                      { wk_en = wk_en, v = v, wk_zh = wk_zh }))
+      return clear(tr("{forks}; TOKENIZERS_PARALLELISM={v:%s}",
+                      "{forks}；TOKENIZERS_PARALLELISM={v:%s}",
+                      { forks = forks, v = v }))
     end
     if v == nil and not rust then
-      return clear(tr("{wk_en}; TOKENIZERS_PARALLELISM unset and {lib_en}",
-                      "{wk_zh}；TOKENIZERS_PARALLELISM 未设置，且{lib_zh}",
-                      { wk_en = wk_en, lib_en = lib_en, wk_zh = wk_zh, lib_zh = lib_zh }))
+      return clear(tr("{forks}; TOKENIZERS_PARALLELISM unset and {lib}",
+                      "{forks}；TOKENIZERS_PARALLELISM 未设置，且{lib}",
+                      { forks = forks, lib = lib }))
     end
     local sev, cause_en, cause_zh
     if v ~= nil then
@@ -673,10 +674,9 @@ rule {
       symptom = tr("TOKENIZERS_PARALLELISM is {v_en} while DataLoader workers are forked",
                    "DataLoader worker 以 fork 启动，而 TOKENIZERS_PARALLELISM {v_zh}",
                    { v_en = v and ("'" .. v .. "'") or "unset", v_zh = v and ("为 '" .. v .. "'") or "未设置" }),
-      evidence = tr("{wk_en}; TOKENIZERS_PARALLELISM={v_en} in their environment; {lib_en}.",
-                    "{wk_zh}；其环境中 TOKENIZERS_PARALLELISM={v_zh}；{lib_zh}。",
-                    { wk_en = wk_en, v_en = v or "(unset)", lib_en = lib_en, wk_zh = wk_zh, v_zh = v or "（未设置）",
-                      lib_zh = lib_zh }),
+      evidence = tr("{forks}; TOKENIZERS_PARALLELISM={v_en} in their environment; {lib}.",
+                    "{forks}；其环境中 TOKENIZERS_PARALLELISM={v_zh}；{lib}。",
+                    { forks = forks, v_en = v or "(unset)", lib = lib, v_zh = v or "（未设置）" }),
       cause = T(cause_en, cause_zh),
       verify = tr("`sopctl evidence --pid {pid} --duration 1 | jq '.python.workers[].env'` shows "
                   .. "TOKENIZERS_PARALLELISM=false, and `sopctl run --pid {pid}` clears dataloader.tokenizers_fork.",
@@ -785,36 +785,38 @@ rule {
     end
     local wait = ev.python.loader and ev.python.loader.main_data_wait_frac
     local seen = exited > 0 or appeared > 0
-    local ev_en = fmt("the target is %.0f s old; %d of its %d DataLoader workers were at most %g s old when the "
-                      .. "window started (pid: age %s); over the %.1f s window %d of them exited and %d new children "
-                      .. "with a worker's command line started%s%s", parent, #young, #dw, th.loader_restart_worker_s,
-                      table.concat(ages, ", "), ev.duration_s, exited, appeared,
-                      #new_pids > 0 and (" (pids " .. table.concat(new_pids, ", ") .. ")") or "",
-                      wait and fmt("; the training loop waited for batches %s of the window", pct_text(wait)) or "")
-    local ev_zh = fmt("目标进程已运行 %.0f 秒；%d 个 DataLoader worker 中有 %d 个在窗口开始时不超过 %g 秒（pid: 时长 %s）；"
-                      .. "%.1f 秒窗口内其中 %d 个退出，另有 %d 个与 worker 命令行相同的子进程启动%s%s", parent, #dw,
-                      #young, th.loader_restart_worker_s, table.concat(ages, ", "), ev.duration_s, exited, appeared,
-                      #new_pids > 0 and ("（pid " .. table.concat(new_pids, ", ") .. "）") or "",
-                      wait and fmt("；训练循环在 %s 的窗口时间里等 batch", pct_text(wait)) or "")
-    local cause_en, cause_zh
+    local new = #new_pids > 0 and T(" (pids " .. table.concat(new_pids, ", ") .. ")",
+                                    "（pid " .. table.concat(new_pids, ", ") .. "）") or T("", "")
+    local waited = wait and tr("; the training loop waited for batches {wait} of the window",
+                               "；训练循环在 {wait} 的窗口时间里等 batch", { wait = pct_text(wait) }) or T("", "")
+    local evidence = tr("the target is {parent:%.0f} s old; {young} of its {n} DataLoader workers were at most "
+                          .. "{max_s:%g} s old when the window started (pid: age {ages:%s}); over the {secs:%.1f} s "
+                          .. "window {exited} of them exited and {appeared} new children with a worker's command line "
+                          .. "started{new}{waited}.",
+                        "目标进程已运行 {parent:%.0f} 秒；{n} 个 DataLoader worker 中有 {young} 个在窗口开始时不超过 "
+                          .. "{max_s:%g} 秒（pid: 时长 {ages:%s}）；{secs:%.1f} 秒窗口内其中 {exited} 个退出，另有 {appeared} "
+                          .. "个与 worker 命令行相同的子进程启动{new}{waited}。",
+                        { parent = parent, young = #young, n = #dw, max_s = th.loader_restart_worker_s,
+                          ages = table.concat(ages, ", "), secs = ev.duration_s, exited = exited, appeared = appeared,
+                          new = new, waited = waited })
+    local cause
     if seen then
-      cause_en = "The DataLoader shuts its workers down at the end of each epoch and starts new ones when the "
-                 .. "next epoch's iterator is created (persistent_workers=False, the default): every epoch pays "
-                 .. "the process start, the dataset's re-creation in each worker (fork copy or spawn re-import) "
-                 .. "and an empty prefetch queue, during which the training loop waits (SOP §6.2)."
-      cause_zh = "DataLoader 在每个 epoch 结束时关闭 worker，下一个 epoch 创建迭代器时再启动新的（persistent_workers="
-                 .. "False，默认值）：每个 epoch 都要付进程启动、每个 worker 重建 dataset（fork 复制或 spawn 重新 import）"
-                 .. "和预取队列清空的代价，期间训练循环在等（SOP §6.2）。"
+      cause = T("The DataLoader shuts its workers down at the end of each epoch and starts new ones when the "
+                .. "next epoch's iterator is created (persistent_workers=False, the default): every epoch pays "
+                .. "the process start, the dataset's re-creation in each worker (fork copy or spawn re-import) "
+                .. "and an empty prefetch queue, during which the training loop waits (SOP §6.2).",
+                "DataLoader 在每个 epoch 结束时关闭 worker，下一个 epoch 创建迭代器时再启动新的（persistent_workers="
+                .. "False，默认值）：每个 epoch 都要付进程启动、每个 worker 重建 dataset（fork 复制或 spawn 重新 import）"
+                .. "和预取队列清空的代价，期间训练循环在等（SOP §6.2）。")
     else
-      cause_en = fmt("The workers started %.0f s after the job: a DataLoader with persistent_workers=False (the "
-                     .. "default) starts new workers at each epoch and pays the process start and an empty prefetch "
-                     .. "queue each time (SOP §6.2). The window saw no worker exit or start, so this stays at info: "
-                     .. "a first epoch that began after a long start-up shows the same ages.",
-                     parent - young[1].age_s)
-      cause_zh = fmt("worker 在作业启动 %.0f 秒后才启动：persistent_workers=False（默认值）的 DataLoader 每个 epoch "
-                     .. "都启动新 worker，每次都付进程启动和预取队列清空的代价（SOP §6.2）。窗口内没有看到 worker 退出"
-                     .. "或启动，所以只给 info：启动阶段很长、之后才开始的第一个 epoch 也是这样的时长。",
-                     parent - young[1].age_s)
+      cause = tr("The workers started {late_s:%.0f} s after the job: a DataLoader with persistent_workers=False (the "
+               .. "default) starts new workers at each epoch and pays the process start and an empty prefetch "
+               .. "queue each time (SOP §6.2). The window saw no worker exit or start, so this stays at info: "
+               .. "a first epoch that began after a long start-up shows the same ages.",
+             "worker 在作业启动 {late_s:%.0f} 秒后才启动：persistent_workers=False（默认值）的 DataLoader 每个 epoch "
+               .. "都启动新 worker，每次都付进程启动和预取队列清空的代价（SOP §6.2）。窗口内没有看到 worker 退出"
+               .. "或启动，所以只给 info：启动阶段很长、之后才开始的第一个 epoch 也是这样的时长。",
+             { late_s = parent - young[1].age_s })
     end
     return hit {
       severity = seen and "warn" or "info",
@@ -826,8 +828,8 @@ rule {
                         .. "after it",
                       "DataLoader worker 仅运行 {age_s:%.1f} 秒，作业已运行 {parent:%.0f} 秒：比作业晚 {late_s:%.0f} 秒启动",
                       { age_s = young[1].age_s, parent = parent, late_s = parent - young[1].age_s }),
-      evidence = T(ev_en .. ".", ev_zh .. "。"),
-      cause = T(cause_en, cause_zh),
+      evidence = evidence,
+      cause = cause,
       verify = tr("`ps -o pid,etimes --ppid {pid}` twice, an epoch apart, shows the same worker pids with growing "
                   .. "etimes, and `sopctl run --pid {pid} --duration 5` clears dataloader.workers_restarted.",
                   "相隔一个 epoch 运行两次 `ps -o pid,etimes --ppid {pid}`，worker pid 不变且 etimes 增长；"

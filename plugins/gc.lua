@@ -86,17 +86,17 @@ rule {
     local frac = 100 * (w.collecting_frac or 0)
     local longest = w.longest_collecting_ms or 0
     local c, r = w.collections, w.collections_per_s
-    local counts_en, counts_zh = "", ""
+    local counts = T("", "")
     if c and c[1] then
-      counts_en = fmt("; collections in the window gen0 %d, gen1 %d, gen2 %d (%.1f, %.1f, %.2f /s)",
-                      c[1], c[2], c[3], r[1], r[2], r[3])
-      counts_zh = fmt("；窗口内收集次数 gen0 %d、gen1 %d、gen2 %d（%.1f、%.1f、%.2f 次/秒）",
-                      c[1], c[2], c[3], r[1], r[2], r[3])
+      counts = tr("; collections in the window gen0 {g0}, gen1 {g1}, gen2 {g2} ({r0:%.1f}, {r1:%.1f}, {r2:%.2f} /s)",
+                  "；窗口内收集次数 gen0 {g0}、gen1 {g1}、gen2 {g2}（{r0:%.1f}、{r1:%.1f}、{r2:%.2f} 次/秒）",
+                  { g0 = c[1], g1 = c[2], g2 = c[3], r0 = r[1], r1 = r[2], r2 = r[3] })
     end
-    local en = fmt("GC collecting at %.0f%% of %d ticks; longest collecting stretch %.0f ms%s",
-                   frac, w.samples, longest, counts_en)
-    local zh = fmt("%d 次采样中 %.0f%% 正在 GC；最长一次连续收集 %.0f ms%s", w.samples, frac, longest,
-                   counts_zh)
+    local text = tr("GC collecting at {frac:%.0f}% of {samples} ticks; longest collecting stretch "
+                      .. "{longest:%.0f} ms{counts}",
+                    "{samples} 次采样中 {frac:%.0f}% 正在 GC；最长一次连续收集 {longest:%.0f} ms{counts}",
+                    { frac = frac, samples = w.samples, longest = longest, counts = counts })
+    local en, zh = text.en, text.zh
     local full = c and c[3] and c[3] > 0
     local long_pause = longest >= th.gc_pause_ms and (full or not c)
     if frac < th.gc_time_pct and not long_pause then

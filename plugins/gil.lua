@@ -73,14 +73,14 @@ rule {
       end
     end
     local eff = common.effective_cpus(ev) or 1
-    local summary_en = fmt("%d Python threads busy (>= %g%% of a core each); process %.0f%% CPU; %d effective CPUs",
-                           #busy, th.gil_thread_busy_pct, p.cpu_pct, eff)
-    local summary_zh = fmt("%d 个 Python 线程繁忙（各 >= 单核 %g%%）；进程 CPU %.0f%%；有效 CPU %d 个",
-                           #busy, th.gil_thread_busy_pct, p.cpu_pct, eff)
-    if #busy < th.gil_min_threads then return clear(T(summary_en, summary_zh)) end
+    local summary = tr("{n} Python threads busy (>= {busy_pct:%g}% of a core each); process {cpu_pct:%.0f}% CPU; "
+                       .. "{eff} effective CPUs",
+                       "{n} 个 Python 线程繁忙（各 >= 单核 {busy_pct:%g}%）；进程 CPU {cpu_pct:%.0f}%；有效 CPU {eff} 个",
+                       { n = #busy, busy_pct = th.gil_thread_busy_pct, cpu_pct = p.cpu_pct, eff = eff })
+    if #busy < th.gil_min_threads then return clear(summary) end
     if eff < 2 then
-      return clear(T(summary_en .. ": one CPU, so the GIL is not what limits it",
-                     summary_zh .. "：只有一个 CPU，瓶颈不是 GIL"))
+      return clear(tr("{summary}: one CPU, so the GIL is not what limits it", "{summary}：只有一个 CPU，瓶颈不是 GIL",
+                      { summary = summary }))
     end
     -- Threads that take turns on the GIL sleep on it; threads starved by other processes wait in
     -- the run queue instead. Only the first is the GIL's doing.
@@ -98,21 +98,19 @@ rule {
     end
     local gil_seen = win_n == #busy and win_n > 0 and wait_gil_sum / win_n >= 0.25
     if wait_mean and wait_mean >= th.gil_max_runqueue_wait_pct and not gil_seen then
-      return unknown(tr("{summary_en}; but they waited {wait_mean:%.0f}% of the window for a CPU (run queue): the "
+      return unknown(tr("{summary}; but they waited {wait_mean:%.0f}% of the window for a CPU (run queue): the "
                           .. "host's CPUs are contended, so the GIL cannot be told apart",
-                        "{summary_zh}；但这些线程有 {wait_mean:%.0f}% 的时间在运行队列里等 CPU：主机 CPU 被争用，无法判断是否为 GIL",
-                        { summary_en = summary_en, wait_mean = wait_mean, summary_zh = summary_zh }))
+                        "{summary}；但这些线程有 {wait_mean:%.0f}% 的时间在运行队列里等 CPU：主机 CPU 被争用，无法判断是否为 GIL",
+                        { summary = summary, wait_mean = wait_mean }))
     end
     if p.cpu_pct < th.gil_min_process_pct and not gil_seen then
-      return clear(tr("{summary_en}: below {gil_min_process_pct:%g}% CPU, the threads are not CPU-bound together",
-                      "{summary_zh}：低于 {gil_min_process_pct:%g}% CPU，线程合起来并非 CPU 密集",
-                      { summary_en = summary_en, gil_min_process_pct = th.gil_min_process_pct,
-                        summary_zh = summary_zh }))
+      return clear(tr("{summary}: below {gil_min_process_pct:%g}% CPU, the threads are not CPU-bound together",
+                      "{summary}：低于 {gil_min_process_pct:%g}% CPU，线程合起来并非 CPU 密集",
+                      { summary = summary, gil_min_process_pct = th.gil_min_process_pct }))
     end
     if p.cpu_pct > th.gil_one_core_max_pct then
-      return clear(T(summary_en .. ": more than one core in use, so the threads run in parallel "
-                     .. "(C code releasing the GIL)",
-                     summary_zh .. "：使用超过一个核，线程在并行（C 扩展释放了 GIL）"))
+      return clear(tr("{summary}: more than one core in use, so the threads run in parallel (C code releasing the GIL)",
+                      "{summary}：使用超过一个核，线程在并行（C 扩展释放了 GIL）", { summary = summary }))
     end
 
     table.sort(busy, function(a, b) return a.pct > b.pct end)
@@ -135,15 +133,16 @@ rule {
                              .. "thread runnable without it %.0f%% (asleep on the GIL %.0f%%) on average",
                              100 * gil_sum, 100 * nogil_sum / win_n, 100 * wait_gil_sum / win_n)
     end
-    local evidence_zh = fmt("%d 个 Python 线程在 %.1f 秒内各用了 >= 单核 %g%%，合计 %.0f%%，但进程只用了 %.0f%% CPU"
-                            .. "（约一个核），有效 CPU %d 个；%s。%s", #busy, ev.duration_s, th.gil_thread_busy_pct, sum,
-                            p.cpu_pct, eff, holder, table.concat(lines, "；"))
-    local evidence = fmt("%d Python threads each used >= %g%% of a core over %.1f s, together %.0f%%, "
-                         .. "but the process used %.0f%% CPU (about one core) of %d effective CPUs; %s. %s",
-                         #busy, th.gil_thread_busy_pct, ev.duration_s, sum, p.cpu_pct, eff, holder,
-                         table.concat(lines, "; "))
+    local evidence = tr("{n} Python threads each used >= {busy_pct:%g}% of a core over {secs:%.1f} s, together "
+                        .. "{sum:%.0f}%, but the process used {cpu_pct:%.0f}% CPU (about one core) of {eff} effective "
+                        .. "CPUs; {holder}. {lines}",
+                        "{n} 个 Python 线程在 {secs:%.1f} 秒内各用了 >= 单核 {busy_pct:%g}%，合计 {sum:%.0f}%，"
+                        .. "但进程只用了 {cpu_pct:%.0f}% CPU（约一个核），有效 CPU {eff} 个；{holder}。{lines}",
+                        { n = #busy, busy_pct = th.gil_thread_busy_pct, secs = ev.duration_s, sum = sum,
+                          cpu_pct = p.cpu_pct, eff = eff, holder = holder,
+                          lines = T(table.concat(lines, "; "), table.concat(lines, "；")) })
     return hit {
-      evidence = T(evidence, evidence_zh),
+      evidence = evidence,
       verify = tr("`sopctl run --pid {pid} --duration 5`: process CPU above 100% with the work in several processes "
                   .. "or threads, and `sopctl dump --pid {pid}` shows one thread per core active.",
                   "`sopctl run --pid {pid} --duration 5`：进程（或多个 worker）CPU 超过 100%，"

@@ -55,20 +55,19 @@ function census.view(ev, th)
   if not h then return nil end
   local c = {}
   local grew = h.growth and h.anon_growth_kb and h.anon_growth_kb > 0
-  local share, what_en, what_zh
+  local share, what
   if grew and h.growth_explained then
     share = h.growth_explained
-    what_en = fmt("%.0f%% of the anonymous-memory growth (Python objects %s of %s over %.1f s)",
-                  100 * share, bytes_text(h.bytes_growth or 0), bytes_text(1024 * h.anon_growth_kb),
-                  h.window_s or 0)
-    what_zh = fmt("匿名内存增长的 %.0f%%（%.1f 秒内 Python 对象 %s，匿名内存 %s）", 100 * share,
-                  h.window_s or 0, bytes_text(h.bytes_growth or 0), bytes_text(1024 * h.anon_growth_kb))
+    what = tr("{share:%.0f}% of the anonymous-memory growth (Python objects {growth} of {anon} over {secs:%.1f} s)",
+              "匿名内存增长的 {share:%.0f}%（{secs:%.1f} 秒内 Python 对象 {growth}，匿名内存 {anon}）",
+              { share = 100 * share, growth = bytes_text(h.bytes_growth or 0),
+                anon = bytes_text(1024 * h.anon_growth_kb),
+                secs = h.window_s or 0 })
   elseif h.explained then
     share = h.explained
-    what_en = fmt("%.0f%% of the anonymous memory (%s of Python objects in %s)", 100 * share,
-                  kb((h.bytes or 0) / 1024), kb(h.anon_kb or 0))
-    what_zh = fmt("匿名内存的 %.0f%%（Python 对象 %s，匿名内存 %s）", 100 * share,
-                  kb((h.bytes or 0) / 1024), kb(h.anon_kb or 0))
+    what = tr("{share:%.0f}% of the anonymous memory ({bytes} of Python objects in {anon})",
+              "匿名内存的 {share:%.0f}%（Python 对象 {bytes}，匿名内存 {anon}）",
+              { share = 100 * share, bytes = kb((h.bytes or 0) / 1024), anon = kb(h.anon_kb or 0) })
   end
   c.share = share
   c.native = share ~= nil and 100 * share < th.heap_python_pct
@@ -76,30 +75,33 @@ function census.view(ev, th)
   if grew then
     list, class = pick(h.growth, 3, true)
   end
+  local types
   if not list or list == "" then
     list, class = pick(h.types, 3, false)
-    c.list_en, c.list_zh = "largest types: " .. list, "最大的类型：" .. list
+    types = tr("largest types: {list}", "最大的类型：{list}", { list = list })
   else
-    c.list_en, c.list_zh = "types that grew: " .. list, "增长的类型：" .. list
+    types = tr("types that grew: {list}", "增长的类型：{list}", { list = list })
   end
   c.class = class
-  local np_en, np_zh = "", ""
+  local np = T("", "")
   if h.numpy and (h.numpy.nbytes or 0) > 0 then
     local g = h.numpy.nbytes_growth
-    np_en = fmt("; numpy arrays own %s of data%s", kb(h.numpy.nbytes / 1024),
-                g and fmt(" (%s in the window)", bytes_text(g)) or "")
-    np_zh = fmt("；numpy 数组持有 %s 数据%s", kb(h.numpy.nbytes / 1024),
-                g and fmt("（窗口内 %s）", bytes_text(g)) or "")
+    np = tr("; numpy arrays own {nbytes} of data{grown}", "；numpy 数组持有 {nbytes} 数据{grown}",
+            { nbytes = kb(h.numpy.nbytes / 1024),
+              grown = g and tr(" ({g} in the window)", "（窗口内 {g}）", { g = bytes_text(g) }) or T("", "") })
   end
-  local partial_en = h.complete == false and " (census partial: " .. (h.partial or "?") .. ")" or ""
-  local partial_zh = h.complete == false and "（普查不完整：" .. (h.partial or "?") .. "）" or ""
+  local partial = h.complete == false
+                  and tr(" (census partial: {why})", "（普查不完整：{why}）", { why = h.partial or "?" }) or T("", "")
+  local text
   if share then
-    c.en = fmt("Python heap census: objects explain %s; %s%s%s", what_en, c.list_en, np_en, partial_en)
-    c.zh = fmt("Python 堆普查：对象解释了%s；%s%s%s", what_zh, c.list_zh, np_zh, partial_zh)
+    text = tr("Python heap census: objects explain {what}; {types}{np}{partial}",
+              "Python 堆普查：对象解释了{what}；{types}{np}{partial}",
+              { what = what, types = types, np = np, partial = partial })
   else
-    c.en = fmt("Python heap census: %s%s%s", c.list_en, np_en, partial_en)
-    c.zh = fmt("Python 堆普查：%s%s%s", c.list_zh, np_zh, partial_zh)
+    text = tr("Python heap census: {types}{np}{partial}", "Python 堆普查：{types}{np}{partial}",
+              { types = types, np = np, partial = partial })
   end
+  c.en, c.zh = text.en, text.zh
   local pid = ev.pid or 0
   local np_growth = h.numpy and h.numpy.nbytes_growth
   if c.native and np_growth and grew and np_growth >= 0.5 * 1024 * h.anon_growth_kb then

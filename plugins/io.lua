@@ -282,7 +282,7 @@ rule {
                       { calls = calls, mean = mean, small_read_max_bytes = th.small_read_max_bytes }))
     end
     local disk = io.read_bytes_per_s
-    local src_en, src_zh
+    local src
     -- Served from memory (page cache, pipes, sockets): only the syscall cost remains, info.
     local cached = disk and io.rchar_per_s and disk < 0.1 * io.rchar_per_s
     local x = read_pattern(ev, th, { pid = ev.pid, what = "main process", io = io })
@@ -294,27 +294,24 @@ rule {
     end
     local seq = x and x.kind == "sequential"
     if seq then
-      local dev_en = x.req_kb and fmt("; the disk serves %.0f KiB requests: readahead batches them",
-                                      x.req_kb) or ""
-      local dev_zh = x.req_kb and fmt("；磁盘请求平均 %.0f KiB：预读已合并", x.req_kb) or ""
-      src_en = fmt("%s of it from disk, read sequentially (file position advances %s%s), so the "
-                   .. "cost is the per-call syscall overhead", rate(disk), rate(x.advance), dev_en)
-      src_zh = fmt("其中 %s 来自磁盘，顺序读取（文件位置前进 %s%s），开销是每次调用的系统调用成本",
-                   rate(disk), rate(x.advance), dev_zh)
+      local dev = x.req_kb and tr("; the disk serves {req_kb:%.0f} KiB requests: readahead batches them",
+                                  "；磁盘请求平均 {req_kb:%.0f} KiB：预读已合并", { req_kb = x.req_kb }) or T("", "")
+      src = tr("{disk:%s} of it from disk, read sequentially (file position advances {advance:%s}{dev}), so the "
+                 .. "cost is the per-call syscall overhead",
+               "其中 {disk:%s} 来自磁盘，顺序读取（文件位置前进 {advance:%s}{dev}），开销是每次调用的系统调用成本",
+               { disk = rate(disk), advance = rate(x.advance), dev = dev })
     elseif cached then
-      src_en = fmt("only %s of it from disk: served by the page cache or pipes/sockets, so the "
-                   .. "cost is the per-call syscall overhead", rate(disk))
-      src_zh = fmt("其中只有 %s 来自磁盘：由 page cache 或管道/套接字提供，开销是每次调用的系统调用成本",
-                   rate(disk))
+      src = tr("only {disk:%s} of it from disk: served by the page cache or pipes/sockets, so the "
+                 .. "cost is the per-call syscall overhead",
+               "其中只有 {disk:%s} 来自磁盘：由 page cache 或管道/套接字提供，开销是每次调用的系统调用成本",
+               { disk = rate(disk) })
     elseif disk then
-      src_en = fmt("%s of it from disk: each small read that misses the page cache pays a device "
-                   .. "access, and random ones are 10-100x slower than sequential reads (SOP §7.3)",
-                   rate(disk))
-      src_zh = fmt("其中 %s 来自磁盘：每次未命中 page cache 的小读都要付一次设备访问，随机读比顺序读慢 "
-                   .. "10~100 倍（SOP §7.3）", rate(disk))
+      src = tr("{disk:%s} of it from disk: each small read that misses the page cache pays a device "
+                 .. "access, and random ones are 10-100x slower than sequential reads (SOP §7.3)",
+               "其中 {disk:%s} 来自磁盘：每次未命中 page cache 的小读都要付一次设备访问，随机读比顺序读慢 "
+                 .. "10~100 倍（SOP §7.3）", { disk = rate(disk) })
     else
-      src_en = "disk share unknown (read_bytes not measured)"
-      src_zh = "来自磁盘的比例未知（未测到 read_bytes）"
+      src = T("disk share unknown (read_bytes not measured)", "来自磁盘的比例未知（未测到 read_bytes）")
     end
     local total = io.rchar_per_s and rate(io.rchar_per_s) or "?"
     return hit {
@@ -322,11 +319,10 @@ rule {
       symptom = tr("Many small reads: {calls:%.0f} read calls/s of {mean:%.0f} bytes on average",
                    "大量小块读：每秒 {calls:%.0f} 次 read，平均每次 {mean:%.0f} 字节", { calls = calls, mean = mean }),
       evidence = tr("Over {duration_s:%.1f} s: {calls:%.0f} read syscalls/s, mean {mean:%.0f} bytes per call, "
-                      .. "{total:%s} read in total (rchar; files, pipes and sockets alike); {src_en}.",
+                      .. "{total:%s} read in total (rchar; files, pipes and sockets alike); {src}.",
                     "{duration_s:%.1f} 秒内：每秒 {calls:%.0f} 次 read 系统调用，平均每次 {mean:%.0f} 字节，总读取 {total:%s}（rchar，含文件、管道、"
-                      .. "套接字）；{src_zh}。",
-                    { duration_s = ev.duration_s, calls = calls, mean = mean, total = total, src_en = src_en,
-                      src_zh = src_zh }),
+                      .. "套接字）；{src}。",
+                    { duration_s = ev.duration_s, calls = calls, mean = mean, total = total, src = src }),
       cause = tr("The process reads in {mean:%.0f}-byte pieces: throughput is bound by the number of "
                  .. "calls, not by bandwidth.",
                  "进程以 {mean:%.0f} 字节为单位读取：吞吐受调用次数限制，而不是带宽。", { mean = mean }),
@@ -417,17 +413,17 @@ rule {
     end
     local procs = {}
     for i = 1, math.min(#hits, 6) do procs[#procs + 1] = who(hits[i].r) end
-    local dev_en, dev_zh
+    local dev
     if x.device then
-      dev_en = fmt("; disk %s serves %.0f reads/s of %.0f KiB on average (sequential reads with "
-                   .. "readahead are 128 KiB or more), util %.0f%%, r_await %.2f ms", x.device.name,
-                   x.device.reads_per_s, x.req_kb, x.device.util_pct or 0, x.device.r_await_ms or 0)
-      dev_zh = fmt("；磁盘 %s 每秒 %.0f 次读请求，平均 %.0f KiB（带预读的顺序读在 128 KiB 以上），util %.0f%%，"
-                   .. "r_await %.2f ms", x.device.name, x.device.reads_per_s, x.req_kb,
-                   x.device.util_pct or 0, x.device.r_await_ms or 0)
+      dev = tr("; disk {name:%s} serves {reads:%.0f} reads/s of {req_kb:%.0f} KiB on average (sequential reads with "
+                 .. "readahead are 128 KiB or more), util {util:%.0f}%, r_await {await:%.2f} ms",
+               "；磁盘 {name:%s} 每秒 {reads:%.0f} 次读请求，平均 {req_kb:%.0f} KiB（带预读的顺序读在 128 KiB 以上），"
+                 .. "util {util:%.0f}%，r_await {await:%.2f} ms",
+               { name = x.device.name, reads = x.device.reads_per_s, req_kb = x.req_kb,
+                 util = x.device.util_pct or 0, await = x.device.r_await_ms or 0 })
     else
-      dev_en = fmt("; the file is on %s (%s), no device figures", f.fstype or "?", f.fs_kind)
-      dev_zh = fmt("；文件在 %s（%s）上，没有设备数字", f.fstype or "?", f.fs_kind)
+      dev = tr("; the file is on {fstype:%s} ({kind:%s}), no device figures", "；文件在 {fstype:%s}（{kind:%s}）上，没有设备数字",
+               { fstype = f.fstype or "?", kind = f.fs_kind })
     end
     return hit {
       severity = "warn",
@@ -438,14 +434,14 @@ rule {
       evidence = tr("Over {duration_s:%.1f} s, {who:%s}: {calls:%.0f} read calls/s, mean {mean:%.0f} bytes, {rchar} "
                       .. "read of which {disk} from disk; the open data file {path} ({size_bytes}) moves its position "
                       .. "only {advance} while {rchar} is read: the reads jump (pread/seek), they do not "
-                      .. "stream{dev_en}. All random readers: {procs}, {total_disk} from disk.",
+                      .. "stream{dev}. All random readers: {procs}, {total_disk} from disk.",
                     "{duration_s:%.1f} 秒内，{who:%s}：每秒 {calls:%.0f} 次 read，平均 {mean:%.0f} 字节，读取 {rchar}，其中 {disk} 来自磁盘；"
-                      .. "打开的数据文件 {path}（{size_bytes}）的文件位置只前进 {advance}，而读取为 {rchar}：读在跳（pread/seek），不是流式读{dev_zh}。"
+                      .. "打开的数据文件 {path}（{size_bytes}）的文件位置只前进 {advance}，而读取为 {rchar}：读在跳（pread/seek），不是流式读{dev}。"
                       .. "所有随机读进程：{procs}，磁盘读 {total_disk}。",
                     { duration_s = ev.duration_s, who = who(x.r), calls = x.calls, mean = x.mean,
                       rchar = rate(x.rchar), disk = rate(x.disk), path = short_path(f.path),
-                      size_bytes = kb(f.size_bytes / 1024), advance = rate(x.advance), dev_en = dev_en,
-                      procs = table.concat(procs, ", "), total_disk = rate(total_disk), dev_zh = dev_zh }),
+                      size_bytes = kb(f.size_bytes / 1024), advance = rate(x.advance), dev = dev,
+                      procs = table.concat(procs, ", "), total_disk = rate(total_disk) }),
       verify = tr("`sopctl run --pid {pid} --duration 3`: io.random_reads clears and the disk's mean read request "
                     .. "grows past {random_read_max_request_kb:%g} KiB; samples/s rise.",
                   "`sopctl run --pid {pid} --duration 3`：io.random_reads 不再触发，磁盘平均读请求超过 "
@@ -555,25 +551,25 @@ rule {
       end
     end
     local first = by_pid[order[1]].remote[1]
-    local where_en = fmt("%s on %s (%s, %s)", short_path(first.path), first.mount or "?",
+    local example = fmt("%s on %s (%s, %s)", short_path(first.path), first.mount or "?",
                          first.fstype or "?", first.source or "?")
     if #waiting == 0 then
       if #ambiguous > 0 then
-        return unknown(tr("{remote} files on network storage ({where_en}); pid {ambiguous} waits in IO but reads "
+        return unknown(tr("{remote} files on network storage ({example}); pid {ambiguous} waits in IO but reads "
                             .. "local data files faster than the network ones",
-                          "{remote} 个文件在网络存储上（{where_en}）；pid {ambiguous} 在等 IO，但读本地数据文件比网络文件更快",
-                          { remote = remote, where_en = where_en, ambiguous = ambiguous[1] }))
+                          "{remote} 个文件在网络存储上（{example}）；pid {ambiguous} 在等 IO，但读本地数据文件比网络文件更快",
+                          { remote = remote, example = example, ambiguous = ambiguous[1] }))
       end
       if #quiet == 0 then
-        return unknown(tr("{remote} files on network storage ({where_en}), but no sampled window tells whether the "
+        return unknown(tr("{remote} files on network storage ({example}), but no sampled window tells whether the "
                             .. "job waits on them (pids not sampled: {n_unsampled})",
-                          "{remote} 个文件在网络存储上（{where_en}），但没有采样窗口可判断作业是否在等它们（未采样进程 {n_unsampled} 个）",
-                          { remote = remote, where_en = where_en, n_unsampled = #unsampled }))
+                          "{remote} 个文件在网络存储上（{example}），但没有采样窗口可判断作业是否在等它们（未采样进程 {n_unsampled} 个）",
+                          { remote = remote, example = example, n_unsampled = #unsampled }))
       end
-      return clear(tr("{remote} files on network storage ({where_en}), but threads spend little time in IO wait (max "
+      return clear(tr("{remote} files on network storage ({example}), but threads spend little time in IO wait (max "
                         .. "per process: {quiet}, < {netfs_wait_frac_pct:%.0f}%)",
-                      "{remote} 个文件在网络存储上（{where_en}），但线程很少处于 IO 等待（各进程最大值：{quiet}，< {netfs_wait_frac_pct:%.0f}%）",
-                      { remote = remote, where_en = where_en, quiet = table.concat(quiet, ", "),
+                      "{remote} 个文件在网络存储上（{example}），但线程很少处于 IO 等待（各进程最大值：{quiet}，< {netfs_wait_frac_pct:%.0f}%）",
+                      { remote = remote, example = example, quiet = table.concat(quiet, ", "),
                         netfs_wait_frac_pct = 100 * th.netfs_wait_frac }))
     end
     table.sort(waiting, function(a, b) return by_pid[a].wait > by_pid[b].wait end)
@@ -598,9 +594,9 @@ rule {
       symptom = tr("The job waits on files on {kind:%s} storage ({fstype})",
                    "作业在等 {kind:%s} 存储（{fstype}）上的文件",
                    { kind = kind, fstype = first.fstype or "?" }),
-      evidence = tr("{remote} open files on {kind:%s} storage, e.g. {where_en}. {lines_en}{rates:%s}.",
-                    "{remote} 个打开的文件在 {kind:%s} 存储上，例如 {where_en}。{lines_zh}{rates:%s}。",
-                    { remote = remote, kind = kind, where_en = where_en, lines_en = table.concat(lines, "; "),
+      evidence = tr("{remote} open files on {kind:%s} storage, e.g. {example}. {lines_en}{rates:%s}.",
+                    "{remote} 个打开的文件在 {kind:%s} 存储上，例如 {example}。{lines_zh}{rates:%s}。",
+                    { remote = remote, kind = kind, example = example, lines_en = table.concat(lines, "; "),
                       rates = rates, lines_zh = table.concat(lines, "；") }),
       verify = tr("`sopctl run --pid {pid} --duration 3`: io.network_fs clears (data files on fs_kind local) and "
                     .. "io_wait_frac falls below {netfs_wait_frac_pct:%.0f}%.",
@@ -682,7 +678,7 @@ rule {
     -- and under a cgroup limit, the limit minus the job's anonymous memory (v1 and v2 charge the
     -- page cache to the cgroup).
     local h = ev.host or {}
-    local room, cap_en, cap_zh = h.mem_available_kb, "host MemAvailable", "整机 MemAvailable"
+    local room, cap = h.mem_available_kb, T("host MemAvailable", "整机 MemAvailable")
     local mem = ev.cgroup and ev.cgroup.memory
     if mem and mem.limit_kb and not mem.unlimited then
       local anon = ev.proc.anon_kb or 0
@@ -690,9 +686,8 @@ rule {
       local cg_room = math.max(mem.limit_kb - anon, 0)
       if not room or cg_room < room then
         room = cg_room
-        cap_en = fmt("the cgroup memory limit %s minus the job's %s anonymous memory",
-                     kb(mem.limit_kb), kb(anon))
-        cap_zh = fmt("cgroup 内存上限 %s 减去作业 %s 匿名内存", kb(mem.limit_kb), kb(anon))
+        cap = tr("the cgroup memory limit {limit} minus the job's {anon} anonymous memory",
+                 "cgroup 内存上限 {limit} 减去作业 {anon} 匿名内存", { limit = kb(mem.limit_kb), anon = kb(anon) })
       end
     end
     if not room then
@@ -705,12 +700,11 @@ rule {
     local list = table.concat(names, ", ")
     if ws < th.page_cache_fit_ratio * room then
       return clear(tr("reading {disk} from disk, but the files being read ({ws} in all: {list:%s}) fit in the page "
-                        .. "cache ({room}, {cap_en}): a first pass (first epoch) fills the cache and later passes "
+                        .. "cache ({room}, {cap}): a first pass (first epoch) fills the cache and later passes "
                         .. "come from memory; that is not a problem (SOP §7.1)",
-                      "从磁盘读 {disk}，但正在读的文件（共 {ws}：{list:%s}）放得进 page cache（{room}，{cap_zh}）：第一遍（第一个 epoch）读入缓存，之后的遍历来自"
+                      "从磁盘读 {disk}，但正在读的文件（共 {ws}：{list:%s}）放得进 page cache（{room}，{cap}）：第一遍（第一个 epoch）读入缓存，之后的遍历来自"
                         .. "内存；这不是问题（SOP §7.1）",
-                      { disk = rate(disk), ws = kb(ws), list = list, room = kb(room), cap_en = cap_en,
-                        cap_zh = cap_zh }))
+                      { disk = rate(disk), ws = kb(ws), list = list, room = kb(room), cap = cap }))
     end
     local extra_en, extra_zh = {}, {}
     if h.cached_kb then
@@ -728,17 +722,17 @@ rule {
     end
     local ex_en = #extra_en > 0 and ("; " .. table.concat(extra_en, ", ")) or ""
     local ex_zh = #extra_zh > 0 and ("；" .. table.concat(extra_zh, "，")) or ""
-    local by_cgroup = cap_en:find("cgroup", 1, true) ~= nil
+    local by_cgroup = cap.en:find("cgroup", 1, true) ~= nil
     return hit {
       severity = "warn",
       symptom = tr("The data read ({ws}) does not fit in the page cache ({room}): every pass re-reads it from disk",
                    "读取的数据（{ws}）放不进 page cache（{room}）：每一遍都要从磁盘重读",
                    { ws = kb(ws), room = kb(room) }),
       evidence = tr("Over {duration_s:%.1f} s the job read {disk} from disk while streaming {list:%s}; memory the "
-                      .. "page cache can use: {room} ({cap_en}){ex_en}.",
-                    "{duration_s:%.1f} 秒内作业从磁盘读 {disk}，正在流式读 {list:%s}；page cache 可用内存：{room}（{cap_zh}）{ex_zh}。",
-                    { duration_s = ev.duration_s, disk = rate(disk), list = list, room = kb(room), cap_en = cap_en,
-                      ex_en = ex_en, cap_zh = cap_zh, ex_zh = ex_zh }),
+                      .. "page cache can use: {room} ({cap}){ex_en}.",
+                    "{duration_s:%.1f} 秒内作业从磁盘读 {disk}，正在流式读 {list:%s}；page cache 可用内存：{room}（{cap}）{ex_zh}。",
+                    { duration_s = ev.duration_s, disk = rate(disk), list = list, room = kb(room), cap = cap,
+                      ex_en = ex_en, ex_zh = ex_zh }),
       fix = by_cgroup and T("The container's memory limit is what evicts: give the cgroup room for the "
               .. "working set plus the job's own memory (memory.max / memory.limit_in_bytes), or "
               .. "shrink the working set (store uint8 instead of float32, compress, subsample), or "

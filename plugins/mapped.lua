@@ -112,106 +112,104 @@ rule {
                        "窗口内没有测到缺页次数或 /proc/PID/io"))
     end
     local faults, disk, rchar = p.majflt_per_s, io.read_bytes_per_s, io.rchar_per_s or 0
-    local base_en = fmt("%.0f major faults/s, %s from storage, %.0f read calls/s (%s through read())",
-                        faults, rate(disk), io.syscr_per_s or 0, rate(rchar))
-    local base_zh = fmt("每秒 %.0f 次主缺页，存储读 %s，每秒 %.0f 次 read（read() 读 %s）",
-                        faults, rate(disk), io.syscr_per_s or 0, rate(rchar))
+    local base = tr("{faults:%.0f} major faults/s, {disk} from storage, {calls:%.0f} read calls/s "
+                      .. "({rchar} through read())",
+                    "每秒 {faults:%.0f} 次主缺页，存储读 {disk}，每秒 {calls:%.0f} 次 read（read() 读 {rchar}）",
+                    { faults = faults, disk = rate(disk), calls = io.syscr_per_s or 0, rchar = rate(rchar) })
     -- Reading from storage now: enough bytes, or (a slow device) a thread mostly waiting on it.
     local wt = waiting_thread(ev)
     local wait = wt and wt.window.fault_wait_frac
     local busy = disk >= th.page_cache_min_disk_kb_per_s * 1024 or (wait and wait >= th.mapped_wait_frac)
     if not busy then
-      return clear(T(base_en .. ": mapped files are not being read from storage",
-                     base_zh .. "：没有在从存储读取映射文件"))
+      return clear(tr("{base}: mapped files are not being read from storage", "{base}：没有在从存储读取映射文件",
+                      { base = base }))
     end
     if rchar >= th.mapped_read_share * disk then
-      return clear(T(base_en .. ": the bytes come through read() calls (see io.random_reads, io.small_reads)",
-                     base_zh .. "：字节来自 read() 调用（见 io.random_reads、io.small_reads）"))
+      return clear(tr("{base}: the bytes come through read() calls (see io.random_reads, io.small_reads)",
+                      "{base}：字节来自 read() 调用（见 io.random_reads、io.small_reads）", { base = base }))
     end
     if faults < th.mapped_fault_min_per_s then
-      return clear(T(base_en .. ": few faults bring much data in, read-ahead serves the mapping (a sequential stream)",
-                     base_zh .. "：少量缺页带来大量数据，预读在服务映射（顺序流式读）"))
+      return clear(tr("{base}: few faults bring much data in, read-ahead serves the mapping (a sequential stream)",
+                      "{base}：少量缺页带来大量数据，预读在服务映射（顺序流式读）", { base = base }))
     end
     local per_fault = disk / faults
     local touched = math.max(0, (p.mem and p.mem.file_growth_kb_per_s) or 0) * 1024
     local small = per_fault <= th.random_read_max_request_kb * 1024
     local amplified = p.mem and p.mem.file_growth_kb_per_s and touched < th.mapped_touch_ratio * disk
-    local how_en = fmt("%s per fault", kb(per_fault / 1024))
-    local how_zh = fmt("每次缺页 %s", kb(per_fault / 1024))
+    local file_mem = T("", "")
     if p.mem and p.mem.file_growth_kb_per_s then
-      how_en = how_en .. fmt(", file-backed memory %+.1f MiB/s (%.0f%% of the bytes read)",
-                             p.mem.file_growth_kb_per_s / 1024, 100 * touched / disk)
-      how_zh = how_zh .. fmt("，文件映射内存 %+.1f MiB/s（读入字节的 %.0f%%）",
-                             p.mem.file_growth_kb_per_s / 1024, 100 * touched / disk)
+      file_mem = tr(", file-backed memory {mib:%+.1f} MiB/s ({pct:%.0f}% of the bytes read)",
+                    "，文件映射内存 {mib:%+.1f} MiB/s（读入字节的 {pct:%.0f}%）",
+                    { mib = p.mem.file_growth_kb_per_s / 1024, pct = 100 * touched / disk })
     end
+    local how = tr("{per_fault} per fault{file_mem}", "每次缺页 {per_fault}{file_mem}",
+                   { per_fault = kb(per_fault / 1024), file_mem = file_mem })
     if not small and not amplified then
-      return clear(T(base_en .. "; " .. how_en .. ": a sequential stream through the mapping, read-ahead serves it",
-                     base_zh .. "；" .. how_zh .. "：顺序流式读映射，预读在起作用"))
+      return clear(tr("{base}; {how}: a sequential stream through the mapping, read-ahead serves it",
+                      "{base}；{how}：顺序流式读映射，预读在起作用", { base = base, how = how }))
     end
     -- Where: the mapped files, the thread, the Python line.
     local files = data_maps(ev, th.data_file_min_mb * 1024)
     local maps_en, maps_zh, nmaps = common.mapped_text(ev, th.data_file_min_mb * 1024, 3)
-    local map_en = nmaps > 0 and ("; mapped: " .. maps_en) or "; no mapped data file seen"
-    local map_zh = nmaps > 0 and ("；映射：" .. maps_zh) or "；未见映射的数据文件"
+    local map = nmaps > 0 and tr("; mapped: {maps}", "；映射：{maps}", { maps = T(maps_en, maps_zh) })
+                or T("; no mapped data file seen", "；未见映射的数据文件")
     -- The file faulted: the one whose resident pages grew over the window; else (not measured, or
     -- dropped again within it) the most resident one, said as such.
     local ff = common.faulted_file(ev, th.data_file_min_mb * 1024)
-    local faulted_en, faulted_zh
+    local faulted
     if ff then
-      faulted_en = fmt("page faults of %s: +%s resident over the window", short_path(ff.path), kb(ff.rss_growth_kb))
-      faulted_zh = fmt("%s 的缺页：窗口内驻留 +%s", short_path(ff.path), kb(ff.rss_growth_kb))
+      faulted = tr("page faults of {file}: +{grown} resident over the window", "{file} 的缺页：窗口内驻留 +{grown}",
+                   { file = short_path(ff.path), grown = kb(ff.rss_growth_kb) })
     elseif files[1] then
-      faulted_en = fmt("page faults of mapped files; most resident: %s", short_path(files[1].path))
-      faulted_zh = fmt("映射文件的缺页；驻留最多的是 %s", short_path(files[1].path))
+      faulted = tr("page faults of mapped files; most resident: {file}", "映射文件的缺页；驻留最多的是 {file}",
+                   { file = short_path(files[1].path) })
     else
-      faulted_en, faulted_zh = "page faults of mapped files", "映射文件的缺页"
+      faulted = T("page faults of mapped files", "映射文件的缺页")
     end
-    local thr_en, thr_zh = "", ""
+    local thr = T("", "")
     if not wt and ff then
-      thr_en, thr_zh = "; " .. faulted_en, "；" .. faulted_zh
+      thr = tr("; {faulted}", "；{faulted}", { faulted = faulted })
     end
     if wt then
-      local site = wt.window.fault_site or "?"
-      thr_en = fmt("; thread %s (%s) waits on storage in %.0f%% of %d samples, at %s (%s)",
-                   tostring(wt.tid or "?"), wt.name or "?", 100 * wait, wt.window.samples, site, faulted_en)
-      thr_zh = fmt("；线程 %s（%s）在 %d 个采样中 %.0f%% 等待存储，位置 %s（%s）",
-                   tostring(wt.tid or "?"), wt.name or "?", wt.window.samples, 100 * wait, site, faulted_zh)
+      thr = tr("; thread {tid:%s} ({name:%s}) waits on storage in {pct:%.0f}% of {samples} samples, at {site:%s} "
+                 .. "({faulted})",
+               "；线程 {tid:%s}（{name:%s}）在 {samples} 个采样中 {pct:%.0f}% 等待存储，位置 {site:%s}（{faulted}）",
+               { tid = tostring(wt.tid or "?"), name = wt.name or "?", pct = 100 * wait, samples = wt.window.samples,
+                 site = wt.window.fault_site or "?", faulted = faulted })
     end
     -- The OS thread whose IO comes through faults: many major faults, few read calls, bytes from
     -- storage (task/TID/io): IO-bound on its mapped files.
     local ft = faulting_thread(ev)
     if ft and ft.majflt_per_s > 0 then
-      local tio_en, tio_zh = "", ""
+      local tio = T("", "")
       if ft.read_bytes_per_s then
-        tio_en = fmt(", %s from storage, %.0f read calls/s", rate(ft.read_bytes_per_s), ft.syscr_per_s or 0)
-        tio_zh = fmt("，存储读 %s，每秒 %.0f 次 read", rate(ft.read_bytes_per_s), ft.syscr_per_s or 0)
+        tio = tr(", {disk} from storage, {calls:%.0f} read calls/s", "，存储读 {disk}，每秒 {calls:%.0f} 次 read",
+                 { disk = rate(ft.read_bytes_per_s), calls = ft.syscr_per_s or 0 })
       end
-      thr_en = thr_en .. fmt("; thread %d (%s): %.0f major faults/s%s", ft.tid, ft.name or "?",
-                             ft.majflt_per_s, tio_en)
-      thr_zh = thr_zh .. fmt("；线程 %d（%s）：每秒 %.0f 次主缺页%s", ft.tid, ft.name or "?", ft.majflt_per_s, tio_zh)
+      thr = tr("{thr}; thread {tid} ({name:%s}): {faults:%.0f} major faults/s{tio}",
+               "{thr}；线程 {tid}（{name:%s}）：每秒 {faults:%.0f} 次主缺页{tio}",
+               { thr = thr, tid = ft.tid, name = ft.name or "?", faults = ft.majflt_per_s, tio = tio })
     end
     local d = busiest_disk(ev)
-    local dev_en, dev_zh = "", ""
+    local dev = T("", "")
     if d and d.reads_per_s and d.reads_per_s > 0 then
-      dev_en = fmt("; disk %s serves %.0f reads/s of %.0f KiB", d.name or "?", d.reads_per_s,
-                   d.read_kb_per_s / d.reads_per_s)
-      dev_zh = fmt("；磁盘 %s 每秒 %.0f 次读请求，平均 %.0f KiB", d.name or "?", d.reads_per_s,
-                   d.read_kb_per_s / d.reads_per_s)
+      dev = tr("; disk {name:%s} serves {reads:%.0f} reads/s of {req_kb:%.0f} KiB",
+               "；磁盘 {name:%s} 每秒 {reads:%.0f} 次读请求，平均 {req_kb:%.0f} KiB",
+               { name = d.name or "?", reads = d.reads_per_s, req_kb = d.read_kb_per_s / d.reads_per_s })
     end
-    local why_en = small and "each fault reads one small piece: random access"
-      or "read-around fetches far more than the process touches: random access amplified by readahead"
-    local why_zh = small and "每次缺页只读一小块：随机访问" or "预读取回的远多于进程实际访问的：随机访问被预读放大"
+    local why = small and T("each fault reads one small piece: random access", "每次缺页只读一小块：随机访问")
+      or T("read-around fetches far more than the process touches: random access amplified by readahead",
+           "预读取回的远多于进程实际访问的：随机访问被预读放大")
     return hit {
       severity = (wait == nil or wait >= th.mapped_wait_frac) and "warn" or "info",
       symptom = tr("IO through page faults of {file_en}: {faults:%.0f} major faults/s, {disk} from storage",
                    "经由{file_zh}缺页的 IO：每秒 {faults:%.0f} 次主缺页，存储读 {disk}",
                    { file_en = ff and short_path(ff.path) or "mapped files", faults = faults, disk = rate(disk),
                      file_zh = ff and short_path(ff.path) or "映射文件" }),
-      evidence = tr("Over {duration_s:%.1f} s: {base_en}; {how_en}: {why_en}{thr_en}{map_en}{dev_en}.",
-                    "{duration_s:%.1f} 秒内：{base_zh}；{how_zh}：{why_zh}{thr_zh}{map_zh}{dev_zh}。",
-                    { duration_s = ev.duration_s, base_en = base_en, how_en = how_en, why_en = why_en,
-                      thr_en = thr_en, map_en = map_en, dev_en = dev_en, base_zh = base_zh, how_zh = how_zh,
-                      why_zh = why_zh, thr_zh = thr_zh, map_zh = map_zh, dev_zh = dev_zh }),
+      evidence = tr("Over {duration_s:%.1f} s: {base}; {how}: {why}{thr}{map}{dev}.",
+                    "{duration_s:%.1f} 秒内：{base}；{how}：{why}{thr}{map}{dev}。",
+                    { duration_s = ev.duration_s, base = base, how = how, why = why, thr = thr, map = map,
+                      dev = dev }),
       verify = tr("`sopctl run --pid {pid} --duration 3`: major faults/s and bytes from storage drop (or "
                     .. "io.mapped_faults says sequential), and the thread's share of samples waiting on storage falls "
                     .. "below {mapped_wait_frac_pct:%.0f}%.",

@@ -116,24 +116,24 @@ rule {
     if lim and lim > 0 then
       local lpct = percent(used, lim)
       local where = mem.limit_path or ev.cgroup.path or "?"
-      local ctx_en = fmt("memory of %s %s (%s) = %.0f%% of the memory limit %s set on cgroup %s",
-                         who_en, kb(used), kind, lpct, kb(lim), where)
-      local ctx_zh = fmt("%s占用 %s（%s）= cgroup %s 内存上限 %s 的 %.0f%%", who_zh, kb(used),
-                         kind, where, kb(lim), lpct)
-      local extra_en, extra_zh = "", ""
+      local ctx = tr("memory of {who:%s} {used} ({kind:%s}) = {lpct:%.0f}% of the memory limit {lim} set on cgroup "
+                       .. "{where:%s}",
+                     "{who:%s}占用 {used}（{kind:%s}）= cgroup {where:%s} 内存上限 {lim} 的 {lpct:%.0f}%",
+                     { who = T(who_en, who_zh), used = kb(used), kind = kind, lpct = lpct, lim = kb(lim),
+                       where = where })
+      local extra = T("", "")
       if mem.usage_kb then
-        extra_en = fmt("; cgroup usage incl. page cache %s (%.0f%%)", kb(mem.usage_kb),
-                       percent(mem.usage_kb, lim))
-        extra_zh = fmt("；cgroup 用量（含 page cache）%s（%.0f%%）", kb(mem.usage_kb),
-                       percent(mem.usage_kb, lim))
+        extra = tr("; cgroup usage incl. page cache {usage} ({pct:%.0f}%)",
+                   "；cgroup 用量（含 page cache）{usage}（{pct:%.0f}%）",
+                   { usage = kb(mem.usage_kb), pct = percent(mem.usage_kb, lim) })
       end
       local ev_ = mem.events or {}
       local pressure = (ev_.max or 0) + (ev_.high or 0) + (ev_.oom or 0) + (mem.failcnt or 0)
       if pressure > 0 then
-        extra_en = extra_en .. fmt("; limit hits: max %d, high %d, oom %d, failcnt %d",
-                                   ev_.max or 0, ev_.high or 0, ev_.oom or 0, mem.failcnt or 0)
-        extra_zh = extra_zh .. fmt("；触顶次数：max %d，high %d，oom %d，failcnt %d",
-                                   ev_.max or 0, ev_.high or 0, ev_.oom or 0, mem.failcnt or 0)
+        extra = tr("{extra}; limit hits: max {max}, high {high}, oom {oom}, failcnt {failcnt}",
+                   "{extra}；触顶次数：max {max}，high {high}，oom {oom}，failcnt {failcnt}",
+                   { extra = extra, max = ev_.max or 0, high = ev_.high or 0, oom = ev_.oom or 0,
+                     failcnt = mem.failcnt or 0 })
       end
       -- File-backed pages of the target (page cache of its mapped files) count in the limit, but
       -- the kernel reclaims them before it OOM-kills: judge what cannot be reclaimed.
@@ -141,16 +141,16 @@ rule {
       local file_kb = pm and (pm.pss_file_kb or pm.file_kb)
       local hard_pct = file_kb and percent(used - file_kb, lim)
       if lpct >= th.rss_limit_pct and hard_pct and hard_pct < th.rss_limit_pct then
-        extra_en = extra_en .. fmt("; of it %s file-backed (page cache of mapped files, reclaimable): "
-                                   .. "%.0f%% of the limit cannot be reclaimed", kb(file_kb), hard_pct)
-        extra_zh = extra_zh .. fmt("；其中 %s 为文件映射（映射文件的 page cache，可回收）：不可回收部分占上限的 %.0f%%",
-                                   kb(file_kb), hard_pct)
+        extra = tr("{extra}; of it {file} file-backed (page cache of mapped files, reclaimable): {hard:%.0f}% of the "
+                     .. "limit cannot be reclaimed",
+                   "{extra}；其中 {file} 为文件映射（映射文件的 page cache，可回收）：不可回收部分占上限的 {hard:%.0f}%",
+                   { extra = extra, file = kb(file_kb), hard = hard_pct })
       end
       if lpct >= th.rss_limit_pct and not (hard_pct and hard_pct < th.rss_limit_pct) then
         return hit(with_census({
           symptom = tr("Memory at {lpct:%.0f}% of the cgroup limit",
                        "内存已达 cgroup 上限的 {lpct:%.0f}%", { lpct = lpct }),
-          evidence = T(ctx_en .. extra_en .. ".", ctx_zh .. extra_zh .. "。"),
+          evidence = tr("{ctx}{extra}.", "{ctx}{extra}。", { ctx = ctx, extra = extra }),
           cause = tr("Anonymous memory of the job fills the cgroup limit (>= {rss_limit_pct:%g}%): the next "
                      .. "allocation burst makes the kernel reclaim page cache and then "
                      .. "OOM-kill a task in the cgroup.",
@@ -170,11 +170,11 @@ rule {
           severity = "warn",
           symptom = tr("Memory cgroup usage at {upct:%.0f}% of its limit, with reclaim at the limit",
                        "内存 cgroup 用量达上限的 {upct:%.0f}%，且已在上限处回收", { upct = upct }),
-          evidence = T(ctx_en .. extra_en .. ".", ctx_zh .. extra_zh .. "。"),
+          evidence = tr("{ctx}{extra}.", "{ctx}{extra}。", { ctx = ctx, extra = extra }),
         }
       end
-      notes_en[#notes_en + 1] = ctx_en .. extra_en
-      notes_zh[#notes_zh + 1] = ctx_zh .. extra_zh
+      notes_en[#notes_en + 1] = ctx.en .. extra.en
+      notes_zh[#notes_zh + 1] = ctx.zh .. extra.zh
     else
       notes_en[#notes_en + 1] = fmt("no memory limit on cgroup %s", ev.cgroup and ev.cgroup.path or "?")
       notes_zh[#notes_zh + 1] = fmt("cgroup %s 没有内存上限", ev.cgroup and ev.cgroup.path or "?")
@@ -182,19 +182,22 @@ rule {
 
     if total and avail and total > 0 then
       local apct, share = percent(avail, total), percent(used, total)
-      local ctx_en = fmt("host MemAvailable %s of %s (%.1f%%); memory of %s %s (%s) = %.0f%% of RAM",
-                         kb(avail), kb(total), apct, who_en, kb(used), kind, share)
-      local ctx_zh = fmt("整机 MemAvailable %s / %s（%.1f%%）；%s占用 %s（%s）= 内存的 %.0f%%",
-                         kb(avail), kb(total), apct, who_zh, kb(used), kind, share)
+      local swap = T("", "")
       if host.swap_total_kb and host.swap_total_kb > 0 and host.swap_free_kb then
-        ctx_en = ctx_en .. fmt("; swap free %s of %s", kb(host.swap_free_kb), kb(host.swap_total_kb))
-        ctx_zh = ctx_zh .. fmt("；swap 剩余 %s / %s", kb(host.swap_free_kb), kb(host.swap_total_kb))
+        swap = tr("; swap free {free} of {total}", "；swap 剩余 {free} / {total}",
+                  { free = kb(host.swap_free_kb), total = kb(host.swap_total_kb) })
       end
+      local ctx = tr("host MemAvailable {avail} of {total} ({apct:%.1f}%); memory of {who:%s} {used} ({kind:%s}) = "
+                       .. "{share:%.0f}% of RAM{swap}",
+                     "整机 MemAvailable {avail} / {total}（{apct:%.1f}%）；{who:%s}占用 {used}（{kind:%s}）= "
+                       .. "内存的 {share:%.0f}%{swap}",
+                     { avail = kb(avail), total = kb(total), apct = apct, who = T(who_en, who_zh), used = kb(used),
+                       kind = kind, share = share, swap = swap })
       if apct < th.host_avail_min_pct and share >= th.host_share_pct then
         return hit {
           symptom = tr("Host RAM nearly exhausted ({apct:%.1f}% available), mostly by this job",
                        "整机内存几乎耗尽（仅剩 {apct:%.1f}%），主要被本作业占用", { apct = apct }),
-          evidence = T(ctx_en .. ".", ctx_zh .. "。"),
+          evidence = tr("{ctx}.", "{ctx}。", { ctx = ctx }),
           cause = tr("The job holds {share:%.0f}% of RAM and less than {host_avail_min_pct:%g}% is available: the host "
                      .. "OOM killer picks the largest process next.",
                      "作业占用内存的 {share:%.0f}%，可用内存不足 {host_avail_min_pct:%g}%：整机 OOM killer 下一个就会挑最大的进程。",
@@ -205,8 +208,8 @@ rule {
                       { pid = ev.pid, host_avail_min_pct = th.host_avail_min_pct }),
         }
       end
-      notes_en[#notes_en + 1] = ctx_en
-      notes_zh[#notes_zh + 1] = ctx_zh
+      notes_en[#notes_en + 1] = ctx.en
+      notes_zh[#notes_zh + 1] = ctx.zh
     elseif not lim then
       return unknown(T("no memory limit and no host memory figures", "既没有内存上限也没有整机内存数据"))
     end
@@ -325,11 +328,11 @@ rule {
     local ratio = sum / parent_kb
     local sev = "warn"
     local lim = ev.cgroup and ev.cgroup.memory and ev.cgroup.memory.limit_kb
-    local lim_en, lim_zh = "", ""
+    local of_limit = T("", "")
     if lim and lim < UNLIMITED_KB then
       local tot = parent_kb + sum
-      lim_en = fmt("; parent + copies = %.0f%% of the cgroup memory limit %s", percent(tot, lim), kb(lim))
-      lim_zh = fmt("；父进程 + 拷贝 = cgroup 内存上限 %s 的 %.0f%%", kb(lim), percent(tot, lim))
+      of_limit = tr("; parent + copies = {pct:%.0f}% of the cgroup memory limit {lim}",
+                    "；父进程 + 拷贝 = cgroup 内存上限 {lim} 的 {pct:%.0f}%", { pct = percent(tot, lim), lim = kb(lim) })
       if percent(tot, lim) >= th.rss_limit_pct then sev = "high" end
     end
     return hit {
@@ -338,11 +341,11 @@ rule {
                    "{n_forked} 个 fork 出的 worker 各自持有父进程内存的私有拷贝",
                    { n_forked = #forked }),
       evidence = tr("Parent pid {pid} anonymous memory {parent_kb}; forked workers' private memory: {list_en}; "
-                      .. "together {sum} = {ratio:%.1f} x the parent{lim_en}.",
+                      .. "together {sum} = {ratio:%.1f} x the parent{of_limit}.",
                     "父进程 pid {pid} 匿名内存 {parent_kb}；fork 的 worker 私有内存：{list_zh}；合计 {sum} = 父进程的 {ratio:%.1f} 倍"
-                      .. "{lim_zh}。",
+                      .. "{of_limit}。",
                     { pid = ev.pid, parent_kb = kb(parent_kb), list_en = table.concat(list_en, ", "), sum = kb(sum),
-                      ratio = ratio, lim_en = lim_en, list_zh = table.concat(list_zh, "，"), lim_zh = lim_zh }),
+                      ratio = ratio, of_limit = of_limit, list_zh = table.concat(list_zh, "，") }),
       verify = tr("`sopctl run --pid {pid}`: each worker's private memory falls well below "
                   .. "{cow_child_private_pct:%g}% of the parent's, and the tree's total PSS is about parent + "
                   .. "the workers' own data.",
@@ -472,29 +475,30 @@ rule {
     local now = p.rss_growth_kb_per_s and p.rss_growth_kb_per_s / 1024 -- MiB/s over the window
     local rate = math.max(avg, now or 0)
     local frac, frame, n = loading_share(ev)
-    local base_en = fmt("pid %d started %.0f s ago; anonymous memory %s = %.0f%% of %s; %.0f MiB/s "
-                        .. "on average since start%s", ev.pid, p.age_s, kb(held), share, lim_en, avg,
-                        now and fmt(", %.0f MiB/s over the window", now) or "")
-    local base_zh = fmt("pid %d 启动 %.0f 秒；匿名内存 %s = %s的 %.0f%%；自启动平均 %.0f MiB/s%s",
-                        ev.pid, p.age_s, kb(held), lim_zh, share, avg,
-                        now and fmt("，窗口内 %.0f MiB/s", now) or "")
+    local in_window = now and tr(", {now:%.0f} MiB/s over the window", "，窗口内 {now:%.0f} MiB/s", { now = now })
+                      or T("", "")
+    local base = tr("pid {pid} started {age:%.0f} s ago; anonymous memory {held} = {share:%.0f}% of {lim:%s}; "
+                      .. "{avg:%.0f} MiB/s on average since start{in_window}",
+                    "pid {pid} 启动 {age:%.0f} 秒；匿名内存 {held} = {lim:%s}的 {share:%.0f}%；自启动平均 {avg:%.0f} MiB/s{in_window}",
+                    { pid = ev.pid, age = p.age_s, held = kb(held), share = share, lim = T(lim_en, lim_zh), avg = avg,
+                      in_window = in_window })
     if share < th.load_share_pct or rate < th.load_rate_mb_per_s then
-      return clear(tr("{base_en} (needs >= {load_share_pct:%g}% and >= {load_rate_mb_per_s:%g} MiB/s)",
-                      "{base_zh}（阈值：>= {load_share_pct:%g}% 且 >= {load_rate_mb_per_s:%g} MiB/s）",
-                      { base_en = base_en, load_share_pct = th.load_share_pct,
-                        load_rate_mb_per_s = th.load_rate_mb_per_s, base_zh = base_zh }))
+      return clear(tr("{base} (needs >= {load_share_pct:%g}% and >= {load_rate_mb_per_s:%g} MiB/s)",
+                      "{base}（阈值：>= {load_share_pct:%g}% 且 >= {load_rate_mb_per_s:%g} MiB/s）",
+                      { base = base, load_share_pct = th.load_share_pct,
+                        load_rate_mb_per_s = th.load_rate_mb_per_s }))
     end
     if not frac then
-      return unknown(T(base_en .. "; no sampled Python stacks to tell loading from other work "
-                       .. "(run with --duration >= 1 on a CPython target)",
-                       base_zh .. "；没有 Python 栈采样，无法区分加载与其他工作（对 CPython 目标用 --duration >= 1）"))
+      return unknown(tr("{base}; no sampled Python stacks to tell loading from other work "
+                          .. "(run with --duration >= 1 on a CPython target)",
+                        "{base}；没有 Python 栈采样，无法区分加载与其他工作（对 CPython 目标用 --duration >= 1）",
+                        { base = base }))
     end
     if 100 * frac < th.load_stack_pct then
-      return clear(tr("{base_en}; only {frac_pct:%.0f}% of the busiest thread's samples in loading code (needs "
+      return clear(tr("{base}; only {frac_pct:%.0f}% of the busiest thread's samples in loading code (needs "
                         .. "{load_stack_pct:%g}%)",
-                      "{base_zh}；最忙线程只有 {frac_pct:%.0f}% 的采样在加载代码里（阈值 {load_stack_pct:%g}%）",
-                      { base_en = base_en, frac_pct = 100 * frac, load_stack_pct = th.load_stack_pct,
-                        base_zh = base_zh }))
+                      "{base}；最忙线程只有 {frac_pct:%.0f}% 的采样在加载代码里（阈值 {load_stack_pct:%g}%）",
+                      { base = base, frac_pct = 100 * frac, load_stack_pct = th.load_stack_pct }))
     end
     local sev = (is_cg and share >= th.rss_limit_pct) and "high" or "warn"
     return hit {
@@ -502,9 +506,9 @@ rule {
       symptom = tr("Process {age_s:%.0f} s old already holds {share:%.0f}% of {lim_en} while loading data",
                    "进程启动 {age_s:%.0f} 秒就占了{lim_zh}的 {share:%.0f}%，且仍在加载数据",
                    { age_s = p.age_s, share = share, lim_en = lim_en, lim_zh = lim_zh }),
-      evidence = tr("{base_en}; {frac_pct:%.0f}% of {n} stack samples in loading code, mostly {frame}.",
-                    "{base_zh}；{n} 个栈采样中 {frac_pct:%.0f}% 在加载代码里，主要是 {frame}。",
-                    { base_en = base_en, frac_pct = 100 * frac, n = n, frame = frame or "?", base_zh = base_zh }),
+      evidence = tr("{base}; {frac_pct:%.0f}% of {n} stack samples in loading code, mostly {frame}.",
+                    "{base}；{n} 个栈采样中 {frac_pct:%.0f}% 在加载代码里，主要是 {frame}。",
+                    { base = base, frac_pct = 100 * frac, n = n, frame = frame or "?" }),
       verify = tr("tracemalloc.start(); load; print(tracemalloc.get_traced_memory()[1]) shows the peak no "
                     .. "longer proportional to the dataset, and `sopctl run --pid N` in the first minute shows "
                     .. "anonymous memory below {load_share_pct:%g}% of the limit.",
@@ -551,70 +555,69 @@ rule {
     local m = p.mem
     local by_kind = m and m.anon_growth_kb_per_s and m.anon_kb
     local rate, base = p.rss_growth_kb_per_s, p.rss_kb -- kB/s, kB
-    local file_en, file_zh = "", ""
+    local file = T("", "")
     if by_kind then
       rate = m.anon_growth_kb_per_s + (m.shmem_growth_kb_per_s or 0)
       base = m.anon_kb + (m.shmem_kb or 0)
       local fr = m.file_growth_kb_per_s or 0
-      file_en = fmt("; file-backed %s %+.1f MiB/s (page cache of mapped files: reclaimable, not a leak)",
-                    kb(m.file_kb or 0), fr / 1024)
-      file_zh = fmt("；文件映射 %s %+.1f MiB/s（映射文件的 page cache：可回收，不是泄漏）", kb(m.file_kb or 0), fr / 1024)
       local maps_en, maps_zh, nmaps = common.mapped_text(ev, th.data_file_min_mb * 1024, 2)
-      if nmaps > 0 then
-        file_en = file_en .. "; mapped: " .. maps_en
-        file_zh = file_zh .. "；映射：" .. maps_zh
-      end
+      file = tr("; file-backed {file_kb} {mib:%+.1f} MiB/s (page cache of mapped files: reclaimable, not a leak){maps}",
+                "；文件映射 {file_kb} {mib:%+.1f} MiB/s（映射文件的 page cache：可回收，不是泄漏）{maps}",
+                { file_kb = kb(m.file_kb or 0), mib = fr / 1024,
+                  maps = nmaps > 0 and T("; mapped: " .. maps_en, "；映射：" .. maps_zh) or T("", "") })
     end
     local gained = rate * d
     local gpct = percent(gained, math.max(base, 1))
-    local en, zh
+    local summary
     if by_kind then
-      en = fmt("RSS %s; anonymous + shared %s, %+.1f MiB/s over %.1f s (%+.1f%%)%s", kb(p.rss_kb), kb(base),
-               rate / 1024, d, gpct, file_en)
-      zh = fmt("RSS %s；匿名 + 共享内存 %s，%.1f 秒内 %+.1f MiB/s（%+.1f%%）%s", kb(p.rss_kb), kb(base), d,
-               rate / 1024, gpct, file_zh)
+      summary = tr("RSS {rss}; anonymous + shared {base}, {mib:%+.1f} MiB/s over {secs:%.1f} s ({gpct:%+.1f}%){file}",
+                   "RSS {rss}；匿名 + 共享内存 {base}，{secs:%.1f} 秒内 {mib:%+.1f} MiB/s（{gpct:%+.1f}%）{file}",
+                   { rss = kb(p.rss_kb), base = kb(base), mib = rate / 1024, secs = d, gpct = gpct, file = file })
     else
-      en = fmt("RSS %s, %+.1f MiB/s over %.1f s (%+.1f%% of RSS)", kb(p.rss_kb), rate / 1024, d, gpct)
-      zh = fmt("RSS %s，%.1f 秒内 %+.1f MiB/s（占 RSS 的 %+.1f%%）", kb(p.rss_kb), d, rate / 1024, gpct)
+      summary = tr("RSS {rss}, {mib:%+.1f} MiB/s over {secs:%.1f} s ({gpct:%+.1f}% of RSS)",
+                   "RSS {rss}，{secs:%.1f} 秒内 {mib:%+.1f} MiB/s（占 RSS 的 {gpct:%+.1f}%）",
+                   { rss = kb(p.rss_kb), mib = rate / 1024, secs = d, gpct = gpct })
     end
     if rate / 1024 < th.growth_floor_mb_per_s or gpct < th.growth_min_pct then
-      return clear(tr("{en:%s} (needs >= {growth_floor_mb_per_s:%g} MiB/s and >= {growth_min_pct:%g}%)",
-                      "{zh:%s}（阈值：>= {growth_floor_mb_per_s:%g} MiB/s 且 >= {growth_min_pct:%g}%）",
-                      { en = en, growth_floor_mb_per_s = th.growth_floor_mb_per_s,
-                        growth_min_pct = th.growth_min_pct, zh = zh }))
+      return clear(tr("{summary} (needs >= {growth_floor_mb_per_s:%g} MiB/s and >= {growth_min_pct:%g}%)",
+                      "{summary}（阈值：>= {growth_floor_mb_per_s:%g} MiB/s 且 >= {growth_min_pct:%g}%）",
+                      { summary = summary, growth_floor_mb_per_s = th.growth_floor_mb_per_s,
+                        growth_min_pct = th.growth_min_pct }))
     end
     -- Steady: the RSS is at its high-water mark, not a sawtooth below an earlier peak (when the
     -- gap below the peak could be file pages dropped, the peak says nothing about the heap).
     local gap = p.vm_hwm_kb and p.vm_hwm_kb - p.rss_kb
     if p.vm_hwm_kb and p.rss_kb < p.vm_hwm_kb * (1 - th.growth_hwm_slack_pct / 100)
        and not (by_kind and (m.file_kb or 0) >= gap) then
-      return clear(tr("{en:%s}; but below its earlier peak VmHWM {vm_hwm_kb}: memory goes up and down, not a "
+      return clear(tr("{summary}; but below its earlier peak VmHWM {vm_hwm_kb}: memory goes up and down, not a "
                         .. "steady climb",
-                      "{zh:%s}；但低于之前的峰值 VmHWM {vm_hwm_kb}：内存有升有降，不是持续上涨",
-                      { en = en, vm_hwm_kb = kb(p.vm_hwm_kb), zh = zh }))
+                      "{summary}；但低于之前的峰值 VmHWM {vm_hwm_kb}：内存有升有降，不是持续上涨",
+                      { summary = summary, vm_hwm_kb = kb(p.vm_hwm_kb) }))
     end
     local frac = loading_share(ev)
     if p.age_s and p.age_s <= th.load_young_s and frac and 100 * frac >= th.load_stack_pct then
-      return clear(tr("{en:%s}; the process is {age_s:%.0f} s old and {frac_pct:%.0f}% of its samples are in "
+      return clear(tr("{summary}; the process is {age_s:%.0f} s old and {frac_pct:%.0f}% of its samples are in "
                         .. "loading code: start-up loading, see mem.load_at_start",
-                      "{zh:%s}；进程启动 {age_s:%.0f} 秒且 {frac_pct:%.0f}% 的采样在加载代码里：属于启动期加载，见 mem.load_at_start",
-                      { en = en, age_s = p.age_s, frac_pct = 100 * frac, zh = zh }))
+                      "{summary}；进程启动 {age_s:%.0f} 秒且 {frac_pct:%.0f}% 的采样在加载代码里：属于启动期加载，见 mem.load_at_start",
+                      { summary = summary, age_s = p.age_s, frac_pct = 100 * frac }))
     end
     -- Time left at this rate.
     local mem = ev.cgroup and ev.cgroup.memory
     local lim = mem and mem.limit_kb
-    local left, left_en, left_zh
+    local left, time_left
     if lim and lim > 0 and lim < UNLIMITED_KB then
       local used = mem.usage_kb or p.rss_kb
       left = math.max(lim - used, 0) / rate
-      left_en = fmt("; at this rate the cgroup limit %s (usage %s) is reached in %.0f s", kb(lim), kb(used), left)
-      left_zh = fmt("；按此速率 %.0f 秒后达到 cgroup 上限 %s（当前用量 %s）", left, kb(lim), kb(used))
+      time_left = tr("; at this rate the cgroup limit {lim} (usage {used}) is reached in {left:%.0f} s",
+                     "；按此速率 {left:%.0f} 秒后达到 cgroup 上限 {lim}（当前用量 {used}）",
+                     { lim = kb(lim), used = kb(used), left = left })
     elseif ev.host and ev.host.mem_available_kb then
       left = ev.host.mem_available_kb / rate
-      left_en = fmt("; at this rate host MemAvailable %s is used up in %.0f s", kb(ev.host.mem_available_kb), left)
-      left_zh = fmt("；按此速率 %.0f 秒后耗尽整机 MemAvailable %s", left, kb(ev.host.mem_available_kb))
+      time_left = tr("; at this rate host MemAvailable {avail} is used up in {left:%.0f} s",
+                     "；按此速率 {left:%.0f} 秒后耗尽整机 MemAvailable {avail}",
+                     { avail = kb(ev.host.mem_available_kb), left = left })
     else
-      left_en, left_zh = "", ""
+      time_left = T("", "")
     end
     local pid = ev.pid
     return hit(with_census({
@@ -630,9 +633,9 @@ rule {
                    "{what_zh}持续增长：{rate:%+.1f} MiB/s",
                    { what_en = by_kind and "Anonymous memory" or "Memory", rate = rate / 1024,
                      what_zh = by_kind and "匿名内存" or "内存" }),
-      evidence = tr("{en:%s}; RSS at its peak (VmHWM {rss_kb}){left_en}.",
-                    "{zh:%s}；RSS 处于峰值（VmHWM {rss_kb}）{left_zh}。",
-                    { en = en, rss_kb = kb(p.vm_hwm_kb or p.rss_kb), left_en = left_en, zh = zh, left_zh = left_zh }),
+      evidence = tr("{summary}; RSS at its peak (VmHWM {rss_kb}){time_left}.",
+                    "{summary}；RSS 处于峰值（VmHWM {rss_kb}）{time_left}。",
+                    { summary = summary, rss_kb = kb(p.vm_hwm_kb or p.rss_kb), time_left = time_left }),
       cause = T("Something keeps references to new objects (SOP §2.2 row 2, 'grows the longer it "
                 .. "runs'): a list appended to every step, a dict/cache without a bound, tensors kept "
                 .. "with their graph (loss history without .item()), or reference cycles the GC "
@@ -737,8 +740,8 @@ rule {
         end
       end
     end
-    local grp, role_en, role_zh = similar_big(cands, th), "workers of pid " .. ev.pid,
-                                  fmt("pid %d 的 worker", ev.pid)
+    local grp = similar_big(cands, th)
+    local role = tr("workers of pid {pid:%s}", "pid {pid} 的 worker", { pid = ev.pid })
     -- (2) the target is one of several ranks under one launcher: it and its same-program siblings.
     if #grp < th.sib_min_count and ev.siblings and p.private_kb then
       local me = { pid = ev.pid, comm = p.comm, cmdline = p.cmdline, private_kb = p.private_kb }
@@ -758,10 +761,9 @@ rule {
         for _, x in ipairs(g2) do if x.pid == ev.pid then has_me = true end end
         if has_me and #g2 >= th.sib_min_count then
           grp = g2
-          role_en = fmt("pid %d and its sibling processes under parent pid %d (%s)", ev.pid,
-                        par and par.pid or p.ppid or 0, par and par.comm or "?")
-          role_zh = fmt("pid %d 及其同一父进程 pid %d（%s）下的兄弟进程", ev.pid,
-                        par and par.pid or p.ppid or 0, par and par.comm or "?")
+          role = tr("pid {pid} and its sibling processes under parent pid {ppid} ({comm:%s})",
+                    "pid {pid} 及其同一父进程 pid {ppid}（{comm:%s}）下的兄弟进程",
+                    { pid = ev.pid, ppid = par and par.pid or p.ppid or 0, comm = par and par.comm or "?" })
         end
       end
     end
@@ -793,12 +795,12 @@ rule {
       symptom = tr("{n_grp} processes each hold about {private_kb} of private memory",
                    "{n_grp} 个进程各自持有约 {private_kb} 私有内存",
                    { n_grp = #grp, private_kb = kb(grp[#grp].private_kb) }),
-      evidence = tr("{role_en}: private (unshared) memory {list_en}; together {sum}{share_en}.",
-                    "{role_zh}：私有（未共享）内存 {list_zh}；合计 {sum}{share_zh}。",
-                    { role_en = role_en, list_en = table.concat(list, ", "), sum = kb(sum),
-                      share_en = share and fmt(" = %.0f%% of %s", share, lim_en) or "", role_zh = role_zh,
+      evidence = tr("{role}: private (unshared) memory {list_en}; together {sum}{of_limit}.",
+                    "{role}：私有（未共享）内存 {list_zh}；合计 {sum}{of_limit}。",
+                    { role = role, list_en = table.concat(list, ", "), sum = kb(sum),
                       list_zh = table.concat(list, "，"),
-                      share_zh = share and fmt(" = %s的 %.0f%%", lim_zh, share) or "" }),
+                      of_limit = share and tr(" = {share:%.0f}% of {lim:%s}", " = {lim:%s}的 {share:%.0f}%",
+                                              { share = share, lim = T(lim_en, lim_zh) }) or T("", "") }),
       verify = tr("`sopctl run --pid {pid}`: each process's private memory drops to about 1/{n_grp} of the dataset "
                     .. "(or the data moves to shared/file-backed pages), and the total stops scaling with the process "
                     .. "count.",

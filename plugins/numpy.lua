@@ -325,15 +325,15 @@ rule {
     end
     local w = best.t.w
     local np_pct, over_pct = 100 * best.n / w.samples, 100 * best.over / w.samples
-    local base_en = fmt("%s: numpy calls %.0f%% of %d samples, of which %.0f%% away from each call's "
-                        .. "main line", best.t.label, np_pct, w.samples, over_pct)
-    local base_zh = fmt("%s：numpy 调用占 %d 个样本的 %.0f%%，其中 %.0f%% 不在各调用的主计算行", best.t.label,
-                        w.samples, np_pct, over_pct)
+    local head = tr("{label:%s}: numpy calls {np_pct:%.0f}% of {samples} samples, of which {over_pct:%.0f}% away from "
+                    .. "each call's main line",
+                    "{label:%s}：numpy 调用占 {samples} 个样本的 {np_pct:%.0f}%，其中 {over_pct:%.0f}% 不在各调用的主计算行",
+                    { label = best.t.label, np_pct = np_pct, samples = w.samples, over_pct = over_pct })
     if np_pct < th.tiny_numpy_min_pct or over_pct < th.tiny_overhead_pct then
-      return clear(tr("{base_en} (fires at >= {tiny_numpy_min_pct:%g}% and >= {tiny_overhead_pct:%g}%)",
-                      "{base_zh}（阈值 >= {tiny_numpy_min_pct:%g}% 且 >= {tiny_overhead_pct:%g}%）",
-                      { base_en = base_en, tiny_numpy_min_pct = th.tiny_numpy_min_pct,
-                        tiny_overhead_pct = th.tiny_overhead_pct, base_zh = base_zh }))
+      return clear(tr("{head} (fires at >= {tiny_numpy_min_pct:%g}% and >= {tiny_overhead_pct:%g}%)",
+                      "{head}（阈值 >= {tiny_numpy_min_pct:%g}% 且 >= {tiny_overhead_pct:%g}%）",
+                      { head = head, tiny_numpy_min_pct = th.tiny_numpy_min_pct,
+                        tiny_overhead_pct = th.tiny_overhead_pct }))
     end
     table.sort(best.list, function(a, b) return a.active > b.active end)
     local parts = {}
@@ -357,10 +357,10 @@ rule {
       symptom = tr("many tiny numpy calls: {over_pct:%.0f}% of {label:%s} is numpy's per-call overhead",
                    "大量小 numpy 调用：{label:%s} 的 {over_pct:%.0f}% 是 numpy 的逐次调用开销",
                    { over_pct = over_pct, label = best.t.label }),
-      evidence = tr("{base_en} (thread active {active_frac_pct:%.0f}%): {parts_en}; called at {site_s:%s}.",
-                    "{base_zh}（线程活跃 {active_frac_pct:%.0f}%）：{parts_zh}；调用处 {site_s:%s}。",
-                    { base_en = base_en, active_frac_pct = 100 * w.active_frac, parts_en = table.concat(parts, ", "),
-                      site_s = site_s, base_zh = base_zh, parts_zh = table.concat(parts, "，") }),
+      evidence = tr("{head} (thread active {active_frac_pct:%.0f}%): {parts_en}; called at {site_s:%s}.",
+                    "{head}（线程活跃 {active_frac_pct:%.0f}%）：{parts_zh}；调用处 {site_s:%s}。",
+                    { head = head, active_frac_pct = 100 * w.active_frac, parts_en = table.concat(parts, ", "),
+                      site_s = site_s, parts_zh = table.concat(parts, "，") }),
       fix = tr("Batch the work at {site_s:%s}: stack the small arrays into one (N, k) array and make one "
                .. "call per operation over axis=...; for scalar math use the math module or "
                .. "plain floats; for loops that cannot be vectorized use numba @njit.",
@@ -456,25 +456,23 @@ rule {
     local host_idle = ev.host and ev.host.cpu and ev.host.cpu.idle_pct
     local full = used >= th.cpu_saturated_pct / 100 * cap * 100
                  or (host_idle ~= nil and host_idle <= 100 - th.cpu_saturated_pct)
-    local base_en = fmt("%d busy workers with a native thread pool and no per-worker limit, %d "
-                        .. "threads in their pools (native threads + each main thread), on %d "
-                        .. "effective CPUs; the job uses %.0f%% CPU of %.0f%%",
-                        #workers, pool_sum, eff, used, cap * 100)
-    local base_zh = fmt("%d 个繁忙 worker 带原生线程池且未限制为 1，池内线程合计 %d 个（原生线程 + 各自主线程），有效 CPU %d 个；作业用 CPU %.0f%%，容量 %.0f%%",
-                        #workers, pool_sum, eff, used, cap * 100)
-    if host_idle then
-      base_en = base_en .. fmt("; host CPUs %.0f%% idle", host_idle)
-      base_zh = base_zh .. fmt("；整机 CPU 空闲 %.0f%%", host_idle)
-    end
-    if #workers < 2 or pool_sum <= eff then return clear(T(base_en, base_zh)) end
+    local idle = host_idle and tr("; host CPUs {idle:%.0f}% idle", "；整机 CPU 空闲 {idle:%.0f}%", { idle = host_idle })
+                 or T("", "")
+    local head = tr("{n} busy workers with a native thread pool and no per-worker limit, {pool_sum} threads in their "
+                    .. "pools (native threads + each main thread), on {eff} effective CPUs; the job uses {used:%.0f}% "
+                    .. "CPU of {cap:%.0f}%{idle}",
+                    "{n} 个繁忙 worker 带原生线程池且未限制为 1，池内线程合计 {pool_sum} 个（原生线程 + 各自主线程），有效 CPU "
+                    .. "{eff} 个；作业用 CPU {used:%.0f}%，容量 {cap:%.0f}%{idle}",
+                    { n = #workers, pool_sum = pool_sum, eff = eff, used = used, cap = cap * 100, idle = idle })
+    if #workers < 2 or pool_sum <= eff then return clear(head) end
     if #libs == 0 then
-      return unknown(T(base_en .. ": no BLAS/OpenMP/torch library seen in the target's maps, so "
-                       .. "what the native threads are cannot be told",
-                       base_zh .. "：目标进程映射里没有 BLAS/OpenMP/torch 库，无法判断这些原生线程是什么"))
+      return unknown(tr("{head}: no BLAS/OpenMP/torch library seen in the target's maps, so what the native threads "
+                        .. "are cannot be told",
+                        "{head}：目标进程映射里没有 BLAS/OpenMP/torch 库，无法判断这些原生线程是什么", { head = head }))
     end
     if not full then
-      return clear(T(base_en .. ": the CPUs are not full, the pools do not compete yet",
-                     base_zh .. "：CPU 未跑满，线程池尚未互相争抢"))
+      return clear(tr("{head}: the CPUs are not full, the pools do not compete yet",
+                      "{head}：CPU 未跑满，线程池尚未互相争抢", { head = head }))
     end
     table.sort(workers, function(a, b) return a.cpu > b.cpu end)
     local wl = {}
@@ -488,10 +486,10 @@ rule {
       symptom = tr("{n_workers} worker processes each run a BLAS/OpenMP pool: {pool_sum} pool threads on {eff} CPUs",
                    "{n_workers} 个 worker 进程各自运行 BLAS/OpenMP 线程池：{pool_sum} 个池线程挤 {eff} 个 CPU",
                    { n_workers = #workers, pool_sum = pool_sum, eff = eff }),
-      evidence = tr("{base_en}; pools loaded: {libs_en}; workers: {wl_en}.",
-                    "{base_zh}；已加载线程池库：{libs_zh}；worker：{wl_zh}。",
-                    { base_en = base_en, libs_en = table.concat(libs, ", "), wl_en = table.concat(wl, "; "),
-                      base_zh = base_zh, libs_zh = table.concat(libs, "、"), wl_zh = table.concat(wl, "；") }),
+      evidence = tr("{head}; pools loaded: {libs_en}; workers: {wl_en}.",
+                    "{head}；已加载线程池库：{libs_zh}；worker：{wl_zh}。",
+                    { head = head, libs_en = table.concat(libs, ", "), wl_en = table.concat(wl, "; "),
+                      libs_zh = table.concat(libs, "、"), wl_zh = table.concat(wl, "；") }),
       cause = tr("With OMP_NUM_THREADS/MKL_NUM_THREADS/OPENBLAS_NUM_THREADS unset, every process that loads an "
                    .. "OpenMP/BLAS runtime starts a pool of one thread per CPU it sees; {n_workers} workers x their "
                    .. "pools = {pool_sum} threads contend for {eff} CPUs, and the spinning, context switches and "

@@ -84,34 +84,31 @@ rule {
       return unknown(T("arena heaps not counted (maps not readable)", "未统计 arena heap（读不到 maps）"))
     end
     local n, rw = a.arenas, a.arena_rw_kb
-    local base_en = fmt("%d glibc arena heaps (64 MiB each reserved) holding %s read-write, %d threads",
-                        n, kb(rw), p.threads or 0)
-    local base_zh = fmt("%d 个 glibc arena heap（各保留 64 MiB），读写部分共 %s，%d 个线程",
-                        n, kb(rw), p.threads or 0)
+    local base = tr("{n} glibc arena heaps (64 MiB each reserved) holding {rw} read-write, {threads} threads",
+                    "{n} 个 glibc arena heap（各保留 64 MiB），读写部分共 {rw}，{threads} 个线程",
+                    { n = n, rw = kb(rw), threads = p.threads or 0 })
     if n < th.arena_min_count then
-      return clear(tr("{base_en} (< {arena_min_count} arenas)",
-                      "{base_zh}（< {arena_min_count} 个 arena）",
-                      { base_en = base_en, arena_min_count = th.arena_min_count, base_zh = base_zh }))
+      return clear(tr("{base} (< {arena_min_count} arenas)",
+                      "{base}（< {arena_min_count} 个 arena）",
+                      { base = base, arena_min_count = th.arena_min_count }))
     end
     if not p.rss_kb or p.rss_kb <= 0 then return unknown(T("RSS not measured", "RSS 未测得")) end
     local share = 100 * rw / p.rss_kb
     local growth = p.rss_growth_kb_per_s
-    base_en = base_en .. fmt(" = %.0f%% of RSS %s", share, kb(p.rss_kb))
-    base_zh = base_zh .. fmt("，占 RSS %s 的 %.0f%%", kb(p.rss_kb), share)
-    if growth then
-      base_en = base_en .. fmt("; RSS grew %s/s over the %.1f s window", kb(growth), ev.duration_s)
-      base_zh = base_zh .. fmt("；%.1f 秒窗口内 RSS 每秒增长 %s", ev.duration_s, kb(growth))
-    end
+    local grew = growth and tr("; RSS grew {growth}/s over the {secs:%.1f} s window",
+                               "；{secs:%.1f} 秒窗口内 RSS 每秒增长 {growth}", { growth = kb(growth), secs = ev.duration_s })
+                 or T("", "")
+    base = tr("{base} = {share:%.0f}% of RSS {rss}{grew}", "{base}，占 RSS {rss} 的 {share:%.0f}%{grew}",
+              { base = base, share = share, rss = kb(p.rss_kb), grew = grew })
     if share < th.arena_share_pct or rw < th.arena_min_mb * 1024 then
-      return clear(tr("{base_en}: arenas below {arena_share_pct:%g}% of RSS or {arena_min_mb:%g} MiB",
-                      "{base_zh}：arena 低于 RSS 的 {arena_share_pct:%g}% 或 {arena_min_mb:%g} MiB",
-                      { base_en = base_en, arena_share_pct = th.arena_share_pct, arena_min_mb = th.arena_min_mb,
-                        base_zh = base_zh }))
+      return clear(tr("{base}: arenas below {arena_share_pct:%g}% of RSS or {arena_min_mb:%g} MiB",
+                      "{base}：arena 低于 RSS 的 {arena_share_pct:%g}% 或 {arena_min_mb:%g} MiB",
+                      { base = base, arena_share_pct = th.arena_share_pct, arena_min_mb = th.arena_min_mb }))
     end
     local growing = growth and growth >= th.arena_growth_kb_per_s
     if not growth then
-      return unknown(T(base_en .. ": one snapshot, RSS growth not measured (use --duration 3)",
-                       base_zh .. "：只有一次快照，没有 RSS 增长率（用 --duration 3）"))
+      return unknown(tr("{base}: one snapshot, RSS growth not measured (use --duration 3)",
+                        "{base}：只有一次快照，没有 RSS 增长率（用 --duration 3）", { base = base }))
     end
     local sev = growing and "warn" or "info"
     return hit {
@@ -120,10 +117,9 @@ rule {
                                "RSS 每秒增长 {growth}，glibc malloc arena 有 {n} 个", { growth = kb(growth), n = n })
                 or tr("{n} glibc malloc arenas hold {share:%.0f}% of RSS",
                       "{n} 个 glibc malloc arena 占 RSS 的 {share:%.0f}%", { n = n, share = share }),
-      evidence = tr("{base_en}; LD_PRELOAD {ld_preload_en}; MALLOC_ARENA_MAX unset.",
-                    "{base_zh}；LD_PRELOAD {ld_preload_zh}；MALLOC_ARENA_MAX 未设置。",
-                    { base_en = base_en, ld_preload_en = a.ld_preload or "unset", base_zh = base_zh,
-                      ld_preload_zh = a.ld_preload or "未设置" }),
+      evidence = tr("{base}; LD_PRELOAD {ld_preload_en}; MALLOC_ARENA_MAX unset.",
+                    "{base}；LD_PRELOAD {ld_preload_zh}；MALLOC_ARENA_MAX 未设置。",
+                    { base = base, ld_preload_en = a.ld_preload or "unset", ld_preload_zh = a.ld_preload or "未设置" }),
       cause = tr("glibc's ptmalloc gives threads that allocate at the same time their own arenas "
                  .. "(up to 8 x CPUs); memory freed in one arena is not returned to the OS nor "
                  .. "reused by the others, so many threads allocating and freeing buffers "
@@ -195,41 +191,39 @@ rule {
     end
     local share = frac_pct(w.import_frac)
     local age = p.age_s
-    local base_en = fmt("main thread inside importlib in %.0f%% of %d samples", share, w.samples)
-    local base_zh = fmt("主线程 %d 个样本中 %.0f%% 在 importlib 内", w.samples, share)
-    if age then
-      base_en = base_en .. fmt("; process age %.1f s", age)
-      base_zh = base_zh .. fmt("；进程已运行 %.1f 秒", age)
-    end
+    local aged = age and tr("; process age {age:%.1f} s", "；进程已运行 {age:%.1f} 秒", { age = age }) or T("", "")
+    local base = tr("main thread inside importlib in {share:%.0f}% of {samples} samples{aged}",
+                    "主线程 {samples} 个样本中 {share:%.0f}% 在 importlib 内{aged}",
+                    { share = share, samples = w.samples, aged = aged })
     if share < th.import_frac_pct then
-      return clear(tr("{base_en} (< {import_frac_pct:%g}%)",
-                      "{base_zh}（< {import_frac_pct:%g}%）",
-                      { base_en = base_en, import_frac_pct = th.import_frac_pct, base_zh = base_zh }))
+      return clear(tr("{base} (< {import_frac_pct:%g}%)",
+                      "{base}（< {import_frac_pct:%g}%）",
+                      { base = base, import_frac_pct = th.import_frac_pct }))
     end
-    if not age then return unknown(T(base_en .. ": process age unknown", base_zh .. "：进程运行时长未知")) end
+    if not age then
+      return unknown(tr("{base}: process age unknown", "{base}：进程运行时长未知", { base = base }))
+    end
     if age > th.startup_age_s then
-      return clear(tr("{base_en}: past start-up (> {startup_age_s:%g} s); imports this late are the code's own "
+      return clear(tr("{base}: past start-up (> {startup_age_s:%g} s); imports this late are the code's own "
                         .. "lazy imports",
-                      "{base_zh}：已过启动期（> {startup_age_s:%g} 秒）；这么晚的 import 是代码自己的延迟 import",
-                      { base_en = base_en, startup_age_s = th.startup_age_s, base_zh = base_zh }))
+                      "{base}：已过启动期（> {startup_age_s:%g} 秒）；这么晚的 import 是代码自己的延迟 import",
+                      { base = base, startup_age_s = th.startup_age_s }))
     end
     local mod = w.import_module or "?"
-    local mod_en = w.import_module and fmt("; top-level module being imported: %s (%.0f%% of samples)",
-                                           mod, frac_pct(w.import_module_frac or 0)) or ""
-    local mod_zh = w.import_module and fmt("；正在导入的顶层模块：%s（%.0f%% 样本）",
-                                           mod, frac_pct(w.import_module_frac or 0)) or ""
-    local io_en, io_zh = "", ""
+    local module = w.import_module and tr("; top-level module being imported: {mod:%s} ({pct:%.0f}% of samples)",
+                                          "；正在导入的顶层模块：{mod:%s}（{pct:%.0f}% 样本）",
+                                          { mod = mod, pct = frac_pct(w.import_module_frac or 0) }) or T("", "")
+    local disk = T("", "")
     if w.io_wait_frac and w.io_wait_frac > 0 then
-      io_en = fmt("; in D state (disk) %.0f%% of samples", frac_pct(w.io_wait_frac))
-      io_zh = fmt("；D 状态（等盘）%.0f%% 样本", frac_pct(w.io_wait_frac))
+      disk = tr("; in D state (disk) {pct:%.0f}% of samples", "；D 状态（等盘）{pct:%.0f}% 样本",
+                { pct = frac_pct(w.io_wait_frac) })
     end
     return hit {
       symptom = tr("start-up spent importing: {share:%.0f}% of the main thread's time in import",
                    "启动时间耗在 import 上：主线程 {share:%.0f}% 时间在 import", { share = share }),
-      evidence = tr("{base_en}{mod_en}{io_en}; process CPU {cpu_pct:%.0f}%.",
-                    "{base_zh}{mod_zh}{io_zh}；进程 CPU {cpu_pct:%.0f}%。",
-                    { base_en = base_en, mod_en = mod_en, io_en = io_en, cpu_pct = p.cpu_pct or 0, base_zh = base_zh,
-                      mod_zh = mod_zh, io_zh = io_zh }),
+      evidence = tr("{base}{module}{disk}; process CPU {cpu_pct:%.0f}%.",
+                    "{base}{module}{disk}；进程 CPU {cpu_pct:%.0f}%。",
+                    { base = base, module = module, disk = disk, cpu_pct = p.cpu_pct or 0 }),
       fix = tr("Measure the chain: `python -X importtime -c 'import {module}' 2> import.log` and sort by cumulative "
                  .. "time. Then import heavy modules inside the functions that need them, put type-only imports under "
                  .. "`if typing.TYPE_CHECKING:`, avoid `from x import *`, move work out of package __init__.py files, "
@@ -325,17 +319,18 @@ rule {
     local io_en = w.io_wait_frac and w.io_wait_frac > 0
                   and fmt("; thread in D state %.0f%%", frac_pct(w.io_wait_frac)) or ""
     local io_zh = w.io_wait_frac and w.io_wait_frac > 0 and fmt("；线程 D 状态 %.0f%%", frac_pct(w.io_wait_frac)) or ""
-    local cause_en = fmt("Every record walks the logger (findCaller, makeRecord, handler locks), is "
-                         .. "formatted (%.0f%% of samples) and written synchronously by the "
-                         .. "handler in the calling thread (%.0f%% in emit/flush)", fmt_pct, write_pct)
-    local cause_zh = fmt("每条日志都要走一遍 logger（findCaller、makeRecord、handler 锁），格式化（%.0f%% 样本），"
-                         .. "并由 handler 在调用线程里同步写出（emit/flush 占 %.0f%%）", fmt_pct, write_pct)
-    if #slow > 0 then
-      cause_en = cause_en .. "; the file sits on network storage, so each write adds a network round trip to the loop"
-      cause_zh = cause_zh .. "；日志文件在网络存储上，每次写都会把等待网络的时间加进循环"
-    end
-    cause_en = cause_en .. ". Arguments built eagerly (f-strings) are paid even for records the level drops (SOP §8.3)."
-    cause_zh = cause_zh .. "。用 f-string 提前拼好的参数，即使该级别被过滤也已付出代价（SOP §8.3）。"
+    local remote = #slow > 0
+                   and T("; the file sits on network storage, so each write adds a network round trip to the loop",
+                         "；日志文件在网络存储上，每次写都会把等待网络的时间加进循环")
+                   or T("", "")
+    local cause = tr("Every record walks the logger (findCaller, makeRecord, handler locks), is formatted "
+                       .. "({fmt_pct:%.0f}% of samples) and written synchronously by the handler in the calling "
+                       .. "thread ({write_pct:%.0f}% in emit/flush){remote}. Arguments built eagerly (f-strings) are "
+                       .. "paid even for records the level drops (SOP §8.3).",
+                     "每条日志都要走一遍 logger（findCaller、makeRecord、handler 锁），格式化（{fmt_pct:%.0f}% 样本），"
+                       .. "并由 handler 在调用线程里同步写出（emit/flush 占 {write_pct:%.0f}%）{remote}。用 f-string "
+                       .. "提前拼好的参数，即使该级别被过滤也已付出代价（SOP §8.3）。",
+                     { fmt_pct = fmt_pct, write_pct = write_pct, remote = remote })
     return hit {
       severity = (#slow > 0 or share >= 2 * th.logging_frac_pct) and "warn" or "info",
       symptom = tr("thread {tid} ({name}) spends {share:%.0f}% of its time in logging",
@@ -349,7 +344,7 @@ rule {
                     { tid = worst.tid, name = worst.name or "?", share = share, samples = w.samples,
                       fmt_pct = fmt_pct, write_pct = write_pct, site_en = site_en, io_en = io_en,
                       files_en = files_en, nlocal = nlocal, site_zh = site_zh, io_zh = io_zh, files_zh = files_zh }),
-      cause = T(cause_en, cause_zh),
+      cause = cause,
       verify = tr("`sopctl run --pid PID --duration 3`: logging.hot_path clear (logging share of tid {tid} below "
                     .. "{logging_frac_pct:%g}%), and the loop's items/s rises.",
                   "`sopctl run --pid PID --duration 3`：logging.hot_path 为 clear（tid {tid} 的 logging 占比低于 "
@@ -411,38 +406,35 @@ rule {
     end
     local w = worst.window
     local share, spawn = frac_pct(w.subprocess_frac), frac_pct(w.subprocess_spawn_frac or 0)
-    local base_en = fmt("tid %d %s: %.0f%% of %d samples in subprocess (launching: %.0f%%)",
-                        worst.tid, worst.name or "?", share, w.samples, spawn)
-    local base_zh = fmt("tid %d %s：%d 个样本中 %.0f%% 在 subprocess 内（启动阶段 %.0f%%）",
-                        worst.tid, worst.name or "?", w.samples, share, spawn)
+    local base = tr("tid {tid} {name:%s}: {share:%.0f}% of {samples} samples in subprocess (launching: {spawn:%.0f}%)",
+                    "tid {tid} {name:%s}：{samples} 个样本中 {share:%.0f}% 在 subprocess 内（启动阶段 {spawn:%.0f}%）",
+                    { tid = worst.tid, name = worst.name or "?", share = share, samples = w.samples, spawn = spawn })
     if share < th.subprocess_frac_pct or spawn < th.subprocess_spawn_pct then
-      return clear(tr("{base_en} (needs >= {subprocess_frac_pct:%g}% and launching >= "
+      return clear(tr("{base} (needs >= {subprocess_frac_pct:%g}% and launching >= "
                         .. "{subprocess_spawn_pct:%g}%)",
-                      "{base_zh}（需 >= {subprocess_frac_pct:%g}% 且启动 >= {subprocess_spawn_pct:%g}%）",
-                      { base_en = base_en, subprocess_frac_pct = th.subprocess_frac_pct,
-                        subprocess_spawn_pct = th.subprocess_spawn_pct, base_zh = base_zh }))
+                      "{base}（需 >= {subprocess_frac_pct:%g}% 且启动 >= {subprocess_spawn_pct:%g}%）",
+                      { base = base, subprocess_frac_pct = th.subprocess_frac_pct,
+                        subprocess_spawn_pct = th.subprocess_spawn_pct }))
     end
     local forks = ev.host and ev.host.forks_per_s
     if not forks then
-      return unknown(T(base_en .. ": host fork rate not measured", base_zh .. "：整机 fork 速率未测得"))
+      return unknown(tr("{base}: host fork rate not measured", "{base}：整机 fork 速率未测得", { base = base }))
     end
-    base_en = base_en .. fmt("; host forks %.0f/s", forks)
-    base_zh = base_zh .. fmt("；整机每秒 fork %.0f 次", forks)
+    base = tr("{base}; host forks {forks:%.0f}/s", "{base}；整机每秒 fork {forks:%.0f} 次", { base = base, forks = forks })
     if forks < th.forks_min_per_s then
-      return clear(tr("{base_en} (< {forks_min_per_s:%g}/s): few, long-running children",
-                      "{base_zh}（< {forks_min_per_s:%g}/s）：子进程少且长命",
-                      { base_en = base_en, forks_min_per_s = th.forks_min_per_s, base_zh = base_zh }))
+      return clear(tr("{base} (< {forks_min_per_s:%g}/s): few, long-running children",
+                      "{base}（< {forks_min_per_s:%g}/s）：子进程少且长命",
+                      { base = base, forks_min_per_s = th.forks_min_per_s }))
     end
-    local reaped_en = p.reaped_cpu_pct and fmt("; exited children used %.0f%% CPU", p.reaped_cpu_pct) or ""
-    local reaped_zh = p.reaped_cpu_pct and fmt("；已退出的子进程用了 %.0f%% CPU", p.reaped_cpu_pct) or ""
+    local reaped = p.reaped_cpu_pct and tr("; exited children used {pct:%.0f}% CPU", "；已退出的子进程用了 {pct:%.0f}% CPU",
+                                           { pct = p.reaped_cpu_pct }) or T("", "")
     return hit {
       symptom = tr("subprocess storm: about {forks:%.0f} process launches/s, {share:%.0f}% of tid {tid}'s time",
                    "子进程风暴：每秒约 {forks:%.0f} 次进程启动，占 tid {tid} {share:%.0f}% 的时间",
                    { forks = forks, share = share, tid = worst.tid }),
-      evidence = tr("{base_en}{reaped_en}; process CPU {cpu_pct:%.0f}%.",
-                    "{base_zh}{reaped_zh}；进程 CPU {cpu_pct:%.0f}%。",
-                    { base_en = base_en, reaped_en = reaped_en, cpu_pct = p.cpu_pct or 0, base_zh = base_zh,
-                      reaped_zh = reaped_zh }),
+      evidence = tr("{base}{reaped}; process CPU {cpu_pct:%.0f}%.",
+                    "{base}{reaped}；进程 CPU {cpu_pct:%.0f}%。",
+                    { base = base, reaped = reaped, cpu_pct = p.cpu_pct or 0 }),
     }
   end,
 }
@@ -505,17 +497,16 @@ rule {
                                     p.affinity.cpus or "?")
       if pinned_full then warn = true end
     end
-    local ctx_en = fmt("affinity %s (%d CPUs), effective CPUs %s, quota %s, host %s CPUs",
-                       p.affinity and p.affinity.cpus or "?", aff or 0, tostring(eff or "?"),
-                       q and fmt("%.2f", q) or "none", tostring(ev.host and ev.host.ncpu or "?"))
-    local ctx_zh = fmt("亲和性 %s（%d 个 CPU），有效 CPU %s，quota %s，整机 %s 个 CPU",
-                       p.affinity and p.affinity.cpus or "?", aff or 0, tostring(eff or "?"),
-                       q and fmt("%.2f", q) or "无", tostring(ev.host and ev.host.ncpu or "?"))
+    local ctx = tr("affinity {cpus:%s} ({aff} CPUs), effective CPUs {eff:%s}, quota {quota:%s}, host {ncpu:%s} CPUs",
+                   "亲和性 {cpus:%s}（{aff} 个 CPU），有效 CPU {eff:%s}，quota {quota:%s}，整机 {ncpu:%s} 个 CPU",
+                   { cpus = p.affinity and p.affinity.cpus or "?", aff = aff or 0, eff = tostring(eff or "?"),
+                     quota = q and fmt("%.2f", q) or T("none", "无"),
+                     ncpu = tostring(ev.host and ev.host.ncpu or "?") })
     if #found_en == 0 then
       if not env then
-        return unknown(T(ctx_en .. "; environment not readable", ctx_zh .. "；环境变量不可读"))
+        return unknown(tr("{ctx}; environment not readable", "{ctx}；环境变量不可读", { ctx = ctx }))
       end
-      return clear(T(ctx_en .. "; no thread-pool variable above it", ctx_zh .. "；没有超过它的线程池变量"))
+      return clear(tr("{ctx}; no thread-pool variable above it", "{ctx}；没有超过它的线程池变量", { ctx = ctx }))
     end
     local libs_en = #libs > 0 and ("; pool libraries loaded: " .. table.concat(libs, ", "))
                     or "; no OpenMP/BLAS/torch library loaded"
@@ -526,8 +517,9 @@ rule {
       severity = warn and "warn" or "info",
       symptom = T("thread pools / CPU quota sized for CPUs the process cannot use: " .. table.concat(found_en, "; "),
                   "线程池 / CPU quota 按进程用不上的 CPU 配置：" .. table.concat(found_zh, "；")),
-      evidence = T(ctx_en .. "; " .. table.concat(found_en, "; ") .. libs_en .. cpu_en .. ".",
-                   ctx_zh .. "；" .. table.concat(found_zh, "；") .. libs_zh .. cpu_en .. "。"),
+      evidence = tr("{ctx}; {found_en:%s}{libs_en:%s}{cpu:%s}.", "{ctx}；{found_zh:%s}{libs_zh:%s}{cpu:%s}。",
+                    { ctx = ctx, found_en = table.concat(found_en, "; "), libs_en = libs_en, cpu = cpu_en,
+                      found_zh = table.concat(found_zh, "；"), libs_zh = libs_zh }),
       cause = tr("OpenMP/BLAS/torch start as many threads as their variables say, whatever the "
                  .. "affinity mask and quota allow: {n} CPUs are really available, so the extra "
                  .. "threads time-share them and pay context switches and cache misses; a "
@@ -632,7 +624,7 @@ rule {
     end
 
     -- where the threads run: a mask within one node, else the CPUs the busy threads last ran on
-    local run_node, where_en, where_zh
+    local run_node, where
     local mask = p.affinity and cpu_set(p.affinity.cpus)
     local mask_nodes
     if mask then
@@ -642,8 +634,8 @@ rule {
     end
     if mask_nodes and #mask_nodes == 1 then
       run_node = mask_nodes[1]
-      where_en = fmt("affinity %s lies within node %d", p.affinity.cpus, run_node)
-      where_zh = fmt("亲和性 %s 全在节点 %d 内", p.affinity.cpus, run_node)
+      where = tr("affinity {cpus:%s} lies within node {node}", "亲和性 {cpus:%s} 全在节点 {node} 内",
+                 { cpus = p.affinity.cpus, node = run_node })
     else
       if not ev.duration_s or ev.duration_s <= 0 then
         return unknown(T("one snapshot (--duration 0) and an affinity mask spanning nodes: busy threads not told",
@@ -671,18 +663,17 @@ rule {
                         "{n_busy} 个繁忙线程跑在节点 {list:%s} 上：作业跨节点，没有单一本地节点", { n_busy = n_busy, list = list }))
       end
       run_node = ran[1]
-      where_en = fmt("all %d busy threads last ran on CPUs of node %d (affinity %s)", n_busy, run_node,
-                     p.affinity and p.affinity.cpus or "?")
-      where_zh = fmt("%d 个繁忙线程最后都跑在节点 %d 的 CPU 上（亲和性 %s）", n_busy, run_node,
-                     p.affinity and p.affinity.cpus or "?")
+      where = tr("all {n} busy threads last ran on CPUs of node {node} (affinity {cpus:%s})",
+                 "{n} 个繁忙线程最后都跑在节点 {node} 的 CPU 上（亲和性 {cpus:%s}）",
+                 { n = n_busy, node = run_node, cpus = p.affinity and p.affinity.cpus or "?" })
     end
 
     local pn = p.numa
     if not pn or not pn.kb or not pn.nodes then
       local why = missing_reason(ev, "proc.numa") or "numa_maps not read"
-      return unknown(tr("{where_en}; memory per node unknown ({why:%s})",
-                        "{where_zh}；各节点内存未知（{why:%s}）",
-                        { where_en = where_en, why = why, where_zh = where_zh }))
+      return unknown(tr("{where}; memory per node unknown ({why:%s})",
+                        "{where}；各节点内存未知（{why:%s}）",
+                        { where = where, why = why }))
     end
     local total, local_kb = pn.kb, 0
     local parts, far_node, far_kb = {}, nil, -1
@@ -696,67 +687,65 @@ rule {
         parts[#parts + 1] = fmt("node %d %s (%.0f%%)", n.node, kb(n.kb), 100 * n.kb / total)
       end
     end
-    local base_en = fmt("%s; resident %s: %s", where_en, kb(total), table.concat(parts, ", "))
-    local base_zh = fmt("%s；常驻 %s：%s", where_zh, kb(total), table.concat(parts, "，"))
-    if pn.truncated then
-      base_en = base_en .. fmt(" (first %d mappings only)", pn.mappings or 0)
-      base_zh = base_zh .. fmt("（仅前 %d 个映射）", pn.mappings or 0)
-    end
+    local truncated = pn.truncated and tr(" (first {n} mappings only)", "（仅前 {n} 个映射）", { n = pn.mappings or 0 })
+                      or T("", "")
+    local base = tr("{where}; resident {total}: {parts}{truncated}", "{where}；常驻 {total}：{parts}{truncated}",
+                    { where = where, total = kb(total), parts = T(table.concat(parts, ", "), table.concat(parts, "，")),
+                      truncated = truncated })
     if total < th.numa_min_mb * 1024 then
-      return clear(tr("{base_en}: below {numa_min_mb:%g} MiB, too small to matter",
-                      "{base_zh}：低于 {numa_min_mb:%g} MiB，影响小",
-                      { base_en = base_en, numa_min_mb = th.numa_min_mb, base_zh = base_zh }))
+      return clear(tr("{base}: below {numa_min_mb:%g} MiB, too small to matter",
+                      "{base}：低于 {numa_min_mb:%g} MiB，影响小",
+                      { base = base, numa_min_mb = th.numa_min_mb }))
     end
     local remote_kb = total - local_kb
     local share = 100 * remote_kb / total
     if share < th.numa_remote_pct or not far_node then
-      return clear(tr("{base_en}: {share:%.0f}% on other nodes (< {numa_remote_pct:%g}%)",
-                      "{base_zh}：其他节点 {share:%.0f}%（< {numa_remote_pct:%g}%）",
-                      { base_en = base_en, share = share, numa_remote_pct = th.numa_remote_pct, base_zh = base_zh }))
+      return clear(tr("{base}: {share:%.0f}% on other nodes (< {numa_remote_pct:%g}%)",
+                      "{base}：其他节点 {share:%.0f}%（< {numa_remote_pct:%g}%）",
+                      { base = base, share = share, numa_remote_pct = th.numa_remote_pct }))
     end
 
     local home = by_id[run_node] or {}
-    local free_en, free_zh, fits = "", "", true
+    local free, fits = T("", ""), true
     if home.mem_free_kb then
       fits = home.mem_free_kb >= remote_kb
-      free_en = fmt("; node %d has %s free of %s", run_node, kb(home.mem_free_kb), kb(home.mem_total_kb or 0))
-      free_zh = fmt("；节点 %d 空闲 %s / 共 %s", run_node, kb(home.mem_free_kb), kb(home.mem_total_kb or 0))
+      free = tr("; node {node} has {free} free of {total}", "；节点 {node} 空闲 {free} / 共 {total}",
+                { node = run_node, free = kb(home.mem_free_kb), total = kb(home.mem_total_kb or 0) })
     end
-    local extra_en, extra_zh = "", ""
+    local interleave, balancing = T("", ""), T("", "")
     if pn.interleave_kb and pn.interleave_kb > 0 then
-      extra_en = fmt("; %s under an interleave policy", kb(pn.interleave_kb))
-      extra_zh = fmt("；%s 在 interleave 策略下", kb(pn.interleave_kb))
+      interleave = tr("; {kb} under an interleave policy", "；{kb} 在 interleave 策略下", { kb = kb(pn.interleave_kb) })
     end
     if hn.balancing then
-      extra_en = extra_en .. fmt("; automatic NUMA balancing %s", hn.balancing == 0 and "off" or "on")
-      extra_zh = extra_zh .. fmt("；自动 NUMA 平衡%s", hn.balancing == 0 and "关闭" or "开启")
+      balancing = tr("; automatic NUMA balancing {state}", "；自动 NUMA 平衡{state}",
+                     { state = hn.balancing == 0 and T("off", "关闭") or T("on", "开启") })
     end
-    local fix_en = fmt("Keep CPUs and memory on one node: start the job with `numactl --cpunodebind=%d "
-                       .. "--membind=%d python train.py`, or, for several workers/ranks, bind each to one "
-                       .. "node with its own memory (one numactl per launcher rank, node = rank %% nodes).",
-                       run_node, run_node)
-    local fix_zh = fmt("让 CPU 与内存在同一节点：用 `numactl --cpunodebind=%d --membind=%d python train.py` 启动；"
-                       .. "多个 worker/rank 时每个绑到一个节点并用该节点内存（每个 rank 一个 numactl，节点 = rank %% 节点数）。",
-                       run_node, run_node)
+    local move
     if fits then
-      fix_en = fix_en .. fmt(" A running process can move its pages: `migratepages %d %d %d` (package numactl).",
-                             ev.pid, far_node, run_node)
-      fix_zh = fix_zh .. fmt("运行中的进程可以迁移页面：`migratepages %d %d %d`（numactl 包）。", ev.pid, far_node, run_node)
+      move = tr(" A running process can move its pages: `migratepages {pid} {far} {node}` (package numactl).",
+                "运行中的进程可以迁移页面：`migratepages {pid} {far} {node}`（numactl 包）。",
+                { pid = ev.pid, far = far_node, node = run_node })
     else
-      fix_en = fix_en .. fmt(" Node %d has less free memory than the %s to move: --membind=%d would push "
-                             .. "the job into reclaim or the OOM killer; use --preferred=%d, free memory on "
-                             .. "node %d, or split the job so each part fits its node.",
-                             run_node, kb(remote_kb), run_node, run_node, run_node)
-      fix_zh = fix_zh .. fmt("节点 %d 的空闲内存少于要迁移的 %s：--membind=%d 会让作业进入回收或被 OOM 杀；"
-                             .. "改用 --preferred=%d、腾出节点 %d 的内存，或拆分作业让每部分装进各自节点。",
-                             run_node, kb(remote_kb), run_node, run_node, run_node)
+      move = tr(" Node {node} has less free memory than the {remote} to move: --membind={node} would push "
+                  .. "the job into reclaim or the OOM killer; use --preferred={node}, free memory on "
+                  .. "node {node}, or split the job so each part fits its node.",
+                "节点 {node} 的空闲内存少于要迁移的 {remote}：--membind={node} 会让作业进入回收或被 OOM 杀；"
+                  .. "改用 --preferred={node}、腾出节点 {node} 的内存，或拆分作业让每部分装进各自节点。",
+                { node = run_node, remote = kb(remote_kb) })
     end
+    local fix = tr("Keep CPUs and memory on one node: start the job with `numactl --cpunodebind={node} "
+                     .. "--membind={node} python train.py`, or, for several workers/ranks, bind each to one "
+                     .. "node with its own memory (one numactl per launcher rank, node = rank % nodes).{move}",
+                   "让 CPU 与内存在同一节点：用 `numactl --cpunodebind={node} --membind={node} python train.py` 启动；"
+                     .. "多个 worker/rank 时每个绑到一个节点并用该节点内存（每个 rank 一个 numactl，节点 = rank % 节点数）。{move}",
+                   { node = run_node, move = move })
     return hit {
       symptom = tr("{share:%.0f}% of the job's memory ({remote_kb}) is on NUMA node {far_node}, its threads run on "
                      .. "node {run_node}",
                    "作业 {share:%.0f}% 的内存（{remote_kb}）在 NUMA 节点 {far_node}，线程却跑在节点 {run_node}",
                    { share = share, remote_kb = kb(remote_kb), far_node = far_node, run_node = run_node }),
-      evidence = T(base_en .. free_en .. extra_en .. ".", base_zh .. free_zh .. extra_zh .. "。"),
+      evidence = tr("{base}{free}{interleave}{balancing}.", "{base}{free}{interleave}{balancing}。",
+                    { base = base, free = free, interleave = interleave, balancing = balancing }),
       cause = tr("Linux places a page on the node of the CPU that first touches it (or where a membind/preferred "
                    .. "policy says). The memory was filled from node {far_node} (data loaded before the job was "
                    .. "pinned, taskset applied after start, a policy naming the other node, or node {run_node} full "
@@ -766,7 +755,7 @@ rule {
                    .. "taskset、策略指向了另一个节点，或当时节点 {run_node} 已满），而线程现在跑在节点 {run_node}：{share:%.0f}% 的访存要跨 socket 互联，延迟更高"
                    .. "、带宽共享（SOP §8.5）。",
                  { far_node = far_node, run_node = run_node, share = share }),
-      fix = T(fix_en, fix_zh),
+      fix = fix,
       verify = tr("`numastat -p {pid}` shows most of the memory on node {run_node}; `sopctl run --pid {pid} "
                   .. "--duration 3`: cpu.numa_remote clear. Compare step time before and after.",
                   "`numastat -p {pid}` 显示大部分内存在节点 {run_node}；`sopctl run --pid {pid} --duration 3`："
