@@ -223,15 +223,14 @@ rule {
       local en, zh = describe(ev, k)
       local during = start and k.time and k.time >= start - 0.1
       local same_cg = k.task_memcg:gsub("/+$", "") == path:gsub("/+$", "")
-      local n_en = #linked > 1 and fmt("%d kills in cgroup %s in the last %s; newest: ", #linked,
-                                       path, win_en) or ""
-      local n_zh = #linked > 1 and fmt("最近 %s 内 cgroup %s 有 %d 次被杀；最新一次：", win_zh,
-                                       path, #linked) or ""
+      local count = #linked > 1 and tr("{n} kills in cgroup {path:%s} in the last {win}; newest: ",
+                                       "最近 {win} 内 cgroup {path:%s} 有 {n} 次被杀；最新一次：",
+                                       { n = #linked, path = path, win = T(win_en, win_zh) }) or ""
       local when_en = during and "while this process ran"
                       or "before this process started (an earlier run in the same cgroup)"
       local when_zh = during and "发生在本进程运行期间" or "发生在本进程启动之前（同一 cgroup 里的上一次运行）"
-      local cnt_en = counter and fmt("; cgroup oom_kill counter %d", counter) or ""
-      local cnt_zh = counter and fmt("；cgroup oom_kill 计数 %d", counter) or ""
+      local cnt = counter and tr("; cgroup oom_kill counter {counter:%d}", "；cgroup oom_kill 计数 {counter:%d}",
+                                 { counter = counter }) or ""
       return hit {
         severity = during and "high" or "warn",
         symptom = same_cg
@@ -241,10 +240,10 @@ rule {
           or tr("pid {victim:%s} ({comm}), in a memory cgroup below pid {pid}'s, was OOM-killed while it ran",
                 "pid {pid} 运行期间，其内存 cgroup 之下的 pid {victim:%s}（{comm}）被 OOM 杀掉",
                 { victim = pid_of(k), comm = k.comm or "?", pid = ev.pid }),
-        evidence = tr("Kernel log: {n_en}{en:%s}, {when_en}; target cgroup {path:%s}{cnt_en}.",
-                      "内核日志：{n_zh}{zh:%s}，{when_zh}；目标 cgroup {path:%s}{cnt_zh}。",
-                      { n_en = n_en, en = en, when_en = when_en, path = path, cnt_en = cnt_en, n_zh = n_zh, zh = zh,
-                        when_zh = when_zh, cnt_zh = cnt_zh }),
+        evidence = tr("Kernel log: {count}{en:%s}, {when_en}; target cgroup {path:%s}{cnt}.",
+                      "内核日志：{count}{zh:%s}，{when_zh}；目标 cgroup {path:%s}{cnt}。",
+                      { count = count, en = en, when_en = when_en, path = path, cnt = cnt, zh = zh,
+                        when_zh = when_zh }),
         cause = cause_of(k, "pid " .. pid_of(k), "pid " .. pid_of(k)),
         fix = FIX, verify = verify(path, counter), refs = REFS,
       }
@@ -258,20 +257,19 @@ rule {
       end
     end
     if counter and counter > 0 and path and path ~= "/" and not (hierarchical and below_any) then
-      local why_en = kills and fmt("no matching kernel-log record in the last %s", win_en)
-                     or "the kernel log is not readable"
-      local why_zh = kills and fmt("最近 %s 的内核日志里没有对应记录", win_zh) or "内核日志不可读"
+      local why = kills and tr("no matching kernel-log record in the last {win}", "最近 {win} 的内核日志里没有对应记录",
+                               { win = T(win_en, win_zh) })
+                  or T("the kernel log is not readable", "内核日志不可读")
       return hit {
         severity = "warn",
         symptom = tr("The memory cgroup {path:%s} of pid {pid} has had OOM kills",
                      "pid {pid} 所在内存 cgroup {path:%s} 发生过 OOM kill", { path = path, pid = ev.pid }),
-        evidence = tr("cgroup {path:%s} memory oom_kill counter = {counter} ({scope_en}{why_en}, so victim and "
+        evidence = tr("cgroup {path:%s} memory oom_kill counter = {counter} ({scope_en}{why}, so victim and "
                         .. "time are unknown).",
-                      "cgroup {path:%s} 的 oom_kill 计数 = {counter}（{scope_zh}{why_zh}，被杀进程与时间未知）。",
+                      "cgroup {path:%s} 的 oom_kill 计数 = {counter}（{scope_zh}{why}，被杀进程与时间未知）。",
                       { path = path, counter = counter,
                         scope_en = hierarchical and "memory.events, which also counts the groups below; " or "",
-                        why_en = why_en, scope_zh = hierarchical and "memory.events，也计入其下各组；" or "",
-                        why_zh = why_zh }),
+                        why = why, scope_zh = hierarchical and "memory.events，也计入其下各组；" or "" }),
         cause = tr("A task in cgroup {path:%s} exceeded the cgroup's memory limit and was killed by "
                    .. "the kernel.",
                    "cgroup {path:%s} 里有任务超过该 cgroup 的内存上限，被内核杀掉。", { path = path }),
@@ -290,12 +288,12 @@ rule {
                      { victim = pid_of(k), comm = k.comm or "?", pid = ev.pid }),
         evidence = tr("Kernel log: {en:%s}. Its pid is not in pid {pid}'s process tree (children, descendants polled "
                         .. "over the window, workers), so it belongs to another job nested under cgroup "
-                        .. "{path:%s}{others_en}.",
+                        .. "{path:%s}{others}.",
                       "内核日志：{zh:%s}。其 pid 不在 pid {pid} 的进程树里（子进程、窗口内轮询到的后代、worker），属于嵌套在 cgroup {path:%s} 之下的其他作业"
-                        .. "{others_zh}。",
-                      { en = en, pid = ev.pid, path = path,
-                        others_en = #below_other > 1 and fmt(" (%d such kills)", #below_other) or "", zh = zh,
-                        others_zh = #below_other > 1 and fmt("（共 %d 次）", #below_other) or "" }),
+                        .. "{others}。",
+                      { en = en, pid = ev.pid, path = path, zh = zh,
+                        others = #below_other > 1 and tr(" ({n} such kills)", "（共 {n} 次）", { n = #below_other })
+                                 or "" }),
         cause = cause_of(k, "pid " .. pid_of(k), "pid " .. pid_of(k)),
         fix = T("Nothing to change in this job unless pid " .. pid_of(k) .. " was one of its workers started "
                 .. "before the window (job logs, worker exit codes -9); if so, follow the oom.killed profile steps.",
