@@ -220,20 +220,19 @@ rule {
     local host_full = idle and idle <= 10 and job >= 20
     if ((runq >= th.summary_cpu_bound_pct and job + runq >= th.summary_cpu_bound_pct) or host_full)
        and not io_first then
-      local wait_en = runq > 0 and fmt("its threads waited %.0f%% (of a core, summed) in the run queue", runq)
-                      or fmt("the host was %.0f%% idle", idle or -1)
-      local wait_zh = runq > 0 and fmt("其线程在运行队列里等了 %.0f%%（按单核累计）", runq)
-                      or fmt("主机空闲仅 %.0f%%", idle or -1)
+      local wait = runq > 0 and tr("its threads waited {runq:%.0f}% (of a core, summed) in the run queue",
+                                   "其线程在运行队列里等了 {runq:%.0f}%（按单核累计）", { runq = runq })
+                   or tr("the host was {idle:%.0f}% idle", "主机空闲仅 {idle:%.0f}%", { idle = idle or -1 })
       return hit {
         symptom = T("starved of CPU: runnable, but the CPUs are busy with other processes",
                     "CPU 饥饿：线程可运行，但 CPU 被其他进程占用"),
         evidence = tr("{who:%s} used {job:%.0f}% CPU of {eff} effective CPUs over {duration_s:%.1f} s while "
-                        .. "{wait_en}; host load {load1:%.1f} on {ncpu} CPUs",
-                      "{who_zh}在 {duration_s:%.1f} 秒内用了 {job:%.0f}% CPU（有效 CPU {eff} 个），而{wait_zh}；主机负载 {load1:%.1f}，"
+                        .. "{wait}; host load {load1:%.1f} on {ncpu} CPUs",
+                      "{who_zh}在 {duration_s:%.1f} 秒内用了 {job:%.0f}% CPU（有效 CPU {eff} 个），而{wait}；主机负载 {load1:%.1f}，"
                         .. "CPU {ncpu} 个",
-                      { who = who, job = job, eff = eff, duration_s = ev.duration_s, wait_en = wait_en,
+                      { who = who, job = job, eff = eff, duration_s = ev.duration_s, wait = wait,
                         load1 = ev.host and ev.host.load1 or -1, ncpu = ev.host and ev.host.ncpu or 0,
-                        who_zh = who_zh, wait_zh = wait_zh }),
+                        who_zh = who_zh }),
         cause = T("The job wants more CPU than it gets: other work on the host (or its own other processes) "
                   .. "keeps the CPUs busy (§9: CPU-bound, but the CPUs are not ours; §8.5).",
                   "作业想要的 CPU 多于它得到的：主机上其他任务（或它自己的其他进程）占满了 CPU（§9；§8.5）。"),
@@ -254,8 +253,8 @@ rule {
       local grown = p.mem and p.mem.file_growth_kb_per_s
       local random = per_fault_kb <= th.random_read_max_request_kb
                      or (grown ~= nil and math.max(grown, 0) * 1024 < th.mapped_touch_ratio * reads)
-      local disk_en = util and fmt("; disk %s %.0f%% busy", disk or "?", util) or ""
-      local disk_zh = util and fmt("；磁盘 %s 利用率 %.0f%%", disk or "?", util) or ""
+      local disk_busy = util and tr("; disk {disk:%s} {util:%.0f}% busy", "；磁盘 {disk:%s} 利用率 {util:%.0f}%",
+                                    { disk = disk or "?", util = util }) or ""
       return hit {
         symptom = random and T("IO-bound: page faults of mapped files at random places",
                                "IO 密集：随机位置的映射文件缺页")
@@ -263,15 +262,14 @@ rule {
         evidence = tr("{who:%s} used {job:%.0f}% CPU over {duration_s:%.1f} s; {io_wait:%.0f}% of its {time_en} "
                         .. "waiting on storage (D state or a major page fault); {faults:%.0f} major faults/s, "
                         .. "{disk_mb:%.1f} MB/s from storage ({per_fault_kb} per fault), {read_mb:%.1f} MB/s through "
-                        .. "read(){disk_en}",
+                        .. "read(){disk_busy}",
                       "{who_zh}在 {duration_s:%.1f} 秒内只用了 {job:%.0f}% CPU；{io_wait:%.0f}% 的{time_zh}在等存储（D 状态或主缺页）；每秒 "
                         .. "{faults:%.0f} 次主缺页，存储读 {disk_mb:%.1f} MB/s（每次缺页 {per_fault_kb}），read() 读 {read_mb:%.1f} "
-                        .. "MB/s{disk_zh}",
+                        .. "MB/s{disk_busy}",
                       { who = who, job = job, duration_s = ev.duration_s, io_wait = io_wait,
                         time_en = samples > 0 and "sampled thread time" or "threads", faults = faults,
                         disk_mb = reads / 1e6, per_fault_kb = kb(per_fault_kb), read_mb = (io.rchar_per_s or 0) / 1e6,
-                        disk_en = disk_en, who_zh = who_zh, time_zh = samples > 0 and "采样线程时间" or "线程",
-                        disk_zh = disk_zh }),
+                        disk_busy = disk_busy, who_zh = who_zh, time_zh = samples > 0 and "采样线程时间" or "线程" }),
         cause = T("The job waits for pages of memory-mapped files (np.memmap, np.load(mmap_mode='r'), safetensors, "
                   .. "torch.load(mmap=True)) to come from storage: each touch of a page not in memory is a major "
                   .. "fault the thread waits for (§9 → §7.3; see io.mapped_faults).",
@@ -290,23 +288,21 @@ rule {
     end
     if io_bound then
       local random = io.mean_read_bytes and io.mean_read_bytes <= th.small_read_max_bytes
-      local disk_en = util and fmt("; disk %s %.0f%% busy", disk or "?", util) or ""
-      local disk_zh = util and fmt("；磁盘 %s 利用率 %.0f%%", disk or "?", util) or ""
-      local rd = io.mean_read_bytes and fmt("; %.1f MB/s from disk, mean read %.0f bytes", reads / 1e6,
-                                            io.mean_read_bytes) or ""
-      local rd_zh = io.mean_read_bytes and fmt("；磁盘读 %.1f MB/s，平均每次读 %.0f 字节", reads / 1e6,
-                                               io.mean_read_bytes) or ""
+      local disk_busy = util and tr("; disk {disk:%s} {util:%.0f}% busy", "；磁盘 {disk:%s} 利用率 {util:%.0f}%",
+                                    { disk = disk or "?", util = util }) or ""
+      local rd = io.mean_read_bytes and tr("; {mb:%.1f} MB/s from disk, mean read {bytes:%.0f} bytes",
+                                           "；磁盘读 {mb:%.1f} MB/s，平均每次读 {bytes:%.0f} 字节",
+                                           { mb = reads / 1e6, bytes = io.mean_read_bytes }) or ""
       return hit {
         symptom = random and T("IO-bound: small random reads", "IO 密集：小块随机读")
                   or T("IO-bound: waiting on the disk", "IO 密集：在等磁盘"),
         evidence = tr("{who:%s} used {job:%.0f}% CPU over {duration_s:%.1f} s; {io_wait:%.0f}% of its {time_en} in D "
-                        .. "state (waiting for IO){disk_en}{rd_en:%s}",
+                        .. "state (waiting for IO){disk_busy}{rd}",
                       "{who_zh}在 {duration_s:%.1f} 秒内只用了 {job:%.0f}% CPU；{io_wait:%.0f}% 的{time_zh}处于 D 状态（等 IO）"
-                        .. "{disk_zh}{rd_zh}",
+                        .. "{disk_busy}{rd}",
                       { who = who, job = job, duration_s = ev.duration_s, io_wait = io_wait,
-                        time_en = samples > 0 and "sampled thread time" or "threads", disk_en = disk_en, rd_en = rd,
-                        who_zh = who_zh, time_zh = samples > 0 and "采样线程时间" or "线程", disk_zh = disk_zh,
-                        rd_zh = rd_zh }),
+                        time_en = samples > 0 and "sampled thread time" or "threads", disk_busy = disk_busy, rd = rd,
+                        who_zh = who_zh, time_zh = samples > 0 and "采样线程时间" or "线程" }),
         cause = T(random and "The job waits for the disk, reading small pieces at random offsets (§9 → §7.3: "
                   .. "random reads are 10-100x slower than sequential)."
                   or "The job waits for the disk (§9 → §7): the device or the file system is the limit.",
@@ -342,12 +338,12 @@ rule {
       symptom = T("not CPU-bound, not IO-bound: waiting (network, locks or for work)",
                   "既非 CPU 密集也非 IO 密集：在等待（网络、锁或任务）"),
       evidence = tr("{who:%s} used {job:%.0f}% CPU of {eff} effective CPUs over {duration_s:%.1f} s; {d_pct:%.0f}% of "
-                      .. "its threads in D state{util_en}{on_en}",
+                      .. "its threads in D state{util}{on_en}",
                     "{who_zh}在 {duration_s:%.1f} 秒内用了 {job:%.0f}% CPU（有效 CPU {eff} 个）；{d_pct:%.0f}% 的线程处于 D 状态"
-                      .. "{util_zh}{on_zh}",
+                      .. "{util}{on_zh}",
                     { who = who, job = job, eff = eff, duration_s = ev.duration_s, d_pct = d_pct,
-                      util_en = util and fmt("; busiest disk it reads %.0f%% busy", util) or "", on_en = on_en,
-                      who_zh = who_zh, util_zh = util and fmt("；所读磁盘利用率 %.0f%%", util) or "", on_zh = on_zh }),
+                      util = util and tr("; busiest disk it reads {util:%.0f}% busy", "；所读磁盘利用率 {util:%.0f}%",
+                                         { util = util }) or "", on_en = on_en, who_zh = who_zh, on_zh = on_zh }),
       cause = T("§9: the CPU is not full and the disk is not the limit, so the job waits on something else: the "
                 .. "network, a lock or queue, another process — or it has no work (an idle server is healthy).",
                 "§9：CPU 没满、磁盘也不是瓶颈，作业在等别的东西：网络、锁或队列、其他进程——或者没有任务（空闲服务是正常的）。"),
