@@ -307,10 +307,9 @@ rule {
     local w = worst.window
     local fmt_pct, write_pct = frac_pct(w.logging_format_frac or 0), frac_pct(w.logging_write_frac or 0)
     local slow, nlocal = writable_files(ev)
-    local site_en = w.logging_site and fmt("; calls from %s (%.0f%% of samples)", w.logging_site,
-                                           frac_pct(w.logging_site_frac or 0)) or ""
-    local site_zh = w.logging_site and fmt("；调用点 %s（%.0f%% 样本）", w.logging_site,
-                                           frac_pct(w.logging_site_frac or 0)) or ""
+    local site = w.logging_site and tr("; calls from {site:%s} ({pct:%.0f}% of samples)",
+                                       "；调用点 {site:%s}（{pct:%.0f}% 样本）",
+                                       { site = w.logging_site, pct = frac_pct(w.logging_site_frac or 0) }) or ""
     local files_en, files_zh = "", ""
     if #slow > 0 then
       files_en = "; log files on network/FUSE storage: " .. table.concat(slow, ", ")
@@ -337,13 +336,13 @@ rule {
                    "线程 {tid}（{name}）有 {share:%.0f}% 的时间花在 logging 上",
                    { tid = worst.tid, name = worst.name or "?", share = share }),
       evidence = tr("tid {tid} {name}: {share:%.0f}% of {samples} samples inside logging (formatting {fmt_pct:%.0f}%, "
-                      .. "handler emit/flush {write_pct:%.0f}%){site_en}{io_en}{files_en}; {nlocal} local log files "
+                      .. "handler emit/flush {write_pct:%.0f}%){site}{io_en}{files_en}; {nlocal} local log files "
                       .. "open.",
                     "tid {tid} {name}：{samples} 个样本中 {share:%.0f}% 在 logging 内（格式化 {fmt_pct:%.0f}%，handler emit/flush "
-                      .. "{write_pct:%.0f}%）{site_zh}{io_zh}{files_zh}；打开的本地日志文件 {nlocal} 个。",
+                      .. "{write_pct:%.0f}%）{site}{io_zh}{files_zh}；打开的本地日志文件 {nlocal} 个。",
                     { tid = worst.tid, name = worst.name or "?", share = share, samples = w.samples,
-                      fmt_pct = fmt_pct, write_pct = write_pct, site_en = site_en, io_en = io_en,
-                      files_en = files_en, nlocal = nlocal, site_zh = site_zh, io_zh = io_zh, files_zh = files_zh }),
+                      fmt_pct = fmt_pct, write_pct = write_pct, site = site, io_en = io_en,
+                      files_en = files_en, nlocal = nlocal, io_zh = io_zh, files_zh = files_zh }),
       cause = cause,
       verify = tr("`sopctl run --pid PID --duration 3`: logging.hot_path clear (logging share of tid {tid} below "
                     .. "{logging_frac_pct:%g}%), and the loop's items/s rises.",
@@ -511,14 +510,15 @@ rule {
     local libs_en = #libs > 0 and ("; pool libraries loaded: " .. table.concat(libs, ", "))
                     or "; no OpenMP/BLAS/torch library loaded"
     local libs_zh = #libs > 0 and ("；已加载线程池库：" .. table.concat(libs, "、")) or "；未加载 OpenMP/BLAS/torch 库"
-    local cpu_en = p.cpu_pct and fmt("; process CPU %.0f%%", p.cpu_pct) or ""
+    -- (the Chinese text has carried the English fragment so far; kept byte for byte)
+    local cpu = p.cpu_pct and tr("; process CPU {pct:%.0f}%", "; process CPU {pct:%.0f}%", { pct = p.cpu_pct }) or ""
     local n = eff or aff
     return hit {
       severity = warn and "warn" or "info",
       symptom = T("thread pools / CPU quota sized for CPUs the process cannot use: " .. table.concat(found_en, "; "),
                   "线程池 / CPU quota 按进程用不上的 CPU 配置：" .. table.concat(found_zh, "；")),
-      evidence = tr("{ctx}; {found_en:%s}{libs_en:%s}{cpu:%s}.", "{ctx}；{found_zh:%s}{libs_zh:%s}{cpu:%s}。",
-                    { ctx = ctx, found_en = table.concat(found_en, "; "), libs_en = libs_en, cpu = cpu_en,
+      evidence = tr("{ctx}; {found_en:%s}{libs_en:%s}{cpu}.", "{ctx}；{found_zh:%s}{libs_zh:%s}{cpu}。",
+                    { ctx = ctx, found_en = table.concat(found_en, "; "), libs_en = libs_en, cpu = cpu,
                       found_zh = table.concat(found_zh, "；"), libs_zh = libs_zh }),
       cause = tr("OpenMP/BLAS/torch start as many threads as their variables say, whatever the "
                  .. "affinity mask and quota allow: {n} CPUs are really available, so the extra "
