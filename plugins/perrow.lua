@@ -101,19 +101,19 @@ rule {
         if callers[key] > top_n then top, top_n = key, callers[key] end
       end
     end
-    local who_en = top and fmt("; the user's code: %s", top) or "; the user's frame was not among the top leaves"
-    local who_zh = top and fmt("；用户代码：%s", top) or "；用户帧不在最热的叶子里"
+    local who = top and tr("; the user's code: {top:%s}", "；用户代码：{top:%s}", { top = top })
+                or T("; the user's frame was not among the top leaves", "；用户帧不在最热的叶子里")
     local loops = table.concat(best.kinds, ", ")
     return hit {
       symptom = tr("thread {tid} spends {frac_pct:%.0f}% of its samples in per-row Python machinery ({loops:%s})",
                    "线程 {tid} 有 {frac_pct:%.0f}% 的样本在逐行 Python 机制里（{loops:%s}）",
                    { tid = best.t.tid, frac_pct = 100 * best.frac, loops = loops }),
       evidence = tr("tid {tid} ({name}): {count} of {n} samples ({frac_pct:%.0f}%{bound_en}) with {loops:%s} on the "
-                      .. "stack{who_en}",
-                    "tid {tid}（{name}）：{n} 个样本中 {count} 个（{frac_pct:%.0f}%{bound_zh}）栈上有 {loops:%s}{who_zh}",
+                      .. "stack{who}",
+                    "tid {tid}（{name}）：{n} 个样本中 {count} 个（{frac_pct:%.0f}%{bound_zh}）栈上有 {loops:%s}{who}",
                     { tid = best.t.tid, name = best.t.name or "?", count = best.count, n = best.n,
                       frac_pct = 100 * best.frac, bound_en = best.exact and "" or ", a lower bound", loops = loops,
-                      who_en = who_en, bound_zh = best.exact and "" or "，下限", who_zh = who_zh }),
+                      who = who, bound_zh = best.exact and "" or "，下限" }),
       verify = tr("`sopctl run --pid {pid} --duration 3`: the per-row share drops and rows/s rises.",
                   "`sopctl run --pid {pid} --duration 3`：逐行占比下降，每秒处理行数上升。", { pid = ev.pid }),
     }
