@@ -193,10 +193,11 @@ rule {
                       { base = base }))
     end
     return hit {
-      evidence = tr("executable {exe}{reason_en}",
-                    "可执行文件 {exe}{reason_zh}",
-                    { exe = exe or "?", reason_en = reason and fmt("; Python probe: %s", reason) or "",
-                      reason_zh = reason and fmt("；Python 探针：%s", reason) or "" }),
+      evidence = tr("executable {exe}{reason}",
+                    "可执行文件 {exe}{reason}",
+                    { exe = exe or "?",
+                      reason = reason and tr("; Python probe: {reason:%s}", "；Python 探针：{reason:%s}",
+                                             { reason = reason }) or "" }),
     }
   end,
 }
