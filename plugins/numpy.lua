@@ -242,16 +242,10 @@ rule {
       end
     end
     local site_s = #sites > 0 and table.concat(sites, "; ") or "call sites not sampled"
-    local cause_en = "These calls allocate a new array and copy every element on each call: np.tile/"
-      .. "repeat materialize what broadcasting gives for free, concatenate/stack/vstack/hstack/"
-      .. "append copy all inputs, .flatten() always copies (ravel does not) (SOP §3.1, §3.3)."
-    local cause_zh = "这些调用每次都分配新数组并逐元素复制：np.tile/repeat 把广播本可零拷贝得到的结果真正展开，"
-      .. "concatenate/stack/vstack/hstack/append 复制所有输入，.flatten() 总是复制（ravel 不会）（SOP §3.1、§3.3）。"
-    if grown then
-      cause_en = cause_en .. fmt(" `%s` is re-copied whole to grow by a little each call: the loop "
-                                 .. "costs O(n^2) copying.", grown)
-      cause_zh = cause_zh .. fmt(" `%s` 每次只增长一点却整体重新复制：整个循环是 O(n^2) 的复制。", grown)
-    end
+    local regrow = grown and tr(" `{grown:%s}` is re-copied whole to grow by a little each call: the loop "
+                                  .. "costs O(n^2) copying.",
+                                " `{grown:%s}` 每次只增长一点却整体重新复制：整个循环是 O(n^2) 的复制。",
+                                { grown = grown }) or ""
     return hit {
       symptom = tr("numpy copies take {pct:%.0f}% of {label:%s}",
                    "numpy 复制占 {label:%s} 的 {pct:%.0f}%", { pct = best.pct, label = t.label }),
@@ -262,7 +256,12 @@ rule {
                     { label = t.label, n = best.n, samples = w.samples, pct = best.pct,
                       active_frac_pct = 100 * w.active_frac, parts_en = table.concat(parts, ", "), site_s = site_s,
                       parts_zh = table.concat(parts, "，") }),
-      cause = T(cause_en, cause_zh),
+      cause = tr("These calls allocate a new array and copy every element on each call: np.tile/"
+                   .. "repeat materialize what broadcasting gives for free, concatenate/stack/vstack/hstack/"
+                   .. "append copy all inputs, .flatten() always copies (ravel does not) (SOP §3.1, §3.3).{regrow}",
+                 "这些调用每次都分配新数组并逐元素复制：np.tile/repeat 把广播本可零拷贝得到的结果真正展开，"
+                   .. "concatenate/stack/vstack/hstack/append 复制所有输入，.flatten() 总是复制（ravel 不会）"
+                   .. "（SOP §3.1、§3.3）。{regrow}", { regrow = regrow }),
       verify = tr("`sopctl run --pid {pid} --duration 3`: numpy.hidden_copies clear (copies below "
                   .. "{copies_hot_pct:%g}% of the thread's samples); RSS churn and step time drop.",
                   "`sopctl run --pid {pid} --duration 3`：numpy.hidden_copies 为 clear（复制低于线程样本的 "
