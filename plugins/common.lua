@@ -171,12 +171,13 @@ function common.mapped_text(ev, min_kb, n)
     if f.kind == "data" and (f.size_kb or 0) >= min_kb then
       local name = common.short_path(f.path)
       local g = f.rss_growth_kb
-      local grew_en = (g and g ~= 0) and fmt(" (%s%s over the window)", g > 0 and "+" or "-", kb(math.abs(g))) or ""
-      local grew_zh = (g and g ~= 0) and fmt("（窗口内 %s%s）", g > 0 and "+" or "-", kb(math.abs(g))) or ""
+      local grew = (g and g ~= 0) and common.tr(" ({sign:%s}{size:%s} over the window)", "（窗口内 {sign:%s}{size:%s}）",
+                                                { sign = g > 0 and "+" or "-", size = kb(math.abs(g)) })
+                   or common.T("", "")
       en[#en + 1] = fmt("%s %s mapped%s%s", name, kb(f.size_kb),
-                        f.rss_kb and fmt(", %s resident", kb(f.rss_kb)) or "", grew_en)
+                        f.rss_kb and fmt(", %s resident", kb(f.rss_kb)) or "", grew.en)
       zh[#zh + 1] = fmt("%s 映射 %s%s%s", name, kb(f.size_kb), f.rss_kb and fmt("，驻留 %s", kb(f.rss_kb)) or "",
-                        grew_zh)
+                        grew.zh)
     end
   end
   return table.concat(en, "; "), table.concat(zh, "；"), #en
