@@ -42,7 +42,7 @@ class SyncWriter(io.RawIOBase):
 
 
 torch.set_num_threads(1)
-d = tempfile.mkdtemp(prefix="sop_ckpt_io_", dir="/var/tmp")
+d = tempfile.mkdtemp(prefix="sop_ckpt_io_", dir=os.environ.get("SOP_SCENARIO_TMP", "/var/tmp"))
 path = os.path.join(d, "ckpt.pt")
 weights = {"layer%d" % i: torch.full((512 << 10,), float(i)) for i in range(64 * INTENSITY)}   # 64 x 2 MiB
 try:

@@ -17,7 +17,7 @@ import torch
 INTENSITY = int(os.environ.get("SOP_SCENARIO_INTENSITY", "1"))  # the matrix's size: 1 or 2
 
 torch.set_num_threads(1)
-d = tempfile.mkdtemp(prefix="sop_ckpt_", dir="/var/tmp")
+d = tempfile.mkdtemp(prefix="sop_ckpt_", dir=os.environ.get("SOP_SCENARIO_TMP", "/var/tmp"))
 path = os.path.join(d, "ckpt.pt")
 state = {
     "model": {"block%d.w" % i: torch.randn(16) for i in range(20000)},

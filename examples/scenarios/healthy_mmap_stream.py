@@ -22,7 +22,7 @@ INTENSITY = int(os.environ.get("SOP_SCENARIO_INTENSITY", "1"))
 SIZE = (192 if INTENSITY < 2 else 448) << 20
 SLICE = (1 << 20) // 4          # float32 items in 1 MiB
 
-d = tempfile.mkdtemp(prefix="sop_mmap_seq_", dir="/var/tmp")
+d = tempfile.mkdtemp(prefix="sop_mmap_seq_", dir=os.environ.get("SOP_SCENARIO_TMP", "/var/tmp"))
 path = os.path.join(d, "stream.f32")
 try:
     with open(path, "wb") as f:

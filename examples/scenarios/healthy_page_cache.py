@@ -14,7 +14,7 @@ INTENSITY = int(os.environ.get("SOP_SCENARIO_INTENSITY", "1"))  # the matrix's s
 SIZE = (192 << 20) * INTENSITY
 CHUNK = 1 << 20
 
-d = tempfile.mkdtemp(prefix="sop_pcache_ok_", dir="/var/tmp")
+d = tempfile.mkdtemp(prefix="sop_pcache_ok_", dir=os.environ.get("SOP_SCENARIO_TMP", "/var/tmp"))
 path = os.path.join(d, "train.bin")
 try:
     block = os.urandom(CHUNK)

@@ -65,7 +65,7 @@ def load_mmap(path):
 
 
 torch.set_num_threads(1)
-d = tempfile.mkdtemp(prefix="sop_torch_mmap_", dir="/var/tmp")
+d = tempfile.mkdtemp(prefix="sop_torch_mmap_", dir=os.environ.get("SOP_SCENARIO_TMP", "/var/tmp"))
 path = os.path.join(d, "ckpt.pt")
 try:
     g = torch.Generator().manual_seed(0)

@@ -15,7 +15,7 @@ import time
 # SOP_SCENARIO_INTENSITY not read: more writers or larger fsyncs make it CPU-bound, another program.
 # (cpu.oversubscribed fired with 9 writers on a 1-CPU cpuset, and with 512 KiB fsyncs at all/2.)
 
-d = tempfile.mkdtemp(prefix="sop_dstate_", dir="/var/tmp")
+d = tempfile.mkdtemp(prefix="sop_dstate_", dir=os.environ.get("SOP_SCENARIO_TMP", "/var/tmp"))
 stop = time.time() + 60
 block = os.urandom(256 << 10)
 

@@ -17,7 +17,7 @@ import time
 SIZE = 640 << 20
 CHUNK = 1 << 20
 
-d = tempfile.mkdtemp(prefix="sop_pcache_", dir="/var/tmp")
+d = tempfile.mkdtemp(prefix="sop_pcache_", dir=os.environ.get("SOP_SCENARIO_TMP", "/var/tmp"))
 path = os.path.join(d, "train.bin")
 try:
     block = os.urandom(CHUNK)

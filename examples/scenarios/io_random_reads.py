@@ -17,7 +17,7 @@ INTENSITY = int(os.environ.get("SOP_SCENARIO_INTENSITY", "1"))  # the matrix's s
 SIZE = (256 << 20) * INTENSITY          # 256 MiB file on disk (not tmpfs: /var/tmp)
 REC = 4096
 
-d = tempfile.mkdtemp(prefix="sop_rand_", dir="/var/tmp")
+d = tempfile.mkdtemp(prefix="sop_rand_", dir=os.environ.get("SOP_SCENARIO_TMP", "/var/tmp"))
 path = os.path.join(d, "dataset.bin")
 try:
     with open(path, "wb") as f:

@@ -11,7 +11,7 @@ import time
 
 INTENSITY = int(os.environ.get("SOP_SCENARIO_INTENSITY", "1"))  # the matrix's size: 1 or 2
 
-d = tempfile.mkdtemp(prefix="sop_small_", dir="/var/tmp")
+d = tempfile.mkdtemp(prefix="sop_small_", dir=os.environ.get("SOP_SCENARIO_TMP", "/var/tmp"))
 path = os.path.join(d, "records.bin")
 with open(path, "wb") as f:
     f.write(os.urandom((32 << 20) * INTENSITY))

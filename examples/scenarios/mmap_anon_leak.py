@@ -18,7 +18,7 @@ import numpy as np
 INTENSITY = int(os.environ.get("SOP_SCENARIO_INTENSITY", "1"))
 SIZE = (256 if INTENSITY < 2 else 448) << 20
 
-d = tempfile.mkdtemp(prefix="sop_mmap_leak_", dir="/var/tmp")
+d = tempfile.mkdtemp(prefix="sop_mmap_leak_", dir=os.environ.get("SOP_SCENARIO_TMP", "/var/tmp"))
 path = os.path.join(d, "table.f32")
 try:
     with open(path, "wb") as f:

@@ -27,7 +27,7 @@ SIZE = (192 if INTENSITY < 2 else 448) << 20
 ROW = 1024                      # float32 x 256: one row is a quarter of a page
 PAGE = mmap.PAGESIZE
 
-d = tempfile.mkdtemp(prefix="sop_mmap_rand_", dir="/var/tmp")
+d = tempfile.mkdtemp(prefix="sop_mmap_rand_", dir=os.environ.get("SOP_SCENARIO_TMP", "/var/tmp"))
 path = os.path.join(d, "table.f32")
 try:
     with open(path, "wb") as f:

@@ -35,9 +35,11 @@ misses, and false alarms (warn/high where neither expected nor allowed), summed 
 import fnmatch
 import glob
 import os
+import shutil
 import signal
 import subprocess
 import sys
+import tempfile
 import time
 
 sys.path.insert(0, os.path.dirname(__file__))
@@ -174,6 +176,11 @@ def run_once(path, meta, cell="all/1"):
     env = dict(os.environ)
     env.update(meta["env"])
     env["SOP_SCENARIO_INTENSITY"] = inten
+    # The scenario's files (datasets, checkpoints, logs) go to a directory of this run, removed
+    # after it: the scenario is SIGKILLed (end_tree), so its own cleanup never runs. On disk, not
+    # tmpfs (/var/tmp): the IO scenarios need a real page cache.
+    scratch = tempfile.mkdtemp(prefix="sop-scn-", dir="/var/tmp")
+    env["SOP_SCENARIO_TMP"] = env["TMPDIR"] = scratch
     argv = [meta["python"], "-u", path]
     group = None
     hogs = []
@@ -218,6 +225,7 @@ def run_once(path, meta, cell="all/1"):
             h.wait()
         if group:
             group.close()
+        shutil.rmtree(scratch, ignore_errors=True)
 
 
 def judge(rep, meta):
