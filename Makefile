@@ -1,12 +1,14 @@
 # Makefile — a thin wrapper over CMake. `make demo` and `make test` are the README's two
 # commands: each installs what is missing (Debian packages, `make deps`), builds, and runs.
+# `make test-all` (what CI runs) is `make test` plus the slow tiers: the robustness matrix,
+# fuzzing, valgrind, ThreadSanitizer and the ASan/UBSan build.
 # `make build` and the other targets only build and run: they never call apt.
 BUILD ?= build
 JOBS ?= $(shell nproc)
 # -Werror: off by default (a released tree builds with any compiler); CI turns it on.
 WERROR ?= OFF
 
-.PHONY: all deps build demo test unit e2e embed bench clean sanitize
+.PHONY: all deps build demo test test-all unit e2e embed bench clean sanitize
 
 all: build
 
@@ -21,9 +23,16 @@ demo: deps
 	$(MAKE) build
 	./examples/demo/run-demo.sh $(BUILD)/sopctl
 
+# Unit tests run side by side (-j); every e2e and embed program test is RUN_SERIAL, so a
+# scenario's verdict never shares the CPUs with another test.
 test: deps
 	$(MAKE) build
-	cd $(BUILD) && ctest --output-on-failure
+	cd $(BUILD) && ctest --output-on-failure -j $(JOBS) -LE full
+
+test-all: deps
+	$(MAKE) build
+	cd $(BUILD) && ctest --output-on-failure -j $(JOBS)
+	$(MAKE) sanitize
 
 unit: build
 	cd $(BUILD) && ctest --output-on-failure -L unit

@@ -282,6 +282,19 @@ def tally(stats, rep, meta):
             stats.setdefault(rid, [0, 0, 0])[2] += 1
 
 
+IMPORTABLE = {}
+
+
+def importable(python, module):
+    """Whether `python` can import `module`, asked once per pair (importing torch takes seconds:
+    asking it again for every scenario and cell cost a minute of each run)."""
+    key = (python, module)
+    if key not in IMPORTABLE:
+        IMPORTABLE[key] = subprocess.run([python, "-c", "import " + module],
+                                         capture_output=True).returncode == 0
+    return IMPORTABLE[key]
+
+
 def main():
     c = sopt.Checks()
     pattern = os.environ.get("SCENARIOS", "*")
@@ -309,9 +322,7 @@ def main():
             if not os.path.exists(meta["python"]):
                 missing = [meta["python"]]
             else:  # asked of the interpreter that will run it, not of this one
-                missing = [m for m in meta["needs"]
-                           if subprocess.run([meta["python"], "-c", "import " + m],
-                                             capture_output=True).returncode != 0]
+                missing = [m for m in meta["needs"] if not importable(meta["python"], m)]
             if missing:
                 print("skip %s: needs %s" % (name, ", ".join(missing)))
                 rows.append((cell, name, " ".join(meta["expect"]) or "none", "skipped", "SKIP"))
