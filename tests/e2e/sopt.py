@@ -9,7 +9,9 @@ import sys
 import time
 
 SOPCTL = os.environ.get("SOPCTL") or os.path.join(os.path.dirname(__file__), "../../build/sopctl")
-PY = "/usr/bin/python3"
+# The targets' interpreter: Debian's python3 here; SOP_TEST_PYTHON names another (the GPU
+# machine's python3 with CUDA torch lives elsewhere).
+PY = os.environ.get("SOP_TEST_PYTHON") or "/usr/bin/python3"
 
 
 class Checks:
