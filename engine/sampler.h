@@ -38,7 +38,9 @@ void sop__sampler_bridge(const sop_sampler *s, sop_value *ev);
  * and its count. The pointers stay valid until close. Returns the number of entries. */
 /* What a thread was doing in one sample: holding the GIL (running Python), waiting for it, in
  * native code (running without the GIL), in D state (disk), waiting for a DataLoader batch or a
- * multiprocessing queue, or idle (asleep without the GIL). */
+ * multiprocessing queue, idle (asleep without the GIL), or waiting for the GPU (a process with
+ * GPU device files open, without the GIL, in the driver or at a line that waits for the device:
+ * engine/sample_agg.c, docs/gpu-wait.md). */
 typedef enum {
     SOP_ST_GIL,
     SOP_ST_GIL_WAIT,
@@ -46,6 +48,7 @@ typedef enum {
     SOP_ST_DISK,
     SOP_ST_BATCH,
     SOP_ST_IDLE,
+    SOP_ST_GPU,
     SOP_ST_N
 } sop_sample_state;
 typedef struct {

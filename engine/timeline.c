@@ -22,10 +22,12 @@
 
 static const char *const ST_NAME[SOP_ST_N] = {"running Python (GIL held)", "waiting for the GIL",
                                               "native code (no GIL)",      "disk (D state)",
-                                              "waiting for a batch",       "idle"};
-static const char *const ST_KEY[SOP_ST_N] = {"gil", "gil-wait", "native", "disk", "batch", "idle"};
-static const char *const ST_FILL[SOP_ST_N] = {"#e8661c", "#8a7ae0", "#4fb85a",
-                                              "#a0703a", "#2fb5d0", "#d8d8d8"};
+                                              "waiting for a batch",       "idle",
+                                              "waiting for the GPU"};
+static const char *const ST_KEY[SOP_ST_N] = {"gil",   "gil-wait", "native", "disk",
+                                             "batch", "idle",     "gpu"};
+static const char *const ST_FILL[SOP_ST_N] = {"#e8661c", "#8a7ae0", "#4fb85a", "#a0703a",
+                                              "#2fb5d0", "#d8d8d8", "#be3c96"};
 
 /* XML text: escape.h's one escaper for SVG. */
 static void put_xml(FILE *f, const char *s)
