@@ -22,7 +22,7 @@ typedef struct {
     bool nvidia_ctl;        /* /dev/nvidiactl or /dev/nvidia-uvm open */
     bool libcuda;           /* libcuda.so* mapped (set by the caller from proc.libs) */
     bool other_vendor;      /* /dev/kfd or /dev/dri/renderD* open (AMD, Intel, ...) */
-    char other_node[32];    /* the first such node, for the missing reason */
+    char other_node[64];    /* the first such node, for the missing reason */
 } sop_gpu_signs;
 
 typedef struct {
@@ -90,10 +90,12 @@ sop_nvml *sop__nvml_open(char *why, size_t whylen);
 /* One utilisation reading of every device (a window tick). Cheap: one call per device. */
 void sop__nvml_tick(sop_nvml *n, double now_ms);
 /* The readings of the end of the window and the means of the ticks into *out; `tree` the pids
- * of the target's tree (for procs[] and used_by_tree), `minors` the /dev/nvidiaN bits held. */
+ * of the target's tree (for procs[] and used_by_tree), `minors` the /dev/nvidiaN bits held,
+ * `cvd` the target's CUDA_VISIBLE_DEVICES (NULL when unset). */
 void sop__nvml_finish(sop_nvml *n, int proc_root_fd, const int *tree, size_t ntree,
-                      uint32_t minors, sop_gpu *out);
-/* The busy series of the ticks (NULL when none); valid until sop__nvml_close. */
+                      uint32_t minors, const char *cvd, sop_gpu *out);
+/* The busy series of the ticks over the used devices (after finish; NULL when none); valid
+ * until sop__nvml_close. */
 const sop_gpu_series *sop__nvml_series(const sop_nvml *n);
 void sop__nvml_close(sop_nvml *n);
 
