@@ -18,6 +18,7 @@
 #include "bridge/bridge.h"
 #include "bridge/schema.h"
 #include "clock.h"
+#include "collect_gpu.h"
 #include "collect_heap.h"
 #include "engine.h"
 #include "evidence.h"
@@ -105,12 +106,17 @@ typedef struct {
     int root_fd, pid;
     sop_tree_sched *t;
     double next_ms;
+    sop_gpu_window *gpu; /* its utilisation is read at the same polls (engine/collect_gpu.c) */
 } tree_poller;
 
 static void tree_poll(tree_poller *tp, bool final, sop_missing *missing)
 {
-    if (!tp->t)
+    if (tp->gpu && !final)
+        sop__gpu_window_tick(tp->gpu);
+    if (!tp->t) {
+        tp->next_ms = sop__now_ms() + TREE_POLL_MS;
         return;
+    }
     sop_missing scratch = {0};
     double now = sop__now_ms();
     if (sop__tree_poll(tp->root_fd, tp->pid, tp->t, final, final ? missing : &scratch) == 0) {
@@ -132,7 +138,7 @@ static void tree_progress(void *ctx, double done_frac, long ticks)
 
 static void tree_wait_until_ms(tree_poller *tp, double deadline_ms)
 {
-    while (tp->t && tp->next_ms < deadline_ms) {
+    while ((tp->t || (tp->gpu && tp->gpu->nvml)) && tp->next_ms < deadline_ms) {
         sleep_until_ms(tp->next_ms);
         tree_poll(tp, false, NULL);
     }
@@ -204,6 +210,8 @@ static sop_value *to_tree(const sop_collection *c, double now, unsigned probes)
             sop__bridge_alloc(ev, &c->alloc);
         if (probes & SOP_PROBE_HOST)
             sop__bridge_numa(ev, &c->numa);
+        if (c->gpu)
+            sop__bridge_gpu(ev, c->gpu);
         if (c->python)
             sop__bridge_python(ev, c->python);
         if (c->sampling)
@@ -231,6 +239,8 @@ void sop__collection_free(sop_collection *c)
     c->sampling = NULL;
     sop__v_free(c->heap);
     c->heap = NULL;
+    free(c->gpu);
+    c->gpu = NULL;
     sop__tree_free(c->sched);
     free(c->sched);
     c->sched = NULL;
@@ -344,7 +354,9 @@ int sop__collect(int pid, const sop_collect_opts *o, sop_value **out, char **pic
     }
     if (want_heap)
         sop__heap_window_start(&hw, rt, pid, proc_root, (o->probes & SOP_PROBE_HEAP) != 0);
-    tree_poller tp = {root_fd, pid, NULL, 0};
+    sop_gpu_window gw;
+    sop__gpu_window_start(&gw, root_fd, &a.proc, &a.children);
+    tree_poller tp = {root_fd, pid, NULL, 0, &gw};
     if (o->duration_s > 0 && (o->probes & SOP_PROBE_THREADS)) {
         tp.t = calloc(1, sizeof *tp.t);
         tree_poll(&tp, false, NULL);
@@ -363,7 +375,7 @@ int sop__collect(int pid, const sop_collect_opts *o, sop_value **out, char **pic
             sop__sampler_keep_timeline(sampler);
         if (sampler)
             sop__sampler_run(sampler, t0 + o->duration_s * 1e3, o->rate_hz,
-                             tp.t ? tree_progress : NULL, &tp);
+                             tp.t || gw.nvml ? tree_progress : NULL, &tp);
         /* the window is the asked duration whatever the rate (or a target that left early) */
         tree_wait_until_ms(&tp, t0 + o->duration_s * 1e3);
         sop_missing scratch = {0};
@@ -406,6 +418,8 @@ int sop__collect(int pid, const sop_collect_opts *o, sop_value **out, char **pic
     memset(&now->threads, 0, sizeof now->threads);
     memset(&now->children, 0, sizeof now->children);
     cpu_budget(&c);
+    c.gpu = sop__gpu_window_end(&gw, root_fd, &c.proc, &c.children, &c.missing);
+    sop__gpu_window_free(&gw);
     if (o->children && (o->probes & SOP_PROBE_CHILDREN) && c.proc.have_stat)
         sop__siblings_collect(root_fd, pid, c.proc.stat.ppid, &c.parent, &c.have_parent,
                               &c.siblings, &c.missing);
