@@ -9,7 +9,7 @@ import sys
 import time
 
 SOPCTL = os.environ.get("SOPCTL") or os.path.join(os.path.dirname(__file__), "../../build/sopctl")
-PY = "/usr/bin/python3"
+PY = os.environ.get("SOP_TEST_PYTHON") or "/usr/bin/python3"
 
 
 class Checks:
