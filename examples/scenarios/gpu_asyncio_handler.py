@@ -4,7 +4,7 @@
 # needs: torch cuda aiohttp
 # SOP_SCENARIO_INTENSITY not read: the model's time per request comes from a measured phase
 """gpu_asyncio_handler.py — SOP §5.5 (issue 25): an aiohttp server whose handler runs a GPU
-model synchronously and reads the result with .tolist() on the event loop, under a local load
+model synchronously and reads the result with .cpu() on the event loop, under a local load
 client (threads of this program, 4 requests in flight): while the GPU works (about 150 ms per
 request, sized by a measured warm-up on any GPU) the loop serves no one. asyncio.loop_blocked
 gets the §5.5 cause and fix. Prints "ready" after the first answers, exits after 60 s."""
@@ -35,7 +35,7 @@ def model(x):
 
 async def predict(request):
     y = model(X)
-    rows = y[:4, :4].tolist()  # the bug: waits for the GPU on the event loop
+    rows = y[:4, :4].cpu().tolist()  # the bug: waits for the GPU on the event loop
     return web.json_response({"y": rows})
 
 
