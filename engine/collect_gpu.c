@@ -70,8 +70,9 @@ sop_gpu *sop__gpu_window_end(sop_gpu_window *w, int proc_root_fd, const sop_proc
             sop__missing_add(missing, "gpu", "%s", w->why);
         else if (w->signs.other_vendor || end.other_vendor)
             sop__missing_add(missing, "gpu",
-                             "%s is open: a GPU of another vendor (not NVIDIA); sop reads "
-                             "NVIDIA GPUs only (NVML), so its use is not seen",
+                             "%s is open without NVIDIA's CUDA device files (an AMD or "
+                             "Intel GPU, or a render node): sop reads GPUs through NVML "
+                             "only, so this GPU's use is not seen",
                              w->signs.other_vendor ? w->signs.other_node : end.other_node);
         return NULL;
     }
