@@ -61,8 +61,8 @@ sop_gpu *sop__gpu_window_end(sop_gpu_window *w, int proc_root_fd, const sop_proc
     sop_gpu_signs end = {0};
     sop__gpu_signs_read(proc_root_fd, pids, n, &end); /* devices opened during the window too */
     uint32_t minors = w->signs.nvidia_minors | end.nvidia_minors;
-    bool nvidia = minors || w->signs.nvidia_ctl || end.nvidia_ctl || w->signs.libcuda ||
-                  maps_libcuda(p);
+    bool nvidia =
+        minors || w->signs.nvidia_ctl || end.nvidia_ctl || w->signs.libcuda || maps_libcuda(p);
     if (!w->nvml && nvidia && !w->why[0]) /* the first sign came during the window */
         w->nvml = sop__nvml_open(w->why, sizeof w->why);
     if (!w->nvml) {
@@ -80,8 +80,8 @@ sop_gpu *sop__gpu_window_end(sop_gpu_window *w, int proc_root_fd, const sop_proc
     if (!g)
         return NULL;
     sop__gpu_init(g);
-    sop__nvml_finish(w->nvml, proc_root_fd, pids, n, minors,
-                     env_value(p, "CUDA_VISIBLE_DEVICES"), g);
+    sop__nvml_finish(w->nvml, proc_root_fd, pids, n, minors, env_value(p, "CUDA_VISIBLE_DEVICES"),
+                     g);
     return g;
 }
 

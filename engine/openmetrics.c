@@ -283,7 +283,8 @@ static void gpu_series(sop_sb *b, const sop_value *gpu)
     }
     gpu_family(b, devs, "util_sm_pct", "sop_gpu_utilization_ratio", "ratio",
                "Share of the window a kernel ran on the GPU (mean of NVML's SM utilisation "
-               "readings)", 0.01);
+               "readings)",
+               0.01);
     gpu_family(b, devs, "util_sm_max_pct", "sop_gpu_utilization_max_ratio", "ratio",
                "Highest SM utilisation reading of the window", 0.01);
     gpu_family(b, devs, "idle_frac", "sop_gpu_idle_ratio", "ratio",
@@ -292,8 +293,7 @@ static void gpu_series(sop_sb *b, const sop_value *gpu)
                "Share of the window the GPU's memory was read or written", 0.01);
     gpu_family(b, devs, "mem_used_kb", "sop_gpu_memory_used_bytes", "bytes",
                "GPU memory in use (all processes)", 1024);
-    gpu_family(b, devs, "mem_total_kb", "sop_gpu_memory_total_bytes", "bytes", "GPU memory",
-               1024);
+    gpu_family(b, devs, "mem_total_kb", "sop_gpu_memory_total_bytes", "bytes", "GPU memory", 1024);
     gpu_family(b, devs, "sm_clock_mhz", "sop_gpu_sm_clock_hertz", "hertz", "SM clock", 1e6);
     gpu_family(b, devs, "sm_clock_max_mhz", "sop_gpu_sm_clock_max_hertz", "hertz",
                "The SM clock's maximum", 1e6);
@@ -332,8 +332,8 @@ static void gpu_series(sop_sb *b, const sop_value *gpu)
     gauge_at(b, "sop_gpu_tree_busy_ratio", "ratio",
              "Mean GPU utilisation over the GPUs the target's tree uses", gpu, "busy_pct", 0.01);
     gauge_at(b, "sop_gpu_tree_idle_ratio", "ratio",
-             "Mean idle share of the window over the GPUs the target's tree uses", gpu,
-             "idle_frac", 1);
+             "Mean idle share of the window over the GPUs the target's tree uses", gpu, "idle_frac",
+             1);
     gauge_at(b, "sop_gpu_tree_memory_bytes", "bytes",
              "GPU memory held by the target's tree (all its processes, all GPUs)", gpu,
              "tree_mem_kb", 1024);

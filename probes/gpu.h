@@ -92,8 +92,8 @@ void sop__nvml_tick(sop_nvml *n, double now_ms);
 /* The readings of the end of the window and the means of the ticks into *out; `tree` the pids
  * of the target's tree (for procs[] and used_by_tree), `minors` the /dev/nvidiaN bits held,
  * `cvd` the target's CUDA_VISIBLE_DEVICES (NULL when unset). */
-void sop__nvml_finish(sop_nvml *n, int proc_root_fd, const int *tree, size_t ntree,
-                      uint32_t minors, const char *cvd, sop_gpu *out);
+void sop__nvml_finish(sop_nvml *n, int proc_root_fd, const int *tree, size_t ntree, uint32_t minors,
+                      const char *cvd, sop_gpu *out);
 /* The busy series of the ticks over the used devices (after finish; NULL when none); valid
  * until sop__nvml_close. */
 const sop_gpu_series *sop__nvml_series(const sop_nvml *n);

@@ -15,7 +15,7 @@
 #include "na.h"
 
 /* ---- NVML's types, as its reference gives them ---- */
-typedef int nvml_ret;         /* nvmlReturn_t */
+typedef int nvml_ret;                 /* nvmlReturn_t */
 typedef struct nvml_dev_st *nvml_dev; /* nvmlDevice_t */
 #define NVML_SUCCESS 0
 #define NVML_ERROR_INSUFFICIENT_SIZE 7
@@ -51,8 +51,8 @@ static const struct {
     unsigned long long bit;
     const char *name;
 } reasons[] = {
-    {0x4ULL, "sw_power_cap"},   {0x8ULL, "hw_slowdown"},     {0x10ULL, "sync_boost"},
-    {0x20ULL, "sw_thermal"},    {0x40ULL, "hw_thermal"},     {0x80ULL, "hw_power_brake"},
+    {0x4ULL, "sw_power_cap"},     {0x8ULL, "hw_slowdown"}, {0x10ULL, "sync_boost"},
+    {0x20ULL, "sw_thermal"},      {0x40ULL, "hw_thermal"}, {0x80ULL, "hw_power_brake"},
     {0x100ULL, "display_clocks"},
 };
 
@@ -127,8 +127,7 @@ sop_nvml *sop__nvml_open(char *why, size_t whylen)
     n->lib = dlopen(path, RTLD_NOW | RTLD_LOCAL);
     if (!n->lib) {
         const char *e = dlerror();
-        snprintf(why, whylen, "NVML not loaded (%s): no NVIDIA GPU figures",
-                 e ? e : path);
+        snprintf(why, whylen, "NVML not loaded (%s): no NVIDIA GPU figures", e ? e : path);
         free(n);
         return NULL;
     }
@@ -409,8 +408,8 @@ static void device_init(sop_gpu_device *d)
     d->util_sm_pct = d->util_sm_max_pct = d->util_mem_pct = d->idle_frac = d->power_w = NAN;
 }
 
-void sop__nvml_finish(sop_nvml *n, int proc_root_fd, const int *tree, size_t ntree,
-                      uint32_t minors, const char *cvd, sop_gpu *out)
+void sop__nvml_finish(sop_nvml *n, int proc_root_fd, const int *tree, size_t ntree, uint32_t minors,
+                      const char *cvd, sop_gpu *out)
 {
     if (!n)
         return;
@@ -419,8 +418,8 @@ void sop__nvml_finish(sop_nvml *n, int proc_root_fd, const int *tree, size_t ntr
     out->have = true;
     snprintf(out->source, sizeof out->source, "nvml");
     snprintf(out->library, sizeof out->library, "%s", n->path);
-    if (n->driver_version && n->driver_version(out->driver_version,
-                                               sizeof out->driver_version) != NVML_SUCCESS)
+    if (n->driver_version &&
+        n->driver_version(out->driver_version, sizeof out->driver_version) != NVML_SUCCESS)
         out->driver_version[0] = '\0';
     out->driver_version[sizeof out->driver_version - 1] = '\0';
     if (cvd)
@@ -476,7 +475,8 @@ void sop__nvml_finish(sop_nvml *n, int proc_root_fd, const int *tree, size_t ntr
                 out->tree_mem_kb += out->procs[p].mem_kb;
     }
     /* the busy lane: per tick, the mean SM utilisation over the used devices */
-    if (any_used && n->nticks && !isnan(n->tick_ms[0]) && (n->series = calloc(1, sizeof *n->series))) {
+    if (any_used && n->nticks && !isnan(n->tick_ms[0]) &&
+        (n->series = calloc(1, sizeof *n->series))) {
         for (size_t t = 0; t < n->nticks; t++) {
             double s = 0;
             int k = 0;

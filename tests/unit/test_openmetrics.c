@@ -255,7 +255,7 @@ static void test_escaping_and_python(void)
 static void test_gpu(void)
 {
     static const char report_json[] = "{\"schema\":1,\"target\":{\"pid\":7,\"comm\":\"t\"},"
-                                       "\"findings\":[],\"cleared\":[],\"unknown\":[]}";
+                                      "\"findings\":[],\"cleared\":[],\"unknown\":[]}";
     static const char ev_json[] =
         "{\"schema\":1,\"pid\":7,\"alive\":true,\"gpu\":{\"source\":\"nvml\","
         "\"driver_version\":\"550.1\",\"devices\":[{\"index\":0,\"uuid\":\"GPU-a\","
@@ -277,9 +277,11 @@ static void test_gpu(void)
     if (!ok)
         fprintf(stderr, "%s\n%s\n", why, om);
     CHECK(ok);
-    CHECK(strstr(om, "sop_gpu_info{gpu=\"0\",uuid=\"GPU-a\",name=\"H\\\"200\",used_by_tree=\"true\","
-                     "driver=\"550.1\"} 1\n"));
-    CHECK(strstr(om, "sop_gpu_info{gpu=\"1\",uuid=\"GPU-b\",name=\"H200\",used_by_tree=\"false\","));
+    CHECK(strstr(om,
+                 "sop_gpu_info{gpu=\"0\",uuid=\"GPU-a\",name=\"H\\\"200\",used_by_tree=\"true\","
+                 "driver=\"550.1\"} 1\n"));
+    CHECK(
+        strstr(om, "sop_gpu_info{gpu=\"1\",uuid=\"GPU-b\",name=\"H200\",used_by_tree=\"false\","));
     CHECK(strstr(om, "sop_gpu_utilization_ratio{gpu=\"0\"} 0.875\n"));
     CHECK(strstr(om, "sop_gpu_utilization_max_ratio{gpu=\"0\"} 1\n"));
     CHECK(strstr(om, "sop_gpu_idle_ratio{gpu=\"0\"} 0.25\n"));
