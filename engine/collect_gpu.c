@@ -47,6 +47,34 @@ void sop__gpu_window_start(sop_gpu_window *w, int proc_root_fd, const sop_proc *
     }
 }
 
+void sop__gpu_window_start_pid(sop_gpu_window *w, int proc_root_fd, int pid)
+{
+    memset(w, 0, sizeof *w);
+    sop_child_list ch = {0};
+    sop_missing scratch = {0};
+    sop__children_collect(proc_root_fd, pid, &ch, &scratch);
+    sop__missing_free(&scratch);
+    w->pids[w->npids++] = pid;
+    for (size_t i = 0; i < ch.n && w->npids < SOP_GPU_TREE_MAX; i++)
+        w->pids[w->npids++] = ch.items[i].pid;
+    sop__child_list_free(&ch);
+    sop__gpu_signs_read(proc_root_fd, w->pids, w->npids, &w->signs);
+    if (w->signs.nvidia_minors || w->signs.nvidia_ctl)
+        w->nvml = sop__nvml_open(w->why, sizeof w->why);
+}
+
+void sop__gpu_window_end_pid(sop_gpu_window *w, int proc_root_fd)
+{
+    if (!w->nvml)
+        return;
+    sop_gpu *g = malloc(sizeof *g);
+    if (!g)
+        return;
+    sop__gpu_init(g);
+    sop__nvml_finish(w->nvml, proc_root_fd, w->pids, w->npids, w->signs.nvidia_minors, NULL, g);
+    free(g);
+}
+
 void sop__gpu_window_tick(sop_gpu_window *w)
 {
     if (w->nvml)

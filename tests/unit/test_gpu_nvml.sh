@@ -4,7 +4,8 @@
 # or a /dev/nvidiaN file open in a private mount namespace); the fake's script lists the
 # target's real pid. Checks the keys and units, the window's mean/max/idle share against what
 # the fake logged it returned, the v1 fallbacks, CUDA_VISIBLE_DEVICES, the NSpid mapping, the
-# missing entries (no library, an NVML error) and that a CPU-only target gets nothing at all.
+# missing entries (no library, an NVML error), that a CPU-only target gets nothing at all, and
+# the GPU lane of `record --timeline`.
 # Needs SOPCTL, SOP_FAKE_NVML_LIB, SOP_FAKE_NVML_OLD_LIB, jq.
 . "$(dirname "$0")/lib.sh"
 SOPCTL=${SOPCTL:?set SOPCTL}
@@ -130,6 +131,21 @@ if unshare -m true 2>/dev/null; then
   ev "$tmp/s1" --pid "$P7" --duration 0 >"$tmp/e8.json"
   [ "$(jq -c '[.gpu.devices[] | [.index, .used_by_tree]]' "$tmp/e8.json")" = '[[1,true]]' ] \
     && ok "/dev/nvidia1 open: device of minor 1 used" || bad "minor: $(jq -c '[.gpu, .missing]' "$tmp/e8.json")"
+  # record --timeline: a GPU lane under the threads, one bar per reading
+  SOP_FAKE_NVML="$tmp/s1" SOP_NVML_LIBRARY=$FAKE "$SOPCTL" record --pid "$P7" --duration 1 --timeline \
+    -o "$tmp/t.svg" >/dev/null 2>"$tmp/err"
+  lane=$(sed -n 's/.*<g class="gpu-lane" data-readings="\([0-9]*\)".*/\1/p' "$tmp/t.svg")
+  bars=$(grep -c 'class="gpu"' "$tmp/t.svg")
+  [ "${lane:-0}" -ge 3 ] && [ "$bars" = "$lane" ] && grep -q 'GPU [0-9]*% busy at 0.00 s' "$tmp/t.svg" \
+    && ok "record --timeline: GPU lane of $lane readings from the window's start" \
+    || bad "record --timeline GPU lane: readings=${lane:-none} bars=$bars $(cat "$tmp/err")"
+  $PY -c 'import time; time.sleep(60)' </dev/null >/dev/null 2>&1 &
+  pids+=($!)
+  sleep 0.3
+  SOP_FAKE_NVML="$tmp/s1" SOP_NVML_LIBRARY=$FAKE "$SOPCTL" record --pid $! --duration 0.5 --timeline \
+    -o "$tmp/t2.svg" >/dev/null 2>&1
+  [ -s "$tmp/t2.svg" ] && ! grep -q gpu-lane "$tmp/t2.svg" && ok "record --timeline, CPU-only: no GPU lane" \
+    || bad "record --timeline on a CPU-only target: $(grep -c gpu-lane "$tmp/t2.svg")"
   unshare -m --propagation private sh -c "mount -t tmpfs none /dev && mkdir /dev/dri &&
     : > /dev/dri/renderD128 &&
     exec $PY -c 'f = open(\"/dev/dri/renderD128\"); import time; time.sleep(60)'" </dev/null >/dev/null 2>&1 &
