@@ -18,6 +18,7 @@
 typedef int nvml_ret;                 /* nvmlReturn_t */
 typedef struct nvml_dev_st *nvml_dev; /* nvmlDevice_t */
 #define NVML_SUCCESS 0
+#define NVML_ERROR_NOT_FOUND 6
 #define NVML_ERROR_INSUFFICIENT_SIZE 7
 #define NVML_VALUE_NOT_AVAILABLE (~0ULL)
 typedef struct {
@@ -72,6 +73,7 @@ typedef nvml_ret (*fn_dev_putil)(nvml_dev, nvml_proc_util *, unsigned int *, uns
 
 #define TICKS_MAX SOP_GPU_SERIES_MAX
 #define PROCS_READ_MAX 256
+#define PROC_SAMPLES_MAX 65536
 
 struct sop_nvml {
     void *lib;
@@ -308,27 +310,44 @@ static void read_procs(sop_nvml *n, unsigned i, const pid_map *m, size_t nm, sop
 }
 
 /* Mean SM share of each tree process on device index i since the window started. */
+/* Mean SM share of each tree process on device index i since the window started. NVML keeps
+ * a sample per process and driver period; the buffer is sized by a first call (bounded). */
 static void read_proc_util(sop_nvml *n, unsigned i, const pid_map *m, size_t nm, sop_gpu *out)
 {
     if (!n->proc_util)
         return;
-    nvml_proc_util s[PROCS_READ_MAX];
-    unsigned cnt = PROCS_READ_MAX;
-    if (n->proc_util(n->dev[i], s, &cnt, n->t0_us) != NVML_SUCCESS)
+    unsigned cnt = 0;
+    nvml_ret r = n->proc_util(n->dev[i], NULL, &cnt, n->t0_us);
+    nvml_proc_util *s = NULL;
+    if (r == NVML_ERROR_INSUFFICIENT_SIZE || (r == NVML_SUCCESS && cnt > 0)) {
+        if (cnt == 0 || cnt > PROC_SAMPLES_MAX)
+            cnt = PROC_SAMPLES_MAX;
+        cnt += 16; /* samples may arrive between the two calls */
+        s = calloc(cnt, sizeof *s);
+        if (!s)
+            return;
+        r = n->proc_util(n->dev[i], s, &cnt, n->t0_us);
+    }
+    if (r != NVML_SUCCESS && r != NVML_ERROR_NOT_FOUND) { /* not supported (MIG, old GPUs) */
+        free(s);
         return;
+    }
+    if (r != NVML_SUCCESS || !s)
+        cnt = 0; /* NOT_FOUND: no process ran a kernel since the window started */
     for (size_t p = 0; p < out->nprocs; p++) {
         sop_gpu_proc *gp = &out->procs[p];
         if (gp->device != (int64_t)i)
             continue;
         double sum = 0;
         int k = 0;
-        for (unsigned j = 0; j < cnt && j < PROCS_READ_MAX; j++)
+        for (unsigned j = 0; j < cnt; j++)
             if (tree_pid_of(m, nm, s[j].pid) == gp->pid && s[j].sm_util <= 100) {
                 sum += s[j].sm_util;
                 k++;
             }
         gp->util_sm_pct = k ? sum / k : 0.0; /* listed but no sample since t0: no kernel ran */
     }
+    free(s);
 }
 
 static void throttle_text(unsigned long long bits, char *out, size_t cap)

@@ -385,12 +385,16 @@ EXPORT int nvmlDeviceGetProcessUtilization(void *h, util_sample *out, unsigned *
     unsigned long long now = (unsigned long long)tv.tv_sec * 1000000ULL + (unsigned)tv.tv_usec;
     if (last_seen > now)
         return 6; /* NVML_ERROR_NOT_FOUND: nothing newer */
-    unsigned k = 0;
+    unsigned k = 0, want = 0;
+    for (int i = 0; i < nproc; i++)
+        want += &devs[procs[i].dev] == d && procs[i].sm >= 0;
+    if (!out || *count < want) { /* NVML's way to ask for the size */
+        *count = want;
+        return want ? 7 : 6;
+    }
     for (int i = 0; i < nproc; i++) {
         if (&devs[procs[i].dev] != d || procs[i].sm < 0)
             continue;
-        if (k >= *count)
-            return 7;
         util_sample s = {procs[i].pid, now, (unsigned)procs[i].sm, 0, 0, 0};
         out[k++] = s;
     }
