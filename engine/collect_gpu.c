@@ -40,8 +40,11 @@ void sop__gpu_window_start(sop_gpu_window *w, int proc_root_fd, const sop_proc *
     memset(w, 0, sizeof *w);
     int pids[SOP_GPU_TREE_MAX];
     size_t n = tree_pids(p, ch, pids, SOP_GPU_TREE_MAX);
-    sop__gpu_signs_read(proc_root_fd, pids, n, &w->signs);
+    /* a quick look (the first fds of each process: a GPU is opened early, and the fds of a
+     * server can be many), unless the target maps libcuda */
     w->signs.libcuda = maps_libcuda(p);
+    sop__gpu_signs_read(proc_root_fd, pids, n,
+                        w->signs.libcuda ? SOP_GPU_FDS_ALL : SOP_GPU_FDS_QUICK, &w->signs);
     if (w->signs.nvidia_minors || w->signs.nvidia_ctl || w->signs.libcuda) {
         w->nvml = sop__nvml_open(w->why, sizeof w->why);
     }
@@ -58,7 +61,7 @@ void sop__gpu_window_start_pid(sop_gpu_window *w, int proc_root_fd, int pid)
     for (size_t i = 0; i < ch.n && w->npids < SOP_GPU_TREE_MAX; i++)
         w->pids[w->npids++] = ch.items[i].pid;
     sop__child_list_free(&ch);
-    sop__gpu_signs_read(proc_root_fd, w->pids, w->npids, &w->signs);
+    sop__gpu_signs_read(proc_root_fd, w->pids, w->npids, SOP_GPU_FDS_ALL, &w->signs);
     if (w->signs.nvidia_minors || w->signs.nvidia_ctl)
         w->nvml = sop__nvml_open(w->why, sizeof w->why);
 }
@@ -87,7 +90,10 @@ sop_gpu *sop__gpu_window_end(sop_gpu_window *w, int proc_root_fd, const sop_proc
     int pids[SOP_GPU_TREE_MAX];
     size_t n = tree_pids(p, ch, pids, SOP_GPU_TREE_MAX);
     sop_gpu_signs end = {0};
-    sop__gpu_signs_read(proc_root_fd, pids, n, &end); /* devices opened during the window too */
+    /* devices opened during the window too; a tree with no sign at the start is looked at again
+     * only when it has mapped libcuda since (a CUDA process maps it once CUDA starts) */
+    if (sop__gpu_signs_any(&w->signs) || maps_libcuda(p))
+        sop__gpu_signs_read(proc_root_fd, pids, n, SOP_GPU_FDS_ALL, &end);
     uint32_t minors = w->signs.nvidia_minors | end.nvidia_minors;
     bool nvidia =
         minors || w->signs.nvidia_ctl || end.nvidia_ctl || w->signs.libcuda || maps_libcuda(p);

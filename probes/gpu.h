@@ -75,8 +75,12 @@ void sop__gpu_init(sop_gpu *g);
 
 /* ---- probes/gpu_signs.c: the tree's open device files (pure /proc reading) ---- */
 /* Look at the fd links of each pid in `pids` (a proc-root dir fd); adds to *out. Bounded: at
- * most SOP_GPU_TREE_MAX pids, 65536 fds each. */
-void sop__gpu_signs_read(int proc_root_fd, const int *pids, size_t npids, sop_gpu_signs *out);
+ * most SOP_GPU_TREE_MAX pids, the first `max_fds` fds of each (at most 65536; a readlink costs
+ * about a microsecond, so a quick look takes the first SOP_GPU_FDS_QUICK). */
+#define SOP_GPU_FDS_QUICK 1024
+#define SOP_GPU_FDS_ALL 65536
+void sop__gpu_signs_read(int proc_root_fd, const int *pids, size_t npids, size_t max_fds,
+                         sop_gpu_signs *out);
 bool sop__gpu_signs_any(const sop_gpu_signs *s);
 /* The host pid chain of pid from /proc/PID/status NSpid (outermost first, as seen from the
  * proc root's namespace); returns how many (0 when unread). */
