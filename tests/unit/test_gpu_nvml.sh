@@ -26,7 +26,7 @@ start_cuda() {
     </dev/null >/dev/null 2>&1 &
   P=$!
   pids+=($P)
-  for _ in $(seq 50); do grep -q libcuda "/proc/$P/maps" 2>/dev/null && break; sleep 0.05; done
+  for _ in $(seq 200); do grep -q libcuda "/proc/$P/maps" 2>/dev/null && break; sleep 0.05; done
 }
 ev() { # ev SCRIPT ARGS... : evidence JSON on stdout
   local script=$1
@@ -127,7 +127,7 @@ if unshare -m true 2>/dev/null; then
     exec $PY -c 'f = open(\"/dev/nvidia1\"); import time; time.sleep(60)'" </dev/null >/dev/null 2>&1 &
   pids+=($!)
   P7=$!
-  for _ in $(seq 50); do ls -l /proc/$P7/fd 2>/dev/null | grep -q nvidia1 && break; sleep 0.05; done
+  for _ in $(seq 200); do ls -l /proc/$P7/fd 2>/dev/null | grep -q nvidia1 && break; sleep 0.05; done
   ev "$tmp/s1" --pid "$P7" --duration 0 >"$tmp/e8.json"
   [ "$(jq -c '[.gpu.devices[] | [.index, .used_by_tree]]' "$tmp/e8.json")" = '[[1,true]]' ] \
     && ok "/dev/nvidia1 open: device of minor 1 used" || bad "minor: $(jq -c '[.gpu, .missing]' "$tmp/e8.json")"
@@ -151,7 +151,7 @@ if unshare -m true 2>/dev/null; then
     exec $PY -c 'f = open(\"/dev/dri/renderD128\"); import time; time.sleep(60)'" </dev/null >/dev/null 2>&1 &
   pids+=($!)
   P9=$!
-  for _ in $(seq 50); do ls -l /proc/$P9/fd 2>/dev/null | grep -q renderD && break; sleep 0.05; done
+  for _ in $(seq 200); do ls -l /proc/$P9/fd 2>/dev/null | grep -q renderD && break; sleep 0.05; done
   rm -f "$tmp/log"
   ev "$tmp/s1" --pid "$P9" --duration 0 >"$tmp/e10.json"
   r=$(jq -r '[.missing[] | select(.probe == "gpu") | .reason] | .[0] // ""' "$tmp/e10.json")
@@ -167,7 +167,7 @@ if unshare -p -f true 2>/dev/null; then
   pids+=($!)
   U=$!
   P8=
-  for _ in $(seq 50); do
+  for _ in $(seq 200); do
     P8=$(cat /proc/$U/task/*/children 2>/dev/null | tr -s ' ' '\n' | head -1)
     [ -n "$P8" ] && grep -q libcuda "/proc/$P8/maps" 2>/dev/null && break
     sleep 0.05
