@@ -107,11 +107,13 @@ typedef struct {
     sop_tree_sched *t;
     double next_ms;
     sop_gpu_window *gpu; /* its utilisation is read at the same polls (engine/collect_gpu.c) */
+    long gpu_polls;
 } tree_poller;
 
 static void tree_poll(tree_poller *tp, bool final, sop_missing *missing)
 {
-    if (tp->gpu && !final)
+    /* not at the window's start: a reading is NVML's average over its last period, before */
+    if (tp->gpu && tp->gpu_polls++ > 0)
         sop__gpu_window_tick(tp->gpu);
     if (!tp->t) {
         tp->next_ms = sop__now_ms() + TREE_POLL_MS;
@@ -356,7 +358,7 @@ int sop__collect(int pid, const sop_collect_opts *o, sop_value **out, char **pic
         sop__heap_window_start(&hw, rt, pid, proc_root, (o->probes & SOP_PROBE_HEAP) != 0);
     sop_gpu_window gw;
     sop__gpu_window_start(&gw, root_fd, &a.proc, &a.children);
-    tree_poller tp = {root_fd, pid, NULL, 0, &gw};
+    tree_poller tp = {root_fd, pid, NULL, 0, &gw, 0};
     if (o->duration_s > 0 && (o->probes & SOP_PROBE_THREADS)) {
         tp.t = calloc(1, sizeof *tp.t);
         tree_poll(&tp, false, NULL);

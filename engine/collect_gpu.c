@@ -40,11 +40,42 @@ void sop__gpu_window_start(sop_gpu_window *w, int proc_root_fd, const sop_proc *
     memset(w, 0, sizeof *w);
     int pids[SOP_GPU_TREE_MAX];
     size_t n = tree_pids(p, ch, pids, SOP_GPU_TREE_MAX);
-    sop__gpu_signs_read(proc_root_fd, pids, n, &w->signs);
+    /* a quick look (the first fds of each process: a GPU is opened early, and the fds of a
+     * server can be many), unless the target maps libcuda */
     w->signs.libcuda = maps_libcuda(p);
+    sop__gpu_signs_read(proc_root_fd, pids, n,
+                        w->signs.libcuda ? SOP_GPU_FDS_ALL : SOP_GPU_FDS_QUICK, &w->signs);
     if (w->signs.nvidia_minors || w->signs.nvidia_ctl || w->signs.libcuda) {
         w->nvml = sop__nvml_open(w->why, sizeof w->why);
     }
+}
+
+void sop__gpu_window_start_pid(sop_gpu_window *w, int proc_root_fd, int pid)
+{
+    memset(w, 0, sizeof *w);
+    sop_child_list ch = {0};
+    sop_missing scratch = {0};
+    sop__children_collect(proc_root_fd, pid, &ch, &scratch);
+    sop__missing_free(&scratch);
+    w->pids[w->npids++] = pid;
+    for (size_t i = 0; i < ch.n && w->npids < SOP_GPU_TREE_MAX; i++)
+        w->pids[w->npids++] = ch.items[i].pid;
+    sop__child_list_free(&ch);
+    sop__gpu_signs_read(proc_root_fd, w->pids, w->npids, SOP_GPU_FDS_ALL, &w->signs);
+    if (w->signs.nvidia_minors || w->signs.nvidia_ctl)
+        w->nvml = sop__nvml_open(w->why, sizeof w->why);
+}
+
+void sop__gpu_window_end_pid(sop_gpu_window *w, int proc_root_fd)
+{
+    if (!w->nvml)
+        return;
+    sop_gpu *g = malloc(sizeof *g);
+    if (!g)
+        return;
+    sop__gpu_init(g);
+    sop__nvml_finish(w->nvml, proc_root_fd, w->pids, w->npids, w->signs.nvidia_minors, NULL, g);
+    free(g);
 }
 
 void sop__gpu_window_tick(sop_gpu_window *w)
@@ -59,10 +90,13 @@ sop_gpu *sop__gpu_window_end(sop_gpu_window *w, int proc_root_fd, const sop_proc
     int pids[SOP_GPU_TREE_MAX];
     size_t n = tree_pids(p, ch, pids, SOP_GPU_TREE_MAX);
     sop_gpu_signs end = {0};
-    sop__gpu_signs_read(proc_root_fd, pids, n, &end); /* devices opened during the window too */
+    /* devices opened during the window too; a tree with no sign at the start is looked at again
+     * only when it has mapped libcuda since (a CUDA process maps it once CUDA starts) */
+    if (sop__gpu_signs_any(&w->signs) || maps_libcuda(p))
+        sop__gpu_signs_read(proc_root_fd, pids, n, SOP_GPU_FDS_ALL, &end);
     uint32_t minors = w->signs.nvidia_minors | end.nvidia_minors;
-    bool nvidia = minors || w->signs.nvidia_ctl || end.nvidia_ctl || w->signs.libcuda ||
-                  maps_libcuda(p);
+    bool nvidia =
+        minors || w->signs.nvidia_ctl || end.nvidia_ctl || w->signs.libcuda || maps_libcuda(p);
     if (!w->nvml && nvidia && !w->why[0]) /* the first sign came during the window */
         w->nvml = sop__nvml_open(w->why, sizeof w->why);
     if (!w->nvml) {
@@ -70,8 +104,9 @@ sop_gpu *sop__gpu_window_end(sop_gpu_window *w, int proc_root_fd, const sop_proc
             sop__missing_add(missing, "gpu", "%s", w->why);
         else if (w->signs.other_vendor || end.other_vendor)
             sop__missing_add(missing, "gpu",
-                             "%s is open: a GPU of another vendor (not NVIDIA); sop reads "
-                             "NVIDIA GPUs only (NVML), so its use is not seen",
+                             "%s is open without NVIDIA's CUDA device files (an AMD or "
+                             "Intel GPU, or a render node): sop reads GPUs through NVML "
+                             "only, so this GPU's use is not seen",
                              w->signs.other_vendor ? w->signs.other_node : end.other_node);
         return NULL;
     }
@@ -79,8 +114,8 @@ sop_gpu *sop__gpu_window_end(sop_gpu_window *w, int proc_root_fd, const sop_proc
     if (!g)
         return NULL;
     sop__gpu_init(g);
-    sop__nvml_finish(w->nvml, proc_root_fd, pids, n, minors,
-                     env_value(p, "CUDA_VISIBLE_DEVICES"), g);
+    sop__nvml_finish(w->nvml, proc_root_fd, pids, n, minors, env_value(p, "CUDA_VISIBLE_DEVICES"),
+                     g);
     return g;
 }
 

@@ -95,6 +95,17 @@ size_t sop__sampler_threads(const sop_sampler *s, sop_thread_info **out);
 int sop__timeline_write(const sop_thread_info *thr, size_t nthr, const sop_timeline_ev *ev,
                         size_t nev, double window_s, double rate_hz, const char *title,
                         unsigned flags, FILE *f);
+/* The same with a GPU lane under the threads: the busy share of the GPUs the tree uses at each
+ * NVML reading (probes/gpu.h's series; t_ms on sop__now_ms's clock, t0_ms the window's start). */
+typedef struct {
+    const double *t_ms;
+    const float *busy_pct;
+    size_t n;
+    double t0_ms;
+} sop_timeline_gpu;
+int sop__timeline_write_gpu(const sop_thread_info *thr, size_t nthr, const sop_timeline_ev *ev,
+                            size_t nev, double window_s, double rate_hz, const char *title,
+                            const sop_timeline_gpu *gpu, unsigned flags, FILE *f);
 
 /* A self-contained interactive SVG flame graph of collapsed stacks (engine/flamegraph.c).
  * SOP_FG_IDLE keeps idle samples (left out by default); SOP_FG_INLINE leaves out the XML

@@ -75,8 +75,12 @@ void sop__gpu_init(sop_gpu *g);
 
 /* ---- probes/gpu_signs.c: the tree's open device files (pure /proc reading) ---- */
 /* Look at the fd links of each pid in `pids` (a proc-root dir fd); adds to *out. Bounded: at
- * most SOP_GPU_TREE_MAX pids, 65536 fds each. */
-void sop__gpu_signs_read(int proc_root_fd, const int *pids, size_t npids, sop_gpu_signs *out);
+ * most SOP_GPU_TREE_MAX pids, the first `max_fds` fds of each (at most 65536; a readlink costs
+ * about a microsecond, so a quick look takes the first SOP_GPU_FDS_QUICK). */
+#define SOP_GPU_FDS_QUICK 1024
+#define SOP_GPU_FDS_ALL 65536
+void sop__gpu_signs_read(int proc_root_fd, const int *pids, size_t npids, size_t max_fds,
+                         sop_gpu_signs *out);
 bool sop__gpu_signs_any(const sop_gpu_signs *s);
 /* The host pid chain of pid from /proc/PID/status NSpid (outermost first, as seen from the
  * proc root's namespace); returns how many (0 when unread). */
@@ -92,8 +96,8 @@ void sop__nvml_tick(sop_nvml *n, double now_ms);
 /* The readings of the end of the window and the means of the ticks into *out; `tree` the pids
  * of the target's tree (for procs[] and used_by_tree), `minors` the /dev/nvidiaN bits held,
  * `cvd` the target's CUDA_VISIBLE_DEVICES (NULL when unset). */
-void sop__nvml_finish(sop_nvml *n, int proc_root_fd, const int *tree, size_t ntree,
-                      uint32_t minors, const char *cvd, sop_gpu *out);
+void sop__nvml_finish(sop_nvml *n, int proc_root_fd, const int *tree, size_t ntree, uint32_t minors,
+                      const char *cvd, sop_gpu *out);
 /* The busy series of the ticks over the used devices (after finish; NULL when none); valid
  * until sop__nvml_close. */
 const sop_gpu_series *sop__nvml_series(const sop_nvml *n);

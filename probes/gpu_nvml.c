@@ -15,9 +15,10 @@
 #include "na.h"
 
 /* ---- NVML's types, as its reference gives them ---- */
-typedef int nvml_ret;         /* nvmlReturn_t */
+typedef int nvml_ret;                 /* nvmlReturn_t */
 typedef struct nvml_dev_st *nvml_dev; /* nvmlDevice_t */
 #define NVML_SUCCESS 0
+#define NVML_ERROR_NOT_FOUND 6
 #define NVML_ERROR_INSUFFICIENT_SIZE 7
 #define NVML_VALUE_NOT_AVAILABLE (~0ULL)
 typedef struct {
@@ -51,8 +52,8 @@ static const struct {
     unsigned long long bit;
     const char *name;
 } reasons[] = {
-    {0x4ULL, "sw_power_cap"},   {0x8ULL, "hw_slowdown"},     {0x10ULL, "sync_boost"},
-    {0x20ULL, "sw_thermal"},    {0x40ULL, "hw_thermal"},     {0x80ULL, "hw_power_brake"},
+    {0x4ULL, "sw_power_cap"},     {0x8ULL, "hw_slowdown"}, {0x10ULL, "sync_boost"},
+    {0x20ULL, "sw_thermal"},      {0x40ULL, "hw_thermal"}, {0x80ULL, "hw_power_brake"},
     {0x100ULL, "display_clocks"},
 };
 
@@ -72,6 +73,7 @@ typedef nvml_ret (*fn_dev_putil)(nvml_dev, nvml_proc_util *, unsigned int *, uns
 
 #define TICKS_MAX SOP_GPU_SERIES_MAX
 #define PROCS_READ_MAX 256
+#define PROC_SAMPLES_MAX 65536
 
 struct sop_nvml {
     void *lib;
@@ -127,8 +129,7 @@ sop_nvml *sop__nvml_open(char *why, size_t whylen)
     n->lib = dlopen(path, RTLD_NOW | RTLD_LOCAL);
     if (!n->lib) {
         const char *e = dlerror();
-        snprintf(why, whylen, "NVML not loaded (%s): no NVIDIA GPU figures",
-                 e ? e : path);
+        snprintf(why, whylen, "NVML not loaded (%s): no NVIDIA GPU figures", e ? e : path);
         free(n);
         return NULL;
     }
@@ -309,27 +310,44 @@ static void read_procs(sop_nvml *n, unsigned i, const pid_map *m, size_t nm, sop
 }
 
 /* Mean SM share of each tree process on device index i since the window started. */
+/* Mean SM share of each tree process on device index i since the window started. NVML keeps
+ * a sample per process and driver period; the buffer is sized by a first call (bounded). */
 static void read_proc_util(sop_nvml *n, unsigned i, const pid_map *m, size_t nm, sop_gpu *out)
 {
     if (!n->proc_util)
         return;
-    nvml_proc_util s[PROCS_READ_MAX];
-    unsigned cnt = PROCS_READ_MAX;
-    if (n->proc_util(n->dev[i], s, &cnt, n->t0_us) != NVML_SUCCESS)
+    unsigned cnt = 0;
+    nvml_ret r = n->proc_util(n->dev[i], NULL, &cnt, n->t0_us);
+    nvml_proc_util *s = NULL;
+    if (r == NVML_ERROR_INSUFFICIENT_SIZE || (r == NVML_SUCCESS && cnt > 0)) {
+        if (cnt == 0 || cnt > PROC_SAMPLES_MAX)
+            cnt = PROC_SAMPLES_MAX;
+        cnt += 16; /* samples may arrive between the two calls */
+        s = calloc(cnt, sizeof *s);
+        if (!s)
+            return;
+        r = n->proc_util(n->dev[i], s, &cnt, n->t0_us);
+    }
+    if (r != NVML_SUCCESS && r != NVML_ERROR_NOT_FOUND) { /* not supported (MIG, old GPUs) */
+        free(s);
         return;
+    }
+    if (r != NVML_SUCCESS || !s)
+        cnt = 0; /* NOT_FOUND: no process ran a kernel since the window started */
     for (size_t p = 0; p < out->nprocs; p++) {
         sop_gpu_proc *gp = &out->procs[p];
         if (gp->device != (int64_t)i)
             continue;
         double sum = 0;
         int k = 0;
-        for (unsigned j = 0; j < cnt && j < PROCS_READ_MAX; j++)
+        for (unsigned j = 0; j < cnt; j++)
             if (tree_pid_of(m, nm, s[j].pid) == gp->pid && s[j].sm_util <= 100) {
                 sum += s[j].sm_util;
                 k++;
             }
         gp->util_sm_pct = k ? sum / k : 0.0; /* listed but no sample since t0: no kernel ran */
     }
+    free(s);
 }
 
 static void throttle_text(unsigned long long bits, char *out, size_t cap)
@@ -409,8 +427,8 @@ static void device_init(sop_gpu_device *d)
     d->util_sm_pct = d->util_sm_max_pct = d->util_mem_pct = d->idle_frac = d->power_w = NAN;
 }
 
-void sop__nvml_finish(sop_nvml *n, int proc_root_fd, const int *tree, size_t ntree,
-                      uint32_t minors, const char *cvd, sop_gpu *out)
+void sop__nvml_finish(sop_nvml *n, int proc_root_fd, const int *tree, size_t ntree, uint32_t minors,
+                      const char *cvd, sop_gpu *out)
 {
     if (!n)
         return;
@@ -419,8 +437,8 @@ void sop__nvml_finish(sop_nvml *n, int proc_root_fd, const int *tree, size_t ntr
     out->have = true;
     snprintf(out->source, sizeof out->source, "nvml");
     snprintf(out->library, sizeof out->library, "%s", n->path);
-    if (n->driver_version && n->driver_version(out->driver_version,
-                                               sizeof out->driver_version) != NVML_SUCCESS)
+    if (n->driver_version &&
+        n->driver_version(out->driver_version, sizeof out->driver_version) != NVML_SUCCESS)
         out->driver_version[0] = '\0';
     out->driver_version[sizeof out->driver_version - 1] = '\0';
     if (cvd)
@@ -476,7 +494,8 @@ void sop__nvml_finish(sop_nvml *n, int proc_root_fd, const int *tree, size_t ntr
                 out->tree_mem_kb += out->procs[p].mem_kb;
     }
     /* the busy lane: per tick, the mean SM utilisation over the used devices */
-    if (any_used && n->nticks && !isnan(n->tick_ms[0]) && (n->series = calloc(1, sizeof *n->series))) {
+    if (any_used && n->nticks && !isnan(n->tick_ms[0]) &&
+        (n->series = calloc(1, sizeof *n->series))) {
         for (size_t t = 0; t < n->nticks; t++) {
             double s = 0;
             int k = 0;

@@ -14,8 +14,6 @@
 #include "gpu.h"
 #include "na.h"
 
-#define FDS_LOOKED_MAX 65536
-
 void sop__gpu_init(sop_gpu *g)
 {
     memset(g, 0, sizeof *g);
@@ -53,7 +51,7 @@ static void classify(const char *t, sop_gpu_signs *out)
     }
 }
 
-static void signs_of(int proc_root_fd, int pid, sop_gpu_signs *out)
+static void signs_of(int proc_root_fd, int pid, size_t max_fds, sop_gpu_signs *out)
 {
     char path[48];
     snprintf(path, sizeof path, "%d/fd", pid);
@@ -66,8 +64,10 @@ static void signs_of(int proc_root_fd, int pid, sop_gpu_signs *out)
         return;
     }
     struct dirent *e;
-    long looked = 0;
-    while ((e = readdir(d)) != NULL && looked < FDS_LOOKED_MAX) {
+    size_t looked = 0;
+    if (max_fds > SOP_GPU_FDS_ALL)
+        max_fds = SOP_GPU_FDS_ALL;
+    while ((e = readdir(d)) != NULL && looked < max_fds) {
         if (e->d_name[0] < '0' || e->d_name[0] > '9')
             continue;
         looked++;
@@ -81,10 +81,11 @@ static void signs_of(int proc_root_fd, int pid, sop_gpu_signs *out)
     closedir(d);
 }
 
-void sop__gpu_signs_read(int proc_root_fd, const int *pids, size_t npids, sop_gpu_signs *out)
+void sop__gpu_signs_read(int proc_root_fd, const int *pids, size_t npids, size_t max_fds,
+                         sop_gpu_signs *out)
 {
     for (size_t i = 0; i < npids && i < SOP_GPU_TREE_MAX; i++)
-        signs_of(proc_root_fd, pids[i], out);
+        signs_of(proc_root_fd, pids[i], max_fds, out);
 }
 
 size_t sop__gpu_nspid(int proc_root_fd, int pid, int64_t *out, size_t max)

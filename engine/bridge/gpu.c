@@ -92,8 +92,7 @@ static void top_hand(sop_value *o, const sop_evk *row, const char *name, void *c
             sop_value *e = sop__v_obj();
             if (!e)
                 break;
-            sop__bridge_keys(e, &g->procs[i], sop__evk_gpu, sop__evk_gpu_n, "procs[].", NULL,
-                             NULL);
+            sop__bridge_keys(e, &g->procs[i], sop__evk_gpu, sop__evk_gpu_n, "procs[].", NULL, NULL);
             sop__v_push(arr, e);
         }
     }

@@ -83,7 +83,8 @@ static void load(void)
                 d->present = 1;
                 if (i + 1 > ndev)
                     ndev = i + 1;
-                for (char *kv = strtok_r(NULL, " \t", &save); kv; kv = strtok_r(NULL, " \t", &save)) {
+                for (char *kv = strtok_r(NULL, " \t", &save); kv;
+                     kv = strtok_r(NULL, " \t", &save)) {
                     char *eq = strchr(kv, '=');
                     if (!eq)
                         continue;
@@ -170,15 +171,36 @@ static int do_handle(unsigned i, void **h)
 }
 
 #ifdef FAKE_NVML_OLD
-EXPORT int nvmlInit(void) { return do_init(); }
-EXPORT int nvmlDeviceGetCount(unsigned *n) { return do_count(n); }
-EXPORT int nvmlDeviceGetHandleByIndex(unsigned i, void **h) { return do_handle(i, h); }
+EXPORT int nvmlInit(void)
+{
+    return do_init();
+}
+EXPORT int nvmlDeviceGetCount(unsigned *n)
+{
+    return do_count(n);
+}
+EXPORT int nvmlDeviceGetHandleByIndex(unsigned i, void **h)
+{
+    return do_handle(i, h);
+}
 #else
-EXPORT int nvmlInit_v2(void) { return do_init(); }
-EXPORT int nvmlDeviceGetCount_v2(unsigned *n) { return do_count(n); }
-EXPORT int nvmlDeviceGetHandleByIndex_v2(unsigned i, void **h) { return do_handle(i, h); }
+EXPORT int nvmlInit_v2(void)
+{
+    return do_init();
+}
+EXPORT int nvmlDeviceGetCount_v2(unsigned *n)
+{
+    return do_count(n);
+}
+EXPORT int nvmlDeviceGetHandleByIndex_v2(unsigned i, void **h)
+{
+    return do_handle(i, h);
+}
 #endif
-EXPORT int nvmlShutdown(void) { return 0; }
+EXPORT int nvmlShutdown(void)
+{
+    return 0;
+}
 
 EXPORT const char *nvmlErrorString(int r)
 {
@@ -363,12 +385,16 @@ EXPORT int nvmlDeviceGetProcessUtilization(void *h, util_sample *out, unsigned *
     unsigned long long now = (unsigned long long)tv.tv_sec * 1000000ULL + (unsigned)tv.tv_usec;
     if (last_seen > now)
         return 6; /* NVML_ERROR_NOT_FOUND: nothing newer */
-    unsigned k = 0;
+    unsigned k = 0, want = 0;
+    for (int i = 0; i < nproc; i++)
+        want += &devs[procs[i].dev] == d && procs[i].sm >= 0;
+    if (!out || *count < want) { /* NVML's way to ask for the size */
+        *count = want;
+        return want ? 7 : 6;
+    }
     for (int i = 0; i < nproc; i++) {
         if (&devs[procs[i].dev] != d || procs[i].sm < 0)
             continue;
-        if (k >= *count)
-            return 7;
         util_sample s = {procs[i].pid, now, (unsigned)procs[i].sm, 0, 0, 0};
         out[k++] = s;
     }
