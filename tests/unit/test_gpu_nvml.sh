@@ -136,9 +136,14 @@ if unshare -m true 2>/dev/null; then
     -o "$tmp/t.svg" >/dev/null 2>"$tmp/err"
   lane=$(sed -n 's/.*<g class="gpu-lane" data-readings="\([0-9]*\)".*/\1/p' "$tmp/t.svg")
   bars=$(grep -c 'class="gpu"' "$tmp/t.svg")
-  [ "${lane:-0}" -ge 2 ] && [ "$bars" = "$lane" ] && grep -q 'GPU [0-9]*% busy at 0.00 s' "$tmp/t.svg" \
+  [ "${lane:-0}" -ge 2 ] && [ "$bars" = "$lane" ] && grep -q 'GPU [0-9]*% busy, 0.00-0.[0-9]* s' "$tmp/t.svg" \
     && ok "record --timeline: GPU lane of $lane readings from the window's start" \
     || bad "record --timeline GPU lane: readings=${lane:-none} bars=$bars $(cat "$tmp/err")"
+  # the HTML report's timeline has the lane too
+  SOP_FAKE_NVML="$tmp/s1" SOP_NVML_LIBRARY=$FAKE "$SOPCTL" run --pid "$P7" --duration 1 --format html \
+    -o "$tmp/r.html" >/dev/null 2>"$tmp/err"
+  grep -q '<g class="gpu-lane" data-readings="[1-9]' "$tmp/r.html" && ok "run --format html: GPU lane in the timeline" \
+    || bad "run --format html: no GPU lane $(head -c 300 "$tmp/err")"
   $PY -c 'import time; time.sleep(60)' </dev/null >/dev/null 2>&1 &
   pids+=($!)
   sleep 0.3
