@@ -275,7 +275,7 @@ static int post_mortem(int pid, sop_collection *c, char *err, size_t errlen)
 }
 
 /* The window's flame graph and timeline as inline SVG for an HTML page; NULL on failure. */
-static char *render_pictures(const sop_sampler *s, int pid)
+static char *render_pictures(const sop_sampler *s, int pid, const sop_timeline_gpu *gpu)
 {
     char *buf = NULL;
     size_t len = 0;
@@ -283,10 +283,10 @@ static char *render_pictures(const sop_sampler *s, int pid)
     if (!f)
         return NULL;
     fputs("<h2>Flame graph</h2>\n", f);
-    int rc = sop__record_pictures(s, pid, 1u, 0, f);
+    int rc = sop__record_pictures(s, pid, 1u, 0, NULL, f);
     fputs("<h2>Timeline</h2>\n", f);
     if (rc == 0)
-        rc = sop__record_pictures(s, pid, 2u, 0, f);
+        rc = sop__record_pictures(s, pid, 2u, 0, gpu, f);
     if (fclose(f) != 0 || rc != 0) {
         free(buf);
         return NULL;
@@ -319,6 +319,9 @@ int sop__collect(int pid, const sop_collect_opts *o, sop_value **out, char **pic
     int rc = 0;
     int pid_fd = openat(root_fd, name, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
     snapshot a, b;
+    double t_run = 0;
+    sop_gpu_series *gpu_lane_buf = NULL; /* a copy of the window's GPU readings, for pictures */
+    sop_timeline_gpu gpu_lane = {0};
     memset(&a, 0, sizeof a);
     memset(&b, 0, sizeof b);
     if (pid_fd < 0) {
@@ -375,6 +378,7 @@ int sop__collect(int pid, const sop_collect_opts *o, sop_value **out, char **pic
         }
         if (sampler && pictures && (o->flags & SOP_COLLECT_PICTURES))
             sop__sampler_keep_timeline(sampler);
+        t_run = sop__now_ms(); /* the sampler's timeline starts here */
         if (sampler)
             sop__sampler_run(sampler, t0 + o->duration_s * 1e3, o->rate_hz,
                              tp.t || gw.nvml ? tree_progress : NULL, &tp);
@@ -421,6 +425,13 @@ int sop__collect(int pid, const sop_collect_opts *o, sop_value **out, char **pic
     memset(&now->children, 0, sizeof now->children);
     cpu_budget(&c);
     c.gpu = sop__gpu_window_end(&gw, root_fd, &c.proc, &c.children, &c.missing);
+    const sop_gpu_series *gs = sop__gpu_window_series(&gw);
+    if (gs && sampler && pictures && (o->flags & SOP_COLLECT_PICTURES) &&
+        (gpu_lane_buf = malloc(sizeof *gpu_lane_buf))) { /* the timeline's GPU lane */
+        *gpu_lane_buf = *gs;
+        gpu_lane =
+            (sop_timeline_gpu){gpu_lane_buf->t_ms, gpu_lane_buf->busy_pct, gpu_lane_buf->n, t_run};
+    }
     sop__gpu_window_free(&gw);
     if (o->children && (o->probes & SOP_PROBE_CHILDREN) && c.proc.have_stat)
         sop__siblings_collect(root_fd, pid, c.proc.stat.ppid, &c.parent, &c.have_parent,
@@ -486,9 +497,10 @@ done:
                            sop__now_ms() - t_start - (c.duration_s > 0 ? c.duration_s * 1e3 : 0));
             *out = tree;
             if (pictures && (o->flags & SOP_COLLECT_PICTURES) && c.sampling)
-                *pictures = render_pictures(c.sampling, pid);
+                *pictures = render_pictures(c.sampling, pid, &gpu_lane);
         }
     }
+    free(gpu_lane_buf);
     sop__collection_free(&c);
     return rc;
 }

@@ -48,7 +48,8 @@ sop_record_format sop__record_format_of(const char *path)
     return SOP_RECORD_COLLAPSED;
 }
 
-int sop__record_pictures(const sop_sampler *s, int pid, unsigned what, unsigned flags, FILE *f)
+int sop__record_pictures(const sop_sampler *s, int pid, unsigned what, unsigned flags,
+                         const sop_timeline_gpu *gpu, FILE *f)
 {
     sop_sampler_stats st;
     sop__sampler_stats(s, &st);
@@ -71,8 +72,8 @@ int sop__record_pictures(const sop_sampler *s, int pid, unsigned what, unsigned 
         size_t nthr = sop__sampler_threads(s, &thr), nev = sop__sampler_timeline(s, &ev);
         snprintf(title, sizeof title, "pid %d and its workers, a lane per thread, over %.1f s", pid,
                  st.window_s);
-        rc = sop__timeline_write(thr, nthr, ev, nev, st.window_s, st.rate_hz, title, SOP_FG_INLINE,
-                                 f);
+        rc = sop__timeline_write_gpu(thr, nthr, ev, nev, st.window_s, st.rate_hz, title, gpu,
+                                     SOP_FG_INLINE, f);
         free(thr);
     }
     return rc;
@@ -124,8 +125,6 @@ int sop_record_ex(sop_engine *e, int pid, double duration_s, double rate_hz, con
         (root_fd = open("/proc", O_RDONLY | O_DIRECTORY | O_CLOEXEC)) >= 0) {
         sop__gpu_window_start_pid(&gw, root_fd, pid);
         pf.gpu = gw.nvml ? &gw : NULL;
-        if (pf.gpu)
-            sop__gpu_window_tick(pf.gpu); /* the lane starts with the window */
     }
     double t_run = sop__now_ms();
     sop__sampler_run(s, t_run + duration_s * 1e3, rate_hz, progress || pf.gpu ? forward : NULL,
@@ -175,10 +174,10 @@ int sop_record_ex(sop_engine *e, int pid, double duration_s, double rate_hz, con
         fputs("<h2>Flame graph</h2>\n<p class=\"hint\">Click a frame to zoom, Ctrl-F or "
               "<em>Search</em> to highlight; hover for samples and percent.</p>\n",
               f);
-        rc = sop__record_pictures(s, pid, 1u, flags, f);
+        rc = sop__record_pictures(s, pid, 1u, flags, NULL, f);
         fputs("<h2>Timeline</h2>\n", f);
         if (rc == 0)
-            rc = sop__record_pictures(s, pid, 2u, flags, f);
+            rc = sop__record_pictures(s, pid, 2u, flags, NULL, f);
         sop__html_end(f);
     } else {
         sop_sb line = {0};

@@ -97,7 +97,7 @@ int sop__timeline_write(const sop_thread_info *thr, size_t nthr, const sop_timel
                         unsigned flags, FILE *f);
 /* The same with a GPU lane under the threads: the busy share of the GPUs the tree uses at each
  * NVML reading (probes/gpu.h's series; t_ms on sop__now_ms's clock, t0_ms the window's start). */
-typedef struct {
+typedef struct sop_timeline_gpu {
     const double *t_ms;
     const float *busy_pct;
     size_t n;

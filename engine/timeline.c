@@ -56,19 +56,21 @@ static double nice_step(double span_s)
     return 600;
 }
 
-/* The GPU lane at y: one bar per NVML reading, from it to the next (a reading is NVML's
- * average over its own last sample period), its height and shade the busy share. */
+/* The GPU lane at y: one bar per NVML reading, over the time it stands for (a reading is
+ * NVML's average over its last sample period: from the reading before it, the first one from
+ * the window's start; the polls are 250 ms apart), its height the busy share. Readings up to 0.5 s
+ * past the window's end (the end-of-window reading) are drawn up to the end. */
 static void gpu_lane(FILE *f, const sop_timeline_gpu *g, double y, double x0, double scale,
                      double window_s)
 {
-    double sum = 0;
+    double end = window_s * 1e3, sum = 0;
     size_t k = 0;
     for (size_t i = 0; i < g->n; i++) {
         double t = g->t_ms[i] - g->t0_ms;
-        if (t < -1 || t > window_s * 1e3)
-            continue;
-        sum += g->busy_pct[i];
-        k++;
+        if (t > 0 && t <= end + 500) {
+            sum += g->busy_pct[i];
+            k++;
+        }
     }
     double mean = k ? sum / (double)k : 0;
     fprintf(f,
@@ -76,20 +78,24 @@ static void gpu_lane(FILE *f, const sop_timeline_gpu *g, double y, double x0, do
             "<rect x=\"0\" y=\"%.1f\" width=\"%g\" height=\"%d\" fill=\"#eef6e0\"/>"
             "<text x=\"%g\" y=\"%.1f\">GPU busy (NVML) %.0f%%</text>\n",
             k, mean, y, TL_WIDTH, TL_LANE, TL_PAD, y + TL_LANE - 5, mean);
+    double prev = -1;
     for (size_t i = 0; i < g->n; i++) {
         double t = g->t_ms[i] - g->t0_ms;
-        if (t < -1 || t > window_s * 1e3)
+        if (t <= 0 || t > end + 500) {
+            prev = t;
             continue;
-        t = t < 0 ? 0 : t;
-        double t1 = i + 1 < g->n ? g->t_ms[i + 1] - g->t0_ms : window_s * 1e3;
-        if (t1 > window_s * 1e3)
-            t1 = window_s * 1e3;
+        }
+        double t0 = prev > 0 ? prev : 0, t1 = t < end ? t : end;
+        prev = t;
+        if (t1 <= t0)
+            continue;
         double b = g->busy_pct[i] < 0 ? 0 : g->busy_pct[i] > 100 ? 100 : g->busy_pct[i];
-        double h = (TL_LANE - 4) * b / 100.0, w = (t1 - t) * scale;
+        double h = (TL_LANE - 4) * b / 100.0, w = (t1 - t0) * scale;
         fprintf(f,
                 "<rect class=\"gpu\" x=\"%.2f\" y=\"%.1f\" width=\"%.2f\" height=\"%.1f\" "
-                "fill=\"#76b900\"><title>GPU %.0f%% busy at %.2f s</title></rect>\n",
-                x0 + t * scale, y + 2 + (TL_LANE - 4) - h, w < 0.3 ? 0.3 : w, h, b, t / 1e3);
+                "fill=\"#76b900\"><title>GPU %.0f%% busy, %.2f-%.2f s</title></rect>\n",
+                x0 + t0 * scale, y + 2 + (TL_LANE - 4) - h, w < 0.3 ? 0.3 : w, h, b, t0 / 1e3,
+                t1 / 1e3);
     }
     fputs("</g>\n", f);
 }

@@ -5,11 +5,13 @@
  * memory, utilisation (at the window's ticks), clocks, clock-event reasons, temperature,
  * power, PCIe throughput; per process memory and SM utilisation. Depends on libc, libdl. */
 #include <dlfcn.h>
+#include <fcntl.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/time.h>
+#include <unistd.h>
 
 #include "gpu.h"
 #include "na.h"
@@ -93,6 +95,7 @@ struct sop_nvml {
     unsigned ndev;
     nvml_dev dev[SOP_GPU_DEVICES_MAX];
     unsigned long long t0_us; /* window start, for the per-process samples */
+    int root_fd;              /* the proc root, during sop__nvml_finish */
     /* utilisation readings per tick and device; -1 = no reading */
     size_t nticks;
     double *tick_ms;
@@ -250,13 +253,30 @@ typedef struct {
     size_t nns;
 } pid_map;
 
-static int tree_pid_of(const pid_map *m, size_t nm, unsigned nvml_pid)
+/* The tree process NVML's pid names. NVML gives pids of the namespace it runs in (the host's
+ * when sop runs there): first the pid as sop sees it; else, for a driver that gives the pids
+ * of the process's own (deeper) namespace, a deeper NSpid entry — only when that number is no
+ * process sop can see, so a host process with the same number is never taken for it. */
+static int tree_pid_of(const pid_map *m, size_t nm, unsigned nvml_pid, int proc_root_fd)
 {
     for (size_t i = 0; i < nm; i++)
-        for (size_t j = 0; j < m[i].nns; j++)
-            if (m[i].ns[j] == (int64_t)nvml_pid)
-                return m[i].tree_pid;
-    return 0;
+        if (m[i].ns[0] == (int64_t)nvml_pid)
+            return m[i].tree_pid;
+    int found = 0;
+    for (size_t i = 0; i < nm; i++)
+        for (size_t j = 1; j < m[i].nns; j++)
+            if (m[i].ns[j] == (int64_t)nvml_pid) {
+                if (found && found != m[i].tree_pid)
+                    return 0; /* two tree processes have that inner number: ambiguous */
+                found = m[i].tree_pid;
+            }
+    if (found) {
+        char name[16];
+        snprintf(name, sizeof name, "%u", nvml_pid);
+        if (proc_root_fd < 0 || faccessat(proc_root_fd, name, F_OK, 0) == 0)
+            return 0;
+    }
+    return found;
 }
 
 static void add_proc(sop_gpu *out, int pid, unsigned dev, unsigned long long mem)
@@ -298,7 +318,7 @@ static void read_procs(sop_nvml *n, unsigned i, const pid_map *m, size_t nm, sop
                     memcpy(&e, buf + k * sizeof e, sizeof e);
                     pid = e.pid, mem = e.used_gpu_memory;
                 }
-                int tp = tree_pid_of(m, nm, pid);
+                int tp = tree_pid_of(m, nm, pid, n->root_fd);
                 if (tp > 0) {
                     add_proc(out, tp, i, mem);
                     *used = true;
@@ -341,7 +361,7 @@ static void read_proc_util(sop_nvml *n, unsigned i, const pid_map *m, size_t nm,
         double sum = 0;
         int k = 0;
         for (unsigned j = 0; j < cnt; j++)
-            if (tree_pid_of(m, nm, s[j].pid) == gp->pid && s[j].sm_util <= 100) {
+            if (tree_pid_of(m, nm, s[j].pid, n->root_fd) == gp->pid && s[j].sm_util <= 100) {
                 sum += s[j].sm_util;
                 k++;
             }
@@ -443,6 +463,7 @@ void sop__nvml_finish(sop_nvml *n, int proc_root_fd, const int *tree, size_t ntr
     out->driver_version[sizeof out->driver_version - 1] = '\0';
     if (cvd)
         snprintf(out->cuda_visible_devices, sizeof out->cuda_visible_devices, "%s", cvd);
+    n->root_fd = proc_root_fd;
     pid_map map[SOP_GPU_TREE_MAX];
     size_t nm = 0;
     for (size_t i = 0; i < ntree && nm < SOP_GPU_TREE_MAX; i++) {

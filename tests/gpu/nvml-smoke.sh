@@ -4,12 +4,12 @@
 # `sopctl evidence --pid P` on each and prints the `gpu` group (and any gpu missing entry)
 # beside nvidia-smi's view; then the cost: sopctl's collection time with and without NVML and
 # the cost of one window poll (nvml_tick_bench). Results also go to $OUT/ when set.
-# Env: SOPCTL (required), PYTHON (default python3), NVML_BENCH (default: nvml_tick_bench
+# Env: SOPCTL (required), PYTHON (default $SOP_TEST_PYTHON, else python3: one with torch CUDA), NVML_BENCH (default: nvml_tick_bench
 # next to $SOPCTL or in its build tree's tests/), DURATION (default 3).
 # Exit: 0 all checks held, 1 a check failed, 77 no GPU/torch CUDA here (skipped).
 set -u
 SOPCTL=${SOPCTL:?set SOPCTL to the sopctl to test}
-PY=${PYTHON:-python3}
+PY=${PYTHON:-${SOP_TEST_PYTHON:-python3}}
 DUR=${DURATION:-3}
 OUT=${OUT:-$(mktemp -d)}
 mkdir -p "$OUT"
@@ -61,8 +61,20 @@ nvidia-smi --query-gpu=index,utilization.gpu,memory.used --format=csv >"$OUT/nvi
 cat "$OUT/nvidia-smi-apps.txt" "$OUT/nvidia-smi-util.txt"
 
 "$SOPCTL" evidence --pid "$BUSY" --duration "$DUR" >"$OUT/busy.json" 2>"$OUT/busy.err"
+# the idle one while the busy one runs on the same GPU: the device is busy, its process is not
+"$SOPCTL" evidence --pid "$IDLE" --duration "$DUR" >"$OUT/shared.json" 2>"$OUT/shared.err"
+# cost: collection time (no window) with NVML and without it (a library that is not there)
+for i in 1 2 3; do
+  "$SOPCTL" evidence --pid "$BUSY" --duration 0 | jq .collect_ms >>"$OUT/collect_ms.nvml"
+  SOP_NVML_LIBRARY=/nonexistent/libnvidia-ml.so.1 "$SOPCTL" evidence --pid "$BUSY" --duration 0 \
+    | jq .collect_ms >>"$OUT/collect_ms.without"
+done
+"$SOPCTL" record --pid "$BUSY" --duration 2 --timeline -o "$OUT/busy-timeline.svg" 2>&1 | tail -1
+kill "$BUSY" 2>/dev/null
+wait "$BUSY" 2>/dev/null
+sleep 3 # NVML's utilisation is an average over its last period
 "$SOPCTL" evidence --pid "$IDLE" --duration "$DUR" >"$OUT/idle.json" 2>"$OUT/idle.err"
-for w in busy idle; do
+for w in busy shared idle; do
   echo "== $w: ev.gpu"
   jq '{gpu, gpu_missing: [.missing[] | select(.probe == "gpu")], collect_ms}' "$OUT/$w.json" | tee "$OUT/$w.gpu.json"
 done
@@ -74,16 +86,12 @@ check "busy: busy_pct >= 80 ($(j busy .gpu.busy_pct))" \
   '[ "$(j busy "(.gpu.busy_pct // 0) >= 80")" = true ]'
 check "busy: device used_by_tree, util_samples >= 2" \
   '[ "$(j busy "[.gpu.devices[] | select(.used_by_tree and .util_samples >= 2)] | length")" -ge 1 ]'
+say "shared GPU: the idle process's own SM share $(j shared '[.gpu.procs[] | select(.pid == '"$IDLE"') | .util_sm_pct][0]') (device $(j shared .gpu.busy_pct)%)"
+check "record --timeline of the busy one: a GPU lane" 'grep -q "class=\"gpu-lane\"" "$OUT/busy-timeline.svg"'
 check "idle: busy_pct <= 20 ($(j idle .gpu.busy_pct)), tree_mem_kb >= 1 GiB ($(j idle .gpu.tree_mem_kb))" \
   '[ "$(j idle "(.gpu.busy_pct // 100) <= 20 and (.gpu.tree_mem_kb // 0) >= 1048576")" = true ]'
 check "idle: idle_frac >= 0.8 ($(j idle .gpu.idle_frac))" '[ "$(j idle "(.gpu.idle_frac // 0) >= 0.8")" = true ]'
 
-# cost: collection time (no window) with NVML and without it (a library that is not there)
-for i in 1 2 3; do
-  "$SOPCTL" evidence --pid "$BUSY" --duration 0 | jq .collect_ms >>"$OUT/collect_ms.nvml"
-  SOP_NVML_LIBRARY=/nonexistent/libnvidia-ml.so.1 "$SOPCTL" evidence --pid "$BUSY" --duration 0 \
-    | jq .collect_ms >>"$OUT/collect_ms.without"
-done
 say "collect_ms with NVML: $(tr '\n' ' ' <"$OUT/collect_ms.nvml")  without: $(tr '\n' ' ' <"$OUT/collect_ms.without")"
 if [ -n "$BENCH" ]; then
   "$BENCH" 2000 | tee "$OUT/tick_bench.json"

@@ -136,9 +136,14 @@ if unshare -m true 2>/dev/null; then
     -o "$tmp/t.svg" >/dev/null 2>"$tmp/err"
   lane=$(sed -n 's/.*<g class="gpu-lane" data-readings="\([0-9]*\)".*/\1/p' "$tmp/t.svg")
   bars=$(grep -c 'class="gpu"' "$tmp/t.svg")
-  [ "${lane:-0}" -ge 2 ] && [ "$bars" = "$lane" ] && grep -q 'GPU [0-9]*% busy at 0.00 s' "$tmp/t.svg" \
+  [ "${lane:-0}" -ge 2 ] && [ "$bars" = "$lane" ] && grep -q 'GPU [0-9]*% busy, 0.00-0.[0-9]* s' "$tmp/t.svg" \
     && ok "record --timeline: GPU lane of $lane readings from the window's start" \
     || bad "record --timeline GPU lane: readings=${lane:-none} bars=$bars $(cat "$tmp/err")"
+  # the HTML report's timeline has the lane too
+  SOP_FAKE_NVML="$tmp/s1" SOP_NVML_LIBRARY=$FAKE "$SOPCTL" run --pid "$P7" --duration 1 --format html \
+    -o "$tmp/r.html" >/dev/null 2>"$tmp/err"
+  grep -q '<g class="gpu-lane" data-readings="[1-9]' "$tmp/r.html" && ok "run --format html: GPU lane in the timeline" \
+    || bad "run --format html: no GPU lane $(head -c 300 "$tmp/err")"
   $PY -c 'import time; time.sleep(60)' </dev/null >/dev/null 2>&1 &
   pids+=($!)
   sleep 0.3
@@ -161,24 +166,44 @@ else
   ok "SKIP /dev/nvidiaN test: unshare -m not permitted here"
 fi
 
-# --- 8. NSpid: NVML names the process by its pid inside its own PID namespace ---
-if unshare -p -f true 2>/dev/null; then
-  unshare -p -f $PY -c "import ctypes,time; ctypes.CDLL('$tmp/libcuda.so.1'); time.sleep(60)" </dev/null >/dev/null 2>&1 &
+# --- 8. NSpid: a driver that names the process by its pid inside its own PID namespace ---
+# The target runs in a new PID namespace with an inner pid no process of ours has (the
+# namespace's ns_last_pid set first): NVML's inner pid maps to it. Then the same with an inner
+# pid (1) that a host process has too: never taken for the tree's (that pid is init's).
+start_ns() { # start_ns INNER_PID_OR_EMPTY: sets P8 (host pid) and inner
+  local set=
+  [ -n "$1" ] && set="echo $(($1 - 1)) > /proc/sys/kernel/ns_last_pid;"
+  unshare -p -f sh -c "$set $PY -c \"import ctypes,time; ctypes.CDLL('$tmp/libcuda.so.1'); time.sleep(60)\" & wait" \
+    </dev/null >/dev/null 2>&1 &
   pids+=($!)
-  U=$!
+  local u=$!
   P8=
   for _ in $(seq 200); do
-    P8=$(cat /proc/$U/task/*/children 2>/dev/null | tr -s ' ' '\n' | head -1)
+    local sh1
+    sh1=$(cat /proc/$u/task/*/children 2>/dev/null | tr -s ' ' '\n' | head -1)
+    [ -n "$sh1" ] && P8=$(cat /proc/$sh1/task/*/children 2>/dev/null | tr -s ' ' '\n' | head -1)
     [ -n "$P8" ] && grep -q libcuda "/proc/$P8/maps" 2>/dev/null && break
     sleep 0.05
   done
   pids+=($P8)
-  inner=$(awk '/^NSpid:/ { print $NF }' "/proc/$P8/status")
+  inner=$(awk '/^NSpid:/ { print $NF }' "/proc/$P8/status" 2>/dev/null)
+}
+if unshare -p -f true 2>/dev/null; then
+  free_pid=
+  for c in $(seq 30000 -7 20000); do [ ! -e /proc/$c ] && free_pid=$c && break; done
+  start_ns "$free_pid"
   sed "s/^proc 0 $P /proc 0 $inner /" "$tmp/s1" >"$tmp/s8"
   ev "$tmp/s8" --pid "$P8" --duration 0 >"$tmp/e9.json"
-  [ "$inner" != "$P8" ] && [ "$(jq -c '[.gpu.procs[].pid]' "$tmp/e9.json")" = "[$P8]" ] \
+  [ -n "$inner" ] && [ "$inner" != "$P8" ] && [ ! -e "/proc/$inner" ] &&
+    [ "$(jq -c '[.gpu.procs[].pid]' "$tmp/e9.json")" = "[$P8]" ] \
     && ok "NSpid: NVML's pid $inner (inner namespace) mapped to $P8" \
-    || bad "NSpid ($inner -> $P8): $(jq -c .gpu.procs "$tmp/e9.json")"
+    || bad "NSpid ($inner -> $P8): $(jq -c .gpu.procs "$tmp/e9.json") $(cat "$tmp/err")"
+  start_ns ""
+  sed "s/^proc 0 $P /proc 0 $inner /" "$tmp/s1" >"$tmp/s9"
+  ev "$tmp/s9" --pid "$P8" --duration 0 >"$tmp/e10.json"
+  [ "$inner" = 2 ] && [ "$(jq -c '.gpu.procs' "$tmp/e10.json")" = '[]' ] \
+    && ok "NSpid: an inner pid ($inner) that a host process has is not taken for the tree's" \
+    || bad "NSpid collision (inner $inner): $(jq -c .gpu.procs "$tmp/e10.json")"
 else
   ok "SKIP NSpid test: unshare -p not permitted here"
 fi
