@@ -63,6 +63,18 @@ thresholds {
   summary_cpu_bound_pct = 80,   -- the job (target + workers) using at least this % of one core is CPU-bound
   summary_io_wait_pct = 20,     -- not CPU-bound, and at least this % of its thread time in D state: IO-bound
 
+  -- summary.verdict on a GPU job, gpu.sync_per_step, gpu.memory_near_full (ev.gpu; issue 25); cpu.pool_undersized
+  gpu_busy_pct = 70,            -- the devices the tree uses busy (mean SM utilisation over the window) at least
+                                --   this %: GPU-bound (the host waits on it); no CPU-thread advice
+  gpu_idle_pct = 40,            -- ... at most this %: the GPU idles, the host decides (input- or host-bound)
+  gpu_host_busy_frac = 0.5,     -- host-bound: a Python thread running (GIL or native, GPU waits aside) this
+                                --   fraction of its samples while the GPU idles
+  gpu_sync_frac = 0.1,          -- a thread waiting on the GPU at one line of its own code this fraction of its
+                                --   samples, the GPU below gpu_busy_pct: a device-to-host sync in the hot loop
+  gpu_mem_pct = 90,             -- device memory in use at least this % of the device's, most of it the tree's
+                                --   (gpu_mem_tree_share): out-of-memory risk
+  gpu_mem_tree_share = 0.5,     -- ... the tree's processes holding at least this share of what is in use
+
   -- dataloader.starved, dataloader.no_workers, dataloader.too_many_workers, dataloader.slow_tokenizer (§6)
   loader_wait_pct = 30,         -- the training loop (target's main thread) waits for a batch at least this % of
                                 --   its samples: starved (warn) ...
@@ -195,6 +207,7 @@ require "plugins.gil"          -- §4
 require "plugins.cpu"          -- §4.4, §8.5
 require "plugins.asyncio"      -- §5
 require "plugins.dataloader"   -- §6
+require "plugins.gpu"          -- GPU jobs: sync per step (§9), GPU memory (§2.2)
 require "plugins.io"           -- §7
 require "plugins.mapped"       -- §7.3 through memory maps
 require "plugins.checkpoint"   -- §7.7

@@ -18,6 +18,7 @@
 #include "bridge/bridge.h"
 #include "bridge/schema.h"
 #include "clock.h"
+#include "collect_gpu.h"
 #include "collect_heap.h"
 #include "engine.h"
 #include "evidence.h"
@@ -105,12 +106,19 @@ typedef struct {
     int root_fd, pid;
     sop_tree_sched *t;
     double next_ms;
+    sop_gpu_window *gpu; /* its utilisation is read at the same polls (engine/collect_gpu.c) */
+    long gpu_polls;
 } tree_poller;
 
 static void tree_poll(tree_poller *tp, bool final, sop_missing *missing)
 {
-    if (!tp->t)
+    /* not at the window's start: a reading is NVML's average over its last period, before */
+    if (tp->gpu && tp->gpu_polls++ > 0)
+        sop__gpu_window_tick(tp->gpu);
+    if (!tp->t) {
+        tp->next_ms = sop__now_ms() + TREE_POLL_MS;
         return;
+    }
     sop_missing scratch = {0};
     double now = sop__now_ms();
     if (sop__tree_poll(tp->root_fd, tp->pid, tp->t, final, final ? missing : &scratch) == 0) {
@@ -132,7 +140,7 @@ static void tree_progress(void *ctx, double done_frac, long ticks)
 
 static void tree_wait_until_ms(tree_poller *tp, double deadline_ms)
 {
-    while (tp->t && tp->next_ms < deadline_ms) {
+    while ((tp->t || (tp->gpu && tp->gpu->nvml)) && tp->next_ms < deadline_ms) {
         sleep_until_ms(tp->next_ms);
         tree_poll(tp, false, NULL);
     }
@@ -204,6 +212,8 @@ static sop_value *to_tree(const sop_collection *c, double now, unsigned probes)
             sop__bridge_alloc(ev, &c->alloc);
         if (probes & SOP_PROBE_HOST)
             sop__bridge_numa(ev, &c->numa);
+        if (c->gpu)
+            sop__bridge_gpu(ev, c->gpu);
         if (c->python)
             sop__bridge_python(ev, c->python);
         if (c->sampling)
@@ -231,6 +241,8 @@ void sop__collection_free(sop_collection *c)
     c->sampling = NULL;
     sop__v_free(c->heap);
     c->heap = NULL;
+    free(c->gpu);
+    c->gpu = NULL;
     sop__tree_free(c->sched);
     free(c->sched);
     c->sched = NULL;
@@ -263,7 +275,7 @@ static int post_mortem(int pid, sop_collection *c, char *err, size_t errlen)
 }
 
 /* The window's flame graph and timeline as inline SVG for an HTML page; NULL on failure. */
-static char *render_pictures(const sop_sampler *s, int pid)
+static char *render_pictures(const sop_sampler *s, int pid, const sop_timeline_gpu *gpu)
 {
     char *buf = NULL;
     size_t len = 0;
@@ -271,10 +283,10 @@ static char *render_pictures(const sop_sampler *s, int pid)
     if (!f)
         return NULL;
     fputs("<h2>Flame graph</h2>\n", f);
-    int rc = sop__record_pictures(s, pid, 1u, 0, f);
+    int rc = sop__record_pictures(s, pid, 1u, 0, NULL, f);
     fputs("<h2>Timeline</h2>\n", f);
     if (rc == 0)
-        rc = sop__record_pictures(s, pid, 2u, 0, f);
+        rc = sop__record_pictures(s, pid, 2u, 0, gpu, f);
     if (fclose(f) != 0 || rc != 0) {
         free(buf);
         return NULL;
@@ -307,6 +319,9 @@ int sop__collect(int pid, const sop_collect_opts *o, sop_value **out, char **pic
     int rc = 0;
     int pid_fd = openat(root_fd, name, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
     snapshot a, b;
+    double t_run = 0;
+    sop_gpu_series *gpu_lane_buf = NULL; /* a copy of the window's GPU readings, for pictures */
+    sop_timeline_gpu gpu_lane = {0};
     memset(&a, 0, sizeof a);
     memset(&b, 0, sizeof b);
     if (pid_fd < 0) {
@@ -344,7 +359,9 @@ int sop__collect(int pid, const sop_collect_opts *o, sop_value **out, char **pic
     }
     if (want_heap)
         sop__heap_window_start(&hw, rt, pid, proc_root, (o->probes & SOP_PROBE_HEAP) != 0);
-    tree_poller tp = {root_fd, pid, NULL, 0};
+    sop_gpu_window gw;
+    sop__gpu_window_start(&gw, root_fd, &a.proc, &a.children);
+    tree_poller tp = {root_fd, pid, NULL, 0, &gw, 0};
     if (o->duration_s > 0 && (o->probes & SOP_PROBE_THREADS)) {
         tp.t = calloc(1, sizeof *tp.t);
         tree_poll(&tp, false, NULL);
@@ -361,9 +378,10 @@ int sop__collect(int pid, const sop_collect_opts *o, sop_value **out, char **pic
         }
         if (sampler && pictures && (o->flags & SOP_COLLECT_PICTURES))
             sop__sampler_keep_timeline(sampler);
+        t_run = sop__now_ms(); /* the sampler's timeline starts here */
         if (sampler)
             sop__sampler_run(sampler, t0 + o->duration_s * 1e3, o->rate_hz,
-                             tp.t ? tree_progress : NULL, &tp);
+                             tp.t || gw.nvml ? tree_progress : NULL, &tp);
         /* the window is the asked duration whatever the rate (or a target that left early) */
         tree_wait_until_ms(&tp, t0 + o->duration_s * 1e3);
         sop_missing scratch = {0};
@@ -406,6 +424,15 @@ int sop__collect(int pid, const sop_collect_opts *o, sop_value **out, char **pic
     memset(&now->threads, 0, sizeof now->threads);
     memset(&now->children, 0, sizeof now->children);
     cpu_budget(&c);
+    c.gpu = sop__gpu_window_end(&gw, root_fd, &c.proc, &c.children, &c.missing);
+    const sop_gpu_series *gs = sop__gpu_window_series(&gw);
+    if (gs && sampler && pictures && (o->flags & SOP_COLLECT_PICTURES) &&
+        (gpu_lane_buf = malloc(sizeof *gpu_lane_buf))) { /* the timeline's GPU lane */
+        *gpu_lane_buf = *gs;
+        gpu_lane =
+            (sop_timeline_gpu){gpu_lane_buf->t_ms, gpu_lane_buf->busy_pct, gpu_lane_buf->n, t_run};
+    }
+    sop__gpu_window_free(&gw);
     if (o->children && (o->probes & SOP_PROBE_CHILDREN) && c.proc.have_stat)
         sop__siblings_collect(root_fd, pid, c.proc.stat.ppid, &c.parent, &c.have_parent,
                               &c.siblings, &c.missing);
@@ -470,9 +497,10 @@ done:
                            sop__now_ms() - t_start - (c.duration_s > 0 ? c.duration_s * 1e3 : 0));
             *out = tree;
             if (pictures && (o->flags & SOP_COLLECT_PICTURES) && c.sampling)
-                *pictures = render_pictures(c.sampling, pid);
+                *pictures = render_pictures(c.sampling, pid, &gpu_lane);
         }
     }
+    free(gpu_lane_buf);
     sop__collection_free(&c);
     return rc;
 }

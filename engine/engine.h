@@ -57,10 +57,12 @@ void sop__html_end(FILE *f);
 /* record.c: the output format a path's name asks for. */
 sop_record_format sop__record_format_of(const char *path);
 /* The target's pictures, inline for an HTML page: what bit 1 the flame graph, bit 2 the
- * timeline (needs sop__sampler_keep_timeline); flags SOP_RECORD_IDLE. 0 or -errno. */
+ * timeline (needs sop__sampler_keep_timeline) with a GPU lane when `gpu` has readings (may be
+ * NULL); flags SOP_RECORD_IDLE. 0 or -errno. */
 struct sop_sampler;
+struct sop_timeline_gpu;
 int sop__record_pictures(const struct sop_sampler *s, int pid, unsigned what, unsigned flags,
-                         FILE *f);
+                         const struct sop_timeline_gpu *gpu, FILE *f);
 /* The terminal layout (engine/report_term.c); malloc'd string or NULL. */
 char *sop__report_render_term(const sop_value *report, const char *lang, int width, bool color,
                               bool all);

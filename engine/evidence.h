@@ -9,6 +9,7 @@
 
 #include "../probes/alloc.h"
 #include "../probes/cgroup.h"
+#include "../probes/gpu.h"
 #include "../probes/host.h"
 #include "../probes/kmsg.h"
 #include "../probes/missing.h"
@@ -37,6 +38,7 @@ typedef struct sop_collection {
     sop_tree_sched *sched; /* whole-tree scheduling over the window; NULL when not measured */
     sop_alloc alloc;
     sop_numa numa;                /* host.numa and proc.numa */
+    sop_gpu *gpu;                 /* ev.gpu (probes/gpu_nvml.c); NULL when not read */
     struct sop_python *python;    /* NULL when not CPython or not read */
     struct sop_sampler *sampling; /* the window's stack samples (engine/sampler.h); or NULL */
     struct sop_value *heap;       /* ev.python.heap (engine/collect_heap.c); or NULL */

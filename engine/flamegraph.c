@@ -109,8 +109,8 @@ typedef struct {
 
 /* The state names of the tooltips and the legend, and each state's palette: a base colour and
  * how far the name's hash moves each channel. */
-static const char *const STATE_NAME[SOP_ST_N] = {"GIL held", "GIL wait",   "native",
-                                                 "disk (D)", "batch wait", "idle"};
+static const char *const STATE_NAME[SOP_ST_N] = {"GIL held",   "GIL wait", "native",  "disk (D)",
+                                                 "batch wait", "idle",     "GPU wait"};
 static const int STATE_RGB[SOP_ST_N][6] = {
     {205, 80, 0, 50, 120, 55},   /* holding the GIL: warm */
     {110, 100, 215, 40, 40, 40}, /* waiting for the GIL: violet */
@@ -118,6 +118,7 @@ static const int STATE_RGB[SOP_ST_N][6] = {
     {160, 110, 50, 40, 40, 30},  /* disk: brown */
     {60, 180, 200, 30, 40, 40},  /* DataLoader batch wait: teal */
     {175, 175, 175, 35, 35, 35}, /* idle: grey */
+    {190, 60, 150, 40, 40, 40},  /* waiting for the GPU: magenta */
 };
 
 static int dominant(const node *x)

@@ -36,6 +36,8 @@ static const figure_def FIGS[] = {
     {"rss_kb", "RSS", "RSS", 262144, 0.5, "mem.;memory.;oom."},
     {"gil_frac", "GIL held", "持有 GIL", 0.2, 0, "gil."},
     {"loop_stretch_ms", "loop stretch", "事件循环阻塞", 100, 0, "asyncio."},
+    /* a rank whose GPU idles while the others' are busy: its input, its host side, or a sync */
+    {"gpu_busy_frac", "GPU busy", "GPU 繁忙", 0.25, 0, "dataloader.;gpu.;cpu.;gil."},
 };
 #define NFIG (sizeof FIGS / sizeof FIGS[0])
 

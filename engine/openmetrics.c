@@ -5,6 +5,7 @@
  * are escaped here and nowhere else. Depends on value and strbuf. */
 #include <math.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <string.h>
 
 #include "engine.h"
@@ -235,6 +236,109 @@ static void python_series(sop_sb *b, const sop_value *py)
              "gc.window.collecting_frac", 1);
 }
 
+/* One labelled sample per element of `arr` that has the number `key`: NAME{gpu="index"
+ * [,pid="pid"]} value*scale; the family only when some element has it. */
+static void gpu_family(sop_sb *b, const sop_value *arr, const char *key, const char *name,
+                       const char *unit, const char *help, double scale)
+{
+    bool head = false;
+    for (const sop_value *d = arr ? arr->child : NULL; d; d = d->next) {
+        double x = 0, idx = 0, pid = 0;
+        bool proc = sop__v_get_num(d, "pid", &pid);
+        if (!sop__v_get_num(d, key, &x) || !sop__v_get_num(d, proc ? "device" : "index", &idx))
+            continue;
+        if (!head)
+            family(b, name, "gauge", unit, help);
+        head = true;
+        sop__sb_printf(b, "%s{gpu=\"%.0f\"", name, idx);
+        if (proc)
+            sop__sb_printf(b, ",pid=\"%.0f\"", pid);
+        sop__sb_puts(b, "}");
+        value(b, x * scale);
+    }
+}
+
+/* ev.gpu: per device the tree uses, its processes, and the tree's figures (docs/metrics.md). */
+static void gpu_series(sop_sb *b, const sop_value *gpu)
+{
+    const sop_value *devs = sop__v_get(gpu, "devices");
+    if (devs && devs->child) {
+        family(b, "sop_gpu_info", "gauge", NULL,
+               "A GPU the target's tree uses or may use (always 1), labelled with its index, "
+               "UUID, name, whether the tree uses it, and the driver");
+        for (const sop_value *d = devs->child; d; d = d->next) {
+            double idx = 0;
+            if (!sop__v_get_num(d, "index", &idx))
+                continue;
+            const sop_value *used = sop__v_get(d, "used_by_tree");
+            sop__sb_printf(b, "sop_gpu_info{gpu=\"%.0f\",uuid=\"", idx);
+            put_label_value(b, sop__v_get_str(d, "uuid"));
+            sop__sb_puts(b, "\",name=\"");
+            put_label_value(b, sop__v_get_str(d, "name"));
+            sop__sb_printf(b, "\",used_by_tree=\"%s\",driver=\"",
+                           used && used->type == SOP_V_BOOL && used->b ? "true" : "false");
+            put_label_value(b, sop__v_get_str(gpu, "driver_version"));
+            sop__sb_puts(b, "\"} 1\n");
+        }
+    }
+    gpu_family(b, devs, "util_sm_pct", "sop_gpu_utilization_ratio", "ratio",
+               "Share of the window a kernel ran on the GPU (mean of NVML's SM utilisation "
+               "readings)",
+               0.01);
+    gpu_family(b, devs, "util_sm_max_pct", "sop_gpu_utilization_max_ratio", "ratio",
+               "Highest SM utilisation reading of the window", 0.01);
+    gpu_family(b, devs, "idle_frac", "sop_gpu_idle_ratio", "ratio",
+               "Share of the window's readings with the GPU idle (SM utilisation < 5%)", 1);
+    gpu_family(b, devs, "util_mem_pct", "sop_gpu_memory_utilization_ratio", "ratio",
+               "Share of the window the GPU's memory was read or written", 0.01);
+    gpu_family(b, devs, "mem_used_kb", "sop_gpu_memory_used_bytes", "bytes",
+               "GPU memory in use (all processes)", 1024);
+    gpu_family(b, devs, "mem_total_kb", "sop_gpu_memory_total_bytes", "bytes", "GPU memory", 1024);
+    gpu_family(b, devs, "sm_clock_mhz", "sop_gpu_sm_clock_hertz", "hertz", "SM clock", 1e6);
+    gpu_family(b, devs, "sm_clock_max_mhz", "sop_gpu_sm_clock_max_hertz", "hertz",
+               "The SM clock's maximum", 1e6);
+    gpu_family(b, devs, "temperature_c", "sop_gpu_temperature_celsius", "celsius",
+               "GPU temperature", 1);
+    gpu_family(b, devs, "power_w", "sop_gpu_power_watts", "watts", "GPU power draw", 1);
+    gpu_family(b, devs, "pcie_rx_kb_per_s", "sop_gpu_pcie_rx_bytes_per_second", NULL,
+               "PCIe receive throughput (bytes per second)", 1024);
+    gpu_family(b, devs, "pcie_tx_kb_per_s", "sop_gpu_pcie_tx_bytes_per_second", NULL,
+               "PCIe transmit throughput (bytes per second)", 1024);
+    bool head = false;
+    for (const sop_value *d = devs ? devs->child : NULL; d; d = d->next) {
+        double idx = 0;
+        const char *t = sop__v_get_str(d, "throttle");
+        if (!t || !t[0] || !sop__v_get_num(d, "index", &idx))
+            continue;
+        if (!head)
+            family(b, "sop_gpu_clocks_throttled", "gauge", NULL,
+                   "1 for each reason the GPU's clocks are held down (power cap, thermal, ...)");
+        head = true;
+        for (const char *p = t; *p;) {
+            size_t n = strcspn(p, ",");
+            char reason[48];
+            snprintf(reason, sizeof reason, "%.*s", (int)(n < 47 ? n : 47), p);
+            sop__sb_printf(b, "sop_gpu_clocks_throttled{gpu=\"%.0f\",reason=\"", idx);
+            put_label_value(b, reason);
+            sop__sb_puts(b, "\"} 1\n");
+            p += n;
+            p += *p == ',';
+        }
+    }
+    gpu_family(b, sop__v_get(gpu, "procs"), "mem_kb", "sop_gpu_process_memory_bytes", "bytes",
+               "GPU memory held by a process of the target's tree", 1024);
+    gpu_family(b, sop__v_get(gpu, "procs"), "util_sm_pct", "sop_gpu_process_utilization_ratio",
+               "ratio", "A process's share of the GPU's SM time over the window", 0.01);
+    gauge_at(b, "sop_gpu_tree_busy_ratio", "ratio",
+             "Mean GPU utilisation over the GPUs the target's tree uses", gpu, "busy_pct", 0.01);
+    gauge_at(b, "sop_gpu_tree_idle_ratio", "ratio",
+             "Mean idle share of the window over the GPUs the target's tree uses", gpu, "idle_frac",
+             1);
+    gauge_at(b, "sop_gpu_tree_memory_bytes", "bytes",
+             "GPU memory held by the target's tree (all its processes, all GPUs)", gpu,
+             "tree_mem_kb", 1024);
+}
+
 static void evidence_series(sop_sb *b, const sop_value *ev)
 {
     double x = 0, y = 0;
@@ -273,6 +377,9 @@ static void evidence_series(sop_sb *b, const sop_value *ev)
     const sop_value *py = sop__v_get(ev, "python");
     if (py)
         python_series(b, py);
+    const sop_value *gpu = sop__v_get(ev, "gpu");
+    if (gpu)
+        gpu_series(b, gpu);
     gauge_at(b, "sop_window_seconds", "seconds", "Length of the last observation window", ev,
              "duration_s", 1);
     gauge_at(b, "sop_last_window_timestamp_seconds", "seconds",

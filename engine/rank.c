@@ -131,6 +131,8 @@ sop_value *sop__rank_figures(const sop_value *ev)
     if (sop__v_get_num(sop__v_get(py, "loop"), "longest_block_ms", &v) ||
         threads_window(ev, "loop_longest_block_ms", false, &v))
         sop__v_set_dbl(f, "loop_stretch_ms", v);
+    if (sop__v_get_num(sop__v_get(ev, "gpu"), "busy_pct", &v))
+        sop__v_set_dbl(f, "gpu_busy_frac", v / 100);
     if (f->count == 0) {
         sop__v_free(f);
         return NULL;

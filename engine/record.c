@@ -3,11 +3,14 @@
  * (engine/flamegraph.c), a timeline (engine/timeline.c), speedscope JSON (engine/speedscope.c)
  * or one HTML page with both pictures (engine/html.c). Depends on sampler.h and engine.h. */
 #include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "clock.h"
+#include "collect_gpu.h"
 #include "engine.h"
 #include "escape.h"
 #include "sampler.h"
@@ -15,12 +18,15 @@
 typedef struct {
     void (*fn)(void *ctx, double done_frac);
     void *ctx;
+    sop_gpu_window *gpu; /* the timeline's GPU lane: read at each progress call (250 ms) */
 } progress_fwd;
 
 static void forward(void *ctx, double done, long ticks)
 {
     progress_fwd *p = ctx;
     (void)ticks;
+    if (p->gpu)
+        sop__gpu_window_tick(p->gpu);
     if (p->fn)
         p->fn(p->ctx, done);
 }
@@ -42,7 +48,8 @@ sop_record_format sop__record_format_of(const char *path)
     return SOP_RECORD_COLLAPSED;
 }
 
-int sop__record_pictures(const sop_sampler *s, int pid, unsigned what, unsigned flags, FILE *f)
+int sop__record_pictures(const sop_sampler *s, int pid, unsigned what, unsigned flags,
+                         const sop_timeline_gpu *gpu, FILE *f)
 {
     sop_sampler_stats st;
     sop__sampler_stats(s, &st);
@@ -65,8 +72,8 @@ int sop__record_pictures(const sop_sampler *s, int pid, unsigned what, unsigned 
         size_t nthr = sop__sampler_threads(s, &thr), nev = sop__sampler_timeline(s, &ev);
         snprintf(title, sizeof title, "pid %d and its workers, a lane per thread, over %.1f s", pid,
                  st.window_s);
-        rc = sop__timeline_write(thr, nthr, ev, nev, st.window_s, st.rate_hz, title, SOP_FG_INLINE,
-                                 f);
+        rc = sop__timeline_write_gpu(thr, nthr, ev, nev, st.window_s, st.rate_hz, title, gpu,
+                                     SOP_FG_INLINE, f);
         free(thr);
     }
     return rc;
@@ -109,14 +116,30 @@ int sop_record_ex(sop_engine *e, int pid, double duration_s, double rate_hz, con
         fmt = sop__record_format_of(path);
     if (fmt == SOP_RECORD_HTML || (flags & SOP_RECORD_TIMELINE))
         sop__sampler_keep_timeline(s);
-    progress_fwd pf = {progress, ctx};
-    sop__sampler_run(s, sop__now_ms() + duration_s * 1e3, rate_hz, progress ? forward : NULL, &pf);
+    progress_fwd pf = {progress, ctx, NULL};
+    /* the timeline's GPU lane, when the tree holds an NVIDIA device open (engine/collect_gpu.c) */
+    sop_gpu_window gw;
+    memset(&gw, 0, sizeof gw);
+    int root_fd = -1;
+    if (fmt == SOP_RECORD_SVG && (flags & SOP_RECORD_TIMELINE) &&
+        (root_fd = open("/proc", O_RDONLY | O_DIRECTORY | O_CLOEXEC)) >= 0) {
+        sop__gpu_window_start_pid(&gw, root_fd, pid);
+        pf.gpu = gw.nvml ? &gw : NULL;
+    }
+    double t_run = sop__now_ms();
+    sop__sampler_run(s, t_run + duration_s * 1e3, rate_hz, progress || pf.gpu ? forward : NULL,
+                     &pf);
+    if (pf.gpu)
+        sop__gpu_window_end_pid(&gw, root_fd);
+    if (root_fd >= 0)
+        close(root_fd);
     sop_sampler_stats st;
     sop__sampler_stats(s, &st);
     FILE *f = fopen(path, "w");
     if (!f) {
         int err = errno;
         sop__sampler_close(s);
+        sop__gpu_window_free(&gw);
         return sop__fail(e, SOP_EIO, "%s: %s", path, strerror(err));
     }
     sop_stack_count *v = NULL;
@@ -131,7 +154,11 @@ int sop_record_ex(sop_engine *e, int pid, double duration_s, double rate_hz, con
                  "sopctl record --timeline --pid %d: a lane per thread, %ld samples at %g Hz "
                  "over %.1f s",
                  pid, st.ticks, st.rate_hz, st.window_s);
-        rc = sop__timeline_write(thr, nthr, ev, nev, st.window_s, st.rate_hz, title, 0, f);
+        const sop_gpu_series *gs = pf.gpu ? sop__gpu_window_series(&gw) : NULL;
+        sop_timeline_gpu lane = {gs ? gs->t_ms : NULL, gs ? gs->busy_pct : NULL, gs ? gs->n : 0,
+                                 t_run};
+        rc = sop__timeline_write_gpu(thr, nthr, ev, nev, st.window_s, st.rate_hz, title, &lane, 0,
+                                     f);
         free(thr);
     } else if (fmt == SOP_RECORD_SVG) {
         snprintf(title, sizeof title, "sopctl record --pid %d: %ld samples at %g Hz over %.1f s%s",
@@ -147,10 +174,10 @@ int sop_record_ex(sop_engine *e, int pid, double duration_s, double rate_hz, con
         fputs("<h2>Flame graph</h2>\n<p class=\"hint\">Click a frame to zoom, Ctrl-F or "
               "<em>Search</em> to highlight; hover for samples and percent.</p>\n",
               f);
-        rc = sop__record_pictures(s, pid, 1u, flags, f);
+        rc = sop__record_pictures(s, pid, 1u, flags, NULL, f);
         fputs("<h2>Timeline</h2>\n", f);
         if (rc == 0)
-            rc = sop__record_pictures(s, pid, 2u, flags, f);
+            rc = sop__record_pictures(s, pid, 2u, flags, NULL, f);
         sop__html_end(f);
     } else {
         sop_sb line = {0};
@@ -174,6 +201,7 @@ int sop_record_ex(sop_engine *e, int pid, double duration_s, double rate_hz, con
         rc = -1;
     if (fclose(f) != 0 || rc < 0) {
         sop__sampler_close(s);
+        sop__gpu_window_free(&gw);
         return sop__fail(e, SOP_EIO, "%s: write failed", path);
     }
     if (stats) {
@@ -186,5 +214,6 @@ int sop_record_ex(sop_engine *e, int pid, double duration_s, double rate_hz, con
         stats->window_s = st.window_s;
     }
     sop__sampler_close(s);
+    sop__gpu_window_free(&gw);
     return SOP_OK;
 }

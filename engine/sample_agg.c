@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "gpu_wait.h"
 #include "sampler_runtime.h"
 
 static uint64_t fnv(const char *s, uint32_t seed)
@@ -371,6 +372,90 @@ static void count_leaf(sop_agg *a, int ti, const sop_pysample *p, bool active)
     }
 }
 
+/* ---- GPU waits ------------------------------------------------------------------------ */
+
+/* Does line `line` of `file` (process proc) wait for the device? Answers are kept per (process,
+ * file, line): each line is read once per window. */
+static bool sync_line(sop_agg *a, int proc, const sop_pyframe *f)
+{
+    if (!a->line_fn || !f->file || f->line <= 0)
+        return false;
+    if (!a->lines) {
+        a->lines = calloc(SOP_AGG_LINE_SLOTS, sizeof *a->lines);
+        if (!a->lines)
+            return false;
+    }
+    uint64_t key = fnv(f->file, (uint32_t)proc) * 1099511628211ull + (uint64_t)(unsigned)f->line;
+    key = key ? key : 1;
+    size_t i = key & (SOP_AGG_LINE_SLOTS - 1);
+    for (size_t n = 0; n < SOP_AGG_LINE_SLOTS; n++, i = (i + 1) & (SOP_AGG_LINE_SLOTS - 1)) {
+        sop_agg_line *e = &a->lines[i];
+        if (e->key == key)
+            return e->sync;
+        if (!e->key) {
+            char text[512];
+            bool sync = a->line_fn(a->line_ctx, proc, f->file, f->line, text, sizeof text) == 0 &&
+                        sop__gpu_sync_line(text);
+            if (a->nlines < SOP_AGG_LINE_SLOTS / 2) {
+                e->key = key;
+                e->sync = sync;
+                a->nlines++;
+            }
+            return sync;
+        }
+    }
+    return false;
+}
+
+/* A sample of a GPU-using process is a GPU wait when the thread runs without the GIL (not
+ * waiting for it, not in D state, not waiting for a batch) and either sleeps in a syscall on a
+ * GPU device fd (inside the driver), or its innermost frame is a line that waits for the
+ * device (a copy to the host, a synchronize) while it runs (the spin wait: R, no syscall) or
+ * sleeps in a syscall such a wait uses. See docs/gpu-wait.md for what stays uncertain. */
+static bool gpu_wait_sample(sop_agg *a, int proc, const sop_pysample *p, bool data_wait)
+{
+    if (proc < 0 || proc >= SOP_SAMPLER_MAX_PROCS || !a->proc_gpu[proc])
+        return false;
+    if (p->gil || p->gil_wait || p->state == 'D' || data_wait)
+        return false;
+    if (p->gpu_fd)
+        return true;
+    if (p->nframes == 0)
+        return false;
+    if (p->state != 'R' && !sop__gpu_wait_syscall(p->syscall_nr))
+        return false;
+    return sync_line(a, proc, &p->frames[0]);
+}
+
+/* The GPU wait's site: the innermost frame of the program's own code (the line that asked for
+ * the value or the synchronisation), else the innermost frame. */
+static void gpu_site(sop_agg *a, int ti, const sop_pysample *p)
+{
+    const sop_pyframe *f = NULL;
+    for (size_t i = 0; i < p->nframes && i < 256 && !f; i++)
+        if (p->frames[i].file && !library_file(p->frames[i].file))
+            f = &p->frames[i];
+    if (!f && p->nframes > 0)
+        f = &p->frames[0];
+    if (!f || !f->func || !f->file)
+        return;
+    char key[384];
+    snprintf(key, sizeof key, "%s (%s:%d)", f->func, f->file, f->line);
+    count_site(a, ti, SOP_AGG_SITE_GPU, key);
+}
+
+void sop__agg_gpu_proc(sop_agg *a, int proc, bool uses_gpu)
+{
+    if (proc >= 0 && proc < SOP_SAMPLER_MAX_PROCS)
+        a->proc_gpu[proc] = uses_gpu;
+}
+
+void sop__agg_line_reader(sop_agg *a, sop_agg_line_fn fn, void *ctx)
+{
+    a->line_fn = fn;
+    a->line_ctx = ctx;
+}
+
 /* ---- threads, samples, the window ---------------------------------------------------- */
 
 sop_agg *sop__agg_new(void)
@@ -410,6 +495,7 @@ void sop__agg_free(sop_agg *a)
     free(a->leaves);
     free(a->thrs);
     free(a->timeline);
+    free(a->lines);
     free(a);
 }
 
@@ -487,10 +573,16 @@ void sop__agg_sample(sop_agg *a, int ti, const sop_pysample *p, double now_ms)
             data_wait = true;
             break;
         }
+    bool gpu = gpu_wait_sample(a, t->proc, p, data_wait);
+    if (gpu) {
+        t->gpu_wait++;
+        gpu_site(a, ti, p);
+    }
     sop_sample_state st = p->gil            ? SOP_ST_GIL
                           : p->gil_wait     ? SOP_ST_GIL_WAIT
                           : p->state == 'D' ? SOP_ST_DISK
                           : data_wait       ? SOP_ST_BATCH
+                          : gpu             ? SOP_ST_GPU
                           : run             ? SOP_ST_NATIVE
                                             : SOP_ST_IDLE;
     if (a->keep_timeline) {

@@ -22,6 +22,7 @@
 #define SOP_AGG_LOOP_STACK_BYTES 1536   /* frames of the longest loop stretch kept */
 #define SOP_AGG_SITES_MAX 1024          /* (thread, kind, frame) counters: import / logging sites */
 #define SOP_AGG_LEAF_SLOTS (1u << 14)   /* (leaf, entry, caller) sites over all threads */
+#define SOP_AGG_LINE_SLOTS 4096u        /* (process, file, line) -> "waits for the GPU" answers */
 
 typedef struct {
     char frame[384];
@@ -34,6 +35,7 @@ typedef struct {
     char name[64]; /* threading name, else comm of the task */
     long n, active, gil, runnable_nogil, gil_wait, state_r, state_d, state_s, no_frames, torn;
     long data_wait;      /* in a DataLoader / multiprocessing queue wait */
+    long gpu_wait;       /* waiting for the GPU (SOP_ST_GPU) */
     long ckpt;           /* in torch.save / torch.load / pickle */
     long majflt_smp;     /* samples after which the thread's major faults had risen */
     long fault_wait;     /* ... or in D state: waiting on storage (mapped file pages or reads) */
@@ -65,13 +67,22 @@ typedef struct {
 
 /* How often one thread was seen importing one module / logging from one call site / waiting on
  * storage at one line. */
-enum { SOP_AGG_SITE_IMPORT, SOP_AGG_SITE_LOG, SOP_AGG_SITE_FAULT };
+enum { SOP_AGG_SITE_IMPORT, SOP_AGG_SITE_LOG, SOP_AGG_SITE_FAULT, SOP_AGG_SITE_GPU };
 typedef struct {
     uint32_t thr;
     int kind;
     char frame[384];
     long count;
 } sop_agg_site;
+
+/* The text of line `line` of `file` as process index `proc` sees it, into out (cap bytes);
+ * returns 0, or < 0 when it cannot be read (engine/sampler.c reads the target's source). */
+typedef int (*sop_agg_line_fn)(void *ctx, int proc, const char *file, int line, char *out,
+                               size_t cap);
+typedef struct {
+    uint64_t key; /* 0: a free slot */
+    bool sync;
+} sop_agg_line;
 
 /* One Python frame, owned copy (func NULL: none). */
 typedef struct {
@@ -101,6 +112,13 @@ typedef struct sop_agg {
     long thread_samples;
     long samples_partial, walk_retries; /* thread samples whose stack was not verified whole */
     long proc_samples[SOP_SAMPLER_MAX_PROCS]; /* thread samples per process index */
+    /* GPU waits: which processes use a GPU (sop__agg_gpu_proc), the source line reader, and its
+     * answers per (process, file, line) */
+    bool proc_gpu[SOP_SAMPLER_MAX_PROCS];
+    sop_agg_line_fn line_fn;
+    void *line_ctx;
+    sop_agg_line *lines; /* SOP_AGG_LINE_SLOTS, allocated with the first line asked */
+    size_t nlines;
     /* the target's GC over the window (main interpreter) */
     long gc_samples, gc_collecting;
     bool gc_in_stretch;
@@ -121,6 +139,12 @@ void sop__agg_free(sop_agg *a);
 void sop__agg_keep_timeline(sop_agg *a);
 /* The window starts at t0_ms (timeline times are relative to it). */
 void sop__agg_start(sop_agg *a, double t0_ms);
+
+/* Process index `proc` has GPU device files open: its threads' samples may be GPU waits. */
+void sop__agg_gpu_proc(sop_agg *a, int proc, bool uses_gpu);
+/* How the source lines of a GPU process's samples are read (NULL: never; then only the
+ * driver syscall tells a GPU wait). */
+void sop__agg_line_reader(sop_agg *a, sop_agg_line_fn fn, void *ctx);
 
 /* The thread (proc, tid): its index, or -1 when not seen yet. */
 int sop__agg_find_thread(const sop_agg *a, int proc, int tid);

@@ -21,8 +21,12 @@
 #include "python/python.h"
 #include "sample_agg.h"
 #include "sampler_files.h"
+#include "source_line.h"
 
 #define FILES_MAX 256 /* open regular files tracked over the window, all processes */
+#define GPU_FDS_MAX 64
+#define LINE_READS_MAX 512       /* source lines read per window to tell GPU waits */
+#define LINE_MAX_BYTES (2 << 20) /* a .py file larger than this is not read for that */
 
 typedef struct {
     int pid;
@@ -47,6 +51,7 @@ struct sop_sampler {
     int cur_proc;
     sop_open_file *files0, *files; /* at the window's start and end */
     size_t nfiles0, nfiles;
+    int line_reads;
 };
 
 /* The comm of a process or task as a frame of the collapsed stacks (';' is their separator);
@@ -154,6 +159,34 @@ static size_t scan_files(sop_sampler *s, sop_open_file *into)
     return n;
 }
 
+/* The source line reader of the aggregation (GPU waits), bounded per window. */
+static int read_line(void *ctx, int proc, const char *file, int line, char *out, size_t cap)
+{
+    sop_sampler *s = ctx;
+    if (proc < 0 || proc >= s->nprocs || s->line_reads >= LINE_READS_MAX)
+        return -ENOSPC;
+    s->line_reads++;
+    return sop__source_line(s->proc_root, s->procs[proc].pid, file, line, LINE_MAX_BYTES, out, cap);
+}
+
+/* Which sampled processes have GPU device files open: only their threads' syscalls and lines
+ * are looked at for GPU waits (a CPU-only target pays nothing). Read once, at the start. */
+static void scan_gpu(sop_sampler *s)
+{
+    bool any = false;
+    for (int p = 0; p < s->nprocs; p++) {
+        int fds[GPU_FDS_MAX];
+        int n = sop__gpu_fds_scan(s->proc_root, s->procs[p].pid, fds, GPU_FDS_MAX);
+        if (n > 0) {
+            sop__python_sample_gpu_fds(s->procs[p].ps, fds, (size_t)n);
+            sop__agg_gpu_proc(s->agg, p, true);
+            any = true;
+        }
+    }
+    if (any)
+        sop__agg_line_reader(s->agg, read_line, s);
+}
+
 int sop__sampler_open(int pid, const char *proc_root, const struct sop_pyruntime *rt, bool workers,
                       sop_sampler **out, sop_missing *missing)
 {
@@ -180,6 +213,7 @@ int sop__sampler_open(int pid, const char *proc_root, const struct sop_pyruntime
     s->nprocs = 1;
     if (workers)
         add_workers(s, pid, 1);
+    scan_gpu(s);
     s->files0 = calloc(FILES_MAX, sizeof *s->files0);
     s->files = calloc(FILES_MAX, sizeof *s->files);
     s->nfiles0 = scan_files(s, s->files0);

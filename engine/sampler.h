@@ -38,7 +38,9 @@ void sop__sampler_bridge(const sop_sampler *s, sop_value *ev);
  * and its count. The pointers stay valid until close. Returns the number of entries. */
 /* What a thread was doing in one sample: holding the GIL (running Python), waiting for it, in
  * native code (running without the GIL), in D state (disk), waiting for a DataLoader batch or a
- * multiprocessing queue, or idle (asleep without the GIL). */
+ * multiprocessing queue, idle (asleep without the GIL), or waiting for the GPU (a process with
+ * GPU device files open, without the GIL, in the driver or at a line that waits for the device:
+ * engine/sample_agg.c, docs/gpu-wait.md). */
 typedef enum {
     SOP_ST_GIL,
     SOP_ST_GIL_WAIT,
@@ -46,6 +48,7 @@ typedef enum {
     SOP_ST_DISK,
     SOP_ST_BATCH,
     SOP_ST_IDLE,
+    SOP_ST_GPU,
     SOP_ST_N
 } sop_sample_state;
 typedef struct {
@@ -92,6 +95,17 @@ size_t sop__sampler_threads(const sop_sampler *s, sop_thread_info **out);
 int sop__timeline_write(const sop_thread_info *thr, size_t nthr, const sop_timeline_ev *ev,
                         size_t nev, double window_s, double rate_hz, const char *title,
                         unsigned flags, FILE *f);
+/* The same with a GPU lane under the threads: the busy share of the GPUs the tree uses at each
+ * NVML reading (probes/gpu.h's series; t_ms on sop__now_ms's clock, t0_ms the window's start). */
+typedef struct sop_timeline_gpu {
+    const double *t_ms;
+    const float *busy_pct;
+    size_t n;
+    double t0_ms;
+} sop_timeline_gpu;
+int sop__timeline_write_gpu(const sop_thread_info *thr, size_t nthr, const sop_timeline_ev *ev,
+                            size_t nev, double window_s, double rate_hz, const char *title,
+                            const sop_timeline_gpu *gpu, unsigned flags, FILE *f);
 
 /* A self-contained interactive SVG flame graph of collapsed stacks (engine/flamegraph.c).
  * SOP_FG_IDLE keeps idle samples (left out by default); SOP_FG_INLINE leaves out the XML

@@ -12,6 +12,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "gpu_wait.h"
 #include "procfs.h"
 
 #define MAX_FDS_SCANNED 4096
@@ -184,4 +185,29 @@ void sop__open_files_resolve(const char *proc_root, int pid, sop_open_file *file
             disk_of(pick.major, pick.minor, files[i].disk, sizeof files[i].disk);
     }
     free(text);
+}
+
+int sop__gpu_fds_scan(const char *proc_root, int pid, int *out, size_t cap)
+{
+    char dir[256];
+    snprintf(dir, sizeof dir, "%s/%d/fd", proc_root, pid);
+    DIR *d = opendir(dir);
+    if (!d)
+        return -1;
+    size_t n = 0;
+    struct dirent *de;
+    for (int guard = 0; n < cap && guard < MAX_FDS_SCANNED && (de = readdir(d)) != NULL; guard++) {
+        if (de->d_name[0] < '0' || de->d_name[0] > '9')
+            continue;
+        char link[600], path[64];
+        snprintf(link, sizeof link, "%s/%s", dir, de->d_name);
+        ssize_t k = readlink(link, path, sizeof path - 1);
+        if (k <= 0)
+            continue;
+        path[k] = '\0';
+        if (sop__gpu_device_path(path))
+            out[n++] = atoi(de->d_name);
+    }
+    closedir(d);
+    return (int)n;
 }

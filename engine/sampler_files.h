@@ -29,6 +29,9 @@ int sop__parse_mountinfo_line(const char *line, sop_mount *out);
 const char *sop__fs_kind(const char *fstype);
 /* Regular files open by pid (at most cap). Returns the count or -1. */
 int sop__open_files_scan(const char *proc_root, int pid, sop_open_file *out, size_t cap);
+/* The fds of pid that are GPU device files (gpu_wait.h: /dev/nvidia*, /dev/kfd,
+ * /dev/dri/renderD*), at most cap. Returns the count or -1. */
+int sop__gpu_fds_scan(const char *proc_root, int pid, int *out, size_t cap);
 /* Fill mount, filesystem and disk of each file from pid's mountinfo. */
 void sop__open_files_resolve(const char *proc_root, int pid, sop_open_file *files, size_t n);
 

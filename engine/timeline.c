@@ -1,7 +1,8 @@
 /* timeline.c — the playbook's §6.1 gantt drawn from the samples: one lane per thread of the
  * target and of its CPython workers over the window, each sample coloured by what the thread
  * did (running Python with the GIL, waiting for the GIL, native code, disk, waiting for a
- * DataLoader batch, idle). A starved loader shows as a main-thread lane of batch waits over
+ * DataLoader batch, idle), and under them, when NVML was read, a lane of the GPUs' busy share.
+ * A starved loader shows as a main-thread lane of batch waits over
  * worker lanes that are busy or idle. Self-contained SVG, no script. Depends on sampler.h. */
 #include <errno.h>
 #include <math.h>
@@ -22,10 +23,12 @@
 
 static const char *const ST_NAME[SOP_ST_N] = {"running Python (GIL held)", "waiting for the GIL",
                                               "native code (no GIL)",      "disk (D state)",
-                                              "waiting for a batch",       "idle"};
-static const char *const ST_KEY[SOP_ST_N] = {"gil", "gil-wait", "native", "disk", "batch", "idle"};
-static const char *const ST_FILL[SOP_ST_N] = {"#e8661c", "#8a7ae0", "#4fb85a",
-                                              "#a0703a", "#2fb5d0", "#d8d8d8"};
+                                              "waiting for a batch",       "idle",
+                                              "waiting for the GPU"};
+static const char *const ST_KEY[SOP_ST_N] = {"gil",   "gil-wait", "native", "disk",
+                                             "batch", "idle",     "gpu"};
+static const char *const ST_FILL[SOP_ST_N] = {"#e8661c", "#8a7ae0", "#4fb85a", "#a0703a",
+                                              "#2fb5d0", "#d8d8d8", "#be3c96"};
 
 /* XML text: escape.h's one escaper for SVG. */
 static void put_xml(FILE *f, const char *s)
@@ -53,10 +56,62 @@ static double nice_step(double span_s)
     return 600;
 }
 
+/* The GPU lane at y: one bar per NVML reading, over the time it stands for (a reading is
+ * NVML's average over its last sample period: from the reading before it, the first one from
+ * the window's start; the polls are 250 ms apart), its height the busy share. Readings up to 0.5 s
+ * past the window's end (the end-of-window reading) are drawn up to the end. */
+static void gpu_lane(FILE *f, const sop_timeline_gpu *g, double y, double x0, double scale,
+                     double window_s)
+{
+    double end = window_s * 1e3, sum = 0;
+    size_t k = 0;
+    for (size_t i = 0; i < g->n; i++) {
+        double t = g->t_ms[i] - g->t0_ms;
+        if (t > 0 && t <= end + 500) {
+            sum += g->busy_pct[i];
+            k++;
+        }
+    }
+    double mean = k ? sum / (double)k : 0;
+    fprintf(f,
+            "<g class=\"gpu-lane\" data-readings=\"%zu\" data-mean-pct=\"%.1f\">\n"
+            "<rect x=\"0\" y=\"%.1f\" width=\"%g\" height=\"%d\" fill=\"#eef6e0\"/>"
+            "<text x=\"%g\" y=\"%.1f\">GPU busy (NVML) %.0f%%</text>\n",
+            k, mean, y, TL_WIDTH, TL_LANE, TL_PAD, y + TL_LANE - 5, mean);
+    double prev = -1;
+    for (size_t i = 0; i < g->n; i++) {
+        double t = g->t_ms[i] - g->t0_ms;
+        if (t <= 0 || t > end + 500) {
+            prev = t;
+            continue;
+        }
+        double t0 = prev > 0 ? prev : 0, t1 = t < end ? t : end;
+        prev = t;
+        if (t1 <= t0)
+            continue;
+        double b = g->busy_pct[i] < 0 ? 0 : g->busy_pct[i] > 100 ? 100 : g->busy_pct[i];
+        double h = (TL_LANE - 4) * b / 100.0, w = (t1 - t0) * scale;
+        fprintf(f,
+                "<rect class=\"gpu\" x=\"%.2f\" y=\"%.1f\" width=\"%.2f\" height=\"%.1f\" "
+                "fill=\"#76b900\"><title>GPU %.0f%% busy, %.2f-%.2f s</title></rect>\n",
+                x0 + t0 * scale, y + 2 + (TL_LANE - 4) - h, w < 0.3 ? 0.3 : w, h, b, t0 / 1e3,
+                t1 / 1e3);
+    }
+    fputs("</g>\n", f);
+}
+
 int sop__timeline_write(const sop_thread_info *thr, size_t nthr, const sop_timeline_ev *ev,
                         size_t nev, double window_s, double rate_hz, const char *title,
                         unsigned flags, FILE *f)
 {
+    return sop__timeline_write_gpu(thr, nthr, ev, nev, window_s, rate_hz, title, NULL, flags, f);
+}
+
+int sop__timeline_write_gpu(const sop_thread_info *thr, size_t nthr, const sop_timeline_ev *ev,
+                            size_t nev, double window_s, double rate_hz, const char *title,
+                            const sop_timeline_gpu *gpu, unsigned flags, FILE *f)
+{
+    int glanes = gpu && gpu->n ? 1 : 0;
     if (!(window_s > 0))
         window_s = 1;
     if (!(rate_hz > 0))
@@ -81,7 +136,7 @@ int sop__timeline_write(const sop_thread_info *thr, size_t nthr, const sop_timel
         lanes += off[k + 1] > off[k];
     if (lanes > TL_MAX_LANES)
         lanes = TL_MAX_LANES;
-    int height = TL_TOP + (int)lanes * TL_LANE + 40;
+    int height = TL_TOP + (int)(lanes + (size_t)glanes) * TL_LANE + 40;
     double x0 = TL_LABEL, span = TL_WIDTH - TL_PAD - TL_LABEL, scale = span / (window_s * 1e3);
     double dt_ms = 1e3 / rate_hz;
     if (!(flags & SOP_FG_INLINE))
@@ -110,7 +165,8 @@ int sop__timeline_write(const sop_thread_info *thr, size_t nthr, const sop_timel
         fprintf(f,
                 "<line x1=\"%.1f\" y1=\"%d\" x2=\"%.1f\" y2=\"%d\" stroke=\"#ccc\"/>"
                 "<text x=\"%.1f\" y=\"%d\" text-anchor=\"middle\" fill=\"#555\">%gs</text>\n",
-                x, TL_TOP - 6, x, TL_TOP + (int)lanes * TL_LANE, x, TL_TOP - 8, t);
+                x, TL_TOP - 6, x, TL_TOP + (int)(lanes + (size_t)glanes) * TL_LANE, x, TL_TOP - 8,
+                t);
     }
     size_t lane = 0;
     for (size_t k = 0; k < nthr && lane < lanes; k++) {
@@ -170,6 +226,8 @@ int sop__timeline_write(const sop_thread_info *thr, size_t nthr, const sop_timel
         fputs("</g>\n", f);
         lane++;
     }
+    if (glanes)
+        gpu_lane(f, gpu, TL_TOP + (double)lane * TL_LANE, x0, scale, window_s);
     size_t shown = 0;
     for (size_t k = 0; k < nthr; k++)
         shown += off[k + 1] > off[k];

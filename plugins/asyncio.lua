@@ -55,10 +55,14 @@ rule {
     least loop_block_ms in one stretch, naming the frame. Snapshot: hit when the loop thread is inside a callback
     in user code rather than the selector, blocked (S/D) or running (R); high when the loop thread used at least
     loop_busy_cpu_pct of a core; an asyncio loop measured over the window is judged by the window only (a busy
-    loop is inside some callback at most snapshots). Unknown when not CPython.]],
+    loop is inside some callback at most snapshots). Unknown when not CPython. When the loop thread waited on the
+    GPU (window.gpu_wait_frac) at least gpu_sync_frac of its samples, the finding is high with the §5.5 cause and
+    fix (a GPU thread or process behind a request queue with dynamic batching; never synchronise on the loop).]],
   reads = { "python.loop", "python.threads[].frames", "proc.cwd", "proc.cmdline", "threads[].state",
-            "threads[].cpu_pct", "sampling", "duration_s", "pid", "python.threads[].tid", "threads[].tid" },
-  uses = { "loop_block_ms", "loop_busy_cpu_pct" },
+            "threads[].cpu_pct", "sampling", "duration_s", "pid", "python.threads[].tid", "threads[].tid",
+            "python.threads[].window.gpu_wait_frac", "python.threads[].window.gpu_sync_site", "gpu.busy_pct",
+            "gpu.idle_frac", "gpu.devices[].name", "gpu.devices[].used_by_tree", "gpu.devices[].util_samples" },
+  uses = { "loop_block_ms", "loop_busy_cpu_pct", "gpu_sync_frac" },
   symptom = T("the asyncio event loop is stuck in one callback: every other request waits",
               "asyncio 事件循环卡在一个回调里：其他请求都在排队"),
   fix = T("In the coroutine: replace time.sleep with await asyncio.sleep; use an async client (aiohttp, "
@@ -85,6 +89,46 @@ rule {
       local own = lp.frames and common.own_frame(lp.frames, ev)
       local frame = lp.frames and common.user_frame(lp.frames, ev) or lp.frame or "?"
       local fname = own and own.func or (lp.frame or "?"):match("^(.-) %(") or lp.frame or "?"
+      -- §5.5: the loop thread waits on the GPU inside the handler (a model run synchronously there).
+      local lw
+      for _, t in ipairs(py.threads) do
+        if t.tid == lp.tid and t.window then lw = t.window end
+      end
+      if lw and (lw.gpu_wait_frac or 0) >= th.gpu_sync_frac then
+        return hit {
+          severity = "high",
+          symptom = T("the asyncio event loop waits for the GPU inside a handler: every other request waits",
+                      "asyncio 事件循环在处理函数里等 GPU：其他请求都在排队"),
+          evidence = tr("event-loop thread tid {tid} ran {longest_block_ms:%.0f} ms without returning to the selector, "
+                          .. "in {frame:%s}, and waited on the GPU in {gw:%.0f}% of its samples{site}{gpu}",
+                        "事件循环线程 tid {tid} 有 {longest_block_ms:%.0f} ms 没有回到 selector，位置 {frame:%s}，"
+                          .. "{gw:%.0f}% 的样本在等 GPU{site}{gpu}",
+                        { tid = lp.tid or 0, longest_block_ms = lp.longest_block_ms, frame = frame,
+                          gw = 100 * lw.gpu_wait_frac, gpu = common.gpu_idle_text(ev),
+                          site = lw.gpu_sync_site and tr(" (most at {s:%s})", "（最多在 {s:%s}）",
+                                                          { s = lw.gpu_sync_site }) or T("", "") }),
+          cause = tr("{fname:%s} runs the model on the event-loop thread and waits for the GPU's result there: for "
+                       .. "the whole inference no other request is read, parsed or answered (SOP §5.5: the loop must "
+                       .. "never synchronise on the GPU).",
+                     "{fname:%s} 在事件循环线程上运行模型并在那里等 GPU 的结果：整个推理期间没有其他请求被读取、解析或应答"
+                       .. "（SOP §5.5：事件循环上绝不能同步等待 GPU）。", { fname = fname }),
+          fix = T("Give the GPU its own thread or process fed by a request queue (asyncio.Queue(maxsize=N) for "
+                  .. "backpressure): the handler puts (input, future) on it and awaits the future; the GPU worker "
+                  .. "takes what is queued (dynamic batching: up to a batch size or a few ms), runs one batch and "
+                  .. "sets the futures with loop.call_soon_threadsafe. Keep .item()/.cpu()/synchronize off the loop "
+                  .. "thread (SOP §5.5; vLLM/SGLang split the same way).",
+                  "给 GPU 单独的线程或进程，通过请求队列喂数据（asyncio.Queue(maxsize=N) 做背压）：处理函数把"
+                  .. "（输入, future）放进队列并 await future；GPU worker 取出已排队的请求（动态 batching：凑满 batch "
+                  .. "或等几毫秒），跑一个 batch，再用 loop.call_soon_threadsafe 设置 future 结果。.item()/.cpu()/"
+                  .. "synchronize 不要在事件循环线程上调用（SOP §5.5；vLLM/SGLang 也是这样拆分的）。"),
+          verify = tr("`sopctl evidence --pid {pid} --duration 10`: python.loop.longest_block_ms below {block_ms:%g} "
+                      .. "and the loop thread's window.gpu_wait_frac near 0, under the same load.",
+                      "同样负载下 `sopctl evidence --pid {pid} --duration 10`：python.loop.longest_block_ms 低于 "
+                      .. "{block_ms:%g}，事件循环线程的 window.gpu_wait_frac 接近 0。", { pid = ev.pid, block_ms = block_ms }),
+          refs = { "https://docs.python.org/3/library/asyncio-queue.html",
+                   "https://docs.python.org/3/library/asyncio-eventloop.html#asyncio.loop.call_soon_threadsafe" },
+        }
+      end
       return hit {
         evidence = tr("event-loop thread tid {tid} ran {longest_block_ms:%.0f} ms without returning to the selector, "
                         .. "in {frame:%s} (longest stretch over a {duration_s:%.1f} s window sampled at {rate_hz:%g} "

@@ -14,7 +14,8 @@
 -- The preludes many rules open with: effective_cpus(ev) (NO_CPUS), need_stacks(ev) (NO_STACKS),
 -- no_window(ev) / one_snapshot(en, zh) ("one snapshot (--duration 0): ..."; NO_WINDOW,
 -- NO_CPU_RATES), NOT_SAMPLED / not_sampled(why_en, why_zh) ("the window was not sampled (--rate
--- 0?)"), NO_WORKING_THREAD; pct_text(frac) is "42%". Use:
+-- 0?)"), NO_WORKING_THREAD; pct_text(frac) is "42%". gpu_use(ev) is the GPU the tree uses (busy share,
+-- idle share, name; nil without GPU evidence) and gpu_idle_text(ev) says it ("" without). Use:
 --   local common = require "plugins.common"
 --   local T, no_proc = common.T, common.no_proc
 
@@ -324,6 +325,30 @@ function common.share(x, pattern, plain)
   end
   if n == 0 then return nil, 0, 0, false end
   return hits / n, hits, n, exact
+end
+
+-- The GPU the tree uses (ev.gpu, issue 25): nil when there is no GPU evidence or no device the tree
+-- uses has utilisation readings; else { busy_pct, idle_frac, names ("NVIDIA H200" or "2 x ...") }.
+function common.gpu_use(ev)
+  local g = ev.gpu
+  if not g or not g.busy_pct then return nil end
+  local n, name = 0, nil
+  for _, d in ipairs(g.devices or {}) do
+    if d.used_by_tree and (d.util_samples or 0) > 0 then n, name = n + 1, name or d.name end
+  end
+  if n == 0 then return nil end
+  local names = n == 1 and (name or "GPU") or fmt("%d GPUs", n)
+  return { busy_pct = g.busy_pct, idle_frac = g.idle_frac, names = names }
+end
+
+-- " (GPU NVIDIA H200 busy 3%, idle in 95% of its readings)" / its zh text, "" without GPU evidence.
+function common.gpu_idle_text(ev)
+  local u = common.gpu_use(ev)
+  if not u then return common.T("", "") end
+  local idle = u.idle_frac and common.tr(", idle in {idle:%.0f}% of its readings", "，{idle:%.0f}% 的读数空闲",
+                                         { idle = 100 * u.idle_frac }) or common.T("", "")
+  return common.tr("; the GPU ({names:%s}) was {busy:%.0f}% busy over the window{idle}",
+                   "；窗口内 GPU（{names:%s}）利用率 {busy:%.0f}%{idle}", { names = u.names, busy = u.busy_pct, idle = idle })
 end
 
 return common

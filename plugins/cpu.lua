@@ -579,12 +579,15 @@ rule {
     pool_native_frac of its samples (native compute), its pool (that thread plus the native threads of the
     process that ran at all) is smaller than the CPUs the job may use (capacity_cpus), and the whole tree's
     runnable load leaves at least pool_spare_cpus CPUs idle (so DataLoader workers or a process pool that
-    together fill the CPUs do not count). Names the knob from the libraries mapped (torch.set_num_threads,
+    together fill the CPUs do not count). A thread's GPU waits (window.gpu_wait_frac) are not native compute
+    (they leave its runnable-without-GIL share), and a process on a GPU that is at least gpu_busy_pct busy
+    is not looked at: more CPU threads cannot help a thread that waits on the device. Names the knob from the
+    libraries mapped (torch.set_num_threads,
     OPENBLAS_NUM_THREADS, MKL_NUM_THREADS, OMP_NUM_THREADS) and any such variable set below the CPUs. Clear on
     one CPU. Unknown without ev.sched, without sampled threads, or with --duration 0.]],
   reads = { "python.threads", "python.workers", "proc.env", "children[].env", "proc.libs", "alive",
-            "children[].pid", "duration_s", "pid", "sched" },
-  uses = { "summary_cpu_bound_pct", "pool_native_frac", "pool_spare_cpus", "sampled_min_samples" },
+            "children[].pid", "duration_s", "pid", "sched", "gpu.procs", "gpu.busy_pct" },
+  uses = { "summary_cpu_bound_pct", "pool_native_frac", "pool_spare_cpus", "sampled_min_samples", "gpu_busy_pct" },
   refs = {
     "https://pytorch.org/docs/stable/generated/torch.set_num_threads.html",
     "https://github.com/joblib/threadpoolctl",
@@ -616,11 +619,17 @@ rule {
     for _, c in ipairs(ev.children or {}) do envs[c.pid] = c.env end
     envs[ev.pid] = p.env
 
+    -- Processes on a busy GPU wait for the device, not for CPU threads (issue 25).
+    local on_busy_gpu = {}
+    local g = ev.gpu
+    if g and g.busy_pct and g.busy_pct >= th.gpu_busy_pct then
+      for _, gp in ipairs(g.procs or {}) do on_busy_gpu[gp.pid or -1] = true end
+    end
     local best
     for _, sp in ipairs(s.procs or {}) do
       local knob, alt = pool_knob(sp.libs)
       local tids = py_tids[sp.pid]
-      if knob and tids then
+      if knob and tids and not on_busy_gpu[sp.pid] then
         local working_native, pegged = 0, nil
         for _, t in ipairs(sp.top or {}) do
           local tl = ((t.cpu_s or 0) + (t.wait_s or 0)) / s.window_s
@@ -629,7 +638,7 @@ rule {
           if not pt then
             if tl >= RUNNABLE_MIN_FRAC then working_native = working_native + 1 end
           elseif tl >= th.summary_cpu_bound_pct / 100 and w and (w.samples or 0) >= th.sampled_min_samples
-              and (w.runnable_nogil_frac or 0) >= th.pool_native_frac
+              and (w.runnable_nogil_frac or 0) - (w.gpu_wait_frac or 0) >= th.pool_native_frac
               and (not pegged or tl > pegged.load) then
             pegged = { tid = t.tid, load = tl, cpu_s = t.cpu_s or 0, wait_s = t.wait_s or 0, win = w }
           end

@@ -130,7 +130,8 @@ rule {
             "effective_cpus", "io_files", "cgroup.cpu.quota_cpus", "duration_s", "host.ncpu", "pid",
             "python.threads[].tid", "python.threads[].window.samples", "python.threads[].window.top_stacks",
             "python.workers[].cpu_pct", "python.workers[].pid", "python.workers[].threads[].tid",
-            "python.workers[].threads[].window.samples" },
+            "python.workers[].threads[].window.samples", "gpu.busy_pct", "gpu.idle_frac", "gpu.devices[].name",
+            "gpu.devices[].used_by_tree", "gpu.devices[].util_samples" },
   uses = { "loader_wait_pct", "loader_wait_high_pct", "loader_worker_cpu_pct", "loader_worker_io_pct",
            "cpu_saturated_pct" },
   refs = { REF_DATA, "https://docs.nvidia.com/deeplearning/dali/user-guide/docs/index.html",
@@ -280,8 +281,10 @@ rule {
       symptom = tr("the training loop is starved by the DataLoader ({wait} of the time waiting); workers {kind_en:%s}",
                    "训练循环被 DataLoader 拖住（{wait} 的时间在等数据）；worker {kind_zh:%s}",
                    { wait = pct_text(wait), kind_en = kind.en, kind_zh = kind.zh }),
-      evidence = tr("{base}; {states}{stack_end}{reading}{job_use}.", "{base}；{states}{stack_end}{reading}{job_use}。",
-                    { base = base, states = states, stack_end = stack_end, reading = reading, job_use = job_use }),
+      evidence = tr("{base}; {states}{stack_end}{reading}{job_use}{gpu}.",
+                    "{base}；{states}{stack_end}{reading}{job_use}{gpu}。",
+                    { base = base, states = states, stack_end = stack_end, reading = reading, job_use = job_use,
+                      gpu = common.gpu_idle_text(ev) }),
       cause = cause,
       fix = fix,
       verify = tr("`sopctl run --pid {pid} --duration 5`: the main thread's wait for batches below "
@@ -299,7 +302,8 @@ rule {
             "num_workers=0：训练循环自己加载每个样本（单进程 DataLoader）"),
   reads = { "python.threads[].window.top_stacks", "python.threads[].window.running_frac",
             "python.threads[].window.io_wait_frac", "effective_cpus", "duration_s", "host.ncpu", "pid",
-            "python.threads[].tid", "python.threads[].window.samples" },
+            "python.threads[].tid", "python.threads[].window.samples", "gpu.busy_pct", "gpu.idle_frac",
+            "gpu.devices[].name", "gpu.devices[].used_by_tree", "gpu.devices[].util_samples" },
   uses = { "loader_inline_fetch_pct" },
   refs = { REF_DATA, "https://pytorch.org/docs/stable/data.html#single-and-multi-process-data-loading" },
   check = function(ev, th)
@@ -322,10 +326,10 @@ rule {
     local eff = common.effective_cpus(ev) or 1
     local what = best and tail(best.stack, "(fetch.py)", 3) or "?"
     local evidence = tr("{base}; no worker processes; most sampled: {what:%s}; the main thread ran {run} and was in "
-                          .. "disk IO {io} of the samples; {eff} effective CPUs.",
-                        "{base}；没有 worker 进程；最常见：{what:%s}；主线程运行 {run}、磁盘 IO {io}；有效 CPU {eff} 个。",
+                          .. "disk IO {io} of the samples; {eff} effective CPUs{gpu}.",
+                        "{base}；没有 worker 进程；最常见：{what:%s}；主线程运行 {run}、磁盘 IO {io}；有效 CPU {eff} 个{gpu}。",
                         { base = base, what = what, run = pct_text(w.running_frac or 0),
-                          io = pct_text(w.io_wait_frac or 0), eff = eff })
+                          io = pct_text(w.io_wait_frac or 0), eff = eff, gpu = common.gpu_idle_text(ev) })
     local one = eff < 2
     return hit {
       severity = one and "info" or "warn",

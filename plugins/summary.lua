@@ -37,6 +37,140 @@ local function waits(ev)
   return out
 end
 
+-- The target's sampled Python threads on a GPU job (issue 25): the most waiting for batches, the
+-- most busy on the host (GIL or native, its GPU waits aside) and the one most at one GPU sync site.
+local function gpu_threads(ev, th)
+  local out = { data = 0, host = 0, gpu_wait = 0 }
+  for _, t in ipairs(ev.python and ev.python.threads or {}) do
+    local w = t.window
+    if w and (w.samples or 0) >= th.sampled_min_samples then
+      local gw = w.gpu_wait_frac or 0
+      if (w.data_wait_frac or 0) > out.data then out.data, out.data_tid = w.data_wait_frac, t.tid end
+      local host = (w.active_frac or 0) - gw
+      if host > out.host then out.host, out.host_tid, out.host_w = host, t.tid, w end
+      if gw > out.gpu_wait then out.gpu_wait, out.gpu_tid, out.gpu_w = gw, t.tid, w end
+    end
+  end
+  return out
+end
+
+-- The §9 verdict of a job whose GPU evidence says how busy the device was: GPU-bound (healthy), or,
+-- the GPU idle, input-bound (the loop waits for batches) or host-bound (a Python thread busy between
+-- kernels). nil: the CPU/IO tree decides.
+local function gpu_verdict(ev, th, who, who_zh)
+  local u = common.gpu_use(ev)
+  if not u then return nil end
+  local g = gpu_threads(ev, th)
+  local gpu = tr("the GPU ({names:%s}) was {busy:%.0f}% busy (mean SM utilisation over {duration_s:%.1f} s{idle})",
+                 "GPU（{names:%s}）在 {duration_s:%.1f} 秒内利用率 {busy:%.0f}%（SM 平均{idle}）",
+                 { names = u.names, busy = u.busy_pct, duration_s = ev.duration_s,
+                   idle = u.idle_frac and tr(", idle in {i:%.0f}% of the readings", "，{i:%.0f}% 的读数空闲",
+                                             { i = 100 * u.idle_frac }) or T("", "") })
+  local site = function(w)
+    if w and w.gpu_sync_site and (w.gpu_sync_site_frac or 0) > 0 then
+      return tr(", most at {site:%s} ({frac:%.0f}% of its samples)", "，最多在 {site:%s}（占其样本 {frac:%.0f}%）",
+                { site = w.gpu_sync_site, frac = 100 * w.gpu_sync_site_frac })
+    end
+    return T("", "")
+  end
+  if u.busy_pct >= th.gpu_busy_pct then
+    local wait_txt = g.gpu_tid and tr("; thread {tid} waited on the GPU in {frac:%.0f}% of its samples{site}",
+                                   "；线程 {tid} 在 {frac:%.0f}% 的样本中等 GPU{site}",
+                                   { tid = g.gpu_tid, frac = 100 * g.gpu_wait, site = site(g.gpu_w) }) or T("", "")
+    return hit {
+      symptom = T("GPU-bound: the host waits on the GPU (healthy)", "GPU 密集：主机在等 GPU（正常）"),
+      evidence = tr("{gpu}{waits}; {who:%s} used {job:%.0f}% CPU", "{gpu}{waits}；{who_zh}用了 {job:%.0f}% CPU",
+                    { gpu = gpu, waits = wait_txt, who = who, who_zh = who_zh, job = ev.proc.cpu_pct }),
+      cause = T("§9 on a GPU job: the device is the limit and the host keeps it fed; a host thread at 100% CPU "
+                .. "there is spinning in the driver's wait, not computing. More CPU threads cannot make it faster.",
+                "§9（GPU 作业）：瓶颈在设备，主机喂得上；此时主机线程 100% CPU 是在驱动里自旋等待，不是在计算。"
+                .. "加 CPU 线程不会更快。"),
+      fix = T("Nothing to fix on the host. To go faster, profile the GPU side (torch.profiler, Nsight Systems) and "
+              .. "make the device work cheaper: bf16/AMP, fused kernels or torch.compile, a larger batch per step.",
+              "主机侧无需修改。要更快，就分析 GPU 侧（torch.profiler、Nsight Systems）并降低设备上的开销：bf16/AMP、"
+              .. "融合 kernel 或 torch.compile、每步更大的 batch。"),
+      verify = tr("`nvidia-smi dmon -s u` during training: SM utilisation stays high; `sopctl run --pid {pid} "
+                  .. "--duration 5` says GPU-bound", "训练时 `nvidia-smi dmon -s u`：SM 利用率保持高位；"
+                  .. "`sopctl run --pid {pid} --duration 5` 结论为 GPU 密集", { pid = ev.pid }),
+      refs = { "https://pytorch.org/tutorials/recipes/recipes/tuning_guide.html",
+               "https://docs.nvidia.com/deploy/nvml-api/" },
+    }
+  end
+  if u.busy_pct > th.gpu_idle_pct then return nil end
+  if 100 * g.data >= th.loader_wait_pct then
+    return hit {
+      symptom = T("input-bound: the GPU idles while the training loop waits for batches",
+                  "输入瓶颈：训练循环在等 batch，GPU 空闲"),
+      evidence = tr("{gpu}; thread {tid} waited for a DataLoader batch in {frac:%.0f}% of its samples",
+                    "{gpu}；线程 {tid} 在 {frac:%.0f}% 的样本中等 DataLoader 的 batch",
+                    { gpu = gpu, tid = g.data_tid, frac = 100 * g.data }),
+      cause = T("§9 → §6: the input pipeline cannot produce batches as fast as the GPU consumes them, so the device "
+                .. "sits idle between steps (see the dataloader.* findings for why).",
+                "§9 → §6：输入管道产出 batch 的速度跟不上 GPU 消耗，设备在 step 之间空闲（原因见 dataloader.* 结论）。"),
+      fix = T("Follow the dataloader.* findings (§6.2-§6.4): workers, cheaper per-sample work, sharded sequential "
+              .. "reads, pin_memory=True and prefetch_factor 2-4.",
+              "按 dataloader.* 结论处理（§6.2~§6.4）：worker 数、降低逐样本开销、分片顺序读、pin_memory=True、"
+              .. "prefetch_factor 2~4。"),
+      verify = tr("`sopctl run --pid {pid} --duration 5`: the GPU busier and the loop's batch wait lower",
+                  "`sopctl run --pid {pid} --duration 5`：GPU 利用率上升，循环等 batch 的比例下降", { pid = ev.pid }),
+      refs = { "https://pytorch.org/docs/stable/data.html" },
+    }
+  end
+  -- num_workers=0: the loop loads its batches itself (inline fetch), the GPU idle meanwhile.
+  local inline = 0
+  for _, t in ipairs(ev.python and ev.python.threads or {}) do
+    local f = t.window and (t.window.samples or 0) >= th.sampled_min_samples
+              and common.share(t, "_SingleProcessDataLoaderIter", true) or 0
+    if f > inline then inline = f end
+  end
+  if 100 * inline >= th.loader_inline_fetch_pct then
+    return hit {
+      symptom = T("input-bound: the GPU idles while the training loop loads its own batches (num_workers=0)",
+                  "输入瓶颈：训练循环自己加载 batch（num_workers=0），GPU 空闲"),
+      evidence = tr("{gpu}; the main thread was inside the single-process DataLoader in {frac:%.0f}% of its samples",
+                    "{gpu}；主线程 {frac:%.0f}% 的样本在单进程 DataLoader 里", { gpu = gpu, frac = 100 * inline }),
+      cause = T("§9 → §6.2: loading and training take turns in one process, so the GPU waits for every batch.",
+                "§9 → §6.2：加载与训练在同一进程里轮流进行，GPU 要等每个 batch。"),
+      fix = T("See dataloader.no_workers: load in worker processes (num_workers >= 2, persistent_workers=True).",
+              "见 dataloader.no_workers：用 worker 进程加载（num_workers >= 2，persistent_workers=True）。"),
+      verify = tr("`sopctl run --pid {pid} --duration 5`: the GPU busier",
+                  "`sopctl run --pid {pid} --duration 5`：GPU 利用率上升", { pid = ev.pid }),
+      refs = { "https://pytorch.org/docs/stable/data.html#single-and-multi-process-data-loading" },
+    }
+  end
+  if g.host >= th.gpu_host_busy_frac then
+    local w = g.host_w
+    local sync = w and (w.gpu_sync_site_frac or 0) >= th.gpu_sync_frac
+    return hit {
+      symptom = T("host-bound: the GPU idles while a Python thread works between kernels",
+                  "主机瓶颈：Python 线程在 kernel 之间忙碌，GPU 空闲"),
+      evidence = tr("{gpu}; thread {tid} ran on the host (GIL or native code, GPU waits aside) in {frac:%.0f}% of its "
+                      .. "samples and waited on the GPU in {gw:%.0f}%{site}",
+                    "{gpu}；线程 {tid} 在 {frac:%.0f}% 的样本中在主机上运行（持有 GIL 或原生代码，不含等 GPU），"
+                      .. "{gw:%.0f}% 在等 GPU{site}",
+                    { gpu = gpu, tid = g.host_tid, frac = 100 * g.host, gw = 100 * ((w and w.gpu_wait_frac) or 0),
+                      site = site(w) }),
+      cause = T(sync and "§9 on a GPU job: the host cannot queue work ahead: each step waits for the GPU at a "
+                .. "device-to-host sync (see gpu.sync_per_step), then the GPU idles while Python prepares the next "
+                .. "step." or "§9 on a GPU job: the host is the limit: Python between kernels (launch overhead of "
+                .. "many small ops, per-step Python work) leaves the device idle.",
+                sync and "§9（GPU 作业）：主机无法提前排队工作：每个 step 都在一次设备到主机的同步处等 GPU（见 "
+                .. "gpu.sync_per_step），然后 GPU 在 Python 准备下一个 step 时空闲。"
+                or "§9（GPU 作业）：瓶颈在主机：kernel 之间的 Python（大量小算子的启动开销、每步的 Python 工作）让设备空闲。"),
+      fix = T("Give the GPU bigger pieces of work: a larger batch, fused ops or torch.compile / CUDA graphs to cut "
+              .. "launch overhead, move per-step Python (metrics, logging, .item()) out of the hot loop or to every N "
+              .. "steps; profile with `sopctl record --pid N --duration 10 -o hot.svg`.",
+              "给 GPU 更大块的工作：更大的 batch，用融合算子或 torch.compile / CUDA graphs 降低启动开销，把每步的 "
+              .. "Python（指标、日志、.item()）移出热循环或每 N 步一次；用 `sopctl record --pid N --duration 10 -o hot.svg` 分析。"),
+      verify = tr("`sopctl run --pid {pid} --duration 5`: the GPU busier at the same or a higher step rate",
+                  "`sopctl run --pid {pid} --duration 5`：相同或更高 step 速率下 GPU 利用率更高", { pid = ev.pid }),
+      refs = { "https://pytorch.org/tutorials/recipes/recipes/tuning_guide.html",
+               "https://pytorch.org/docs/stable/notes/cuda.html#cuda-graphs" },
+    }
+  end
+  return nil
+end
+
 rule {
   id = "summary.verdict", section = "9", severity = "info",
   title = T("the run's verdict: CPU-bound on one core or many, IO-bound (random or sequential), or waiting "
@@ -61,16 +195,26 @@ rule {
     fault reads at most random_read_max_request_kb, or file-backed memory grows by less than
     mapped_touch_ratio of the bytes read).
     Otherwise waiting: the sampled stacks say on what (network, locks/queues, DataLoader data). Unknown
-    with --duration 0 or for a process that is gone.]],
+    with --duration 0 or for a process that is gone.
+    A GPU job (ev.gpu with utilisation readings of a device the tree uses) is judged on the device first:
+    GPU-bound (healthy) when it was at least gpu_busy_pct busy; at most gpu_idle_pct busy, input-bound when a
+    sampled thread waited for DataLoader batches at least loader_wait_pct of its samples or sat in a
+    single-process DataLoader at least loader_inline_fetch_pct, else host-bound when a thread ran on the host
+    (active, its GPU waits aside) at least gpu_host_busy_frac of its samples (naming its GPU sync site); otherwise
+    the CPU/IO tree above. Without GPU evidence the verdicts are exactly those above.]],
   reads = { "sched.runnable_load", "proc.cpu_pct", "children[].cpu_pct", "children[].threads",
             "threads[].cpu_pct", "threads[].wait_pct", "threads[].state", "children[].state", "host.load1",
             "host.ncpu", "host.cpu.idle_pct", "cgroup.cpu.quota_cpus", "effective_cpus", "proc.io",
             "io_files[].disk_util_pct", "host.disks[].util_pct", "python.threads[].window",
             "proc.majflt_per_s", "proc.mem.file_growth_kb_per_s", "duration_s", "alive", "children[].pid",
-            "host.disks[].name", "io_files[].disk", "pid", "threads[].tid" },
+            "host.disks[].name", "io_files[].disk", "pid", "threads[].tid", "python.threads[].tid", "gpu.busy_pct",
+            "gpu.idle_frac",
+            "gpu.devices[].name", "gpu.devices[].used_by_tree", "gpu.devices[].util_samples" },
   uses = { "summary_cpu_bound_pct", "summary_io_wait_pct", "io_util_pct", "small_read_max_bytes",
            "page_cache_min_disk_kb_per_s", "mapped_fault_min_per_s", "mapped_read_share",
-           "random_read_max_request_kb", "mapped_touch_ratio", "mapped_wait_frac" },
+           "random_read_max_request_kb", "mapped_touch_ratio", "mapped_wait_frac", "gpu_busy_pct", "gpu_idle_pct",
+           "gpu_host_busy_frac", "gpu_sync_frac", "loader_wait_pct", "loader_inline_fetch_pct",
+           "sampled_min_samples" },
   symptom = T("CPU-bound on many cores", "CPU 密集：用满多个核"),
   cause = T("Real parallel CPU work (§9: many cores full). Faster means less work per item, not more threads.",
             "真正的并行 CPU 计算（§9：多核打满）。要更快只能减少每条数据的计算量，而不是加线程。"),
@@ -106,6 +250,10 @@ rule {
     local who = nworkers > 0 and fmt("process + %d workers", nworkers) or "process"
     local who_zh = nworkers > 0 and fmt("进程 + %d 个 worker", nworkers) or "进程"
     local cores = job / 100
+
+    -- A GPU job (ev.gpu): the device's busy share decides first.
+    local on_gpu = gpu_verdict(ev, th, who, who_zh)
+    if on_gpu then return on_gpu end
 
     -- CPU-bound: one thread pegged; or the target's threads together at about a core (taking
     -- turns: the GIL); or the job fills its effective CPUs.

@@ -42,6 +42,8 @@ typedef struct {
         H(P "logging_site", SOP_EVK_TEXT, "", ""), WD(P, logging_site_frac, "", ""),               \
         WD(P, majflt_frac, "", ""), WD(P, fault_wait_frac, "", ""),                                \
         H(P "fault_site", SOP_EVK_TEXT, "", ""), WD(P, fault_site_frac, "", ""),                   \
+        WD(P, gpu_wait_frac, "", D("a thread of a process with GPU device files open")),           \
+        H(P "gpu_sync_site", SOP_EVK_TEXT, "", ""), WD(P, gpu_sync_site_frac, "", ""),             \
         H(P "top_stacks", SOP_EVK_ARR, "", "the 5 most sampled stacks"),                           \
         H(P "top_stacks[].stack", SOP_EVK_TEXT, "", D("\"outer (file.py);...;inner (file.py)\"")), \
         SOP_EVK_I(P "top_stacks[].count", sop_window_count_figs, count, "", ""),                   \

@@ -96,6 +96,10 @@ const sop_evk_group sop__evk_groups[] = {
      "engine/bridge/window.c (engine/sampler_files.c), sampled windows: regular files open at "
      "the window's end in the target and its workers, at most 64 per process",
      sop__evk_io_files, &sop__evk_io_files_n},
+    {"gpu",
+     "engine/bridge/gpu.c (probes/gpu_nvml.c, probes/gpu_signs.c; issue 25): NVML loaded at run "
+     "time; absent when it was not read (see GPU below)",
+     sop__evk_gpu, &sop__evk_gpu_n},
     {"rank",
      "engine/rank.c from proc.env; absent when the process carries no rank. A report copies it "
      "into target, and its key figures into `figures`: docs/ranks.md",

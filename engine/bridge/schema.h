@@ -1,5 +1,5 @@
 /* schema.h — the evidence schema as data: one table per evidence group (host with numa, cgroup,
- * alloc, sched, python, python.heap, sampling, io_files[], rank; "" = the top-level keys), one
+ * alloc, sched, python, python.heap, sampling, io_files[], gpu, rank; "" = the top-level keys), one
  * row per key: its path under the group, type, unit and doc, and for a plain field
  * where it lives in the probe's struct. The bridge sets plain fields with sop__bridge_keys; the
  * rows it writes by hand (derived figures, arrays, nested objects) carry SOP_EVK_HAND and are
@@ -91,6 +91,8 @@ extern const sop_evk sop__evk_heap[]; /* the group "python.heap" */
 extern const size_t sop__evk_heap_n;
 extern const sop_evk sop__evk_sampling[], sop__evk_io_files[];
 extern const size_t sop__evk_sampling_n, sop__evk_io_files_n;
+extern const sop_evk sop__evk_gpu[];
+extern const size_t sop__evk_gpu_n;
 extern const sop_evk sop__evk_rank[];
 extern const size_t sop__evk_rank_n;
 extern const sop_evk sop__evk_top[]; /* the group "": top-level keys */

@@ -17,6 +17,12 @@
 
 #define SAMPLER_TID_CACHE 256u /* power of two: thread state address -> OS tid */
 #define GIL_STRUCT_BYTES 256u  /* struct _gil_runtime_state: locks and condvars it sleeps on */
+#define GPU_FDS_MAX 64
+#if defined(__aarch64__)
+#define NR_FUTEX 98
+#else
+#define NR_FUTEX 202 /* x86-64 */
+#endif
 
 struct sop_pysampler {
     walker w;
@@ -31,6 +37,8 @@ struct sop_pysampler {
         int sys_fd;  /* /proc/PID/task/TID/syscall, opened when first needed; -1 none */
         char name[64];
     } tids[SAMPLER_TID_CACHE];
+    int gpu_fds[GPU_FDS_MAX];
+    size_t ngpu_fds;
 };
 
 /* The address range of the GIL struct of `interp` (futex words of its mutex and condvars). */
@@ -46,30 +54,37 @@ static uint64_t gil_base(walker *w, uint64_t interp)
     return w->runtime + L->rt_gil_locked - L->gil_locked;
 }
 
-/* True when the thread sleeps in futex(2) on an address in [lo, lo + GIL_STRUCT_BYTES).
- * *fd caches /proc/PID/task/TID/syscall between ticks. */
-static bool futex_on(const walker *w, int tid, uint64_t lo, int *fd)
+/* The syscall the thread sleeps in and its first argument, from /proc/PID/task/TID/syscall
+ * ("nr arg1 ... sp pc"; "running" or "-1 sp pc" when in none). *fd caches the file between
+ * ticks. Returns the number, or -1. */
+static long read_syscall(const walker *w, int tid, int *fd, unsigned long long *arg0)
 {
     char buf[256];
-    if (!lo)
-        return false;
+    *arg0 = 0;
     if (*fd < 0) {
         char path[300];
         snprintf(path, sizeof path, "%s/%d/task/%d/syscall", w->proc_root, w->pid, tid);
         *fd = open(path, O_RDONLY | O_CLOEXEC);
         if (*fd < 0)
-            return false;
+            return -1;
     }
     ssize_t got = pread(*fd, buf, sizeof buf - 1, 0);
     if (got <= 0)
-        return false;
+        return -1;
     buf[got] = '\0';
     char *end = NULL;
     long nr = strtol(buf, &end, 10);
-    if (end == buf || nr != 202 /* x86-64 futex */)
-        return false;
-    unsigned long long a = strtoull(end, NULL, 16);
-    return a >= lo && a < lo + GIL_STRUCT_BYTES;
+    if (end == buf || nr < 0)
+        return -1;
+    *arg0 = strtoull(end, NULL, 16);
+    return nr;
+}
+
+void sop__python_sample_gpu_fds(sop_pysampler *s, const int *fds, size_t n)
+{
+    s->ngpu_fds = 0;
+    for (size_t i = 0; i < n && s->ngpu_fds < GPU_FDS_MAX; i++)
+        s->gpu_fds[s->ngpu_fds++] = fds[i];
 }
 
 /* OS state letter from an open /proc/.../stat; '?' when unreadable (the task is gone). */
@@ -287,8 +302,17 @@ int sop__python_sample(sop_pysampler *s, sop_pysample_cb cb, void *ctx)
             smp.gil = holder && holder == tsa;
             smp.majflt = SOP_NA;
             smp.state = smp.tid > 0 ? stat_state(s->tids[h].stat_fd, &smp.majflt) : '?';
-            if (!smp.gil && smp.state != 'R' && smp.tid > 0)
-                smp.gil_wait = futex_on(w, smp.tid, gbase, &s->tids[h].sys_fd);
+            smp.syscall_nr = -1;
+            if (!smp.gil && smp.state != 'R' && smp.tid > 0) {
+                unsigned long long a0;
+                smp.syscall_nr = read_syscall(w, smp.tid, &s->tids[h].sys_fd, &a0);
+                /* asleep in futex(2) on an address in the GIL struct */
+                smp.gil_wait = gbase && smp.syscall_nr == NR_FUTEX && a0 >= gbase &&
+                               a0 < gbase + GIL_STRUCT_BYTES;
+                for (size_t g = 0; g < s->ngpu_fds && !smp.gil_wait && smp.syscall_nr >= 0; g++)
+                    if (a0 == (unsigned long long)s->gpu_fds[g])
+                        smp.gpu_fd = true;
+            }
             smp.frames = s->scratch.frames;
             smp.nframes = s->scratch.nframes;
             smp.torn = j.rc == -EAGAIN;

@@ -133,6 +133,10 @@ typedef struct {
     const char *name;          /* threading name ("" when none); valid during the callback */
     bool gil;                  /* holds the GIL */
     bool gil_wait;             /* asleep in a futex on the GIL (/proc/.../syscall) */
+    long syscall_nr;           /* the syscall it sleeps in (this architecture's numbers); -1 when
+                                  running, unread or not in one (read only when not R, no GIL) */
+    bool gpu_fd;               /* that syscall's first argument is one of the GPU device fds
+                                  given by sop__python_sample_gpu_fds */
     char state;                /* OS state letter; '?' when unreadable */
     int64_t majflt;            /* the task's major faults so far (stat); SOP_NA when unread */
     const sop_pyframe *frames; /* innermost first; valid during the callback only */
@@ -142,6 +146,10 @@ typedef struct {
 } sop_pysample;
 
 typedef void (*sop_pysample_cb)(void *ctx, const sop_pysample *t);
+
+/* The process's open GPU device fds (/dev/nvidia*, ...: at most 64 kept): a thread sleeping in
+ * ioctl(2) on one of them is inside the GPU driver (sop_pysample.gpu_fd). */
+void sop__python_sample_gpu_fds(sop_pysampler *s, const int *fds, size_t n);
 
 /* Returns 0, -ENOEXEC (not CPython), -ENOTSUP, -ESRCH, -EPERM/-EACCES, -ENOMEM. */
 int sop__python_open(int pid, const char *proc_root, sop_pysampler **out, sop_missing *missing);

@@ -15,12 +15,15 @@ A scenario is a Python program whose leading comment block carries its contract:
     # env: TOKENIZERS_PARALLELISM=true                extra environment; optional
     # python: /root/.pyenv/versions/3.13.0/bin/python3   another interpreter; optional
     # target: dead                                    it gets OOM-killed: diagnose the dead pid
-    # needs: torch                                    modules it imports (skipped if missing)
+    # needs: torch                                    modules it imports (skipped if missing);
+    #                                                 "cuda": torch sees a CUDA GPU (skipped if not)
     # verdict: CPU-bound on one core                  text the §9 summary.verdict symptom must hold
     # shows: mem.growth mapped: ckpt.pt                a rule whose evidence / note (a finding or a
     #                                                 cleared check) must hold that text
 
 It prints "ready" on stdout once the misbehaviour is under way (not needed for `target: dead`).
+SOP_TEST_PYTHON names the interpreter (default /usr/bin/python3). SOP_SCENARIO_REPORTS=DIR keeps each
+run's report as DIR/NAME.CELLINDEX.ATTEMPT.json (tests/gpu/run-gpu-scenarios.sh).
 SCENARIOS=glob[,glob...] limits the run to matching file names. A scenario that fails is run once more
 (timing on a shared 2-core host); both attempts are printed.
 
@@ -34,6 +37,7 @@ where the program honestly changes meaning on one CPU. At the end, per rule: hit
 misses, and false alarms (warn/high where neither expected nor allowed), summed over the cells."""
 import fnmatch
 import glob
+import json
 import os
 import shutil
 import signal
@@ -106,6 +110,27 @@ def parse_header(path, budget="all"):
     for key, val in cell_keys.items():
         meta[key] = [w for w in val.split() if w != "none"] if key in ("expect", "also") else val
     return meta
+
+
+NEEDS = {}
+
+
+def missing_needs(python, needs):
+    """The needs of a scenario its interpreter lacks: a module it cannot import, or "cuda" when
+    torch sees no CUDA GPU there. Asked once per (interpreter, need)."""
+    out = []
+    for m in needs:
+        if (python, m) not in NEEDS:
+            code = ("import torch, sys; sys.exit(0 if torch.cuda.is_available() else 1)"
+                    if m == "cuda" else "import " + m)
+            try:
+                NEEDS[python, m] = subprocess.run([python, "-c", code], capture_output=True,
+                                                  timeout=120).returncode == 0
+            except (OSError, subprocess.TimeoutExpired):
+                NEEDS[python, m] = False
+        if not NEEDS[python, m]:
+            out.append("a CUDA GPU (torch.cuda.is_available() is false)" if m == "cuda" else m)
+    return out
 
 
 def size_bytes(s):
@@ -282,19 +307,6 @@ def tally(stats, rep, meta):
             stats.setdefault(rid, [0, 0, 0])[2] += 1
 
 
-IMPORTABLE = {}
-
-
-def importable(python, module):
-    """Whether `python` can import `module`, asked once per pair (importing torch takes seconds:
-    asking it again for every scenario and cell cost a minute of each run)."""
-    key = (python, module)
-    if key not in IMPORTABLE:
-        IMPORTABLE[key] = subprocess.run([python, "-c", "import " + module],
-                                         capture_output=True).returncode == 0
-    return IMPORTABLE[key]
-
-
 def main():
     c = sopt.Checks()
     pattern = os.environ.get("SCENARIOS", "*")
@@ -307,7 +319,7 @@ def main():
     rows = []
     stats = {}
     t_all = time.time()
-    for cell in cells:
+    for cells_done, cell in enumerate(cells, 1):
         budget, _, rest = cell.partition("/")
         hog = rest.endswith("+hog")
         for path in paths:
@@ -322,7 +334,7 @@ def main():
             if not os.path.exists(meta["python"]):
                 missing = [meta["python"]]
             else:  # asked of the interpreter that will run it, not of this one
-                missing = [m for m in meta["needs"] if not importable(meta["python"], m)]
+                missing = missing_needs(meta["python"], meta["needs"])
             if missing:
                 print("skip %s: needs %s" % (name, ", ".join(missing)))
                 rows.append((cell, name, " ".join(meta["expect"]) or "none", "skipped", "SKIP"))
@@ -339,6 +351,11 @@ def main():
             for attempt in (1, 2):
                 t0 = time.time()
                 rep, err = run_once(path, meta, cell)
+                keep = os.environ.get("SOP_SCENARIO_REPORTS")
+                if keep and rep is not None:
+                    with open(os.path.join(keep, "%s.%d.%d.json" % (name, cells_done, attempt)),
+                              "w") as f:
+                        json.dump(rep, f, indent=1)
                 if rep is None:
                     ok, fired, problems = False, "-", [err]
                 else:

@@ -36,6 +36,23 @@ grep -q '^\*\*Straggler: rank 2 (node n2, pid 201)\*\*' "$tmp/s.md" && ok "md na
 grep -q '拖慢者（straggler）: rank 2' "$tmp/s.txt" && ok "zh text names the straggler" ||
   bad "zh: $(head -5 "$tmp/s.txt")"
 
+# The GPU figure: the straggler's GPU idles (0.1) while the others' are busy (0.9-0.95): it
+# stands out low on gpu_busy_frac, explained by its starved DataLoader.
+for f in "$F"/straggler_r*.json; do
+  b=$(basename "$f" .json)
+  busy=0.9
+  case $b in *r1) busy=0.95 ;; *r2) busy=0.1 ;; *r3) busy=0.92 ;; esac
+  jq --argjson g "$busy" '.figures.gpu_busy_frac = $g' "$f" >"$tmp/gpu_$b.json"
+done
+"$SOPCTL" merge --format json "$tmp"/gpu_straggler_r*.json >"$tmp/g.json"
+check "GPU idle on one rank: outlier low on gpu_busy_frac" 'any(.outliers[]; .rank == "2" and
+  .figure == "gpu_busy_frac" and .direction == "low" and (.findings | map(.id) | index("dataloader.starved")))
+  and all(.outliers[]; .rank == "2")' "$tmp/g.json"
+check "GPU idle on one rank: among the straggler's figures" '.straggler.rank == "2" and
+  (.straggler.figures | index("gpu_busy_frac") != null)' "$tmp/g.json"
+"$SOPCTL" merge "$tmp"/gpu_straggler_r*.json >"$tmp/g.md"
+grep -q 'GPU busy' "$tmp/g.md" && grep -q '10%' "$tmp/g.md" && ok "md: GPU busy 10%" || bad "md GPU busy: $(grep -i gpu "$tmp/g.md")"
+
 # A healthy job: an info finding on one rank and small differences are no straggler.
 "$SOPCTL" merge --format json "$F/healthy.jsonl" >"$tmp/h.json"
 rc=$?

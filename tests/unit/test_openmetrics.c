@@ -250,8 +250,63 @@ static void test_escaping_and_python(void)
     CHECK(!well_formed("# TYPE sop_a gauge\nsop_b 1\n", why, sizeof why));
 }
 
+/* ev.gpu: per-device gauges labelled by index, per-process memory, the tree's figures, one
+ * sample per throttle reason; an absent figure gives no sample. */
+static void test_gpu(void)
+{
+    static const char report_json[] = "{\"schema\":1,\"target\":{\"pid\":7,\"comm\":\"t\"},"
+                                      "\"findings\":[],\"cleared\":[],\"unknown\":[]}";
+    static const char ev_json[] =
+        "{\"schema\":1,\"pid\":7,\"alive\":true,\"gpu\":{\"source\":\"nvml\","
+        "\"driver_version\":\"550.1\",\"devices\":[{\"index\":0,\"uuid\":\"GPU-a\","
+        "\"name\":\"H\\\"200\",\"used_by_tree\":true,\"mem_used_kb\":2048,\"mem_total_kb\":4096,"
+        "\"util_sm_pct\":87.5,\"util_sm_max_pct\":100,\"idle_frac\":0.25,\"sm_clock_mhz\":1980,"
+        "\"throttle\":\"sw_power_cap,hw_thermal\",\"temperature_c\":61,\"power_w\":350.5},"
+        "{\"index\":1,\"uuid\":\"GPU-b\",\"name\":\"H200\",\"used_by_tree\":false}],"
+        "\"procs\":[{\"pid\":7,\"device\":0,\"mem_kb\":1024,\"util_sm_pct\":80}],"
+        "\"tree_mem_kb\":1024,\"busy_pct\":87.5,\"idle_frac\":0.25}}";
+    struct sop_report r = {.tree = sop__json_parse(report_json, sizeof report_json - 1, NULL, 0)};
+    struct sop_evidence ev = {.tree = sop__json_parse(ev_json, sizeof ev_json - 1, NULL, 0)};
+    CHECK(r.tree && ev.tree);
+    char *om = NULL;
+    CHECK_EQ_I(sop_report_openmetrics(&r, &ev, &om), 0);
+    if (!om)
+        return;
+    char why[512] = "";
+    bool ok = well_formed(om, why, sizeof why);
+    if (!ok)
+        fprintf(stderr, "%s\n%s\n", why, om);
+    CHECK(ok);
+    CHECK(strstr(om,
+                 "sop_gpu_info{gpu=\"0\",uuid=\"GPU-a\",name=\"H\\\"200\",used_by_tree=\"true\","
+                 "driver=\"550.1\"} 1\n"));
+    CHECK(
+        strstr(om, "sop_gpu_info{gpu=\"1\",uuid=\"GPU-b\",name=\"H200\",used_by_tree=\"false\","));
+    CHECK(strstr(om, "sop_gpu_utilization_ratio{gpu=\"0\"} 0.875\n"));
+    CHECK(strstr(om, "sop_gpu_utilization_max_ratio{gpu=\"0\"} 1\n"));
+    CHECK(strstr(om, "sop_gpu_idle_ratio{gpu=\"0\"} 0.25\n"));
+    CHECK(strstr(om, "sop_gpu_memory_used_bytes{gpu=\"0\"} 2097152\n"));
+    CHECK(strstr(om, "sop_gpu_sm_clock_hertz{gpu=\"0\"} 1980000000\n"));
+    CHECK(strstr(om, "sop_gpu_power_watts{gpu=\"0\"} 350.5\n"));
+    CHECK(strstr(om, "sop_gpu_clocks_throttled{gpu=\"0\",reason=\"sw_power_cap\"} 1\n"));
+    CHECK(strstr(om, "sop_gpu_clocks_throttled{gpu=\"0\",reason=\"hw_thermal\"} 1\n"));
+    CHECK(strstr(om, "sop_gpu_process_memory_bytes{gpu=\"0\",pid=\"7\"} 1048576\n"));
+    CHECK(strstr(om, "sop_gpu_process_utilization_ratio{gpu=\"0\",pid=\"7\"} 0.8\n"));
+    CHECK(strstr(om, "sop_gpu_tree_busy_ratio 0.875\n"));
+    CHECK(strstr(om, "sop_gpu_tree_idle_ratio 0.25\n"));
+    CHECK(strstr(om, "sop_gpu_tree_memory_bytes 1048576\n"));
+    /* device 1 has no utilisation: no sample for it; no PCIe figure at all: no family */
+    CHECK(!strstr(om, "sop_gpu_utilization_ratio{gpu=\"1\"}"));
+    CHECK(!strstr(om, "sop_gpu_pcie"));
+    CHECK_EQ_I(count(om, "# TYPE sop_gpu_utilization_ratio "), 1);
+    free(om);
+    sop__v_free(r.tree);
+    sop__v_free(ev.tree);
+}
+
 int main(void)
 {
+    test_gpu();
     test_saved_report();
     test_escaping_and_python();
     printf("%d passed, %d failed\n", t_pass, t_fail);

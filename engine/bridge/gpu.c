@@ -1,0 +1,109 @@
+/* gpu.c (bridge) — adds ev.gpu: the NVML library and driver, the devices the target's tree
+ * uses (memory, utilisation over the window, clocks, throttling, temperature, power, PCIe)
+ * and the tree's processes on them; its keys are the table sop__evk_gpu below
+ * (docs/evidence.md is generated from it). Absent when NVML was not read (the collection then
+ * says why under `missing` when the tree shows signs of GPU use).
+ * Depends on engine/value.h, probes/gpu.h, schema.h. */
+#include "bridge.h"
+#include "schema.h"
+
+#define DI(k, f, u, d) SOP_EVK_I(k, sop_gpu_device, f, u, d)
+#define DD(k, f, u, d) SOP_EVK_D(k, sop_gpu_device, f, u, d)
+#define PI(k, f, u, d) SOP_EVK_I(k, sop_gpu_proc, f, u, d)
+#define H SOP_EVK_H
+const sop_evk sop__evk_gpu[] = {
+    SOP_EVK_S("source", sop_gpu, source, "\"nvml\""),
+    SOP_EVK_T("library", sop_gpu, library,
+              "the NVML library loaded ($SOP_NVML_LIBRARY, else libnvidia-ml.so.1)"),
+    SOP_EVK_T("driver_version", sop_gpu, driver_version, "the NVIDIA driver's version"),
+    SOP_EVK_T("cuda_visible_devices", sop_gpu, cuda_visible_devices,
+              "CUDA_VISIBLE_DEVICES of the target (absent when unset)"),
+    H("devices", SOP_EVK_ARR, "",
+      "the devices the tree uses (its open /dev/nvidiaN files, NVML's process lists); when "
+      "neither names one, every visible device with used_by_tree false"),
+    DI("devices[].index", index, "", "NVML's index (nvidia-smi's numbering)"),
+    SOP_EVK_T("devices[].uuid", sop_gpu_device, uuid, "\"GPU-...\""),
+    SOP_EVK_T("devices[].name", sop_gpu_device, name, "product name"),
+    H("devices[].used_by_tree", SOP_EVK_BOOL, "",
+      "true: a process of the tree holds it open or runs on it"),
+    DI("devices[].mem_used_kb", mem_used_kb, "kB", "device memory in use (all processes)"),
+    DI("devices[].mem_total_kb", mem_total_kb, "kB", "device memory"),
+    DD("devices[].util_sm_pct", util_sm_pct, "%",
+       "window: mean of the SM utilisation readings (NVML's share of time a kernel ran)"),
+    DD("devices[].util_sm_max_pct", util_sm_max_pct, "%", "window: the highest reading"),
+    DD("devices[].util_mem_pct", util_mem_pct, "%",
+       "window: mean memory-controller utilisation (share of time memory was read or written)"),
+    DI("devices[].util_samples", util_samples, "", "utilisation readings in the window"),
+    DD("devices[].idle_frac", idle_frac, "",
+       "window: share of the readings with SM utilisation < 5%"),
+    DI("devices[].sm_clock_mhz", sm_clock_mhz, "MHz", "SM clock at the end of the window"),
+    DI("devices[].sm_clock_max_mhz", sm_clock_max_mhz, "MHz", "the SM clock's maximum"),
+    SOP_EVK_S("devices[].throttle", sop_gpu_device, throttle,
+              "active clock throttle reasons, comma-separated (sw_power_cap, hw_slowdown, "
+              "hw_thermal, sw_thermal, hw_power_brake, sync_boost, display_clocks); absent "
+              "when none (idle and application-clock settings are not counted)"),
+    DI("devices[].temperature_c", temperature_c, "C", "GPU temperature"),
+    DD("devices[].power_w", power_w, "W", "power draw"),
+    DI("devices[].pcie_rx_kb_per_s", pcie_rx_kb_per_s, "kB/s",
+       "PCIe receive throughput (NVML's last 20 ms)"),
+    DI("devices[].pcie_tx_kb_per_s", pcie_tx_kb_per_s, "kB/s", "PCIe transmit throughput"),
+    H("procs", SOP_EVK_ARR, "",
+      "processes of the target's tree on a GPU (NVML's compute and graphics process lists)"),
+    PI("procs[].pid", pid, "", "host pid (NVML's pid mapped through NSpid)"),
+    PI("procs[].device", device, "", "devices[].index it runs on"),
+    PI("procs[].mem_kb", mem_kb, "kB", "device memory it holds"),
+    SOP_EVK_D("procs[].util_sm_pct", sop_gpu_proc, util_sm_pct, "%",
+              "its SM utilisation over the window, where NVML gives per-process figures"),
+    SOP_EVK_I("tree_mem_kb", sop_gpu, tree_mem_kb, "kB", "sum of procs[].mem_kb"),
+    SOP_EVK_D("busy_pct", sop_gpu, busy_pct, "%",
+              "mean util_sm_pct over the devices the tree uses"),
+    SOP_EVK_D("idle_frac", sop_gpu, idle_frac, "", "mean idle_frac over those devices"),
+};
+const size_t sop__evk_gpu_n = sizeof sop__evk_gpu / sizeof sop__evk_gpu[0];
+#undef DI
+#undef DD
+#undef PI
+#undef H
+
+static void device_hand(sop_value *o, const sop_evk *row, const char *name, void *ctx)
+{
+    (void)row;
+    sop__v_set_bool(o, name, ((const sop_gpu_device *)ctx)->used_by_tree);
+}
+
+static void top_hand(sop_value *o, const sop_evk *row, const char *name, void *ctx)
+{
+    (void)row;
+    const sop_gpu *g = ctx;
+    sop_value *arr = sop__v_arr();
+    if (!arr)
+        return;
+    if (name[0] == 'd') { /* devices */
+        for (size_t i = 0; i < g->ndevices && i < SOP_GPU_DEVICES_MAX; i++) {
+            sop_value *e = sop__v_obj();
+            if (!e)
+                break;
+            sop__bridge_keys(e, &g->devices[i], sop__evk_gpu, sop__evk_gpu_n, "devices[].",
+                             device_hand, (void *)&g->devices[i]);
+            sop__v_push(arr, e);
+        }
+    } else { /* procs */
+        for (size_t i = 0; i < g->nprocs && i < SOP_GPU_PROCS_MAX; i++) {
+            sop_value *e = sop__v_obj();
+            if (!e)
+                break;
+            sop__bridge_keys(e, &g->procs[i], sop__evk_gpu, sop__evk_gpu_n, "procs[].", NULL, NULL);
+            sop__v_push(arr, e);
+        }
+    }
+    sop__v_set(o, name, arr); /* an empty list says "none", unlike an absent one */
+}
+
+void sop__bridge_gpu(sop_value *ev, const sop_gpu *g)
+{
+    if (!g || !g->have)
+        return;
+    sop_value *o = sop__v_obj_at(ev, "gpu");
+    if (o)
+        sop__bridge_keys(o, g, sop__evk_gpu, sop__evk_gpu_n, "", top_hand, (void *)g);
+}

@@ -1,0 +1,553 @@
+/* gpu_nvml.c — the one file that knows NVML (NVIDIA's management library). Loaded at run time
+ * with dlopen ($SOP_NVML_LIBRARY, else "libnvidia-ml.so.1"): no build dependency, no CUDA
+ * headers; the few types and functions used are declared here from NVML's public reference.
+ * Versioned symbols are resolved newest first. Reads per device name, UUID, minor number,
+ * memory, utilisation (at the window's ticks), clocks, clock-event reasons, temperature,
+ * power, PCIe throughput; per process memory and SM utilisation. Depends on libc, libdl. */
+#include <dlfcn.h>
+#include <fcntl.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/time.h>
+#include <unistd.h>
+
+#include "gpu.h"
+#include "na.h"
+
+/* ---- NVML's types, as its reference gives them ---- */
+typedef int nvml_ret;                 /* nvmlReturn_t */
+typedef struct nvml_dev_st *nvml_dev; /* nvmlDevice_t */
+#define NVML_SUCCESS 0
+#define NVML_ERROR_NOT_FOUND 6
+#define NVML_ERROR_INSUFFICIENT_SIZE 7
+#define NVML_VALUE_NOT_AVAILABLE (~0ULL)
+typedef struct {
+    unsigned long long total, free, used;
+} nvml_memory;
+typedef struct {
+    unsigned int gpu, memory;
+} nvml_utilization;
+typedef struct { /* nvmlProcessInfo_v1_t: the unversioned call */
+    unsigned int pid;
+    unsigned long long used_gpu_memory;
+} nvml_proc_v1;
+typedef struct { /* nvmlProcessInfo_v2_t: the _v2 and _v3 calls */
+    unsigned int pid;
+    unsigned long long used_gpu_memory;
+    unsigned int gpu_instance_id, compute_instance_id;
+} nvml_proc_v2;
+typedef struct { /* nvmlProcessUtilizationSample_t */
+    unsigned int pid;
+    unsigned long long timestamp; /* CPU time, microseconds */
+    unsigned int sm_util, mem_util, enc_util, dec_util;
+} nvml_proc_util;
+#define NVML_CLOCK_SM 1
+#define NVML_TEMPERATURE_GPU 0
+#define NVML_PCIE_UTIL_TX_BYTES 0
+#define NVML_PCIE_UTIL_RX_BYTES 1
+
+/* Clock-event (throttle) reason bits; idle and the applications-clocks setting are not
+ * slowdowns and are left out. */
+static const struct {
+    unsigned long long bit;
+    const char *name;
+} reasons[] = {
+    {0x4ULL, "sw_power_cap"},     {0x8ULL, "hw_slowdown"}, {0x10ULL, "sync_boost"},
+    {0x20ULL, "sw_thermal"},      {0x40ULL, "hw_thermal"}, {0x80ULL, "hw_power_brake"},
+    {0x100ULL, "display_clocks"},
+};
+
+typedef nvml_ret (*fn_void)(void);
+typedef const char *(*fn_errstr)(nvml_ret);
+typedef nvml_ret (*fn_text)(char *, unsigned int);
+typedef nvml_ret (*fn_uint)(unsigned int *);
+typedef nvml_ret (*fn_handle)(unsigned int, nvml_dev *);
+typedef nvml_ret (*fn_dev_text)(nvml_dev, char *, unsigned int);
+typedef nvml_ret (*fn_dev_uint)(nvml_dev, unsigned int *);
+typedef nvml_ret (*fn_dev_mem)(nvml_dev, nvml_memory *);
+typedef nvml_ret (*fn_dev_util)(nvml_dev, nvml_utilization *);
+typedef nvml_ret (*fn_dev_clock)(nvml_dev, int, unsigned int *);
+typedef nvml_ret (*fn_dev_ull)(nvml_dev, unsigned long long *);
+typedef nvml_ret (*fn_dev_procs)(nvml_dev, unsigned int *, void *);
+typedef nvml_ret (*fn_dev_putil)(nvml_dev, nvml_proc_util *, unsigned int *, unsigned long long);
+
+#define TICKS_MAX SOP_GPU_SERIES_MAX
+#define PROCS_READ_MAX 256
+#define PROC_SAMPLES_MAX 65536
+
+struct sop_nvml {
+    void *lib;
+    char path[256];
+    fn_void shutdown;
+    fn_errstr errstr;
+    fn_text driver_version;
+    fn_dev_text name, uuid;
+    fn_dev_uint minor, power;
+    fn_dev_mem memory;
+    fn_dev_util util;
+    fn_dev_clock clock, max_clock, temperature, pcie;
+    fn_dev_ull reasons;
+    fn_dev_procs compute[3], graphics[3]; /* newest first; NULL where absent */
+    size_t proc_size[3];
+    fn_dev_putil proc_util;
+    unsigned ndev;
+    nvml_dev dev[SOP_GPU_DEVICES_MAX];
+    unsigned long long t0_us; /* window start, for the per-process samples */
+    int root_fd;              /* the proc root, during sop__nvml_finish */
+    /* utilisation readings per tick and device; -1 = no reading */
+    size_t nticks;
+    double *tick_ms;
+    short (*sm)[SOP_GPU_DEVICES_MAX];
+    short (*mem)[SOP_GPU_DEVICES_MAX];
+    sop_gpu_series *series;
+};
+
+static unsigned long long wall_us(void)
+{
+    struct timeval tv;
+    gettimeofday(&tv, NULL);
+    return (unsigned long long)tv.tv_sec * 1000000ULL + (unsigned long long)tv.tv_usec;
+}
+
+static const char *err_text(const sop_nvml *n, nvml_ret r)
+{
+    const char *s = n->errstr ? n->errstr(r) : NULL;
+    return s && s[0] ? s : "error";
+}
+
+#define SYM(field, name) (n->field = (__typeof__(n->field))dlsym(n->lib, name))
+
+sop_nvml *sop__nvml_open(char *why, size_t whylen)
+{
+    const char *env = getenv("SOP_NVML_LIBRARY");
+    const char *path = env && env[0] ? env : "libnvidia-ml.so.1";
+    sop_nvml *n = calloc(1, sizeof *n);
+    if (!n) {
+        snprintf(why, whylen, "out of memory");
+        return NULL;
+    }
+    snprintf(n->path, sizeof n->path, "%s", path);
+    n->lib = dlopen(path, RTLD_NOW | RTLD_LOCAL);
+    if (!n->lib) {
+        const char *e = dlerror();
+        snprintf(why, whylen, "NVML not loaded (%s): no NVIDIA GPU figures", e ? e : path);
+        free(n);
+        return NULL;
+    }
+    fn_void init = (fn_void)dlsym(n->lib, "nvmlInit_v2");
+    if (!init)
+        init = (fn_void)dlsym(n->lib, "nvmlInit");
+    fn_uint count = (fn_uint)dlsym(n->lib, "nvmlDeviceGetCount_v2");
+    if (!count)
+        count = (fn_uint)dlsym(n->lib, "nvmlDeviceGetCount");
+    fn_handle handle = (fn_handle)dlsym(n->lib, "nvmlDeviceGetHandleByIndex_v2");
+    if (!handle)
+        handle = (fn_handle)dlsym(n->lib, "nvmlDeviceGetHandleByIndex");
+    SYM(shutdown, "nvmlShutdown");
+    SYM(errstr, "nvmlErrorString");
+    if (!init || !count || !handle || !n->shutdown) {
+        snprintf(why, whylen, "%s is not a usable NVML (nvmlInit/nvmlDeviceGetCount missing)",
+                 path);
+        dlclose(n->lib);
+        free(n);
+        return NULL;
+    }
+    nvml_ret r = init();
+    if (r != NVML_SUCCESS) {
+        snprintf(why, whylen, "NVML failed to initialise: %s (%d)", err_text(n, r), r);
+        dlclose(n->lib);
+        free(n);
+        return NULL;
+    }
+    unsigned c = 0;
+    r = count(&c);
+    if (r != NVML_SUCCESS) {
+        snprintf(why, whylen, "NVML could not count the devices: %s (%d)", err_text(n, r), r);
+        sop__nvml_close(n);
+        return NULL;
+    }
+    for (unsigned i = 0; i < c && n->ndev < SOP_GPU_DEVICES_MAX; i++)
+        if (handle(i, &n->dev[n->ndev]) == NVML_SUCCESS)
+            n->ndev++;
+    SYM(driver_version, "nvmlSystemGetDriverVersion");
+    SYM(name, "nvmlDeviceGetName");
+    SYM(uuid, "nvmlDeviceGetUUID");
+    SYM(minor, "nvmlDeviceGetMinorNumber");
+    SYM(power, "nvmlDeviceGetPowerUsage");
+    SYM(memory, "nvmlDeviceGetMemoryInfo");
+    SYM(util, "nvmlDeviceGetUtilizationRates");
+    SYM(clock, "nvmlDeviceGetClockInfo");
+    SYM(max_clock, "nvmlDeviceGetMaxClockInfo");
+    SYM(temperature, "nvmlDeviceGetTemperature");
+    SYM(pcie, "nvmlDeviceGetPcieThroughput");
+    if (!SYM(reasons, "nvmlDeviceGetCurrentClocksEventReasons"))
+        SYM(reasons, "nvmlDeviceGetCurrentClocksThrottleReasons");
+    SYM(compute[0], "nvmlDeviceGetComputeRunningProcesses_v3");
+    SYM(compute[1], "nvmlDeviceGetComputeRunningProcesses_v2");
+    SYM(compute[2], "nvmlDeviceGetComputeRunningProcesses");
+    SYM(graphics[0], "nvmlDeviceGetGraphicsRunningProcesses_v3");
+    SYM(graphics[1], "nvmlDeviceGetGraphicsRunningProcesses_v2");
+    SYM(graphics[2], "nvmlDeviceGetGraphicsRunningProcesses");
+    n->proc_size[0] = n->proc_size[1] = sizeof(nvml_proc_v2);
+    n->proc_size[2] = sizeof(nvml_proc_v1);
+    SYM(proc_util, "nvmlDeviceGetProcessUtilization");
+    n->t0_us = wall_us();
+    return n;
+}
+
+void sop__nvml_tick(sop_nvml *n, double now_ms)
+{
+    if (!n || !n->util || n->nticks >= TICKS_MAX)
+        return;
+    if (!n->tick_ms) {
+        n->tick_ms = calloc(TICKS_MAX, sizeof *n->tick_ms);
+        n->sm = calloc(TICKS_MAX, sizeof *n->sm);
+        n->mem = calloc(TICKS_MAX, sizeof *n->mem);
+        if (!n->tick_ms || !n->sm || !n->mem) {
+            n->util = NULL; /* no readings rather than a crash */
+            return;
+        }
+    }
+    size_t k = n->nticks++;
+    n->tick_ms[k] = now_ms;
+    for (unsigned i = 0; i < n->ndev; i++) {
+        nvml_utilization u;
+        bool ok = n->util(n->dev[i], &u) == NVML_SUCCESS && u.gpu <= 100 && u.memory <= 100;
+        n->sm[k][i] = ok ? (short)u.gpu : -1;
+        n->mem[k][i] = ok ? (short)u.memory : -1;
+    }
+}
+
+/* Is device i visible under CUDA_VISIBLE_DEVICES (indices, or UUID prefixes)? */
+static bool visible(const char *cvd, unsigned index, const char *uuid)
+{
+    if (!cvd)
+        return true;
+    char buf[128];
+    snprintf(buf, sizeof buf, "%s", cvd);
+    char *save = NULL;
+    for (char *t = strtok_r(buf, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
+        while (*t == ' ')
+            t++;
+        if (t[0] >= '0' && t[0] <= '9') {
+            char *end;
+            long v = strtol(t, &end, 10);
+            if (v < 0)
+                return false; /* CUDA stops at the first invalid entry */
+            if ((unsigned long)v == index)
+                return true;
+        } else if (strncmp(t, "GPU-", 4) == 0 && uuid[0] && strncmp(uuid, t, strlen(t)) == 0) {
+            return true;
+        } else if (strncmp(t, "GPU-", 4) != 0) {
+            return false;
+        }
+    }
+    return false;
+}
+
+typedef struct {
+    int tree_pid;
+    int64_t ns[8];
+    size_t nns;
+} pid_map;
+
+/* The tree process NVML's pid names. NVML gives pids of the namespace it runs in (the host's
+ * when sop runs there): first the pid as sop sees it; else, for a driver that gives the pids
+ * of the process's own (deeper) namespace, a deeper NSpid entry — only when that number is no
+ * process sop can see, so a host process with the same number is never taken for it. */
+static int tree_pid_of(const pid_map *m, size_t nm, unsigned nvml_pid, int proc_root_fd)
+{
+    for (size_t i = 0; i < nm; i++)
+        if (m[i].ns[0] == (int64_t)nvml_pid)
+            return m[i].tree_pid;
+    int found = 0;
+    for (size_t i = 0; i < nm; i++)
+        for (size_t j = 1; j < m[i].nns; j++)
+            if (m[i].ns[j] == (int64_t)nvml_pid) {
+                if (found && found != m[i].tree_pid)
+                    return 0; /* two tree processes have that inner number: ambiguous */
+                found = m[i].tree_pid;
+            }
+    if (found) {
+        char name[16];
+        snprintf(name, sizeof name, "%u", nvml_pid);
+        if (proc_root_fd < 0 || faccessat(proc_root_fd, name, F_OK, 0) == 0)
+            return 0;
+    }
+    return found;
+}
+
+static void add_proc(sop_gpu *out, int pid, unsigned dev, unsigned long long mem)
+{
+    for (size_t i = 0; i < out->nprocs; i++)
+        if (out->procs[i].pid == pid && out->procs[i].device == (int64_t)dev)
+            return; /* also in the other list */
+    if (out->nprocs >= SOP_GPU_PROCS_MAX)
+        return;
+    sop_gpu_proc *p = &out->procs[out->nprocs++];
+    p->pid = pid;
+    p->device = dev;
+    p->mem_kb = mem == NVML_VALUE_NOT_AVAILABLE ? SOP_NA : (int64_t)(mem / 1024);
+    p->util_sm_pct = NAN;
+}
+
+/* The tree's processes on device index i (both lists, newest call first). */
+static void read_procs(sop_nvml *n, unsigned i, const pid_map *m, size_t nm, sop_gpu *out,
+                       bool *used)
+{
+    unsigned char buf[PROCS_READ_MAX * sizeof(nvml_proc_v2)];
+    for (int list = 0; list < 2; list++) {
+        fn_dev_procs *fns = list ? n->graphics : n->compute;
+        for (int v = 0; v < 3; v++) {
+            if (!fns[v])
+                continue;
+            unsigned cnt = PROCS_READ_MAX;
+            if (fns[v](n->dev[i], &cnt, buf) != NVML_SUCCESS)
+                break; /* NOT_SUPPORTED, or more than we read: leave it */
+            for (unsigned k = 0; k < cnt && k < PROCS_READ_MAX; k++) {
+                unsigned pid;
+                unsigned long long mem;
+                if (v < 2) {
+                    nvml_proc_v2 e;
+                    memcpy(&e, buf + k * sizeof e, sizeof e);
+                    pid = e.pid, mem = e.used_gpu_memory;
+                } else {
+                    nvml_proc_v1 e;
+                    memcpy(&e, buf + k * sizeof e, sizeof e);
+                    pid = e.pid, mem = e.used_gpu_memory;
+                }
+                int tp = tree_pid_of(m, nm, pid, n->root_fd);
+                if (tp > 0) {
+                    add_proc(out, tp, i, mem);
+                    *used = true;
+                }
+            }
+            break;
+        }
+    }
+}
+
+/* Mean SM share of each tree process on device index i since the window started. */
+/* Mean SM share of each tree process on device index i since the window started. NVML keeps
+ * a sample per process and driver period; the buffer is sized by a first call (bounded). */
+static void read_proc_util(sop_nvml *n, unsigned i, const pid_map *m, size_t nm, sop_gpu *out)
+{
+    if (!n->proc_util)
+        return;
+    unsigned cnt = 0;
+    nvml_ret r = n->proc_util(n->dev[i], NULL, &cnt, n->t0_us);
+    nvml_proc_util *s = NULL;
+    if (r == NVML_ERROR_INSUFFICIENT_SIZE || (r == NVML_SUCCESS && cnt > 0)) {
+        if (cnt == 0 || cnt > PROC_SAMPLES_MAX)
+            cnt = PROC_SAMPLES_MAX;
+        cnt += 16; /* samples may arrive between the two calls */
+        s = calloc(cnt, sizeof *s);
+        if (!s)
+            return;
+        r = n->proc_util(n->dev[i], s, &cnt, n->t0_us);
+    }
+    if (r != NVML_SUCCESS && r != NVML_ERROR_NOT_FOUND) { /* not supported (MIG, old GPUs) */
+        free(s);
+        return;
+    }
+    if (r != NVML_SUCCESS || !s)
+        cnt = 0; /* NOT_FOUND: no process ran a kernel since the window started */
+    for (size_t p = 0; p < out->nprocs; p++) {
+        sop_gpu_proc *gp = &out->procs[p];
+        if (gp->device != (int64_t)i)
+            continue;
+        double sum = 0;
+        int k = 0;
+        for (unsigned j = 0; j < cnt; j++)
+            if (tree_pid_of(m, nm, s[j].pid, n->root_fd) == gp->pid && s[j].sm_util <= 100) {
+                sum += s[j].sm_util;
+                k++;
+            }
+        gp->util_sm_pct = k ? sum / k : 0.0; /* listed but no sample since t0: no kernel ran */
+    }
+    free(s);
+}
+
+static void throttle_text(unsigned long long bits, char *out, size_t cap)
+{
+    out[0] = '\0';
+    size_t len = 0;
+    for (size_t k = 0; k < sizeof reasons / sizeof reasons[0]; k++)
+        if (bits & reasons[k].bit) {
+            int w = snprintf(out + len, cap - len, "%s%s", len ? "," : "", reasons[k].name);
+            if (w < 0 || (size_t)w >= cap - len)
+                break;
+            len += (size_t)w;
+        }
+}
+
+static void read_device(sop_nvml *n, unsigned i, sop_gpu_device *d)
+{
+    nvml_dev h = n->dev[i];
+    unsigned u;
+    d->index = i;
+    if (n->name)
+        n->name(h, d->name, sizeof d->name);
+    if (n->uuid)
+        n->uuid(h, d->uuid, sizeof d->uuid);
+    d->name[sizeof d->name - 1] = d->uuid[sizeof d->uuid - 1] = '\0';
+    nvml_memory mem;
+    if (n->memory && n->memory(h, &mem) == NVML_SUCCESS) {
+        d->mem_used_kb = (int64_t)(mem.used / 1024);
+        d->mem_total_kb = (int64_t)(mem.total / 1024);
+    }
+    if (n->clock && n->clock(h, NVML_CLOCK_SM, &u) == NVML_SUCCESS)
+        d->sm_clock_mhz = u;
+    if (n->max_clock && n->max_clock(h, NVML_CLOCK_SM, &u) == NVML_SUCCESS)
+        d->sm_clock_max_mhz = u;
+    unsigned long long bits;
+    if (n->reasons && n->reasons(h, &bits) == NVML_SUCCESS)
+        throttle_text(bits, d->throttle, sizeof d->throttle);
+    if (n->temperature && n->temperature(h, NVML_TEMPERATURE_GPU, &u) == NVML_SUCCESS)
+        d->temperature_c = u;
+    if (n->power && n->power(h, &u) == NVML_SUCCESS)
+        d->power_w = u / 1000.0;
+    if (n->pcie && n->pcie(h, NVML_PCIE_UTIL_RX_BYTES, &u) == NVML_SUCCESS)
+        d->pcie_rx_kb_per_s = u;
+    if (n->pcie && n->pcie(h, NVML_PCIE_UTIL_TX_BYTES, &u) == NVML_SUCCESS)
+        d->pcie_tx_kb_per_s = u;
+    /* the window's utilisation readings */
+    double sum = 0, sum_mem = 0, max = -1;
+    int64_t k = 0, km = 0, idle = 0;
+    for (size_t t = 0; t < n->nticks; t++) {
+        if (n->sm[t][i] >= 0) {
+            sum += n->sm[t][i];
+            max = n->sm[t][i] > max ? n->sm[t][i] : max;
+            idle += n->sm[t][i] < 5;
+            k++;
+        }
+        if (n->mem[t][i] >= 0) {
+            sum_mem += n->mem[t][i];
+            km++;
+        }
+    }
+    d->util_samples = k;
+    if (k) {
+        d->util_sm_pct = sum / (double)k;
+        d->util_sm_max_pct = max;
+        d->idle_frac = (double)idle / (double)k;
+    }
+    if (km)
+        d->util_mem_pct = sum_mem / (double)km;
+}
+
+static void device_init(sop_gpu_device *d)
+{
+    memset(d, 0, sizeof *d);
+    d->index = d->mem_used_kb = d->mem_total_kb = d->util_samples = SOP_NA;
+    d->sm_clock_mhz = d->sm_clock_max_mhz = d->temperature_c = SOP_NA;
+    d->pcie_rx_kb_per_s = d->pcie_tx_kb_per_s = SOP_NA;
+    d->util_sm_pct = d->util_sm_max_pct = d->util_mem_pct = d->idle_frac = d->power_w = NAN;
+}
+
+void sop__nvml_finish(sop_nvml *n, int proc_root_fd, const int *tree, size_t ntree, uint32_t minors,
+                      const char *cvd, sop_gpu *out)
+{
+    if (!n)
+        return;
+    if (n->nticks == 0) /* --duration 0: one reading now */
+        sop__nvml_tick(n, NAN);
+    out->have = true;
+    snprintf(out->source, sizeof out->source, "nvml");
+    snprintf(out->library, sizeof out->library, "%s", n->path);
+    if (n->driver_version &&
+        n->driver_version(out->driver_version, sizeof out->driver_version) != NVML_SUCCESS)
+        out->driver_version[0] = '\0';
+    out->driver_version[sizeof out->driver_version - 1] = '\0';
+    if (cvd)
+        snprintf(out->cuda_visible_devices, sizeof out->cuda_visible_devices, "%s", cvd);
+    n->root_fd = proc_root_fd;
+    pid_map map[SOP_GPU_TREE_MAX];
+    size_t nm = 0;
+    for (size_t i = 0; i < ntree && nm < SOP_GPU_TREE_MAX; i++) {
+        map[nm].tree_pid = tree[i];
+        map[nm].nns = sop__gpu_nspid(proc_root_fd, tree[i], map[nm].ns, 8);
+        if (map[nm].nns == 0) { /* status unread: its own number at least */
+            map[nm].ns[0] = tree[i];
+            map[nm].nns = 1;
+        }
+        nm++;
+    }
+    bool used[SOP_GPU_DEVICES_MAX] = {false};
+    bool any_used = false;
+    for (unsigned i = 0; i < n->ndev; i++) {
+        unsigned minor;
+        if (n->minor && n->minor(n->dev[i], &minor) == NVML_SUCCESS && minor < 32 &&
+            (minors & (1u << minor)))
+            used[i] = true;
+        read_procs(n, i, map, nm, out, &used[i]);
+        any_used = any_used || used[i];
+    }
+    double busy = 0, idle = 0;
+    int nbusy = 0;
+    for (unsigned i = 0; i < n->ndev && out->ndevices < SOP_GPU_DEVICES_MAX; i++) {
+        sop_gpu_device d;
+        device_init(&d);
+        if (any_used && !used[i])
+            continue;
+        read_device(n, i, &d);
+        if (!any_used && !visible(cvd, i, d.uuid))
+            continue;
+        d.used_by_tree = used[i];
+        if (used[i] && !isnan(d.util_sm_pct)) {
+            busy += d.util_sm_pct;
+            idle += d.idle_frac;
+            nbusy++;
+        }
+        out->devices[out->ndevices++] = d;
+        read_proc_util(n, i, map, nm, out);
+    }
+    if (nbusy) {
+        out->busy_pct = busy / nbusy;
+        out->idle_frac = idle / nbusy;
+    }
+    if (out->nprocs) {
+        out->tree_mem_kb = 0;
+        for (size_t p = 0; p < out->nprocs; p++)
+            if (out->procs[p].mem_kb != SOP_NA)
+                out->tree_mem_kb += out->procs[p].mem_kb;
+    }
+    /* the busy lane: per tick, the mean SM utilisation over the used devices */
+    if (any_used && n->nticks && !isnan(n->tick_ms[0]) &&
+        (n->series = calloc(1, sizeof *n->series))) {
+        for (size_t t = 0; t < n->nticks; t++) {
+            double s = 0;
+            int k = 0;
+            for (unsigned i = 0; i < n->ndev; i++)
+                if (used[i] && n->sm[t][i] >= 0) {
+                    s += n->sm[t][i];
+                    k++;
+                }
+            if (!k)
+                continue;
+            n->series->t_ms[n->series->n] = n->tick_ms[t];
+            n->series->busy_pct[n->series->n++] = (float)(s / k);
+        }
+    }
+}
+
+const sop_gpu_series *sop__nvml_series(const sop_nvml *n)
+{
+    return n && n->series && n->series->n ? n->series : NULL;
+}
+
+void sop__nvml_close(sop_nvml *n)
+{
+    if (!n)
+        return;
+    if (n->shutdown)
+        n->shutdown();
+    /* NVML is not unloaded: its threads may outlive nvmlShutdown on some drivers */
+    free(n->tick_ms);
+    free(n->sm);
+    free(n->mem);
+    free(n->series);
+    free(n);
+}
