@@ -126,7 +126,7 @@ thresholds {
   numpy_min_samples = 50,       -- a thread needs at least this many samples in the window for a §3 verdict ...
   numpy_busy_frac = 0.5,        -- ... and to be active (running or holding the GIL) in this fraction of them
   einsum_hot_pct = 20,          -- einsum's optimize=False C loop on top in at least this % of a busy thread's samples
-  copies_hot_pct = 25,          -- numpy copy calls (tile, concatenate, stack, flatten, ...) in at least this %
+  copies_hot_pct = 25,          -- materialising copies (repeat, tile, expand+copy, concatenate, ...) in at least this %
                                 --   of a busy thread's samples
   tiny_numpy_min_pct = 30,      -- numpy calls in at least this % of a busy thread's samples
                                 --   (SOP §10: "numpy > 30%") ...

@@ -15,6 +15,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <unistd.h>
+
 #include "../source_line.h"
 #include "bridge.h"
 #include "schema.h"
@@ -154,6 +156,13 @@ static void leaf_hand(sop_value *o, const sop_evk *row, const char *name, void *
     }
 }
 
+/* kB per page, for minor-fault counts. */
+static int64_t page_kb(void)
+{
+    long page = sysconf(_SC_PAGESIZE);
+    return page > 0 ? page / 1024 : 4;
+}
+
 /* The thread's most sampled (leaf, entry, caller) sites, with the source lines of leaf and
  * caller; its keys the leaves[] rows under `prefix` (a thread window's). */
 static void thr_leaves(const sop_window *s, size_t ti, sop_value *w, int *reads, const char *prefix)
@@ -169,7 +178,9 @@ static void thr_leaves(const sop_window *s, size_t ti, sop_value *w, int *reads,
         sop_value *o = sop__v_obj();
         if (!o)
             break;
-        sop_window_count_figs f = {e->count, e->active};
+        bool faults = t->last_minflt != SOP_NA; /* the thread's minor faults were read */
+        sop_window_count_figs f = {e->count, e->active, faults ? e->fresh : SOP_NA,
+                                   faults ? e->fresh_pages * page_kb() : SOP_NA};
         leaf_ctx c = {s, t, e, reads, pre};
         sop__bridge_keys(o, &f, sop__evk_python, sop__evk_python_n, pre, leaf_hand, &c);
         sop__v_push(arr, o);
@@ -317,7 +328,7 @@ static void thr_hand(sop_value *w, const sop_evk *row, const char *name, void *c
             sop_value *o = sop__v_obj();
             if (!o)
                 break;
-            sop_window_count_figs f = {top[k]->count, SOP_NA};
+            sop_window_count_figs f = {top[k]->count, SOP_NA, SOP_NA, SOP_NA};
             sop__bridge_keys(o, &f, sop__evk_python, sop__evk_python_n, pre, stack_hand,
                              (void *)top[k]);
             sop__v_push(arr, o);
@@ -359,6 +370,8 @@ static sop_value *thr_window(const sop_window *s, size_t ti, int *reads, const c
         .subprocess_spawn_frac = frac(t->spawn, n),
         .majflt_frac = frac(t->majflt_smp, n),
         .fault_wait_frac = frac(t->fault_wait, n),
+        .fresh_frac = t->last_minflt != SOP_NA ? frac(t->fresh_smp, n) : NAN,
+        .fresh_kb = t->last_minflt != SOP_NA ? t->fresh_pages * page_kb() : SOP_NA,
     };
     thr_ctx c = {s, ti, reads, prefix, {NULL, NULL, NULL}};
     c.site[0] = top_site(s, ti, SOP_AGG_SITE_IMPORT, &f.import_module_frac);

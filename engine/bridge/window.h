@@ -41,12 +41,14 @@ typedef struct {
     double active_frac, gil_frac, runnable_nogil_frac, gil_wait_frac, running_frac, io_wait_frac,
         data_wait_frac, checkpoint_frac, loop_longest_block_ms, import_frac, logging_frac,
         logging_format_frac, logging_write_frac, subprocess_frac, subprocess_spawn_frac,
-        import_module_frac, logging_site_frac, majflt_frac, fault_wait_frac, fault_site_frac;
+        import_module_frac, logging_site_frac, majflt_frac, fault_wait_frac, fault_site_frac,
+        fresh_frac;
+    int64_t fresh_kb;
 } sop_window_figs;
 
 /* The counts of one of a thread window's top_stacks[] (count) and leaves[] (count, active). */
 typedef struct {
-    int64_t count, active;
+    int64_t count, active, fresh, fresh_kb;
 } sop_window_count_figs;
 
 /* The counts of one of a thread window's entries[]. */
