@@ -47,6 +47,10 @@ const sop_evk sop__evk_sampling[] = {
     D("self_cpu_ms", self_cpu_ms, "ms", "sopctl's CPU time in the sampling loop"),
     D("window_s", window_s, "s", "the sampled window"),
     I("processes", processes, "", "processes sampled: the target and its CPython workers"),
+    SOP_EVK_H("anon_trace_kb", SOP_EVK_ARR, "kB",
+              "[13]: the target's anonymous memory (statm resident - shared) at 13 evenly spaced "
+              "times over the window, first to last reading: the note below"),
+    SOP_EVK_H("anon_trace_s", SOP_EVK_NUM, "s", "the time from its first to its last reading"),
 };
 const size_t sop__evk_sampling_n = sizeof sop__evk_sampling / sizeof sop__evk_sampling[0];
 #undef D
@@ -606,6 +610,31 @@ static void worker_hand(sop_value *o, const sop_evk *row, const char *name, void
     }
 }
 
+#define TRACE_POINTS 13
+
+/* sampling.anon_trace_kb / anon_trace_s: the readings nearest to 13 evenly spaced times. */
+static void sampling_hand(sop_value *o, const sop_evk *row, const char *name, void *ctx)
+{
+    (void)row;
+    const sop_window *s = ctx;
+    size_t n = s->ntrace;
+    if (n < 2 || !(s->trace_ms[n - 1] > s->trace_ms[0]))
+        return;
+    double t0 = s->trace_ms[0], span = s->trace_ms[n - 1] - t0;
+    if (strcmp(name, "anon_trace_s") == 0) {
+        sop__v_set_dbl(o, name, span / 1e3);
+        return;
+    }
+    sop_value *arr = sop__v_arr_at(o, name);
+    size_t j = 0;
+    for (int k = 0; arr && k < TRACE_POINTS; k++) {
+        double t = t0 + span * k / (TRACE_POINTS - 1);
+        while (j + 1 < n && fabs(s->trace_ms[j + 1] - t) <= fabs(s->trace_ms[j] - t))
+            j++;
+        sop__v_push(arr, sop__v_num((double)s->trace_kb[j]));
+    }
+}
+
 void sop__bridge_window(sop_value *ev, const sop_window *s)
 {
     const sop_agg *a = s->agg;
@@ -614,7 +643,8 @@ void sop__bridge_window(sop_value *ev, const sop_window *s)
         sampling_figs f = {s->stats.rate_hz,        s->stats.ticks,           s->stats.missed,
                            s->stats.thread_samples, s->stats.samples_partial, s->stats.walk_retries,
                            s->stats.self_cpu_ms,    s->stats.window_s,        s->nprocs};
-        sop__bridge_keys(smp, &f, sop__evk_sampling, sop__evk_sampling_n, "", NULL, NULL);
+        sop__bridge_keys(smp, &f, sop__evk_sampling, sop__evk_sampling_n, "", sampling_hand,
+                         (void *)s);
     }
     bridge_files(s, ev);
     int reads = 0; /* source lines read for this window */

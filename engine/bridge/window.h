@@ -32,6 +32,10 @@ typedef struct {
     size_t nfiles;
     sop_sampler_stats stats; /* ticks, missed, rate, self CPU, window_s (and the agg's counts) */
     const char *proc_root;   /* source lines of hot frames are read through PID/root */
+    /* the target's anonymous memory (kB) at times (ms, monotonic) over the window */
+    const double *trace_ms;
+    const int64_t *trace_kb;
+    size_t ntrace;
 } sop_window;
 
 /* The figures of one thread's window, as the window rows of sop__evk_python read them
