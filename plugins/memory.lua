@@ -400,7 +400,30 @@ local function loading_share(ev)
   local best, best_frame, best_n
   for _, t in ipairs(py.threads) do
     local w = t.window
-    if w and w.samples and w.samples > 0 and w.top_stacks then
+    local d = w and w.dist
+    if w and w.samples and w.samples > 0 and d and d.frames and d.stacks then
+      -- Every stack of the window (the full distribution), each frame tested once.
+      local n, frames, is_load = 0, {}, {}
+      for i, f in ipairs(d.frames) do is_load[i] = is_load_frame(f) end
+      for _, st in ipairs(d.stacks) do
+        local found
+        for _, id in ipairs(st.ids or {}) do
+          if is_load[id] then found = d.frames[id] end   -- innermost loading frame
+        end
+        if found then
+          n = n + (st.count or 0)
+          frames[found] = (frames[found] or 0) + (st.count or 0)
+        end
+      end
+      local share = n / w.samples
+      if not best or share > best then
+        best, best_n, best_frame = share, w.samples, nil
+        local top = 0
+        for f, c in pairs(frames) do
+          if c > top then best_frame, top = f, c end
+        end
+      end
+    elseif w and w.samples and w.samples > 0 and w.top_stacks then
       local n, frames = 0, {}
       for _, st in ipairs(w.top_stacks) do
         local found
@@ -439,7 +462,7 @@ rule {
             "刚启动的进程已占内存上限的很大比例，且正把整个数据集读进内存"),
   reads = { "proc.age_s", "proc.rss_kb", "proc.anon_kb", "proc.rss_growth_kb_per_s", "cgroup.memory.limit_kb",
             "host.mem_total_kb", "python.threads[].window.top_stacks", "python.threads[].window.samples",
-            "alive", "pid" },
+            "python.threads[].window.dist", "alive", "pid" },
   uses = { "load_young_s", "load_share_pct", "load_rate_mb_per_s", "load_stack_pct", "rss_limit_pct" },
   cause = T("The whole dataset is read into RAM at start-up (SOP §2.2 row 1, 'killed right "
             .. "after start'): memory grows with the file size, not with the batch, and the "
@@ -556,7 +579,8 @@ rule {
             "proc.mem.shmem_growth_kb_per_s", "proc.mem.file_growth_kb_per_s", "proc.mem.mapped",
             "cgroup.memory.limit_kb", "cgroup.memory.usage_kb", "host.mem_available_kb",
             "python.threads[].window.top_stacks", "python.heap", "alive", "pid",
-            "python.threads[].window.samples", "sampling.anon_trace_kb", "python.threads[].window.import_frac" },
+            "python.threads[].window.samples", "sampling.anon_trace_kb", "python.threads[].window.import_frac",
+            "python.threads[].window.dist" },
   uses = { "data_file_min_mb", "growth_min_window_s", "growth_floor_mb_per_s", "growth_min_pct", "growth_hwm_slack_pct",
            "growth_high_s", "growth_warn_rss_mb", "growth_warn_s", "growth_young_s",
            "load_young_s", "load_stack_pct", "heap_python_pct", "growth_step_pct", "growth_steady_pct",
