@@ -146,7 +146,6 @@ thresholds {
   growth_warn_rss_mb = 256,     -- warn only when RSS is at least this many MiB ...
   growth_warn_s = 3600,         -- ... or the limit / MemAvailable is reached within this many seconds; else info
   growth_young_s = 120,         -- a process younger than this (s) is starting up: growth is info unless high
-                                --   or steady (below)
   growth_step_pct = 50,         -- one twelfth of the window holding this % of the rise: a step, not a climb: info
   growth_steady_pct = 65,       -- steady: anonymous memory rose in this % of the window's twelfths ...
   growth_persist_pct = 50,      -- ... and its last third still grew at this % of the window's mean rate

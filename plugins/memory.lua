@@ -697,16 +697,25 @@ rule {
                    "{shape_s}；进程启动 {age:%.0f} 秒且仍在 import（某线程 {pct:%.0f}% 的样本）：属于启动期，尚不构成趋势",
                    { shape_s = shape_s, age = p.age_s, pct = 100 * importing })
     end
+    -- A young process's caches and pools fill as steadily as a leak grows (a bounded cache
+    -- filling looks the same in one window): info until it is past start-up, unless the limit
+    -- is near.
+    local young = p.age_s and p.age_s < th.growth_young_s
+    if steady and young then
+      shape_s = tr("{shape_s}; the process is {age:%.0f} s old: caches and pools filling at start look the "
+                     .. "same, judged again after {growth_young_s:%g} s",
+                   "{shape_s}；进程仅启动 {age:%.0f} 秒：启动期缓存和池的填充看起来一样，{growth_young_s:%g} 秒后再判断",
+                   { shape_s = shape_s, age = p.age_s, growth_young_s = th.growth_young_s })
+    end
     local pid = ev.pid
     local sev
     if step or starting then
       sev = "info"
     elseif left and left <= th.growth_high_s then
       sev = "high"
-    elseif steady and left and left <= th.growth_steady_warn_s then
+    elseif steady and left and left <= th.growth_steady_warn_s and not young then
       sev = "warn"
-    elseif (base >= 1024 * th.growth_warn_rss_mb or (left and left <= th.growth_warn_s))
-           and not (p.age_s and p.age_s < th.growth_young_s) then
+    elseif (base >= 1024 * th.growth_warn_rss_mb or (left and left <= th.growth_warn_s)) and not young then
       -- Without a steady trace, a small process whose growth would take hours to matter is
       -- warming up as often as it leaks, and a young one (imports, model build, pools and caches
       -- filling) grows as a leak does: info then, unless the limit is near.

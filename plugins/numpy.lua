@@ -171,8 +171,7 @@ rule {
 local MATERIALISE = {
   ["repeat"] = true, tile = true, repeat_interleave = true, ascontiguousarray = true,
   asfortranarray = true, contiguous = true, flatten = true, copy = true, clone = true,
-  take = true, take_along_axis = true, index_select = true, gather = true,
-  broadcast_arrays = true, meshgrid = true, kron = true, pad = true,
+  broadcast_arrays = true, meshgrid = true, pad = true,
 }
 -- Calls that copy all their inputs into one new array: a copy per call, O(n^2) when an array
 -- grows by being re-copied whole in a loop.
@@ -214,8 +213,9 @@ local function line_copy(code)
 end
 
 -- A sampled site's copy: the library entry the program called (a Python wrapper such as
--- np.tile), else a C call made on the program's own line (the leaf is that line).
-local function site_copy(l)
+-- np.tile), else -- when numpy or torch is loaded (`arrays`) -- a C call made on the program's
+-- own line (the leaf is that line).
+local function site_copy(l, arrays)
   local e, lf = l.entry, l.leaf or {}
   if e and array_lib_file(e.file) then
     if MATERIALISE[e.func] or JOIN[e.func] or VIEW[e.func] then
@@ -224,7 +224,7 @@ local function site_copy(l)
     end
     return nil
   end
-  if not e and lf.file and not array_lib_file(lf.file) then
+  if arrays and not e and lf.file and not array_lib_file(lf.file) then
     local op = line_copy(lf.code)
     if op then return op, lf end
   end
@@ -235,15 +235,15 @@ rule {
   id = "numpy.hidden_copies", section = "3.1", severity = "warn",
   title = T("materialised copies hot in a busy thread: calls that only allocate and refill an array "
             .. "with their input's elements (repeat, tile, broadcast_to/expand then copy/contiguous, "
-            .. "ascontiguousarray, clone, take/gather, concatenate/cat/stack growing an array, "
+            .. "ascontiguousarray, clone, concatenate/cat/stack growing an array, "
             .. "flatten), numpy or torch, seen as numpy's frames or through the calling line's text; "
             .. "fancy indexing with an index array is not told apart from plain indexing",
             "繁忙线程里物化复制是热点：只做分配并用输入元素重新填充数组的调用（repeat、tile、broadcast_to/expand "
-            .. "后再 copy/contiguous、ascontiguousarray、clone、take/gather、循环里增长数组的 concatenate/cat/stack、"
+            .. "后再 copy/contiguous、ascontiguousarray、clone、循环里增长数组的 concatenate/cat/stack、"
             .. "flatten），numpy 或 torch 均可，经 numpy 栈帧或调用行的源码识别；用索引数组的花式索引无法与普通索引区分"),
   reads = { "python.workers[].threads[].window", "duration_s", "pid", "python.threads[].name",
             "python.threads[].tid", "python.threads[].window", "python.workers[].pid",
-            "python.workers[].threads[].tid" },
+            "python.workers[].threads[].tid", "proc.libs" },
   uses = { "numpy_min_samples", "numpy_busy_frac", "copies_hot_pct" },
   fix = T("Let broadcasting do what the copy spells out: A + v instead of A + np.tile(v, (N, 1)), "
           .. "x[:, None, :] * w instead of np.repeat(x[:, None, :], K, 1) * w, x.expand(...) (a view) "
@@ -260,11 +260,17 @@ rule {
   check = function(ev, th)
     local busy, verdict = busy_threads(ev, th)
     if not busy then return verdict end
+    -- A line's C calls are read as array copies only in a process that loaded numpy or torch
+    -- (a dict's .copy() is no materialised array).
+    local arrays = false
+    for _, lib in ipairs(ev.proc and ev.proc.libs or {}) do
+      if lib.kind == "numpy" or lib.kind == "torch" then arrays = true end
+    end
     local best
     for _, t in ipairs(busy) do
       local per, n, sites, fresh_kb, grown = {}, 0, {}, 0, nil
       for _, l in ipairs(t.w.leaves or {}) do
-        local op, s = site_copy(l)
+        local op, s = site_copy(l, arrays)
         if op then
           n = n + l.active
           fresh_kb = fresh_kb + (l.fresh_kb or 0)

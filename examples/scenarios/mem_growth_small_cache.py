@@ -1,11 +1,12 @@
 # expect: mem.growth
-# cgroup: memory=6000M
+# cgroup: memory=3000M
 # sopctl: --duration 3
 """mem_growth_small_cache.py — SOP §2.2 ("grows the longer it runs") in a small, young process:
 a lookup service memoises every result in a module-level dict that nothing ever evicts, about
 6.4 MiB/s (+40% or more over a 3 s window while the process is still tens of MiB). A leak is a
-rate and a trend, not a size: at this rate the 6000 MiB limit is reached in about a quarter of
-an hour, so mem.growth warns although the process is small and only seconds old. The program
+rate and a trend, not a size: steady over the window, it reaches the 3000 MiB limit in about
+eight minutes, so mem.growth is high although the process is small (a young process far from any
+limit would be info: a cache filling at start-up looks the same in one window). The program
 reports ready once it has measured its own anonymous memory growing. Stops growing at ~380 MiB;
 exits after 60 s."""
 import hashlib
