@@ -138,7 +138,7 @@ thresholds {
   numpy_min_samples = 50,       -- a thread needs at least this many samples in the window for a §3 verdict ...
   numpy_busy_frac = 0.5,        -- ... and to be active (running or holding the GIL) in this fraction of them
   einsum_hot_pct = 20,          -- einsum's optimize=False C loop on top in at least this % of a busy thread's samples
-  copies_hot_pct = 25,          -- numpy copy calls (tile, concatenate, stack, flatten, ...) in at least this %
+  copies_hot_pct = 25,          -- materialising copies (repeat, tile, expand+copy, concatenate, ...) in at least this %
                                 --   of a busy thread's samples
   tiny_numpy_min_pct = 30,      -- numpy calls in at least this % of a busy thread's samples
                                 --   (SOP §10: "numpy > 30%") ...
@@ -158,6 +158,11 @@ thresholds {
   growth_warn_rss_mb = 256,     -- warn only when RSS is at least this many MiB ...
   growth_warn_s = 3600,         -- ... or the limit / MemAvailable is reached within this many seconds; else info
   growth_young_s = 120,         -- a process younger than this (s) is starting up: growth is info unless high
+  growth_step_pct = 50,         -- one twelfth of the window holding this % of the rise: a step, not a climb: info
+  growth_steady_pct = 65,       -- steady: anonymous memory rose in this % of the window's twelfths ...
+  growth_persist_pct = 50,      -- ... and its last third still grew at this % of the window's mean rate
+  growth_steady_warn_s = 21600, -- steady growth reaching the limit / MemAvailable within this many s: warn at least
+  growth_import_pct = 5,        -- a young process with this % of a thread's samples in imports is starting up: info
   heap_python_pct = 50,         -- Python objects (heap census) explaining less than this % of the (growth of)
                                 --   anonymous memory: the memory is native (C extensions, tensors, allocator)
   sib_min_mb = 128,             -- a worker/rank holding at least this many MiB of private memory ...

@@ -331,8 +331,24 @@ static uint64_t hash_frame(uint64_t h, const sop_pyframe *f)
     return h * 1099511628211ull + (uint64_t)(unsigned)f->line;
 }
 
-static void count_leaf(sop_agg *a, int ti, const sop_pysample *p, bool active)
+/* Minor faults the thread took since its previous sample (0 for its first or unread). */
+static int64_t fresh_pages(sop_agg_thread *t, const sop_pysample *p)
 {
+    int64_t d = 0;
+    if (p->minflt != SOP_NA) {
+        if (t->last_minflt != SOP_NA && p->minflt > t->last_minflt)
+            d = p->minflt - t->last_minflt;
+        t->last_minflt = p->minflt;
+    }
+    t->fresh_pages += d;
+    if (d >= SOP_AGG_FRESH_PAGES)
+        t->fresh_smp++;
+    return d;
+}
+
+static void count_leaf(sop_agg *a, int ti, const sop_pysample *p, bool active, int64_t pages)
+{
+    long fresh = pages >= SOP_AGG_FRESH_PAGES;
     if (p->nframes == 0)
         return;
     const sop_pyframe *leaf = &p->frames[0], *caller = NULL, *entry = NULL;
@@ -360,6 +376,8 @@ static void count_leaf(sop_agg *a, int ti, const sop_pysample *p, bool active)
             e->thr = (uint32_t)ti;
             e->count = 1;
             e->active = active;
+            e->fresh = fresh;
+            e->fresh_pages = pages;
             a->nleaves++;
             return;
         }
@@ -367,6 +385,8 @@ static void count_leaf(sop_agg *a, int ti, const sop_pysample *p, bool active)
             site_eq(&e->entry, entry) && site_eq(&e->caller, caller)) {
             e->count++;
             e->active += active;
+            e->fresh += fresh;
+            e->fresh_pages += pages;
             return;
         }
     }
@@ -527,7 +547,7 @@ int sop__agg_add_thread(sop_agg *a, int proc, int tid, const char *name)
     memset(t, 0, sizeof *t);
     t->proc = proc;
     t->tid = tid;
-    t->last_majflt = SOP_NA;
+    t->last_majflt = t->last_minflt = SOP_NA;
     snprintf(t->name, sizeof t->name, "%s", name ? name : "?");
     for (char *c = t->name; *c; c++) /* the name is a frame of the collapsed stacks */
         if (*c == ';' || *c == '\n')
@@ -607,7 +627,7 @@ void sop__agg_sample(sop_agg *a, int ti, const sop_pysample *p, double now_ms)
     fault_sample(a, ti, p);
     loop_sample(t, p, now_ms);
     count_stack(a, ti, p, st);
-    count_leaf(a, ti, p, run || p->gil);
+    count_leaf(a, ti, p, run || p->gil, fresh_pages(t, p));
 }
 
 /* The collecting stretch (from its first collecting tick to the first tick it is not

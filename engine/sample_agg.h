@@ -23,6 +23,10 @@
 #define SOP_AGG_SITES_MAX 1024          /* (thread, kind, frame) counters: import / logging sites */
 #define SOP_AGG_LEAF_SLOTS (1u << 14)   /* (leaf, entry, caller) sites over all threads */
 #define SOP_AGG_LINE_SLOTS 4096u        /* (process, file, line) -> "waits for the GPU" answers */
+/* A sample "touches fresh memory" when the thread took at least this many minor faults since
+ * its previous sample: 256 KiB of pages first written (a new buffer being filled), far above the
+ * stray fault of the interpreter's own allocations. */
+#define SOP_AGG_FRESH_PAGES 64
 
 typedef struct {
     char frame[384];
@@ -40,6 +44,9 @@ typedef struct {
     long majflt_smp;     /* samples after which the thread's major faults had risen */
     long fault_wait;     /* ... or in D state: waiting on storage (mapped file pages or reads) */
     int64_t last_majflt; /* SOP_NA until the first sample read it */
+    long fresh_smp;      /* samples after which it had touched >= SOP_AGG_FRESH_PAGES new pages */
+    int64_t fresh_pages; /* minor faults summed over the samples (from its second sample on) */
+    int64_t last_minflt; /* SOP_NA until the first sample read it */
     long import, logging, log_format, log_write, subprocess, spawn; /* sampler_runtime.h */
     bool is_loop;
     /* the current stretch away from the selector */
@@ -97,6 +104,8 @@ typedef struct {
     uint32_t thr;
     sop_agg_frame leaf, entry, caller;
     long count, active;
+    long fresh;          /* samples at the site that touched fresh memory (SOP_AGG_FRESH_PAGES) */
+    int64_t fresh_pages; /* minor faults charged to the site (taken since the previous sample) */
 } sop_agg_leaf;
 
 typedef struct sop_agg {

@@ -27,6 +27,8 @@
 #define GPU_FDS_MAX 64
 #define LINE_READS_MAX 512       /* source lines read per window to tell GPU waits */
 #define LINE_MAX_BYTES (2 << 20) /* a .py file larger than this is not read for that */
+#define TRACE_MAX 256 /* readings of the target's anonymous memory kept over the window */
+#define TRACE_MS 50.0 /* first interval between them; doubled each time the buffer fills */
 
 typedef struct {
     int pid;
@@ -52,6 +54,11 @@ struct sop_sampler {
     sop_open_file *files0, *files; /* at the window's start and end */
     size_t nfiles0, nfiles;
     int line_reads;
+    /* the target's anonymous memory over the window (/proc/PID/statm resident - shared) */
+    int statm_fd;
+    double trace_ms[TRACE_MAX], trace_every_ms, trace_next_ms;
+    int64_t trace_kb[TRACE_MAX];
+    size_t ntrace;
 };
 
 /* The comm of a process or task as a frame of the collapsed stacks (';' is their separator);
@@ -195,6 +202,7 @@ int sop__sampler_open(int pid, const char *proc_root, const struct sop_pyruntime
     if (!s)
         return -ENOMEM;
     s->proc_root = proc_root ? proc_root : "/proc";
+    s->statm_fd = -1;
     s->agg = sop__agg_new();
     if (!s->agg) {
         sop__sampler_close(s);
@@ -211,6 +219,9 @@ int sop__sampler_open(int pid, const char *proc_root, const struct sop_pyruntime
     read_comm(s->proc_root, pid, 0, s->procs[0].comm, sizeof s->procs[0].comm);
     sop__cmdline_read(s->proc_root, pid, s->procs[0].cmdline, sizeof s->procs[0].cmdline);
     s->nprocs = 1;
+    char path[320];
+    snprintf(path, sizeof path, "%s/%d/statm", s->proc_root, pid);
+    s->statm_fd = open(path, O_RDONLY | O_CLOEXEC);
     if (workers)
         add_workers(s, pid, 1);
     scan_gpu(s);
@@ -242,6 +253,43 @@ static void sleep_until(double deadline_ms)
     }
 }
 
+/* The target's anonymous memory now (statm: resident - shared pages, shared being file-backed
+ * and shmem pages), every trace_every_ms at most; when the buffer is full every other reading is
+ * dropped and the interval doubled, so the readings always span the whole window. */
+static void trace_tick(sop_sampler *s, bool last)
+{
+    if (s->statm_fd < 0 || (!last && s->now_ms < s->trace_next_ms))
+        return;
+    char buf[256];
+    ssize_t n = pread(s->statm_fd, buf, sizeof buf - 1, 0);
+    if (n <= 0)
+        return;
+    buf[n] = '\0';
+    const char *p = buf;
+    int64_t v[3];
+    for (int k = 0; k < 3; k++) {
+        while (*p == ' ')
+            p++;
+        if (*p < '0' || *p > '9')
+            return;
+        v[k] = sop__parse_i64(&p);
+    }
+    if (v[1] < v[2])
+        return;
+    if (s->ntrace == TRACE_MAX) {
+        for (size_t i = 0; i < TRACE_MAX / 2; i++) {
+            s->trace_ms[i] = s->trace_ms[2 * i];
+            s->trace_kb[i] = s->trace_kb[2 * i];
+        }
+        s->ntrace = TRACE_MAX / 2;
+        s->trace_every_ms *= 2;
+    }
+    long page = sysconf(_SC_PAGESIZE);
+    s->trace_ms[s->ntrace] = s->now_ms;
+    s->trace_kb[s->ntrace++] = (v[1] - v[2]) * (page > 0 ? page / 1024 : 4);
+    s->trace_next_ms = s->now_ms + s->trace_every_ms;
+}
+
 /* One tick of the target's GC (main interpreter). */
 static void gc_tick(sop_sampler *s)
 {
@@ -261,6 +309,9 @@ int sop__sampler_run(sop_sampler *s, double deadline_ms, double rate_hz,
     sop__agg_start(s->agg, t0);
     double next = t0, last_progress = t0;
     int rc = 0;
+    s->trace_every_ms = TRACE_MS;
+    s->trace_next_ms = t0;
+    s->ntrace = 0;
     /* Bounded: one tick per interval until the deadline (plus skipped ones). */
     while (next < deadline_ms) {
         s->now_ms = sop__now_ms();
@@ -280,6 +331,7 @@ int sop__sampler_run(sop_sampler *s, double deadline_ms, double rate_hz,
             }
         }
         gc_tick(s);
+        trace_tick(s, false);
         if (failed)
             s->missed++;
         else
@@ -302,8 +354,11 @@ int sop__sampler_run(sop_sampler *s, double deadline_ms, double rate_hz,
     }
     /* The window is the duration asked for, whatever the rate: the last tick may fall well
      * before the deadline (0.5 Hz over 2 s ticks once, at the start). */
-    if (rc != -ESRCH)
+    if (rc != -ESRCH) {
         sleep_until(deadline_ms);
+        s->now_ms = sop__now_ms();
+        trace_tick(s, true);
+    }
     for (int p = 0; p < s->nprocs; p++)
         s->procs[p].have_io1 = sop__io_read(s->proc_root, s->procs[p].pid, &s->procs[p].io1) == 0;
     s->nfiles = scan_files(s, s->files);
@@ -336,6 +391,8 @@ void sop__sampler_close(sop_sampler *s)
         return;
     for (int p = 0; p < s->nprocs; p++)
         sop__python_close(s->procs[p].ps);
+    if (s->statm_fd >= 0)
+        close(s->statm_fd);
     sop__agg_free(s->agg);
     free(s->files0);
     free(s->files);
@@ -428,7 +485,8 @@ void sop__sampler_bridge(const sop_sampler *s, sop_value *ev)
                                      pe->have_io0 ? &pe->io0 : NULL,
                                      pe->have_io1 ? &pe->io1 : NULL};
     }
-    sop_window w = {s->agg, procs, s->nprocs, s->files, s->nfiles, {0}, s->proc_root};
+    sop_window w = {s->agg, procs,        s->nprocs,   s->files,    s->nfiles,
+                    {0},    s->proc_root, s->trace_ms, s->trace_kb, s->ntrace};
     sop__sampler_stats(s, &w.stats);
     sop__bridge_window(ev, &w);
 }

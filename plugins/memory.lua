@@ -400,7 +400,30 @@ local function loading_share(ev)
   local best, best_frame, best_n
   for _, t in ipairs(py.threads) do
     local w = t.window
-    if w and w.samples and w.samples > 0 and w.top_stacks then
+    local d = w and w.dist
+    if w and w.samples and w.samples > 0 and d and d.frames and d.stacks then
+      -- Every stack of the window (the full distribution), each frame tested once.
+      local n, frames, is_load = 0, {}, {}
+      for i, f in ipairs(d.frames) do is_load[i] = is_load_frame(f) end
+      for _, st in ipairs(d.stacks) do
+        local found
+        for _, id in ipairs(st.ids or {}) do
+          if is_load[id] then found = d.frames[id] end   -- innermost loading frame
+        end
+        if found then
+          n = n + (st.count or 0)
+          frames[found] = (frames[found] or 0) + (st.count or 0)
+        end
+      end
+      local share = n / w.samples
+      if not best or share > best then
+        best, best_n, best_frame = share, w.samples, nil
+        local top = 0
+        for f, c in pairs(frames) do
+          if c > top then best_frame, top = f, c end
+        end
+      end
+    elseif w and w.samples and w.samples > 0 and w.top_stacks then
       local n, frames = 0, {}
       for _, st in ipairs(w.top_stacks) do
         local found
@@ -439,7 +462,7 @@ rule {
             "刚启动的进程已占内存上限的很大比例，且正把整个数据集读进内存"),
   reads = { "proc.age_s", "proc.rss_kb", "proc.anon_kb", "proc.rss_growth_kb_per_s", "cgroup.memory.limit_kb",
             "host.mem_total_kb", "python.threads[].window.top_stacks", "python.threads[].window.samples",
-            "alive", "pid" },
+            "python.threads[].window.dist", "alive", "pid" },
   uses = { "load_young_s", "load_share_pct", "load_rate_mb_per_s", "load_stack_pct", "rss_limit_pct" },
   cause = T("The whole dataset is read into RAM at start-up (SOP §2.2 row 1, 'killed right "
             .. "after start'): memory grows with the file size, not with the batch, and the "
@@ -519,6 +542,27 @@ rule {
   end,
 }
 
+-- How the anonymous memory rose over the window, from its 13 readings (sampling.anon_trace_kb):
+-- the share of twelfths that rose, the largest twelfth's share of the net rise, and the last
+-- third's rate against the window's mean. nil when the window was not traced or did not rise.
+local function growth_shape(ev)
+  local tr_kb = ev.sampling and ev.sampling.anon_trace_kb
+  if not tr_kb or #tr_kb < 7 then return nil end
+  local n = #tr_kb - 1
+  local net = tr_kb[#tr_kb] - tr_kb[1]
+  if net <= 0 then return nil end
+  local rising, largest = 0, 0
+  for i = 1, n do
+    local d = tr_kb[i + 1] - tr_kb[i]
+    if d > 0 then rising = rising + 1 end
+    if d > largest then largest = d end
+  end
+  local third = math.floor(n / 3)
+  local last = (tr_kb[#tr_kb] - tr_kb[#tr_kb - third]) / third
+  return { rising_pct = 100 * rising / n, step_pct = 100 * largest / net,
+           last_pct = 100 * last / (net / n), n = n }
+end
+
 local GROWTH_REFS = {
   "https://docs.python.org/3/library/tracemalloc.html",
   "https://bloomberg.github.io/memray/attach.html",
@@ -535,10 +579,12 @@ rule {
             "proc.mem.shmem_growth_kb_per_s", "proc.mem.file_growth_kb_per_s", "proc.mem.mapped",
             "cgroup.memory.limit_kb", "cgroup.memory.usage_kb", "host.mem_available_kb",
             "python.threads[].window.top_stacks", "python.heap", "alive", "pid",
-            "python.threads[].window.samples" },
+            "python.threads[].window.samples", "sampling.anon_trace_kb", "python.threads[].window.import_frac",
+            "python.threads[].window.dist" },
   uses = { "data_file_min_mb", "growth_min_window_s", "growth_floor_mb_per_s", "growth_min_pct", "growth_hwm_slack_pct",
            "growth_high_s", "growth_warn_rss_mb", "growth_warn_s", "growth_young_s",
-           "load_young_s", "load_stack_pct", "heap_python_pct" },
+           "load_young_s", "load_stack_pct", "heap_python_pct", "growth_step_pct", "growth_steady_pct",
+           "growth_persist_pct", "growth_steady_warn_s", "growth_import_pct" },
   check = function(ev, th)
     local p = ev.proc
     if not p then return no_proc(ev) end
@@ -619,23 +665,78 @@ rule {
     else
       time_left = T("", "")
     end
+    -- Persistence: how the rise was spread over the window (the target's anonymous memory traced
+    -- while it was sampled). A step -- most of the rise in one twelfth: a model built, workers
+    -- forked, a batch or a file loaded -- is no climb, whatever its rate: info. A steady climb
+    -- that still holds in the window's last third is a leak whatever the process's size or age.
+    local shape = growth_shape(ev)
+    local step = shape and shape.step_pct >= th.growth_step_pct
+    local steady = shape and not step and shape.rising_pct >= th.growth_steady_pct
+                   and shape.last_pct >= th.growth_persist_pct
+    local shape_s = T("", "")
+    if shape then
+      shape_s = tr("; over the window the anonymous memory rose in {rising:%.0f}% of its twelfths, the largest "
+                     .. "holding {step:%.0f}% of the rise, the last third at {last:%.0f}% of the mean rate ({what_en})",
+                   "；窗口内匿名内存在 {rising:%.0f}% 的十二分段里上涨，最大一段占涨幅的 {step:%.0f}%，最后三分之一的速率为"
+                     .. "平均的 {last:%.0f}%（{what_zh}）",
+                   { rising = shape.rising_pct, step = shape.step_pct, last = shape.last_pct,
+                     what_en = step and "a step, not a climb" or steady and "steady" or "uneven",
+                     what_zh = step and "一次性跳升而非持续上涨" or steady and "持续" or "不均匀" })
+    end
+    -- Start-up: a young process still importing builds its modules, models and pools once; its
+    -- growth says nothing about a trend yet.
+    local importing = 0
+    for _, t in ipairs(ev.python and ev.python.threads or {}) do
+      local f = t.window and t.window.import_frac
+      if f and f > importing then importing = f end
+    end
+    local starting = p.age_s and p.age_s < th.growth_young_s and 100 * importing >= th.growth_import_pct
+    if starting then
+      shape_s = tr("{shape_s}; the process is {age:%.0f} s old and still importing ({pct:%.0f}% of a thread's "
+                     .. "samples): start-up, not yet a trend",
+                   "{shape_s}；进程启动 {age:%.0f} 秒且仍在 import（某线程 {pct:%.0f}% 的样本）：属于启动期，尚不构成趋势",
+                   { shape_s = shape_s, age = p.age_s, pct = 100 * importing })
+    end
+    -- A young process's caches and pools fill as steadily as a leak grows (a bounded cache
+    -- filling looks the same in one window): info until it is past start-up, unless the limit
+    -- is near.
+    local young = p.age_s and p.age_s < th.growth_young_s
+    if steady and young then
+      shape_s = tr("{shape_s}; the process is {age:%.0f} s old: caches and pools filling at start look the "
+                     .. "same, judged again after {growth_young_s:%g} s",
+                   "{shape_s}；进程仅启动 {age:%.0f} 秒：启动期缓存和池的填充看起来一样，{growth_young_s:%g} 秒后再判断",
+                   { shape_s = shape_s, age = p.age_s, growth_young_s = th.growth_young_s })
+    end
     local pid = ev.pid
+    local sev
+    if step or starting then
+      sev = "info"
+    elseif left and left <= th.growth_high_s then
+      sev = "high"
+    elseif steady and left and left <= th.growth_steady_warn_s and not young then
+      sev = "warn"
+    elseif (base >= 1024 * th.growth_warn_rss_mb or (left and left <= th.growth_warn_s)) and not young then
+      -- Without a steady trace, a small process whose growth would take hours to matter is
+      -- warming up as often as it leaks, and a young one (imports, model build, pools and caches
+      -- filling) grows as a leak does: info then, unless the limit is near.
+      sev = "warn"
+    else
+      sev = "info"
+    end
     return hit(with_census({
-      -- A small process whose growth would take hours to matter is warming up as often as it
-      -- leaks (imports, allocator pools, caches filling): info until it is big or close.
-      -- A young process (start-up: imports, model build, pools and caches filling) grows as a
-      -- leak does: info then, unless the limit is near.
-      severity = (left and left <= th.growth_high_s) and "high"
-                 or ((base >= 1024 * th.growth_warn_rss_mb or (left and left <= th.growth_warn_s))
-                     and not (p.age_s and p.age_s < th.growth_young_s) and "warn")
-                 or "info",
-      symptom = tr("{what_en} grows steadily: {rate:%+.1f} MiB/s",
-                   "{what_zh}持续增长：{rate:%+.1f} MiB/s",
-                   { what_en = by_kind and "Anonymous memory" or "Memory", rate = rate / 1024,
-                     what_zh = by_kind and "匿名内存" or "内存" }),
-      evidence = tr("{summary}; RSS at its peak (VmHWM {rss_kb}){time_left}.",
-                    "{summary}；RSS 处于峰值（VmHWM {rss_kb}）{time_left}。",
-                    { summary = summary, rss_kb = kb(p.vm_hwm_kb or p.rss_kb), time_left = time_left }),
+      severity = sev,
+      symptom = step and tr("{what_en} rose in one step: {rate:%+.1f} MiB/s over the window",
+                            "{what_zh}一次性跳升：窗口内 {rate:%+.1f} MiB/s",
+                            { what_en = by_kind and "Anonymous memory" or "Memory", rate = rate / 1024,
+                              what_zh = by_kind and "匿名内存" or "内存" })
+                or tr("{what_en} grows steadily: {rate:%+.1f} MiB/s",
+                      "{what_zh}持续增长：{rate:%+.1f} MiB/s",
+                      { what_en = by_kind and "Anonymous memory" or "Memory", rate = rate / 1024,
+                        what_zh = by_kind and "匿名内存" or "内存" }),
+      evidence = tr("{summary}; RSS at its peak (VmHWM {rss_kb}){time_left}{shape_s}.",
+                    "{summary}；RSS 处于峰值（VmHWM {rss_kb}）{time_left}{shape_s}。",
+                    { summary = summary, rss_kb = kb(p.vm_hwm_kb or p.rss_kb), time_left = time_left,
+                      shape_s = shape_s }),
       cause = T("Something keeps references to new objects (SOP §2.2 row 2, 'grows the longer it "
                 .. "runs'): a list appended to every step, a dict/cache without a bound, tensors kept "
                 .. "with their graph (loss history without .item()), or reference cycles the GC "

@@ -161,111 +161,184 @@ rule {
 
 -- ---------------------------------------------------------------------------------------------
 
--- numpy APIs whose job is to copy into a new buffer.
-local COPY_APIS = { tile = true, ["repeat"] = true, concatenate = true, stack = true, vstack = true,
-                    hstack = true, dstack = true, column_stack = true, row_stack = true,
-                    block = true, append = true }
+-- Materialised copies (§3.1, §3.3). The signature: a busy thread's time in calls whose result is
+-- a new array holding the elements of their input again -- rearranged, repeated or broadcast --
+-- with no arithmetic: pure allocation and data movement. numpy's Python wrappers (np.tile,
+-- np.repeat, np.broadcast_to, concatenate/stack, ...) show as their own frames; C functions and
+-- methods (x.repeat(), np.ascontiguousarray, torch's x.expand(...).contiguous(), x.clone(),
+-- torch.cat, ...) show only as the program's line, read through its source text. The names below
+-- only say which calls do that job, whatever the library (numpy, torch, cupy-like APIs).
+local MATERIALISE = {
+  ["repeat"] = true, tile = true, repeat_interleave = true, ascontiguousarray = true,
+  asfortranarray = true, contiguous = true, flatten = true, copy = true, clone = true,
+  broadcast_arrays = true, meshgrid = true, pad = true,
+}
+-- Calls that copy all their inputs into one new array: a copy per call, O(n^2) when an array
+-- grows by being re-copied whole in a loop.
+local JOIN = { concatenate = true, cat = true, stack = true, vstack = true, hstack = true,
+               dstack = true, column_stack = true, row_stack = true, block = true, append = true }
+-- Views: what a materialising call after them turns into a full copy of the broadcast.
+local VIEW = { broadcast_to = true, expand = true, expand_as = true }
+
+local function array_lib_file(f)
+  return numpy_file(f) or (f ~= nil and f:find("/torch/", 1, true) ~= nil)
+end
 
 -- `x = np.concatenate([x, ...])` and kin: the array grows by being copied whole every call.
 local function grows(code)
   if not code then return nil end
-  local lhs, api, first = code:match("^([%w_%.]+)%s*=%s*[%w_]*%.?([%w_]+)%(%s*[%[%(]?%s*([%w_%.]+)")
-  if lhs and COPY_APIS[api] and lhs == first then return lhs end
+  local lhs, rhs = code:match("^([%w_%.]+)%s*=([^=].*)$")
+  if not lhs then return nil end
+  local call, args = rhs:match("^%s*([%w_%.]+)%((.*)$")
+  if not call then return nil end
+  local api, first = call:match("([%w_]+)$"), args:match("^[%s%[%(]*([%w_%.]+)")
+  if JOIN[api] and lhs == first then return lhs end
+  return nil
+end
+
+-- What a line of code materialises, from the calls written on it: "x.expand(...).contiguous()",
+-- "repeat", "concatenate (growing x)", or nil.
+local function line_copy(code)
+  if not code then return nil end
+  local view, mat
+  for name in code:gmatch("([%a_][%w_]*)%s*%(") do
+    if VIEW[name] then view = view or name end
+    if MATERIALISE[name] and not mat then mat = name end
+  end
+  if view and mat then return fmt("%s(...).%s()", view, mat) end
+  if mat then return mat end
+  local g = grows(code)
+  if g then return fmt("%s (growing %s)", code:match("([%w_]+)%(") or "join", g) end
+  return nil
+end
+
+-- A sampled site's copy: the library entry the program called (a Python wrapper such as
+-- np.tile), else -- when numpy or torch is loaded (`arrays`) -- a C call made on the program's
+-- own line (the leaf is that line).
+local function site_copy(l, arrays)
+  local e, lf = l.entry, l.leaf or {}
+  if e and array_lib_file(e.file) then
+    if MATERIALISE[e.func] or JOIN[e.func] or VIEW[e.func] then
+      local lib = numpy_file(e.file) and "np." or "torch."
+      return lib .. e.func, l.caller
+    end
+    return nil
+  end
+  if arrays and not e and lf.file and not array_lib_file(lf.file) then
+    local op = line_copy(lf.code)
+    if op then return op, lf end
+  end
   return nil
 end
 
 rule {
   id = "numpy.hidden_copies", section = "3.1", severity = "warn",
-  title = T("numpy copy APIs hot in a busy thread: np.tile/repeat, concatenate/stack/vstack/"
-            .. "hstack/append (growing arrays), .flatten() when its source line is readable; "
-            .. "fancy indexing and other C-method copies are not visible in Python stacks",
-            "繁忙线程里 numpy 复制类调用是热点：np.tile/repeat、concatenate/stack/vstack/hstack/append"
-            .. "（循环里增长数组）、源码可读时的 .flatten()；花式索引等 C 方法的复制在 Python 栈里看不到"),
+  title = T("materialised copies hot in a busy thread: calls that only allocate and refill an array "
+            .. "with their input's elements (repeat, tile, broadcast_to/expand then copy/contiguous, "
+            .. "ascontiguousarray, clone, concatenate/cat/stack growing an array, "
+            .. "flatten), numpy or torch, seen as numpy's frames or through the calling line's text; "
+            .. "fancy indexing with an index array is not told apart from plain indexing",
+            "繁忙线程里物化复制是热点：只做分配并用输入元素重新填充数组的调用（repeat、tile、broadcast_to/expand "
+            .. "后再 copy/contiguous、ascontiguousarray、clone、循环里增长数组的 concatenate/cat/stack、"
+            .. "flatten），numpy 或 torch 均可，经 numpy 栈帧或调用行的源码识别；用索引数组的花式索引无法与普通索引区分"),
   reads = { "python.workers[].threads[].window", "duration_s", "pid", "python.threads[].name",
             "python.threads[].tid", "python.threads[].window", "python.workers[].pid",
-            "python.workers[].threads[].tid" },
+            "python.workers[].threads[].tid", "proc.libs" },
   uses = { "numpy_min_samples", "numpy_busy_frac", "copies_hot_pct" },
-  fix = T("Replace np.tile(v, (N, 1)) + A by A + v (broadcasting, no copy); collect pieces in "
-          .. "a Python list and call np.concatenate once after the loop, or preallocate "
-          .. "out = np.empty(shape) and fill slices; use .ravel() or .reshape(-1) instead of "
-          .. ".flatten() when a view will do. Check with `b.base is a` that a view is a view.",
-          "把 np.tile(v, (N, 1)) + A 改成 A + v（广播，零拷贝）；循环里把片段放进 Python list，循环后只"
-          .. "调一次 np.concatenate，或预分配 out = np.empty(shape) 再按切片填充；只需视图时用 .ravel() "
-          .. "或 .reshape(-1) 代替 .flatten()。用 `b.base is a` 确认视图确实是视图。"),
+  fix = T("Let broadcasting do what the copy spells out: A + v instead of A + np.tile(v, (N, 1)), "
+          .. "x[:, None, :] * w instead of np.repeat(x[:, None, :], K, 1) * w, x.expand(...) (a view) "
+          .. "without .contiguous() in torch; collect pieces in a list and concatenate once after "
+          .. "the loop, or preallocate out = np.empty(shape) and fill slices; use .ravel() / "
+          .. ".reshape(-1) / .view() instead of .flatten() / .clone() when a view will do. Check with "
+          .. "`b.base is a` (numpy) or `b.data_ptr() == a.data_ptr()` (torch) that a view is a view.",
+          "让广播完成复制想做的事：用 A + v 代替 A + np.tile(v, (N, 1))，用 x[:, None, :] * w 代替 "
+          .. "np.repeat(x[:, None, :], K, 1) * w，torch 里用 x.expand(...)（视图）且不要再 .contiguous()；循环里把"
+          .. "片段放进 list，循环后只 concatenate 一次，或预分配 out = np.empty(shape) 再按切片填充；只需视图时用 "
+          .. ".ravel() / .reshape(-1) / .view() 代替 .flatten() / .clone()。用 `b.base is a`（numpy）或 "
+          .. "`b.data_ptr() == a.data_ptr()`（torch）确认视图确实是视图。"),
   refs = NUMPY_REFS,
   check = function(ev, th)
     local busy, verdict = busy_threads(ev, th)
     if not busy then return verdict end
+    -- A line's C calls are read as array copies only in a process that loaded numpy or torch
+    -- (a dict's .copy() is no materialised array).
+    local arrays = false
+    for _, lib in ipairs(ev.proc and ev.proc.libs or {}) do
+      if lib.kind == "numpy" or lib.kind == "torch" then arrays = true end
+    end
     local best
     for _, t in ipairs(busy) do
-      local per, n = {}, 0
-      for _, e in ipairs(t.w.entries or {}) do
-        if numpy_file(e.file) and COPY_APIS[e.func] then
-          per[#per + 1] = { api = "np." .. e.func, n = e.active }
-          n = n + e.active
-        end
-      end
-      -- ndarray.flatten is a C method: seen only as the program's own line, through its text.
-      local flat = 0
+      local per, n, sites, fresh_kb, grown = {}, 0, {}, 0, nil
       for _, l in ipairs(t.w.leaves or {}) do
-        if not l.entry and l.leaf and l.leaf.code and l.leaf.code:find("%.flatten%(%)") then
-          flat = flat + l.active
+        local op, s = site_copy(l, arrays)
+        if op then
+          n = n + l.active
+          fresh_kb = fresh_kb + (l.fresh_kb or 0)
+          local found = false
+          for _, p in ipairs(per) do
+            if p.op == op then p.n, found = p.n + l.active, true end
+          end
+          if not found then per[#per + 1] = { op = op, n = l.active } end
+          local key = at(s)
+          local seen = false
+          for _, x in ipairs(sites) do seen = seen or x == key end
+          if not seen and #sites < 3 then sites[#sites + 1] = key end
+          grown = grown or grows(s and s.code)
         end
-      end
-      if flat > 0 then
-        per[#per + 1] = { api = ".flatten()", n = flat }
-        n = n + flat
       end
       local pct = 100 * n / t.w.samples
-      if n > 0 and (not best or pct > best.pct) then best = { t = t, per = per, n = n, pct = pct } end
+      if n > 0 and (not best or pct > best.pct) then
+        best = { t = t, per = per, n = n, pct = pct, sites = sites, fresh_kb = fresh_kb, grown = grown }
+      end
     end
     if not best or best.pct < th.copies_hot_pct then
       local pct = best and best.pct or 0
-      return clear(tr("numpy copy APIs at most {pct:%.0f}% of a busy thread's samples (< {copies_hot_pct:%g}%)",
-                      "numpy 复制类调用最多占繁忙线程样本的 {pct:%.0f}%（< {copies_hot_pct:%g}%）",
+      return clear(tr("materialising copies at most {pct:%.0f}% of a busy thread's samples (< {copies_hot_pct:%g}%)",
+                      "物化复制最多占繁忙线程样本的 {pct:%.0f}%（< {copies_hot_pct:%g}%）",
                       { pct = pct, copies_hot_pct = th.copies_hot_pct }))
     end
     local t, w = best.t, best.t.w
     table.sort(best.per, function(a, b) return a.n > b.n end)
-    local parts, sites, grown = {}, {}, nil
-    for _, p in ipairs(best.per) do parts[#parts + 1] = fmt("%s %.0f%%", p.api, 100 * p.n / w.samples) end
-    for _, l in ipairs(w.leaves or {}) do
-      local api = l.entry and numpy_file(l.entry.file) and COPY_APIS[l.entry.func] and l.caller
-      local flat = not l.entry and l.leaf and l.leaf.code and l.leaf.code:find("%.flatten%(%)")
-      local s = api and l.caller or (flat and l.leaf)
-      if s and #sites < 3 then
-        local key = at(s)
-        local seen = false
-        for _, x in ipairs(sites) do seen = seen or x == key end
-        if not seen then sites[#sites + 1] = key end
-        grown = grown or grows(s.code)
-      end
+    local parts = {}
+    for _, p in ipairs(best.per) do
+      if 100 * p.n / w.samples >= 1 then parts[#parts + 1] = fmt("%s %.0f%%", p.op, 100 * p.n / w.samples) end
     end
-    local site_s = #sites > 0 and table.concat(sites, "; ") or "call sites not sampled"
-    local regrow = grown and tr(" `{grown:%s}` is re-copied whole to grow by a little each call: the loop "
-                                  .. "costs O(n^2) copying.",
-                                " `{grown:%s}` 每次只增长一点却整体重新复制：整个循环是 O(n^2) 的复制。",
-                                { grown = grown }) or ""
+    local site_s = #best.sites > 0 and table.concat(best.sites, "; ") or "?"
+    local secs = ev.duration_s
+    local fresh = ""
+    if best.fresh_kb >= 1024 and secs and secs > 0 then
+      fresh = tr(" At those sites the thread touched {mib:%.0f} MiB/s of new pages (minor faults).",
+                 " 这些位置上线程每秒触碰 {mib:%.0f} MiB 新页（次缺页）。",
+                 { mib = best.fresh_kb / 1024 / secs })
+    end
+    local regrow = best.grown and tr(" `{grown:%s}` is re-copied whole to grow by a little each call: the loop "
+                                       .. "costs O(n^2) copying.",
+                                     " `{grown:%s}` 每次只增长一点却整体重新复制：整个循环是 O(n^2) 的复制。",
+                                     { grown = best.grown }) or ""
     return hit {
-      symptom = tr("numpy copies take {pct:%.0f}% of {label:%s}",
-                   "numpy 复制占 {label:%s} 的 {pct:%.0f}%", { pct = best.pct, label = t.label }),
+      symptom = tr("materialised copies take {pct:%.0f}% of {label:%s}",
+                   "物化复制占 {label:%s} 的 {pct:%.0f}%", { pct = best.pct, label = t.label }),
       evidence = tr("{label:%s}: {n} of {samples} samples ({pct:%.0f}%, thread active {active_frac_pct:%.0f}%) "
-                      .. "inside numpy copy calls: {parts_en}; at {site_s:%s}.",
-                    "{label:%s}：{n} / {samples} 个样本（{pct:%.0f}%，线程活跃 {active_frac_pct:%.0f}%）在 numpy 复制类调用里："
-                      .. "{parts_zh}；位置 {site_s:%s}。",
+                      .. "in calls that only allocate a new array and fill it with their input's elements: "
+                      .. "{parts_en}; at {site_s:%s}.{fresh}",
+                    "{label:%s}：{n} / {samples} 个样本（{pct:%.0f}%，线程活跃 {active_frac_pct:%.0f}%）在只分配新数组并用"
+                      .. "输入元素填充的调用里：{parts_zh}；位置 {site_s:%s}。{fresh}",
                     { label = t.label, n = best.n, samples = w.samples, pct = best.pct,
                       active_frac_pct = 100 * w.active_frac, parts_en = table.concat(parts, ", "), site_s = site_s,
-                      parts_zh = table.concat(parts, "，") }),
-      cause = tr("These calls allocate a new array and copy every element on each call: np.tile/"
-                   .. "repeat materialize what broadcasting gives for free, concatenate/stack/vstack/hstack/"
-                   .. "append copy all inputs, .flatten() always copies (ravel does not) (SOP §3.1, §3.3).{regrow}",
-                 "这些调用每次都分配新数组并逐元素复制：np.tile/repeat 把广播本可零拷贝得到的结果真正展开，"
-                   .. "concatenate/stack/vstack/hstack/append 复制所有输入，.flatten() 总是复制（ravel 不会）"
-                   .. "（SOP §3.1、§3.3）。{regrow}", { regrow = regrow }),
+                      parts_zh = table.concat(parts, "，"), fresh = fresh }),
+      cause = tr("Each call allocates an array as large as its output and writes every element into it, "
+                   .. "with no arithmetic: repeat/tile and broadcast_to/expand followed by a copy "
+                   .. "materialise what broadcasting reads in place for free, concatenate/cat/stack copy all "
+                   .. "their inputs, flatten/clone/contiguous always copy. The step pays memory bandwidth "
+                   .. "and allocation for data it already has (SOP §3.1, §3.3).{regrow}",
+                 "每次调用都分配一个与输出一样大的数组并逐元素写入，不做任何计算：repeat/tile 以及 broadcast_to/expand "
+                   .. "之后再复制，把广播本可原地读取的数据真正展开；concatenate/cat/stack 复制所有输入；flatten/clone/"
+                   .. "contiguous 总是复制。每一步都在为已有的数据付内存带宽和分配的代价（SOP §3.1、§3.3）。{regrow}",
+                 { regrow = regrow }),
       verify = tr("`sopctl run --pid {pid} --duration 3`: numpy.hidden_copies clear (copies below "
-                  .. "{copies_hot_pct:%g}% of the thread's samples); RSS churn and step time drop.",
+                  .. "{copies_hot_pct:%g}% of the thread's samples); step time drops.",
                   "`sopctl run --pid {pid} --duration 3`：numpy.hidden_copies 为 clear（复制低于线程样本的 "
-                  .. "{copies_hot_pct:%g}%）；RSS 抖动和每步耗时下降。", { pid = ev.pid, copies_hot_pct = th.copies_hot_pct }),
+                  .. "{copies_hot_pct:%g}%）；每步耗时下降。", { pid = ev.pid, copies_hot_pct = th.copies_hot_pct }),
     }
   end,
 }

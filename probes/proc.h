@@ -111,6 +111,7 @@ typedef struct {
 typedef struct {
     double cpu_pct; /* 100 = one core */
     double majflt_per_s, rss_growth_kb_per_s;
+    double minflt_per_s; /* minor faults: pages first touched (new memory being filled) */
     double anon_growth_kb_per_s, file_growth_kb_per_s, shmem_growth_kb_per_s; /* signed */
     double rchar_per_s, wchar_per_s, syscr_per_s, syscw_per_s;
     double read_bytes_per_s, write_bytes_per_s;

@@ -80,7 +80,7 @@ static void proc_init(sop_proc *p, int pid)
     sop__mapped_init(&p->mapped);
     p->start_time_s = NAN;
     sop_proc_rates *r = &p->rate;
-    r->cpu_pct = r->majflt_per_s = r->rss_growth_kb_per_s = NAN;
+    r->cpu_pct = r->majflt_per_s = r->rss_growth_kb_per_s = r->minflt_per_s = NAN;
     r->rchar_per_s = r->wchar_per_s = r->syscr_per_s = r->syscw_per_s = NAN;
     r->read_bytes_per_s = r->write_bytes_per_s = NAN;
     r->mean_read_bytes = r->mean_write_bytes = r->sched_wait_ms_per_s = NAN;

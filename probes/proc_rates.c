@@ -73,7 +73,7 @@ static int64_t rss_kb(const sop_proc *p)
 void sop__proc_rates(sop_proc *now, const sop_proc *before, double secs, double ticks_per_s)
 {
     sop_proc_rates *r = &now->rate;
-    r->cpu_pct = r->majflt_per_s = r->rss_growth_kb_per_s = NAN;
+    r->cpu_pct = r->majflt_per_s = r->rss_growth_kb_per_s = r->minflt_per_s = NAN;
     r->rchar_per_s = r->wchar_per_s = r->syscr_per_s = r->syscw_per_s = NAN;
     r->read_bytes_per_s = r->write_bytes_per_s = NAN;
     r->mean_read_bytes = r->mean_write_bytes = r->sched_wait_ms_per_s = NAN;
@@ -89,6 +89,7 @@ void sop__proc_rates(sop_proc *now, const sop_proc *before, double secs, double 
         return;
     r->cpu_pct = cpu_pct(&now->stat, &before->stat, secs, ticks_per_s);
     r->majflt_per_s = per_s(now->stat.majflt, before->stat.majflt, secs);
+    r->minflt_per_s = per_s(now->stat.minflt, before->stat.minflt, secs);
     if (ticks_per_s > 0)
         r->reaped_cpu_pct = (delta(now->stat.cutime_ticks, before->stat.cutime_ticks) +
                              delta(now->stat.cstime_ticks, before->stat.cstime_ticks)) /

@@ -101,6 +101,8 @@ const sop_evk sop__evk_proc[] = {
               "kept at the start"),
     D("cpu_pct", rate.cpu_pct, "%", "window, 100 = one core"),
     D("majflt_per_s", rate.majflt_per_s, "1/s", "window"),
+    D("minflt_per_s", rate.minflt_per_s, "1/s",
+      "window: minor faults, pages first touched (x page size: new memory being filled)"),
     D("reaped_cpu_pct", rate.reaped_cpu_pct, "%",
       "window: CPU of children reaped in it, 100 = one core"),
     D("rss_growth_kb_per_s", rate.rss_growth_kb_per_s, "kB/s", "window"),

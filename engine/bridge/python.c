@@ -44,6 +44,8 @@ typedef struct {
         H(P "fault_site", SOP_EVK_TEXT, "", ""), WD(P, fault_site_frac, "", ""),                   \
         WD(P, gpu_wait_frac, "", D("a thread of a process with GPU device files open")),           \
         H(P "gpu_sync_site", SOP_EVK_TEXT, "", ""), WD(P, gpu_sync_site_frac, "", ""),             \
+        WD(P, fresh_frac, "", ""),                                                                 \
+        SOP_EVK_I(P "fresh_kb", sop_window_figs, fresh_kb, "kB", D("new pages touched")),          \
         H(P "top_stacks", SOP_EVK_ARR, "", "the 5 most sampled stacks"),                           \
         H(P "top_stacks[].stack", SOP_EVK_TEXT, "", D("\"outer (file.py);...;inner (file.py)\"")), \
         SOP_EVK_I(P "top_stacks[].count", sop_window_count_figs, count, "", ""),                   \
@@ -60,6 +62,8 @@ typedef struct {
         H(P "leaves", SOP_EVK_ARR, "", "the 8 most sampled sites (see below)"),                    \
         SOP_EVK_I(P "leaves[].count", sop_window_count_figs, count, "", ""),                       \
         SOP_EVK_I(P "leaves[].active", sop_window_count_figs, active, "", ""),                     \
+        SOP_EVK_I(P "leaves[].fresh", sop_window_count_figs, fresh, "", ""),                       \
+        SOP_EVK_I(P "leaves[].fresh_kb", sop_window_count_figs, fresh_kb, "kB", ""),               \
         H(P "leaves[].*", SOP_EVK_OBJ, "", "`leaf`, `entry`, `caller`"),                           \
         H(P "leaves[].*.func", SOP_EVK_TEXT, "", ""),                                              \
         H(P "leaves[].*.file", SOP_EVK_TEXT, "", ""), H(P "leaves[].*.line", SOP_EVK_INT, "", ""), \

@@ -15,6 +15,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <unistd.h>
+
 #include "../source_line.h"
 #include "bridge.h"
 #include "schema.h"
@@ -45,6 +47,10 @@ const sop_evk sop__evk_sampling[] = {
     D("self_cpu_ms", self_cpu_ms, "ms", "sopctl's CPU time in the sampling loop"),
     D("window_s", window_s, "s", "the sampled window"),
     I("processes", processes, "", "processes sampled: the target and its CPython workers"),
+    SOP_EVK_H("anon_trace_kb", SOP_EVK_ARR, "kB",
+              "[13]: the target's anonymous memory (statm resident - shared) at 13 evenly spaced "
+              "times over the window, first to last reading: the note below"),
+    SOP_EVK_H("anon_trace_s", SOP_EVK_NUM, "s", "the time from its first to its last reading"),
 };
 const size_t sop__evk_sampling_n = sizeof sop__evk_sampling / sizeof sop__evk_sampling[0];
 #undef D
@@ -154,6 +160,13 @@ static void leaf_hand(sop_value *o, const sop_evk *row, const char *name, void *
     }
 }
 
+/* kB per page, for minor-fault counts. */
+static int64_t page_kb(void)
+{
+    long page = sysconf(_SC_PAGESIZE);
+    return page > 0 ? page / 1024 : 4;
+}
+
 /* The thread's most sampled (leaf, entry, caller) sites, with the source lines of leaf and
  * caller; its keys the leaves[] rows under `prefix` (a thread window's). */
 static void thr_leaves(const sop_window *s, size_t ti, sop_value *w, int *reads, const char *prefix)
@@ -169,7 +182,9 @@ static void thr_leaves(const sop_window *s, size_t ti, sop_value *w, int *reads,
         sop_value *o = sop__v_obj();
         if (!o)
             break;
-        sop_window_count_figs f = {e->count, e->active};
+        bool faults = t->last_minflt != SOP_NA; /* the thread's minor faults were read */
+        sop_window_count_figs f = {e->count, e->active, faults ? e->fresh : SOP_NA,
+                                   faults ? e->fresh_pages * page_kb() : SOP_NA};
         leaf_ctx c = {s, t, e, reads, pre};
         sop__bridge_keys(o, &f, sop__evk_python, sop__evk_python_n, pre, leaf_hand, &c);
         sop__v_push(arr, o);
@@ -320,7 +335,7 @@ static void thr_hand(sop_value *w, const sop_evk *row, const char *name, void *c
             sop_value *o = sop__v_obj();
             if (!o)
                 break;
-            sop_window_count_figs f = {top[k]->count, SOP_NA};
+            sop_window_count_figs f = {top[k]->count, SOP_NA, SOP_NA, SOP_NA};
             sop__bridge_keys(o, &f, sop__evk_python, sop__evk_python_n, pre, stack_hand,
                              (void *)top[k]);
             sop__v_push(arr, o);
@@ -364,6 +379,8 @@ static sop_value *thr_window(const sop_window *s, size_t ti, int *reads, const c
         .fault_wait_frac = frac(t->fault_wait, n),
         .gpu_wait_frac = NAN,
         .gpu_sync_site_frac = NAN,
+        .fresh_frac = t->last_minflt != SOP_NA ? frac(t->fresh_smp, n) : NAN,
+        .fresh_kb = t->last_minflt != SOP_NA ? t->fresh_pages * page_kb() : SOP_NA,
     };
     thr_ctx c = {s, ti, reads, prefix, {NULL, NULL, NULL, NULL}};
     c.site[0] = top_site(s, ti, SOP_AGG_SITE_IMPORT, &f.import_module_frac);
@@ -603,6 +620,31 @@ static void worker_hand(sop_value *o, const sop_evk *row, const char *name, void
     }
 }
 
+#define TRACE_POINTS 13
+
+/* sampling.anon_trace_kb / anon_trace_s: the readings nearest to 13 evenly spaced times. */
+static void sampling_hand(sop_value *o, const sop_evk *row, const char *name, void *ctx)
+{
+    (void)row;
+    const sop_window *s = ctx;
+    size_t n = s->ntrace;
+    if (n < 2 || !(s->trace_ms[n - 1] > s->trace_ms[0]))
+        return;
+    double t0 = s->trace_ms[0], span = s->trace_ms[n - 1] - t0;
+    if (strcmp(name, "anon_trace_s") == 0) {
+        sop__v_set_dbl(o, name, span / 1e3);
+        return;
+    }
+    sop_value *arr = sop__v_arr_at(o, name);
+    size_t j = 0;
+    for (int k = 0; arr && k < TRACE_POINTS; k++) {
+        double t = t0 + span * k / (TRACE_POINTS - 1);
+        while (j + 1 < n && fabs(s->trace_ms[j + 1] - t) <= fabs(s->trace_ms[j] - t))
+            j++;
+        sop__v_push(arr, sop__v_num((double)s->trace_kb[j]));
+    }
+}
+
 void sop__bridge_window(sop_value *ev, const sop_window *s)
 {
     const sop_agg *a = s->agg;
@@ -611,7 +653,8 @@ void sop__bridge_window(sop_value *ev, const sop_window *s)
         sampling_figs f = {s->stats.rate_hz,        s->stats.ticks,           s->stats.missed,
                            s->stats.thread_samples, s->stats.samples_partial, s->stats.walk_retries,
                            s->stats.self_cpu_ms,    s->stats.window_s,        s->nprocs};
-        sop__bridge_keys(smp, &f, sop__evk_sampling, sop__evk_sampling_n, "", NULL, NULL);
+        sop__bridge_keys(smp, &f, sop__evk_sampling, sop__evk_sampling_n, "", sampling_hand,
+                         (void *)s);
     }
     bridge_files(s, ev);
     int reads = 0; /* source lines read for this window */

@@ -32,6 +32,10 @@ typedef struct {
     size_t nfiles;
     sop_sampler_stats stats; /* ticks, missed, rate, self CPU, window_s (and the agg's counts) */
     const char *proc_root;   /* source lines of hot frames are read through PID/root */
+    /* the target's anonymous memory (kB) at times (ms, monotonic) over the window */
+    const double *trace_ms;
+    const int64_t *trace_kb;
+    size_t ntrace;
 } sop_window;
 
 /* The figures of one thread's window, as the window rows of sop__evk_python read them
@@ -42,12 +46,13 @@ typedef struct {
         data_wait_frac, checkpoint_frac, loop_longest_block_ms, import_frac, logging_frac,
         logging_format_frac, logging_write_frac, subprocess_frac, subprocess_spawn_frac,
         import_module_frac, logging_site_frac, majflt_frac, fault_wait_frac, fault_site_frac,
-        gpu_wait_frac, gpu_sync_site_frac;
+        gpu_wait_frac, gpu_sync_site_frac, fresh_frac;
+    int64_t fresh_kb;
 } sop_window_figs;
 
 /* The counts of one of a thread window's top_stacks[] (count) and leaves[] (count, active). */
 typedef struct {
-    int64_t count, active;
+    int64_t count, active, fresh, fresh_kb;
 } sop_window_count_figs;
 
 /* The counts of one of a thread window's entries[]. */

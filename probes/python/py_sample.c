@@ -88,10 +88,10 @@ void sop__python_sample_gpu_fds(sop_pysampler *s, const int *fds, size_t n)
 }
 
 /* OS state letter from an open /proc/.../stat; '?' when unreadable (the task is gone). */
-static char stat_state(int fd, int64_t *majflt)
+static char stat_state(int fd, int64_t *majflt, int64_t *minflt)
 {
     char buf[512];
-    *majflt = SOP_NA;
+    *majflt = *minflt = SOP_NA;
     if (fd < 0)
         return '?';
     ssize_t n = pread(fd, buf, sizeof buf - 1, 0);
@@ -101,14 +101,19 @@ static char stat_state(int fd, int64_t *majflt)
     char *rp = strrchr(buf, ')');
     if (!rp || rp[1] != ' ' || !rp[2])
         return '?';
-    /* majflt is the 10th field after the comm: state ppid pgrp session tty tpgid flags minflt
-     * cminflt majflt (the sampler counts a sample "in a fault" when it rose since the last) */
+    /* minflt is the 8th field after the comm and majflt the 10th: state ppid pgrp session tty
+     * tpgid flags minflt cminflt majflt (the sampler counts a sample "in a fault" when majflt
+     * rose since the last, and "touching fresh memory" when minflt rose by many pages) */
     const char *p = rp + 2;
     for (int f = 1; f < 10 && *p; f++) {
         while (*p && *p != ' ')
             p++;
         while (*p == ' ')
             p++;
+        if (f == 7 && *p >= '0' && *p <= '9') {
+            const char *q = p;
+            *minflt = sop__parse_i64(&q);
+        }
     }
     if (*p >= '0' && *p <= '9')
         *majflt = sop__parse_i64(&p);
@@ -300,8 +305,9 @@ int sop__python_sample(sop_pysampler *s, sop_pysample_cb cb, void *ctx)
             smp.tid = s->tids[h].tid;
             smp.name = s->tids[h].name;
             smp.gil = holder && holder == tsa;
-            smp.majflt = SOP_NA;
-            smp.state = smp.tid > 0 ? stat_state(s->tids[h].stat_fd, &smp.majflt) : '?';
+            smp.majflt = smp.minflt = SOP_NA;
+            smp.state =
+                smp.tid > 0 ? stat_state(s->tids[h].stat_fd, &smp.majflt, &smp.minflt) : '?';
             smp.syscall_nr = -1;
             if (!smp.gil && smp.state != 'R' && smp.tid > 0) {
                 unsigned long long a0;

@@ -139,6 +139,7 @@ typedef struct {
                                   given by sop__python_sample_gpu_fds */
     char state;                /* OS state letter; '?' when unreadable */
     int64_t majflt;            /* the task's major faults so far (stat); SOP_NA when unread */
+    int64_t minflt;            /* its minor faults so far (stat); SOP_NA when unread */
     const sop_pyframe *frames; /* innermost first; valid during the callback only */
     size_t nframes;
     bool torn;   /* partial: no walk verified complete within the bound; frames so far */

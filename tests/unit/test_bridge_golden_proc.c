@@ -49,6 +49,7 @@ static const char *const expected[] = {
     "\",\"kind\":\"data\",\"size_kb\":2048,\"rss_kb\":1024,\"pss_kb\":1000,\"swap_kb\":0,\"vmas\":"
     "2,\"rss_growth_kb\":-12},{\"path\":\"/dev/shm/"
     "w\",\"kind\":\"shmem\",\"size_kb\":64,\"vmas\":1}]},\"cpu_pct\":150.25,\"majflt_per_s\":0,"
+    "\"minflt_per_s\":40.5,"
     "\"reaped_cpu_pct\":3,\"rss_growth_kb_per_s\":-2.5,\"sched\":{\"run_ms\":2500,\"wait_ms\":1,"
     "\"timeslices\":77,\"wait_per_s_ms\":12.5},\"io\":{\"rchar\":4096,\"wchar\":2048,\"syscr\":10,"
     "\"syscw\":5,\"read_bytes\":0,\"write_bytes\":512,\"rchar_per_s\":100,\"wchar_per_s\":50,"
@@ -182,7 +183,7 @@ static void proc_blank(sop_proc *p, int pid)
     sop__mapped_init(&p->mapped);
     p->start_time_s = NAN;
     sop_proc_rates *r = &p->rate;
-    r->cpu_pct = r->majflt_per_s = r->rss_growth_kb_per_s = NAN;
+    r->cpu_pct = r->majflt_per_s = r->rss_growth_kb_per_s = r->minflt_per_s = NAN;
     r->rchar_per_s = r->wchar_per_s = r->syscr_per_s = r->syscw_per_s = NAN;
     r->read_bytes_per_s = r->write_bytes_per_s = NAN;
     r->mean_read_bytes = r->mean_write_bytes = r->sched_wait_ms_per_s = NAN;
@@ -324,6 +325,7 @@ static void proc_full(sop_proc *p)
     sop_proc_rates *r = &p->rate;
     r->cpu_pct = 150.25;
     r->majflt_per_s = 0;
+    r->minflt_per_s = 40.5;
     r->rss_growth_kb_per_s = -2.5;
     r->anon_growth_kb_per_s = 1.5;
     r->file_growth_kb_per_s = -4;

@@ -338,10 +338,12 @@ static const char *const expected[] = {
     "5,\"io_wait_frac\":0.25,\"data_wait_frac\":0,\"checkpoint_frac\":0,\"import_frac\":0,"
     "\"logging_frac\":0,\"logging_format_frac\":0,\"logging_write_frac\":0,\"subprocess_frac\":0,"
     "\"subprocess_spawn_frac\":0,\"majflt_frac\":0.25,\"fault_wait_frac\":0.25,\"fault_site\":"
-    "\"load (/app/data.py:42)\",\"fault_site_frac\":0.25,\"top_stacks\":[{\"stack\":\"load "
+    "\"load (/app/data.py:42)\",\"fault_site_frac\":0.25,\"fresh_frac\":0.25,\"fresh_kb\":812,"
+    "\"top_stacks\":[{\"stack\":\"load "
     "(data.py)\",\"count\":4}],\"dist\":{\"frames\":[\"load "
     "(data.py)\"],\"stacks\":[{\"ids\":[1],\"count\":4}],\"samples\":4,\"stored\":4},\"leaves\":[{"
-    "\"count\":4,\"active\":2,\"leaf\":{\"func\":\"load\",\"file\":\"/app/"
+    "\"count\":4,\"active\":2,\"fresh\":1,\"fresh_kb\":812,\"leaf\":{\"func\":\"load\",\"file\":\"/"
+    "app/"
     "data.py\",\"line\":42},\"caller\":{\"func\":\"load\",\"file\":\"/app/"
     "data.py\",\"line\":42}}]}}],\"cpu_frac\":0.5,\"io_frac\":0.25,\"idle_frac\":0.25,\"samples\":"
     "4,\"start_time_s\":1005,\"age_s\":5,\"exited\":true,\"start_method\":\"fork\",\"io\":{\"read_"
@@ -631,7 +633,7 @@ static sop_pysample mk(int tid, const sop_pyframe *frames, size_t n, char state,
     p.name = "";
     p.state = state;
     p.gil = gil;
-    p.majflt = SOP_NA;
+    p.majflt = p.minflt = SOP_NA;
     p.frames = frames;
     p.nframes = n;
     return p;
@@ -694,6 +696,7 @@ static void window_cases(void)
             for (int c = 0; c < 4; c++) {
                 sop_pysample p = mk(200, wf, 1, states[c], false);
                 p.majflt = c < 2 ? 5 : 9;
+                p.minflt = c < 2 ? 1000 + c : 1200 + c; /* 201 new pages before the 3rd */
                 sop__agg_sample(a, wk, &p, now += 10);
             }
         }
