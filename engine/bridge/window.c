@@ -289,7 +289,7 @@ typedef struct {
     size_t ti;
     int *reads;
     const char *prefix;  /* of the window's rows */
-    const char *site[3]; /* import_module, logging_site, fault_site */
+    const char *site[5]; /* import_module, logging_site, fault_site, collective_op, own_frame */
 } thr_ctx;
 
 static void stack_hand(sop_value *o, const sop_evk *row, const char *name, void *ctx)
@@ -303,8 +303,13 @@ static void thr_hand(sop_value *w, const sop_evk *row, const char *name, void *c
     (void)row;
     const thr_ctx *c = ctx;
     if (strcmp(name, "import_module") == 0 || strcmp(name, "logging_site") == 0 ||
-        strcmp(name, "fault_site") == 0) {
-        const char *site = c->site[name[0] == 'i' ? 0 : name[0] == 'l' ? 1 : 2];
+        strcmp(name, "fault_site") == 0 || strcmp(name, "collective_op") == 0 ||
+        strcmp(name, "own_frame") == 0) {
+        const char *site = c->site[name[0] == 'i'   ? 0
+                                   : name[0] == 'l' ? 1
+                                   : name[0] == 'f' ? 2
+                                   : name[0] == 'c' ? 3
+                                                    : 4];
         if (site)
             sop__v_set(w, name, sop__bridge_text(site));
     } else if (strcmp(name, "top_stacks") == 0) {
@@ -359,11 +364,16 @@ static sop_value *thr_window(const sop_window *s, size_t ti, int *reads, const c
         .subprocess_spawn_frac = frac(t->spawn, n),
         .majflt_frac = frac(t->majflt_smp, n),
         .fault_wait_frac = frac(t->fault_wait, n),
+        .collective_frac = frac(t->coll, n),
+        .collective_longest_ms = t->coll > 0 ? t->coll_longest_ms : NAN,
+        .own_frac = frac(t->own, n),
     };
-    thr_ctx c = {s, ti, reads, prefix, {NULL, NULL, NULL}};
+    thr_ctx c = {s, ti, reads, prefix, {NULL, NULL, NULL, NULL, NULL}};
     c.site[0] = top_site(s, ti, SOP_AGG_SITE_IMPORT, &f.import_module_frac);
     c.site[1] = top_site(s, ti, SOP_AGG_SITE_LOG, &f.logging_site_frac);
     c.site[2] = top_site(s, ti, SOP_AGG_SITE_FAULT, &f.fault_site_frac);
+    c.site[3] = top_site(s, ti, SOP_AGG_SITE_COLL, &f.collective_op_frac);
+    c.site[4] = top_site(s, ti, SOP_AGG_SITE_OWN, &f.own_frame_frac);
     sop__bridge_keys(w, &f, sop__evk_python, sop__evk_python_n, prefix, thr_hand, &c);
     return w;
 }

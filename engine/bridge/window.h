@@ -41,7 +41,8 @@ typedef struct {
     double active_frac, gil_frac, runnable_nogil_frac, gil_wait_frac, running_frac, io_wait_frac,
         data_wait_frac, checkpoint_frac, loop_longest_block_ms, import_frac, logging_frac,
         logging_format_frac, logging_write_frac, subprocess_frac, subprocess_spawn_frac,
-        import_module_frac, logging_site_frac, majflt_frac, fault_wait_frac, fault_site_frac;
+        import_module_frac, logging_site_frac, majflt_frac, fault_wait_frac, fault_site_frac,
+        collective_frac, collective_op_frac, collective_longest_ms, own_frac, own_frame_frac;
 } sop_window_figs;
 
 /* The counts of one of a thread window's top_stacks[] (count) and leaves[] (count, active). */
