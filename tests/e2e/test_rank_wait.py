@@ -30,18 +30,22 @@ def start(mode, n, port, logdir):
     env = dict(os.environ, SOP_RANK_MODE=mode, SOP_SLOW_RANK=str(SLOW), SOP_RANK_LIFE_S="90")
     p = subprocess.Popen([TORCHRUN, "--nproc_per_node", str(n), "--master_port", str(port),
                           "--redirects", "1", "--tee", "1", "--log_dir", logdir, TARGET],
-                         stdout=subprocess.PIPE, stderr=subprocess.STDOUT, env=env, text=True,
+                         stdout=subprocess.PIPE, stderr=subprocess.STDOUT, env=env,
                          start_new_session=True, preexec_fn=die_with_parent)
-    ready, seen, deadline = set(), [], time.time() + 120
+    # read the raw pipe (select on a buffered file misses lines already in its buffer)
+    ready, buf, deadline, fd = set(), b"", time.time() + 120, p.stdout.fileno()
     while len(ready) < n and time.time() < deadline and p.poll() is None:
-        r, _, _ = select.select([p.stdout], [], [], 1.0)
+        r, _, _ = select.select([fd], [], [], 1.0)
         if not r:
             continue
-        line = p.stdout.readline()
-        seen.append(line)
-        if "ready" in line:
-            ready.add(line.split("ready", 1)[1].split()[0])
-    return p, ready, "".join(seen[-20:])
+        chunk = os.read(fd, 65536)
+        if not chunk:
+            break
+        buf = (buf + chunk)[-65536:]
+        for line in buf.decode(errors="replace").splitlines():
+            if "ready" in line:
+                ready.add(line.split("ready", 1)[1].split()[0])
+    return p, ready, buf.decode(errors="replace")[-2000:]
 
 
 def headline(md):
