@@ -14,7 +14,8 @@
 # so the whole run ends within 4 minutes; a trap kills whatever is left of a launch. Exit 0 when
 # every launch run gave the expected verdict, 1 otherwise, 2 on a setup error.
 # Env: PYTHON (default python3; 3.12 + torch 2.11 expected), SOPCTL, OUT, SIZES ("4 8"),
-# MODES ("compute data balanced hang"), DURATION (4), BUDGET_S (200).
+# MODES ("compute data balanced hang"), DURATION (4), BUDGET_S (200), TORCHRUN_ARGS (extra torchrun
+# options; Debian's torch 1.13 needs "--redirects 1 --tee 1", docs/ranks.md).
 set -u
 here=$(cd "$(dirname "$0")" && pwd)
 PY=${PYTHON:-python3}
@@ -59,7 +60,7 @@ for n in $SIZES; do
     tag=$mode-${n}ranks port=$((port + 1)) t0=$now
     SOP_RANK_MODE=$mode SOP_SLOW_RANK=$SLOW SOP_RANK_LIFE_S=60 OMP_NUM_THREADS=1 \
       setsid timeout -k 5 90 "$PY" -m torch.distributed.run --nproc_per_node "$n" \
-      --master_port "$port" "$TARGET" >"$res/$tag.torchrun.log" 2>&1 &
+      --master_port "$port" ${TORCHRUN_ARGS:-} "$TARGET" >"$res/$tag.torchrun.log" 2>&1 &
     leader=$!
     for _ in $(seq 120); do # ready: every rank printed "ready" (60 s at most)
       [ "$(grep -c 'ready' "$res/$tag.torchrun.log" 2>/dev/null)" -ge "$n" ] && break
