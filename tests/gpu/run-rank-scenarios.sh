@@ -10,11 +10,12 @@
 # reports (json + md), a verdict (the right rank named, or none for the balanced job), then the
 # launch's whole session is killed. Writes $OUT/rank-scenarios.tar: results.tsv (one row per
 # launch), and per launch the reports, the merged job (json, md), torchrun's log, sopctl's stderr.
-# Bounded: every step under `timeout`, launches stop being started after BUDGET_S (default 200 s)
-# so the whole run ends within 4 minutes; a trap kills whatever is left of a launch. Exit 0 when
+# Bounded: the whole run ends within TOTAL_S (default 230 s): every step is under `timeout` cut to
+# the time left, a launch is not started with less than 40 s left (its row says SKIPPED), and a
+# trap kills whatever is left of a launch. Exit 0 when
 # every launch run gave the expected verdict, 1 otherwise, 2 on a setup error.
 # Env: PYTHON (default python3; 3.12 + torch 2.11 expected), SOPCTL, OUT, SIZES ("4 8"),
-# MODES ("compute data balanced hang"), DURATION (4), BUDGET_S (200), TORCHRUN_ARGS (extra torchrun
+# MODES ("compute data balanced hang"), DURATION (4), TOTAL_S (230), TORCHRUN_ARGS (extra torchrun
 # options; Debian's torch 1.13 needs "--redirects 1 --tee 1", docs/ranks.md).
 set -u
 here=$(cd "$(dirname "$0")" && pwd)
@@ -24,7 +25,7 @@ OUT=${OUT:?set OUT to the output directory}
 SIZES=${SIZES:-4 8}
 MODES=${MODES:-compute data balanced hang}
 DUR=${DURATION:-4}
-BUDGET_S=${BUDGET_S:-200}
+TOTAL_S=${TOTAL_S:-230}
 TARGET=$here/../e2e/targets/rank_collective.py
 SLOW=1
 work=$(mktemp -d)
@@ -53,28 +54,30 @@ fails=0 port=$((29900 + RANDOM % 500))
 for n in $SIZES; do
   for mode in $MODES; do
     now=$(date +%s)
-    if [ $((now - start)) -gt "$BUDGET_S" ]; then
-      printf '%s\t%s\tSKIPPED\t\t\t\t\t\t\tout of time budget\t0\n' "$mode" "$n" >>"$res/results.tsv"
+    left=$((TOTAL_S - (now - start)))
+    if [ "$left" -lt 40 ]; then
+      printf '%s\t%s\tSKIPPED\t\t\t\t\t\t\tout of time (TOTAL_S)\t0\n' "$mode" "$n" >>"$res/results.tsv"
       continue
     fi
     tag=$mode-${n}ranks port=$((port + 1)) t0=$now
     SOP_RANK_MODE=$mode SOP_SLOW_RANK=$SLOW SOP_RANK_LIFE_S=60 OMP_NUM_THREADS=1 \
-      setsid timeout -k 5 90 "$PY" -m torch.distributed.run --nproc_per_node "$n" \
+      setsid timeout -k 2 "$((left - 5))" "$PY" -m torch.distributed.run --nproc_per_node "$n" \
       --master_port "$port" ${TORCHRUN_ARGS:-} "$TARGET" >"$res/$tag.torchrun.log" 2>&1 &
     leader=$!
-    for _ in $(seq 120); do # ready: every rank printed "ready" (60 s at most)
+    for _ in $(seq $(((left - 25) * 2 < 80 ? (left - 25) * 2 : 80))); do # every rank "ready" (<= 40 s)
       [ "$(grep -c 'ready' "$res/$tag.torchrun.log" 2>/dev/null)" -ge "$n" ] && break
       kill -0 "$leader" 2>/dev/null || break
       sleep 0.5
     done
     sleep 2
-    timeout -k 5 60 "$SOPCTL" run --ranks --pid "$leader" --duration "$DUR" --format json \
+    left=$((TOTAL_S - ($(date +%s) - start)))
+    timeout -k 2 "$((left > 35 ? 30 : (left > 8 ? left - 5 : 3)))" "$SOPCTL" run --ranks --pid "$leader" --duration "$DUR" --format json \
       >"$res/$tag.reports.json" 2>"$res/$tag.sopctl.err"
-    timeout -k 5 30 "$SOPCTL" merge --format json "$res/$tag.reports.json" >"$res/$tag.job.json" 2>>"$res/$tag.sopctl.err"
-    timeout -k 5 30 "$SOPCTL" merge "$res/$tag.reports.json" >"$res/$tag.job.md" 2>>"$res/$tag.sopctl.err"
+    timeout -k 2 10 "$SOPCTL" merge --format json "$res/$tag.reports.json" >"$res/$tag.job.json" 2>>"$res/$tag.sopctl.err"
+    timeout -k 2 10 "$SOPCTL" merge "$res/$tag.reports.json" >"$res/$tag.job.md" 2>>"$res/$tag.sopctl.err"
     cleanup
-    row=$(timeout 30 "$PY" - "$mode" "$n" "$SLOW" "$res/$tag.job.json" "$res/$tag.job.md" <<'EOF'
-import json, sys
+    row=$(timeout 10 "$PY" - "$mode" "$n" "$SLOW" "$res/$tag.job.json" "$res/$tag.job.md" <<'EOF'
+import json, re, sys
 mode, n, slow, jpath, mdpath = sys.argv[1], int(sys.argv[2]), sys.argv[3], sys.argv[4], sys.argv[5]
 try:
     job = json.load(open(jpath))
@@ -100,7 +103,7 @@ coll = others.get("collective") or (hang.get("waiting") or {}).get("collective")
 frame = st.get("own_frame") or (hang.get("where") or {}).get("frame") or ""
 ow = "%.2f-%.2f" % (others["wait_min"], others["wait_max"]) if "wait_min" in others else ""
 sw = "%.2f" % st["wait_frac"] if "wait_frac" in st else ""
-print("\t".join(["PASS" if ok else "FAIL", named, want, sw, ow, coll, frame.rsplit("/", 1)[-1], head]))
+print("\t".join(["PASS" if ok else "FAIL", named, want, sw, ow, coll, re.sub(r"\(.*/", "(", frame), head]))
 EOF
 )
     [ -n "$row" ] || row=$(printf 'FAIL\t\t\t\t\t\t\tno verdict')
