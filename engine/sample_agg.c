@@ -96,6 +96,7 @@ static void end_coll(sop_agg_thread *t, double end_ms)
 }
 
 static void count_site(sop_agg *a, int ti, int kind, const char *frame);
+static void count_site_cap(sop_agg *a, int ti, int kind, const char *frame, size_t cap);
 
 /* Collective wait: the sample's collective (its stretch: consecutive samples in the same one),
  * else the innermost frame of the program's own code. */
@@ -124,8 +125,8 @@ static void coll_sample(sop_agg *a, int ti, const sop_pysample *p, double now_ms
         t->own++;
         char key[384];
         snprintf(key, sizeof key, "%s (%s:%d)", f->func ? f->func : "?", f->file, f->line);
-        if (a->nsites < SOP_AGG_SITES_MAX * 3 / 4) /* leave room for the other kinds */
-            count_site(a, ti, SOP_AGG_SITE_OWN, key);
+        count_site_cap(a, ti, SOP_AGG_SITE_OWN, key,
+                       SOP_AGG_SITES_MAX * 3 / 4); /* room for the rest */
         break;
     }
 }
@@ -291,7 +292,8 @@ static void count_stack(sop_agg *a, int ti, const sop_pysample *p, sop_sample_st
     a->other++;
 }
 
-static void count_site(sop_agg *a, int ti, int kind, const char *frame)
+/* Count frame for (ti, kind); a new entry only while fewer than `cap` sites are taken. */
+static void count_site_cap(sop_agg *a, int ti, int kind, const char *frame, size_t cap)
 {
     for (size_t i = 0; i < a->nsites; i++) {
         sop_agg_site *e = &a->sites[i];
@@ -300,13 +302,18 @@ static void count_site(sop_agg *a, int ti, int kind, const char *frame)
             return;
         }
     }
-    if (!a->sites || a->nsites >= SOP_AGG_SITES_MAX)
+    if (!a->sites || a->nsites >= cap || a->nsites >= SOP_AGG_SITES_MAX)
         return;
     sop_agg_site *e = &a->sites[a->nsites++];
     e->thr = (uint32_t)ti;
     e->kind = kind;
     snprintf(e->frame, sizeof e->frame, "%s", frame);
     e->count = 1;
+}
+
+static void count_site(sop_agg *a, int ti, int kind, const char *frame)
+{
+    count_site_cap(a, ti, kind, frame, SOP_AGG_SITES_MAX);
 }
 
 /* §8: imports, logging, subprocess launching (engine/sampler_runtime.c). */
