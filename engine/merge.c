@@ -12,6 +12,7 @@
 
 #include "engine.h"
 #include "json.h"
+#include "merge_wait.h"
 #include "severity.h"
 #include "strbuf.h"
 
@@ -38,6 +39,7 @@ static const figure_def FIGS[] = {
     {"loop_stretch_ms", "loop stretch", "事件循环阻塞", 100, 0, "asyncio."},
     /* a rank whose GPU idles while the others' are busy: its input, its host side, or a sync */
     {"gpu_busy_frac", "GPU busy", "GPU 繁忙", 0.25, 0, "dataloader.;gpu.;cpu.;gil."},
+    {"collective_frac", "collective wait", "集合通信等待", 0.25, 0, "dataloader.;cpu."},
 };
 #define NFIG (sizeof FIGS / sizeof FIGS[0])
 
@@ -556,10 +558,38 @@ static sop_value *analyse(const sop_merge *m, const char *lang, bool *problem)
         }
     }
 
-    /* the straggler: an outlier with a serious finding of its own */
+    /* collective wait decides first: a hang, the rank the others wait for, or balanced */
+    sop_wait_rank *wr = n ? calloc(n, sizeof *wr) : NULL;
+    char(*labs)[320] = n ? calloc(n, sizeof *labs) : NULL;
+    bool decided = false;
+    if (wr && labs) {
+        for (size_t i = 0; i < n; i++) {
+            label_of(&r[i], labs[i], sizeof labs[i]);
+            wr[i] = (sop_wait_rank){labs[i], r[i].node, r[i].rank, r[i].pid,
+                                    sop__v_get(r[i].report, "figures")};
+        }
+        decided = sop__merge_wait(job, wr, n, world, lang, problem);
+    }
+    sop_value *cst = (sop_value *)sop__v_get(job, "straggler");
+    for (size_t i = 0; cst && labs && i < n; i++) {
+        if (strcmp(labs[i], sop__v_get_str(cst, "rank")) != 0)
+            continue;
+        sop_value *sf = sop__v_arr_at(cst, "figures");
+        for (const sop_value *o = outl->child; o; o = o->next) {
+            const char *rk = sop__v_get_str(o, "rank");
+            if (rk && strcmp(rk, labs[i]) == 0)
+                sop__v_push(sf, sop__v_str(sop__v_get_str(o, "figure")));
+        }
+        sop__v_set(cst, "findings", explaining(&r[i], rows, nrows, n, -1, true, 8, lang));
+        break;
+    }
+    free(wr);
+    free(labs);
+
+    /* else the straggler: an outlier with a serious finding of its own */
     long best = -1;
     sop_value *best_findings = NULL;
-    for (size_t i = 0; score && i < n; i++) {
+    for (size_t i = 0; !decided && score && i < n; i++) {
         if (score[i] <= 0)
             continue;
         sop_value *ex = explaining(&r[i], rows, nrows, n, -1, true, 8, lang);
@@ -874,6 +904,177 @@ static void put_ids(sop_sb *b, const sop_value *arr, bool md)
     }
 }
 
+/* "func (/path/to/file.py:12)" shown as "func (file.py:12)". */
+static void put_frame(sop_sb *b, const char *frame, bool md)
+{
+    const char *open = frame ? strstr(frame, " (") : NULL;
+    const char *slash = open ? strrchr(open, '/') : NULL;
+    if (!slash) {
+        put(b, frame, md);
+        return;
+    }
+    size_t n = (size_t)(open - frame) + 2;
+    char *t = malloc(n + strlen(slash + 1) + 1);
+    if (!t)
+        return;
+    memcpy(t, frame, n);
+    strcpy(t + n, slash + 1);
+    put(b, t, md);
+    free(t);
+}
+
+static void put_pct(sop_sb *b, const sop_value *o, const char *key)
+{
+    double v = 0;
+    sop__v_get_num(o, key, &v);
+    sop__sb_printf(b, "%.0f%%", 100 * v);
+}
+
+/* The collective-wait line under a straggler found by it (merge_wait.c). */
+static void put_wait_straggler(sop_sb *b, const sop_value *st, bool md, const char *lang)
+{
+    const char *by = sop__v_get_str(st, "by");
+    if (!by || strcmp(by, "collective_wait") != 0)
+        return;
+    bool zh = strcmp(lang, "zh") == 0;
+    const char *frame = sop__v_get_str(st, "own_frame");
+    const sop_value *ot = sop__v_get(st, "others");
+    sop__sb_puts(b, md ? "- rank " : "  - rank ");
+    put(b, sop__v_get_str(st, "rank"), md);
+    sop__sb_puts(b, zh ? " 有 " : " spends ");
+    put_pct(b, st, "own_frac");
+    sop__sb_puts(b, zh ? " 的时间在集合通信之外" : " of the window outside collectives");
+    if (frame) {
+        sop__sb_puts(b, zh ? "，最多在 " : ", most at ");
+        put_frame(b, frame, md);
+        sop__sb_puts(b, zh ? "（" : " (");
+        put_pct(b, st, "own_frame_frac");
+        sop__sb_puts(b, zh ? "）" : ")");
+    }
+    sop__sb_puts(b, zh ? "，只有 " : ", and ");
+    put_pct(b, st, "wait_frac");
+    sop__sb_puts(b, zh ? " 在集合通信中等待" : " waiting in collectives");
+    if (sop__v_get(st, "data_wait_frac")) {
+        sop__sb_puts(b, zh ? "；它等自己的 DataLoader 占 " : "; it waits for its DataLoader ");
+        put_pct(b, st, "data_wait_frac");
+        sop__sb_puts(b, zh ? "" : " of the window");
+    }
+    sop__sb_puts(b, zh ? "；rank " : "; ranks ");
+    put(b, sop__v_get_str(ot, "ranks"), md);
+    sop__sb_puts(b, zh ? " 有 " : " wait ");
+    double lo = 0, hi = 0;
+    sop__v_get_num(ot, "wait_min", &lo);
+    sop__v_get_num(ot, "wait_max", &hi);
+    if (round(100 * lo) == round(100 * hi))
+        sop__sb_printf(b, "%.0f%%", 100 * lo);
+    else
+        sop__sb_printf(b, "%.0f–%.0f%%", 100 * lo, 100 * hi);
+    const char *op = sop__v_get_str(ot, "collective");
+    if (op) {
+        sop__sb_puts(b, zh ? " 的时间在 " : " in ");
+        put(b, op, md);
+        sop__sb_puts(b, zh ? " 中等它。\n" : " for it.\n");
+    } else {
+        sop__sb_puts(b, zh ? " 的时间在集合通信中等它。\n" : " in collectives for it.\n");
+    }
+    const char *also = sop__v_get_str(st, "also");
+    if (also) {
+        sop__sb_puts(b, md ? "- " : "  - ");
+        sop__sb_puts(b, zh ? "同样很少等待的 rank：" : "also waiting little: ranks ");
+        put(b, also, md);
+        sop__sb_puts(b, "\n");
+    }
+}
+
+/* A hang (merge_wait.c): who waits where, for how long, and where the odd rank is. */
+static void put_hang(sop_sb *b, const sop_value *h, bool md, const char *lang)
+{
+    bool zh = strcmp(lang, "zh") == 0;
+    const sop_value *wt = sop__v_get(h, "waiting");
+    const sop_value *where = sop__v_get(h, "where");
+    const char *kind = sop__v_get_str(where, "kind");
+    const char *rank = sop__v_get_str(h, "rank");
+    const char *ranks = sop__v_get_str(wt, "ranks"), *op = sop__v_get_str(wt, "collective");
+    double waited = 0, win = 0, pid = 0;
+    sop__v_get_num(wt, "waited_s", &waited);
+    sop__v_get_num(wt, "window_s", &win);
+    sop__sb_puts(b, md ? "**" : "");
+    if (rank) {
+        sop__sb_puts(b, zh ? "卡住（hang）：rank " : "Hang: rank ");
+        put(b, rank, md);
+        const char *node = sop__v_get_str(h, "node");
+        if (node || sop__v_get_num(h, "pid", &pid)) {
+            sop__sb_puts(b, " (");
+            if (node) {
+                sop__sb_puts(b, zh ? "节点 " : "node ");
+                put(b, node, md);
+            }
+            if (sop__v_get_num(h, "pid", &pid))
+                sop__sb_printf(b, "%spid %.0f", node ? ", " : "", pid);
+            sop__sb_puts(b, ")");
+        }
+        sop__sb_puts(b, zh ? " 不在其他 rank 等待的地方；rank " : " is elsewhere; ranks ");
+    } else {
+        sop__sb_puts(b, zh ? "卡住（hang）：rank " : "Hang: ranks ");
+    }
+    put(b, ranks, md);
+    sop__sb_puts(b, zh ? " 在整个窗口内都停在 " : " have sat in ");
+    put(b, op, md);
+    sop__sb_puts(b, zh ? "" : " for the whole window");
+    sop__sb_puts(b, md ? "**\n" : "\n");
+    sop__sb_puts(b, md ? "- " : "  - ");
+    sop__sb_puts(b, zh ? "rank " : "ranks ");
+    put(b, ranks, md);
+    if (zh)
+        sop__sb_printf(b, " 已在 ");
+    else
+        sop__sb_printf(b, " have waited in ");
+    put(b, op, md);
+    if (zh)
+        sop__sb_printf(b,
+                       " 中等待至少 %.1f 秒（整个采样窗口 %.1f 秒；比窗口更长的一步看起来也一样："
+                       "用更长的 --duration 再采一次即可区分）\n",
+                       waited, win);
+    else
+        sop__sb_printf(b,
+                       " for at least %.1f s (the whole sampled window of %.1f s; a step "
+                       "longer than the window looks the same: sample longer to tell)\n",
+                       waited, win);
+    sop__sb_puts(b, md ? "- " : "  - ");
+    if (!kind || strcmp(kind, "none") == 0) {
+        sop__sb_puts(
+            b, zh ? "所有报告中的 rank 都在等待：拖住它们的 rank 不在这些报告里（在别的节点？）\n"
+                  : "every rank reported waits: the rank holding them up is not among "
+                    "these reports (on another node?)\n");
+        return;
+    }
+    sop__sb_puts(b, "rank ");
+    put(b, rank, md);
+    const char *frame = sop__v_get_str(where, "frame");
+    if (strcmp(kind, "gone") == 0) {
+        sop__sb_puts(b, zh ? " 没有报告：已退出，或没有被采集（见“缺失”）\n"
+                           : " has no report: gone, or not collected (see Missing)\n");
+        return;
+    }
+    if (strcmp(kind, "collective") == 0)
+        sop__sb_puts(b, zh ? " 在另一个集合通信里：" : " is in another collective: ");
+    else if (strcmp(kind, "data") == 0)
+        sop__sb_puts(b, zh ? " 在等它的 DataLoader：" : " is waiting for its DataLoader: ");
+    else if (strcmp(kind, "own") == 0)
+        sop__sb_puts(b, zh ? " 在自己的代码里：" : " is in its own code: ");
+    else
+        sop__sb_puts(b, zh ? " 的位置未知（没有采到它的 Python 栈）"
+                           : " is somewhere its Python stacks do not show");
+    if (frame)
+        put_frame(b, frame, md);
+    if (sop__v_get(where, "frac")) {
+        sop__sb_puts(b, zh ? "（窗口的 " : " (");
+        put_pct(b, where, "frac");
+        sop__sb_puts(b, zh ? "）" : " of the window)");
+    }
+    sop__sb_puts(b, "\n");
+}
+
 static char *render(const sop_value *job, bool md, const char *lang)
 {
     const labels *L = strcmp(lang, "zh") == 0 ? &ZH : &EN;
@@ -896,7 +1097,11 @@ static char *render(const sop_value *job, bool md, const char *lang)
     sop__sb_puts(&b, "\n\n");
 
     const sop_value *st = sop__v_get(job, "straggler");
-    if (st) {
+    const sop_value *hg = sop__v_get(job, "hang");
+    const sop_value *bal = sop__v_get(job, "balanced");
+    if (hg) {
+        put_hang(&b, hg, md, lang);
+    } else if (st) {
         sop__sb_printf(&b, "%s%s: rank ", md ? "**" : "", L->straggler);
         put(&b, sop__v_get_str(st, "rank"), md);
         const char *node = sop__v_get_str(st, "node");
@@ -912,6 +1117,7 @@ static char *render(const sop_value *job, bool md, const char *lang)
             sop__sb_puts(&b, ")");
         }
         sop__sb_printf(&b, "%s\n", md ? "**" : "");
+        put_wait_straggler(&b, st, md, lang);
         const sop_value *outl = sop__v_get(job, "outliers");
         for (const sop_value *o = outl ? outl->child : NULL; o; o = o->next) {
             const char *rk = sop__v_get_str(o, "rank");
@@ -935,6 +1141,22 @@ static char *render(const sop_value *job, bool md, const char *lang)
             put_finding_line(&b, f, L, md);
             sop__sb_puts(&b, "\n");
         }
+    } else if (bal) {
+        double lo = 0, hi = 0;
+        sop__v_get_num(bal, "wait_min", &lo);
+        sop__v_get_num(bal, "wait_max", &hi);
+        bool zh = strcmp(lang, "zh") == 0;
+        sop__sb_printf(&b,
+                       zh ? "没有拖慢者：各 rank 在集合通信中的等待相近（窗口的 %.0f–%.0f%%"
+                          : "No straggler: the ranks wait alike in collectives (%.0f–%.0f%% of "
+                            "the window",
+                       100 * lo, 100 * hi);
+        const char *op = sop__v_get_str(bal, "collective");
+        if (op) {
+            sop__sb_puts(&b, zh ? "，主要在 " : ", most in ");
+            put(&b, op, md);
+        }
+        sop__sb_puts(&b, zh ? "）。\n" : ").\n");
     } else {
         sop__sb_printf(&b, "%s\n", L->no_straggler);
     }

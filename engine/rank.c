@@ -107,6 +107,53 @@ static bool threads_window(const sop_value *ev, const char *key, bool sum, doubl
     return any;
 }
 
+/* The rank's step thread: the sampled thread most in collectives, else the one most in the
+ * program's own code; NULL when no thread has a window. */
+static const sop_value *step_thread(const sop_value *ev)
+{
+    const sop_value *threads = sop__v_get(sop__v_get(ev, "python"), "threads");
+    const sop_value *best = NULL;
+    double best_c = -1, best_o = -1;
+    for (const sop_value *t = threads ? threads->child : NULL; t; t = t->next) {
+        const sop_value *w = sop__v_get(t, "window");
+        double c = 0, o = 0;
+        if (!sop__v_get_num(w, "collective_frac", &c))
+            continue;
+        sop__v_get_num(w, "own_frac", &o);
+        if (c > best_c || (c == best_c && o > best_o)) {
+            best = w;
+            best_c = c;
+            best_o = o;
+        }
+    }
+    return best;
+}
+
+/* Collective wait of the step thread: its share in collectives and the one it waits in, its
+ * longest run in one, its share in its own code and the hottest own frame, and the window. */
+static void collective_figures(sop_value *f, const sop_value *ev)
+{
+    const sop_value *w = step_thread(ev);
+    double v = 0;
+    if (!w || !sop__v_get_num(w, "collective_frac", &v))
+        return;
+    sop__v_set_dbl(f, "collective_frac", v);
+    const char *op = sop__v_get_str(w, "collective_op");
+    if (op && v > 0)
+        sop__v_set_str(f, "collective", op);
+    if (sop__v_get_num(w, "collective_longest_ms", &v))
+        sop__v_set_dbl(f, "collective_longest_ms", v);
+    if (sop__v_get_num(w, "own_frac", &v))
+        sop__v_set_dbl(f, "own_frac", v);
+    const char *own = sop__v_get_str(w, "own_frame");
+    if (own)
+        sop__v_set_str(f, "own_frame", own);
+    if (sop__v_get_num(w, "own_frame_frac", &v))
+        sop__v_set_dbl(f, "own_frame_frac", v);
+    if (sop__v_get_num(sop__v_get(ev, "sampling"), "window_s", &v))
+        sop__v_set_dbl(f, "window_s", v);
+}
+
 sop_value *sop__rank_figures(const sop_value *ev)
 {
     sop_value *f = sop__v_obj();
@@ -133,6 +180,7 @@ sop_value *sop__rank_figures(const sop_value *ev)
         sop__v_set_dbl(f, "loop_stretch_ms", v);
     if (sop__v_get_num(sop__v_get(ev, "gpu"), "busy_pct", &v))
         sop__v_set_dbl(f, "gpu_busy_frac", v / 100);
+    collective_figures(f, ev);
     if (f->count == 0) {
         sop__v_free(f);
         return NULL;

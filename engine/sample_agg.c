@@ -61,6 +61,77 @@ static bool ckpt_frame(const sop_pyframe *f)
             (strstr(f->func, "save") || strstr(f->func, "load")));
 }
 
+/* A frame of the distributed package: torch.distributed (collectives, c10d, DDP comm hooks,
+ * FSDP, RPC), torch.nn.parallel (DDP), DeepSpeed's comm layer. By package, not by function. */
+static bool dist_frame(const sop_pyframe *f)
+{
+    const char *file = f->file ? f->file : "";
+    return strstr(file, "/torch/distributed/") || strncmp(file, "torch/distributed/", 18) == 0 ||
+           strstr(file, "/torch/nn/parallel/") || strstr(file, "/deepspeed/comm/");
+}
+
+static bool library_file(const char *f);
+
+/* The collective a sample waits in: the innermost distributed-package frame, when nothing but
+ * library plumbing runs inside it (DDP's forward calling the user's model is compute, not a
+ * wait: the model's frames, or torch.nn.modules, are inside it). NULL: not in one. */
+static const sop_pyframe *coll_frame(const sop_pysample *p)
+{
+    for (size_t i = 0; i < p->nframes && i < 64; i++) {
+        const sop_pyframe *f = &p->frames[i];
+        if (dist_frame(f))
+            return f;
+        if (!f->file || !library_file(f->file) || strstr(f->file, "/torch/nn/modules/"))
+            return NULL;
+    }
+    return NULL;
+}
+
+static void end_coll(sop_agg_thread *t, double end_ms)
+{
+    if (!t->coll_in)
+        return;
+    if (end_ms - t->coll_t0_ms > t->coll_longest_ms)
+        t->coll_longest_ms = end_ms - t->coll_t0_ms;
+    t->coll_in = false;
+}
+
+static void count_site(sop_agg *a, int ti, int kind, const char *frame);
+static void count_site_cap(sop_agg *a, int ti, int kind, const char *frame, size_t cap);
+
+/* Collective wait: the sample's collective (its stretch: consecutive samples in the same one),
+ * else the innermost frame of the program's own code. */
+static void coll_sample(sop_agg *a, int ti, const sop_pysample *p, double now_ms)
+{
+    sop_agg_thread *t = &a->thrs[ti];
+    const sop_pyframe *c = coll_frame(p);
+    if (c) {
+        const char *fn = c->func ? c->func : "?";
+        t->coll++;
+        if (t->coll_in && strcmp(t->coll_cur, fn) != 0)
+            end_coll(t, now_ms);
+        if (!t->coll_in) {
+            t->coll_in = true;
+            t->coll_t0_ms = now_ms;
+            snprintf(t->coll_cur, sizeof t->coll_cur, "%s", fn);
+        }
+        count_site(a, ti, SOP_AGG_SITE_COLL, fn);
+        return;
+    }
+    end_coll(t, now_ms);
+    for (size_t i = 0; i < p->nframes && i < 256; i++) {
+        const sop_pyframe *f = &p->frames[i];
+        if (!f->file || library_file(f->file))
+            continue;
+        t->own++;
+        char key[384];
+        snprintf(key, sizeof key, "%s (%s:%d)", f->func ? f->func : "?", f->file, f->line);
+        count_site_cap(a, ti, SOP_AGG_SITE_OWN, key,
+                       SOP_AGG_SITES_MAX * 3 / 4); /* room for the rest */
+        break;
+    }
+}
+
 static void end_stretch(sop_agg_thread *t, double end_ms)
 {
     if (!t->in_stretch)
@@ -222,7 +293,8 @@ static void count_stack(sop_agg *a, int ti, const sop_pysample *p, sop_sample_st
     a->other++;
 }
 
-static void count_site(sop_agg *a, int ti, int kind, const char *frame)
+/* Count frame for (ti, kind); a new entry only while fewer than `cap` sites are taken. */
+static void count_site_cap(sop_agg *a, int ti, int kind, const char *frame, size_t cap)
 {
     for (size_t i = 0; i < a->nsites; i++) {
         sop_agg_site *e = &a->sites[i];
@@ -231,13 +303,18 @@ static void count_site(sop_agg *a, int ti, int kind, const char *frame)
             return;
         }
     }
-    if (!a->sites || a->nsites >= SOP_AGG_SITES_MAX)
+    if (!a->sites || a->nsites >= cap || a->nsites >= SOP_AGG_SITES_MAX)
         return;
     sop_agg_site *e = &a->sites[a->nsites++];
     e->thr = (uint32_t)ti;
     e->kind = kind;
     snprintf(e->frame, sizeof e->frame, "%s", frame);
     e->count = 1;
+}
+
+static void count_site(sop_agg *a, int ti, int kind, const char *frame)
+{
+    count_site_cap(a, ti, kind, frame, SOP_AGG_SITES_MAX);
 }
 
 /* §8: imports, logging, subprocess launching (engine/sampler_runtime.c). */
@@ -626,6 +703,7 @@ void sop__agg_sample(sop_agg *a, int ti, const sop_pysample *p, double now_ms)
     runtime_sample(a, ti, p);
     fault_sample(a, ti, p);
     loop_sample(t, p, now_ms);
+    coll_sample(a, ti, p, now_ms);
     count_stack(a, ti, p, st);
     count_leaf(a, ti, p, run || p->gil, fresh_pages(t, p));
 }
@@ -659,8 +737,10 @@ void sop__agg_gc(sop_agg *a, const sop_pygc *g, double now_ms)
 
 void sop__agg_finish(sop_agg *a, double end_ms)
 {
-    for (size_t i = 0; i < a->nthrs; i++)
+    for (size_t i = 0; i < a->nthrs; i++) {
         end_stretch(&a->thrs[i], end_ms);
+        end_coll(&a->thrs[i], end_ms);
+    }
     if (a->gc_in_stretch && end_ms - a->gc_stretch_t0_ms > a->gc_longest_ms)
         a->gc_longest_ms = end_ms - a->gc_stretch_t0_ms; /* still collecting at the window's end */
 }

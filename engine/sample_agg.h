@@ -48,6 +48,11 @@ typedef struct {
     int64_t fresh_pages; /* minor faults summed over the samples (from its second sample on) */
     int64_t last_minflt; /* SOP_NA until the first sample read it */
     long import, logging, log_format, log_write, subprocess, spawn; /* sampler_runtime.h */
+    long coll;    /* in a collective of the distributed package */
+    long own;     /* outside collectives, in a frame of the program's own code */
+    bool coll_in; /* the current run of samples in one collective */
+    double coll_t0_ms, coll_longest_ms;
+    char coll_cur[128];
     bool is_loop;
     /* the current stretch away from the selector */
     bool in_stretch;
@@ -73,8 +78,16 @@ typedef struct {
 } sop_agg_stack;
 
 /* How often one thread was seen importing one module / logging from one call site / waiting on
- * storage at one line. */
-enum { SOP_AGG_SITE_IMPORT, SOP_AGG_SITE_LOG, SOP_AGG_SITE_FAULT, SOP_AGG_SITE_GPU };
+ * storage at one line / waiting for the GPU at one line / waiting in one collective / running one
+ * line of its own code. */
+enum {
+    SOP_AGG_SITE_IMPORT,
+    SOP_AGG_SITE_LOG,
+    SOP_AGG_SITE_FAULT,
+    SOP_AGG_SITE_GPU,
+    SOP_AGG_SITE_COLL, /* the collective (innermost distributed-package function) */
+    SOP_AGG_SITE_OWN   /* outside collectives: the innermost frame of the program's own code */
+};
 typedef struct {
     uint32_t thr;
     int kind;

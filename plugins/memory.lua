@@ -792,6 +792,30 @@ local function similar_big(list, th)
   return best
 end
 
+-- The private memory a fresh process of the target's program holds before it loads any data:
+-- the interpreter's heap and the mapped libraries' own pages (torch's import alone builds ~100+ MiB
+-- of them; a CUDA context more), from the libraries the target maps. Ranks and workers of the same
+-- program have it each; it is runtime, not a duplicated dataset.
+local function runtime_kb(ev, th)
+  local kb, torch, cuda = th.sib_runtime_mb * 1024, false, false
+  for _, l in ipairs(ev.proc and ev.proc.libs or {}) do
+    torch = torch or l.kind == "torch"
+    cuda = cuda or l.kind == "cuda"
+  end
+  if torch then kb = kb + th.sib_runtime_torch_mb * 1024 end
+  if cuda then kb = kb + th.sib_runtime_cuda_mb * 1024 end
+  return kb, torch, cuda
+end
+
+-- A copy of process x whose private_kb is its data: its private anonymous memory (private pages
+-- of mapped libraries are code and relocations) beyond the runtime every such process holds.
+local function as_data(x, rt)
+  local priv = x.private_kb
+  if x.anon_kb and x.anon_kb < priv then priv = x.anon_kb end
+  return { pid = x.pid, comm = x.comm, cmdline = x.cmdline, total_kb = x.private_kb,
+           private_kb = math.max(0, priv - rt) }
+end
+
 local SIB_REFS = {
   "https://pytorch.org/docs/stable/data.html#torch.utils.data.distributed.DistributedSampler",
   "https://docs.python.org/3/library/multiprocessing.shared_memory.html",
@@ -800,6 +824,12 @@ local SIB_REFS = {
 
 rule {
   id = "mem.siblings_full_copy", section = "2.2", severity = "warn",
+  doc = [[Hit when at least sib_min_count workers of the target, or the target and its same-program siblings (ranks
+    of one launcher), each hold at least sib_min_mb MiB of data, within sib_similar_pct of each other. Data is a
+    process's private anonymous memory beyond the runtime any fresh interpreter with the same libraries holds
+    (sib_runtime_mb, plus sib_runtime_torch_mb when torch is mapped, plus sib_runtime_cuda_mb with CUDA): a plain
+    torchrun rank's own interpreter and torch are not a duplicated dataset. Forked workers holding no more than
+    sib_own_ratio x the parent's anon memory are inherited pages (mem.fork_cow).]],
   title = T("Several workers or ranks each hold a similar, large private copy of the data "
             .. "(every rank loads the full dataset)",
             "多个 worker 或 rank 各自持有相近的大块私有数据（每个 rank 都加载了完整数据集）"),
@@ -807,8 +837,9 @@ rule {
             "proc.anon_kb", "proc.cmdline", "parent.cmdline", "parent.anon_kb", "siblings[].private_kb",
             "siblings[].cmdline", "siblings[].comm", "cgroup.memory.limit_kb", "host.mem_total_kb", "alive",
             "children[].pid", "parent.comm", "parent.pid", "parent.rss_kb", "pid", "proc.comm", "proc.ppid",
-            "proc.rss_kb", "siblings[].pid" },
-  uses = { "sib_min_mb", "sib_min_count", "sib_similar_pct", "sib_own_ratio", "rss_limit_pct" },
+            "proc.rss_kb", "siblings[].pid", "children[].anon_kb", "siblings[].anon_kb", "proc.libs[].kind" },
+  uses = { "sib_min_mb", "sib_min_count", "sib_similar_pct", "sib_own_ratio", "rss_limit_pct",
+           "sib_runtime_mb", "sib_runtime_torch_mb", "sib_runtime_cuda_mb" },
   cause = T("Each process built its own full copy of the same data (SOP §2.2 row 4, 'every rank "
             .. "blows up'): the memory is private to each of them, not inherited from a parent "
             .. "(that would be shared or copy-on-write, mem.fork_cow), so the total grows with "
@@ -831,13 +862,14 @@ rule {
     if not p then return no_proc(ev) end
     -- (1) the target's workers. Forked ones count only beyond what they could have inherited.
     local parent_kb = p.anon_kb or p.rss_kb or 0
+    local rt, rt_torch, rt_cuda = runtime_kb(ev, th)
     local cands, inherited = {}, 0
     for _, c in ipairs(ev.children or {}) do
       if c.private_kb then
         if forked_from(c, p) and c.private_kb <= th.sib_own_ratio * parent_kb then
           inherited = inherited + 1
         else
-          cands[#cands + 1] = c
+          cands[#cands + 1] = as_data(c, rt)
         end
       end
     end
@@ -845,16 +877,17 @@ rule {
     local role = tr("workers of pid {pid:%s}", "pid {pid} 的 worker", { pid = ev.pid })
     -- (2) the target is one of several ranks under one launcher: it and its same-program siblings.
     if #grp < th.sib_min_count and ev.siblings and p.private_kb then
-      local me = { pid = ev.pid, comm = p.comm, cmdline = p.cmdline, private_kb = p.private_kb }
+      local me = { pid = ev.pid, comm = p.comm, cmdline = p.cmdline, private_kb = p.private_kb,
+                   anon_kb = p.anon_kb }
       local par = ev.parent
       local own_ok = not (par and forked_from(me, par))
                      or p.private_kb > th.sib_own_ratio * (par.anon_kb or par.rss_kb or 0)
       if own_ok then
-        local peers = { me }
+        local peers = { as_data(me, rt) }
         for _, s in ipairs(ev.siblings) do
           if s.private_kb and program_of(s) == program_of(me)
               and not (par and forked_from(s, par) and s.private_kb <= th.sib_own_ratio * (par.anon_kb or 0)) then
-            peers[#peers + 1] = s
+            peers[#peers + 1] = as_data(s, rt)
           end
         end
         local g2 = similar_big(peers, th)
@@ -869,11 +902,13 @@ rule {
       end
     end
     if #grp < th.sib_min_count then
+      local rt_en = (rt_torch and " + torch" or "") .. (rt_cuda and " + CUDA" or "")
       local en = fmt("%d workers, %d siblings: fewer than %g similar processes with >= %g MiB private "
-                     .. "memory each", #(ev.children or {}), ev.siblings and #ev.siblings or 0,
-                     th.sib_min_count, th.sib_min_mb)
-      local zh = fmt("%d 个 worker、%d 个兄弟进程：私有内存各 >= %g MiB 且相近的进程不足 %g 个",
-                     #(ev.children or {}), ev.siblings and #ev.siblings or 0, th.sib_min_mb, th.sib_min_count)
+                     .. "memory each beyond the %s a fresh interpreter%s holds", #(ev.children or {}),
+                     ev.siblings and #ev.siblings or 0, th.sib_min_count, th.sib_min_mb, kb(rt), rt_en)
+      local zh = fmt("%d 个 worker、%d 个兄弟进程：除去新启动的解释器%s本身就有的 %s 之外，私有内存各 >= %g MiB "
+                     .. "且相近的进程不足 %g 个", #(ev.children or {}), ev.siblings and #ev.siblings or 0,
+                     rt_en, kb(rt), th.sib_min_mb, th.sib_min_count)
       if inherited > 0 then
         en = en .. fmt("; %d forked workers hold no more than the parent's memory (inherited pages: "
                        .. "mem.fork_cow)", inherited)
@@ -886,8 +921,8 @@ rule {
     end
     local sum, list = 0, {}
     for i, c in ipairs(grp) do
-      sum = sum + c.private_kb
-      if i <= 8 then list[#list + 1] = fmt("pid %d %s", c.pid, kb(c.private_kb)) end
+      sum = sum + c.total_kb
+      if i <= 8 then list[#list + 1] = fmt("pid %d %s", c.pid, kb(c.total_kb)) end
     end
     local lim, lim_en, lim_zh, is_cg = limit_of(ev)
     local share = lim and percent(sum, lim)
@@ -895,10 +930,13 @@ rule {
       severity = (is_cg and share >= th.rss_limit_pct) and "high" or "warn",
       symptom = tr("{n_grp} processes each hold about {private_kb} of private memory",
                    "{n_grp} 个进程各自持有约 {private_kb} 私有内存",
-                   { n_grp = #grp, private_kb = kb(grp[#grp].private_kb) }),
-      evidence = tr("{role}: private (unshared) memory {list_en}; together {sum}{of_limit}.",
-                    "{role}：私有（未共享）内存 {list_zh}；合计 {sum}{of_limit}。",
-                    { role = role, list_en = table.concat(list, ", "), sum = kb(sum),
+                   { n_grp = #grp, private_kb = kb(grp[#grp].total_kb) }),
+      evidence = tr("{role}: private (unshared) memory {list_en}, each at least {data} beyond the {rt} a fresh "
+                      .. "interpreter with the same libraries holds; together {sum}{of_limit}.",
+                    "{role}：私有（未共享）内存 {list_zh}，每个都比同样库的新解释器本身的 {rt} 多出至少 {data}；"
+                      .. "合计 {sum}{of_limit}。",
+                    { role = role, list_en = table.concat(list, ", "), sum = kb(sum), rt = kb(rt),
+                      data = kb(grp[#grp].private_kb),
                       list_zh = table.concat(list, "，"),
                       of_limit = share and tr(" = {share:%.0f}% of {lim:%s}", " = {lim:%s}的 {share:%.0f}%",
                                               { share = share, lim = T(lim_en, lim_zh) }) or T("", "") }),

@@ -46,6 +46,18 @@ typedef struct {
         H(P "gpu_sync_site", SOP_EVK_TEXT, "", ""), WD(P, gpu_sync_site_frac, "", ""),             \
         WD(P, fresh_frac, "", ""),                                                                 \
         SOP_EVK_I(P "fresh_kb", sop_window_figs, fresh_kb, "kB", D("new pages touched")),          \
+        WD(P, collective_frac, "",                                                                 \
+           D("in a collective: the innermost distributed-package frame (torch.distributed, "       \
+             "torch.nn.parallel, deepspeed.comm) with only library frames inside it")),            \
+        H(P "collective_op", SOP_EVK_TEXT, "",                                                     \
+          D("the collective most sampled: that frame's function (\"all_reduce\", \"barrier\")")),  \
+        WD(P, collective_op_frac, "", ""),                                                         \
+        WD(P, collective_longest_ms, "ms",                                                         \
+           D("longest run of consecutive samples in one collective (to the window's end)")),       \
+        WD(P, own_frac, "", D("outside collectives, in a frame of the program's own code")),       \
+        H(P "own_frame", SOP_EVK_TEXT, "",                                                         \
+          D("its innermost own frame most sampled: \"func (file:line)\"")),                        \
+        WD(P, own_frame_frac, "", ""),                                                             \
         H(P "top_stacks", SOP_EVK_ARR, "", "the 5 most sampled stacks"),                           \
         H(P "top_stacks[].stack", SOP_EVK_TEXT, "", D("\"outer (file.py);...;inner (file.py)\"")), \
         SOP_EVK_I(P "top_stacks[].count", sop_window_count_figs, count, "", ""),                   \

@@ -304,7 +304,8 @@ typedef struct {
     size_t ti;
     int *reads;
     const char *prefix;  /* of the window's rows */
-    const char *site[4]; /* import_module, logging_site, fault_site, gpu_sync_site */
+    const char *site[6]; /* import_module, logging_site, fault_site, gpu_sync_site, collective_op,
+                            own_frame */
 } thr_ctx;
 
 static void stack_hand(sop_value *o, const sop_evk *row, const char *name, void *ctx)
@@ -318,11 +319,14 @@ static void thr_hand(sop_value *w, const sop_evk *row, const char *name, void *c
     (void)row;
     const thr_ctx *c = ctx;
     if (strcmp(name, "import_module") == 0 || strcmp(name, "logging_site") == 0 ||
-        strcmp(name, "fault_site") == 0 || strcmp(name, "gpu_sync_site") == 0) {
+        strcmp(name, "fault_site") == 0 || strcmp(name, "gpu_sync_site") == 0 ||
+        strcmp(name, "collective_op") == 0 || strcmp(name, "own_frame") == 0) {
         const char *site = c->site[name[0] == 'i'   ? 0
                                    : name[0] == 'l' ? 1
                                    : name[0] == 'f' ? 2
-                                                    : 3];
+                                   : name[0] == 'g' ? 3
+                                   : name[0] == 'c' ? 4
+                                                    : 5];
         if (site)
             sop__v_set(w, name, sop__bridge_text(site));
     } else if (strcmp(name, "top_stacks") == 0) {
@@ -381,8 +385,11 @@ static sop_value *thr_window(const sop_window *s, size_t ti, int *reads, const c
         .gpu_sync_site_frac = NAN,
         .fresh_frac = t->last_minflt != SOP_NA ? frac(t->fresh_smp, n) : NAN,
         .fresh_kb = t->last_minflt != SOP_NA ? t->fresh_pages * page_kb() : SOP_NA,
+        .collective_frac = frac(t->coll, n),
+        .collective_longest_ms = t->coll > 0 ? t->coll_longest_ms : NAN,
+        .own_frac = frac(t->own, n),
     };
-    thr_ctx c = {s, ti, reads, prefix, {NULL, NULL, NULL, NULL}};
+    thr_ctx c = {s, ti, reads, prefix, {NULL, NULL, NULL, NULL, NULL, NULL}};
     c.site[0] = top_site(s, ti, SOP_AGG_SITE_IMPORT, &f.import_module_frac);
     c.site[1] = top_site(s, ti, SOP_AGG_SITE_LOG, &f.logging_site_frac);
     c.site[2] = top_site(s, ti, SOP_AGG_SITE_FAULT, &f.fault_site_frac);
@@ -391,6 +398,8 @@ static sop_value *thr_window(const sop_window *s, size_t ti, int *reads, const c
         f.gpu_wait_frac = frac(t->gpu_wait, n);
         c.site[3] = top_site(s, ti, SOP_AGG_SITE_GPU, &f.gpu_sync_site_frac);
     }
+    c.site[4] = top_site(s, ti, SOP_AGG_SITE_COLL, &f.collective_op_frac);
+    c.site[5] = top_site(s, ti, SOP_AGG_SITE_OWN, &f.own_frame_frac);
     sop__bridge_keys(w, &f, sop__evk_python, sop__evk_python_n, prefix, thr_hand, &c);
     return w;
 }

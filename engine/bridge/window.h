@@ -46,7 +46,8 @@ typedef struct {
         data_wait_frac, checkpoint_frac, loop_longest_block_ms, import_frac, logging_frac,
         logging_format_frac, logging_write_frac, subprocess_frac, subprocess_spawn_frac,
         import_module_frac, logging_site_frac, majflt_frac, fault_wait_frac, fault_site_frac,
-        gpu_wait_frac, gpu_sync_site_frac, fresh_frac;
+        gpu_wait_frac, gpu_sync_site_frac, fresh_frac, collective_frac, collective_op_frac,
+        collective_longest_ms, own_frac, own_frame_frac;
     int64_t fresh_kb;
 } sop_window_figs;
 

@@ -91,6 +91,46 @@ check "unreadable file listed" 'any(.missing[]; (.reason | startswith("cannot re
 rc=$?
 [ "$rc" = 2 ] && ok "no arguments: exit 2" || bad "no arguments: exit $rc"
 
+# Collective wait (issue 31): saved reports of real 3-rank gloo jobs (tests/e2e/targets/rank_collective.py
+# through `run --ranks`): the rank the others wait for in all_reduce is the straggler, by its wait,
+# whatever its CPU; a balanced job has none; a hang names the rank that is elsewhere, or gone.
+"$SOPCTL" merge --format json "$F/collective_compute.json" >"$tmp/cc.json"
+rc=$?
+[ "$rc" = 1 ] && ok "collective compute: exit 1" || bad "collective compute: exit $rc"
+check "compute straggler: rank 1 by collective wait" '.straggler.rank == "1" and .straggler.by == "collective_wait"
+   and .straggler.wait_frac < 0.1 and (.straggler.own_frame | startswith("prepare ("))
+   and .straggler.others.ranks == "0, 2" and .straggler.others.collective == "all_reduce"
+   and .straggler.others.wait_min > 0.5' "$tmp/cc.json"
+"$SOPCTL" merge "$F/collective_compute.json" >"$tmp/cc.md"
+grep -q '^\*\*Straggler: rank 1 (node vm, pid [0-9]*)\*\*$' "$tmp/cc.md" &&
+  grep -q '^- rank 1 spends 9[0-9]% of the window outside collectives, most at prepare (rank\\_collective.py:51) .*; ranks 0, 2 wait 70–72% in all\\_reduce for it\.$' "$tmp/cc.md" &&
+  ok "compute md headline: rank 1, its frame, the others' wait" || bad "compute md: $(sed -n 3,4p "$tmp/cc.md")"
+"$SOPCTL" merge --lang zh --format text "$F/collective_compute.json" | grep -q 'rank 0, 2 有 70–72% 的时间在 all_reduce 中等它' &&
+  ok "compute zh text" || bad "compute zh text"
+"$SOPCTL" merge --format json "$F/collective_data.json" >"$tmp/cd.json"
+check "data straggler: rank 2, waiting for its DataLoader" '.straggler.rank == "2" and .straggler.by == "collective_wait"
+   and .straggler.data_wait_frac > 0.5 and .straggler.others.ranks == "0-1"
+   and (.straggler.findings | map(.id) | index("dataloader.starved"))' "$tmp/cd.json"
+"$SOPCTL" merge --format json "$F/collective_balanced.json" >"$tmp/cb.json"
+rc=$?
+[ "$rc" = 0 ] && ok "collective balanced: exit 0" || bad "collective balanced: exit $rc"
+check "balanced: no straggler, no hang" '(has("straggler") | not) and (has("hang") | not) and .balanced.collective == "all_reduce"
+   and .balanced.wait_max - .balanced.wait_min < 0.25' "$tmp/cb.json"
+"$SOPCTL" merge "$F/collective_balanced.json" | grep -q '^No straggler: the ranks wait alike in collectives' &&
+  ok "balanced md headline" || bad "balanced md"
+"$SOPCTL" merge --format json "$F/collective_hang.json" >"$tmp/ch.json"
+rc=$?
+[ "$rc" = 1 ] && ok "collective hang: exit 1" || bad "collective hang: exit $rc"
+check "hang: rank 1 elsewhere, 0 and 2 in all_reduce the whole window" '.hang.rank == "1" and .hang.where.kind == "own"
+   and (.hang.where.frame | startswith("prepare (")) and .hang.waiting.ranks == "0, 2"
+   and .hang.waiting.collective == "all_reduce" and .hang.waiting.waited_s >= 3.5 and (has("straggler") | not)' "$tmp/ch.json"
+"$SOPCTL" merge "$F/collective_hang.json" | grep -q '^\*\*Hang: rank 1 (node vm, pid [0-9]*) is elsewhere; ranks 0, 2 have sat in all\\_reduce for the whole window\*\*$' &&
+  ok "hang md headline" || bad "hang md: $("$SOPCTL" merge "$F/collective_hang.json" | sed -n 3p)"
+"$SOPCTL" merge --lang zh "$F/collective_hang.json" | grep -q '卡住（hang）：rank 1' && ok "hang zh" || bad "hang zh"
+# The rank that went elsewhere is gone (no report): the others still name it.
+jq -c 'select(.target.rank != 1)' "$F/collective_hang.json" | "$SOPCTL" merge --format json - >"$tmp/cg.json"
+check "hang: a gone rank named" '.hang.rank == "1" and .hang.where.kind == "gone" and any(.missing[]; .ranks == "1")' "$tmp/cg.json"
+
 # Hostile strings from reports: no raw control character in any format; Markdown cells stay cells.
 for fmt in md text json; do
   for lang in en zh; do

@@ -101,6 +101,25 @@ static void test_figures_and_report(void)
     sop__v_free(rep);
     sop__v_free(ev);
 
+    /* collective wait: from the thread most in collectives (the step thread), with the window */
+    static const char coll[] =
+        "{\"sampling\": {\"window_s\": 4}, \"python\": {\"threads\": ["
+        " {\"window\": {\"collective_frac\": 0, \"own_frac\": 0}},"
+        " {\"window\": {\"collective_frac\": 0.7, \"collective_op\": \"all_reduce\","
+        "  \"collective_longest_ms\": 120, \"own_frac\": 0.3, \"own_frame\": \"prep (t.py:3)\","
+        "  \"own_frame_frac\": 0.25}}]}}";
+    ev = sop__json_parse(coll, strlen(coll), NULL, 0);
+    f = sop__rank_figures(ev);
+    CHECK(f != NULL);
+    CHECK(num(f, "collective_frac") == 0.7);
+    CHECK_EQ_S(sop__v_get_str(f, "collective"), "all_reduce");
+    CHECK(num(f, "collective_longest_ms") == 120);
+    CHECK(num(f, "own_frac") == 0.3);
+    CHECK_EQ_S(sop__v_get_str(f, "own_frame"), "prep (t.py:3)");
+    CHECK(num(f, "window_s") == 4);
+    sop__v_free(f);
+    sop__v_free(ev);
+
     /* an evidence tree with none of the figures: no `figures` at all */
     ev = ev_with_env("{}");
     CHECK(sop__rank_figures(ev) == NULL);

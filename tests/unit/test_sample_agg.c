@@ -245,9 +245,65 @@ static void bounds(void)
     sop__agg_free(NULL);
 }
 
+/* Collective wait: samples whose innermost distributed-package frame has only library frames
+ * inside it are in a collective (its function named); DDP's forward running the user's model is
+ * not; the rest is charged to the innermost own frame. A run in one collective lasts to the
+ * first sample outside it, or to the window's end. */
+static void collectives(void)
+{
+    sop_agg *a = sop__agg_new();
+    CHECK(a != NULL);
+    if (!a)
+        return;
+    sop__agg_start(a, 0.0);
+    int t = sop__agg_add_thread(a, 0, 100, "MainThread");
+    const char *C10D = "/usr/lib/python3/dist-packages/torch/distributed/distributed_c10d.py";
+    const char *LOGGER = "/usr/lib/python3/dist-packages/torch/distributed/c10d_logger.py";
+    const char *DDP = "/usr/lib/python3/dist-packages/torch/nn/parallel/distributed.py";
+    const char *MOD = "/usr/lib/python3/dist-packages/torch/nn/modules/module.py";
+    sop_pyframe ar[4] = {{"all_reduce", C10D, 1500, false},
+                         {"_exception_logger.<locals>.wrapper", LOGGER, 47, false},
+                         {"step", USER, 20, false},
+                         {"main", USER, 30, false}};
+    sop_pyframe fwd[4] = {{"Net.forward", USER, 8, false},
+                          {"Module._call_impl", MOD, 1500, false},
+                          {"DistributedDataParallel.forward", DDP, 1000, false},
+                          {"main", USER, 31, false}};
+    sop_pyframe prep[2] = {{"prepare", USER, 12, false}, {"main", USER, 29, false}};
+    sop_pyframe bar[2] = {{"barrier", C10D, 3000, false}, {"main", USER, 40, false}};
+    double now = 0;
+    for (int i = 0; i < 3; i++) { /* all_reduce 3 ticks (0..20 ms), then prepare 1, ar 2 */
+        sop_pysample p = mk(100, ar, 4, 'S', false);
+        sop__agg_sample(a, t, &p, now += 10);
+    }
+    sop_pysample p = mk(100, prep, 2, 'R', true);
+    sop__agg_sample(a, t, &p, now += 10);
+    p = mk(100, fwd, 4, 'R', true);
+    sop__agg_sample(a, t, &p, now += 10);
+    for (int i = 0; i < 2; i++) {
+        p = mk(100, ar, 4, 'S', false);
+        sop__agg_sample(a, t, &p, now += 10);
+    }
+    p = mk(100, bar, 2, 'S', false);
+    sop__agg_sample(a, t, &p, now += 10);
+    sop__agg_finish(a, now + 50);
+    const sop_agg_thread *th = &a->thrs[t];
+    CHECK_EQ_I(th->n, 8);
+    CHECK_EQ_I(th->coll, 6); /* 5 all_reduce + 1 barrier; not DDP's forward */
+    CHECK_EQ_I(th->own, 2);  /* prepare, Net.forward */
+    const sop_agg_site *op = sop__agg_top_site(a, (size_t)t, SOP_AGG_SITE_COLL);
+    CHECK(op && strcmp(op->frame, "all_reduce") == 0 && op->count == 5);
+    const sop_agg_site *own = sop__agg_top_site(a, (size_t)t, SOP_AGG_SITE_OWN);
+    CHECK(own && own->count == 1);
+    /* runs: all_reduce 10..40 (30 ms), 60..80 (20 ms), barrier 80..130 (to the end: 50 ms) */
+    CHECK(fabs(th->coll_longest_ms - 50) < 1e-9);
+    sop__agg_free(a);
+}
+
 int main(void)
 {
     shares_and_top_n();
+    collectives();
     loop_and_gc();
     bounds();
     printf("%d passed, %d failed\n", t_pass, t_fail);
