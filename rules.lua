@@ -51,6 +51,18 @@ thresholds {
   gil_one_core_max_pct = 130,   -- ... and at most this % (about one core)
   gil_max_runqueue_wait_pct = 25, -- threads waiting this % of the window in the run queue are starved by
                                   --   other processes, not by the GIL: no verdict
+  gil_tick_contended_pct = 50,  -- counted per tick (threads that come and go count): one thread holds the GIL
+                                --   while another sleeps on it at this % of the ticks, gil_min_threads wanting it
+                                --   at once on average
+
+  -- threads.lock_contention (§4.2)
+  lock_min_threads = 2,         -- at least this many threads seen asleep at the same acquire site ...
+  lock_wait_pct = 30,           -- ... each waiting there this % of the window on average ...
+  lock_held_pct = 80,           -- ... while exactly one other thread is past the site at this % of those ticks
+                                --   (and several at no more than 100 - this %: a queue or pool is no mutex),
+                                --   most waiters asleep on one futex word (one mutex) ...
+  lock_handoff_pct = 95,        -- ... or, each on its own word (Semaphore, Condition), at this % of them: never free
+  lock_high_wait_pct = 60,      -- the waiters waiting this % of the window: high
 
   -- asyncio.loop_blocked (§5)
   loop_busy_cpu_pct = 80,       -- the loop thread at/above this % of a core while stuck in a callback: high

@@ -326,4 +326,26 @@ function common.share(x, pattern, plain)
   return hits / n, hits, n, exact
 end
 
+-- §4.2: a lock convoy. Several threads asleep at the same acquire site (the innermost frame of the
+-- program's own code, in a futex that is not the GIL's) while exactly one other thread is past it
+-- (its stack holds the site's function): the threads take turns on a lock, whatever its type
+-- (Lock, RLock, a Condition's lock, a Semaphore, a lock inside a library). Counted at each tick of
+-- the window (ev.python.locks[], engine/sample_agg.c).
+function common.lock_convoy(ev, th)
+  local py = ev.python
+  local best
+  for _, l in ipairs(py and py.locks or {}) do
+    -- One futex word for most waiters is one mutex (Lock, RLock); threads that each sleep on their own
+    -- word (a Semaphore, a Condition, a queue's get) are a lock only when it is never free: handed straight
+    -- from holder to waiter, where consumers waiting for work see gaps with nobody inside.
+    local held = l.held_frac and l.held_frac * 100 or 0
+    local mutex = (l.one_word_frac or 0) >= 0.5 and held >= th.lock_held_pct or held >= th.lock_handoff_pct
+    if l.threads and l.threads >= th.lock_min_threads and l.wait_frac and l.wait_frac * 100 >= th.lock_wait_pct
+       and mutex and (l.crowded_frac or 0) * 100 <= 100 - th.lock_held_pct then
+      if not best or l.wait_frac * l.threads > best.wait_frac * best.threads then best = l end
+    end
+  end
+  return best
+end
+
 return common

@@ -71,6 +71,19 @@ typedef struct {
         workers_idle_frac;
 } sop_loader_figs;
 
+/* python.concurrency: the target's threads wanting the GIL at once, counted per tick. */
+typedef struct {
+    int64_t ticks, wanting_max, threads, threads_wanting;
+    double wanting_mean, runnable_mean, contended_frac, two_plus_frac;
+} sop_concurrency_figs;
+
+/* One of python.locks[] (engine/sample_agg.h sop_agg_lock). */
+typedef struct {
+    int64_t ticks, waiters_max, threads;
+    double waiters_mean, wait_frac, multi_frac, one_word_frac, held_frac, crowded_frac,
+        holder_running_frac, holder_frac;
+} sop_lock_figs;
+
 /* The figures of one of python.workers[] (NaN = absent). */
 typedef struct {
     int64_t pid;

@@ -46,30 +46,33 @@ static uint64_t gil_base(walker *w, uint64_t interp)
     return w->runtime + L->rt_gil_locked - L->gil_locked;
 }
 
-/* True when the thread sleeps in futex(2) on an address in [lo, lo + GIL_STRUCT_BYTES).
- * *fd caches /proc/PID/task/TID/syscall between ticks. */
-static bool futex_on(const walker *w, int tid, uint64_t lo, int *fd)
+/* What the thread sleeps in: FUTEX_GIL when in futex(2) on an address in
+ * [lo, lo + GIL_STRUCT_BYTES) (the GIL's mutex and condvars), FUTEX_OTHER in futex(2) on any
+ * other address (a lock, a condition, a semaphore, a queue), FUTEX_NONE otherwise (another
+ * syscall, or unreadable). *fd caches /proc/PID/task/TID/syscall between ticks. */
+enum { FUTEX_NONE, FUTEX_GIL, FUTEX_OTHER };
+static int futex_on(const walker *w, int tid, uint64_t lo, int *fd, uint64_t *addr)
 {
     char buf[256];
-    if (!lo)
-        return false;
+    *addr = 0;
     if (*fd < 0) {
         char path[300];
         snprintf(path, sizeof path, "%s/%d/task/%d/syscall", w->proc_root, w->pid, tid);
         *fd = open(path, O_RDONLY | O_CLOEXEC);
         if (*fd < 0)
-            return false;
+            return FUTEX_NONE;
     }
     ssize_t got = pread(*fd, buf, sizeof buf - 1, 0);
     if (got <= 0)
-        return false;
+        return FUTEX_NONE;
     buf[got] = '\0';
     char *end = NULL;
     long nr = strtol(buf, &end, 10);
     if (end == buf || nr != 202 /* x86-64 futex */)
-        return false;
+        return FUTEX_NONE;
     unsigned long long a = strtoull(end, NULL, 16);
-    return a >= lo && a < lo + GIL_STRUCT_BYTES;
+    *addr = a;
+    return lo && a >= lo && a < lo + GIL_STRUCT_BYTES ? FUTEX_GIL : FUTEX_OTHER;
 }
 
 /* OS state letter from an open /proc/.../stat; '?' when unreadable (the task is gone). */
@@ -287,8 +290,13 @@ int sop__python_sample(sop_pysampler *s, sop_pysample_cb cb, void *ctx)
             smp.gil = holder && holder == tsa;
             smp.majflt = SOP_NA;
             smp.state = smp.tid > 0 ? stat_state(s->tids[h].stat_fd, &smp.majflt) : '?';
-            if (!smp.gil && smp.state != 'R' && smp.tid > 0)
-                smp.gil_wait = futex_on(w, smp.tid, gbase, &s->tids[h].sys_fd);
+            if (!smp.gil && smp.state != 'R' && smp.tid > 0) {
+                uint64_t addr = 0;
+                int fx = futex_on(w, smp.tid, gbase, &s->tids[h].sys_fd, &addr);
+                smp.gil_wait = fx == FUTEX_GIL;
+                smp.futex_wait = fx == FUTEX_OTHER;
+                smp.futex_addr = smp.futex_wait ? addr : 0;
+            }
             smp.frames = s->scratch.frames;
             smp.nframes = s->scratch.nframes;
             smp.torn = j.rc == -EAGAIN;

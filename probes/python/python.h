@@ -129,12 +129,14 @@ int sop__python_collect_with(const sop_pyruntime *rt, int pid, const char *proc_
 typedef struct sop_pysampler sop_pysampler;
 
 typedef struct {
-    int tid;                   /* 0 when unknown */
-    const char *name;          /* threading name ("" when none); valid during the callback */
-    bool gil;                  /* holds the GIL */
-    bool gil_wait;             /* asleep in a futex on the GIL (/proc/.../syscall) */
-    char state;                /* OS state letter; '?' when unreadable */
-    int64_t majflt;            /* the task's major faults so far (stat); SOP_NA when unread */
+    int tid;             /* 0 when unknown */
+    const char *name;    /* threading name ("" when none); valid during the callback */
+    bool gil;            /* holds the GIL */
+    bool gil_wait;       /* asleep in a futex on the GIL (/proc/.../syscall) */
+    bool futex_wait;     /* asleep in a futex elsewhere: a lock, condition, semaphore or queue */
+    uint64_t futex_addr; /* the futex word it sleeps on (futex_wait), 0 otherwise */
+    char state;          /* OS state letter; '?' when unreadable */
+    int64_t majflt;      /* the task's major faults so far (stat); SOP_NA when unread */
     const sop_pyframe *frames; /* innermost first; valid during the callback only */
     size_t nframes;
     bool torn;   /* partial: no walk verified complete within the bound; frames so far */
