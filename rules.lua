@@ -144,6 +144,12 @@ thresholds {
                                 --   (SOP §10: "numpy > 30%") ...
   tiny_overhead_pct = 25,       -- ... and at least this % of them away from each call's most sampled line
                                 --   (per-call wrapper overhead, not the C kernel): many tiny calls
+  -- perrow.tiny_ops (§3.5, any library); also keeps cpu.pool_undersized and numpy.tiny_calls off such threads
+  tiny_gil_min_pct = 25,        -- a busy thread holding the GIL at least this % of its active samples (Python) ...
+  tiny_native_min_pct = 15,     -- ... and running without it at least this % (native calls that release it) ...
+  tiny_mixing = 0.6,            -- ... changing GIL state between consecutive samples at least this x 2p(1-p)
+                                --   (p: its GIL share; a memoryless mix: calls far shorter than the interval) ...
+  tiny_min_pairs = 20,          -- ... over at least this many consecutive pairs between which it ran
 
   -- mem.load_at_start, mem.growth, mem.siblings_full_copy, mem.pinned (§2.2), gc.pauses (§2.5)
   load_young_s = 300,           -- a process younger than this (s) is still starting up ...
@@ -202,7 +208,7 @@ require "plugins.oom"          -- §2.1
 require "plugins.memory"       -- §2.2, §2.4
 require "plugins.gc"           -- §2.5
 require "plugins.numpy"        -- §3 (and §4.4 BLAS pools in workers)
-require "plugins.perrow"       -- §3.5 per-row calls into pandas/torch
+require "plugins.perrow"       -- §3.5 per-row calls into pandas/torch, tiny ops of any library
 require "plugins.gil"          -- §4
 require "plugins.cpu"          -- §4.4, §8.5
 require "plugins.asyncio"      -- §5

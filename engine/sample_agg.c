@@ -623,6 +623,7 @@ int sop__agg_add_thread(sop_agg *a, int proc, int tid, const char *name)
     t->proc = proc;
     t->tid = tid;
     t->last_majflt = SOP_NA;
+    t->prev_cpu = SOP_NA;
     snprintf(t->name, sizeof t->name, "%s", name ? name : "?");
     for (char *c = t->name; *c; c++) /* the name is a frame of the collapsed stacks */
         if (*c == ';' || *c == '\n')
@@ -653,6 +654,16 @@ void sop__agg_sample(sop_agg *a, int ti, const sop_pysample *p, double now_ms)
         t->futex_wait++;
     if (p->gil || p->gil_wait)
         t->wanted_gil = true;
+    int cur = p->gil ? 1 : run && !p->gil_wait ? 2 : 0;
+    if (cur && t->prev_st) {
+        bool ran = p->cpu_ticks == SOP_NA || t->prev_cpu == SOP_NA || p->cpu_ticks > t->prev_cpu;
+        if (ran) {
+            t->alt_pairs++;
+            t->alts += cur != t->prev_st;
+        }
+    }
+    t->prev_st = cur;
+    t->prev_cpu = p->cpu_ticks;
     if (t->proc == 0)
         tick_note(a, ti, p, waits);
     if (run)

@@ -38,8 +38,15 @@ typedef struct {
     int tid;
     char name[64]; /* threading name, else comm of the task */
     long n, active, gil, runnable_nogil, gil_wait, state_r, state_d, state_s, no_frames, torn;
-    long futex_wait;     /* asleep in a futex that is not the GIL's (lock, condition, queue) */
-    bool wanted_gil;     /* held or waited for the GIL at some tick */
+    long futex_wait; /* asleep in a futex that is not the GIL's (lock, condition, queue) */
+    bool wanted_gil; /* held or waited for the GIL at some tick */
+    /* consecutive active samples (holding the GIL, or running without it) between which the
+     * thread ran (its CPU time advanced), and of those, pairs whose GIL state differs: a thread
+     * alternating between Python and short native calls changes state from one sample to the
+     * next as often as chance makes it; a long native kernel stays */
+    int prev_st; /* 0: none or idle, 1: holding the GIL, 2: running without it */
+    int64_t prev_cpu;
+    long alt_pairs, alts;
     long data_wait;      /* in a DataLoader / multiprocessing queue wait */
     long ckpt;           /* in torch.save / torch.load / pickle */
     long majflt_smp;     /* samples after which the thread's major faults had risen */

@@ -348,4 +348,26 @@ function common.lock_convoy(ev, th)
   return best
 end
 
+-- §3.5, call-overhead-bound: a thread window (python.threads[].window) whose active samples
+-- alternate between holding the GIL (the interpreter: the loop's lines, argument parsing) and
+-- running without it (short native calls that release it), changing state from one sample to the
+-- next about as often as chance makes it (2p(1-p), p its GIL share): each native call is much
+-- shorter than the sampling interval and the GIL is taken back after each. A long native kernel
+-- stays in one state across samples (or the GIL share is small: native compute). Returns
+-- { gil = p, native = 1 - p, mix = observed / expected, pairs } or nil.
+function common.overhead_bound(w, th)
+  if not w or not w.alternation_frac or not w.alternation_pairs or w.alternation_pairs < th.tiny_min_pairs then
+    return nil
+  end
+  local g = w.gil_frac or 0
+  local nat = (w.runnable_nogil_frac or 0) - (w.gil_wait_frac or 0)
+  if g + nat <= 0 then return nil end
+  local p = g / (g + nat)
+  local expect = 2 * p * (1 - p)
+  if 100 * p < th.tiny_gil_min_pct or 100 * (1 - p) < th.tiny_native_min_pct or expect <= 0 then return nil end
+  local mix = w.alternation_frac / expect
+  if mix < th.tiny_mixing then return nil end
+  return { gil = p, native = 1 - p, mix = mix, pairs = w.alternation_pairs, alt = w.alternation_frac }
+end
+
 return common

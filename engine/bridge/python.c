@@ -42,6 +42,13 @@ typedef struct {
         H(P "logging_site", SOP_EVK_TEXT, "", ""), WD(P, logging_site_frac, "", ""),               \
         WD(P, majflt_frac, "", ""), WD(P, fault_wait_frac, "", ""),                                \
         H(P "fault_site", SOP_EVK_TEXT, "", ""), WD(P, fault_site_frac, "", ""),                   \
+        WI(P, alternation_pairs,                                                                   \
+           D("consecutive active samples (holding the GIL or running without it) between which "   \
+             "it ran")),                                                                           \
+        WD(P, alternation_frac, "",                                                                \
+           D("of those pairs, the ones whose GIL state differs: near 2p(1-p) (p its GIL share) "   \
+             "when its native calls are much shorter than the sampling interval, far below for "   \
+             "long native kernels")),                                                              \
         H(P "top_stacks", SOP_EVK_ARR, "", "the 5 most sampled stacks"),                           \
         H(P "top_stacks[].stack", SOP_EVK_TEXT, "", D("\"outer (file.py);...;inner (file.py)\"")), \
         SOP_EVK_I(P "top_stacks[].count", sop_window_count_figs, count, "", ""),                   \

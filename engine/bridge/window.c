@@ -342,6 +342,8 @@ static sop_value *thr_window(const sop_window *s, size_t ti, int *reads, const c
     long n = t->n;
     sop_window_figs f = {
         .samples = t->n,
+        .alternation_pairs = t->alt_pairs > 0 ? t->alt_pairs : SOP_NA,
+        .alternation_frac = t->alt_pairs > 0 ? frac(t->alts, t->alt_pairs) : NAN,
         .active_frac = frac(t->active, n),
         .gil_frac = frac(t->gil, n),
         .runnable_nogil_frac = frac(t->runnable_nogil, n),

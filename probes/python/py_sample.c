@@ -76,10 +76,10 @@ static int futex_on(const walker *w, int tid, uint64_t lo, int *fd, uint64_t *ad
 }
 
 /* OS state letter from an open /proc/.../stat; '?' when unreadable (the task is gone). */
-static char stat_state(int fd, int64_t *majflt)
+static char stat_state(int fd, int64_t *majflt, int64_t *cpu_ticks)
 {
     char buf[512];
-    *majflt = SOP_NA;
+    *majflt = *cpu_ticks = SOP_NA;
     if (fd < 0)
         return '?';
     ssize_t n = pread(fd, buf, sizeof buf - 1, 0);
@@ -100,6 +100,12 @@ static char stat_state(int fd, int64_t *majflt)
     }
     if (*p >= '0' && *p <= '9')
         *majflt = sop__parse_i64(&p);
+    /* then cmajflt utime stime: the CPU time it has run (whether it ran between two samples) */
+    int64_t v[3];
+    for (int f = 0; f < 3; f++)
+        if ((v[f] = sop__parse_i64(&p)) == SOP_NA)
+            return rp[2];
+    *cpu_ticks = v[1] + v[2];
     return rp[2];
 }
 
@@ -289,7 +295,9 @@ int sop__python_sample(sop_pysampler *s, sop_pysample_cb cb, void *ctx)
             smp.name = s->tids[h].name;
             smp.gil = holder && holder == tsa;
             smp.majflt = SOP_NA;
-            smp.state = smp.tid > 0 ? stat_state(s->tids[h].stat_fd, &smp.majflt) : '?';
+            smp.cpu_ticks = SOP_NA;
+            smp.state =
+                smp.tid > 0 ? stat_state(s->tids[h].stat_fd, &smp.majflt, &smp.cpu_ticks) : '?';
             if (!smp.gil && smp.state != 'R' && smp.tid > 0) {
                 uint64_t addr = 0;
                 int fx = futex_on(w, smp.tid, gbase, &s->tids[h].sys_fd, &addr);

@@ -137,6 +137,7 @@ typedef struct {
     uint64_t futex_addr; /* the futex word it sleeps on (futex_wait), 0 otherwise */
     char state;          /* OS state letter; '?' when unreadable */
     int64_t majflt;      /* the task's major faults so far (stat); SOP_NA when unread */
+    int64_t cpu_ticks;   /* its utime + stime so far (stat, clock ticks); SOP_NA when unread */
     const sop_pyframe *frames; /* innermost first; valid during the callback only */
     size_t nframes;
     bool torn;   /* partial: no walk verified complete within the bound; frames so far */

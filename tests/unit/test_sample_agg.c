@@ -3,7 +3,8 @@
  * the exact totals the distribution keeps, per-process sums, thread names, (leaf, entry,
  * caller) sites and entries, fault sites, an asyncio loop stretch, the GC window, the
  * timeline, and the per-tick view: threads wanting the GIL at once, lock sites (one holder, one
- * futex word; a pool with several inside; waiters each on their own word). Depends on
+ * futex word; a pool with several inside; waiters each on their own word), and the GIL
+ * alternation of consecutive samples (counted only when the thread ran in between). Depends on
  * engine/sample_agg.h, t.h. */
 #include <math.h>
 #include <string.h>
@@ -326,12 +327,51 @@ static void per_tick(void)
     sop__agg_free(a);
 }
 
+static void alternation(void)
+{
+    sop_agg *a = sop__agg_new();
+    CHECK(a != NULL);
+    if (!a)
+        return;
+    sop__agg_start(a, 0);
+    static const sop_pyframe fr[] = {{"loop", USER, 5, false}};
+    int ti = sop__agg_add_thread(a, 0, 500, "MainThread");
+    /* GIL, native, GIL, native, ... with the CPU time advancing: every pair alternates */
+    for (int k = 0; k < 10; k++) {
+        sop_pysample p = mk(500, fr, 1, 'R', k % 2 == 0);
+        p.cpu_ticks = k;
+        sop__agg_sample(a, ti, &p, 10.0 * k);
+    }
+    CHECK_EQ_I(a->thrs[ti].alt_pairs, 9);
+    CHECK_EQ_I(a->thrs[ti].alts, 9);
+    /* the thread did not run between samples (preempted): those pairs are not counted */
+    for (int k = 0; k < 4; k++) {
+        sop_pysample p = mk(500, fr, 1, 'R', k % 2 == 0);
+        p.cpu_ticks = 9;
+        sop__agg_sample(a, ti, &p, 100.0 + 10.0 * k);
+    }
+    CHECK_EQ_I(a->thrs[ti].alt_pairs, 9);
+    /* asleep: no pair with the next sample; a long native stay: pairs without change */
+    sop_pysample idle = mk(500, fr, 1, 'S', false);
+    idle.cpu_ticks = 9;
+    sop__agg_sample(a, ti, &idle, 200.0);
+    for (int k = 0; k < 5; k++) {
+        sop_pysample p = mk(500, fr, 1, 'R', false);
+        p.cpu_ticks = 10 + k;
+        sop__agg_sample(a, ti, &p, 210.0 + 10.0 * k);
+    }
+    CHECK_EQ_I(a->thrs[ti].alt_pairs, 13);
+    CHECK_EQ_I(a->thrs[ti].alts, 9);
+    sop__agg_free(a);
+}
+
 int main(void)
 {
     shares_and_top_n();
     loop_and_gc();
     bounds();
     per_tick();
+    alternation();
     printf("%d passed, %d failed\n", t_pass, t_fail);
     return t_fail ? 1 : 0;
 }
