@@ -6,6 +6,8 @@
 # expect: gil.contention
 # expect@cpu1: none
 #   (on one CPU the threads could not run in parallel anyway: the GIL is not what limits them)
+# also@cpu1: cpu.oversubscribed
+#   (on one CPU the handler threads also queue for the CPU itself, as in gil_contention.py)
 # python: /root/.pyenv/versions/3.10.13/bin/python3
 # sopctl: --duration 2
 """Ready once 12 requests have been answered (measured). Exits after 60 s."""
