@@ -51,6 +51,18 @@ thresholds {
   gil_one_core_max_pct = 130,   -- ... and at most this % (about one core)
   gil_max_runqueue_wait_pct = 25, -- threads waiting this % of the window in the run queue are starved by
                                   --   other processes, not by the GIL: no verdict
+  gil_tick_contended_pct = 50,  -- counted per tick (threads that come and go count): one thread holds the GIL
+                                --   while another sleeps on it at this % of the ticks, gil_min_threads wanting it
+                                --   at once on average
+
+  -- threads.lock_contention (§4.2)
+  lock_min_threads = 2,         -- at least this many threads seen asleep at the same acquire site ...
+  lock_wait_pct = 30,           -- ... each waiting there this % of the window on average ...
+  lock_held_pct = 80,           -- ... while exactly one other thread is past the site at this % of those ticks
+                                --   (and several at no more than 100 - this %: a queue or pool is no mutex),
+                                --   most waiters asleep on one futex word (one mutex) ...
+  lock_handoff_pct = 95,        -- ... or, each on its own word (Semaphore, Condition), at this % of them: never free
+  lock_high_wait_pct = 60,      -- the waiters waiting this % of the window: high
 
   -- asyncio.loop_blocked (§5)
   loop_busy_cpu_pct = 80,       -- the loop thread at/above this % of a core while stuck in a callback: high
@@ -144,6 +156,12 @@ thresholds {
                                 --   (SOP §10: "numpy > 30%") ...
   tiny_overhead_pct = 25,       -- ... and at least this % of them away from each call's most sampled line
                                 --   (per-call wrapper overhead, not the C kernel): many tiny calls
+  -- perrow.tiny_ops (§3.5, any library); also keeps cpu.pool_undersized and numpy.tiny_calls off such threads
+  tiny_gil_min_pct = 25,        -- a busy thread holding the GIL at least this % of its active samples (Python) ...
+  tiny_native_min_pct = 15,     -- ... and running without it at least this % (native calls that release it) ...
+  tiny_mixing = 0.6,            -- ... changing GIL state between consecutive samples at least this x 2p(1-p)
+                                --   (p: its GIL share; a memoryless mix: calls far shorter than the interval) ...
+  tiny_min_pairs = 20,          -- ... over at least this many consecutive pairs between which it ran
 
   -- mem.load_at_start, mem.growth, mem.siblings_full_copy, mem.pinned (§2.2), gc.pauses (§2.5)
   load_young_s = 300,           -- a process younger than this (s) is still starting up ...
@@ -212,7 +230,7 @@ require "plugins.oom"          -- §2.1
 require "plugins.memory"       -- §2.2, §2.4
 require "plugins.gc"           -- §2.5
 require "plugins.numpy"        -- §3 (and §4.4 BLAS pools in workers)
-require "plugins.perrow"       -- §3.5 per-row calls into pandas/torch
+require "plugins.perrow"       -- §3.5 per-row calls into pandas/torch, tiny ops of any library
 require "plugins.gil"          -- §4
 require "plugins.cpu"          -- §4.4, §8.5
 require "plugins.asyncio"      -- §5

@@ -553,6 +553,183 @@ void sop__agg_line_reader(sop_agg *a, sop_agg_line_fn fn, void *ctx)
     a->line_ctx = ctx;
 }
 
+/* ---- the cross-thread view of one tick ----------------------------------------------- */
+
+static uint64_t hash_func(const sop_pyframe *f)
+{
+    return fnv(f->func ? f->func : "", (uint32_t)fnv(f->file ? f->file : "", 17));
+}
+
+static void frame_txt(char *out, size_t cap, const sop_pyframe *f)
+{
+    snprintf(out, cap, "%s (%s:%d)", f->func ? f->func : "?", f->file ? f->file : "?", f->line);
+}
+
+/* Hold thread ti's sample of the current tick for sop__agg_tick. */
+static void tick_note(sop_agg *a, int ti, const sop_pysample *p, bool waits)
+{
+    if (!a->tick || a->ntick >= SOP_AGG_TICK_THREADS)
+        return;
+    sop_agg_tick_thr *e = &a->tick[a->ntick++];
+    e->thr = (uint32_t)ti;
+    e->gil = p->gil;
+    e->gil_wait = p->gil_wait;
+    e->run = p->state == 'R';
+    e->waits = waits;
+    e->addr = waits ? p->futex_addr : 0;
+    e->site = e->site_func = 0;
+    e->nfuncs = 0;
+    e->site_txt[0] = e->leaf_txt[0] = '\0';
+    if (p->nframes > 0)
+        frame_txt(e->leaf_txt, sizeof e->leaf_txt, &p->frames[0]);
+    for (size_t i = 0; i < p->nframes && i < 256; i++) {
+        const sop_pyframe *f = &p->frames[i];
+        if (e->nfuncs < SOP_AGG_TICK_FUNCS)
+            e->funcs[e->nfuncs++] = hash_func(f);
+        if (!e->site && f->file && !library_file(f->file)) {
+            e->site = hash_func(f) * 1099511628211ull + (uint64_t)(unsigned)f->line;
+            e->site = e->site ? e->site : 1;
+            e->site_func = hash_func(f);
+            frame_txt(e->site_txt, sizeof e->site_txt, f);
+        }
+    }
+}
+
+static sop_agg_lock *lock_site(sop_agg *a, const sop_agg_tick_thr *w)
+{
+    for (size_t i = 0; i < a->nlocks; i++)
+        if (a->locks[i].site == w->site && strcmp(a->locks[i].site_txt, w->site_txt) == 0)
+            return &a->locks[i];
+    if (a->nlocks >= SOP_AGG_LOCKS_MAX)
+        return NULL;
+    sop_agg_lock *l = &a->locks[a->nlocks++];
+    memset(l, 0, sizeof *l);
+    l->site = w->site;
+    l->site_func = w->site_func;
+    snprintf(l->site_txt, sizeof l->site_txt, "%s", w->site_txt);
+    return l;
+}
+
+static void lock_add_tid(sop_agg_lock *l, int tid)
+{
+    for (int i = 0; i < l->ntids; i++)
+        if (l->tids[i] == tid)
+            return;
+    if (l->ntids < SOP_AGG_LOCK_TIDS)
+        l->tids[l->ntids++] = tid;
+}
+
+static void lock_add_holder(sop_agg_lock *l, const sop_agg_tick_thr *h)
+{
+    char key[384];
+    if (h->site_txt[0] && strcmp(h->site_txt, h->leaf_txt) != 0)
+        snprintf(key, sizeof key, "%.180s > %.180s", h->site_txt, h->leaf_txt);
+    else
+        snprintf(key, sizeof key, "%s", h->leaf_txt[0] ? h->leaf_txt : "?");
+    int min = 0;
+    for (int i = 0; i < l->nholders; i++) {
+        if (strcmp(l->holders[i].frame, key) == 0) {
+            l->holders[i].count++;
+            return;
+        }
+        if (l->holders[i].count < l->holders[min].count)
+            min = i;
+    }
+    int at = l->nholders < SOP_AGG_LOCK_HOLDERS ? l->nholders++ : min;
+    if (at == min && l->nholders == SOP_AGG_LOCK_HOLDERS && l->holders[min].count > 1)
+        return; /* the table is full of frames seen more often */
+    snprintf(l->holders[at].frame, sizeof l->holders[at].frame, "%s", key);
+    l->holders[at].count = 1;
+}
+
+static bool has_func(const sop_agg_tick_thr *e, uint64_t f)
+{
+    for (int k = 0; k < e->nfuncs; k++)
+        if (e->funcs[k] == f)
+            return true;
+    return false;
+}
+
+void sop__agg_tick(sop_agg *a)
+{
+    if (!a->tick)
+        return;
+    long wanting = 0, runnable = 0, gil = 0, gil_wait = 0;
+    for (size_t i = 0; i < a->ntick; i++) {
+        const sop_agg_tick_thr *e = &a->tick[i];
+        wanting += e->gil || e->gil_wait;
+        runnable += e->gil || e->gil_wait || e->run;
+        gil += e->gil;
+        gil_wait += e->gil_wait;
+    }
+    if (a->ntick > 0) {
+        a->conc_ticks++;
+        a->conc_wanting_sum += wanting;
+        a->conc_runnable_sum += runnable;
+        if (wanting > a->conc_wanting_max)
+            a->conc_wanting_max = wanting;
+        a->conc_contended += gil > 0 && gil_wait > 0;
+        a->conc_ge2 += wanting >= 2;
+    }
+    /* Lock sites: each distinct site some thread waits at, once per tick. */
+    for (size_t i = 0; i < a->ntick; i++) {
+        const sop_agg_tick_thr *w = &a->tick[i];
+        if (!w->waits || !w->site)
+            continue;
+        bool first = true;
+        for (size_t j = 0; j < i && first; j++)
+            if (a->tick[j].waits && a->tick[j].site == w->site)
+                first = false;
+        if (!first)
+            continue;
+        sop_agg_lock *l = lock_site(a, w);
+        if (!l)
+            continue;
+        long waiters = 0, inside = 0;
+        const sop_agg_tick_thr *holder = NULL;
+        for (size_t j = 0; j < a->ntick; j++) {
+            const sop_agg_tick_thr *o = &a->tick[j];
+            if (o->waits && o->site == w->site) {
+                waiters++;
+                lock_add_tid(l, (int)a->thrs[o->thr].tid);
+            } else if (o->site == w->site && strcmp(o->leaf_txt, w->leaf_txt) == 0) {
+                /* at the acquire itself but not asleep: just woken, or about to sleep */
+            } else if (has_func(o, l->site_func)) {
+                inside++;
+                holder = o;
+            }
+        }
+        l->ticks++;
+        l->waiter_sum += waiters;
+        if (waiters > l->waiter_max)
+            l->waiter_max = waiters;
+        if (waiters >= 2) {
+            l->multi++;
+            long most = 0; /* waiters there sharing one futex word, at most */
+            for (size_t j = 0; j < a->ntick; j++) {
+                const sop_agg_tick_thr *o = &a->tick[j];
+                if (!o->waits || o->site != w->site || !o->addr)
+                    continue;
+                long same = 0;
+                for (size_t k = 0; k < a->ntick; k++)
+                    same += a->tick[k].waits && a->tick[k].site == w->site &&
+                            a->tick[k].addr == o->addr;
+                if (same > most)
+                    most = same;
+            }
+            l->one_word += 2 * most > waiters;
+        }
+        if (inside == 1) {
+            l->held++;
+            l->holder_run += holder->gil || holder->run;
+            lock_add_holder(l, holder);
+        } else if (inside > 1) {
+            l->crowded++;
+        }
+    }
+    a->ntick = 0;
+}
+
 /* ---- threads, samples, the window ---------------------------------------------------- */
 
 sop_agg *sop__agg_new(void)
@@ -564,7 +741,9 @@ sop_agg *sop__agg_new(void)
     a->stacks = calloc(SOP_AGG_STACK_SLOTS, sizeof *a->stacks);
     a->sites = calloc(SOP_AGG_SITES_MAX, sizeof *a->sites);
     a->leaves = calloc(SOP_AGG_LEAF_SLOTS, sizeof *a->leaves);
-    if (!a->thrs || !a->stacks || !a->sites || !a->leaves) {
+    a->tick = calloc(SOP_AGG_TICK_THREADS, sizeof *a->tick);
+    a->locks = calloc(SOP_AGG_LOCKS_MAX, sizeof *a->locks);
+    if (!a->thrs || !a->stacks || !a->sites || !a->leaves || !a->tick || !a->locks) {
         sop__agg_free(a);
         return NULL;
     }
@@ -590,6 +769,8 @@ void sop__agg_free(sop_agg *a)
                 site_free(&a->leaves[i].caller);
             }
     free(a->leaves);
+    free(a->tick);
+    free(a->locks);
     free(a->thrs);
     free(a->timeline);
     free(a->lines);
@@ -625,6 +806,7 @@ int sop__agg_add_thread(sop_agg *a, int proc, int tid, const char *name)
     t->proc = proc;
     t->tid = tid;
     t->last_majflt = t->last_minflt = SOP_NA;
+    t->prev_cpu = SOP_NA;
     snprintf(t->name, sizeof t->name, "%s", name ? name : "?");
     for (char *c = t->name; *c; c++) /* the name is a frame of the collapsed stacks */
         if (*c == ';' || *c == '\n')
@@ -650,6 +832,23 @@ void sop__agg_sample(sop_agg *a, int ti, const sop_pysample *p, double now_ms)
         t->runnable_nogil++;
     if (p->gil_wait)
         t->gil_wait++;
+    bool waits = p->futex_wait && !p->gil && !p->gil_wait && !run;
+    if (waits)
+        t->futex_wait++;
+    if (p->gil || p->gil_wait)
+        t->wanted_gil = true;
+    int cur = p->gil ? 1 : run && !p->gil_wait ? 2 : 0;
+    if (cur && t->prev_st) {
+        bool ran = p->cpu_ticks == SOP_NA || t->prev_cpu == SOP_NA || p->cpu_ticks > t->prev_cpu;
+        if (ran) {
+            t->alt_pairs++;
+            t->alts += cur != t->prev_st;
+        }
+    }
+    t->prev_st = cur;
+    t->prev_cpu = p->cpu_ticks;
+    if (t->proc == 0)
+        tick_note(a, ti, p, waits);
     if (run)
         t->state_r++;
     else if (p->state == 'D')

@@ -27,6 +27,11 @@
  * its previous sample: 256 KiB of pages first written (a new buffer being filled), far above the
  * stray fault of the interpreter's own allocations. */
 #define SOP_AGG_FRESH_PAGES 64
+#define SOP_AGG_TICK_THREADS 256 /* the target's threads held for one tick's cross-thread view */
+#define SOP_AGG_TICK_FUNCS 64    /* functions of one thread's stack compared with a lock site */
+#define SOP_AGG_LOCKS_MAX 32     /* lock sites tracked over the window */
+#define SOP_AGG_LOCK_TIDS 64     /* distinct waiters counted per lock site */
+#define SOP_AGG_LOCK_HOLDERS 4   /* distinct holder frames counted per lock site */
 
 typedef struct {
     char frame[384];
@@ -38,6 +43,15 @@ typedef struct {
     int tid;
     char name[64]; /* threading name, else comm of the task */
     long n, active, gil, runnable_nogil, gil_wait, state_r, state_d, state_s, no_frames, torn;
+    long futex_wait; /* asleep in a futex that is not the GIL's (lock, condition, queue) */
+    bool wanted_gil; /* held or waited for the GIL at some tick */
+    /* consecutive active samples (holding the GIL, or running without it) between which the
+     * thread ran (its CPU time advanced), and of those, pairs whose GIL state differs: a thread
+     * alternating between Python and short native calls changes state from one sample to the
+     * next as often as chance makes it; a long native kernel stays */
+    int prev_st; /* 0: none or idle, 1: holding the GIL, 2: running without it */
+    int64_t prev_cpu;
+    long alt_pairs, alts;
     long data_wait;      /* in a DataLoader / multiprocessing queue wait */
     long gpu_wait;       /* waiting for the GPU (SOP_ST_GPU) */
     long ckpt;           /* in torch.save / torch.load / pickle */
@@ -121,6 +135,44 @@ typedef struct {
     int64_t fresh_pages; /* minor faults charged to the site (taken since the previous sample) */
 } sop_agg_leaf;
 
+/* One thread of the target as seen at the current tick (sop__agg_tick compares them). */
+typedef struct {
+    uint32_t thr;
+    bool gil, gil_wait, run, waits; /* waits: asleep in a futex that is not the GIL's */
+    uint64_t addr;                  /* the futex word it waits on */
+    uint64_t site;      /* hash of its innermost own frame (func, file, line); 0: none */
+    uint64_t site_func; /* hash of that frame's (func, file) */
+    uint64_t funcs[SOP_AGG_TICK_FUNCS]; /* hash of (func, file) of its frames, innermost first */
+    int nfuncs;
+    char site_txt[384]; /* "func (file:line)" of that frame */
+    char leaf_txt[384]; /* "func (file:line)" of its innermost frame */
+} sop_agg_tick_thr;
+
+/* A lock site: the innermost own frame (a `with lock:` line, an acquire() call, or the call into
+ * a library that locks) at which threads of the target were seen asleep in a futex, and what the
+ * other threads did at those ticks. Inside: a thread not waiting there whose stack holds the
+ * site's function (it got past the acquire: the holder, when it is alone); a thread at the same
+ * site and innermost frame that is not asleep (just woken, or about to sleep) is neither. */
+typedef struct {
+    uint64_t site, site_func;
+    char site_txt[384];
+    long ticks; /* ticks with at least one waiter there */
+    long waiter_sum, waiter_max;
+    long held;       /* of those ticks: exactly one thread inside (mutual exclusion) */
+    long crowded;    /* more than one thread inside (not a mutex: a queue, a pool) */
+    long holder_run; /* the one inside running (R) or holding the GIL */
+    long multi;      /* ticks with at least two waiters there */
+    long one_word;   /* of those, ticks with most waiters asleep on one futex word (one
+                      * mutex; a Condition/queue gives each waiter its own) */
+    int tids[SOP_AGG_LOCK_TIDS];
+    int ntids;
+    struct {
+        char frame[384]; /* "leaf (file:line)" or "own (file:line) > leaf (file:line)" */
+        long count;
+    } holders[SOP_AGG_LOCK_HOLDERS];
+    int nholders;
+} sop_agg_lock;
+
 typedef struct sop_agg {
     sop_agg_thread *thrs; /* SOP_AGG_MAX_THREADS */
     size_t nthrs;
@@ -147,6 +199,14 @@ typedef struct sop_agg {
     double gc_stretch_t0_ms, gc_longest_ms;
     int64_t gc_first[3], gc_last[3]; /* generation_stats collections at the first/last tick */
     double gc_first_ms, gc_last_ms;
+    /* the cross-thread view per tick (sop__agg_tick): the target's threads at this tick, the
+     * GIL concurrency and the lock sites over the window */
+    sop_agg_tick_thr *tick; /* SOP_AGG_TICK_THREADS */
+    size_t ntick;
+    long conc_ticks, conc_wanting_sum, conc_wanting_max, conc_contended, conc_ge2,
+        conc_runnable_sum;
+    sop_agg_lock *locks; /* SOP_AGG_LOCKS_MAX */
+    size_t nlocks;
     /* with sop__agg_keep_timeline: one per thread sample */
     bool keep_timeline;
     sop_timeline_ev *timeline;
@@ -175,6 +235,9 @@ int sop__agg_find_thread(const sop_agg *a, int proc, int tid);
 int sop__agg_add_thread(sop_agg *a, int proc, int tid, const char *name);
 /* One thread sample of thread ti taken at now_ms. */
 void sop__agg_sample(sop_agg *a, int ti, const sop_pysample *p, double now_ms);
+/* The end of one tick (every thread of the target sampled once since the previous call): the
+ * threads wanting the GIL at once, and the lock sites, are counted across threads. */
+void sop__agg_tick(sop_agg *a);
 /* One tick of the target's GC state. */
 void sop__agg_gc(sop_agg *a, const sop_pygc *g, double now_ms);
 /* The window ended at end_ms: close open loop and GC stretches. */

@@ -330,6 +330,7 @@ int sop__sampler_run(sop_sampler *s, double deadline_ms, double rate_hz,
                 failed = true;
             }
         }
+        sop__agg_tick(s->agg);
         gc_tick(s);
         trace_tick(s, false);
         if (failed)

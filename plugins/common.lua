@@ -351,4 +351,48 @@ function common.gpu_idle_text(ev)
                    "；窗口内 GPU（{names:%s}）利用率 {busy:%.0f}%{idle}", { names = u.names, busy = u.busy_pct, idle = idle })
 end
 
+-- §4.2: a lock convoy. Several threads asleep at the same acquire site (the innermost frame of the
+-- program's own code, in a futex that is not the GIL's) while exactly one other thread is past it
+-- (its stack holds the site's function): the threads take turns on a lock, whatever its type
+-- (Lock, RLock, a Condition's lock, a Semaphore, a lock inside a library). Counted at each tick of
+-- the window (ev.python.locks[], engine/sample_agg.c).
+function common.lock_convoy(ev, th)
+  local py = ev.python
+  local best
+  for _, l in ipairs(py and py.locks or {}) do
+    -- One futex word for most waiters is one mutex (Lock, RLock); threads that each sleep on their own
+    -- word (a Semaphore, a Condition, a queue's get) are a lock only when it is never free: handed straight
+    -- from holder to waiter, where consumers waiting for work see gaps with nobody inside.
+    local held = l.held_frac and l.held_frac * 100 or 0
+    local mutex = (l.one_word_frac or 0) >= 0.5 and held >= th.lock_held_pct or held >= th.lock_handoff_pct
+    if l.threads and l.threads >= th.lock_min_threads and l.wait_frac and l.wait_frac * 100 >= th.lock_wait_pct
+       and mutex and (l.crowded_frac or 0) * 100 <= 100 - th.lock_held_pct then
+      if not best or l.wait_frac * l.threads > best.wait_frac * best.threads then best = l end
+    end
+  end
+  return best
+end
+
+-- §3.5, call-overhead-bound: a thread window (python.threads[].window) whose active samples
+-- alternate between holding the GIL (the interpreter: the loop's lines, argument parsing) and
+-- running without it (short native calls that release it), changing state from one sample to the
+-- next about as often as chance makes it (2p(1-p), p its GIL share): each native call is much
+-- shorter than the sampling interval and the GIL is taken back after each. A long native kernel
+-- stays in one state across samples (or the GIL share is small: native compute). Returns
+-- { gil = p, native = 1 - p, mix = observed / expected, pairs } or nil.
+function common.overhead_bound(w, th)
+  if not w or not w.alternation_frac or not w.alternation_pairs or w.alternation_pairs < th.tiny_min_pairs then
+    return nil
+  end
+  local g = w.gil_frac or 0
+  local nat = (w.runnable_nogil_frac or 0) - (w.gil_wait_frac or 0)
+  if g + nat <= 0 then return nil end
+  local p = g / (g + nat)
+  local expect = 2 * p * (1 - p)
+  if 100 * p < th.tiny_gil_min_pct or 100 * (1 - p) < th.tiny_native_min_pct or expect <= 0 then return nil end
+  local mix = w.alternation_frac / expect
+  if mix < th.tiny_mixing then return nil end
+  return { gil = p, native = 1 - p, mix = mix, pairs = w.alternation_pairs, alt = w.alternation_frac }
+end
+
 return common

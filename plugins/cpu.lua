@@ -576,7 +576,8 @@ rule {
   doc = [[Info only. From ev.sched (whole tree) and the sampled Python threads: hit when a process that maps a
     torch/BLAS/OpenMP library has a Python thread that is pegged (CPU time plus run-queue wait at least
     summary_cpu_bound_pct of a core, so a busy host does not hide it) and runnable without the GIL in at least
-    pool_native_frac of its samples (native compute), its pool (that thread plus the native threads of the
+    pool_native_frac of its samples (native compute, not a call-overhead-bound loop of tiny calls whose brief GIL
+    releases look native: common.overhead_bound, perrow.tiny_ops), its pool (that thread plus the native threads of the
     process that ran at all) is smaller than the CPUs the job may use (capacity_cpus), and the whole tree's
     runnable load leaves at least pool_spare_cpus CPUs idle (so DataLoader workers or a process pool that
     together fill the CPUs do not count). A thread's GPU waits (window.gpu_wait_frac) are not native compute
@@ -587,7 +588,8 @@ rule {
     one CPU. Unknown without ev.sched, without sampled threads, or with --duration 0.]],
   reads = { "python.threads", "python.workers", "proc.env", "children[].env", "proc.libs", "alive",
             "children[].pid", "duration_s", "pid", "sched", "gpu.procs", "gpu.busy_pct" },
-  uses = { "summary_cpu_bound_pct", "pool_native_frac", "pool_spare_cpus", "sampled_min_samples", "gpu_busy_pct" },
+  uses = { "summary_cpu_bound_pct", "pool_native_frac", "pool_spare_cpus", "sampled_min_samples", "gpu_busy_pct",
+           "tiny_gil_min_pct", "tiny_native_min_pct", "tiny_mixing", "tiny_min_pairs" },
   refs = {
     "https://pytorch.org/docs/stable/generated/torch.set_num_threads.html",
     "https://github.com/joblib/threadpoolctl",
@@ -639,6 +641,7 @@ rule {
             if tl >= RUNNABLE_MIN_FRAC then working_native = working_native + 1 end
           elseif tl >= th.summary_cpu_bound_pct / 100 and w and (w.samples or 0) >= th.sampled_min_samples
               and (w.runnable_nogil_frac or 0) - (w.gpu_wait_frac or 0) >= th.pool_native_frac
+              and not common.overhead_bound(w, th) -- brief GIL releases of tiny calls are no native compute
               and (not pegged or tl > pegged.load) then
             pegged = { tid = t.tid, load = tl, cpu_s = t.cpu_s or 0, wait_s = t.wait_s or 0, win = w }
           end

@@ -16,16 +16,21 @@ rule {
   title = T("several Python threads compete for the GIL: the process runs on about one core",
             "多个 Python 线程争抢 GIL：进程只用到约一个核"),
   doc = [[Hit when at least gil_min_threads Python threads each use at least gil_thread_busy_pct of a core (or, sampled,
-    hold or wait for the GIL 30% of the time) while the process uses between gil_min_process_pct and
-    gil_one_core_max_pct % CPU on at least 2 effective CPUs; names each thread's innermost frame and the GIL
-    holder. Unknown when not CPython, with --duration 0, or when the threads waited at least
-    gil_max_runqueue_wait_pct of the window in the run queue without being seen asleep on the GIL.]],
+    hold or wait for the GIL 30% of the time) — or, counted at each tick, at least gil_min_threads threads on
+    average held or slept on the GIL at once with one holding it while another slept on it at
+    gil_tick_contended_pct % of the ticks (threads started and ended in the window count) — while the process
+    uses between gil_min_process_pct and gil_one_core_max_pct % CPU on at least 2 effective CPUs; names each
+    thread's innermost frame and the GIL holder. Unknown when not CPython, with --duration 0, or when the
+    threads waited at least gil_max_runqueue_wait_pct of the window in the run queue without being seen asleep
+    on the GIL.]],
   reads = { "proc.cwd", "proc.cmdline", "python.threads[].frames", "python.threads[].window",
             "python.gil_holder_tid", "threads[].cpu_pct", "threads[].wait_pct", "proc.cpu_pct",
             "effective_cpus", "duration_s", "host.ncpu", "pid", "python.threads[].gil",
-            "python.threads[].name", "python.threads[].tid", "threads[].tid" },
+            "python.threads[].name", "python.threads[].tid", "threads[].tid", "python.concurrency.ticks",
+            "python.concurrency.wanting_mean", "python.concurrency.wanting_max", "python.concurrency.contended_frac",
+            "python.concurrency.threads_wanting" },
   uses = { "gil_thread_busy_pct", "gil_min_threads", "gil_min_process_pct", "gil_one_core_max_pct",
-            "gil_max_runqueue_wait_pct" },
+            "gil_max_runqueue_wait_pct", "gil_tick_contended_pct", "sampled_min_samples" },
   symptom = T("several Python threads compete for the GIL: the process runs on about one core",
               "多个 Python 线程争抢 GIL：进程只用到约一个核"),
   cause = T("Only one thread at a time runs Python bytecode (the GIL). Pure-Python CPU work split over threads "
@@ -73,11 +78,23 @@ rule {
       end
     end
     local eff = common.effective_cpus(ev) or 1
+    -- Counted per tick: how many threads held or slept on the GIL at once. Threads born and ended
+    -- inside the window (a thread per request) count, though none lives long enough to be busy.
+    local c = py.concurrency
+    local ticked = c and c.ticks and c.ticks >= th.sampled_min_samples and c.wanting_mean and c.contended_frac
+                   and c.wanting_mean >= th.gil_min_threads and c.contended_frac * 100 >= th.gil_tick_contended_pct
     local summary = tr("{n} Python threads busy (>= {busy_pct:%g}% of a core each); process {cpu_pct:%.0f}% CPU; "
                        .. "{eff} effective CPUs",
                        "{n} 个 Python 线程繁忙（各 >= 单核 {busy_pct:%g}%）；进程 CPU {cpu_pct:%.0f}%；有效 CPU {eff} 个",
                        { n = #busy, busy_pct = th.gil_thread_busy_pct, cpu_pct = p.cpu_pct, eff = eff })
-    if #busy < th.gil_min_threads then return clear(summary) end
+    if c and c.wanting_mean and c.contended_frac then
+      summary = tr("{summary}; per tick {want:%.1f} threads held or slept on the GIL, one held it while another slept "
+                     .. "on it at {cont:%.0f}% of {ticks} ticks",
+                   "{summary}；每个 tick 平均 {want:%.1f} 个线程持有或等待 GIL，{cont:%.0f}% 的 tick（共 {ticks} 个）"
+                     .. "一个线程持有 GIL 时另一个在等",
+                   { summary = summary, want = c.wanting_mean, cont = 100 * c.contended_frac, ticks = c.ticks or 0 })
+    end
+    if #busy < th.gil_min_threads and not ticked then return clear(summary) end
     if eff < 2 then
       return clear(tr("{summary}: one CPU, so the GIL is not what limits it", "{summary}：只有一个 CPU，瓶颈不是 GIL",
                       { summary = summary }))
@@ -96,7 +113,7 @@ rule {
         wait_gil_sum = wait_gil_sum + b.win.gil_wait_frac
       end
     end
-    local gil_seen = win_n == #busy and win_n > 0 and wait_gil_sum / win_n >= 0.25
+    local gil_seen = ticked or (win_n == #busy and win_n > 0 and wait_gil_sum / win_n >= 0.25)
     if wait_mean and wait_mean >= th.gil_max_runqueue_wait_pct and not gil_seen then
       return unknown(tr("{summary}; but they waited {wait_mean:%.0f}% of the window for a CPU (run queue): the "
                           .. "host's CPUs are contended, so the GIL cannot be told apart",
@@ -141,12 +158,106 @@ rule {
                         { n = #busy, busy_pct = th.gil_thread_busy_pct, secs = ev.duration_s, sum = sum,
                           cpu_pct = p.cpu_pct, eff = eff, holder = holder,
                           lines = T(table.concat(lines, "; "), table.concat(lines, "；")) })
+    if ticked then
+      evidence = tr("{want:%.1f} threads held or slept on the GIL at once on average (at most {max}) over {ticks} "
+                      .. "ticks in {secs:%.1f} s; one held it while another slept on it at {cont:%.0f}% of the ticks; "
+                      .. "{seen} distinct threads wanted it in the window (threads started and ended inside it "
+                      .. "count), {n} of them busy over the whole window; the process used {cpu_pct:%.0f}% CPU (about "
+                      .. "one core) of {eff} effective CPUs; {holder}. {lines}",
+                    "在 {secs:%.1f} 秒的 {ticks} 个 tick 中，平均同时有 {want:%.1f} 个线程持有或等待 GIL（最多 {max} 个）；"
+                      .. "{cont:%.0f}% 的 tick 一个线程持有 GIL 时另一个在等；窗口内共有 {seen} 个不同线程要过 GIL"
+                      .. "（窗口内启动又结束的线程也计入），其中 {n} 个在整个窗口内繁忙；进程只用了 {cpu_pct:%.0f}% CPU"
+                      .. "（约一个核），有效 CPU {eff} 个；{holder}。{lines}",
+                    { want = c.wanting_mean, max = c.wanting_max or 0, ticks = c.ticks, secs = ev.duration_s,
+                      cont = 100 * c.contended_frac, seen = c.threads_wanting or 0, n = #busy, cpu_pct = p.cpu_pct,
+                      eff = eff, holder = holder, lines = T(table.concat(lines, "; "), table.concat(lines, "；")) })
+    end
     return hit {
       evidence = evidence,
       verify = tr("`sopctl run --pid {pid} --duration 5`: process CPU above 100% with the work in several processes "
                   .. "or threads, and `sopctl dump --pid {pid}` shows one thread per core active.",
                   "`sopctl run --pid {pid} --duration 5`：进程（或多个 worker）CPU 超过 100%，"
                   .. "`sopctl dump --pid {pid}` 显示每个核上各有一个活跃线程。", { pid = ev.pid }),
+    }
+  end,
+}
+
+-- §4.2: a lock convoy (common.lock_convoy): several threads asleep at one acquire site while one
+-- other thread is past it. Counted at each tick of the window (ev.python.locks[]).
+rule {
+  id = "threads.lock_contention", section = "4.2", severity = "warn",
+  title = T("threads queue on one lock: a convoy serialises them", "多个线程排队等同一把锁：锁让它们串行执行"),
+  doc = [[Hit when, in the sampled window, at least lock_min_threads threads of the target were seen asleep in a
+    futex that is not the GIL's at the same acquire site (their innermost own frame: a `with lock:` line, an
+    acquire() call, a call into a library that locks), waiting lock_wait_pct % of the window or more, while at
+    lock_held_pct % of those ticks exactly one other thread was past the site (its stack holds the site's
+    function: the holder) and at most 100 - lock_held_pct % had several (a queue or a pool has no mutual
+    exclusion), with most waiters asleep on one futex word (one mutex: Lock, RLock) half the time or more;
+    waiters each on their own word (Semaphore, Condition, a queue's get) need a holder at lock_handoff_pct % of
+    the ticks (a lock never free; consumers waiting for work see gaps). High when they wait
+    lock_high_wait_pct % or more. Names the site, the waiters, their share and
+    the holder's frame. Unknown when not CPython or the window was not sampled per tick.]],
+  reads = { "python.locks[].site", "python.locks[].threads", "python.locks[].wait_frac",
+            "python.locks[].held_frac", "python.locks[].crowded_frac", "python.locks[].waiters_mean",
+            "python.locks[].one_word_frac",
+            "python.locks[].holder", "python.locks[].holder_running_frac", "python.locks[].holder_frac",
+            "python.concurrency.ticks", "python.threads[].frames", "duration_s", "pid" },
+  uses = { "lock_min_threads", "lock_wait_pct", "lock_held_pct", "lock_handoff_pct", "lock_high_wait_pct" },
+  symptom = T("threads queue on one lock: a convoy serialises them", "多个线程排队等同一把锁：锁让它们串行执行"),
+  cause = T("One thread holds the lock across a slow call while the others sleep on it: whatever the thread count, "
+            .. "the work under the lock runs one thread at a time, so throughput is that of one thread (SOP §4.2: "
+            .. "several threads with the same stack, waiting on a lock).",
+            "一个线程在持锁期间执行慢调用，其他线程都在这把锁上睡眠：无论开多少线程，锁内的工作一次只有一个线程在做，"
+            .. "吞吐等于单线程（SOP §4.2：多个线程栈相同，都在等锁）。"),
+  fix = T("Hold the lock only around the shared state it protects: do the slow call (IO, a backend, compute) "
+          .. "outside the critical section, copy what it needs first; give each thread its own client/connection "
+          .. "(threading.local or a pool) instead of one shared object behind a lock; or shard the lock by key.",
+          "只在访问共享状态时持锁：把慢调用（IO、后端请求、计算）移到临界区之外，先拷贝所需数据；"
+          .. "给每个线程各自的客户端/连接（threading.local 或连接池），而不是用锁保护一个共享对象；或按 key 拆分锁。"),
+  refs = { "https://docs.python.org/3/library/threading.html#lock-objects",
+           "https://en.wikipedia.org/wiki/Lock_convoy" },
+  check = function(ev, th)
+    local py = ev.python
+    if not py or not py.threads then return unknown(common.NO_STACKS) end
+    if common.no_window(ev) then
+      return common.one_snapshot("no sampled window to see threads wait", "没有采样窗口，无法看到线程等待")
+    end
+    if not py.concurrency then
+      return unknown(T("the window was not counted per tick", "窗口没有逐 tick 统计"))
+    end
+    local l = common.lock_convoy(ev, th)
+    if not l then
+      local top = py.locks and py.locks[1]
+      if top then
+        return clear(tr("most waited site {site}: {n} threads waited {wait:%.0f}% of the window, one holder at "
+                          .. "{held:%.0f}% of those ticks: not a convoy",
+                        "等待最多的位置 {site}：{n} 个线程等待了窗口的 {wait:%.0f}%，其中 {held:%.0f}% 的 tick 只有一个持有者：不是锁护送",
+                        { site = top.site or "?", n = top.threads or 0, wait = 100 * (top.wait_frac or 0),
+                          held = 100 * (top.held_frac or 0) }))
+      end
+      return clear(T("no thread of the target was seen waiting on a lock", "没有看到目标的线程在等锁"))
+    end
+    local holder = l.holder and tr("the holder at {holder} ({share:%.0f}% of those ticks, running {run:%.0f}% of them)",
+                                   "持有者在 {holder}（占这些 tick 的 {share:%.0f}%，其中 {run:%.0f}% 在运行）",
+                                   { holder = l.holder, share = 100 * (l.holder_frac or 0),
+                                     run = 100 * (l.holder_running_frac or 0) })
+                   or T("the holder's frame unseen", "未看到持有者的栈帧")
+    return hit {
+      severity = l.wait_frac * 100 >= th.lock_high_wait_pct and "high" or "warn",
+      symptom = tr("{n} threads queue on the lock at {site}: one runs the critical section at a time",
+                   "{n} 个线程在 {site} 排队等同一把锁：临界区一次只有一个线程在执行",
+                   { n = l.threads, site = l.site or "?" }),
+      evidence = tr("{n} threads asleep on a lock (futex, not the GIL) at {site}, each waiting {wait:%.0f}% of "
+                      .. "{ticks} ticks over {secs:%.1f} s ({mean:%.1f} waiting at once on average); exactly one "
+                      .. "other thread inside that function at {held:%.0f}% of those ticks: {holder}",
+                    "{n} 个线程在 {site} 睡眠等锁（futex，不是 GIL），在 {secs:%.1f} 秒的 {ticks} 个 tick 中各等待 "
+                      .. "{wait:%.0f}%（平均同时 {mean:%.1f} 个在等）；其中 {held:%.0f}% 的 tick 恰有一个其他线程在该函数内：{holder}",
+                    { n = l.threads, site = l.site or "?", wait = 100 * l.wait_frac, ticks = py.concurrency.ticks,
+                      secs = ev.duration_s, mean = l.waiters_mean or 0, held = 100 * l.held_frac, holder = holder }),
+      verify = tr("`sopctl run --pid {pid} --duration 5`: no threads.lock_contention, and throughput rising with "
+                    .. "the thread count",
+                  "`sopctl run --pid {pid} --duration 5`：不再有 threads.lock_contention，吞吐随线程数增加",
+                  { pid = ev.pid }),
     }
   end,
 }

@@ -355,7 +355,7 @@ rule {
   reads = { "python.workers[].threads[].window", "duration_s", "pid", "python.threads[].name",
             "python.threads[].tid", "python.threads[].window", "python.workers[].pid",
             "python.workers[].threads[].tid" },
-  uses = { "numpy_min_samples", "numpy_busy_frac", "tiny_numpy_min_pct", "tiny_overhead_pct" },
+  uses = { "numpy_min_samples", "numpy_busy_frac", "tiny_numpy_min_pct", "tiny_overhead_pct", "tiny_gil_min_pct" },
   cause = T("Each numpy call costs about a microsecond of Python/C boundary work (argument "
             .. "parsing, __array_function__ dispatch, wrapper code) whatever the array size; on "
             .. "arrays of a few elements that overhead is the whole cost, and the samples spread "
@@ -368,9 +368,19 @@ rule {
   check = function(ev, th)
     local busy, verdict = busy_threads(ev, th)
     if not busy then return verdict end
-    local best, any_entries = nil, false
+    local best, any_entries, native = nil, false, nil
     for _, t in ipairs(busy) do
       local n, over, list = 0, 0, {}
+      -- Native compute means long stays in C with the GIL released: a thread that holds the GIL in
+      -- under tiny_gil_min_pct % of its active samples spends its time in kernels, however its
+      -- wrapper lines spread (np.std on 2M elements: _var's lines each call one heavy kernel).
+      if t.w.entries or t.w.leaves then any_entries = true end
+      local g = t.w.gil_frac or 0
+      local nat = (t.w.runnable_nogil_frac or 0) - (t.w.gil_wait_frac or 0)
+      if g + nat > 0 and 100 * g / (g + nat) < th.tiny_gil_min_pct then
+        native = native or { t = t, g = g / (g + nat) }
+        goto next_thread
+      end
       -- Evidence from before the per-site statistics has neither table; a window whose
       -- threads never entered a library has leaves only.
       if t.w.entries or t.w.leaves then any_entries = true end
@@ -387,10 +397,17 @@ rule {
       if n > 0 and (not best or over / s > best.over / best.t.w.samples) then
         best = { t = t, n = n, over = over, list = list }
       end
+      ::next_thread::
     end
     if not any_entries then
       return unknown(T("the sampled windows carry no per-call entry statistics (older evidence)",
                        "采样窗口里没有逐调用的入口统计（旧版证据）"))
+    end
+    if not best and native then
+      return clear(tr("{label:%s} holds the GIL in {g:%.0f}% of its active samples (< {min:%g}%): its time is in "
+                        .. "native kernels, not per-call overhead",
+                      "{label:%s} 只在 {g:%.0f}% 的活跃样本里持有 GIL（< {min:%g}%）：时间花在原生计算核里，不是逐次调用开销",
+                      { label = native.t.label, g = 100 * native.g, min = th.tiny_gil_min_pct }))
     end
     if not best then
       return clear(T("no numpy call was sampled in a busy thread", "繁忙线程里没有采样到 numpy 调用"))

@@ -2,7 +2,8 @@
 -- the Python-level per-row / per-element machinery of pandas (DataFrame.apply(axis=1), iterrows,
 -- itertuples, Series.__getitem__, scalar .loc/.iloc/.at) or torch (Tensor.__getitem__/item per
 -- element). Reads ev.python.threads[].window (dist via common.share, leaves for the user's
--- function). Thresholds: per_row_pct, sampled_min_samples.
+-- function). Thresholds: per_row_pct, sampled_min_samples. And perrow.tiny_ops: a loop of tiny
+-- native calls of any library, told by what it does (common.overhead_bound), not by names.
 
 local common = require "plugins.common"
 local T = common.T
@@ -116,6 +117,107 @@ rule {
                       who = who, bound_zh = best.exact and "" or "，下限" }),
       verify = tr("`sopctl run --pid {pid} --duration 3`: the per-row share drops and rows/s rises.",
                   "`sopctl run --pid {pid} --duration 3`：逐行占比下降，每秒处理行数上升。", { pid = ev.pid }),
+    }
+  end,
+}
+
+rule {
+  id = "perrow.tiny_ops", section = "3.5", severity = "warn",
+  title = T("a busy thread is call-overhead-bound: a loop of tiny native calls (any library), the GIL taken back "
+            .. "after each", "繁忙线程受调用开销限制：循环里全是很小的原生调用（任意库），每次调用后都要重新拿 GIL"),
+  doc = [[Sampled window: a busy thread (at least numpy_min_samples samples, active in numpy_busy_frac of them) whose
+    active samples alternate between holding the GIL (the loop's Python lines) and running without it (native calls
+    that release it): GIL held at least tiny_gil_min_pct % and released at least tiny_native_min_pct % of its active
+    samples, and consecutive samples between which it ran change GIL state at least tiny_mixing x 2p(1-p) (p its GIL
+    share) over at least tiny_min_pairs pairs: each call is far shorter than the sampling interval. Native compute
+    stays in one kernel across samples, or leaves the GIL share small. Names the thread's own lines (the leaves'
+    own caller) and the library entries seen. Unknown without a sampled window or older evidence.]],
+  reads = { "python.threads[].window.samples", "python.threads[].window.active_frac",
+            "python.threads[].window.gil_frac", "python.threads[].window.runnable_nogil_frac",
+            "python.threads[].window.gil_wait_frac", "python.threads[].window.alternation_frac",
+            "python.threads[].window.alternation_pairs", "python.threads[].window.leaves",
+            "python.threads[].window.entries", "python.threads[].name", "python.threads[].tid",
+            "python.threads[].window", "sampling.rate_hz", "duration_s", "pid" },
+  uses = { "numpy_min_samples", "numpy_busy_frac", "tiny_gil_min_pct", "tiny_native_min_pct", "tiny_mixing",
+           "tiny_min_pairs" },
+  symptom = T("a busy thread is call-overhead-bound: a loop of tiny native calls", "繁忙线程受调用开销限制：循环里全是很小的原生调用"),
+  cause = T("Each library call (a torch op, a numpy ufunc, a pandas scalar access) costs microseconds of fixed "
+            .. "overhead — argument parsing, dispatch, an output allocated, the GIL released and taken back — "
+            .. "whatever the data size; on a few elements that overhead is the whole cost, and more threads do not "
+            .. "help since each call re-takes the GIL (SOP §3.5).",
+            "每次库调用（torch 算子、numpy ufunc、pandas 标量访问）无论数据多小都有几微秒的固定开销——参数解析、分派、"
+            .. "分配输出、释放又重新获取 GIL；只处理几个元素时这部分就是全部开销，加线程也没用，因为每次调用都要重新拿 "
+            .. "GIL（SOP §3.5）。"),
+  fix = T("Make fewer, larger calls: stack the elements into one (N, k) array or tensor and apply each operation "
+          .. "once over the batch (broadcasting, axis=, torch.stack/vmap), or hand the library whole buffers instead "
+          .. "of small pieces; for logic that cannot be vectorized use numba @njit or torch.compile over the whole "
+          .. "loop; keep per-element scalar math in plain Python floats. More threads do not help.",
+          "减少调用次数、增大每次调用的数据量：把元素堆成一个 (N, k) 数组或张量，每种运算对整批只调用一次（广播、axis=、"
+          .. "torch.stack/vmap），或把整块缓冲区而不是小片交给库；无法向量化的逻辑用 numba @njit 或对整个循环用 "
+          .. "torch.compile；逐元素的标量运算用 Python float。加线程没有用。"),
+  refs = { "https://pytorch.org/tutorials/recipes/recipes/tuning_guide.html",
+           "https://numpy.org/doc/stable/user/basics.broadcasting.html" },
+  check = function(ev, th)
+    local py = ev.python
+    if not py or not py.threads then return unknown(common.NO_STACKS) end
+    if common.no_window(ev) then return unknown(common.NO_WINDOW) end
+    local best, busy, measured = nil, 0, 0
+    for _, t in ipairs(py.threads) do
+      local w = t.window
+      if w and (w.samples or 0) >= th.numpy_min_samples and (w.active_frac or 0) >= th.numpy_busy_frac then
+        busy = busy + 1
+        if w.alternation_pairs then measured = measured + 1 end
+        local o = common.overhead_bound(w, th)
+        if o and (not best or o.gil * o.native > best.o.gil * best.o.native) then best = { t = t, o = o } end
+      end
+    end
+    if busy == 0 then return unknown(common.NO_WORKING_THREAD) end
+    if measured == 0 then
+      return unknown(T("the sampled window carries no GIL alternation (older evidence)",
+                       "采样窗口里没有 GIL 交替统计（旧版证据）"))
+    end
+    if not best then
+      return clear(tr("no busy thread alternates between Python and short native calls ({busy} busy: GIL held >= "
+                        .. "{g:%g}% and released >= {n:%g}% of active samples, switching >= {m:%g} x chance)",
+                      "没有繁忙线程在 Python 和短原生调用之间交替（{busy} 个繁忙线程；需要持有 GIL >= {g:%g}%、"
+                        .. "释放 >= {n:%g}%，切换 >= 随机的 {m:%g} 倍）",
+                      { busy = busy, g = th.tiny_gil_min_pct, n = th.tiny_native_min_pct, m = th.tiny_mixing }))
+    end
+    local w, o = best.t.window, best.o
+    -- the user's lines (own caller of the hottest leaves) and library entries seen
+    local lines, seen = {}, {}
+    for _, l in ipairs(w.leaves or {}) do
+      local c = l.caller or l.leaf
+      if c and #lines < 3 then
+        local key = fmt("%s (%s:%s)", c.func or "?", (c.file or "?"):match("[^/]*$"), tostring(c.line or "?"))
+        if not seen[key] then lines[#lines + 1], seen[key] = key, true end
+      end
+    end
+    local entries = {}
+    for _, e in ipairs(w.entries or {}) do
+      if #entries < 4 then entries[#entries + 1] = e.func or "?" end
+    end
+    local at = #lines > 0 and table.concat(lines, "; ") or "?"
+    local libs = #entries > 0 and tr("; library entries seen: {e}", "；看到的库入口：{e}", { e = table.concat(entries, ", ") })
+                 or T("; no library Python frame (C calls: the time sits on the loop's own lines)",
+                      "；没有库的 Python 帧（C 调用：时间落在循环自己的行上）")
+    return hit {
+      symptom = tr("thread {tid} is call-overhead-bound: tiny native calls in a Python loop at {at}",
+                   "线程 {tid} 受调用开销限制：{at} 的 Python 循环里全是很小的原生调用", { tid = best.t.tid, at = at }),
+      evidence = tr("tid {tid} ({name}): active {act:%.0f}% of {n} samples; of its active samples GIL held "
+                      .. "{g:%.0f}% (Python) and released {nat:%.0f}% (native calls); consecutive samples changed GIL "
+                      .. "state {alt:%.0f}% of {pairs} pairs, {mix:%.1f} x what independent draws give: each native "
+                      .. "call is far shorter than the {ms:%.0f} ms sampling interval; at {at}{libs}",
+                    "tid {tid}（{name}）：{n} 个样本中活跃 {act:%.0f}%；活跃样本里持有 GIL {g:%.0f}%（Python）、释放 "
+                      .. "{nat:%.0f}%（原生调用）；相邻样本在 {pairs} 对中有 {alt:%.0f}% 切换了 GIL 状态，是独立抽样的 "
+                      .. "{mix:%.1f} 倍：每次原生调用都远短于 {ms:%.0f} 毫秒的采样间隔；位置 {at}{libs}",
+                    { tid = best.t.tid, name = best.t.name or "?", act = 100 * (w.active_frac or 0), n = w.samples,
+                      g = 100 * o.gil, nat = 100 * o.native, alt = 100 * o.alt, pairs = o.pairs, mix = o.mix,
+                      ms = ev.sampling and ev.sampling.rate_hz and 1000 / ev.sampling.rate_hz or 10, at = at,
+                      libs = libs }),
+      verify = tr("`sopctl run --pid {pid} --duration 3`: perrow.tiny_ops clear, and items/s of the loop rises.",
+                  "`sopctl run --pid {pid} --duration 3`：perrow.tiny_ops 为 clear，循环吞吐（条/秒）上升。",
+                  { pid = ev.pid }),
     }
   end,
 }

@@ -194,7 +194,8 @@ rule {
     place of its D-state share; it is then IO-bound on page faults of its mapped files (random when each
     fault reads at most random_read_max_request_kb, or file-backed memory grows by less than
     mapped_touch_ratio of the bytes read).
-    Otherwise waiting: the sampled stacks say on what (network, locks/queues, DataLoader data). Unknown
+    Otherwise waiting: the sampled stacks say on what (network, locks/queues, DataLoader data); a lock
+    convoy (threads.lock_contention's test) is named with its site and holder. Unknown
     with --duration 0 or for a process that is gone.
     A GPU job (ev.gpu with utilisation readings of a device the tree uses) is judged on the device first:
     GPU-bound (healthy) when it was at least gpu_busy_pct busy; at most gpu_idle_pct busy, input-bound when a
@@ -209,8 +210,11 @@ rule {
             "proc.majflt_per_s", "proc.mem.file_growth_kb_per_s", "duration_s", "alive", "children[].pid",
             "host.disks[].name", "io_files[].disk", "pid", "threads[].tid", "python.threads[].tid", "gpu.busy_pct",
             "gpu.idle_frac",
-            "gpu.devices[].name", "gpu.devices[].used_by_tree", "gpu.devices[].util_samples" },
-  uses = { "summary_cpu_bound_pct", "summary_io_wait_pct", "io_util_pct", "small_read_max_bytes",
+            "gpu.devices[].name", "gpu.devices[].used_by_tree", "gpu.devices[].util_samples", "python.locks[].site",
+            "python.locks[].threads", "python.locks[].wait_frac", "python.locks[].held_frac",
+            "python.locks[].crowded_frac", "python.locks[].holder", "python.locks[].one_word_frac" },
+  uses = { "lock_min_threads", "lock_wait_pct", "lock_held_pct", "lock_handoff_pct", "summary_cpu_bound_pct",
+           "summary_io_wait_pct", "io_util_pct", "small_read_max_bytes",
            "page_cache_min_disk_kb_per_s", "mapped_fault_min_per_s", "mapped_read_share",
            "random_read_max_request_kb", "mapped_touch_ratio", "mapped_wait_frac", "gpu_busy_pct", "gpu_idle_pct",
            "gpu_host_busy_frac", "gpu_sync_frac", "loader_wait_pct", "loader_inline_fetch_pct",
@@ -482,9 +486,21 @@ rule {
     end
     local on_en = #parts > 0 and "; sampled thread time: " .. table.concat(parts, ", ") or ""
     local on_zh = #parts_zh > 0 and "；采样的线程时间：" .. table.concat(parts_zh, "，") or ""
+    -- §4.2: a convoy is named, not "waiting" in general.
+    local convoy = common.lock_convoy(ev, th)
+    if convoy then
+      local l_en = fmt("; %d threads queue on one lock at %s (holder: %s; threads.lock_contention)", convoy.threads,
+                       convoy.site or "?", convoy.holder or "?")
+      local l_zh = fmt("；%d 个线程在 %s 排队等同一把锁（持有者：%s；threads.lock_contention）", convoy.threads,
+                       convoy.site or "?", convoy.holder or "?")
+      on_en, on_zh = on_en .. l_en, on_zh .. l_zh
+    end
     return hit {
-      symptom = T("not CPU-bound, not IO-bound: waiting (network, locks or for work)",
-                  "既非 CPU 密集也非 IO 密集：在等待（网络、锁或任务）"),
+      symptom = convoy and tr("not CPU-bound, not IO-bound: waiting on a lock at {site} ({n} threads queued)",
+                              "既非 CPU 密集也非 IO 密集：在 {site} 等锁（{n} 个线程排队）",
+                              { site = convoy.site or "?", n = convoy.threads })
+                or T("not CPU-bound, not IO-bound: waiting (network, locks or for work)",
+                     "既非 CPU 密集也非 IO 密集：在等待（网络、锁或任务）"),
       evidence = tr("{who:%s} used {job:%.0f}% CPU of {eff} effective CPUs over {duration_s:%.1f} s; {d_pct:%.0f}% of "
                       .. "its threads in D state{util}{on_en}",
                     "{who_zh}在 {duration_s:%.1f} 秒内用了 {job:%.0f}% CPU（有效 CPU {eff} 个）；{d_pct:%.0f}% 的线程处于 D 状态"

@@ -58,6 +58,13 @@ typedef struct {
         H(P "own_frame", SOP_EVK_TEXT, "",                                                         \
           D("its innermost own frame most sampled: \"func (file:line)\"")),                        \
         WD(P, own_frame_frac, "", ""),                                                             \
+        WI(P, alternation_pairs,                                                                   \
+           D("consecutive active samples (holding the GIL or running without it) between which "   \
+             "it ran")),                                                                           \
+        WD(P, alternation_frac, "",                                                                \
+           D("of those pairs, the ones whose GIL state differs: near 2p(1-p) (p its GIL share) "   \
+             "when its native calls are much shorter than the sampling interval, far below for "   \
+             "long native kernels")),                                                              \
         H(P "top_stacks", SOP_EVK_ARR, "", "the 5 most sampled stacks"),                           \
         H(P "top_stacks[].stack", SOP_EVK_TEXT, "", D("\"outer (file.py);...;inner (file.py)\"")), \
         SOP_EVK_I(P "top_stacks[].count", sop_window_count_figs, count, "", ""),                   \
@@ -163,6 +170,51 @@ const sop_evk sop__evk_python[] = {
     H("loop.frames[].func", SOP_EVK_TEXT, "", ""),
     H("loop.frames[].file", SOP_EVK_TEXT, "", ""),
     H("loop.frames[].line", SOP_EVK_INT, "", ""),
+    H("concurrency", SOP_EVK_OBJ, "",
+      WIN "the target's threads counted together at each tick (threads born and ended in the "
+          "window count)"),
+    SOP_EVK_I("concurrency.ticks", sop_concurrency_figs, ticks, "", "ticks counted"),
+    SOP_EVK_D("concurrency.wanting_mean", sop_concurrency_figs, wanting_mean, "",
+              "threads holding or asleep on the GIL at a tick, on average"),
+    SOP_EVK_I("concurrency.wanting_max", sop_concurrency_figs, wanting_max, "", "at most"),
+    SOP_EVK_D("concurrency.runnable_mean", sop_concurrency_figs, runnable_mean, "",
+              "threads holding the GIL, asleep on it or runnable (R), on average"),
+    SOP_EVK_D("concurrency.contended_frac", sop_concurrency_figs, contended_frac, "",
+              "ticks at which one thread held the GIL while another slept on it"),
+    SOP_EVK_D("concurrency.two_plus_frac", sop_concurrency_figs, two_plus_frac, "",
+              "ticks with at least two threads holding or asleep on the GIL"),
+    SOP_EVK_I("concurrency.threads", sop_concurrency_figs, threads, "",
+              "distinct threads of the target sampled in the window"),
+    SOP_EVK_I("concurrency.threads_wanting", sop_concurrency_figs, threads_wanting, "",
+              "of those, the ones that held or waited for the GIL at some tick"),
+    H("locks", SOP_EVK_ARR, "",
+      WIN "lock sites, most waited first: the innermost own frame (a `with lock:` line, an "
+          "acquire() call, a call into a library that locks) at which threads of the target slept "
+          "in a futex that is not the GIL's"),
+    H("locks[].site", SOP_EVK_TEXT, "", "\"func (file:line)\""),
+    SOP_EVK_I("locks[].ticks", sop_lock_figs, ticks, "", "ticks with a thread waiting there"),
+    SOP_EVK_D("locks[].waiters_mean", sop_lock_figs, waiters_mean, "",
+              "threads waiting there per tick, over all ticks of the window"),
+    SOP_EVK_I("locks[].waiters_max", sop_lock_figs, waiters_max, "", ""),
+    SOP_EVK_I("locks[].threads", sop_lock_figs, threads, "", "distinct threads seen waiting there"),
+    SOP_EVK_D("locks[].wait_frac", sop_lock_figs, wait_frac, "",
+              "their waiting share: waiter-ticks / (threads x ticks of the window)"),
+    SOP_EVK_D("locks[].multi_frac", sop_lock_figs, multi_frac, "",
+              "ticks of the window with at least two threads waiting there"),
+    SOP_EVK_D("locks[].one_word_frac", sop_lock_figs, one_word_frac, "",
+              "of those, ticks with most of the waiters asleep on one futex word (one mutex: Lock, "
+              "RLock; a Condition, Semaphore or queue gives each waiter its own word)"),
+    SOP_EVK_D("locks[].held_frac", sop_lock_figs, held_frac, "",
+              "of the ticks with a waiter, those with exactly one other thread inside the site's "
+              "function (past the acquire: the holder)"),
+    SOP_EVK_D("locks[].crowded_frac", sop_lock_figs, crowded_frac, "",
+              "... with several threads inside (no mutual exclusion: a queue or a pool)"),
+    SOP_EVK_D("locks[].holder_running_frac", sop_lock_figs, holder_running_frac, "",
+              "the holder running (R) or holding the GIL, of the held ticks"),
+    H("locks[].holder", SOP_EVK_TEXT, "",
+      "the holder's most seen frame: \"own (file:line) > leaf (file:line)\""),
+    SOP_EVK_D("locks[].holder_frac", sop_lock_figs, holder_frac, "",
+              "that frame's share of the held ticks"),
     H("workers", SOP_EVK_ARR, "", WIN "CPython descendants sampled too"),
     SOP_EVK_I("workers[].pid", sop_worker_figs, pid, "", ""),
     H("workers[].comm", SOP_EVK_TEXT, "", ""),

@@ -364,6 +364,8 @@ static sop_value *thr_window(const sop_window *s, size_t ti, int *reads, const c
     long n = t->n;
     sop_window_figs f = {
         .samples = t->n,
+        .alternation_pairs = t->alt_pairs > 0 ? t->alt_pairs : SOP_NA,
+        .alternation_frac = t->alt_pairs > 0 ? frac(t->alts, t->alt_pairs) : NAN,
         .active_frac = frac(t->active, n),
         .gil_frac = frac(t->gil, n),
         .runnable_nogil_frac = frac(t->runnable_nogil, n),
@@ -654,6 +656,87 @@ static void sampling_hand(sop_value *o, const sop_evk *row, const char *name, vo
     }
 }
 
+/* python.concurrency: counted per tick, so threads born and ended in the window count. */
+static void bridge_concurrency(const sop_agg *a, sop_value *py)
+{
+    if (a->conc_ticks <= 0)
+        return;
+    sop_concurrency_figs f = {.ticks = a->conc_ticks,
+                              .wanting_max = a->conc_wanting_max,
+                              .wanting_mean = (double)a->conc_wanting_sum / (double)a->conc_ticks,
+                              .runnable_mean = (double)a->conc_runnable_sum / (double)a->conc_ticks,
+                              .contended_frac = frac(a->conc_contended, a->conc_ticks),
+                              .two_plus_frac = frac(a->conc_ge2, a->conc_ticks)};
+    for (size_t i = 0; i < a->nthrs; i++)
+        if (a->thrs[i].proc == 0) {
+            f.threads++;
+            f.threads_wanting += a->thrs[i].wanted_gil;
+        }
+    sop_value *o = sop__v_obj_at(py, "concurrency");
+    if (o)
+        sop__bridge_keys(o, &f, sop__evk_python, sop__evk_python_n, "concurrency.", NULL, NULL);
+}
+
+static void lock_hand(sop_value *o, const sop_evk *row, const char *name, void *ctx)
+{
+    (void)row;
+    const sop_agg_lock *l = ctx;
+    if (strcmp(name, "site") == 0) {
+        sop__v_set(o, name, sop__bridge_text(l->site_txt));
+    } else if (strcmp(name, "holder") == 0) {
+        int best = -1;
+        for (int i = 0; i < l->nholders; i++)
+            if (best < 0 || l->holders[i].count > l->holders[best].count)
+                best = i;
+        if (best >= 0)
+            sop__v_set(o, name, sop__bridge_text(l->holders[best].frame));
+    }
+}
+
+/* python.locks[]: the lock sites, most waited first (at most 8). */
+static void bridge_locks(const sop_agg *a, sop_value *py)
+{
+    if (a->nlocks == 0 || a->conc_ticks <= 0)
+        return;
+    bool used[SOP_AGG_LOCKS_MAX] = {false};
+    sop_value *arr = sop__v_arr_at(py, "locks");
+    for (int k = 0; arr && k < 8; k++) {
+        int best = -1;
+        for (size_t i = 0; i < a->nlocks; i++)
+            if (!used[i] && (best < 0 || a->locks[i].waiter_sum > a->locks[best].waiter_sum))
+                best = (int)i;
+        if (best < 0)
+            break;
+        used[best] = true;
+        const sop_agg_lock *l = &a->locks[best];
+        long hmax = 0;
+        for (int i = 0; i < l->nholders; i++)
+            if (l->holders[i].count > hmax)
+                hmax = l->holders[i].count;
+        sop_lock_figs f = {
+            .ticks = l->ticks,
+            .waiters_max = l->waiter_max,
+            .threads = l->ntids,
+            .waiters_mean = (double)l->waiter_sum / (double)a->conc_ticks,
+            .wait_frac = l->ntids > 0
+                             ? (double)l->waiter_sum / ((double)l->ntids * (double)a->conc_ticks)
+                             : NAN,
+            .multi_frac = frac(l->multi, a->conc_ticks),
+            .one_word_frac = frac(l->one_word, l->multi),
+            .held_frac = frac(l->held, l->ticks),
+            .crowded_frac = frac(l->crowded, l->ticks),
+            .holder_running_frac = frac(l->holder_run, l->held),
+            .holder_frac = frac(hmax, l->held),
+        };
+        sop_value *o = sop__v_obj();
+        if (!o)
+            break;
+        sop__bridge_keys(o, &f, sop__evk_python, sop__evk_python_n, "locks[].", lock_hand,
+                         (void *)l);
+        sop__v_push(arr, o);
+    }
+}
+
 void sop__bridge_window(sop_value *ev, const sop_window *s)
 {
     const sop_agg *a = s->agg;
@@ -681,6 +764,8 @@ void sop__bridge_window(sop_value *ev, const sop_window *s)
                 sop__v_set(t, "window", thr_window(s, i, &reads, "threads[].window."));
     }
     bridge_gc(a, py);
+    bridge_concurrency(a, py);
+    bridge_locks(a, py);
     /* the event loop that went longest without its selector */
     int best = -1;
     for (size_t i = 0; i < a->nthrs; i++)

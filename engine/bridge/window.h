@@ -41,7 +41,8 @@ typedef struct {
 /* The figures of one thread's window, as the window rows of sop__evk_python read them
  * (engine/bridge/python.c); NaN = absent. */
 typedef struct {
-    int64_t samples;
+    int64_t samples, alternation_pairs;
+    double alternation_frac;
     double active_frac, gil_frac, runnable_nogil_frac, gil_wait_frac, running_frac, io_wait_frac,
         data_wait_frac, checkpoint_frac, loop_longest_block_ms, import_frac, logging_frac,
         logging_format_frac, logging_write_frac, subprocess_frac, subprocess_spawn_frac,
@@ -77,6 +78,19 @@ typedef struct {
     double workers_per_cpu, main_data_wait_frac, workers_cpu_frac, workers_io_frac,
         workers_idle_frac;
 } sop_loader_figs;
+
+/* python.concurrency: the target's threads wanting the GIL at once, counted per tick. */
+typedef struct {
+    int64_t ticks, wanting_max, threads, threads_wanting;
+    double wanting_mean, runnable_mean, contended_frac, two_plus_frac;
+} sop_concurrency_figs;
+
+/* One of python.locks[] (engine/sample_agg.h sop_agg_lock). */
+typedef struct {
+    int64_t ticks, waiters_max, threads;
+    double waiters_mean, wait_frac, multi_frac, one_word_frac, held_frac, crowded_frac,
+        holder_running_frac, holder_frac;
+} sop_lock_figs;
 
 /* The figures of one of python.workers[] (NaN = absent). */
 typedef struct {

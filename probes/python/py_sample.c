@@ -88,10 +88,10 @@ void sop__python_sample_gpu_fds(sop_pysampler *s, const int *fds, size_t n)
 }
 
 /* OS state letter from an open /proc/.../stat; '?' when unreadable (the task is gone). */
-static char stat_state(int fd, int64_t *majflt, int64_t *minflt)
+static char stat_state(int fd, int64_t *majflt, int64_t *minflt, int64_t *cpu_ticks)
 {
     char buf[512];
-    *majflt = *minflt = SOP_NA;
+    *majflt = *minflt = *cpu_ticks = SOP_NA;
     if (fd < 0)
         return '?';
     ssize_t n = pread(fd, buf, sizeof buf - 1, 0);
@@ -117,6 +117,12 @@ static char stat_state(int fd, int64_t *majflt, int64_t *minflt)
     }
     if (*p >= '0' && *p <= '9')
         *majflt = sop__parse_i64(&p);
+    /* then cmajflt utime stime: the CPU time it has run (whether it ran between two samples) */
+    int64_t v[3];
+    for (int f = 0; f < 3; f++)
+        if ((v[f] = sop__parse_i64(&p)) == SOP_NA)
+            return rp[2];
+    *cpu_ticks = v[1] + v[2];
     return rp[2];
 }
 
@@ -305,17 +311,21 @@ int sop__python_sample(sop_pysampler *s, sop_pysample_cb cb, void *ctx)
             smp.tid = s->tids[h].tid;
             smp.name = s->tids[h].name;
             smp.gil = holder && holder == tsa;
-            smp.majflt = smp.minflt = SOP_NA;
-            smp.state =
-                smp.tid > 0 ? stat_state(s->tids[h].stat_fd, &smp.majflt, &smp.minflt) : '?';
+            smp.majflt = smp.minflt = smp.cpu_ticks = SOP_NA;
+            smp.state = smp.tid > 0 ? stat_state(s->tids[h].stat_fd, &smp.majflt, &smp.minflt,
+                                                 &smp.cpu_ticks)
+                                    : '?';
             smp.syscall_nr = -1;
             if (!smp.gil && smp.state != 'R' && smp.tid > 0) {
                 unsigned long long a0;
                 smp.syscall_nr = read_syscall(w, smp.tid, &s->tids[h].sys_fd, &a0);
-                /* asleep in futex(2) on an address in the GIL struct */
-                smp.gil_wait = gbase && smp.syscall_nr == NR_FUTEX && a0 >= gbase &&
-                               a0 < gbase + GIL_STRUCT_BYTES;
-                for (size_t g = 0; g < s->ngpu_fds && !smp.gil_wait && smp.syscall_nr >= 0; g++)
+                /* asleep in futex(2): on an address in the GIL struct, or elsewhere (a lock, a
+                 * condition, a semaphore, a queue) */
+                bool futex = smp.syscall_nr == NR_FUTEX;
+                smp.gil_wait = futex && gbase && a0 >= gbase && a0 < gbase + GIL_STRUCT_BYTES;
+                smp.futex_wait = futex && !smp.gil_wait;
+                smp.futex_addr = smp.futex_wait ? a0 : 0;
+                for (size_t g = 0; g < s->ngpu_fds && !futex && smp.syscall_nr >= 0; g++)
                     if (a0 == (unsigned long long)s->gpu_fds[g])
                         smp.gpu_fd = true;
             }

@@ -129,17 +129,20 @@ int sop__python_collect_with(const sop_pyruntime *rt, int pid, const char *proc_
 typedef struct sop_pysampler sop_pysampler;
 
 typedef struct {
-    int tid;                   /* 0 when unknown */
-    const char *name;          /* threading name ("" when none); valid during the callback */
-    bool gil;                  /* holds the GIL */
-    bool gil_wait;             /* asleep in a futex on the GIL (/proc/.../syscall) */
-    long syscall_nr;           /* the syscall it sleeps in (this architecture's numbers); -1 when
-                                  running, unread or not in one (read only when not R, no GIL) */
-    bool gpu_fd;               /* that syscall's first argument is one of the GPU device fds
-                                  given by sop__python_sample_gpu_fds */
-    char state;                /* OS state letter; '?' when unreadable */
-    int64_t majflt;            /* the task's major faults so far (stat); SOP_NA when unread */
-    int64_t minflt;            /* its minor faults so far (stat); SOP_NA when unread */
+    int tid;             /* 0 when unknown */
+    const char *name;    /* threading name ("" when none); valid during the callback */
+    bool gil;            /* holds the GIL */
+    bool gil_wait;       /* asleep in a futex on the GIL (/proc/.../syscall) */
+    bool futex_wait;     /* asleep in a futex elsewhere: a lock, condition, semaphore or queue */
+    uint64_t futex_addr; /* the futex word it sleeps on (futex_wait), 0 otherwise */
+    long syscall_nr;     /* the syscall it sleeps in (this architecture's numbers); -1 when
+                            running, unread or not in one (read only when not R, no GIL) */
+    bool gpu_fd;         /* that syscall's first argument is one of the GPU device fds
+                            given by sop__python_sample_gpu_fds */
+    char state;          /* OS state letter; '?' when unreadable */
+    int64_t majflt;      /* the task's major faults so far (stat); SOP_NA when unread */
+    int64_t minflt;      /* its minor faults so far (stat); SOP_NA when unread */
+    int64_t cpu_ticks;   /* its utime + stime so far (stat, clock ticks); SOP_NA when unread */
     const sop_pyframe *frames; /* innermost first; valid during the callback only */
     size_t nframes;
     bool torn;   /* partial: no walk verified complete within the bound; frames so far */

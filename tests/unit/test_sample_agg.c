@@ -300,12 +300,131 @@ static void collectives(void)
     sop__agg_free(a);
 }
 
+/* One tick of the per-tick view: `nw` threads asleep in a futex at the `with lock:` line (word
+ * `addr`, or each its own when addr is 0), `nin` threads inside the same function at the body
+ * line, one of them holding the GIL, and one thread holding the GIL elsewhere. */
+static void lock_tick(sop_agg *a, int nw, int nin, uint64_t addr, double now)
+{
+    static const sop_pyframe wait_fr[] = {{"handle", USER, 8, false}, {"run", LIB, 975, false}};
+    static const sop_pyframe in_fr[] = {
+        {"call", USER, 4, false}, {"handle", USER, 9, false}, {"run", LIB, 975, false}};
+    for (int i = 0; i < nw + nin; i++) {
+        int tid = 300 + i;
+        int ti = sop__agg_find_thread(a, 0, tid);
+        if (ti < 0)
+            ti = sop__agg_add_thread(a, 0, tid, "req");
+        bool waits = i < nw;
+        sop_pysample p = waits ? mk(tid, wait_fr, 2, 'S', false) : mk(tid, in_fr, 3, 'R', i == nw);
+        p.futex_wait = waits;
+        p.futex_addr = waits ? (addr ? addr : 0x1000u + 64u * (uint64_t)i) : 0;
+        sop__agg_sample(a, ti, &p, now);
+    }
+    sop__agg_tick(a);
+}
+
+static void per_tick(void)
+{
+    sop_agg *a = sop__agg_new();
+    CHECK(a != NULL);
+    if (!a)
+        return;
+    sop__agg_start(a, 0);
+    double now = 0;
+    /* 10 ticks of a convoy: 6 asleep on one word, one holder */
+    for (int k = 0; k < 10; k++)
+        lock_tick(a, 6, 1, 0xabc0, now += 10);
+    CHECK_EQ_I((long)a->nlocks, 1);
+    const sop_agg_lock *l = &a->locks[0];
+    CHECK_EQ_S(l->site_txt, "handle (" USER ":8)");
+    CHECK_EQ_I(l->ticks, 10);
+    CHECK_EQ_I(l->waiter_sum, 60);
+    CHECK_EQ_I(l->waiter_max, 6);
+    CHECK_EQ_I(l->held, 10);
+    CHECK_EQ_I(l->crowded, 0);
+    CHECK_EQ_I(l->one_word, 10);
+    CHECK_EQ_I(l->holder_run, 10);
+    CHECK_EQ_I(l->ntids, 6);
+    CHECK_EQ_S(l->holders[0].frame, "call (" USER ":4)");
+    /* 5 ticks of a pool: 3 waiting each on its own word, 3 inside at once */
+    for (int k = 0; k < 5; k++)
+        lock_tick(a, 3, 3, 0, now += 10);
+    CHECK_EQ_I(l->ticks, 15);
+    CHECK_EQ_I(l->held, 10);
+    CHECK_EQ_I(l->crowded, 5);
+    CHECK_EQ_I(l->one_word, 10);
+    CHECK_EQ_I(l->multi, 15);
+    /* concurrency: one GIL holder per tick, nobody asleep on the GIL */
+    CHECK_EQ_I(a->conc_ticks, 15);
+    CHECK_EQ_I(a->conc_wanting_sum, 15);
+    CHECK_EQ_I(a->conc_contended, 0);
+    /* GIL contention among threads that come and go: each tick 1 holder + 3 asleep on the GIL,
+     * every tick other threads */
+    static const sop_pyframe spin_fr[] = {{"spin", USER, 20, false}};
+    for (int k = 0; k < 10; k++) {
+        for (int i = 0; i < 4; i++) {
+            int ti = sop__agg_add_thread(a, 0, 1000 + 4 * k + i, "short");
+            sop_pysample p = mk(1000 + 4 * k + i, spin_fr, 1, i == 0 ? 'R' : 'S', i == 0);
+            p.gil_wait = i > 0;
+            sop__agg_sample(a, ti, &p, now + 10);
+        }
+        now += 10;
+        sop__agg_tick(a);
+    }
+    CHECK_EQ_I(a->conc_ticks, 25);
+    CHECK_EQ_I(a->conc_contended, 10);
+    CHECK_EQ_I(a->conc_ge2, 10);
+    CHECK_EQ_I(a->conc_wanting_max, 4);
+    CHECK_EQ_I(a->conc_wanting_sum, 15 + 40);
+    CHECK_EQ_I((long)a->nlocks, 1); /* the GIL is no lock site */
+    sop__agg_free(a);
+}
+
+static void alternation(void)
+{
+    sop_agg *a = sop__agg_new();
+    CHECK(a != NULL);
+    if (!a)
+        return;
+    sop__agg_start(a, 0);
+    static const sop_pyframe fr[] = {{"loop", USER, 5, false}};
+    int ti = sop__agg_add_thread(a, 0, 500, "MainThread");
+    /* GIL, native, GIL, native, ... with the CPU time advancing: every pair alternates */
+    for (int k = 0; k < 10; k++) {
+        sop_pysample p = mk(500, fr, 1, 'R', k % 2 == 0);
+        p.cpu_ticks = k;
+        sop__agg_sample(a, ti, &p, 10.0 * k);
+    }
+    CHECK_EQ_I(a->thrs[ti].alt_pairs, 9);
+    CHECK_EQ_I(a->thrs[ti].alts, 9);
+    /* the thread did not run between samples (preempted): those pairs are not counted */
+    for (int k = 0; k < 4; k++) {
+        sop_pysample p = mk(500, fr, 1, 'R', k % 2 == 0);
+        p.cpu_ticks = 9;
+        sop__agg_sample(a, ti, &p, 100.0 + 10.0 * k);
+    }
+    CHECK_EQ_I(a->thrs[ti].alt_pairs, 9);
+    /* asleep: no pair with the next sample; a long native stay: pairs without change */
+    sop_pysample idle = mk(500, fr, 1, 'S', false);
+    idle.cpu_ticks = 9;
+    sop__agg_sample(a, ti, &idle, 200.0);
+    for (int k = 0; k < 5; k++) {
+        sop_pysample p = mk(500, fr, 1, 'R', false);
+        p.cpu_ticks = 10 + k;
+        sop__agg_sample(a, ti, &p, 210.0 + 10.0 * k);
+    }
+    CHECK_EQ_I(a->thrs[ti].alt_pairs, 13);
+    CHECK_EQ_I(a->thrs[ti].alts, 9);
+    sop__agg_free(a);
+}
+
 int main(void)
 {
     shares_and_top_n();
     collectives();
     loop_and_gc();
     bounds();
+    per_tick();
+    alternation();
     printf("%d passed, %d failed\n", t_pass, t_fail);
     return t_fail ? 1 : 0;
 }
