@@ -49,7 +49,7 @@
 #define FUT_CANCELLED 1
 #define FUT_FINISHED 2
 
-enum { K_UNKNOWN = 0, K_OTHER, K_TASK, K_FUTURE, K_FUTUREITER, K_CORO, K_GEN, K_FUNC, K_LIST, K_TUPLE };
+enum { K_UNKNOWN = 0, K_OTHER, K_TASK, K_FUTURE, K_FUTUREITER, K_CORO, K_GEN, K_FUNC, K_LIST, K_TUPLE, K_INT };
 
 typedef struct {
     uint64_t addr;
@@ -186,6 +186,8 @@ static int type_kind(tasks_reader *tr, uint64_t type, const char **name)
             e.kind = K_LIST;
         else if (name_is(n, "tuple"))
             e.kind = K_TUPLE;
+        else if (name_is(n, "int"))
+            e.kind = K_INT;
         else if (name_is(n, "_asyncio.FutureIter") || name_is(n, "FutureIter"))
             e.kind = K_FUTUREITER;
         else {
@@ -648,8 +650,23 @@ static int read_task(tasks_reader *tr, uint64_t addr, sop_pytask *t)
                                                                 : "exception";
     }
     uint64_t name = rd64(b, L->task_name);
-    if (name && sop__rmem_unicode(m, &L->str, name, t->name, sizeof t->name) < 0)
+    if (name && obj_kind(tr, name, NULL) == K_INT) {
+        /* 3.12+: an unnamed task keeps its number until get_name() formats "Task-N" */
+        uint64_t tag = 0;
+        uint32_t digits[2] = {0, 0};
+        int64_t nd;
+        if (sop__rmem_u64(m, name + L->ob_size, &tag) == 0 &&
+            sop__rmem_read(m, name + L->ob_size + 8, digits, sizeof digits) == 0 &&
+            (nd = L->minor >= 12 ? (int64_t)(tag >> 3) : (int64_t)tag) >= 0 && nd <= 2)
+            snprintf(t->name, sizeof t->name, "Task-%llu",
+                     (unsigned long long)(nd == 0   ? 0
+                                          : nd == 1 ? digits[0]
+                                                    : digits[0] | (uint64_t)digits[1] << 30));
+        else
+            snprintf(t->name, sizeof t->name, "?");
+    } else if (name && sop__rmem_unicode(m, &L->str, name, t->name, sizeof t->name) < 0) {
         snprintf(t->name, sizeof t->name, "?");
+    }
     if (state != FUT_PENDING)
         return 0;
     /* the await chain */

@@ -133,10 +133,32 @@ def one(tag, py, n, tmp):
                 "%.1f ms" % ms)
 
 
+def busy(tag, py):
+    """A task running now (it blocks the loop) and one whose cancel() is not processed yet."""
+    with sopt.Target(argv=[py, "-u", TARGET, "busy"], timeout=60) as t:
+        time.sleep(0.2)
+        rc, doc = tasks_json(t.pid)
+    by = {x["name"]: x for x in doc.get("tasks", [])}
+    sp, vi, main = by.get("spinner", {}), by.get("victim", {}), by.get("Task-1", {})
+    C.check(rc == 0 and sp.get("running") is True and sp.get("state") == "pending" and
+            [f["func"] for f in sp.get("chain", [])][:1] == ["spin"] and
+            sp.get("waits_on") is None, tag + " busy: the running task is marked running",
+            str(sp)[:300])
+    C.check(vi.get("state") == "cancelling" and not vi.get("running"),
+            tag + " busy: a task asked to cancel is cancelling", str(vi)[:300])
+    C.check([a.get("name") for a in main.get("awaits", [])] == ["spinner"] and
+            not main.get("running") and doc.get("counts", {}).get("running") == 1,
+            tag + " busy: the main task awaits the running one", str(main)[:300])
+
+
 def main():
     sizes = [int(x) for x in os.environ.get("SIZES", "1,100,10000").split(",") if x]
     with tempfile.TemporaryDirectory(prefix="sop-tasks-") as tmp:
         for tag, py in interpreters():
+            try:
+                busy(tag, py)
+            except (RuntimeError, OSError, ValueError, subprocess.TimeoutExpired) as e:
+                C.check(False, "%s busy: ran" % tag, str(e)[:300])
             for n in sizes:
                 try:
                     one(tag, py, n, tmp)

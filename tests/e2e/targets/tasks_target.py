@@ -5,6 +5,7 @@ name, Task.get_stack() (name, file, line of each frame) and the await chain, fol
 CPython's own inspection does (coro.cr_await / gi_yieldfrom while the object has a frame);
 what each chain ends on (the type of the innermost awaitable). The loop is idle (in select)
 while the view is taken, from another thread, so the tasks do not move under it or under sop.
+`tasks_target.py busy`: a loop blocked by a running task, another task cancelling (below).
 Works on CPython 3.8-3.13."""
 import asyncio
 import json
@@ -178,5 +179,24 @@ async def main(n, out):
         stop.set()
 
 
+async def spin(victim):
+    victim.cancel()  # processed when the loop runs again: never, while this spins
+    print("ready", flush=True)
+    while True:
+        sum(range(1000))
+
+
+async def busy():
+    """`busy`: task "victim" asked to cancel (cancelling), task "spinner" running (it blocks the
+    loop in a plain loop), the main task awaiting the spinner."""
+    loop = asyncio.get_running_loop()
+    victim = loop.create_task(sleeper(), name="victim")
+    await asyncio.sleep(0)
+    await loop.create_task(spin(victim), name="spinner")
+
+
 if __name__ == "__main__":
-    asyncio.run(main(int(sys.argv[1]), sys.argv[2]))
+    if sys.argv[1] == "busy":
+        asyncio.run(busy())
+    else:
+        asyncio.run(main(int(sys.argv[1]), sys.argv[2]))
