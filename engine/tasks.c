@@ -7,6 +7,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -133,6 +134,8 @@ static sop_value *task_value(const sop_pytasks *all, const addr_ix *ix, size_t i
     } else {
         sop_value *w = sop__v_obj_at(o, "waits_on");
         sop__v_set_str(w, "kind", sop__wait_kind_name(t->waits));
+        if (t->waits == SOP_WAIT_SLEEP && !isnan(t->sleep_s))
+            sop__v_set_dbl(w, "sleep_s", t->sleep_s);
         if (t->waits_addr) {
             sop__v_set(w, "type", sop__bridge_text(t->waits_type));
             hex_id(id, sizeof id, t->waits_addr);
@@ -281,6 +284,8 @@ static void waits_text(sop_sb *b, const sop_pytasks *all, const addr_ix *ix, con
     }
     if (t->waits == SOP_WAIT_GATHER)
         sop__sb_printf(b, " %zu task%s", t->nawaits, t->nawaits == 1 ? "" : "s");
+    if (t->waits == SOP_WAIT_SLEEP && !isnan(t->sleep_s))
+        sop__sb_printf(b, "(%g s)", t->sleep_s);
     for (size_t k = 0; k < t->nawaits && k < 8; k++) {
         long j = find_task(ix, all->ntasks, t->awaits[k]);
         sop__sb_puts(b, k ? ", \"" : " \"");

@@ -16,6 +16,7 @@
 
 #include <errno.h>
 #include <limits.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -49,7 +50,7 @@
 #define FUT_CANCELLED 1
 #define FUT_FINISHED 2
 
-enum { K_UNKNOWN = 0, K_OTHER, K_TASK, K_FUTURE, K_FUTUREITER, K_CORO, K_GEN, K_FUNC, K_LIST, K_TUPLE, K_INT };
+enum { K_UNKNOWN = 0, K_OTHER, K_TASK, K_FUTURE, K_FUTUREITER, K_CORO, K_GEN, K_FUNC, K_LIST, K_TUPLE, K_INT, K_FLOAT };
 
 typedef struct {
     uint64_t addr;
@@ -188,6 +189,8 @@ static int type_kind(tasks_reader *tr, uint64_t type, const char **name)
             e.kind = K_TUPLE;
         else if (name_is(n, "int"))
             e.kind = K_INT;
+        else if (name_is(n, "float"))
+            e.kind = K_FLOAT;
         else if (name_is(n, "_asyncio.FutureIter") || name_is(n, "FutureIter"))
             e.kind = K_FUTUREITER;
         else {
@@ -613,12 +616,38 @@ static int gather_children(tasks_reader *tr, sop_pytask *t, uint64_t outer)
     return 0;
 }
 
+/* The value of a Python int of at most two 30-bit digits (*neg for a negative one); -EINVAL
+ * for anything else. 3.12+: lv_tag = ndigits << 3 | sign; before: signed ob_size. */
+static int read_small_int(tasks_reader *tr, uint64_t obj, uint64_t *v, bool *neg)
+{
+    const sop_pylayout *L = &tr->w.L;
+    uint64_t tag = 0;
+    uint32_t digits[2] = {0, 0};
+    if (sop__rmem_u64(&tr->w.mem, obj + L->ob_size, &tag) < 0 ||
+        sop__rmem_read(&tr->w.mem, obj + L->ob_size + 8, digits, sizeof digits) < 0)
+        return -EINVAL;
+    int64_t nd;
+    if (L->minor >= 12) {
+        nd = (int64_t)(tag >> 3);
+        *neg = (tag & 3) == 2;
+    } else {
+        nd = (int64_t)tag < 0 ? -(int64_t)tag : (int64_t)tag;
+        *neg = (int64_t)tag < 0;
+    }
+    if (nd < 0 || nd > 2)
+        return -EINVAL;
+    *v = nd == 0 ? 0 : nd == 1 ? digits[0] & 0x3fffffffu
+                               : (digits[0] & 0x3fffffffu) | (uint64_t)(digits[1] & 0x3fffffffu) << 30;
+    return 0;
+}
+
 static int read_task(tasks_reader *tr, uint64_t addr, sop_pytask *t)
 {
     const sop_pylayout *L = &tr->w.L;
     sop_rmem *m = &tr->w.mem;
     memset(t, 0, sizeof *t);
     t->addr = addr;
+    t->sleep_s = NAN;
     uint8_t b[TASK_READ];
     int r = sop__rmem_read(m, addr, b, sizeof b);
     if (r < 0) {
@@ -652,16 +681,10 @@ static int read_task(tasks_reader *tr, uint64_t addr, sop_pytask *t)
     uint64_t name = rd64(b, L->task_name);
     if (name && obj_kind(tr, name, NULL) == K_INT) {
         /* 3.12+: an unnamed task keeps its number until get_name() formats "Task-N" */
-        uint64_t tag = 0;
-        uint32_t digits[2] = {0, 0};
-        int64_t nd;
-        if (sop__rmem_u64(m, name + L->ob_size, &tag) == 0 &&
-            sop__rmem_read(m, name + L->ob_size + 8, digits, sizeof digits) == 0 &&
-            (nd = L->minor >= 12 ? (int64_t)(tag >> 3) : (int64_t)tag) >= 0 && nd <= 2)
-            snprintf(t->name, sizeof t->name, "Task-%llu",
-                     (unsigned long long)(nd == 0   ? 0
-                                          : nd == 1 ? digits[0]
-                                                    : digits[0] | (uint64_t)digits[1] << 30));
+        uint64_t v = 0;
+        bool neg = false;
+        if (read_small_int(tr, name, &v, &neg) == 0 && !neg)
+            snprintf(t->name, sizeof t->name, "Task-%llu", (unsigned long long)v);
         else
             snprintf(t->name, sizeof t->name, "?");
     } else if (name && sop__rmem_unicode(m, &L->str, name, t->name, sizeof t->name) < 0) {
@@ -742,6 +765,14 @@ static int read_task(tasks_reader *tr, uint64_t addr, sop_pytask *t)
         sop_wait_kind k = kind_from_frame(&t->frames[t->nframes - 1], self_type);
         if (k != SOP_WAIT_NONE)
             t->waits = k;
+        /* asyncio.sleep(delay, ...): its first local is the delay asked for */
+        uint64_t v = 0;
+        bool neg = false;
+        int dk = self ? obj_kind(tr, self, NULL) : K_UNKNOWN;
+        if (k == SOP_WAIT_SLEEP && dk == K_FLOAT)
+            (void)sop__rmem_read(m, self + 16, &t->sleep_s, sizeof t->sleep_s); /* ob_fval */
+        else if (k == SOP_WAIT_SLEEP && dk == K_INT && read_small_int(tr, self, &v, &neg) == 0)
+            t->sleep_s = neg ? -(double)v : (double)v;
     }
     return 0;
 }
@@ -812,7 +843,8 @@ static int read_all(tasks_reader *tr, sop_pytasks *out)
     if (r < 0)
         return r;
     /* A task moved between lists by a collection during the walk is met twice. */
-    qsort(tr->found, tr->nfound, sizeof *tr->found, cmp_u64);
+    if (tr->nfound)
+        qsort(tr->found, tr->nfound, sizeof *tr->found, cmp_u64);
     size_t n = 0;
     for (size_t i = 0; i < tr->nfound; i++)
         if (!n || tr->found[n - 1] != tr->found[i])

@@ -61,6 +61,7 @@ typedef struct {
     sop_wait_kind waits;
     char waits_type[96]; /* type of the innermost awaitable ("_asyncio.Future", ...) */
     uint64_t waits_addr; /* its address (0 when none) */
+    double sleep_s;      /* SOP_WAIT_SLEEP: the delay asyncio.sleep was given (NaN: unread) */
     uint64_t *awaits;    /* the tasks it waits on (directly, or a gather's children) */
     size_t nawaits;
     bool awaits_cut;

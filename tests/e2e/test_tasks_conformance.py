@@ -110,6 +110,8 @@ def one(tag, py, n, tmp):
     kinds = {k: (sop.get(k) or {}).get("waits_on", {}) or {} for k in KINDS}
     wrong = {k: v.get("kind") for k, v in kinds.items() if v.get("kind") != KINDS[k]}
     C.check(not wrong, where + ": what each task waits on", str(wrong))
+    C.check(kinds["sleeper"].get("sleep_s") == 3600, where + ": asyncio.sleep's delay read",
+            str(kinds["sleeper"]))
     g = sop.get("gather-parent", {})
     C.check(sorted(a.get("name") for a in g.get("awaits", [])) ==
             ["gather-child-1", "gather-child-2"], where + ": gather's children",
