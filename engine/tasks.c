@@ -344,7 +344,7 @@ static void tree_text(sop_sb *b, const sop_pytasks *all, const addr_ix *ix, size
     sop__sb_printf(b, "%s%s", indent, depth ? "+ " : "");
     task_head(b, t);
     if (on[i] || shown[i] || depth >= TREE_MAX_DEPTH) {
-        sop__sb_puts(b, on[i] ? " (awaits itself: a cycle)\n"
+        sop__sb_puts(b, on[i]      ? " (awaits itself: a cycle)\n"
                         : shown[i] ? " (shown above)\n"
                                    : " (deeper levels not shown)\n");
         return;
@@ -380,8 +380,7 @@ char *sop__tasks_text(const sop_pytasks *t, const sop_missing *missing, int pid,
         sop__sb_printf(&b,
                        ": %zu asyncio task%s (%zu pending, %zu cancelling, %zu done); read in "
                        "%.1f ms without stopping the process\n",
-                       t->ntasks, t->ntasks == 1 ? "" : "s", pending, cancelling, done,
-                       t->read_ms);
+                       t->ntasks, t->ntasks == 1 ? "" : "s", pending, cancelling, done, t->read_ms);
         if (!t->complete) {
             sop__sb_puts(&b, "PARTIAL: ");
             put_text(&b, t->partial);

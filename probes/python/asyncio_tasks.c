@@ -50,7 +50,20 @@
 #define FUT_CANCELLED 1
 #define FUT_FINISHED 2
 
-enum { K_UNKNOWN = 0, K_OTHER, K_TASK, K_FUTURE, K_FUTUREITER, K_CORO, K_GEN, K_FUNC, K_LIST, K_TUPLE, K_INT, K_FLOAT };
+enum {
+    K_UNKNOWN = 0,
+    K_OTHER,
+    K_TASK,
+    K_FUTURE,
+    K_FUTUREITER,
+    K_CORO,
+    K_GEN,
+    K_FUNC,
+    K_LIST,
+    K_TUPLE,
+    K_INT,
+    K_FLOAT
+};
 
 typedef struct {
     uint64_t addr;
@@ -72,9 +85,9 @@ typedef struct {
 const char *sop__wait_kind_name(sop_wait_kind k)
 {
     static const char *const names[] = {
-        "none",  "task",      "future",    "sleep",     "lock",   "event",
+        "none",      "task",      "future",    "sleep",     "lock",   "event",
         "condition", "semaphore", "queue_get", "queue_put", "stream", "socket",
-        "executor", "gather",   "wait",      "other",
+        "executor",  "gather",    "wait",      "other",
     };
     return (unsigned)k < sizeof names / sizeof names[0] ? names[k] : "other";
 }
@@ -230,7 +243,8 @@ static int obj_kind(tasks_reader *tr, uint64_t obj, const char **name)
     uint64_t type = 0;
     if (name)
         *name = "?";
-    if (obj < SOP_RMEM_PAGE || (obj & 7) || sop__rmem_u64(&tr->w.mem, obj + tr->w.L.ob_type, &type) < 0)
+    if (obj < SOP_RMEM_PAGE || (obj & 7) ||
+        sop__rmem_u64(&tr->w.mem, obj + tr->w.L.ob_type, &type) < 0)
         return K_UNKNOWN;
     return type_kind(tr, type, name);
 }
@@ -375,8 +389,8 @@ static int push_level(tasks_reader *tr, sop_pytask *t, size_t *cap, uint64_t cod
     }
     int line = -1;
     if (addr_bytes >= -2 && addr_bytes < INT_MAX)
-        line = sop__py_addr2line(tr->w.L.lines, c->lines, c->nlines, c->firstlineno,
-                                 (int)addr_bytes);
+        line =
+            sop__py_addr2line(tr->w.L.lines, c->lines, c->nlines, c->firstlineno, (int)addr_bytes);
     sop_await_frame *f = &t->frames[t->nframes++];
     f->func = c->func;
     f->file = c->file;
@@ -527,7 +541,8 @@ static sop_wait_kind kind_from_frame(const sop_await_frame *f, const char *const
                     strcmp(f->func, methods[k].func) == 0)
                     return methods[k].k;
     }
-    if (ends_with(f->file, "/asyncio/selector_events.py") && strncmp(f->func, "BaseSelectorEventLoop.sock_", 27) == 0)
+    if (ends_with(f->file, "/asyncio/selector_events.py") &&
+        strncmp(f->func, "BaseSelectorEventLoop.sock_", 27) == 0)
         return SOP_WAIT_SOCKET;
     if (ends_with(f->file, "/asyncio/selector_events.py") && strncmp(f->func, "sock_", 5) == 0)
         return SOP_WAIT_SOCKET;
@@ -567,7 +582,8 @@ static bool chained_to_concurrent(tasks_reader *tr, uint64_t fut)
             sop__rmem_u64(m, cbs[i] + L->func_code, &code) < 0)
             continue;
         const code_entry *c = sop__pywalk_code(&tr->w, code, &err);
-        if (c && ends_with(c->func, "_call_check_cancel") && ends_with(c->file, "/asyncio/futures.py"))
+        if (c && ends_with(c->func, "_call_check_cancel") &&
+            ends_with(c->file, "/asyncio/futures.py"))
             return true;
     }
     return false;
@@ -636,8 +652,9 @@ static int read_small_int(tasks_reader *tr, uint64_t obj, uint64_t *v, bool *neg
     }
     if (nd < 0 || nd > 2)
         return -EINVAL;
-    *v = nd == 0 ? 0 : nd == 1 ? digits[0] & 0x3fffffffu
-                               : (digits[0] & 0x3fffffffu) | (uint64_t)(digits[1] & 0x3fffffffu) << 30;
+    *v = nd == 0   ? 0
+         : nd == 1 ? digits[0] & 0x3fffffffu
+                   : (digits[0] & 0x3fffffffu) | (uint64_t)(digits[1] & 0x3fffffffu) << 30;
     return 0;
 }
 
@@ -674,9 +691,9 @@ static int read_task(tasks_reader *tr, uint64_t addr, sop_pytask *t)
         t->state = cancel_asked ? "cancelling" : "pending";
     } else {
         t->state = "done";
-        t->outcome = state == FUT_CANCELLED ? "cancelled"
+        t->outcome = state == FUT_CANCELLED                   ? "cancelled"
                      : rd64(b, L->fut_result) || !rd64(b, 48) ? "result"
-                                                                : "exception";
+                                                              : "exception";
     }
     uint64_t name = rd64(b, L->task_name);
     if (name && obj_kind(tr, name, NULL) == K_INT) {

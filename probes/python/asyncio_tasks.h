@@ -22,7 +22,7 @@
 typedef struct {
     const char *func; /* qualified name on 3.11+, co_name before (owned by the sop_pytasks) */
     const char *file;
-    int line; /* -1 when unknown */
+    int line;       /* -1 when unknown */
     bool generator; /* a generator level (`yield from`, @types.coroutine) */
 } sop_await_frame;
 
@@ -51,13 +51,13 @@ const char *sop__wait_kind_name(sop_wait_kind k);
 typedef struct {
     uint64_t addr;
     char name[128];
-    const char *state;   /* "pending", "cancelling" (cancel() asked, not yet done), "done" */
-    const char *outcome; /* done: "result", "exception" or "cancelled"; else NULL */
-    bool running;        /* its coroutine is executing now (on the loop's thread) */
+    const char *state;       /* "pending", "cancelling" (cancel() asked, not yet done), "done" */
+    const char *outcome;     /* done: "result", "exception" or "cancelled"; else NULL */
+    bool running;            /* its coroutine is executing now (on the loop's thread) */
     sop_await_frame *frames; /* the task's coroutine first, the innermost await level last */
     size_t nframes;
-    bool chain_cut;     /* more than SOP_TASK_MAX_DEPTH levels */
-    char partial[128];  /* why the chain was not read to its end ("" when it was) */
+    bool chain_cut;    /* more than SOP_TASK_MAX_DEPTH levels */
+    char partial[128]; /* why the chain was not read to its end ("" when it was) */
     sop_wait_kind waits;
     char waits_type[96]; /* type of the innermost awaitable ("_asyncio.Future", ...) */
     uint64_t waits_addr; /* its address (0 when none) */
@@ -72,12 +72,12 @@ typedef struct sop_pytasks {
     char layout[32];
     sop_pytask *tasks; /* sorted by name (numbers in names compared as numbers) */
     size_t ntasks;
-    bool complete;     /* every GC list walked end to end and every chain read */
-    char partial[224]; /* when not: where and why */
-    bool truncated;    /* more tasks than SOP_TASKS_MAX */
-    uint64_t objects;  /* GC objects looked at */
-    double read_ms;    /* wall time of the whole read */
-    uint64_t reads;    /* read syscalls issued */
+    bool complete;           /* every GC list walked end to end and every chain read */
+    char partial[224];       /* when not: where and why */
+    bool truncated;          /* more tasks than SOP_TASKS_MAX */
+    uint64_t objects;        /* GC objects looked at */
+    double read_ms;          /* wall time of the whole read */
+    uint64_t reads;          /* read syscalls issued */
     struct sop_python *text; /* owns the frames' text */
 } sop_pytasks;
 

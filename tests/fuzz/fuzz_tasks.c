@@ -1,10 +1,11 @@
 /* fuzz_tasks.c — libFuzzer target: the asyncio task reader (GC lists, type and base
  * resolution, task fields, await chains through coroutine frames and value stacks, gather
- * children, future callbacks) over a fake target memory built from the input. Byte 0: the version (3.8 + b % 6) and the mode; the rest is an image mapped
- * at IMAGE_BASE, where _PyRuntime sits. Mode "flat": reads outside the image fail (-EFAULT);
- * mode "wrap": every nonzero address reads the image modulo its size, so every pointer the
- * walker follows is readable garbage. Bit 6 of byte 0: the target "exits" (-ESRCH) after
- * 4 x byte 1 reads, as a process dying mid-walk. Depends on probes/python/python.h. */
+ * children, future callbacks) over a fake target memory built from the input. Byte 0: the version
+ * (3.8 + b % 6) and the mode; the rest is an image mapped at IMAGE_BASE, where _PyRuntime sits.
+ * Mode "flat": reads outside the image fail (-EFAULT); mode "wrap": every nonzero address reads the
+ * image modulo its size, so every pointer the walker follows is readable garbage. Bit 6 of byte 0:
+ * the target "exits" (-ESRCH) after 4 x byte 1 reads, as a process dying mid-walk. Depends on
+ * probes/python/python.h. */
 #include "fuzz.h"
 #include "python/asyncio_tasks.h"
 
