@@ -47,16 +47,28 @@ local function in_loop_machinery(f)
       or is_uvloop_file(file)
 end
 
+-- The asyncio task (ev.python.tasks.running_tasks, read at the window's end) whose coroutine is
+-- one of the blocked stretch's frames (same function and file): the task the loop was stuck in.
+local function blocking_task(frames, tasks)
+  for _, r in ipairs(tasks and tasks.running_tasks or {}) do
+    for _, f in ipairs(frames) do
+      if f.func == r.func and f.file == r.file then return r end
+    end
+  end
+  return nil
+end
+
 rule {
   id = "asyncio.loop_blocked", section = "5", severity = "warn",
   title = T("the asyncio event loop is stuck in one callback (sync sleep, HTTP, CPU work): every other request waits",
             "asyncio 事件循环卡在一个回调里（同步 sleep、HTTP、CPU 计算）：其他请求都在排队"),
   doc = [[Sampled window: hit when a thread running an asyncio (or uvloop) loop stayed away from its selector for at
-    least loop_block_ms in one stretch, naming the frame. Snapshot: hit when the loop thread is inside a callback
+    least loop_block_ms in one stretch, naming the frame (and the asyncio task running it at the window's end,
+    when its coroutine is one of the stretch's frames). Snapshot: hit when the loop thread is inside a callback
     in user code rather than the selector, blocked (S/D) or running (R); high when the loop thread used at least
     loop_busy_cpu_pct of a core; an asyncio loop measured over the window is judged by the window only (a busy
     loop is inside some callback at most snapshots). Unknown when not CPython.]],
-  reads = { "python.loop", "python.threads[].frames", "proc.cwd", "proc.cmdline", "threads[].state",
+  reads = { "python.loop", "python.tasks", "python.threads[].frames", "proc.cwd", "proc.cmdline", "threads[].state",
             "threads[].cpu_pct", "sampling", "duration_s", "pid", "python.threads[].tid", "threads[].tid" },
   uses = { "loop_block_ms", "loop_busy_cpu_pct" },
   symptom = T("the asyncio event loop is stuck in one callback: every other request waits",
@@ -85,14 +97,19 @@ rule {
       local own = lp.frames and common.own_frame(lp.frames, ev)
       local frame = lp.frames and common.user_frame(lp.frames, ev) or lp.frame or "?"
       local fname = own and own.func or (lp.frame or "?"):match("^(.-) %(") or lp.frame or "?"
+      local task = lp.frames and blocking_task(lp.frames, py.tasks)
+      local task_en = task and fmt("; task \"%s\" (coroutine %s) was running it at the end of the window",
+                                   task.task, task.func) or ""
+      local task_zh = task and fmt("；窗口结束时正在运行它的是任务 \"%s\"（协程 %s）", task.task, task.func) or ""
       return hit {
         evidence = tr("event-loop thread tid {tid} ran {longest_block_ms:%.0f} ms without returning to the selector, "
                         .. "in {frame:%s} (longest stretch over a {duration_s:%.1f} s window sampled at {rate_hz:%g} "
-                        .. "Hz, {samples} samples)",
+                        .. "Hz, {samples} samples){task_en}",
                       "事件循环线程 tid {tid} 有 {longest_block_ms:%.0f} ms 没有回到 selector，位置 {frame:%s}（{duration_s:%.1f} 秒窗口"
-                        .. "内以 {rate_hz:%g} Hz 采样 {samples} 次中最长的一段）",
+                        .. "内以 {rate_hz:%g} Hz 采样 {samples} 次中最长的一段）{task_zh}",
                       { tid = lp.tid or 0, longest_block_ms = lp.longest_block_ms, frame = frame,
-                        duration_s = ev.duration_s or 0, rate_hz = smp.rate_hz or 0, samples = smp.samples or 0 }),
+                        duration_s = ev.duration_s or 0, rate_hz = smp.rate_hz or 0, samples = smp.samples or 0,
+                        task_en = task_en, task_zh = task_zh }),
         cause = tr("asyncio runs every coroutine on one thread: code in {fname:%s} that does not await (time.sleep, "
                    .. "requests/sync DB client, CPU work, json.loads of a large body) holds the whole loop for "
                    .. "as long as it runs (SOP §5.1, §5.2).",

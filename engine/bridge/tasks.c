@@ -38,6 +38,12 @@ const sop_evk sop__evk_tasks[] = {
     I("pending_whole_window", pending_whole_window, "", "pending at both reads"),
     D("window_s", window_s, "s", "between the two reads"),
     D("read_ms", read_ms, "ms", "the end read's wall time"),
+    H("running_tasks", SOP_EVK_ARR, "",
+      "the tasks whose coroutine runs at the end read (the loop's current task), at most 8"),
+    H("running_tasks[].task", SOP_EVK_TEXT, "", "its name"),
+    H("running_tasks[].func", SOP_EVK_TEXT, "", "its coroutine's function"),
+    H("running_tasks[].file", SOP_EVK_TEXT, "", ""),
+    H("running_tasks[].line", SOP_EVK_INT, "", "-1 when unknown"),
     H("waits", SOP_EVK_ARR, "",
       "pending tasks grouped by what they wait on: the top 5 groups, largest first"),
     H("waits[].kind", SOP_EVK_STR, "",
@@ -120,6 +126,20 @@ static void tasks_hand(sop_value *o, const sop_evk *row, const char *name, void 
             sop__v_set(o, name, sop__bridge_text(b->partial));
         else if (a && !a->complete)
             sop__v_set(o, name, sop__bridge_text(a->partial));
+    } else if (strcmp(name, "running_tasks") == 0) {
+        sop_value *arr = sop__v_arr_at(o, name);
+        for (size_t i = 0, k = 0; arr && i < b->ntasks && k < 8; i++) {
+            const sop_pytask *t = &b->tasks[i];
+            if (!t->running || !t->nframes)
+                continue;
+            sop_value *r = sop__v_obj();
+            sop__v_set(r, "task", sop__bridge_text(t->name));
+            sop__v_set(r, "func", sop__bridge_text(t->frames[0].func));
+            sop__v_set(r, "file", sop__bridge_text(t->frames[0].file));
+            sop__v_set_int(r, "line", t->frames[0].line);
+            sop__v_push(arr, r);
+            k++;
+        }
     } else if (strcmp(name, "waits") == 0) {
         wait_group *g = calloc(b->ntasks ? b->ntasks : 1, sizeof *g);
         size_t n = 0;

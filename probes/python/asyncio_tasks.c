@@ -79,6 +79,8 @@ typedef struct {
     size_t nfound, capfound;
     bool truncated;
     uint64_t last_locals; /* localsplus of the last level read (its `self` for methods) */
+    uint64_t max_objects; /* GC objects to look at, over all lists (0: no bound but the lists') */
+    uint64_t seen;        /* GC objects looked at so far */
     sop_missing *missing;
 } tasks_reader;
 
@@ -286,6 +288,12 @@ static int walk_list(tasks_reader *tr, uint64_t head, uint64_t *walked, char *wh
             snprintf(why, whylen, "more than %llu objects", (unsigned long long)MAX_LIST_OBJECTS);
             return -EAGAIN;
         }
+        if (tr->max_objects && tr->seen + n >= tr->max_objects) {
+            snprintf(why, whylen, "stopped after %llu GC objects (the read's bound)",
+                     (unsigned long long)tr->max_objects);
+            *walked = n;
+            return -E2BIG;
+        }
         if (!node || (node & 7)) {
             snprintf(why, whylen, "bad link after %llu objects", (unsigned long long)n);
             return -EAGAIN;
@@ -359,10 +367,13 @@ static int walk_gc(tasks_reader *tr, sop_pytasks *out)
             sop__rmem_flush(m);
         }
         out->objects += walked;
-        if (r == -EAGAIN) {
+        tr->seen += walked;
+        if (r == -EAGAIN || r == -E2BIG) {
             if (out->complete)
                 snprintf(out->partial, sizeof out->partial, "%s: %s", lists[g], why);
             out->complete = false;
+            if (r == -E2BIG)
+                break;
         } else if (r < 0) {
             return r;
         }
@@ -892,13 +903,14 @@ static int read_all(tasks_reader *tr, sop_pytasks *out)
 }
 
 static int read_at(int pid, const char *proc_root, sop_rmem_source source, void *ctx, int minor,
-                   uint64_t runtime, sop_pytasks **out, sop_missing *missing)
+                   uint64_t runtime, uint64_t max_objects, sop_pytasks **out, sop_missing *missing)
 {
     *out = NULL;
     double t0 = now_ms();
     tasks_reader tr;
     memset(&tr, 0, sizeof tr);
     tr.missing = missing;
+    tr.max_objects = max_objects;
     sop_pytasks *res = calloc(1, sizeof *res);
     if (!res)
         return -ENOMEM;
@@ -978,7 +990,14 @@ out:
 
 int sop__tasks_read(int pid, const char *proc_root, sop_pytasks **out, sop_missing *missing)
 {
-    return read_at(pid, proc_root ? proc_root : "/proc", NULL, NULL, 0, 0, out, missing);
+    return read_at(pid, proc_root ? proc_root : "/proc", NULL, NULL, 0, 0, 0, out, missing);
+}
+
+int sop__tasks_read_bounded(int pid, const char *proc_root, uint64_t max_objects, sop_pytasks **out,
+                            sop_missing *missing)
+{
+    return read_at(pid, proc_root ? proc_root : "/proc", NULL, NULL, 0, 0, max_objects, out,
+                   missing);
 }
 
 int sop__tasks_read_fake(sop_rmem_source source, void *ctx, int minor, uint64_t runtime,
@@ -988,5 +1007,5 @@ int sop__tasks_read_fake(sop_rmem_source source, void *ctx, int minor, uint64_t 
         *out = NULL;
         return -EINVAL;
     }
-    return read_at(0, "/nonexistent-sop-fake-root", source, ctx, minor, runtime, out, missing);
+    return read_at(0, "/nonexistent-sop-fake-root", source, ctx, minor, runtime, 0, out, missing);
 }

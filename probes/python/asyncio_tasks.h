@@ -85,6 +85,10 @@ typedef struct sop_pytasks {
  * -ENOEXEC not CPython, -ENOTSUP unsupported version, -ESRCH gone, -EPERM/-EACCES refused,
  * -ENOMEM. *out owned by the caller (sop__tasks_free). */
 int sop__tasks_read(int pid, const char *proc_root, sop_pytasks **out, sop_missing *missing);
+/* The same, looking at no more than max_objects GC objects (then partial: the tasks found so
+ * far), for reads inside a collection (engine/collect_tasks.c). */
+int sop__tasks_read_bounded(int pid, const char *proc_root, uint64_t max_objects, sop_pytasks **out,
+                            sop_missing *missing);
 /* The same over a stand-in memory (fuzzing, tests): the built-in layout of 3.<minor>, the
  * runtime at `runtime`, every read through `source`. */
 int sop__tasks_read_fake(sop_rmem_source source, void *ctx, int minor, uint64_t runtime,
