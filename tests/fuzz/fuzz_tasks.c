@@ -1,6 +1,10 @@
 /* fuzz_tasks.c — libFuzzer target: the asyncio task reader (GC lists, type and base
  * resolution, task fields, await chains through coroutine frames and value stacks, gather
- * children, future callbacks) over a fake target memory built from the input. Byte 0: the version
+ * children, future callbacks) over a fake target memory built from the input. Seeds:
+ * corpus/tasks/seed_311_task and seed_39_task are hand-built images (3.11, 3.9) of one
+ * interpreter whose generation 0 holds one pending task suspended in a coroutine that awaits a
+ * FutureIter over a future chained to a concurrent one (the reader lists it, with its chain,
+ * as waiting on an executor); seed_311_heap is the heap walker's. Byte 0: the version
  * (3.8 + b % 6) and the mode; the rest is an image mapped at IMAGE_BASE, where _PyRuntime sits.
  * Mode "flat": reads outside the image fail (-EFAULT); mode "wrap": every nonzero address reads the
  * image modulo its size, so every pointer the walker follows is readable garbage. Bit 6 of byte 0:
