@@ -929,6 +929,10 @@ static int read_at(int pid, const char *proc_root, sop_rmem_source source, void 
         sop_pyruntime fresh;
         const sop_pyruntime *found = sop__pyruntime_reuse(NULL, pid, proc_root, &fresh, missing);
         if ((rc = found->rc) < 0) {
+            if (rc == -ENOEXEC)
+                sop__missing_add(missing, "tasks", "not a CPython process");
+            else if (rc == -ESRCH)
+                sop__missing_add(missing, "tasks", "process %d not found", pid);
             free(res);
             return rc;
         }

@@ -159,7 +159,23 @@ def busy(tag, py):
             tag + " busy: the main task awaits the running one", str(main)[:300])
 
 
+def errors():
+    """Exit status 2 on usage, 3 (with the reason) on a process that is not CPython."""
+    rc, _, _ = sopt.sopctl("tasks")
+    C.check(rc == 2, "tasks without --pid: exit 2", str(rc))
+    p = subprocess.Popen(["sleep", "30"])
+    try:
+        rc, doc = tasks_json(p.pid)
+    finally:
+        p.kill()
+        p.wait()
+    reasons = [m.get("reason") for m in doc.get("missing_evidence", [])]
+    C.check(rc == 3 and "not a CPython process" in reasons, "tasks on a non-Python process: exit 3, "
+            "says why", "rc=%s %s" % (rc, reasons))
+
+
 def main():
+    errors()
     sizes = [int(x) for x in os.environ.get("SIZES", "1,100,10000").split(",") if x]
     with tempfile.TemporaryDirectory(prefix="sop-tasks-") as tmp:
         for tag, py in interpreters():
