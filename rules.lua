@@ -68,6 +68,11 @@ thresholds {
   loop_busy_cpu_pct = 80,       -- the loop thread at/above this % of a core while stuck in a callback: high
   loop_block_ms = 100,          -- sampled window: the loop away from its selector this long in one stretch
 
+  -- asyncio.tasks_piling (§5)
+  tasks_pile_min = 20,          -- pending asyncio tasks grew by at least this many over the window ...
+  tasks_pile_per_s = 5,         -- ... at least this many per second ...
+  tasks_pile_group_pct = 50,    -- ... and at least this % of the pending ones wait on the same thing (kind + line)
+
   -- asyncio.no_uvloop (§5.4)
   uvloop_busy_pct = 50,         -- an asyncio default-loop thread using at least this % of a core is a busy server
 

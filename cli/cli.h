@@ -22,6 +22,7 @@ int cli_parse_format(const char *s, sop_format *fmt);
 int cli_print_merge(const sop_merge *m, sop_format fmt, const char *lang, const char *output);
 int cmd_watch(int argc, char **argv);
 int cmd_heap(int argc, char **argv);
+int cmd_tasks(int argc, char **argv);
 
 /* Parse a positive pid; -1 when not a pid. */
 int cli_parse_pid(const char *s);

@@ -19,6 +19,7 @@ static const char USAGE[] =
     "  sopctl record --pid N --duration S [--rate HZ] -o FILE(.txt|.svg)\n"
     "  sopctl dump --pid N [--native] [--exact] [--json]\n"
     "  sopctl heap --pid N [--json] [--top K] [--duration S] [--stop]\n"
+    "  sopctl tasks --pid N [--json] [--tree]   # every asyncio task and its await chain\n"
     "  sopctl merge [--format md|json|text] [--lang en|zh] REPORT.json... | -\n"
     "  sopctl fleet --slurm-job J [--duration S] [--timeout S] [--format md|json|text]\n"
     "  sopctl watch [RULES.lua] --pid N [--every S] [--duration S] [--listen ADDR:PORT]\n"
@@ -60,6 +61,8 @@ static int dispatch(int argc, char **argv)
         return cmd_watch(argc - 1, argv + 1);
     if (strcmp(cmd, "heap") == 0)
         return cmd_heap(argc - 1, argv + 1);
+    if (strcmp(cmd, "tasks") == 0)
+        return cmd_tasks(argc - 1, argv + 1);
     if (strcmp(cmd, "agents-md") == 0)
         return cmd_agents_md(argc - 1, argv + 1);
     if (strcmp(cmd, "version") == 0 || strcmp(cmd, "--version") == 0) {

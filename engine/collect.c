@@ -20,6 +20,7 @@
 #include "clock.h"
 #include "collect_gpu.h"
 #include "collect_heap.h"
+#include "collect_tasks.h"
 #include "engine.h"
 #include "evidence.h"
 #include "python/python.h"
@@ -243,6 +244,8 @@ void sop__collection_free(sop_collection *c)
     c->heap = NULL;
     free(c->gpu);
     c->gpu = NULL;
+    sop__v_free(c->tasks);
+    c->tasks = NULL;
     sop__tree_free(c->sched);
     free(c->sched);
     c->sched = NULL;
@@ -361,6 +364,9 @@ int sop__collect(int pid, const sop_collect_opts *o, sop_value **out, char **pic
         sop__heap_window_start(&hw, rt, pid, proc_root, (o->probes & SOP_PROBE_HEAP) != 0);
     sop_gpu_window gw;
     sop__gpu_window_start(&gw, root_fd, &a.proc, &a.children);
+    sop_tasks_window tw = {0};
+    if (want_heap && o->duration_s > 0)
+        sop__tasks_window_start(&tw, pid, proc_root);
     tree_poller tp = {root_fd, pid, NULL, 0, &gw, 0};
     if (o->duration_s > 0 && (o->probes & SOP_PROBE_THREADS)) {
         tp.t = calloc(1, sizeof *tp.t);
@@ -463,8 +469,11 @@ int sop__collect(int pid, const sop_collect_opts *o, sop_value **out, char **pic
             c.heap = sop__heap_window_end(
                 &hw, rt, pid, proc_root, (o->probes & SOP_PROBE_HEAP) != 0, &c.proc,
                 (o->probes & SOP_PROBE_CGROUP) ? &c.cgroup : NULL, c.duration_s, &c.missing);
+        if (c.python && want_heap)
+            c.tasks = sop__tasks_window_end(&tw, pid, proc_root, c.duration_s, &c.missing);
     }
     sop__heap_window_free(&hw);
+    sop__tasks_window_free(&tw);
     if (o->kernel_log && (o->probes & SOP_PROBE_KMSG))
         sop__kmsg_collect(&c.ooms, c.host.btime, KMSG_MAX_AGE_S, &c.missing);
     rc = 0;
@@ -488,6 +497,10 @@ done:
         if (tree && c.heap) { /* ev.python.heap: the tree takes it over */
             sop__v_set(sop__v_obj_at(tree, "python"), "heap", c.heap);
             c.heap = NULL;
+        }
+        if (tree && c.tasks) { /* ev.python.tasks */
+            sop__v_set(sop__v_obj_at(tree, "python"), "tasks", c.tasks);
+            c.tasks = NULL;
         }
         if (!tree) {
             rc = SOP_ENOMEM;

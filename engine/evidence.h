@@ -42,6 +42,7 @@ typedef struct sop_collection {
     struct sop_python *python;    /* NULL when not CPython or not read */
     struct sop_sampler *sampling; /* the window's stack samples (engine/sampler.h); or NULL */
     struct sop_value *heap;       /* ev.python.heap (engine/collect_heap.c); or NULL */
+    struct sop_value *tasks;      /* ev.python.tasks (engine/collect_tasks.c); or NULL */
     sop_missing missing;
 } sop_collection;
 

@@ -47,18 +47,30 @@ local function in_loop_machinery(f)
       or is_uvloop_file(file)
 end
 
+-- The asyncio task (ev.python.tasks.running_tasks, read at the window's end) whose coroutine is
+-- one of the blocked stretch's frames (same function and file): the task the loop was stuck in.
+local function blocking_task(frames, tasks)
+  for _, r in ipairs(tasks and tasks.running_tasks or {}) do
+    for _, f in ipairs(frames) do
+      if f.func == r.func and f.file == r.file then return r end
+    end
+  end
+  return nil
+end
+
 rule {
   id = "asyncio.loop_blocked", section = "5", severity = "warn",
   title = T("the asyncio event loop is stuck in one callback (sync sleep, HTTP, CPU work): every other request waits",
             "asyncio 事件循环卡在一个回调里（同步 sleep、HTTP、CPU 计算）：其他请求都在排队"),
   doc = [[Sampled window: hit when a thread running an asyncio (or uvloop) loop stayed away from its selector for at
-    least loop_block_ms in one stretch, naming the frame. Snapshot: hit when the loop thread is inside a callback
+    least loop_block_ms in one stretch, naming the frame (and the asyncio task running it at the window's end,
+    when its coroutine is one of the stretch's frames). Snapshot: hit when the loop thread is inside a callback
     in user code rather than the selector, blocked (S/D) or running (R); high when the loop thread used at least
     loop_busy_cpu_pct of a core; an asyncio loop measured over the window is judged by the window only (a busy
     loop is inside some callback at most snapshots). Unknown when not CPython. When the loop thread waited on the
     GPU (window.gpu_wait_frac) at least gpu_sync_frac of its samples, the finding is high with the §5.5 cause and
     fix (a GPU thread or process behind a request queue with dynamic batching; never synchronise on the loop).]],
-  reads = { "python.loop", "python.threads[].frames", "proc.cwd", "proc.cmdline", "threads[].state",
+  reads = { "python.loop", "python.tasks", "python.threads[].frames", "proc.cwd", "proc.cmdline", "threads[].state",
             "threads[].cpu_pct", "sampling", "duration_s", "pid", "python.threads[].tid", "threads[].tid",
             "python.threads[].window.gpu_wait_frac", "python.threads[].window.gpu_sync_site", "gpu.busy_pct",
             "gpu.idle_frac", "gpu.devices[].name", "gpu.devices[].used_by_tree", "gpu.devices[].util_samples" },
@@ -89,6 +101,10 @@ rule {
       local own = lp.frames and common.own_frame(lp.frames, ev)
       local frame = lp.frames and common.user_frame(lp.frames, ev) or lp.frame or "?"
       local fname = own and own.func or (lp.frame or "?"):match("^(.-) %(") or lp.frame or "?"
+      local task = lp.frames and blocking_task(lp.frames, py.tasks)
+      local task_en = task and fmt("; task \"%s\" (coroutine %s) was running it at the end of the window",
+                                   task.task, task.func) or ""
+      local task_zh = task and fmt("；窗口结束时正在运行它的是任务 \"%s\"（协程 %s）", task.task, task.func) or ""
       -- §5.5: the loop thread waits on the GPU inside the handler (a model run synchronously there).
       local lw
       for _, t in ipairs(py.threads) do
@@ -132,11 +148,12 @@ rule {
       return hit {
         evidence = tr("event-loop thread tid {tid} ran {longest_block_ms:%.0f} ms without returning to the selector, "
                         .. "in {frame:%s} (longest stretch over a {duration_s:%.1f} s window sampled at {rate_hz:%g} "
-                        .. "Hz, {samples} samples)",
+                        .. "Hz, {samples} samples){task_en}",
                       "事件循环线程 tid {tid} 有 {longest_block_ms:%.0f} ms 没有回到 selector，位置 {frame:%s}（{duration_s:%.1f} 秒窗口"
-                        .. "内以 {rate_hz:%g} Hz 采样 {samples} 次中最长的一段）",
+                        .. "内以 {rate_hz:%g} Hz 采样 {samples} 次中最长的一段）{task_zh}",
                       { tid = lp.tid or 0, longest_block_ms = lp.longest_block_ms, frame = frame,
-                        duration_s = ev.duration_s or 0, rate_hz = smp.rate_hz or 0, samples = smp.samples or 0 }),
+                        duration_s = ev.duration_s or 0, rate_hz = smp.rate_hz or 0, samples = smp.samples or 0,
+                        task_en = task_en, task_zh = task_zh }),
         cause = tr("asyncio runs every coroutine on one thread: code in {fname:%s} that does not await (time.sleep, "
                    .. "requests/sync DB client, CPU work, json.loads of a large body) holds the whole loop for "
                    .. "as long as it runs (SOP §5.1, §5.2).",
@@ -216,6 +233,118 @@ rule {
     end
     return clear(tr("{loops} event loop(s), each waiting in the selector at the snapshot",
                     "{loops} 个事件循环，快照时都在 selector 中等待", { loops = loops }))
+  end,
+}
+
+-- §5: request tasks pile up behind one thing they all wait on (a saturated default executor, a
+-- lock, a semaphore, a full queue, a downstream call that never answers). Reads ev.python.tasks
+-- (the tasks read at the window's start and end, grouped by what they wait on).
+local WAIT_WHAT = {
+  executor = T("the default executor (run_in_executor)", "默认线程池（run_in_executor）"),
+  lock = T("an asyncio.Lock", "一个 asyncio.Lock"),
+  semaphore = T("an asyncio.Semaphore", "一个 asyncio.Semaphore"),
+  condition = T("an asyncio.Condition", "一个 asyncio.Condition"),
+  queue_put = T("a full asyncio.Queue (put)", "已满的 asyncio.Queue（put）"),
+  queue_get = T("an empty asyncio.Queue (get)", "空的 asyncio.Queue（get）"),
+  event = T("an asyncio.Event", "一个 asyncio.Event"),
+  sleep = T("asyncio.sleep", "asyncio.sleep"),
+  task = T("another task", "另一个任务"),
+  gather = T("an asyncio.gather group", "一个 asyncio.gather 组"),
+  wait = T("asyncio.wait / wait_for", "asyncio.wait / wait_for"),
+  stream = T("a stream read", "一次流读取"),
+  socket = T("a socket (loop.sock_*)", "一个 socket（loop.sock_*）"),
+  future = T("a future", "一个 future"),
+}
+
+local PILE_CAUSE = {
+  executor = T("loop.run_in_executor(None, ...) queues every call on the default ThreadPoolExecutor, which has "
+               .. "min(32, CPUs + 4) threads: calls arrive faster than those threads finish them, so each "
+               .. "request waits in the executor's unbounded queue before its call even starts (SOP §5.2).",
+               "loop.run_in_executor(None, ...) 把每个调用排进默认 ThreadPoolExecutor（min(32, CPU 数 + 4) 个线程）："
+               .. "调用到达得比这些线程完成得快，每个请求都要先在线程池的无界队列里等，调用才开始（SOP §5.2）。"),
+  lock = T("the tasks are admitted one at a time by a lock whose holder takes longer than the arrival interval: "
+           .. "they form a convoy behind it (SOP §5).",
+           "任务被一把锁逐个放行，而持锁者的耗时长于到达间隔：任务在锁后排成长队（SOP §5）。"),
+  semaphore = T("the tasks are admitted N at a time by a semaphore whose holders take longer than the arrival "
+                .. "interval: the rest queue behind it (SOP §5).",
+                "任务被信号量每次放行 N 个，而持有者的耗时长于到达间隔：其余任务在它后面排队（SOP §5）。"),
+}
+local PILE_CAUSE_ANY = T("tasks are created faster than what they wait on completes, with nothing bounding how many "
+                         .. "are in flight: the backlog grows and every reply gets later (SOP §5).",
+                         "任务创建得比它们等待的东西完成得快，且没有限制同时在途的数量：积压越来越多，每个响应都越来越晚（SOP §5）。")
+local PILE_FIX = {
+  executor = T("Bound the work in flight: admit requests through an asyncio.Semaphore sized to what the blocking "
+               .. "backend sustains (or answer 503 when it is full); give the blocking calls an executor of their "
+               .. "own, ThreadPoolExecutor(max_workers=N) passed to run_in_executor, with N measured against the "
+               .. "backend; better, replace the blocking client with an async one (aiohttp, httpx.AsyncClient, an "
+               .. "async DB driver); put a timeout (asyncio.wait_for) on each call.",
+               "限制在途工作量：用与阻塞后端承受能力相当的 asyncio.Semaphore 控制请求准入（满了就返回 503）；"
+               .. "给阻塞调用单独的线程池 ThreadPoolExecutor(max_workers=N) 传给 run_in_executor，N 按后端实测确定；"
+               .. "更好的是把阻塞客户端换成异步的（aiohttp、httpx.AsyncClient、异步数据库驱动）；每个调用加超时"
+               .. "（asyncio.wait_for）。"),
+}
+local PILE_FIX_ANY = T("Bound the tasks in flight (an asyncio.Semaphore, or a bounded asyncio.Queue between the "
+                       .. "producer and a fixed set of workers), keep awaits of I/O out of critical sections, and put "
+                       .. "a timeout (asyncio.wait_for / asyncio.timeout) on every downstream await.",
+                       "限制在途任务数（asyncio.Semaphore，或在生产者与固定数量的工作协程之间放一个有界 asyncio.Queue），"
+                       .. "不要在临界区内 await I/O，并给每个下游 await 加超时（asyncio.wait_for / asyncio.timeout）。")
+
+rule {
+  id = "asyncio.tasks_piling", section = "5", severity = "warn",
+  title = T("asyncio tasks pile up behind one thing they all wait on (a saturated executor, a lock, a semaphore)",
+            "asyncio 任务堆积在同一个等待对象后面（线程池饱和、锁、信号量）"),
+  doc = [[Reads python.tasks (the asyncio tasks read at the window's start and end, docs/asyncio.md). Hit when the
+    pending tasks grew by at least tasks_pile_min and tasks_pile_per_s per second over the window and at least
+    tasks_pile_group_pct of them wait on the same thing (the same kind of wait at the same line), naming it.
+    Clear when they did not grow; unknown without a window; clear when the target has no asyncio.]],
+  reads = { "python.tasks", "duration_s", "pid" },
+  uses = { "tasks_pile_min", "tasks_pile_per_s", "tasks_pile_group_pct" },
+  symptom = T("pending asyncio tasks keep growing, all waiting on the same thing: replies get later and later",
+              "待处理的 asyncio 任务不断增加，都在等同一个东西：响应越来越慢"),
+  fix = PILE_FIX_ANY,
+  refs = { "https://docs.python.org/3/library/asyncio-eventloop.html#asyncio.loop.run_in_executor",
+           "https://docs.python.org/3/library/asyncio-sync.html#asyncio.Semaphore" },
+  check = function(ev, th)
+    local py = ev.python
+    if not py then return unknown(common.NO_STACKS) end
+    local tk = py.tasks
+    if not tk then
+      return clear(T("no asyncio tasks read (asyncio's C module not loaded)", "未读取到 asyncio 任务（未加载 asyncio 的 C 模块）"))
+    end
+    if common.no_window(ev) or tk.pending_growth == nil then
+      return common.one_snapshot("no growth of pending tasks to measure", "无法度量待处理任务的增长")
+    end
+    local g = tk.waits and tk.waits[1]
+    local per_s = tk.pending_growth_per_s or 0
+    if tk.pending_growth < th.tasks_pile_min or per_s < th.tasks_pile_per_s or not g
+        or g.count * 100 < th.tasks_pile_group_pct * math.max(tk.pending, 1) then
+      return clear(tr("pending asyncio tasks {pending_start} -> {pending} over {window_s:%.1f} s "
+                        .. "({created} created, {finished} finished): not piling up",
+                      "待处理 asyncio 任务 {window_s:%.1f} 秒内 {pending_start} -> {pending}"
+                        .. "（新建 {created}，完成 {finished}）：没有堆积",
+                      { pending_start = tk.pending_start, pending = tk.pending, window_s = tk.window_s or 0,
+                        created = tk.created or 0, finished = tk.finished or 0 }))
+    end
+    local what = WAIT_WHAT[g.kind] or T(g.kind, g.kind)
+    return hit {
+      evidence = tr("pending asyncio tasks grew from {pending_start} to {pending} in {window_s:%.1f} s "
+                      .. "({per_s:%+.1f}/s; {created} created, {finished} finished); {count} of them wait on "
+                      .. "{what_en} at {frame}, {whole} of those pending the whole window (e.g. task {task})",
+                    "待处理 asyncio 任务在 {window_s:%.1f} 秒内从 {pending_start} 增加到 {pending}"
+                      .. "（{per_s:%+.1f}/秒；新建 {created}，完成 {finished}）；其中 {count} 个在 {frame} 等待"
+                      .. "{what_zh}，其中 {whole} 个整个窗口都在等（例如任务 {task}）",
+                    { pending_start = tk.pending_start, pending = tk.pending, window_s = tk.window_s or 0,
+                      per_s = per_s, created = tk.created or 0, finished = tk.finished or 0, count = g.count,
+                      what_en = what.en, what_zh = what.zh, frame = g.frame or "?", whole = g.whole_window or 0,
+                      task = g.task or "?" }),
+      cause = PILE_CAUSE[g.kind] or PILE_CAUSE_ANY,
+      fix = PILE_FIX[g.kind] or PILE_FIX_ANY,
+      verify = tr("`sopctl tasks --pid {pid}` a few seconds apart shows the same number of pending tasks; "
+                    .. "`sopctl evidence --pid {pid} --duration 5`: python.tasks.pending_growth below {min:%g}.",
+                  "相隔几秒运行 `sopctl tasks --pid {pid}`，待处理任务数不变；`sopctl evidence --pid {pid} "
+                    .. "--duration 5`：python.tasks.pending_growth 低于 {min:%g}。",
+                  { pid = ev.pid, min = th.tasks_pile_min }),
+    }
   end,
 }
 

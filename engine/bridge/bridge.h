@@ -33,6 +33,12 @@ sop_value *sop__bridge_python_gc(const struct sop_python *py);
 sop_value *sop__bridge_python_walk(const struct sop_python *py);
 sop_value *sop__bridge_python_others(const struct sop_python *py);
 
+/* ev.python.tasks from the tasks read at the window's start (`a`, NULL when not read) and at
+ * its end (`b`; NULL gives NULL), window_s apart (engine/bridge/tasks.c). */
+struct sop_pytasks;
+sop_value *sop__bridge_tasks(const struct sop_pytasks *a, const struct sop_pytasks *b,
+                             double window_s);
+
 /* ev.python.heap from a census `a` and, when `b` is not NULL, a second one `window_s` later
  * (growth per type, of the objects and of the anonymous memory, anon_kb* SOP_NA when unknown);
  * at most `top` types in each list. Also the body of `sopctl heap --json`. */

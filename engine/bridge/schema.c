@@ -88,6 +88,10 @@ const sop_evk_group sop__evk_groups[] = {
      "`evidence --heap` a census at the window's start and end; else one at the end only when "
      "the RSS grew >= 1 MiB/s over >= 2 s or the cgroup is >= 80% full",
      sop__evk_heap, &sop__evk_heap_n},
+    {"python.tasks",
+     "engine/bridge/tasks.c (probes/python/asyncio_tasks.c; issue 29; docs/asyncio.md): the "
+     "asyncio tasks read at the window's start and end, when the target has loaded _asyncio",
+     sop__evk_tasks, &sop__evk_tasks_n},
     {"sampling",
      "engine/bridge/window.c: the sampling loop's counts (engine/sampler.c), when a window was "
      "sampled (see Sampling below)",

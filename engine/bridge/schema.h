@@ -89,6 +89,8 @@ extern const sop_evk sop__evk_python[];
 extern const size_t sop__evk_python_n;
 extern const sop_evk sop__evk_heap[]; /* the group "python.heap" */
 extern const size_t sop__evk_heap_n;
+extern const sop_evk sop__evk_tasks[]; /* the group "python.tasks" */
+extern const size_t sop__evk_tasks_n;
 extern const sop_evk sop__evk_sampling[], sop__evk_io_files[];
 extern const size_t sop__evk_sampling_n, sop__evk_io_files_n;
 extern const sop_evk sop__evk_gpu[];

@@ -50,6 +50,13 @@
     .ob_size = 16, .list_items = 24, .list_allocated = 32, .set_mask = 32, .set_table = 40,        \
     .set_smalltable = 64, .dict_used = 16
 
+/* asyncio (asyncio_tasks.c): FutureObj_HEAD / TaskObj of Modules/_asynciomodule.c, the
+ * coroutine object's frame (3.8-3.10 gi_frame; 3.11+ the embedded _PyInterpreterFrame and the
+ * int8 gi_frame_state) and the suspended frame's value stack. The field order is that of each
+ * version's sources; the numbers were checked in a live interpreter of every version (ctypes:
+ * the words of a task equal to id(loop), id(coro), id(name), id(fut_waiter); the bytes that
+ * change on set_result() / cancel(); the stack top of a coroutine suspended in `await` equal
+ * to id(coro.cr_await)); Debian 3.11.2 gives the same numbers as pyenv 3.11.7. */
 /* One version per block, related fields on a line. */
 // clang-format off
 static const sop_pylayout layouts[] = {
@@ -66,6 +73,10 @@ static const sop_pylayout layouts[] = {
         .co_read_size = 128, .ob_type = 8, .str = STR_311,
         .frame_localsplus = 360, DICT_OLD,
         HEAP_FIELDS, .managed_preheader = 0,
+        .fut_loop = 16, .fut_callback0 = 24, .fut_callbacks = 40, .fut_result = 56, .fut_state = 72,
+        .task_fut_waiter = 104, .task_coro = 112, .task_name = 120, .task_must_cancel = 136,
+        .task_must_cancel_bit = -1, .futiter_future = 16, .gen_frame = 16, .fo_valuestack = 64,
+        .fo_stacktop = 72, .co_code = 48, .func_code = 16,
     },
     {   /* 3.9.18 */
         .minor = 9, .source = "table 3.9", .frames = SOP_PYFRAME_OBJECT,
@@ -79,6 +90,10 @@ static const sop_pylayout layouts[] = {
         .co_read_size = 128, .ob_type = 8, .str = STR_311,
         .frame_localsplus = 360, DICT_OLD,
         HEAP_FIELDS, .managed_preheader = 0,
+        .fut_loop = 16, .fut_callback0 = 24, .fut_callbacks = 40, .fut_result = 56, .fut_state = 80,
+        .task_fut_waiter = 144, .task_coro = 152, .task_name = 160, .task_must_cancel = 176,
+        .task_must_cancel_bit = -1, .futiter_future = 16, .gen_frame = 16, .fo_valuestack = 64,
+        .fo_stacktop = 72, .co_code = 48, .func_code = 16,
     },
     {   /* 3.10.13: f_lasti counts code units */
         .minor = 10, .source = "table 3.10", .frames = SOP_PYFRAME_OBJECT,
@@ -92,6 +107,10 @@ static const sop_pylayout layouts[] = {
         .co_read_size = 128, .ob_type = 8, .str = STR_311,
         .frame_localsplus = 352, DICT_OLD,
         HEAP_FIELDS, .managed_preheader = 0,
+        .fut_loop = 16, .fut_callback0 = 24, .fut_callbacks = 40, .fut_result = 64, .fut_state = 88,
+        .task_fut_waiter = 152, .task_coro = 160, .task_name = 168, .task_must_cancel = 184,
+        .task_must_cancel_bit = -1, .futiter_future = 16, .gen_frame = 16, .fo_valuestack = 64,
+        .fo_stackdepth = 80, .co_code = 48, .func_code = 48,
     },
     {   /* 3.11.7 (and Debian 3.11.2): interp->threads.head; _PyInterpreterFrame.is_entry */
         .minor = 11, .source = "table 3.11", .frames = SOP_PYFRAME_CFRAME,
@@ -109,6 +128,10 @@ static const sop_pylayout layouts[] = {
         .frame_localsplus = 72, DICT_NEW, .ht_cached_keys = 872, .values_values = 0,
         .managed_values_word = -4,
         HEAP_FIELDS, .managed_preheader = 16,
+        .fut_loop = 16, .fut_callback0 = 24, .fut_callbacks = 40, .fut_result = 64, .fut_state = 88,
+        .task_fut_waiter = 128, .task_coro = 136, .task_name = 144, .task_must_cancel = 160,
+        .task_must_cancel_bit = -1, .task_num_cancels = 168, .futiter_future = 16,
+        .gen_iframe = 80, .gen_state = 75, .if_stacktop = 64, .func_code = 48,
     },
     {   /* 3.12.1: the GIL hangs off interp->ceval.gil; shim frames owned by the C stack */
         .minor = 12, .source = "table 3.12", .frames = SOP_PYFRAME_CFRAME,
@@ -127,6 +150,10 @@ static const sop_pylayout layouts[] = {
         .frame_localsplus = 72, DICT_NEW, .ht_cached_keys = 880, .values_values = 0,
         .managed_values_word = -3,
         HEAP_FIELDS, .managed_preheader = 16,
+        .fut_loop = 16, .fut_callback0 = 24, .fut_callbacks = 40, .fut_result = 64, .fut_state = 88,
+        .task_fut_waiter = 128, .task_coro = 136, .task_name = 144, .task_must_cancel = 160,
+        .task_must_cancel_bit = -1, .task_num_cancels = 168, .futiter_future = 16,
+        .gen_iframe = 72, .gen_state = 67, .if_stacktop = 64, .func_code = 48,
     },
     {   /* 3.13.0: fallback when _Py_DebugOffsets is unreadable; tstate->current_frame */
         .minor = 13, .source = "table 3.13", .frames = SOP_PYFRAME_DIRECT,
@@ -147,6 +174,12 @@ static const sop_pylayout layouts[] = {
         .frame_localsplus = 72, DICT_NEW, .ht_cached_keys = 880, .values_values = 8,
         .managed_values_word = 0, .inline_values = true,
         HEAP_FIELDS, .managed_preheader = 16,
+        /* task_must_cancel: bit 2 of the bit-field word after fut_state (log_tb, blocking,
+         * must_cancel, log_destroy_pending) */
+        .fut_loop = 16, .fut_callback0 = 24, .fut_callbacks = 40, .fut_result = 64, .fut_state = 96,
+        .task_fut_waiter = 112, .task_coro = 120, .task_name = 128, .task_must_cancel = 100,
+        .task_must_cancel_bit = 2, .task_num_cancels = 104, .futiter_future = 16,
+        .gen_iframe = 72, .gen_state = 67, .if_stacktop = 64, .func_code = 48,
     },
 };
 

@@ -78,6 +78,23 @@ typedef struct {
     uint32_t gc_head_size, tp_name, tp_basicsize, tp_itemsize, tp_dict, ob_size;
     uint32_t list_items, list_allocated, set_mask, set_table, set_smalltable, dict_used;
     uint32_t managed_preheader;
+    /* asyncio tasks (asyncio_tasks.c): the C _asyncio.Future / _asyncio.Task objects
+     * (FutureObj_HEAD, TaskObj in Modules/_asynciomodule.c), coroutine / generator objects
+     * and the suspended frame's value stack. 0 = not placed (then no task reader). */
+    uint32_t fut_loop, fut_callback0, fut_callbacks, fut_result, fut_state;
+    uint32_t task_fut_waiter, task_coro, task_name;
+    uint32_t task_must_cancel;      /* int, or a bit of an unsigned bit-field (3.13) */
+    int task_must_cancel_bit;       /* -1: a whole int; else the bit number */
+    uint32_t task_num_cancels;      /* 3.11+: int task_num_cancels_requested; else 0 */
+    uint32_t futiter_future;        /* _asyncio.FutureIter.future */
+    uint32_t gen_frame;             /* 3.8-3.10: gi_frame (PyFrameObject *) */
+    uint32_t gen_iframe, gen_state; /* 3.11+: embedded _PyInterpreterFrame, int8 frame state */
+    uint32_t fo_valuestack;         /* 3.8-3.10: f_valuestack */
+    uint32_t fo_stacktop;           /* 3.8-3.9: f_stacktop (PyObject **) */
+    uint32_t fo_stackdepth;         /* 3.10: int f_stackdepth */
+    uint32_t if_stacktop;           /* 3.11+: int stacktop (slots from localsplus) */
+    uint32_t co_code;               /* 3.8-3.10: co_code (bytes) */
+    uint32_t func_code;             /* PyFunctionObject.func_code */
 } sop_pylayout;
 
 /* Sizes of the buffers the walker reads structures into; every offset of a layout lies inside

@@ -98,8 +98,8 @@ static int values_get(sop_rmem *m, const sop_pylayout *L, uint64_t type, uint64_
     return sop__rmem_u64(m, values + L->values_values + 8 * ix, value);
 }
 
-int sop__py_instance_str_attr(sop_rmem *m, const sop_pylayout *L, uint64_t obj, const char *attr,
-                              char *out, size_t cap)
+int sop__py_instance_attr(sop_rmem *m, const sop_pylayout *L, uint64_t obj, const char *attr,
+                          uint64_t *out)
 {
     uint64_t type, flags = 0, value = 0;
     int r;
@@ -154,6 +154,17 @@ int sop__py_instance_str_attr(sop_rmem *m, const sop_pylayout *L, uint64_t obj, 
         return r;
     if (!value)
         return -ENOENT;
+    *out = value;
+    return 0;
+}
+
+int sop__py_instance_str_attr(sop_rmem *m, const sop_pylayout *L, uint64_t obj, const char *attr,
+                              char *out, size_t cap)
+{
+    uint64_t value = 0;
+    int r = sop__py_instance_attr(m, L, obj, attr, &value);
+    if (r < 0)
+        return r;
     return sop__rmem_unicode(m, &L->str, value, out, cap);
 }
 

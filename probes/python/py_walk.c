@@ -248,7 +248,7 @@ static bool grow_codes(walker *w)
 }
 
 /* The cached decoding of the code object at `code`, or NULL with *err set. */
-static const code_entry *resolve_code(walker *w, uint64_t code, int *err)
+const code_entry *sop__pywalk_code(walker *w, uint64_t code, int *err)
 {
     size_t i = hash_ptr(code) & (CODE_SLOTS - 1);
     for (size_t k = 0; k < CODE_SLOTS; k++, i = (i + 1) & (CODE_SLOTS - 1)) {
@@ -451,7 +451,7 @@ static int walk_thread(walker *w, uint64_t tstate, sop_pythread *t, uint64_t *bo
         }
         if (!skip) {
             int err = 0;
-            const code_entry *c = resolve_code(w, code, &err);
+            const code_entry *c = sop__pywalk_code(w, code, &err);
             if (!c) {
                 if (err == -ESRCH)
                     return err;

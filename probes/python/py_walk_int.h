@@ -113,6 +113,9 @@ uint64_t sop__pywalk_gc_addr(const walker *w, uint64_t interp);
 /* generation_stats[g].collections from a read _gc_runtime_state (SOP_NA where not placed). */
 void sop__pywalk_gc_collections(const sop_pylayout *L, const uint8_t *b, int64_t out[3]);
 void sop__pywalk_free_codes(walker *w);
+/* The cached decoding of the code object at `code` (func, file, line table), or NULL with *err
+ * set (-EINVAL: not a code object). Needs w->py (string pool), w->code_index, w->mem, w->L. */
+const code_entry *sop__pywalk_code(walker *w, uint64_t code, int *err);
 /* The runtime for this walk: `found` when given (still current), else found now. */
 int sop__pywalk_use_runtime(walker *w, const sop_pyruntime *found, sop_python *py);
 /* The OS thread whose live stack refers to tstate (see py_walk.c), or `claimed`. */

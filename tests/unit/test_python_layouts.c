@@ -483,9 +483,43 @@ static void test_not_python(void)
     sop__missing_free(&m2);
 }
 
+/* The asyncio fields of every table (probes/python/asyncio_tasks.c): placed, inside what the
+ * reader reads (TaskObj: 200 bytes; a frame header: SOP_PYLAYOUT_MAX_FRAME_READ), and one way
+ * to the coroutine's frame per version. The numbers themselves are checked against live
+ * interpreters by tests/e2e/test_tasks_conformance.py. */
+static void test_asyncio_fields(void)
+{
+    for (int minor = 8; minor <= 13; minor++) {
+        const sop_pylayout *L = sop__pylayout_table(minor);
+        CHECK(L != NULL);
+        if (!L)
+            continue;
+        const uint32_t task[] = {L->fut_loop,   L->fut_callback0, L->fut_callbacks,
+                                 L->fut_result, L->fut_state,     L->task_fut_waiter,
+                                 L->task_coro,  L->task_name,     L->task_must_cancel};
+        for (size_t i = 0; i < sizeof task / sizeof task[0]; i++)
+            CHECK(task[i] >= 16 && task[i] + 8 <= 200);
+        CHECK(L->task_num_cancels == 0 || L->task_num_cancels + 4 <= 200);
+        CHECK((minor >= 11) == (L->task_num_cancels != 0));
+        CHECK(L->task_must_cancel_bit < 32);
+        CHECK(L->futiter_future == 16 && L->func_code >= 16);
+        if (minor <= 10) {
+            CHECK(L->gen_frame && !L->gen_iframe && L->co_code);
+            CHECK((L->fo_stacktop != 0) == (minor <= 9) &&
+                  (L->fo_stackdepth != 0) == (minor == 10));
+            CHECK(L->fo_state && L->fo_lasti + 4 <= 128 && L->fo_valuestack + 8 <= 128);
+        } else {
+            CHECK(!L->gen_frame && L->gen_iframe > L->gen_state && L->gen_state >= 16);
+            CHECK(L->if_stacktop + 4 <= SOP_PYLAYOUT_MAX_FRAME_READ);
+            CHECK(L->frame_localsplus > L->if_stacktop);
+        }
+    }
+}
+
 int main(void)
 {
     test_elf_real();
+    test_asyncio_fields();
     test_maps();
     test_linetables();
     test_debug_offsets();

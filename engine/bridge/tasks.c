@@ -1,0 +1,223 @@
+/* tasks.c — ev.python.tasks from two reads of the target's asyncio tasks
+ * (probes/python/asyncio_tasks.c), at the start and the end of the window: how many are
+ * pending and how that changed, how many were created and finished, how many stayed pending
+ * the whole window, and the largest groups of pending tasks waiting on the same thing (the
+ * same kind of wait at the same line of the program). Its keys are the table sop__evk_tasks
+ * below (the group "python.tasks" of docs/evidence.md). Depends on value.h, schema.h. */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "bridge.h"
+#include "python/asyncio_tasks.h"
+#include "schema.h"
+
+#define TOP_WAITS 5
+
+typedef struct {
+    int64_t count, pending, pending_start, pending_growth, running, created, finished;
+    int64_t pending_whole_window;
+    double window_s, pending_growth_per_s, read_ms;
+} tasks_figs;
+
+#define H SOP_EVK_H
+#define D(k, f, u, d) SOP_EVK_D(k, tasks_figs, f, u, d)
+#define I(k, f, u, d) SOP_EVK_I(k, tasks_figs, f, u, d)
+const sop_evk sop__evk_tasks[] = {
+    H("complete", SOP_EVK_BOOL, "", "both reads listed every task and read every chain"),
+    H("partial", SOP_EVK_TEXT, "", "where a read stopped"),
+    I("count", count, "", "tasks at the end (done ones still referenced included)"),
+    I("pending", pending, "", "pending or cancelling at the end"),
+    I("pending_start", pending_start, "", "at the start of the window"),
+    I("pending_growth", pending_growth, "", "pending - pending_start"),
+    D("pending_growth_per_s", pending_growth_per_s, "1/s", ""),
+    I("running", running, "", "tasks whose coroutine runs at the end"),
+    I("created", created, "", "pending or done at the end, not there at the start"),
+    I("finished", finished, "", "pending at the start, done or gone at the end"),
+    I("pending_whole_window", pending_whole_window, "", "pending at both reads"),
+    D("window_s", window_s, "s", "between the two reads"),
+    D("read_ms", read_ms, "ms", "the end read's wall time"),
+    H("running_tasks", SOP_EVK_ARR, "",
+      "the tasks whose coroutine runs at the end read (the loop's current task), at most 8"),
+    H("running_tasks[].task", SOP_EVK_TEXT, "", "its name"),
+    H("running_tasks[].func", SOP_EVK_TEXT, "", "its coroutine's function"),
+    H("running_tasks[].file", SOP_EVK_TEXT, "", ""),
+    H("running_tasks[].line", SOP_EVK_INT, "", "-1 when unknown"),
+    H("waits", SOP_EVK_ARR, "",
+      "pending tasks grouped by what they wait on: the top 5 groups, largest first"),
+    H("waits[].kind", SOP_EVK_STR, "",
+      "task, gather, executor, sleep, lock, event, condition, semaphore, queue_get, "
+      "queue_put, stream, socket, wait, future, other, none (docs/asyncio.md)"),
+    H("waits[].frame", SOP_EVK_TEXT, "",
+      "`func (file:line)`: the program's own innermost await level, else the innermost"),
+    H("waits[].count", SOP_EVK_INT, "", "pending tasks in the group"),
+    H("waits[].whole_window", SOP_EVK_INT, "", "of them, pending at both reads"),
+    H("waits[].task", SOP_EVK_TEXT, "", "one of them, by name"),
+};
+const size_t sop__evk_tasks_n = sizeof sop__evk_tasks / sizeof sop__evk_tasks[0];
+#undef H
+#undef D
+#undef I
+
+static bool pending(const sop_pytask *t)
+{
+    return strcmp(t->state, "done") != 0;
+}
+
+/* The same task in both reads: same address and same name (an address can be reused). */
+static const sop_pytask *find(const sop_pytasks *s, const sop_pytask *t)
+{
+    for (size_t i = 0; s && i < s->ntasks; i++)
+        if (s->tasks[i].addr == t->addr && strcmp(s->tasks[i].name, t->name) == 0)
+            return &s->tasks[i];
+    return NULL;
+}
+
+static bool library_file(const char *f)
+{
+    return !f || f[0] == '<' || strstr(f, "/site-packages/") || strstr(f, "/dist-packages/") ||
+           strstr(f, "/lib/python3") || strstr(f, "/lib64/python3");
+}
+
+static void wait_frame(const sop_pytask *t, char *out, size_t cap)
+{
+    const sop_await_frame *f = NULL;
+    for (size_t i = t->nframes; i-- > 0 && !f;)
+        if (!library_file(t->frames[i].file))
+            f = &t->frames[i];
+    if (!f && t->nframes)
+        f = &t->frames[t->nframes - 1];
+    if (f)
+        snprintf(out, cap, "%s (%s:%d)", f->func, f->file, f->line);
+    else
+        out[0] = '\0';
+}
+
+typedef struct {
+    const char *kind;
+    char frame[320];
+    int64_t count, whole;
+    const char *task;
+} wait_group;
+
+static int cmp_groups(const void *pa, const void *pb)
+{
+    const wait_group *a = pa, *b = pb;
+    if (a->count != b->count)
+        return a->count < b->count ? 1 : -1;
+    int c = strcmp(a->kind, b->kind);
+    return c ? c : strcmp(a->frame, b->frame);
+}
+
+typedef struct {
+    const sop_pytasks *a, *b;
+} tasks_ctx;
+
+static void tasks_hand(sop_value *o, const sop_evk *row, const char *name, void *ctx)
+{
+    (void)row;
+    const tasks_ctx *c = ctx;
+    const sop_pytasks *a = c->a, *b = c->b;
+    if (strcmp(name, "complete") == 0) {
+        sop__v_set_bool(o, name, b->complete && (!a || a->complete));
+    } else if (strcmp(name, "partial") == 0) {
+        if (!b->complete)
+            sop__v_set(o, name, sop__bridge_text(b->partial));
+        else if (a && !a->complete)
+            sop__v_set(o, name, sop__bridge_text(a->partial));
+    } else if (strcmp(name, "running_tasks") == 0) {
+        sop_value *arr = sop__v_arr_at(o, name);
+        for (size_t i = 0, k = 0; arr && i < b->ntasks && k < 8; i++) {
+            const sop_pytask *t = &b->tasks[i];
+            if (!t->running || !t->nframes)
+                continue;
+            sop_value *r = sop__v_obj();
+            sop__v_set(r, "task", sop__bridge_text(t->name));
+            sop__v_set(r, "func", sop__bridge_text(t->frames[0].func));
+            sop__v_set(r, "file", sop__bridge_text(t->frames[0].file));
+            sop__v_set_int(r, "line", t->frames[0].line);
+            sop__v_push(arr, r);
+            k++;
+        }
+    } else if (strcmp(name, "waits") == 0) {
+        wait_group *g = calloc(b->ntasks ? b->ntasks : 1, sizeof *g);
+        size_t n = 0;
+        for (size_t i = 0; g && i < b->ntasks; i++) {
+            const sop_pytask *t = &b->tasks[i];
+            if (!pending(t) || t->running)
+                continue;
+            char frame[320];
+            wait_frame(t, frame, sizeof frame);
+            const char *kind = sop__wait_kind_name(t->waits);
+            size_t k = 0;
+            while (k < n && (strcmp(g[k].kind, kind) != 0 || strcmp(g[k].frame, frame) != 0))
+                k++;
+            if (k == n) {
+                g[n].kind = kind;
+                snprintf(g[n].frame, sizeof g[n].frame, "%s", frame);
+                g[n].task = t->name;
+                n++;
+            }
+            g[k].count++;
+            const sop_pytask *s = find(a, t);
+            g[k].whole += s && pending(s);
+        }
+        if (g && n)
+            qsort(g, n, sizeof *g, cmp_groups);
+        sop_value *arr = sop__v_arr_at(o, name);
+        for (size_t k = 0; arr && k < n && k < TOP_WAITS; k++) {
+            sop_value *w = sop__v_obj();
+            sop__v_set_str(w, "kind", g[k].kind);
+            sop__v_set(w, "frame", sop__bridge_text(g[k].frame));
+            sop__v_set_int(w, "count", g[k].count);
+            sop__v_set_int(w, "whole_window", g[k].whole);
+            sop__v_set(w, "task", sop__bridge_text(g[k].task));
+            sop__v_push(arr, w);
+        }
+        free(g);
+    }
+}
+
+sop_value *sop__bridge_tasks(const sop_pytasks *a, const sop_pytasks *b, double window_s)
+{
+    if (!b)
+        return NULL;
+    tasks_figs f = {.count = (int64_t)b->ntasks,
+                    .pending_start = SOP_NA,
+                    .pending_growth = SOP_NA,
+                    .created = SOP_NA,
+                    .finished = SOP_NA,
+                    .pending_whole_window = SOP_NA,
+                    .window_s = a ? window_s : NAN,
+                    .pending_growth_per_s = NAN,
+                    .read_ms = b->read_ms};
+    for (size_t i = 0; i < b->ntasks; i++) {
+        f.pending += pending(&b->tasks[i]);
+        f.running += b->tasks[i].running;
+    }
+    if (a) {
+        f.pending_start = f.created = f.finished = f.pending_whole_window = 0;
+        for (size_t i = 0; i < a->ntasks; i++) {
+            const sop_pytask *s = &a->tasks[i], *e = find(b, s);
+            if (!pending(s))
+                continue;
+            f.pending_start++;
+            if (!e || !pending(e))
+                f.finished++;
+            else
+                f.pending_whole_window++;
+        }
+        for (size_t i = 0; i < b->ntasks; i++)
+            f.created += find(a, &b->tasks[i]) == NULL;
+        f.pending_growth = f.pending - f.pending_start;
+        if (window_s > 0)
+            f.pending_growth_per_s = (double)f.pending_growth / window_s;
+    }
+    sop_value *o = sop__v_obj();
+    if (!o)
+        return NULL;
+    tasks_ctx c = {a, b};
+    sop__bridge_keys(o, &f, sop__evk_tasks, sop__evk_tasks_n, "", tasks_hand, &c);
+    return o;
+}

@@ -1,0 +1,490 @@
+/* tasks.c — sop_tasks: every asyncio task of a process (probes/python/asyncio_tasks.c), as JSON
+ * (the shape in docs/asyncio.md) or text: per task its state, the await chain (the program's
+ * own innermost frame marked), what the innermost await waits on, and who awaits whom (the
+ * tree). Text from the target is escaped. Depends on the tasks probe, value.h, json.c,
+ * strbuf.c. */
+#include "tasks.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "json.h"
+#include "procfs.h"
+#include "sop.h"
+#include "strbuf.h"
+#include "value.h"
+
+#define TREE_MAX_DEPTH 32
+
+/* Library code: the standard library, installed packages, pseudo files (as sample_agg.c). */
+static bool library_file(const char *f)
+{
+    return !f || f[0] == '<' || strstr(f, "/site-packages/") || strstr(f, "/dist-packages/") ||
+           strstr(f, "/lib/python3") || strstr(f, "/lib64/python3");
+}
+
+/* The innermost level of the program's own code (-1 when none). */
+static long user_level(const sop_pytask *t)
+{
+    for (size_t i = t->nframes; i-- > 0;)
+        if (!library_file(t->frames[i].file))
+            return (long)i;
+    return -1;
+}
+
+static void hex_id(char *out, size_t cap, uint64_t a)
+{
+    snprintf(out, cap, "0x%llx", (unsigned long long)a);
+}
+
+/* Index of the task at addr (tasks sorted by name: a linear look-up table by address). */
+typedef struct {
+    uint64_t addr;
+    size_t ix;
+} addr_ix;
+
+static int cmp_addr(const void *pa, const void *pb)
+{
+    uint64_t a = ((const addr_ix *)pa)->addr, b = ((const addr_ix *)pb)->addr;
+    return a < b ? -1 : a > b;
+}
+
+static addr_ix *index_tasks(const sop_pytasks *t)
+{
+    addr_ix *ix = malloc((t->ntasks ? t->ntasks : 1) * sizeof *ix);
+    if (!ix)
+        return NULL;
+    for (size_t i = 0; i < t->ntasks; i++)
+        ix[i] = (addr_ix){t->tasks[i].addr, i};
+    qsort(ix, t->ntasks, sizeof *ix, cmp_addr);
+    return ix;
+}
+
+static long find_task(const addr_ix *ix, size_t n, uint64_t addr)
+{
+    addr_ix key = {addr, 0};
+    const addr_ix *hit = bsearch(&key, ix, n, sizeof *ix, cmp_addr);
+    return hit ? (long)hit->ix : -1;
+}
+
+/* awaited_by[i]: how many tasks await task i (for the tree's roots). */
+static size_t *count_awaited(const sop_pytasks *t, const addr_ix *ix)
+{
+    size_t *n = calloc(t->ntasks ? t->ntasks : 1, sizeof *n);
+    if (!n)
+        return NULL;
+    for (size_t i = 0; i < t->ntasks; i++)
+        for (size_t k = 0; k < t->tasks[i].nawaits; k++) {
+            long j = find_task(ix, t->ntasks, t->tasks[i].awaits[k]);
+            if (j >= 0 && (size_t)j != i)
+                n[j]++;
+        }
+    return n;
+}
+
+static sop_value *ref_value(const sop_pytasks *t, const addr_ix *ix, uint64_t addr)
+{
+    sop_value *o = sop__v_obj();
+    char id[24];
+    hex_id(id, sizeof id, addr);
+    sop__v_set_str(o, "id", id);
+    long j = find_task(ix, t->ntasks, addr);
+    if (j >= 0)
+        sop__v_set(o, "name", sop__bridge_text(t->tasks[j].name));
+    return o;
+}
+
+static sop_value *task_value(const sop_pytasks *all, const addr_ix *ix, size_t i)
+{
+    const sop_pytask *t = &all->tasks[i];
+    sop_value *o = sop__v_obj();
+    char id[24];
+    hex_id(id, sizeof id, t->addr);
+    sop__v_set_str(o, "id", id);
+    sop__v_set(o, "name", sop__bridge_text(t->name));
+    sop__v_set_str(o, "state", t->state);
+    if (t->outcome)
+        sop__v_set_str(o, "outcome", t->outcome);
+    sop__v_set_bool(o, "running", t->running);
+    sop_value *chain = sop__v_arr_at(o, "chain");
+    long user = user_level(t);
+    for (size_t k = 0; chain && k < t->nframes; k++) {
+        const sop_await_frame *f = &t->frames[k];
+        sop_value *fv = sop__v_obj();
+        sop__v_set(fv, "func", sop__bridge_text(f->func));
+        sop__v_set(fv, "file", sop__bridge_text(f->file));
+        sop__v_set_int(fv, "line", f->line);
+        if (f->generator)
+            sop__v_set_bool(fv, "generator", true);
+        if ((long)k == user)
+            sop__v_set_bool(fv, "user", true);
+        sop__v_push(chain, fv);
+    }
+    sop__v_set_bool(o, "chain_complete", !t->chain_cut && !t->partial[0]);
+    if (t->partial[0])
+        sop__v_set(o, "chain_partial", sop__bridge_text(t->partial));
+    else if (t->chain_cut)
+        sop__v_set_str(o, "chain_partial", "more await levels than shown");
+    if (!strcmp(t->state, "done") || t->running) {
+        sop__v_set(o, "waits_on", sop__v_null());
+    } else {
+        sop_value *w = sop__v_obj_at(o, "waits_on");
+        sop__v_set_str(w, "kind", sop__wait_kind_name(t->waits));
+        if (t->waits == SOP_WAIT_SLEEP && !isnan(t->sleep_s))
+            sop__v_set_dbl(w, "sleep_s", t->sleep_s);
+        if (t->waits_addr) {
+            sop__v_set(w, "type", sop__bridge_text(t->waits_type));
+            hex_id(id, sizeof id, t->waits_addr);
+            sop__v_set_str(w, "id", id);
+        }
+    }
+    sop_value *aw = sop__v_arr_at(o, "awaits");
+    for (size_t k = 0; aw && k < t->nawaits; k++)
+        sop__v_push(aw, ref_value(all, ix, t->awaits[k]));
+    if (t->awaits_cut)
+        sop__v_set_bool(o, "awaits_cut", true);
+    sop_value *by = sop__v_arr_at(o, "awaited_by");
+    for (size_t j = 0; by && j < all->ntasks; j++)
+        for (size_t k = 0; k < all->tasks[j].nawaits; k++)
+            if (all->tasks[j].awaits[k] == t->addr && j != i) {
+                sop__v_push(by, ref_value(all, ix, all->tasks[j].addr));
+                break;
+            }
+    return o;
+}
+
+static sop_value *tree_node(const sop_pytasks *t, const addr_ix *ix, size_t i, unsigned char *on,
+                            int depth)
+{
+    sop_value *o = sop__v_obj();
+    char id[24];
+    hex_id(id, sizeof id, t->tasks[i].addr);
+    sop__v_set_str(o, "id", id);
+    sop__v_set(o, "name", sop__bridge_text(t->tasks[i].name));
+    sop_value *kids = sop__v_arr_at(o, "children");
+    if (on[i] || depth >= TREE_MAX_DEPTH) {
+        sop__v_set_bool(o, "cut", true); /* a cycle, or deeper than the bound */
+        return o;
+    }
+    on[i] = 1;
+    for (size_t k = 0; kids && k < t->tasks[i].nawaits; k++) {
+        long j = find_task(ix, t->ntasks, t->tasks[i].awaits[k]);
+        if (j >= 0)
+            sop__v_push(kids, tree_node(t, ix, (size_t)j, on, depth + 1));
+    }
+    on[i] = 0;
+    return o;
+}
+
+sop_value *sop__tasks_value(const sop_pytasks *t, const sop_missing *missing, int pid,
+                            bool with_tree)
+{
+    sop_value *doc = sop__v_obj();
+    if (!doc)
+        return NULL;
+    sop__v_set_int(doc, "pid", pid);
+    if (t) {
+        sop_value *p = sop__v_obj_at(doc, "python");
+        sop__v_set(p, "version", sop__bridge_text(t->version));
+        sop__v_set_str(p, "layout", t->layout);
+        sop__v_set_bool(doc, "complete", t->complete);
+        if (!t->complete)
+            sop__v_set(doc, "partial", sop__bridge_text(t->partial));
+        sop__v_set_bool(doc, "truncated", t->truncated);
+        sop__v_set_dbl(doc, "read_ms", t->read_ms);
+        sop__v_set_int(doc, "gc_objects", (int64_t)t->objects);
+        sop__v_set_int(doc, "reads", (int64_t)t->reads);
+        int64_t pending = 0, cancelling = 0, done = 0, running = 0;
+        for (size_t i = 0; i < t->ntasks; i++) {
+            const char *s = t->tasks[i].state;
+            pending += !strcmp(s, "pending");
+            cancelling += !strcmp(s, "cancelling");
+            done += !strcmp(s, "done");
+            running += t->tasks[i].running;
+        }
+        sop_value *c = sop__v_obj_at(doc, "counts");
+        sop__v_set_int(c, "tasks", (int64_t)t->ntasks);
+        sop__v_set_int(c, "pending", pending);
+        sop__v_set_int(c, "cancelling", cancelling);
+        sop__v_set_int(c, "done", done);
+        sop__v_set_int(c, "running", running);
+        addr_ix *ix = index_tasks(t);
+        sop_value *arr = sop__v_arr_at(doc, "tasks");
+        for (size_t i = 0; ix && arr && i < t->ntasks; i++)
+            sop__v_push(arr, task_value(t, ix, i));
+        if (with_tree && ix) {
+            size_t *by = count_awaited(t, ix);
+            unsigned char *on = calloc(t->ntasks ? t->ntasks : 1, 1);
+            sop_value *tree = sop__v_arr_at(doc, "tree");
+            for (size_t i = 0; by && on && tree && i < t->ntasks; i++)
+                if (!by[i])
+                    sop__v_push(tree, tree_node(t, ix, i, on, 0));
+            free(by);
+            free(on);
+        }
+        free(ix);
+    }
+    if (missing && missing->n) {
+        sop_value *arr = sop__v_arr_at(doc, "missing_evidence");
+        for (size_t i = 0; arr && i < missing->n; i++) {
+            sop_value *m = sop__v_obj();
+            sop__v_set_str(m, "probe", missing->items[i].probe);
+            sop__v_set(m, "reason", sop__bridge_text(missing->items[i].reason));
+            sop__v_push(arr, m);
+        }
+    }
+    return doc;
+}
+
+/* ---- text ------------------------------------------------------------------------------ */
+
+static void put_text(sop_sb *b, const char *s)
+{
+    sop__sb_put_escaped(b, s ? s : "", false);
+}
+
+static void waits_text(sop_sb *b, const sop_pytasks *all, const addr_ix *ix, const sop_pytask *t)
+{
+    if (!strcmp(t->state, "done") || t->running)
+        return;
+    static const struct {
+        sop_wait_kind k;
+        const char *what;
+    } words[] = {
+        {SOP_WAIT_NONE, "nothing (suspended in a bare yield)"},
+        {SOP_WAIT_TASK, "task"},
+        {SOP_WAIT_FUTURE, "a future"},
+        {SOP_WAIT_SLEEP, "asyncio.sleep"},
+        {SOP_WAIT_LOCK, "a lock (Lock.acquire)"},
+        {SOP_WAIT_EVENT, "an event (Event.wait)"},
+        {SOP_WAIT_CONDITION, "a condition (Condition.wait)"},
+        {SOP_WAIT_SEMAPHORE, "a semaphore (Semaphore.acquire)"},
+        {SOP_WAIT_QUEUE_GET, "an empty queue (Queue.get)"},
+        {SOP_WAIT_QUEUE_PUT, "a full queue (Queue.put)"},
+        {SOP_WAIT_STREAM, "a stream read (StreamReader)"},
+        {SOP_WAIT_SOCKET, "a socket (loop.sock_*)"},
+        {SOP_WAIT_EXECUTOR, "an executor job (run_in_executor)"},
+        {SOP_WAIT_GATHER, "a gather group of"},
+        {SOP_WAIT_WAIT, "asyncio.wait / wait_for"},
+        {SOP_WAIT_OTHER, "an awaitable of type"},
+    };
+    const char *w = "?";
+    for (size_t i = 0; i < sizeof words / sizeof words[0]; i++)
+        if (words[i].k == t->waits)
+            w = words[i].what;
+    sop__sb_puts(b, "  waits on: ");
+    sop__sb_puts(b, w);
+    if (t->waits == SOP_WAIT_OTHER) {
+        sop__sb_puts(b, " ");
+        put_text(b, t->waits_type);
+    }
+    if (t->waits == SOP_WAIT_GATHER)
+        sop__sb_printf(b, " %zu task%s", t->nawaits, t->nawaits == 1 ? "" : "s");
+    if (t->waits == SOP_WAIT_SLEEP && !isnan(t->sleep_s))
+        sop__sb_printf(b, "(%g s)", t->sleep_s);
+    for (size_t k = 0; k < t->nawaits && k < 8; k++) {
+        long j = find_task(ix, all->ntasks, t->awaits[k]);
+        sop__sb_puts(b, k ? ", \"" : " \"");
+        put_text(b, j >= 0 ? all->tasks[j].name : "?");
+        sop__sb_puts(b, "\"");
+    }
+    if (t->nawaits > 8)
+        sop__sb_printf(b, ", ... (%zu in all)", t->nawaits);
+    sop__sb_puts(b, "\n");
+}
+
+static void task_head(sop_sb *b, const sop_pytask *t)
+{
+    sop__sb_puts(b, "Task \"");
+    put_text(b, t->name);
+    sop__sb_printf(b, "\" %s", t->state);
+    if (t->outcome)
+        sop__sb_printf(b, " (%s)", t->outcome);
+    if (t->running)
+        sop__sb_puts(b, " (running now)");
+}
+
+static void task_text(sop_sb *b, const sop_pytasks *all, const addr_ix *ix, const sop_pytask *t,
+                      const char *indent)
+{
+    long user = user_level(t);
+    for (size_t k = 0; k < t->nframes; k++) {
+        const sop_await_frame *f = &t->frames[k];
+        sop__sb_printf(b, "%s  %s ", indent, (long)k == user ? "*" : " ");
+        put_text(b, f->func);
+        sop__sb_puts(b, " (");
+        put_text(b, f->file);
+        if (f->line >= 0)
+            sop__sb_printf(b, ":%d", f->line);
+        sop__sb_puts(b, ")\n");
+    }
+    if (t->chain_cut)
+        sop__sb_printf(b, "%s    ... (more await levels not shown)\n", indent);
+    if (t->partial[0]) {
+        sop__sb_printf(b, "%s    [partial: ", indent);
+        put_text(b, t->partial);
+        sop__sb_puts(b, "]\n");
+    }
+    sop__sb_puts(b, indent);
+    waits_text(b, all, ix, t);
+}
+
+static void tree_text(sop_sb *b, const sop_pytasks *all, const addr_ix *ix, size_t i,
+                      unsigned char *on, unsigned char *shown, int depth)
+{
+    char indent[2 * TREE_MAX_DEPTH + 8];
+    int n = depth * 2 < (int)sizeof indent - 1 ? depth * 2 : (int)sizeof indent - 1;
+    memset(indent, ' ', (size_t)n);
+    indent[n] = '\0';
+    const sop_pytask *t = &all->tasks[i];
+    sop__sb_printf(b, "%s%s", indent, depth ? "+ " : "");
+    task_head(b, t);
+    if (on[i] || shown[i] || depth >= TREE_MAX_DEPTH) {
+        sop__sb_puts(b, on[i]      ? " (awaits itself: a cycle)\n"
+                        : shown[i] ? " (shown above)\n"
+                                   : " (deeper levels not shown)\n");
+        return;
+    }
+    sop__sb_puts(b, "\n");
+    shown[i] = 1;
+    on[i] = 1;
+    task_text(b, all, ix, t, indent);
+    for (size_t k = 0; k < t->nawaits; k++) {
+        long j = find_task(ix, all->ntasks, t->awaits[k]);
+        if (j >= 0)
+            tree_text(b, all, ix, (size_t)j, on, shown, depth + 1);
+    }
+    on[i] = 0;
+}
+
+char *sop__tasks_text(const sop_pytasks *t, const sop_missing *missing, int pid,
+                      const char *cmdline, bool tree)
+{
+    sop_sb b = {0};
+    sop__sb_printf(&b, "Process %d: ", pid);
+    put_text(&b, cmdline);
+    sop__sb_puts(&b, "\n");
+    if (t) {
+        size_t pending = 0, cancelling = 0, done = 0;
+        for (size_t i = 0; i < t->ntasks; i++) {
+            pending += !strcmp(t->tasks[i].state, "pending");
+            cancelling += !strcmp(t->tasks[i].state, "cancelling");
+            done += !strcmp(t->tasks[i].state, "done");
+        }
+        sop__sb_puts(&b, "Python v");
+        put_text(&b, t->version);
+        sop__sb_printf(&b,
+                       ": %zu asyncio task%s (%zu pending, %zu cancelling, %zu done); read in "
+                       "%.1f ms without stopping the process\n",
+                       t->ntasks, t->ntasks == 1 ? "" : "s", pending, cancelling, done, t->read_ms);
+        if (!t->complete) {
+            sop__sb_puts(&b, "PARTIAL: ");
+            put_text(&b, t->partial);
+            sop__sb_puts(&b, "\n");
+        }
+        addr_ix *ix = index_tasks(t);
+        size_t *by = tree && ix ? count_awaited(t, ix) : NULL;
+        unsigned char *on = calloc(t->ntasks ? t->ntasks : 1, 1);
+        unsigned char *shown = calloc(t->ntasks ? t->ntasks : 1, 1);
+        for (size_t i = 0; ix && on && shown && i < t->ntasks; i++) {
+            if (tree && by) {
+                if (!by[i]) {
+                    sop__sb_puts(&b, "\n");
+                    tree_text(&b, t, ix, i, on, shown, 0);
+                }
+                continue;
+            }
+            sop__sb_puts(&b, "\n");
+            task_head(&b, &t->tasks[i]);
+            sop__sb_puts(&b, "\n");
+            task_text(&b, t, ix, &t->tasks[i], "");
+        }
+        /* Tasks only in cycles have no root: list them too. */
+        for (size_t i = 0; tree && by && on && shown && i < t->ntasks; i++)
+            if (!shown[i]) {
+                sop__sb_puts(&b, "\n");
+                tree_text(&b, t, ix, i, on, shown, 0);
+            }
+        free(by);
+        free(on);
+        free(shown);
+        free(ix);
+    }
+    for (size_t i = 0; missing && i < missing->n; i++) {
+        sop__sb_printf(&b, "%smissing %s: ", i == 0 ? "\n" : "", missing->items[i].probe);
+        put_text(&b, missing->items[i].reason);
+        sop__sb_puts(&b, "\n");
+    }
+    return sop__sb_take(&b);
+}
+
+static int map_err(int r)
+{
+    switch (r) {
+    case 0:
+        return SOP_OK;
+    case -ENOEXEC:
+    case -ENOTSUP:
+        return SOP_ENOTPYTHON;
+    case -ESRCH:
+    case -ENOENT:
+        return SOP_ENOTARGET;
+    case -EPERM:
+    case -EACCES:
+        return SOP_EACCES;
+    case -ENOMEM:
+        return SOP_ENOMEM;
+    default:
+        return SOP_EIO;
+    }
+}
+
+static void read_cmdline(int pid, char *buf, size_t cap)
+{
+    char path[64];
+    snprintf(path, sizeof path, "/proc/%d/cmdline", pid);
+    long n = sop__read_small_at(AT_FDCWD, path, buf, cap);
+    if (n <= 0) {
+        buf[0] = '\0';
+        return;
+    }
+    for (long i = 0; i < n; i++)
+        if (buf[i] == '\0')
+            buf[i] = ' ';
+    while (n > 0 && buf[n - 1] == ' ')
+        n--;
+    buf[n < (long)cap ? n : (long)cap - 1] = '\0';
+}
+
+int sop_tasks(sop_engine *e, int pid, unsigned flags, sop_format fmt, char **out)
+{
+    (void)e;
+    if (!out || pid <= 0)
+        return SOP_EINVAL;
+    *out = NULL;
+    sop_missing missing = {0};
+    sop_pytasks *t = NULL;
+    char cmdline[4096];
+    read_cmdline(pid, cmdline, sizeof cmdline);
+    int r = sop__tasks_read(pid, "/proc", &t, &missing);
+    int rc = map_err(r);
+    bool tree = (flags & SOP_TASKS_TREE) != 0;
+    if (fmt == SOP_FORMAT_JSON) {
+        sop_value *v = sop__tasks_value(t, &missing, pid, tree);
+        char *j = v ? sop__json_print(v, 1) : NULL;
+        *out = j ? sop__json_escape_controls(j) : NULL;
+        free(j);
+        sop__v_free(v);
+    } else {
+        *out = sop__tasks_text(t, &missing, pid, cmdline, tree);
+    }
+    if (!*out && rc == SOP_OK)
+        rc = SOP_ENOMEM;
+    sop__tasks_free(t);
+    sop__missing_free(&missing);
+    return rc;
+}

@@ -1,0 +1,98 @@
+/* asyncio_tasks.h — every asyncio task of a CPython 3.8-3.13 process, read from outside without
+ * stopping it: the C _asyncio.Task objects (and subclasses) found on the GC lists, each with
+ * its state, name, the coroutine chain it is suspended in (one frame per await level) and
+ * what the innermost await waits on. Bounded in tasks, await depth and list length; what is
+ * cut is marked. Depends on py_layouts.h, remote_mem.h, py_runtime.h, py_walk (code objects),
+ * py_names (instance attributes). */
+#ifndef SOP_ASYNCIO_TASKS_H
+#define SOP_ASYNCIO_TASKS_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "../missing.h"
+#include "py_runtime.h"
+#include "remote_mem.h"
+
+#define SOP_TASKS_MAX 100000u   /* tasks listed; more: `truncated` */
+#define SOP_TASK_MAX_DEPTH 64u  /* await levels per task; more: the chain is marked cut */
+#define SOP_TASK_MAX_AWAITS 256 /* tasks one task is shown to wait on (a gather's children) */
+
+typedef struct {
+    const char *func; /* qualified name on 3.11+, co_name before (owned by the sop_pytasks) */
+    const char *file;
+    int line;       /* -1 when unknown */
+    bool generator; /* a generator level (`yield from`, @types.coroutine) */
+} sop_await_frame;
+
+/* What the innermost await waits on. */
+typedef enum {
+    SOP_WAIT_NONE,      /* done, running, or suspended in a bare `yield` */
+    SOP_WAIT_TASK,      /* another task (waits_addr) */
+    SOP_WAIT_FUTURE,    /* a future nobody in asyncio's own code names */
+    SOP_WAIT_SLEEP,     /* asyncio.sleep (a future resolved by a TimerHandle) */
+    SOP_WAIT_LOCK,      /* asyncio.Lock.acquire */
+    SOP_WAIT_EVENT,     /* asyncio.Event.wait */
+    SOP_WAIT_CONDITION, /* asyncio.Condition.wait */
+    SOP_WAIT_SEMAPHORE, /* asyncio.Semaphore / BoundedSemaphore.acquire */
+    SOP_WAIT_QUEUE_GET, /* asyncio.Queue.get (an empty queue) */
+    SOP_WAIT_QUEUE_PUT, /* asyncio.Queue.put (a full queue) */
+    SOP_WAIT_STREAM,    /* asyncio.StreamReader waiting for data */
+    SOP_WAIT_SOCKET,    /* loop.sock_recv / sock_accept / sock_connect / sock_sendall */
+    SOP_WAIT_EXECUTOR,  /* a future chained to a concurrent.futures.Future (run_in_executor) */
+    SOP_WAIT_GATHER,    /* asyncio.gather's group (awaits: its children) */
+    SOP_WAIT_WAIT,      /* asyncio.wait / as_completed / wait_for */
+    SOP_WAIT_OTHER,     /* an awaitable of another type (waits_type) */
+} sop_wait_kind;
+
+const char *sop__wait_kind_name(sop_wait_kind k);
+
+typedef struct {
+    uint64_t addr;
+    char name[128];
+    const char *state;       /* "pending", "cancelling" (cancel() asked, not yet done), "done" */
+    const char *outcome;     /* done: "result", "exception" or "cancelled"; else NULL */
+    bool running;            /* its coroutine is executing now (on the loop's thread) */
+    sop_await_frame *frames; /* the task's coroutine first, the innermost await level last */
+    size_t nframes;
+    bool chain_cut;    /* more than SOP_TASK_MAX_DEPTH levels */
+    char partial[128]; /* why the chain was not read to its end ("" when it was) */
+    sop_wait_kind waits;
+    char waits_type[96]; /* type of the innermost awaitable ("_asyncio.Future", ...) */
+    uint64_t waits_addr; /* its address (0 when none) */
+    double sleep_s;      /* SOP_WAIT_SLEEP: the delay asyncio.sleep was given (NaN: unread) */
+    uint64_t *awaits;    /* the tasks it waits on (directly, or a gather's children) */
+    size_t nawaits;
+    bool awaits_cut;
+} sop_pytask;
+
+typedef struct sop_pytasks {
+    char version[32];
+    char layout[32];
+    sop_pytask *tasks; /* sorted by name (numbers in names compared as numbers) */
+    size_t ntasks;
+    bool complete;           /* every GC list walked end to end and every chain read */
+    char partial[224];       /* when not: where and why */
+    bool truncated;          /* more tasks than SOP_TASKS_MAX */
+    uint64_t objects;        /* GC objects looked at */
+    double read_ms;          /* wall time of the whole read */
+    uint64_t reads;          /* read syscalls issued */
+    struct sop_python *text; /* owns the frames' text */
+} sop_pytasks;
+
+/* Read the tasks of `pid` (proc_root "/proc" or a fixture root). Returns 0 (maybe partial),
+ * -ENOEXEC not CPython, -ENOTSUP unsupported version, -ESRCH gone, -EPERM/-EACCES refused,
+ * -ENOMEM. *out owned by the caller (sop__tasks_free). */
+int sop__tasks_read(int pid, const char *proc_root, sop_pytasks **out, sop_missing *missing);
+/* The same, looking at no more than max_objects GC objects (then partial: the tasks found so
+ * far), for reads inside a collection (engine/collect_tasks.c). */
+int sop__tasks_read_bounded(int pid, const char *proc_root, uint64_t max_objects, sop_pytasks **out,
+                            sop_missing *missing);
+/* The same over a stand-in memory (fuzzing, tests): the built-in layout of 3.<minor>, the
+ * runtime at `runtime`, every read through `source`. */
+int sop__tasks_read_fake(sop_rmem_source source, void *ctx, int minor, uint64_t runtime,
+                         sop_pytasks **out, sop_missing *missing);
+void sop__tasks_free(sop_pytasks *t);
+
+#endif
