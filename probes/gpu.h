@@ -39,6 +39,10 @@ typedef struct {
     int64_t temperature_c;
     double power_w;
     int64_t pcie_rx_kb_per_s, pcie_tx_kb_per_s;
+    int64_t other_procs; /* processes on it that are not the tree's (NVML's lists) */
+    double tree_util_sm_pct, tree_idle_frac; /* the tree's own share, when shared (per process) */
+    /* internal: NVML's per-process samples were read, others ran kernels in the window */
+    bool proc_figures, others_active;
 } sop_gpu_device;
 
 typedef struct {
@@ -69,6 +73,7 @@ typedef struct sop_gpu {
     size_t nprocs;
     int64_t tree_mem_kb;
     double busy_pct, idle_frac;
+    char busy_source[16]; /* "device" | "process": where busy_pct/idle_frac come from */
 } sop_gpu;
 
 void sop__gpu_init(sop_gpu *g);

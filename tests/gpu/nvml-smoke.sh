@@ -86,6 +86,8 @@ check "busy: busy_pct >= 80 ($(j busy .gpu.busy_pct))" \
   '[ "$(j busy "(.gpu.busy_pct // 0) >= 80")" = true ]'
 check "busy: device used_by_tree, util_samples >= 2" \
   '[ "$(j busy "[.gpu.devices[] | select(.used_by_tree and .util_samples >= 2)] | length")" -ge 1 ]'
+check "shared GPU: the idle process's busy_pct is its own share ($(j shared .gpu.busy_pct), source $(j shared .gpu.busy_source)), not the device's" \
+  '[ "$(j shared "(.gpu.busy_pct // 100) <= 20 and .gpu.busy_source == \"process\"")" = true ]'
 say "shared GPU: the idle process's own SM share $(j shared '[.gpu.procs[] | select(.pid == '"$IDLE"') | .util_sm_pct][0]') (device $(j shared .gpu.busy_pct)%)"
 check "record --timeline of the busy one: a GPU lane" 'grep -q "class=\"gpu-lane\"" "$OUT/busy-timeline.svg"'
 check "idle: busy_pct <= 20 ($(j idle .gpu.busy_pct)), tree_mem_kb >= 1 GiB ($(j idle .gpu.tree_mem_kb))" \
