@@ -106,6 +106,9 @@ void sop__nvml_finish(sop_nvml *n, int proc_root_fd, const int *tree, size_t ntr
 /* The busy series of the ticks over the used devices (after finish; NULL when none); valid
  * until sop__nvml_close. */
 const sop_gpu_series *sop__nvml_series(const sop_nvml *n);
+/* What sop__nvml_finish spent, ms: NVML's process lists, the device reads, the per-process
+ * utilisation (tests/gpu/nvml_tick_bench prints them). */
+void sop__nvml_cost(const sop_nvml *n, double out[3]);
 void sop__nvml_close(sop_nvml *n);
 
 #endif

@@ -7,10 +7,12 @@
 #include <dlfcn.h>
 #include <fcntl.h>
 #include <math.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/time.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "gpu.h"
@@ -96,6 +98,7 @@ struct sop_nvml {
     nvml_dev dev[SOP_GPU_DEVICES_MAX];
     unsigned long long t0_us; /* window start, for the per-process samples */
     int root_fd;              /* the proc root, during sop__nvml_finish */
+    double cost_ms[3];        /* sop__nvml_finish: process lists, device reads, per-process */
     /* utilisation readings per tick and device; -1 = no reading */
     size_t nticks;
     double *tick_ms;
@@ -103,6 +106,13 @@ struct sop_nvml {
     short (*mem)[SOP_GPU_DEVICES_MAX];
     sop_gpu_series *series;
 };
+
+static double mono_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
+}
 
 static unsigned long long wall_us(void)
 {
@@ -119,10 +129,8 @@ static const char *err_text(const sop_nvml *n, nvml_ret r)
 
 #define SYM(field, name) (n->field = (__typeof__(n->field))dlsym(n->lib, name))
 
-sop_nvml *sop__nvml_open(char *why, size_t whylen)
+static sop_nvml *load(const char *path, char *why, size_t whylen)
 {
-    const char *env = getenv("SOP_NVML_LIBRARY");
-    const char *path = env && env[0] ? env : "libnvidia-ml.so.1";
     sop_nvml *n = calloc(1, sizeof *n);
     if (!n) {
         snprintf(why, whylen, "out of memory");
@@ -165,7 +173,8 @@ sop_nvml *sop__nvml_open(char *why, size_t whylen)
     r = count(&c);
     if (r != NVML_SUCCESS) {
         snprintf(why, whylen, "NVML could not count the devices: %s (%d)", err_text(n, r), r);
-        sop__nvml_close(n);
+        n->shutdown();
+        free(n);
         return NULL;
     }
     for (unsigned i = 0; i < c && n->ndev < SOP_GPU_DEVICES_MAX; i++)
@@ -193,7 +202,32 @@ sop_nvml *sop__nvml_open(char *why, size_t whylen)
     n->proc_size[0] = n->proc_size[1] = sizeof(nvml_proc_v2);
     n->proc_size[2] = sizeof(nvml_proc_v1);
     SYM(proc_util, "nvmlDeviceGetProcessUtilization");
-    n->t0_us = wall_us();
+    return n;
+}
+
+/* NVML is loaded and initialised once per process (nvmlInit costs ~15 ms on an H200 host, and
+ * a watch collects every window) and never shut down; each window gets its own copy of the
+ * handles with its own readings. */
+static pthread_mutex_t lib_lock = PTHREAD_MUTEX_INITIALIZER;
+static sop_nvml *lib; /* the loaded library, or NULL */
+
+sop_nvml *sop__nvml_open(char *why, size_t whylen)
+{
+    const char *env = getenv("SOP_NVML_LIBRARY");
+    const char *path = env && env[0] ? env : "libnvidia-ml.so.1";
+    pthread_mutex_lock(&lib_lock);
+    if (lib && strcmp(lib->path, path) != 0)
+        lib = NULL; /* another library asked for: the first stays loaded */
+    if (!lib)
+        lib = load(path, why, whylen);
+    sop_nvml *n = lib ? malloc(sizeof *n) : NULL;
+    if (n)
+        *n = *lib;
+    else if (lib)
+        snprintf(why, whylen, "out of memory");
+    pthread_mutex_unlock(&lib_lock);
+    if (n)
+        n->t0_us = wall_us();
     return n;
 }
 
@@ -531,7 +565,9 @@ void sop__nvml_finish(sop_nvml *n, int proc_root_fd, const int *tree, size_t ntr
         if (n->minor && n->minor(n->dev[i], &minor) == NVML_SUCCESS && minor < 32 &&
             (minors & (1u << minor)))
             used[i] = true;
+        double c0 = mono_ms();
         read_procs(n, i, map, nm, out, &used[i], &others[i]);
+        n->cost_ms[0] += mono_ms() - c0;
         any_used = any_used || used[i];
     }
     /* The tree's busy share: a device's own figures where the tree is alone on it (or the only
@@ -546,7 +582,9 @@ void sop__nvml_finish(sop_nvml *n, int proc_root_fd, const int *tree, size_t ntr
         device_init(&d);
         if (any_used && !used[i])
             continue;
+        double c0 = mono_ms();
         read_device(n, i, &d);
+        n->cost_ms[1] += mono_ms() - c0;
         if (!any_used && !visible(cvd, i, d.uuid))
             continue;
         d.used_by_tree = used[i];
@@ -554,8 +592,10 @@ void sop__nvml_finish(sop_nvml *n, int proc_root_fd, const int *tree, size_t ntr
         bool ours_listed = false;
         for (size_t p = 0; p < out->nprocs; p++)
             ours_listed = ours_listed || out->procs[p].device == (int64_t)i;
+        c0 = mono_ms();
         if (others[i] > 0 && ours_listed) /* shared: who ran the kernels */
             read_proc_util(n, i, map, nm, out, &d);
+        n->cost_ms[2] += mono_ms() - c0;
         if (used[i]) {
             if (others[i] == 0 || (d.proc_figures && !d.others_active)) {
                 alone[i] = true;
@@ -609,6 +649,12 @@ void sop__nvml_finish(sop_nvml *n, int proc_root_fd, const int *tree, size_t ntr
     }
 }
 
+void sop__nvml_cost(const sop_nvml *n, double out[3])
+{
+    for (int k = 0; k < 3; k++)
+        out[k] = n ? n->cost_ms[k] : NAN;
+}
+
 const sop_gpu_series *sop__nvml_series(const sop_nvml *n)
 {
     return n && n->series && n->series->n ? n->series : NULL;
@@ -618,9 +664,7 @@ void sop__nvml_close(sop_nvml *n)
 {
     if (!n)
         return;
-    if (n->shutdown)
-        n->shutdown();
-    /* NVML is not unloaded: its threads may outlive nvmlShutdown on some drivers */
+    /* NVML stays loaded and initialised for the next window (sop__nvml_open) */
     free(n->tick_ms);
     free(n->sm);
     free(n->mem);

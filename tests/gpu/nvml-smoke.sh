@@ -96,7 +96,7 @@ check "idle: idle_frac >= 0.8 ($(j idle .gpu.idle_frac))" '[ "$(j idle "(.gpu.id
 
 say "collect_ms with NVML: $(tr '\n' ' ' <"$OUT/collect_ms.nvml")  without: $(tr '\n' ' ' <"$OUT/collect_ms.without")"
 if [ -n "$BENCH" ]; then
-  "$BENCH" 2000 | tee "$OUT/tick_bench.json"
+  "$BENCH" 2000 "$IDLE" | tee "$OUT/tick_bench.json"
   check "one window poll < 1 ms ($(jq .poll_mean_us "$OUT/tick_bench.json") us mean)" \
     '[ "$(jq ".poll_mean_us < 1000" "$OUT/tick_bench.json")" = true ]'
 else
