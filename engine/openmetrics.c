@@ -325,14 +325,17 @@ static void gpu_series(sop_sb *b, const sop_value *gpu)
             p += *p == ',';
         }
     }
+    gpu_family(b, devs, "other_procs", "sop_gpu_other_processes", NULL,
+               "Processes on the GPU that are not the target's tree", 1);
     gpu_family(b, sop__v_get(gpu, "procs"), "mem_kb", "sop_gpu_process_memory_bytes", "bytes",
                "GPU memory held by a process of the target's tree", 1024);
     gpu_family(b, sop__v_get(gpu, "procs"), "util_sm_pct", "sop_gpu_process_utilization_ratio",
                "ratio", "A process's share of the GPU's SM time over the window", 0.01);
     gauge_at(b, "sop_gpu_tree_busy_ratio", "ratio",
-             "Mean GPU utilisation over the GPUs the target's tree uses", gpu, "busy_pct", 0.01);
+             "The target tree's own GPU use over the GPUs it uses (per process where shared)", gpu,
+             "busy_pct", 0.01);
     gauge_at(b, "sop_gpu_tree_idle_ratio", "ratio",
-             "Mean idle share of the window over the GPUs the target's tree uses", gpu, "idle_frac",
+             "The target tree's idle share of the window over the GPUs it uses", gpu, "idle_frac",
              1);
     gauge_at(b, "sop_gpu_tree_memory_bytes", "bytes",
              "GPU memory held by the target's tree (all its processes, all GPUs)", gpu,

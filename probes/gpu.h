@@ -39,6 +39,10 @@ typedef struct {
     int64_t temperature_c;
     double power_w;
     int64_t pcie_rx_kb_per_s, pcie_tx_kb_per_s;
+    int64_t other_procs; /* processes on it that are not the tree's (NVML's lists) */
+    double tree_util_sm_pct, tree_idle_frac; /* the tree's own share, when shared (per process) */
+    /* internal: NVML's per-process samples were read, others ran kernels in the window */
+    bool proc_figures, others_active;
 } sop_gpu_device;
 
 typedef struct {
@@ -69,6 +73,7 @@ typedef struct sop_gpu {
     size_t nprocs;
     int64_t tree_mem_kb;
     double busy_pct, idle_frac;
+    char busy_source[16]; /* "device" | "process": where busy_pct/idle_frac come from */
 } sop_gpu;
 
 void sop__gpu_init(sop_gpu *g);
@@ -101,6 +106,9 @@ void sop__nvml_finish(sop_nvml *n, int proc_root_fd, const int *tree, size_t ntr
 /* The busy series of the ticks over the used devices (after finish; NULL when none); valid
  * until sop__nvml_close. */
 const sop_gpu_series *sop__nvml_series(const sop_nvml *n);
+/* What sop__nvml_finish spent, ms: NVML's process lists, the device reads, the per-process
+ * utilisation (tests/gpu/nvml_tick_bench prints them). */
+void sop__nvml_cost(const sop_nvml *n, double out[3]);
 void sop__nvml_close(sop_nvml *n);
 
 #endif

@@ -7,10 +7,12 @@
 #include <dlfcn.h>
 #include <fcntl.h>
 #include <math.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/time.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "gpu.h"
@@ -96,6 +98,7 @@ struct sop_nvml {
     nvml_dev dev[SOP_GPU_DEVICES_MAX];
     unsigned long long t0_us; /* window start, for the per-process samples */
     int root_fd;              /* the proc root, during sop__nvml_finish */
+    double cost_ms[3];        /* sop__nvml_finish: process lists, device reads, per-process */
     /* utilisation readings per tick and device; -1 = no reading */
     size_t nticks;
     double *tick_ms;
@@ -103,6 +106,13 @@ struct sop_nvml {
     short (*mem)[SOP_GPU_DEVICES_MAX];
     sop_gpu_series *series;
 };
+
+static double mono_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
+}
 
 static unsigned long long wall_us(void)
 {
@@ -119,10 +129,8 @@ static const char *err_text(const sop_nvml *n, nvml_ret r)
 
 #define SYM(field, name) (n->field = (__typeof__(n->field))dlsym(n->lib, name))
 
-sop_nvml *sop__nvml_open(char *why, size_t whylen)
+static sop_nvml *load(const char *path, char *why, size_t whylen)
 {
-    const char *env = getenv("SOP_NVML_LIBRARY");
-    const char *path = env && env[0] ? env : "libnvidia-ml.so.1";
     sop_nvml *n = calloc(1, sizeof *n);
     if (!n) {
         snprintf(why, whylen, "out of memory");
@@ -165,7 +173,8 @@ sop_nvml *sop__nvml_open(char *why, size_t whylen)
     r = count(&c);
     if (r != NVML_SUCCESS) {
         snprintf(why, whylen, "NVML could not count the devices: %s (%d)", err_text(n, r), r);
-        sop__nvml_close(n);
+        n->shutdown();
+        free(n);
         return NULL;
     }
     for (unsigned i = 0; i < c && n->ndev < SOP_GPU_DEVICES_MAX; i++)
@@ -193,7 +202,32 @@ sop_nvml *sop__nvml_open(char *why, size_t whylen)
     n->proc_size[0] = n->proc_size[1] = sizeof(nvml_proc_v2);
     n->proc_size[2] = sizeof(nvml_proc_v1);
     SYM(proc_util, "nvmlDeviceGetProcessUtilization");
-    n->t0_us = wall_us();
+    return n;
+}
+
+/* NVML is loaded and initialised once per process (nvmlInit costs ~15 ms on an H200 host, and
+ * a watch collects every window) and never shut down; each window gets its own copy of the
+ * handles with its own readings. */
+static pthread_mutex_t lib_lock = PTHREAD_MUTEX_INITIALIZER;
+static sop_nvml *lib; /* the loaded library, or NULL */
+
+sop_nvml *sop__nvml_open(char *why, size_t whylen)
+{
+    const char *env = getenv("SOP_NVML_LIBRARY");
+    const char *path = env && env[0] ? env : "libnvidia-ml.so.1";
+    pthread_mutex_lock(&lib_lock);
+    if (lib && strcmp(lib->path, path) != 0)
+        lib = NULL; /* another library asked for: the first stays loaded */
+    if (!lib)
+        lib = load(path, why, whylen);
+    sop_nvml *n = lib ? malloc(sizeof *n) : NULL;
+    if (n)
+        *n = *lib;
+    else if (lib)
+        snprintf(why, whylen, "out of memory");
+    pthread_mutex_unlock(&lib_lock);
+    if (n)
+        n->t0_us = wall_us();
     return n;
 }
 
@@ -295,9 +329,12 @@ static void add_proc(sop_gpu *out, int pid, unsigned dev, unsigned long long mem
 
 /* The tree's processes on device index i (both lists, newest call first). */
 static void read_procs(sop_nvml *n, unsigned i, const pid_map *m, size_t nm, sop_gpu *out,
-                       bool *used)
+                       bool *used, int64_t *others)
 {
     unsigned char buf[PROCS_READ_MAX * sizeof(nvml_proc_v2)];
+    unsigned seen[PROCS_READ_MAX]; /* other processes, once each (they may be in both lists) */
+    size_t nseen = 0;
+    *others = 0;
     for (int list = 0; list < 2; list++) {
         fn_dev_procs *fns = list ? n->graphics : n->compute;
         for (int v = 0; v < 3; v++) {
@@ -322,6 +359,14 @@ static void read_procs(sop_nvml *n, unsigned i, const pid_map *m, size_t nm, sop
                 if (tp > 0) {
                     add_proc(out, tp, i, mem);
                     *used = true;
+                    continue;
+                }
+                size_t q = 0;
+                while (q < nseen && seen[q] != pid)
+                    q++;
+                if (q == nseen && nseen < PROCS_READ_MAX) {
+                    seen[nseen++] = pid;
+                    (*others)++;
                 }
             }
             break;
@@ -329,10 +374,12 @@ static void read_procs(sop_nvml *n, unsigned i, const pid_map *m, size_t nm, sop
     }
 }
 
-/* Mean SM share of each tree process on device index i since the window started. */
-/* Mean SM share of each tree process on device index i since the window started. NVML keeps
- * a sample per process and driver period; the buffer is sized by a first call (bounded). */
-static void read_proc_util(sop_nvml *n, unsigned i, const pid_map *m, size_t nm, sop_gpu *out)
+/* Per-process SM shares on device index i since t0 (NVML keeps a sample per process and
+ * driver period; the buffer is sized by a first call, bounded): each tree process's mean, and
+ * the tree's own share of the device over the device's sample times (samples bucketed by
+ * 100 ms: one driver period), when d is shared. */
+static void read_proc_util(sop_nvml *n, unsigned i, const pid_map *m, size_t nm, sop_gpu *out,
+                           sop_gpu_device *d)
 {
     if (!n->proc_util)
         return;
@@ -354,6 +401,8 @@ static void read_proc_util(sop_nvml *n, unsigned i, const pid_map *m, size_t nm,
     }
     if (r != NVML_SUCCESS || !s)
         cnt = 0; /* NOT_FOUND: no process ran a kernel since the window started */
+    if (cnt > PROC_SAMPLES_MAX)
+        cnt = PROC_SAMPLES_MAX;
     for (size_t p = 0; p < out->nprocs; p++) {
         sop_gpu_proc *gp = &out->procs[p];
         if (gp->device != (int64_t)i)
@@ -367,6 +416,37 @@ static void read_proc_util(sop_nvml *n, unsigned i, const pid_map *m, size_t nm,
             }
         gp->util_sm_pct = k ? sum / k : 0.0; /* listed but no sample since t0: no kernel ran */
     }
+    /* the tree's share: its summed samples per 100 ms bucket of the device's sample times */
+    unsigned long long *bucket = cnt ? calloc(cnt, sizeof *bucket) : NULL;
+    double *tree = cnt ? calloc(cnt, sizeof *tree) : NULL;
+    size_t nb = 0;
+    for (unsigned j = 0; bucket && tree && j < cnt; j++) {
+        if (s[j].sm_util > 100)
+            continue;
+        bool ours = tree_pid_of(m, nm, s[j].pid, n->root_fd) > 0;
+        if (!ours && s[j].sm_util > 0)
+            d->others_active = true;
+        unsigned long long b = s[j].timestamp / 100000ULL;
+        size_t q = 0;
+        while (q < nb && bucket[q] != b)
+            q++;
+        if (q == nb)
+            bucket[nb++] = b;
+        if (ours)
+            tree[q] += s[j].sm_util;
+    }
+    double sum = 0;
+    size_t idle = 0;
+    for (size_t q = 0; q < nb; q++) {
+        double v = tree[q] > 100 ? 100 : tree[q];
+        sum += v;
+        idle += v < 5;
+    }
+    d->proc_figures = true;
+    d->tree_util_sm_pct = nb ? sum / (double)nb : 0.0;
+    d->tree_idle_frac = nb ? (double)idle / (double)nb : 1.0;
+    free(bucket);
+    free(tree);
     free(s);
 }
 
@@ -445,6 +525,8 @@ static void device_init(sop_gpu_device *d)
     d->sm_clock_mhz = d->sm_clock_max_mhz = d->temperature_c = SOP_NA;
     d->pcie_rx_kb_per_s = d->pcie_tx_kb_per_s = SOP_NA;
     d->util_sm_pct = d->util_sm_max_pct = d->util_mem_pct = d->idle_frac = d->power_w = NAN;
+    d->tree_util_sm_pct = d->tree_idle_frac = NAN;
+    d->other_procs = SOP_NA;
 }
 
 void sop__nvml_finish(sop_nvml *n, int proc_root_fd, const int *tree, size_t ntree, uint32_t minors,
@@ -475,38 +557,71 @@ void sop__nvml_finish(sop_nvml *n, int proc_root_fd, const int *tree, size_t ntr
         }
         nm++;
     }
-    bool used[SOP_GPU_DEVICES_MAX] = {false};
+    bool used[SOP_GPU_DEVICES_MAX] = {false}, alone[SOP_GPU_DEVICES_MAX] = {false};
+    int64_t others[SOP_GPU_DEVICES_MAX] = {0};
     bool any_used = false;
     for (unsigned i = 0; i < n->ndev; i++) {
         unsigned minor;
         if (n->minor && n->minor(n->dev[i], &minor) == NVML_SUCCESS && minor < 32 &&
             (minors & (1u << minor)))
             used[i] = true;
-        read_procs(n, i, map, nm, out, &used[i]);
+        double c0 = mono_ms();
+        read_procs(n, i, map, nm, out, &used[i], &others[i]);
+        n->cost_ms[0] += mono_ms() - c0;
         any_used = any_used || used[i];
     }
+    /* The tree's busy share: a device's own figures where the tree is alone on it (or the only
+     * one running kernels in the window); NVML's per-process samples where it is shared; none
+     * where it is shared and those are missing, or none of the tree's processes was found in
+     * NVML's lists (it cannot then be told from the others). */
     double busy = 0, idle = 0;
     int nbusy = 0;
+    bool by_process = false, unknown = false;
     for (unsigned i = 0; i < n->ndev && out->ndevices < SOP_GPU_DEVICES_MAX; i++) {
         sop_gpu_device d;
         device_init(&d);
         if (any_used && !used[i])
             continue;
+        double c0 = mono_ms();
         read_device(n, i, &d);
+        n->cost_ms[1] += mono_ms() - c0;
         if (!any_used && !visible(cvd, i, d.uuid))
             continue;
         d.used_by_tree = used[i];
-        if (used[i] && !isnan(d.util_sm_pct)) {
-            busy += d.util_sm_pct;
-            idle += d.idle_frac;
-            nbusy++;
+        d.other_procs = others[i];
+        bool ours_listed = false;
+        for (size_t p = 0; p < out->nprocs; p++)
+            ours_listed = ours_listed || out->procs[p].device == (int64_t)i;
+        c0 = mono_ms();
+        if (others[i] > 0 && ours_listed) /* shared: who ran the kernels */
+            read_proc_util(n, i, map, nm, out, &d);
+        n->cost_ms[2] += mono_ms() - c0;
+        if (used[i]) {
+            if (others[i] == 0 || (d.proc_figures && !d.others_active)) {
+                alone[i] = true;
+                if (!isnan(d.util_sm_pct)) {
+                    busy += d.util_sm_pct;
+                    idle += d.idle_frac;
+                    nbusy++;
+                }
+            } else if (d.proc_figures) {
+                busy += d.tree_util_sm_pct;
+                idle += d.tree_idle_frac;
+                nbusy++;
+                by_process = true;
+            } else {
+                unknown = true;
+            }
         }
+        if (!d.proc_figures || !d.others_active)
+            d.tree_util_sm_pct = d.tree_idle_frac = NAN; /* only said where it differs */
         out->devices[out->ndevices++] = d;
-        read_proc_util(n, i, map, nm, out);
     }
-    if (nbusy) {
+    if (nbusy && !unknown) {
         out->busy_pct = busy / nbusy;
         out->idle_frac = idle / nbusy;
+        snprintf(out->busy_source, sizeof out->busy_source, "%s",
+                 by_process ? "process" : "device");
     }
     if (out->nprocs) {
         out->tree_mem_kb = 0;
@@ -514,14 +629,15 @@ void sop__nvml_finish(sop_nvml *n, int proc_root_fd, const int *tree, size_t ntr
             if (out->procs[p].mem_kb != SOP_NA)
                 out->tree_mem_kb += out->procs[p].mem_kb;
     }
-    /* the busy lane: per tick, the mean SM utilisation over the used devices */
+    /* the busy lane: per tick, the mean SM utilisation over the used devices the tree is alone
+     * on (a shared device's readings are not the tree's) */
     if (any_used && n->nticks && !isnan(n->tick_ms[0]) &&
         (n->series = calloc(1, sizeof *n->series))) {
         for (size_t t = 0; t < n->nticks; t++) {
             double s = 0;
             int k = 0;
             for (unsigned i = 0; i < n->ndev; i++)
-                if (used[i] && n->sm[t][i] >= 0) {
+                if (used[i] && alone[i] && n->sm[t][i] >= 0) {
                     s += n->sm[t][i];
                     k++;
                 }
@@ -533,6 +649,12 @@ void sop__nvml_finish(sop_nvml *n, int proc_root_fd, const int *tree, size_t ntr
     }
 }
 
+void sop__nvml_cost(const sop_nvml *n, double out[3])
+{
+    for (int k = 0; k < 3; k++)
+        out[k] = n ? n->cost_ms[k] : NAN;
+}
+
 const sop_gpu_series *sop__nvml_series(const sop_nvml *n)
 {
     return n && n->series && n->series->n ? n->series : NULL;
@@ -542,9 +664,7 @@ void sop__nvml_close(sop_nvml *n)
 {
     if (!n)
         return;
-    if (n->shutdown)
-        n->shutdown();
-    /* NVML is not unloaded: its threads may outlive nvmlShutdown on some drivers */
+    /* NVML stays loaded and initialised for the next window (sop__nvml_open) */
     free(n->tick_ms);
     free(n->sm);
     free(n->mem);

@@ -47,6 +47,15 @@ const sop_evk sop__evk_gpu[] = {
     DI("devices[].pcie_rx_kb_per_s", pcie_rx_kb_per_s, "kB/s",
        "PCIe receive throughput (NVML's last 20 ms)"),
     DI("devices[].pcie_tx_kb_per_s", pcie_tx_kb_per_s, "kB/s", "PCIe transmit throughput"),
+    DI("devices[].other_procs", other_procs, "",
+       "processes on the device that are not the tree's (NVML's process lists): the device's "
+       "figures are then not the tree's alone"),
+    DD("devices[].tree_util_sm_pct", tree_util_sm_pct, "%",
+       "window, on a shared device: the tree's own SM utilisation (its processes' summed "
+       "per-process samples, over the device's sample times)"),
+    DD("devices[].tree_idle_frac", tree_idle_frac, "",
+       "window, on a shared device: share of the device's sample times the tree's processes "
+       "used < 5%"),
     H("procs", SOP_EVK_ARR, "",
       "processes of the target's tree on a GPU (NVML's compute and graphics process lists)"),
     PI("procs[].pid", pid, "", "host pid (NVML's pid mapped through NSpid)"),
@@ -56,8 +65,14 @@ const sop_evk sop__evk_gpu[] = {
               "its SM utilisation over the window, where NVML gives per-process figures"),
     SOP_EVK_I("tree_mem_kb", sop_gpu, tree_mem_kb, "kB", "sum of procs[].mem_kb"),
     SOP_EVK_D("busy_pct", sop_gpu, busy_pct, "%",
-              "mean util_sm_pct over the devices the tree uses"),
-    SOP_EVK_D("idle_frac", sop_gpu, idle_frac, "", "mean idle_frac over those devices"),
+              "the tree's GPU use: mean over the devices it uses of util_sm_pct where it is "
+              "alone on the device (or the only one running kernels), else tree_util_sm_pct; "
+              "absent when a shared device has no per-process figures (another job's load is "
+              "never counted as the tree's)"),
+    SOP_EVK_D("idle_frac", sop_gpu, idle_frac, "", "the same mean of idle_frac / tree_idle_frac"),
+    SOP_EVK_S("busy_source", sop_gpu, busy_source,
+              "\"device\": busy_pct is the devices' own figures (the tree alone on them); "
+              "\"process\": some device is shared and NVML's per-process samples were used"),
 };
 const size_t sop__evk_gpu_n = sizeof sop__evk_gpu / sizeof sop__evk_gpu[0];
 #undef DI

@@ -86,6 +86,8 @@ check "busy: busy_pct >= 80 ($(j busy .gpu.busy_pct))" \
   '[ "$(j busy "(.gpu.busy_pct // 0) >= 80")" = true ]'
 check "busy: device used_by_tree, util_samples >= 2" \
   '[ "$(j busy "[.gpu.devices[] | select(.used_by_tree and .util_samples >= 2)] | length")" -ge 1 ]'
+check "shared GPU: the idle process's busy_pct is its own share ($(j shared .gpu.busy_pct), source $(j shared .gpu.busy_source)), not the device's" \
+  '[ "$(j shared "(.gpu.busy_pct // 100) <= 20 and .gpu.busy_source == \"process\"")" = true ]'
 say "shared GPU: the idle process's own SM share $(j shared '[.gpu.procs[] | select(.pid == '"$IDLE"') | .util_sm_pct][0]') (device $(j shared .gpu.busy_pct)%)"
 check "record --timeline of the busy one: a GPU lane" 'grep -q "class=\"gpu-lane\"" "$OUT/busy-timeline.svg"'
 check "idle: busy_pct <= 20 ($(j idle .gpu.busy_pct)), tree_mem_kb >= 1 GiB ($(j idle .gpu.tree_mem_kb))" \
@@ -94,7 +96,7 @@ check "idle: idle_frac >= 0.8 ($(j idle .gpu.idle_frac))" '[ "$(j idle "(.gpu.id
 
 say "collect_ms with NVML: $(tr '\n' ' ' <"$OUT/collect_ms.nvml")  without: $(tr '\n' ' ' <"$OUT/collect_ms.without")"
 if [ -n "$BENCH" ]; then
-  "$BENCH" 2000 | tee "$OUT/tick_bench.json"
+  "$BENCH" 2000 "$IDLE" | tee "$OUT/tick_bench.json"
   check "one window poll < 1 ms ($(jq .poll_mean_us "$OUT/tick_bench.json") us mean)" \
     '[ "$(jq ".poll_mean_us < 1000" "$OUT/tick_bench.json")" = true ]'
 else

@@ -102,6 +102,29 @@ ev "$tmp/s1" --pid "$P4" --duration 0 >"$tmp/e4.json"
   && ok "CUDA_VISIBLE_DEVICES=1: device 1 listed, not used; no busy figure" \
   || bad "CUDA_VISIBLE_DEVICES: $(jq -c .gpu "$tmp/e4.json")"
 
+# --- 4b. one GPU shared with another job: the device is busy (another process), ours idles ---
+cat >"$tmp/s_shared" <<EOF
+device 0 name=H200 uuid=GPU-aaaa-0000 minor=0 mem_total_mib=1000 mem_used_mib=900
+util 0 100
+proc 0 $P 300 0
+proc 0 999999998 500 97
+EOF
+ev "$tmp/s_shared" --pid "$P" --duration 0.6 >"$tmp/e_sh.json"
+[ "$(jq -c '[.gpu.busy_pct, .gpu.idle_frac, .gpu.busy_source, .gpu.devices[0].other_procs, .gpu.devices[0].util_sm_pct, .gpu.devices[0].tree_util_sm_pct, .gpu.devices[0].tree_idle_frac]' "$tmp/e_sh.json")" = '[0,1,"process",1,100,0,1]' ] \
+  && ok "shared GPU, another job busy, ours idle: busy_pct 0 from the per-process samples, the device's 100% kept apart" \
+  || bad "shared GPU: $(jq -c .gpu "$tmp/e_sh.json")"
+# the same without per-process figures (the old NVML): the tree's share is unknown, not 100
+LIB=$FAKE_OLD ev "$tmp/s_shared" --pid "$P" --duration 0.6 >"$tmp/e_sh2.json"
+[ "$(jq -c '[.gpu.busy_pct, .gpu.idle_frac, .gpu.busy_source, .gpu.devices[0].other_procs]' "$tmp/e_sh2.json")" = '[null,null,null,1]' ] \
+  && ok "shared GPU without per-process figures: no busy_pct (another job's load is not ours)" \
+  || bad "shared GPU, old NVML: $(jq -c .gpu "$tmp/e_sh2.json")"
+# another process listed but idle: the device's figures are ours
+sed 's/^proc 0 999999998 500 97$/proc 0 999999998 500 0/; s/^proc 0 \([0-9]*\) 300 0$/proc 0 \1 300 90/' "$tmp/s_shared" >"$tmp/s_sh3"
+ev "$tmp/s_sh3" --pid "$P" --duration 0.6 >"$tmp/e_sh3.json"
+[ "$(jq -c '[.gpu.busy_pct, .gpu.busy_source, .gpu.devices[0].tree_util_sm_pct]' "$tmp/e_sh3.json")" = '[100,"device",null]' ] \
+  && ok "shared GPU, the other process idle: the device's figures are the tree's" \
+  || bad "shared GPU, other idle: $(jq -c .gpu "$tmp/e_sh3.json")"
+
 # --- 5. a CPU-only target: NVML is not even loaded; nothing in the evidence ---
 sleep 60 </dev/null >/dev/null 2>&1 &
 pids+=($!)
