@@ -230,9 +230,7 @@ static void symbolize(sop_native *nv, sop_nframe *f)
     f->lib[bl] = '\0';
     if (!o->tried) {
         o->tried = true;
-        char host[800];
-        snprintf(host, sizeof host, "%s/%d/root%s", nv->proc_root, nv->pid, o->path);
-        if (sop__elf_open(host, &o->elf) == 0) {
+        if (sop__elf_open_target(nv->proc_root, nv->pid, o->path, &o->elf) == 0) {
             o->ok = true;
             o->bias = sop__elf_bias(&o->elf, o->bias);
             if (sop__elf_func_symbols(&o->elf, &o->syms, &o->nsyms) < 0)

@@ -44,7 +44,7 @@ static int open_image(int pid, const char *proc_root, const char *maps, const ch
     if (sop__maps_find(maps, suffix, im->path, sizeof im->path, &start) < 0)
         return -ENOENT;
     snprintf(im->host_path, sizeof im->host_path, "%s/%d/root%s", proc_root, pid, im->path);
-    int r = sop__elf_open(im->host_path, &im->elf);
+    int r = sop__elf_open_target(proc_root, pid, im->path, &im->elf);
     if (r < 0)
         return r;
     im->bias = sop__elf_bias(&im->elf, start);

