@@ -36,10 +36,9 @@ int cli_print_merge(const sop_merge *m, sop_format fmt, const char *lang, const 
         fprintf(stderr, "sopctl: merge: %s\n", sop_strerror(rc));
         return EXIT_USAGE;
     }
-    FILE *f = output ? fopen(output, "w") : stdout;
+    FILE *f = output ? cli_open_output(output) : stdout;
     int status = problem ? EXIT_FINDING : EXIT_CLEAN;
     if (!f) {
-        fprintf(stderr, "sopctl: %s: %s\n", output, strerror(errno));
         status = EXIT_USAGE;
     } else {
         fputs(out, f);

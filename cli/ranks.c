@@ -500,8 +500,7 @@ int cli_ranks_run(sop_engine *e, int launcher, const char *slurm_job, const sop_
         status = EXIT_USAGE;
     FILE *out = stdout;
     if (status == EXIT_CLEAN && output && (evidence_only || fmt == SOP_FORMAT_JSON) &&
-        !(out = fopen(output, "w"))) {
-        fprintf(stderr, "sopctl: %s: %s\n", output, strerror(errno));
+        !(out = cli_open_output(output))) {
         status = EXIT_USAGE;
     }
     int collected = 0;

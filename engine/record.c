@@ -3,9 +3,11 @@
  * (engine/flamegraph.c), a timeline (engine/timeline.c), speedscope JSON (engine/speedscope.c)
  * or one HTML page with both pictures (engine/html.c). Depends on sampler.h and engine.h. */
 #include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "clock.h"
 #include "engine.h"
@@ -113,9 +115,13 @@ int sop_record_ex(sop_engine *e, int pid, double duration_s, double rate_hz, con
     sop__sampler_run(s, sop__now_ms() + duration_s * 1e3, rate_hz, progress ? forward : NULL, &pf);
     sop_sampler_stats st;
     sop__sampler_stats(s, &st);
-    FILE *f = fopen(path, "w");
+    /* 0600: a profile names the target's functions and files */
+    int ofd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOCTTY, 0600);
+    FILE *f = ofd >= 0 ? fdopen(ofd, "w") : NULL;
     if (!f) {
         int err = errno;
+        if (ofd >= 0)
+            close(ofd);
         sop__sampler_close(s);
         return sop__fail(e, SOP_EIO, "%s: %s", path, strerror(err));
     }

@@ -176,7 +176,83 @@ def test_fifo_at_mapped_library():
         shutil.rmtree(d, ignore_errors=True)
 
 
-TESTS = [test_source_lines, test_fifo_at_mapped_library]
+IDLE = "import time\nprint('ready', flush=True)\ntime.sleep(600)\n"
+
+
+def mode_of(path):
+    return stat.S_IMODE(os.lstat(path).st_mode)
+
+
+def test_out_dir():
+    d = scratch()
+    try:
+        victim = os.path.join(d, "victim")
+        with open(victim, "w") as f:
+            f.write("untouched\n")
+        shared = os.path.join(d, "shared")
+        os.mkdir(shared)
+        os.chmod(shared, 0o777)
+        theirs = os.path.join(d, "theirs")
+        os.mkdir(theirs, 0o755)
+        os.chown(theirs, 65534, 65534)
+        with Target(IDLE) as t:
+            for name, path, why in (("others can write", shared, "writable by others"),
+                                    ("another user's", theirs, "owned by uid 65534")):
+                code, out, err = sopctl("watch", "--pid", t.pid, "--out", path, "--count", "1",
+                                        "--every", "0.2", "--duration", "0.1", timeout=60)
+                check("out: --out in a directory %s is refused (exit %d)" % (name, code),
+                      code == 2 and why in err, err[:300])
+            code, out, err = sopctl("watch", "--pid", t.pid, "--out", shared, "--out-mode", "0666")
+            check("out: --out-mode 0666 is refused", code == 2, err[:300])
+            # -o FILE: a symlink another user planted in a directory others can write
+            planted = os.path.join(shared, "report.json")
+            os.symlink(victim, planted)
+            os.lchown(planted, 65534, 65534)
+            code, out, err = sopctl("evidence", "--pid", t.pid, "-o", planted)
+            check("out: -o through another user's symlink is refused (exit %d)" % code,
+                  code == 2 and "refused" in err, err[:300])
+            check("out: the victim is untouched", open(victim).read() == "untouched\n")
+            fresh = os.path.join(d, "fresh.json")
+            code, out, err = sopctl("evidence", "--pid", t.pid, "-o", fresh)
+            check("out: -o FILE is created 0600 (%o)" % (mode_of(fresh) if os.path.exists(
+                fresh) else 0), code == 0 and mode_of(fresh) == 0o600, err[:300])
+            own = os.path.join(d, "own")
+        t = Target(IDLE)
+        w = subprocess.Popen([SOPCTL, "watch", "--pid", str(t.pid), "--out", own, "--every",
+                              "0.3", "--duration", "0.1"],
+                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        time.sleep(1.5)
+        # the names the old writer used for its temporaries, planted now
+        stamp = time.strftime("%Y%m%dT%H%M", time.gmtime())
+        for sec in range(60):
+            for seq in range(1, 12):
+                for ext in ("json", "md"):
+                    try:
+                        os.symlink(victim, os.path.join(own, "sop-%d-%s%02dZ-%d-postmortem.%s.tmp"
+                                                        % (t.pid, stamp, sec, seq, ext)))
+                    except OSError:
+                        pass
+        t.stop()
+        try:
+            out, err = w.communicate(timeout=30)
+        except subprocess.TimeoutExpired:
+            w.kill()
+            out, err = w.communicate()
+        check("out: the directory made is 0700 (%o)" % mode_of(own), mode_of(own) == 0o700)
+        reports = [n for n in os.listdir(own) if n.endswith((".json", ".md"))]
+        check("out: the post-mortem was written (%s)" % reports, len(reports) == 2, err[-600:])
+        check("out: reports are 0600", reports and all(
+            mode_of(os.path.join(own, n)) == 0o600 for n in reports),
+            [(n, oct(mode_of(os.path.join(own, n)))) for n in reports])
+        check("out: no temporary left behind", not [
+            n for n in os.listdir(own) if n.startswith(".sop-")])
+        check("out: the planted symlinks were not followed",
+              open(victim).read() == "untouched\n")
+    finally:
+        shutil.rmtree(d, ignore_errors=True)
+
+
+TESTS = [test_source_lines, test_fifo_at_mapped_library, test_out_dir]
 
 
 def main():
