@@ -658,16 +658,23 @@ static const char HELP[] =
 
 int cmd_watch(int argc, char **argv)
 {
-    static const struct option opts[] = {
-        {"pid", required_argument, 0, 'p'},    {"duration", required_argument, 0, 'd'},
-        {"rate", required_argument, 0, 'r'},   {"every", required_argument, 0, 'E'},
-        {"listen", required_argument, 0, 'L'}, {"out", required_argument, 0, 'o'},
-        {"keep", required_argument, 0, 'k'},   {"on-finding", required_argument, 0, 'F'},
-        {"shell", no_argument, 0, 'H'},        {"count", required_argument, 0, 'c'},
-        {"lang", required_argument, 0, 'l'},   {"set", required_argument, 0, 's'},
-        {"site", required_argument, 0, 'S'},   {"no-site", no_argument, 0, 'N'},
-        {"out-mode", required_argument, 0, 'M'}, {"help", no_argument, 0, 'h'},
-        {0, 0, 0, 0}};
+    static const struct option opts[] = {{"pid", required_argument, 0, 'p'},
+                                         {"duration", required_argument, 0, 'd'},
+                                         {"rate", required_argument, 0, 'r'},
+                                         {"every", required_argument, 0, 'E'},
+                                         {"listen", required_argument, 0, 'L'},
+                                         {"out", required_argument, 0, 'o'},
+                                         {"keep", required_argument, 0, 'k'},
+                                         {"on-finding", required_argument, 0, 'F'},
+                                         {"shell", no_argument, 0, 'H'},
+                                         {"count", required_argument, 0, 'c'},
+                                         {"lang", required_argument, 0, 'l'},
+                                         {"set", required_argument, 0, 's'},
+                                         {"site", required_argument, 0, 'S'},
+                                         {"no-site", no_argument, 0, 'N'},
+                                         {"out-mode", required_argument, 0, 'M'},
+                                         {"help", no_argument, 0, 'h'},
+                                         {0, 0, 0, 0}};
     watch_ctx c;
     memset(&c, 0, sizeof c);
     c.pid = -1;

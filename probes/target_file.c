@@ -16,10 +16,10 @@
 
 #include "procfs.h"
 
-#define LINKS_MAX 40      /* as the kernel's MAXSYMLINKS */
-#define DEPTH_MAX 256     /* directories deep */
-#define STEPS_MAX 4096    /* components looked at, all symlink expansions together */
-#define PATH_BUF (8192)   /* the path still to resolve, with expansions */
+#define LINKS_MAX 40    /* as the kernel's MAXSYMLINKS */
+#define DEPTH_MAX 256   /* directories deep */
+#define STEPS_MAX 4096  /* components looked at, all symlink expansions together */
+#define PATH_BUF (8192) /* the path still to resolve, with expansions */
 #define STATUS_BUF (16384)
 
 static int parse_id_line(const char *status, const char *key, unsigned long *fs)

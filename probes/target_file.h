@@ -21,8 +21,8 @@ typedef struct {
     uid_t fsuid;
     gid_t fsgid;
     gid_t groups[SOP_CREDS_GROUPS_MAX];
-    int ngroups;        /* more than SOP_CREDS_GROUPS_MAX: the rest are not honoured */
-    bool dac_override;  /* CAP_DAC_OVERRIDE or CAP_DAC_READ_SEARCH in CapEff */
+    int ngroups;       /* more than SOP_CREDS_GROUPS_MAX: the rest are not honoured */
+    bool dac_override; /* CAP_DAC_OVERRIDE or CAP_DAC_READ_SEARCH in CapEff */
 } sop_creds;
 
 /* Parse the Uid:, Gid:, Groups: and CapEff: lines of a /proc/PID/status text. Returns 0, or

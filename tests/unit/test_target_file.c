@@ -85,9 +85,8 @@ static void test_creds(void)
     CHECK_EQ_I((int)c.fsgid, 8);
     CHECK_EQ_I(c.ngroups, 2);
     CHECK(!c.dac_override);
-    CHECK_EQ_I(sop__creds_parse("Uid:\t0\t0\t0\t0\nGid:\t0\t0\t0\t0\nCapEff:\t000001ffffffffff\n",
-                                &c),
-               0);
+    CHECK_EQ_I(
+        sop__creds_parse("Uid:\t0\t0\t0\t0\nGid:\t0\t0\t0\t0\nCapEff:\t000001ffffffffff\n", &c), 0);
     CHECK(c.dac_override);
     CHECK_EQ_I(sop__creds_parse("Name:\tx\nGid:\t1\t1\t1\t1\n", &c), -EINVAL);
     CHECK_EQ_I(sop__creds_parse("Uid:\t1\t1\nGid:\t1\t1\t1\t1\n", &c), -EINVAL);
@@ -127,7 +126,7 @@ static void test_walk(void)
     put("100/root/closed/in.py", "in a closed directory\n", 0644);
     put("100/root/etc/x.py", "the target's own /etc\n", 0644);
     put("outside.py", "outside the target's root\n", 0644);
-    ln("/etc/x.py", "100/root/app/abs.py");                 /* absolute: the target's /etc */
+    ln("/etc/x.py", "100/root/app/abs.py");                /* absolute: the target's /etc */
     ln("../../../../../outside.py", "100/root/app/up.py"); /* ".." stops at the root */
     ln("../app/ok.py", "100/root/app/rel.py");
     ln("mine.py", "100/root/app/to_mine.py");
