@@ -14,8 +14,11 @@
 #include <time.h>
 
 #include "heap.h"
+#include "ptrace_wait.h"
 
 #define MAX_TASKS 16384
+/* How long one task may take to reach its stop (it is running kernel code meanwhile). */
+#define STOP_WAIT_MS 2000
 
 static double now_ms(void)
 {
@@ -43,24 +46,15 @@ static int stop_task(int tid, int *sig)
         ptrace(PTRACE_DETACH, tid, NULL, NULL);
         return -e;
     }
-    for (;;) {
-        int status = 0;
-        pid_t r = waitpid(tid, &status, __WALL);
-        if (r < 0) {
-            if (errno == EINTR)
-                continue;
-            return -errno;
-        }
-        if (WIFEXITED(status) || WIFSIGNALED(status))
-            return -ESRCH;
-        if (WIFSTOPPED(status)) {
-            /* The interrupt's stop (PTRACE_EVENT_STOP), or a signal-delivery stop: either way
-             * the task is still. A signal it was about to receive is passed on at detach. */
-            if ((status >> 16) != PTRACE_EVENT_STOP)
-                *sig = WSTOPSIG(status);
-            return 0;
-        }
+    sop_stop_kind kind;
+    int r = sop__ptrace_wait_stop(tid, STOP_WAIT_MS, &kind, sig);
+    if (r < 0) {
+        ptrace(PTRACE_DETACH, tid, NULL, NULL); /* resumed on every path */
+        return r;
     }
+    /* The interrupt's stop, or a signal-delivery stop: either way the task is still. A signal
+     * it was about to receive is passed on at detach. */
+    return 0;
 }
 
 int sop__stop_process(int pid, const char *proc_root, sop_stopped *s, char *err, size_t errlen)
