@@ -362,7 +362,11 @@ SOP_API unsigned long long sop_watch_runs(const sop_watch *w);
  * it shows the run being handed over). *out owned by the caller (sop_free). */
 SOP_API int sop_watch_openmetrics(sop_watch *w, char **out);
 /* Stop the watch: waits for a run in progress to finish (at most its window plus the rules),
- * joins the thread, frees the engine. Accepts NULL. */
+ * joins the thread, frees the engine. Accepts NULL.
+ * fork(): the watch's thread stays in the parent. In a child the handle is inert:
+ * sop_watch_trigger and sop_watch_openmetrics return SOP_EINVAL, sop_watch_free returns at
+ * once (it joins nothing and frees nothing: that memory is the parent's copy), so a child
+ * that exits with watches "running" never waits on a thread it does not have. */
 SOP_API void sop_watch_free(sop_watch *w);
 
 /* ---- merge: one job-level report from the reports of many ranks ------------------------ */

@@ -74,5 +74,72 @@ def test_reaper_thread():
             "reaper: the host's thread really took tracee notifications", state)
 
 
+FORK = """
+import os, sys, time
+import sop
+w = sop.Watch(lambda r, e: None, interval=0.05, duration=0.05)
+time.sleep(0.3)
+h = w._h
+pids = []
+for how in ("exit", "free"):
+    pid = os.fork()
+    if pid == 0:
+        if how == "free":  # the C library's own answer, without the binding's at-fork hook
+            sop._watch_free(h)
+            print("child freed", flush=True)
+        sys.exit(0)  # atexit: sop stops its watches
+    pids.append(pid)
+for pid in pids:
+    _, status = os.waitpid(pid, 0)
+    print("child", pid, "status", status, flush=True)
+time.sleep(0.2)
+print("parent runs", w.runs, flush=True)
+w.stop()
+print("parent stopped", flush=True)
+"""
+
+
+def test_fork_with_watch():
+    code, out = host(FORK, timeout=60)
+    t.check(code == 0, "fork: children of a process with a running Watch exit (exit %s)" % code,
+            out[-800:])
+    t.check(out.count(" status 0") == 2 and "child freed" in out,
+            "fork: both children exited cleanly, sop_watch_free in the child returned",
+            out[-800:])
+    t.check("parent stopped" in out, "fork: the parent's watch still runs and stops",
+            out[-800:])
+
+
+RACE = """
+import threading, time
+import sop
+for i in range(150):
+    w = sop.Watch(lambda r, e: None, interval=0.0, duration=0.01)
+    go = True
+    def hammer():
+        while go:
+            w.trigger()
+            w.runs
+    ts = [threading.Thread(target=hammer) for _ in range(3)]
+    for th in ts:
+        th.start()
+    time.sleep(0.02)
+    w.stop()
+    go = False
+    for th in ts:
+        th.join()
+print("done", flush=True)
+"""
+
+
+def test_trigger_stop_race():
+    code, out = host(RACE, timeout=240)
+    t.check(code == 0 and "done" in out,
+            "race: trigger()/runs from 3 threads while stop() frees, 150 times (exit %s)" % code,
+            out[-800:])
+
+
 test_reaper_thread()
+test_fork_with_watch()
+test_trigger_stop_race()
 t.done()
