@@ -86,7 +86,7 @@ int sop_record_ex(sop_engine *e, int pid, double duration_s, double rate_hz, con
                   void (*progress)(void *ctx, double done_frac), void *ctx, sop_record_stats *stats)
 {
     if (pid <= 0 || !path || !(duration_s > 0 && duration_s <= 3600) ||
-        !(rate_hz >= 0 && rate_hz <= 10000))
+        !(rate_hz >= 0 && rate_hz <= SOP_RATE_MAX_HZ))
         return sop__fail(e, SOP_EINVAL,
                          "record needs a pid, a path, 0 < duration <= 3600 s "
                          "and 0 < rate <= 10000 Hz");

@@ -158,7 +158,8 @@ int sop_watch_new(sop_engine *e, const sop_watch_config *cfg, sop_watch_fn fn, v
         *out = NULL;
     if (!e || !cfg || !fn || !out || cfg->pid < 0 ||
         !(cfg->interval_s >= 0 && cfg->interval_s <= 86400) ||
-        !(cfg->collect.duration_s >= 0 && cfg->collect.duration_s <= 3600)) {
+        !(cfg->collect.duration_s >= 0 && cfg->collect.duration_s <= 3600) ||
+        !(cfg->collect.rate_hz >= 0 && cfg->collect.rate_hz <= SOP_RATE_MAX_HZ)) {
         sop_engine_free(e);
         return SOP_EINVAL;
     }
