@@ -295,7 +295,7 @@ static void test_units(void)
     CHECK_EQ_S(s, "a\\u202eb\\u2066c\\u2028d");
     free(s);
     j = sop__esc_json_text("\"a\xe2\x80\xae"
-                            "b\xef\xbb\xbf\"");
+                           "b\xef\xbb\xbf\"");
     CHECK_EQ_S(j, "\"a\\u202eb\\ufeff\"");
     free(j);
     CHECK(!sop__is_format_control(0x00e9) && sop__is_format_control(0x202e));
