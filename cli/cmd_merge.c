@@ -126,6 +126,13 @@ int cmd_merge(int argc, char **argv)
         if (rc == SOP_ENOMEM) {
             fprintf(stderr, "sopctl: out of memory\n");
             status = EXIT_USAGE;
+        } else if (rc == SOP_EINVAL) {
+            fprintf(stderr,
+                    "sopctl: merge: %s: over the merge limits (at most 16384 reports, 20000 "
+                    "JSON values in all, 1024 distinct finding ids, 1024 findings a report); "
+                    "nothing merged\n",
+                    name);
+            status = EXIT_USAGE;
         } else if (rc != 0) {
             fprintf(stderr, "sopctl: %s: not (all) sop reports; listed as missing\n", name);
         }

@@ -384,7 +384,9 @@ SOP_API void sop_merge_free(sop_merge *m);
 /* Add the reports in text: one JSON report, or several one after another (JSON lines or
  * concatenated). `source` (a file name, a node) names them in the output. A part that is not a
  * report is listed as missing with the reason and SOP_EFORMAT is returned; the reports before
- * and after it are kept. The text is copied. */
+ * and after it are kept. The text is copied. Bounded: more than 16384 reports, 20000 JSON
+ * values in all, 1024 distinct finding ids over the job or 1024 findings in one report (or
+ * 64 levels of nesting in a value) is SOP_EINVAL: the merge is refused, not slow. */
 SOP_API int sop_merge_add_json(sop_merge *m, const char *source, const char *text, size_t len);
 /* List a node (or rank, or source) that gave no report, and why (both copied). */
 SOP_API int sop_merge_add_missing(sop_merge *m, const char *node, const char *reason);
