@@ -252,7 +252,53 @@ def test_out_dir():
         shutil.rmtree(d, ignore_errors=True)
 
 
-TESTS = [test_source_lines, test_fifo_at_mapped_library, test_out_dir]
+# 50,000 one-item lists that claim 2^40 items and point at one 65,536-item array: every list
+# the census scans would read 512 KiB (25 GB in all). The GC is off, so the target itself
+# never looks at them.
+AMPLIFY = r"""
+import ctypes, gc, sys, time
+gc.disable()
+big = [str(i) for i in range(65536)]
+big_items = ctypes.c_void_p.from_address(id(big) + 24).value
+liars = [[0] for _ in range(50000)]
+for l in liars:
+    ctypes.c_ssize_t.from_address(id(l) + 16).value = 1 << 40
+    ctypes.c_void_p.from_address(id(l) + 24).value = big_items
+print("ready", flush=True)
+time.sleep(600)
+"""
+
+
+def test_heap_amplification():
+    with Target(AMPLIFY, timeout=60) as t:
+        for args in (("heap", "--pid", t.pid, "--json"),
+                     ("heap", "--pid", t.pid, "--stop", "--json")):
+            t0 = time.time()
+            try:
+                code, out, err = sopctl(*args, timeout=120)
+            except subprocess.TimeoutExpired:
+                code, out, err = None, "", "timed out"
+            wall = time.time() - t0
+            name = " ".join(str(a) for a in args[:1] + args[3:4])
+            check("heap amplification: %s answers in %.1f s (< 8)" % (name, wall),
+                  code == 0 and wall < 8, err[:300])
+            doc = {}
+            try:
+                doc = json.loads(out) if code == 0 else {}
+            except ValueError:
+                pass
+            h = doc.get("heap", doc)
+            check("heap amplification: %s is marked partial" % name,
+                  h.get("complete") is False and "budget" in str(h.get("partial", "")),
+                  str(h)[:600])
+            if "--stop" in args:
+                check("heap amplification: pause %.0f ms (< 4000)" % h.get("pause_ms", -1),
+                      0 <= h.get("pause_ms", -1) < 4000, str(h)[:300])
+        st = open("/proc/%d/stat" % t.pid).read().rsplit(")", 1)[1].split()[0]
+        check("heap amplification: the target runs on (%s)" % st, st not in ("t", "T"))
+
+
+TESTS = [test_source_lines, test_fifo_at_mapped_library, test_out_dir, test_heap_amplification]
 
 
 def main():
