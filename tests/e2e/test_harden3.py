@@ -298,7 +298,66 @@ def test_heap_amplification():
         check("heap amplification: the target runs on (%s)" % st, st not in ("t", "T"))
 
 
-TESTS = [test_source_lines, test_fifo_at_mapped_library, test_out_dir, test_heap_amplification]
+# Another user's processes that set RANK/LOCAL_RANK/WORLD_SIZE: 300 `sleep`s under one shell of
+# nobody's; and nobody's Python processes under a root "launcher".
+FAKE_RANKS = r"""
+import os, subprocess, sys, time
+kids = []
+for i in range(300):
+    env = dict(os.environ, RANK=str(i), LOCAL_RANK=str(i), WORLD_SIZE="300")
+    kids.append(subprocess.Popen(["sleep", "600"], env=env))
+print("ready", flush=True)
+time.sleep(600)
+"""
+FOREIGN_UNDER_ROOT = r"""
+import os, subprocess, sys, time
+def drop():
+    os.setgroups([])
+    os.setgid(65534)
+    os.setuid(65534)
+kids = []
+for i in range(2):
+    env = dict(os.environ, RANK=str(i), LOCAL_RANK=str(i), WORLD_SIZE="2")
+    kids.append(subprocess.Popen([sys.executable, "-c", "import time; time.sleep(600)"],
+                                 env=env, preexec_fn=drop))
+print("ready", flush=True)
+time.sleep(600)
+"""
+
+
+def test_fake_ranks():
+    def nobody_session():
+        os.setsid()  # its sleeps are ended with it (killpg), not left to run on
+        as_nobody()
+
+    fake = Target(FAKE_RANKS, preexec_fn=nobody_session, timeout=60)
+    try:
+        t0 = time.time()
+        code, out, err = sopctl("run", "--ranks", "--duration", "0.2", "--format", "json",
+                                timeout=120)
+        wall = time.time() - t0
+        check("ranks: 300 fake sleeps are no job (exit %d, %.1f s)" % (code, wall),
+              code == 3 and "no rank found" in err and wall < 10, err[:400])
+    finally:
+        try:
+            os.killpg(fake.pid, signal.SIGKILL)
+        except OSError:
+            pass
+        fake.stop()
+    with Target(FOREIGN_UNDER_ROOT, preexec_fn=os.setsid, timeout=60) as t:
+        time.sleep(0.5)
+        code, out, err = sopctl("run", "--ranks", "--pid", t.pid, "--duration", "0.2",
+                                timeout=120)
+        check("ranks: another user's Python under the launcher is not a rank (exit %d)" % code,
+              code == 3 and "another user" in err, err[:400])
+        try:
+            os.killpg(t.pid, signal.SIGKILL)
+        except OSError:
+            pass
+
+
+TESTS = [test_source_lines, test_fifo_at_mapped_library, test_out_dir, test_heap_amplification,
+         test_fake_ranks]
 
 
 def main():
