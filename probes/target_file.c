@@ -274,6 +274,7 @@ int sop__target_open(const char *proc_root, int pid, const char *path, uint64_t 
     if (!path || path[0] != '/')
         return -EINVAL;
     char dir[512];
+    pid = sop__live_task(proc_root, pid); /* a zombie leader has no root, its threads do */
     if (snprintf(dir, sizeof dir, "%s/%d", proc_root, pid) >= (int)sizeof dir)
         return -ENAMETOOLONG;
     int piddir = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);

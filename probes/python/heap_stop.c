@@ -5,6 +5,8 @@
  * them (a seized tracee resumes when its tracer exits). Depends on libc. */
 #include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
+#include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -13,6 +15,7 @@
 #include <sys/wait.h>
 #include <time.h>
 
+#include "../procfs.h"
 #include "heap.h"
 #include "ptrace_wait.h"
 
@@ -33,6 +36,16 @@ static bool have(const sop_stopped *s, int tid)
         if (s->tids[i] == tid)
             return true;
     return false;
+}
+
+/* Is task tid (of the task directory `taskdir`) a zombie? */
+static bool zombie_task(const char *taskdir, int tid)
+{
+    char path[400], buf[512];
+    snprintf(path, sizeof path, "%s/%d/stat", taskdir, tid);
+    long n = sop__read_small_at(AT_FDCWD, path, buf, sizeof buf);
+    const char *p = n > 0 ? strrchr(buf, ')') : NULL;
+    return p && p[1] == ' ' && (p[2] == 'Z' || p[2] == 'X');
 }
 
 /* Seize and interrupt one task, then wait for its stop. 0, -ESRCH (gone: skip) or -errno. */
@@ -87,6 +100,8 @@ int sop__stop_process(int pid, const char *proc_root, sop_stopped *s, char *err,
             int tid = atoi(de->d_name);
             if (tid <= 0 || have(s, tid))
                 continue;
+            if (zombie_task(path, tid))
+                continue; /* an exited thread (a zombie leader): nothing runs there to stop */
             int sig = 0;
             int r = stop_task(tid, &sig);
             if (r == -ESRCH)

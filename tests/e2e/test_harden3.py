@@ -356,8 +356,42 @@ def test_fake_ranks():
             pass
 
 
+# A live process whose main thread exited (pthread_exit): its leader is a zombie, a worker runs.
+ZOMBIE_LEADER = r"""
+import ctypes, threading, time
+def zombie_leader_worker():
+    print("ready", flush=True)
+    x = 0
+    while True:
+        x += 1
+threading.Thread(target=zombie_leader_worker).start()
+time.sleep(0.3)
+ctypes.CDLL(None).pthread_exit(None)
+"""
+
+
+def test_zombie_leader():
+    with Target(ZOMBIE_LEADER) as t:
+        time.sleep(0.5)
+        st = open("/proc/%d/stat" % t.pid).read().rsplit(")", 1)[1].split()[0]
+        check("zombie leader: the leader is a zombie (%s), the process lives" % st, st == "Z" and
+              len(os.listdir("/proc/%d/task" % t.pid)) >= 2)
+        for args, want in ((("dump", "--pid", t.pid), "zombie_leader_worker"),
+                           (("dump", "--pid", t.pid, "--native"), "zombie_leader_worker"),
+                           (("heap", "--pid", t.pid), "objects"),
+                           (("heap", "--pid", t.pid, "--stop"), "objects"),
+                           (("watch", "--pid", t.pid, "--count", "1", "--every", "0.3",
+                             "--duration", "0.3"), "window #1")):
+            code, out, err = sopctl(*args, timeout=60)
+            name = " ".join(str(a) for a in args if not str(a).isdigit() and a != "--pid")
+            check("zombie leader: %s works (exit %d)" % (name, code),
+                  code == 0 and want in out + err, (out + err)[:400])
+        code, out, err = sopctl("run", "--pid", t.pid, "--duration", "0.3")
+        check("zombie leader: run works (exit %d)" % code, code in (0, 1), err[:300])
+
+
 TESTS = [test_source_lines, test_fifo_at_mapped_library, test_out_dir, test_heap_amplification,
-         test_fake_ranks]
+         test_fake_ranks, test_zombie_leader]
 
 
 def main():
