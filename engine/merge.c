@@ -439,9 +439,10 @@ static sop_value *analyse(const sop_merge *m, const char *lang, bool *problem)
     mrank *r = n ? malloc(n * sizeof *r) : NULL;
     if (n && !r)
         return NULL;
-    if (n)
+    if (n) {
         memcpy(r, m->r, n * sizeof *r);
-    qsort(r, n, sizeof *r, cmp_rank);
+        qsort(r, n, sizeof *r, cmp_rank); /* never qsort(NULL, 0): UB (fuzz_merge) */
+    }
     *problem = false;
     sop_value *job = sop__v_obj();
     sop__v_set_int(job, "schema", 1);
