@@ -5,7 +5,10 @@ cannot steer. Each test is the one that failed before its fix:
 - a FIFO at a mapped libpython's `... (deleted)` path never blocks evidence/dump/heap/watch,
   and SIGTERM stops a watch;
 - `watch --out`: a directory others can write is refused; reports are 0600, temp files are
-  never followed through a planted symlink.
+  never followed through a planted symlink; `-o` through another user's symlink is refused;
+- heap census amplification (lists that claim 2^40 items): bounded reads and pause, partial;
+- fake ranks (another user's processes with RANK/WORLD_SIZE) are not the job;
+- a process whose main thread exited (zombie leader) works with every command.
 Run as root (skips otherwise). TESTS=name1,name2 runs a subset."""
 import glob
 import json
