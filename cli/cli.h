@@ -56,6 +56,11 @@ int cli_load_site(struct sop_engine *e, const char *path, int no_default);
  * KEY=VALUE overrides, as `run` does. Returns EXIT_CLEAN, or EXIT_USAGE after printing why. */
 int cli_load_rules(struct sop_engine *e, const char *rules, const char *site, int no_site,
                    char **sets, int nsets);
+/* Open -o FILE for writing: created 0600 (a report quotes command lines and environment
+ * names); a symlink at FILE owned by another user in a directory others can write is refused.
+ * NULL after printing why. */
+#include <stdio.h>
+FILE *cli_open_output(const char *path);
 /* "sopctl: WHAT: <strerror>: <engine detail>" on stderr. */
 struct sop_engine;
 void cli_print_error(const char *what, int err, const struct sop_engine *e);

@@ -120,9 +120,8 @@ int cmd_evidence(int argc, char **argv)
     } else {
         if (output && strcmp(output, "-") == 0) /* "-o -": stdout, as everywhere */
             output = NULL;
-        FILE *f = output ? fopen(output, "w") : stdout;
+        FILE *f = output ? cli_open_output(output) : stdout;
         if (!f) {
-            perror(output);
             status = EXIT_USAGE;
         } else {
             fputs(json, f);

@@ -36,10 +36,9 @@ int cli_print_merge(const sop_merge *m, sop_format fmt, const char *lang, const 
         fprintf(stderr, "sopctl: merge: %s\n", sop_strerror(rc));
         return EXIT_USAGE;
     }
-    FILE *f = output ? fopen(output, "w") : stdout;
+    FILE *f = output ? cli_open_output(output) : stdout;
     int status = problem ? EXIT_FINDING : EXIT_CLEAN;
     if (!f) {
-        fprintf(stderr, "sopctl: %s: %s\n", output, strerror(errno));
         status = EXIT_USAGE;
     } else {
         fputs(out, f);
@@ -126,6 +125,13 @@ int cmd_merge(int argc, char **argv)
         free(text);
         if (rc == SOP_ENOMEM) {
             fprintf(stderr, "sopctl: out of memory\n");
+            status = EXIT_USAGE;
+        } else if (rc == SOP_EINVAL) {
+            fprintf(stderr,
+                    "sopctl: merge: %s: over the merge limits (at most 16384 reports, 20000 "
+                    "JSON values in all, 1024 distinct finding ids, 1024 findings a report); "
+                    "nothing merged\n",
+                    name);
             status = EXIT_USAGE;
         } else if (rc != 0) {
             fprintf(stderr, "sopctl: %s: not (all) sop reports; listed as missing\n", name);

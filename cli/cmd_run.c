@@ -238,11 +238,13 @@ int cmd_run(int argc, char **argv)
             cli_print_error("evaluate", rc, e);
             status = EXIT_USAGE;
         } else if (output) {
-            FILE *f = fopen(output, "w");
+            FILE *f = cli_open_output(output);
             bool ok = f && fputs(out, f) >= 0;
             if (f && fclose(f) != 0)
                 ok = false;
-            if (!ok) {
+            if (!f) {
+                status = EXIT_USAGE;
+            } else if (!ok) {
                 fprintf(stderr, "sopctl: %s: %s\n", output, strerror(errno));
                 status = EXIT_USAGE;
             } else {

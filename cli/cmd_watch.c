@@ -4,6 +4,7 @@
  * path. /metrics, /report and /healthz on --listen (cli/http.c). The target's exit ends the
  * watch with a post-mortem; a pid taken over by another process is detected (its start time)
  * and not followed; SIGTERM/SIGINT stop it cleanly. Depends on sop.h, cli/http.h and libc. */
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <getopt.h>
@@ -13,6 +14,7 @@
 #include <spawn.h>
 #include <stdarg.h>
 #include <stdatomic.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -45,6 +47,8 @@ typedef struct {
     int pid;
     unsigned long long start_ticks; /* /proc/PID/stat starttime: tells a reused pid apart */
     const char *out_dir;
+    int out_fd;      /* --out opened once: every file is made relative to it */
+    mode_t out_mode; /* reports' mode (--out-mode, default 0600) */
     const char *on_finding;
     int hook_shell;
     int keep;
@@ -93,7 +97,40 @@ static double now_unix(void)
     return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
 }
 
-/* starttime (field 22) of /proc/PID/stat; 0 when the process is gone or a zombie. */
+/* Does the thread group of pid still have a live task? (Its leader is a zombie: the main
+ * thread exited with pthread_exit while other threads run on. The process is alive.) */
+static bool live_task_besides_leader(int pid)
+{
+    char path[64];
+    snprintf(path, sizeof path, "/proc/%d/task", pid);
+    DIR *d = opendir(path);
+    if (!d)
+        return false;
+    bool live = false;
+    struct dirent *de;
+    for (int n = 0; !live && n < 65536 && (de = readdir(d)) != NULL; n++) {
+        int tid = atoi(de->d_name);
+        if (tid <= 0 || tid == pid)
+            continue;
+        char stat[512];
+        snprintf(path, sizeof path, "/proc/%d/task/%d/stat", pid, tid);
+        int fd = open(path, O_RDONLY | O_CLOEXEC);
+        if (fd < 0)
+            continue;
+        ssize_t k = read(fd, stat, sizeof stat - 1);
+        close(fd);
+        if (k <= 0)
+            continue;
+        stat[k] = '\0';
+        const char *p = strrchr(stat, ')');
+        live = p && p[1] == ' ' && p[2] != 'Z' && p[2] != 'X';
+    }
+    closedir(d);
+    return live;
+}
+
+/* starttime (field 22) of /proc/PID/stat; 0 when the process is gone or a zombie (a zombie
+ * leader whose other threads run on is a live process). */
 static unsigned long long start_ticks_of(int pid)
 {
     char path[64], buf[1024];
@@ -110,7 +147,7 @@ static unsigned long long start_ticks_of(int pid)
     if (!p || p[1] != ' ')
         return 0;
     char state = p[2];
-    if (state == 'Z' || state == 'X')
+    if ((state == 'Z' || state == 'X') && !live_task_besides_leader(pid))
         return 0;
     p += 2;
     for (int field = 3; field < 22; field++) {
@@ -122,19 +159,49 @@ static unsigned long long start_ticks_of(int pid)
     return strtoull(p, NULL, 10);
 }
 
-/* Write text to path via path.tmp and rename (a reader never sees half a file). */
-static int write_whole(const char *path, const char *text)
+/* The name of path inside --out (the part after the last '/'). */
+static const char *leaf(const char *path)
 {
-    char tmp[PATH_MAX];
-    snprintf(tmp, sizeof tmp, "%s.tmp", path);
-    FILE *f = fopen(tmp, "w");
-    if (!f)
+    const char *b = strrchr(path, '/');
+    return b ? b + 1 : path;
+}
+
+/* Write text to path (in --out) through a temporary file and rename (a reader never sees half
+ * a file). The temporary has an unpredictable name and is created O_EXCL|O_NOFOLLOW relative
+ * to the --out directory fd, with the reports' mode: nothing planted in the directory (a
+ * symlink, a FIFO, a name guessed in advance) is ever followed or written through. */
+static int write_whole(const watch_ctx *c, const char *path, const char *text)
+{
+    char tmp[64];
+    int fd = -1;
+    for (int attempt = 0; fd < 0 && attempt < 16; attempt++) {
+        unsigned char r[12];
+        if (getentropy(r, sizeof r) != 0)
+            return -1;
+        int n = snprintf(tmp, sizeof tmp, ".sop-");
+        for (size_t i = 0; i < sizeof r; i++)
+            n += snprintf(tmp + n, sizeof tmp - (size_t)n, "%02x", r[i]);
+        snprintf(tmp + n, sizeof tmp - (size_t)n, ".tmp");
+        fd = openat(c->out_fd, tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC,
+                    c->out_mode);
+        if (fd < 0 && errno != EEXIST)
+            return -1;
+    }
+    if (fd < 0)
         return -1;
-    int ok = fputs(text, f) >= 0;
-    ok &= fclose(f) == 0;
-    if (!ok || rename(tmp, path) != 0) {
+    size_t len = strlen(text), off = 0;
+    int ok = fchmod(fd, c->out_mode) == 0; /* exactly the mode asked, whatever the umask */
+    while (ok && off < len) {
+        ssize_t w = write(fd, text + off, len - off);
+        if (w < 0 && errno == EINTR)
+            continue;
+        ok = w > 0;
+        off += w > 0 ? (size_t)w : 0;
+    }
+    ok &= close(fd) == 0;
+    if (!ok || renameat(c->out_fd, tmp, c->out_fd, leaf(path)) != 0) {
         int e = errno;
-        unlink(tmp);
+        unlinkat(c->out_fd, tmp, 0);
         errno = e;
         return -1;
     }
@@ -146,12 +213,12 @@ static void keep_report(watch_ctx *c, const char *base)
 {
     if (c->nkept == c->keep) {
         char *old = c->kept[c->kept_head];
-        char path[PATH_MAX];
+        char name[PATH_MAX];
         if (old) {
-            snprintf(path, sizeof path, "%s.json", old);
-            unlink(path);
-            snprintf(path, sizeof path, "%s.md", old);
-            unlink(path);
+            snprintf(name, sizeof name, "%s.json", leaf(old));
+            unlinkat(c->out_fd, name, 0);
+            snprintf(name, sizeof name, "%s.md", leaf(old));
+            unlinkat(c->out_fd, name, 0);
             free(old);
         }
         c->kept[c->kept_head] = strdup(base);
@@ -279,9 +346,9 @@ static int write_report(watch_ctx *c, const sop_report *r, unsigned long long se
     if (sop_report_render(r, SOP_FORMAT_JSON, c->lang, &json) == 0 &&
         sop_report_render(r, SOP_FORMAT_MD, c->lang, &md) == 0) {
         snprintf(path, sizeof path, "%s.md", base);
-        if (write_whole(path, md) == 0) {
+        if (write_whole(c, path, md) == 0) {
             snprintf(path, sizeof path, "%s.json", base);
-            rc = write_whole(path, json);
+            rc = write_whole(c, path, json);
         }
         if (rc != 0)
             logf_("cannot write %s: %s", path, strerror(errno));
@@ -323,10 +390,11 @@ static void write_note(watch_ctx *c, unsigned long long seq, const char *what, c
     struct tm tm;
     strftime(stamp, sizeof stamp, "%Y%m%dT%H%M%SZ", gmtime_r(&t, &tm));
     snprintf(base, sizeof base, "%s/sop-%d-%s-%llu-postmortem", c->out_dir, c->pid, stamp, seq);
-    snprintf(path, sizeof path, "%s.json.tmp", base);
-    FILE *f = fopen(path, "w");
+    char *text = NULL;
+    size_t text_len = 0;
+    FILE *f = open_memstream(&text, &text_len);
     if (!f) {
-        logf_("cannot write %s: %s", path, strerror(errno));
+        logf_("cannot write the post-mortem %s: %s", base, strerror(errno));
         return;
     }
     fprintf(f, "{\"schema\": 1, \"target\": {\"pid\": %d, \"alive\": false},\n", c->pid);
@@ -342,19 +410,20 @@ static void write_note(watch_ctx *c, unsigned long long seq, const char *what, c
         fputs("null", f);
     fprintf(f, "}}\n");
     int ok = fclose(f) == 0;
-    char final[PATH_MAX];
-    snprintf(final, sizeof final, "%s.json", base);
-    ok = ok && rename(path, final) == 0;
-    snprintf(path, sizeof path, "%s.md.tmp", base);
-    f = ok ? fopen(path, "w") : NULL;
+    snprintf(path, sizeof path, "%s.json", base);
+    ok = ok && write_whole(c, path, text) == 0;
+    free(text);
+    text = NULL;
+    f = ok ? open_memstream(&text, &text_len) : NULL;
     if (f) {
         fprintf(f,
                 "# sop report: pid %d [exited]\n\n**%s.** %s.\n\nWindows observed: %d; last "
                 "report: %s\n",
                 c->pid, what, why, c->ok_windows, c->last_path[0] ? c->last_path : "none");
         ok = fclose(f) == 0;
-        snprintf(final, sizeof final, "%s.md", base);
-        ok = ok && rename(path, final) == 0;
+        snprintf(path, sizeof path, "%s.md", base);
+        ok = ok && write_whole(c, path, text) == 0;
+        free(text);
     }
     if (!ok) {
         logf_("cannot write the post-mortem %s: %s", base, strerror(errno));
@@ -608,13 +677,14 @@ static int parse_positive(const char *s, double max, double *out)
 
 static const char HELP[] =
     "usage: sopctl watch [RULES.lua] --pid N [--every S] [--duration S] [--rate HZ]\n"
-    "                    [--listen ADDR:PORT] [--out DIR] [--keep K]\n"
+    "                    [--listen ADDR:PORT] [--out DIR [--out-mode 0600]] [--keep K]\n"
     "                    [--on-finding CMD [--shell]] [--count N] [--lang en|zh]\n"
     "                    [--set KEY=VALUE]... [--site FILE | --no-site]\n"
     "  a --duration window (default 1 s) every --every seconds (default 30), the first at once;\n"
     "  on a new or changed warn/high finding: the report (JSON + Markdown) in --out, the last\n"
     "  K (default 20) kept, and CMD run with the report's path as its last argument (no shell\n"
-    "  unless --shell: then sh -c CMD with the path as $1).\n"
+    "  unless --shell: then sh -c CMD with the path as $1). --out must be the caller's and not\n"
+    "  writable by others; reports are 0600 unless --out-mode says otherwise (at most 0644).\n"
     "  --listen serves /metrics (OpenMetrics), /report and /healthz; ADDR defaults to\n"
     "  127.0.0.1, port 0 takes a free one (logged).\n"
     "exit status: 0 stopped by SIGTERM/SIGINT or after --count windows; 1 the target ended and\n"
@@ -623,18 +693,28 @@ static const char HELP[] =
 
 int cmd_watch(int argc, char **argv)
 {
-    static const struct option opts[] = {
-        {"pid", required_argument, 0, 'p'},    {"duration", required_argument, 0, 'd'},
-        {"rate", required_argument, 0, 'r'},   {"every", required_argument, 0, 'E'},
-        {"listen", required_argument, 0, 'L'}, {"out", required_argument, 0, 'o'},
-        {"keep", required_argument, 0, 'k'},   {"on-finding", required_argument, 0, 'F'},
-        {"shell", no_argument, 0, 'H'},        {"count", required_argument, 0, 'c'},
-        {"lang", required_argument, 0, 'l'},   {"set", required_argument, 0, 's'},
-        {"site", required_argument, 0, 'S'},   {"no-site", no_argument, 0, 'N'},
-        {"help", no_argument, 0, 'h'},         {0, 0, 0, 0}};
+    static const struct option opts[] = {{"pid", required_argument, 0, 'p'},
+                                         {"duration", required_argument, 0, 'd'},
+                                         {"rate", required_argument, 0, 'r'},
+                                         {"every", required_argument, 0, 'E'},
+                                         {"listen", required_argument, 0, 'L'},
+                                         {"out", required_argument, 0, 'o'},
+                                         {"keep", required_argument, 0, 'k'},
+                                         {"on-finding", required_argument, 0, 'F'},
+                                         {"shell", no_argument, 0, 'H'},
+                                         {"count", required_argument, 0, 'c'},
+                                         {"lang", required_argument, 0, 'l'},
+                                         {"set", required_argument, 0, 's'},
+                                         {"site", required_argument, 0, 'S'},
+                                         {"no-site", no_argument, 0, 'N'},
+                                         {"out-mode", required_argument, 0, 'M'},
+                                         {"help", no_argument, 0, 'h'},
+                                         {0, 0, 0, 0}};
     watch_ctx c;
     memset(&c, 0, sizeof c);
     c.pid = -1;
+    c.out_fd = -1;
+    c.out_mode = 0600;
     c.keep = 20;
     c.lang = "en";
     double every_s = 30, v = 0;
@@ -659,6 +739,19 @@ int cmd_watch(int argc, char **argv)
         case 'o':
             c.out_dir = optarg;
             break;
+        case 'M': {
+            char *end = NULL;
+            unsigned long m = strtoul(optarg, &end, 8);
+            if (!*optarg || *end || (m & ~0644ul) || !(m & 0400)) {
+                fprintf(stderr,
+                        "sopctl: --out-mode: '%s' is not an octal mode within 0644 with the "
+                        "owner's read bit (0600, 0640, 0644)\n",
+                        optarg);
+                return EXIT_USAGE;
+            }
+            c.out_mode = (mode_t)m;
+            break;
+        }
         case 'k':
             if (parse_positive(optarg, MAX_KEEP, &v) != 0 || v != (int)v) {
                 fprintf(stderr, "sopctl: --keep: '%s' is not 1..%d\n", optarg, MAX_KEEP);
@@ -742,13 +835,37 @@ int cmd_watch(int argc, char **argv)
         return EXIT_USAGE;
     }
     if (c.out_dir) {
-        if (mkdir(c.out_dir, 0750) != 0 && errno != EEXIST) {
+        /* The directory is opened once and every report file is made relative to that fd. It
+         * must be the caller's and writable by nobody else: in a directory another user can
+         * write, that user could plant or swap the names root writes to. */
+        if (mkdir(c.out_dir, 0700) != 0 && errno != EEXIST) {
             fprintf(stderr, "sopctl: --out %s: %s\n", c.out_dir, strerror(errno));
             return EXIT_USAGE;
         }
+        c.out_fd = open(c.out_dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
         struct stat st;
-        if (stat(c.out_dir, &st) != 0 || !S_ISDIR(st.st_mode) || access(c.out_dir, W_OK) != 0) {
+        if (c.out_fd < 0 || fstat(c.out_fd, &st) != 0) {
+            fprintf(stderr, "sopctl: --out %s: not a directory (%s)\n", c.out_dir,
+                    strerror(errno == ELOOP ? ENOTDIR : errno));
+            return EXIT_USAGE;
+        }
+        if (st.st_uid != geteuid()) {
+            fprintf(stderr,
+                    "sopctl: --out %s: refused: owned by uid %u, not by the caller (uid %u)\n",
+                    c.out_dir, (unsigned)st.st_uid, (unsigned)geteuid());
+            close(c.out_fd);
+            return EXIT_USAGE;
+        }
+        if (st.st_mode & 022) {
+            fprintf(stderr,
+                    "sopctl: --out %s: refused: writable by others (mode %04o; chmod go-w)\n",
+                    c.out_dir, (unsigned)(st.st_mode & 07777));
+            close(c.out_fd);
+            return EXIT_USAGE;
+        }
+        if (faccessat(c.out_fd, ".", W_OK, AT_EACCESS) != 0) {
             fprintf(stderr, "sopctl: --out %s: not a writable directory\n", c.out_dir);
+            close(c.out_fd);
             return EXIT_USAGE;
         }
     }

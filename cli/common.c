@@ -257,3 +257,43 @@ int cli_term_width(int fd)
     int n = cols ? atoi(cols) : 0;
     return n > 0 ? n : 80;
 }
+
+FILE *cli_open_output(const char *path)
+{
+    /* A symlink at the path that someone else made, in a directory others can write, is
+     * refused (fs.protected_symlinks does this only in sticky directories): root would
+     * otherwise write wherever that user points it. The operator's own links (and /dev/stdout)
+     * are followed. */
+    struct stat ls;
+    if (lstat(path, &ls) == 0 && S_ISLNK(ls.st_mode) && ls.st_uid != geteuid()) {
+        char dir[PATH_MAX];
+        snprintf(dir, sizeof dir, "%s", path);
+        char *slash = strrchr(dir, '/');
+        if (!slash)
+            snprintf(dir, sizeof dir, ".");
+        else if (slash == dir)
+            dir[1] = '\0';
+        else
+            *slash = '\0';
+        struct stat ds;
+        if (stat(dir, &ds) != 0 || (ds.st_mode & 022)) {
+            errno = EPERM;
+            fprintf(stderr,
+                    "sopctl: %s: refused: a symlink owned by uid %u in a directory others can "
+                    "write\n",
+                    path, (unsigned)ls.st_uid);
+            return NULL;
+        }
+    }
+    int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOCTTY, 0600);
+    if (fd < 0) {
+        fprintf(stderr, "sopctl: %s: %s\n", path, strerror(errno));
+        return NULL;
+    }
+    FILE *f = fdopen(fd, "w");
+    if (!f) {
+        fprintf(stderr, "sopctl: %s: %s\n", path, strerror(errno));
+        close(fd);
+    }
+    return f;
+}

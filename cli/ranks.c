@@ -22,6 +22,9 @@
 
 #define MAX_PROCS 8192
 #define ENV_MAX (1u << 20)
+/* Ranks of one job on one node: far above any GPU node (8-16) and most CPU jobs. More is
+ * refused rather than collected (one thread and one engine each). */
+#define MAX_NODE_RANKS 512
 
 typedef struct {
     int pid, ppid;
@@ -30,6 +33,7 @@ typedef struct {
     char step[24];                /* Slurm step: "0", "batch", "extern", "" unknown */
     char job[32];                 /* SLURM_JOB_ID */
     char comm[32];
+    unsigned uid; /* real uid (status), (unsigned)-1 unknown */
     bool in_job;
 } proc_info;
 
@@ -103,6 +107,11 @@ static void read_proc(int pid, proc_info *p)
         }
         free(st);
     }
+    p->uid = (unsigned)-1;
+    struct stat ps;
+    snprintf(path, sizeof path, "/proc/%d", pid);
+    if (stat(path, &ps) == 0)
+        p->uid = (unsigned)ps.st_uid; /* the process's (effective) owner */
     snprintf(path, sizeof path, "/proc/%d/environ", pid);
     char *env = read_all(path, ENV_MAX, &len);
     for (size_t off = 0; env && off < len;) {
@@ -354,7 +363,7 @@ int cli_find_ranks(const char *slurm_job, int launcher, cli_rank **out, char *sr
         torch = torch || (ps[i].in_job && ps[i].rank >= 0);
         numbered = numbered || (ps[i].in_job && numeric_step(ps[i].step));
     }
-    int nr = 0;
+    int nr = 0, dropped = 0;
     cli_rank *r = calloc((size_t)n + 1, sizeof *r);
     for (int i = 0; r && i < n; i++) {
         proc_info *p = &ps[i];
@@ -363,6 +372,13 @@ int cli_find_ranks(const char *slurm_job, int launcher, cli_rank **out, char *sr
         long id = torch ? p->rank : p->procid;
         if (id < 0)
             continue;
+        /* A rank runs as its launcher's user: RANK/WORLD_SIZE in another user's environment
+         * (anyone can set them) does not make that process part of this job. */
+        const proc_info *parent = find(ps, n, p->ppid);
+        if (!slurm_job && parent && parent->uid != p->uid) {
+            dropped++;
+            continue;
+        }
         if (!torch && numbered && !numeric_step(p->step))
             continue; /* the batch script when the job has steps */
         /* the top of its rank: no ancestor in the set carries the same rank */
@@ -389,8 +405,22 @@ int cli_find_ranks(const char *slurm_job, int launcher, cli_rank **out, char *sr
                 }
             }
         }
+        const proc_info *rp = find(ps, n, pid);
+        if (!slurm_job && (!rp || !is_python(rp))) {
+            dropped++; /* a torch.distributed rank is a Python process (or wraps one) */
+            continue;
+        }
         r[nr++] = (cli_rank){pid, p->ppid, id, torch ? p->local_rank : p->localid,
                              torch ? p->world : p->ntasks};
+    }
+    if (r && nr > MAX_NODE_RANKS) {
+        fprintf(stderr,
+                "sopctl: --ranks: %d processes claim to be ranks on this node (at most %d); "
+                "pick the launch with --pid LAUNCHER\n",
+                nr, MAX_NODE_RANKS);
+        free(r);
+        free(ps);
+        return -1;
     }
     /* torchrun without --pid: one launcher, else ask which */
     if (r && !slurm_job && launcher <= 0 && nr > 0) {
@@ -413,7 +443,10 @@ int cli_find_ranks(const char *slurm_job, int launcher, cli_rank **out, char *sr
     if (!r)
         return -1;
     if (nr == 0) {
-        fprintf(stderr, "sopctl: --ranks: no rank found (%s)\n", src);
+        fprintf(stderr, "sopctl: --ranks: no rank found (%s)%s\n", src,
+                dropped ? "; processes with rank variables that are not Python or run as "
+                          "another user than their launcher are not ranks"
+                        : "");
         free(r);
         return -1;
     }
@@ -500,8 +533,7 @@ int cli_ranks_run(sop_engine *e, int launcher, const char *slurm_job, const sop_
         status = EXIT_USAGE;
     FILE *out = stdout;
     if (status == EXIT_CLEAN && output && (evidence_only || fmt == SOP_FORMAT_JSON) &&
-        !(out = fopen(output, "w"))) {
-        fprintf(stderr, "sopctl: %s: %s\n", output, strerror(errno));
+        !(out = cli_open_output(output))) {
         status = EXIT_USAGE;
     }
     int collected = 0;

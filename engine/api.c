@@ -333,6 +333,8 @@ int sop_collect(sop_engine *e, int pid, const sop_collect_opts *opts, sop_eviden
     }
     if (!(opts->duration_s >= 0 && opts->duration_s <= 3600))
         return sop__fail(e, SOP_EINVAL, "duration must be between 0 and 3600 s");
+    if (!(opts->rate_hz >= 0 && opts->rate_hz <= SOP_RATE_MAX_HZ)) /* NaN and inf too */
+        return sop__fail(e, SOP_EINVAL, "rate must be between 0 and 10000 Hz");
     if (e)
         clear_error(e);
     char err[512] = "";

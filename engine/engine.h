@@ -9,6 +9,10 @@
 #include "sop.h"
 #include "value.h"
 
+/* The highest sampling rate any entry point accepts (sop_collect, sop_watch_new, sop_record;
+ * sopctl --rate): a rate of inf or 1e300 would make a window that never ends. */
+#define SOP_RATE_MAX_HZ 10000
+
 /* A rule source kept by the engine so that a site file can be applied over the pack again. */
 typedef struct {
     char *name; /* chunk name shown in errors */

@@ -38,6 +38,35 @@ size_t sop__utf8_seq(const unsigned char *p, size_t avail)
     return n;
 }
 
+/* The code point of a valid sequence of n bytes (n from sop__utf8_seq, 2..4). */
+static unsigned decode(const unsigned char *p, size_t n)
+{
+    if (n == 2)
+        return (p[0] & 0x1fu) << 6 | (p[1] & 0x3fu);
+    if (n == 3)
+        return (p[0] & 0x0fu) << 12 | (p[1] & 0x3fu) << 6 | (p[2] & 0x3fu);
+    return (p[0] & 0x07u) << 18 | (p[1] & 0x3fu) << 12 | (p[2] & 0x3fu) << 6 | (p[3] & 0x3fu);
+}
+
+bool sop__is_format_control(unsigned cp)
+{
+    return cp == 0x061c ||                   /* Arabic letter mark */
+           (cp >= 0x200b && cp <= 0x200f) || /* zero-width space/joiners, LRM, RLM */
+           (cp >= 0x2028 && cp <= 0x202e) || /* line/paragraph separators, LRE..RLO */
+           (cp >= 0x2060 && cp <= 0x2069) || /* word joiner, invisible operators, LRI..PDI */
+           cp == 0xfeff ||                   /* zero-width no-break space (BOM) */
+           (cp >= 0xfff9 && cp <= 0xfffb);   /* interlinear annotation */
+}
+
+/* A control the escapers spell out: a C1 control or a format control, from a valid sequence. */
+static bool escaped_cp(const unsigned char *p, size_t n)
+{
+    if (n < 2)
+        return false;
+    unsigned cp = decode(p, n);
+    return (cp >= 0x80 && cp < 0xa0) || sop__is_format_control(cp);
+}
+
 /* The shared walk: runs of safe characters verbatim; each control, invalid byte and (when
  * `punct` is given) listed ASCII punctuation handed to the format's own spelling. */
 static void walk(sop_sb *b, const char *s, const char *punct, int pipe_only)
@@ -57,7 +86,7 @@ static void walk(sop_sb *b, const char *s, const char *punct, int pipe_only)
                 continue;
             }
             size_t n = sop__utf8_seq(p, left);
-            if (n == 0 || (c == 0xc2 && p[1] <= 0x9f)) /* invalid, or a C1 control */
+            if (n == 0 || escaped_cp(p, n)) /* invalid, a C1 or a format control */
                 break;
             p += n, left -= n;
         }
@@ -65,13 +94,14 @@ static void walk(sop_sb *b, const char *s, const char *punct, int pipe_only)
         if (!left)
             break;
         unsigned c = *p;
+        size_t n;
         if (c < 0x80 && c >= 0x20 && c != 0x7f) { /* markup punctuation */
             char esc[2] = {'\\', (char)c};
             sop__sb_putn(b, esc, 2);
             p++, left--;
-        } else if (c == 0xc2 && left >= 2 && p[1] >= 0x80 && p[1] <= 0x9f) {
-            sop__sb_printf(b, "\\u%04x", p[1]);
-            p += 2, left -= 2;
+        } else if (c >= 0x80 && (n = sop__utf8_seq(p, left)) != 0 && escaped_cp(p, n)) {
+            sop__sb_printf(b, "\\u%04x", decode(p, n));
+            p += n, left -= n;
         } else {
             sop__sb_printf(b, "\\x%02x", c);
             p++, left--;
@@ -148,7 +178,7 @@ void sop__esc_xml(FILE *f, const char *s, size_t len, size_t max_chars)
             continue;
         }
         size_t n = sop__utf8_seq((const unsigned char *)s + i, len - i);
-        if (n && !(c == 0xc2 && (unsigned char)s[i + 1] <= 0x9f)) {
+        if (n && !escaped_cp((const unsigned char *)s + i, n)) {
             fwrite(s + i, 1, n, f);
             i += n;
         } else {
@@ -172,7 +202,7 @@ char *sop__esc_json_text(const char *json)
             if (*p == 0x7f)
                 break;
             n = sop__utf8_seq(p, left);
-            if (n == 0 || (p[0] == 0xc2 && p[1] <= 0x9f))
+            if (n == 0 || escaped_cp(p, n))
                 break;
             p += n, left -= n;
         }
@@ -182,9 +212,9 @@ char *sop__esc_json_text(const char *json)
         if (*p == 0x7f) {
             sop__sb_puts(&b, "\\u007f");
             p++, left--;
-        } else if (n == 2) { /* C1 */
-            sop__sb_printf(&b, "\\u%04x", p[1]);
-            p += 2, left -= 2;
+        } else if (n >= 2) { /* a C1 or a format control */
+            sop__sb_printf(&b, "\\u%04x", decode(p, n));
+            p += n, left -= n;
         } else {
             sop__sb_puts(&b, "\\ufffd");
             p++, left--;
@@ -229,7 +259,7 @@ void sop__esc_html(FILE *f, const char *s)
                 else
                     fprintf(f, "\\x%02x", c);
             }
-        } else if (cp >= 0x80 && cp < 0xa0) {
+        } else if ((cp >= 0x80 && cp < 0xa0) || sop__is_format_control(cp)) {
             fprintf(f, "\\u%04x", (unsigned)cp);
         } else {
             fwrite(s + i, 1, nx - i, f);

@@ -16,7 +16,15 @@
 #include "severity.h"
 #include "strbuf.h"
 
-#define MERGE_MAX_REPORTS 100000
+/* The reader's bounds (issue 28): a merge's memory and time grow with these, so input beyond
+ * them is refused with SOP_EINVAL (the CLI says which) instead of being merged for minutes.
+ * Reports: a job of 16384 ranks; JSON values in all the text (reports, and parts that are not
+ * reports: 8 MB of "{}" was 4 M missing entries, 1.7 GB); distinct finding ids over the job
+ * (rules of the default pack, plugins and site files are some hundreds); findings per report. */
+#define MERGE_MAX_REPORTS 16384
+#define MERGE_MAX_PARTS 20000
+#define MERGE_MAX_IDS 1024
+#define MERGE_MAX_FINDINGS 1024
 #define OUTLIER_Z 3.5 /* modified z-score (Iglewicz & Hoaglin) above which a figure stands out */
 #define MAD_TO_SIGMA 1.4826
 
@@ -56,6 +64,9 @@ typedef struct {
 struct sop_merge {
     mrank *r;
     size_t n, cap;
+    size_t parts; /* JSON values read, reports or not */
+    char **ids;   /* distinct finding ids seen, sorted (at most MERGE_MAX_IDS) */
+    size_t nids;
     sop_value *missing;  /* [{node, reason}] */
     sop_value *excluded; /* [{source, schema, sop_version}] other schema: not merged */
 };
@@ -85,6 +96,9 @@ void sop_merge_free(sop_merge *m)
         sop__v_free(m->r[i].report);
     }
     free(m->r);
+    for (size_t i = 0; i < m->nids; i++)
+        free(m->ids[i]);
+    free(m->ids);
     sop__v_free(m->missing);
     sop__v_free(m->excluded);
     free(m);
@@ -115,6 +129,37 @@ static long int_or(const sop_value *o, const char *key)
     return (long)d;
 }
 
+static int cmp_str(const void *a, const void *b)
+{
+    return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+/* Add the report's finding ids to the set of distinct ids; SOP_EINVAL past MERGE_MAX_IDS. */
+static int count_ids(sop_merge *m, const sop_value *findings)
+{
+    if (!m->ids && !(m->ids = calloc(MERGE_MAX_IDS, sizeof *m->ids)))
+        return SOP_ENOMEM;
+    for (const sop_value *f = findings->child; f; f = f->next) {
+        const char *id = sop__v_get_str(f, "id");
+        if (!id)
+            continue;
+        if (bsearch(&id, m->ids, m->nids, sizeof *m->ids, cmp_str))
+            continue;
+        if (m->nids >= MERGE_MAX_IDS)
+            return SOP_EINVAL;
+        size_t at = 0;
+        while (at < m->nids && strcmp(m->ids[at], id) < 0)
+            at++;
+        char *copy = strdup(id);
+        if (!copy)
+            return SOP_ENOMEM;
+        memmove(m->ids + at + 1, m->ids + at, (m->nids - at) * sizeof *m->ids);
+        m->ids[at] = copy;
+        m->nids++;
+    }
+    return SOP_OK;
+}
+
 static int add_one(sop_merge *m, const char *source, sop_value *rep)
 {
     double schema = 0;
@@ -135,11 +180,12 @@ static int add_one(sop_merge *m, const char *source, sop_value *rep)
         sop__v_free(rep);
         return e && sop__v_push(m->excluded, e) == 0 ? SOP_OK : SOP_ENOMEM;
     }
+    if (m->n >= MERGE_MAX_REPORTS || findings->count > MERGE_MAX_FINDINGS ||
+        count_ids(m, findings) != 0) {
+        sop__v_free(rep);
+        return SOP_EINVAL; /* over a bound: the merge stops here */
+    }
     if (m->n == m->cap) {
-        if (m->cap >= MERGE_MAX_REPORTS) {
-            sop__v_free(rep);
-            return SOP_ENOMEM;
-        }
         size_t cap = m->cap ? m->cap * 2 : 16;
         mrank *nr = realloc(m->r, cap * sizeof *nr);
         if (!nr) {
@@ -211,6 +257,8 @@ int sop_merge_add_json(sop_merge *m, const char *source, const char *text, size_
             off++;
             continue;
         }
+        if (++m->parts > MERGE_MAX_PARTS)
+            return SOP_EINVAL; /* over a bound: the merge stops here */
         char where[512];
         snprintf(where, sizeof where, "%s", source);
         if (parts > 0 || value_end(text + off, len - off) < len - off)
@@ -232,7 +280,7 @@ int sop_merge_add_json(sop_merge *m, const char *source, const char *text, size_
             continue;
         }
         int r1 = add_one(m, where, v);
-        if (r1 == SOP_ENOMEM)
+        if (r1 == SOP_ENOMEM || r1 == SOP_EINVAL)
             return r1;
         if (r1)
             rc = r1;
@@ -395,9 +443,10 @@ static sop_value *analyse(const sop_merge *m, const char *lang, bool *problem)
     mrank *r = n ? malloc(n * sizeof *r) : NULL;
     if (n && !r)
         return NULL;
-    if (n)
+    if (n) {
         memcpy(r, m->r, n * sizeof *r);
-    qsort(r, n, sizeof *r, cmp_rank);
+        qsort(r, n, sizeof *r, cmp_rank); /* never qsort(NULL, 0): UB (fuzz_merge) */
+    }
     *problem = false;
     sop_value *job = sop__v_obj();
     sop__v_set_int(job, "schema", 1);

@@ -221,7 +221,7 @@ static void python_series(sop_sb *b, const sop_value *py)
     gauge(b, "sop_python_gil_held_ratio", "ratio",
           "Share of the window some thread of the target held the GIL (sampled)", have_gil,
           gil > 1 ? 1 : gil);
-    gauge(b, "sop_python_thread_d_state_ratio", "ratio",
+    gauge(b, "sop_python_thread_uninterruptible_ratio", "ratio",
           "Largest share of the window a Python thread of the target spent in state D "
           "(uninterruptible sleep, mostly disk or network file system I/O)",
           have_d, dstate);

@@ -91,7 +91,7 @@ int sop_record_ex(sop_engine *e, int pid, double duration_s, double rate_hz, con
                   void (*progress)(void *ctx, double done_frac), void *ctx, sop_record_stats *stats)
 {
     if (pid <= 0 || !path || !(duration_s > 0 && duration_s <= 3600) ||
-        !(rate_hz >= 0 && rate_hz <= 10000))
+        !(rate_hz >= 0 && rate_hz <= SOP_RATE_MAX_HZ))
         return sop__fail(e, SOP_EINVAL,
                          "record needs a pid, a path, 0 < duration <= 3600 s "
                          "and 0 < rate <= 10000 Hz");
@@ -135,9 +135,13 @@ int sop_record_ex(sop_engine *e, int pid, double duration_s, double rate_hz, con
         close(root_fd);
     sop_sampler_stats st;
     sop__sampler_stats(s, &st);
-    FILE *f = fopen(path, "w");
+    /* 0600: a profile names the target's functions and files */
+    int ofd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOCTTY, 0600);
+    FILE *f = ofd >= 0 ? fdopen(ofd, "w") : NULL;
     if (!f) {
         int err = errno;
+        if (ofd >= 0)
+            close(ofd);
         sop__sampler_close(s);
         sop__gpu_window_free(&gw);
         return sop__fail(e, SOP_EIO, "%s: %s", path, strerror(err));

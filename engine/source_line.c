@@ -1,7 +1,10 @@
-/* source_line.c — one line of a target's Python source file, read through /proc/PID/root (so a
- * containerised target's files are its own), for the sampled window's hot frames. Depends on
- * libc only. */
+/* source_line.c — one line of a target's Python source file, read as the target could read it
+ * (probes/target_file.c: inside /proc/PID/root, no symlink out of it, the target's uid allowed,
+ * a regular file, non-blocking, size-bounded), for the sampled window's hot frames. Depends on
+ * libc and probes/target_file.c. */
 #include "source_line.h"
+
+#include "../probes/target_file.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -25,17 +28,10 @@ int sop__source_line(const char *proc_root, int pid, const char *path, int line,
     out[0] = '\0';
     if (!path || path[0] != '/' || !ends_with_py(path) || line <= 0 || strstr(path, "/../"))
         return -EINVAL;
-    char full[4200];
-    if (snprintf(full, sizeof full, "%s/%d/root%s", proc_root, pid, path) >= (int)sizeof full)
-        return -EINVAL;
-    int fd = open(full, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
-    if (fd < 0)
-        return -errno;
     struct stat st;
-    if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode) || (size_t)st.st_size > max_bytes) {
-        close(fd);
-        return -EINVAL;
-    }
+    int fd = sop__target_open(proc_root, pid, path, max_bytes, &st);
+    if (fd < 0)
+        return fd;
     FILE *f = fdopen(fd, "r");
     if (!f) {
         close(fd);

@@ -17,6 +17,7 @@
 
 struct sop_watch {
     pthread_t thread;
+    pid_t owner; /* the process whose thread this is: in a fork()ed child the watch is inert */
     pthread_mutex_t mu;
     pthread_cond_t cv;
     sop_engine *engine; /* used by the watch thread only */
@@ -157,7 +158,8 @@ int sop_watch_new(sop_engine *e, const sop_watch_config *cfg, sop_watch_fn fn, v
         *out = NULL;
     if (!e || !cfg || !fn || !out || cfg->pid < 0 ||
         !(cfg->interval_s >= 0 && cfg->interval_s <= 86400) ||
-        !(cfg->collect.duration_s >= 0 && cfg->collect.duration_s <= 3600)) {
+        !(cfg->collect.duration_s >= 0 && cfg->collect.duration_s <= 3600) ||
+        !(cfg->collect.rate_hz >= 0 && cfg->collect.rate_hz <= SOP_RATE_MAX_HZ)) {
         sop_engine_free(e);
         return SOP_EINVAL;
     }
@@ -170,6 +172,7 @@ int sop_watch_new(sop_engine *e, const sop_watch_config *cfg, sop_watch_fn fn, v
         sop_engine_free(e);
         return SOP_ENOMEM;
     }
+    w->owner = getpid();
     w->engine = e;
     w->cfg = *cfg;
     /* The strings of the options are the caller's; copy what a run reads later. */
@@ -224,9 +227,16 @@ int sop_watch_new(sop_engine *e, const sop_watch_config *cfg, sop_watch_fn fn, v
     return SOP_OK;
 }
 
+/* In a child of fork() the watch's thread does not exist and its locks may have been copied
+ * held: the watch is inert there (no lock is taken, nothing is joined or freed). */
+static bool forked_away(const sop_watch *w)
+{
+    return w->owner != getpid();
+}
+
 int sop_watch_trigger(sop_watch *w)
 {
-    if (!w)
+    if (!w || forked_away(w))
         return SOP_EINVAL;
     pthread_mutex_lock(&w->mu);
     w->pending = true;
@@ -240,6 +250,8 @@ int sop_watch_openmetrics(sop_watch *w, char **out)
     if (!w || !out)
         return SOP_EINVAL;
     *out = NULL;
+    if (forked_away(w))
+        return SOP_EINVAL;
     char *families = NULL;
     pthread_mutex_lock(&w->last_mu);
     if (w->last_report)
@@ -272,8 +284,8 @@ unsigned long long sop_watch_runs(const sop_watch *w)
 
 void sop_watch_free(sop_watch *w)
 {
-    if (!w)
-        return;
+    if (!w || forked_away(w))
+        return; /* the parent's copy: its thread and engine are the parent's to stop */
     pthread_mutex_lock(&w->mu);
     w->stop = true;
     if (pthread_equal(pthread_self(), w->thread)) {

@@ -373,7 +373,11 @@ SOP_API unsigned long long sop_watch_runs(const sop_watch *w);
  * it shows the run being handed over). *out owned by the caller (sop_free). */
 SOP_API int sop_watch_openmetrics(sop_watch *w, char **out);
 /* Stop the watch: waits for a run in progress to finish (at most its window plus the rules),
- * joins the thread, frees the engine. Accepts NULL. */
+ * joins the thread, frees the engine. Accepts NULL.
+ * fork(): the watch's thread stays in the parent. In a child the handle is inert:
+ * sop_watch_trigger and sop_watch_openmetrics return SOP_EINVAL, sop_watch_free returns at
+ * once (it joins nothing and frees nothing: that memory is the parent's copy), so a child
+ * that exits with watches "running" never waits on a thread it does not have. */
 SOP_API void sop_watch_free(sop_watch *w);
 
 /* ---- merge: one job-level report from the reports of many ranks ------------------------ */
@@ -391,7 +395,9 @@ SOP_API void sop_merge_free(sop_merge *m);
 /* Add the reports in text: one JSON report, or several one after another (JSON lines or
  * concatenated). `source` (a file name, a node) names them in the output. A part that is not a
  * report is listed as missing with the reason and SOP_EFORMAT is returned; the reports before
- * and after it are kept. The text is copied. */
+ * and after it are kept. The text is copied. Bounded: more than 16384 reports, 20000 JSON
+ * values in all, 1024 distinct finding ids over the job or 1024 findings in one report (or
+ * 64 levels of nesting in a value) is SOP_EINVAL: the merge is refused, not slow. */
 SOP_API int sop_merge_add_json(sop_merge *m, const char *source, const char *text, size_t len);
 /* List a node (or rank, or source) that gave no report, and why (both copied). */
 SOP_API int sop_merge_add_missing(sop_merge *m, const char *node, const char *reason);

@@ -3,9 +3,11 @@
 #include "procfs.h"
 
 #include <ctype.h>
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <stdbool.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -173,4 +175,33 @@ int sop__cpulist_count(const char *list)
             break;
     }
     return count;
+}
+
+int sop__live_task(const char *proc_root, int pid)
+{
+    char path[300], buf[512];
+    proc_root = proc_root ? proc_root : "/proc";
+    snprintf(path, sizeof path, "%s/%d/stat", proc_root, pid);
+    long n = sop__read_small_at(AT_FDCWD, path, buf, sizeof buf);
+    const char *p = n > 0 ? strrchr(buf, ')') : NULL;
+    if (!p || p[1] != ' ' || (p[2] != 'Z' && p[2] != 'X'))
+        return pid; /* a live leader (or nothing to say): the process's own directory */
+    snprintf(path, sizeof path, "%s/%d/task", proc_root, pid);
+    DIR *d = opendir(path);
+    if (!d)
+        return pid;
+    int live = pid;
+    struct dirent *de;
+    for (int k = 0; live == pid && k < 65536 && (de = readdir(d)) != NULL; k++) {
+        int tid = atoi(de->d_name);
+        if (tid <= 0 || tid == pid)
+            continue;
+        snprintf(path, sizeof path, "%s/%d/task/%d/stat", proc_root, pid, tid);
+        n = sop__read_small_at(AT_FDCWD, path, buf, sizeof buf);
+        p = n > 0 ? strrchr(buf, ')') : NULL;
+        if (p && p[1] == ' ' && p[2] != 'Z' && p[2] != 'X')
+            live = tid;
+    }
+    closedir(d);
+    return live;
 }

@@ -33,6 +33,12 @@ int64_t sop__parse_i64(const char **p);
  * text and parse the number after it. Returns SOP_NA if absent or malformed. */
 int64_t sop__kv_i64(const char *text, const char *key);
 
+/* A task of pid's thread group that is alive: pid itself, unless its leader is a zombie (the
+ * main thread exited, other threads run on: a "zombie leader"), then another thread's tid, whose
+ * /proc directory shows the process's memory, maps, exe and root that the leader's no longer
+ * does. Depends on the proc_root tree. */
+int sop__live_task(const char *proc_root, int pid);
+
 /* Count the CPUs in a list like "0-3,8,10-11"; -1 when malformed. */
 int sop__cpulist_count(const char *list);
 

@@ -3,6 +3,8 @@
  * in /proc/PID/maps. Depends on libc and <elf.h>. */
 #include "elf.h"
 
+#include "../target_file.h"
+
 #include <elf.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -71,12 +73,9 @@ int sop__elf_from_buffer(const uint8_t *buf, size_t size, sop_elf *e)
     return 0;
 }
 
-int sop__elf_open(const char *path, sop_elf *e)
+/* Map the regular file open on fd (which this takes over and closes). */
+static int elf_map_fd(int fd, sop_elf *e)
 {
-    memset(e, 0, sizeof *e);
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
-    if (fd < 0)
-        return -errno;
     struct stat st;
     if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode) || st.st_size <= 0 ||
         (uint64_t)st.st_size > ELF_MAX_FILE) {
@@ -96,6 +95,28 @@ int sop__elf_open(const char *path, sop_elf *e)
     }
     e->type |= 0x8000; /* mark: we own the mapping */
     return 0;
+}
+
+int sop__elf_open(const char *path, sop_elf *e)
+{
+    memset(e, 0, sizeof *e);
+    /* O_NONBLOCK: a FIFO at the path must not block the open (it is refused by fstat). */
+    int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
+    if (fd < 0)
+        return -errno;
+    return elf_map_fd(fd, e);
+}
+
+int sop__elf_open_target(const char *proc_root, int pid, const char *path, sop_elf *e)
+{
+    memset(e, 0, sizeof *e);
+    struct stat st;
+    int fd = sop__target_open(proc_root, pid, path, ELF_MAX_FILE, &st);
+    if (fd == -EINVAL || fd == -EFBIG)
+        return -ENOEXEC; /* not a regular file, or too large */
+    if (fd < 0)
+        return fd;
+    return elf_map_fd(fd, e);
 }
 
 void sop__elf_close(sop_elf *e)

@@ -19,6 +19,10 @@ typedef struct {
 /* Map and validate `path` (ELF64 little-endian x86-64 or aarch64). Files above 1 GiB are
  * refused. Returns 0, -ENOEXEC for not-ELF64/malformed, or -errno. */
 int sop__elf_open(const char *path, sop_elf *e);
+/* Same for `path` as the target PID sees it, opened as the target could read it
+ * (target_file.h: inside proc_root/PID/root, no symlink out of it, the target's uid allowed,
+ * a regular file, non-blocking). -ENOEXEC also for a FIFO, device or oversized file. */
+int sop__elf_open_target(const char *proc_root, int pid, const char *path, sop_elf *e);
 /* Same over a caller buffer (tests); the buffer must outlive e. */
 int sop__elf_from_buffer(const uint8_t *buf, size_t size, sop_elf *e);
 void sop__elf_close(sop_elf *e);

@@ -5,6 +5,8 @@
  * them (a seized tracee resumes when its tracer exits). Depends on libc. */
 #include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
+#include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -13,9 +15,13 @@
 #include <sys/wait.h>
 #include <time.h>
 
+#include "../procfs.h"
 #include "heap.h"
+#include "ptrace_wait.h"
 
 #define MAX_TASKS 16384
+/* How long one task may take to reach its stop (it is running kernel code meanwhile). */
+#define STOP_WAIT_MS 2000
 
 static double now_ms(void)
 {
@@ -32,6 +38,16 @@ static bool have(const sop_stopped *s, int tid)
     return false;
 }
 
+/* Is task tid (of the task directory `taskdir`) a zombie? */
+static bool zombie_task(const char *taskdir, int tid)
+{
+    char path[400], buf[512];
+    snprintf(path, sizeof path, "%s/%d/stat", taskdir, tid);
+    long n = sop__read_small_at(AT_FDCWD, path, buf, sizeof buf);
+    const char *p = n > 0 ? strrchr(buf, ')') : NULL;
+    return p && p[1] == ' ' && (p[2] == 'Z' || p[2] == 'X');
+}
+
 /* Seize and interrupt one task, then wait for its stop. 0, -ESRCH (gone: skip) or -errno. */
 static int stop_task(int tid, int *sig)
 {
@@ -43,24 +59,15 @@ static int stop_task(int tid, int *sig)
         ptrace(PTRACE_DETACH, tid, NULL, NULL);
         return -e;
     }
-    for (;;) {
-        int status = 0;
-        pid_t r = waitpid(tid, &status, __WALL);
-        if (r < 0) {
-            if (errno == EINTR)
-                continue;
-            return -errno;
-        }
-        if (WIFEXITED(status) || WIFSIGNALED(status))
-            return -ESRCH;
-        if (WIFSTOPPED(status)) {
-            /* The interrupt's stop (PTRACE_EVENT_STOP), or a signal-delivery stop: either way
-             * the task is still. A signal it was about to receive is passed on at detach. */
-            if ((status >> 16) != PTRACE_EVENT_STOP)
-                *sig = WSTOPSIG(status);
-            return 0;
-        }
+    sop_stop_kind kind;
+    int r = sop__ptrace_wait_stop(tid, STOP_WAIT_MS, &kind, sig);
+    if (r < 0) {
+        ptrace(PTRACE_DETACH, tid, NULL, NULL); /* resumed on every path */
+        return r;
     }
+    /* The interrupt's stop, or a signal-delivery stop: either way the task is still. A signal
+     * it was about to receive is passed on at detach. */
+    return 0;
 }
 
 int sop__stop_process(int pid, const char *proc_root, sop_stopped *s, char *err, size_t errlen)
@@ -93,6 +100,8 @@ int sop__stop_process(int pid, const char *proc_root, sop_stopped *s, char *err,
             int tid = atoi(de->d_name);
             if (tid <= 0 || have(s, tid))
                 continue;
+            if (zombie_task(path, tid))
+                continue; /* an exited thread (a zombie leader): nothing runs there to stop */
             int sig = 0;
             int r = stop_task(tid, &sig);
             if (r == -ESRCH)

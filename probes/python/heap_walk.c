@@ -35,6 +35,12 @@ enum { KIND_PLAIN, KIND_DICT, KIND_LIST, KIND_SET, KIND_TUPLE };
 /* Objects the GC does not track, met as items of tracked lists, tuples and dicts. */
 enum { LEAF_OTHER, LEAF_BYTES, LEAF_BYTEARRAY, LEAF_STR, LEAF_INT, LEAF_NDARRAY };
 #define MAX_SCAN_ITEMS 65536u /* items looked at per container */
+/* Per census (issue 28): item pointers read from containers in all (64 MiB of reads: 50k
+ * lists that each claim 2^40 items over one 65,536-item array were 25 GB), and how long the
+ * target may stay stopped under --stop. Past either the census is kept as far as it got,
+ * marked partial. */
+#define CENSUS_SCAN_ITEMS (8ull << 20)
+#define STOP_PAUSE_MS 3000.0
 #define SCAN_CHUNK 512u
 #define NPY_OWNDATA 0x4
 
@@ -65,6 +71,8 @@ typedef struct {
     size_t bad_n, bad_cap;
     uint64_t numpy_arrays, numpy_nbytes, untracked;
     bool numpy_seen;
+    uint64_t scan_left; /* CENSUS_SCAN_ITEMS, counted down */
+    double deadline_ms; /* --stop: when the pause budget is spent (0: none) */
 } heap_walker;
 
 static double now_ms(void)
@@ -617,6 +625,11 @@ static int scan_container(heap_walker *w, const type_entry *e, uint64_t obj, con
         n = (int64_t)(MAX_SCAN_ITEMS * stride);
     for (uint64_t at = 0; at < (uint64_t)n; at += SCAN_CHUNK) {
         size_t m = (uint64_t)n - at < SCAN_CHUNK ? (size_t)((uint64_t)n - at) : SCAN_CHUNK;
+        if (w->scan_left < m) {
+            w->scan_left = 0; /* spent: no more item scans in this census */
+            return 0;
+        }
+        w->scan_left -= m;
         if (sop__rmem_read(&w->mem, base + 8 * at, buf, 8 * m) < 0)
             return 0;
         size_t k = 0;
@@ -695,6 +708,13 @@ static int walk_list(heap_walker *w, uint64_t head, uint64_t *walked, char *why,
                 return r;
             snprintf(why, whylen, "unreadable node after %llu objects", (unsigned long long)n);
             return -EAGAIN;
+        }
+        if (w->deadline_ms > 0 && (n & 1023) == 1023 && now_ms() > w->deadline_ms) {
+            snprintf(why, whylen,
+                     "the pause budget of %.0f ms under --stop was spent after %llu "
+                     "objects",
+                     STOP_PAUSE_MS, (unsigned long long)n);
+            return -ETIME;
         }
         uint64_t next = rd64(b, 0) & ~(uint64_t)3, back = rd64(b, 8) & ~(uint64_t)3;
         if (back != prev) {
@@ -781,6 +801,8 @@ static int census(heap_walker *w, unsigned flags, int pid, const char *proc_root
     }
     double t0 = now_ms();
     h->complete = true;
+    w->scan_left = CENSUS_SCAN_ITEMS;
+    w->deadline_ms = h->stopped ? t0 + STOP_PAUSE_MS : 0;
     int rc = 0;
     for (int g = 0; g < SOP_HEAP_LISTS; g++) {
         uint64_t head =
@@ -805,7 +827,7 @@ static int census(heap_walker *w, unsigned flags, int pid, const char *proc_root
             h->restarts++;
             sop__rmem_flush(&w->mem);
         }
-        if (r < 0 && r != -EAGAIN) {
+        if (r < 0 && r != -EAGAIN && r != -ETIME) {
             rc = r;
             break;
         }
@@ -819,11 +841,20 @@ static int census(heap_walker *w, unsigned flags, int pid, const char *proc_root
         h->list_objects[g] = walked;
         h->list_complete[g] = r == 0;
         h->objects += walked;
-        if (r == -EAGAIN && h->complete) {
+        if ((r == -EAGAIN || r == -ETIME) && h->complete) {
             h->complete = false;
             snprintf(h->partial, sizeof h->partial, "%s: %s (%llu objects counted there)",
                      LIST_NAMES[g], why, (unsigned long long)walked);
         }
+        if (r == -ETIME)
+            break; /* the lists after it are not walked: the target is resumed now */
+    }
+    if (w->scan_left == 0 && h->complete) {
+        h->complete = false;
+        snprintf(h->partial, sizeof h->partial,
+                 "the read budget of %llu container items was spent: untracked objects "
+                 "(str, bytes, int, arrays) are undercounted",
+                 (unsigned long long)CENSUS_SCAN_ITEMS);
     }
     h->census_ms = now_ms() - t0;
     if (h->stopped)

@@ -18,10 +18,12 @@
 #include <time.h>
 
 #include "elf.h"
+#include "ptrace_wait.h"
 
 #define MAX_NATIVE_FRAMES 256
 #define MAX_MAPPINGS 65536
 #define MAX_OBJECTS 256
+#define STOP_WAIT_MS 2000 /* for one thread to reach its ptrace stop */
 
 typedef struct {
     uint64_t lo, hi, off;
@@ -230,9 +232,7 @@ static void symbolize(sop_native *nv, sop_nframe *f)
     f->lib[bl] = '\0';
     if (!o->tried) {
         o->tried = true;
-        char host[800];
-        snprintf(host, sizeof host, "%s/%d/root%s", nv->proc_root, nv->pid, o->path);
-        if (sop__elf_open(host, &o->elf) == 0) {
+        if (sop__elf_open_target(nv->proc_root, nv->pid, o->path, &o->elf) == 0) {
             o->ok = true;
             o->bias = sop__elf_bias(&o->elf, o->bias);
             if (sop__elf_func_symbols(&o->elf, &o->syms, &o->nsyms) < 0)
@@ -299,31 +299,30 @@ int sop__native_thread(sop_native *nv, int tid, sop_native_stopped_fn fn, void *
         return -e;
     }
     double t0 = now_ms();
-    int rc = 0, status;
+    int rc = 0;
     if (ptrace(PTRACE_INTERRUPT, tid, 0, 0) < 0) {
         rc = -errno;
         snprintf(err, errlen, "PTRACE_INTERRUPT %d: %s", tid, sop__strerror(-rc));
         goto detach;
     }
     for (int tries = 0;; tries++) {
-        pid_t w = waitpid(tid, &status, __WALL);
-        if (w < 0) {
-            if (errno == EINTR && tries < 100)
-                continue;
-            rc = -errno;
-            snprintf(err, errlen, "waitpid %d: %s", tid, sop__strerror(-rc));
+        sop_stop_kind kind;
+        int sig = 0;
+        rc = sop__ptrace_wait_stop(tid, STOP_WAIT_MS, &kind, &sig);
+        if (rc == -ESRCH) {
+            snprintf(err, errlen, "thread %d exited", tid);
+            ptrace(PTRACE_DETACH, tid, 0, 0);
+            free(fr);
+            return -ESRCH;
+        }
+        if (rc < 0) {
+            snprintf(err, errlen, "thread %d: no ptrace stop: %s", tid, sop__strerror(-rc));
             goto detach;
         }
-        if (WIFEXITED(status) || WIFSIGNALED(status)) {
-            snprintf(err, errlen, "thread %d exited", tid);
-            free(fr);
-            return -ESRCH; /* nothing left to detach */
-        }
-        if (WIFSTOPPED(status) && (status >> 16) == PTRACE_EVENT_STOP)
-            break; /* our interrupt */
-        /* Another stop (a signal for the thread) came first: pass it on, wait again. */
-        if (tries >= 16 ||
-            ptrace(PTRACE_CONT, tid, 0, WIFSTOPPED(status) ? WSTOPSIG(status) : 0) < 0) {
+        if (kind == SOP_STOP_EVENT)
+            break; /* our interrupt (or a group-stop: still all the same) */
+        /* A signal for the thread came first: pass it on, wait again. */
+        if (tries >= 16 || ptrace(PTRACE_CONT, tid, 0, sig) < 0) {
             rc = -EIO;
             snprintf(err, errlen, "thread %d: could not reach the interrupt stop", tid);
             goto detach;

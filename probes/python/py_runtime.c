@@ -44,7 +44,7 @@ static int open_image(int pid, const char *proc_root, const char *maps, const ch
     if (sop__maps_find(maps, suffix, im->path, sizeof im->path, &start) < 0)
         return -ENOENT;
     snprintf(im->host_path, sizeof im->host_path, "%s/%d/root%s", proc_root, pid, im->path);
-    int r = sop__elf_open(im->host_path, &im->elf);
+    int r = sop__elf_open_target(proc_root, pid, im->path, &im->elf);
     if (r < 0)
         return r;
     im->bias = sop__elf_bias(&im->elf, start);
@@ -76,7 +76,7 @@ static void image_identity(int pid, const char *proc_root, uint64_t id[4])
             id[1] = (uint64_t)v;
     }
     struct stat st;
-    snprintf(path, sizeof path, "%s/%d/exe", proc_root, pid);
+    snprintf(path, sizeof path, "%s/%d/exe", proc_root, sop__live_task(proc_root, pid));
     if (stat(path, &st) == 0) {
         id[2] = (uint64_t)st.st_dev;
         id[3] = (uint64_t)st.st_ino;
@@ -91,7 +91,7 @@ static int find(int pid, const char *proc_root, const char *maps, sop_rmem *mem,
     image *img = NULL;
     char exe_path[512];
     char link[300];
-    snprintf(link, sizeof link, "%s/%d/exe", proc_root, pid);
+    snprintf(link, sizeof link, "%s/%d/exe", proc_root, sop__live_task(proc_root, pid));
     ssize_t n = readlink(link, exe_path, sizeof exe_path - 1);
     if (n < 0) {
         int e = errno;
@@ -238,7 +238,7 @@ int sop__pyruntime_find(int pid, const char *proc_root, sop_pyruntime *rt, sop_m
     char path[300];
     char *maps = NULL;
     size_t len;
-    snprintf(path, sizeof path, "%s/%d/maps", proc_root, pid);
+    snprintf(path, sizeof path, "%s/%d/maps", proc_root, sop__live_task(proc_root, pid));
     int rc = sop__read_file_at(AT_FDCWD, path, SOP_MAPS_MAX_BYTES, &maps, &len);
     if (rc < 0) {
         rt->rc = rc == -ENOENT ? -ESRCH : rc;

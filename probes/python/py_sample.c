@@ -220,7 +220,7 @@ int sop__python_open_with(const sop_pyruntime *rt, int pid, const char *proc_roo
     if (!w->found) {
         char path[300];
         size_t len;
-        snprintf(path, sizeof path, "%s/%d/maps", w->proc_root, pid);
+        snprintf(path, sizeof path, "%s/%d/maps", w->proc_root, sop__live_task(w->proc_root, pid));
         rc = sop__read_file_at(AT_FDCWD, path, SOP_MAPS_MAX_BYTES, &w->maps, &len);
         if (rc < 0) {
             free(s);

@@ -1110,7 +1110,7 @@ static int collect_at(int pid, const char *proc_root, unsigned flags, const fake
     size_t len;
     int rc;
     if (!fake) {
-        snprintf(path, sizeof path, "%s/%d/maps", w.proc_root, pid);
+        snprintf(path, sizeof path, "%s/%d/maps", w.proc_root, sop__live_task(w.proc_root, pid));
         rc = sop__read_file_at(AT_FDCWD, path, SOP_MAPS_MAX_BYTES, &w.maps, &len);
         if (rc < 0) {
             if (rc == -ENOENT)

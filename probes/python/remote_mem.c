@@ -3,6 +3,8 @@
  * PyBytes decoding. Depends on libc only. */
 #include "remote_mem.h"
 
+#include "../procfs.h"
+
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
@@ -14,9 +16,9 @@
 int sop__rmem_open(sop_rmem *m, int pid, const char *proc_root)
 {
     memset(m, 0, sizeof *m);
-    m->pid = pid;
     m->mem_fd = -1;
     snprintf(m->proc_root, sizeof m->proc_root, "%s", proc_root ? proc_root : "/proc");
+    m->pid = sop__live_task(m->proc_root, pid); /* a zombie leader has no memory: a thread does */
     m->pages = calloc(SOP_RMEM_SLOTS, sizeof *m->pages);
     m->block = malloc((size_t)SOP_RMEM_SLOTS * SOP_RMEM_PAGE);
     if (!m->pages || !m->block) {

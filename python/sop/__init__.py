@@ -345,12 +345,14 @@ class Watch:
 
     def trigger(self):
         """Ask for a run now (does not wait)."""
-        if self._h:
-            _watch_trigger(self._h)
+        with self._lock:  # never on a handle stop() is freeing
+            if self._h:
+                _watch_trigger(self._h)
 
     @property
     def runs(self):
-        return _watch_runs(self._h) if self._h else 0
+        with self._lock:
+            return _watch_runs(self._h) if self._h else 0
 
     def openmetrics(self):
         """The last successful run as OpenMetrics families (docs/metrics.md), without the closing
@@ -393,3 +395,16 @@ _live_watches = weakref.WeakSet()
 def _stop_watches():
     for w in list(_live_watches):
         w.stop()
+
+
+def _forget_watches_in_child():
+    """After fork() the watches' threads stay in the parent: the child's Watch objects are
+    inert (stop() is a no-op, runs is 0), so its exit never joins a thread it does not have."""
+    for w in list(_live_watches):
+        w._lock = threading.Lock()  # the parent's may have been copied held
+        w._h = None
+    _live_watches.clear()
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_forget_watches_in_child)

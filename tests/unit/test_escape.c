@@ -30,6 +30,11 @@ static const char *const HOSTILE[] = {
     "&lt;script&gt; &amp; &#x1b;",
     "bad \xff\xfe utf8 \xc0\xaf overlong \xed\xa0\x80 surrogate \xf4\x90\x80\x80 big",
     "truncated \xe2\x82",
+    /* bidi overrides/isolates, LRM/RLM, line/paragraph separators, zero-width, BOM */
+    "rlo\xe2\x80\xae"
+    "evil\xe2\x80\xac lri\xe2\x81\xa6x\xe2\x81\xa9 lrm\xe2\x80\x8e"
+    "\xe2\x80\x8f ls\xe2\x80\xa8ps\xe2\x80\xa9 zw\xe2\x80\x8b bom\xef\xbb\xbf alm\xd8\x9c"
+    "",
     "</text></svg><script>alert(1)</script>",
     "\"dq\" 'sq' \\ backslash \\` bt",
     "",
@@ -43,7 +48,13 @@ static int is_raw_control(const unsigned char *p, size_t left, bool json)
         return 0; /* cJSON's own indentation */
     if (*p < 0x20 || *p == 0x7f)
         return 1;
-    return left >= 2 && p[0] == 0xc2 && p[1] >= 0x80 && p[1] <= 0x9f;
+    if (left >= 2 && p[0] == 0xc2 && p[1] >= 0x80 && p[1] <= 0x9f)
+        return 1;
+    size_t n = sop__utf8_seq(p, left);
+    unsigned cp = n == 3   ? (p[0] & 0x0fu) << 12 | (p[1] & 0x3fu) << 6 | (p[2] & 0x3fu)
+                  : n == 2 ? (p[0] & 0x1fu) << 6 | (p[1] & 0x3fu)
+                           : 0;
+    return cp && sop__is_format_control(cp); /* bidi and other format controls */
 }
 
 /* -1 when s is clean; else the offset of the first raw control or invalid UTF-8 byte. */
@@ -276,6 +287,18 @@ static void test_units(void)
     char *j = sop__esc_json_text("\"a\xff\xc0\xaf b\xe2\x82\"");
     CHECK_EQ_S(j, "\"a\\ufffd\\ufffd\\ufffd b\\ufffd\\ufffd\"");
     free(j);
+    sop__esc_text(&b, "a\xe2\x80\xae"
+                      "b\xe2\x81\xa6"
+                      "c\xe2\x80\xa8"
+                      "d");
+    s = sop__sb_take(&b);
+    CHECK_EQ_S(s, "a\\u202eb\\u2066c\\u2028d");
+    free(s);
+    j = sop__esc_json_text("\"a\xe2\x80\xae"
+                           "b\xef\xbb\xbf\"");
+    CHECK_EQ_S(j, "\"a\\u202eb\\ufeff\"");
+    free(j);
+    CHECK(!sop__is_format_control(0x00e9) && sop__is_format_control(0x202e));
     CHECK_EQ_I(sop__utf8_seq((const unsigned char *)"\xed\xa0\x80", 3), 0);
     CHECK_EQ_I(sop__utf8_seq((const unsigned char *)"\xf0\x9f\x98\x80", 4), 4);
 }

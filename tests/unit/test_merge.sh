@@ -150,4 +150,39 @@ awk '/^\|/ { line = $0; gsub(/\\\\/, "", line); gsub(/\\\|/, "", line); n = gsub
      { intable = 0 } END { exit badrows > 0 }' "$tmp/x.md" && ok "md table cells intact" || bad "md table cells broken"
 grep -q '\\`bad\\`' "$tmp/x.md" && ok "md escapes backticks" || bad "md backticks: $(grep -m1 bad "$tmp/x.md")"
 
+# Amplification (issue 28): input over the reader's bounds is refused at once with a clear
+# error, never merged for minutes or into GBs (8 MB of "{}" was 1.7 GB; 2000 reports with 50
+# distinct ids each, or 100k tiny reports, took 30-130 s).
+limit() { # NAME FILE
+  local t0 t1 rc
+  t0=$(date +%s%N)
+  timeout 60 "$SOPCTL" merge --format json "$2" >/dev/null 2>"$tmp/lim.err"
+  rc=$?
+  t1=$(date +%s%N)
+  if [ "$rc" = 2 ] && grep -q "over the merge limits" "$tmp/lim.err" &&
+    [ $(((t1 - t0) / 1000000)) -lt 10000 ]; then
+    ok "$1: refused (exit 2) in $(((t1 - t0) / 1000000)) ms"
+  else
+    bad "$1: exit $rc after $(((t1 - t0) / 1000000)) ms: $(head -c 300 "$tmp/lim.err")"
+  fi
+}
+python3 -c 'import sys; sys.stdout.write("{}" * 4000000)' >"$tmp/empty.json"
+limit "8 MB of {}" "$tmp/empty.json"
+python3 - "$F/straggler_r0.json" "$tmp" <<'PY'
+import json, sys
+base = json.load(open(sys.argv[1]))
+f0 = base["findings"][0]
+with open(sys.argv[2] + "/ids.jsonl", "w") as out:
+    for r in range(2000):
+        base["target"]["rank"] = r
+        base["findings"] = [dict(f0, id="x.r%d_%d" % (r, i)) for i in range(50)]
+        out.write(json.dumps(base) + "\n")
+with open(sys.argv[2] + "/tiny.jsonl", "w") as out:
+    for r in range(100000):
+        out.write('{"schema":1,"sop_version":"v%d","target":{"rank":%d,"node":"n%d","job_id":"j%d"},'
+                  '"findings":[]}\n' % (r, r, r, r))
+PY
+limit "2000 reports x 50 distinct ids" "$tmp/ids.jsonl"
+limit "100k tiny reports" "$tmp/tiny.jsonl"
+
 finish

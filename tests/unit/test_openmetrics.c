@@ -235,7 +235,7 @@ static void test_escaping_and_python(void)
     CHECK(strstr(om, "sop_target_alive 0\n"));
     CHECK(strstr(om, "sop_process_cpus 1.5\n"));
     CHECK(strstr(om, "sop_python_gil_held_ratio 1\n")); /* 0.75 + 0.5, capped */
-    CHECK(strstr(om, "sop_python_thread_d_state_ratio 0.5\n"));
+    CHECK(strstr(om, "sop_python_thread_uninterruptible_ratio 0.5\n"));
     CHECK(strstr(om, "sop_asyncio_loop_longest_stretch_seconds 0.25\n"));
     CHECK(strstr(om, "sop_dataloader_wait_ratio 0.5\n"));
     CHECK(strstr(om, "sop_last_window_timestamp_seconds 1000.5\n"));
