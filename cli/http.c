@@ -52,7 +52,7 @@ static void mhd_load_once(void)
         lib = dlopen(names[i], RTLD_NOW | RTLD_LOCAL);
     if (!lib) {
         snprintf(mhd_error, sizeof mhd_error,
-                 "--listen needs libmicrohttpd, which cannot be loaded (%s); install it "
+                 "needs libmicrohttpd, which cannot be loaded (%s); install it "
                  "(Debian: the libmicrohttpd12 package, `make deps`)",
                  why);
         return;
