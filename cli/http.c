@@ -7,8 +7,8 @@
 #include <arpa/inet.h>
 #include <dlfcn.h>
 #include <errno.h>
-#include <pthread.h>
 #include <netinet/in.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -26,15 +26,13 @@ struct cli_http {
 
 /* The libmicrohttpd functions we call, resolved once by mhd_load. */
 static struct {
-    struct MHD_Daemon *(*start_daemon)(unsigned, uint16_t, MHD_AcceptPolicyCallback, void *,
-                                       MHD_AccessHandlerCallback, void *, ...);
-    void (*stop_daemon)(struct MHD_Daemon *);
-    const union MHD_DaemonInfo *(*get_daemon_info)(struct MHD_Daemon *, enum MHD_DaemonInfoType,
-                                                   ...);
-    struct MHD_Response *(*create_response_from_buffer)(size_t, void *, enum MHD_ResponseMemoryMode);
-    enum MHD_Result (*add_response_header)(struct MHD_Response *, const char *, const char *);
-    enum MHD_Result (*queue_response)(struct MHD_Connection *, unsigned, struct MHD_Response *);
-    void (*destroy_response)(struct MHD_Response *);
+    __typeof__(MHD_start_daemon) *start_daemon;
+    __typeof__(MHD_stop_daemon) *stop_daemon;
+    __typeof__(MHD_get_daemon_info) *get_daemon_info;
+    __typeof__(MHD_create_response_from_buffer) *create_response_from_buffer;
+    __typeof__(MHD_add_response_header) *add_response_header;
+    __typeof__(MHD_queue_response) *queue_response;
+    __typeof__(MHD_destroy_response) *destroy_response;
 } mhd;
 static pthread_once_t mhd_once = PTHREAD_ONCE_INIT;
 static char mhd_error[512];
@@ -61,7 +59,7 @@ static void mhd_load_once(void)
     do {                                                                                           \
         *(void **)&mhd.field = dlsym(lib, name);                                                   \
         if (!mhd.field) {                                                                          \
-            snprintf(mhd_error, sizeof mhd_error, "libmicrohttpd lacks %s: too old?", name);        \
+            snprintf(mhd_error, sizeof mhd_error, "libmicrohttpd lacks %s: too old?", name);       \
             return;                                                                                \
         }                                                                                          \
     } while (0)
@@ -211,8 +209,8 @@ int cli_http_start(const char *listen, cli_http_fn fn, void *ctx, cli_http **out
         {MHD_OPTION_END, 0, NULL},
     };
     errno = 0;
-    h->daemon = mhd.start_daemon(flags, 0, NULL, NULL, answer, h, MHD_OPTION_ARRAY, opts,
-                                 MHD_OPTION_END);
+    h->daemon =
+        mhd.start_daemon(flags, 0, NULL, NULL, answer, h, MHD_OPTION_ARRAY, opts, MHD_OPTION_END);
     if (!h->daemon) {
         snprintf(err, errlen, "cannot listen on %s%s%s", listen, errno ? ": " : "",
                  errno ? strerror(errno) : "");

@@ -932,8 +932,10 @@ static int collect(walker *w, unsigned flags, sop_python *py)
         nns = ns_tid_map(w, nsmap, MAX_THREADS);
     bool ptrace_refused = false;
     sop_native *nv = NULL;
-    if ((flags & SOP_PY_NATIVE) && sop__native_open(w->pid, w->proc_root, w->maps, &nv) < 0)
-        sop__missing_add(w->missing, "native", "out of memory");
+    char nerr[256] = "out of memory";
+    if ((flags & SOP_PY_NATIVE) &&
+        sop__native_open(w->pid, w->proc_root, w->maps, &nv, nerr, sizeof nerr) < 0)
+        sop__missing_add(w->missing, "native", "%s", nerr);
     /* The list runs newest first; report oldest (the main thread) first. */
     for (size_t k = 0; k < nts; k++) {
         uint64_t tsa = tstates[nts - 1 - k];
