@@ -248,7 +248,7 @@ static bool grow_codes(walker *w)
 }
 
 /* The cached decoding of the code object at `code`, or NULL with *err set. */
-static const code_entry *resolve_code(walker *w, uint64_t code, int *err)
+static code_entry *resolve_code(walker *w, uint64_t code, int *err)
 {
     size_t i = hash_ptr(code) & (CODE_SLOTS - 1);
     for (size_t k = 0; k < CODE_SLOTS; k++, i = (i + 1) & (CODE_SLOTS - 1)) {
@@ -451,7 +451,7 @@ static int walk_thread(walker *w, uint64_t tstate, sop_pythread *t, uint64_t *bo
         }
         if (!skip) {
             int err = 0;
-            const code_entry *c = resolve_code(w, code, &err);
+            code_entry *c = resolve_code(w, code, &err);
             if (!c) {
                 if (err == -ESRCH)
                     return err;
@@ -465,9 +465,15 @@ static int walk_thread(walker *w, uint64_t tstate, sop_pythread *t, uint64_t *bo
                 return -EAGAIN;
             }
             int line = -1;
-            if (addr_bytes >= -2 && addr_bytes < INT_MAX)
-                line = sop__py_addr2line(L->lines, c->lines, c->nlines, c->firstlineno,
-                                         (int)addr_bytes);
+            if (addr_bytes >= -2 && addr_bytes < INT_MAX) {
+                if (!c->memo || c->memo_addr != (int)addr_bytes) {
+                    c->memo_line = sop__py_addr2line(L->lines, c->lines, c->nlines,
+                                                     c->firstlineno, (int)addr_bytes);
+                    c->memo_addr = (int)addr_bytes;
+                    c->memo = true;
+                }
+                line = c->memo_line;
+            }
             if (push_frame(t, &cap, c, line, entry) < 0)
                 return -ENOMEM;
             if (is_thread_bootstrap(c))

@@ -30,6 +30,10 @@ typedef struct {
     int firstlineno;
     uint8_t *lines;
     size_t nlines;
+    /* the last (offset -> line) decoded for this code: frames waiting at the same place (a
+     * recursion, threads parked in the same function) decode the table once */
+    int memo_addr, memo_line;
+    bool memo;
 } code_entry;
 
 typedef struct {
