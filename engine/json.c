@@ -152,10 +152,20 @@ sop_value *sop__json_parse(const char *text, size_t len, char *err, size_t errle
 }
 
 /* The value tree written as JSON text directly, in exactly the text cJSON_Print /
- * cJSON_PrintUnformatted (1.7) writes for the same tree — same escapes, numbers, tabs and
- * spaces — without building a cJSON tree first (a 32-thread dump: 20,000 nodes made, printed
- * and freed again were a fifth of its time). Deeper than JSON_MAX_DEPTH prints null, as the
- * conversion did. */
+ * cJSON_PrintUnformatted (1.7) then sop__esc_json_text write for the same tree — same escapes,
+ * numbers, tabs and spaces — without building a cJSON tree first (a 32-thread dump: 20,000 nodes
+ * made, printed and freed again were a fifth of its time). Deeper than JSON_MAX_DEPTH prints null,
+ * as the conversion did. */
+/* Bytes written as they are inside a JSON string: printable ASCII but the quote and the
+ * backslash. Everything else takes put_string's slow path. */
+static bool plain_byte(unsigned char c)
+{
+    return c >= 0x20 && c < 0x7f && c != '"' && c != '\\';
+}
+
+/* A string as cJSON writes it (quote, backslash, \b \f \n \r \t, other C0 controls as
+ * \u00XX, the rest raw), with sop__esc_json_text's pass over the text done at once: DEL and
+ * the C1 controls as \u00XX, a byte that does not start valid UTF-8 as \ufffd. */
 static void put_string(sop_sb *b, const char *s)
 {
     if (!s) {
@@ -163,14 +173,17 @@ static void put_string(sop_sb *b, const char *s)
         return;
     }
     sop__sb_putn(b, "\"", 1);
-    const char *run = s;
-    for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
+    const unsigned char *p = (const unsigned char *)s;
+    for (;;) {
+        const unsigned char *run = p;
+        while (plain_byte(*p))
+            p++;
+        if (p > run)
+            sop__sb_putn(b, (const char *)run, (size_t)(p - run));
+        if (!*p)
+            break;
         char esc[8];
-        size_t n = 2;
-        if (*p >= 32 && *p != '"' && *p != '\\')
-            continue;
-        sop__sb_putn(b, run, (size_t)((const char *)p - run));
-        run = (const char *)p + 1;
+        size_t n = 2, adv = 1;
         esc[0] = '\\';
         switch (*p) {
         case '"':
@@ -193,12 +206,27 @@ static void put_string(sop_sb *b, const char *s)
             esc[1] = 't';
             break;
         default:
-            n = (size_t)snprintf(esc, sizeof esc, "\\u%04x", *p);
+            if (*p < 0x80) { /* C0 control or DEL */
+                n = (size_t)snprintf(esc, sizeof esc, "\\u%04x", *p);
+                break;
+            }
+            /* at most 4 bytes are looked at, and the NUL ends a sequence as any
+             * non-continuation byte does: no need to know the length left */
+            adv = sop__utf8_seq(p, 4);
+            if (adv == 0) { /* not UTF-8 */
+                adv = 1;
+                n = (size_t)snprintf(esc, sizeof esc, "\\ufffd");
+            } else if (adv == 2 && p[0] == 0xc2 && p[1] <= 0x9f) { /* C1 control */
+                n = (size_t)snprintf(esc, sizeof esc, "\\u%04x", p[1]);
+            } else {
+                memcpy(esc, p, adv);
+                n = adv;
+            }
             break;
         }
         sop__sb_putn(b, esc, n);
+        p += adv;
     }
-    sop__sb_puts(b, run);
     sop__sb_putn(b, "\"", 1);
 }
 
@@ -284,14 +312,10 @@ static void put_value(sop_sb *b, const sop_value *v, int depth, bool pretty)
 
 char *sop__json_print(const sop_value *v, int pretty)
 {
+    /* Every JSON text sop writes passes here: invalid UTF-8 from a target or an evidence file
+     * becomes \ufffd, DEL and C1 controls \u escapes (put_string), so the output is always
+     * valid JSON. */
     sop_sb b = {0};
     put_value(&b, v, 0, pretty != 0);
-    char *s = sop__sb_take(&b);
-    if (!s)
-        return NULL;
-    /* Every JSON text sop writes passes here: invalid UTF-8 from a target or an evidence file
-     * becomes \ufffd, DEL and C1 controls \u escapes, so the output is always valid JSON. */
-    char *clean = sop__esc_json_text(s);
-    free(s);
-    return clean;
+    return sop__sb_take(&b);
 }

@@ -56,7 +56,11 @@ static double number(void)
 
 static void text(char *s, size_t cap)
 {
-    static const char pool[] = "ab\"\\/\x01\x1f\x7f \t\n\r\b\f\xc3\xa9\xe4\xb8\xad{}[]:,";
+    /* quotes, backslashes, C0 controls, DEL, UTF-8 (2 and 3 bytes), a C1 control (c2 85),
+     * bytes that start no valid sequence (ff, a lone continuation 80, overlong c0) */
+    static const char pool[] =
+        "ab\"\\/\x01\x1f\x7f \t\n\r\b\f\xc3\xa9\xe4\xb8\xad\xc2\x85\xff\x80\xc0"
+        "{}[]:,";
     size_t n = next() % (cap - 1);
     for (size_t i = 0; i < n; i++)
         s[i] = pool[next() % (sizeof pool - 1)];
