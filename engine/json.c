@@ -9,6 +9,7 @@
 #include <limits.h>
 #include <math.h>
 #include <stdbool.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -240,8 +241,16 @@ static void put_number(sop_sb *b, double d)
     int vi = d >= INT_MAX ? INT_MAX : d <= (double)INT_MIN ? INT_MIN : (int)d;
     if (isnan(d) || isinf(d)) {
         n = snprintf(buf, sizeof buf, "null");
-    } else if (d == (double)vi) {
-        n = snprintf(buf, sizeof buf, "%d", vi);
+    } else if (d == (double)vi) { /* "%d", without printf's machinery (most numbers) */
+        char *e = buf + sizeof buf, *q = e;
+        int64_t x = vi < 0 ? -(int64_t)vi : vi;
+        do
+            *--q = (char)('0' + x % 10);
+        while ((x /= 10) != 0);
+        if (vi < 0)
+            *--q = '-';
+        sop__sb_putn(b, q, (size_t)(e - q));
+        return;
     } else {
         n = snprintf(buf, sizeof buf, "%1.15g", d);
         char *end = NULL;
