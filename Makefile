@@ -6,7 +6,7 @@ JOBS ?= $(shell nproc)
 # -Werror: off by default (a released tree builds with any compiler); CI turns it on.
 WERROR ?= OFF
 
-.PHONY: all deps build demo test unit e2e embed bench clean sanitize
+.PHONY: all deps build demo test unit e2e embed bench clean sanitize perf-gate
 
 all: build
 
@@ -36,6 +36,13 @@ embed: build
 
 bench: build
 	./bench/bench_snapshot.sh $(BUILD)/sopctl
+
+# The performance gate (docs/performance.md): this build against a baseline build of
+# PERF_BASELINE (default auto: the newest tag, else the merge-base with main, else HEAD~1),
+# side by side in one run; fails on a measure slower than 1.5x the baseline. Root (ptrace).
+PERF_BASELINE ?= auto
+perf-gate: build
+	python3 bench/perf_gate.py --quick --build $(BUILD) --baseline $(PERF_BASELINE)
 
 # The sanitizer tier CI runs: clang, ASan+UBSan, -Werror, the unit label (unit + replay tests),
 # in a tree of its own (scripts/sanitize.sh).

@@ -1,11 +1,16 @@
 #!/usr/bin/env python3
 # perf_gate.py — the performance gate (issue 27): this build's sopctl against a baseline sopctl
-# built from a git ref (default: main), measured side by side in one run on the same targets,
+# built from a git ref, measured side by side in one run on the same targets,
 # A and B interleaved run by run, so that load from elsewhere on the machine hits both alike;
 # the verdict is on ratios (current / baseline), never on absolute times.
 #
 #   python3 bench/perf_gate.py [--quick] [--build DIR] [--baseline REF | --baseline-bin SOPCTL]
 #                              [--runs N] [--margin 1.5] [--json FILE]
+#
+# The baseline by default ("auto"): the newest tag when there is one, else where HEAD left main
+# (git merge-base HEAD main) when HEAD is not main itself, else HEAD~1 (CI on main: the commit
+# before the one being tested). `make perf-gate` runs the quick part; .ci/run runs that after
+# the tests.
 #
 # Measures (median over --runs, wall time of the whole command; CPU = user+sys from wait4):
 #   startup    sopctl version
@@ -45,6 +50,22 @@ def die(msg):
 def git(*args):
     return subprocess.run(["git", "-C", SRC] + list(args), check=True, capture_output=True,
                           text=True).stdout.strip()
+
+
+def auto_baseline():
+    """The newest tag; else the merge-base with main when HEAD is elsewhere; else HEAD~1."""
+    try:
+        return git("describe", "--tags", "--abbrev=0")
+    except subprocess.CalledProcessError:
+        pass
+    try:
+        head = git("rev-parse", "HEAD")
+        base = git("merge-base", "HEAD", "main")
+        if base != head:
+            return base
+    except subprocess.CalledProcessError:
+        pass
+    return "HEAD~1"
 
 
 def build_baseline(ref):
@@ -141,7 +162,7 @@ def measure(name, exes, argv_of, runs, accept=(0, 1), field="wall", warm=1):
 def main():
     ap = argparse.ArgumentParser(description=__doc__)
     ap.add_argument("--build", default=os.path.join(SRC, "build"))
-    ap.add_argument("--baseline", default="main", help="git ref to build the baseline from")
+    ap.add_argument("--baseline", default="auto", help="git ref to build the baseline from")
     ap.add_argument("--baseline-bin", help="an already built baseline sopctl")
     ap.add_argument("--quick", action="store_true", help="startup, dump, snapshot, run0 only")
     ap.add_argument("--runs", type=int, default=0, help="runs per measure (default 15, full 21)")
@@ -158,6 +179,8 @@ def main():
     if a.baseline_bin:
         base, base_name = os.path.realpath(a.baseline_bin), a.baseline_bin
     else:
+        if a.baseline == "auto":
+            a.baseline = auto_baseline()
         base, sha = build_baseline(a.baseline)
         base_name = "%s (%s)" % (a.baseline, sha[:10])
     exes = {"current": cur, "baseline": base}
