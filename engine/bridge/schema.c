@@ -48,8 +48,7 @@ static bool row_at_level(const sop_evk *r, const char *prefix, size_t plen)
 }
 
 /* The memo of (keys, prefix), filled on first use; NULL when it does not fit one. */
-static const level_memo *level_rows(const sop_evk *keys, size_t n, const char *prefix,
-                                    size_t plen)
+static const level_memo *level_rows(const sop_evk *keys, size_t n, const char *prefix, size_t plen)
 {
     if (plen >= sizeof level_memos[0].prefix || n > UINT16_MAX)
         return NULL;

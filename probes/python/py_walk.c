@@ -467,8 +467,8 @@ static int walk_thread(walker *w, uint64_t tstate, sop_pythread *t, uint64_t *bo
             int line = -1;
             if (addr_bytes >= -2 && addr_bytes < INT_MAX) {
                 if (!c->memo || c->memo_addr != (int)addr_bytes) {
-                    c->memo_line = sop__py_addr2line(L->lines, c->lines, c->nlines,
-                                                     c->firstlineno, (int)addr_bytes);
+                    c->memo_line = sop__py_addr2line(L->lines, c->lines, c->nlines, c->firstlineno,
+                                                     (int)addr_bytes);
                     c->memo_addr = (int)addr_bytes;
                     c->memo = true;
                 }
