@@ -1,14 +1,14 @@
 # Makefile — a thin wrapper over CMake. `make demo` and `make test` are the README's two
 # commands: each installs what is missing (Debian packages, `make deps`), builds, and runs.
 # `make test-all` (what CI runs) is `make test` plus the slow tiers: the robustness matrix,
-# fuzzing, valgrind, ThreadSanitizer and the ASan/UBSan build.
+# fuzzing, valgrind, ThreadSanitizer, the ASan/UBSan build and the performance gate.
 # `make build` and the other targets only build and run: they never call apt.
 BUILD ?= build
 JOBS ?= $(shell nproc)
 # -Werror: off by default (a released tree builds with any compiler); CI turns it on.
 WERROR ?= OFF
 
-.PHONY: all deps build demo test test-all unit e2e embed bench clean sanitize
+.PHONY: all deps build demo test test-all unit e2e embed bench clean sanitize perf-gate
 
 all: build
 
@@ -33,6 +33,7 @@ test-all: deps
 	$(MAKE) build
 	cd $(BUILD) && ctest --output-on-failure -j $(JOBS)
 	$(MAKE) sanitize
+	$(MAKE) perf-gate
 
 unit: build
 	cd $(BUILD) && ctest --output-on-failure -L unit
@@ -45,6 +46,13 @@ embed: build
 
 bench: build
 	./bench/bench_snapshot.sh $(BUILD)/sopctl
+
+# The performance gate (docs/performance.md): this build against a baseline build of
+# PERF_BASELINE (default auto: the newest tag, else the merge-base with main, else HEAD~1),
+# side by side in one run; fails on a measure slower than 1.5x the baseline. Root (ptrace).
+PERF_BASELINE ?= auto
+perf-gate: build
+	python3 bench/perf_gate.py --quick --build $(BUILD) --baseline $(PERF_BASELINE)
 
 # The sanitizer tier CI runs: clang, ASan+UBSan, -Werror, the unit label (unit + replay tests),
 # in a tree of its own (scripts/sanitize.sh).

@@ -1,10 +1,14 @@
 /* http.c — `sopctl watch --listen`: /metrics, /report and /healthz over libmicrohttpd (Debian's
  * libmicrohttpd-dev), the only file that includes its header. One internal polling thread,
- * a handful of connections, short timeouts: it serves a scraper, not the public. Depends on
- * libmicrohttpd and libc. */
+ * a handful of connections, short timeouts: it serves a scraper, not the public.
+ * libmicrohttpd (and its GnuTLS chain) is loaded with dlopen when a server starts, so every
+ * other command starts without mapping it; only its header is needed to build. Depends on
+ * libmicrohttpd (at run time, --listen only), libdl and libc. */
 #include <arpa/inet.h>
+#include <dlfcn.h>
 #include <errno.h>
 #include <netinet/in.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -19,6 +23,67 @@ struct cli_http {
     cli_http_fn fn;
     void *ctx;
 };
+
+/* The libmicrohttpd functions we call, resolved once by mhd_load. */
+static struct {
+    __typeof__(MHD_start_daemon) *start_daemon;
+    __typeof__(MHD_stop_daemon) *stop_daemon;
+    __typeof__(MHD_get_daemon_info) *get_daemon_info;
+    __typeof__(MHD_create_response_from_buffer) *create_response_from_buffer;
+    __typeof__(MHD_add_response_header) *add_response_header;
+    __typeof__(MHD_queue_response) *queue_response;
+    __typeof__(MHD_destroy_response) *destroy_response;
+} mhd;
+static pthread_once_t mhd_once = PTHREAD_ONCE_INIT;
+static char mhd_error[512];
+
+static void mhd_load_once(void)
+{
+    /* The ABI's soname first (what the -dev package's header was built for), then the
+     * unversioned name a local build may install. */
+    static const char *const names[] = {"libmicrohttpd.so.12", "libmicrohttpd.so"};
+    void *lib = dlopen(names[0], RTLD_NOW | RTLD_LOCAL);
+    char why[160];
+    const char *e = lib ? NULL : dlerror();
+    snprintf(why, sizeof why, "%s", e ? e : "not found");
+    for (size_t i = 1; i < sizeof names / sizeof names[0] && !lib; i++)
+        lib = dlopen(names[i], RTLD_NOW | RTLD_LOCAL);
+    if (!lib) {
+        snprintf(mhd_error, sizeof mhd_error,
+                 "needs libmicrohttpd, which cannot be loaded (%s); install it "
+                 "(Debian: the libmicrohttpd12 package, `make deps`)",
+                 why);
+        return;
+    }
+#define MHD_SYM(field, name)                                                                       \
+    do {                                                                                           \
+        *(void **)&mhd.field = dlsym(lib, name);                                                   \
+        if (!mhd.field) {                                                                          \
+            snprintf(mhd_error, sizeof mhd_error, "libmicrohttpd lacks %s: too old?", name);       \
+            return;                                                                                \
+        }                                                                                          \
+    } while (0)
+    MHD_SYM(start_daemon, "MHD_start_daemon");
+    MHD_SYM(stop_daemon, "MHD_stop_daemon");
+    MHD_SYM(get_daemon_info, "MHD_get_daemon_info");
+    MHD_SYM(create_response_from_buffer, "MHD_create_response_from_buffer");
+    MHD_SYM(add_response_header, "MHD_add_response_header");
+    MHD_SYM(queue_response, "MHD_queue_response");
+    MHD_SYM(destroy_response, "MHD_destroy_response");
+#undef MHD_SYM
+    /* the library stays loaded for the life of the process (its threads may run) */
+}
+
+/* Load libmicrohttpd once; 0, or -1 with the reason in err. */
+static int mhd_load(char *err, size_t errlen)
+{
+    pthread_once(&mhd_once, mhd_load_once);
+    if (mhd_error[0]) {
+        snprintf(err, errlen, "%s", mhd_error);
+        return -1;
+    }
+    return 0;
+}
 
 static enum MHD_Result answer(void *cls, struct MHD_Connection *conn, const char *url,
                               const char *method, const char *version, const char *upload,
@@ -49,17 +114,17 @@ static enum MHD_Result answer(void *cls, struct MHD_Connection *conn, const char
     if (!body)
         return MHD_NO;
     struct MHD_Response *resp =
-        MHD_create_response_from_buffer(strlen(body), body, MHD_RESPMEM_MUST_FREE);
+        mhd.create_response_from_buffer(strlen(body), body, MHD_RESPMEM_MUST_FREE);
     if (!resp) {
         free(body);
         return MHD_NO;
     }
-    MHD_add_response_header(resp, MHD_HTTP_HEADER_CONTENT_TYPE, type);
-    MHD_add_response_header(resp, MHD_HTTP_HEADER_CACHE_CONTROL, "no-store");
+    mhd.add_response_header(resp, MHD_HTTP_HEADER_CONTENT_TYPE, type);
+    mhd.add_response_header(resp, MHD_HTTP_HEADER_CACHE_CONTROL, "no-store");
     if (status == 405)
-        MHD_add_response_header(resp, MHD_HTTP_HEADER_ALLOW, "GET, HEAD");
-    enum MHD_Result r = MHD_queue_response(conn, (unsigned)status, resp);
-    MHD_destroy_response(resp);
+        mhd.add_response_header(resp, MHD_HTTP_HEADER_ALLOW, "GET, HEAD");
+    enum MHD_Result r = mhd.queue_response(conn, (unsigned)status, resp);
+    mhd.destroy_response(resp);
     return r;
 }
 
@@ -124,6 +189,8 @@ int cli_http_start(const char *listen, cli_http_fn fn, void *ctx, cli_http **out
     socklen_t sslen = 0;
     if (parse_listen(listen, &ss, &sslen, err, errlen) != 0)
         return -1;
+    if (mhd_load(err, errlen) != 0)
+        return -1;
     cli_http *h = calloc(1, sizeof *h);
     if (!h) {
         snprintf(err, errlen, "out of memory");
@@ -134,10 +201,16 @@ int cli_http_start(const char *listen, cli_http_fn fn, void *ctx, cli_http **out
     unsigned flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_AUTO;
     if (ss.ss_family == AF_INET6)
         flags |= MHD_USE_IPv6;
+    /* The daemon's options, one row each (MHD_OPTION_ARRAY): add a limit by adding a row. */
+    struct MHD_OptionItem opts[] = {
+        {MHD_OPTION_SOCK_ADDR, 0, &ss},
+        {MHD_OPTION_CONNECTION_LIMIT, 16, NULL},
+        {MHD_OPTION_CONNECTION_TIMEOUT, 10, NULL},
+        {MHD_OPTION_END, 0, NULL},
+    };
     errno = 0;
-    h->daemon = MHD_start_daemon(flags, 0, NULL, NULL, answer, h, MHD_OPTION_SOCK_ADDR,
-                                 (struct sockaddr *)&ss, MHD_OPTION_CONNECTION_LIMIT, (unsigned)16,
-                                 MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)10, MHD_OPTION_END);
+    h->daemon =
+        mhd.start_daemon(flags, 0, NULL, NULL, answer, h, MHD_OPTION_ARRAY, opts, MHD_OPTION_END);
     if (!h->daemon) {
         snprintf(err, errlen, "cannot listen on %s%s%s", listen, errno ? ": " : "",
                  errno ? strerror(errno) : "");
@@ -149,7 +222,7 @@ int cli_http_start(const char *listen, cli_http_fn fn, void *ctx, cli_http **out
     memset(&got, 0, sizeof got);
     got.ss_family = ss.ss_family;
     socklen_t gotlen = sizeof got;
-    const union MHD_DaemonInfo *info = MHD_get_daemon_info(h->daemon, MHD_DAEMON_INFO_LISTEN_FD);
+    const union MHD_DaemonInfo *info = mhd.get_daemon_info(h->daemon, MHD_DAEMON_INFO_LISTEN_FD);
     char addr[INET6_ADDRSTRLEN] = "?";
     unsigned port = 0;
     if (info && getsockname(info->listen_fd, (struct sockaddr *)&got, &gotlen) == 0) {
@@ -172,6 +245,6 @@ void cli_http_stop(cli_http *h)
 {
     if (!h)
         return;
-    MHD_stop_daemon(h->daemon);
+    mhd.stop_daemon(h->daemon);
     free(h);
 }

@@ -277,11 +277,34 @@ static int known_cmp(const void *a, const void *b)
     return strcmp(((const known_threshold *)a)->key, ((const known_threshold *)b)->key);
 }
 
+/* The build-time bytecode of the text src when it is, byte for byte, the embedded module
+ * that chunkname names ("rules.lua" for the module "rules"), else NULL. */
+static const unsigned char *embedded_code_for(const sop_rules_module *modules,
+                                              const char *chunkname, const char *src, size_t len,
+                                              size_t *clen)
+{
+    for (const sop_rules_module *m = modules; m && m->name; m++) {
+        char rel[200];
+        size_t n = strlen(m->name);
+        if (!m->source || n + 5 > sizeof rel)
+            continue;
+        for (size_t i = 0; i <= n; i++)
+            rel[i] = m->name[i] == '.' ? '/' : m->name[i];
+        memcpy(rel + n, ".lua", 5);
+        if (strcmp(rel, chunkname) == 0 && strlen(m->source) == len &&
+            memcmp(m->source, src, len) == 0)
+            return sop__embedded_code(m->source, clen);
+    }
+    return NULL;
+}
+
 /* Run a text chunk at the top level of the sandbox, under the limits, with the load context's
  * error reporting: "file:line: message" in err, rc set. Expects the context userdata at stack
- * index 1 and nothing above it; leaves exactly that on success. Returns 1 on success. */
+ * index 1 and nothing above it; leaves exactly that on success. Returns 1 on success. The
+ * embedded pack's own text (modules) is loaded from its build-time bytecode. */
 static int run_top_chunk(lua_State *L, sop_rules *r, const char *chunkname, const char *src,
-                         size_t len, char *err, size_t errlen, int *rc)
+                         size_t len, const sop_rules_module *modules, char *err, size_t errlen,
+                         int *rc)
 {
     char chunk[300];
     snprintf(chunk, sizeof chunk, "@%s", chunkname);
@@ -291,7 +314,10 @@ static int run_top_chunk(lua_State *L, sop_rules *r, const char *chunkname, cons
         return 0;
     }
     lua_pushcfunction(L, sop__rules_msgh); /* 2 */
-    int status = luaL_loadbufferx(L, src, len, chunk, "t");
+    size_t clen = 0;
+    const unsigned char *code = embedded_code_for(modules, chunkname, src, len, &clen);
+    int status = code ? luaL_loadbufferx(L, (const char *)code, clen, chunk, "b")
+                      : luaL_loadbufferx(L, src, len, chunk, "t");
     if (status == LUA_OK) {
         sop__rules_push_fresh_env(L);
         lua_setupvalue(L, -2, 1);
@@ -329,7 +355,7 @@ static int load_protected(lua_State *L)
     sop_rules *r = c->r;
     sop__rules_setup_state(L, c->modules);
 
-    if (!run_top_chunk(L, r, c->chunkname, c->src, c->len, c->err, c->errlen, &c->rc))
+    if (!run_top_chunk(L, r, c->chunkname, c->src, c->len, c->modules, c->err, c->errlen, &c->rc))
         return 0;
 
     sop__rules_check_uses(L);
@@ -854,7 +880,7 @@ static int site_protected(lua_State *L)
     lua_rawgetp(L, LUA_REGISTRYINDEX, &K_SANDBOX);
     set_fn(L, "disable", site_disable);
     lua_pop(L, 1);
-    if (!run_top_chunk(L, r, c->chunkname, c->src, c->len, c->err, c->errlen, &c->rc))
+    if (!run_top_chunk(L, r, c->chunkname, c->src, c->len, NULL, c->err, c->errlen, &c->rc))
         return 0;
     lua_rawgetp(L, LUA_REGISTRYINDEX, &K_SANDBOX);
     lua_pushnil(L);

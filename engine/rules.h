@@ -18,6 +18,11 @@ typedef struct {
     const char *source;
 } sop_rules_module;
 
+/* The bytecode compiled at build time from an embedded module's text (`source` is the very
+ * pointer of a sop__embedded_modules entry), or NULL (another text, a cross build, a module
+ * that did not compile): then the text is parsed. Generated with the embedded pack. */
+const unsigned char *sop__embedded_code(const char *source, size_t *len);
+
 /* Create a runner (no rules yet). Returns 0 or SOP_ENOMEM. */
 int sop__rules_new(sop_rules **out);
 void sop__rules_free(sop_rules *r);

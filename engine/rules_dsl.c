@@ -571,9 +571,18 @@ static int sb_require(lua_State *L)
     snprintf(chunk, sizeof chunk, "@%s", rel);
 
     int status;
+    lua_rawgetp(L, LUA_REGISTRYINDEX, &K_MODCODE);
+    lua_pushvalue(L, 1);
+    int has_code = lua_rawget(L, -2) == LUA_TSTRING;
     lua_rawgetp(L, LUA_REGISTRYINDEX, &K_MODULES);
     lua_pushvalue(L, 1);
-    if (lua_rawget(L, -2) == LUA_TSTRING) {
+    if (has_code) {
+        /* an embedded module's bytecode, compiled from its text at build time: the same
+         * chunk, line numbers included, without parsing it again (never a file's bytes) */
+        size_t clen;
+        const char *code = lua_tolstring(L, -3, &clen);
+        status = luaL_loadbufferx(L, code, clen, chunk, "b");
+    } else if (lua_rawget(L, -2) == LUA_TSTRING) {
         size_t slen;
         const char *src = lua_tolstring(L, -1, &slen);
         status = luaL_loadbufferx(L, src, slen, chunk, "t");

@@ -73,14 +73,15 @@ struct sop_rules {
 
 /* Registry keys: the addresses of these members are the keys (defined in engine/rules.c). */
 extern const struct sop__rules_keys {
-    char sandbox, rules, ids, defaults, modules, loaded, loading, p2r, r2p, proxy_mt, th_mt,
-        running, uses, paths, read_log;
+    char sandbox, rules, ids, defaults, modules, modcode, loaded, loading, p2r, r2p, proxy_mt,
+        th_mt, running, uses, paths, read_log;
 } sop__rules_keys;
 #define K_SANDBOX (sop__rules_keys.sandbox)
 #define K_RULES (sop__rules_keys.rules)
 #define K_IDS (sop__rules_keys.ids)
 #define K_DEFAULTS (sop__rules_keys.defaults)
 #define K_MODULES (sop__rules_keys.modules)
+#define K_MODCODE (sop__rules_keys.modcode) /* module name -> its build-time bytecode */
 #define K_LOADED (sop__rules_keys.loaded)
 #define K_LOADING (sop__rules_keys.loading)
 #define K_P2R (sop__rules_keys.p2r)

@@ -770,12 +770,20 @@ void sop__rules_setup_state(lua_State *L, const sop_rules_module *modules)
     lua_pushboolean(L, 0); /* the slot exists, so setting it later allocates nothing */
     lua_rawsetp(L, LUA_REGISTRYINDEX, &K_RUNNING);
     lua_newtable(L);
+    lua_newtable(L);
     for (const sop_rules_module *m = modules; m && m->name; m++) {
         if (m->source) {
             lua_pushstring(L, m->source);
-            lua_setfield(L, -2, m->name);
+            lua_setfield(L, -3, m->name);
+            size_t clen = 0;
+            const unsigned char *code = sop__embedded_code(m->source, &clen);
+            if (code) {
+                lua_pushlstring(L, (const char *)code, clen);
+                lua_setfield(L, -2, m->name);
+            }
         }
     }
+    lua_rawsetp(L, LUA_REGISTRYINDEX, &K_MODCODE);
     lua_rawsetp(L, LUA_REGISTRYINDEX, &K_MODULES);
 
     register_ro_mt(L, ro_index, &K_PROXY_MT); /* ev views */

@@ -1,10 +1,15 @@
 /* host_libproc2.c — the host counters libproc2 (procps-ng 4) reads for us: /proc/meminfo,
  * /proc/vmstat, /proc/stat (cpu jiffies, procs_running/blocked, btime) and /proc/diskstats.
- * The only file that includes libproc2 headers. Depends on libproc2 and probes/host.h. */
+ * The only file that includes libproc2 headers. libproc2 (and its chain: libsystemd, lz4, zstd,
+ * gcrypt...) is loaded with dlopen by the first host read, so a command that reads no host
+ * counters (version, dump, check, an embedding launcher loading libsop) never maps it.
+ * Depends on libproc2 (at run time), libdl and probes/host.h. */
 #include "host.h"
 
+#include <dlfcn.h>
 #include <errno.h>
 #include <math.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -19,6 +24,57 @@ static int64_t u2i(unsigned long long v)
     return v > (unsigned long long)INT64_MAX ? SOP_NA : (int64_t)v;
 }
 
+/* The libproc2 functions the readers call, resolved once by p2_load_once. */
+static struct {
+    __typeof__(procps_meminfo_new) *meminfo_new;
+    __typeof__(procps_meminfo_unref) *meminfo_unref;
+    __typeof__(procps_meminfo_select) *meminfo_select;
+    __typeof__(procps_vmstat_new) *vmstat_new;
+    __typeof__(procps_vmstat_unref) *vmstat_unref;
+    __typeof__(procps_vmstat_select) *vmstat_select;
+    __typeof__(procps_stat_new) *stat_new;
+    __typeof__(procps_stat_unref) *stat_unref;
+    __typeof__(procps_stat_select) *stat_select;
+    __typeof__(procps_diskstats_new) *diskstats_new;
+    __typeof__(procps_diskstats_unref) *diskstats_unref;
+    __typeof__(procps_diskstats_reap) *diskstats_reap;
+} P;
+static pthread_once_t p2_once = PTHREAD_ONCE_INIT;
+static char p2_error[256];
+
+static void p2_load_once(void)
+{
+    void *lib = dlopen("libproc2.so.0", RTLD_NOW | RTLD_LOCAL);
+    if (!lib)
+        lib = dlopen("libproc2.so", RTLD_NOW | RTLD_LOCAL);
+    if (!lib) {
+        const char *e = dlerror();
+        snprintf(p2_error, sizeof p2_error, "libproc2 cannot be loaded (%s)", e ? e : "not found");
+        return;
+    }
+#define P2_SYM(field)                                                                              \
+    do {                                                                                           \
+        *(void **)&P.field = dlsym(lib, "procps_" #field);                                         \
+        if (!P.field) {                                                                            \
+            snprintf(p2_error, sizeof p2_error, "libproc2 lacks procps_%s", #field);               \
+            return;                                                                                \
+        }                                                                                          \
+    } while (0)
+    P2_SYM(meminfo_new);
+    P2_SYM(meminfo_unref);
+    P2_SYM(meminfo_select);
+    P2_SYM(vmstat_new);
+    P2_SYM(vmstat_unref);
+    P2_SYM(vmstat_select);
+    P2_SYM(stat_new);
+    P2_SYM(stat_unref);
+    P2_SYM(stat_select);
+    P2_SYM(diskstats_new);
+    P2_SYM(diskstats_unref);
+    P2_SYM(diskstats_reap);
+#undef P2_SYM
+}
+
 /* Each reader makes its own context and drops it: a context keeps an open fd and its
  * "re-read only when older than 1 s" caching (meminfo_get) would make a second sample of a
  * short window stale. procps_*_select always re-reads, so we use it. */
@@ -26,7 +82,7 @@ static int64_t u2i(unsigned long long v)
 static int read_meminfo(sop_host *out, sop_missing *missing)
 {
     struct meminfo_info *info = NULL;
-    int rc = procps_meminfo_new(&info);
+    int rc = P.meminfo_new(&info);
     if (rc < 0) {
         sop__missing_add(missing, "host.meminfo", "libproc2 meminfo: %s", sop__strerror(-rc));
         return rc;
@@ -37,11 +93,11 @@ static int read_meminfo(sop_host *out, sop_missing *missing)
         MEMINFO_MEM_SHARED, MEMINFO_MEM_LOCKED,    MEMINFO_MEM_HUGE_TOTAL, MEMINFO_MEM_HUGE_FREE,
     };
     int n = (int)(sizeof items / sizeof items[0]);
-    struct meminfo_stack *st = procps_meminfo_select(info, items, n);
+    struct meminfo_stack *st = P.meminfo_select(info, items, n);
     if (!st) {
         rc = errno ? -errno : -EIO;
         sop__missing_add(missing, "host.meminfo", "libproc2 meminfo select failed");
-        procps_meminfo_unref(&info);
+        P.meminfo_unref(&info);
         return rc;
     }
 #define MV(i) u2i(MEMINFO_VAL(i, ul_int, st, info))
@@ -62,37 +118,37 @@ static int read_meminfo(sop_host *out, sop_missing *missing)
         sop__missing_add(missing, "host.meminfo", "MemTotal reads 0");
         out->mem_total_kb = SOP_NA;
     }
-    procps_meminfo_unref(&info);
+    P.meminfo_unref(&info);
     return 0;
 }
 
 static int read_vmstat(sop_host *out, sop_missing *missing)
 {
     struct vmstat_info *info = NULL;
-    int rc = procps_vmstat_new(&info);
+    int rc = P.vmstat_new(&info);
     if (rc < 0) {
         sop__missing_add(missing, "host.vmstat", "libproc2 vmstat: %s", sop__strerror(-rc));
         return rc;
     }
     enum vmstat_item items[] = {VMSTAT_PSWPIN, VMSTAT_PSWPOUT, VMSTAT_PGFAULT, VMSTAT_PGMAJFAULT};
-    struct vmstat_stack *st = procps_vmstat_select(info, items, 4);
+    struct vmstat_stack *st = P.vmstat_select(info, items, 4);
     if (!st) {
         sop__missing_add(missing, "host.vmstat", "libproc2 vmstat select failed");
-        procps_vmstat_unref(&info);
+        P.vmstat_unref(&info);
         return -EIO;
     }
     out->pswpin = u2i(VMSTAT_VAL(0, ul_int, st, info));
     out->pswpout = u2i(VMSTAT_VAL(1, ul_int, st, info));
     out->pgfault = u2i(VMSTAT_VAL(2, ul_int, st, info));
     out->pgmajfault = u2i(VMSTAT_VAL(3, ul_int, st, info));
-    procps_vmstat_unref(&info);
+    P.vmstat_unref(&info);
     return 0;
 }
 
 static int read_stat(sop_host *out, sop_missing *missing)
 {
     struct stat_info *info = NULL;
-    int rc = procps_stat_new(&info);
+    int rc = P.stat_new(&info);
     if (rc < 0) {
         sop__missing_add(missing, "host.stat", "libproc2 stat: %s", sop__strerror(-rc));
         return rc;
@@ -102,10 +158,10 @@ static int read_stat(sop_host *out, sop_missing *missing)
         STAT_TIC_IOWAIT,       STAT_TIC_IRQ,          STAT_TIC_SOFTIRQ,      STAT_TIC_STOLEN,
         STAT_SYS_PROC_RUNNING, STAT_SYS_PROC_BLOCKED, STAT_SYS_TIME_OF_BOOT, STAT_SYS_PROC_CREATED,
     };
-    struct stat_stack *st = procps_stat_select(info, items, (int)(sizeof items / sizeof items[0]));
+    struct stat_stack *st = P.stat_select(info, items, (int)(sizeof items / sizeof items[0]));
     if (!st) {
         sop__missing_add(missing, "host.stat", "libproc2 stat select failed");
-        procps_stat_unref(&info);
+        P.stat_unref(&info);
         return -EIO;
     }
 #define SV(i) u2i(STAT_VAL(i, ull_int, st, info))
@@ -126,14 +182,14 @@ static int read_stat(sop_host *out, sop_missing *missing)
         out->btime = (double)btime;
     else
         sop__missing_add(missing, "host.stat", "no btime in /proc/stat");
-    procps_stat_unref(&info);
+    P.stat_unref(&info);
     return 0;
 }
 
 static int read_diskstats(sop_host *out, sop_missing *missing)
 {
     struct diskstats_info *info = NULL;
-    int rc = procps_diskstats_new(&info);
+    int rc = P.diskstats_new(&info);
     if (rc < 0) {
         sop__missing_add(missing, "host.diskstats", "libproc2 diskstats: %s", sop__strerror(-rc));
         return rc;
@@ -144,10 +200,10 @@ static int read_diskstats(sop_host *out, sop_missing *missing)
         DISKSTATS_READ_TIME, DISKSTATS_WRITE_TIME,   DISKSTATS_IO_TIME,
     };
     struct diskstats_reaped *r =
-        procps_diskstats_reap(info, items, (int)(sizeof items / sizeof items[0]));
+        P.diskstats_reap(info, items, (int)(sizeof items / sizeof items[0]));
     if (!r) {
         sop__missing_add(missing, "host.diskstats", "libproc2 diskstats reap failed");
-        procps_diskstats_unref(&info);
+        P.diskstats_unref(&info);
         return -EIO;
     }
     out->ndisks = 0;
@@ -173,12 +229,17 @@ static int read_diskstats(sop_host *out, sop_missing *missing)
         d->write_ms = u2i(DISKSTATS_VAL(7, ul_int, st, info));
         d->io_ms = u2i(DISKSTATS_VAL(8, ul_int, st, info));
     }
-    procps_diskstats_unref(&info);
+    P.diskstats_unref(&info);
     return 0;
 }
 
 int sop__host_libproc2(sop_host *out, sop_missing *missing)
 {
+    pthread_once(&p2_once, p2_load_once);
+    if (p2_error[0]) {
+        sop__missing_add(missing, "host", "%s", p2_error);
+        return -ELIBACC;
+    }
     int rc = 0, r;
     if ((r = read_meminfo(out, missing)) < 0)
         rc = r;

@@ -85,7 +85,7 @@ bool sop__env_allowed(const char *name)
     if (!name || !*name)
         return false;
     for (size_t i = 0; i < sizeof env_exact / sizeof env_exact[0]; i++)
-        if (strcmp(name, env_exact[i]) == 0)
+        if (env_exact[i][0] == name[0] && strcmp(name, env_exact[i]) == 0) /* (a call less) */
             return true;
     for (size_t i = 0; i < sizeof env_prefix / sizeof env_prefix[0]; i++) {
         size_t n = strlen(env_prefix[i]);

@@ -18,7 +18,8 @@ int sop__kv_scan(const char *text, const sop_kv_slot *slots, size_t n)
         if (colon) {
             size_t klen = (size_t)(colon - line);
             for (size_t i = 0; i < n; i++) {
-                if (strncmp(slots[i].key, line, klen) == 0 && slots[i].key[klen] == '\0') {
+                if (slots[i].key[0] == line[0] && strncmp(slots[i].key, line, klen) == 0 &&
+                    slots[i].key[klen] == '\0') {
                     const char *p = colon + 1;
                     *slots[i].dst = sop__parse_i64(&p);
                     found++;

@@ -3,6 +3,8 @@
  * `reads` check uses. Depends on engine/value.h, strbuf.h and the template docs/evidence.md.in
  * (embedded by cmake/embed_text.cmake). */
 #include <math.h>
+#include <stdbool.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -20,18 +22,73 @@ void sop__bridge_attach(sop_value *parent, const char *key, sop_value *o)
         sop__v_free(o);
 }
 
+/* The rows of one level of a table (keys, prefix), found once per thread and remembered: a
+ * dump writes 1,600 frames through the same level, and scanning the whole table with strncmp
+ * for each was a tenth of its time. A few levels at a time are live (a thread's level, its
+ * frames'); the oldest entry is replaced. Tables or prefixes too large for an entry are
+ * scanned each time, as before. */
+#define LEVEL_MEMO 8
+#define LEVEL_ROWS 256
+typedef struct {
+    const sop_evk *keys;
+    size_t n;
+    char prefix[96];
+    uint16_t nrows;
+    uint16_t rows[LEVEL_ROWS];
+} level_memo;
+static _Thread_local level_memo level_memos[LEVEL_MEMO];
+static _Thread_local unsigned level_next;
+
+static bool row_at_level(const sop_evk *r, const char *prefix, size_t plen)
+{
+    if (strncmp(r->key, prefix, plen) != 0)
+        return false;
+    const char *name = r->key + plen;
+    return name[0] && !strchr(name, '.') && !strchr(name, '['); /* else another level */
+}
+
+/* The memo of (keys, prefix), filled on first use; NULL when it does not fit one. */
+static const level_memo *level_rows(const sop_evk *keys, size_t n, const char *prefix, size_t plen)
+{
+    if (plen >= sizeof level_memos[0].prefix || n > UINT16_MAX)
+        return NULL;
+    for (unsigned i = 0; i < LEVEL_MEMO; i++) {
+        const level_memo *m = &level_memos[i];
+        if (m->keys == keys && m->n == n && strcmp(m->prefix, prefix) == 0)
+            return m;
+    }
+    level_memo *m = &level_memos[level_next++ % LEVEL_MEMO];
+    m->keys = NULL;
+    m->nrows = 0;
+    for (size_t i = 0; i < n; i++)
+        if (row_at_level(&keys[i], prefix, plen)) {
+            if (m->nrows == LEVEL_ROWS)
+                return NULL;
+            m->rows[m->nrows++] = (uint16_t)i;
+        }
+    memcpy(m->prefix, prefix, plen + 1);
+    m->keys = keys;
+    m->n = n;
+    return m;
+}
+
 void sop__bridge_keys(sop_value *o, const void *base, const sop_evk *keys, size_t n,
                       const char *prefix, sop_evk_hand_fn hand, void *ctx)
 {
     size_t plen = strlen(prefix);
     const char *p = base;
-    for (size_t i = 0; o && i < n; i++) {
+    const level_memo *memo = level_rows(keys, n, prefix, plen);
+    /* a copy: a hand callback below may write other levels, and so replace this memo */
+    uint16_t rows[LEVEL_ROWS];
+    size_t nrows = memo ? memo->nrows : n;
+    if (memo)
+        memcpy(rows, memo->rows, nrows * sizeof rows[0]);
+    for (size_t k = 0; o && k < nrows; k++) {
+        size_t i = memo ? rows[k] : k;
         const sop_evk *r = &keys[i];
-        if (strncmp(r->key, prefix, plen) != 0)
+        if (!memo && !row_at_level(r, prefix, plen))
             continue;
         const char *name = r->key + plen;
-        if (!name[0] || strchr(name, '.') || strchr(name, '['))
-            continue; /* another level */
         if (r->off == SOP_EVK_HAND) {
             if (hand)
                 hand(o, r, name, ctx);

@@ -315,13 +315,11 @@ int sop__maps_find(const char *maps, const char *suffix, char *path, size_t cap,
     for (int guard = 0; line && *line && guard < 1000000; guard++) {
         const char *eol = strchr(line, '\n');
         size_t len = eol ? (size_t)(eol - line) : strlen(line);
-        unsigned long long lo, hi, off;
-        int pathpos = -1;
-        char perms[8];
-        if (sscanf(line, "%llx-%llx %7s %llx %*s %*s %n", &lo, &hi, perms, &off, &pathpos) >= 4 &&
-            pathpos > 0 && (size_t)pathpos < len && line[pathpos] == '/') {
-            const char *p = line + pathpos;
-            size_t plen = len - (size_t)pathpos;
+        /* No field before the path holds a '/': the first one starts it. Lines whose path
+         * does not match are passed over without parsing the rest (a maps file has hundreds). */
+        const char *p = memchr(line, '/', len);
+        if (p) {
+            size_t plen = len - (size_t)(p - line);
             const char *base = p;
             for (size_t i = 0; i < plen; i++)
                 if (p[i] == '/')
@@ -331,7 +329,13 @@ int sop__maps_find(const char *maps, const char *suffix, char *path, size_t cap,
                 match = plen >= slen && memcmp(p + plen - slen, suffix, slen) == 0;
             else
                 match = (size_t)(p + plen - base) > 9 && memcmp(base, "libpython", 9) == 0;
-            if (match && off == 0 && plen < cap) {
+            unsigned long long lo, hi, off;
+            int pathpos = -1;
+            char perms[8];
+            if (match && plen < cap &&
+                sscanf(line, "%llx-%llx %7s %llx %*s %*s %n", &lo, &hi, perms, &off, &pathpos) >=
+                    4 &&
+                line + pathpos == p && off == 0) {
                 memcpy(path, p, plen);
                 path[plen] = '\0';
                 *start = lo;

@@ -1,4 +1,5 @@
-/* native.c — native stacks with libunwind-ptrace (this file is its only home): interrupt one
+/* native.c — native stacks with libunwind-ptrace (this file is its only home; loaded with
+ * dlopen by the first --native collection, so nothing else maps it): interrupt one
  * thread at a time (PTRACE_SEIZE + PTRACE_INTERRUPT), unwind reading memory with
  * process_vm_readv, detach on every path, then name frames from the objects' ELF symbols
  * (elf.c); and the merge of Python frames in place of the evaluator's C frames. If sopctl
@@ -6,8 +7,10 @@
  * Depends on libunwind-ptrace, elf.c, libc. */
 #include "native.h"
 
+#include <dlfcn.h>
 #include <errno.h>
 #include <libunwind-ptrace.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -19,6 +22,67 @@
 
 #include "elf.h"
 #include "ptrace_wait.h"
+
+/* libunwind, loaded on first use: the functions this file calls. unw_* are macros naming the
+ * architecture's symbols (_Ux86_64_step...); XSTR turns the macro into the symbol's name. */
+#define STR_(x) #x
+#define XSTR(x) STR_(x)
+static struct {
+    __typeof__(unw_create_addr_space) *create_addr_space;
+    __typeof__(unw_destroy_addr_space) *destroy_addr_space;
+    __typeof__(unw_set_caching_policy) *set_caching_policy;
+    __typeof__(unw_init_remote) *init_remote;
+    __typeof__(unw_get_reg) *get_reg;
+    __typeof__(unw_step) *step;
+    __typeof__(_UPT_create) *upt_create;
+    __typeof__(_UPT_destroy) *upt_destroy;
+    __typeof__(_UPT_access_mem) *upt_access_mem;
+    __typeof__(_UPT_find_proc_info) *upt_find_proc_info;
+    unw_accessors_t *upt_accessors;
+} U;
+static pthread_once_t unw_once = PTHREAD_ONCE_INIT;
+static char unw_error[256];
+
+static void unw_load_once(void)
+{
+    /* libunwind-ptrace refers to the architecture library's symbols without naming it: load
+     * that one first, global. The unversioned names are the -dev package's links. */
+    static const char *const arch[] = {"libunwind-" XSTR(UNW_TARGET) ".so.8",
+                                       "libunwind-generic.so"};
+    static const char *const ptr[] = {"libunwind-ptrace.so.0", "libunwind-ptrace.so"};
+    void *a = NULL, *p = NULL;
+    for (size_t i = 0; i < 2 && !a; i++)
+        a = dlopen(arch[i], RTLD_NOW | RTLD_GLOBAL);
+    for (size_t i = 0; a && i < 2 && !p; i++)
+        p = dlopen(ptr[i], RTLD_NOW | RTLD_LOCAL);
+    if (!a || !p) {
+        const char *e = dlerror();
+        snprintf(unw_error, sizeof unw_error,
+                 "--native needs libunwind (with libunwind-ptrace), which cannot be loaded (%s)",
+                 e ? e : "not found");
+        return;
+    }
+#define UNW_SYM(lib, field, name)                                                                  \
+    do {                                                                                           \
+        *(void **)&U.field = dlsym(lib, name);                                                     \
+        if (!U.field) {                                                                            \
+            snprintf(unw_error, sizeof unw_error, "libunwind lacks %s", name);                     \
+            return;                                                                                \
+        }                                                                                          \
+    } while (0)
+    UNW_SYM(a, create_addr_space, XSTR(unw_create_addr_space));
+    UNW_SYM(a, destroy_addr_space, XSTR(unw_destroy_addr_space));
+    UNW_SYM(a, set_caching_policy, XSTR(unw_set_caching_policy));
+    UNW_SYM(a, init_remote, XSTR(unw_init_remote));
+    UNW_SYM(a, get_reg, XSTR(unw_get_reg));
+    UNW_SYM(a, step, XSTR(unw_step));
+    UNW_SYM(p, upt_create, "_UPT_create");
+    UNW_SYM(p, upt_destroy, "_UPT_destroy");
+    UNW_SYM(p, upt_access_mem, "_UPT_access_mem");
+    UNW_SYM(p, upt_find_proc_info, "_UPT_find_proc_info");
+    UNW_SYM(p, upt_accessors, "_UPT_accessors");
+#undef UNW_SYM
+}
 
 #define MAX_NATIVE_FRAMES 256
 #define MAX_MAPPINGS 65536
@@ -73,7 +137,7 @@ static int access_mem(unw_addr_space_t as, unw_word_t addr, unw_word_t *val, int
 {
     unw_cache *c = unw_cur;
     if (write || (addr & 7) || !c || c->pid <= 0)
-        return _UPT_access_mem(as, addr, val, write, arg);
+        return U.upt_access_mem(as, addr, val, write, arg);
     uint64_t page = addr & ~(uint64_t)4095;
     size_t slot = (size_t)(page >> 12) % UNW_CACHE_PAGES;
     if (!c->valid[slot] || c->page[slot] != page) {
@@ -81,7 +145,7 @@ static int access_mem(unw_addr_space_t as, unw_word_t addr, unw_word_t *val, int
         c->valid[slot] = process_vm_readv(c->pid, &l, 1, &r, 1, 0) == 4096;
         c->page[slot] = page;
         if (!c->valid[slot])
-            return _UPT_access_mem(as, addr, val, write, arg);
+            return U.upt_access_mem(as, addr, val, write, arg);
     }
     memcpy(val, c->data[slot] + (addr - page), sizeof *val);
     return 0;
@@ -104,13 +168,13 @@ static int find_proc_info(unw_addr_space_t as, unw_word_t ip, unw_proc_info_t *p
                 break;
             object *o = &nv->objs[m->obj];
             if (!o->upt_lookup)
-                o->upt_lookup = _UPT_create(nv->pid);
+                o->upt_lookup = U.upt_create(nv->pid);
             if (o->upt_lookup)
-                return _UPT_find_proc_info(as, ip, pi, need_unwind_info, o->upt_lookup);
+                return U.upt_find_proc_info(as, ip, pi, need_unwind_info, o->upt_lookup);
             break;
         }
     }
-    return _UPT_find_proc_info(as, ip, pi, need_unwind_info, arg);
+    return U.upt_find_proc_info(as, ip, pi, need_unwind_info, arg);
 }
 
 static double now_ms(void)
@@ -169,9 +233,15 @@ static int parse_maps(sop_native *nv, const char *text)
     return 0;
 }
 
-int sop__native_open(int pid, const char *proc_root, const char *maps, sop_native **out)
+int sop__native_open(int pid, const char *proc_root, const char *maps, sop_native **out, char *err,
+                     size_t errlen)
 {
     *out = NULL;
+    pthread_once(&unw_once, unw_load_once);
+    if (unw_error[0]) {
+        snprintf(err, errlen, "%s", unw_error);
+        return -ELIBACC;
+    }
     sop_native *nv = calloc(1, sizeof *nv);
     if (!nv)
         return -ENOMEM;
@@ -179,15 +249,15 @@ int sop__native_open(int pid, const char *proc_root, const char *maps, sop_nativ
     snprintf(nv->proc_root, sizeof nv->proc_root, "%s", proc_root ? proc_root : "/proc");
     nv->objs = calloc(MAX_OBJECTS, sizeof *nv->objs);
     nv->cache = calloc(1, sizeof *nv->cache);
-    nv->acc = _UPT_accessors;
+    nv->acc = *U.upt_accessors;
     nv->acc.access_mem = access_mem;
     nv->acc.find_proc_info = find_proc_info;
-    nv->as = unw_create_addr_space(&nv->acc, 0);
+    nv->as = U.create_addr_space(&nv->acc, 0);
     if (!nv->objs || !nv->cache || !nv->as || parse_maps(nv, maps ? maps : "") < 0) {
         sop__native_close(nv);
         return -ENOMEM;
     }
-    unw_set_caching_policy(nv->as, UNW_CACHE_GLOBAL);
+    U.set_caching_policy(nv->as, UNW_CACHE_GLOBAL);
     *out = nv;
     return 0;
 }
@@ -197,11 +267,11 @@ void sop__native_close(sop_native *nv)
     if (!nv)
         return;
     if (nv->as)
-        unw_destroy_addr_space(nv->as);
+        U.destroy_addr_space(nv->as);
     for (size_t i = 0; nv->objs && i < nv->nobjs; i++) {
         free(nv->objs[i].syms);
         if (nv->objs[i].upt_lookup)
-            _UPT_destroy(nv->objs[i].upt_lookup);
+            U.upt_destroy(nv->objs[i].upt_lookup);
         if (nv->objs[i].ok)
             sop__elf_close(&nv->objs[i].elf);
     }
@@ -251,7 +321,7 @@ static void symbolize(sop_native *nv, sop_nframe *f)
 /* Unwind the stopped thread: instruction pointers only (names come after the detach). */
 static int unwind_ips(sop_native *nv, int tid, sop_nframe *fr, size_t *n, char *err, size_t errlen)
 {
-    void *upt = _UPT_create(tid);
+    void *upt = U.upt_create(tid);
     if (!upt) {
         snprintf(err, errlen, "_UPT_create failed");
         return -ENOMEM;
@@ -263,22 +333,22 @@ static int unwind_ips(sop_native *nv, int tid, sop_nframe *fr, size_t *n, char *
     unw_cursor_t cur;
     int rc = 0;
     size_t k = 0;
-    if (unw_init_remote(&cur, nv->as, upt) < 0) {
+    if (U.init_remote(&cur, nv->as, upt) < 0) {
         snprintf(err, errlen, "unw_init_remote failed");
         rc = -EIO;
     } else {
         do {
             unw_word_t ip = 0;
-            if (unw_get_reg(&cur, UNW_REG_IP, &ip) < 0 || ip == 0)
+            if (U.get_reg(&cur, UNW_REG_IP, &ip) < 0 || ip == 0)
                 break;
             /* Return addresses point after the call: look the caller up at ip - 1. */
             fr[k].ip = k == 0 ? ip : ip - 1;
             fr[k].py_index = -1;
             k++;
-        } while (k < MAX_NATIVE_FRAMES && unw_step(&cur) > 0);
+        } while (k < MAX_NATIVE_FRAMES && U.step(&cur) > 0);
     }
     unw_cur = NULL;
-    _UPT_destroy(upt);
+    U.upt_destroy(upt);
     *n = k;
     return rc;
 }

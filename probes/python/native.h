@@ -15,8 +15,10 @@ typedef void (*sop_native_stopped_fn)(void *ctx, int tid);
 typedef struct sop_native sop_native;
 
 /* `maps` is the target's /proc/PID/maps text (copied); objects are read through
- * proc_root/PID/root. Returns 0 or -ENOMEM. */
-int sop__native_open(int pid, const char *proc_root, const char *maps, sop_native **out);
+ * proc_root/PID/root. Returns 0, -ENOMEM, or -ELIBACC when libunwind cannot be loaded (it is
+ * loaded with dlopen on the first open; the reason is then in err). */
+int sop__native_open(int pid, const char *proc_root, const char *maps, sop_native **out, char *err,
+                     size_t errlen);
 void sop__native_close(sop_native *nv);
 
 /* Interrupt thread `tid` (PTRACE_SEIZE + PTRACE_INTERRUPT; only that thread stops), call fn,

@@ -248,7 +248,7 @@ static bool grow_codes(walker *w)
 }
 
 /* The cached decoding of the code object at `code`, or NULL with *err set. */
-const code_entry *sop__pywalk_code(walker *w, uint64_t code, int *err)
+code_entry *sop__pywalk_code(walker *w, uint64_t code, int *err)
 {
     size_t i = hash_ptr(code) & (CODE_SLOTS - 1);
     for (size_t k = 0; k < CODE_SLOTS; k++, i = (i + 1) & (CODE_SLOTS - 1)) {
@@ -451,7 +451,7 @@ static int walk_thread(walker *w, uint64_t tstate, sop_pythread *t, uint64_t *bo
         }
         if (!skip) {
             int err = 0;
-            const code_entry *c = sop__pywalk_code(w, code, &err);
+            code_entry *c = sop__pywalk_code(w, code, &err);
             if (!c) {
                 if (err == -ESRCH)
                     return err;
@@ -465,9 +465,15 @@ static int walk_thread(walker *w, uint64_t tstate, sop_pythread *t, uint64_t *bo
                 return -EAGAIN;
             }
             int line = -1;
-            if (addr_bytes >= -2 && addr_bytes < INT_MAX)
-                line = sop__py_addr2line(L->lines, c->lines, c->nlines, c->firstlineno,
-                                         (int)addr_bytes);
+            if (addr_bytes >= -2 && addr_bytes < INT_MAX) {
+                if (!c->memo || c->memo_addr != (int)addr_bytes) {
+                    c->memo_line = sop__py_addr2line(L->lines, c->lines, c->nlines, c->firstlineno,
+                                                     (int)addr_bytes);
+                    c->memo_addr = (int)addr_bytes;
+                    c->memo = true;
+                }
+                line = c->memo_line;
+            }
             if (push_frame(t, &cap, c, line, entry) < 0)
                 return -ENOMEM;
             if (is_thread_bootstrap(c))
@@ -932,8 +938,10 @@ static int collect(walker *w, unsigned flags, sop_python *py)
         nns = ns_tid_map(w, nsmap, MAX_THREADS);
     bool ptrace_refused = false;
     sop_native *nv = NULL;
-    if ((flags & SOP_PY_NATIVE) && sop__native_open(w->pid, w->proc_root, w->maps, &nv) < 0)
-        sop__missing_add(w->missing, "native", "out of memory");
+    char nerr[256] = "out of memory";
+    if ((flags & SOP_PY_NATIVE) &&
+        sop__native_open(w->pid, w->proc_root, w->maps, &nv, nerr, sizeof nerr) < 0)
+        sop__missing_add(w->missing, "native", "%s", nerr);
     /* The list runs newest first; report oldest (the main thread) first. */
     for (size_t k = 0; k < nts; k++) {
         uint64_t tsa = tstates[nts - 1 - k];

@@ -30,6 +30,10 @@ typedef struct {
     int firstlineno;
     uint8_t *lines;
     size_t nlines;
+    /* the last (offset -> line) decoded for this code: frames waiting at the same place (a
+     * recursion, threads parked in the same function) decode the table once */
+    int memo_addr, memo_line;
+    bool memo;
 } code_entry;
 
 typedef struct {
@@ -115,7 +119,7 @@ void sop__pywalk_gc_collections(const sop_pylayout *L, const uint8_t *b, int64_t
 void sop__pywalk_free_codes(walker *w);
 /* The cached decoding of the code object at `code` (func, file, line table), or NULL with *err
  * set (-EINVAL: not a code object). Needs w->py (string pool), w->code_index, w->mem, w->L. */
-const code_entry *sop__pywalk_code(walker *w, uint64_t code, int *err);
+code_entry *sop__pywalk_code(walker *w, uint64_t code, int *err);
 /* The runtime for this walk: `found` when given (still current), else found now. */
 int sop__pywalk_use_runtime(walker *w, const sop_pyruntime *found, sop_python *py);
 /* The OS thread whose live stack refers to tstate (see py_walk.c), or `claimed`. */
