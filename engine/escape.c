@@ -67,6 +67,11 @@ static bool escaped_cp(const unsigned char *p, size_t n)
     return (cp >= 0x80 && cp < 0xa0) || sop__is_format_control(cp);
 }
 
+unsigned sop__utf8_spelled(const unsigned char *p, size_t n)
+{
+    return escaped_cp(p, n) ? decode(p, n) : 0;
+}
+
 /* The shared walk: runs of safe characters verbatim; each control, invalid byte and (when
  * `punct` is given) listed ASCII punctuation handed to the format's own spelling. */
 static void walk(sop_sb *b, const char *s, const char *punct, int pipe_only)

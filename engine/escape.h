@@ -19,6 +19,9 @@ size_t sop__utf8_seq(const unsigned char *p, size_t avail);
  * format, so a name cannot reorder or split a terminal line. */
 #include <stdbool.h>
 bool sop__is_format_control(unsigned cp);
+/* The code point of the valid n-byte UTF-8 sequence at p when every escaper spells it out (a C1
+ * or a format control: \uXXXX), else 0. */
+unsigned sop__utf8_spelled(const unsigned char *p, size_t n);
 /* Terminal text: C0 controls and DEL as \xNN, C1 controls as \u00NN, a byte that is not valid
  * UTF-8 as \xNN. Everything else verbatim (so CR, LF, ESC, BEL never reach a terminal). */
 void sop__esc_text(sop_sb *b, const char *s);

@@ -165,8 +165,9 @@ static bool plain_byte(unsigned char c)
 }
 
 /* A string as cJSON writes it (quote, backslash, \b \f \n \r \t, other C0 controls as
- * \u00XX, the rest raw), with sop__esc_json_text's pass over the text done at once: DEL and
- * the C1 controls as \u00XX, a byte that does not start valid UTF-8 as \ufffd. */
+ * \u00XX, the rest raw), with sop__esc_json_text's pass over the text done at once: DEL, the
+ * C1 and the format (bidi) controls as \uXXXX, a byte that does not start valid UTF-8 as
+ * \ufffd. */
 static void put_string(sop_sb *b, const char *s)
 {
     if (!s) {
@@ -185,6 +186,7 @@ static void put_string(sop_sb *b, const char *s)
             break;
         char esc[8];
         size_t n = 2, adv = 1;
+        unsigned cp;
         esc[0] = '\\';
         switch (*p) {
         case '"':
@@ -217,8 +219,8 @@ static void put_string(sop_sb *b, const char *s)
             if (adv == 0) { /* not UTF-8 */
                 adv = 1;
                 n = (size_t)snprintf(esc, sizeof esc, "\\ufffd");
-            } else if (adv == 2 && p[0] == 0xc2 && p[1] <= 0x9f) { /* C1 control */
-                n = (size_t)snprintf(esc, sizeof esc, "\\u%04x", p[1]);
+            } else if ((cp = sop__utf8_spelled(p, adv)) != 0) { /* C1 or format control */
+                n = (size_t)snprintf(esc, sizeof esc, "\\u%04x", cp);
             } else {
                 memcpy(esc, p, adv);
                 n = adv;
