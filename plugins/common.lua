@@ -385,7 +385,9 @@ function common.overhead_bound(w, th)
     return nil
   end
   local g = w.gil_frac or 0
-  local nat = (w.runnable_nogil_frac or 0) - (w.gil_wait_frac or 0)
+  -- native calls: running without the GIL, its waits for the GIL and for the GPU aside (a sync that
+  -- spins in the driver is a wait, not a short native call: issue 25)
+  local nat = (w.runnable_nogil_frac or 0) - (w.gil_wait_frac or 0) - (w.gpu_wait_frac or 0)
   if g + nat <= 0 then return nil end
   local p = g / (g + nat)
   local expect = 2 * p * (1 - p)
