@@ -109,6 +109,9 @@ typedef struct {
     double next_ms;
     sop_gpu_window *gpu; /* its utilisation is read at the same polls (engine/collect_gpu.c) */
     long gpu_polls;
+    sop_tasks_window *tasks; /* asyncio tasks: first read once the sampler sees a loop run */
+    const sop_sampler *sampler;
+    const char *proc_root;
 } tree_poller;
 
 static void tree_poll(tree_poller *tp, bool final, sop_missing *missing)
@@ -135,6 +138,9 @@ static void tree_progress(void *ctx, double done_frac, long ticks)
 {
     (void)done_frac, (void)ticks;
     tree_poller *tp = ctx;
+    if (tp->tasks && tp->tasks->wanted && !tp->tasks->begun &&
+        sop__sampler_saw_asyncio(tp->sampler))
+        sop__tasks_window_begin(tp->tasks, tp->pid, tp->proc_root);
     if (sop__now_ms() >= tp->next_ms)
         tree_poll(tp, false, NULL);
 }
@@ -367,7 +373,7 @@ int sop__collect(int pid, const sop_collect_opts *o, sop_value **out, char **pic
     sop_tasks_window tw = {0};
     if (want_heap && o->duration_s > 0)
         sop__tasks_window_start(&tw, pid, proc_root);
-    tree_poller tp = {root_fd, pid, NULL, 0, &gw, 0};
+    tree_poller tp = {root_fd, pid, NULL, 0, &gw, 0, tw.wanted ? &tw : NULL, NULL, proc_root};
     if (o->duration_s > 0 && (o->probes & SOP_PROBE_THREADS)) {
         tp.t = calloc(1, sizeof *tp.t);
         tree_poll(&tp, false, NULL);
@@ -385,9 +391,10 @@ int sop__collect(int pid, const sop_collect_opts *o, sop_value **out, char **pic
         if (sampler && pictures && (o->flags & SOP_COLLECT_PICTURES))
             sop__sampler_keep_timeline(sampler);
         t_run = sop__now_ms(); /* the sampler's timeline starts here */
+        tp.sampler = sampler;
         if (sampler)
             sop__sampler_run(sampler, t0 + o->duration_s * 1e3, o->rate_hz,
-                             tp.t || gw.nvml ? tree_progress : NULL, &tp);
+                             tp.t || gw.nvml || tp.tasks ? tree_progress : NULL, &tp);
         /* the window is the asked duration whatever the rate (or a target that left early) */
         tree_wait_until_ms(&tp, t0 + o->duration_s * 1e3);
         sop_missing scratch = {0};

@@ -1,7 +1,10 @@
-/* collect_tasks.c — ev.python.tasks inside a collection: the target's asyncio tasks read at the
- * start and at the end of the window (probes/python/asyncio_tasks.c; a GC-list walk each,
- * 40-110 ms for 10,000 tasks), only when the process has mapped asyncio's C module (_asyncio),
- * so a program without asyncio costs one read of its maps; each read looks at no more than
+/* collect_tasks.c — ev.python.tasks inside a collection: the target's asyncio tasks read when the
+ * window's sampler first sees a thread of the target run asyncio (a frame of asyncio's or
+ * uvloop's package on its stack) and at the end of the window (probes/python/asyncio_tasks.c; a
+ * GC-list walk each, 40-110 ms for 10,000 tasks, ~45 ms for a torch process with none), only
+ * when the process has mapped asyncio's C module (_asyncio) and a loop runs: torch and many
+ * libraries import asyncio without running a loop, and a program without asyncio costs one
+ * read of its maps. Each read looks at no more than
  * EVIDENCE_MAX_OBJECTS GC objects. Depends on the tasks probe and
  * bridge/tasks.c. */
 #include "collect_tasks.h"
@@ -38,9 +41,15 @@ static bool asyncio_loaded(int pid, const char *proc_root)
 void sop__tasks_window_start(sop_tasks_window *w, int pid, const char *proc_root)
 {
     w->a = NULL;
+    w->begun = false;
     w->wanted = asyncio_loaded(pid, proc_root);
-    if (!w->wanted)
+}
+
+void sop__tasks_window_begin(sop_tasks_window *w, int pid, const char *proc_root)
+{
+    if (!w->wanted || w->begun)
         return;
+    w->begun = true;
     sop_missing scratch = {0}; /* the end read reports what is missing */
     if (sop__tasks_read_bounded(pid, proc_root, EVIDENCE_MAX_OBJECTS, &w->a, &scratch) < 0)
         w->a = NULL;
@@ -51,7 +60,7 @@ struct sop_value *sop__tasks_window_end(sop_tasks_window *w, int pid, const char
                                         double duration_s, sop_missing *missing)
 {
     struct sop_value *v = NULL;
-    if (w->wanted || asyncio_loaded(pid, proc_root)) {
+    if (w->begun) {
         sop_pytasks *b = NULL;
         if (sop__tasks_read_bounded(pid, proc_root, EVIDENCE_MAX_OBJECTS, &b, missing) == 0)
             v = sop__bridge_tasks(w->a, b, duration_s);

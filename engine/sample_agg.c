@@ -160,6 +160,9 @@ static void loop_sample(sop_agg_thread *t, const sop_pysample *p, double now_ms)
     bool loop = false, selector = false;
     for (size_t i = 0; i < p->nframes; i++) {
         const sop_pyframe *f = &p->frames[i];
+        if (!t->runs_asyncio && f->file &&
+            (strstr(f->file, "/asyncio/") || strstr(f->file, "/uvloop/")))
+            t->runs_asyncio = true;
         if (dispatch < 0 && asyncio_file(f->file, "events.py") &&
             (strcmp(f->func, "Handle._run") == 0 || strcmp(f->func, "_run") == 0))
             dispatch = (int)i;

@@ -68,6 +68,7 @@ typedef struct {
     double coll_t0_ms, coll_longest_ms;
     char coll_cur[128];
     bool is_loop;
+    bool runs_asyncio; /* a frame of asyncio's or uvloop's package was on its stack */
     /* the current stretch away from the selector */
     bool in_stretch;
     double stretch_t0_ms, stretch_last_ms;

@@ -505,6 +505,14 @@ size_t sop__sampler_timeline(const sop_sampler *s, const sop_timeline_ev **out)
     return s->agg->ntimeline;
 }
 
+bool sop__sampler_saw_asyncio(const sop_sampler *s)
+{
+    for (size_t i = 0; s && i < s->agg->nthrs; i++)
+        if (s->agg->thrs[i].proc == 0 && s->agg->thrs[i].runs_asyncio)
+            return true;
+    return false;
+}
+
 size_t sop__sampler_threads(const sop_sampler *s, sop_thread_info **out)
 {
     const sop_agg *a = s->agg;

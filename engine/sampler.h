@@ -73,6 +73,9 @@ void sop__sampler_stats(const sop_sampler *s, sop_sampler_stats *out);
 /* Collapsed stacks: one "frame;frame;frame count" line per stack. Returns 0 or -errno. */
 int sop__sampler_write_collapsed(const sop_sampler *s, FILE *f);
 void sop__sampler_close(sop_sampler *s);
+/* Whether a sampled thread of the target ran asyncio so far (a frame of asyncio's or uvloop's
+ * package on its stack): its tasks are worth reading (engine/collect_tasks.c). */
+bool sop__sampler_saw_asyncio(const sop_sampler *s);
 
 /* The timeline: call keep_timeline before run to keep every (time, thread, state) sample (up
  * to 4 Mi of them); threads lists the threads the thr indices name (*out malloc'd, strings
