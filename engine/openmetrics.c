@@ -300,10 +300,6 @@ static void gpu_series(sop_sb *b, const sop_value *gpu)
     gpu_family(b, devs, "temperature_c", "sop_gpu_temperature_celsius", "celsius",
                "GPU temperature", 1);
     gpu_family(b, devs, "power_w", "sop_gpu_power_watts", "watts", "GPU power draw", 1);
-    gpu_family(b, devs, "pcie_rx_kb_per_s", "sop_gpu_pcie_rx_bytes_per_second", NULL,
-               "PCIe receive throughput (bytes per second)", 1024);
-    gpu_family(b, devs, "pcie_tx_kb_per_s", "sop_gpu_pcie_tx_bytes_per_second", NULL,
-               "PCIe transmit throughput (bytes per second)", 1024);
     bool head = false;
     for (const sop_value *d = devs ? devs->child : NULL; d; d = d->next) {
         double idx = 0;

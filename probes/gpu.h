@@ -38,7 +38,6 @@ typedef struct {
     char throttle[160]; /* comma-separated reasons; "" when none */
     int64_t temperature_c;
     double power_w;
-    int64_t pcie_rx_kb_per_s, pcie_tx_kb_per_s;
     int64_t other_procs; /* processes on it that are not the tree's (NVML's lists) */
     double tree_util_sm_pct, tree_idle_frac; /* the tree's own share, when shared (per process) */
     /* internal: NVML's per-process samples were read, others ran kernels in the window */

@@ -47,8 +47,6 @@ typedef struct { /* nvmlProcessUtilizationSample_t */
 } nvml_proc_util;
 #define NVML_CLOCK_SM 1
 #define NVML_TEMPERATURE_GPU 0
-#define NVML_PCIE_UTIL_TX_BYTES 0
-#define NVML_PCIE_UTIL_RX_BYTES 1
 
 /* Clock-event (throttle) reason bits; idle and the applications-clocks setting are not
  * slowdowns and are left out. */
@@ -89,7 +87,7 @@ struct sop_nvml {
     fn_dev_uint minor, power;
     fn_dev_mem memory;
     fn_dev_util util;
-    fn_dev_clock clock, max_clock, temperature, pcie;
+    fn_dev_clock clock, max_clock, temperature;
     fn_dev_ull reasons;
     fn_dev_procs compute[3], graphics[3]; /* newest first; NULL where absent */
     size_t proc_size[3];
@@ -190,7 +188,6 @@ static sop_nvml *load(const char *path, char *why, size_t whylen)
     SYM(clock, "nvmlDeviceGetClockInfo");
     SYM(max_clock, "nvmlDeviceGetMaxClockInfo");
     SYM(temperature, "nvmlDeviceGetTemperature");
-    SYM(pcie, "nvmlDeviceGetPcieThroughput");
     if (!SYM(reasons, "nvmlDeviceGetCurrentClocksEventReasons"))
         SYM(reasons, "nvmlDeviceGetCurrentClocksThrottleReasons");
     SYM(compute[0], "nvmlDeviceGetComputeRunningProcesses_v3");
@@ -489,10 +486,8 @@ static void read_device(sop_nvml *n, unsigned i, sop_gpu_device *d)
         d->temperature_c = u;
     if (n->power && n->power(h, &u) == NVML_SUCCESS)
         d->power_w = u / 1000.0;
-    if (n->pcie && n->pcie(h, NVML_PCIE_UTIL_RX_BYTES, &u) == NVML_SUCCESS)
-        d->pcie_rx_kb_per_s = u;
-    if (n->pcie && n->pcie(h, NVML_PCIE_UTIL_TX_BYTES, &u) == NVML_SUCCESS)
-        d->pcie_tx_kb_per_s = u;
+    /* No PCIe throughput: nvmlDeviceGetPcieThroughput counts bytes over 20 ms, blocking, per
+     * direction: on an H200 the device reads at the window's end took 45 ms with it. */
     /* the window's utilisation readings */
     double sum = 0, sum_mem = 0, max = -1;
     int64_t k = 0, km = 0, idle = 0;
@@ -523,7 +518,6 @@ static void device_init(sop_gpu_device *d)
     memset(d, 0, sizeof *d);
     d->index = d->mem_used_kb = d->mem_total_kb = d->util_samples = SOP_NA;
     d->sm_clock_mhz = d->sm_clock_max_mhz = d->temperature_c = SOP_NA;
-    d->pcie_rx_kb_per_s = d->pcie_tx_kb_per_s = SOP_NA;
     d->util_sm_pct = d->util_sm_max_pct = d->util_mem_pct = d->idle_frac = d->power_w = NAN;
     d->tree_util_sm_pct = d->tree_idle_frac = NAN;
     d->other_procs = SOP_NA;

@@ -44,9 +44,6 @@ const sop_evk sop__evk_gpu[] = {
               "when none (idle and application-clock settings are not counted)"),
     DI("devices[].temperature_c", temperature_c, "C", "GPU temperature"),
     DD("devices[].power_w", power_w, "W", "power draw"),
-    DI("devices[].pcie_rx_kb_per_s", pcie_rx_kb_per_s, "kB/s",
-       "PCIe receive throughput (NVML's last 20 ms)"),
-    DI("devices[].pcie_tx_kb_per_s", pcie_tx_kb_per_s, "kB/s", "PCIe transmit throughput"),
     DI("devices[].other_procs", other_procs, "",
        "processes on the device that are not the tree's (NVML's process lists): the device's "
        "figures are then not the tree's alone"),
