@@ -167,6 +167,9 @@ thresholds {
   tiny_mixing = 0.6,            -- ... changing GIL state between consecutive samples at least this x 2p(1-p)
                                 --   (p: its GIL share; a memoryless mix: calls far shorter than the interval) ...
   tiny_min_pairs = 20,          -- ... over at least this many consecutive pairs between which it ran
+  tiny_max_syscalls_per_s = 1000, -- ... in a process making fewer read+write system calls per second:
+                                --   above it the GIL is released around system calls (small reads, a
+                                --   socket server), §7 and §5, not around tiny native library calls
 
   -- mem.load_at_start, mem.growth, mem.siblings_full_copy, mem.pinned (§2.2), gc.pauses (§2.5)
   load_young_s = 300,           -- a process younger than this (s) is still starting up ...

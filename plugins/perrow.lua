@@ -137,8 +137,10 @@ rule {
             "python.threads[].window.gil_wait_frac", "python.threads[].window.alternation_frac",
             "python.threads[].window.alternation_pairs", "python.threads[].window.leaves",
             "python.threads[].window.entries", "python.threads[].name", "python.threads[].tid",
-            "python.threads[].window", "sampling.rate_hz", "duration_s", "pid" },
+            "python.threads[].window", "sampling.rate_hz", "duration_s", "pid", "proc.io.syscr_per_s",
+            "proc.io.syscw_per_s" },
   uses = { "numpy_min_samples", "numpy_busy_frac", "tiny_gil_min_pct", "tiny_native_min_pct", "tiny_mixing",
+           "tiny_max_syscalls_per_s",
            "tiny_min_pairs" },
   symptom = T("a busy thread is call-overhead-bound: a loop of tiny native calls", "繁忙线程受调用开销限制：循环里全是很小的原生调用"),
   cause = T("Each library call (a torch op, a numpy ufunc, a pandas scalar access) costs microseconds of fixed "
@@ -175,6 +177,19 @@ rule {
     if measured == 0 then
       return unknown(T("the sampled window carries no GIL alternation (older evidence)",
                        "采样窗口里没有 GIL 交替统计（旧版证据）"))
+    end
+    -- A thread that releases the GIL around system calls (a read loop in small pieces, a socket
+    -- server) alternates the same way: that is §7's io.small_reads or the event loop, not tiny
+    -- native library calls, so a process making many read/write calls per second is left out.
+    local io = ev.proc and ev.proc.io
+    local calls = io and ((io.syscr_per_s or 0) + (io.syscw_per_s or 0)) or 0
+    if best and calls >= th.tiny_max_syscalls_per_s then
+      return clear(tr("thread {tid} alternates between Python and short calls, but the process makes {calls:%.0f} "
+                        .. "read/write system calls/s (>= {max:%g}): the GIL is released around system calls "
+                        .. "(small reads or writes, sockets: io.small_reads, §7), not tiny native library calls",
+                      "线程 {tid} 在 Python 与短调用之间交替，但进程每秒 {calls:%.0f} 次 read/write 系统调用（>= {max:%g}）："
+                        .. "GIL 是在系统调用前后释放的（小块读写、socket：io.small_reads，§7），不是小粒度的原生库调用",
+                      { tid = best.t.tid or 0, calls = calls, max = th.tiny_max_syscalls_per_s }))
     end
     if not best then
       return clear(tr("no busy thread alternates between Python and short native calls ({busy} busy: GIL held >= "
