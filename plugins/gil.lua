@@ -28,9 +28,12 @@ rule {
             "effective_cpus", "duration_s", "host.ncpu", "pid", "python.threads[].gil",
             "python.threads[].name", "python.threads[].tid", "threads[].tid", "python.concurrency.ticks",
             "python.concurrency.wanting_mean", "python.concurrency.wanting_max", "python.concurrency.contended_frac",
-            "python.concurrency.threads_wanting" },
+            "python.concurrency.threads_wanting", "python.locks[].site", "python.locks[].threads",
+            "python.locks[].wait_frac", "python.locks[].held_frac", "python.locks[].crowded_frac",
+            "python.locks[].holder", "python.locks[].one_word_frac" },
   uses = { "gil_thread_busy_pct", "gil_min_threads", "gil_min_process_pct", "gil_one_core_max_pct",
-            "gil_max_runqueue_wait_pct", "gil_tick_contended_pct", "sampled_min_samples" },
+            "gil_max_runqueue_wait_pct", "gil_tick_contended_pct", "sampled_min_samples", "lock_min_threads",
+            "lock_wait_pct", "lock_held_pct", "lock_handoff_pct" },
   symptom = T("several Python threads compete for the GIL: the process runs on about one core",
               "多个 Python 线程争抢 GIL：进程只用到约一个核"),
   cause = T("Only one thread at a time runs Python bytecode (the GIL). Pure-Python CPU work split over threads "
@@ -59,6 +62,15 @@ rule {
     end
     local p = ev.proc or {}
     if not p.cpu_pct then return unknown(T("process CPU over the window not measured", "窗口内进程 CPU 未测得")) end
+    -- Threads queued on one lock (threads.lock_contention) also take turns on the GIL as each is
+    -- handed the lock: the lock is what serialises them, and its finding says so.
+    local convoy = common.lock_convoy(ev, th)
+    if convoy then
+      return clear(tr("{n} threads queue on one lock at {site} (threads.lock_contention): the lock, not the GIL, "
+                        .. "serialises them",
+                      "{n} 个线程在 {site} 排队等同一把锁（threads.lock_contention）：串行化它们的是这把锁，不是 GIL",
+                      { n = convoy.threads or 0, site = convoy.site or "?" }))
+    end
     local os_threads = {}
     for _, t in ipairs(ev.threads or {}) do os_threads[t.tid] = t end
 

@@ -122,7 +122,9 @@ rule {
 }
 
 rule {
-  id = "perrow.tiny_ops", section = "3.5", severity = "warn",
+  -- info: at 100 Hz a native call of a few ms alternates like one of a few µs (a loop of large
+  -- np.repeat copies fired it), so this signature alone does not prove the overhead is the cost.
+  id = "perrow.tiny_ops", section = "3.5", severity = "info",
   title = T("a busy thread is call-overhead-bound: a loop of tiny native calls (any library), the GIL taken back "
             .. "after each", "繁忙线程受调用开销限制：循环里全是很小的原生调用（任意库），每次调用后都要重新拿 GIL"),
   doc = [[Sampled window: a busy thread (at least numpy_min_samples samples, active in numpy_busy_frac of them) whose
