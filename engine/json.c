@@ -240,7 +240,7 @@ static void put_number(sop_sb *b, double d)
     /* cJSON keeps an int beside each number (saturated to INT_MIN..INT_MAX) and prints it
      * when the double equals it; else 15 significant digits when they read back equal (to a
      * relative DBL_EPSILON), else 17 */
-    int vi = d >= INT_MAX ? INT_MAX : d <= (double)INT_MIN ? INT_MIN : (int)d;
+    int vi = isnan(d) ? 0 : d >= INT_MAX ? INT_MAX : d <= (double)INT_MIN ? INT_MIN : (int)d;
     if (isnan(d) || isinf(d)) {
         n = snprintf(buf, sizeof buf, "null");
     } else if (d == (double)vi) { /* "%d", without printf's machinery (most numbers) */
