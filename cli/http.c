@@ -1,6 +1,11 @@
 /* http.c — `sopctl watch --listen`: /metrics, /report and /healthz over libmicrohttpd (Debian's
  * libmicrohttpd-dev), the only file that includes its header. One internal polling thread,
- * a handful of connections, short timeouts: it serves a scraper, not the public.
+ * a bounded number of connections, short timeouts: it serves a scraper, not the public.
+ * A slow client cannot hold a slot: every request must arrive whole (headers and body) within
+ * REQUEST_DEADLINE_S of the connection's start or of its previous answer, however the bytes
+ * trickle in; a reaper thread shuts the socket of a late one down (libmicrohttpd's own
+ * timeout is an idle timeout, which a byte every few seconds resets). One client address holds
+ * at most PER_ADDRESS_LIMIT connections, of CONNECTION_SLOTS in all.
  * libmicrohttpd (and its GnuTLS chain) is loaded with dlopen when a server starts, so every
  * other command starts without mapping it; only its header is needed to build. Depends on
  * libmicrohttpd (at run time, --listen only), libdl and libc. */
@@ -12,16 +17,42 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <stdbool.h>
 #include <sys/socket.h>
+#include <time.h>
 
 #include <microhttpd.h>
 
 #include "http.h"
 
+/* The limits of the server (docs/security.md). */
+enum {
+    REQUEST_DEADLINE_S = 5,  /* a whole request, from the connection (or last answer) on */
+    IDLE_TIMEOUT_S = 10,     /* libmicrohttpd's: no byte either way for this long */
+    CONNECTION_SLOTS = 64,   /* in all */
+    PER_ADDRESS_LIMIT = 8,   /* from one client address */
+    REAPER_PERIOD_MS = 250,  /* how often late requests are looked for */
+};
+
+/* One open connection, from its start to its close (libmicrohttpd's socket context). */
+typedef struct http_conn {
+    struct http_conn *prev, *next;
+    int fd;
+    struct timespec since; /* the connection's start, or its last answer */
+    bool answering;        /* a response is queued: the request arrived in time */
+    bool cut;              /* shut down by the reaper */
+} http_conn;
+
 struct cli_http {
     struct MHD_Daemon *daemon;
     cli_http_fn fn;
     void *ctx;
+    pthread_mutex_t mu; /* conns, stopping */
+    pthread_cond_t cv;
+    http_conn *conns;
+    bool stopping;
+    bool reaper_started;
+    pthread_t reaper;
 };
 
 /* The libmicrohttpd functions we call, resolved once by mhd_load. */
@@ -33,6 +64,7 @@ static struct {
     __typeof__(MHD_add_response_header) *add_response_header;
     __typeof__(MHD_queue_response) *queue_response;
     __typeof__(MHD_destroy_response) *destroy_response;
+    __typeof__(MHD_get_connection_info) *get_connection_info;
 } mhd;
 static pthread_once_t mhd_once = PTHREAD_ONCE_INIT;
 static char mhd_error[512];
@@ -70,6 +102,7 @@ static void mhd_load_once(void)
     MHD_SYM(add_response_header, "MHD_add_response_header");
     MHD_SYM(queue_response, "MHD_queue_response");
     MHD_SYM(destroy_response, "MHD_destroy_response");
+    MHD_SYM(get_connection_info, "MHD_get_connection_info");
 #undef MHD_SYM
     /* the library stays loaded for the life of the process (its threads may run) */
 }
@@ -83,6 +116,104 @@ static int mhd_load(char *err, size_t errlen)
         return -1;
     }
     return 0;
+}
+
+static double elapsed_s(const struct timespec *since)
+{
+    struct timespec now;
+    clock_gettime(CLOCK_MONOTONIC, &now);
+    return (double)(now.tv_sec - since->tv_sec) + (double)(now.tv_nsec - since->tv_nsec) / 1e9;
+}
+
+/* The connection's record (its socket context), or NULL. */
+static http_conn *conn_of(struct MHD_Connection *c)
+{
+    const union MHD_ConnectionInfo *info =
+        mhd.get_connection_info(c, MHD_CONNECTION_INFO_SOCKET_CONTEXT);
+    return info ? info->socket_context : NULL;
+}
+
+/* A response is queued (true: the request is in), or sent (false: the next request's clock
+ * starts now). */
+static void set_answering(cli_http *h, struct MHD_Connection *c, bool answering)
+{
+    pthread_mutex_lock(&h->mu);
+    http_conn *k = conn_of(c);
+    if (k) {
+        k->answering = answering;
+        if (!answering)
+            clock_gettime(CLOCK_MONOTONIC, &k->since);
+    }
+    pthread_mutex_unlock(&h->mu);
+}
+
+/* MHD_OPTION_NOTIFY_CONNECTION: track each connection from its start to its close. The close
+ * notice comes before libmicrohttpd closes the socket, so the reaper (which shuts sockets down
+ * under the same lock) never touches a descriptor that was closed and reused. */
+static void on_connection(void *cls, struct MHD_Connection *c, void **socket_context,
+                          enum MHD_ConnectionNotificationCode toe)
+{
+    cli_http *h = cls;
+    pthread_mutex_lock(&h->mu);
+    if (toe == MHD_CONNECTION_NOTIFY_STARTED) {
+        const union MHD_ConnectionInfo *info =
+            mhd.get_connection_info(c, MHD_CONNECTION_INFO_CONNECTION_FD);
+        http_conn *k = info ? calloc(1, sizeof *k) : NULL;
+        if (k) { /* without it, the idle timeout alone bounds the connection */
+            k->fd = info->connect_fd;
+            clock_gettime(CLOCK_MONOTONIC, &k->since);
+            k->next = h->conns;
+            if (h->conns)
+                h->conns->prev = k;
+            h->conns = k;
+        }
+        *socket_context = k;
+    } else if (toe == MHD_CONNECTION_NOTIFY_CLOSED && *socket_context) {
+        http_conn *k = *socket_context;
+        if (k->prev)
+            k->prev->next = k->next;
+        else
+            h->conns = k->next;
+        if (k->next)
+            k->next->prev = k->prev;
+        free(k);
+        *socket_context = NULL;
+    }
+    pthread_mutex_unlock(&h->mu);
+}
+
+/* MHD_OPTION_NOTIFY_COMPLETED: the answer went out (or the request failed). */
+static void on_completed(void *cls, struct MHD_Connection *c, void **con_cls,
+                         enum MHD_RequestTerminationCode toe)
+{
+    (void)con_cls;
+    (void)toe;
+    set_answering(cls, c, false);
+}
+
+/* Shut down every connection whose request is late; libmicrohttpd then sees the end of the
+ * stream and frees the slot. */
+static void *reaper_main(void *arg)
+{
+    cli_http *h = arg;
+    pthread_mutex_lock(&h->mu);
+    while (!h->stopping) {
+        struct timespec until;
+        clock_gettime(CLOCK_REALTIME, &until);
+        until.tv_nsec += REAPER_PERIOD_MS * 1000000L;
+        if (until.tv_nsec >= 1000000000L) {
+            until.tv_sec++;
+            until.tv_nsec -= 1000000000L;
+        }
+        pthread_cond_timedwait(&h->cv, &h->mu, &until);
+        for (http_conn *k = h->conns; k && !h->stopping; k = k->next)
+            if (!k->answering && !k->cut && elapsed_s(&k->since) > REQUEST_DEADLINE_S) {
+                shutdown(k->fd, SHUT_RDWR);
+                k->cut = true;
+            }
+    }
+    pthread_mutex_unlock(&h->mu);
+    return NULL;
 }
 
 static enum MHD_Result answer(void *cls, struct MHD_Connection *conn, const char *url,
@@ -125,6 +256,7 @@ static enum MHD_Result answer(void *cls, struct MHD_Connection *conn, const char
         mhd.add_response_header(resp, MHD_HTTP_HEADER_ALLOW, "GET, HEAD");
     enum MHD_Result r = mhd.queue_response(conn, (unsigned)status, resp);
     mhd.destroy_response(resp);
+    set_answering(h, conn, true);
     return r;
 }
 
@@ -181,6 +313,13 @@ static int parse_listen(const char *listen, struct sockaddr_storage *ss, socklen
     return 0;
 }
 
+static void http_free(cli_http *h)
+{
+    pthread_cond_destroy(&h->cv);
+    pthread_mutex_destroy(&h->mu);
+    free(h);
+}
+
 int cli_http_start(const char *listen, cli_http_fn fn, void *ctx, cli_http **out, char *bound,
                    size_t boundlen, char *err, size_t errlen)
 {
@@ -198,14 +337,19 @@ int cli_http_start(const char *listen, cli_http_fn fn, void *ctx, cli_http **out
     }
     h->fn = fn;
     h->ctx = ctx;
+    pthread_mutex_init(&h->mu, NULL);
+    pthread_cond_init(&h->cv, NULL);
     unsigned flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_AUTO;
     if (ss.ss_family == AF_INET6)
         flags |= MHD_USE_IPv6;
     /* The daemon's options, one row each (MHD_OPTION_ARRAY): add a limit by adding a row. */
     struct MHD_OptionItem opts[] = {
         {MHD_OPTION_SOCK_ADDR, 0, &ss},
-        {MHD_OPTION_CONNECTION_LIMIT, 16, NULL},
-        {MHD_OPTION_CONNECTION_TIMEOUT, 10, NULL},
+        {MHD_OPTION_CONNECTION_LIMIT, CONNECTION_SLOTS, NULL},
+        {MHD_OPTION_PER_IP_CONNECTION_LIMIT, PER_ADDRESS_LIMIT, NULL},
+        {MHD_OPTION_CONNECTION_TIMEOUT, IDLE_TIMEOUT_S, NULL},
+        {MHD_OPTION_NOTIFY_CONNECTION, (intptr_t)on_connection, h},
+        {MHD_OPTION_NOTIFY_COMPLETED, (intptr_t)on_completed, h},
         {MHD_OPTION_END, 0, NULL},
     };
     errno = 0;
@@ -214,9 +358,16 @@ int cli_http_start(const char *listen, cli_http_fn fn, void *ctx, cli_http **out
     if (!h->daemon) {
         snprintf(err, errlen, "cannot listen on %s%s%s", listen, errno ? ": " : "",
                  errno ? strerror(errno) : "");
-        free(h);
+        http_free(h);
         return -1;
     }
+    if (pthread_create(&h->reaper, NULL, reaper_main, h) != 0) {
+        snprintf(err, errlen, "cannot start the request deadline's thread");
+        mhd.stop_daemon(h->daemon);
+        http_free(h);
+        return -1;
+    }
+    h->reaper_started = true;
     /* The port actually bound (port 0 asks the kernel for a free one). */
     struct sockaddr_storage got;
     memset(&got, 0, sizeof got);
@@ -245,6 +396,13 @@ void cli_http_stop(cli_http *h)
 {
     if (!h)
         return;
-    mhd.stop_daemon(h->daemon);
-    free(h);
+    if (h->reaper_started) {
+        pthread_mutex_lock(&h->mu);
+        h->stopping = true;
+        pthread_cond_signal(&h->cv);
+        pthread_mutex_unlock(&h->mu);
+        pthread_join(h->reaper, NULL);
+    }
+    mhd.stop_daemon(h->daemon); /* closes the connections: their records are freed */
+    http_free(h);
 }
