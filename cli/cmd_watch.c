@@ -25,11 +25,13 @@
 
 #include "cli.h"
 #include "http.h"
+#include "promtext.h"
 #include "sop.h"
 
 extern char **environ;
 
 #define MAX_SETS 64
+#define MAX_LISTEN 4 /* --listen options */
 #define MAX_KEEP 10000
 #define MAX_HOOK_ARGS 64
 #define MAX_PROBLEMS 256
@@ -569,9 +571,10 @@ static void on_window(const sop_watch_event *ev, void *user)
 }
 
 /* The HTTP server's answers (its own thread). */
-static char *serve(const char *path, int *status, const char **type, void *ctx)
+static char *serve(const cli_http_request *req, int *status, const char **type, void *ctx)
 {
     watch_ctx *c = ctx;
+    const char *path = req->path, *accept = req->accept;
     if (strcmp(path, "/metrics") == 0) {
         char *om = NULL;
         pthread_mutex_lock(&c->mu);
@@ -597,9 +600,22 @@ static char *serve(const char *path, int *status, const char **type, void *ctx)
         }
         sop_free(om);
         *type = "application/openmetrics-text; version=1.0.0; charset=utf-8";
+        if (body && !cli_accepts_openmetrics(accept)) { /* curl, promtool, older scrapers */
+            char *text = cli_openmetrics_to_text(body);
+            free(body);
+            body = text;
+            *type = CLI_PROMTEXT_TYPE;
+        }
         return body;
     }
     if (strcmp(path, "/report") == 0) {
+        if (!req->unix_socket) {
+            /* The report quotes command lines, source lines, thread and file names: only for
+             * whoever may open the 0600 socket, not for every local user (docs/security.md). */
+            *status = 403;
+            return strdup("/report is served on a Unix socket only: --listen unix:PATH (mode "
+                          "0600, the caller's)\n");
+        }
         pthread_mutex_lock(&c->mu);
         char *body = c->last_json ? strdup(c->last_json) : NULL;
         pthread_mutex_unlock(&c->mu);
@@ -677,7 +693,8 @@ static int parse_positive(const char *s, double max, double *out)
 
 static const char HELP[] =
     "usage: sopctl watch [RULES.lua] --pid N [--every S] [--duration S] [--rate HZ]\n"
-    "                    [--listen ADDR:PORT] [--out DIR [--out-mode 0600]] [--keep K]\n"
+    "                    [--listen ADDR:PORT|unix:PATH]... [--out DIR [--out-mode 0600]] [--keep "
+    "K]\n"
     "                    [--on-finding CMD [--shell]] [--count N] [--lang en|zh]\n"
     "                    [--set KEY=VALUE]... [--site FILE | --no-site]\n"
     "  a --duration window (default 1 s) every --every seconds (default 30), the first at once;\n"
@@ -685,8 +702,11 @@ static const char HELP[] =
     "  K (default 20) kept, and CMD run with the report's path as its last argument (no shell\n"
     "  unless --shell: then sh -c CMD with the path as $1). --out must be the caller's and not\n"
     "  writable by others; reports are 0600 unless --out-mode says otherwise (at most 0644).\n"
-    "  --listen serves /metrics (OpenMetrics), /report and /healthz; ADDR defaults to\n"
-    "  127.0.0.1, port 0 takes a free one (logged).\n"
+    "  --listen ADDR:PORT serves /metrics (OpenMetrics, or the Prometheus text format) and\n"
+    "  /healthz over TCP; ADDR defaults to 127.0.0.1, port 0 takes a free one (logged).\n"
+    "  --listen unix:PATH serves them and /report (the last JSON report) on a Unix socket\n"
+    "  created 0600 (only the caller may connect) in a directory of the caller's that others\n"
+    "  cannot write; /report is never served over TCP. At most 4 --listen.\n"
     "exit status: 0 stopped by SIGTERM/SIGINT or after --count windows; 1 the target ended and\n"
     "  its post-mortem has a warn/high finding (an OOM kill); 3 the target ended otherwise, its\n"
     "  pid was reused, or it was never there/readable; 2 usage, rules, --out or --listen.\n";
@@ -718,7 +738,8 @@ int cmd_watch(int argc, char **argv)
     c.keep = 20;
     c.lang = "en";
     double every_s = 30, v = 0;
-    const char *listen = NULL, *site = NULL, *rules = NULL;
+    const char *listen[MAX_LISTEN], *site = NULL, *rules = NULL;
+    int nlisten = 0;
     int no_site = 0, nsets = 0, opt;
     char *sets[MAX_SETS];
     sop_collect_opts co;
@@ -734,7 +755,11 @@ int cmd_watch(int argc, char **argv)
             }
             break;
         case 'L':
-            listen = optarg;
+            if (nlisten == MAX_LISTEN) {
+                fprintf(stderr, "sopctl: --listen: at most %d\n", MAX_LISTEN);
+                return EXIT_USAGE;
+            }
+            listen[nlisten++] = optarg;
             break;
         case 'o':
             c.out_dir = optarg;
@@ -915,15 +940,19 @@ int cmd_watch(int argc, char **argv)
     pthread_mutex_lock(&c.mu); /* serve() waits until c.w is set */
     rc = sop_watch_new(e, &cfg, on_window, &c, &c.w);
     pthread_mutex_unlock(&c.mu);
-    cli_http *http = NULL;
+    cli_http *http[MAX_LISTEN] = {0};
     if (rc != 0) {
         fprintf(stderr, "sopctl: watch: %s\n", sop_strerror(rc));
         status = EXIT_USAGE;
-    } else if (listen) {
-        char bound[128], err[256];
-        if (cli_http_start(listen, serve, &c, &http, bound, sizeof bound, err, sizeof err) != 0) {
+    }
+    for (int i = 0; i < nlisten && status == EXIT_CLEAN; i++) {
+        char bound[160], err[512];
+        if (cli_http_start(listen[i], serve, &c, &http[i], bound, sizeof bound, err, sizeof err) !=
+            0) {
             fprintf(stderr, "sopctl: --listen: %s\n", err);
             status = EXIT_USAGE;
+        } else if (strncmp(bound, "unix:", 5) == 0) {
+            logf_("listening on %s (/metrics, /report, /healthz; mode 0600)", bound);
         } else {
             logf_("listening on http://%s/metrics", bound);
         }
@@ -949,8 +978,9 @@ int cmd_watch(int argc, char **argv)
         if (strcmp(why, "end") == 0)
             finish_hooks(&c);
     }
-    cli_http_stop(http); /* before the watch: serve() reads it */
-    sop_watch_free(c.w); /* waits for a window in progress */
+    for (int i = 0; i < nlisten; i++)
+        cli_http_stop(http[i]); /* before the watch: serve() reads it */
+    sop_watch_free(c.w);        /* waits for a window in progress */
     reap_hooks(&c);
     pthread_sigmask(SIG_SETMASK, &old, NULL);
     for (int i = 0; i < c.nkept; i++)

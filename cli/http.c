@@ -14,12 +14,15 @@
 #include <errno.h>
 #include <netinet/in.h>
 #include <pthread.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <stdbool.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
 #include <time.h>
+#include <unistd.h>
 
 #include <microhttpd.h>
 
@@ -27,11 +30,11 @@
 
 /* The limits of the server (docs/security.md). */
 enum {
-    REQUEST_DEADLINE_S = 5,  /* a whole request, from the connection (or last answer) on */
-    IDLE_TIMEOUT_S = 10,     /* libmicrohttpd's: no byte either way for this long */
-    CONNECTION_SLOTS = 64,   /* in all */
-    PER_ADDRESS_LIMIT = 8,   /* from one client address */
-    REAPER_PERIOD_MS = 250,  /* how often late requests are looked for */
+    REQUEST_DEADLINE_S = 5, /* a whole request, from the connection (or last answer) on */
+    IDLE_TIMEOUT_S = 10,    /* libmicrohttpd's: no byte either way for this long */
+    CONNECTION_SLOTS = 64,  /* in all */
+    PER_ADDRESS_LIMIT = 8,  /* from one client address */
+    REAPER_PERIOD_MS = 250, /* how often late requests are looked for */
 };
 
 /* One open connection, from its start to its close (libmicrohttpd's socket context). */
@@ -53,6 +56,10 @@ struct cli_http {
     bool stopping;
     bool reaper_started;
     pthread_t reaper;
+    bool unix_socket;    /* --listen unix:PATH */
+    char sock_path[108]; /* its path (sizeof sun_path), removed at stop */
+    dev_t sock_dev;      /* and the node created, so that only it is removed */
+    ino_t sock_ino;
 };
 
 /* The libmicrohttpd functions we call, resolved once by mhd_load. */
@@ -65,6 +72,7 @@ static struct {
     __typeof__(MHD_queue_response) *queue_response;
     __typeof__(MHD_destroy_response) *destroy_response;
     __typeof__(MHD_get_connection_info) *get_connection_info;
+    __typeof__(MHD_lookup_connection_value) *lookup_connection_value;
 } mhd;
 static pthread_once_t mhd_once = PTHREAD_ONCE_INIT;
 static char mhd_error[512];
@@ -103,6 +111,7 @@ static void mhd_load_once(void)
     MHD_SYM(queue_response, "MHD_queue_response");
     MHD_SYM(destroy_response, "MHD_destroy_response");
     MHD_SYM(get_connection_info, "MHD_get_connection_info");
+    MHD_SYM(lookup_connection_value, "MHD_lookup_connection_value");
 #undef MHD_SYM
     /* the library stays loaded for the life of the process (its threads may run) */
 }
@@ -235,7 +244,10 @@ static enum MHD_Result answer(void *cls, struct MHD_Connection *conn, const char
         status = 405;
         body = strdup("only GET and HEAD\n");
     } else {
-        body = h->fn(url, &status, &type, h->ctx);
+        const char *accept =
+            mhd.lookup_connection_value(conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_ACCEPT);
+        cli_http_request req = {url, accept, h->unix_socket};
+        body = h->fn(&req, &status, &type, h->ctx);
         if (!body) {
             status = 500;
             type = "text/plain; charset=utf-8";
@@ -313,6 +325,95 @@ static int parse_listen(const char *listen, struct sockaddr_storage *ss, socklen
     return 0;
 }
 
+/* --listen unix:PATH: a listening Unix socket, mode 0600, at PATH; its fd, or -1 with the
+ * reason in err. */
+static int unix_listen(cli_http *h, const char *path, char *err, size_t errlen)
+{
+    struct sockaddr_un sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sun_family = AF_UNIX;
+    if (path[0] != '/' || strlen(path) >= sizeof sa.sun_path) {
+        snprintf(err, errlen, "unix:%s: the path must be absolute and under %zu bytes", path,
+                 sizeof sa.sun_path);
+        return -1;
+    }
+    snprintf(sa.sun_path, sizeof sa.sun_path, "%s", path);
+    /* Its directory: the caller's, not writable by others (nobody can swap the socket for
+     * something else between its creation and its removal). */
+    char dir[sizeof sa.sun_path];
+    snprintf(dir, sizeof dir, "%s", path);
+    char *slash = strrchr(dir, '/');
+    if (slash == dir)
+        slash[1] = '\0';
+    else
+        *slash = '\0';
+    struct stat st;
+    if (stat(dir, &st) != 0 || !S_ISDIR(st.st_mode)) {
+        snprintf(err, errlen, "unix:%s: %s is not a directory", path, dir);
+        return -1;
+    }
+    if (st.st_uid != geteuid() || (st.st_mode & 022)) {
+        snprintf(err, errlen,
+                 "unix:%s: %s must be owned by the caller (uid %d) and not writable by group or "
+                 "others",
+                 path, dir, (int)geteuid());
+        return -1;
+    }
+    memset(&st, 0, sizeof st);
+    if (lstat(path, &st) == 0) {
+        if (!S_ISSOCK(st.st_mode) || st.st_uid != geteuid()) {
+            snprintf(err, errlen, "unix:%s: exists and is not a socket of the caller's", path);
+            return -1;
+        }
+    }
+    int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    if (fd < 0) {
+        snprintf(err, errlen, "unix:%s: socket: %s", path, strerror(errno));
+        return -1;
+    }
+    if (S_ISSOCK(st.st_mode)) { /* an earlier run's: replaced, unless a server still answers */
+        if (connect(fd, (struct sockaddr *)&sa, sizeof sa) == 0) {
+            snprintf(err, errlen, "unix:%s: in use (another watch listens there)", path);
+            close(fd);
+            return -1;
+        }
+        close(fd);
+        unlink(path);
+        fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+        if (fd < 0) {
+            snprintf(err, errlen, "unix:%s: socket: %s", path, strerror(errno));
+            return -1;
+        }
+    }
+    /* Created 0600 at once (no window in which another user could connect); the umask is the
+     * process's, but no other thread creates files while the server starts. */
+    mode_t old = umask(0177);
+    int rc = bind(fd, (struct sockaddr *)&sa, sizeof sa);
+    int bind_errno = errno;
+    umask(old);
+    if (rc != 0 || listen(fd, CONNECTION_SLOTS) != 0) {
+        snprintf(err, errlen, "unix:%s: %s", path, strerror(rc != 0 ? bind_errno : errno));
+        close(fd);
+        return -1;
+    }
+    if (lstat(path, &st) == 0) {
+        h->sock_dev = st.st_dev;
+        h->sock_ino = st.st_ino;
+    }
+    snprintf(h->sock_path, sizeof h->sock_path, "%s", path);
+    h->unix_socket = true;
+    return fd;
+}
+
+/* Remove the Unix socket this server created (not whatever is at its path now). */
+static void unix_unlink(cli_http *h)
+{
+    struct stat st;
+    if (h->unix_socket && lstat(h->sock_path, &st) == 0 && S_ISSOCK(st.st_mode) &&
+        st.st_dev == h->sock_dev && st.st_ino == h->sock_ino)
+        unlink(h->sock_path);
+}
+
 static void http_free(cli_http *h)
 {
     pthread_cond_destroy(&h->cv);
@@ -326,7 +427,9 @@ int cli_http_start(const char *listen, cli_http_fn fn, void *ctx, cli_http **out
     *out = NULL;
     struct sockaddr_storage ss;
     socklen_t sslen = 0;
-    if (parse_listen(listen, &ss, &sslen, err, errlen) != 0)
+    bool is_unix = strncmp(listen, "unix:", 5) == 0;
+    memset(&ss, 0, sizeof ss);
+    if (!is_unix && parse_listen(listen, &ss, &sslen, err, errlen) != 0)
         return -1;
     if (mhd_load(err, errlen) != 0)
         return -1;
@@ -339,12 +442,19 @@ int cli_http_start(const char *listen, cli_http_fn fn, void *ctx, cli_http **out
     h->ctx = ctx;
     pthread_mutex_init(&h->mu, NULL);
     pthread_cond_init(&h->cv, NULL);
+    int unix_fd = -1;
+    if (is_unix && (unix_fd = unix_listen(h, listen + 5, err, errlen)) < 0) {
+        http_free(h);
+        return -1;
+    }
     unsigned flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_AUTO;
     if (ss.ss_family == AF_INET6)
         flags |= MHD_USE_IPv6;
-    /* The daemon's options, one row each (MHD_OPTION_ARRAY): add a limit by adding a row. */
+    /* The daemon's options, one row each (MHD_OPTION_ARRAY): add a limit by adding a row. The
+     * first row is where it listens: a TCP address, or the Unix socket made above. */
     struct MHD_OptionItem opts[] = {
-        {MHD_OPTION_SOCK_ADDR, 0, &ss},
+        is_unix ? (struct MHD_OptionItem){MHD_OPTION_LISTEN_SOCKET, unix_fd, NULL}
+                : (struct MHD_OptionItem){MHD_OPTION_SOCK_ADDR, 0, &ss},
         {MHD_OPTION_CONNECTION_LIMIT, CONNECTION_SLOTS, NULL},
         {MHD_OPTION_PER_IP_CONNECTION_LIMIT, PER_ADDRESS_LIMIT, NULL},
         {MHD_OPTION_CONNECTION_TIMEOUT, IDLE_TIMEOUT_S, NULL},
@@ -358,16 +468,26 @@ int cli_http_start(const char *listen, cli_http_fn fn, void *ctx, cli_http **out
     if (!h->daemon) {
         snprintf(err, errlen, "cannot listen on %s%s%s", listen, errno ? ": " : "",
                  errno ? strerror(errno) : "");
+        if (unix_fd >= 0) {
+            close(unix_fd);
+            unix_unlink(h);
+        }
         http_free(h);
         return -1;
     }
     if (pthread_create(&h->reaper, NULL, reaper_main, h) != 0) {
         snprintf(err, errlen, "cannot start the request deadline's thread");
         mhd.stop_daemon(h->daemon);
+        unix_unlink(h);
         http_free(h);
         return -1;
     }
     h->reaper_started = true;
+    if (is_unix) {
+        snprintf(bound, boundlen, "unix:%s", h->sock_path);
+        *out = h;
+        return 0;
+    }
     /* The port actually bound (port 0 asks the kernel for a free one). */
     struct sockaddr_storage got;
     memset(&got, 0, sizeof got);
@@ -404,5 +524,6 @@ void cli_http_stop(cli_http *h)
         pthread_join(h->reaper, NULL);
     }
     mhd.stop_daemon(h->daemon); /* closes the connections: their records are freed */
+    unix_unlink(h);
     http_free(h);
 }

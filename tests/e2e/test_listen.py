@@ -8,9 +8,18 @@ of a `sleep` this test starts:
   deadline (5 s) has passed, however it trickles (before the fix the idle timeout, reset by
   every line, never cut one).
 
+- promtool: `promtool check metrics` (Debian's prometheus package) is clean on a live
+  `/metrics` of a Python target, fetched as curl would (no Accept header: the Prometheus text
+  format): HELP and TYPE on every family, counters ending in `_total`, units spelled out.
+- /report: not over TCP (403); over `--listen unix:PATH`, a socket created 0600 that root's
+  watch serves to root and that `nobody` cannot connect to; a path in a directory others can
+  write, or a planted symlink at the path, is refused (exit 2, nothing followed); the socket is
+  removed when the watch ends.
+
 The bounds are ceilings for something that takes milliseconds (an answer on loopback) or a
 fixed deadline plus a generous margin; none is fitted to this machine's speed."""
 import os
+import shutil
 import signal
 import socket
 import subprocess
@@ -18,7 +27,7 @@ import sys
 import tempfile
 import time
 
-from sopt import SOPCTL, Checks
+from sopt import PY, SOPCTL, Checks
 
 t = Checks()
 DEADLINE_S = 5  # cli/http.c REQUEST_DEADLINE_S
@@ -45,10 +54,11 @@ def stop_all():
 
 
 def watch(d, *listen):
-    log = os.path.join(d, "watch.log")
-    target = start(["sleep", "600"])
+    log = os.path.join(d, "watch-%d.log" % time.monotonic_ns())
+    # a Python target, so that /metrics has its Python families too
+    target = start([PY, "-c", "import time; time.sleep(600)"])
     argv = [SOPCTL, "watch", "--no-site", "--pid", str(target.pid), "--every", "5",
-            "--duration", "0", "--rate", "0"]
+            "--duration", "0.2"]
     for a in listen:
         argv += ["--listen", a]
     w = start(argv, stdout=subprocess.DEVNULL, stderr=open(log, "w"))
@@ -57,17 +67,23 @@ def watch(d, *listen):
         text = open(log).read()
         if "listening on http://" in text:
             return w, log, text.split("listening on http://")[1].split("/")[0]
+        if "watching pid" in text:
+            return w, log, None
         time.sleep(0.05)
     return w, log, None
 
 
-def get(host, port, path, src="127.0.0.1", timeout=3.0):
-    """One GET on a fresh connection from `src`: (status, body) or (None, why)."""
-    s = socket.socket()
+def get(host, port, path, src="127.0.0.1", timeout=3.0, unix=None):
+    """One GET on a fresh connection from `src` (or over the Unix socket `unix`): (status,
+    body) or (None, why)."""
+    s = socket.socket(socket.AF_UNIX) if unix else socket.socket()
     s.settimeout(timeout)
     try:
-        s.bind((src, 0))
-        s.connect((host, port))
+        if unix:
+            s.connect(unix)
+        else:
+            s.bind((src, 0))
+            s.connect((host, port))
         s.sendall(("GET %s HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n" % path).encode())
         data = b""
         while True:
@@ -122,6 +138,7 @@ def trickle(socks, i):
 
 
 d = tempfile.mkdtemp(prefix="sop-listen-")
+os.chmod(d, 0o755)  # so that only the socket's own mode keeps `nobody` out
 try:
     w, log, addr = watch(d, "127.0.0.1:0")
     t.check(addr is not None, "watch --listen 127.0.0.1:0 listens", open(log).read())
@@ -167,6 +184,93 @@ try:
     t.check(code == 200, "the slow address is served again once its requests are cut",
             (code, body))
     t.check(w.poll() is None, "the watch runs on", open(log).read()[-1500:])
+
+    # ---- promtool check metrics on a live /metrics ---------------------------------------
+    promtool = shutil.which("promtool")
+    t.check(promtool is not None, "promtool is installed (scripts/install-deps.sh)")
+    deadline = time.time() + 60
+    while time.time() < deadline and " window #" not in open(log).read():
+        time.sleep(0.1)
+    code, body = get(host, port, "/metrics", timeout=10)
+    t.check(code == 200 and "sop_python_gil_held_ratio" in body,
+            "/metrics after a window, with the Python families", (code, body[:500]))
+    if promtool and code == 200:
+        r = subprocess.run([promtool, "check", "metrics"], input=body, capture_output=True,
+                           text=True, timeout=60)
+        t.check(r.returncode == 0 and not r.stdout.strip() and not r.stderr.strip(),
+                "promtool check metrics: clean", (r.returncode, r.stdout, r.stderr))
+
+    # ---- /report: on a 0600 Unix socket only ---------------------------------------------
+    code, body = get(host, port, "/report")
+    t.check(code == 403 and "unix:" in body, "/report over TCP: 403", (code, body))
+    w.send_signal(signal.SIGTERM)
+    w.wait(timeout=60)
+
+    sockdir = os.path.join(d, "run")
+    os.mkdir(sockdir, 0o755)  # root's, others may enter but not write
+    sock = os.path.join(sockdir, "sop.sock")
+    w, log, _ = watch(d, "unix:" + sock)
+    t.check(w.poll() is None and os.path.exists(sock), "--listen unix:PATH listens",
+            open(log).read())
+    if os.path.exists(sock):
+        st = os.lstat(sock)
+        t.check(oct(st.st_mode & 0o777) == "0o600" and st.st_uid == os.geteuid(),
+                "the socket is the caller's, mode 0600", oct(st.st_mode))
+        deadline = time.time() + 60
+        while time.time() < deadline and " window #" not in open(log).read():
+            time.sleep(0.1)
+        code, body = get(None, None, "/report", unix=sock, timeout=10)
+        t.check(code == 200 and '"findings"' in body, "/report on the socket: the last report",
+                (code, body[:300]))
+        code, body = get(None, None, "/healthz", unix=sock, timeout=10)
+        t.check(code == 200 and body.startswith("ok"), "/healthz on the socket", (code, body))
+        r = subprocess.run(["setpriv", "--reuid=nobody", "--regid=nogroup", "--clear-groups",
+                            PY, "-c", "import socket,sys; s=socket.socket(socket.AF_UNIX); "
+                            "s.connect(sys.argv[1])", sock],
+                           capture_output=True, text=True, timeout=60)
+        t.check(r.returncode != 0 and "PermissionError" in r.stderr,
+                "another user (nobody) cannot connect", (r.returncode, r.stderr[-300:]))
+    w.send_signal(signal.SIGTERM)
+    code = w.wait(timeout=60)
+    t.check(code == 0 and not os.path.exists(sock), "SIGTERM: exit 0, the socket removed",
+            (code, os.path.exists(sock)))
+
+    # a stale socket of the caller's is replaced; one a server still answers on is not
+    stale = socket.socket(socket.AF_UNIX)
+    stale.bind(sock)
+    stale.close()
+    w, log, _ = watch(d, "unix:" + sock)
+    code, body = get(None, None, "/healthz", unix=sock, timeout=10)
+    t.check(w.poll() is None and code == 200, "a stale socket at the path is replaced",
+            (code, body, open(log).read()))
+    w2, log2, _ = watch(d, "unix:" + sock)
+    code2 = w2.wait(timeout=60)
+    t.check(code2 == 2 and "in use" in open(log2).read(),
+            "a socket another watch listens on is refused (exit 2)", open(log2).read())
+    code, body = get(None, None, "/healthz", unix=sock, timeout=10)
+    t.check(code == 200, "and the first watch still answers on it", (code, body))
+    w.send_signal(signal.SIGTERM)
+    w.wait(timeout=60)
+
+    # refused: a directory others can write, a planted symlink, a relative path
+    open_dir = os.path.join(d, "open")
+    os.mkdir(open_dir)
+    os.chmod(open_dir, 0o1777)
+    victim = os.path.join(d, "victim")
+    open(victim, "w").write("x")
+    os.symlink(victim, sock)
+    for where, why in ((os.path.join(open_dir, "s.sock"), "not writable by group or others"),
+                       (sock, "not a socket of the caller's"),
+                       ("rel.sock", "absolute")):
+        w, log, _ = watch(d, "unix:" + where)
+        code = w.wait(timeout=60)
+        text = open(log).read()
+        t.check(code == 2 and why in text, "--listen unix:%s refused: %s" % (where, why),
+                (code, text))
+    t.check(os.path.islink(sock) and open(victim).read() == "x" and
+            oct(os.stat(victim).st_mode & 0o777) != "0o600",
+            "the planted symlink and its target untouched")
 finally:
     stop_all()
+    shutil.rmtree(d, ignore_errors=True)
 t.done()

@@ -10,9 +10,11 @@ The finding comes from a one-rule pack on the target's thread count, which the t
 what fires and when does not depend on machine speed; every wait polls with a generous
 deadline and never asserts a duration."""
 import glob
+import http.client
 import json
 import os
 import signal
+import socket
 import subprocess
 import sys
 import tempfile
@@ -141,12 +143,33 @@ def reports(d, pattern="sop-*.json"):
     return sorted(p for p in glob.glob(os.path.join(d, pattern)) if not p.endswith(".tmp"))
 
 
-def http_get(url):
+# what Prometheus asks for
+OPENMETRICS = "application/openmetrics-text;version=1.0.0,text/plain;version=0.0.4;q=0.5,*/*;q=0.1"
+
+
+def http_get(url, accept=None):
+    req = urllib.request.Request(url, headers={"Accept": accept} if accept else {})
     try:
-        with urllib.request.urlopen(url, timeout=30) as r:
+        with urllib.request.urlopen(req, timeout=30) as r:
             return r.status, r.headers.get("Content-Type", ""), r.read().decode()
     except urllib.error.HTTPError as e:
         return e.code, "", e.read().decode()
+
+
+def unix_get(path, url):
+    """A GET over the Unix socket at `path`: (status, body)."""
+    class Conn(http.client.HTTPConnection):
+        def connect(self):
+            self.sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+            self.sock.settimeout(30)
+            self.sock.connect(path)
+    c = Conn("localhost", timeout=30)
+    try:
+        c.request("GET", url)
+        r = c.getresponse()
+        return r.status, r.read().decode()
+    finally:
+        c.close()
 
 
 with tempfile.TemporaryDirectory() as d:
@@ -157,12 +180,13 @@ with tempfile.TemporaryDirectory() as d:
     hook_log = os.path.join(d, "hooks.txt")
     os.environ["HOOK_LOG"] = hook_log
     out = os.path.join(d, "reports")
+    sock = os.path.join(d, "sop.sock")
 
     # ---- trigger, severity change, return, rotation, hook, /metrics, SIGTERM -------------
     tg = Target()
     w = Watch(d, rules, "--no-site", "--pid", tg.pid, "--every", "0.2", "--duration", "0.05",
               "--rate", "0", "--out", out, "--keep", "2", "--listen", "127.0.0.1:0",
-              "--on-finding", "%s %s" % (PY, hook))
+              "--listen", "unix:" + sock, "--on-finding", "%s %s" % (PY, hook))
     try:
         w.wait_windows(2, "watch: windows run")
         t.check(reports(out) == [], "no report while nothing is wrong", reports(out))
@@ -171,9 +195,13 @@ with tempfile.TemporaryDirectory() as d:
             if "listening on http://" in line:
                 port = line.split("http://")[1].split("/")[0]
         t.check(port is not None, "--listen 127.0.0.1:0 logs the port it bound", w.text())
-        code, ctype, body = http_get("http://%s/metrics" % port)
+        code, ctype, body = http_get("http://%s/metrics" % port, accept=OPENMETRICS)
         t.check(code == 200 and "openmetrics-text" in ctype and body.endswith("# EOF\n"),
                 "/metrics answers OpenMetrics ending in # EOF", (code, ctype, body[-300:]))
+        code, ctype, text = http_get("http://%s/metrics" % port)
+        t.check(code == 200 and "version=0.0.4" in ctype and "# EOF" not in text
+                and "# TYPE sop_watch_runs_total counter" in text,
+                "without Accept: OpenMetrics, the Prometheus text format", (code, ctype, text[-300:]))
         t.check('sop_rule_hit{rule="test.threads",section="8",severity="warn"} 0' in body,
                 "/metrics: the cleared rule is 0", body[:1500])
 
@@ -195,9 +223,11 @@ with tempfile.TemporaryDirectory() as d:
         code, _, body = http_get("http://%s/metrics" % port)
         t.check('sop_rule_hit{rule="test.threads",section="8",severity="warn"} 1' in body,
                 "/metrics: the hit rule is 1", body[:1500])
-        code, ctype, body = http_get("http://%s/report" % port)
+        code, body = unix_get(sock, "/report")
         t.check(code == 200 and json.loads(body)["target"]["pid"] == tg.pid,
-                "/report serves the last JSON report", (code, body[:300]))
+                "/report on the Unix socket serves the last JSON report", (code, body[:300]))
+        code, _, body = http_get("http://%s/report" % port)
+        t.check(code == 403, "/report is not served over TCP", (code, body))
         code, _, body = http_get("http://%s/healthz" % port)
         t.check(code == 200 and body.startswith("ok"), "/healthz answers ok", (code, body))
         code, _, _ = http_get("http://%s/nothing" % port)
