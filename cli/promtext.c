@@ -24,7 +24,9 @@ int cli_accepts_openmetrics(const char *accept)
         while (p < end && (*p == ' ' || *p == '\t'))
             p++;
         static const char want[] = "application/openmetrics-text";
-        if ((size_t)(end - p) >= sizeof want - 1 && strncasecmp(p, want, sizeof want - 1) == 0) {
+        size_t wl = sizeof want - 1;
+        if ((size_t)(end - p) >= wl && strncasecmp(p, want, wl) == 0 &&
+            (p + wl == end || p[wl] == ';' || p[wl] == ' ' || p[wl] == '\t')) {
             const char *q = p;
             bool zero = false;
             while (q < end) { /* ";q=0" (or 0.0, 0.00...) declines it */
