@@ -188,10 +188,12 @@ try:
     # ---- promtool check metrics on a live /metrics ---------------------------------------
     promtool = shutil.which("promtool")
     t.check(promtool is not None, "promtool is installed (scripts/install-deps.sh)")
+    # a window that read the interpreter (the first may start before Python is up)
     deadline = time.time() + 60
-    while time.time() < deadline and " window #" not in open(log).read():
-        time.sleep(0.1)
-    code, body = get(host, port, "/metrics", timeout=10)
+    code, body = None, ""
+    while time.time() < deadline and not (code == 200 and "sop_python_gil_held_ratio" in body):
+        time.sleep(0.2)
+        code, body = get(host, port, "/metrics", timeout=10)
     t.check(code == 200 and "sop_python_gil_held_ratio" in body,
             "/metrics after a window, with the Python families", (code, body[:500]))
     if promtool and code == 200:
