@@ -1,9 +1,10 @@
-/* collect.c — one collection: snapshot the target, its threads, children, cgroup and host;
- * wait out the window; snapshot again and compute rates; add the kernel log, the allocator,
- * NUMA placement and the CPython state; hand the result to the bridge. The top-level keys of
- * `ev` it writes itself are the schema table sop__evk_top below: documentation and the reads
- * check only, written by hand in to_tree (they sit between the groups). Depends on the probes'
- * headers and bridge/schema.h. */
+/* collect.c — one collection, a small scheduler over the evidence providers (provider.h,
+ * docs/providers.md): snapshot the target, its threads, children, cgroup and host; start every
+ * provider that is on; run the window (the sampler's ticks, or a sleep) polling each provider
+ * when it asks; snapshot again and compute rates; finish every provider, then let each emit
+ * its keys, in table order. The top-level keys of `ev` it writes itself are the schema table
+ * sop__evk_top below (documentation and the reads check only). Depends on the probes' headers,
+ * provider.h, sampler.h. */
 #include <errno.h>
 #include <fcntl.h>
 #include <math.h>
@@ -14,17 +15,13 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "../probes/cpu_budget.h"
 #include "bridge/bridge.h"
 #include "bridge/schema.h"
 #include "clock.h"
-#include "collect_gpu.h"
-#include "collect_heap.h"
-#include "collect_tasks.h"
 #include "engine.h"
 #include "evidence.h"
+#include "provider.h"
 #include "python/python.h"
-#include "rank.h"
 #include "sampler.h"
 
 #define KMSG_MAX_AGE_S (7.0 * 24 * 3600)
@@ -44,6 +41,11 @@ static bool target_alive(int pid_fd)
 {
     char buf[64];
     return sop__read_small_at(pid_fd, "stat", buf, sizeof buf) > 0;
+}
+
+bool sop__collect_target_alive(const sop_collect_ctx *cx)
+{
+    return target_alive(cx->pid_fd);
 }
 
 static void snapshot_free(snapshot *s)
@@ -89,88 +91,91 @@ static int take(int proc_root_fd, int pid_fd, int pid, const sop_collect_opts *o
     return 0;
 }
 
-/* The CPUs the job may use, once for everyone (probes/cpu_budget.c). */
-static void cpu_budget(sop_collection *c)
-{
-    sop_cpu_budget b;
-    sop__cpu_budget(c->host.ncpu, c->proc.status.cpus_allowed_list,
-                    c->proc.status.cpus_allowed_count, c->cgroup.cpuset, c->cgroup.cpuset_count,
-                    c->cgroup.quota_cpus, &b);
-    c->effective_cpus = b.effective_cpus;
-    c->capacity_cpus = b.capacity_cpus;
-}
-
-/* Whole-tree scheduling: polled at the window's start, every TREE_POLL_MS during it and at its
- * end, so threads and workers that come and go keep their time. */
-#define TREE_POLL_MS 250.0
+/* The providers of one collection: their states (NULL: off) and when each wants a poll. */
 typedef struct {
-    int root_fd, pid;
-    sop_tree_sched *t;
-    double next_ms;
-    sop_gpu_window *gpu; /* its utilisation is read at the same polls (engine/collect_gpu.c) */
-    long gpu_polls;
-    sop_tasks_window *tasks; /* asyncio tasks: first read once the sampler sees a loop run */
-    const sop_sampler *sampler;
-    const char *proc_root;
-} tree_poller;
+    sop_collect_ctx *cx;
+    void *st[SOP_NPROVIDERS];
+    double due_ms[SOP_NPROVIDERS];
+} providers;
 
-static void tree_poll(tree_poller *tp, bool final, sop_missing *missing)
+static void start_all(providers *ps)
 {
-    /* not at the window's start: a reading is NVML's average over its last period, before */
-    if (tp->gpu && tp->gpu_polls++ > 0)
-        sop__gpu_window_tick(tp->gpu);
-    if (!tp->t) {
-        tp->next_ms = sop__now_ms() + TREE_POLL_MS;
-        return;
+    sop_collect_ctx *cx = ps->cx;
+    for (size_t i = 0; i < sop__nproviders; i++) {
+        const sop_provider *p = sop__providers[i];
+        ps->due_ms[i] = INFINITY;
+        if ((cx->o->probes & p->probes) != p->probes)
+            continue;
+        ps->st[i] = p->start ? p->start(cx) : &sop__provider_on;
     }
-    sop_missing scratch = {0};
-    double now = sop__now_ms();
-    if (sop__tree_poll(tp->root_fd, tp->pid, tp->t, final, final ? missing : &scratch) == 0) {
-        if (tp->t->polls == 1)
-            tp->t->first_poll_ms = now;
-        tp->t->last_poll_ms = now;
-    }
-    sop__missing_free(&scratch);
-    tp->next_ms = now + TREE_POLL_MS;
 }
 
-static void tree_progress(void *ctx, double done_frac, long ticks)
+/* Polls the providers whose time has come; on a sampler's tick also those that asked for
+ * every tick. */
+static void poll_due(providers *ps, bool sampler_tick)
+{
+    double now = sop__now_ms();
+    for (size_t i = 0; i < sop__nproviders; i++) {
+        const sop_provider *p = sop__providers[i];
+        if (!ps->st[i] || !p->poll || !(ps->due_ms[i] <= now))
+            continue;
+        if (ps->due_ms[i] == SOP_POLL_EVERY_TICK && !sampler_tick)
+            continue;
+        ps->due_ms[i] = p->poll(ps->cx, ps->st[i], now);
+    }
+}
+
+static void first_polls(providers *ps)
+{
+    double now = sop__now_ms();
+    for (size_t i = 0; i < sop__nproviders; i++)
+        if (ps->st[i] && sop__providers[i]->poll)
+            ps->due_ms[i] = sop__providers[i]->poll(ps->cx, ps->st[i], now);
+}
+
+static bool any_polls(const providers *ps)
+{
+    for (size_t i = 0; i < sop__nproviders; i++)
+        if (ps->st[i] && ps->due_ms[i] != INFINITY)
+            return true;
+    return false;
+}
+
+static void on_tick(void *ctx, double done_frac, long ticks)
 {
     (void)done_frac, (void)ticks;
-    tree_poller *tp = ctx;
-    if (tp->tasks && tp->tasks->wanted && !tp->tasks->begun &&
-        sop__sampler_saw_asyncio(tp->sampler))
-        sop__tasks_window_begin(tp->tasks, tp->pid, tp->proc_root);
-    if (sop__now_ms() >= tp->next_ms)
-        tree_poll(tp, false, NULL);
+    poll_due(ctx, true);
 }
 
-static void tree_wait_until_ms(tree_poller *tp, double deadline_ms)
+/* Without a sampler (or after it): sleep to each poll the providers asked for, then to the end. */
+static void wait_until_ms(providers *ps, double deadline_ms)
 {
-    while ((tp->t || (tp->gpu && tp->gpu->nvml)) && tp->next_ms < deadline_ms) {
-        sleep_until_ms(tp->next_ms);
-        tree_poll(tp, false, NULL);
+    for (;;) {
+        double next = INFINITY;
+        for (size_t i = 0; i < sop__nproviders; i++)
+            if (ps->st[i] && isfinite(ps->due_ms[i]) && ps->due_ms[i] < next)
+                next = ps->due_ms[i];
+        if (!(next < deadline_ms))
+            break;
+        sleep_until_ms(next);
+        poll_due(ps, false);
     }
     sleep_until_ms(deadline_ms);
 }
 
-/* Remove member `key` of obj (a probe the caller turned off leaves its part absent). */
-static void drop_key(sop_value *obj, const char *key)
+static void finish_all(providers *ps)
 {
-    sop_value *prev = NULL;
-    for (sop_value *v = obj ? obj->child : NULL; v; prev = v, v = v->next) {
-        if (!v->key || strcmp(v->key, key) != 0)
-            continue;
-        if (prev)
-            prev->next = v->next;
-        else
-            obj->child = v->next;
-        if (obj->last == v)
-            obj->last = prev;
-        obj->count--;
-        v->next = NULL;
-        sop__v_free(v);
-        return;
+    for (size_t i = 0; i < sop__nproviders; i++)
+        if (ps->st[i] && sop__providers[i]->finish)
+            sop__providers[i]->finish(ps->cx, ps->st[i]);
+}
+
+static void free_all(providers *ps)
+{
+    for (size_t i = 0; i < sop__nproviders; i++) {
+        if (ps->st[i] && ps->st[i] != &sop__provider_on && sop__providers[i]->free)
+            sop__providers[i]->free(ps->st[i]);
+        ps->st[i] = NULL;
     }
 }
 
@@ -194,8 +199,9 @@ const sop_evk sop__evk_top[] = {
 const size_t sop__evk_top_n = sizeof sop__evk_top / sizeof sop__evk_top[0];
 #undef H
 
-static sop_value *to_tree(const sop_collection *c, double now, unsigned probes)
+static sop_value *to_tree(providers *ps)
 {
+    const sop_collection *c = ps->cx->c;
     sop_value *ev = sop__v_obj();
     if (!ev)
         return NULL;
@@ -204,28 +210,11 @@ static sop_value *to_tree(const sop_collection *c, double now, unsigned probes)
     sop__v_set_dbl(ev, "duration_s", c->duration_s);
     sop__v_set_dbl(ev, "collected_at", c->collected_at);
     sop__v_set_bool(ev, "alive", c->alive);
-    sop__bridge_host(ev, &c->host, &c->ooms, now);
-    if (c->alive) {
-        sop__bridge_proc(ev, &c->proc, &c->threads, &c->children, now);
-        sop__bridge_family(ev, c->have_parent ? &c->parent : NULL, &c->siblings, now);
-        if (!(probes & SOP_PROBE_THREADS))
-            drop_key(ev, "threads");
-        if (probes & SOP_PROBE_CGROUP)
-            sop__bridge_cgroup(ev, &c->cgroup);
-        sop__v_set_int(ev, "effective_cpus", c->effective_cpus);
-        if (c->sched)
-            sop__bridge_sched(ev, c->sched, c->effective_cpus, c->capacity_cpus);
-        if (probes & SOP_PROBE_ALLOC)
-            sop__bridge_alloc(ev, &c->alloc);
-        if (probes & SOP_PROBE_HOST)
-            sop__bridge_numa(ev, &c->numa);
-        if (c->gpu)
-            sop__bridge_gpu(ev, c->gpu);
-        if (c->python)
-            sop__bridge_python(ev, c->python);
-        if (c->sampling)
-            sop__sampler_bridge(c->sampling, ev);
-        sop__rank_identity(ev);
+    for (size_t i = 0; i < sop__nproviders; i++) {
+        const sop_provider *p = sop__providers[i];
+        void *st = c->alive ? ps->st[i] : p->post_mortem ? &sop__provider_on : NULL;
+        if (st && p->emit)
+            p->emit(ps->cx, st, ev);
     }
     sop_value *missing = sop__v_arr_at(ev, "missing");
     for (size_t i = 0; i < c->missing.n; i++) {
@@ -241,34 +230,11 @@ void sop__collection_free(sop_collection *c)
 {
     sop__thread_list_free(&c->threads);
     sop__child_list_free(&c->children);
-    sop__child_list_free(&c->siblings);
     sop__python_free(c->python);
     c->python = NULL;
     sop__sampler_close(c->sampling);
     c->sampling = NULL;
-    sop__v_free(c->heap);
-    c->heap = NULL;
-    free(c->gpu);
-    c->gpu = NULL;
-    sop__v_free(c->tasks);
-    c->tasks = NULL;
-    sop__tree_free(c->sched);
-    free(c->sched);
-    c->sched = NULL;
     sop__missing_free(&c->missing);
-}
-
-/* A Python thread is active when the OS has it running or runnable, or it holds the GIL. */
-static void mark_active_threads(sop_python *py, const sop_thread_list *threads)
-{
-    for (size_t i = 0; i < py->nthreads; i++) {
-        sop_pythread *t = &py->threads[i];
-        for (size_t j = 0; j < threads->n; j++)
-            if (threads->items[j].tid == t->tid) {
-                t->active = t->gil || threads->items[j].stat.state == 'R';
-                break;
-            }
-    }
 }
 
 /* The pid is gone: a post-mortem is possible when the kernel log remembers killing it. */
@@ -324,13 +290,18 @@ int sop__collect(int pid, const sop_collect_opts *o, sop_value **out, char **pic
     c.alive = true;
     c.effective_cpus = SOP_NA;
     c.capacity_cpus = NAN;
-    sop__numa_init(&c.numa);
     int rc = 0;
     int pid_fd = openat(root_fd, name, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    sop_collect_ctx cx = {.pid = pid,
+                          .root_fd = root_fd,
+                          .pid_fd = pid_fd,
+                          .proc_root = proc_root,
+                          .o = o,
+                          .c = &c,
+                          .pictures = pictures && (o->flags & SOP_COLLECT_PICTURES)};
+    providers ps = {.cx = &cx};
     snapshot a, b;
     double t_run = 0;
-    sop_gpu_series *gpu_lane_buf = NULL; /* a copy of the window's GPU readings, for pictures */
-    sop_timeline_gpu gpu_lane = {0};
     memset(&a, 0, sizeof a);
     memset(&b, 0, sizeof b);
     if (pid_fd < 0) {
@@ -353,50 +324,30 @@ int sop__collect(int pid, const sop_collect_opts *o, sop_value **out, char **pic
     double t0 = sop__now_ms();
     snapshot *now = &a;
     c.duration_s = 0;
-    sop_sampler *sampler = NULL;
-    bool want_heap = o->python && (o->probes & SOP_PROBE_PYTHON);
-    sop_heap_window hw = {0};
-    /* The CPython runtime is found once, here, for the census, the sampler and the stacks;
-     * each adds the reasons finding it gave where it would have found it itself, and finds
-     * it again if the process has exec'd since (py_runtime.h). */
-    sop_pyruntime rt_found, *rt = NULL;
-    if (o->python && (o->probes & SOP_PROBE_PYTHON)) {
-        sop_missing scratch = {0};
-        sop__pyruntime_find(pid, proc_root, &rt_found, &scratch);
-        sop__missing_free(&scratch);
-        rt = &rt_found;
-    }
-    if (want_heap)
-        sop__heap_window_start(&hw, rt, pid, proc_root, (o->probes & SOP_PROBE_HEAP) != 0);
-    sop_gpu_window gw;
-    sop__gpu_window_start(&gw, root_fd, &a.proc, &a.children);
-    sop_tasks_window tw = {0};
-    if (want_heap && o->duration_s > 0)
-        sop__tasks_window_start(&tw, pid, proc_root);
-    tree_poller tp = {root_fd, pid, NULL, 0, &gw, 0, tw.wanted ? &tw : NULL, NULL, proc_root};
-    if (o->duration_s > 0 && (o->probes & SOP_PROBE_THREADS)) {
-        tp.t = calloc(1, sizeof *tp.t);
-        tree_poll(&tp, false, NULL);
-    }
+    cx.proc0 = &a.proc;
+    cx.children0 = &a.children;
+    start_all(&ps);
     if (o->duration_s > 0) {
         /* A CPython target is sampled over the window; anything else is simply waited on. */
-        if (o->python && (o->probes & SOP_PROBE_PYTHON) && o->rate_hz > 0) {
+        if (cx.rt && o->rate_hz > 0) {
             sop_missing scratch = {0};
-            if (sop__sampler_open(pid, proc_root, rt,
-                                  o->children && (o->probes & SOP_PROBE_CHILDREN), &sampler,
+            if (sop__sampler_open(pid, proc_root, cx.rt,
+                                  o->children && (o->probes & SOP_PROBE_CHILDREN), &cx.sampler,
                                   &scratch) < 0)
-                sampler = NULL;
+                cx.sampler = NULL;
             sop__missing_free(&scratch);
         }
-        if (sampler && pictures && (o->flags & SOP_COLLECT_PICTURES))
-            sop__sampler_keep_timeline(sampler);
+        if (cx.sampler && cx.pictures)
+            sop__sampler_keep_timeline(cx.sampler);
+    }
+    first_polls(&ps);
+    if (o->duration_s > 0) {
         t_run = sop__now_ms(); /* the sampler's timeline starts here */
-        tp.sampler = sampler;
-        if (sampler)
-            sop__sampler_run(sampler, t0 + o->duration_s * 1e3, o->rate_hz,
-                             tp.t || gw.nvml || tp.tasks ? tree_progress : NULL, &tp);
+        if (cx.sampler)
+            sop__sampler_run(cx.sampler, t0 + o->duration_s * 1e3, o->rate_hz,
+                             any_polls(&ps) ? on_tick : NULL, &ps);
         /* the window is the asked duration whatever the rate (or a target that left early) */
-        tree_wait_until_ms(&tp, t0 + o->duration_s * 1e3);
+        wait_until_ms(&ps, t0 + o->duration_s * 1e3);
         sop_missing scratch = {0};
         int rc2 = take(root_fd, pid_fd, pid, o, &b, &scratch);
         double secs = (sop__now_ms() - t0) / 1e3;
@@ -414,14 +365,7 @@ int sop__collect(int pid, const sop_collect_opts *o, sop_value **out, char **pic
             sop__host_rates(&b.host, &a.host, secs);
             now = &b;
             c.duration_s = secs;
-            tree_poll(&tp, true, &c.missing);
-            if (tp.t && tp.t->polls >= 2 && !tp.t->no_schedstat) {
-                c.sched = tp.t;
-                tp.t = NULL;
-            } else if (tp.t && tp.t->no_schedstat) {
-                sop__missing_add(&c.missing, "sched",
-                                 "no task schedstat readable (kernel without schedstats?)");
-            }
+            cx.window_ok = true;
         } else {
             sop__missing_free(&scratch);
             sop__missing_add(&c.missing, "window",
@@ -436,62 +380,12 @@ int sop__collect(int pid, const sop_collect_opts *o, sop_value **out, char **pic
     c.cgroup = now->cgroup;
     memset(&now->threads, 0, sizeof now->threads);
     memset(&now->children, 0, sizeof now->children);
-    cpu_budget(&c);
-    c.gpu = sop__gpu_window_end(&gw, root_fd, &c.proc, &c.children, &c.missing);
-    const sop_gpu_series *gs = sop__gpu_window_series(&gw);
-    if (gs && sampler && pictures && (o->flags & SOP_COLLECT_PICTURES) &&
-        (gpu_lane_buf = malloc(sizeof *gpu_lane_buf))) { /* the timeline's GPU lane */
-        *gpu_lane_buf = *gs;
-        gpu_lane =
-            (sop_timeline_gpu){gpu_lane_buf->t_ms, gpu_lane_buf->busy_pct, gpu_lane_buf->n, t_run};
-    }
-    sop__gpu_window_free(&gw);
-    if (o->children && (o->probes & SOP_PROBE_CHILDREN) && c.proc.have_stat)
-        sop__siblings_collect(root_fd, pid, c.proc.stat.ppid, &c.parent, &c.have_parent,
-                              &c.siblings, &c.missing);
-    if (o->probes & SOP_PROBE_ALLOC)
-        sop__alloc_detect(&c.proc, &c.alloc);
-    if (o->probes & SOP_PROBE_HOST)
-        sop__numa_collect(root_fd, pid_fd, &c.numa, &c.missing);
-    bool alive_now = target_alive(pid_fd);
-    if (o->python && (o->probes & SOP_PROBE_PYTHON) && !alive_now)
-        sop__missing_add(&c.missing, "python", "the target exited; Python stacks not read");
-    if (o->python && (o->probes & SOP_PROBE_PYTHON) && alive_now) {
-        /* Right after the thread snapshot, whose OS states stand in for the probe's own reads. */
-        unsigned flags = c.threads.n ? SOP_PY_SKIP_OS_STATE : 0;
-        int prc = sop__python_collect_with(rt, pid, proc_root, flags, &c.python, &c.missing);
-        if (prc == -ENOEXEC)
-            sop__missing_add(&c.missing, "python", "not a CPython process");
-        /* The walker finds the target by number: if ours is gone now, the number may belong
-         * to another process already (pid reuse). Keep nothing it read. */
-        if (!target_alive(pid_fd) && c.python) {
-            sop__python_free(c.python);
-            c.python = NULL;
-            sop__missing_add(&c.missing, "python",
-                             "the target exited during the read; stacks discarded (pid reuse)");
-        }
-        if (c.python && flags)
-            mark_active_threads(c.python, &c.threads);
-        if (c.python && want_heap)
-            c.heap = sop__heap_window_end(
-                &hw, rt, pid, proc_root, (o->probes & SOP_PROBE_HEAP) != 0, &c.proc,
-                (o->probes & SOP_PROBE_CGROUP) ? &c.cgroup : NULL, c.duration_s, &c.missing);
-        if (c.python && want_heap)
-            c.tasks = sop__tasks_window_end(&tw, pid, proc_root, c.duration_s, &c.missing);
-    }
-    sop__heap_window_free(&hw);
-    sop__tasks_window_free(&tw);
-    if (o->kernel_log && (o->probes & SOP_PROBE_KMSG))
-        sop__kmsg_collect(&c.ooms, c.host.btime, KMSG_MAX_AGE_S, &c.missing);
+    cx.proc0 = NULL;
+    cx.children0 = NULL;
+    finish_all(&ps);
     rc = 0;
-    if (sampler && c.python) {
-        c.sampling = sampler;
-        sampler = NULL;
-    }
-    sop__sampler_close(sampler);
-    sop__tree_free(tp.t);
-    free(tp.t);
-    tp.t = NULL;
+    sop__sampler_close(cx.sampler); /* kept (c.sampling) only with the stacks it explains */
+    cx.sampler = NULL;
 done:
     snapshot_free(&a);
     snapshot_free(&b);
@@ -500,15 +394,7 @@ done:
     close(root_fd);
     if (rc == 0) {
         c.collected_at = sop__wall_s();
-        sop_value *tree = to_tree(&c, c.collected_at, c.alive ? o->probes : SOP_PROBE_ALL);
-        if (tree && c.heap) { /* ev.python.heap: the tree takes it over */
-            sop__v_set(sop__v_obj_at(tree, "python"), "heap", c.heap);
-            c.heap = NULL;
-        }
-        if (tree && c.tasks) { /* ev.python.tasks */
-            sop__v_set(sop__v_obj_at(tree, "python"), "tasks", c.tasks);
-            c.tasks = NULL;
-        }
+        sop_value *tree = to_tree(&ps);
         if (!tree) {
             rc = SOP_ENOMEM;
             snprintf(err, errlen, "out of memory");
@@ -516,11 +402,17 @@ done:
             sop__v_set_dbl(tree, "collect_ms",
                            sop__now_ms() - t_start - (c.duration_s > 0 ? c.duration_s * 1e3 : 0));
             *out = tree;
-            if (pictures && (o->flags & SOP_COLLECT_PICTURES) && c.sampling)
-                *pictures = render_pictures(c.sampling, pid, &gpu_lane);
+            if (cx.pictures && c.sampling) {
+                sop_timeline_gpu lane = {0};
+                if (cx.gpu_lane)
+                    lane = (sop_timeline_gpu){cx.gpu_lane->t_ms, cx.gpu_lane->busy_pct,
+                                              cx.gpu_lane->n, t_run};
+                *pictures = render_pictures(c.sampling, pid, &lane);
+            }
         }
     }
-    free(gpu_lane_buf);
+    free(cx.gpu_lane);
     sop__collection_free(&c);
+    free_all(&ps);
     return rc;
 }

@@ -2,12 +2,16 @@
  * tree shows a sign of GPU use (an open /dev/nvidia* file, libcuda mapped), read at the
  * window's polls, and read again at its end. With signs but no NVML, or a GPU of another vendor,
  * the collection says under `missing` what it could not see; with no sign, nothing at all.
- * Depends on probes/gpu.h, probes/proc.h, clock.h. */
+ * The provider `gpu` (provider.h) at the end: the example of a provider, one file and one line
+ * in SOP_PROVIDERS. Depends on probes/gpu.h, probes/proc.h, clock.h, bridge/bridge.h. */
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "bridge/bridge.h"
 #include "clock.h"
 #include "collect_gpu.h"
+#include "provider.h"
 
 static size_t tree_pids(const sop_proc *p, const sop_child_list *ch, int *out, size_t max)
 {
@@ -129,3 +133,74 @@ void sop__gpu_window_free(sop_gpu_window *w)
     sop__nvml_close(w->nvml);
     w->nvml = NULL;
 }
+
+/* The provider: start looks for signs of GPU use (and loads NVML on them), poll reads the
+ * utilisation every GPU_POLL_MS during the window, finish takes the end's readings, emit
+ * writes ev.gpu. */
+#define GPU_POLL_MS 250.0
+
+typedef struct {
+    sop_gpu_window w;
+    long polls;
+    sop_gpu *g; /* ev.gpu, or NULL */
+} gpu_state;
+
+static void *gpu_start(sop_collect_ctx *cx)
+{
+    gpu_state *st = calloc(1, sizeof *st);
+    if (st)
+        sop__gpu_window_start(&st->w, cx->root_fd, cx->proc0, cx->children0);
+    return st;
+}
+
+static double gpu_poll(sop_collect_ctx *cx, void *p, double now_ms)
+{
+    (void)cx;
+    gpu_state *st = p;
+    if (!st->w.nvml)
+        return INFINITY;
+    /* not at the window's start: a reading is NVML's average over its last period, before */
+    if (st->polls++ > 0)
+        sop__gpu_window_tick(&st->w);
+    return now_ms + GPU_POLL_MS;
+}
+
+static void gpu_finish(sop_collect_ctx *cx, void *p)
+{
+    gpu_state *st = p;
+    sop_collection *c = cx->c;
+    if (cx->window_ok && st->polls++ > 0) /* the window's last reading */
+        sop__gpu_window_tick(&st->w);
+    st->g = sop__gpu_window_end(&st->w, cx->root_fd, &c->proc, &c->children, &c->missing);
+    const sop_gpu_series *gs = sop__gpu_window_series(&st->w);
+    if (gs && cx->sampler && cx->pictures && (cx->gpu_lane = malloc(sizeof *cx->gpu_lane)))
+        *cx->gpu_lane = *gs; /* the timeline's GPU lane */
+    sop__gpu_window_free(&st->w);
+}
+
+static void gpu_emit(const sop_collect_ctx *cx, void *p, sop_value *ev)
+{
+    (void)cx;
+    const gpu_state *st = p;
+    if (st->g)
+        sop__bridge_gpu(ev, st->g);
+}
+
+static void gpu_free(void *p)
+{
+    gpu_state *st = p;
+    sop__gpu_window_free(&st->w);
+    free(st->g);
+    free(st);
+}
+
+const sop_provider sop__provider_gpu = {
+    .name = "gpu",
+    .rows = sop__evk_gpu,
+    .nrows = &sop__evk_gpu_n,
+    .start = gpu_start,
+    .poll = gpu_poll,
+    .finish = gpu_finish,
+    .emit = gpu_emit,
+    .free = gpu_free,
+};

@@ -9,6 +9,7 @@
 #include <stdlib.h>
 
 #include "heap.h"
+#include "provider.h"
 
 #define HEAP_AUTO_MIB_PER_S 1.0
 #define HEAP_AUTO_MIN_S 2.0
@@ -62,3 +63,64 @@ void sop__heap_window_free(sop_heap_window *w)
     sop__heap_free(w->a);
     w->a = NULL;
 }
+
+/* The provider `heap` (provider.h): ev.python.heap, when the python provider read the target. */
+typedef struct {
+    sop_heap_window w;
+    struct sop_value *heap; /* ev.python.heap, or NULL */
+} heap_state;
+
+static bool heap_forced(const sop_collect_ctx *cx)
+{
+    return (cx->o->probes & SOP_PROBE_HEAP) != 0;
+}
+
+static void *heap_start(sop_collect_ctx *cx)
+{
+    if (!cx->o->python)
+        return NULL;
+    heap_state *st = calloc(1, sizeof *st);
+    if (st)
+        sop__heap_window_start(&st->w, cx->rt, cx->pid, cx->proc_root, heap_forced(cx));
+    return st;
+}
+
+static void heap_finish(sop_collect_ctx *cx, void *p)
+{
+    heap_state *st = p;
+    const sop_collection *c = cx->c;
+    if (c->python)
+        st->heap = sop__heap_window_end(
+            &st->w, cx->rt, cx->pid, cx->proc_root, heap_forced(cx), &c->proc,
+            (cx->o->probes & SOP_PROBE_CGROUP) ? &c->cgroup : NULL, c->duration_s, &cx->c->missing);
+    sop__heap_window_free(&st->w);
+}
+
+static void heap_emit(const sop_collect_ctx *cx, void *p, struct sop_value *ev)
+{
+    (void)cx;
+    heap_state *st = p;
+    if (st->heap) { /* the tree takes it over */
+        sop__v_set(sop__v_obj_at(ev, "python"), "heap", st->heap);
+        st->heap = NULL;
+    }
+}
+
+static void heap_free(void *p)
+{
+    heap_state *st = p;
+    sop__heap_window_free(&st->w);
+    sop__v_free(st->heap);
+    free(st);
+}
+
+const sop_provider sop__provider_heap = {
+    .name = "heap",
+    .probes = SOP_PROBE_PYTHON,
+    .rows = sop__evk_heap,
+    .nrows = &sop__evk_heap_n,
+    .start = heap_start,
+    .finish = heap_finish,
+    .emit = heap_emit,
+    .free = heap_free,
+};

@@ -10,6 +10,7 @@
 #include "collect_tasks.h"
 
 #include <fcntl.h>
+#include <math.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -18,6 +19,8 @@
 #include "../probes/python/asyncio_tasks.h"
 #include "bridge/bridge.h"
 #include "procfs.h"
+#include "provider.h"
+#include "sampler.h"
 
 #define MAPS_MAX (16u << 20)
 /* GC objects one read looks at: ~0.5-1 s on a big heap (10,000 tasks among 105,000 objects
@@ -76,3 +79,70 @@ void sop__tasks_window_free(sop_tasks_window *w)
     sop__tasks_free(w->a);
     w->a = NULL;
 }
+
+/* The provider `tasks` (provider.h): ev.python.tasks; the first read on the sampler's tick that
+ * first sees asyncio run, the second at the window's end. */
+typedef struct {
+    sop_tasks_window w;
+    struct sop_value *tasks; /* ev.python.tasks, or NULL */
+} tasks_state;
+
+static void *tasks_start(sop_collect_ctx *cx)
+{
+    if (!cx->o->python || !(cx->o->duration_s > 0))
+        return NULL;
+    tasks_state *st = calloc(1, sizeof *st);
+    if (st)
+        sop__tasks_window_start(&st->w, cx->pid, cx->proc_root);
+    return st;
+}
+
+static double tasks_poll(sop_collect_ctx *cx, void *p, double now_ms)
+{
+    (void)now_ms;
+    tasks_state *st = p;
+    if (!st->w.wanted || st->w.begun)
+        return INFINITY;
+    if (cx->sampler && sop__sampler_saw_asyncio(cx->sampler))
+        sop__tasks_window_begin(&st->w, cx->pid, cx->proc_root);
+    return st->w.begun ? INFINITY : SOP_POLL_EVERY_TICK;
+}
+
+static void tasks_finish(sop_collect_ctx *cx, void *p)
+{
+    tasks_state *st = p;
+    if (cx->c->python)
+        st->tasks = sop__tasks_window_end(&st->w, cx->pid, cx->proc_root, cx->c->duration_s,
+                                          &cx->c->missing);
+    sop__tasks_window_free(&st->w);
+}
+
+static void tasks_emit(const sop_collect_ctx *cx, void *p, struct sop_value *ev)
+{
+    (void)cx;
+    tasks_state *st = p;
+    if (st->tasks) { /* the tree takes it over */
+        sop__v_set(sop__v_obj_at(ev, "python"), "tasks", st->tasks);
+        st->tasks = NULL;
+    }
+}
+
+static void tasks_free(void *p)
+{
+    tasks_state *st = p;
+    sop__tasks_window_free(&st->w);
+    sop__v_free(st->tasks);
+    free(st);
+}
+
+const sop_provider sop__provider_tasks = {
+    .name = "tasks",
+    .probes = SOP_PROBE_PYTHON,
+    .rows = sop__evk_tasks,
+    .nrows = &sop__evk_tasks_n,
+    .start = tasks_start,
+    .poll = tasks_poll,
+    .finish = tasks_finish,
+    .emit = tasks_emit,
+    .free = tasks_free,
+};

@@ -24,28 +24,21 @@ typedef struct sop_collection {
     double duration_s;
     double collected_at; /* epoch seconds */
     bool alive;          /* false: the pid was gone; only the kernel log speaks of it */
+    /* the window's last snapshot (engine/collect.c) */
     sop_host host;
-    sop_oom_list ooms;
     sop_proc proc;
     sop_thread_list threads;
     sop_child_list children;
-    sop_child parent; /* valid when have_parent */
-    bool have_parent;
-    sop_child_list siblings; /* the parent's other children */
     sop_cgroup cgroup;
-    int64_t effective_cpus;
-    double capacity_cpus;  /* effective_cpus with the quota as a fraction (probes/cpu_budget.c) */
-    sop_tree_sched *sched; /* whole-tree scheduling over the window; NULL when not measured */
-    sop_alloc alloc;
-    sop_numa numa;                /* host.numa and proc.numa */
-    sop_gpu *gpu;                 /* ev.gpu (probes/gpu_nvml.c); NULL when not read */
-    struct sop_python *python;    /* NULL when not CPython or not read */
+    /* what providers read from each other (provider.h); the rest they keep in their state */
+    sop_oom_list ooms;            /* the kernel log's (kmsg provider), emitted under host */
+    int64_t effective_cpus;       /* the budget provider's (probes/cpu_budget.c) */
+    double capacity_cpus;         /* effective_cpus with the quota as a fraction */
+    struct sop_python *python;    /* NULL when not CPython or not read (python provider) */
     struct sop_sampler *sampling; /* the window's stack samples (engine/sampler.h); or NULL */
-    struct sop_value *heap;       /* ev.python.heap (engine/collect_heap.c); or NULL */
-    struct sop_value *tasks;      /* ev.python.tasks (engine/collect_tasks.c); or NULL */
     sop_missing missing;
 } sop_collection;
 
-void sop__collection_free(sop_collection *c); /* frees the parts, not ev itself */
+void sop__collection_free(sop_collection *c); /* frees the parts, not ev itself (collect.c) */
 
 #endif

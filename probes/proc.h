@@ -194,6 +194,10 @@ int sop__parse_smaps_rollup(const char *text, sop_smaps *out);
 int sop__parse_io(const char *text, sop_io *out);
 int sop__parse_limits(const char *text, sop_limits *out);
 int sop__parse_schedstat(const char *text, sop_schedstat *out);
+/* Read and parse the schedstat file `path` under dirfd ("schedstat", "task/TID/schedstat"):
+ * the one reader of these files. 0; -errno of the read; -ENODATA when empty; -EINVAL when
+ * unparsable. *out is all SOP_NA unless 0. */
+int sop__read_schedstat_at(int dirfd, const char *path, sop_schedstat *out);
 /* environ is NUL-separated: give the length. Only allow-listed names are kept. */
 int sop__parse_environ(const char *buf, size_t len, sop_env *out);
 bool sop__env_allowed(const char *name);

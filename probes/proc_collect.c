@@ -171,9 +171,9 @@ int sop__proc_collect(int proc_dirfd, int pid, sop_proc *out, sop_missing *missi
         miss(missing, "limits", rc);
     }
 
-    rc = small(proc_dirfd, "schedstat", buf, sizeof buf, &len);
-    if (rc == 0)
-        rc = sop__parse_schedstat(buf, &out->sched);
+    rc = sop__read_schedstat_at(proc_dirfd, "schedstat", &out->sched);
+    if (rc == -ENODATA)
+        rc = -EINVAL; /* an empty file is an unparsable one here */
     if (rc == 0) {
         out->have_sched = true;
         ok++;

@@ -52,12 +52,10 @@ static int read_thread(int taskfd, int tid, sop_thread *t, sop_missing *missing)
     snprintf(t->name, sizeof t->name, "%s", t->stat.comm); /* stat's comm is task/TID/comm */
 
     snprintf(path, sizeof path, "%d/schedstat", tid);
-    n = sop__read_seq_at(taskfd, path, buf, sizeof buf);
-    if (n > 0)
-        sop__parse_schedstat(buf, &t->sched);
-    else if (!gone(n))
+    int src = sop__read_schedstat_at(taskfd, path, &t->sched);
+    if (src != 0 && src != -EINVAL && !gone(src)) /* an unparsable one stays absent */
         sop__missing_add(missing, "threads", "task schedstat: %s",
-                         n < 0 ? sop__strerror((int)-n) : "empty");
+                         src == -ENODATA ? "empty" : sop__strerror(-src));
 
     /* its own IO: a thread reading mapped files through faults has read_bytes, few syscr */
     snprintf(path, sizeof path, "%d/io", tid);

@@ -187,16 +187,12 @@ static int poll_proc(int rootfd, int pid, int ppid, sop_tree_sched *t, bool fina
     sop_tree_proc *p = sop__tree_observe_proc(t, pid, ppid, comm);
     if (p && final)
         read_final(pfd, p);
-    char buf[256], name[16];
+    char name[16];
     for (long i = 0; i < nt; i++) {
         snprintf(path, sizeof path, "task/%d/schedstat", tids[i]);
-        long n = sop__read_small_at(pfd, path, buf, sizeof buf);
-        if (n <= 0)
-            continue; /* gone between the listing and the read, or no schedstat */
-        buf[n < (long)sizeof buf ? n : (long)sizeof buf - 1] = '\0';
         sop_schedstat ss;
-        if (sop__parse_schedstat(buf, &ss) != 0)
-            continue;
+        if (sop__read_schedstat_at(pfd, path, &ss) != 0)
+            continue; /* gone between the listing and the read, or no schedstat */
         t->no_schedstat = false;
         name[0] = '\0';
         if (!find_thread(t, pid, tids[i])) {

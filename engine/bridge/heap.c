@@ -23,26 +23,38 @@ typedef struct {
     double growth_explained;
 } heap_figs;
 
+/* The writers of the rows that are computed, objects or arrays (defined below the table; ctx
+ * a heap_ctx; the rows under them are written with them). */
+static void w_complete(sop_value *o, const char *name, const void *base, void *ctx);
+static void w_partial(sop_value *o, const char *name, const void *base, void *ctx);
+static void w_numpy(sop_value *o, const char *name, const void *base, void *ctx);
+static void w_lists(sop_value *o, const char *name, const void *base, void *ctx);
+static void w_types(sop_value *o, const char *name, const void *base, void *ctx);
+static void w_version(sop_value *o, const char *name, const void *base, void *ctx);
+static void w_stopped(sop_value *o, const char *name, const void *base, void *ctx);
+static void w_growth(sop_value *o, const char *name, const void *base, void *ctx);
+
 #define H SOP_EVK_H
 #define D(k, f, u, d) SOP_EVK_D(k, heap_figs, f, u, d)
 #define I(k, f, u, d) SOP_EVK_I(k, heap_figs, f, u, d)
 const sop_evk sop__evk_heap[] = {
-    H("complete", SOP_EVK_BOOL, "", "every list walked end to end, consistently"),
-    H("partial", SOP_EVK_TEXT, "", "where a walk stopped"),
+    SOP_EVK_W("complete", SOP_EVK_BOOL, w_complete, "",
+              "every list walked end to end, consistently"),
+    SOP_EVK_W("partial", SOP_EVK_TEXT, w_partial, "", "where a walk stopped"),
     D("objects", objects, "", "GC-tracked"),
     D("bytes", bytes, "B", "estimate"),
     D("untracked", untracked, "", "objects the GC does not track, held by tracked containers"),
-    H("numpy", SOP_EVK_OBJ, "", "arrays owning their data, when one was met"),
+    SOP_EVK_W("numpy", SOP_EVK_OBJ, w_numpy, "", "arrays owning their data, when one was met"),
     H("numpy.arrays", SOP_EVK_NUM, "", ""),
     H("numpy.nbytes", SOP_EVK_NUM, "B", ""),
     H("numpy.nbytes_growth", SOP_EVK_NUM, "B", "two censuses"),
     I("types_total", types_total, "", ""),
-    H("lists", SOP_EVK_OBJ, "", "how far each list walk got"),
+    SOP_EVK_W("lists", SOP_EVK_OBJ, w_lists, "", "how far each list walk got"),
     H("lists.*", SOP_EVK_OBJ, "", "`gen0`, `gen1`, `gen2`, `permanent`"),
     H("lists.*.objects", SOP_EVK_NUM, "", ""),
     H("lists.*.complete", SOP_EVK_BOOL, "", ""),
     I("restarts", restarts, "", "list walks restarted after inconsistent data"),
-    H("types", SOP_EVK_ARR, "", "top 25 by bytes"),
+    SOP_EVK_W("types", SOP_EVK_ARR, w_types, "", "top 25 by bytes"),
     H("types[].name", SOP_EVK_TEXT, "", ""),
     H("types[].count", SOP_EVK_NUM, "", ""),
     H("types[].bytes", SOP_EVK_NUM, "B", ""),
@@ -51,12 +63,12 @@ const sop_evk sop__evk_heap[] = {
     I("anon_kb", anon_kb, "kB", "the anonymous memory at the (last) census"),
     D("explained", explained, "", "bytes / anonymous memory, <= 1"),
     I("gc_enabled", gc_enabled, "", ""),
-    H("version", SOP_EVK_TEXT, "", ""),
+    SOP_EVK_W("version", SOP_EVK_TEXT, w_version, "", ""),
     D("census_ms", census_ms, "ms", "wall time of the walks"),
-    H("stopped", SOP_EVK_BOOL, "", "read with the process stopped"),
+    SOP_EVK_W("stopped", SOP_EVK_BOOL, w_stopped, "", "read with the process stopped"),
     D("pause_ms", pause_ms, "ms", "the longest stop"),
     D("window_s", window_s, "s", "two censuses: the time between them"),
-    H("growth", SOP_EVK_ARR, "", "signed deltas, top 25 by bytes"),
+    SOP_EVK_W("growth", SOP_EVK_ARR, w_growth, "", "signed deltas, top 25 by bytes"),
     H("growth[].name", SOP_EVK_TEXT, "", ""),
     H("growth[].count", SOP_EVK_INT, "", ""),
     H("growth[].bytes", SOP_EVK_INT, "B", ""),
@@ -101,48 +113,82 @@ typedef struct {
     size_t top;
 } heap_ctx;
 
-static void heap_hand(sop_value *o, const sop_evk *row, const char *name, void *ctx)
+static void w_complete(sop_value *o, const char *name, const void *base, void *ctx)
 {
-    (void)row;
+    (void)base;
     const heap_ctx *c = ctx;
-    const sop_pyheap *a = c->a, *b = c->b, *h = c->h;
-    if (strcmp(name, "complete") == 0) {
-        sop__v_set_bool(o, name, a->complete && (!b || b->complete));
-    } else if (strcmp(name, "partial") == 0) {
-        if (!a->complete)
-            sop__v_set(o, name, sop__bridge_text(a->partial));
-        else if (b && !b->complete)
-            sop__v_set(o, name, sop__bridge_text(b->partial));
-    } else if (strcmp(name, "numpy") == 0) {
-        if (!h->numpy_seen)
-            return;
-        sop_value *np = sop__v_obj_at(o, name);
-        sop__v_set_dbl(np, "arrays", (double)h->numpy_arrays);
-        sop__v_set_dbl(np, "nbytes", (double)h->numpy_nbytes);
-        if (b)
-            sop__v_set_dbl(np, "nbytes_growth", (double)b->numpy_nbytes - (double)a->numpy_nbytes);
-    } else if (strcmp(name, "lists") == 0) {
-        /* How far each list walk got (a partial census says which list stopped). */
-        static const char *const lists[SOP_HEAP_LISTS] = {"gen0", "gen1", "gen2", "permanent"};
-        sop_value *lv = sop__v_obj_at(o, name);
-        for (int g = 0; lv && g < SOP_HEAP_LISTS; g++) {
-            sop_value *l = sop__v_obj_at(lv, lists[g]);
-            sop__v_set_dbl(l, "objects", (double)h->list_objects[g]);
-            sop__v_set_bool(l, "complete", h->list_complete[g]);
-        }
-    } else if (strcmp(name, "types") == 0) {
-        sop__v_set(o, name, types_value(h->types, h->ntypes, c->top, false));
-    } else if (strcmp(name, "version") == 0) {
-        sop__v_set(o, name, sop__bridge_text(h->version));
-    } else if (strcmp(name, "stopped") == 0) {
-        sop__v_set_bool(o, name, h->stopped);
-    } else if (strcmp(name, "growth") == 0 && b) {
-        sop_heap_type *g = NULL;
-        long n = sop__heap_growth(a, b, &g);
-        if (n >= 0) {
-            sop__v_set(o, name, types_value(g, (size_t)n, c->top, true));
-            free(g);
-        }
+    sop__v_set_bool(o, name, c->a->complete && (!c->b || c->b->complete));
+}
+
+static void w_partial(sop_value *o, const char *name, const void *base, void *ctx)
+{
+    (void)base;
+    const heap_ctx *c = ctx;
+    if (!c->a->complete)
+        sop__v_set(o, name, sop__bridge_text(c->a->partial));
+    else if (c->b && !c->b->complete)
+        sop__v_set(o, name, sop__bridge_text(c->b->partial));
+}
+
+static void w_numpy(sop_value *o, const char *name, const void *base, void *ctx)
+{
+    (void)base;
+    const heap_ctx *c = ctx;
+    const sop_pyheap *h = c->h;
+    if (!h->numpy_seen)
+        return;
+    sop_value *np = sop__v_obj_at(o, name);
+    sop__v_set_dbl(np, "arrays", (double)h->numpy_arrays);
+    sop__v_set_dbl(np, "nbytes", (double)h->numpy_nbytes);
+    if (c->b)
+        sop__v_set_dbl(np, "nbytes_growth",
+                       (double)c->b->numpy_nbytes - (double)c->a->numpy_nbytes);
+}
+
+/* How far each list walk got (a partial census says which list stopped). */
+static void w_lists(sop_value *o, const char *name, const void *base, void *ctx)
+{
+    (void)base;
+    const sop_pyheap *h = ((const heap_ctx *)ctx)->h;
+    static const char *const lists[SOP_HEAP_LISTS] = {"gen0", "gen1", "gen2", "permanent"};
+    sop_value *lv = sop__v_obj_at(o, name);
+    for (int g = 0; lv && g < SOP_HEAP_LISTS; g++) {
+        sop_value *l = sop__v_obj_at(lv, lists[g]);
+        sop__v_set_dbl(l, "objects", (double)h->list_objects[g]);
+        sop__v_set_bool(l, "complete", h->list_complete[g]);
+    }
+}
+
+static void w_types(sop_value *o, const char *name, const void *base, void *ctx)
+{
+    (void)base;
+    const heap_ctx *c = ctx;
+    sop__v_set(o, name, types_value(c->h->types, c->h->ntypes, c->top, false));
+}
+
+static void w_version(sop_value *o, const char *name, const void *base, void *ctx)
+{
+    (void)base;
+    sop__v_set(o, name, sop__bridge_text(((const heap_ctx *)ctx)->h->version));
+}
+
+static void w_stopped(sop_value *o, const char *name, const void *base, void *ctx)
+{
+    (void)base;
+    sop__v_set_bool(o, name, ((const heap_ctx *)ctx)->h->stopped);
+}
+
+static void w_growth(sop_value *o, const char *name, const void *base, void *ctx)
+{
+    (void)base;
+    const heap_ctx *c = ctx;
+    if (!c->b)
+        return;
+    sop_heap_type *g = NULL;
+    long n = sop__heap_growth(c->a, c->b, &g);
+    if (n >= 0) {
+        sop__v_set(o, name, types_value(g, (size_t)n, c->top, true));
+        free(g);
     }
 }
 
@@ -191,6 +237,6 @@ sop_value *sop__bridge_heap(const struct sop_pyheap *a, const struct sop_pyheap 
         }
     }
     heap_ctx c = {a, b, h, top};
-    sop__bridge_keys(o, &f, sop__evk_heap, sop__evk_heap_n, "", heap_hand, &c);
+    sop__bridge_keys(o, &f, sop__evk_heap, sop__evk_heap_n, "", NULL, &c);
     return o;
 }

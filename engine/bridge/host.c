@@ -9,6 +9,16 @@
 #include "bridge.h"
 #include "schema.h"
 
+/* The writers of the rows that are objects, arrays or computed (defined below the table). */
+static void w_cpu(sop_value *o, const char *name, const void *base, void *ctx);
+static void w_vm(sop_value *o, const char *name, const void *base, void *ctx);
+static void w_psi(sop_value *o, const char *name, const void *base, void *ctx);
+static void w_disks(sop_value *o, const char *name, const void *base, void *ctx);
+static void w_read_kb(sop_value *o, const char *name, const void *base, void *ctx);
+static void w_written_kb(sop_value *o, const char *name, const void *base, void *ctx);
+static void w_oom_pid(sop_value *o, const char *name, const void *base, void *ctx);
+static void w_oom_age_s(sop_value *o, const char *name, const void *base, void *ctx);
+
 #define I(k, f, u, d) SOP_EVK_I(k, sop_host, f, u, d)
 #define D(k, f, u, d) SOP_EVK_D(k, sop_host, f, u, d)
 #define H SOP_EVK_H
@@ -34,13 +44,13 @@ const sop_evk sop__evk_host[] = {
     I("processes", processes, "", "/proc/stat \"processes\": forks since boot"),
     D("forks_per_s", forks_per_s, "1/s", "its rate (window)"),
     D("boot_time", btime, "s", "epoch seconds"),
-    H("cpu", SOP_EVK_OBJ, "", "the host's CPU split over the window (/proc/stat)"),
+    SOP_EVK_W("cpu", SOP_EVK_OBJ, w_cpu, "", "the host's CPU split over the window (/proc/stat)"),
     D("cpu.user_pct", cpu_user_pct, "%", "user time"),
     D("cpu.system_pct", cpu_system_pct, "%", "system time"),
     D("cpu.iowait_pct", cpu_iowait_pct, "%", "iowait"),
     D("cpu.idle_pct", cpu_idle_pct, "%", "idle"),
     D("cpu.steal_pct", cpu_steal_pct, "%", "stolen by the hypervisor"),
-    H("vm", SOP_EVK_OBJ, "", "/proc/vmstat counters"),
+    SOP_EVK_W("vm", SOP_EVK_OBJ, w_vm, "", "/proc/vmstat counters"),
     I("vm.pswpin", pswpin, "pages", "pages swapped in since boot"),
     I("vm.pswpout", pswpout, "pages", "pages swapped out since boot"),
     I("vm.pgfault", pgfault, "", "page faults since boot"),
@@ -48,19 +58,20 @@ const sop_evk sop__evk_host[] = {
     D("vm.swap_in_per_s", swap_in_per_s, "pages/s", "window"),
     D("vm.swap_out_per_s", swap_out_per_s, "pages/s", "window"),
     D("vm.pgmajfault_per_s", pgmajfault_per_s, "1/s", "window"),
-    H("psi", SOP_EVK_OBJ, "", "pressure stall information, when the kernel has it"),
+    SOP_EVK_W("psi", SOP_EVK_OBJ, w_psi, "", "pressure stall information, when the kernel has it"),
     H("psi.*", SOP_EVK_OBJ, "", "`cpu`, `memory`, `io` (/proc/pressure/*)"),
     H("psi.*.*", SOP_EVK_OBJ, "", "`some`, `full` (the kernel's lines)"),
     SOP_EVK_D("psi.*.*.avg10", sop_psi_line, avg10, "%", "share of time stalled, 10 s average"),
     SOP_EVK_D("psi.*.*.avg60", sop_psi_line, avg60, "%", "60 s average"),
     SOP_EVK_D("psi.*.*.avg300", sop_psi_line, avg300, "%", "300 s average"),
     SOP_EVK_I("psi.*.*.total_us", sop_psi_line, total_us, "us", "total stall time"),
-    H("disks", SOP_EVK_ARR, "", "whole disks only (/proc/diskstats)"),
+    SOP_EVK_W("disks", SOP_EVK_ARR, w_disks, "", "whole disks only (/proc/diskstats)"),
     SOP_EVK_T("disks[].name", sop_disk, name, "device name"),
     SOP_EVK_I("disks[].reads", sop_disk, reads, "", "reads completed since boot"),
     SOP_EVK_I("disks[].writes", sop_disk, writes, "", "writes completed since boot"),
-    H("disks[].read_kb", SOP_EVK_INT, "kB", "read since boot (sectors / 2)"),
-    H("disks[].written_kb", SOP_EVK_INT, "kB", "written since boot (sectors / 2)"),
+    SOP_EVK_W("disks[].read_kb", SOP_EVK_INT, w_read_kb, "kB", "read since boot (sectors / 2)"),
+    SOP_EVK_W("disks[].written_kb", SOP_EVK_INT, w_written_kb, "kB",
+              "written since boot (sectors / 2)"),
     SOP_EVK_I("disks[].io_ms", sop_disk, io_ms, "ms", "time spent doing IO since boot"),
     SOP_EVK_D("disks[].util_pct", sop_disk, util_pct, "%", "busy time (window)"),
     SOP_EVK_D("disks[].r_await_ms", sop_disk, r_await_ms, "ms", "mean read wait (window)"),
@@ -86,7 +97,7 @@ const sop_evk sop__evk_host[] = {
     H("oom_kills", SOP_EVK_ARR, "",
       "the kernel log's OOM kills, newest last; present only when the kernel log was read: "
       "[] = no kill seen"),
-    H("oom_kills[].pid", SOP_EVK_INT, "", "the victim"),
+    SOP_EVK_W("oom_kills[].pid", SOP_EVK_INT, w_oom_pid, "", "the victim"),
     SOP_EVK_T("oom_kills[].comm", sop_oom, comm, "the victim's comm"),
     SOP_EVK_I("oom_kills[].anon_rss_kb", sop_oom, anon_rss_kb, "kB", "anon-rss at the kill"),
     SOP_EVK_I("oom_kills[].file_rss_kb", sop_oom, file_rss_kb, "kB", "file-rss"),
@@ -102,7 +113,7 @@ const sop_evk sop__evk_host[] = {
     SOP_EVK_T("oom_kills[].oom_memcg", sop_oom, oom_memcg, "the cgroup whose limit was hit"),
     SOP_EVK_T("oom_kills[].invoker", sop_oom, invoker, "comm that invoked the killer"),
     SOP_EVK_D("oom_kills[].time", sop_oom, time, "s", "epoch seconds"),
-    H("oom_kills[].age_s", SOP_EVK_NUM, "s", "now - time"),
+    SOP_EVK_W("oom_kills[].age_s", SOP_EVK_NUM, w_oom_age_s, "s", "now - time"),
     SOP_EVK_D("oom_kills[].uptime_s", sop_oom, uptime_s, "s", "the record's stamp"),
 };
 const size_t sop__evk_host_n = sizeof sop__evk_host / sizeof sop__evk_host[0];
@@ -110,9 +121,9 @@ const size_t sop__evk_host_n = sizeof sop__evk_host / sizeof sop__evk_host[0];
 #undef D
 #undef H
 
-static void set(sop_value *o, const void *base, const char *prefix, sop_evk_hand_fn hand, void *ctx)
+static void set(sop_value *o, const void *base, const char *prefix, void *ctx)
 {
-    sop__bridge_keys(o, base, sop__evk_host, sop__evk_host_n, prefix, hand, ctx);
+    sop__bridge_keys(o, base, sop__evk_host, sop__evk_host_n, prefix, NULL, ctx);
 }
 
 static sop_value *psi_line(const sop_psi_line *l)
@@ -121,7 +132,7 @@ static sop_value *psi_line(const sop_psi_line *l)
         return NULL;
     sop_value *o = sop__v_obj();
     if (o)
-        set(o, l, "psi.*.*.", NULL, NULL);
+        set(o, l, "psi.*.*.", NULL);
     return o;
 }
 
@@ -137,12 +148,21 @@ static void add_psi(sop_value *psi, const char *key, const sop_psi *p)
     sop__bridge_attach(psi, key, o);
 }
 
-static void disk_hand(sop_value *o, const sop_evk *row, const char *name, void *ctx)
+static int64_t sectors_kb(int64_t sectors)
 {
-    (void)row;
-    const sop_disk *d = ctx;
-    int64_t sectors = strcmp(name, "read_kb") == 0 ? d->read_sectors : d->write_sectors;
-    sop__v_set_int(o, name, sectors == SOP_NA ? SOP_NA : sectors / 2);
+    return sectors == SOP_NA ? SOP_NA : sectors / 2;
+}
+
+static void w_read_kb(sop_value *o, const char *name, const void *base, void *ctx)
+{
+    (void)ctx;
+    sop__v_set_int(o, name, sectors_kb(((const sop_disk *)base)->read_sectors));
+}
+
+static void w_written_kb(sop_value *o, const char *name, const void *base, void *ctx)
+{
+    (void)ctx;
+    sop__v_set_int(o, name, sectors_kb(((const sop_disk *)base)->write_sectors));
 }
 
 static void add_disks(sop_value *host, const sop_host *h)
@@ -155,7 +175,7 @@ static void add_disks(sop_value *host, const sop_host *h)
         sop_value *o = sop__v_obj();
         if (!o)
             return;
-        set(o, d, "disks[].", disk_hand, (void *)d);
+        set(o, d, "disks[].", NULL);
         sop__v_push(arr, o);
     }
 }
@@ -165,16 +185,20 @@ typedef struct {
     double now;
 } oom_ctx;
 
-static void oom_hand(sop_value *o, const sop_evk *row, const char *name, void *ctx)
+static void w_oom_pid(sop_value *o, const char *name, const void *base, void *ctx)
 {
-    (void)row;
+    (void)base;
     const oom_ctx *c = ctx;
-    if (strcmp(name, "pid") == 0) {
-        if (c->kill->pid > 0)
-            sop__v_set_int(o, "pid", c->kill->pid);
-    } else if (isfinite(c->kill->time) && isfinite(c->now)) { /* age_s */
-        sop__v_set_dbl(o, "age_s", c->now - c->kill->time);
-    }
+    if (c->kill->pid > 0)
+        sop__v_set_int(o, name, c->kill->pid);
+}
+
+static void w_oom_age_s(sop_value *o, const char *name, const void *base, void *ctx)
+{
+    (void)base;
+    const oom_ctx *c = ctx;
+    if (isfinite(c->kill->time) && isfinite(c->now))
+        sop__v_set_dbl(o, name, c->now - c->kill->time);
 }
 
 static void add_ooms(sop_value *host, const sop_oom_list *ooms, double now)
@@ -186,34 +210,52 @@ static void add_ooms(sop_value *host, const sop_oom_list *ooms, double now)
         sop_value *o = sop__v_obj();
         if (!o)
             return;
-        set(o, c.kill, "oom_kills[].", oom_hand, &c);
+        set(o, c.kill, "oom_kills[].", &c);
         sop__v_push(arr, o);
     }
 }
 
-/* The host's own level: its objects are built where the walk reaches their row. */
-static void host_hand(sop_value *host, const sop_evk *row, const char *name, void *ctx)
+/* The host's own level (base the sop_host): its objects are built where the walk reaches their
+ * row; numa: engine/bridge/numa.c; oom_kills: below, also without a host. */
+static void add_obj(sop_value *host, const char *name, const sop_host *h)
 {
-    (void)row;
-    const sop_host *h = ctx;
-    if (strcmp(name, "cpu") == 0 || strcmp(name, "vm") == 0) {
-        sop_value *o = sop__v_obj();
-        char prefix[8];
-        snprintf(prefix, sizeof prefix, "%s.", name);
-        if (o)
-            set(o, h, prefix, NULL, NULL);
-        sop__bridge_attach(host, name, o);
-    } else if (strcmp(name, "psi") == 0) {
-        sop_value *psi = sop__v_obj();
-        if (psi) {
-            add_psi(psi, "cpu", &h->psi_cpu);
-            add_psi(psi, "memory", &h->psi_memory);
-            add_psi(psi, "io", &h->psi_io);
-        }
-        sop__bridge_attach(host, "psi", psi);
-    } else if (strcmp(name, "disks") == 0) {
-        add_disks(host, h);
-    } /* numa: engine/bridge/numa.c; oom_kills: below, also without `h` */
+    sop_value *o = sop__v_obj();
+    char prefix[8];
+    snprintf(prefix, sizeof prefix, "%s.", name);
+    if (o)
+        set(o, h, prefix, NULL);
+    sop__bridge_attach(host, name, o);
+}
+
+static void w_cpu(sop_value *o, const char *name, const void *base, void *ctx)
+{
+    (void)ctx;
+    add_obj(o, name, base);
+}
+
+static void w_vm(sop_value *o, const char *name, const void *base, void *ctx)
+{
+    (void)ctx;
+    add_obj(o, name, base);
+}
+
+static void w_psi(sop_value *host, const char *name, const void *base, void *ctx)
+{
+    (void)ctx;
+    const sop_host *h = base;
+    sop_value *psi = sop__v_obj();
+    if (psi) {
+        add_psi(psi, "cpu", &h->psi_cpu);
+        add_psi(psi, "memory", &h->psi_memory);
+        add_psi(psi, "io", &h->psi_io);
+    }
+    sop__bridge_attach(host, name, psi);
+}
+
+static void w_disks(sop_value *o, const char *name, const void *base, void *ctx)
+{
+    (void)name, (void)ctx;
+    add_disks(o, base);
 }
 
 void sop__bridge_host(sop_value *ev, const sop_host *h, const sop_oom_list *ooms, double now)
@@ -222,7 +264,7 @@ void sop__bridge_host(sop_value *ev, const sop_host *h, const sop_oom_list *ooms
     if (!host)
         return;
     if (h)
-        set(host, h, "", host_hand, (void *)h);
+        set(host, h, "", NULL);
     if (ooms && ooms->read_ok)
         add_ooms(host, ooms, now);
 }

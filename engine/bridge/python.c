@@ -94,24 +94,59 @@ typedef struct {
         SOP_EVK_I(P "entries[].top_site_active", sop_window_entry_figs, top_site_active, "", ""),  \
         SOP_EVK_I(P "entries[].sites", sop_window_entry_figs, sites, "", ""),
 
+/* The writers of python.c's own rows (defined below the table). */
+static void w_version(sop_value *o, const char *name, const void *base, void *ctx);
+static void w_executable(sop_value *o, const char *name, const void *base, void *ctx);
+static void w_gc(sop_value *o, const char *name, const void *base, void *ctx);
+static void w_gc_enabled(sop_value *o, const char *name, const void *base, void *ctx);
+static void w_gc_collecting(sop_value *o, const char *name, const void *base, void *ctx);
+static void w_gc_thresholds(sop_value *o, const char *name, const void *base, void *ctx);
+static void w_gc_counts(sop_value *o, const char *name, const void *base, void *ctx);
+static void w_gc_collections(sop_value *o, const char *name, const void *base, void *ctx);
+static void w_walk(sop_value *o, const char *name, const void *base, void *ctx);
+static void w_threads(sop_value *o, const char *name, const void *base, void *ctx);
+static void w_t_tid(sop_value *o, const char *name, const void *base, void *ctx);
+static void w_t_thread_id(sop_value *o, const char *name, const void *base, void *ctx);
+static void w_t_name_source(sop_value *o, const char *name, const void *base, void *ctx);
+static void w_t_interp(sop_value *o, const char *name, const void *base, void *ctx);
+static void w_t_tid_source(sop_value *o, const char *name, const void *base, void *ctx);
+static void w_t_state(sop_value *o, const char *name, const void *base, void *ctx);
+static void w_t_gil(sop_value *o, const char *name, const void *base, void *ctx);
+static void w_t_os_state(sop_value *o, const char *name, const void *base, void *ctx);
+static void w_t_frames(sop_value *o, const char *name, const void *base, void *ctx);
+static void w_f_func(sop_value *o, const char *name, const void *base, void *ctx);
+static void w_f_file(sop_value *o, const char *name, const void *base, void *ctx);
+static void w_f_line(sop_value *o, const char *name, const void *base, void *ctx);
+static void w_t_truncated(sop_value *o, const char *name, const void *base, void *ctx);
+static void w_t_complete(sop_value *o, const char *name, const void *base, void *ctx);
+static void w_t_partial(sop_value *o, const char *name, const void *base, void *ctx);
+static void w_t_walk_retries(sop_value *o, const char *name, const void *base, void *ctx);
+static void w_t_stopped(sop_value *o, const char *name, const void *base, void *ctx);
+static void w_t_native(sop_value *o, const char *name, const void *base, void *ctx);
+static void w_n_func(sop_value *o, const char *name, const void *base, void *ctx);
+static void w_n_file(sop_value *o, const char *name, const void *base, void *ctx);
+static void w_n_line(sop_value *o, const char *name, const void *base, void *ctx);
+static void w_n_lib(sop_value *o, const char *name, const void *base, void *ctx);
+static void w_t_pause_ms(sop_value *o, const char *name, const void *base, void *ctx);
+
 #define H SOP_EVK_H
 #define WIN "(window) "
 const sop_evk sop__evk_python[] = {
-    H("version", SOP_EVK_TEXT, "", "\"3.11.7\""),
-    H("executable", SOP_EVK_TEXT, "", ""),
+    SOP_EVK_W("version", SOP_EVK_TEXT, w_version, "", "\"3.11.7\""),
+    SOP_EVK_W("executable", SOP_EVK_TEXT, w_executable, "", ""),
     SOP_EVK_T("libpython", sop_python, libpython, "absent for static builds"),
     SOP_EVK_S("layout", sop_python, layout,
               "where the offsets came from: \"table 3.11\", \"_Py_DebugOffsets\""),
     SOP_EVK_I("gil_holder_tid", sop_python, gil_holder_tid, "", "absent when unknown / none"),
-    H("finalizing", SOP_EVK_BOOL, "", "true, only when shutting down"),
-    H("gc", SOP_EVK_OBJ, "", "the main interpreter's GC"),
-    H("gc.enabled", SOP_EVK_BOOL, "", ""),
-    H("gc.collecting", SOP_EVK_BOOL, "", ""),
-    H("gc.thresholds", SOP_EVK_ARR, "", "[3]"),
-    H("gc.counts", SOP_EVK_ARR, "", "[3]"),
+    SOP_EVK_TRUE("finalizing", sop_python, finalizing, "true, only when shutting down"),
+    SOP_EVK_W("gc", SOP_EVK_OBJ, w_gc, "", "the main interpreter's GC"),
+    SOP_EVK_W("gc.enabled", SOP_EVK_BOOL, w_gc_enabled, "", ""),
+    SOP_EVK_W("gc.collecting", SOP_EVK_BOOL, w_gc_collecting, "", ""),
+    SOP_EVK_W("gc.thresholds", SOP_EVK_ARR, w_gc_thresholds, "", "[3]"),
+    SOP_EVK_W("gc.counts", SOP_EVK_ARR, w_gc_counts, "", "[3]"),
     SOP_EVK_I("gc.frozen", sop_python, gc_frozen, "", "objects in the permanent generation"),
-    H("gc.collections", SOP_EVK_ARR, "",
-      "[3]: collections of generation 0/1/2 since start (generation_stats)"),
+    SOP_EVK_W("gc.collections", SOP_EVK_ARR, w_gc_collections, "",
+              "[3]: collections of generation 0/1/2 since start (generation_stats)"),
     H("gc.window", SOP_EVK_OBJ, "", WIN "the GC over the sampled window (engine/bridge/window.c)"),
     SOP_EVK_I("gc.window.samples", sop_gc_window_figs, samples, "",
               "ticks at which the GC state was read"),
@@ -121,40 +156,46 @@ const sop_evk sop__evk_python[] = {
               "longest run of collecting ticks"),
     H("gc.window.collections", SOP_EVK_ARR, "", "[3]: at the last tick minus the first"),
     H("gc.window.collections_per_s", SOP_EVK_ARR, "1/s", "[3]: over that span"),
-    H("walk", SOP_EVK_OBJ, "", "verified walks (issue 12, docs/python-stacks.md)"),
+    SOP_EVK_W("walk", SOP_EVK_OBJ, w_walk, "", "verified walks (issue 12, docs/python-stacks.md)"),
     SOP_EVK_I("walk.retries", walk_figs, retries, "", "re-walks, over all threads"),
     SOP_EVK_I("walk.threads_partial", walk_figs, threads_partial, "",
               "threads whose stack is partial"),
     SOP_EVK_I("walk.threads_stopped", walk_figs, threads_stopped, "",
               "threads --exact stopped for their walk"),
     SOP_EVK_D("walk.pause_ms", walk_figs, pause_ms, "ms", "their stop time, summed"),
-    H("threads", SOP_EVK_ARR, "", "the Python threads"),
-    H("threads[].tid", SOP_EVK_INT, "", "OS thread id; absent when unknown"),
-    H("threads[].thread_id", SOP_EVK_NUM, "", "pthread id (threading.get_ident())"),
+    SOP_EVK_W("threads", SOP_EVK_ARR, w_threads, "", "the Python threads"),
+    SOP_EVK_W("threads[].tid", SOP_EVK_INT, w_t_tid, "", "OS thread id; absent when unknown"),
+    SOP_EVK_W("threads[].thread_id", SOP_EVK_NUM, w_t_thread_id, "",
+              "pthread id (threading.get_ident())"),
     SOP_EVK_T("threads[].name", sop_pythread, name, ""),
-    H("threads[].name_source", SOP_EVK_TEXT, "", "\"comm\" when not threading's"),
-    H("threads[].interp", SOP_EVK_INT, "", "interpreter id, 0 main"),
-    H("threads[].tid_source", SOP_EVK_TEXT, "",
-      "subinterpreter on 3.8-3.12: \"stack\" | \"unknown\""),
-    H("threads[].state", SOP_EVK_TEXT, "", "\"active\"|\"idle\""),
-    H("threads[].gil", SOP_EVK_BOOL, "", "holds the GIL"),
-    H("threads[].os_state", SOP_EVK_TEXT, "", "the kernel's letter"),
-    H("threads[].frames", SOP_EVK_ARR, "", "innermost first"),
-    H("threads[].frames[].func", SOP_EVK_TEXT, "", ""),
-    H("threads[].frames[].file", SOP_EVK_TEXT, "", ""),
-    H("threads[].frames[].line", SOP_EVK_INT, "", "absent when unknown"),
-    H("threads[].truncated", SOP_EVK_BOOL, "", "true: more frames than the bound"),
-    H("threads[].complete", SOP_EVK_BOOL, "", "verified whole"),
-    H("threads[].partial", SOP_EVK_TEXT, "", "why not"),
-    H("threads[].walk_retries", SOP_EVK_INT, "", "walks after the first"),
-    H("threads[].stopped", SOP_EVK_BOOL, "", "true: --exact stopped it for the read"),
-    H("threads[].native", SOP_EVK_ARR, "",
-      "with --native: its native stack, innermost first, Python frames merged in"),
-    H("threads[].native[].func", SOP_EVK_TEXT, "", ""),
-    H("threads[].native[].file", SOP_EVK_TEXT, "", "a merged Python frame"),
-    H("threads[].native[].line", SOP_EVK_INT, "", "a merged Python frame"),
-    H("threads[].native[].lib", SOP_EVK_TEXT, "", "\"python\" for a merged Python frame"),
-    H("threads[].pause_ms", SOP_EVK_NUM, "ms", "how long it was stopped (--native, --exact)"),
+    SOP_EVK_W("threads[].name_source", SOP_EVK_TEXT, w_t_name_source, "",
+              "\"comm\" when not threading's"),
+    SOP_EVK_W("threads[].interp", SOP_EVK_INT, w_t_interp, "", "interpreter id, 0 main"),
+    SOP_EVK_W("threads[].tid_source", SOP_EVK_TEXT, w_t_tid_source, "",
+              "subinterpreter on 3.8-3.12: \"stack\" | \"unknown\""),
+    SOP_EVK_W("threads[].state", SOP_EVK_TEXT, w_t_state, "", "\"active\"|\"idle\""),
+    SOP_EVK_W("threads[].gil", SOP_EVK_BOOL, w_t_gil, "", "holds the GIL"),
+    SOP_EVK_W("threads[].os_state", SOP_EVK_TEXT, w_t_os_state, "", "the kernel's letter"),
+    SOP_EVK_W("threads[].frames", SOP_EVK_ARR, w_t_frames, "", "innermost first"),
+    SOP_EVK_W("threads[].frames[].func", SOP_EVK_TEXT, w_f_func, "", ""),
+    SOP_EVK_W("threads[].frames[].file", SOP_EVK_TEXT, w_f_file, "", ""),
+    SOP_EVK_W("threads[].frames[].line", SOP_EVK_INT, w_f_line, "", "absent when unknown"),
+    SOP_EVK_W("threads[].truncated", SOP_EVK_BOOL, w_t_truncated, "",
+              "true: more frames than the bound"),
+    SOP_EVK_W("threads[].complete", SOP_EVK_BOOL, w_t_complete, "", "verified whole"),
+    SOP_EVK_W("threads[].partial", SOP_EVK_TEXT, w_t_partial, "", "why not"),
+    SOP_EVK_W("threads[].walk_retries", SOP_EVK_INT, w_t_walk_retries, "", "walks after the first"),
+    SOP_EVK_W("threads[].stopped", SOP_EVK_BOOL, w_t_stopped, "",
+              "true: --exact stopped it for the read"),
+    SOP_EVK_W("threads[].native", SOP_EVK_ARR, w_t_native, "",
+              "with --native: its native stack, innermost first, Python frames merged in"),
+    SOP_EVK_W("threads[].native[].func", SOP_EVK_TEXT, w_n_func, "", ""),
+    SOP_EVK_W("threads[].native[].file", SOP_EVK_TEXT, w_n_file, "", "a merged Python frame"),
+    SOP_EVK_W("threads[].native[].line", SOP_EVK_INT, w_n_line, "", "a merged Python frame"),
+    SOP_EVK_W("threads[].native[].lib", SOP_EVK_TEXT, w_n_lib, "",
+              "\"python\" for a merged Python frame"),
+    SOP_EVK_W("threads[].pause_ms", SOP_EVK_NUM, w_t_pause_ms, "ms",
+              "how long it was stopped (--native, --exact)"),
     SOP_EVK_T("threads[].native_error", sop_pythread, native_error, ""),
     H("threads[].window", SOP_EVK_OBJ, "",
       WIN "the thread over the sampled window (engine/bridge/window.c; the fractions are "
@@ -260,20 +301,29 @@ const sop_evk sop__evk_python[] = {
 };
 const size_t sop__evk_python_n = sizeof sop__evk_python / sizeof sop__evk_python[0];
 #undef H
-static void set(sop_value *o, const void *base, const char *prefix, sop_evk_hand_fn hand, void *ctx)
+static void set(sop_value *o, const void *base, const char *prefix, void *ctx)
 {
-    sop__bridge_keys(o, base, sop__evk_python, sop__evk_python_n, prefix, hand, ctx);
+    sop__bridge_keys(o, base, sop__evk_python, sop__evk_python_n, prefix, NULL, ctx);
 }
 
-static void frame_hand(sop_value *o, const sop_evk *row, const char *name, void *ctx)
+/* threads[].frames[]: base the sop_pyframe. */
+static void w_f_func(sop_value *o, const char *name, const void *base, void *ctx)
 {
-    (void)row;
-    const sop_pyframe *f = ctx;
-    if (strcmp(name, "func") == 0)
-        sop__v_set(o, name, sop__bridge_text(f->func));
-    else if (strcmp(name, "file") == 0)
-        sop__v_set(o, name, sop__bridge_text(f->file));
-    else if (f->line >= 0) /* line */
+    (void)ctx;
+    sop__v_set(o, name, sop__bridge_text(((const sop_pyframe *)base)->func));
+}
+
+static void w_f_file(sop_value *o, const char *name, const void *base, void *ctx)
+{
+    (void)ctx;
+    sop__v_set(o, name, sop__bridge_text(((const sop_pyframe *)base)->file));
+}
+
+static void w_f_line(sop_value *o, const char *name, const void *base, void *ctx)
+{
+    (void)ctx;
+    const sop_pyframe *f = base;
+    if (f->line >= 0)
         sop__v_set_int(o, name, f->line);
 }
 
@@ -281,96 +331,176 @@ static sop_value *frame_value(const sop_pyframe *f)
 {
     sop_value *o = sop__v_obj();
     if (o)
-        set(o, NULL, "threads[].frames[].", frame_hand, (void *)f);
+        set(o, f, "threads[].frames[].", NULL);
     return o;
 }
 
-/* One native frame: a merged Python frame {func file line lib="python"} or {func lib}. */
-typedef struct {
-    const sop_pythread *t;
-    const sop_nframe *n;
-} native_ctx;
-
-static void native_hand(sop_value *o, const sop_evk *row, const char *name, void *ctx)
+/* One native frame (base the sop_nframe, ctx its thread): a merged Python frame
+ * {func file line lib="python"} or {func lib}. */
+static const sop_pyframe *merged(const sop_nframe *n, const sop_pythread *t)
 {
-    (void)row;
-    const native_ctx *c = ctx;
-    const sop_nframe *n = c->n;
-    if (n->py_index >= 0 && (size_t)n->py_index < c->t->nframes) {
-        if (strcmp(name, "lib") == 0)
-            sop__v_set_str(o, name, "python");
-        else
-            frame_hand(o, row, name, (void *)&c->t->frames[n->py_index]);
-    } else if (strcmp(name, "func") == 0) {
-        sop__v_set(o, name, sop__bridge_text(n->func));
-    } else if (strcmp(name, "lib") == 0) {
-        sop__v_set(o, name, sop__bridge_text(n->lib));
+    return n->py_index >= 0 && (size_t)n->py_index < t->nframes ? &t->frames[n->py_index] : NULL;
+}
+
+static void w_n_func(sop_value *o, const char *name, const void *base, void *ctx)
+{
+    const sop_pyframe *f = merged(base, ctx);
+    sop__v_set(o, name, sop__bridge_text(f ? f->func : ((const sop_nframe *)base)->func));
+}
+
+static void w_n_file(sop_value *o, const char *name, const void *base, void *ctx)
+{
+    const sop_pyframe *f = merged(base, ctx);
+    if (f)
+        w_f_file(o, name, f, NULL);
+}
+
+static void w_n_line(sop_value *o, const char *name, const void *base, void *ctx)
+{
+    const sop_pyframe *f = merged(base, ctx);
+    if (f)
+        w_f_line(o, name, f, NULL);
+}
+
+static void w_n_lib(sop_value *o, const char *name, const void *base, void *ctx)
+{
+    if (merged(base, ctx))
+        sop__v_set_str(o, name, "python");
+    else
+        sop__v_set(o, name, sop__bridge_text(((const sop_nframe *)base)->lib));
+}
+
+/* threads[]: base the sop_pythread. */
+static void w_t_tid(sop_value *o, const char *name, const void *base, void *ctx)
+{
+    (void)ctx;
+    const sop_pythread *t = base;
+    if (t->tid > 0)
+        sop__v_set_int(o, name, t->tid);
+}
+
+static void w_t_thread_id(sop_value *o, const char *name, const void *base, void *ctx)
+{
+    (void)ctx;
+    const sop_pythread *t = base;
+    if (t->thread_id)
+        sop__v_set_dbl(o, name, (double)t->thread_id);
+}
+
+static void w_t_name_source(sop_value *o, const char *name, const void *base, void *ctx)
+{
+    (void)ctx;
+    if (((const sop_pythread *)base)->name_from_comm)
+        sop__v_set_str(o, name, "comm");
+}
+
+static void w_t_interp(sop_value *o, const char *name, const void *base, void *ctx)
+{
+    (void)ctx;
+    const sop_pythread *t = base;
+    if (t->interp_id >= 0) /* 0: the main interpreter */
+        sop__v_set_int(o, name, t->interp_id);
+}
+
+static void w_t_tid_source(sop_value *o, const char *name, const void *base, void *ctx)
+{
+    (void)ctx;
+    const sop_pythread *t = base;
+    if (t->tid_from_stack)
+        sop__v_set_str(o, name, t->tid > 0 ? "stack" : "unknown");
+}
+
+static void w_t_state(sop_value *o, const char *name, const void *base, void *ctx)
+{
+    (void)ctx;
+    sop__v_set_str(o, name, ((const sop_pythread *)base)->active ? "active" : "idle");
+}
+
+static void w_t_gil(sop_value *o, const char *name, const void *base, void *ctx)
+{
+    (void)ctx;
+    sop__v_set_bool(o, name, ((const sop_pythread *)base)->gil);
+}
+
+static void w_t_os_state(sop_value *o, const char *name, const void *base, void *ctx)
+{
+    (void)ctx;
+    const sop_pythread *t = base;
+    if (t->os_state && t->os_state != '?') {
+        char st[2] = {t->os_state, '\0'};
+        sop__v_set_str(o, name, st);
     }
 }
 
-static void thread_hand(sop_value *o, const sop_evk *row, const char *name, void *ctx)
+static void w_t_frames(sop_value *o, const char *name, const void *base, void *ctx)
 {
-    (void)row;
-    const sop_pythread *t = ctx;
-    if (strcmp(name, "tid") == 0) {
-        if (t->tid > 0)
-            sop__v_set_int(o, name, t->tid);
-    } else if (strcmp(name, "thread_id") == 0) {
-        if (t->thread_id)
-            sop__v_set_dbl(o, name, (double)t->thread_id);
-    } else if (strcmp(name, "name_source") == 0) {
-        if (t->name_from_comm)
-            sop__v_set_str(o, name, "comm");
-    } else if (strcmp(name, "interp") == 0) {
-        if (t->interp_id >= 0) /* 0: the main interpreter */
-            sop__v_set_int(o, name, t->interp_id);
-    } else if (strcmp(name, "tid_source") == 0) {
-        if (t->tid_from_stack)
-            sop__v_set_str(o, name, t->tid > 0 ? "stack" : "unknown");
-    } else if (strcmp(name, "state") == 0) {
-        sop__v_set_str(o, name, t->active ? "active" : "idle");
-    } else if (strcmp(name, "gil") == 0) {
-        sop__v_set_bool(o, name, t->gil);
-    } else if (strcmp(name, "os_state") == 0) {
-        if (t->os_state && t->os_state != '?') {
-            char st[2] = {t->os_state, '\0'};
-            sop__v_set_str(o, name, st);
-        }
-    } else if (strcmp(name, "frames") == 0) {
-        sop_value *fr = sop__v_arr_at(o, name);
-        for (size_t k = 0; fr && k < t->nframes; k++)
-            sop__v_push(fr, frame_value(&t->frames[k]));
-    } else if (strcmp(name, "truncated") == 0) {
-        if (t->truncated)
-            sop__v_set_bool(o, name, true);
-    } else if (strcmp(name, "complete") == 0) {
-        /* complete: verified whole (docs/python-stacks.md); else `partial` says why */
-        sop__v_set_bool(o, name, !t->partial && !t->truncated);
-    } else if (strcmp(name, "partial") == 0) {
-        if (t->partial)
-            sop__v_set(o, name, sop__bridge_text(t->partial_reason));
-    } else if (strcmp(name, "walk_retries") == 0) {
-        if (t->walk_retries)
-            sop__v_set_int(o, name, t->walk_retries);
-    } else if (strcmp(name, "stopped") == 0) {
-        if (t->stopped) /* --exact stopped it for the read */
-            sop__v_set_bool(o, name, true);
-    } else if (strcmp(name, "native") == 0) {
-        if (!t->native)
-            return;
-        sop_value *na = sop__v_arr_at(o, name);
-        for (size_t k = 0; na && k < t->nnative; k++) {
-            native_ctx c = {t, &t->native[k]};
-            sop_value *no = sop__v_obj();
-            if (no)
-                set(no, NULL, "threads[].native[].", native_hand, &c);
-            sop__v_push(na, no);
-        }
-    } else if (strcmp(name, "pause_ms") == 0) {
-        if (t->native || t->stopped) /* after native[] when there is one */
-            sop__v_set_dbl(o, name, t->pause_ms);
-    } /* window: engine/bridge/window.c */
+    (void)ctx;
+    const sop_pythread *t = base;
+    sop_value *fr = sop__v_arr_at(o, name);
+    for (size_t k = 0; fr && k < t->nframes; k++)
+        sop__v_push(fr, frame_value(&t->frames[k]));
 }
+
+static void w_t_truncated(sop_value *o, const char *name, const void *base, void *ctx)
+{
+    (void)ctx;
+    if (((const sop_pythread *)base)->truncated)
+        sop__v_set_bool(o, name, true);
+}
+
+static void w_t_complete(sop_value *o, const char *name, const void *base, void *ctx)
+{
+    (void)ctx;
+    const sop_pythread *t = base;
+    /* complete: verified whole (docs/python-stacks.md); else `partial` says why */
+    sop__v_set_bool(o, name, !t->partial && !t->truncated);
+}
+
+static void w_t_partial(sop_value *o, const char *name, const void *base, void *ctx)
+{
+    (void)ctx;
+    const sop_pythread *t = base;
+    if (t->partial)
+        sop__v_set(o, name, sop__bridge_text(t->partial_reason));
+}
+
+static void w_t_walk_retries(sop_value *o, const char *name, const void *base, void *ctx)
+{
+    (void)ctx;
+    const sop_pythread *t = base;
+    if (t->walk_retries)
+        sop__v_set_int(o, name, t->walk_retries);
+}
+
+static void w_t_stopped(sop_value *o, const char *name, const void *base, void *ctx)
+{
+    (void)ctx;
+    if (((const sop_pythread *)base)->stopped) /* --exact stopped it for the read */
+        sop__v_set_bool(o, name, true);
+}
+
+static void w_t_native(sop_value *o, const char *name, const void *base, void *ctx)
+{
+    (void)ctx;
+    const sop_pythread *t = base;
+    if (!t->native)
+        return;
+    sop_value *na = sop__v_arr_at(o, name);
+    for (size_t k = 0; na && k < t->nnative; k++) {
+        sop_value *no = sop__v_obj();
+        if (no)
+            set(no, &t->native[k], "threads[].native[].", (void *)t);
+        sop__v_push(na, no);
+    }
+}
+
+static void w_t_pause_ms(sop_value *o, const char *name, const void *base, void *ctx)
+{
+    (void)ctx;
+    const sop_pythread *t = base;
+    if (t->native || t->stopped) /* after native[] when there is one */
+        sop__v_set_dbl(o, name, t->pause_ms);
+} /* threads[].window: engine/bridge/window.c */
 
 sop_value *sop__bridge_python_threads(const sop_python *py)
 {
@@ -381,7 +511,7 @@ sop_value *sop__bridge_python_threads(const sop_python *py)
         sop_value *o = sop__v_obj();
         if (!o)
             break;
-        set(o, &py->threads[i], "threads[].", thread_hand, (void *)&py->threads[i]);
+        set(o, &py->threads[i], "threads[].", NULL);
         sop__v_push(arr, o);
     }
     return arr;
@@ -394,32 +524,52 @@ static void push_gens(sop_value *o, const char *name, const int64_t g3[3])
         sop__v_push(arr, sop__v_num((double)g3[g]));
 }
 
-static void gc_hand(sop_value *o, const sop_evk *row, const char *name, void *ctx)
+/* gc.: base the sop_python; gc.window: engine/bridge/window.c. */
+static void w_gc_enabled(sop_value *o, const char *name, const void *base, void *ctx)
 {
-    (void)row;
-    const sop_python *py = ctx;
-    if (strcmp(name, "enabled") == 0) {
-        if (py->gc_enabled != SOP_NA)
-            sop__v_set_bool(o, name, py->gc_enabled != 0);
-    } else if (strcmp(name, "collecting") == 0) {
-        if (py->gc_collecting != SOP_NA)
-            sop__v_set_bool(o, name, py->gc_collecting != 0);
-    } else if (strcmp(name, "thresholds") == 0) { /* both, when the thresholds were read */
-        if (py->gc_threshold[0] != SOP_NA) {
-            push_gens(o, name, py->gc_threshold);
-            push_gens(o, "counts", py->gc_count);
-        }
-    } else if (strcmp(name, "collections") == 0) {
-        if (py->gc_collections[0] != SOP_NA)
-            push_gens(o, name, py->gc_collections);
-    } /* counts: with thresholds; window: engine/bridge/window.c */
+    (void)ctx;
+    const sop_python *py = base;
+    if (py->gc_enabled != SOP_NA)
+        sop__v_set_bool(o, name, py->gc_enabled != 0);
+}
+
+static void w_gc_collecting(sop_value *o, const char *name, const void *base, void *ctx)
+{
+    (void)ctx;
+    const sop_python *py = base;
+    if (py->gc_collecting != SOP_NA)
+        sop__v_set_bool(o, name, py->gc_collecting != 0);
+}
+
+static void w_gc_thresholds(sop_value *o, const char *name, const void *base, void *ctx)
+{
+    (void)ctx;
+    const sop_python *py = base;
+    if (py->gc_threshold[0] != SOP_NA)
+        push_gens(o, name, py->gc_threshold);
+}
+
+static void w_gc_counts(sop_value *o, const char *name, const void *base, void *ctx)
+{
+    (void)ctx;
+    const sop_python *py = base;
+    if (py->gc_threshold[0] != SOP_NA) /* with the thresholds, when they were read */
+        push_gens(o, name, py->gc_count);
+}
+
+static void w_gc_collections(sop_value *o, const char *name, const void *base, void *ctx)
+{
+    (void)ctx;
+    const sop_python *py = base;
+    if (py->gc_collections[0] != SOP_NA)
+        push_gens(o, name, py->gc_collections);
 }
 
 sop_value *sop__bridge_python_gc(const sop_python *py)
 {
     sop_value *gc = sop__v_obj();
     if (gc)
-        set(gc, py, "gc.", gc_hand, (void *)py);
+        set(gc, py, "gc.", NULL);
     return gc;
 }
 
@@ -465,29 +615,41 @@ sop_value *sop__bridge_python_walk(const sop_python *py)
                 f.pause_ms += py->threads[i].pause_ms;
                 f.threads_stopped++;
             }
-        set(o, &f, "walk.", NULL, NULL);
+        set(o, &f, "walk.", NULL);
     }
     return o;
 }
 
-/* ev.python's own level; heap, loop, workers and loader are written by other files. */
-static void python_hand(sop_value *p, const sop_evk *row, const char *name, void *ctx)
+/* ev.python's own level (base the sop_python); heap, loop, workers and loader are written by
+ * other files. */
+static void w_version(sop_value *o, const char *name, const void *base, void *ctx)
 {
-    (void)row;
-    const sop_python *py = ctx;
-    if (strcmp(name, "version") == 0)
-        sop__v_set(p, name, sop__bridge_text(py->version));
-    else if (strcmp(name, "executable") == 0)
-        sop__v_set(p, name, sop__bridge_text(py->executable));
-    else if (strcmp(name, "finalizing") == 0) {
-        if (py->finalizing)
-            sop__v_set_bool(p, name, true);
-    } else if (strcmp(name, "gc") == 0)
-        sop__v_set(p, name, sop__bridge_python_gc(py));
-    else if (strcmp(name, "walk") == 0)
-        sop__v_set(p, name, sop__bridge_python_walk(py));
-    else if (strcmp(name, "threads") == 0)
-        sop__v_set(p, name, sop__bridge_python_threads(py));
+    (void)ctx;
+    sop__v_set(o, name, sop__bridge_text(((const sop_python *)base)->version));
+}
+
+static void w_executable(sop_value *o, const char *name, const void *base, void *ctx)
+{
+    (void)ctx;
+    sop__v_set(o, name, sop__bridge_text(((const sop_python *)base)->executable));
+}
+
+static void w_gc(sop_value *o, const char *name, const void *base, void *ctx)
+{
+    (void)ctx;
+    sop__v_set(o, name, sop__bridge_python_gc(base));
+}
+
+static void w_walk(sop_value *o, const char *name, const void *base, void *ctx)
+{
+    (void)ctx;
+    sop__v_set(o, name, sop__bridge_python_walk(base));
+}
+
+static void w_threads(sop_value *o, const char *name, const void *base, void *ctx)
+{
+    (void)ctx;
+    sop__v_set(o, name, sop__bridge_python_threads(base));
 }
 
 void sop__bridge_python(sop_value *ev, const struct sop_python *py)
@@ -496,5 +658,5 @@ void sop__bridge_python(sop_value *ev, const struct sop_python *py)
         return;
     sop_value *p = sop__v_obj_at(ev, "python");
     if (p)
-        set(p, py, "", python_hand, (void *)py);
+        set(p, py, "", NULL);
 }

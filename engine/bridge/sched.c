@@ -6,6 +6,7 @@
  * small struct of them, which the table's plain rows read. Depends on probes/proc_tree.h,
  * schema.h. */
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -33,12 +34,14 @@ typedef struct {
     double cpu_s, wait_s;
 } name_sum;
 
-/* The figures of the whole tree, of one process and of one of its top threads. */
+/* The figures of the whole tree, of one process, of one of its libraries and of one of its
+ * top threads: the levels' rows read them (fields, and writers for the arrays). */
 typedef struct {
     double window_s;
     int64_t polls, effective_cpus;
     double capacity_cpus, cpu_s, runqueue_wait_s, runnable_load;
     int64_t threads, threads_seen;
+    bool cut;
 } tree_figs;
 
 typedef struct {
@@ -46,12 +49,27 @@ typedef struct {
     char comm[16], cmdline[256];
     int64_t threads, threads_seen, threads_born, threads_exited;
     double cpu_s, wait_s, load;
+    bool exited, born, names_cut;
 } proc_figs;
+
+typedef struct {
+    char kind[16], name[32];
+} lib_figs;
 
 typedef struct {
     int64_t tid;
     double cpu_s, wait_s;
+    bool exited;
+    const char *name;
 } top_figs;
+
+/* The writers of the rows that are arrays or text (defined below the table). */
+static void write_procs(sop_value *o, const char *name, const void *base, void *ctx);
+static void write_libs(sop_value *o, const char *name, const void *base, void *ctx);
+static void write_names(sop_value *o, const char *name, const void *base, void *ctx);
+static void write_name_text(sop_value *o, const char *name, const void *base, void *ctx);
+static void write_top(sop_value *o, const char *name, const void *base, void *ctx);
+static void write_top_name(sop_value *o, const char *name, const void *base, void *ctx);
 
 #define H SOP_EVK_H
 const sop_evk sop__evk_sched[] = {
@@ -70,11 +88,11 @@ const sop_evk sop__evk_sched[] = {
               "load > effective_cpus is the job's own oversubscription"),
     SOP_EVK_I("threads", tree_figs, threads, "", "alive at the end"),
     SOP_EVK_I("threads_seen", tree_figs, threads_seen, "", "all seen in the window"),
-    H("cut", SOP_EVK_BOOL, "",
-      "true: more than 8192 threads or 64 processes; the rest not counted"),
-    H("procs", SOP_EVK_ARR, "",
-      "the target and every descendant, every thread, polled every 250 ms, so threads and "
-      "workers that came and went keep their time"),
+    SOP_EVK_TRUE("cut", tree_figs, cut,
+                 "true: more than 8192 threads or 64 processes; the rest not counted"),
+    SOP_EVK_W("procs", SOP_EVK_ARR, write_procs, "",
+              "the target and every descendant, every thread, polled every 250 ms, so threads "
+              "and workers that came and went keep their time"),
     SOP_EVK_I("procs[].pid", proc_figs, pid, "", ""),
     SOP_EVK_I("procs[].ppid", proc_figs, ppid, "", ""),
     SOP_EVK_T("procs[].comm", proc_figs, comm, ""),
@@ -86,108 +104,100 @@ const sop_evk sop__evk_sched[] = {
     SOP_EVK_D("procs[].cpu_s", proc_figs, cpu_s, "s", "as cpu_s, this process"),
     SOP_EVK_D("procs[].wait_s", proc_figs, wait_s, "s", "as runqueue_wait_s, this process"),
     SOP_EVK_D("procs[].load", proc_figs, load, "", "as runnable_load, this process"),
-    H("procs[].exited", SOP_EVK_BOOL, "", "true: gone by the last poll"),
-    H("procs[].born", SOP_EVK_BOOL, "", "true: not there at the first poll"),
-    H("procs[].libs", SOP_EVK_ARR, "", "thread-pool libraries mapped: blas, openmp, torch"),
-    H("procs[].libs[].kind", SOP_EVK_TEXT, "", ""),
-    H("procs[].libs[].name", SOP_EVK_TEXT, "", ""),
-    H("procs[].names", SOP_EVK_ARR, "", "threads grouped by name, at most 16 names"),
-    H("procs[].names[].name", SOP_EVK_TEXT, "", ""),
+    SOP_EVK_TRUE("procs[].exited", proc_figs, exited, "true: gone by the last poll"),
+    SOP_EVK_TRUE("procs[].born", proc_figs, born, "true: not there at the first poll"),
+    SOP_EVK_W("procs[].libs", SOP_EVK_ARR, write_libs, "",
+              "thread-pool libraries mapped: blas, openmp, torch"),
+    SOP_EVK_S("procs[].libs[].kind", lib_figs, kind, ""),
+    SOP_EVK_S("procs[].libs[].name", lib_figs, name, ""),
+    SOP_EVK_W("procs[].names", SOP_EVK_ARR, write_names, "",
+              "threads grouped by name, at most 16 names"),
+    SOP_EVK_W("procs[].names[].name", SOP_EVK_TEXT, write_name_text, "", ""),
     SOP_EVK_I("procs[].names[].count", name_sum, count, "", "threads of that name"),
     SOP_EVK_D("procs[].names[].cpu_s", name_sum, cpu_s, "s", ""),
     SOP_EVK_D("procs[].names[].wait_s", name_sum, wait_s, "s", ""),
-    H("procs[].names_cut", SOP_EVK_BOOL, "", "true: more than 16 names; the rest not listed"),
-    H("procs[].top", SOP_EVK_ARR, "", "the 16 busiest threads (cpu + wait)"),
+    SOP_EVK_TRUE("procs[].names_cut", proc_figs, names_cut,
+                 "true: more than 16 names; the rest not listed"),
+    SOP_EVK_W("procs[].top", SOP_EVK_ARR, write_top, "", "the 16 busiest threads (cpu + wait)"),
     SOP_EVK_I("procs[].top[].tid", top_figs, tid, "", ""),
-    H("procs[].top[].name", SOP_EVK_TEXT, "", ""),
+    SOP_EVK_W("procs[].top[].name", SOP_EVK_TEXT, write_top_name, "", ""),
     SOP_EVK_D("procs[].top[].cpu_s", top_figs, cpu_s, "s", ""),
     SOP_EVK_D("procs[].top[].wait_s", top_figs, wait_s, "s", ""),
-    H("procs[].top[].exited", SOP_EVK_BOOL, "", "true: gone by the last poll"),
+    SOP_EVK_TRUE("procs[].top[].exited", top_figs, exited, "true: gone by the last poll"),
 };
 const size_t sop__evk_sched_n = sizeof sop__evk_sched / sizeof sop__evk_sched[0];
 #undef H
 
-static void set(sop_value *o, const void *base, const char *prefix, sop_evk_hand_fn hand, void *ctx)
+static void set(sop_value *o, const void *base, const char *prefix, void *ctx)
 {
-    sop__bridge_keys(o, base, sop__evk_sched, sop__evk_sched_n, prefix, hand, ctx);
+    sop__bridge_keys(o, base, sop__evk_sched, sop__evk_sched_n, prefix, NULL, ctx);
 }
 
-/* What one process's hand rows need. */
+/* What one process's array rows need. */
 typedef struct {
     const sop_tree_proc *p;
     const name_sum *names;
     size_t nnames;
-    bool names_cut;
     const sop_tree_thread **top;
     size_t ntop;
 } proc_ctx;
 
-static void lib_hand(sop_value *o, const sop_evk *row, const char *name, void *ctx)
+static void write_libs(sop_value *o, const char *name, const void *base, void *ctx)
 {
-    (void)row;
-    const char *const *kn = ctx; /* {kind, name} */
-    sop__v_set_str(o, name, kn[strcmp(name, "kind") == 0 ? 0 : 1]);
+    (void)base;
+    const sop_tree_proc *p = ((const proc_ctx *)ctx)->p;
+    if (!p->nlibs)
+        return;
+    sop_value *libs = sop__v_arr_at(o, name);
+    for (size_t i = 0; libs && i < p->nlibs; i++) {
+        sop_value *l = sop__v_obj();
+        lib_figs f;
+        snprintf(f.kind, sizeof f.kind, "%s", p->libs[i].kind);
+        snprintf(f.name, sizeof f.name, "%s", p->libs[i].name);
+        if (l)
+            set(l, &f, "procs[].libs[].", NULL);
+        sop__v_push(libs, l);
+    }
 }
 
-static void name_hand(sop_value *o, const sop_evk *row, const char *name, void *ctx)
+static void write_name_text(sop_value *o, const char *name, const void *base, void *ctx)
 {
-    (void)row;
-    sop__v_set(o, name, sop__bridge_text(((const name_sum *)ctx)->name));
+    (void)ctx;
+    sop__v_set(o, name, sop__bridge_text(((const name_sum *)base)->name));
 }
 
-static void top_hand(sop_value *o, const sop_evk *row, const char *name, void *ctx)
+static void write_names(sop_value *o, const char *name, const void *base, void *ctx)
 {
-    (void)row;
-    const sop_tree_thread *th = ctx;
-    if (strcmp(name, "name") == 0)
-        sop__v_set(o, name, sop__bridge_text(th->name));
-    else if (!th->alive) /* exited */
-        sop__v_set_bool(o, name, true);
-}
-
-static void proc_hand(sop_value *o, const sop_evk *row, const char *name, void *ctx)
-{
-    (void)row;
+    (void)base;
     const proc_ctx *c = ctx;
-    const sop_tree_proc *p = c->p;
-    if (strcmp(name, "exited") == 0) {
-        if (!p->alive)
-            sop__v_set_bool(o, name, true);
-    } else if (strcmp(name, "born") == 0) {
-        if (!p->at_start)
-            sop__v_set_bool(o, name, true);
-    } else if (strcmp(name, "libs") == 0) {
-        if (!p->nlibs)
-            return;
-        sop_value *libs = sop__v_arr_at(o, name);
-        for (size_t i = 0; libs && i < p->nlibs; i++) {
-            sop_value *l = sop__v_obj();
-            const char *kn[2] = {p->libs[i].kind, p->libs[i].name};
-            if (l)
-                set(l, NULL, "procs[].libs[].", lib_hand, (void *)kn);
-            sop__v_push(libs, l);
-        }
-    } else if (strcmp(name, "names") == 0) {
-        sop_value *nm = sop__v_arr_at(o, name);
-        for (size_t k = 0; nm && k < c->nnames; k++) {
-            sop_value *e = sop__v_obj();
-            if (e)
-                set(e, &c->names[k], "procs[].names[].", name_hand, (void *)&c->names[k]);
-            sop__v_push(nm, e);
-        }
-    } else if (strcmp(name, "names_cut") == 0) {
-        if (c->names_cut)
-            sop__v_set_bool(o, name, true);
-    } else if (strcmp(name, "top") == 0) {
-        sop_value *top = sop__v_arr_at(o, name);
-        for (size_t i = 0; top && i < c->ntop; i++) {
-            const sop_tree_thread *th = c->top[i];
-            top_figs f = {th->tid, sop__tree_thread_cpu_s(th), sop__tree_thread_wait_s(th)};
-            sop_value *e = sop__v_obj();
-            if (e)
-                set(e, &f, "procs[].top[].", top_hand, (void *)th);
-            sop__v_push(top, e);
-        }
+    sop_value *nm = sop__v_arr_at(o, name);
+    for (size_t k = 0; nm && k < c->nnames; k++) {
+        sop_value *e = sop__v_obj();
+        if (e)
+            set(e, &c->names[k], "procs[].names[].", NULL);
+        sop__v_push(nm, e);
+    }
+}
+
+static void write_top_name(sop_value *o, const char *name, const void *base, void *ctx)
+{
+    (void)ctx;
+    sop__v_set(o, name, sop__bridge_text(((const top_figs *)base)->name));
+}
+
+static void write_top(sop_value *o, const char *name, const void *base, void *ctx)
+{
+    (void)base;
+    const proc_ctx *c = ctx;
+    sop_value *top = sop__v_arr_at(o, name);
+    for (size_t i = 0; top && i < c->ntop; i++) {
+        const sop_tree_thread *th = c->top[i];
+        top_figs f = {th->tid, sop__tree_thread_cpu_s(th), sop__tree_thread_wait_s(th), !th->alive,
+                      th->name};
+        sop_value *e = sop__v_obj();
+        if (e)
+            set(e, &f, "procs[].top[].", NULL);
+        sop__v_push(top, e);
     }
 }
 
@@ -237,31 +247,28 @@ static void bridge_proc(sop_value *arr, const sop_tree_sched *t, const sop_tree_
                    .threads_exited = exited,
                    .cpu_s = cpu,
                    .wait_s = wait,
-                   .load = window_s > 0 ? (cpu + wait) / window_s : NAN};
+                   .load = window_s > 0 ? (cpu + wait) / window_s : NAN,
+                   .exited = !p->alive,
+                   .born = !p->at_start,
+                   .names_cut = names_cut};
     memcpy(f.comm, p->comm, sizeof f.comm);
     memcpy(f.cmdline, p->cmdline, sizeof f.cmdline);
     f.comm[sizeof f.comm - 1] = f.cmdline[sizeof f.cmdline - 1] = '\0';
-    proc_ctx c = {p, names, nnames, names_cut, scratch, n < TOP_THREADS ? n : TOP_THREADS};
-    set(o, &f, "procs[].", proc_hand, &c);
+    proc_ctx c = {p, names, nnames, scratch, n < TOP_THREADS ? n : TOP_THREADS};
+    set(o, &f, "procs[].", &c);
     sop__v_push(arr, o);
 }
 
-/* The tree's own level: cut, and procs[] built where the walk reaches its row. */
-static void sched_hand(sop_value *o, const sop_evk *row, const char *name, void *ctx)
+/* procs[], built where the walk reaches its row (ctx: the tree). */
+static void write_procs(sop_value *o, const char *name, const void *base, void *ctx)
 {
-    (void)row;
     const sop_tree_sched *t = ctx;
-    if (strcmp(name, "cut") == 0) {
-        if (t->dropped)
-            sop__v_set_bool(o, name, true);
-    } else if (strcmp(name, "procs") == 0) {
-        double window_s = (t->last_poll_ms - t->first_poll_ms) / 1e3;
-        sop_value *procs = sop__v_arr_at(o, name);
-        const sop_tree_thread **scratch = malloc((t->nthreads ? t->nthreads : 1) * sizeof *scratch);
-        for (size_t i = 0; procs && scratch && i < t->nprocs; i++)
-            bridge_proc(procs, t, &t->procs[i], window_s, scratch);
-        free(scratch);
-    }
+    double window_s = ((const tree_figs *)base)->window_s;
+    sop_value *procs = sop__v_arr_at(o, name);
+    const sop_tree_thread **scratch = malloc((t->nthreads ? t->nthreads : 1) * sizeof *scratch);
+    for (size_t i = 0; procs && scratch && i < t->nprocs; i++)
+        bridge_proc(procs, t, &t->procs[i], window_s, scratch);
+    free(scratch);
 }
 
 void sop__bridge_sched(sop_value *ev, const sop_tree_sched *t, int64_t effective_cpus,
@@ -290,6 +297,7 @@ void sop__bridge_sched(sop_value *ev, const sop_tree_sched *t, int64_t effective
                    wait,
                    (cpu + wait) / window_s,
                    alive,
-                   (int64_t)t->nthreads};
-    set(o, &f, "", sched_hand, (void *)t);
+                   (int64_t)t->nthreads,
+                   t->dropped};
+    set(o, &f, "", (void *)t);
 }

@@ -94,6 +94,10 @@ void sop__bridge_keys(sop_value *o, const void *base, const sop_evk *keys, size_
                 hand(o, r, name, ctx);
             continue;
         }
+        if (r->off == SOP_EVK_WRITER) {
+            r->write(o, name, base, ctx);
+            continue;
+        }
         switch (r->type) {
         case SOP_EVK_INT: {
             int64_t v;
@@ -114,7 +118,14 @@ void sop__bridge_keys(sop_value *o, const void *base, const sop_evk *keys, size_
         case SOP_EVK_STR:
             sop__v_set_str(o, name, p + r->off);
             break;
-        default: /* objects, arrays, booleans are written by hand */
+        case SOP_EVK_BOOL: {
+            bool v;
+            memcpy(&v, p + r->off, sizeof v);
+            if (v)
+                sop__v_set_bool(o, name, true);
+            break;
+        }
+        default: /* objects and arrays are written by a writer or by hand */
             break;
         }
     }
@@ -256,6 +267,7 @@ sop_value *sop__evidence_schema(void)
             sop__v_set_str(k, "unit", r->unit);
             sop__v_set_str(k, "doc", r->doc);
             sop__v_set_bool(k, "hand", r->off == SOP_EVK_HAND);
+            sop__v_set_bool(k, "writer", r->off == SOP_EVK_WRITER);
             sop__v_push(keys, k);
         }
         sop__v_push(groups, o);

@@ -19,20 +19,28 @@ typedef enum {
     SOP_EVK_NUM,  /* double field; NaN = absent */
     SOP_EVK_TEXT, /* char[] field; "" = absent; invalid UTF-8 replaced (sop__bridge_text) */
     SOP_EVK_STR,  /* char[] field; "" = absent; copied as it is (our own words) */
-    SOP_EVK_BOOL, /* documentation only: the setter never writes these */
+    SOP_EVK_BOOL, /* bool field (SOP_EVK_TRUE): written only when true; or a writer's/hand row */
     SOP_EVK_OBJ,
     SOP_EVK_ARR,
 } sop_evk_type;
 
-#define SOP_EVK_HAND ((size_t)-1) /* written by hand in the group's bridge file */
+#define SOP_EVK_HAND ((size_t)-1)   /* written by hand in the group's bridge file */
+#define SOP_EVK_WRITER ((size_t)-2) /* written by the row's own writer (SOP_EVK_W) */
+
+/* A row's own writer: sets key `name` on `o` from `base` (the struct the level's rows share)
+ * and `ctx` (what the bridge passed along), or nothing when absent. Bound to its row, so no
+ * name is compared: a key spelt wrong is spelt wrong in docs/evidence.md and the reads check. */
+typedef void (*sop_evk_write_fn)(struct sop_value *o, const char *name, const void *base,
+                                 void *ctx);
 
 typedef struct {
     const char *key; /* path under the group: "mem_total_kb", "cpu.user_pct", "disks[].name";
                       * a `*` segment stands for several names the doc lists */
     sop_evk_type type;
-    size_t off; /* offset of the field in the struct the rows of its parent share; or HAND */
+    size_t off; /* offset of the field in the struct the rows of its parent share; HAND; WRITER */
     const char *unit;
     const char *doc;
+    sop_evk_write_fn write; /* WRITER rows */
 } sop_evk;
 
 typedef struct {
@@ -45,23 +53,39 @@ typedef struct {
 /* Row makers. The _Generic makes a row whose type does not match its field fail to compile. */
 #define SOP_EVK_I(key, st, field, unit, doc)                                                       \
     {                                                                                              \
-        key, SOP_EVK_INT, _Generic(((st *)0)->field, int64_t : offsetof(st, field)), unit, doc     \
+        key, SOP_EVK_INT,                                                                          \
+            _Generic(((st *)0)->field, int64_t                                                     \
+                     : offsetof(st, field)),                                                       \
+            unit, doc, NULL                                                                        \
     }
 #define SOP_EVK_D(key, st, field, unit, doc)                                                       \
     {                                                                                              \
-        key, SOP_EVK_NUM, _Generic(((st *)0)->field, double : offsetof(st, field)), unit, doc      \
+        key, SOP_EVK_NUM,                                                                          \
+            _Generic(((st *)0)->field, double                                                      \
+                     : offsetof(st, field)),                                                       \
+            unit, doc, NULL                                                                        \
     }
 #define SOP_EVK_T(key, st, field, doc)                                                             \
     {                                                                                              \
-        key, SOP_EVK_TEXT, _Generic(((st *)0)->field, char * : offsetof(st, field)), "", doc       \
+        key, SOP_EVK_TEXT, _Generic(((st *)0)->field, char * : offsetof(st, field)), "", doc, NULL \
     }
 #define SOP_EVK_S(key, st, field, doc)                                                             \
     {                                                                                              \
-        key, SOP_EVK_STR, _Generic(((st *)0)->field, char * : offsetof(st, field)), "", doc        \
+        key, SOP_EVK_STR, _Generic(((st *)0)->field, char * : offsetof(st, field)), "", doc, NULL  \
+    }
+/* A bool field, written (as true) only when it is true. */
+#define SOP_EVK_TRUE(key, st, field, doc)                                                          \
+    {                                                                                              \
+        key, SOP_EVK_BOOL, _Generic(((st *)0)->field, _Bool : offsetof(st, field)), "", doc, NULL  \
+    }
+/* A value computed from the level's struct (and ctx) by `fn`, a sop_evk_write_fn. */
+#define SOP_EVK_W(key, type, fn, unit, doc)                                                        \
+    {                                                                                              \
+        key, type, SOP_EVK_WRITER, unit, doc, _Generic((fn), sop_evk_write_fn : (fn))              \
     }
 #define SOP_EVK_H(key, type, unit, doc)                                                            \
     {                                                                                              \
-        key, type, SOP_EVK_HAND, unit, doc                                                         \
+        key, type, SOP_EVK_HAND, unit, doc, NULL                                                   \
     }
 
 /* Hand-written keys: called for a HAND row when the walk reaches it, so keys keep table order. */

@@ -210,6 +210,19 @@ static void test_smaps_io_sched_limits(void)
     CHECK_EQ_I(sop__parse_schedstat("10 20", &ss), -EINVAL);
     CHECK_EQ_I(ss.run_ns, SOP_NA);
     CHECK_EQ_I(sop__parse_schedstat("x y z\n", &ss), -EINVAL);
+    /* the one reader of schedstat files: the process's, a thread's, one that is not there */
+    int pdir = open(t_fixture("proc/root/7743"), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    CHECK(pdir >= 0);
+    CHECK_EQ_I(sop__read_schedstat_at(pdir, "schedstat", &ss), 0);
+    CHECK_EQ_I(ss.wait_ns, 181495404);
+    CHECK_EQ_I(sop__read_schedstat_at(pdir, "task/7743/schedstat", &ss), 0);
+    CHECK(ss.run_ns > 0);
+    CHECK_EQ_I(sop__read_schedstat_at(pdir, "task/1/schedstat", &ss), -ENOENT);
+    CHECK_EQ_I(ss.run_ns, SOP_NA);
+    CHECK_EQ_I(sop__read_schedstat_at(pdir, "comm", &ss), -EINVAL); /* not numbers */
+    CHECK_EQ_I(ss.wait_ns, SOP_NA);
+    if (pdir >= 0)
+        close(pdir);
 
     sop_limits l;
     t = t_slurp("proc/root/7743/limits", NULL);
