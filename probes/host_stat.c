@@ -30,8 +30,8 @@ int sop__parse_host_stat(const char *text, sop_host *out)
             while (k < 8 && (v[k] = sop__parse_i64(&p)) != SOP_NA && v[k] >= 0)
                 k++;
             if (k >= 4) { /* iowait on 2.5.41+, irq/softirq 2.6.0+, steal 2.6.11+ */
-                int64_t *dst[8] = {&out->cpu_user,   &out->cpu_nice,    &out->cpu_system,
-                                   &out->cpu_idle,   &out->cpu_iowait,  &out->cpu_irq,
+                int64_t *dst[8] = {&out->cpu_user,    &out->cpu_nice,   &out->cpu_system,
+                                   &out->cpu_idle,    &out->cpu_iowait, &out->cpu_irq,
                                    &out->cpu_softirq, &out->cpu_steal};
                 for (int i = 0; i < 8; i++)
                     *dst[i] = i < k ? v[i] : SOP_NA;

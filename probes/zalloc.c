@@ -7,10 +7,21 @@
 #include <stdlib.h>
 #include <sys/mman.h>
 
-/* From this size on a table gets its own mapping (4 pages: below, a mapping saves little). */
+/* From this size on a table gets its own mapping (4 pages: below, a mapping saves little).
+ * Under AddressSanitizer every table comes from calloc, which it watches for overruns. */
+#if defined(__SANITIZE_ADDRESS__)
+#define ZALLOC_MAP_MIN SIZE_MAX
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define ZALLOC_MAP_MIN SIZE_MAX
+#endif
+#endif
+#ifndef ZALLOC_MAP_MIN
 #define ZALLOC_MAP_MIN (16u << 10)
+#endif
 
-/* Before the table: its whole length (0: calloc'ed). 64 bytes keep the table aligned. */
+/* Before the table: its whole length (0: calloc'ed); a multiple of 16 keeps malloc's
+ * alignment. */
 #define ZALLOC_HEAD 64u
 
 void *sop__zalloc(size_t n, size_t size)
