@@ -5,7 +5,7 @@
 # the verdict is on ratios (current / baseline), never on absolute times.
 #
 #   python3 bench/perf_gate.py [--quick] [--build DIR] [--baseline REF | --baseline-bin SOPCTL]
-#                              [--runs N] [--margin 1.5] [--json FILE]
+#                              [--runs N] [--slow-runs N] [--margin 1.5] [--json FILE]
 #
 # The baseline by default ("auto"): the newest tag when there is one, else where HEAD left main
 # (git merge-base HEAD main) when HEAD is not main itself, else HEAD~1 (CI on main: the commit
@@ -104,8 +104,20 @@ def build_baseline(ref):
     return exe, sha
 
 
-def timed(argv, timeout=60):
-    """Run argv (stdout/stderr to /dev/null): (wall ms, cpu ms, peak RSS KiB, exit status)."""
+# GNU time, when installed, for peak RSS: a child of this Python process reports at least the
+# RSS of the Python it was forked from in its ru_maxrss (the kernel keeps the old memory's high
+# water mark across exec), ~16 MB, which would hide any sopctl peak below that.
+GNU_TIME = "/usr/bin/time" if os.access("/usr/bin/time", os.X_OK) else None
+
+
+def timed(argv, timeout=60, rss=False):
+    """Run argv (stdout/stderr to /dev/null): (wall ms, cpu ms, peak RSS KiB, exit status).
+    rss: measure the peak RSS through GNU time where it is installed (see GNU_TIME)."""
+    rss_file = None
+    if rss and GNU_TIME:
+        fd, rss_file = tempfile.mkstemp(prefix="sop-perf-rss-")
+        os.close(fd)
+        argv = [GNU_TIME, "-f", "%M", "-o", rss_file, "--"] + list(argv)
     with open(os.devnull, "wb") as null:
         t0 = time.perf_counter()
         p = subprocess.Popen(argv, stdout=null, stderr=null, stdin=subprocess.DEVNULL)
@@ -117,7 +129,14 @@ def timed(argv, timeout=60):
     if os.WIFSIGNALED(status) and os.WTERMSIG(status) == 9:
         die("timed out after %d s: %s" % (timeout, " ".join(argv)))
     p.returncode = os.waitstatus_to_exitcode(status)
-    return wall, (ru.ru_utime + ru.ru_stime) * 1e3, ru.ru_maxrss, p.returncode
+    maxrss = ru.ru_maxrss
+    if rss_file:
+        with open(rss_file) as f:
+            lines = f.read().split()  # "Command exited with non-zero status N" comes first
+        os.unlink(rss_file)
+        if lines and lines[-1].isdigit():
+            maxrss = int(lines[-1])
+    return wall, (ru.ru_utime + ru.ru_stime) * 1e3, maxrss, p.returncode
 
 
 class Target:
@@ -146,7 +165,7 @@ def measure(name, exes, argv_of, runs, accept=(0, 1), field="wall", warm=1):
     for i in range(warm + runs):
         order = list(exes) if i % 2 == 0 else list(reversed(exes))
         for k in order:
-            wall, cpu, rss, rc = timed(argv_of(exes[k]))
+            wall, cpu, rss, rc = timed(argv_of(exes[k]), rss=field == "rss")
             if rc not in accept:
                 die("%s: %s exited %d" % (name, " ".join(argv_of(exes[k])), rc))
             if i >= warm:
@@ -166,6 +185,8 @@ def main():
     ap.add_argument("--baseline-bin", help="an already built baseline sopctl")
     ap.add_argument("--quick", action="store_true", help="startup, dump, snapshot, run0 only")
     ap.add_argument("--runs", type=int, default=0, help="runs per measure (default 15, full 21)")
+    ap.add_argument("--slow-runs", type=int, default=0,
+                    help="runs of the slow measures: window, sampler, watch, heap (runs / 4)")
     ap.add_argument("--margin", type=float, default=1.5)
     ap.add_argument("--floor-ms", type=float, default=1.0)
     ap.add_argument("--json", help="write the figures here")
@@ -205,7 +226,7 @@ def main():
                                                          "--duration", "0", "--format", "json"],
                                runs))
         if not a.quick:
-            slow = max(3, runs // 4)
+            slow = a.slow_runs or max(3, runs // 4)
             results.append(measure("window1s", exes, lambda e: [e, "run", "--pid", str(c.pid),
                                                                  "--duration", "1", "--format",
                                                                  "json"], slow, field="rss"))

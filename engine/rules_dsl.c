@@ -573,15 +573,16 @@ static int sb_require(lua_State *L)
     int status;
     lua_rawgetp(L, LUA_REGISTRYINDEX, &K_MODCODE);
     lua_pushvalue(L, 1);
-    int has_code = lua_rawget(L, -2) == LUA_TSTRING;
+    size_t clen = 0;
+    const unsigned char *code = NULL;
+    if (lua_rawget(L, -2) == LUA_TLIGHTUSERDATA) /* the embedded text's address */
+        code = sop__embedded_code(lua_touserdata(L, -1), &clen);
     lua_rawgetp(L, LUA_REGISTRYINDEX, &K_MODULES);
     lua_pushvalue(L, 1);
-    if (has_code) {
+    if (code) {
         /* an embedded module's bytecode, compiled from its text at build time: the same
          * chunk, line numbers included, without parsing it again (never a file's bytes) */
-        size_t clen;
-        const char *code = lua_tolstring(L, -3, &clen);
-        status = luaL_loadbufferx(L, code, clen, chunk, "b");
+        status = luaL_loadbufferx(L, (const char *)code, clen, chunk, "b");
     } else if (lua_rawget(L, -2) == LUA_TSTRING) {
         size_t slen;
         const char *src = lua_tolstring(L, -1, &slen);

@@ -4,6 +4,7 @@
  * and the Lua state built from an allow-list. Depends on Lua 5.4, engine/pattern_cost.c and
  * engine/rules_dsl.c (the DSL's globals). */
 #include <math.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -772,15 +773,18 @@ void sop__rules_setup_state(lua_State *L, const sop_rules_module *modules)
     lua_newtable(L);
     lua_newtable(L);
     for (const sop_rules_module *m = modules; m && m->name; m++) {
-        if (m->source) {
+        if (!m->source)
+            continue;
+        size_t clen = 0;
+        if (sop__embedded_code(m->source, &clen)) {
+            /* An embedded module: its text and bytecode are static data of the library, so
+             * the table keeps the text's address (require finds the code from it), not a copy
+             * of either (1 MB of Lua heap for the default pack). */
+            lua_pushlightuserdata(L, (void *)(uintptr_t)m->source);
+            lua_setfield(L, -2, m->name);
+        } else {
             lua_pushstring(L, m->source);
             lua_setfield(L, -3, m->name);
-            size_t clen = 0;
-            const unsigned char *code = sop__embedded_code(m->source, &clen);
-            if (code) {
-                lua_pushlstring(L, (const char *)code, clen);
-                lua_setfield(L, -2, m->name);
-            }
         }
     }
     lua_rawsetp(L, LUA_REGISTRYINDEX, &K_MODCODE);

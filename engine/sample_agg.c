@@ -9,6 +9,7 @@
 
 #include "gpu_wait.h"
 #include "sampler_runtime.h"
+#include "zalloc.h"
 
 static uint64_t fnv(const char *s, uint32_t seed)
 {
@@ -740,12 +741,12 @@ sop_agg *sop__agg_new(void)
     sop_agg *a = calloc(1, sizeof *a);
     if (!a)
         return NULL;
-    a->thrs = calloc(SOP_AGG_MAX_THREADS, sizeof *a->thrs);
-    a->stacks = calloc(SOP_AGG_STACK_SLOTS, sizeof *a->stacks);
-    a->sites = calloc(SOP_AGG_SITES_MAX, sizeof *a->sites);
-    a->leaves = calloc(SOP_AGG_LEAF_SLOTS, sizeof *a->leaves);
-    a->tick = calloc(SOP_AGG_TICK_THREADS, sizeof *a->tick);
-    a->locks = calloc(SOP_AGG_LOCKS_MAX, sizeof *a->locks);
+    a->thrs = sop__zalloc(SOP_AGG_MAX_THREADS, sizeof *a->thrs);
+    a->stacks = sop__zalloc(SOP_AGG_STACK_SLOTS, sizeof *a->stacks);
+    a->sites = sop__zalloc(SOP_AGG_SITES_MAX, sizeof *a->sites);
+    a->leaves = sop__zalloc(SOP_AGG_LEAF_SLOTS, sizeof *a->leaves);
+    a->tick = sop__zalloc(SOP_AGG_TICK_THREADS, sizeof *a->tick);
+    a->locks = sop__zalloc(SOP_AGG_LOCKS_MAX, sizeof *a->locks);
     if (!a->thrs || !a->stacks || !a->sites || !a->leaves || !a->tick || !a->locks) {
         sop__agg_free(a);
         return NULL;
@@ -762,8 +763,8 @@ void sop__agg_free(sop_agg *a)
     if (a->stacks)
         for (size_t i = 0; i < SOP_AGG_STACK_SLOTS; i++)
             free(a->stacks[i].stack);
-    free(a->stacks);
-    free(a->sites);
+    sop__zfree(a->stacks);
+    sop__zfree(a->sites);
     if (a->leaves)
         for (size_t i = 0; i < SOP_AGG_LEAF_SLOTS; i++)
             if (a->leaves[i].hash) {
@@ -771,10 +772,10 @@ void sop__agg_free(sop_agg *a)
                 site_free(&a->leaves[i].entry);
                 site_free(&a->leaves[i].caller);
             }
-    free(a->leaves);
-    free(a->tick);
-    free(a->locks);
-    free(a->thrs);
+    sop__zfree(a->leaves);
+    sop__zfree(a->tick);
+    sop__zfree(a->locks);
+    sop__zfree(a->thrs);
     free(a->timeline);
     free(a->lines);
     free(a);

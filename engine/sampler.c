@@ -138,6 +138,7 @@ static void add_workers(sop_sampler *s, int pid, int depth)
             memset(pe, 0, sizeof *pe);
             pe->pid = kids[k];
             pe->ps = ps;
+            sop__python_share_cache(ps, s->procs[0].ps); /* sampled one after the other */
             read_comm(s->proc_root, kids[k], 0, pe->comm, sizeof pe->comm);
             sop__cmdline_read(s->proc_root, kids[k], pe->cmdline, sizeof pe->cmdline);
             pe->start_time_s = sop__start_time_read(s->proc_root, kids[k]);
@@ -294,7 +295,8 @@ static void trace_tick(sop_sampler *s, bool last)
 static void gc_tick(sop_sampler *s)
 {
     sop_pygc g;
-    if (s->nprocs < 1 || s->procs[0].gone || sop__python_sample_gc(s->procs[0].ps, &g) < 0)
+    if (s->nprocs < 1 || s->procs[0].gone || !s->procs[0].ps ||
+        sop__python_sample_gc(s->procs[0].ps, &g) < 0)
         return;
     sop__agg_gc(s->agg, &g, s->now_ms);
 }
@@ -318,7 +320,7 @@ int sop__sampler_run(sop_sampler *s, double deadline_ms, double rate_hz,
         bool failed = false;
         for (int p = 0; p < s->nprocs; p++) {
             proc_ent *pe = &s->procs[p];
-            if (pe->gone)
+            if (pe->gone || !pe->ps)
                 continue;
             s->cur_proc = p;
             int r = sop__python_sample(pe->ps, on_thread, s);
@@ -379,6 +381,12 @@ int sop__sampler_run(sop_sampler *s, double deadline_ms, double rate_hz,
     }
     double end = sop__now_ms();
     sop__agg_finish(s->agg, end);
+    /* The window is over: its readers (page cache, walk tables) are freed now, not when the
+     * aggregation is (the evidence is bridged and the rules run after this). */
+    for (int p = 0; p < s->nprocs; p++) {
+        sop__python_close(s->procs[p].ps);
+        s->procs[p].ps = NULL;
+    }
     s->window_s = (end - t0) / 1e3;
     s->self_cpu_ms = cpu_ms() - c0;
     if (progress)

@@ -1,5 +1,5 @@
 /* host.h — what the host probes read: meminfo, vmstat, loadavg, /proc/stat, PSI, diskstats
- * (libproc2 where it covers them: probes/host_libproc2.c is its only home), online CPUs.
+ * (one reader per file, probes/host_*.c), online CPUs.
  * Integers are SOP_NA and doubles NaN when not measured. Depends on libc only. */
 #ifndef SOP_HOST_H
 #define SOP_HOST_H
@@ -54,18 +54,31 @@ typedef struct {
 /* Pure parsers (fixture-testable). */
 int sop__parse_psi(const char *text, sop_psi *out);
 int sop__parse_loadavg(const char *text, sop_host *out);
+/* Each fills what it finds and leaves the rest as it was; -EINVAL when the text is not that
+ * file (meminfo: no MemTotal; stat: no cpu line; vmstat: none of its counters). */
+int sop__parse_meminfo(const char *text, sop_host *out);
+int sop__parse_vmstat(const char *text, sop_host *out);
+int sop__parse_host_stat(const char *text, sop_host *out);
+/* Whether a /proc/diskstats name is a whole disk (not a partition); NULL: every name is. */
+typedef bool (*sop_disk_filter)(void *ctx, const char *name);
+/* Whole disks with any IO since boot, at most SOP_DISKS_MAX, into out->disks. */
+int sop__parse_diskstats(const char *text, sop_disk_filter whole, void *ctx, sop_host *out);
 
 /* Set every field to "not measured" (SOP_NA / NaN / absent). */
 void sop__host_init(sop_host *out);
 
 /* The readers behind sop__host_collect; each adds {probe, reason} to `missing` on failure
  * and returns 0 or -errno. proc_dirfd is an open /proc (or a fixture dir). */
-/* meminfo, vmstat, /proc/stat (cpu jiffies, procs_running/blocked, btime), diskstats. */
-int sop__host_libproc2(sop_host *out, sop_missing *missing);
+int sop__host_read_meminfo(int proc_dirfd, sop_host *out, sop_missing *missing);
+int sop__host_read_vmstat(int proc_dirfd, sop_host *out, sop_missing *missing);
+/* /proc/stat: cpu jiffies, procs_running/blocked, processes, btime. */
+int sop__host_read_stat(int proc_dirfd, sop_host *out, sop_missing *missing);
+/* Whole disks only (listed in /sys/block), loop and ram devices left out. */
+int sop__host_read_diskstats(int proc_dirfd, sop_host *out, sop_missing *missing);
 int sop__host_read_loadavg(int proc_dirfd, sop_host *out, sop_missing *missing);
 /* pressure/{cpu,memory,io}: a kernel without PSI leaves present=false and says so once. */
 int sop__host_read_psi(int proc_dirfd, sop_host *out, sop_missing *missing);
-/* Whole disks worth reporting: not a loop/ram device (the partition test is libproc2's). */
+/* Whole disks worth reporting: not a loop/ram device (the partition test is /sys/block's). */
 bool sop__disk_name_wanted(const char *name);
 
 /* Read the whole host picture; failures go to `missing`. Returns 0. */

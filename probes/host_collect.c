@@ -1,5 +1,6 @@
-/* host_collect.c — the whole host picture in one call: online CPUs (sysconf), libproc2's
- * counters, loadavg and PSI. Every part that fails goes to `missing`; the rest is kept.
+/* host_collect.c — the whole host picture in one call: online CPUs (sysconf), meminfo,
+ * vmstat, /proc/stat, diskstats, loadavg and PSI. Every part that fails goes to `missing`;
+ * the rest is kept.
  * Depends on probes/host.h and the host_*.c readers. */
 #include "host.h"
 
@@ -45,12 +46,15 @@ int sop__host_collect(sop_host *out, sop_missing *missing)
         out->ncpu = n;
     else
         sop__missing_add(missing, "host.ncpu", "sysconf(_SC_NPROCESSORS_ONLN) failed");
-    sop__host_libproc2(out, missing);
     int proc = open("/proc", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
     if (proc < 0) {
         sop__missing_add(missing, "host", "cannot open /proc");
         return 0;
     }
+    sop__host_read_meminfo(proc, out, missing);
+    sop__host_read_vmstat(proc, out, missing);
+    sop__host_read_stat(proc, out, missing);
+    sop__host_read_diskstats(proc, out, missing);
     sop__host_read_loadavg(proc, out, missing);
     sop__host_read_psi(proc, out, missing);
     close(proc);

@@ -1,6 +1,5 @@
 /* host_loadavg.c — /proc/loadavg: the 1, 5 and 15 minute load averages. A pure parser and a
- * reader taking a /proc dir fd (libproc2 4.0 has no loadavg API worth a context, so we read
- * the one line ourselves). Depends on probes/host.h, probes/procfs.h. */
+ * reader taking a /proc dir fd. Depends on probes/host.h, probes/procfs.h. */
 #include "host.h"
 
 #include <errno.h>

@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "proc.h"
+#include "zalloc.h"
 
 #define PATHS_MAX 4096 /* distinct paths aggregated before the largest are kept */
 
@@ -121,7 +122,7 @@ int sop__parse_mapped(const char *text, sop_mapped *out)
     sop__mapped_init(out);
     if (!text)
         return -EINVAL;
-    sop_mapped_file *all = calloc(PATHS_MAX, sizeof *all);
+    sop_mapped_file *all = sop__zalloc(PATHS_MAX, sizeof *all); /* touched as filled */
     if (!all)
         return -ENOMEM;
     size_t n = 0;
@@ -196,7 +197,7 @@ int sop__parse_mapped(const char *text, sop_mapped *out)
             out->files[out->n++] = all[i];
     if ((int64_t)out->n < out->files_total)
         out->truncated = true;
-    free(all);
+    sop__zfree(all);
     return any ? 0 : -ENODATA;
 }
 

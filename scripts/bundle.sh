@@ -3,7 +3,7 @@
 # library, libm and the dynamic loader, which every Linux machine has) into one folder, for a
 # machine with no package registry (a GPU node, a locked-down container). Libraries sopctl opens
 # only when a command needs them (libmicrohttpd for `watch --listen`, NVML from the driver) are
-# copied too where this machine has them (libproc2, libmicrohttpd, libunwind), except NVML,
+# copied too where this machine has them (libmicrohttpd, libunwind), except NVML,
 # which must be the driver's own.
 # Usage: scripts/bundle.sh [BUILD_DIR] OUT_DIR
 #   then, there: LD_LIBRARY_PATH=OUT_DIR/lib OUT_DIR/sopctl version
@@ -26,7 +26,7 @@ copy_deps() {
 copy_deps "$bin"
 # Opened at run time by the commands that need them (not listed by ldd).
 cache=$(ldconfig -p)
-for name in libproc2.so.0 libmicrohttpd.so.12 libunwind-ptrace.so.0 libunwind-x86_64.so.8 libunwind.so.8 libunwind-generic.so; do
+for name in libmicrohttpd.so.12 libunwind-ptrace.so.0 libunwind-x86_64.so.8 libunwind.so.8 libunwind-generic.so; do
   path=$(awk -v n="$name" '$1 == n && /x86-64/ { print $NF; exit }' <<<"$cache")
   if [ -n "$path" ]; then
     cp -L "$path" "$out/lib/"

@@ -1,12 +1,12 @@
 #!/usr/bin/env bash
 # install-deps.sh — install, on Debian 12, every package sop needs to build, test and run its
-# demo: compilers, Lua 5.4, cJSON, libproc2, libunwind, libmicrohttpd (sopctl watch --listen),
+# demo: compilers, Lua 5.4, cJSON, libunwind, libmicrohttpd (sopctl watch --listen),
 # Prometheus (promtool and the watch e2e test), and the Python packages the tests' workloads use. Installs only what is missing; needs root (or sudo) when something is.
 set -euo pipefail
 
 packages=(
   build-essential cmake pkg-config
-  liblua5.4-dev libcjson-dev libproc2-dev libunwind-dev
+  liblua5.4-dev libcjson-dev libunwind-dev
   python3 python3-numpy python3-torch python3-aiohttp python3-uvloop
   python3-setuptools python3-pip
   python3-pandas python3-sklearn python3-torchvision python3-pil

@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include "../procfs.h"
+#include "../zalloc.h"
 #include "py_names.h"
 #include "py_runtime.h"
 #include "py_walk_int.h"
@@ -230,14 +231,14 @@ int sop__python_open_with(const sop_pyruntime *rt, int pid, const char *proc_roo
     s->py = calloc(1, sizeof *s->py);
     w->py = s->py;
     w->code_index = calloc(CODE_SLOTS, sizeof *w->code_index);
-    w->frame_set = calloc(FRAME_SET_SLOTS, sizeof *w->frame_set);
-    w->frame_slots = calloc(4 * MAX_FRAMES + 1, sizeof *w->frame_slots);
-    w->chain = calloc(CHAIN_MAX, sizeof *w->chain);
-    w->chain_len = calloc(CHAIN_MAX, sizeof *w->chain_len);
+    w->frame_set = sop__zalloc(FRAME_SET_SLOTS, sizeof *w->frame_set);
+    w->frame_slots = sop__zalloc(4 * MAX_FRAMES + 1, sizeof *w->frame_slots);
+    w->chain = sop__zalloc(CHAIN_MAX, sizeof *w->chain);
+    w->chain_len = sop__zalloc(CHAIN_MAX, sizeof *w->chain_len);
     w->max_attempts = SAMPLE_WALK_ATTEMPTS;
-    s->tset = calloc(THREAD_SET_SLOTS, sizeof *s->tset);
-    s->tstates = calloc(MAX_THREADS, sizeof *s->tstates);
-    s->tslots = calloc(MAX_THREADS, sizeof *s->tslots);
+    s->tset = sop__zalloc(THREAD_SET_SLOTS, sizeof *s->tset);
+    s->tstates = sop__zalloc(MAX_THREADS, sizeof *s->tstates);
+    s->tslots = sop__zalloc(MAX_THREADS, sizeof *s->tslots);
     for (size_t i = 0; i < SAMPLER_TID_CACHE; i++)
         s->tids[i].stat_fd = s->tids[i].sys_fd = -1;
     if (!s->tslots || !s->py || !w->code_index || !w->frame_set || !w->frame_slots || !w->chain ||
@@ -340,22 +341,28 @@ int sop__python_sample(sop_pysampler *s, sop_pysample_cb cb, void *ctx)
     return seen;
 }
 
+void sop__python_share_cache(sop_pysampler *s, sop_pysampler *with)
+{
+    if (s && with && s != with)
+        sop__rmem_share(&s->w.mem, &with->w.mem);
+}
+
 void sop__python_close(sop_pysampler *s)
 {
     if (!s)
         return;
     walker *w = &s->w;
     sop__pywalk_free_codes(w);
-    free(w->frame_set);
-    free(w->frame_slots);
-    free(w->chain);
-    free(w->chain_len);
+    sop__zfree(w->frame_set);
+    sop__zfree(w->frame_slots);
+    sop__zfree(w->chain);
+    sop__zfree(w->chain_len);
     free(w->maps);
     sop__rmem_close(&w->mem);
     free(s->scratch.frames);
-    free(s->tset);
-    free(s->tstates);
-    free(s->tslots);
+    sop__zfree(s->tset);
+    sop__zfree(s->tstates);
+    sop__zfree(s->tslots);
     for (size_t i = 0; i < SAMPLER_TID_CACHE; i++) {
         if (s->tids[i].stat_fd >= 0)
             close(s->tids[i].stat_fd);

@@ -17,6 +17,7 @@
 #include <unistd.h>
 
 #include "../procfs.h"
+#include "../zalloc.h"
 #include "linetable.h"
 #include "native.h"
 #include "py_layouts.h"
@@ -872,19 +873,19 @@ static int collect(walker *w, unsigned flags, sop_python *py)
     if (L->rt_finalizing &&
         sop__rmem_read(&w->mem, w->runtime + L->rt_finalizing, &finalizing, 8) == 0 && finalizing)
         py->finalizing = true;
-    uint64_t *tset = calloc(THREAD_SET_SLOTS, sizeof *tset);
-    uint64_t *tstates = calloc(MAX_THREADS, sizeof *tstates);
+    uint64_t *tset = sop__zalloc(THREAD_SET_SLOTS, sizeof *tset);
+    uint64_t *tstates = sop__zalloc(MAX_THREADS, sizeof *tstates);
     if (!tset || !tstates) {
-        free(tset);
-        free(tstates);
+        sop__zfree(tset);
+        sop__zfree(tstates);
         return -ENOMEM;
     }
     uint64_t holders[MAX_INTERPS];
     int64_t interp_ids[MAX_INTERPS];
     uint16_t *ts_interp = calloc(MAX_THREADS, sizeof *ts_interp); /* index into interp_ids */
     if (!ts_interp) {
-        free(tset);
-        free(tstates);
+        sop__zfree(tset);
+        sop__zfree(tstates);
         return -ENOMEM;
     }
     size_t nholders = 0, nts = 0;
@@ -916,9 +917,9 @@ static int collect(walker *w, unsigned flags, sop_python *py)
             break;
     }
     if (rc == -ESRCH) {
-        free(tset);
+        sop__zfree(tset);
         free(ts_interp);
-        free(tstates);
+        sop__zfree(tstates);
         return rc;
     }
     rc = 0;
@@ -926,9 +927,9 @@ static int collect(walker *w, unsigned flags, sop_python *py)
         read_gc(w, last_interp, py, !(flags & SOP_PY_SKIP_FROZEN));
     py->threads = calloc(nts ? nts : 1, sizeof *py->threads);
     if (!py->threads) {
-        free(tset);
+        sop__zfree(tset);
         free(ts_interp);
-        free(tstates);
+        sop__zfree(tstates);
         return -ENOMEM;
     }
     prefetch_first_frames(w, tstates, nts);
@@ -1081,9 +1082,9 @@ static int collect(walker *w, unsigned flags, sop_python *py)
         collect_others(w, py, (flags & SOP_PY_NATIVE) ? nv : NULL, &ptrace_refused);
     sop__native_close(nv);
     free(nsmap);
-    free(tset);
+    sop__zfree(tset);
     free(ts_interp);
-    free(tstates);
+    sop__zfree(tstates);
     if (rc < 0)
         return rc;
     /* Activity from the OS state; a thread holding the GIL counts as active. */
@@ -1130,10 +1131,10 @@ static int collect_at(int pid, const char *proc_root, unsigned flags, const fake
     sop_python *py = calloc(1, sizeof *py);
     w.py = py;
     w.code_index = calloc(CODE_SLOTS, sizeof *w.code_index);
-    w.frame_set = calloc(FRAME_SET_SLOTS, sizeof *w.frame_set);
-    w.frame_slots = calloc(4 * MAX_FRAMES + 1, sizeof *w.frame_slots);
-    w.chain = calloc(CHAIN_MAX, sizeof *w.chain);
-    w.chain_len = calloc(CHAIN_MAX, sizeof *w.chain_len);
+    w.frame_set = sop__zalloc(FRAME_SET_SLOTS, sizeof *w.frame_set);
+    w.frame_slots = sop__zalloc(4 * MAX_FRAMES + 1, sizeof *w.frame_slots);
+    w.chain = sop__zalloc(CHAIN_MAX, sizeof *w.chain);
+    w.chain_len = sop__zalloc(CHAIN_MAX, sizeof *w.chain_len);
     w.max_attempts = DUMP_WALK_ATTEMPTS;
     if (!py || !w.code_index || !w.frame_set || !w.frame_slots || !w.chain || !w.chain_len ||
         sop__rmem_open(&w.mem, pid, w.proc_root) < 0) {
@@ -1180,10 +1181,10 @@ static int collect_at(int pid, const char *proc_root, unsigned flags, const fake
     }
 out:
     sop__pywalk_free_codes(&w);
-    free(w.frame_set);
-    free(w.frame_slots);
-    free(w.chain);
-    free(w.chain_len);
+    sop__zfree(w.frame_set);
+    sop__zfree(w.frame_slots);
+    sop__zfree(w.chain);
+    sop__zfree(w.chain_len);
     free(w.maps);
     sop__rmem_close(&w.mem);
     if (rc < 0) {

@@ -164,6 +164,9 @@ int sop__python_open_with(const sop_pyruntime *rt, int pid, const char *proc_roo
  * another negative errno when the thread list could not be read. */
 int sop__python_sample(sop_pysampler *s, sop_pysample_cb cb, void *ctx);
 void sop__python_close(sop_pysampler *s);
+/* Let s read through the page cache of `with` (sampled one after the other, never at once):
+ * the samplers of one window's processes need one cache's memory, not one each. */
+void sop__python_share_cache(sop_pysampler *s, sop_pysampler *with);
 
 /* The main interpreter's GC at one tick: whether it is collecting and how many collections of
  * each generation it has run (SOP_NA each where not readable). */

@@ -10,8 +10,67 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/uio.h>
 #include <unistd.h>
+
+struct sop_rmem_store {
+    sop_rmem_page pages[SOP_RMEM_SLOTS];
+    uint8_t *block;        /* SOP_RMEM_SLOTS pages, mmap'ed: untouched ones cost nothing */
+    const sop_rmem *owner; /* the reader whose pages the slots hold (NULL: none) */
+    int refs;
+};
+
+static sop_rmem_store *store_new(void)
+{
+    sop_rmem_store *st = calloc(1, sizeof *st);
+    if (!st)
+        return NULL;
+    /* mmap rather than malloc: malloc may hand back memory touched before (its threshold for
+     * mmap rises after big frees), which stays resident; this is resident only where used
+     * and returned whole at the end. */
+    void *b = mmap(NULL, (size_t)SOP_RMEM_SLOTS * SOP_RMEM_PAGE, PROT_READ | PROT_WRITE,
+                   MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (b == MAP_FAILED) {
+        free(st);
+        return NULL;
+    }
+    st->block = b;
+    for (size_t i = 0; i < SOP_RMEM_SLOTS; i++)
+        st->pages[i].data = st->block + i * SOP_RMEM_PAGE;
+    st->refs = 1;
+    return st;
+}
+
+static void store_drop(sop_rmem_store *st, const sop_rmem *m)
+{
+    if (!st)
+        return;
+    if (st->owner == m)
+        st->owner = NULL;
+    if (--st->refs > 0)
+        return;
+    munmap(st->block, (size_t)SOP_RMEM_SLOTS * SOP_RMEM_PAGE);
+    free(st);
+}
+
+static void attach(sop_rmem *m, sop_rmem_store *st)
+{
+    m->store = st;
+    m->pages = st ? st->pages : NULL;
+    m->block = st ? st->block : NULL;
+}
+
+/* Before any use of the slots: a cache another reader filled is emptied first. */
+static void claim(sop_rmem *m)
+{
+    sop_rmem_store *st = m->store;
+    if (!st || st->owner == m)
+        return;
+    for (size_t i = 0; i < SOP_RMEM_SLOTS; i++)
+        st->pages[i].addr = 0;
+    st->owner = m;
+}
 
 int sop__rmem_open(sop_rmem *m, int pid, const char *proc_root)
 {
@@ -19,15 +78,21 @@ int sop__rmem_open(sop_rmem *m, int pid, const char *proc_root)
     m->mem_fd = -1;
     snprintf(m->proc_root, sizeof m->proc_root, "%s", proc_root ? proc_root : "/proc");
     m->pid = sop__live_task(m->proc_root, pid); /* a zombie leader has no memory: a thread does */
-    m->pages = calloc(SOP_RMEM_SLOTS, sizeof *m->pages);
-    m->block = malloc((size_t)SOP_RMEM_SLOTS * SOP_RMEM_PAGE);
-    if (!m->pages || !m->block) {
-        sop__rmem_close(m);
+    sop_rmem_store *st = store_new();
+    if (!st)
         return -ENOMEM;
-    }
-    for (size_t i = 0; i < SOP_RMEM_SLOTS; i++)
-        m->pages[i].data = m->block + i * SOP_RMEM_PAGE;
+    attach(m, st);
+    st->owner = m;
     return 0;
+}
+
+void sop__rmem_share(sop_rmem *m, sop_rmem *with)
+{
+    if (!with->store || m->store == with->store)
+        return;
+    store_drop(m->store, m);
+    with->store->refs++;
+    attach(m, with->store);
 }
 
 void sop__rmem_close(sop_rmem *m)
@@ -35,16 +100,18 @@ void sop__rmem_close(sop_rmem *m)
     if (m->mem_fd >= 0)
         close(m->mem_fd);
     m->mem_fd = -1;
-    free(m->pages);
-    free(m->block);
-    m->pages = NULL;
-    m->block = NULL;
+    store_drop(m->store, m);
+    attach(m, NULL);
 }
 
 void sop__rmem_flush(sop_rmem *m)
 {
-    if (!m->pages)
+    if (!m->store)
         return;
+    if (m->store->owner != m) {
+        claim(m);
+        return;
+    }
     for (size_t i = 0; i < SOP_RMEM_SLOTS; i++)
         m->pages[i].addr = 0;
 }
@@ -144,6 +211,7 @@ int sop__rmem_read(sop_rmem *m, uint64_t addr, void *buf, size_t len)
         return -EFAULT;
     if (!m->pages || len > 4 * SOP_RMEM_PAGE)
         return sop__rmem_read_direct(m, addr, buf, len);
+    claim(m);
     size_t done = 0;
     while (done < len) {
         uint64_t a = addr + done;
@@ -173,6 +241,7 @@ static size_t load_pages(sop_rmem *m, const uint64_t *addrs, const size_t *lens,
 {
     if (!m->pages || m->use_mem_fd || m->source)
         return 0;
+    claim(m);
     struct iovec local[PREFETCH_MAX_IOV], remote[PREFETCH_MAX_IOV];
     sop_rmem_page *slots[PREFETCH_MAX_IOV];
     uint64_t pages[PREFETCH_MAX_IOV];

@@ -21,13 +21,18 @@ typedef struct {
  * return 0, or return -errno (-EFAULT for unmapped). */
 typedef int (*sop_rmem_source)(void *ctx, uint64_t addr, void *buf, size_t len);
 
+/* The cache's pages: owned by one reader, or shared by the readers of one sampler (their
+ * processes are sampled one after the other, each sample starting from an empty cache). */
+typedef struct sop_rmem_store sop_rmem_store;
+
 typedef struct {
     int pid;
     int mem_fd;            /* /proc/PID/mem, opened lazily when process_vm_readv is refused */
     bool use_mem_fd;       /* process_vm_readv failed with ENOSYS/EPERM: go through the file */
     int last_errno;        /* errno of the last failed read */
-    sop_rmem_page *pages;  /* SOP_RMEM_SLOTS slots, direct-mapped by page number */
-    uint8_t *block;        /* their data, left uninitialized: only pages used are touched */
+    sop_rmem_store *store; /* the slots and their data, perhaps shared (sop__rmem_share) */
+    sop_rmem_page *pages;  /* store's SOP_RMEM_SLOTS slots, direct-mapped by page number */
+    uint8_t *block;        /* their data, mapped untouched: only pages used become resident */
     uint64_t reads;        /* syscalls issued (for tests and benchmarks) */
     uint32_t snap_gen;     /* number of the last snapshot (sop__rmem_snapshot) */
     uint64_t off_snapshot; /* page accesses not served by the last snapshot (misses included) */
@@ -41,6 +46,10 @@ int sop__rmem_open(sop_rmem *m, int pid, const char *proc_root);
 void sop__rmem_close(sop_rmem *m);
 /* Forget cached pages (after a torn read, before a retry). */
 void sop__rmem_flush(sop_rmem *m);
+/* Make m use the page cache of `with` (both open), freeing its own: readers used one after
+ * the other need one cache's memory, not one each. A reader finds the cache empty whenever
+ * another one used it since (never another process's pages). */
+void sop__rmem_share(sop_rmem *m, sop_rmem *with);
 
 /* Read exactly len bytes at addr into buf (through the cache). Returns 0 or -errno
  * (-EFAULT for unmapped, -ESRCH when the process is gone, -EPERM/-EACCES when refused). */

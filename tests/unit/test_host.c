@@ -60,6 +60,114 @@ static void test_loadavg(void)
     CHECK_EQ_I(sop__parse_loadavg("x y z", &h), -EINVAL);
 }
 
+/* meminfo, vmstat, /proc/stat and diskstats: sop's own parsers of the host counters (they
+ * replaced libproc2's, whose figures they matched field for field on this machine). */
+static void test_meminfo(void)
+{
+    sop_host h;
+    sop__host_init(&h);
+    char *t = t_slurp("host/meminfo.txt", NULL);
+    CHECK_EQ_I(sop__parse_meminfo(t, &h), 0);
+    CHECK_EQ_I(h.mem_total_kb, sop__kv_i64(t, "MemTotal"));
+    CHECK_EQ_I(h.mem_available_kb, sop__kv_i64(t, "MemAvailable"));
+    CHECK_EQ_I(h.cached_kb, sop__kv_i64(t, "Cached")); /* not SwapCached */
+    CHECK_EQ_I(h.swap_free_kb, sop__kv_i64(t, "SwapFree"));
+    CHECK_EQ_I(h.hugepages_total, sop__kv_i64(t, "HugePages_Total"));
+    CHECK(h.mem_total_kb > 0 && h.mlocked_kb != SOP_NA && h.shmem_kb != SOP_NA);
+    free(t);
+    sop__host_init(&h);
+    CHECK_EQ_I(sop__parse_meminfo("MemFree: 5 kB\nCached: 1 kB\n", &h), -EINVAL);
+    CHECK_EQ_I(h.mem_total_kb, SOP_NA); /* no MemTotal: not that file */
+    sop__host_init(&h);
+    CHECK_EQ_I(sop__parse_meminfo("MemTotal: 0 kB\n", &h), -EINVAL);
+    CHECK_EQ_I(h.mem_total_kb, SOP_NA);
+    sop__host_init(&h);
+    CHECK_EQ_I(sop__parse_meminfo("MemTotal: 1000 kB\nMemFree: 12", &h), 0);
+    CHECK_EQ_I(h.mem_free_kb, SOP_NA); /* a cut-off last line is no number */
+}
+
+static void test_vmstat(void)
+{
+    sop_host h;
+    sop__host_init(&h);
+    char *t = t_slurp("host/vmstat.txt", NULL);
+    CHECK_EQ_I(sop__parse_vmstat(t, &h), 0);
+    CHECK_EQ_I(h.pswpin, 0);
+    CHECK_EQ_I(h.pswpout, 0);
+    CHECK_EQ_I(h.pgfault, 671093753);
+    CHECK_EQ_I(h.pgmajfault, 62028);
+    free(t);
+    sop__host_init(&h);
+    CHECK_EQ_I(sop__parse_vmstat("pgfaultx 5\npgfault_x 6\nnr_free_pages 1\n", &h), -EINVAL);
+    CHECK_EQ_I(h.pgfault, SOP_NA); /* whole names only */
+    CHECK_EQ_I(sop__parse_vmstat("pgmajfault 7\npgfault 9", &h), 0);
+    CHECK_EQ_I(h.pgmajfault, 7);
+    CHECK_EQ_I(h.pgfault, SOP_NA);
+}
+
+static void test_host_stat(void)
+{
+    sop_host h;
+    sop__host_init(&h);
+    char *t = t_slurp("host/stat.txt", NULL);
+    CHECK_EQ_I(sop__parse_host_stat(t, &h), 0);
+    CHECK_EQ_I(h.cpu_user, 1308208); /* the aggregate line, not cpu0 */
+    CHECK_EQ_I(h.cpu_idle, 847812);
+    CHECK_EQ_I(h.cpu_iowait, 14260);
+    CHECK_EQ_I(h.cpu_steal, 913);
+    CHECK_EQ_I(h.procs_running, 15);
+    CHECK_EQ_I(h.procs_blocked, 2);
+    CHECK_EQ_I(h.processes, 767680);
+    CHECK(h.btime == 1796393513.0);
+    free(t);
+    sop__host_init(&h);
+    CHECK_EQ_I(sop__parse_host_stat("cpu  1 2 3 4\nbtime 0\n", &h), 0); /* a 2.4 kernel */
+    CHECK_EQ_I(h.cpu_idle, 4);
+    CHECK_EQ_I(h.cpu_iowait, SOP_NA);
+    CHECK(isnan(h.btime));
+    sop__host_init(&h);
+    CHECK_EQ_I(sop__parse_host_stat("cpu0 1 2 3 4 5\nintr 5\n", &h), -EINVAL);
+    CHECK_EQ_I(sop__parse_host_stat("cpu  1 2 3 4 5 6 7 8", &h), -EINVAL); /* cut off */
+    CHECK_EQ_I(h.cpu_user, SOP_NA);
+}
+
+static bool not_vda1(void *ctx, const char *name)
+{
+    (void)ctx;
+    return strcmp(name, "vda1") != 0;
+}
+
+static void test_diskstats(void)
+{
+    sop_host h;
+    sop__host_init(&h);
+    char *t = t_slurp("host/diskstats.txt", NULL);
+    CHECK_EQ_I(sop__parse_diskstats(t, not_vda1, NULL, &h), 0);
+    /* loop0 and ram0 by name, vda1 a partition, vdb never used: vda, nvme0n1 (11 fields, a
+     * pre-4.18 kernel) and vdc (10 fields) stay */
+    CHECK_EQ_I((int64_t)h.ndisks, 3);
+    if (h.ndisks == 3) {
+        CHECK_EQ_S(h.disks[0].name, "vda");
+        CHECK_EQ_I(h.disks[0].reads, 1988199);
+        CHECK_EQ_I(h.disks[0].read_sectors, 260263810);
+        CHECK_EQ_I(h.disks[0].read_ms, 1432941);
+        CHECK_EQ_I(h.disks[0].writes, 756158);
+        CHECK_EQ_I(h.disks[0].write_sectors, 140254584);
+        CHECK_EQ_I(h.disks[0].write_ms, 833938);
+        CHECK_EQ_I(h.disks[0].io_ms, 334904);
+        CHECK(isnan(h.disks[0].util_pct));
+        CHECK_EQ_S(h.disks[1].name, "nvme0n1");
+        CHECK_EQ_I(h.disks[1].io_ms, 140);
+        CHECK_EQ_S(h.disks[2].name, "vdc");
+        CHECK_EQ_I(h.disks[2].io_ms, 4);
+    }
+    free(t);
+    CHECK_EQ_I(sop__parse_diskstats("garbage\n", NULL, NULL, &h), -EINVAL);
+    CHECK_EQ_I((int64_t)h.ndisks, 0);
+    CHECK_EQ_I(sop__parse_diskstats(" 8 0 sda 1 2 3 4 5 6 7 8 9\n", NULL, NULL, &h), -EINVAL);
+    CHECK_EQ_I((int64_t)h.ndisks, 0); /* 9 fields: not a record */
+}
+
 static void test_rates(void)
 {
     sop_host a, b;
@@ -132,7 +240,7 @@ static void test_live(void)
     CHECK(h.pgfault > 0);
     CHECK(h.btime > 1e9 && h.btime < (double)time(NULL));
     CHECK(!isnan(h.load1));
-    /* libproc2's items are the fields we think they are: compare with the files themselves */
+    /* the fields are the ones we think they are: compare with the files themselves */
     char *mi = NULL, *st = NULL;
     if (sop__read_file_at(AT_FDCWD, "/proc/meminfo", 1 << 16, &mi, NULL) == 0) {
         CHECK_EQ_I(h.mem_total_kb, sop__kv_i64(mi, "MemTotal"));
@@ -189,6 +297,10 @@ int main(void)
 {
     test_psi();
     test_loadavg();
+    test_meminfo();
+    test_vmstat();
+    test_host_stat();
+    test_diskstats();
     test_rates();
     test_live();
     return t_done();

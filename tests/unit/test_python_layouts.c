@@ -369,6 +369,59 @@ static void test_snapshot_self(void)
     sop__rmem_close(&m);
 }
 
+/* Two readers sharing one page cache (a window's processes): each reads its own process's
+ * memory at the same address, in any order, whatever the other left in the cache; prefetched
+ * and snapshot pages of one are never served to the other; the cache outlives either. */
+static void test_shared_cache(void)
+{
+    static uint64_t word[SOP_RMEM_PAGE / 8]; /* the same address in both processes */
+    word[0] = 1;
+    int go[2], ready[2];
+    if (pipe(go) < 0 || pipe(ready) < 0)
+        return;
+    pid_t pid = fork();
+    if (pid == 0) {
+        word[0] = 2; /* the child's copy differs */
+        char c = 0;
+        if (write(ready[1], &c, 1) == 1)
+            (void)!read(go[0], &c, 1);
+        _exit(0);
+    }
+    char c;
+    CHECK(read(ready[0], &c, 1) == 1);
+    sop_rmem self, child;
+    CHECK_EQ_I(sop__rmem_open(&self, getpid(), "/proc"), 0);
+    CHECK_EQ_I(sop__rmem_open(&child, pid, "/proc"), 0);
+    sop__rmem_share(&child, &self);
+    CHECK(child.pages == self.pages && child.block == self.block);
+    uint64_t a = (uint64_t)(uintptr_t)word, v = 0;
+    for (int round = 0; round < 3; round++) {
+        CHECK_EQ_I(sop__rmem_u64(&self, a, &v), 0);
+        CHECK(v == 1);
+        CHECK_EQ_I(sop__rmem_u64(&child, a, &v), 0);
+        CHECK(v == 2);
+    }
+    size_t len = 8;
+    CHECK_EQ_I((long)sop__rmem_snapshot(&child, &a, &len, 1), 1);
+    CHECK_EQ_I(sop__rmem_u64(&self, a, &v), 0);
+    CHECK(v == 1);
+    sop__rmem_flush(&self);
+    CHECK_EQ_I((long)sop__rmem_prefetch(&self, &a, 1, 8), 1);
+    CHECK_EQ_I(sop__rmem_u64(&child, a, &v), 0);
+    CHECK(v == 2);
+    sop__rmem_close(&self); /* the child's reader keeps the cache */
+    CHECK_EQ_I(sop__rmem_u64(&child, a, &v), 0);
+    CHECK(v == 2);
+    sop__rmem_close(&child);
+    c = 0;
+    CHECK(write(go[1], &c, 1) == 1);
+    waitpid(pid, NULL, 0);
+    close(go[0]);
+    close(go[1]);
+    close(ready[0]);
+    close(ready[1]);
+}
+
 /* GC state and the one frame of a real interpreter child, against what it printed about
  * itself. */
 static void test_gc_child(const char *exe, const char *version)
@@ -525,6 +578,7 @@ int main(void)
     test_debug_offsets();
     test_remote_self();
     test_snapshot_self();
+    test_shared_cache();
     test_gc_child(DEB_PY311, "3.11.2");
     test_gc_child("/root/.pyenv/versions/3.8.18/bin/python3.8", "3.8.18");
     test_gc_child("/root/.pyenv/versions/3.9.18/bin/python3.9", "3.9.18");
