@@ -9,14 +9,14 @@
 #define SOP_WATCH_HISTORY 16
 
 typedef struct {
-    double at_s; /* collected_at */
+    double at_s;                      /* collected_at */
     double rss_kb, anon_kb, shmem_kb; /* NaN: not read */
 } sop_watch_point;
 
 typedef struct {
     sop_watch_point pt[SOP_WATCH_HISTORY]; /* a ring: the oldest at head once full */
     int n, head;
-    double start_time_s;         /* the process the ring belongs to (proc.start_time_s) */
+    double start_time_s;        /* the process the ring belongs to (proc.start_time_s) */
     unsigned long long windows; /* windows on that process so far */
 } sop_watch_history;
 
