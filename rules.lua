@@ -189,6 +189,10 @@ thresholds {
   growth_persist_pct = 50,      -- ... and its last third still grew at this % of the window's mean rate
   growth_steady_warn_s = 21600, -- steady growth reaching the limit / MemAvailable within this many s: warn at least
   growth_import_pct = 5,        -- a young process with this % of a thread's samples in imports is starting up: info
+  growth_watch_windows = 4,     -- across watch windows (ev.watch.history): judged over at least this many windows ...
+  growth_watch_min_mb = 1,      -- ... whose anonymous + shared memory rose by at least this many MiB in all;
+                                --   steady by growth_steady_pct / growth_step_pct / growth_persist_pct between
+                                --   windows, reaching the limit within growth_steady_warn_s: warn at least
   heap_python_pct = 50,         -- Python objects (heap census) explaining less than this % of the (growth of)
                                 --   anonymous memory: the memory is native (C extensions, tensors, allocator)
   sib_min_mb = 128,             -- a worker/rank holding at least this many MiB of private memory ...

@@ -382,7 +382,7 @@ static int check_evidence_types(const sop_value *tree, char *why, size_t whylen)
         {"parent", SOP_V_OBJ},         {"threads", SOP_V_ARR},      {"children", SOP_V_ARR},
         {"missing", SOP_V_ARR},        {"io_files", SOP_V_ARR},     {"siblings", SOP_V_ARR},
         {"duration_s", SOP_V_NUM},     {"collected_at", SOP_V_NUM}, {"collect_ms", SOP_V_NUM},
-        {"effective_cpus", SOP_V_NUM},
+        {"effective_cpus", SOP_V_NUM}, {"watch", SOP_V_OBJ},
     };
     for (size_t i = 0; i < sizeof known / sizeof *known; i++) {
         const sop_value *v = sop__v_get(tree, known[i].key);

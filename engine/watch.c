@@ -1,6 +1,8 @@
 /* watch.c — sop_watch: a thread of its own that owns an engine and diagnoses one pid every
  * interval and on demand (sop_watch_trigger), handing each report to a callback. pthreads
- * only: no signals, no global state. Depends on engine.h (collect, evaluate) and libc. */
+ * only: no signals, no global state. Each window's evidence carries the memory readings of the
+ * windows before it (ev.watch, watch_history.c). Depends on engine.h (collect, evaluate),
+ * watch_history.h and libc. */
 #include <errno.h>
 #include <math.h>
 #include <pthread.h>
@@ -14,6 +16,7 @@
 
 #include "clock.h"
 #include "engine.h"
+#include "watch_history.h"
 
 struct sop_watch {
     pthread_t thread;
@@ -35,6 +38,7 @@ struct sop_watch {
     pthread_mutex_t last_mu;
     sop_report *last_report;
     sop_evidence *last_evidence;
+    sop_watch_history history; /* the watch thread's: earlier windows' memory, for ev.watch */
 };
 
 void sop_watch_config_init(sop_watch_config *cfg)
@@ -65,8 +69,10 @@ static void run_once(sop_watch *w, int on_demand)
     sop_evidence *ev = NULL;
     sop_report *r = NULL;
     int rc = sop_collect(e, pid, &w->cfg.collect, &ev);
-    if (rc == 0)
+    if (rc == 0) {
+        sop__watch_history_note(&w->history, ev->tree); /* ev.watch: the trend across windows */
         rc = sop_evaluate(e, ev, &r);
+    }
     sop_watch_event event = {
         .pid = pid,
         .seq = atomic_load(&w->runs) + 1,

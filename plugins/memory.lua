@@ -563,6 +563,89 @@ local function growth_shape(ev)
            last_pct = 100 * last / (net / n), n = n }
 end
 
+-- How the anonymous + shared memory moved across the windows of a watch (ev.watch.history: the
+-- earlier windows on this process and this one, oldest first, read at each window's end): the
+-- same shape as within a window, over the steps between windows. nil outside a watch or before
+-- growth_watch_windows windows; else {windows, span, net (kB), rate (kB/s)} and, when it rose by
+-- growth_watch_min_mb, the shape: rising_pct, step_pct, last_pct, steady.
+local function watch_trend(ev, th)
+  local h = ev.watch and ev.watch.history
+  if type(h) ~= "table" or #h < math.max(th.growth_watch_windows, 2) then return nil end
+  local function kb_of(x) return x.anon_kb and x.anon_kb + (x.shmem_kb or 0) end
+  for _, x in ipairs(h) do
+    if not x.at_s or not kb_of(x) then return nil end
+  end
+  local a, b, n = h[1], h[#h], #h - 1
+  local span = b.at_s - a.at_s
+  if span <= 0 then return nil end
+  local net = kb_of(b) - kb_of(a)
+  local t = { windows = #h, span = span, net = net, rate = net / span }
+  if net < th.growth_watch_min_mb * 1024 then return t end
+  local rising, largest = 0, 0
+  for i = 1, n do
+    local d = kb_of(h[i + 1]) - kb_of(h[i])
+    if d > 0 then rising = rising + 1 end
+    if d > largest then largest = d end
+  end
+  local k = #h - math.max(1, math.floor(n / 3))
+  local dt = b.at_s - h[k].at_s
+  local last = dt > 0 and (kb_of(b) - kb_of(h[k])) / dt or 0
+  t.rising_pct, t.step_pct, t.last_pct = 100 * rising / n, 100 * largest / net, 100 * last / t.rate
+  t.steady = t.step_pct < th.growth_step_pct and t.rising_pct >= th.growth_steady_pct
+             and t.last_pct >= th.growth_persist_pct
+  return t
+end
+
+-- Seconds until the cgroup limit (else host MemAvailable) is reached at `rate` kB/s, and the text
+-- saying so; nil, "" when neither is known.
+local function time_to_limit(ev, p, rate)
+  local mem = ev.cgroup and ev.cgroup.memory
+  local lim = mem and mem.limit_kb
+  if lim and lim > 0 and lim < UNLIMITED_KB then
+    local used = mem.usage_kb or p.rss_kb
+    local left = math.max(lim - used, 0) / rate
+    return left, tr("; at this rate the cgroup limit {lim} (usage {used}) is reached in {left:%.0f} s",
+                    "；按此速率 {left:%.0f} 秒后达到 cgroup 上限 {lim}（当前用量 {used}）",
+                    { lim = kb(lim), used = kb(used), left = left })
+  elseif ev.host and ev.host.mem_available_kb then
+    local left = ev.host.mem_available_kb / rate
+    return left, tr("; at this rate host MemAvailable {avail} is used up in {left:%.0f} s",
+                    "；按此速率 {left:%.0f} 秒后耗尽整机 MemAvailable {avail}",
+                    { avail = kb(ev.host.mem_available_kb), left = left })
+  end
+  return nil, T("", "")
+end
+
+-- The trend across watch windows as a judgement: t.sev ("high"/"warn") when the memory rose
+-- steadily between windows and would reach the limit within growth_steady_warn_s (high within
+-- growth_high_s), whatever the process's size; t.text says what was seen. A young process's
+-- steady climb is start-up (caches, pools) unless high. nil outside a watch.
+local function judge_trend(ev, th, p)
+  local t = watch_trend(ev, th)
+  if not t then return nil end
+  if not t.steady then
+    t.text = tr("; across {n} watch windows over {span:%.0f} s: {mib:%+.1f} MiB, not a steady climb",
+                "；{n} 个 watch 窗口（{span:%.0f} 秒）内：{mib:%+.1f} MiB，不是持续上涨",
+                { n = t.windows, span = t.span, mib = t.net / 1024 })
+    return t
+  end
+  local left, left_s = time_to_limit(ev, p, t.rate)
+  local young = p.age_s and p.age_s < th.growth_young_s
+  if left and left <= th.growth_high_s then
+    t.sev = "high"
+  elseif left and left <= th.growth_steady_warn_s and not young then
+    t.sev = "warn"
+  end
+  t.text = tr("; across {n} watch windows over {span:%.0f} s anonymous + shared memory rose {mib:%+.1f} MiB "
+                .. "({rate:%.2f} MiB/min) steadily: up between {rising:%.0f}% of the windows, the largest step "
+                .. "{step:%.0f}% of the rise, the last third at {last:%.0f}% of the mean rate{left_s}",
+              "；{n} 个 watch 窗口（{span:%.0f} 秒）内匿名 + 共享内存持续上涨 {mib:%+.1f} MiB（{rate:%.2f} MiB/分钟）："
+                .. "{rising:%.0f}% 的相邻窗口间上涨，最大一步占涨幅 {step:%.0f}%，最后三分之一速率为平均的 {last:%.0f}%{left_s}",
+              { n = t.windows, span = t.span, mib = t.net / 1024, rate = 60 * t.rate / 1024,
+                rising = t.rising_pct, step = t.step_pct, last = t.last_pct, left_s = left_s })
+  return t
+end
+
 local GROWTH_REFS = {
   "https://docs.python.org/3/library/tracemalloc.html",
   "https://bloomberg.github.io/memray/attach.html",
@@ -570,26 +653,84 @@ local GROWTH_REFS = {
   "https://docs.python.org/3/library/weakref.html",
 }
 
+-- The cause, fix and verify lines of a mem.growth hit.
+local function growth_advice(pid, th)
+  return {
+    cause = T("Something keeps references to new objects (SOP §2.2 row 2, 'grows the longer it "
+              .. "runs'): a list appended to every step, a dict/cache without a bound, tensors kept "
+              .. "with their graph (loss history without .item()), or reference cycles the GC "
+              .. "does not free (see gc.pauses).",
+              "有东西一直持有新对象的引用（SOP §2.2 第 2 行“跑着跑着越来越大”）：每步 append 的 list、"
+              .. "没有上限的 dict/缓存、连同计算图一起保存的张量（记录 loss 没用 .item()），或 GC "
+              .. "没有回收的循环引用（见 gc.pauses）。"),
+    fix = tr("Find the growing allocation site, then bound it: `memray attach --aggregate -o "
+             .. "grow.bin {pid}` (non-interactive; then `memray flamegraph grow.bin`), or in the "
+             .. "code tracemalloc.start(25) and compare two snapshots a few minutes apart "
+             .. "(snap2.compare_to(snap1, 'traceback')[:10]). Then: "
+             .. "functools.lru_cache(maxsize=N) instead of an unbounded dict, weakref / "
+             .. "WeakValueDictionary for caches of live objects, store loss.item() not loss, "
+             .. "del per-step references.",
+             "先找到增长的分配点再设上限：`memray attach --aggregate -o grow.bin {pid}`（非交互；"
+             .. "再 `memray flamegraph grow.bin`），或在代码里 tracemalloc.start(25)，相隔几分钟取两次快照"
+             .. "比较（snap2.compare_to(snap1, 'traceback')[:10]）。然后：无上限 dict 改为 "
+             .. "functools.lru_cache(maxsize=N)；活对象缓存用 weakref / WeakValueDictionary；记录 "
+             .. "loss.item() 而不是 loss；及时 del 每步的引用。", { pid = pid }),
+    verify = tr("`sopctl run --pid {pid} --duration 10` twice, minutes apart: RSS growth below "
+                  .. "{growth_floor_mb_per_s:%g} MiB/s and VmHWM no longer rising.",
+                "相隔几分钟两次 `sopctl run --pid {pid} --duration 10`：RSS 增长低于 "
+                  .. "{growth_floor_mb_per_s:%g} MiB/s，VmHWM 不再上升。",
+                { pid = pid, growth_floor_mb_per_s = th.growth_floor_mb_per_s }),
+  }
+end
+
+local SEV_RANK = { high = 0, warn = 1, info = 2 }
+
+-- A mem.growth hit on the trend across watch windows alone (this window too short, or its
+-- growth below what one window can tell from noise).
+local function trend_hit(ev, th, p, t)
+  local advice = growth_advice(ev.pid, th)
+  return hit(with_census({
+    severity = t.sev,
+    symptom = tr("Anonymous memory grows steadily across watch windows: {rate:%+.2f} MiB/min",
+                 "匿名内存跨 watch 窗口持续增长：{rate:%+.2f} MiB/分钟", { rate = 60 * t.rate / 1024 }),
+    evidence = tr("RSS {rss}; anonymous + shared {anon}{trend}.", "RSS {rss}；匿名 + 共享内存 {anon}{trend}。",
+                  { rss = kb(p.rss_kb or 0), anon = kb((p.anon_kb or 0) + (p.shmem_kb or 0)), trend = t.text }),
+    cause = advice.cause, fix = advice.fix,
+    verify = tr("`sopctl watch --pid {pid} --every 60 --duration 2` for {n} windows or more: anonymous memory "
+                  .. "no longer rising between windows.",
+                "`sopctl watch --pid {pid} --every 60 --duration 2` 观察 {n} 个以上窗口：匿名内存在窗口之间不再上涨。",
+                { pid = ev.pid, n = th.growth_watch_windows }),
+    refs = GROWTH_REFS,
+  }, census.view(ev, th)))
+end
+
 rule {
   id = "mem.growth", section = "2.2", severity = "warn",
-  title = T("Resident memory grows steadily over the window (a leak or an unbounded cache)",
-            "常驻内存在窗口内持续增长（泄漏或无上限缓存）"),
+  title = T("Resident memory grows steadily over the window or across watch windows (a leak or an unbounded cache)",
+            "常驻内存在窗口内或跨 watch 窗口持续增长（泄漏或无上限缓存）"),
   reads = { "duration_s", "proc.rss_kb", "proc.vm_hwm_kb", "proc.rss_growth_kb_per_s", "proc.age_s",
             "proc.mem.anon_kb", "proc.mem.shmem_kb", "proc.mem.file_kb", "proc.mem.anon_growth_kb_per_s",
             "proc.mem.shmem_growth_kb_per_s", "proc.mem.file_growth_kb_per_s", "proc.mem.mapped",
             "cgroup.memory.limit_kb", "cgroup.memory.usage_kb", "host.mem_available_kb",
             "python.threads[].window.top_stacks", "python.heap", "alive", "pid",
             "python.threads[].window.samples", "sampling.anon_trace_kb", "python.threads[].window.import_frac",
-            "python.threads[].window.dist" },
+            "python.threads[].window.dist", "proc.anon_kb", "proc.shmem_kb", "watch.history",
+            "watch.history[].at_s", "watch.history[].anon_kb", "watch.history[].shmem_kb" },
   uses = { "data_file_min_mb", "growth_min_window_s", "growth_floor_mb_per_s", "growth_min_pct", "growth_hwm_slack_pct",
            "growth_high_s", "growth_warn_rss_mb", "growth_warn_s", "growth_young_s",
            "load_young_s", "load_stack_pct", "heap_python_pct", "growth_step_pct", "growth_steady_pct",
-           "growth_persist_pct", "growth_steady_warn_s", "growth_import_pct" },
+           "growth_persist_pct", "growth_steady_warn_s", "growth_import_pct", "growth_watch_windows",
+           "growth_watch_min_mb" },
   check = function(ev, th)
     local p = ev.proc
     if not p then return no_proc(ev) end
+    -- In a watch, the trend across its windows: a steady climb slower than one window can
+    -- tell from noise (or in windows too short to judge) is a leak once it persists.
+    local trend = judge_trend(ev, th, p)
+    local by_trend = trend and trend.sev and function() return trend_hit(ev, th, p, trend) end
     local d = ev.duration_s or 0
     if not common.window_at_least(ev, th.growth_min_window_s) or not p.rss_growth_kb_per_s then
+      if by_trend then return by_trend() end
       return unknown(tr("window {d:%.1f} s: growth needs a window of at least {growth_min_window_s:%g} s (--duration)",
                         "窗口 {d:%.1f} 秒：判断增长至少需要 {growth_min_window_s:%g} 秒窗口（--duration）",
                         { d = d, growth_min_window_s = th.growth_min_window_s }))
@@ -625,16 +766,18 @@ rule {
                    { rss = kb(p.rss_kb), mib = rate / 1024, secs = d, gpct = gpct })
     end
     if rate / 1024 < th.growth_floor_mb_per_s or gpct < th.growth_min_pct then
-      return clear(tr("{summary} (needs >= {growth_floor_mb_per_s:%g} MiB/s and >= {growth_min_pct:%g}%)",
-                      "{summary}（阈值：>= {growth_floor_mb_per_s:%g} MiB/s 且 >= {growth_min_pct:%g}%）",
+      if by_trend then return by_trend() end
+      return clear(tr("{summary} (needs >= {growth_floor_mb_per_s:%g} MiB/s and >= {growth_min_pct:%g}%){trend}",
+                      "{summary}（阈值：>= {growth_floor_mb_per_s:%g} MiB/s 且 >= {growth_min_pct:%g}%）{trend}",
                       { summary = summary, growth_floor_mb_per_s = th.growth_floor_mb_per_s,
-                        growth_min_pct = th.growth_min_pct }))
+                        growth_min_pct = th.growth_min_pct, trend = trend and trend.text or T("", "") }))
     end
     -- Steady: the RSS is at its high-water mark, not a sawtooth below an earlier peak (when the
     -- gap below the peak could be file pages dropped, the peak says nothing about the heap).
     local gap = p.vm_hwm_kb and p.vm_hwm_kb - p.rss_kb
     if p.vm_hwm_kb and p.rss_kb < p.vm_hwm_kb * (1 - th.growth_hwm_slack_pct / 100)
        and not (by_kind and (m.file_kb or 0) >= gap) then
+      if by_trend then return by_trend() end
       return clear(tr("{summary}; but below its earlier peak VmHWM {vm_hwm_kb}: memory goes up and down, not a "
                         .. "steady climb",
                       "{summary}；但低于之前的峰值 VmHWM {vm_hwm_kb}：内存有升有降，不是持续上涨",
@@ -642,29 +785,14 @@ rule {
     end
     local frac = loading_share(ev)
     if p.age_s and p.age_s <= th.load_young_s and frac and 100 * frac >= th.load_stack_pct then
+      if by_trend then return by_trend() end
       return clear(tr("{summary}; the process is {age_s:%.0f} s old and {frac_pct:%.0f}% of its samples are in "
                         .. "loading code: start-up loading, see mem.load_at_start",
                       "{summary}；进程启动 {age_s:%.0f} 秒且 {frac_pct:%.0f}% 的采样在加载代码里：属于启动期加载，见 mem.load_at_start",
                       { summary = summary, age_s = p.age_s, frac_pct = 100 * frac }))
     end
     -- Time left at this rate.
-    local mem = ev.cgroup and ev.cgroup.memory
-    local lim = mem and mem.limit_kb
-    local left, time_left
-    if lim and lim > 0 and lim < UNLIMITED_KB then
-      local used = mem.usage_kb or p.rss_kb
-      left = math.max(lim - used, 0) / rate
-      time_left = tr("; at this rate the cgroup limit {lim} (usage {used}) is reached in {left:%.0f} s",
-                     "；按此速率 {left:%.0f} 秒后达到 cgroup 上限 {lim}（当前用量 {used}）",
-                     { lim = kb(lim), used = kb(used), left = left })
-    elseif ev.host and ev.host.mem_available_kb then
-      left = ev.host.mem_available_kb / rate
-      time_left = tr("; at this rate host MemAvailable {avail} is used up in {left:%.0f} s",
-                     "；按此速率 {left:%.0f} 秒后耗尽整机 MemAvailable {avail}",
-                     { avail = kb(ev.host.mem_available_kb), left = left })
-    else
-      time_left = T("", "")
-    end
+    local left, time_left = time_to_limit(ev, p, rate)
     -- Persistence: how the rise was spread over the window (the target's anonymous memory traced
     -- while it was sampled). A step -- most of the rise in one twelfth: a model built, workers
     -- forked, a batch or a file loaded -- is no climb, whatever its rate: info. A steady climb
@@ -723,6 +851,11 @@ rule {
     else
       sev = "info"
     end
+    if trend then -- across watch windows: at least what the trend says
+      if trend.sev and SEV_RANK[trend.sev] < SEV_RANK[sev] then sev = trend.sev end
+      shape_s = tr("{shape_s}{trend}", "{shape_s}{trend}", { shape_s = shape_s, trend = trend.text })
+    end
+    local advice = growth_advice(pid, th)
     return hit(with_census({
       severity = sev,
       symptom = step and tr("{what_en} rose in one step: {rate:%+.1f} MiB/s over the window",
@@ -737,30 +870,7 @@ rule {
                     "{summary}；RSS 处于峰值（VmHWM {rss_kb}）{time_left}{shape_s}。",
                     { summary = summary, rss_kb = kb(p.vm_hwm_kb or p.rss_kb), time_left = time_left,
                       shape_s = shape_s }),
-      cause = T("Something keeps references to new objects (SOP §2.2 row 2, 'grows the longer it "
-                .. "runs'): a list appended to every step, a dict/cache without a bound, tensors kept "
-                .. "with their graph (loss history without .item()), or reference cycles the GC "
-                .. "does not free (see gc.pauses).",
-                "有东西一直持有新对象的引用（SOP §2.2 第 2 行“跑着跑着越来越大”）：每步 append 的 list、"
-                .. "没有上限的 dict/缓存、连同计算图一起保存的张量（记录 loss 没用 .item()），或 GC "
-                .. "没有回收的循环引用（见 gc.pauses）。"),
-      fix = tr("Find the growing allocation site, then bound it: `memray attach --aggregate -o "
-               .. "grow.bin {pid}` (non-interactive; then `memray flamegraph grow.bin`), or in the "
-               .. "code tracemalloc.start(25) and compare two snapshots a few minutes apart "
-               .. "(snap2.compare_to(snap1, 'traceback')[:10]). Then: "
-               .. "functools.lru_cache(maxsize=N) instead of an unbounded dict, weakref / "
-               .. "WeakValueDictionary for caches of live objects, store loss.item() not loss, "
-               .. "del per-step references.",
-               "先找到增长的分配点再设上限：`memray attach --aggregate -o grow.bin {pid}`（非交互；"
-               .. "再 `memray flamegraph grow.bin`），或在代码里 tracemalloc.start(25)，相隔几分钟取两次快照"
-               .. "比较（snap2.compare_to(snap1, 'traceback')[:10]）。然后：无上限 dict 改为 "
-               .. "functools.lru_cache(maxsize=N)；活对象缓存用 weakref / WeakValueDictionary；记录 "
-               .. "loss.item() 而不是 loss；及时 del 每步的引用。", { pid = pid }),
-      verify = tr("`sopctl run --pid {pid} --duration 10` twice, minutes apart: RSS growth below "
-                    .. "{growth_floor_mb_per_s:%g} MiB/s and VmHWM no longer rising.",
-                  "相隔几分钟两次 `sopctl run --pid {pid} --duration 10`：RSS 增长低于 "
-                    .. "{growth_floor_mb_per_s:%g} MiB/s，VmHWM 不再上升。",
-                  { pid = pid, growth_floor_mb_per_s = th.growth_floor_mb_per_s }),
+      cause = advice.cause, fix = advice.fix, verify = advice.verify,
       refs = GROWTH_REFS,
     }, census.view(ev, th)))
   end,

@@ -212,13 +212,14 @@ rule {
             "gpu.idle_frac",
             "gpu.devices[].name", "gpu.devices[].used_by_tree", "gpu.devices[].util_samples", "python.locks[].site",
             "python.locks[].threads", "python.locks[].wait_frac", "python.locks[].held_frac",
-            "python.locks[].crowded_frac", "python.locks[].holder", "python.locks[].one_word_frac" },
+            "python.locks[].crowded_frac", "python.locks[].holder", "python.locks[].one_word_frac",
+            "python.concurrency.contended_frac" },
   uses = { "lock_min_threads", "lock_wait_pct", "lock_held_pct", "lock_handoff_pct", "summary_cpu_bound_pct",
            "summary_io_wait_pct", "io_util_pct", "small_read_max_bytes",
            "page_cache_min_disk_kb_per_s", "mapped_fault_min_per_s", "mapped_read_share",
            "random_read_max_request_kb", "mapped_touch_ratio", "mapped_wait_frac", "gpu_busy_pct", "gpu_idle_pct",
            "gpu_host_busy_frac", "gpu_sync_frac", "loader_wait_pct", "loader_inline_fetch_pct",
-           "sampled_min_samples" },
+           "sampled_min_samples", "gil_tick_contended_pct" },
   symptom = T("CPU-bound on many cores", "CPU 密集：用满多个核"),
   cause = T("Real parallel CPU work (§9: many cores full). Faster means less work per item, not more threads.",
             "真正的并行 CPU 计算（§9：多核打满）。要更快只能减少每条数据的计算量，而不是加线程。"),
@@ -269,15 +270,21 @@ rule {
     -- The whole tree's runnable load (ev.sched: CPU + run-queue wait / window) above the CPUs
     -- it may use: the job fills them by itself, whatever else the host runs (its wait is for
     -- its own threads), so it is CPU-bound, not starved by others.
+    -- Threads taking turns on the GIL at most ticks run on one core at a time, however many of
+    -- them are runnable: a waiter wakes to ask for the GIL and queues for a CPU too (its run-queue
+    -- wait grows with the host's load, not with the work).
+    local conc = ev.python and ev.python.concurrency
+    local gil_turns = nworkers == 0 and conc and conc.contended_frac
+                      and 100 * conc.contended_frac >= th.gil_tick_contended_pct
     local wanted = ev.sched and ev.sched.runnable_load
-    local own_full = wanted ~= nil and wanted >= cap
+    local own_full = wanted ~= nil and wanted >= cap and not gil_turns
     local busy_cores = own_full and math.max(cores, math.min(wanted, cap)) or cores
     if full or own_full or (job >= th.summary_cpu_bound_pct and (pegged or turns)) then
       if own_full and wanted > cap then
         who = who .. fmt(" (runnable load %.1f on %g CPUs: its own threads queue for them)", wanted, cap)
         who_zh = who_zh .. fmt("（可运行负载 %.1f，CPU %g 个：自身线程在排队）", wanted, cap)
       end
-      if busy_cores < 1.5 or cap < 2 then
+      if busy_cores < 1.5 or cap < 2 or gil_turns then
         local single = pegged
         return hit {
           symptom = T("CPU-bound on one core", "CPU 密集：只用到一个核"),
@@ -375,9 +382,19 @@ rule {
       local wait = runq > 0 and tr("its threads waited {runq:%.0f}% (of a core, summed) in the run queue",
                                    "其线程在运行队列里等了 {runq:%.0f}%（按单核累计）", { runq = runq })
                    or tr("the host was {idle:%.0f}% idle", "主机空闲仅 {idle:%.0f}%", { idle = idle or -1 })
+      -- What the job itself asks for (the CPU it got + its run-queue wait) is its shape, whatever
+      -- the host's load: a process runnable for about a core is CPU-bound on one core, starved or
+      -- not; so are threads taking turns on the GIL at most ticks (their wake-ups to ask for it
+      -- queue too, but one runs at a time).
+      local demand = job + runq
+      local shape = T("", "")
+      if nworkers == 0 and runq > 0 and demand >= th.summary_cpu_bound_pct
+         and (gil_turns or demand < 150 or cap < 2) then
+        shape = T("CPU-bound on one core, ", "CPU 密集（一个核），")
+      end -- (more than a core asked for: threads on the GIL wake to ask for it too; not said)
       return hit {
-        symptom = T("starved of CPU: runnable, but the CPUs are busy with other processes",
-                    "CPU 饥饿：线程可运行，但 CPU 被其他进程占用"),
+        symptom = tr("{shape}starved of CPU: runnable, but the CPUs are busy with other processes",
+                     "{shape}CPU 饥饿：线程可运行，但 CPU 被其他进程占用", { shape = shape }),
         evidence = tr("{who:%s} used {job:%.0f}% CPU of {eff} effective CPUs over {duration_s:%.1f} s while "
                         .. "{wait}; host load {load1:%.1f} on {ncpu} CPUs",
                       "{who_zh}在 {duration_s:%.1f} 秒内用了 {job:%.0f}% CPU（有效 CPU {eff} 个），而{wait}；主机负载 {load1:%.1f}，"

@@ -176,6 +176,10 @@ const sop_evk_group sop__evk_groups[] = {
      "engine/rank.c from proc.env; absent when the process carries no rank. A report copies it "
      "into target, and its key figures into `figures`: docs/ranks.md",
      sop__evk_rank, &sop__evk_rank_n},
+    {"watch",
+     "engine/watch_history.c, in the windows of a watch (`sopctl watch`, sop_watch_new) only: "
+     "what the watch read in its earlier windows on the same process",
+     sop__evk_watch, &sop__evk_watch_n},
     {"", "engine/collect.c", sop__evk_top, &sop__evk_top_n}, /* top-level keys */
 };
 const size_t sop__evk_ngroups = sizeof sop__evk_groups / sizeof sop__evk_groups[0];

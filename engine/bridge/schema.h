@@ -121,6 +121,8 @@ extern const sop_evk sop__evk_gpu[];
 extern const size_t sop__evk_gpu_n;
 extern const sop_evk sop__evk_rank[];
 extern const size_t sop__evk_rank_n;
+extern const sop_evk sop__evk_watch[]; /* the group "watch": engine/watch_history.c */
+extern const size_t sop__evk_watch_n;
 extern const sop_evk sop__evk_top[]; /* the group "": top-level keys */
 extern const size_t sop__evk_top_n;
 extern const sop_evk_group sop__evk_groups[];

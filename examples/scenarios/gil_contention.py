@@ -12,17 +12,23 @@ import time
 INTENSITY = int(os.environ.get("SOP_SCENARIO_INTENSITY", "1"))  # the matrix's size: 1 or 2
 
 
-def spin(deadline):
+def spin(k, deadline):
     n = 0
     while time.time() < deadline:
         n += sum(i * i for i in range(1000))
+        rounds[k] += 1
 
 
 deadline = time.time() + 60
-threads = [threading.Thread(target=spin, args=(deadline,), name="worker-%d" % i) for i in range(3 * INTENSITY)]
+NTHREADS = 3 * INTENSITY
+rounds = [0] * NTHREADS  # each thread's rounds, written by that thread only
+threads = [threading.Thread(target=spin, args=(k, deadline), name="worker-%d" % k) for k in range(NTHREADS)]
 for t in threads:
     t.start()
-time.sleep(1.0)
+# Ready once every thread has had several turns on the GIL (a measured phase, not a sleep): each
+# has run 100 rounds, many switch intervals of 5 ms between them.
+while min(rounds) < 100 and time.time() < deadline:
+    time.sleep(0.01)
 print("ready", flush=True)
 for t in threads:
     t.join()

@@ -9,12 +9,13 @@ a window in which the starved rank was not seen starved is retried once, longer.
 import ctypes
 import json
 import os
-import select
+import queue
 import shutil
 import signal
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 
 sys.path.insert(0, os.path.dirname(__file__))
@@ -48,12 +49,25 @@ def start_launch(logdir, starve):
                           "--tee", "1", "--log_dir", logdir, TARGET],
                          stdout=subprocess.PIPE, stderr=subprocess.STDOUT, env=env, text=True,
                          start_new_session=True, preexec_fn=die_with_parent)
+    # A thread reads the output, line by line, to its end: select() on the pipe would not see
+    # lines already in the file object's buffer (several arrive in one read), and the launch
+    # must never block on a full pipe once the ranks are ready.
+    lines = queue.Queue()
+
+    def pump():
+        for line in p.stdout:
+            lines.put(line)
+        lines.put(None)
+
+    threading.Thread(target=pump, daemon=True).start()
     ready, seen, deadline = set(), [], time.time() + 90
-    while len(ready) < 4 and time.time() < deadline and p.poll() is None:
-        r, _, _ = select.select([p.stdout], [], [], 1.0)
-        if not r:
+    while len(ready) < 4 and time.time() < deadline:
+        try:
+            line = lines.get(timeout=1.0)
+        except queue.Empty:
             continue
-        line = p.stdout.readline()
+        if line is None:  # torchrun ended
+            break
         seen.append(line)
         if "ready" in line:
             ready.add(line.split("ready", 1)[1].split()[0])

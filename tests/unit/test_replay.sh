@@ -3,7 +3,9 @@
 # (`sopctl run --evidence`) and compares each rule's verdict with case.expect ("id verdict" per
 # line: hit, hit:SEVERITY, clear, unknown; "exit N"; an optional "~TEXT" after the verdict: the
 # rule's symptom, evidence or note holds TEXT). Also: --set flips a verdict, --lang zh.
-# Needs SOPCTL, SOP_SRC (from ctest) and jq.
+# The cases run side by side (SOP_TEST_JOBS at a time, default the CPU count), each in a scratch
+# directory of its own; their lines are printed in case order. Needs SOPCTL, SOP_SRC (from
+# ctest) and jq.
 . "$(dirname "$0")/lib.sh"
 SOPCTL=${SOPCTL:?set SOPCTL}
 SRC=${SOP_SRC:?set SOP_SRC}
@@ -23,17 +25,18 @@ verdicts() {
          (.unknown[]? | "\(.id) unknown")' "$tmp/out.json" >"$tmp/got"
 }
 
-ncases=0
-for exp in "$SRC"/tests/replay/*.expect; do
-  case=${exp%.expect}
+# replay_case EXPECT: one case, both packs, in a scratch $tmp of its own (a subshell); its
+# ok/FAIL lines on stdout; the embedded pack's report kept as $reports/NAME.json.
+replay_case() {
+  local exp=$1 case=${1%.expect} name rules label id want rest text got
   name=$(basename "$case")
-  ncases=$((ncases + 1))
   for rules in "" "$SRC/rules.lua"; do
     label="$name${rules:+ (rules.lua from file)}"
     if ! verdicts "$case.json" "$rules"; then
       bad "$label: no JSON report (exit $rc): $(head -c 300 "$tmp/err")"
       continue
     fi
+    [ -z "$rules" ] && cp "$tmp/out.json" "$reports/$name.json"
     n_err=$(jq '.rule_errors | length' "$tmp/out.json")
     [ "$n_err" = 0 ] && ok "$label: no rule errors" || bad "$label: rule errors: $(jq -c .rule_errors "$tmp/out.json")"
     while read -r id want rest; do
@@ -64,15 +67,40 @@ for exp in "$SRC"/tests/replay/*.expect; do
       fi
     done <"$exp"
   done
+}
+
+reports=$tmp/reports lines=$tmp/lines
+mkdir -p "$reports" "$lines"
+jobs_max=${SOP_TEST_JOBS:-$(nproc)}
+names=()
+for exp in "$SRC"/tests/replay/*.expect; do
+  name=$(basename "${exp%.expect}")
+  names+=("$name")
+  while [ "$(jobs -rp | wc -l)" -ge "$jobs_max" ]; do wait -n; done
+  (tmp=$tmp/case.$name && mkdir "$tmp" && replay_case "$exp") >"$lines/$name" 2>&1 &
 done
+wait
+for name in "${names[@]}"; do
+  cat "$lines/$name"
+  n=$(grep -c '^ok ' "$lines/$name")
+  m=$(grep -c '^FAIL ' "$lines/$name")
+  pass=$((pass + n)) fail=$((fail + m))
+  [ $((n + m)) -gt 0 ] || bad "$name: the case printed nothing"
+done
+ncases=${#names[@]}
 [ "$ncases" -ge 9 ] && ok "$ncases replay cases" || bad "only $ncases replay cases"
 
-# Every finding carries numbers in its evidence and at least one reference.
+# Every finding carries numbers in its evidence and at least one reference (the embedded pack's
+# reports of the cases above).
 for case in "$SRC"/tests/replay/*.json; do
-  verdicts "$case" "" || continue
+  name=$(basename "${case%.json}") report=$reports/$name.json
+  if [ ! -f "$report" ]; then # a case without .expect (or without a report above)
+    verdicts "$case" "" || continue
+    report=$tmp/out.json
+  fi
   jq -r '.findings[]? | select((.evidence | test("[0-9]") | not) or ((.refs | length) < 1)) | .id' \
-    "$tmp/out.json" >"$tmp/weak"
-  [ -s "$tmp/weak" ] && bad "$(basename "$case"): findings without numbers or refs: $(tr '\n' ' ' <"$tmp/weak")"
+    "$report" >"$tmp/weak"
+  [ -s "$tmp/weak" ] && bad "$name: findings without numbers or refs: $(tr '\n' ' ' <"$tmp/weak")"
 done
 ok "findings carry numbers and refs"
 
