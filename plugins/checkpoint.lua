@@ -1,7 +1,8 @@
 -- plugins/checkpoint.lua — SOP §7.7: checkpoint save/load (torch.save / torch.load, pickle,
 -- joblib, safetensors) bound by CPU serialization on one core, or by the storage it writes to /
 -- reads from (busy disk, NFS/FUSE fsync). Reads ev.python (threads[] and workers[].threads[]
--- window: checkpoint_frac, running_frac, io_wait_frac, top_stacks), ev.io_files, ev.host.disks.
+-- window: checkpoint_frac, running_frac, io_wait_frac, top_stacks), ev.threads (on-CPU and run-queue
+-- shares, so a host busy with other processes moves no verdict), ev.io_files, ev.host.disks.
 
 local common = require "plugins.common"
 local T, no_proc = common.T, common.no_proc
@@ -78,6 +79,32 @@ local function disk_util(ev, f)
   if best then return best.util_pct, best.name end
 end
 
+-- The thread's own progress over the window, from the kernel's accounting (threads[] of the
+-- target; nil for a worker or without a window): on-CPU share and run-queue share. A thread
+-- that is runnable but queued for a CPU shows state R without running: on a host busy with
+-- other processes that time is neither serialization nor storage.
+local function sched_of(ev, t)
+  if t.pid ~= ev.pid then return nil end
+  for _, o in ipairs(ev.threads or {}) do
+    if o.tid == t.tid and o.cpu_pct then return o.cpu_pct / 100, (o.wait_pct or 0) / 100 end
+  end
+end
+
+-- The thread's sampled shares with its run-queue time taken out: the R samples split between
+-- on a CPU and queued for one as the kernel's figures do, the queued part dropped from the
+-- samples, running and D re-read as shares of the rest. Without the kernel's figures the sampled
+-- shares as they are. Returns run, iow, queued (fraction of the window) and the on-CPU share
+-- of the window.
+local function progress_shares(ev, t)
+  local w = t.w
+  local run, iow = w.running_frac or 0, w.io_wait_frac or 0
+  local cpu, queued = sched_of(ev, t)
+  if not cpu or cpu + queued <= 0 then return run, iow, 0, run end
+  local on = run * cpu / (cpu + queued)
+  local rest = math.max(0.05, 1 - (run - on))
+  return math.min(1, on / rest), math.min(1, iow / rest), queued, on
+end
+
 -- Lower bound of the share of the checkpoint samples also counted in `frac` (both are fractions
 -- of the same samples): max(0, frac + ckpt - 1) / ckpt.
 local function overlap(frac, ckpt)
@@ -106,6 +133,15 @@ local function find(ev, th)
   return t
 end
 
+-- " (of the time not queued for a CPU: queued 80%)" when the run queue took a visible share.
+local function QUEUED(queued, run_n, iow_n)
+  if queued < 0.1 then return T("", "") end
+  return tr("; queued for a CPU {q:%.0f}% of the window (the host is busy): of the rest, on CPU {r:%.0f}%, "
+              .. "in IO wait {d:%.0f}%",
+            "；排队等 CPU 占窗口 {q:%.0f}%（主机繁忙）：其余时间中在 CPU 上 {r:%.0f}%，IO 等待 {d:%.0f}%",
+            { q = 100 * queued, r = 100 * run_n, d = 100 * iow_n })
+end
+
 local function thread_label(t) return fmt("pid %d tid %d (%s)", t.pid, t.tid or 0, t.name or "?") end
 
 rule {
@@ -118,7 +154,8 @@ rule {
             "host.disks[].util_pct", "alive", "duration_s", "host.disks[].name", "io_files[].disk",
             "io_files[].fs_kind", "io_files[].fstype", "io_files[].path", "io_files[].pid", "pid", "proc",
             "python.threads[].name", "python.threads[].tid", "python.workers[].pid",
-            "python.workers[].threads[].name", "python.workers[].threads[].tid" },
+            "python.workers[].threads[].name", "python.workers[].threads[].tid",
+            "threads[].tid", "threads[].cpu_pct", "threads[].wait_pct" },
   uses = { "ckpt_frac", "ckpt_busy_frac", "ckpt_io_wait_frac", "io_util_pct" },
   cause = T("torch.save / torch.load run pickle in one Python thread: every Python object in the "
             .. "checkpoint (dicts, lists, per-tensor persistent_id calls, optimizer state, "
@@ -133,14 +170,17 @@ rule {
     local t, verdict = find(ev, th)
     if not t then return verdict end
     local w = t.w
-    local ck, run, iow = w.checkpoint_frac, w.running_frac or 0, w.io_wait_frac or 0
+    local ck = w.checkpoint_frac
+    local run, iow, queued, oncpu = progress_shares(ev, t)
     local busy = overlap(run, ck)
     local f = checkpoint_file(ev, t.pid)
     local util, dname = disk_util(ev, f)
     local call, stack = what_call(w)
-    local base = tr("{thread:%s} in {call:%s} {ck:%.0f}% of the window, on CPU {run:%.0f}%, in IO wait {iow:%.0f}%",
-                    "{thread:%s} 在 {call:%s} 中占窗口 {ck:%.0f}%，在 CPU 上 {run:%.0f}%，IO 等待 {iow:%.0f}%",
-                    { thread = thread_label(t), call = call, ck = 100 * ck, run = 100 * run, iow = 100 * iow })
+    local base = tr("{thread:%s} in {call:%s} {ck:%.0f}% of the window, on CPU {run:%.0f}%, "
+                      .. "in IO wait {iow:%.0f}%{q}",
+                    "{thread:%s} 在 {call:%s} 中占窗口 {ck:%.0f}%，在 CPU 上 {run:%.0f}%，IO 等待 {iow:%.0f}%{q}",
+                    { thread = thread_label(t), call = call, ck = 100 * ck, run = 100 * oncpu,
+                      iow = 100 * (w.io_wait_frac or 0), q = QUEUED(queued, run, iow) })
     if busy < th.ckpt_busy_frac then
       local waits = iow >= th.ckpt_io_wait_frac
       return clear(tr("{base}: not CPU bound{see}", "{base}：不是 CPU 瓶颈{see}",
@@ -209,7 +249,8 @@ rule {
             "cgroup.memory.unlimited", "duration_s", "host.disks[].name", "io_files[].disk",
             "io_files[].fstype", "io_files[].path", "io_files[].pid", "io_files[].source", "pid", "proc",
             "python.threads[].name", "python.threads[].tid", "python.threads[].window.top_stacks",
-            "python.workers[].pid", "python.workers[].threads[].name", "python.workers[].threads[].tid" },
+            "python.workers[].pid", "python.workers[].threads[].name", "python.workers[].threads[].tid",
+            "threads[].tid", "threads[].cpu_pct", "threads[].wait_pct" },
   uses = { "ckpt_frac", "ckpt_io_wait_frac", "io_util_pct" },
   refs = { "https://pytorch.org/docs/stable/notes/serialization.html",
            "https://huggingface.co/docs/safetensors/index",
@@ -219,13 +260,16 @@ rule {
     local t, verdict = find(ev, th)
     if not t then return verdict end
     local w = t.w
-    local ck, run, iow = w.checkpoint_frac, w.running_frac or 0, w.io_wait_frac or 0
+    local ck = w.checkpoint_frac
+    local run, iow, queued, oncpu = progress_shares(ev, t)
     local call = what_call(w)
     local f = checkpoint_file(ev, t.pid)
     local util, dname = disk_util(ev, f)
-    local base = tr("{thread:%s} in {call:%s} {ck:%.0f}% of the window, in IO wait (D) {iow:%.0f}%, on CPU {run:%.0f}%",
-                    "{thread:%s} 在 {call:%s} 中占窗口 {ck:%.0f}%，IO 等待（D）{iow:%.0f}%，在 CPU 上 {run:%.0f}%",
-                    { thread = thread_label(t), call = call, ck = 100 * ck, iow = 100 * iow, run = 100 * run })
+    local base = tr("{thread:%s} in {call:%s} {ck:%.0f}% of the window, in IO wait (D) {iow:%.0f}%, "
+                      .. "on CPU {run:%.0f}%{q}",
+                    "{thread:%s} 在 {call:%s} 中占窗口 {ck:%.0f}%，IO 等待（D）{iow:%.0f}%，在 CPU 上 {run:%.0f}%{q}",
+                    { thread = thread_label(t), call = call, ck = 100 * ck, iow = 100 * (w.io_wait_frac or 0),
+                      run = 100 * oncpu, q = QUEUED(queued, run, iow) })
     -- The D-state samples surely inside the checkpoint (lower bound of the overlap).
     local inside = overlap(iow, ck)
     if inside < th.ckpt_io_wait_frac then
