@@ -125,6 +125,19 @@ def one(tag, py, n, tmp):
     C.check([x.get("name") for x in a.get("awaits", [])] == ["chain-3-levels"] and
             [x.get("name") for x in sop.get("chain-3-levels", {}).get("awaited_by", [])] ==
             ["awaits-chain-task"], where + ": task awaiting a task, both ways")
+    # The lock and the semaphore themselves: every waiter's `object`, their own fields
+    # (_waiters, _locked, _value) and the holder found by the `async with` it is inside.
+    locks = {lk.get("kind"): lk for lk in doc.get("locks", [])}
+    for kind, holder, waiters in (("lock", "lock-holder", ["lock-waiter-1", "lock-waiter-2"]),
+                                  ("semaphore", "sem-holder", ["sem-waiter"])):
+        lk = locks.get(kind, {})
+        objs = {(sop.get(w, {}).get("waits_on") or {}).get("object") for w in waiters}
+        C.check(objs == {lk.get("id")} and lk.get("waiting") == len(waiters) and
+                lk.get("queue") == len(waiters) and
+                [h.get("name") for h in lk.get("holders", [])] == [holder] and
+                (lk.get("locked") is True if kind == "lock" else lk.get("value") == 0),
+                where + ": the %s waited on, its queue and its holder" % kind,
+                "%s %s" % (objs, lk))
     roots = {r["name"]: r for r in tree_doc.get("tree", [])}
     kids = [c["name"] for c in roots.get("gather-parent", {}).get("children", [])]
     C.check(rc_tree == 0 and sorted(kids) == ["gather-child-1", "gather-child-2"] and
