@@ -73,6 +73,9 @@ thresholds {
   tasks_pile_per_s = 5,         -- ... at least this many per second ...
   tasks_pile_group_pct = 50,    -- ... and at least this % of the pending ones wait on the same thing (kind + line)
 
+  -- asyncio.lock_convoy (§5)
+  tasks_convoy_min = 8,         -- at least this many tasks wait on one asyncio.Lock/Semaphore at both window ends
+
   -- asyncio.no_uvloop (§5.4)
   uvloop_busy_pct = 50,         -- an asyncio default-loop thread using at least this % of a core is a busy server
 

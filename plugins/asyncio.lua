@@ -348,6 +348,117 @@ rule {
   end,
 }
 
+-- §5: a convoy of tasks on one asyncio.Lock / Semaphore: many pending tasks whose innermost await
+-- is the same lock object (read by address: the `self` of their Lock/Semaphore.acquire level), at
+-- the window's start and end alike, while the holder awaits something else inside its
+-- `async with`. Recognised by the object the tasks wait on, never by a function name.
+local CONVOY_HOLDER_WAITS = {
+  sleep = T("asyncio.sleep (a stand-in for a slow call, or a retry back-off)", "asyncio.sleep（慢调用的替身，或重试退避）"),
+  stream = T("a stream read (a reply from a downstream service)", "一次流读取（下游服务的应答）"),
+  socket = T("a socket (loop.sock_*)", "一个 socket（loop.sock_*）"),
+  executor = T("an executor job (run_in_executor)", "一个线程池任务（run_in_executor）"),
+  task = T("another task", "另一个任务"),
+  gather = T("an asyncio.gather group", "一个 asyncio.gather 组"),
+  wait = T("asyncio.wait / wait_for", "asyncio.wait / wait_for"),
+  future = T("a future (often a client library's pending reply)", "一个 future（通常是客户端库待返回的应答）"),
+  queue_get = T("an empty asyncio.Queue (get)", "空的 asyncio.Queue（get）"),
+  queue_put = T("a full asyncio.Queue (put)", "已满的 asyncio.Queue（put）"),
+  event = T("an asyncio.Event", "一个 asyncio.Event"),
+  lock = T("another asyncio.Lock", "另一个 asyncio.Lock"),
+  semaphore = T("another asyncio.Semaphore", "另一个 asyncio.Semaphore"),
+}
+
+rule {
+  id = "asyncio.lock_convoy", section = "5", severity = "warn",
+  title = T("asyncio tasks queue on one asyncio.Lock / Semaphore whose holder awaits something slow inside it",
+            "asyncio 任务在同一个 asyncio.Lock / Semaphore 上排队，而持有者在临界区内 await 慢操作"),
+  doc = [[Reads python.tasks.convoys (docs/asyncio.md): the asyncio.Lock and Semaphore objects pending tasks wait
+    on, found by the object each task's innermost await is the acquire of (its address, not a function name), with
+    the length of its own _waiters queue and the tasks holding it (inside an `async with` on it). Hit when at least
+    tasks_convoy_min tasks wait on the same object at the window's end and at least tasks_convoy_min waited on it
+    at the start: a queue that lasted the window, not a momentary one. Names the waiters' acquire site and the
+    holder's await chain (what it awaits while holding). Unknown without a window; clear when no object has such
+    a queue, or the target has no asyncio.]],
+  reads = { "python.tasks", "duration_s", "pid" },
+  uses = { "tasks_convoy_min" },
+  symptom = T("requests wait in line for one asyncio lock or semaphore: the service handles one (or N) at a time",
+              "请求排队等同一个 asyncio 锁或信号量：服务一次只处理一个（或 N 个）"),
+  cause = T("The tasks are admitted through one asyncio.Lock or Semaphore, and whoever holds it awaits I/O (a "
+            .. "downstream call, a sleep, a query) before releasing it: the awaited time is serialised, so throughput "
+            .. "is at most (slots / hold time) whatever the load, and every waiter's latency grows with the queue "
+            .. "(SOP §5).",
+            "任务经由同一个 asyncio.Lock 或 Semaphore 放行，而持有者在释放前 await I/O（下游调用、sleep、查询）："
+            .. "等待时间被串行化，吞吐最多为（名额数 / 持有时间），与负载无关；每个等待者的延迟随队列变长（SOP §5）。"),
+  fix = T("Shorten the critical section: do the awaited I/O outside the `async with` and take the lock only to read "
+          .. "or update the shared state; cache the result with a single in-flight fetch that others await (a "
+          .. "shared future) instead of holding the lock across it; for a semaphore that models a pool, size it to "
+          .. "what the backend sustains and put a timeout on the acquire and on the awaited call "
+          .. "(asyncio.wait_for / asyncio.timeout) so a slow downstream sheds load instead of queueing it.",
+          "缩短临界区：把 await 的 I/O 移到 `async with` 之外，只在读写共享状态时持锁；用“单个在途请求 + "
+          .. "其他人 await 同一个 future”的方式缓存结果，而不是持锁等待；若信号量代表连接池，按后端承受能力设定大小，"
+          .. "并给 acquire 和被等待的调用加超时（asyncio.wait_for / asyncio.timeout），让慢下游丢弃负载而不是积压。"),
+  refs = { "https://docs.python.org/3/library/asyncio-sync.html" },
+  check = function(ev, th)
+    local py = ev.python
+    if not py then return unknown(common.NO_STACKS) end
+    local tk = py.tasks
+    if not tk then
+      return clear(T("no asyncio tasks read (asyncio's C module not loaded)", "未读取到 asyncio 任务（未加载 asyncio 的 C 模块）"))
+    end
+    if common.no_window(ev) or tk.pending_start == nil then
+      return common.one_snapshot("no queue on a lock to follow over time", "无法跟踪锁上的队列随时间的变化")
+    end
+    local min = th.tasks_convoy_min
+    local c
+    for _, x in ipairs(tk.convoys or {}) do
+      if x.waiting >= min and (x.waiting_start or 0) >= min then c = x; break end
+    end
+    if not c then
+      local top = tk.convoys and tk.convoys[1]
+      if top then
+        return clear(tr("at most {n} task(s) wait on one asyncio {kind} ({start} at the window's start): "
+                          .. "no lasting queue",
+                        "同一个 asyncio {kind} 上最多 {n} 个任务在等（窗口开始时 {start} 个）：没有持续的队列",
+                        { n = top.waiting, kind = top.kind, start = top.waiting_start or 0 }))
+      end
+      return clear(T("no pending task waits on an asyncio.Lock or Semaphore", "没有待处理任务在等 asyncio.Lock 或 Semaphore"))
+    end
+    local state
+    if c.kind == "lock" then
+      state = tr("{q} queued in its _waiters, locked: {locked}", "其 _waiters 中排队 {q} 个，locked: {locked}",
+                 { q = c.queue or -1, locked = tostring(c.locked) })
+    else
+      state = tr("{q} queued in its _waiters, free slots: {v}", "其 _waiters 中排队 {q} 个，空闲名额：{v}",
+                 { q = c.queue or -1, v = c.value or -1 })
+    end
+    local holder
+    if c.holder then
+      local w = CONVOY_HOLDER_WAITS[c.holder_waits] or T(c.holder_waits or "?", c.holder_waits or "?")
+      holder = tr("; held by task \"{h}\" ({n} holder(s) seen), which awaits {w_en} at {f} (await chain: {chain})",
+                  "；持有者为任务 \"{h}\"（共看到 {n} 个持有者），它在 {f} 等待{w_zh}（await 链：{chain}）",
+                  { h = c.holder, n = c.holders or 1, w_en = w.en, w_zh = w.zh, f = c.holder_frame or "?",
+                    chain = c.holder_chain or "?" })
+    else
+      holder = T("; no holder seen (taken by `await acquire()` rather than `async with`, or held by code that is not "
+                 .. "a task)", "；未看到持有者（用 `await acquire()` 而非 `async with` 获取，或由非任务代码持有）")
+    end
+    return hit {
+      evidence = tr("{n} asyncio tasks wait on one asyncio.{type} acquired at {site} "
+                      .. "({start} waited on it at the window's start, {whole} of them at both reads; {state}; "
+                      .. "e.g. task \"{task}\"){holder}",
+                    "{n} 个 asyncio 任务在 {site} 等待同一个 asyncio.{type}（窗口开始时 {start} 个，"
+                      .. "其中 {whole} 个两次读取时都在等；{state}；例如任务 \"{task}\"）{holder}",
+                    { n = c.waiting, type = c.type or "?", kind = c.kind, site = c.site or "?",
+                      start = c.waiting_start or 0, whole = c.whole_window or 0, state = state, task = c.task or "?",
+                      holder = holder }),
+      verify = tr("`sopctl tasks --pid {pid}`: the lock's line under \"Locks and semaphores tasks wait on\" shows "
+                    .. "fewer than {min} waiting, run a few seconds apart.",
+                  "相隔几秒运行 `sopctl tasks --pid {pid}`：\"Locks and semaphores tasks wait on\" 下该锁的等待数少于 {min}。",
+                  { pid = ev.pid, min = min }),
+    }
+  end,
+}
+
 -- §5.4: a busy event loop on asyncio's own (pure-Python) loop where uvloop would do the same
 -- work in C. Info: an optimisation, not a defect; not when the loop is stuck in a callback
 -- (asyncio.loop_blocked: uvloop would not help).

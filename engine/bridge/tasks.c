@@ -4,6 +4,7 @@
  * the whole window, and the largest groups of pending tasks waiting on the same thing (the
  * same kind of wait at the same line of the program). Its keys are the table sop__evk_tasks
  * below (the group "python.tasks" of docs/evidence.md). Depends on value.h, schema.h. */
+#include <limits.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -54,6 +55,29 @@ const sop_evk sop__evk_tasks[] = {
     H("waits[].count", SOP_EVK_INT, "", "pending tasks in the group"),
     H("waits[].whole_window", SOP_EVK_INT, "", "of them, pending at both reads"),
     H("waits[].task", SOP_EVK_TEXT, "", "one of them, by name"),
+    H("convoys", SOP_EVK_ARR, "",
+      "the asyncio.Lock / Semaphore objects pending tasks wait on at the end read (each waiter's "
+      "innermost await is that object's acquire), most waiters first, at most 3"),
+    H("convoys[].kind", SOP_EVK_STR, "", "lock or semaphore"),
+    H("convoys[].type", SOP_EVK_TEXT, "", "its class (Lock, Semaphore, BoundedSemaphore, ...)"),
+    H("convoys[].waiting", SOP_EVK_INT, "", "tasks waiting on it at the end read"),
+    H("convoys[].waiting_start", SOP_EVK_INT, "",
+      "tasks waiting on the same object at the start read (0: none did)"),
+    H("convoys[].whole_window", SOP_EVK_INT, "", "tasks waiting on it at both reads"),
+    H("convoys[].queue", SOP_EVK_INT, "", "len(_waiters): waiter futures queued on it; -1 unread"),
+    H("convoys[].locked", SOP_EVK_BOOL, "", "a lock: its _locked"),
+    H("convoys[].value", SOP_EVK_INT, "", "a semaphore: its _value (free slots)"),
+    H("convoys[].site", SOP_EVK_TEXT, "",
+      "`func (file:line)`: where the waiters acquire it (their own innermost level)"),
+    H("convoys[].task", SOP_EVK_TEXT, "", "one waiter, by name"),
+    H("convoys[].holders", SOP_EVK_INT, "",
+      "tasks seen holding it (inside an `async with` on it; docs/asyncio.md)"),
+    H("convoys[].holder", SOP_EVK_TEXT, "", "one holder, by name (absent: none seen)"),
+    H("convoys[].holder_waits", SOP_EVK_STR, "", "what that holder's innermost await waits on"),
+    H("convoys[].holder_frame", SOP_EVK_TEXT, "",
+      "`func (file:line)`: the holder's own innermost await level"),
+    H("convoys[].holder_chain", SOP_EVK_TEXT, "",
+      "the holder's await chain, outermost first: `func (file:line) > ...`"),
 };
 const size_t sop__evk_tasks_n = sizeof sop__evk_tasks / sizeof sop__evk_tasks[0];
 #undef H
@@ -113,6 +137,84 @@ static int cmp_groups(const void *pa, const void *pb)
 typedef struct {
     const sop_pytasks *a, *b;
 } tasks_ctx;
+
+#define TOP_CONVOYS 3
+
+static const sop_pytask *task_at(const sop_pytasks *s, uint64_t addr)
+{
+    for (size_t i = 0; i < s->ntasks; i++)
+        if (s->tasks[i].addr == addr)
+            return &s->tasks[i];
+    return NULL;
+}
+
+/* The holder's await chain as one line, outermost first (bounded). */
+static void chain_line(const sop_pytask *t, char *out, size_t cap)
+{
+    size_t o = 0;
+    out[0] = '\0';
+    for (size_t k = 0; k < t->nframes && o + 1 < cap; k++) {
+        const sop_await_frame *f = &t->frames[k];
+        int n = snprintf(out + o, cap - o, "%s%s (%s:%d)", k ? " > " : "", f->func,
+                         f->file ? f->file : "?", f->line);
+        if (n < 0)
+            break;
+        o += (size_t)n;
+    }
+    if (o >= cap && cap > 4)
+        memcpy(out + cap - 4, "...", 4);
+}
+
+static void convoys(sop_value *arr, const sop_pytasks *a, const sop_pytasks *b)
+{
+    for (size_t k = 0, shown = 0; arr && k < b->nprims && shown < TOP_CONVOYS; k++) {
+        const sop_pyprim *p = &b->prims[k];
+        sop_value *c = sop__v_obj();
+        sop__v_set_str(c, "kind", sop__wait_kind_name(p->kind));
+        sop__v_set(c, "type", sop__bridge_text(p->type));
+        sop__v_set_int(c, "waiting", (int64_t)p->waiting);
+        int64_t start = 0, whole = 0;
+        const sop_pytask *one = NULL;
+        for (size_t i = 0; i < b->ntasks; i++) {
+            const sop_pytask *t = &b->tasks[i];
+            if (t->prim != p->addr)
+                continue;
+            if (!one)
+                one = t;
+            const sop_pytask *s = find(a, t);
+            whole += s && s->prim == p->addr;
+        }
+        for (size_t i = 0; a && i < a->ntasks; i++)
+            start += a->tasks[i].prim == p->addr;
+        if (a) {
+            sop__v_set_int(c, "waiting_start", start);
+            sop__v_set_int(c, "whole_window", whole);
+        }
+        sop__v_set_int(c, "queue", p->queue);
+        if (p->locked >= 0)
+            sop__v_set_bool(c, "locked", p->locked != 0);
+        if (p->value != LLONG_MIN)
+            sop__v_set_int(c, "value", p->value);
+        char buf[1024];
+        if (one) {
+            wait_frame(one, buf, 320);
+            sop__v_set(c, "site", sop__bridge_text(buf));
+            sop__v_set(c, "task", sop__bridge_text(one->name));
+        }
+        sop__v_set_int(c, "holders", (int64_t)p->nholders);
+        const sop_pytask *h = p->nholders ? task_at(b, p->holders[0]) : NULL;
+        if (h) {
+            sop__v_set(c, "holder", sop__bridge_text(h->name));
+            sop__v_set_str(c, "holder_waits", sop__wait_kind_name(h->waits));
+            wait_frame(h, buf, 320);
+            sop__v_set(c, "holder_frame", sop__bridge_text(buf));
+            chain_line(h, buf, sizeof buf);
+            sop__v_set(c, "holder_chain", sop__bridge_text(buf));
+        }
+        sop__v_push(arr, c);
+        shown++;
+    }
+}
 
 static void tasks_hand(sop_value *o, const sop_evk *row, const char *name, void *ctx)
 {
@@ -176,6 +278,8 @@ static void tasks_hand(sop_value *o, const sop_evk *row, const char *name, void 
             sop__v_push(arr, w);
         }
         free(g);
+    } else if (strcmp(name, "convoys") == 0) {
+        convoys(sop__v_arr_at(o, name), a, b);
     }
 }
 

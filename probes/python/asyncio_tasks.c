@@ -37,7 +37,7 @@
 #define MAX_BASES 32
 #define MAX_CALLBACKS 16
 #define MAX_STACK_SLOTS 100000
-#define TASK_READ 200u /* TaskObj up to its last field used, every version */
+#define TASK_READ 200u           /* TaskObj up to its last field used, every version */
 #define MAX_FRAME_SLOTS 256u     /* locals + value stack looked at per level (holder scan) */
 #define MAX_HOLDER_SLOTS 400000u /* slots looked at over all tasks when looking for holders */
 #define METHOD_FUNC 16u          /* PyMethodObject.im_func, every version */

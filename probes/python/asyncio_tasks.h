@@ -70,7 +70,7 @@ typedef struct {
     uint64_t prim; /* lock/semaphore waits: the asyncio.Lock / Semaphore object (0 otherwise) */
 } sop_pytask;
 
-#define SOP_PRIMS_MAX 32      /* locks and semaphores described (those most waited on) */
+#define SOP_PRIMS_MAX 32 /* locks and semaphores described (those most waited on) */
 #define SOP_PRIM_MAX_HOLDERS 8
 
 /* An asyncio.Lock or Semaphore that at least one task waits on: what its own fields say and
@@ -79,12 +79,12 @@ typedef struct {
  * an `async with` on it). A holder that took it by `await acquire()` is not seen. */
 typedef struct {
     uint64_t addr;
-    char type[64];        /* its class ("Lock", "Semaphore", "BoundedSemaphore", a subclass) */
-    sop_wait_kind kind;   /* SOP_WAIT_LOCK or SOP_WAIT_SEMAPHORE */
-    size_t waiting;       /* tasks whose innermost await waits on it */
-    long long queue;      /* len(_waiters) (the waiter futures queued on it); -1 unread */
-    int locked;           /* Lock: _locked; -1 unread or a semaphore */
-    long long value;      /* Semaphore: _value; LLONG_MIN unread or a lock */
+    char type[64];      /* its class ("Lock", "Semaphore", "BoundedSemaphore", a subclass) */
+    sop_wait_kind kind; /* SOP_WAIT_LOCK or SOP_WAIT_SEMAPHORE */
+    size_t waiting;     /* tasks whose innermost await waits on it */
+    long long queue;    /* len(_waiters) (the waiter futures queued on it); -1 unread */
+    int locked;         /* Lock: _locked; -1 unread or a semaphore */
+    long long value;    /* Semaphore: _value; LLONG_MIN unread or a lock */
     uint64_t holders[SOP_PRIM_MAX_HOLDERS];
     size_t nholders;
     bool holders_cut;     /* more holders than SOP_PRIM_MAX_HOLDERS */
