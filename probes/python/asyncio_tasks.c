@@ -918,22 +918,25 @@ static int cmp_prims(const void *pa, const void *pb)
     return a->addr < b->addr ? -1 : a->addr > b->addr;
 }
 
-/* The object in a frame slot is prim's bound `__aexit__`: what `async with prim:` keeps on the
- * frame's value stack for the whole block (a mere reference to the lock, a local holding it,
- * says nothing about who holds it). */
-static bool holds_exit(tasks_reader *tr, uint64_t v, uint64_t prim)
+/* The prim (index into p[0..n), -1 none) whose bound `__aexit__` the frame slot value v is:
+ * what `async with prim:` keeps on the frame's value stack for the whole block (a mere
+ * reference to the lock, a local holding it, says nothing about who holds it). */
+static long exit_of(tasks_reader *tr, uint64_t v, const sop_pyprim *p, size_t n)
 {
     const sop_pylayout *L = &tr->w.L;
     sop_rmem *m = &tr->w.mem;
     uint64_t self = 0, func = 0, code = 0;
     int err = 0;
-    if (v == prim || obj_kind(tr, v, NULL) != K_METHOD ||
-        sop__rmem_u64(m, v + METHOD_SELF, &self) < 0 || self != prim ||
-        sop__rmem_u64(m, v + METHOD_FUNC, &func) < 0 || obj_kind(tr, func, NULL) != K_FUNC ||
-        sop__rmem_u64(m, func + L->func_code, &code) < 0)
-        return false;
+    if (!v || obj_kind(tr, v, NULL) != K_METHOD || sop__rmem_u64(m, v + METHOD_SELF, &self) < 0)
+        return -1;
+    long k = 0;
+    while ((size_t)k < n && p[k].addr != self)
+        k++;
+    if ((size_t)k == n || sop__rmem_u64(m, v + METHOD_FUNC, &func) < 0 ||
+        obj_kind(tr, func, NULL) != K_FUNC || sop__rmem_u64(m, func + L->func_code, &code) < 0)
+        return -1;
     const code_entry *c = sop__pywalk_code(&tr->w, code, &err);
-    return c && ends_with(c->func, "__aexit__");
+    return c && ends_with(c->func, "__aexit__") ? k : -1;
 }
 
 static void prim_fields(tasks_reader *tr, sop_pyprim *p)
@@ -1003,38 +1006,44 @@ static int describe_prims(tasks_reader *tr, sop_pytasks *out)
     qsort(p, n, sizeof *p, cmp_prims);
     if (n > SOP_PRIMS_MAX)
         n = SOP_PRIMS_MAX;
+    for (size_t k = 0; k < n; k++)
+        prim_fields(tr, &p[k]);
+    /* one pass over the pending tasks' suspended frames for all of them */
     uint64_t budget = MAX_HOLDER_SLOTS;
     uint64_t slotv[MAX_FRAME_SLOTS];
-    for (size_t k = 0; k < n; k++) {
-        sop_pyprim *q = &p[k];
-        prim_fields(tr, q);
-        for (size_t i = 0; i < out->ntasks; i++) {
-            const sop_pytask *t = &out->tasks[i];
-            if (strcmp(t->state, "done") == 0 || t->running || t->prim == q->addr)
+    bool cut = false;
+    for (size_t i = 0; i < out->ntasks && !cut; i++) {
+        const sop_pytask *t = &out->tasks[i];
+        if (strcmp(t->state, "done") == 0 || t->running)
+            continue;
+        long held = -1;
+        for (size_t f = 0; f < t->nframes && held < 0; f++) {
+            const sop_await_frame *lv = &t->frames[f];
+            if (!lv->nslots)
                 continue;
-            bool holds = false;
-            for (size_t f = 0; f < t->nframes && !holds; f++) {
-                const sop_await_frame *lv = &t->frames[f];
-                if (!lv->nslots)
-                    continue;
-                if (budget < lv->nslots) {
-                    q->holders_partial = true;
-                    break;
-                }
-                budget -= lv->nslots;
-                if (sop__rmem_read(&tr->w.mem, lv->slots, slotv, 8 * (size_t)lv->nslots) < 0)
-                    continue;
-                for (uint32_t j = 0; j < lv->nslots && !holds; j++)
-                    holds = slotv[j] && holds_exit(tr, slotv[j], q->addr);
+            if (budget < lv->nslots) {
+                cut = true;
+                break;
             }
-            if (!holds)
+            budget -= lv->nslots;
+            if (sop__rmem_read(&tr->w.mem, lv->slots, slotv, 8 * (size_t)lv->nslots) < 0)
                 continue;
-            if (q->nholders < SOP_PRIM_MAX_HOLDERS)
-                q->holders[q->nholders++] = t->addr;
-            else
-                q->holders_cut = true;
+            for (uint32_t j = 0; j < lv->nslots && held < 0; j++) {
+                long k = exit_of(tr, slotv[j], p, n);
+                if (k >= 0 && p[k].addr != t->prim) /* its waiters keep it too (3.11+) */
+                    held = k;
+            }
         }
+        if (held < 0)
+            continue;
+        sop_pyprim *q = &p[held];
+        if (q->nholders < SOP_PRIM_MAX_HOLDERS)
+            q->holders[q->nholders++] = t->addr;
+        else
+            q->holders_cut = true;
     }
+    for (size_t k = 0; cut && k < n; k++)
+        p[k].holders_partial = true;
     out->prims = p;
     out->nprims = n;
     return 0;
