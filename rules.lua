@@ -76,6 +76,11 @@ thresholds {
   -- asyncio.lock_convoy (§5)
   tasks_convoy_min = 8,         -- at least this many tasks wait on one asyncio.Lock/Semaphore at both window ends
 
+  -- asyncio.task_stuck (§5)
+  tasks_stuck_siblings = 5,     -- at least this many tasks of the same coroutine, pending at the window's start,
+                                --   finished within it ...
+  tasks_stuck_pct = 10,         -- ... while at most this % of them stayed pending at the end (the stuck ones)
+
   -- asyncio.no_uvloop (§5.4)
   uvloop_busy_pct = 50,         -- an asyncio default-loop thread using at least this % of a core is a busy server
 

@@ -459,6 +459,82 @@ rule {
   end,
 }
 
+-- §5: a stuck request: a task pending through the whole window while nearly all its siblings (the
+-- tasks of the same coroutine pending at the window's start) finished within it. Reads
+-- python.tasks.stuck (the window's two reads; the age is a lower bound: the window).
+rule {
+  id = "asyncio.task_stuck", section = "5", severity = "warn",
+  title = T("an asyncio task has been pending far longer than its siblings (a stuck request)",
+            "一个 asyncio 任务比同类任务挂起得久得多（卡住的请求）"),
+  doc = [[Reads python.tasks.stuck (docs/asyncio.md): per coroutine function, the tasks pending at the window's start
+    read, how many of them finished by the end read, and those pending at both (at least window_s old: CPython keeps
+    no creation time on a task, so the age is measured by the two reads). Hit when at least tasks_stuck_siblings of
+    those siblings finished within the window while no more than tasks_stuck_pct% of them stayed pending: the
+    typical sibling lives less than the window, the stuck one longer. Names the task, its age bound, what it waits
+    on and its await chain. Unknown without a window; clear when no such task.]],
+  reads = { "python.tasks", "duration_s", "pid" },
+  uses = { "tasks_stuck_siblings", "tasks_stuck_pct" },
+  symptom = T("one request never finishes while the others of its kind come and go",
+              "一个请求一直不结束，而同类请求来来去去"),
+  cause = T("The task awaits something that does not answer and nothing bounds the wait: a downstream call with no "
+            .. "timeout (a peer that accepted the connection and went silent), a future or event that no code path "
+            .. "will set, a queue nobody feeds any more. Its caller waits with it, and whatever it holds (a "
+            .. "connection, a lock, memory) stays held (SOP §5).",
+            "任务在等一个不会应答的东西，且等待没有上限：没有超时的下游调用（对端接受了连接却不再回应）、"
+            .. "没有任何代码路径会设置的 future 或 event、没人再往里放数据的队列。调用方跟着一起等，它持有的东西"
+            .. "（连接、锁、内存）也一直不释放（SOP §5）。"),
+  fix = T("Put a deadline on every downstream await: asyncio.wait_for(..., timeout) or `async with "
+          .. "asyncio.timeout(s)` (3.11+), the client's own timeout (aiohttp.ClientTimeout(total=...), "
+          .. "httpx timeouts, the DB driver's command timeout); make sure every path sets or cancels a future it "
+          .. "hands out; cancel a request's task when its client disconnects. Then find why that one call hangs "
+          .. "from the await chain above.",
+          "给每个下游 await 设截止时间：asyncio.wait_for(..., timeout) 或 `async with asyncio.timeout(s)`（3.11+）、"
+          .. "客户端自身的超时（aiohttp.ClientTimeout(total=...)、httpx 超时、数据库驱动的命令超时）；确保交出的 future "
+          .. "在每条路径上都会被设置或取消；客户端断开时取消对应请求的任务。再根据上面的 await 链查明那次调用为什么卡住。"),
+  refs = { "https://docs.python.org/3/library/asyncio-task.html#timeouts" },
+  check = function(ev, th)
+    local py = ev.python
+    if not py then return unknown(common.NO_STACKS) end
+    local tk = py.tasks
+    if not tk then
+      return clear(T("no asyncio tasks read (asyncio's C module not loaded)", "未读取到 asyncio 任务（未加载 asyncio 的 C 模块）"))
+    end
+    if common.no_window(ev) or tk.pending_start == nil then
+      return common.one_snapshot("no task age to measure", "无法度量任务的存活时间")
+    end
+    local s
+    for _, x in ipairs(tk.stuck or {}) do
+      if x.siblings_finished >= th.tasks_stuck_siblings
+          and x.count * 100 <= th.tasks_stuck_pct * x.siblings_start then
+        s = x
+        break
+      end
+    end
+    if not s then
+      return clear(T("no task outlived the window while its siblings came and went",
+                     "没有任务在同类任务来来去去时挂起整个窗口"))
+    end
+    local w = WAIT_WHAT[s.waits] or T(s.waits or "?", s.waits or "?")
+    return hit {
+      evidence = tr("task \"{task}\" (coroutine {coro}) has been pending for at least {age:%.1f} s (at both reads of "
+                      .. "the window) while {fin} of the {start} tasks of the same coroutine pending at the window's "
+                      .. "start finished within it ({n} stayed, itself included; {created} new ones pending at the "
+                      .. "end); it waits on {w_en} at {frame} (await chain: {chain})",
+                    "任务 \"{task}\"（协程 {coro}）至少已挂起 {age:%.1f} 秒（窗口的两次读取时都在），而窗口开始时同一协程的 "
+                      .. "{start} 个待处理任务中有 {fin} 个在窗口内完成（留下 {n} 个，含它自己；结束时另有 {created} 个新任务待处理）；它在 "
+                      .. "{frame} 等待{w_zh}（await 链：{chain}）",
+                    { task = s.task, coro = s.coroutine or "?", age = s.age_min_s or 0, fin = s.siblings_finished,
+                      start = s.siblings_start, created = s.siblings_created or 0, n = s.count, w_en = w.en,
+                      w_zh = w.zh, frame = s.frame or "?", chain = s.chain or "?" }),
+      verify = tr("`sopctl tasks --pid {pid}` twice, a few seconds apart: task \"{task}\" is gone or its chain "
+                    .. "moved on; after the fix, a hung downstream call ends in a timeout error instead.",
+                  "相隔几秒运行两次 `sopctl tasks --pid {pid}`：任务 \"{task}\" 已消失或其 await 链已前进；修复后，"
+                    .. "挂起的下游调用会以超时错误结束。",
+                  { pid = ev.pid, task = s.task }),
+    }
+  end,
+}
+
 -- §5.4: a busy event loop on asyncio's own (pure-Python) loop where uvloop would do the same
 -- work in C. Info: an optimisation, not a defect; not when the loop is stuck in a callback
 -- (asyncio.loop_blocked: uvloop would not help).

@@ -78,6 +78,23 @@ const sop_evk sop__evk_tasks[] = {
       "`func (file:line)`: the holder's own innermost await level"),
     H("convoys[].holder_chain", SOP_EVK_TEXT, "",
       "the holder's await chain, outermost first: `func (file:line) > ...`"),
+    H("stuck", SOP_EVK_ARR, "",
+      "pending tasks pending at both reads (so at least window_s old: CPython keeps no creation "
+      "time) whose siblings (tasks of the same coroutine function pending at the start read) "
+      "nearly all finished within the window; per coroutine, the largest group of siblings first, "
+      "at most 3"),
+    H("stuck[].task", SOP_EVK_TEXT, "", "the stuck task, by name (the first of them)"),
+    H("stuck[].count", SOP_EVK_INT, "", "its siblings pending at both reads, itself included"),
+    H("stuck[].coroutine", SOP_EVK_TEXT, "", "`func (file:line)`: the tasks' coroutine"),
+    H("stuck[].siblings_start", SOP_EVK_INT, "",
+      "tasks of that coroutine pending at the start read, the stuck ones included"),
+    H("stuck[].siblings_finished", SOP_EVK_INT, "", "of them, finished (done or gone) at the end"),
+    H("stuck[].siblings_created", SOP_EVK_INT, "",
+      "tasks of that coroutine at the end read that were not there at the start"),
+    H("stuck[].age_min_s", SOP_EVK_NUM, "s", "the stuck task's age is at least this: the window"),
+    H("stuck[].waits", SOP_EVK_STR, "", "what its innermost await waits on (waits[].kind)"),
+    H("stuck[].frame", SOP_EVK_TEXT, "", "`func (file:line)`: its own innermost await level"),
+    H("stuck[].chain", SOP_EVK_TEXT, "", "its await chain, outermost first"),
 };
 const size_t sop__evk_tasks_n = sizeof sop__evk_tasks / sizeof sop__evk_tasks[0];
 #undef H
@@ -136,6 +153,7 @@ static int cmp_groups(const void *pa, const void *pb)
 
 typedef struct {
     const sop_pytasks *a, *b;
+    double window_s;
 } tasks_ctx;
 
 #define TOP_CONVOYS 3
@@ -163,6 +181,90 @@ static void chain_line(const sop_pytask *t, char *out, size_t cap)
     }
     if (o >= cap && cap > 4)
         memcpy(out + cap - 4, "...", 4);
+}
+
+#define TOP_STUCK 3
+
+/* The coroutine a task runs (its first await level), as "func (file:line)" of its definition
+ * is not known: the function and file name the group. */
+static bool same_coro(const sop_pytask *x, const sop_pytask *y)
+{
+    return x->nframes && y->nframes && strcmp(x->frames[0].func, y->frames[0].func) == 0 &&
+           strcmp(x->frames[0].file ? x->frames[0].file : "",
+                  y->frames[0].file ? y->frames[0].file : "") == 0;
+}
+
+typedef struct {
+    size_t first; /* index in a: the group's first start-pending task */
+    int64_t start, finished, both, created;
+    const sop_pytask *one; /* a stuck one (in b) */
+} coro_group;
+
+static int cmp_coro_groups(const void *pa, const void *pb)
+{
+    const coro_group *x = pa, *y = pb;
+    if (x->start != y->start)
+        return x->start < y->start ? 1 : -1;
+    return x->first < y->first ? -1 : x->first > y->first;
+}
+
+/* Tasks pending at both reads among siblings that came and went: per coroutine of the start
+ * read's pending tasks, how many finished, how many stayed. */
+static void stuck(sop_value *arr, const sop_pytasks *a, const sop_pytasks *b, double window_s)
+{
+    if (!arr)
+        return;
+    coro_group *g = calloc(a->ntasks ? a->ntasks : 1, sizeof *g);
+    size_t n = 0;
+    for (size_t i = 0; g && i < a->ntasks; i++) {
+        const sop_pytask *s = &a->tasks[i];
+        if (!pending(s) || !s->nframes)
+            continue;
+        size_t k = 0;
+        while (k < n && !same_coro(&a->tasks[g[k].first], s))
+            k++;
+        if (k == n)
+            g[n++].first = i;
+        g[k].start++;
+        const sop_pytask *e = find(b, s);
+        if (!e || !pending(e)) {
+            g[k].finished++;
+        } else {
+            g[k].both++;
+            if (!g[k].one && !e->running)
+                g[k].one = e;
+        }
+    }
+    for (size_t k = 0; g && k < n; k++)
+        for (size_t i = 0; i < b->ntasks; i++)
+            if (same_coro(&b->tasks[i], &a->tasks[g[k].first]) && !find(a, &b->tasks[i]))
+                g[k].created++;
+    if (g && n)
+        qsort(g, n, sizeof *g, cmp_coro_groups);
+    for (size_t k = 0, shown = 0; g && k < n && shown < TOP_STUCK; k++) {
+        if (!g[k].both || !g[k].finished || !g[k].one)
+            continue;
+        const sop_pytask *t = g[k].one;
+        const sop_await_frame *f0 = &a->tasks[g[k].first].frames[0];
+        char buf[1024];
+        sop_value *v = sop__v_obj();
+        sop__v_set(v, "task", sop__bridge_text(t->name));
+        sop__v_set_int(v, "count", g[k].both);
+        snprintf(buf, sizeof buf, "%s (%s)", f0->func, f0->file ? f0->file : "?");
+        sop__v_set(v, "coroutine", sop__bridge_text(buf));
+        sop__v_set_int(v, "siblings_start", g[k].start);
+        sop__v_set_int(v, "siblings_finished", g[k].finished);
+        sop__v_set_int(v, "siblings_created", g[k].created);
+        sop__v_set_dbl(v, "age_min_s", window_s);
+        sop__v_set_str(v, "waits", sop__wait_kind_name(t->waits));
+        wait_frame(t, buf, 320);
+        sop__v_set(v, "frame", sop__bridge_text(buf));
+        chain_line(t, buf, sizeof buf);
+        sop__v_set(v, "chain", sop__bridge_text(buf));
+        sop__v_push(arr, v);
+        shown++;
+    }
+    free(g);
 }
 
 static void convoys(sop_value *arr, const sop_pytasks *a, const sop_pytasks *b)
@@ -280,6 +382,8 @@ static void tasks_hand(sop_value *o, const sop_evk *row, const char *name, void 
         free(g);
     } else if (strcmp(name, "convoys") == 0) {
         convoys(sop__v_arr_at(o, name), a, b);
+    } else if (strcmp(name, "stuck") == 0 && a) {
+        stuck(sop__v_arr_at(o, name), a, b, c->window_s);
     }
 }
 
@@ -321,7 +425,7 @@ sop_value *sop__bridge_tasks(const sop_pytasks *a, const sop_pytasks *b, double 
     sop_value *o = sop__v_obj();
     if (!o)
         return NULL;
-    tasks_ctx c = {a, b};
+    tasks_ctx c = {a, b, window_s};
     sop__bridge_keys(o, &f, sop__evk_tasks, sop__evk_tasks_n, "", tasks_hand, &c);
     return o;
 }
