@@ -81,6 +81,9 @@ thresholds {
                                 --   finished within it ...
   tasks_stuck_pct = 10,         -- ... while at most this % of them stayed pending at the end (the stuck ones)
 
+  -- asyncio.fire_and_forget (§5)
+  tasks_forgotten_min = 1,      -- pending tasks unreferenced (ob_refcnt 1) at both reads of the window
+
   -- asyncio.no_uvloop (§5.4)
   uvloop_busy_pct = 50,         -- an asyncio default-loop thread using at least this % of a core is a busy server
 

@@ -111,6 +111,8 @@ static sop_value *task_value(const sop_pytasks *all, const addr_ix *ix, size_t i
     if (t->outcome)
         sop__v_set_str(o, "outcome", t->outcome);
     sop__v_set_bool(o, "running", t->running);
+    if (sop__task_unreferenced(t))
+        sop__v_set_bool(o, "unreferenced", true);
     sop_value *chain = sop__v_arr_at(o, "chain");
     long user = user_level(t);
     for (size_t k = 0; chain && k < t->nframes; k++) {

@@ -535,6 +535,73 @@ rule {
   end,
 }
 
+-- §5: fire-and-forget tasks: pending tasks nothing refers to but what they await (ob_refcnt 1),
+-- the same tasks at both reads of the window. asyncio keeps only weak references to tasks.
+rule {
+  id = "asyncio.fire_and_forget", section = "5", severity = "info",
+  title = T("asyncio tasks were created and forgotten: nothing holds a reference to them",
+            "asyncio 任务创建后被遗忘：没有任何引用持有它们"),
+  doc = [[Reads python.tasks.unreferenced_both and python.tasks.forgotten (docs/asyncio.md): pending tasks whose only
+    reference is the wakeup callback of what they await (their ob_refcnt is 1: no variable, collection, done-callback
+    closure or awaiting task holds them), the same tasks at both reads of the window. Hit (info) when at least
+    tasks_forgotten_min such tasks lasted the window, naming their coroutine. Unknown without a window; clear when
+    every pending task is referenced.]],
+  reads = { "python.tasks", "duration_s", "pid" },
+  uses = { "tasks_forgotten_min" },
+  symptom = T("tasks run with no reference kept: their failures go unseen and they can vanish mid-flight",
+              "任务运行时没有保留引用：它们的失败无人察觉，所等待的对象一旦被回收它们就中途消失"),
+  cause = T("asyncio.create_task / ensure_future was called and its result dropped. The event loop keeps only weak "
+            .. "references to tasks, so such a task lives only as long as what it awaits is reachable: when that is "
+            .. "collected the task is destroyed while pending (\"Task was destroyed but it is pending!\"); nobody "
+            .. "awaits it, so its exception is only logged at garbage collection (\"Task exception was never "
+            .. "retrieved\"), and nothing can cancel it at shutdown (SOP §5).",
+            "调用了 asyncio.create_task / ensure_future 却丢弃了返回值。事件循环对任务只保留弱引用，这样的任务只在它等待的"
+            .. "对象可达时才存活：那个对象被回收时任务就在挂起状态下被销毁（\"Task was destroyed but it is pending!\"）；"
+            .. "没人 await 它，它的异常只在垃圾回收时被记录（\"Task exception was never retrieved\"），关闭时也无法取消它"
+            .. "（SOP §5）。"),
+  fix = T("Keep every task you create: add it to a set and discard it when done (tasks.add(t); "
+          .. "t.add_done_callback(tasks.discard)), or run them in an asyncio.TaskGroup (3.11+) / await them with "
+          .. "asyncio.gather; log or handle each task's exception in its done-callback; cancel and await the set at "
+          .. "shutdown.",
+          "保存创建的每个任务：放进一个集合并在完成时移除（tasks.add(t); t.add_done_callback(tasks.discard)），"
+          .. "或在 asyncio.TaskGroup（3.11+）中运行 / 用 asyncio.gather 等待它们；在 done 回调里记录或处理每个任务的异常；"
+          .. "关闭时取消并等待这个集合。"),
+  refs = { "https://docs.python.org/3/library/asyncio-task.html#asyncio.create_task" },
+  check = function(ev, th)
+    local py = ev.python
+    if not py then return unknown(common.NO_STACKS) end
+    local tk = py.tasks
+    if not tk then
+      return clear(T("no asyncio tasks read (asyncio's C module not loaded)", "未读取到 asyncio 任务（未加载 asyncio 的 C 模块）"))
+    end
+    if common.no_window(ev) then
+      return common.one_snapshot("no forgotten task to follow over the window", "无法在窗口内跟踪被遗忘的任务")
+    end
+    if tk.unreferenced_both == nil then
+      return unknown(T("the tasks' reference counts were not read (evidence from an older sopctl)",
+                       "未读取任务的引用计数（旧版 sopctl 采集的证据）"))
+    end
+    local g = tk.forgotten and tk.forgotten[1]
+    if tk.unreferenced_both < th.tasks_forgotten_min or not g then
+      return clear(tr("{n} pending task(s) unreferenced at the end, {both} of them through the window",
+                      "结束时 {n} 个待处理任务无引用，其中 {both} 个整个窗口都是如此",
+                      { n = tk.unreferenced or 0, both = tk.unreferenced_both }))
+    end
+    local w = WAIT_WHAT[g.waits] or T(g.waits or "?", g.waits or "?")
+    return hit {
+      evidence = tr("{n} pending asyncio task(s) are referenced by nothing but what they await ({both} of them at both "
+                      .. "reads of the window); {count} of them run coroutine {coro} (e.g. task \"{task}\", waiting on "
+                      .. "{w_en} at {frame})",
+                    "{n} 个待处理 asyncio 任务除了它们等待的对象外没有任何引用（其中 {both} 个在窗口的两次读取时都是如此）；"
+                      .. "其中 {count} 个运行协程 {coro}（例如任务 \"{task}\"，在 {frame} 等待{w_zh}）",
+                    { n = tk.unreferenced, both = tk.unreferenced_both, count = g.count, coro = g.coroutine or "?",
+                      task = g.task or "?", w_en = w.en, w_zh = w.zh, frame = g.frame or "?" }),
+      verify = tr("`sopctl tasks --pid {pid} --json`: no pending task has \"unreferenced\": true.",
+                  "`sopctl tasks --pid {pid} --json`：没有待处理任务带 \"unreferenced\": true。", { pid = ev.pid }),
+    }
+  end,
+}
+
 -- §5.4: a busy event loop on asyncio's own (pure-Python) loop where uvloop would do the same
 -- work in C. Info: an optimisation, not a defect; not when the loop is stuck in a callback
 -- (asyncio.loop_blocked: uvloop would not help).

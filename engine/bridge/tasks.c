@@ -18,7 +18,7 @@
 
 typedef struct {
     int64_t count, pending, pending_start, pending_growth, running, created, finished;
-    int64_t pending_whole_window;
+    int64_t pending_whole_window, unreferenced, unreferenced_both;
     double window_s, pending_growth_per_s, read_ms;
 } tasks_figs;
 
@@ -95,6 +95,19 @@ const sop_evk sop__evk_tasks[] = {
     H("stuck[].waits", SOP_EVK_STR, "", "what its innermost await waits on (waits[].kind)"),
     H("stuck[].frame", SOP_EVK_TEXT, "", "`func (file:line)`: its own innermost await level"),
     H("stuck[].chain", SOP_EVK_TEXT, "", "its await chain, outermost first"),
+    I("unreferenced", unreferenced, "",
+      "pending tasks of the program's own coroutines at the end that nothing but what they await "
+      "refers to (ob_refcnt 1: no variable, collection or awaiting task holds them; "
+      "docs/asyncio.md); a library's own are left out"),
+    I("unreferenced_both", unreferenced_both, "", "of them, unreferenced at the start read too"),
+    H("forgotten", SOP_EVK_ARR, "",
+      "the unreferenced tasks at the end grouped by coroutine, largest group first, at most 3"),
+    H("forgotten[].coroutine", SOP_EVK_TEXT, "", "`func (file)`: their coroutine"),
+    H("forgotten[].count", SOP_EVK_INT, "", "unreferenced tasks of that coroutine at the end"),
+    H("forgotten[].both", SOP_EVK_INT, "", "of them, unreferenced at the start read too"),
+    H("forgotten[].task", SOP_EVK_TEXT, "", "one of them, by name"),
+    H("forgotten[].waits", SOP_EVK_STR, "", "what that one waits on (waits[].kind)"),
+    H("forgotten[].frame", SOP_EVK_TEXT, "", "`func (file:line)`: its own innermost await level"),
 };
 const size_t sop__evk_tasks_n = sizeof sop__evk_tasks / sizeof sop__evk_tasks[0];
 #undef H
@@ -267,6 +280,68 @@ static void stuck(sop_value *arr, const sop_pytasks *a, const sop_pytasks *b, do
     free(g);
 }
 
+/* A task of the program's own coroutine that nothing refers to (a library's own forgotten
+ * task, e.g. uvicorn 0.17's lifespan task, is not the program's to fix). */
+static bool forgotten_task(const sop_pytask *t)
+{
+    return sop__task_unreferenced(t) && !library_file(t->frames[0].file);
+}
+
+/* Unreferenced at the end and at the start (the same task). */
+static bool forgotten_both(const sop_pytasks *a, const sop_pytask *t)
+{
+    const sop_pytask *s = forgotten_task(t) ? find(a, t) : NULL;
+    return s && forgotten_task(s);
+}
+
+#define TOP_FORGOTTEN 3
+
+static void forgotten(sop_value *arr, const sop_pytasks *a, const sop_pytasks *b)
+{
+    size_t *first = calloc(b->ntasks ? b->ntasks : 1, sizeof *first);
+    int64_t *count = calloc(b->ntasks ? b->ntasks : 1, sizeof *count);
+    int64_t *both = calloc(b->ntasks ? b->ntasks : 1, sizeof *both);
+    size_t n = 0;
+    for (size_t i = 0; arr && first && count && both && i < b->ntasks; i++) {
+        const sop_pytask *t = &b->tasks[i];
+        if (!forgotten_task(t))
+            continue;
+        size_t k = 0;
+        while (k < n && !same_coro(&b->tasks[first[k]], t))
+            k++;
+        if (k == n)
+            first[n++] = i;
+        count[k]++;
+        both[k] += forgotten_both(a, t);
+    }
+    for (size_t shown = 0; shown < TOP_FORGOTTEN && shown < n; shown++) {
+        size_t best = n;
+        for (size_t k = 0; k < n; k++)
+            if (count[k] > 0 && (best == n || count[k] > count[best]))
+                best = k;
+        if (best == n)
+            break;
+        const sop_pytask *t = &b->tasks[first[best]];
+        char buf[400];
+        sop_value *v = sop__v_obj();
+        snprintf(buf, sizeof buf, "%s (%s)", t->frames[0].func,
+                 t->frames[0].file ? t->frames[0].file : "?");
+        sop__v_set(v, "coroutine", sop__bridge_text(buf));
+        sop__v_set_int(v, "count", count[best]);
+        if (a)
+            sop__v_set_int(v, "both", both[best]);
+        sop__v_set(v, "task", sop__bridge_text(t->name));
+        sop__v_set_str(v, "waits", sop__wait_kind_name(t->waits));
+        wait_frame(t, buf, 320);
+        sop__v_set(v, "frame", sop__bridge_text(buf));
+        sop__v_push(arr, v);
+        count[best] = -1;
+    }
+    free(first);
+    free(count);
+    free(both);
+}
+
 static void convoys(sop_value *arr, const sop_pytasks *a, const sop_pytasks *b)
 {
     for (size_t k = 0, shown = 0; arr && k < b->nprims && shown < TOP_CONVOYS; k++) {
@@ -382,6 +457,8 @@ static void tasks_hand(sop_value *o, const sop_evk *row, const char *name, void 
         free(g);
     } else if (strcmp(name, "convoys") == 0) {
         convoys(sop__v_arr_at(o, name), a, b);
+    } else if (strcmp(name, "forgotten") == 0) {
+        forgotten(sop__v_arr_at(o, name), a, b);
     } else if (strcmp(name, "stuck") == 0 && a) {
         stuck(sop__v_arr_at(o, name), a, b, c->window_s);
     }
@@ -397,12 +474,14 @@ sop_value *sop__bridge_tasks(const sop_pytasks *a, const sop_pytasks *b, double 
                     .created = SOP_NA,
                     .finished = SOP_NA,
                     .pending_whole_window = SOP_NA,
+                    .unreferenced_both = SOP_NA,
                     .window_s = a ? window_s : NAN,
                     .pending_growth_per_s = NAN,
                     .read_ms = b->read_ms};
     for (size_t i = 0; i < b->ntasks; i++) {
         f.pending += pending(&b->tasks[i]);
         f.running += b->tasks[i].running;
+        f.unreferenced += forgotten_task(&b->tasks[i]);
     }
     if (a) {
         f.pending_start = f.created = f.finished = f.pending_whole_window = 0;
@@ -419,6 +498,9 @@ sop_value *sop__bridge_tasks(const sop_pytasks *a, const sop_pytasks *b, double 
         for (size_t i = 0; i < b->ntasks; i++)
             f.created += find(a, &b->tasks[i]) == NULL;
         f.pending_growth = f.pending - f.pending_start;
+        f.unreferenced_both = 0;
+        for (size_t i = 0; i < b->ntasks; i++)
+            f.unreferenced_both += forgotten_both(a, &b->tasks[i]);
         if (window_s > 0)
             f.pending_growth_per_s = (double)f.pending_growth / window_s;
     }

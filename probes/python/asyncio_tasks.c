@@ -101,6 +101,12 @@ const char *sop__wait_kind_name(sop_wait_kind k)
     return (unsigned)k < sizeof names / sizeof names[0] ? names[k] : "other";
 }
 
+bool sop__task_unreferenced(const sop_pytask *t)
+{
+    return t->refcnt == 1 && strcmp(t->state, "pending") == 0 && !t->running &&
+           t->waits != SOP_WAIT_NONE && t->nframes && !t->partial[0];
+}
+
 static uint64_t rd64(const uint8_t *b, uint32_t off)
 {
     uint64_t v;
@@ -732,6 +738,7 @@ static int read_task(tasks_reader *tr, uint64_t addr, sop_pytask *t)
     if (L->task_num_cancels && rd32(b, L->task_num_cancels) > 0)
         cancel_asked = true;
     uint64_t waiter = rd64(b, L->task_fut_waiter), coro = rd64(b, L->task_coro);
+    t->refcnt = (int64_t)rd64(b, 0);
     if (!cancel_asked && waiter) { /* 3.8-3.10: cancel() cancels the waiter first */
         int32_t ws = 0;
         if ((obj_kind(tr, waiter, NULL) == K_TASK || obj_kind(tr, waiter, NULL) == K_FUTURE) &&

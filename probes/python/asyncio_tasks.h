@@ -67,8 +67,15 @@ typedef struct {
     uint64_t *awaits;    /* the tasks it waits on (directly, or a gather's children) */
     size_t nawaits;
     bool awaits_cut;
-    uint64_t prim; /* lock/semaphore waits: the asyncio.Lock / Semaphore object (0 otherwise) */
+    uint64_t prim;  /* lock/semaphore waits: the asyncio.Lock / Semaphore object (0 otherwise) */
+    int64_t refcnt; /* its ob_refcnt when read: 1 for a pending task that only what it awaits
+                     * refers to (its wakeup callback; asyncio's own task set is weak) */
 } sop_pytask;
+
+/* A pending task, suspended on something, that nothing but that something refers to (ob_refcnt
+ * 1: the awaited future's wakeup callback): no variable, collection or awaiting task holds it, so
+ * it was created and forgotten; asyncio keeps only weak references to tasks. */
+bool sop__task_unreferenced(const sop_pytask *t);
 
 #define SOP_PRIMS_MAX 32 /* locks and semaphores described (those most waited on) */
 #define SOP_PRIM_MAX_HOLDERS 8

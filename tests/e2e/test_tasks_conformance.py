@@ -138,6 +138,9 @@ def one(tag, py, n, tmp):
                 (lk.get("locked") is True if kind == "lock" else lk.get("value") == 0),
                 where + ": the %s waited on, its queue and its holder" % kind,
                 "%s %s" % (objs, lk))
+    # Every task of the target is kept (a list, the gather, an awaiter): none is unreferenced.
+    loose = [x["name"] for x in sop.values() if x.get("unreferenced")]
+    C.check(not loose, where + ": no kept task reads as unreferenced", str(loose[:5]))
     roots = {r["name"]: r for r in tree_doc.get("tree", [])}
     kids = [c["name"] for c in roots.get("gather-parent", {}).get("children", [])]
     C.check(rc_tree == 0 and sorted(kids) == ["gather-child-1", "gather-child-2"] and
