@@ -89,7 +89,23 @@ def one(tag, py, n, tmp):
         times = [doc.get("read_ms", 1e9)]
         for _ in range(2 if n >= 10000 else 0):
             times.append(tasks_json(t.pid)[1].get("read_ms", 1e9))
+        dump_rc, dump_text, _ = sopt.sopctl("dump", "--pid", t.pid, "--tasks")
+        rd = subprocess.run([sopt.SOPCTL, "dump", "--pid", str(t.pid), "--tasks", "--json"],
+                            capture_output=True, text=True, timeout=120)
+        try:
+            dump_doc = json.loads(rd.stdout)
+        except ValueError:
+            dump_doc = {}
     where = "%s n=%d" % (tag, n)
+    dt = dump_doc.get("asyncio_tasks", {})
+    C.check(rd.returncode == 0 and dump_doc.get("threads") and
+            sorted(x["name"] for x in dt.get("tasks", []) if x.get("state") != "done") ==
+            sorted(x["name"] for x in view),
+            where + ": dump --tasks --json: the stacks and the same pending tasks",
+            str(dt.get("counts")))
+    C.check(dump_rc == 0 and "\nasyncio tasks\n" in dump_text and 'Task "sleeper" pending' in dump_text
+            and "Thread " in dump_text, where + ": dump --tasks text: threads, then the tasks",
+            dump_text[-300:])
     C.check(rc == 0 and doc.get("complete") is True, where + ": read complete, exit 0",
             "rc=%s %s" % (rc, str(doc)[:300]))
     C.check(state not in ("t", "T"), where + ": target not stopped", state)
