@@ -73,6 +73,17 @@ thresholds {
   tasks_pile_per_s = 5,         -- ... at least this many per second ...
   tasks_pile_group_pct = 50,    -- ... and at least this % of the pending ones wait on the same thing (kind + line)
 
+  -- asyncio.lock_convoy (§5)
+  tasks_convoy_min = 8,         -- at least this many tasks wait on one asyncio.Lock/Semaphore at both window ends
+
+  -- asyncio.task_stuck (§5)
+  tasks_stuck_siblings = 5,     -- at least this many tasks of the same coroutine, pending at the window's start,
+                                --   finished within it ...
+  tasks_stuck_pct = 10,         -- ... while at most this % of them stayed pending at the end (the stuck ones)
+
+  -- asyncio.fire_and_forget (§5)
+  tasks_forgotten_min = 1,      -- pending tasks unreferenced (ob_refcnt 1) at both reads of the window
+
   -- asyncio.no_uvloop (§5.4)
   uvloop_busy_pct = 50,         -- an asyncio default-loop thread using at least this % of a core is a busy server
 

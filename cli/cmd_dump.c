@@ -1,6 +1,6 @@
-/* cmd_dump.c — `sopctl dump --pid N [--json] [--native] [--exact]`: the Python stacks of a process,
- * through sop_dump (include/sop.h). Exit 0 ok, 2 usage, 3 target missing / unreadable / not
- * CPython. */
+/* cmd_dump.c — `sopctl dump --pid N [--json] [--native] [--exact] [--tasks]`: the Python stacks of
+ * a process, through sop_dump (include/sop.h). Exit 0 ok, 2 usage, 3 target missing / unreadable /
+ * not CPython. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -21,7 +21,7 @@ static int parse_pid(const char *s)
 
 static int usage(void)
 {
-    fprintf(stderr, "usage: sopctl dump --pid N [--json] [--native] [--exact]\n");
+    fprintf(stderr, "usage: sopctl dump --pid N [--json] [--native] [--exact] [--tasks]\n");
     return EXIT_USAGE;
 }
 
@@ -50,6 +50,8 @@ int cmd_dump(int argc, char **argv)
             flags |= SOP_DUMP_NATIVE;
         else if (strcmp(argv[i], "--exact") == 0)
             flags |= SOP_DUMP_EXACT;
+        else if (strcmp(argv[i], "--tasks") == 0)
+            flags |= SOP_DUMP_TASKS;
         else
             return usage();
     }

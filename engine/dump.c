@@ -2,6 +2,7 @@
  * JSON (through the bridge's threads array and json.c) or as py-spy-like text, with control
  * characters escaped. Depends on the python probe, bridge.h, json.h. */
 #include "dump.h"
+#include "tasks.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -83,7 +84,9 @@ static sop_value *missing_value(const sop_missing *m)
     return arr;
 }
 
-static int render_json(const sop_python *py, const sop_missing *missing, int pid, char **out)
+/* extra: the asyncio tasks document (`dump --tasks`), set as "asyncio_tasks" (taken over). */
+static int render_json(const sop_python *py, const sop_missing *missing, int pid, sop_value *extra,
+                       char **out)
 {
     sop_value *doc = sop__v_obj();
     if (!doc)
@@ -102,6 +105,8 @@ static int render_json(const sop_python *py, const sop_missing *missing, int pid
     }
     if (missing && missing->n)
         sop__v_set(doc, "missing_evidence", missing_value(missing));
+    if (extra)
+        sop__v_set(doc, "asyncio_tasks", extra);
     *out = sop__json_print(doc, 0);
     sop__v_free(doc);
     return *out ? 0 : SOP_ENOMEM;
@@ -197,7 +202,7 @@ int sop__dump_render(const sop_python *py, const sop_missing *missing, int pid, 
 {
     *out = NULL;
     if (json)
-        return render_json(py, missing, pid, out);
+        return render_json(py, missing, pid, NULL, out);
     sbuf b = {0};
     sb_printf(&b, "Process %d: ", pid);
     sb_text(&b, cmdline ? cmdline : "");
@@ -333,7 +338,34 @@ int sop_dump(sop_engine *e, int pid, unsigned flags, sop_format fmt, char **out)
         rc = SOP_EIO;
         break;
     }
-    int rr = sop__dump_render(py, &missing, pid, cmdline, fmt == SOP_FORMAT_JSON, out);
+    int rr;
+    if (!(flags & SOP_DUMP_TASKS) || rc != SOP_OK) {
+        rr = sop__dump_render(py, &missing, pid, cmdline, fmt == SOP_FORMAT_JSON, out);
+    } else {
+        /* `dump --tasks`: the asyncio tasks read right after the stacks, appended */
+        sop_missing tmiss = {0};
+        sop_pytasks *t = NULL;
+        (void)sop__tasks_read(pid, "/proc", &t, &tmiss);
+        if (fmt == SOP_FORMAT_JSON) {
+            rr = render_json(py, &missing, pid, sop__tasks_value(t, &tmiss, pid, false), out);
+        } else {
+            rr = sop__dump_render(py, &missing, pid, cmdline, 0, out);
+            char *tt = rr == 0 ? sop__tasks_text(t, &tmiss, pid, cmdline, false) : NULL;
+            const char *body = tt ? strchr(tt, '\n') : NULL; /* its "Process N:" line dropped */
+            size_t n1 = *out ? strlen(*out) : 0, n2 = body ? strlen(body + 1) : 0;
+            char *both = body && *out ? malloc(n1 + n2 + 16) : NULL;
+            if (both) {
+                memcpy(both, *out, n1);
+                memcpy(both + n1, "\nasyncio tasks\n", 15);
+                memcpy(both + n1 + 15, body + 1, n2 + 1);
+                free(*out);
+                *out = both;
+            }
+            free(tt);
+        }
+        sop__tasks_free(t);
+        sop__missing_free(&tmiss);
+    }
     sop__python_free(py);
     sop__missing_free(&missing);
     return rc ? rc : rr;

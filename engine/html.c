@@ -157,6 +157,109 @@ void sop__html_report(FILE *f, const sop_value *r, const char *lang)
     put_list(f, sop__v_get(r, "missing_evidence"), "missing evidence", "reason", lang);
 }
 
+/* An await chain "f (file:line) > g (...) > ..." as nested lists: the tree of its levels. */
+static void put_chain(FILE *f, const char *chain)
+{
+    if (!chain || !chain[0])
+        return;
+    int depth = 0;
+    for (const char *p = chain; *p && depth < 64; depth++) {
+        const char *e = strstr(p, " > ");
+        size_t n = e ? (size_t)(e - p) : strlen(p);
+        char level[512];
+        snprintf(level, sizeof level, "%.*s", (int)(n < sizeof level ? n : sizeof level - 1), p);
+        fputs("<ul><li><code>", f);
+        sop__esc_html(f, level);
+        fputs("</code>", f);
+        p = e ? e + 3 : p + n;
+    }
+    for (int i = 0; i < depth; i++)
+        fputs("</li></ul>", f);
+    fputs("\n", f);
+}
+
+static void put_num(FILE *f, const sop_value *o, const char *key)
+{
+    double v = 0;
+    if (sop__v_get_num(o, key, &v))
+        fprintf(f, "%.0f", v);
+    else
+        fputs("?", f);
+}
+
+/* ev.python.tasks (docs/asyncio.md): the pending counts, what the tasks wait on, the lock
+ * convoys with their holder's await chain, the stuck and the forgotten tasks. */
+static void put_tasks(FILE *f, const sop_value *ev)
+{
+    const sop_value *tk = sop__v_get(sop__v_get(ev, "python"), "tasks");
+    if (!tk || tk->type != SOP_V_OBJ)
+        return;
+    fputs("<h2 id=\"asyncio-tasks\">asyncio tasks</h2>\n<p>pending ", f);
+    put_num(f, tk, "pending_start");
+    fputs(" &rarr; ", f);
+    put_num(f, tk, "pending");
+    fputs(" over the window (", f);
+    put_num(f, tk, "created");
+    fputs(" created, ", f);
+    put_num(f, tk, "finished");
+    fputs(" finished)</p>\n", f);
+    const sop_value *w = sop__v_get(tk, "waits");
+    if (w && w->type == SOP_V_ARR && w->count) {
+        fputs("<table id=\"task-waits\">\n<tr><th>pending tasks</th><th>wait on</th><th>at</th>"
+              "<th>e.g.</th></tr>\n",
+              f);
+        for (const sop_value *c = w->child; c; c = c->next) {
+            fputs("<tr><td>", f);
+            put_num(f, c, "count");
+            fputs("</td><td>", f);
+            sop__esc_html(f, sop__v_get_str(c, "kind") ? sop__v_get_str(c, "kind") : "");
+            fputs("</td><td><code>", f);
+            sop__esc_html(f, sop__v_get_str(c, "frame") ? sop__v_get_str(c, "frame") : "");
+            fputs("</code></td><td>", f);
+            sop__esc_html(f, sop__v_get_str(c, "task") ? sop__v_get_str(c, "task") : "");
+            fputs("</td></tr>\n", f);
+        }
+        fputs("</table>\n", f);
+    }
+    const sop_value *cv = sop__v_get(tk, "convoys");
+    for (const sop_value *c = cv && cv->type == SOP_V_ARR ? cv->child : NULL; c; c = c->next) {
+        fputs("<p class=\"convoy\">", f);
+        put_num(f, c, "waiting");
+        fputs(" tasks wait on one ", f);
+        sop__esc_html(f, sop__v_get_str(c, "type") ? sop__v_get_str(c, "type") : "lock");
+        fputs(" at <code>", f);
+        sop__esc_html(f, sop__v_get_str(c, "site") ? sop__v_get_str(c, "site") : "?");
+        fputs("</code>", f);
+        if (sop__v_get_str(c, "holder")) {
+            fputs("; held by task ", f);
+            sop__esc_html(f, sop__v_get_str(c, "holder"));
+            fputs(", awaiting:</p>\n", f);
+            put_chain(f, sop__v_get_str(c, "holder_chain"));
+        } else {
+            fputs("; no holder seen</p>\n", f);
+        }
+    }
+    const sop_value *st = sop__v_get(tk, "stuck");
+    for (const sop_value *c = st && st->type == SOP_V_ARR ? st->child : NULL; c; c = c->next) {
+        fputs("<p class=\"stuck\">task ", f);
+        sop__esc_html(f, sop__v_get_str(c, "task") ? sop__v_get_str(c, "task") : "?");
+        fputs(" pending the whole window while ", f);
+        put_num(f, c, "siblings_finished");
+        fputs(" of ", f);
+        put_num(f, c, "siblings_start");
+        fputs(" siblings finished, awaiting:</p>\n", f);
+        put_chain(f, sop__v_get_str(c, "chain"));
+    }
+    const sop_value *fg = sop__v_get(tk, "forgotten");
+    for (const sop_value *c = fg && fg->type == SOP_V_ARR ? fg->child : NULL; c; c = c->next) {
+        fputs("<p class=\"forgotten\">", f);
+        put_num(f, c, "count");
+        fputs(" unreferenced tasks of <code>", f);
+        sop__esc_html(f, sop__v_get_str(c, "coroutine") ? sop__v_get_str(c, "coroutine") : "?");
+        fputs("</code></p>\n", f);
+    }
+}
+
 int sop_report_render_html(const sop_report *r, const sop_evidence *ev, const char *lang,
                            char **out)
 {
@@ -174,6 +277,8 @@ int sop_report_render_html(const sop_report *r, const sop_evidence *ev, const ch
     snprintf(title, sizeof title, "sop report: pid %.0f", pid);
     sop__html_begin(f, title);
     sop__html_report(f, r->tree, lang && strcmp(lang, "zh") == 0 ? "zh" : "en");
+    if (ev)
+        put_tasks(f, ev->tree);
     if (ev && ev->pictures_html)
         fputs(ev->pictures_html, f);
     else

@@ -7,6 +7,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -110,6 +111,8 @@ static sop_value *task_value(const sop_pytasks *all, const addr_ix *ix, size_t i
     if (t->outcome)
         sop__v_set_str(o, "outcome", t->outcome);
     sop__v_set_bool(o, "running", t->running);
+    if (sop__task_unreferenced(t))
+        sop__v_set_bool(o, "unreferenced", true);
     sop_value *chain = sop__v_arr_at(o, "chain");
     long user = user_level(t);
     for (size_t k = 0; chain && k < t->nframes; k++) {
@@ -140,6 +143,10 @@ static sop_value *task_value(const sop_pytasks *all, const addr_ix *ix, size_t i
             sop__v_set(w, "type", sop__bridge_text(t->waits_type));
             hex_id(id, sizeof id, t->waits_addr);
             sop__v_set_str(w, "id", id);
+        }
+        if (t->prim) {
+            hex_id(id, sizeof id, t->prim);
+            sop__v_set_str(w, "object", id);
         }
     }
     sop_value *aw = sop__v_arr_at(o, "awaits");
@@ -180,6 +187,36 @@ static sop_value *tree_node(const sop_pytasks *t, const addr_ix *ix, size_t i, u
     return o;
 }
 
+/* The locks and semaphores tasks wait on, with their holders ("locks" in the JSON). */
+static void prims_value(sop_value *doc, const sop_pytasks *t, const addr_ix *ix)
+{
+    sop_value *arr = sop__v_arr_at(doc, "locks");
+    for (size_t k = 0; arr && k < t->nprims; k++) {
+        const sop_pyprim *p = &t->prims[k];
+        sop_value *o = sop__v_obj();
+        char id[24];
+        hex_id(id, sizeof id, p->addr);
+        sop__v_set_str(o, "id", id);
+        sop__v_set(o, "type", sop__bridge_text(p->type));
+        sop__v_set_str(o, "kind", sop__wait_kind_name(p->kind));
+        sop__v_set_int(o, "waiting", (int64_t)p->waiting);
+        if (p->queue >= 0)
+            sop__v_set_int(o, "queue", p->queue);
+        if (p->locked >= 0)
+            sop__v_set_bool(o, "locked", p->locked != 0);
+        if (p->value != LLONG_MIN)
+            sop__v_set_int(o, "value", p->value);
+        sop_value *h = sop__v_arr_at(o, "holders");
+        for (size_t j = 0; h && j < p->nholders; j++)
+            sop__v_push(h, ref_value(t, ix, p->holders[j]));
+        if (p->holders_cut)
+            sop__v_set_bool(o, "holders_cut", true);
+        if (p->holders_partial)
+            sop__v_set_bool(o, "holders_partial", true);
+        sop__v_push(arr, o);
+    }
+}
+
 sop_value *sop__tasks_value(const sop_pytasks *t, const sop_missing *missing, int pid,
                             bool with_tree)
 {
@@ -216,6 +253,8 @@ sop_value *sop__tasks_value(const sop_pytasks *t, const sop_missing *missing, in
         sop_value *arr = sop__v_arr_at(doc, "tasks");
         for (size_t i = 0; ix && arr && i < t->ntasks; i++)
             sop__v_push(arr, task_value(t, ix, i));
+        if (ix)
+            prims_value(doc, t, ix);
         if (with_tree && ix) {
             size_t *by = count_awaited(t, ix);
             unsigned char *on = calloc(t->ntasks ? t->ntasks : 1, 1);
@@ -361,6 +400,35 @@ static void tree_text(sop_sb *b, const sop_pytasks *all, const addr_ix *ix, size
     on[i] = 0;
 }
 
+static void prim_text(sop_sb *b, const sop_pytasks *all, const addr_ix *ix, const sop_pyprim *p,
+                      bool first)
+{
+    if (first)
+        sop__sb_puts(b, "\nLocks and semaphores tasks wait on:\n");
+    sop__sb_puts(b, "  ");
+    put_text(b, p->type);
+    sop__sb_printf(b, " 0x%llx: %zu task%s waiting", (unsigned long long)p->addr, p->waiting,
+                   p->waiting == 1 ? "" : "s");
+    if (p->queue >= 0)
+        sop__sb_printf(b, ", %lld queued in _waiters", p->queue);
+    if (p->locked >= 0)
+        sop__sb_puts(b, p->locked ? ", locked" : ", not locked");
+    if (p->value != LLONG_MIN)
+        sop__sb_printf(b, ", value %lld", p->value);
+    if (!p->nholders) {
+        sop__sb_puts(b, "; holder not seen\n");
+        return;
+    }
+    sop__sb_puts(b, "; held by");
+    for (size_t j = 0; j < p->nholders; j++) {
+        long i = find_task(ix, all->ntasks, p->holders[j]);
+        sop__sb_puts(b, j ? ", \"" : " \"");
+        put_text(b, i >= 0 ? all->tasks[i].name : "?");
+        sop__sb_puts(b, "\"");
+    }
+    sop__sb_puts(b, p->holders_cut ? ", ...\n" : "\n");
+}
+
 char *sop__tasks_text(const sop_pytasks *t, const sop_missing *missing, int pid,
                       const char *cmdline, bool tree)
 {
@@ -409,6 +477,8 @@ char *sop__tasks_text(const sop_pytasks *t, const sop_missing *missing, int pid,
                 sop__sb_puts(&b, "\n");
                 tree_text(&b, t, ix, i, on, shown, 0);
             }
+        for (size_t k = 0; ix && k < t->nprims; k++)
+            prim_text(&b, t, ix, &t->prims[k], k == 0);
         free(by);
         free(on);
         free(shown);

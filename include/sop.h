@@ -232,6 +232,9 @@ SOP_API void sop_evidence_free(sop_evidence *ev);
 /* A thread whose stack cannot be verified complete while it runs is stopped briefly for the
  * read (docs/python-stacks.md); its pause is reported (pause_ms), like --native's. */
 #define SOP_DUMP_EXACT 0x2u
+/* Append every asyncio task of the process (the listing of sop_tasks, without the tree): text
+ * after the stacks, JSON under "asyncio_tasks" (docs/asyncio.md). */
+#define SOP_DUMP_TASKS 0x4u
 
 /* The Python stacks of `pid` (docs/contract.md, "Stacks"): JSON when fmt is SOP_FORMAT_JSON, else
  * py-spy-like text. Reads without stopping the target unless SOP_DUMP_NATIVE. `e` may be

@@ -348,6 +348,260 @@ rule {
   end,
 }
 
+-- §5: a convoy of tasks on one asyncio.Lock / Semaphore: many pending tasks whose innermost await
+-- is the same lock object (read by address: the `self` of their Lock/Semaphore.acquire level), at
+-- the window's start and end alike, while the holder awaits something else inside its
+-- `async with`. Recognised by the object the tasks wait on, never by a function name.
+local CONVOY_HOLDER_WAITS = {
+  sleep = T("asyncio.sleep (a stand-in for a slow call, or a retry back-off)", "asyncio.sleep（慢调用的替身，或重试退避）"),
+  stream = T("a stream read (a reply from a downstream service)", "一次流读取（下游服务的应答）"),
+  socket = T("a socket (loop.sock_*)", "一个 socket（loop.sock_*）"),
+  executor = T("an executor job (run_in_executor)", "一个线程池任务（run_in_executor）"),
+  task = T("another task", "另一个任务"),
+  gather = T("an asyncio.gather group", "一个 asyncio.gather 组"),
+  wait = T("asyncio.wait / wait_for", "asyncio.wait / wait_for"),
+  future = T("a future (often a client library's pending reply)", "一个 future（通常是客户端库待返回的应答）"),
+  queue_get = T("an empty asyncio.Queue (get)", "空的 asyncio.Queue（get）"),
+  queue_put = T("a full asyncio.Queue (put)", "已满的 asyncio.Queue（put）"),
+  event = T("an asyncio.Event", "一个 asyncio.Event"),
+  lock = T("another asyncio.Lock", "另一个 asyncio.Lock"),
+  semaphore = T("another asyncio.Semaphore", "另一个 asyncio.Semaphore"),
+}
+
+rule {
+  id = "asyncio.lock_convoy", section = "5", severity = "warn",
+  title = T("asyncio tasks queue on one asyncio.Lock / Semaphore whose holder awaits something slow inside it",
+            "asyncio 任务在同一个 asyncio.Lock / Semaphore 上排队，而持有者在临界区内 await 慢操作"),
+  doc = [[Reads python.tasks.convoys (docs/asyncio.md): the asyncio.Lock and Semaphore objects pending tasks wait
+    on, found by the object each task's innermost await is the acquire of (its address, not a function name), with
+    the length of its own _waiters queue and the tasks holding it (inside an `async with` on it). Hit when at least
+    tasks_convoy_min tasks wait on the same object at the window's end and at least tasks_convoy_min waited on it
+    at the start: a queue that lasted the window, not a momentary one. Names the waiters' acquire site and the
+    holder's await chain (what it awaits while holding). Unknown without a window; clear when no object has such
+    a queue, or the target has no asyncio.]],
+  reads = { "python.tasks", "duration_s", "pid" },
+  uses = { "tasks_convoy_min" },
+  symptom = T("requests wait in line for one asyncio lock or semaphore: the service handles one (or N) at a time",
+              "请求排队等同一个 asyncio 锁或信号量：服务一次只处理一个（或 N 个）"),
+  cause = T("The tasks are admitted through one asyncio.Lock or Semaphore, and whoever holds it awaits I/O (a "
+            .. "downstream call, a sleep, a query) before releasing it: the awaited time is serialised, so throughput "
+            .. "is at most (slots / hold time) whatever the load, and every waiter's latency grows with the queue "
+            .. "(SOP §5).",
+            "任务经由同一个 asyncio.Lock 或 Semaphore 放行，而持有者在释放前 await I/O（下游调用、sleep、查询）："
+            .. "等待时间被串行化，吞吐最多为（名额数 / 持有时间），与负载无关；每个等待者的延迟随队列变长（SOP §5）。"),
+  fix = T("Shorten the critical section: do the awaited I/O outside the `async with` and take the lock only to read "
+          .. "or update the shared state; cache the result with a single in-flight fetch that others await (a "
+          .. "shared future) instead of holding the lock across it; for a semaphore that models a pool, size it to "
+          .. "what the backend sustains and put a timeout on the acquire and on the awaited call "
+          .. "(asyncio.wait_for / asyncio.timeout) so a slow downstream sheds load instead of queueing it.",
+          "缩短临界区：把 await 的 I/O 移到 `async with` 之外，只在读写共享状态时持锁；用“单个在途请求 + "
+          .. "其他人 await 同一个 future”的方式缓存结果，而不是持锁等待；若信号量代表连接池，按后端承受能力设定大小，"
+          .. "并给 acquire 和被等待的调用加超时（asyncio.wait_for / asyncio.timeout），让慢下游丢弃负载而不是积压。"),
+  refs = { "https://docs.python.org/3/library/asyncio-sync.html" },
+  check = function(ev, th)
+    local py = ev.python
+    if not py then return unknown(common.NO_STACKS) end
+    local tk = py.tasks
+    if not tk then
+      return clear(T("no asyncio tasks read (asyncio's C module not loaded)", "未读取到 asyncio 任务（未加载 asyncio 的 C 模块）"))
+    end
+    if common.no_window(ev) or tk.pending_start == nil then
+      return common.one_snapshot("no queue on a lock to follow over time", "无法跟踪锁上的队列随时间的变化")
+    end
+    local min = th.tasks_convoy_min
+    local c
+    for _, x in ipairs(tk.convoys or {}) do
+      if x.waiting >= min and (x.waiting_start or 0) >= min then c = x; break end
+    end
+    if not c then
+      local top = tk.convoys and tk.convoys[1]
+      if top then
+        return clear(tr("at most {n} task(s) wait on one asyncio {kind} ({start} at the window's start): "
+                          .. "no lasting queue",
+                        "同一个 asyncio {kind} 上最多 {n} 个任务在等（窗口开始时 {start} 个）：没有持续的队列",
+                        { n = top.waiting, kind = top.kind, start = top.waiting_start or 0 }))
+      end
+      return clear(T("no pending task waits on an asyncio.Lock or Semaphore", "没有待处理任务在等 asyncio.Lock 或 Semaphore"))
+    end
+    local state
+    if c.kind == "lock" then
+      state = tr("{q} queued in its _waiters, locked: {locked}", "其 _waiters 中排队 {q} 个，locked: {locked}",
+                 { q = c.queue or -1, locked = tostring(c.locked) })
+    else
+      state = tr("{q} queued in its _waiters, free slots: {v}", "其 _waiters 中排队 {q} 个，空闲名额：{v}",
+                 { q = c.queue or -1, v = c.value or -1 })
+    end
+    local holder
+    if c.holder then
+      local w = CONVOY_HOLDER_WAITS[c.holder_waits] or T(c.holder_waits or "?", c.holder_waits or "?")
+      holder = tr("; held by task \"{h}\" ({n} holder(s) seen), which awaits {w_en} at {f} (await chain: {chain})",
+                  "；持有者为任务 \"{h}\"（共看到 {n} 个持有者），它在 {f} 等待{w_zh}（await 链：{chain}）",
+                  { h = c.holder, n = c.holders or 1, w_en = w.en, w_zh = w.zh, f = c.holder_frame or "?",
+                    chain = c.holder_chain or "?" })
+    else
+      holder = T("; no holder seen (taken by `await acquire()` rather than `async with`, or held by code that is not "
+                 .. "a task)", "；未看到持有者（用 `await acquire()` 而非 `async with` 获取，或由非任务代码持有）")
+    end
+    return hit {
+      evidence = tr("{n} asyncio tasks wait on one asyncio.{type} acquired at {site} "
+                      .. "({start} waited on it at the window's start, {whole} of them at both reads; {state}; "
+                      .. "e.g. task \"{task}\"){holder}",
+                    "{n} 个 asyncio 任务在 {site} 等待同一个 asyncio.{type}（窗口开始时 {start} 个，"
+                      .. "其中 {whole} 个两次读取时都在等；{state}；例如任务 \"{task}\"）{holder}",
+                    { n = c.waiting, type = c.type or "?", kind = c.kind, site = c.site or "?",
+                      start = c.waiting_start or 0, whole = c.whole_window or 0, state = state, task = c.task or "?",
+                      holder = holder }),
+      verify = tr("`sopctl tasks --pid {pid}`: the lock's line under \"Locks and semaphores tasks wait on\" shows "
+                    .. "fewer than {min} waiting, run a few seconds apart.",
+                  "相隔几秒运行 `sopctl tasks --pid {pid}`：\"Locks and semaphores tasks wait on\" 下该锁的等待数少于 {min}。",
+                  { pid = ev.pid, min = min }),
+    }
+  end,
+}
+
+-- §5: a stuck request: a task pending through the whole window while nearly all its siblings (the
+-- tasks of the same coroutine pending at the window's start) finished within it. Reads
+-- python.tasks.stuck (the window's two reads; the age is a lower bound: the window).
+rule {
+  id = "asyncio.task_stuck", section = "5", severity = "warn",
+  title = T("an asyncio task has been pending far longer than its siblings (a stuck request)",
+            "一个 asyncio 任务比同类任务挂起得久得多（卡住的请求）"),
+  doc = [[Reads python.tasks.stuck (docs/asyncio.md): per coroutine function, the tasks pending at the window's start
+    read, how many of them finished by the end read, and those pending at both (at least window_s old: CPython keeps
+    no creation time on a task, so the age is measured by the two reads). Hit when at least tasks_stuck_siblings of
+    those siblings finished within the window while no more than tasks_stuck_pct% of them stayed pending: the
+    typical sibling lives less than the window, the stuck one longer. Names the task, its age bound, what it waits
+    on and its await chain. Unknown without a window; clear when no such task.]],
+  reads = { "python.tasks", "duration_s", "pid" },
+  uses = { "tasks_stuck_siblings", "tasks_stuck_pct" },
+  symptom = T("one request never finishes while the others of its kind come and go",
+              "一个请求一直不结束，而同类请求来来去去"),
+  cause = T("The task awaits something that does not answer and nothing bounds the wait: a downstream call with no "
+            .. "timeout (a peer that accepted the connection and went silent), a future or event that no code path "
+            .. "will set, a queue nobody feeds any more. Its caller waits with it, and whatever it holds (a "
+            .. "connection, a lock, memory) stays held (SOP §5).",
+            "任务在等一个不会应答的东西，且等待没有上限：没有超时的下游调用（对端接受了连接却不再回应）、"
+            .. "没有任何代码路径会设置的 future 或 event、没人再往里放数据的队列。调用方跟着一起等，它持有的东西"
+            .. "（连接、锁、内存）也一直不释放（SOP §5）。"),
+  fix = T("Put a deadline on every downstream await: asyncio.wait_for(..., timeout) or `async with "
+          .. "asyncio.timeout(s)` (3.11+), the client's own timeout (aiohttp.ClientTimeout(total=...), "
+          .. "httpx timeouts, the DB driver's command timeout); make sure every path sets or cancels a future it "
+          .. "hands out; cancel a request's task when its client disconnects. Then find why that one call hangs "
+          .. "from the await chain above.",
+          "给每个下游 await 设截止时间：asyncio.wait_for(..., timeout) 或 `async with asyncio.timeout(s)`（3.11+）、"
+          .. "客户端自身的超时（aiohttp.ClientTimeout(total=...)、httpx 超时、数据库驱动的命令超时）；确保交出的 future "
+          .. "在每条路径上都会被设置或取消；客户端断开时取消对应请求的任务。再根据上面的 await 链查明那次调用为什么卡住。"),
+  refs = { "https://docs.python.org/3/library/asyncio-task.html#timeouts" },
+  check = function(ev, th)
+    local py = ev.python
+    if not py then return unknown(common.NO_STACKS) end
+    local tk = py.tasks
+    if not tk then
+      return clear(T("no asyncio tasks read (asyncio's C module not loaded)", "未读取到 asyncio 任务（未加载 asyncio 的 C 模块）"))
+    end
+    if common.no_window(ev) or tk.pending_start == nil then
+      return common.one_snapshot("no task age to measure", "无法度量任务的存活时间")
+    end
+    local s
+    for _, x in ipairs(tk.stuck or {}) do
+      if x.siblings_finished >= th.tasks_stuck_siblings
+          and x.count * 100 <= th.tasks_stuck_pct * x.siblings_start then
+        s = x
+        break
+      end
+    end
+    if not s then
+      return clear(T("no task outlived the window while its siblings came and went",
+                     "没有任务在同类任务来来去去时挂起整个窗口"))
+    end
+    local w = WAIT_WHAT[s.waits] or T(s.waits or "?", s.waits or "?")
+    return hit {
+      evidence = tr("task \"{task}\" (coroutine {coro}) has been pending for at least {age:%.1f} s (at both reads of "
+                      .. "the window) while {fin} of the {start} tasks of the same coroutine pending at the window's "
+                      .. "start finished within it ({n} stayed, itself included; {created} new ones pending at the "
+                      .. "end); it waits on {w_en} at {frame} (await chain: {chain})",
+                    "任务 \"{task}\"（协程 {coro}）至少已挂起 {age:%.1f} 秒（窗口的两次读取时都在），而窗口开始时同一协程的 "
+                      .. "{start} 个待处理任务中有 {fin} 个在窗口内完成（留下 {n} 个，含它自己；结束时另有 {created} 个新任务待处理）；它在 "
+                      .. "{frame} 等待{w_zh}（await 链：{chain}）",
+                    { task = s.task, coro = s.coroutine or "?", age = s.age_min_s or 0, fin = s.siblings_finished,
+                      start = s.siblings_start, created = s.siblings_created or 0, n = s.count, w_en = w.en,
+                      w_zh = w.zh, frame = s.frame or "?", chain = s.chain or "?" }),
+      verify = tr("`sopctl tasks --pid {pid}` twice, a few seconds apart: task \"{task}\" is gone or its chain "
+                    .. "moved on; after the fix, a hung downstream call ends in a timeout error instead.",
+                  "相隔几秒运行两次 `sopctl tasks --pid {pid}`：任务 \"{task}\" 已消失或其 await 链已前进；修复后，"
+                    .. "挂起的下游调用会以超时错误结束。",
+                  { pid = ev.pid, task = s.task }),
+    }
+  end,
+}
+
+-- §5: fire-and-forget tasks: pending tasks nothing refers to but what they await (ob_refcnt 1),
+-- the same tasks at both reads of the window. asyncio keeps only weak references to tasks.
+rule {
+  id = "asyncio.fire_and_forget", section = "5", severity = "info",
+  title = T("asyncio tasks were created and forgotten: nothing holds a reference to them",
+            "asyncio 任务创建后被遗忘：没有任何引用持有它们"),
+  doc = [[Reads python.tasks.unreferenced_both and python.tasks.forgotten (docs/asyncio.md): pending tasks whose only
+    reference is the wakeup callback of what they await (their ob_refcnt is 1: no variable, collection, done-callback
+    closure or awaiting task holds them), the same tasks at both reads of the window. Hit (info) when at least
+    tasks_forgotten_min such tasks lasted the window, naming their coroutine. Unknown without a window; clear when
+    every pending task is referenced.]],
+  reads = { "python.tasks", "duration_s", "pid" },
+  uses = { "tasks_forgotten_min" },
+  symptom = T("tasks run with no reference kept: their failures go unseen and they can vanish mid-flight",
+              "任务运行时没有保留引用：它们的失败无人察觉，所等待的对象一旦被回收它们就中途消失"),
+  cause = T("asyncio.create_task / ensure_future was called and its result dropped. The event loop keeps only weak "
+            .. "references to tasks, so such a task lives only as long as what it awaits is reachable: when that is "
+            .. "collected the task is destroyed while pending (\"Task was destroyed but it is pending!\"); nobody "
+            .. "awaits it, so its exception is only logged at garbage collection (\"Task exception was never "
+            .. "retrieved\"), and nothing can cancel it at shutdown (SOP §5).",
+            "调用了 asyncio.create_task / ensure_future 却丢弃了返回值。事件循环对任务只保留弱引用，这样的任务只在它等待的"
+            .. "对象可达时才存活：那个对象被回收时任务就在挂起状态下被销毁（\"Task was destroyed but it is pending!\"）；"
+            .. "没人 await 它，它的异常只在垃圾回收时被记录（\"Task exception was never retrieved\"），关闭时也无法取消它"
+            .. "（SOP §5）。"),
+  fix = T("Keep every task you create: add it to a set and discard it when done (tasks.add(t); "
+          .. "t.add_done_callback(tasks.discard)), or run them in an asyncio.TaskGroup (3.11+) / await them with "
+          .. "asyncio.gather; log or handle each task's exception in its done-callback; cancel and await the set at "
+          .. "shutdown.",
+          "保存创建的每个任务：放进一个集合并在完成时移除（tasks.add(t); t.add_done_callback(tasks.discard)），"
+          .. "或在 asyncio.TaskGroup（3.11+）中运行 / 用 asyncio.gather 等待它们；在 done 回调里记录或处理每个任务的异常；"
+          .. "关闭时取消并等待这个集合。"),
+  refs = { "https://docs.python.org/3/library/asyncio-task.html#asyncio.create_task" },
+  check = function(ev, th)
+    local py = ev.python
+    if not py then return unknown(common.NO_STACKS) end
+    local tk = py.tasks
+    if not tk then
+      return clear(T("no asyncio tasks read (asyncio's C module not loaded)", "未读取到 asyncio 任务（未加载 asyncio 的 C 模块）"))
+    end
+    if common.no_window(ev) then
+      return common.one_snapshot("no forgotten task to follow over the window", "无法在窗口内跟踪被遗忘的任务")
+    end
+    if tk.unreferenced_both == nil then
+      return unknown(T("the tasks' reference counts were not read (evidence from an older sopctl)",
+                       "未读取任务的引用计数（旧版 sopctl 采集的证据）"))
+    end
+    local g = tk.forgotten and tk.forgotten[1]
+    if tk.unreferenced_both < th.tasks_forgotten_min or not g then
+      return clear(tr("{n} pending task(s) unreferenced at the end, {both} of them through the window",
+                      "结束时 {n} 个待处理任务无引用，其中 {both} 个整个窗口都是如此",
+                      { n = tk.unreferenced or 0, both = tk.unreferenced_both }))
+    end
+    local w = WAIT_WHAT[g.waits] or T(g.waits or "?", g.waits or "?")
+    return hit {
+      evidence = tr("{n} pending asyncio task(s) are referenced by nothing but what they await ({both} of them at both "
+                      .. "reads of the window); {count} of them run coroutine {coro} (e.g. task \"{task}\", waiting on "
+                      .. "{w_en} at {frame})",
+                    "{n} 个待处理 asyncio 任务除了它们等待的对象外没有任何引用（其中 {both} 个在窗口的两次读取时都是如此）；"
+                      .. "其中 {count} 个运行协程 {coro}（例如任务 \"{task}\"，在 {frame} 等待{w_zh}）",
+                    { n = tk.unreferenced, both = tk.unreferenced_both, count = g.count, coro = g.coroutine or "?",
+                      task = g.task or "?", w_en = w.en, w_zh = w.zh, frame = g.frame or "?" }),
+      verify = tr("`sopctl tasks --pid {pid} --json`: no pending task has \"unreferenced\": true.",
+                  "`sopctl tasks --pid {pid} --json`：没有待处理任务带 \"unreferenced\": true。", { pid = ev.pid }),
+    }
+  end,
+}
+
 -- §5.4: a busy event loop on asyncio's own (pure-Python) loop where uvloop would do the same
 -- work in C. Info: an optimisation, not a defect; not when the loop is stuck in a callback
 -- (asyncio.loop_blocked: uvloop would not help).

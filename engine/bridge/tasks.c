@@ -4,6 +4,7 @@
  * the whole window, and the largest groups of pending tasks waiting on the same thing (the
  * same kind of wait at the same line of the program). Its keys are the table sop__evk_tasks
  * below (the group "python.tasks" of docs/evidence.md). Depends on value.h, schema.h. */
+#include <limits.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -17,7 +18,7 @@
 
 typedef struct {
     int64_t count, pending, pending_start, pending_growth, running, created, finished;
-    int64_t pending_whole_window;
+    int64_t pending_whole_window, unreferenced, unreferenced_both;
     double window_s, pending_growth_per_s, read_ms;
 } tasks_figs;
 
@@ -54,6 +55,59 @@ const sop_evk sop__evk_tasks[] = {
     H("waits[].count", SOP_EVK_INT, "", "pending tasks in the group"),
     H("waits[].whole_window", SOP_EVK_INT, "", "of them, pending at both reads"),
     H("waits[].task", SOP_EVK_TEXT, "", "one of them, by name"),
+    H("convoys", SOP_EVK_ARR, "",
+      "the asyncio.Lock / Semaphore objects pending tasks wait on at the end read (each waiter's "
+      "innermost await is that object's acquire), most waiters first, at most 3"),
+    H("convoys[].kind", SOP_EVK_STR, "", "lock or semaphore"),
+    H("convoys[].type", SOP_EVK_TEXT, "", "its class (Lock, Semaphore, BoundedSemaphore, ...)"),
+    H("convoys[].waiting", SOP_EVK_INT, "", "tasks waiting on it at the end read"),
+    H("convoys[].waiting_start", SOP_EVK_INT, "",
+      "tasks waiting on the same object at the start read (0: none did)"),
+    H("convoys[].whole_window", SOP_EVK_INT, "", "tasks waiting on it at both reads"),
+    H("convoys[].queue", SOP_EVK_INT, "", "len(_waiters): waiter futures queued on it; -1 unread"),
+    H("convoys[].locked", SOP_EVK_BOOL, "", "a lock: its _locked"),
+    H("convoys[].value", SOP_EVK_INT, "", "a semaphore: its _value (free slots)"),
+    H("convoys[].site", SOP_EVK_TEXT, "",
+      "`func (file:line)`: where the waiters acquire it (their own innermost level)"),
+    H("convoys[].task", SOP_EVK_TEXT, "", "one waiter, by name"),
+    H("convoys[].holders", SOP_EVK_INT, "",
+      "tasks seen holding it (inside an `async with` on it; docs/asyncio.md)"),
+    H("convoys[].holder", SOP_EVK_TEXT, "", "one holder, by name (absent: none seen)"),
+    H("convoys[].holder_waits", SOP_EVK_STR, "", "what that holder's innermost await waits on"),
+    H("convoys[].holder_frame", SOP_EVK_TEXT, "",
+      "`func (file:line)`: the holder's own innermost await level"),
+    H("convoys[].holder_chain", SOP_EVK_TEXT, "",
+      "the holder's await chain, outermost first: `func (file:line) > ...`"),
+    H("stuck", SOP_EVK_ARR, "",
+      "pending tasks pending at both reads (so at least window_s old: CPython keeps no creation "
+      "time) whose siblings (tasks of the same coroutine function pending at the start read) "
+      "nearly all finished within the window; per coroutine, the largest group of siblings first, "
+      "at most 3"),
+    H("stuck[].task", SOP_EVK_TEXT, "", "the stuck task, by name (the first of them)"),
+    H("stuck[].count", SOP_EVK_INT, "", "its siblings pending at both reads, itself included"),
+    H("stuck[].coroutine", SOP_EVK_TEXT, "", "`func (file:line)`: the tasks' coroutine"),
+    H("stuck[].siblings_start", SOP_EVK_INT, "",
+      "tasks of that coroutine pending at the start read, the stuck ones included"),
+    H("stuck[].siblings_finished", SOP_EVK_INT, "", "of them, finished (done or gone) at the end"),
+    H("stuck[].siblings_created", SOP_EVK_INT, "",
+      "tasks of that coroutine at the end read that were not there at the start"),
+    H("stuck[].age_min_s", SOP_EVK_NUM, "s", "the stuck task's age is at least this: the window"),
+    H("stuck[].waits", SOP_EVK_STR, "", "what its innermost await waits on (waits[].kind)"),
+    H("stuck[].frame", SOP_EVK_TEXT, "", "`func (file:line)`: its own innermost await level"),
+    H("stuck[].chain", SOP_EVK_TEXT, "", "its await chain, outermost first"),
+    I("unreferenced", unreferenced, "",
+      "pending tasks of the program's own coroutines at the end that nothing but what they await "
+      "refers to (ob_refcnt 1: no variable, collection or awaiting task holds them; "
+      "docs/asyncio.md); a library's own are left out"),
+    I("unreferenced_both", unreferenced_both, "", "of them, unreferenced at the start read too"),
+    H("forgotten", SOP_EVK_ARR, "",
+      "the unreferenced tasks at the end grouped by coroutine, largest group first, at most 3"),
+    H("forgotten[].coroutine", SOP_EVK_TEXT, "", "`func (file)`: their coroutine"),
+    H("forgotten[].count", SOP_EVK_INT, "", "unreferenced tasks of that coroutine at the end"),
+    H("forgotten[].both", SOP_EVK_INT, "", "of them, unreferenced at the start read too"),
+    H("forgotten[].task", SOP_EVK_TEXT, "", "one of them, by name"),
+    H("forgotten[].waits", SOP_EVK_STR, "", "what that one waits on (waits[].kind)"),
+    H("forgotten[].frame", SOP_EVK_TEXT, "", "`func (file:line)`: its own innermost await level"),
 };
 const size_t sop__evk_tasks_n = sizeof sop__evk_tasks / sizeof sop__evk_tasks[0];
 #undef H
@@ -112,7 +166,232 @@ static int cmp_groups(const void *pa, const void *pb)
 
 typedef struct {
     const sop_pytasks *a, *b;
+    double window_s;
 } tasks_ctx;
+
+#define TOP_CONVOYS 3
+
+static const sop_pytask *task_at(const sop_pytasks *s, uint64_t addr)
+{
+    for (size_t i = 0; i < s->ntasks; i++)
+        if (s->tasks[i].addr == addr)
+            return &s->tasks[i];
+    return NULL;
+}
+
+/* The holder's await chain as one line, outermost first (bounded). */
+static void chain_line(const sop_pytask *t, char *out, size_t cap)
+{
+    size_t o = 0;
+    out[0] = '\0';
+    for (size_t k = 0; k < t->nframes && o + 1 < cap; k++) {
+        const sop_await_frame *f = &t->frames[k];
+        int n = snprintf(out + o, cap - o, "%s%s (%s:%d)", k ? " > " : "", f->func,
+                         f->file ? f->file : "?", f->line);
+        if (n < 0)
+            break;
+        o += (size_t)n;
+    }
+    if (o >= cap && cap > 4)
+        memcpy(out + cap - 4, "...", 4);
+}
+
+#define TOP_STUCK 3
+
+/* The coroutine a task runs (its first await level), as "func (file:line)" of its definition
+ * is not known: the function and file name the group. */
+static bool same_coro(const sop_pytask *x, const sop_pytask *y)
+{
+    return x->nframes && y->nframes && strcmp(x->frames[0].func, y->frames[0].func) == 0 &&
+           strcmp(x->frames[0].file ? x->frames[0].file : "",
+                  y->frames[0].file ? y->frames[0].file : "") == 0;
+}
+
+typedef struct {
+    size_t first; /* index in a: the group's first start-pending task */
+    int64_t start, finished, both, created;
+    const sop_pytask *one; /* a stuck one (in b) */
+} coro_group;
+
+static int cmp_coro_groups(const void *pa, const void *pb)
+{
+    const coro_group *x = pa, *y = pb;
+    if (x->start != y->start)
+        return x->start < y->start ? 1 : -1;
+    return x->first < y->first ? -1 : x->first > y->first;
+}
+
+/* Tasks pending at both reads among siblings that came and went: per coroutine of the start
+ * read's pending tasks, how many finished, how many stayed. */
+static void stuck(sop_value *arr, const sop_pytasks *a, const sop_pytasks *b, double window_s)
+{
+    if (!arr)
+        return;
+    coro_group *g = calloc(a->ntasks ? a->ntasks : 1, sizeof *g);
+    size_t n = 0;
+    for (size_t i = 0; g && i < a->ntasks; i++) {
+        const sop_pytask *s = &a->tasks[i];
+        if (!pending(s) || !s->nframes)
+            continue;
+        size_t k = 0;
+        while (k < n && !same_coro(&a->tasks[g[k].first], s))
+            k++;
+        if (k == n)
+            g[n++].first = i;
+        g[k].start++;
+        const sop_pytask *e = find(b, s);
+        if (!e || !pending(e)) {
+            g[k].finished++;
+        } else {
+            g[k].both++;
+            if (!g[k].one && !e->running)
+                g[k].one = e;
+        }
+    }
+    for (size_t k = 0; g && k < n; k++)
+        for (size_t i = 0; i < b->ntasks; i++)
+            if (same_coro(&b->tasks[i], &a->tasks[g[k].first]) && !find(a, &b->tasks[i]))
+                g[k].created++;
+    if (g && n)
+        qsort(g, n, sizeof *g, cmp_coro_groups);
+    for (size_t k = 0, shown = 0; g && k < n && shown < TOP_STUCK; k++) {
+        if (!g[k].both || !g[k].finished || !g[k].one)
+            continue;
+        const sop_pytask *t = g[k].one;
+        const sop_await_frame *f0 = &a->tasks[g[k].first].frames[0];
+        char buf[1024];
+        sop_value *v = sop__v_obj();
+        sop__v_set(v, "task", sop__bridge_text(t->name));
+        sop__v_set_int(v, "count", g[k].both);
+        snprintf(buf, sizeof buf, "%s (%s)", f0->func, f0->file ? f0->file : "?");
+        sop__v_set(v, "coroutine", sop__bridge_text(buf));
+        sop__v_set_int(v, "siblings_start", g[k].start);
+        sop__v_set_int(v, "siblings_finished", g[k].finished);
+        sop__v_set_int(v, "siblings_created", g[k].created);
+        sop__v_set_dbl(v, "age_min_s", window_s);
+        sop__v_set_str(v, "waits", sop__wait_kind_name(t->waits));
+        wait_frame(t, buf, 320);
+        sop__v_set(v, "frame", sop__bridge_text(buf));
+        chain_line(t, buf, sizeof buf);
+        sop__v_set(v, "chain", sop__bridge_text(buf));
+        sop__v_push(arr, v);
+        shown++;
+    }
+    free(g);
+}
+
+/* A task of the program's own coroutine that nothing refers to (a library's own forgotten
+ * task, e.g. uvicorn 0.17's lifespan task, is not the program's to fix). */
+static bool forgotten_task(const sop_pytask *t)
+{
+    return sop__task_unreferenced(t) && !library_file(t->frames[0].file);
+}
+
+/* Unreferenced at the end and at the start (the same task). */
+static bool forgotten_both(const sop_pytasks *a, const sop_pytask *t)
+{
+    const sop_pytask *s = forgotten_task(t) ? find(a, t) : NULL;
+    return s && forgotten_task(s);
+}
+
+#define TOP_FORGOTTEN 3
+
+static void forgotten(sop_value *arr, const sop_pytasks *a, const sop_pytasks *b)
+{
+    size_t *first = calloc(b->ntasks ? b->ntasks : 1, sizeof *first);
+    int64_t *count = calloc(b->ntasks ? b->ntasks : 1, sizeof *count);
+    int64_t *both = calloc(b->ntasks ? b->ntasks : 1, sizeof *both);
+    size_t n = 0;
+    for (size_t i = 0; arr && first && count && both && i < b->ntasks; i++) {
+        const sop_pytask *t = &b->tasks[i];
+        if (!forgotten_task(t))
+            continue;
+        size_t k = 0;
+        while (k < n && !same_coro(&b->tasks[first[k]], t))
+            k++;
+        if (k == n)
+            first[n++] = i;
+        count[k]++;
+        both[k] += forgotten_both(a, t);
+    }
+    for (size_t shown = 0; shown < TOP_FORGOTTEN && shown < n; shown++) {
+        size_t best = n;
+        for (size_t k = 0; k < n; k++)
+            if (count[k] > 0 && (best == n || count[k] > count[best]))
+                best = k;
+        if (best == n)
+            break;
+        const sop_pytask *t = &b->tasks[first[best]];
+        char buf[400];
+        sop_value *v = sop__v_obj();
+        snprintf(buf, sizeof buf, "%s (%s)", t->frames[0].func,
+                 t->frames[0].file ? t->frames[0].file : "?");
+        sop__v_set(v, "coroutine", sop__bridge_text(buf));
+        sop__v_set_int(v, "count", count[best]);
+        if (a)
+            sop__v_set_int(v, "both", both[best]);
+        sop__v_set(v, "task", sop__bridge_text(t->name));
+        sop__v_set_str(v, "waits", sop__wait_kind_name(t->waits));
+        wait_frame(t, buf, 320);
+        sop__v_set(v, "frame", sop__bridge_text(buf));
+        sop__v_push(arr, v);
+        count[best] = -1;
+    }
+    free(first);
+    free(count);
+    free(both);
+}
+
+static void convoys(sop_value *arr, const sop_pytasks *a, const sop_pytasks *b)
+{
+    for (size_t k = 0, shown = 0; arr && k < b->nprims && shown < TOP_CONVOYS; k++) {
+        const sop_pyprim *p = &b->prims[k];
+        sop_value *c = sop__v_obj();
+        sop__v_set_str(c, "kind", sop__wait_kind_name(p->kind));
+        sop__v_set(c, "type", sop__bridge_text(p->type));
+        sop__v_set_int(c, "waiting", (int64_t)p->waiting);
+        int64_t start = 0, whole = 0;
+        const sop_pytask *one = NULL;
+        for (size_t i = 0; i < b->ntasks; i++) {
+            const sop_pytask *t = &b->tasks[i];
+            if (t->prim != p->addr)
+                continue;
+            if (!one)
+                one = t;
+            const sop_pytask *s = find(a, t);
+            whole += s && s->prim == p->addr;
+        }
+        for (size_t i = 0; a && i < a->ntasks; i++)
+            start += a->tasks[i].prim == p->addr;
+        if (a) {
+            sop__v_set_int(c, "waiting_start", start);
+            sop__v_set_int(c, "whole_window", whole);
+        }
+        sop__v_set_int(c, "queue", p->queue);
+        if (p->locked >= 0)
+            sop__v_set_bool(c, "locked", p->locked != 0);
+        if (p->value != LLONG_MIN)
+            sop__v_set_int(c, "value", p->value);
+        char buf[1024];
+        if (one) {
+            wait_frame(one, buf, 320);
+            sop__v_set(c, "site", sop__bridge_text(buf));
+            sop__v_set(c, "task", sop__bridge_text(one->name));
+        }
+        sop__v_set_int(c, "holders", (int64_t)p->nholders);
+        const sop_pytask *h = p->nholders ? task_at(b, p->holders[0]) : NULL;
+        if (h) {
+            sop__v_set(c, "holder", sop__bridge_text(h->name));
+            sop__v_set_str(c, "holder_waits", sop__wait_kind_name(h->waits));
+            wait_frame(h, buf, 320);
+            sop__v_set(c, "holder_frame", sop__bridge_text(buf));
+            chain_line(h, buf, sizeof buf);
+            sop__v_set(c, "holder_chain", sop__bridge_text(buf));
+        }
+        sop__v_push(arr, c);
+        shown++;
+    }
+}
 
 static void tasks_hand(sop_value *o, const sop_evk *row, const char *name, void *ctx)
 {
@@ -176,6 +455,12 @@ static void tasks_hand(sop_value *o, const sop_evk *row, const char *name, void 
             sop__v_push(arr, w);
         }
         free(g);
+    } else if (strcmp(name, "convoys") == 0) {
+        convoys(sop__v_arr_at(o, name), a, b);
+    } else if (strcmp(name, "forgotten") == 0) {
+        forgotten(sop__v_arr_at(o, name), a, b);
+    } else if (strcmp(name, "stuck") == 0 && a) {
+        stuck(sop__v_arr_at(o, name), a, b, c->window_s);
     }
 }
 
@@ -189,12 +474,14 @@ sop_value *sop__bridge_tasks(const sop_pytasks *a, const sop_pytasks *b, double 
                     .created = SOP_NA,
                     .finished = SOP_NA,
                     .pending_whole_window = SOP_NA,
+                    .unreferenced_both = SOP_NA,
                     .window_s = a ? window_s : NAN,
                     .pending_growth_per_s = NAN,
                     .read_ms = b->read_ms};
     for (size_t i = 0; i < b->ntasks; i++) {
         f.pending += pending(&b->tasks[i]);
         f.running += b->tasks[i].running;
+        f.unreferenced += forgotten_task(&b->tasks[i]);
     }
     if (a) {
         f.pending_start = f.created = f.finished = f.pending_whole_window = 0;
@@ -211,13 +498,16 @@ sop_value *sop__bridge_tasks(const sop_pytasks *a, const sop_pytasks *b, double 
         for (size_t i = 0; i < b->ntasks; i++)
             f.created += find(a, &b->tasks[i]) == NULL;
         f.pending_growth = f.pending - f.pending_start;
+        f.unreferenced_both = 0;
+        for (size_t i = 0; i < b->ntasks; i++)
+            f.unreferenced_both += forgotten_both(a, &b->tasks[i]);
         if (window_s > 0)
             f.pending_growth_per_s = (double)f.pending_growth / window_s;
     }
     sop_value *o = sop__v_obj();
     if (!o)
         return NULL;
-    tasks_ctx c = {a, b};
+    tasks_ctx c = {a, b, window_s};
     sop__bridge_keys(o, &f, sop__evk_tasks, sop__evk_tasks_n, "", tasks_hand, &c);
     return o;
 }

@@ -37,7 +37,11 @@
 #define MAX_BASES 32
 #define MAX_CALLBACKS 16
 #define MAX_STACK_SLOTS 100000
-#define TASK_READ 200u /* TaskObj up to its last field used, every version */
+#define TASK_READ 200u           /* TaskObj up to its last field used, every version */
+#define MAX_FRAME_SLOTS 256u     /* locals + value stack looked at per level (holder scan) */
+#define MAX_HOLDER_SLOTS 400000u /* slots looked at over all tasks when looking for holders */
+#define METHOD_FUNC 16u          /* PyMethodObject.im_func, every version */
+#define METHOD_SELF 24u          /* PyMethodObject.im_self */
 /* 3.8-3.10: YIELD_FROM; 3.11: RESUME / RESUME_QUICK (its oparg >= 2 after a yield from or an
  * await); 3.11 and 3.12+ frame states. */
 #define OP_YIELD_FROM 72
@@ -62,7 +66,10 @@ enum {
     K_LIST,
     K_TUPLE,
     K_INT,
-    K_FLOAT
+    K_FLOAT,
+    K_BOOL,
+    K_METHOD,
+    K_DEQUE
 };
 
 typedef struct {
@@ -92,6 +99,12 @@ const char *sop__wait_kind_name(sop_wait_kind k)
         "executor",  "gather",    "wait",      "other",
     };
     return (unsigned)k < sizeof names / sizeof names[0] ? names[k] : "other";
+}
+
+bool sop__task_unreferenced(const sop_pytask *t)
+{
+    return t->refcnt == 1 && strcmp(t->state, "pending") == 0 && !t->running &&
+           t->waits != SOP_WAIT_NONE && t->nframes && !t->partial[0];
 }
 
 static uint64_t rd64(const uint8_t *b, uint32_t off)
@@ -206,6 +219,12 @@ static int type_kind(tasks_reader *tr, uint64_t type, const char **name)
             e.kind = K_INT;
         else if (name_is(n, "float"))
             e.kind = K_FLOAT;
+        else if (name_is(n, "bool"))
+            e.kind = K_BOOL;
+        else if (name_is(n, "method"))
+            e.kind = K_METHOD;
+        else if (name_is(n, "collections.deque"))
+            e.kind = K_DEQUE;
         else if (name_is(n, "_asyncio.FutureIter") || name_is(n, "FutureIter"))
             e.kind = K_FUTUREITER;
         else {
@@ -407,6 +426,8 @@ static int push_level(tasks_reader *tr, sop_pytask *t, size_t *cap, uint64_t cod
     f->file = c->file;
     f->line = line;
     f->generator = gen;
+    f->slots = 0;
+    f->nslots = 0;
     return 0;
 }
 
@@ -441,6 +462,23 @@ static int read_level(tasks_reader *tr, sop_pytask *t, size_t *cap, uint64_t obj
         tr->last_locals = f + L->frame_localsplus;
         if (*executing || lasti < 0)
             return 0;
+        {
+            uint64_t lp = f + L->frame_localsplus, end = 0;
+            if (L->fo_stacktop) {
+                end = rd64(fb, L->fo_stacktop);
+            } else {
+                int32_t d = rd32(fb, L->fo_stackdepth);
+                uint64_t vs = rd64(fb, L->fo_valuestack);
+                if (d >= 0 && d <= MAX_STACK_SLOTS && vs >= lp)
+                    end = vs + 8 * (uint64_t)d;
+            }
+            sop_await_frame *lv = &t->frames[t->nframes - 1];
+            if (end > lp && (end - lp) % 8 == 0) {
+                uint64_t n = (end - lp) / 8;
+                lv->slots = lp;
+                lv->nslots = (uint32_t)(n < MAX_FRAME_SLOTS ? n : MAX_FRAME_SLOTS);
+            }
+        }
         /* _PyGen_yf: the next instruction is YIELD_FROM */
         uint64_t bytes = 0;
         uint8_t op = 0;
@@ -479,6 +517,14 @@ static int read_level(tasks_reader *tr, sop_pytask *t, size_t *cap, uint64_t obj
         0)
         return r;
     tr->last_locals = iframe + L->frame_localsplus;
+    if (!*executing) {
+        int32_t top = rd32(fb, L->if_stacktop);
+        sop_await_frame *lv = &t->frames[t->nframes - 1];
+        if (top > 0 && top <= MAX_STACK_SLOTS) {
+            lv->slots = iframe + L->frame_localsplus;
+            lv->nslots = (uint32_t)top < MAX_FRAME_SLOTS ? (uint32_t)top : MAX_FRAME_SLOTS;
+        }
+    }
     bool yield_from;
     if (L->minor == 11) {
         uint8_t next[2];
@@ -692,6 +738,7 @@ static int read_task(tasks_reader *tr, uint64_t addr, sop_pytask *t)
     if (L->task_num_cancels && rd32(b, L->task_num_cancels) > 0)
         cancel_asked = true;
     uint64_t waiter = rd64(b, L->task_fut_waiter), coro = rd64(b, L->task_coro);
+    t->refcnt = (int64_t)rd64(b, 0);
     if (!cancel_asked && waiter) { /* 3.8-3.10: cancel() cancels the waiter first */
         int32_t ws = 0;
         if ((obj_kind(tr, waiter, NULL) == K_TASK || obj_kind(tr, waiter, NULL) == K_FUTURE) &&
@@ -793,6 +840,8 @@ static int read_task(tasks_reader *tr, uint64_t addr, sop_pytask *t)
         sop_wait_kind k = kind_from_frame(&t->frames[t->nframes - 1], self_type);
         if (k != SOP_WAIT_NONE)
             t->waits = k;
+        if ((k == SOP_WAIT_LOCK || k == SOP_WAIT_SEMAPHORE) && self_type[0])
+            t->prim = self;
         /* asyncio.sleep(delay, ...): its first local is the delay asked for */
         uint64_t v = 0;
         bool neg = false;
@@ -861,8 +910,150 @@ void sop__tasks_free(sop_pytasks *t)
         free(t->tasks[i].awaits);
     }
     free(t->tasks);
+    free(t->prims);
     sop__python_free(t->text);
     free(t);
+}
+
+/* ---- 3. the locks and semaphores tasks wait on ---------------------------------------- */
+
+static int cmp_prims(const void *pa, const void *pb)
+{
+    const sop_pyprim *a = pa, *b = pb;
+    if (a->waiting != b->waiting)
+        return a->waiting < b->waiting ? 1 : -1;
+    return a->addr < b->addr ? -1 : a->addr > b->addr;
+}
+
+/* The prim (index into p[0..n), -1 none) whose bound `__aexit__` the frame slot value v is:
+ * what `async with prim:` keeps on the frame's value stack for the whole block (a mere
+ * reference to the lock, a local holding it, says nothing about who holds it). */
+static long exit_of(tasks_reader *tr, uint64_t v, const sop_pyprim *p, size_t n)
+{
+    const sop_pylayout *L = &tr->w.L;
+    sop_rmem *m = &tr->w.mem;
+    uint64_t self = 0, func = 0, code = 0;
+    int err = 0;
+    if (!v || obj_kind(tr, v, NULL) != K_METHOD || sop__rmem_u64(m, v + METHOD_SELF, &self) < 0)
+        return -1;
+    long k = 0;
+    while ((size_t)k < n && p[k].addr != self)
+        k++;
+    if ((size_t)k == n || sop__rmem_u64(m, v + METHOD_FUNC, &func) < 0 ||
+        obj_kind(tr, func, NULL) != K_FUNC || sop__rmem_u64(m, func + L->func_code, &code) < 0)
+        return -1;
+    const code_entry *c = sop__pywalk_code(&tr->w, code, &err);
+    return c && ends_with(c->func, "__aexit__") ? k : -1;
+}
+
+static void prim_fields(tasks_reader *tr, sop_pyprim *p)
+{
+    const sop_pylayout *L = &tr->w.L;
+    sop_rmem *m = &tr->w.mem;
+    p->queue = -1;
+    p->locked = -1;
+    p->value = LLONG_MIN;
+    uint64_t v = 0, n = 0;
+    bool neg = false;
+    int64_t size = 0;
+    if (sop__py_instance_attr(m, L, p->addr, "_waiters", &v) == 0) {
+        const char *tn = "?";
+        int k = obj_kind(tr, v, &tn);
+        if (k == K_DEQUE && sop__rmem_read(m, v + L->ob_size, &size, 8) == 0 && size >= 0)
+            p->queue = size;
+        else if (name_is(tn, "NoneType")) /* nobody has queued yet */
+            p->queue = 0;
+    }
+    if (p->kind == SOP_WAIT_LOCK && sop__py_instance_attr(m, L, p->addr, "_locked", &v) == 0 &&
+        obj_kind(tr, v, NULL) == K_BOOL && read_small_int(tr, v, &n, &neg) == 0)
+        p->locked = n != 0;
+    if (p->kind == SOP_WAIT_SEMAPHORE && sop__py_instance_attr(m, L, p->addr, "_value", &v) == 0 &&
+        obj_kind(tr, v, NULL) == K_INT && read_small_int(tr, v, &n, &neg) == 0)
+        p->value = neg ? -(long long)n : (long long)n;
+}
+
+/* Every lock or semaphore a task waits on (the SOP_PRIMS_MAX most waited on): its fields and
+ * its holders, found by a bounded scan of the other pending tasks' suspended frames. */
+static int describe_prims(tasks_reader *tr, sop_pytasks *out)
+{
+    sop_pyprim *p = NULL;
+    size_t n = 0, cap = 0;
+    for (size_t i = 0; i < out->ntasks; i++) {
+        const sop_pytask *t = &out->tasks[i];
+        if (!t->prim)
+            continue;
+        size_t k = 0;
+        while (k < n && p[k].addr != t->prim)
+            k++;
+        if (k == n) {
+            if (n == cap) {
+                size_t nc = cap ? cap * 2 : 8;
+                sop_pyprim *np = realloc(p, nc * sizeof *np);
+                if (!np) {
+                    free(p);
+                    return -ENOMEM;
+                }
+                p = np;
+                cap = nc;
+            }
+            memset(&p[n], 0, sizeof p[n]);
+            p[n].addr = t->prim;
+            p[n].kind = t->waits;
+            const char *tn = "?";
+            (void)obj_kind(tr, t->prim, &tn);
+            snprintf(p[n].type, sizeof p[n].type, "%s", tn);
+            n++;
+        }
+        p[k].waiting++;
+    }
+    if (!n) {
+        free(p);
+        return 0;
+    }
+    qsort(p, n, sizeof *p, cmp_prims);
+    if (n > SOP_PRIMS_MAX)
+        n = SOP_PRIMS_MAX;
+    for (size_t k = 0; k < n; k++)
+        prim_fields(tr, &p[k]);
+    /* one pass over the pending tasks' suspended frames for all of them */
+    uint64_t budget = MAX_HOLDER_SLOTS;
+    uint64_t slotv[MAX_FRAME_SLOTS];
+    bool cut = false;
+    for (size_t i = 0; i < out->ntasks && !cut; i++) {
+        const sop_pytask *t = &out->tasks[i];
+        if (strcmp(t->state, "done") == 0 || t->running)
+            continue;
+        long held = -1;
+        for (size_t f = 0; f < t->nframes && held < 0; f++) {
+            const sop_await_frame *lv = &t->frames[f];
+            if (!lv->nslots)
+                continue;
+            if (budget < lv->nslots) {
+                cut = true;
+                break;
+            }
+            budget -= lv->nslots;
+            if (sop__rmem_read(&tr->w.mem, lv->slots, slotv, 8 * (size_t)lv->nslots) < 0)
+                continue;
+            for (uint32_t j = 0; j < lv->nslots && held < 0; j++) {
+                long k = exit_of(tr, slotv[j], p, n);
+                if (k >= 0 && p[k].addr != t->prim) /* its waiters keep it too (3.11+) */
+                    held = k;
+            }
+        }
+        if (held < 0)
+            continue;
+        sop_pyprim *q = &p[held];
+        if (q->nholders < SOP_PRIM_MAX_HOLDERS)
+            q->holders[q->nholders++] = t->addr;
+        else
+            q->holders_cut = true;
+    }
+    for (size_t k = 0; cut && k < n; k++)
+        p[k].holders_partial = true;
+    out->prims = p;
+    out->nprims = n;
+    return 0;
 }
 
 static int read_all(tasks_reader *tr, sop_pytasks *out)
@@ -892,6 +1083,8 @@ static int read_all(tasks_reader *tr, sop_pytasks *out)
         }
     }
     qsort(out->tasks, out->ntasks, sizeof *out->tasks, cmp_tasks);
+    if ((r = describe_prims(tr, out)) < 0)
+        return r;
     if (tr->truncated) {
         out->truncated = true;
         if (out->complete)

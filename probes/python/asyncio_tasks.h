@@ -24,6 +24,8 @@ typedef struct {
     const char *file;
     int line;       /* -1 when unknown */
     bool generator; /* a generator level (`yield from`, @types.coroutine) */
+    uint64_t slots; /* its frame's locals and value stack (a suspended level; 0 otherwise) */
+    uint32_t nslots;
 } sop_await_frame;
 
 /* What the innermost await waits on. */
@@ -65,7 +67,36 @@ typedef struct {
     uint64_t *awaits;    /* the tasks it waits on (directly, or a gather's children) */
     size_t nawaits;
     bool awaits_cut;
+    uint64_t prim;  /* lock/semaphore waits: the asyncio.Lock / Semaphore object (0 otherwise) */
+    int64_t refcnt; /* its ob_refcnt when read: 1 for a pending task that only what it awaits
+                     * refers to (its wakeup callback; asyncio's own task set is weak) */
 } sop_pytask;
+
+/* A pending task, suspended on something, that nothing but that something refers to (ob_refcnt
+ * 1: the awaited future's wakeup callback): no variable, collection or awaiting task holds it, so
+ * it was created and forgotten; asyncio keeps only weak references to tasks. */
+bool sop__task_unreferenced(const sop_pytask *t);
+
+#define SOP_PRIMS_MAX 32 /* locks and semaphores described (those most waited on) */
+#define SOP_PRIM_MAX_HOLDERS 8
+
+/* An asyncio.Lock or Semaphore that at least one task waits on: what its own fields say and
+ * the tasks that hold it. asyncio records no owner: a holder is a pending task, not waiting on
+ * it, one of whose suspended frames keeps its bound `__aexit__` on the value stack (the body of
+ * an `async with` on it). A holder that took it by `await acquire()` is not seen. */
+typedef struct {
+    uint64_t addr;
+    char type[64];      /* its class ("Lock", "Semaphore", "BoundedSemaphore", a subclass) */
+    sop_wait_kind kind; /* SOP_WAIT_LOCK or SOP_WAIT_SEMAPHORE */
+    size_t waiting;     /* tasks whose innermost await waits on it */
+    long long queue;    /* len(_waiters) (the waiter futures queued on it); -1 unread */
+    int locked;         /* Lock: _locked; -1 unread or a semaphore */
+    long long value;    /* Semaphore: _value; LLONG_MIN unread or a lock */
+    uint64_t holders[SOP_PRIM_MAX_HOLDERS];
+    size_t nholders;
+    bool holders_cut;     /* more holders than SOP_PRIM_MAX_HOLDERS */
+    bool holders_partial; /* the scan for holders stopped at its bound */
+} sop_pyprim;
 
 typedef struct sop_pytasks {
     char version[32];
@@ -79,6 +110,8 @@ typedef struct sop_pytasks {
     double read_ms;          /* wall time of the whole read */
     uint64_t reads;          /* read syscalls issued */
     struct sop_python *text; /* owns the frames' text */
+    sop_pyprim *prims;       /* the locks and semaphores waited on, most waiters first */
+    size_t nprims;
 } sop_pytasks;
 
 /* Read the tasks of `pid` (proc_root "/proc" or a fixture root). Returns 0 (maybe partial),

@@ -89,7 +89,23 @@ def one(tag, py, n, tmp):
         times = [doc.get("read_ms", 1e9)]
         for _ in range(2 if n >= 10000 else 0):
             times.append(tasks_json(t.pid)[1].get("read_ms", 1e9))
+        dump_rc, dump_text, _ = sopt.sopctl("dump", "--pid", t.pid, "--tasks")
+        rd = subprocess.run([sopt.SOPCTL, "dump", "--pid", str(t.pid), "--tasks", "--json"],
+                            capture_output=True, text=True, timeout=120)
+        try:
+            dump_doc = json.loads(rd.stdout)
+        except ValueError:
+            dump_doc = {}
     where = "%s n=%d" % (tag, n)
+    dt = dump_doc.get("asyncio_tasks", {})
+    C.check(rd.returncode == 0 and dump_doc.get("threads") and
+            sorted(x["name"] for x in dt.get("tasks", []) if x.get("state") != "done") ==
+            sorted(x["name"] for x in view),
+            where + ": dump --tasks --json: the stacks and the same pending tasks",
+            str(dt.get("counts")))
+    C.check(dump_rc == 0 and "\nasyncio tasks\n" in dump_text and 'Task "sleeper" pending' in dump_text
+            and "Thread " in dump_text, where + ": dump --tasks text: threads, then the tasks",
+            dump_text[-300:])
     C.check(rc == 0 and doc.get("complete") is True, where + ": read complete, exit 0",
             "rc=%s %s" % (rc, str(doc)[:300]))
     C.check(state not in ("t", "T"), where + ": target not stopped", state)
@@ -125,6 +141,22 @@ def one(tag, py, n, tmp):
     C.check([x.get("name") for x in a.get("awaits", [])] == ["chain-3-levels"] and
             [x.get("name") for x in sop.get("chain-3-levels", {}).get("awaited_by", [])] ==
             ["awaits-chain-task"], where + ": task awaiting a task, both ways")
+    # The lock and the semaphore themselves: every waiter's `object`, their own fields
+    # (_waiters, _locked, _value) and the holder found by the `async with` it is inside.
+    locks = {lk.get("kind"): lk for lk in doc.get("locks", [])}
+    for kind, holder, waiters in (("lock", "lock-holder", ["lock-waiter-1", "lock-waiter-2"]),
+                                  ("semaphore", "sem-holder", ["sem-waiter"])):
+        lk = locks.get(kind, {})
+        objs = {(sop.get(w, {}).get("waits_on") or {}).get("object") for w in waiters}
+        C.check(objs == {lk.get("id")} and lk.get("waiting") == len(waiters) and
+                lk.get("queue") == len(waiters) and
+                [h.get("name") for h in lk.get("holders", [])] == [holder] and
+                (lk.get("locked") is True if kind == "lock" else lk.get("value") == 0),
+                where + ": the %s waited on, its queue and its holder" % kind,
+                "%s %s" % (objs, lk))
+    # Every task of the target is kept (a list, the gather, an awaiter): none is unreferenced.
+    loose = [x["name"] for x in sop.values() if x.get("unreferenced")]
+    C.check(not loose, where + ": no kept task reads as unreferenced", str(loose[:5]))
     roots = {r["name"]: r for r in tree_doc.get("tree", [])}
     kids = [c["name"] for c in roots.get("gather-parent", {}).get("children", [])]
     C.check(rc_tree == 0 and sorted(kids) == ["gather-child-1", "gather-child-2"] and

@@ -160,4 +160,18 @@ grep -q "Memory at 91% of the cgroup limit" "$tmp/en.md" && ok "--lang en: Engli
 jq -r '.findings[0].evidence' "$tmp/zh.json" | grep -q "内核日志" && ok "--lang zh: JSON evidence in Chinese" \
   || bad "--lang zh JSON: $(head -c 300 "$tmp/zh.json")"
 
+# The HTML page shows the asyncio tasks of the evidence: what they wait on, the convoy's holder
+# with its await chain as a tree of levels, a stuck task's chain; nothing for a program without.
+"$SOPCTL" run --evidence "$SRC/tests/replay/asyncio_lock_convoy.json" --format html >"$tmp/t.html" 2>/dev/null
+grep -q 'id="asyncio-tasks"' "$tmp/t.html" && grep -q 'id="task-waits"' "$tmp/t.html" &&
+  grep -q 'held by task request-worker-' "$tmp/t.html" &&
+  grep -q '<ul><li><code>Cache.fetch (.*asyncio_lock_convoy.py:37)</code><ul><li><code>StreamReader.readline' "$tmp/t.html" \
+  && ok "html: asyncio tasks, the convoy's holder and its await chain as a tree" \
+  || bad "html: no asyncio tasks section: $(grep -A3 asyncio-tasks "$tmp/t.html" | head -c 300)"
+"$SOPCTL" run --evidence "$SRC/tests/replay/asyncio_task_stuck.json" --format html >"$tmp/s.html" 2>/dev/null
+grep -q 'class="stuck">task Task-8 pending the whole window' "$tmp/s.html" \
+  && ok "html: the stuck task and its chain" || bad "html: no stuck task: $(grep -c stuck "$tmp/s.html")"
+"$SOPCTL" run --evidence "$SRC/tests/replay/near_limit.json" --format html >"$tmp/n.html" 2>/dev/null
+grep -q 'asyncio-tasks' "$tmp/n.html" && bad "html: an asyncio section without tasks" || ok "html: no asyncio section without tasks"
+
 finish
