@@ -258,9 +258,14 @@ static void count_stack(sop_agg *a, int ti, const sop_pysample *p, sop_sample_st
     char *b = a->buf;
     size_t cap = sizeof a->buf, at = 0;
     b[0] = '\0';
-    if (p->nframes == 0)
+    /* A stack that changed during every read of the tick is not one stack: its frames are
+     * counted as such, never as a (torn) stack of their own. */
+    size_t nframes = p->torn ? 0 : p->nframes;
+    if (p->torn)
+        at = put_name(b, at, cap, "(stack changed while read)");
+    else if (p->nframes == 0)
         at = put_name(b, at, cap, "(no Python frame)");
-    for (size_t k = p->nframes; k-- > 0;) { /* root (outermost) first */
+    for (size_t k = nframes; k-- > 0;) { /* root (outermost) first */
         const sop_pyframe *f = &p->frames[k];
         if (at && at + 1 < cap) {
             b[at++] = ';';

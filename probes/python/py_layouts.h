@@ -97,6 +97,11 @@ typedef struct {
     uint32_t func_code;             /* PyFunctionObject.func_code */
 } sop_pylayout;
 
+/* _PyInterpreterFrame.owner FRAME_OWNED_BY_GENERATOR, 1 on 3.11-3.14: a generator's or
+ * coroutine's frame, linked into the thread's chain only while it runs (its `previous` is the
+ * frame that resumed it; a suspended one has `previous` NULL). */
+#define SOP_PYFRAME_OWNED_BY_GENERATOR 1
+
 /* Sizes of the buffers the walker reads structures into; every offset of a layout lies inside
  * them (the tables by construction, _Py_DebugOffsets by validation). */
 #define SOP_PYLAYOUT_MAX_TSTATE 4096u    /* PyThreadState */

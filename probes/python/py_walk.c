@@ -385,10 +385,19 @@ static int walk_thread(walker *w, uint64_t tstate, sop_pythread *t, uint64_t *bo
             snprintf(why, whylen, "cframe unreadable (%s)", sop__strerror(-r));
             return r == -ESRCH ? r : -EAGAIN;
         }
+        /* 3.11-3.12: with no evaluator running, the thread's cframe is its root_cframe, inside
+         * the thread state, and has no frame. Any other cframe is an evaluator's, on the C
+         * stack, and names the frame it runs: none there means the cframe was read after that
+         * evaluator returned (its stack memory reused), not a thread without Python. */
+        if (!f && (cf < tstate || cf >= tstate + L->ts_size)) {
+            snprintf(why, whylen, "an evaluator's cframe without a frame (read after it returned)");
+            return -EAGAIN;
+        }
     }
     for (size_t i = 0; i < w->nframe_slots; i++)
         w->frame_set[w->frame_slots[i]] = 0;
     w->nframe_slots = 0;
+    int oldest_owner = -1; /* 3.11+: the owner of the oldest frame kept */
     size_t fo_len = L->fo_lasti + 4;
     if (L->fo_state && L->fo_state + 1 > fo_len)
         fo_len = L->fo_state + 1;
@@ -477,6 +486,8 @@ static int walk_thread(walker *w, uint64_t tstate, sop_pythread *t, uint64_t *bo
             }
             if (push_frame(t, &cap, c, line, entry) < 0)
                 return -ENOMEM;
+            if (L->frames != SOP_PYFRAME_OBJECT)
+                oldest_owner = fb[L->if_owner];
             if (is_thread_bootstrap(c))
                 *boot_frame = f;
         }
@@ -486,6 +497,23 @@ static int walk_thread(walker *w, uint64_t tstate, sop_pythread *t, uint64_t *bo
         if (r == -ESRCH)
             return r;
         snprintf(why, whylen, "frame at depth %zu unreadable (%s)", depth, sop__strerror(-r));
+        return -EAGAIN;
+    }
+    /* A chain cannot start in a generator's or coroutine's frame: something resumed it, and
+     * that frame is its `previous` while it runs. Ending there, the read met a coroutine that
+     * was just suspended (its `previous` cleared) while the thread state still named it: a
+     * torn chain (a busy event loop on another CPU shows it every few reads), not the stack. */
+    if (!t->truncated && oldest_owner == SOP_PYFRAME_OWNED_BY_GENERATOR) {
+        snprintf(why, whylen, "chain ends in a suspended coroutine's frame at depth %zu",
+                 t->nframes ? t->nframes - 1 : 0);
+        return -EAGAIN;
+    }
+    /* Frames, but none of them Python code: only the evaluator's entry shims (3.12+), which
+     * live on the C stack. A thread running Python has its code frames below the shim; a shim
+     * alone is one already returned from, its memory reused, read through a stale pointer. */
+    if (!t->truncated && !t->nframes && w->nframe_slots) {
+        snprintf(why, whylen, "chain holds only the evaluator's entry frames (%zu)",
+                 w->nframe_slots);
         return -EAGAIN;
     }
     if (t->nframes && !t->truncated)
