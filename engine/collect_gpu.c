@@ -120,6 +120,8 @@ sop_gpu *sop__gpu_window_end(sop_gpu_window *w, int proc_root_fd, const sop_proc
     sop__gpu_init(g);
     sop__nvml_finish(w->nvml, proc_root_fd, pids, n, minors, env_value(p, "CUDA_VISIBLE_DEVICES"),
                      g);
+    if (g->note[0])
+        sop__missing_add(missing, "gpu", "%s", g->note);
     return g;
 }
 

@@ -9,6 +9,17 @@ local T = common.T
 local tr = common.tr
 
 local NO_GPU = T("no GPU evidence (ev.gpu): no NVML, or no GPU in use", "没有 GPU 证据（ev.gpu）：没有 NVML，或未使用 GPU")
+local MIG_NO_UTIL = T("the GPU is in MIG mode: NVML gives no utilisation per MIG instance, so how busy the job's "
+                        .. "instance was is unknown (the whole GPU's figures are not the job's)",
+                      "GPU 处于 MIG 模式：NVML 不提供单个 MIG 实例的利用率，作业所在实例有多忙未知（整卡的数据不是该作业的）")
+
+-- Does ev.gpu list a device in MIG mode (no utilisation figures of the job's own)?
+local function on_mig(ev)
+  for _, d in ipairs(ev.gpu and ev.gpu.devices or {}) do
+    if d.mig_enabled then return true end
+  end
+  return false
+end
 
 rule {
   id = "gpu.sync_per_step", section = "9", severity = "warn",
@@ -19,11 +30,12 @@ rule {
     sampled_min_samples) while the devices the tree uses were less than gpu_busy_pct busy: each step stops to
     fetch a value from the device, the host cannot queue the next step meanwhile, and the GPU idles while Python
     prepares it. Clear when the GPU is busy (the sync costs little then) or no thread syncs that often. Unknown
-    without ev.gpu or sampled threads.]],
+    without ev.gpu or sampled threads, and on a MIG instance (NVML has no utilisation per instance).]],
   reads = { "python.threads[].tid", "python.threads[].window.samples", "python.threads[].window.gpu_wait_frac",
             "python.threads[].window.gpu_sync_site", "python.threads[].window.gpu_sync_site_frac",
             "python.threads[].window.active_frac", "gpu.busy_pct", "gpu.idle_frac", "gpu.devices[].name",
-            "gpu.devices[].used_by_tree", "gpu.devices[].util_samples", "duration_s", "pid" },
+            "gpu.devices[].used_by_tree", "gpu.devices[].util_samples", "gpu.devices[].mig_enabled", "duration_s",
+            "pid" },
   uses = { "gpu_busy_pct", "gpu_sync_frac", "sampled_min_samples" },
   refs = { "https://pytorch.org/tutorials/recipes/recipes/tuning_guide.html"
              .. "#avoid-unnecessary-cpu-gpu-synchronization",
@@ -31,7 +43,7 @@ rule {
   check = function(ev, th)
     if common.no_window(ev) then return unknown(common.NO_WINDOW) end
     local u = common.gpu_use(ev)
-    if not u then return unknown(NO_GPU) end
+    if not u then return unknown(on_mig(ev) and MIG_NO_UTIL or NO_GPU) end
     local best
     for _, t in ipairs(ev.python and ev.python.threads or {}) do
       local w = t.window
@@ -85,9 +97,13 @@ rule {
   doc = [[From ev.gpu: hit when a device the tree uses has at least gpu_mem_pct of its memory in use and the tree's
     processes (gpu.procs) hold at least gpu_mem_tree_share of what is in use, naming the process that holds the
     most. PyTorch's caching allocator keeps freed blocks reserved, so NVML's figure is what the process holds
-    (reserved), not only live tensors. Unknown without ev.gpu.]],
+    (reserved), not only live tensors. On a MIG instance the instance's memory is the bound
+    (devices[].mig_mem_*); a GPU in MIG mode without it is left out (the whole GPU's memory is shared with the
+    other instances). Unknown without ev.gpu.]],
   reads = { "gpu.devices[].index", "gpu.devices[].name", "gpu.devices[].used_by_tree", "gpu.devices[].mem_used_kb",
-            "gpu.devices[].mem_total_kb", "gpu.procs[].pid", "gpu.procs[].device", "gpu.procs[].mem_kb", "pid" },
+            "gpu.devices[].mem_total_kb", "gpu.devices[].mig_enabled", "gpu.devices[].mig_uuid",
+            "gpu.devices[].mig_mem_used_kb", "gpu.devices[].mig_mem_total_kb", "gpu.procs[].pid",
+            "gpu.procs[].device", "gpu.procs[].mem_kb", "pid" },
   uses = { "gpu_mem_pct", "gpu_mem_tree_share" },
   refs = { "https://pytorch.org/docs/stable/notes/cuda.html#memory-management",
            "https://pytorch.org/docs/stable/torch_cuda_memory.html" },
@@ -95,7 +111,13 @@ rule {
     local g = ev.gpu
     if not g or not g.devices then return unknown(NO_GPU) end
     local worst
-    for _, d in ipairs(g.devices) do
+    for _, dev in ipairs(g.devices) do
+      local d = dev
+      if dev.mig_enabled then -- the instance's memory is the job's bound; the whole GPU's is shared
+        d = dev.mig_mem_total_kb and { index = dev.index, name = (dev.name or "?") .. " " .. (dev.mig_uuid or "MIG"),
+                                       used_by_tree = dev.used_by_tree, mem_used_kb = dev.mig_mem_used_kb,
+                                       mem_total_kb = dev.mig_mem_total_kb } or {}
+      end
       if d.used_by_tree and d.mem_used_kb and d.mem_total_kb and d.mem_total_kb > 0 then
         local tree, top = 0, nil
         for _, p in ipairs(g.procs or {}) do
@@ -107,6 +129,11 @@ rule {
         local used = d.mem_used_kb / d.mem_total_kb
         if not worst or used > worst.used then worst = { d = d, used = used, tree = tree, top = top } end
       end
+    end
+    if not worst and on_mig(ev) then
+      return unknown(T("the GPU is in MIG mode and the job's instance is not known (CUDA_VISIBLE_DEVICES names no MIG "
+                         .. "device): the whole GPU's memory is not the job's bound",
+                       "GPU 处于 MIG 模式，且不知道作业所在的实例（CUDA_VISIBLE_DEVICES 未指定 MIG 设备）：整卡显存不是作业的上限"))
     end
     if not worst then
       return unknown(T("no memory figures of a device the tree uses", "没有作业所用设备的显存数据"))

@@ -40,6 +40,12 @@ typedef struct {
     double power_w;
     int64_t other_procs; /* processes on it that are not the tree's (NVML's lists) */
     double tree_util_sm_pct, tree_idle_frac; /* the tree's own share, when shared (per process) */
+    /* MIG: the GPU is partitioned (nvmlDeviceGetMigMode); the instance CUDA_VISIBLE_DEVICES names
+     * on it ("" when none) and that instance's memory. The device's utilisation is then not the
+     * tree's (NVML has none per instance): util_* are left unset. */
+    bool mig_enabled;
+    char mig_uuid[96];
+    int64_t mig_mem_used_kb, mig_mem_total_kb;
     /* internal: NVML's per-process samples were read, others ran kernels in the window */
     bool proc_figures, others_active;
 } sop_gpu_device;
@@ -73,6 +79,7 @@ typedef struct sop_gpu {
     int64_t tree_mem_kb;
     double busy_pct, idle_frac;
     char busy_source[16]; /* "device" | "process": where busy_pct/idle_frac come from */
+    char note[320];       /* what NVML could not tell (MIG), for the collection's `missing` */
 } sop_gpu;
 
 void sop__gpu_init(sop_gpu *g);

@@ -3,7 +3,9 @@
  * headers; the few types and functions used are declared here from NVML's public reference.
  * Versioned symbols are resolved newest first. Reads per device name, UUID, minor number,
  * memory, utilisation (at the window's ticks), clocks, clock-event reasons, temperature,
- * power, PCIe throughput; per process memory and SM utilisation. Depends on libc, libdl. */
+ * power, PCIe throughput; per process memory and SM utilisation; MIG devices named by
+ * CUDA_VISIBLE_DEVICES (their parent GPU, the instance's memory; no utilisation: NVML has none per
+ * instance). Depends on libc, libdl. */
 #include <dlfcn.h>
 #include <fcntl.h>
 #include <math.h>
@@ -72,6 +74,12 @@ typedef nvml_ret (*fn_dev_clock)(nvml_dev, int, unsigned int *);
 typedef nvml_ret (*fn_dev_ull)(nvml_dev, unsigned long long *);
 typedef nvml_ret (*fn_dev_procs)(nvml_dev, unsigned int *, void *);
 typedef nvml_ret (*fn_dev_putil)(nvml_dev, nvml_proc_util *, unsigned int *, unsigned long long);
+typedef nvml_ret (*fn_by_uuid)(const char *, nvml_dev *);
+typedef nvml_ret (*fn_dev_dev)(nvml_dev, nvml_dev *);
+typedef nvml_ret (*fn_dev_mode)(nvml_dev, unsigned int *, unsigned int *);
+typedef nvml_ret (*fn_dev_index)(nvml_dev, unsigned int, nvml_dev *);
+#define NVML_DEVICE_MIG_ENABLE 1
+#define MIG_SCAN_MAX 64 /* MIG devices looked at under one GPU (an H100 has at most 7) */
 
 #define TICKS_MAX SOP_GPU_SERIES_MAX
 #define PROCS_READ_MAX 256
@@ -92,6 +100,12 @@ struct sop_nvml {
     fn_dev_procs compute[3], graphics[3]; /* newest first; NULL where absent */
     size_t proc_size[3];
     fn_dev_putil proc_util;
+    /* MIG (optional: absent in a driver before MIG) */
+    fn_by_uuid by_uuid;
+    fn_dev_dev mig_parent;
+    fn_dev_mode mig_mode;
+    fn_dev_uint mig_max, mig_gi, mig_ci;
+    fn_dev_index mig_by_index;
     unsigned ndev;
     nvml_dev dev[SOP_GPU_DEVICES_MAX];
     unsigned long long t0_us; /* window start, for the per-process samples */
@@ -199,6 +213,13 @@ static sop_nvml *load(const char *path, char *why, size_t whylen)
     n->proc_size[0] = n->proc_size[1] = sizeof(nvml_proc_v2);
     n->proc_size[2] = sizeof(nvml_proc_v1);
     SYM(proc_util, "nvmlDeviceGetProcessUtilization");
+    SYM(by_uuid, "nvmlDeviceGetHandleByUUID");
+    SYM(mig_parent, "nvmlDeviceGetDeviceHandleFromMigDeviceHandle");
+    SYM(mig_mode, "nvmlDeviceGetMigMode");
+    SYM(mig_max, "nvmlDeviceGetMaxMigDeviceCount");
+    SYM(mig_by_index, "nvmlDeviceGetMigDeviceHandleByIndex");
+    SYM(mig_gi, "nvmlDeviceGetGpuInstanceId");
+    SYM(mig_ci, "nvmlDeviceGetComputeInstanceId");
     return n;
 }
 
@@ -251,8 +272,9 @@ void sop__nvml_tick(sop_nvml *n, double now_ms)
     }
 }
 
-/* Is device i visible under CUDA_VISIBLE_DEVICES (indices, or UUID prefixes)? */
-static bool visible(const char *cvd, unsigned index, const char *uuid)
+/* Is device i visible under CUDA_VISIBLE_DEVICES (indices, UUID prefixes, or MIG devices:
+ * `mig_parents` bit i when an entry names a MIG device of device i)? */
+static bool visible(const char *cvd, unsigned index, const char *uuid, uint32_t mig_parents)
 {
     if (!cvd)
         return true;
@@ -271,11 +293,143 @@ static bool visible(const char *cvd, unsigned index, const char *uuid)
                 return true;
         } else if (strncmp(t, "GPU-", 4) == 0 && uuid[0] && strncmp(uuid, t, strlen(t)) == 0) {
             return true;
+        } else if (strncmp(t, "MIG-", 4) == 0) {
+            if (index < 32 && (mig_parents & (1u << index)))
+                return true;
         } else if (strncmp(t, "GPU-", 4) != 0) {
             return false;
         }
     }
     return false;
+}
+
+/* The MIG devices CUDA_VISIBLE_DEVICES names, by parent device index. */
+typedef struct {
+    uint32_t parents;                     /* bit i: an entry names a MIG device of device i */
+    char uuid[SOP_GPU_DEVICES_MAX][96];   /* the first such entry's MIG UUID, per parent */
+    nvml_dev handle[SOP_GPU_DEVICES_MAX]; /* its MIG handle; NULL where not resolved */
+    bool unresolved;                      /* some MIG entry named no device NVML has */
+    bool old_driver;                      /* ... because this NVML has no MIG functions */
+} mig_map;
+
+static int index_of(const sop_nvml *n, nvml_dev h)
+{
+    char want[96] = "", have[96];
+    for (unsigned i = 0; i < n->ndev; i++)
+        if (n->dev[i] == h)
+            return (int)i;
+    /* a handle need not be the same pointer: compare UUIDs */
+    if (!n->uuid || n->uuid(h, want, sizeof want) != NVML_SUCCESS || !want[0])
+        return -1;
+    want[sizeof want - 1] = '\0';
+    for (unsigned i = 0; i < n->ndev; i++)
+        if (n->uuid(n->dev[i], have, sizeof have) == NVML_SUCCESS &&
+            strncmp(have, want, sizeof have) == 0)
+            return (int)i;
+    return -1;
+}
+
+/* The MIG device "MIG-GPU-<uuid>/<gi>/<ci>" (CUDA's form before driver 470): its parent by
+ * UUID, the device among the parent's MIG devices with those instance ids. */
+static int resolve_old_mig(const sop_nvml *n, const char *t, nvml_dev *mig)
+{
+    char parent[96];
+    const char *slash = strchr(t + 4, '/');
+    size_t len = slash ? (size_t)(slash - (t + 4)) : strlen(t + 4);
+    if (len >= sizeof parent)
+        return -1;
+    memcpy(parent, t + 4, len);
+    parent[len] = '\0';
+    int pi = -1;
+    char have[96];
+    for (unsigned i = 0; n->uuid && i < n->ndev && pi < 0; i++)
+        if (n->uuid(n->dev[i], have, sizeof have) == NVML_SUCCESS &&
+            strncmp(have, parent, sizeof have) == 0)
+            pi = (int)i;
+    unsigned gi, ci, max = 0;
+    if (pi < 0 || !slash || sscanf(slash, "/%u/%u", &gi, &ci) != 2 || !n->mig_max ||
+        !n->mig_by_index || !n->mig_gi || !n->mig_ci ||
+        n->mig_max(n->dev[pi], &max) != NVML_SUCCESS)
+        return pi;
+    for (unsigned k = 0; k < max && k < MIG_SCAN_MAX; k++) {
+        nvml_dev h;
+        unsigned g, c;
+        if (n->mig_by_index(n->dev[pi], k, &h) == NVML_SUCCESS &&
+            n->mig_gi(h, &g) == NVML_SUCCESS && n->mig_ci(h, &c) == NVML_SUCCESS && g == gi &&
+            c == ci) {
+            *mig = h;
+            break;
+        }
+    }
+    return pi;
+}
+
+static void resolve_migs(const sop_nvml *n, const char *cvd, mig_map *m)
+{
+    memset(m, 0, sizeof *m);
+    if (!cvd)
+        return;
+    char buf[128];
+    snprintf(buf, sizeof buf, "%s", cvd);
+    char *save = NULL;
+    for (char *t = strtok_r(buf, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
+        while (*t == ' ')
+            t++;
+        if (strncmp(t, "MIG-", 4) != 0)
+            continue;
+        nvml_dev mig = NULL, parent;
+        int pi = -1;
+        if (strncmp(t, "MIG-GPU-", 8) == 0) {
+            pi = resolve_old_mig(n, t, &mig);
+        } else if (!n->by_uuid || !n->mig_parent) {
+            m->unresolved = m->old_driver = true;
+            continue;
+        } else if (n->by_uuid(t, &mig) == NVML_SUCCESS &&
+                   n->mig_parent(mig, &parent) == NVML_SUCCESS) {
+            pi = index_of(n, parent);
+        } else {
+            mig = NULL;
+        }
+        if (pi < 0 || pi >= SOP_GPU_DEVICES_MAX) {
+            m->unresolved = true;
+            continue;
+        }
+        if (m->parents & (1u << pi))
+            continue; /* the first entry on that GPU */
+        m->parents |= 1u << pi;
+        m->handle[pi] = mig;
+        snprintf(m->uuid[pi], sizeof m->uuid[pi], "%s", t);
+        char own[96];
+        if (mig && n->uuid && n->uuid(mig, own, sizeof own) == NVML_SUCCESS && own[0]) {
+            own[sizeof own - 1] = '\0';
+            snprintf(m->uuid[pi], sizeof m->uuid[pi], "%s", own);
+        }
+    }
+}
+
+/* The MIG facts of device i: MIG mode, the named instance and its memory. The device's
+ * utilisation readings are then not the tree's: NVML has none per MIG instance
+ * (nvmlDeviceGetUtilizationRates answers NOT_SUPPORTED on one), and the whole GPU's are
+ * shared with the other instances. */
+static void read_mig(const sop_nvml *n, unsigned i, const mig_map *m, sop_gpu_device *d)
+{
+    unsigned cur, pend;
+    if (n->mig_mode && n->mig_mode(n->dev[i], &cur, &pend) == NVML_SUCCESS &&
+        cur == NVML_DEVICE_MIG_ENABLE)
+        d->mig_enabled = true;
+    if (i < 32 && (m->parents & (1u << i))) {
+        d->mig_enabled = true;
+        snprintf(d->mig_uuid, sizeof d->mig_uuid, "%s", m->uuid[i]);
+        nvml_memory mem;
+        if (m->handle[i] && n->memory && n->memory(m->handle[i], &mem) == NVML_SUCCESS) {
+            d->mig_mem_used_kb = (int64_t)(mem.used / 1024);
+            d->mig_mem_total_kb = (int64_t)(mem.total / 1024);
+        }
+    }
+    if (d->mig_enabled) {
+        d->util_sm_pct = d->util_sm_max_pct = d->util_mem_pct = d->idle_frac = NAN;
+        d->util_samples = SOP_NA;
+    }
 }
 
 typedef struct {
@@ -521,6 +675,7 @@ static void device_init(sop_gpu_device *d)
     d->util_sm_pct = d->util_sm_max_pct = d->util_mem_pct = d->idle_frac = d->power_w = NAN;
     d->tree_util_sm_pct = d->tree_idle_frac = NAN;
     d->other_procs = SOP_NA;
+    d->mig_mem_used_kb = d->mig_mem_total_kb = SOP_NA;
 }
 
 void sop__nvml_finish(sop_nvml *n, int proc_root_fd, const int *tree, size_t ntree, uint32_t minors,
@@ -554,6 +709,8 @@ void sop__nvml_finish(sop_nvml *n, int proc_root_fd, const int *tree, size_t ntr
     bool used[SOP_GPU_DEVICES_MAX] = {false}, alone[SOP_GPU_DEVICES_MAX] = {false};
     int64_t others[SOP_GPU_DEVICES_MAX] = {0};
     bool any_used = false;
+    mig_map migs;
+    resolve_migs(n, cvd, &migs);
     for (unsigned i = 0; i < n->ndev; i++) {
         unsigned minor;
         if (n->minor && n->minor(n->dev[i], &minor) == NVML_SUCCESS && minor < 32 &&
@@ -579,18 +736,28 @@ void sop__nvml_finish(sop_nvml *n, int proc_root_fd, const int *tree, size_t ntr
         double c0 = mono_ms();
         read_device(n, i, &d);
         n->cost_ms[1] += mono_ms() - c0;
-        if (!any_used && !visible(cvd, i, d.uuid))
+        if (!any_used && !visible(cvd, i, d.uuid, migs.parents))
             continue;
+        read_mig(n, i, &migs, &d);
         d.used_by_tree = used[i];
         d.other_procs = others[i];
         bool ours_listed = false;
         for (size_t p = 0; p < out->nprocs; p++)
             ours_listed = ours_listed || out->procs[p].device == (int64_t)i;
         c0 = mono_ms();
-        if (others[i] > 0 && ours_listed) /* shared: who ran the kernels */
+        if (others[i] > 0 && ours_listed && !d.mig_enabled) /* shared: who ran the kernels */
             read_proc_util(n, i, map, nm, out, &d);
         n->cost_ms[2] += mono_ms() - c0;
-        if (used[i]) {
+        if (d.mig_enabled) {
+            unknown = unknown || used[i];
+            size_t len = strlen(out->note);
+            if (len < sizeof out->note - 1)
+                snprintf(
+                    out->note + len, sizeof out->note - len,
+                    "%sGPU %u is in MIG mode%s%s: NVML gives no utilisation per MIG instance, "
+                    "so the job's GPU busy share is unknown (the whole GPU's is not the job's)",
+                    len ? "; " : "", i, d.mig_uuid[0] ? ", the job's instance " : "", d.mig_uuid);
+        } else if (used[i]) {
             if (others[i] == 0 || (d.proc_figures && !d.others_active)) {
                 alone[i] = true;
                 if (!isnan(d.util_sm_pct)) {
@@ -610,6 +777,17 @@ void sop__nvml_finish(sop_nvml *n, int proc_root_fd, const int *tree, size_t ntr
         if (!d.proc_figures || !d.others_active)
             d.tree_util_sm_pct = d.tree_idle_frac = NAN; /* only said where it differs */
         out->devices[out->ndevices++] = d;
+    }
+    if (migs.unresolved) {
+        size_t len = strlen(out->note);
+        if (len < sizeof out->note - 1)
+            snprintf(out->note + len, sizeof out->note - len, "%s%s", len ? "; " : "",
+                     migs.old_driver
+                         ? "CUDA_VISIBLE_DEVICES names MIG devices but this NVML has no "
+                           "nvmlDeviceGetHandleByUUID/nvmlDeviceGetDeviceHandleFromMigDeviceHandle "
+                           "(a driver before MIG): those devices are not seen"
+                         : "CUDA_VISIBLE_DEVICES names a MIG device NVML does not know: it is not "
+                           "seen");
     }
     if (nbusy && !unknown) {
         out->busy_pct = busy / nbusy;

@@ -53,6 +53,16 @@ const sop_evk sop__evk_gpu[] = {
     DD("devices[].tree_idle_frac", tree_idle_frac, "",
        "window, on a shared device: share of the device's sample times the tree's processes "
        "used < 5%"),
+    SOP_EVK_TRUE("devices[].mig_enabled", sop_gpu_device, mig_enabled,
+                 "the GPU is partitioned into MIG instances (nvmlDeviceGetMigMode, or "
+                 "CUDA_VISIBLE_DEVICES names a MIG device on it): its util_* figures are then "
+                 "absent (NVML has none per instance; the whole GPU's are not the tree's) and "
+                 "`missing` says so"),
+    SOP_EVK_S("devices[].mig_uuid", sop_gpu_device, mig_uuid,
+              "the MIG device CUDA_VISIBLE_DEVICES names on this GPU (\"MIG-...\"; the old "
+              "form MIG-GPU-<uuid>/<gi>/<ci> as given where unresolved)"),
+    DI("devices[].mig_mem_used_kb", mig_mem_used_kb, "kB", "memory in use in that MIG instance"),
+    DI("devices[].mig_mem_total_kb", mig_mem_total_kb, "kB", "that MIG instance's memory"),
     H("procs", SOP_EVK_ARR, "",
       "processes of the target's tree on a GPU (NVML's compute and graphics process lists)"),
     PI("procs[].pid", pid, "", "host pid (NVML's pid mapped through NSpid)"),
@@ -64,8 +74,8 @@ const sop_evk sop__evk_gpu[] = {
     SOP_EVK_D("busy_pct", sop_gpu, busy_pct, "%",
               "the tree's GPU use: mean over the devices it uses of util_sm_pct where it is "
               "alone on the device (or the only one running kernels), else tree_util_sm_pct; "
-              "absent when a shared device has no per-process figures (another job's load is "
-              "never counted as the tree's)"),
+              "absent when a shared device has no per-process figures, or a device is in MIG "
+              "mode (another job's load is never counted as the tree's)"),
     SOP_EVK_D("idle_frac", sop_gpu, idle_frac, "", "the same mean of idle_frac / tree_idle_frac"),
     SOP_EVK_S("busy_source", sop_gpu, busy_source,
               "\"device\": busy_pct is the devices' own figures (the tree alone on them); "

@@ -9,7 +9,12 @@
  *   init_error CODE                  nvmlInit answers CODE (9 = driver not loaded)
  *   device IDX key=value...          name= uuid= minor= mem_total_mib= mem_used_mib= sm_clock=
  *                                    sm_clock_max= temp= power_mw= pcie_rx= pcie_tx=
- *                                    reasons= (clock-event bits, decimal)
+ *                                    reasons= (clock-event bits, decimal) mig=1 (MIG mode on)
+ *   mig IDX key=value...             a MIG device of device IDX: uuid= gi= ci= mem_total_mib=
+ *                                    mem_used_mib= (nvmlDeviceGetHandleByUUID finds it; its
+ *                                    utilisation is NOT_SUPPORTED, as on a real MIG device; the
+ *                                    parent keeps its scripted utilisation, which sop must not
+ *                                    take for the job's). Not in fake_nvml_old (no MIG functions).
  *   util IDX V1 V2 ...               SM utilisation of successive calls (the last one repeats)
  *   mem_util IDX V1 V2 ...           memory utilisation, likewise
  *   proc IDX PID MEM_MIB [SM_UTIL]   a compute process (SM_UTIL: a per-process sample)
@@ -33,6 +38,7 @@ typedef struct {
     char name[96], uuid[96];
     unsigned minor, sm_clock, sm_clock_max, temp, power_mw, pcie_rx, pcie_tx;
     unsigned long long mem_total, mem_used, reasons;
+    int mig_mode;
     unsigned util[SEQ_MAX], mem_util[SEQ_MAX];
     int nutil, nmem, calls;
 } fake_dev;
@@ -44,7 +50,17 @@ typedef struct {
     int sm; /* -1: no sample */
 } fake_proc;
 
+#define MIG_MAX 16
+typedef struct {
+    int parent;
+    char uuid[96];
+    unsigned gi, ci;
+    unsigned long long mem_total, mem_used;
+} fake_mig;
+
 static fake_dev devs[DEV_MAX];
+static fake_mig migs[MIG_MAX];
+static int nmig;
 static fake_proc procs[PROC_MAX];
 static int ndev, nproc, init_error, loaded;
 static char driver[80] = "999.99";
@@ -115,6 +131,8 @@ static void load(void)
                         d->pcie_tx = (unsigned)n;
                     else if (!strcmp(kv, "reasons"))
                         d->reasons = n;
+                    else if (!strcmp(kv, "mig"))
+                        d->mig_mode = (int)n;
                 }
             } else {
                 unsigned *seq = w[0] == 'u' ? d->util : d->mem_util;
@@ -122,6 +140,31 @@ static void load(void)
                 for (char *t = strtok_r(NULL, " \t", &save); t && *nseq < SEQ_MAX;
                      t = strtok_r(NULL, " \t", &save))
                     seq[(*nseq)++] = (unsigned)atoi(t);
+            }
+        } else if (strcmp(w, "mig") == 0 && nmig < MIG_MAX) {
+            char *v = strtok_r(NULL, " \t", &save);
+            int i = v ? atoi(v) : -1;
+            if (i < 0 || i >= DEV_MAX)
+                continue;
+            fake_mig *m = &migs[nmig++];
+            m->parent = i;
+            for (char *kv = strtok_r(NULL, " \t", &save); kv; kv = strtok_r(NULL, " \t", &save)) {
+                char *eq = strchr(kv, '=');
+                if (!eq)
+                    continue;
+                *eq = '\0';
+                const char *val = eq + 1;
+                unsigned long long n = strtoull(val, NULL, 10);
+                if (!strcmp(kv, "uuid"))
+                    snprintf(m->uuid, sizeof m->uuid, "%s", val);
+                else if (!strcmp(kv, "gi"))
+                    m->gi = (unsigned)n;
+                else if (!strcmp(kv, "ci"))
+                    m->ci = (unsigned)n;
+                else if (!strcmp(kv, "mem_total_mib"))
+                    m->mem_total = n << 20;
+                else if (!strcmp(kv, "mem_used_mib"))
+                    m->mem_used = n << 20;
             }
         } else if (strcmp(w, "proc") == 0 && nproc < PROC_MAX) {
             char *a = strtok_r(NULL, " \t", &save), *b = strtok_r(NULL, " \t", &save);
@@ -144,6 +187,12 @@ static fake_dev *dev_of(void *h)
     return d >= devs && d < devs + DEV_MAX && d->present ? d : NULL;
 }
 
+static fake_mig *mig_of(void *h)
+{
+    fake_mig *m = h;
+    return m >= migs && m < migs + nmig ? m : NULL;
+}
+
 #define CHECK_DEV(h)                                                                               \
     fake_dev *d = dev_of(h);                                                                       \
     if (!d)                                                                                        \
@@ -152,7 +201,7 @@ static fake_dev *dev_of(void *h)
 static int do_init(void)
 {
     loaded = 0;
-    ndev = nproc = init_error = 0;
+    ndev = nproc = nmig = init_error = 0;
     memset(devs, 0, sizeof devs);
     load();
     return init_error;
@@ -230,6 +279,11 @@ EXPORT int nvmlDeviceGetName(void *h, char *out, unsigned len)
 }
 EXPORT int nvmlDeviceGetUUID(void *h, char *out, unsigned len)
 {
+    fake_mig *m = mig_of(h);
+    if (m) {
+        snprintf(out, len, "%s", m->uuid);
+        return 0;
+    }
     CHECK_DEV(h);
     snprintf(out, len, "%s", d->uuid);
     return 0;
@@ -242,6 +296,13 @@ EXPORT int nvmlDeviceGetMinorNumber(void *h, unsigned *out)
 }
 EXPORT int nvmlDeviceGetMemoryInfo(void *h, unsigned long long *m /* total, free, used */)
 {
+    fake_mig *g = mig_of(h);
+    if (g) {
+        m[0] = g->mem_total;
+        m[1] = g->mem_total - g->mem_used;
+        m[2] = g->mem_used;
+        return 0;
+    }
     CHECK_DEV(h);
     m[0] = d->mem_total;
     m[1] = d->mem_total - d->mem_used;
@@ -250,6 +311,8 @@ EXPORT int nvmlDeviceGetMemoryInfo(void *h, unsigned long long *m /* total, free
 }
 EXPORT int nvmlDeviceGetUtilizationRates(void *h, unsigned *u /* gpu, memory */)
 {
+    if (mig_of(h))
+        return 3; /* NVML_ERROR_NOT_SUPPORTED: no utilisation per MIG device */
     CHECK_DEV(h);
     if (!d->nutil)
         return 3; /* NVML_ERROR_NOT_SUPPORTED */
@@ -400,5 +463,72 @@ EXPORT int nvmlDeviceGetProcessUtilization(void *h, util_sample *out, unsigned *
     }
     *count = k;
     return k ? 0 : 6;
+}
+
+/* MIG */
+EXPORT int nvmlDeviceGetHandleByUUID(const char *uuid, void **h)
+{
+    for (int i = 0; i < nmig; i++)
+        if (!strcmp(migs[i].uuid, uuid)) {
+            *h = &migs[i];
+            return 0;
+        }
+    for (int i = 0; i < ndev; i++)
+        if (devs[i].present && !strcmp(devs[i].uuid, uuid)) {
+            *h = &devs[i];
+            return 0;
+        }
+    return 6; /* NVML_ERROR_NOT_FOUND */
+}
+EXPORT int nvmlDeviceGetDeviceHandleFromMigDeviceHandle(void *h, void **parent)
+{
+    fake_mig *m = mig_of(h);
+    if (!m)
+        return 2;
+    *parent = &devs[m->parent];
+    return 0;
+}
+EXPORT int nvmlDeviceGetMigMode(void *h, unsigned *current, unsigned *pending)
+{
+    int on = 0;
+    CHECK_DEV(h);
+    on = d->mig_mode;
+    for (int i = 0; i < nmig; i++)
+        on = on || &devs[migs[i].parent] == d;
+    *current = *pending = (unsigned)on;
+    return 0;
+}
+EXPORT int nvmlDeviceGetMaxMigDeviceCount(void *h, unsigned *count)
+{
+    CHECK_DEV(h);
+    *count = 7;
+    return 0;
+}
+EXPORT int nvmlDeviceGetMigDeviceHandleByIndex(void *h, unsigned index, void **out)
+{
+    CHECK_DEV(h);
+    unsigned k = 0;
+    for (int i = 0; i < nmig; i++)
+        if (&devs[migs[i].parent] == d && k++ == index) {
+            *out = &migs[i];
+            return 0;
+        }
+    return 6;
+}
+EXPORT int nvmlDeviceGetGpuInstanceId(void *h, unsigned *id)
+{
+    fake_mig *m = mig_of(h);
+    if (!m)
+        return 2;
+    *id = m->gi;
+    return 0;
+}
+EXPORT int nvmlDeviceGetComputeInstanceId(void *h, unsigned *id)
+{
+    fake_mig *m = mig_of(h);
+    if (!m)
+        return 2;
+    *id = m->ci;
+    return 0;
 }
 #endif

@@ -125,6 +125,76 @@ ev "$tmp/s_sh3" --pid "$P" --duration 0.6 >"$tmp/e_sh3.json"
   && ok "shared GPU, the other process idle: the device's figures are the tree's" \
   || bad "shared GPU, other idle: $(jq -c .gpu "$tmp/e_sh3.json")"
 
+# --- 4c. MIG: CUDA_VISIBLE_DEVICES names a MIG device (new form MIG-<uuid>, old form
+# MIG-GPU-<uuid>/<gi>/<ci>): its parent GPU is the device, with the instance's UUID and memory,
+# and no utilisation (the fake keeps answering the parent's, which is not the job's) ---
+cat >"$tmp/s_mig" <<EOF
+device 0 name=H100 uuid=GPU-aaaa-0000 minor=0 mem_total_mib=1000 mem_used_mib=100
+device 1 name=H100 uuid=GPU-bbbb-1111 minor=1 mem_total_mib=1000 mem_used_mib=900
+mig 1 uuid=MIG-1111-2222 gi=2 ci=0 mem_total_mib=200 mem_used_mib=150
+mig 1 uuid=MIG-3333-4444 gi=3 ci=0 mem_total_mib=400 mem_used_mib=10
+util 0 40
+util 1 97
+EOF
+P1=$P
+start_cuda CUDA_VISIBLE_DEVICES=MIG-3333-4444
+PM=$P
+P=$P1
+migq='[[.gpu.devices[] | [.index, .mig_enabled, .mig_uuid, .mig_mem_used_kb, .mig_mem_total_kb, .util_sm_pct, .util_samples, .idle_frac]], .gpu.busy_pct, .gpu.idle_frac]'
+ev "$tmp/s_mig" --pid "$PM" --duration 0.6 >"$tmp/e_mig.json"
+[ "$(jq -c "$migq" "$tmp/e_mig.json")" = '[[[1,true,"MIG-3333-4444",10240,409600,null,null,null]],null,null]' ] \
+  && ok "CUDA_VISIBLE_DEVICES=MIG-<uuid>: its parent GPU 1 with the instance's memory, no utilisation" \
+  || bad "MIG-<uuid>: $(jq -c .gpu "$tmp/e_mig.json") $(cat "$tmp/err")"
+r=$(jq -r '[.missing[] | select(.probe == "gpu") | .reason] | .[0] // ""' "$tmp/e_mig.json")
+[[ $r == *"MIG"*"no utilisation per MIG instance"* ]] && ok "MIG: missing says why there is no busy share ($r)" \
+  || bad "MIG missing entry: $(jq -c .missing "$tmp/e_mig.json")"
+# the job runs on it (NVML lists it on the parent): used, and still no busy figure though the
+# fake returned 97% for the whole GPU
+{ cat "$tmp/s_mig"; echo "proc 1 $PM 120"; } >"$tmp/s_mig2"
+rm -f "$tmp/log"
+ev "$tmp/s_mig2" --pid "$PM" --duration 0.6 >"$tmp/e_mig2.json"
+[ "$(jq -c '[[.gpu.devices[] | [.index, .used_by_tree, .util_sm_pct]], .gpu.busy_pct, .gpu.busy_source, .gpu.tree_mem_kb]' "$tmp/e_mig2.json")" = '[[[1,true,null]],null,null,122880]' ] \
+  && grep -q '^util 1 97' "$tmp/log" \
+  && ok "MIG job on the GPU: used_by_tree, no busy_pct (the whole GPU's 97% read but not taken for the job's)" \
+  || bad "MIG used: $(jq -c .gpu "$tmp/e_mig2.json")"
+# the old form: the instance by GPU instance / compute instance id
+start_cuda CUDA_VISIBLE_DEVICES=MIG-GPU-bbbb-1111/2/0
+PO=$P
+P=$P1
+ev "$tmp/s_mig" --pid "$PO" --duration 0 >"$tmp/e_mig3.json"
+[ "$(jq -c "$migq" "$tmp/e_mig3.json")" = '[[[1,true,"MIG-1111-2222",153600,204800,null,null,null]],null,null]' ] \
+  && ok "CUDA_VISIBLE_DEVICES=MIG-GPU-<uuid>/2/0: parent by UUID, the instance by its ids" \
+  || bad "MIG-GPU-<uuid>/gi/ci: $(jq -c .gpu "$tmp/e_mig3.json")"
+# a plain index on the same host still works: device 0, its utilisation
+start_cuda CUDA_VISIBLE_DEVICES=0
+PI0=$P
+P=$P1
+ev "$tmp/s_mig" --pid "$PI0" --duration 0 >"$tmp/e_mig4.json"
+[ "$(jq -c '[.gpu.devices[] | [.index, .mig_enabled, .util_sm_pct]]' "$tmp/e_mig4.json")" = '[[0,null,40]]' ] \
+  && [ "$(jq -c '[.missing[] | select(.probe == "gpu")]' "$tmp/e_mig4.json")" = '[]' ] \
+  && ok "CUDA_VISIBLE_DEVICES=0 beside a MIG GPU: device 0 with its utilisation, no MIG note" \
+  || bad "plain index: $(jq -c '[.gpu.devices, .missing]' "$tmp/e_mig4.json")"
+# MIG mode on with CUDA_VISIBLE_DEVICES unset (the job found through NVML's list): no utilisation
+printf 'device 0 name=A100 uuid=GPU-cccc minor=0 mem_total_mib=1000 mem_used_mib=500 mig=1\nutil 0 99\nproc 0 %s 300\n' "$P" >"$tmp/s_mig5"
+ev "$tmp/s_mig5" --pid "$P" --duration 0.6 >"$tmp/e_mig5.json"
+[ "$(jq -c '[[.gpu.devices[] | [.index, .used_by_tree, .mig_enabled, .mig_uuid, .util_sm_pct]], .gpu.busy_pct]' "$tmp/e_mig5.json")" = '[[[0,true,true,null,null]],null]' ] \
+  && ok "a GPU in MIG mode (nvmlDeviceGetMigMode), no MIG entry: its utilisation not taken for the job's" \
+  || bad "MIG mode: $(jq -c .gpu "$tmp/e_mig5.json")"
+# an NVML without the MIG functions (a driver before MIG): as before (nothing visible), and said
+LIB=$FAKE_OLD ev "$tmp/s_mig" --pid "$PM" --duration 0 >"$tmp/e_mig6.json"
+r=$(jq -r '[.missing[] | select(.probe == "gpu") | .reason] | .[0] // ""' "$tmp/e_mig6.json")
+[ "$(jq -c '.gpu.devices' "$tmp/e_mig6.json")" = '[]' ] && [[ $r == *"driver before MIG"* ]] \
+  && ok "NVML without MIG functions: no device, and missing says so ($r)" \
+  || bad "old NVML, MIG: $(jq -c '[.gpu.devices, .missing]' "$tmp/e_mig6.json")"
+# a MIG UUID NVML does not know
+start_cuda CUDA_VISIBLE_DEVICES=MIG-ffff-0000
+PU=$P
+P=$P1
+ev "$tmp/s_mig" --pid "$PU" --duration 0 >"$tmp/e_mig7.json"
+r=$(jq -r '[.missing[] | select(.probe == "gpu") | .reason] | .[0] // ""' "$tmp/e_mig7.json")
+[ "$(jq -c '.gpu.devices' "$tmp/e_mig7.json")" = '[]' ] && [[ $r == *"MIG device NVML does not know"* ]] \
+  && ok "an unknown MIG UUID: no device, said ($r)" || bad "unknown MIG: $(jq -c '[.gpu.devices, .missing]' "$tmp/e_mig7.json")"
+
 # --- 5. a CPU-only target: NVML is not even loaded; nothing in the evidence ---
 sleep 60 </dev/null >/dev/null 2>&1 &
 pids+=($!)
