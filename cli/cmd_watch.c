@@ -604,7 +604,7 @@ static char *serve(const char *path, int *status, const char **type, void *ctx)
         char *body = c->last_json ? strdup(c->last_json) : NULL;
         pthread_mutex_unlock(&c->mu);
         if (body) {
-            *type = "application/json";
+            *type = sop_format_at(SOP_FORMAT_JSON)->mime;
             return body;
         }
         *status = 503;

@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "engine.h"
+#include "format.h"
 #include "json.h"
 #include "merge_wait.h"
 #include "severity.h"
@@ -1405,9 +1406,40 @@ static char *render(const sop_value *job, bool md, const char *lang)
     return sop__sb_take(&b);
 }
 
+char *sop__merge_md(const sop_value *job, const char *lang)
+{
+    return render(job, true, lang);
+}
+
+char *sop__merge_text(const sop_value *job, const char *lang)
+{
+    return render(job, false, lang);
+}
+
+char *sop__merge_json(const sop_value *job, const char *lang)
+{
+    (void)lang;
+    char *s = NULL, *json = sop__json_print(job, 1);
+    if (json) {
+        s = sop__json_escape_controls(json);
+        free(json);
+    }
+    if (s) { /* a trailing newline like the other renderers */
+        size_t len = strlen(s);
+        char *t = realloc(s, len + 2);
+        if (t) {
+            t[len] = '\n';
+            t[len + 1] = '\0';
+            s = t;
+        }
+    }
+    return s;
+}
+
 int sop_merge_render(const sop_merge *m, sop_format fmt, const char *lang, char **out, int *problem)
 {
-    if (!m || !out)
+    const sop_format_row *row = sop__format_row(fmt);
+    if (!m || !out || !row || !row->merge)
         return SOP_EINVAL;
     if (!lang || strcmp(lang, "zh") != 0)
         lang = "en";
@@ -1415,25 +1447,7 @@ int sop_merge_render(const sop_merge *m, sop_format fmt, const char *lang, char 
     sop_value *job = analyse(m, lang, &prob);
     if (!job)
         return SOP_ENOMEM;
-    char *s = NULL;
-    if (fmt == SOP_FORMAT_JSON) {
-        char *json = sop__json_print(job, 1);
-        if (json) {
-            s = sop__json_escape_controls(json);
-            free(json);
-        }
-        if (s) { /* a trailing newline like the other renderers */
-            size_t len = strlen(s);
-            char *t = realloc(s, len + 2);
-            if (t) {
-                t[len] = '\n';
-                t[len + 1] = '\0';
-                s = t;
-            }
-        }
-    } else {
-        s = render(job, fmt == SOP_FORMAT_MD, lang);
-    }
+    char *s = row->merge(job, lang);
     sop__v_free(job);
     if (!s)
         return SOP_ENOMEM;

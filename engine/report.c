@@ -7,6 +7,7 @@
 
 #include "engine.h"
 #include "escape.h"
+#include "format.h"
 #include "json.h"
 #include "rank.h"
 #include "severity.h"
@@ -334,8 +335,9 @@ static void put_lists(sop_sb *b, const sop_value *r, const labels *L, const char
     sop__sb_printf(b, "rules %.1f ms\n", rms);
 }
 
-static char *render_md(const sop_value *r, const char *lang)
+char *sop__report_md(const sop_value *r, const sop_evidence *ev, const char *lang)
 {
+    (void)ev;
     const labels *L = strcmp(lang, "zh") == 0 ? &ZH : &EN;
     sop_sb b = {0};
     put_header(&b, r, L, true);
@@ -366,8 +368,9 @@ static char *render_md(const sop_value *r, const char *lang)
     return sop__sb_take(&b);
 }
 
-static char *render_text(const sop_value *r, const char *lang)
+char *sop__report_text(const sop_value *r, const sop_evidence *ev, const char *lang)
 {
+    (void)ev;
     const labels *L = strcmp(lang, "zh") == 0 ? &ZH : &EN;
     sop_sb b = {0};
     put_header(&b, r, L, false);
@@ -403,21 +406,13 @@ static char *render_text(const sop_value *r, const char *lang)
     return sop__sb_take(&b);
 }
 
-char *sop__report_render(const sop_value *report, sop_format fmt, const char *lang)
+char *sop__report_json(const sop_value *report, const sop_evidence *ev, const char *lang)
 {
-    switch (fmt) {
-    case SOP_FORMAT_MD:
-        return render_md(report, lang);
-    case SOP_FORMAT_TEXT:
-        return render_text(report, lang);
-    case SOP_FORMAT_JSON: {
-        sop_value *resolved = resolve(report, lang);
-        if (!resolved)
-            return NULL;
-        char *json = sop__json_print(resolved, 1); /* escaped there (sop__esc_json_text) */
-        sop__v_free(resolved);
-        return json;
-    }
-    }
-    return NULL;
+    (void)ev;
+    sop_value *resolved = resolve(report, lang);
+    if (!resolved)
+        return NULL;
+    char *json = sop__json_print(resolved, 1); /* escaped there (sop__esc_json_text) */
+    sop__v_free(resolved);
+    return json;
 }

@@ -156,6 +156,17 @@ static void test_probes(void)
     CHECK_EQ_I(sop_diagnose(e, 0, &o, SOP_FORMAT_MD, "fr", &out, NULL), SOP_EINVAL);
     CHECK(out == NULL);
     CHECK_EQ_I(sop_diagnose(e, -5, &o, SOP_FORMAT_MD, "en", &out, NULL), SOP_EINVAL);
+    CHECK_EQ_I(sop_diagnose(e, 0, &o, (sop_format)99, "en", &out, NULL), SOP_EINVAL);
+    /* The format table: each row describes its own value; names find their rows. */
+    size_t nformats = 0;
+    for (const sop_format_info *f; (f = sop_format_at(nformats)) != NULL; nformats++) {
+        CHECK_EQ_I((int)f->format, (int)nformats);
+        CHECK(sop_format_find(f->name) == f);
+        CHECK(f->ext[0] == '.' && strchr(f->mime, '/') != NULL);
+    }
+    CHECK(nformats >= 4);
+    CHECK(sop_format_find("xml") == NULL && sop_format_find(NULL) == NULL);
+    CHECK((sop_format_find("html")->flags & SOP_FORMAT_MERGE) == 0);
     sop_engine_free(e);
 }
 
