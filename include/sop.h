@@ -202,6 +202,18 @@ typedef struct {
  * fields zero). */
 SOP_API void sop_collect_opts_init(sop_collect_opts *opts);
 
+/* Who a process is, from /proc/PID/stat (the probes' parser): enough for a tool to find ranks
+ * under a launcher or tell a restarted target from the one it watched. */
+typedef struct {
+    int pid, ppid;
+    char state;                     /* the leader's kernel letter: R S D Z T t I X */
+    char comm[64];                  /* escaped nowhere: control characters as the kernel has them */
+    unsigned long long start_ticks; /* starttime: clock ticks after boot */
+    int alive; /* 1: a task of the thread group runs (a zombie leader whose threads run on is) */
+} sop_process;
+/* Read pid's /proc/PID/stat into *out. 0, SOP_ENOTARGET (gone or unreadable), SOP_EINVAL. */
+SOP_API int sop_process_read(int pid, sop_process *out);
+
 /* Collect evidence about `pid` over opts->duration_s (blocking for that long). A pid that is
  * gone gives SOP_ENOTARGET, unless the kernel log holds an OOM kill of it: then *out is a
  * post-mortem (alive = false). What could not be read is listed in the evidence's `missing`.
