@@ -29,26 +29,24 @@
 #define OUTLIER_Z 3.5 /* modified z-score (Iglewicz & Hoaglin) above which a figure stands out */
 #define MAD_TO_SIGMA 1.4826
 
-/* The key figures (engine/rank.c), what a difference must at least be to count, and the rule
- * families that explain each. */
+/* The key figures (engine/rank.c) and what a difference must at least be to count. Which rule
+ * families explain each is the pack's data (explains{} in rules.lua), carried by every report. */
 typedef struct {
     const char *key, *en, *zh;
-    double min_diff;      /* absolute */
-    double min_rel;       /* relative to the median (0: none) */
-    const char *families; /* rule id prefixes, ';' separated */
+    double min_diff; /* absolute */
+    double min_rel;  /* relative to the median (0: none) */
 } figure_def;
 
 static const figure_def FIGS[] = {
-    {"cpu_pct", "CPU", "CPU", 25, 0, "cpu.;gil.;numpy.;gc.;runtime.;logging."},
-    {"runnable_load", "runnable load", "可运行负载", 0.5, 0, "cpu."},
-    {"data_wait_frac", "DataLoader wait", "DataLoader 等待", 0.2, 0, "dataloader."},
-    {"dstate_frac", "D state", "D 状态", 0.2, 0, "io.;checkpoint."},
-    {"rss_kb", "RSS", "RSS", 262144, 0.5, "mem.;memory.;oom."},
-    {"gil_frac", "GIL held", "持有 GIL", 0.2, 0, "gil."},
-    {"loop_stretch_ms", "loop stretch", "事件循环阻塞", 100, 0, "asyncio."},
-    /* a rank whose GPU idles while the others' are busy: its input, its host side, or a sync */
-    {"gpu_busy_frac", "GPU busy", "GPU 繁忙", 0.25, 0, "dataloader.;gpu.;cpu.;gil."},
-    {"collective_frac", "collective wait", "集合通信等待", 0.25, 0, "dataloader.;cpu."},
+    {"cpu_pct", "CPU", "CPU", 25, 0},
+    {"runnable_load", "runnable load", "可运行负载", 0.5, 0},
+    {"data_wait_frac", "DataLoader wait", "DataLoader 等待", 0.2, 0},
+    {"dstate_frac", "D state", "D 状态", 0.2, 0},
+    {"rss_kb", "RSS", "RSS", 262144, 0.5},
+    {"gil_frac", "GIL held", "持有 GIL", 0.2, 0},
+    {"loop_stretch_ms", "loop stretch", "事件循环阻塞", 100, 0},
+    {"gpu_busy_frac", "GPU busy", "GPU 繁忙", 0.25, 0},
+    {"collective_frac", "collective wait", "集合通信等待", 0.25, 0},
 };
 #define NFIG (sizeof FIGS / sizeof FIGS[0])
 
@@ -330,17 +328,15 @@ static const char *text_of(const sop_value *v, const char *lang)
     return s ? s : "";
 }
 
-static bool in_families(const char *id, const char *families)
+/* Whether finding f (of `report`) explains the figure: its rule's family is among those the
+ * report's pack lists for it (explains{}). */
+static bool explains_figure(const sop_value *report, const sop_value *f, const char *figure)
 {
-    if (!id)
-        return false;
-    for (const char *p = families; *p;) {
-        const char *semi = strchr(p, ';');
-        size_t n = semi ? (size_t)(semi - p) : strlen(p);
-        if (n && strncmp(id, p, n) == 0)
+    const char *family = sop__v_get_str(f, "family");
+    const sop_value *fams = sop__v_get(sop__v_get(report, "explains"), figure);
+    for (const sop_value *c = family && fams ? fams->child : NULL; c; c = c->next)
+        if (c->type == SOP_V_STR && strcmp(c->str, family) == 0)
             return true;
-        p += n + (semi ? 1 : 0);
-    }
     return false;
 }
 
@@ -421,7 +417,7 @@ static sop_value *explaining(const mrank *r, const rule_row *rows, size_t nrows,
             const char *id = sop__v_get_str(f, "id");
             if (sop__severity_rank(sop__v_get_str(f, "severity")) != sev)
                 continue;
-            bool fam = fig >= 0 && in_families(id, FIGS[fig].families);
+            bool fam = fig >= 0 && explains_figure(r->report, f, FIGS[fig].key);
             if (fig >= 0 && fam != family)
                 continue;
             if (fig < 0 && !family)

@@ -122,6 +122,9 @@ sop_value *sop__report_build(sop_value *verdicts, const sop_value *ev, double ru
     const sop_value *th = sop__v_get(verdicts, "thresholds");
     if (th)
         sop__v_set(r, "thresholds", copy(th));
+    const sop_value *explains = sop__v_get(verdicts, "explains"); /* the pack's explains{} */
+    if (explains)
+        sop__v_set(r, "explains", copy(explains));
     sop__v_free(verdicts);
 
     *problem = false;

@@ -492,7 +492,7 @@ static sop_value *take(sop_value *obj, const char *key)
 
 /* Turn the value rule code returned (at idx) into a finding / cleared / unknown entry. */
 static void record_verdict(lua_State *L, run_ctx *c, int idx, const char *id, const char *section,
-                           const char *severity, const char *def_where)
+                           const char *severity, const char *family, const char *def_where)
 {
     int *kind = luaL_testudata(L, idx, VERDICT_MT);
     if (!kind) {
@@ -516,6 +516,8 @@ static void record_verdict(lua_State *L, run_ctx *c, int idx, const char *id, co
     sop__v_set(e, "id", sop__v_str(id));
     sop__v_set(e, "section", sop__v_str(section));
     if (*kind == VERDICT_HIT) {
+        if (family) /* what explains{} names: a job-level merge reads it */
+            sop__v_set(e, "family", sop__v_str(family));
         const char *sev = sop__v_get_str(data, "severity");
         sop__v_set(e, "severity", sop__v_str(sev ? sev : severity));
         for (size_t i = 0; i < sizeof HIT_TEXT / sizeof *HIT_TEXT; i++)
@@ -581,8 +583,10 @@ static void run_one(lua_State *L, run_ctx *c, int rule_idx, int ev_proxy, int th
     lua_getfield(L, rule_idx, "section");
     lua_getfield(L, rule_idx, "severity");
     lua_getfield(L, rule_idx, "where");
-    const char *id = lua_tostring(L, -4), *section = lua_tostring(L, -3),
-               *severity = lua_tostring(L, -2), *def_where = lua_tostring(L, -1);
+    lua_getfield(L, rule_idx, "family");
+    const char *id = lua_tostring(L, -5), *section = lua_tostring(L, -4),
+               *severity = lua_tostring(L, -3), *def_where = lua_tostring(L, -2),
+               *family = lua_tostring(L, -1);
     if (sop__now_ms() > r->eval_deadline_ms) {
         add_error(c, id, def_where,
                   "not run: evaluation time limit exceeded (the watchdog's limit per evaluation)");
@@ -633,7 +637,7 @@ static void run_one(lua_State *L, run_ctx *c, int rule_idx, int ev_proxy, int th
     } else if (outside[0]) {
         add_error(c, id, def_where, outside);
     } else {
-        record_verdict(L, c, res, id, section, severity, def_where);
+        record_verdict(L, c, res, id, section, severity, family, def_where);
     }
 }
 
@@ -695,6 +699,14 @@ static int run_protected(lua_State *L)
     lua_rawset(L, -3);
     lua_pop(L, 1);
     sop__v_set(c->out, "thresholds", sop__lua_to_value(L, 4, 2));
+    lua_rawgetp(L, LUA_REGISTRYINDEX, &K_EXPLAINS); /* explains{}: for a job-level merge */
+    int explains = lua_gettop(L);
+    lua_pushnil(L);
+    if (lua_type(L, explains) == LUA_TTABLE && lua_next(L, explains) != 0) { /* not empty */
+        lua_pop(L, 2);
+        sop__v_set(c->out, "explains", sop__lua_to_value(L, explains, 3));
+    }
+    lua_settop(L, explains - 1);
     lua_pushcfunction(L, sop__rules_msgh);       /* 6 */
     lua_rawgetp(L, LUA_REGISTRYINDEX, &K_RULES); /* 7 */
     lua_Integer n = (lua_Integer)lua_rawlen(L, 7);
