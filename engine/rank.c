@@ -121,8 +121,8 @@ typedef struct {
     const char *figure; /* the key in the report's `figures` (engine/merge.c compares them) */
     const char *path;   /* an evidence path of docs/evidence.md (test_rank checks the schema) */
     fig_from from;
-    double per;   /* figure = value / per */
-    double cap;   /* at most (0: no cap) */
+    double per; /* figure = value / per */
+    double cap; /* at most (0: no cap) */
 } fig_source;
 
 /* The first source of a figure that has a value wins. */
