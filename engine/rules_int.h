@@ -146,4 +146,12 @@ void sop__rules_check_uses(lua_State *L);
 void sop__rules_push_fresh_env(lua_State *L);
 int sop__rules_is_binary_chunk(const char *s, size_t len);
 
+/* rules.c, shared with rules_run.c: printf into err (may be NULL); the override entry of a
+ * threshold name (NULL when unknown); a Lua message "file:line: text" split into where (the
+ * "file:line" part) and the text returned (NULL when it has no such prefix). */
+void sop__rules_set_err(char *err, size_t errlen, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+const known_threshold *sop__rules_find_known(const sop_rules *r, const char *key);
+const char *sop__rules_split_where(const char *msg, char *where, size_t wlen);
+
 #endif
