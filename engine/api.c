@@ -23,17 +23,6 @@
 #define RULES_FILE_MAX (4u << 20)
 #define EVIDENCE_FILE_MAX (64u << 20)
 
-int sop__fail(sop_engine *e, int code, const char *fmt, ...)
-{
-    if (e) {
-        va_list ap;
-        va_start(ap, fmt);
-        vsnprintf(e->err, sizeof e->err, fmt, ap);
-        va_end(ap);
-    }
-    return code;
-}
-
 static void clear_error(sop_engine *e)
 {
     e->err[0] = '\0';
@@ -512,6 +501,13 @@ int sop_report_render_with(const sop_report *r, const sop_evidence *ev, sop_form
 int sop_report_render(const sop_report *r, sop_format fmt, const char *lang, char **out)
 {
     return sop_report_render_with(r, NULL, fmt, lang, out);
+}
+
+int sop_report_render_html(const sop_report *r, const sop_evidence *ev, const char *lang,
+                           char **out)
+{
+    return sop_report_render_with(r, ev, SOP_FORMAT_HTML,
+                                  lang && strcmp(lang, "zh") == 0 ? "zh" : "en", out);
 }
 
 int sop_report_has_problem(const sop_report *r)

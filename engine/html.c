@@ -185,10 +185,3 @@ char *sop__report_html(const sop_value *report, const sop_evidence *ev, const ch
     }
     return buf;
 }
-
-int sop_report_render_html(const sop_report *r, const sop_evidence *ev, const char *lang,
-                           char **out)
-{
-    return sop_report_render_with(r, ev, SOP_FORMAT_HTML,
-                                  lang && strcmp(lang, "zh") == 0 ? "zh" : "en", out);
-}

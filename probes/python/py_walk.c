@@ -25,54 +25,7 @@
 #include "py_walk_int.h"
 #include "remote_mem.h"
 
-/* Text of the frames: chunks owned by the sop_python, freed with it. */
-struct sop_pystrings {
-    struct sop_pystrings *next;
-    size_t used, cap;
-    char data[];
-};
-
-const char *sop__pywalk_pool_add(sop_python *py, const char *s)
-{
-    size_t n = strlen(s) + 1;
-    struct sop_pystrings *c = py->strings;
-    if (!c || c->cap - c->used < n) {
-        size_t cap = n > 60000 ? n : 60000;
-        c = malloc(sizeof *c + cap);
-        if (!c)
-            return NULL;
-        c->next = py->strings;
-        c->used = 0;
-        c->cap = cap;
-        py->strings = c;
-    }
-    char *d = c->data + c->used;
-    memcpy(d, s, n);
-    c->used += n;
-    return d;
-}
-
-/* Read len bytes of the chain at addr through the cache, noting it for the snapshot. */
-int sop__pywalk_chain_read(walker *w, uint64_t addr, void *buf, size_t len)
-{
-    uint64_t before = w->mem.off_snapshot;
-    int r = sop__rmem_read(&w->mem, addr, buf, len);
-    w->chain_reads += w->mem.off_snapshot - before;
-    if (w->nchain < CHAIN_MAX) {
-        w->chain[w->nchain] = addr;
-        w->chain_len[w->nchain++] = len;
-    }
-    return r;
-}
-
 /* ---- small helpers ------------------------------------------------------------------- */
-
-uint64_t sop__pywalk_rd64(const uint8_t *b, uint32_t off)
-{
-    uint64_t v;
-    memcpy(&v, b + off, sizeof v);
-    return v;
-}
 
 static bool set_add(uint64_t *set, size_t cap, uint64_t p)
 {
