@@ -16,6 +16,7 @@
 #include "engine.h"
 #include "format.h"
 #include "json.h"
+#include "merge.h"
 #include "missing.h"
 #include "procfs.h"
 #include "rules_doc.h"
@@ -501,6 +502,27 @@ int sop_report_render_with(const sop_report *r, const sop_evidence *ev, sop_form
 int sop_report_render(const sop_report *r, sop_format fmt, const char *lang, char **out)
 {
     return sop_report_render_with(r, NULL, fmt, lang, out);
+}
+
+int sop_merge_render(const sop_merge *m, sop_format fmt, const char *lang, char **out, int *problem)
+{
+    const sop_format_row *row = sop__format_row(fmt);
+    if (!m || !out || !row || !row->merge)
+        return SOP_EINVAL;
+    if (!lang || strcmp(lang, "zh") != 0)
+        lang = "en";
+    bool prob = false;
+    sop_value *job = sop__merge_analyse(m, lang, &prob);
+    if (!job)
+        return SOP_ENOMEM;
+    char *s = row->merge(job, lang);
+    sop__v_free(job);
+    if (!s)
+        return SOP_ENOMEM;
+    *out = s;
+    if (problem)
+        *problem = prob;
+    return SOP_OK;
 }
 
 int sop_report_render_html(const sop_report *r, const sop_evidence *ev, const char *lang,

@@ -5,6 +5,8 @@
 
 #include "engine.h"
 #include "format.h"
+#include "merge.h"
+#include "report_writers.h"
 
 /* In sop_format order: the row of fmt is ROWS[fmt]. */
 static const sop_format_row ROWS[] = {

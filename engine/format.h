@@ -6,9 +6,9 @@
 #include "sop.h"
 #include "value.h"
 
-/* A report writer: the report tree (texts still bilingual), the evidence it was made from (may
- * be NULL), lang "en" or "zh". A merge writer: the job tree sop__merge_analyse built. Both
- * return a malloc'd string or NULL. */
+/* A report writer (report_writers.h): the report tree (texts still bilingual), the evidence it
+ * was made from (may be NULL), lang "en" or "zh". A merge writer (merge.h): the job tree
+ * sop__merge_analyse built. Both return a malloc'd string or NULL. */
 typedef char *(*sop_report_writer)(const sop_value *report, const sop_evidence *ev,
                                    const char *lang);
 typedef char *(*sop_merge_writer)(const sop_value *job, const char *lang);
@@ -21,14 +21,5 @@ typedef struct {
 
 /* The row of fmt, or NULL for a value outside the table. */
 const sop_format_row *sop__format_row(sop_format fmt);
-
-/* The writers the table names (report.c, html.c, merge_render.c). */
-char *sop__report_md(const sop_value *report, const sop_evidence *ev, const char *lang);
-char *sop__report_json(const sop_value *report, const sop_evidence *ev, const char *lang);
-char *sop__report_text(const sop_value *report, const sop_evidence *ev, const char *lang);
-char *sop__report_html(const sop_value *report, const sop_evidence *ev, const char *lang);
-char *sop__merge_md(const sop_value *job, const char *lang);
-char *sop__merge_json(const sop_value *job, const char *lang);
-char *sop__merge_text(const sop_value *job, const char *lang);
 
 #endif

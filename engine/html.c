@@ -10,7 +10,7 @@
 #include "dwidth.h"
 #include "engine.h"
 #include "escape.h"
-#include "format.h"
+#include "report_writers.h"
 
 static const char *text_of(const sop_value *obj, const char *key, const char *lang)
 {

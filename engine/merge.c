@@ -11,8 +11,8 @@
 #include <string.h>
 
 #include "engine.h"
-#include "format.h"
 #include "json.h"
+#include "merge.h"
 #include "merge_int.h"
 #include "merge_wait.h"
 #include "severity.h"
@@ -426,7 +426,7 @@ static sop_value *explaining(const mrank *r, const rule_row *rows, size_t nrows,
 }
 
 /* The job tree: the JSON form of the merged report. */
-static sop_value *analyse(const sop_merge *m, const char *lang, bool *problem)
+sop_value *sop__merge_analyse(const sop_merge *m, const char *lang, bool *problem)
 {
     size_t n = m->n;
     mrank *r = n ? malloc(n * sizeof *r) : NULL;
@@ -774,25 +774,4 @@ static sop_value *analyse(const sop_merge *m, const char *lang, bool *problem)
     free(rows);
     free(r);
     return job;
-}
-
-int sop_merge_render(const sop_merge *m, sop_format fmt, const char *lang, char **out, int *problem)
-{
-    const sop_format_row *row = sop__format_row(fmt);
-    if (!m || !out || !row || !row->merge)
-        return SOP_EINVAL;
-    if (!lang || strcmp(lang, "zh") != 0)
-        lang = "en";
-    bool prob = false;
-    sop_value *job = analyse(m, lang, &prob);
-    if (!job)
-        return SOP_ENOMEM;
-    char *s = row->merge(job, lang);
-    sop__v_free(job);
-    if (!s)
-        return SOP_ENOMEM;
-    *out = s;
-    if (problem)
-        *problem = prob;
-    return SOP_OK;
 }

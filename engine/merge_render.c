@@ -8,8 +8,8 @@
 #include <string.h>
 
 #include "engine.h"
-#include "format.h"
 #include "json.h"
+#include "merge.h"
 #include "merge_int.h"
 #include "merge_wait.h"
 #include "severity.h"

@@ -7,9 +7,9 @@
 
 #include "engine.h"
 #include "escape.h"
-#include "format.h"
 #include "json.h"
 #include "rank.h"
+#include "report_writers.h"
 #include "severity.h"
 #include "strbuf.h"
 
