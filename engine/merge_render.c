@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "engine.h"
+#include "escape.h"
 #include "json.h"
 #include "merge.h"
 #include "merge_int.h"
