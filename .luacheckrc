@@ -4,6 +4,6 @@
 std = "lua54"
 max_line_length = 120
 read_globals = {
-  "thresholds", "rule", "hit", "clear", "unknown", -- the rule DSL
+  "thresholds", "explains", "rule", "hit", "clear", "unknown", -- the rule DSL
   "fmt", "kb", "pct",                              -- helpers: string.format, kB -> "1.2 GiB", percent
 }

@@ -239,6 +239,22 @@ thresholds {
   numa_min_mb = 1024,           -- ... out of at least this many MiB resident (numa_maps total)
 }
 
+-- A job-level merge (`sopctl merge`, `run --ranks`) compares key figures across ranks; when a
+-- rank's figure stands out, its findings of these rule families (a rule's `family`, by default
+-- the first part of its id) explain it and are listed first.
+explains {
+  cpu_pct = { "cpu", "gil", "numpy", "gc", "runtime", "logging" },
+  runnable_load = { "cpu" },
+  data_wait_frac = { "dataloader" },
+  dstate_frac = { "io", "checkpoint" },
+  rss_kb = { "mem", "memory", "oom" },
+  gil_frac = { "gil" },
+  loop_stretch_ms = { "asyncio" },
+  -- a rank whose GPU idles while the others' are busy: its input, its host side, or a sync
+  gpu_busy_frac = { "dataloader", "gpu", "cpu", "gil" },
+  collective_frac = { "dataloader", "cpu" },
+}
+
 -- The §1 decision tree, symptom → where to look; every pack runs on every run, and findings are
 -- sorted most severe first, so this order only breaks ties:
 --   killed by the kernel           → §2 system RAM (oom, memory, gc)

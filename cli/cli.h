@@ -15,9 +15,19 @@ int cmd_agents_md(int argc, char **argv);
 int cmd_merge(int argc, char **argv);
 int cmd_fleet(int argc, char **argv);
 
-/* --format md|json|text; -1 after printing why. */
+/* The format table's names for a command (cli/formats.c). takes: the SOP_FORMAT_* flags a
+ * format needs (SOP_FORMAT_REPORT for run, SOP_FORMAT_MERGE for merge and fleet). */
+#include <stddef.h>
+
 #include "sop.h"
-int cli_parse_format(const char *s, sop_format *fmt);
+/* The names, `first` (may be NULL, e.g. "auto") first, joined by sep and the last one by last
+ * ("md|json|text", "md, json or text"); returns buf. */
+const char *cli_format_names(unsigned takes, const char *first, const char *sep, const char *last,
+                             char *buf, size_t len);
+/* --format NAME: 0, or -1 after printing why (with `first` among the names listed). */
+int cli_parse_format(const char *s, unsigned takes, const char *first, sop_format *fmt);
+/* -o FILE: the format its extension names (.md, .json, .txt, .html), 0; -1 when none does. */
+int cli_format_of_path(const char *path, unsigned takes, sop_format *fmt);
 /* Render a merge to output (NULL: stdout); exit status 0/1, or 2 on a write error. */
 int cli_print_merge(const sop_merge *m, sop_format fmt, const char *lang, const char *output);
 int cmd_watch(int argc, char **argv);

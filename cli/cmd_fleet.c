@@ -327,7 +327,7 @@ int cmd_fleet(int argc, char **argv)
             }
             break;
         case 'f':
-            if (cli_parse_format(optarg, &fmt) != 0)
+            if (cli_parse_format(optarg, SOP_FORMAT_MERGE, NULL, &fmt) != 0)
                 return EXIT_USAGE;
             break;
         case 'l':
@@ -343,12 +343,15 @@ int cmd_fleet(int argc, char **argv)
         case 'S':
             remote = optarg;
             break;
-        case 'h':
+        case 'h': {
+            char names[160];
             printf("usage: sopctl fleet --slurm-job J [--duration S] [--timeout S]\n"
-                   "                    [--format md|json|text] [--lang en|zh] [-o FILE]\n"
+                   "                    [--format %s] [--lang en|zh] [-o FILE]\n"
                    "                    [--sopctl PATH]   (sopctl on the nodes; default: this "
-                   "one's path)\n");
+                   "one's path)\n",
+                   cli_format_names(SOP_FORMAT_MERGE, NULL, "|", "|", names, sizeof names));
             return EXIT_CLEAN;
+        }
         case ':':
             fprintf(stderr, "sopctl: option '%s' needs a value\n", argv[optind - 1]);
             return EXIT_USAGE;

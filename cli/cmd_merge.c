@@ -12,21 +12,6 @@
 
 #define REPORTS_MAX (256u << 20)
 
-int cli_parse_format(const char *s, sop_format *fmt)
-{
-    if (strcmp(s, "md") == 0)
-        *fmt = SOP_FORMAT_MD;
-    else if (strcmp(s, "json") == 0)
-        *fmt = SOP_FORMAT_JSON;
-    else if (strcmp(s, "text") == 0)
-        *fmt = SOP_FORMAT_TEXT;
-    else {
-        fprintf(stderr, "sopctl: --format: '%s' is not md, json or text\n", s);
-        return -1;
-    }
-    return 0;
-}
-
 int cli_print_merge(const sop_merge *m, sop_format fmt, const char *lang, const char *output)
 {
     char *out = NULL;
@@ -71,7 +56,7 @@ int cmd_merge(int argc, char **argv)
     while (status == EXIT_CLEAN && (c = getopt_long(argc, argv, ":f:l:o:m:h", opts, NULL)) != -1) {
         switch (c) {
         case 'f':
-            if (cli_parse_format(optarg, &fmt) != 0)
+            if (cli_parse_format(optarg, SOP_FORMAT_MERGE, NULL, &fmt) != 0)
                 status = EXIT_USAGE;
             break;
         case 'l':
@@ -91,13 +76,16 @@ int cmd_merge(int argc, char **argv)
             sop_merge_add_missing(m, optarg, eq ? eq + 1 : "no report");
             break;
         }
-        case 'h':
-            printf("usage: sopctl merge [--format md|json|text] [--lang en|zh] [-o FILE]\n"
+        case 'h': {
+            char names[160];
+            printf("usage: sopctl merge [--format %s] [--lang en|zh] [-o FILE]\n"
                    "                    [--missing NODE[=REASON]]... REPORT.json... | -\n"
                    "  REPORT.json: `sopctl run --format json` reports (one or several per file,\n"
-                   "  e.g. from `run --ranks`); - reads them from stdin\n");
+                   "  e.g. from `run --ranks`); - reads them from stdin\n",
+                   cli_format_names(SOP_FORMAT_MERGE, NULL, "|", "|", names, sizeof names));
             sop_merge_free(m);
             return EXIT_CLEAN;
+        }
         case ':':
             fprintf(stderr, "sopctl: option '%s' needs a value\n", argv[optind - 1]);
             status = EXIT_USAGE;

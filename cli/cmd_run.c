@@ -67,7 +67,7 @@ int cmd_run(int argc, char **argv)
     int no_site = 0, ranks = 0;
     const char *slurm_job = NULL;
     sop_format fmt = SOP_FORMAT_MD;
-    bool fmt_auto = true, all = false, html = false;
+    bool fmt_auto = true, all = false;
     const char *output = NULL;
     cli_color color = CLI_COLOR_AUTO;
     sop_collect_opts co;
@@ -110,20 +110,8 @@ int cmd_run(int argc, char **argv)
             break;
         case 'f':
             fmt_auto = strcmp(optarg, "auto") == 0;
-            html = strcmp(optarg, "html") == 0;
-            if (fmt_auto || html)
-                break;
-            if (strcmp(optarg, "md") == 0)
-                fmt = SOP_FORMAT_MD;
-            else if (strcmp(optarg, "json") == 0)
-                fmt = SOP_FORMAT_JSON;
-            else if (strcmp(optarg, "text") == 0)
-                fmt = SOP_FORMAT_TEXT;
-            else {
-                fprintf(stderr, "sopctl: --format: '%s' is not auto, md, json, text or html\n",
-                        optarg);
+            if (!fmt_auto && cli_parse_format(optarg, SOP_FORMAT_REPORT, "auto", &fmt) != 0)
                 return EXIT_USAGE;
-            }
             break;
         case 'l':
             if (strcmp(optarg, "en") != 0 && strcmp(optarg, "zh") != 0) {
@@ -142,15 +130,18 @@ int cmd_run(int argc, char **argv)
         case 'H':
             co.probes |= SOP_PROBE_HEAP;
             break;
-        case 'h':
+        case 'h': {
+            char names[160];
             printf("usage: sopctl run [RULES.lua] (--pid N | --evidence FILE |\n"
                    "                  --ranks [--pid LAUNCHER] [--slurm-job J]) [--duration S]\n"
-                   "                  [--rate HZ] [--format auto|md|json|text|html] [-o FILE]\n"
+                   "                  [--rate HZ] [--format %s] [-o FILE]\n"
                    "                  [--color auto|never|always] [--all] [--lang en|zh]\n"
                    "                  [--set KEY=VALUE]... [--site FILE | --no-site] [--heap]\n"
                    "                  (default site: $SOP_SITE, else " SOP_SITE_DEFAULT
-                   " if present)\n");
+                   " if present)\n",
+                   cli_format_names(SOP_FORMAT_REPORT, "auto", "|", "|", names, sizeof names));
             return EXIT_CLEAN;
+        }
         default: {
             int st = cli_window_opt(c, optarg, argv[optind - 1], &pid, &co.duration_s, &co.rate_hz);
             if (st != EXIT_CLEAN)
@@ -174,11 +165,22 @@ int cmd_run(int argc, char **argv)
         fprintf(stderr, "sopctl: --ranks diagnoses live processes; it does not take --evidence\n");
         return EXIT_USAGE;
     }
-    if (html)
+    /* --ranks merges the ranks' reports: a format the merge does not render is refused */
+    unsigned takes = ranks ? SOP_FORMAT_MERGE : SOP_FORMAT_REPORT;
+    if (output && fmt_auto) { /* a file is not a terminal: by its name, else Markdown */
+        fmt_auto = false;
+        if (cli_format_of_path(output, takes, &fmt) != 0)
+            fmt = SOP_FORMAT_MD;
+    }
+    if (ranks && !(sop_format_at(fmt)->flags & SOP_FORMAT_MERGE)) {
+        char names[160];
+        fprintf(stderr, "sopctl: --ranks renders %s, not %s\n",
+                cli_format_names(SOP_FORMAT_MERGE, NULL, ", ", " or ", names, sizeof names),
+                sop_format_at(fmt)->name);
+        return EXIT_USAGE;
+    }
+    if (sop_format_at(fmt)->flags & SOP_FORMAT_PICTURES)
         co.flags |= SOP_COLLECT_PICTURES;
-    if (output && fmt_auto) /* a file is not a terminal: by its name, else Markdown */
-        fmt_auto = false,
-        html = strlen(output) > 5 && !strcmp(output + strlen(output) - 5, ".html");
     if (!ranks && (pid > 0) == (evidence != NULL)) {
         fprintf(stderr, "sopctl: run needs exactly one of --pid N or --evidence FILE\n");
         return EXIT_USAGE;
@@ -225,15 +227,13 @@ int cmd_run(int argc, char **argv)
         char *out = NULL;
         rc = sop_evaluate(e, ev, &r);
         bool term = fmt_auto && isatty(STDOUT_FILENO);
-        if (rc == 0 && html)
-            rc = sop_report_render_html(r, ev, lang, &out);
-        else if (rc == 0 && term)
+        if (rc == 0 && term)
             rc = sop_report_render_term(r, lang, cli_term_width(STDOUT_FILENO),
                                         (cli_use_color(color, STDOUT_FILENO) ? SOP_TERM_COLOR : 0) |
                                             (all ? SOP_TERM_ALL : 0),
                                         &out);
         else if (rc == 0)
-            rc = sop_report_render(r, fmt, lang, &out);
+            rc = sop_report_render_with(r, ev, fmt, lang, &out);
         if (rc != 0) {
             cli_print_error("evaluate", rc, e);
             status = EXIT_USAGE;

@@ -4,7 +4,6 @@
  * path. /metrics, /report and /healthz on --listen (cli/http.c). The target's exit ends the
  * watch with a post-mortem; a pid taken over by another process is detected (its start time)
  * and not followed; SIGTERM/SIGINT stop it cleanly. Depends on sop.h, cli/http.h and libc. */
-#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <getopt.h>
@@ -99,66 +98,12 @@ static double now_unix(void)
     return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
 }
 
-/* Does the thread group of pid still have a live task? (Its leader is a zombie: the main
- * thread exited with pthread_exit while other threads run on. The process is alive.) */
-static bool live_task_besides_leader(int pid)
-{
-    char path[64];
-    snprintf(path, sizeof path, "/proc/%d/task", pid);
-    DIR *d = opendir(path);
-    if (!d)
-        return false;
-    bool live = false;
-    struct dirent *de;
-    for (int n = 0; !live && n < 65536 && (de = readdir(d)) != NULL; n++) {
-        int tid = atoi(de->d_name);
-        if (tid <= 0 || tid == pid)
-            continue;
-        char stat[512];
-        snprintf(path, sizeof path, "/proc/%d/task/%d/stat", pid, tid);
-        int fd = open(path, O_RDONLY | O_CLOEXEC);
-        if (fd < 0)
-            continue;
-        ssize_t k = read(fd, stat, sizeof stat - 1);
-        close(fd);
-        if (k <= 0)
-            continue;
-        stat[k] = '\0';
-        const char *p = strrchr(stat, ')');
-        live = p && p[1] == ' ' && p[2] != 'Z' && p[2] != 'X';
-    }
-    closedir(d);
-    return live;
-}
-
-/* starttime (field 22) of /proc/PID/stat; 0 when the process is gone or a zombie (a zombie
- * leader whose other threads run on is a live process). */
+/* starttime of /proc/PID/stat; 0 when the process is gone or a zombie (a zombie leader whose
+ * other threads run on is a live process). */
 static unsigned long long start_ticks_of(int pid)
 {
-    char path[64], buf[1024];
-    snprintf(path, sizeof path, "/proc/%d/stat", pid);
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
-    if (fd < 0)
-        return 0;
-    ssize_t n = read(fd, buf, sizeof buf - 1);
-    close(fd);
-    if (n <= 0)
-        return 0;
-    buf[n] = '\0';
-    char *p = strrchr(buf, ')'); /* comm may hold spaces and parentheses */
-    if (!p || p[1] != ' ')
-        return 0;
-    char state = p[2];
-    if ((state == 'Z' || state == 'X') && !live_task_besides_leader(pid))
-        return 0;
-    p += 2;
-    for (int field = 3; field < 22; field++) {
-        p = strchr(p, ' ');
-        if (!p)
-            return 0;
-        p++;
-    }
-    return strtoull(p, NULL, 10);
+    sop_process p;
+    return sop_process_read(pid, &p) == 0 && p.alive ? p.start_ticks : 0;
 }
 
 /* The name of path inside --out (the part after the last '/'). */
@@ -620,7 +565,7 @@ static char *serve(const cli_http_request *req, int *status, const char **type, 
         char *body = c->last_json ? strdup(c->last_json) : NULL;
         pthread_mutex_unlock(&c->mu);
         if (body) {
-            *type = "application/json";
+            *type = sop_format_at(SOP_FORMAT_JSON)->mime;
             return body;
         }
         *status = 503;

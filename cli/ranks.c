@@ -93,19 +93,10 @@ static void read_proc(int pid, proc_info *p)
     p->pid = pid;
     p->rank = p->local_rank = p->world = p->procid = p->localid = p->ntasks = -1;
     char path[64], buf[512];
-    snprintf(path, sizeof path, "/proc/%d/stat", pid);
-    size_t len = 0;
-    char *st = read_all(path, 4096, &len);
-    if (st) {
-        char *open_paren = strchr(st, '('), *close_paren = strrchr(st, ')');
-        if (open_paren && close_paren && close_paren > open_paren) {
-            size_t n = (size_t)(close_paren - open_paren - 1);
-            snprintf(p->comm, sizeof p->comm, "%.*s", (int)(n < 31 ? n : 31), open_paren + 1);
-            char state;
-            if (sscanf(close_paren + 1, " %c %d", &state, &p->ppid) != 2)
-                p->ppid = 0;
-        }
-        free(st);
+    sop_process sp;
+    if (sop_process_read(pid, &sp) == 0) {
+        snprintf(p->comm, sizeof p->comm, "%.*s", (int)sizeof p->comm - 1, sp.comm);
+        p->ppid = sp.ppid;
     }
     p->uid = (unsigned)-1;
     struct stat ps;
@@ -113,6 +104,7 @@ static void read_proc(int pid, proc_info *p)
     if (stat(path, &ps) == 0)
         p->uid = (unsigned)ps.st_uid; /* the process's (effective) owner */
     snprintf(path, sizeof path, "/proc/%d/environ", pid);
+    size_t len = 0;
     char *env = read_all(path, ENV_MAX, &len);
     for (size_t off = 0; env && off < len;) {
         const char *e = env + off;

@@ -14,24 +14,15 @@
 #include "bridge/schema.h"
 #include "clock.h"
 #include "engine.h"
+#include "format.h"
 #include "json.h"
+#include "merge.h"
 #include "missing.h"
 #include "procfs.h"
 #include "rules_doc.h"
 
 #define RULES_FILE_MAX (4u << 20)
 #define EVIDENCE_FILE_MAX (64u << 20)
-
-int sop__fail(sop_engine *e, int code, const char *fmt, ...)
-{
-    if (e) {
-        va_list ap;
-        va_start(ap, fmt);
-        vsnprintf(e->err, sizeof e->err, fmt, ap);
-        va_end(ap);
-    }
-    return code;
-}
 
 static void clear_error(sop_engine *e)
 {
@@ -496,16 +487,49 @@ void sop_report_free(sop_report *r)
     free(r);
 }
 
-int sop_report_render(const sop_report *r, sop_format fmt, const char *lang, char **out)
+int sop_report_render_with(const sop_report *r, const sop_evidence *ev, sop_format fmt,
+                           const char *lang, char **out)
 {
-    if (!r || !out)
-        return SOP_EINVAL;
-    if (fmt != SOP_FORMAT_MD && fmt != SOP_FORMAT_JSON && fmt != SOP_FORMAT_TEXT)
+    const sop_format_row *row = sop__format_row(fmt);
+    if (!r || !out || !row || !row->report)
         return SOP_EINVAL;
     if (lang && strcmp(lang, "en") != 0 && strcmp(lang, "zh") != 0)
         return SOP_EINVAL;
-    *out = sop__report_render(r->tree, fmt, lang ? lang : "en");
+    *out = row->report(r->tree, ev, lang ? lang : "en");
     return *out ? SOP_OK : SOP_ENOMEM;
+}
+
+int sop_report_render(const sop_report *r, sop_format fmt, const char *lang, char **out)
+{
+    return sop_report_render_with(r, NULL, fmt, lang, out);
+}
+
+int sop_merge_render(const sop_merge *m, sop_format fmt, const char *lang, char **out, int *problem)
+{
+    const sop_format_row *row = sop__format_row(fmt);
+    if (!m || !out || !row || !row->merge)
+        return SOP_EINVAL;
+    if (!lang || strcmp(lang, "zh") != 0)
+        lang = "en";
+    bool prob = false;
+    sop_value *job = sop__merge_analyse(m, lang, &prob);
+    if (!job)
+        return SOP_ENOMEM;
+    char *s = row->merge(job, lang);
+    sop__v_free(job);
+    if (!s)
+        return SOP_ENOMEM;
+    *out = s;
+    if (problem)
+        *problem = prob;
+    return SOP_OK;
+}
+
+int sop_report_render_html(const sop_report *r, const sop_evidence *ev, const char *lang,
+                           char **out)
+{
+    return sop_report_render_with(r, ev, SOP_FORMAT_HTML,
+                                  lang && strcmp(lang, "zh") == 0 ? "zh" : "en", out);
 }
 
 int sop_report_has_problem(const sop_report *r)
@@ -539,13 +563,25 @@ int sop_diagnose(sop_engine *e, int pid, const sop_collect_opts *opts, sop_forma
         *problem = 0;
     if (!e->loaded)
         return sop__fail(e, SOP_ENORULES, "no rules loaded");
+    const sop_format_row *row = sop__format_row(fmt);
+    if (!row || !row->report)
+        return sop__fail(e, SOP_EINVAL, "not a report format");
+    sop_collect_opts with;
+    if (row->info.flags & SOP_FORMAT_PICTURES) { /* the page draws the window */
+        if (opts)
+            with = *opts;
+        else
+            sop_collect_opts_init(&with);
+        with.flags |= SOP_COLLECT_PICTURES;
+        opts = &with;
+    }
     sop_evidence *ev = NULL;
     sop_report *r = NULL;
     int rc = sop_collect(e, pid ? pid : (int)getpid(), opts, &ev);
     if (rc == 0)
         rc = sop_evaluate(e, ev, &r);
     if (rc == 0) {
-        rc = sop_report_render(r, fmt, lang, out);
+        rc = sop_report_render_with(r, ev, fmt, lang, out);
         if (rc != 0)
             sop__fail(e, rc, "cannot render the report in this format/language");
         else if (problem)

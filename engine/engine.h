@@ -70,7 +70,9 @@ int sop__record_pictures(const struct sop_sampler *s, int pid, unsigned what, un
 /* The terminal layout (engine/report_term.c); malloc'd string or NULL. */
 char *sop__report_render_term(const sop_value *report, const char *lang, int width, bool color,
                               bool all);
-/* Render a report tree in fmt/lang; malloc'd string or NULL. */
+
+/* Render a report tree in fmt/lang through the format table (engine/format.c), without
+ * evidence; malloc'd string or NULL (also for a format that renders no report). */
 char *sop__report_render(const sop_value *report, sop_format fmt, const char *lang);
 
 /* Render a report tree (and the evidence tree, may be NULL) as OpenMetrics families, without

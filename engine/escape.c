@@ -272,3 +272,16 @@ void sop__esc_html(FILE *f, const char *s)
         i = nx;
     }
 }
+
+void sop__sb_put_escaped(sop_sb *b, const char *s, bool md_cell)
+{
+    if (md_cell)
+        sop__esc_md(b, s);
+    else
+        sop__esc_text(b, s);
+}
+
+char *sop__json_escape_controls(const char *json)
+{
+    return sop__esc_json_text(json);
+}

@@ -45,4 +45,12 @@ void sop__esc_html(FILE *f, const char *s);
  * escapes (cJSON leaves both raw): the result is valid JSON text. New malloc'd string or NULL. */
 char *sop__esc_json_text(const char *json);
 
+/* Kept from strbuf.h (the string buffer stays below the escapers): */
+/* Append s with C0 controls, DEL and C1 controls (U+0080..U+009F) written as \xNN / \u00NN,
+ * and, when md_cell, '|' as "\|" so a Markdown table cell stays one cell. */
+void sop__sb_put_escaped(sop_sb *b, const char *s, bool md_cell);
+/* Rewrite a JSON text so DEL and C1 controls inside it appear as \u escapes (cJSON leaves them
+ * raw). Returns a new malloc'd string or NULL; json is not freed. */
+char *sop__json_escape_controls(const char *json);
+
 #endif

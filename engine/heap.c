@@ -12,6 +12,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "escape.h"
 #include "json.h"
 #include "procfs.h"
 #include "sop.h"

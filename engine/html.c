@@ -10,6 +10,7 @@
 #include "dwidth.h"
 #include "engine.h"
 #include "escape.h"
+#include "report_writers.h"
 
 static const char *text_of(const sop_value *obj, const char *key, const char *lang)
 {
@@ -260,23 +261,19 @@ static void put_tasks(FILE *f, const sop_value *ev)
     }
 }
 
-int sop_report_render_html(const sop_report *r, const sop_evidence *ev, const char *lang,
-                           char **out)
+char *sop__report_html(const sop_value *report, const sop_evidence *ev, const char *lang)
 {
-    if (!r || !out)
-        return SOP_EINVAL;
-    *out = NULL;
     char *buf = NULL;
     size_t len = 0;
     FILE *f = open_memstream(&buf, &len);
     if (!f)
-        return SOP_ENOMEM;
+        return NULL;
     double pid = 0;
-    sop__v_get_num(sop__v_get(r->tree, "target"), "pid", &pid);
+    sop__v_get_num(sop__v_get(report, "target"), "pid", &pid);
     char title[64];
     snprintf(title, sizeof title, "sop report: pid %.0f", pid);
     sop__html_begin(f, title);
-    sop__html_report(f, r->tree, lang && strcmp(lang, "zh") == 0 ? "zh" : "en");
+    sop__html_report(f, report, lang);
     if (ev)
         put_tasks(f, ev->tree);
     if (ev && ev->pictures_html)
@@ -289,8 +286,7 @@ int sop_report_render_html(const sop_report *r, const sop_evidence *ev, const ch
     sop__html_end(f);
     if (fclose(f) != 0) {
         free(buf);
-        return SOP_ENOMEM;
+        return NULL;
     }
-    *out = buf;
-    return SOP_OK;
+    return buf;
 }

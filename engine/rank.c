@@ -10,6 +10,26 @@
 #include "bridge/schema.h"
 #include "rank.h"
 
+/* The evidence paths rank.c reads besides its figures' (below): test_rank checks every path
+ * against the schema (sop__rank_paths). */
+#define ENV_PATH "proc.env"
+
+/* The object at a path of plain segments ("proc.env"); NULL when a segment is absent. */
+static const sop_value *at(const sop_value *v, const char *path)
+{
+    for (int depth = 0; v && *path && depth < 8; depth++) {
+        size_t n = strcspn(path, ".");
+        char seg[64];
+        if (n >= sizeof seg)
+            return NULL;
+        memcpy(seg, path, n);
+        seg[n] = '\0';
+        v = sop__v_get(v, seg);
+        path += n + (path[n] ? 1 : 0);
+    }
+    return *path ? NULL : v;
+}
+
 /* A non-negative integer, or -1. */
 static long env_int(const sop_value *env, const char *name)
 {
@@ -68,7 +88,7 @@ static void rank_hand(sop_value *r, const sop_evk *row, const char *name, void *
 
 void sop__rank_identity(sop_value *ev)
 {
-    const sop_value *env = sop__v_get(sop__v_get(ev, "proc"), "env");
+    const sop_value *env = at(ev, ENV_PATH);
     if (!env)
         return;
     long rank = first_int(env, "RANK", "SLURM_PROCID");
@@ -89,37 +109,127 @@ void sop__rank_identity(sop_value *ev)
     sop__bridge_keys(r, &f, sop__evk_rank, sop__evk_rank_n, "", rank_hand, &c);
 }
 
-/* The window figure `key` of every sampled Python thread: their maximum or their sum. */
-static bool threads_window(const sop_value *ev, const char *key, bool sum, double *out)
+/* ---- the key figures: where each comes from, as evidence paths of the schema ---------------- */
+
+typedef enum {
+    FROM_VALUE, /* the value at the path */
+    FROM_MAX,   /* the largest over the path's array (python.threads[]) */
+    FROM_SUM,   /* their sum */
+} fig_from;
+
+typedef struct {
+    const char *figure; /* the key in the report's `figures` (engine/merge.c compares them) */
+    const char *path;   /* an evidence path of docs/evidence.md (test_rank checks the schema) */
+    fig_from from;
+    double per; /* figure = value / per */
+    double cap; /* at most (0: no cap) */
+} fig_source;
+
+/* The first source of a figure that has a value wins. */
+static const fig_source SOURCES[] = {
+    {"cpu_pct", "proc.cpu_pct", FROM_VALUE, 1, 0},
+    {"runnable_load", "sched.runnable_load", FROM_VALUE, 1, 0},
+    {"data_wait_frac", "python.loader.main_data_wait_frac", FROM_VALUE, 1, 0},
+    {"data_wait_frac", "python.threads[].window.data_wait_frac", FROM_MAX, 1, 0},
+    {"dstate_frac", "python.threads[].window.io_wait_frac", FROM_MAX, 1, 0},
+    {"rss_kb", "proc.rss_kb", FROM_VALUE, 1, 0},
+    {"gil_frac", "python.threads[].window.gil_frac", FROM_SUM, 1, 1},
+    {"loop_stretch_ms", "python.loop.longest_block_ms", FROM_VALUE, 1, 0},
+    {"loop_stretch_ms", "python.threads[].window.loop_longest_block_ms", FROM_MAX, 1, 0},
+    {"gpu_busy_frac", "gpu.busy_pct", FROM_VALUE, 100, 0},
+};
+#define NSOURCES (sizeof SOURCES / sizeof SOURCES[0])
+
+/* The step thread (the sampled thread most in collectives, else most in its own code) is
+ * chosen in STEP_ARRAY by STEP_BY then STEP_THEN; its window gives these figures. */
+#define STEP_ARRAY "python.threads"
+#define STEP_WINDOW STEP_ARRAY "[].window"
+#define STEP_BY STEP_WINDOW ".collective_frac"
+#define STEP_THEN STEP_WINDOW ".own_frac"
+typedef struct {
+    const char *figure, *path;
+    bool text;
+} step_source;
+static const step_source STEP[] = {
+    {"collective_frac", STEP_BY, false},
+    {"collective", STEP_WINDOW ".collective_op", true}, /* only while it waits in one */
+    {"collective_longest_ms", STEP_WINDOW ".collective_longest_ms", false},
+    {"own_frac", STEP_THEN, false},
+    {"own_frame", STEP_WINDOW ".own_frame", true},
+    {"own_frame_frac", STEP_WINDOW ".own_frame_frac", false},
+};
+#define NSTEP (sizeof STEP / sizeof STEP[0])
+#define WINDOW_PATH "sampling.window_s"
+
+size_t sop__rank_paths(const char **out, size_t cap)
 {
-    const sop_value *threads = sop__v_get(sop__v_get(ev, "python"), "threads");
-    bool any = false;
-    double acc = 0;
-    for (const sop_value *t = threads ? threads->child : NULL; t; t = t->next) {
-        double v = 0;
-        if (!sop__v_get_num(sop__v_get(t, "window"), key, &v))
-            continue;
-        acc = !any ? v : sum ? acc + v : (v > acc ? v : acc);
-        any = true;
-    }
-    if (any)
-        *out = acc;
-    return any;
+    size_t n = 0;
+    for (size_t i = 0; i < NSOURCES; i++)
+        if (n < cap)
+            out[n++] = SOURCES[i].path;
+    for (size_t i = 0; i < NSTEP; i++)
+        if (n < cap)
+            out[n++] = STEP[i].path;
+    static const char *const more[] = {WINDOW_PATH, ENV_PATH};
+    for (size_t i = 0; i < 2; i++)
+        if (n < cap)
+            out[n++] = more[i];
+    return n;
 }
 
-/* The rank's step thread: the sampled thread most in collectives, else the one most in the
- * program's own code; NULL when no thread has a window. */
-static const sop_value *step_thread(const sop_value *ev)
+/* Walk `path` (segments split on '.', "name[]" iterates an array) from v, folding the numbers
+ * found into *acc per `from`. Bounded: at most 8 segments of 63 bytes. */
+static void walk(const sop_value *v, const char *path, fig_from from, double *acc, bool *any,
+                 int depth)
 {
-    const sop_value *threads = sop__v_get(sop__v_get(ev, "python"), "threads");
+    if (!v || depth > 8)
+        return;
+    if (!*path) {
+        if (v->type != SOP_V_NUM)
+            return;
+        *acc = !*any ? v->num : from == FROM_SUM ? *acc + v->num : (v->num > *acc ? v->num : *acc);
+        *any = true;
+        return;
+    }
+    size_t n = strcspn(path, ".");
+    char seg[64];
+    if (n >= sizeof seg)
+        return;
+    memcpy(seg, path, n);
+    seg[n] = '\0';
+    const char *rest = path[n] ? path + n + 1 : path + n;
+    bool array = n > 2 && strcmp(seg + n - 2, "[]") == 0;
+    if (array)
+        seg[n - 2] = '\0';
+    const sop_value *c = sop__v_get(v, seg);
+    if (!array) {
+        walk(c, rest, from, acc, any, depth + 1);
+        return;
+    }
+    for (const sop_value *e = c && c->type == SOP_V_ARR ? c->child : NULL; e; e = e->next)
+        walk(e, rest, from, acc, any, depth + 1);
+}
+
+/* The last segment of a path: the key within its object. */
+static const char *leaf_key(const char *path)
+{
+    const char *dot = strrchr(path, '.');
+    return dot ? dot + 1 : path;
+}
+
+/* The step thread's window; NULL when no thread has one. */
+static const sop_value *step_window(const sop_value *ev)
+{
     const sop_value *best = NULL;
     double best_c = -1, best_o = -1;
+    const sop_value *threads = at(ev, STEP_ARRAY);
+    const char *win = leaf_key(STEP_WINDOW);
     for (const sop_value *t = threads ? threads->child : NULL; t; t = t->next) {
-        const sop_value *w = sop__v_get(t, "window");
+        const sop_value *w = sop__v_get(t, win);
         double c = 0, o = 0;
-        if (!sop__v_get_num(w, "collective_frac", &c))
+        if (!sop__v_get_num(w, leaf_key(STEP_BY), &c))
             continue;
-        sop__v_get_num(w, "own_frac", &o);
+        sop__v_get_num(w, leaf_key(STEP_THEN), &o);
         if (c > best_c || (c == best_c && o > best_o)) {
             best = w;
             best_c = c;
@@ -133,24 +243,24 @@ static const sop_value *step_thread(const sop_value *ev)
  * longest run in one, its share in its own code and the hottest own frame, and the window. */
 static void collective_figures(sop_value *f, const sop_value *ev)
 {
-    const sop_value *w = step_thread(ev);
-    double v = 0;
-    if (!w || !sop__v_get_num(w, "collective_frac", &v))
+    const sop_value *w = step_window(ev);
+    double v = 0, coll = 0;
+    if (!w || !sop__v_get_num(w, leaf_key(STEP_BY), &coll))
         return;
-    sop__v_set_dbl(f, "collective_frac", v);
-    const char *op = sop__v_get_str(w, "collective_op");
-    if (op && v > 0)
-        sop__v_set_str(f, "collective", op);
-    if (sop__v_get_num(w, "collective_longest_ms", &v))
-        sop__v_set_dbl(f, "collective_longest_ms", v);
-    if (sop__v_get_num(w, "own_frac", &v))
-        sop__v_set_dbl(f, "own_frac", v);
-    const char *own = sop__v_get_str(w, "own_frame");
-    if (own)
-        sop__v_set_str(f, "own_frame", own);
-    if (sop__v_get_num(w, "own_frame_frac", &v))
-        sop__v_set_dbl(f, "own_frame_frac", v);
-    if (sop__v_get_num(sop__v_get(ev, "sampling"), "window_s", &v))
+    for (size_t i = 0; i < NSTEP; i++) {
+        const char *key = leaf_key(STEP[i].path);
+        if (STEP[i].text) {
+            const char *s = sop__v_get_str(w, key);
+            if (s && (strcmp(STEP[i].figure, "collective") != 0 || coll > 0))
+                sop__v_set_str(f, STEP[i].figure, s);
+        } else if (sop__v_get_num(w, key, &v)) {
+            sop__v_set_dbl(f, STEP[i].figure, v);
+        }
+    }
+    v = 0;
+    bool any = false;
+    walk(ev, WINDOW_PATH, FROM_VALUE, &v, &any, 0);
+    if (any)
         sop__v_set_dbl(f, "window_s", v);
 }
 
@@ -159,27 +269,18 @@ sop_value *sop__rank_figures(const sop_value *ev)
     sop_value *f = sop__v_obj();
     if (!f)
         return NULL;
-    const sop_value *proc = sop__v_get(ev, "proc");
-    const sop_value *py = sop__v_get(ev, "python");
-    double v = 0;
-    if (sop__v_get_num(proc, "cpu_pct", &v))
-        sop__v_set_dbl(f, "cpu_pct", v);
-    if (sop__v_get_num(sop__v_get(ev, "sched"), "runnable_load", &v))
-        sop__v_set_dbl(f, "runnable_load", v);
-    if (sop__v_get_num(sop__v_get(py, "loader"), "main_data_wait_frac", &v) ||
-        threads_window(ev, "data_wait_frac", false, &v))
-        sop__v_set_dbl(f, "data_wait_frac", v);
-    if (threads_window(ev, "io_wait_frac", false, &v))
-        sop__v_set_dbl(f, "dstate_frac", v);
-    if (sop__v_get_num(proc, "rss_kb", &v))
-        sop__v_set_dbl(f, "rss_kb", v);
-    if (threads_window(ev, "gil_frac", true, &v))
-        sop__v_set_dbl(f, "gil_frac", v > 1 ? 1 : v);
-    if (sop__v_get_num(sop__v_get(py, "loop"), "longest_block_ms", &v) ||
-        threads_window(ev, "loop_longest_block_ms", false, &v))
-        sop__v_set_dbl(f, "loop_stretch_ms", v);
-    if (sop__v_get_num(sop__v_get(ev, "gpu"), "busy_pct", &v))
-        sop__v_set_dbl(f, "gpu_busy_frac", v / 100);
+    for (size_t i = 0; i < NSOURCES; i++) {
+        const fig_source *s = &SOURCES[i];
+        if (sop__v_get(f, s->figure))
+            continue; /* an earlier source gave it */
+        double v = 0;
+        bool any = false;
+        walk(ev, s->path, s->from, &v, &any, 0);
+        if (!any)
+            continue;
+        v /= s->per;
+        sop__v_set_dbl(f, s->figure, s->cap > 0 && v > s->cap ? s->cap : v);
+    }
     collective_figures(f, ev);
     if (f->count == 0) {
         sop__v_free(f);

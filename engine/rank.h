@@ -17,4 +17,9 @@ void sop__rank_identity(sop_value *ev);
  * gil_frac, loop_stretch_ms. Absent evidence gives an absent figure. */
 sop_value *sop__rank_figures(const sop_value *ev);
 
+/* The evidence paths (docs/evidence.md, e.g. "python.threads[].window.gil_frac") rank.c reads:
+ * at most cap into out; returns how many. For the test that checks them against the schema. */
+#include <stddef.h>
+size_t sop__rank_paths(const char **out, size_t cap);
+
 #endif

@@ -9,6 +9,7 @@
 #include "escape.h"
 #include "json.h"
 #include "rank.h"
+#include "report_writers.h"
 #include "severity.h"
 #include "strbuf.h"
 
@@ -121,6 +122,9 @@ sop_value *sop__report_build(sop_value *verdicts, const sop_value *ev, double ru
     const sop_value *th = sop__v_get(verdicts, "thresholds");
     if (th)
         sop__v_set(r, "thresholds", copy(th));
+    const sop_value *explains = sop__v_get(verdicts, "explains"); /* the pack's explains{} */
+    if (explains)
+        sop__v_set(r, "explains", copy(explains));
     sop__v_free(verdicts);
 
     *problem = false;
@@ -334,8 +338,9 @@ static void put_lists(sop_sb *b, const sop_value *r, const labels *L, const char
     sop__sb_printf(b, "rules %.1f ms\n", rms);
 }
 
-static char *render_md(const sop_value *r, const char *lang)
+char *sop__report_md(const sop_value *r, const sop_evidence *ev, const char *lang)
 {
+    (void)ev;
     const labels *L = strcmp(lang, "zh") == 0 ? &ZH : &EN;
     sop_sb b = {0};
     put_header(&b, r, L, true);
@@ -366,8 +371,9 @@ static char *render_md(const sop_value *r, const char *lang)
     return sop__sb_take(&b);
 }
 
-static char *render_text(const sop_value *r, const char *lang)
+char *sop__report_text(const sop_value *r, const sop_evidence *ev, const char *lang)
 {
+    (void)ev;
     const labels *L = strcmp(lang, "zh") == 0 ? &ZH : &EN;
     sop_sb b = {0};
     put_header(&b, r, L, false);
@@ -403,21 +409,13 @@ static char *render_text(const sop_value *r, const char *lang)
     return sop__sb_take(&b);
 }
 
-char *sop__report_render(const sop_value *report, sop_format fmt, const char *lang)
+char *sop__report_json(const sop_value *report, const sop_evidence *ev, const char *lang)
 {
-    switch (fmt) {
-    case SOP_FORMAT_MD:
-        return render_md(report, lang);
-    case SOP_FORMAT_TEXT:
-        return render_text(report, lang);
-    case SOP_FORMAT_JSON: {
-        sop_value *resolved = resolve(report, lang);
-        if (!resolved)
-            return NULL;
-        char *json = sop__json_print(resolved, 1); /* escaped there (sop__esc_json_text) */
-        sop__v_free(resolved);
-        return json;
-    }
-    }
-    return NULL;
+    (void)ev;
+    sop_value *resolved = resolve(report, lang);
+    if (!resolved)
+        return NULL;
+    char *json = sop__json_print(resolved, 1); /* escaped there (sop__esc_json_text) */
+    sop__v_free(resolved);
+    return json;
 }

@@ -8,6 +8,7 @@
 
 #include "dwidth.h"
 #include "engine.h"
+#include "escape.h"
 #include "strbuf.h"
 
 typedef struct {

@@ -59,6 +59,44 @@ static int dsl_thresholds(lua_State *L)
     return 0;
 }
 
+/* explains{ figure = {family, ...} }: the rule families whose findings explain a key figure
+ * that a job-level merge compares across ranks (engine/merge.c): when a rank's figure stands
+ * out, its findings of those families are listed first. Exported with every report
+ * ("explains"); a finding carries its rule's family. A later call replaces the figures it
+ * names. */
+static int dsl_explains(lua_State *L)
+{
+    sop__rules_need_phase(L, "explains{}");
+    luaL_checktype(L, 1, LUA_TTABLE);
+    lua_settop(L, 1);
+    lua_rawgetp(L, LUA_REGISTRYINDEX, &K_EXPLAINS); /* 2 */
+    lua_pushnil(L);
+    while (lua_next(L, 1)) { /* -2 figure, -1 list */
+        size_t len = 0;
+        const char *k = lua_type(L, -2) == LUA_TSTRING ? lua_tolstring(L, -2, &len) : NULL;
+        if (!k || !valid_name(k, len, 0))
+            return luaL_error(L, "explains{}: figure names are strings of letters, digits, '_'");
+        lua_Integer n = lua_type(L, -1) == LUA_TTABLE ? (lua_Integer)lua_rawlen(L, -1) : 0;
+        if (n < 1 || n > 64)
+            return luaL_error(L, "explains{}: '%s' must be a list of 1 to 64 rule families", k);
+        lua_createtable(L, (int)n, 0);
+        for (lua_Integer j = 1; j <= n; j++) {
+            size_t fl = 0;
+            const char *fam =
+                lua_rawgeti(L, -2, j) == LUA_TSTRING ? lua_tolstring(L, -1, &fl) : NULL;
+            if (!fam || !valid_name(fam, fl, 1))
+                return luaL_error(L, "explains{}: '%s'[%d] must be a rule family like \"cpu\"", k,
+                                  (int)j);
+            lua_rawseti(L, -2, j);
+        }
+        lua_pushvalue(L, -3);
+        lua_insert(L, -2);
+        lua_rawset(L, 2);
+        lua_pop(L, 1);
+    }
+    return 0;
+}
+
 static int valid_severity(const char *s)
 {
     return s && (strcmp(s, "high") == 0 || strcmp(s, "warn") == 0 || strcmp(s, "info") == 0);
@@ -224,6 +262,19 @@ static int dsl_rule(lua_State *L)
         return luaL_error(L, "rule '%s': severity must be \"high\", \"warn\" or \"info\"", id);
     if (lua_type(L, 5) != LUA_TFUNCTION)
         return luaL_error(L, "rule '%s': check must be a function", id);
+    /* family: what kind of problem (explains{} names families); default the id's first part */
+    char family[MAX_NAME + 1];
+    size_t famlen = strcspn(id, ".");
+    if (lua_getfield(L, 1, "family") != LUA_TNIL) {
+        const char *fam = lua_type(L, -1) == LUA_TSTRING ? lua_tolstring(L, -1, &famlen) : NULL;
+        if (!fam || !valid_name(fam, famlen, 1))
+            return luaL_error(L, "rule '%s': family must be a name like \"cpu\"", id);
+        memcpy(family, fam, famlen);
+    } else {
+        memcpy(family, id, famlen);
+    }
+    family[famlen] = '\0';
+    lua_pop(L, 1);
 
     luaL_where(L, 1);
     size_t wl;
@@ -254,6 +305,8 @@ static int dsl_rule(lua_State *L)
         lua_pushvalue(L, 2 + i);
         lua_setfield(L, -2, fields[i]);
     }
+    lua_pushstring(L, family);
+    lua_setfield(L, -2, "family");
     rule_doc_fields(L, 1, lua_gettop(L), id);
     lua_rawseti(L, 8, (lua_Integer)lua_rawlen(L, 8) + 1);
     return 0;
@@ -634,6 +687,7 @@ static int sb_require(lua_State *L)
 }
 
 const luaL_Reg sop__rules_dsl_lib[] = {{"thresholds", dsl_thresholds},
+                                       {"explains", dsl_explains},
                                        {"rule", dsl_rule},
                                        {"hit", dsl_hit},
                                        {"clear", dsl_clear},

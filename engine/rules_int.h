@@ -74,7 +74,7 @@ struct sop_rules {
 /* Registry keys: the addresses of these members are the keys (defined in engine/rules.c). */
 extern const struct sop__rules_keys {
     char sandbox, rules, ids, defaults, modules, modcode, loaded, loading, p2r, r2p, proxy_mt,
-        th_mt, running, uses, paths, read_log;
+        th_mt, running, uses, paths, read_log, explains;
 } sop__rules_keys;
 #define K_SANDBOX (sop__rules_keys.sandbox)
 #define K_RULES (sop__rules_keys.rules)
@@ -92,6 +92,7 @@ extern const struct sop__rules_keys {
 #define K_USES (sop__rules_keys.uses)
 #define K_PATHS (sop__rules_keys.paths)       /* proxy -> its evidence path (reads check) */
 #define K_READ_LOG (sop__rules_keys.read_log) /* set of the paths the running rule read */
+#define K_EXPLAINS (sop__rules_keys.explains) /* explains{}: figure -> list of rule families */
 #define VERDICT_MT "sop.verdict"
 
 static inline sop_rules *R(lua_State *L)
@@ -131,7 +132,7 @@ void sop__rules_setup_state(lua_State *L, const sop_rules_module *modules);
 
 /* ---- engine/rules_dsl.c ------------------------------------------------------------------ */
 
-/* The DSL's globals: thresholds, rule, hit, clear, unknown, require, kb, pct. */
+/* The DSL's globals: thresholds, explains, rule, hit, clear, unknown, require, kb, pct. */
 extern const luaL_Reg sop__rules_dsl_lib[];
 /* The text fields of a hit, in the order a finding lists them. */
 #define HIT_TEXT_COUNT 5
@@ -144,5 +145,13 @@ void sop__rules_check_uses(lua_State *L);
 /* Push a new global environment for one chunk: a copy of the pristine sandbox. */
 void sop__rules_push_fresh_env(lua_State *L);
 int sop__rules_is_binary_chunk(const char *s, size_t len);
+
+/* rules.c, shared with rules_run.c: printf into err (may be NULL); the override entry of a
+ * threshold name (NULL when unknown); a Lua message "file:line: text" split into where (the
+ * "file:line" part) and the text returned (NULL when it has no such prefix). */
+void sop__rules_set_err(char *err, size_t errlen, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+const known_threshold *sop__rules_find_known(const sop_rules *r, const char *key);
+const char *sop__rules_split_where(const char *msg, char *where, size_t wlen);
 
 #endif

@@ -765,6 +765,7 @@ void sop__rules_setup_state(lua_State *L, const sop_rules_module *modules)
     new_registry_table(L, &K_RULES);
     new_registry_table(L, &K_IDS);
     new_registry_table(L, &K_DEFAULTS);
+    new_registry_table(L, &K_EXPLAINS);
     new_registry_table(L, &K_LOADED);
     new_registry_table(L, &K_P2R);
     new_registry_table(L, &K_R2P);

@@ -739,27 +739,7 @@ void sop__agg_tick(sop_agg *a)
     a->ntick = 0;
 }
 
-/* ---- threads, samples, the window ---------------------------------------------------- */
-
-sop_agg *sop__agg_new(void)
-{
-    sop_agg *a = calloc(1, sizeof *a);
-    if (!a)
-        return NULL;
-    a->thrs = sop__zalloc(SOP_AGG_MAX_THREADS, sizeof *a->thrs);
-    a->stacks = sop__zalloc(SOP_AGG_STACK_SLOTS, sizeof *a->stacks);
-    a->sites = sop__zalloc(SOP_AGG_SITES_MAX, sizeof *a->sites);
-    a->leaves = sop__zalloc(SOP_AGG_LEAF_SLOTS, sizeof *a->leaves);
-    a->tick = sop__zalloc(SOP_AGG_TICK_THREADS, sizeof *a->tick);
-    a->locks = sop__zalloc(SOP_AGG_LOCKS_MAX, sizeof *a->locks);
-    if (!a->thrs || !a->stacks || !a->sites || !a->leaves || !a->tick || !a->locks) {
-        sop__agg_free(a);
-        return NULL;
-    }
-    for (int g = 0; g < 3; g++)
-        a->gc_first[g] = a->gc_last[g] = SOP_NA;
-    return a;
-}
+/* ---- samples, the window (its threads: sample_agg_threads.c; queries: sample_agg_query.c) */
 
 void sop__agg_free(sop_agg *a)
 {
@@ -784,43 +764,6 @@ void sop__agg_free(sop_agg *a)
     free(a->timeline);
     free(a->lines);
     free(a);
-}
-
-void sop__agg_keep_timeline(sop_agg *a)
-{
-    a->keep_timeline = true;
-}
-
-void sop__agg_start(sop_agg *a, double t0_ms)
-{
-    for (int g = 0; g < 3; g++)
-        a->gc_first[g] = a->gc_last[g] = SOP_NA;
-    a->t0_ms = t0_ms;
-}
-
-int sop__agg_find_thread(const sop_agg *a, int proc, int tid)
-{
-    for (size_t i = 0; i < a->nthrs; i++)
-        if (a->thrs[i].proc == proc && a->thrs[i].tid == tid)
-            return (int)i;
-    return -1;
-}
-
-int sop__agg_add_thread(sop_agg *a, int proc, int tid, const char *name)
-{
-    if (a->nthrs >= SOP_AGG_MAX_THREADS)
-        return -1;
-    sop_agg_thread *t = &a->thrs[a->nthrs];
-    memset(t, 0, sizeof *t);
-    t->proc = proc;
-    t->tid = tid;
-    t->last_majflt = t->last_minflt = SOP_NA;
-    t->prev_cpu = SOP_NA;
-    snprintf(t->name, sizeof t->name, "%s", name ? name : "?");
-    for (char *c = t->name; *c; c++) /* the name is a frame of the collapsed stacks */
-        if (*c == ';' || *c == '\n')
-            *c = ':';
-    return (int)a->nthrs++;
 }
 
 void sop__agg_sample(sop_agg *a, int ti, const sop_pysample *p, double now_ms)
@@ -916,33 +859,6 @@ void sop__agg_sample(sop_agg *a, int ti, const sop_pysample *p, double now_ms)
     count_leaf(a, ti, p, run || p->gil, fresh_pages(t, p));
 }
 
-/* The collecting stretch (from its first collecting tick to the first tick it is not
- * collecting, as loop stretches) and the collection counters. */
-void sop__agg_gc(sop_agg *a, const sop_pygc *g, double now_ms)
-{
-    double now = now_ms;
-    a->gc_samples++;
-    if (g->collecting == 1) {
-        a->gc_collecting++;
-        if (!a->gc_in_stretch) {
-            a->gc_in_stretch = true;
-            a->gc_stretch_t0_ms = now;
-        }
-    } else if (a->gc_in_stretch) {
-        a->gc_in_stretch = false;
-        if (now - a->gc_stretch_t0_ms > a->gc_longest_ms)
-            a->gc_longest_ms = now - a->gc_stretch_t0_ms;
-    }
-    if (g->collections[0] != SOP_NA) {
-        if (a->gc_first[0] == SOP_NA) {
-            memcpy(a->gc_first, g->collections, sizeof a->gc_first);
-            a->gc_first_ms = now;
-        }
-        memcpy(a->gc_last, g->collections, sizeof a->gc_last);
-        a->gc_last_ms = now;
-    }
-}
-
 void sop__agg_finish(sop_agg *a, double end_ms)
 {
     for (size_t i = 0; i < a->nthrs; i++) {
@@ -951,120 +867,4 @@ void sop__agg_finish(sop_agg *a, double end_ms)
     }
     if (a->gc_in_stretch && end_ms - a->gc_stretch_t0_ms > a->gc_longest_ms)
         a->gc_longest_ms = end_ms - a->gc_stretch_t0_ms; /* still collecting at the window's end */
-}
-
-/* ---- queries ------------------------------------------------------------------------- */
-
-int sop__agg_top_stacks(const sop_agg *a, size_t ti, const sop_agg_stack **top, int n)
-{
-    int got = 0;
-    for (int k = 0; k < n; k++)
-        top[k] = NULL;
-    for (size_t i = 0; i < SOP_AGG_STACK_SLOTS; i++) {
-        const sop_agg_stack *e = &a->stacks[i];
-        if (!e->stack || e->thr != ti)
-            continue;
-        for (int k = 0; k < n; k++)
-            if (!top[k] || e->count > top[k]->count) {
-                memmove(&top[k + 1], &top[k], (size_t)(n - 1 - k) * sizeof top[0]);
-                top[k] = e;
-                break;
-            }
-    }
-    while (got < n && top[got])
-        got++;
-    return got;
-}
-
-int sop__agg_top_leaves(const sop_agg *a, size_t ti, const sop_agg_leaf **top, int n)
-{
-    int got = 0;
-    for (int k = 0; k < n; k++)
-        top[k] = NULL;
-    for (size_t i = 0; i < SOP_AGG_LEAF_SLOTS; i++) {
-        const sop_agg_leaf *e = &a->leaves[i];
-        if (!e->hash || e->thr != ti)
-            continue;
-        for (int k = 0; k < n; k++)
-            if (!top[k] || e->count > top[k]->count) {
-                memmove(&top[k + 1], &top[k], (size_t)(n - 1 - k) * sizeof top[0]);
-                top[k] = e;
-                break;
-            }
-    }
-    while (got < n && top[got])
-        got++;
-    return got;
-}
-
-const sop_agg_site *sop__agg_top_site(const sop_agg *a, size_t ti, int kind)
-{
-    const sop_agg_site *best = NULL;
-    for (size_t i = 0; i < a->nsites; i++) {
-        const sop_agg_site *e = &a->sites[i];
-        if (e->thr == ti && e->kind == kind && (!best || e->count > best->count))
-            best = e;
-    }
-    return best;
-}
-
-long sop__agg_stored(const sop_agg *a, size_t ti)
-{
-    long stored = 0;
-    for (size_t i = 0; i < SOP_AGG_STACK_SLOTS; i++)
-        if (a->stacks[i].stack && a->stacks[i].thr == ti)
-            stored += a->stacks[i].count;
-    return stored;
-}
-
-int sop__agg_entries(const sop_agg *a, size_t ti, sop_agg_entry *out, int n)
-{
-    sop_agg_entry v[64];
-    int nv = 0;
-    for (size_t i = 0; i < SOP_AGG_LEAF_SLOTS; i++) {
-        const sop_agg_leaf *e = &a->leaves[i];
-        if (!e->hash || e->thr != ti || !e->entry.func)
-            continue;
-        int k = 0;
-        while (k < nv && !(strcmp(v[k].entry->func, e->entry.func) == 0 &&
-                           strcmp(v[k].entry->file, e->entry.file) == 0))
-            k++;
-        if (k == nv) {
-            if (nv == (int)(sizeof v / sizeof v[0]))
-                continue;
-            memset(&v[nv], 0, sizeof v[nv]);
-            v[nv++].entry = &e->entry;
-        }
-        v[k].count += e->count;
-        v[k].active += e->active;
-        v[k].sites++;
-        if (e->active > v[k].top_active)
-            v[k].top_active = e->active;
-    }
-    int got = 0;
-    for (; got < n; got++) { /* the most sampled first */
-        int best = -1;
-        for (int k = 0; k < nv; k++)
-            if (v[k].count > 0 && (best < 0 || v[k].count > v[best].count))
-                best = k;
-        if (best < 0)
-            break;
-        out[got] = v[best];
-        v[best].count = 0;
-    }
-    return got;
-}
-
-bool sop__agg_thread_states(const sop_agg *a, int proc, int tid, sop_agg_states *out)
-{
-    memset(out, 0, sizeof *out);
-    int ti = sop__agg_find_thread(a, proc, tid);
-    if (ti < 0)
-        return false;
-    const sop_agg_thread *t = &a->thrs[ti];
-    out->n = t->n;
-    out->running = t->state_r;
-    out->io = t->state_d;
-    out->idle = t->n - t->state_r - t->state_d;
-    return true;
 }

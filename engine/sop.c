@@ -1,8 +1,12 @@
-/* sop.c — the small parts of the public API every other file leans on: error names, version,
- * sop_free. Depends on libc only. */
+/* sop.c — the small parts of the public API every other file leans on: error names, an
+ * engine's last error (sop__fail), version, sop_free. Depends on libc only. */
 #include "sop.h"
 
+#include <stdarg.h>
+#include <stdio.h>
 #include <stdlib.h>
+
+#include "engine.h"
 
 const char *sop_strerror(int code)
 {
@@ -31,4 +35,15 @@ unsigned sop_version_hex(void)
 void sop_free(void *p)
 {
     free(p);
+}
+
+int sop__fail(sop_engine *e, int code, const char *fmt, ...)
+{
+    if (e) {
+        va_list ap;
+        va_start(ap, fmt);
+        vsnprintf(e->err, sizeof e->err, fmt, ap);
+        va_end(ap);
+    }
+    return code;
 }

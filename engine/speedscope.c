@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "dwidth.h"
+#include "escape.h"
 #include "json.h"
 #include "sampler.h"
 #include "strbuf.h"

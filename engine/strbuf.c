@@ -1,6 +1,5 @@
-/* strbuf.c — growable string and the output escaping shared by all formats. Depends on libc. */
+/* strbuf.c — growable string (the escapers that write into it are escape.c). Depends on libc. */
 #include "strbuf.h"
-#include "escape.h"
 
 #include <stdarg.h>
 #include <stdio.h>
@@ -61,14 +60,6 @@ void sop__sb_printf(sop_sb *b, const char *fmt, ...)
     b->len += (size_t)n;
 }
 
-void sop__sb_put_escaped(sop_sb *b, const char *s, bool md_cell)
-{
-    if (md_cell)
-        sop__esc_md(b, s);
-    else
-        sop__esc_text(b, s);
-}
-
 char *sop__sb_take(sop_sb *b)
 {
     char *s = b->oom ? NULL : b->s;
@@ -83,9 +74,4 @@ char *sop__sb_take(sop_sb *b)
     b->len = b->cap = 0;
     b->oom = false;
     return s;
-}
-
-char *sop__json_escape_controls(const char *json)
-{
-    return sop__esc_json_text(json);
 }

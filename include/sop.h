@@ -91,7 +91,36 @@ SOP_API int sop_load_rules_string(sop_engine *e, const char *chunkname, const ch
 /* The default rule pack (rules.lua and plugins/) compiled into the library. */
 SOP_API int sop_load_rules_default(sop_engine *e);
 
-typedef enum { SOP_FORMAT_MD = 0, SOP_FORMAT_JSON = 1, SOP_FORMAT_TEXT = 2 } sop_format;
+/* The output formats. Each has one row in the format table (engine/format.c): its name (what
+ * --format and the Python binding take), file extension, MIME type, writers, and whether it
+ * renders a report, a merge, and the window's pictures. A new format is a value here and a row
+ * there. */
+typedef enum {
+    SOP_FORMAT_MD = 0,
+    SOP_FORMAT_JSON = 1,
+    SOP_FORMAT_TEXT = 2,
+    SOP_FORMAT_HTML = 3
+} sop_format;
+
+/* sop_format_info.flags */
+#define SOP_FORMAT_REPORT 0x1u /* sop_report_render takes it */
+#define SOP_FORMAT_MERGE 0x2u  /* sop_merge_render takes it */
+#define SOP_FORMAT_PICTURES                                                                        \
+    0x4u /* draws the window's pictures: collect with SOP_COLLECT_PICTURES */
+
+typedef struct {
+    sop_format format;
+    const char *name; /* "md", "json", "text", "html" */
+    const char *ext;  /* ".md", ... */
+    const char *mime; /* "text/markdown; charset=utf-8", ... */
+    unsigned flags;   /* SOP_FORMAT_REPORT | SOP_FORMAT_MERGE | SOP_FORMAT_PICTURES */
+} sop_format_info;
+
+/* The i-th row of the format table, in sop_format order (sop_format_at(fmt) describes fmt), or
+ * NULL past the end. Static: never freed. */
+SOP_API const sop_format_info *sop_format_at(size_t i);
+/* The row named `name` ("md", ...), or NULL. */
+SOP_API const sop_format_info *sop_format_find(const char *name);
 
 /* A site file: Lua run over the loaded pack, for local policy without editing the pack.
  *     thresholds { busy_thread_pct = 70 }   -- change a default (or declare a new one)
@@ -172,6 +201,18 @@ typedef struct {
 /* Fill opts with the defaults (duration 1 s, sampling at 100 Hz, every probe on, reserved
  * fields zero). */
 SOP_API void sop_collect_opts_init(sop_collect_opts *opts);
+
+/* Who a process is, from /proc/PID/stat (the probes' parser): enough for a tool to find ranks
+ * under a launcher or tell a restarted target from the one it watched. */
+typedef struct {
+    int pid, ppid;
+    char state;                     /* the leader's kernel letter: R S D Z T t I X */
+    char comm[64];                  /* escaped nowhere: control characters as the kernel has them */
+    unsigned long long start_ticks; /* starttime: clock ticks after boot */
+    int alive; /* 1: a task of the thread group runs (a zombie leader whose threads run on is) */
+} sop_process;
+/* Read pid's /proc/PID/stat into *out. 0, SOP_ENOTARGET (gone or unreadable), SOP_EINVAL. */
+SOP_API int sop_process_read(int pid, sop_process *out);
 
 /* Collect evidence about `pid` over opts->duration_s (blocking for that long). A pid that is
  * gone gives SOP_ENOTARGET, unless the kernel log holds an OOM kill of it: then *out is a
@@ -282,6 +323,10 @@ SOP_API void sop_report_free(sop_report *r);
 /* Render in `lang` ("en" or "zh"; NULL = "en"). *out owned by the caller (sop_free).
  * Control characters from the target are escaped in every format. */
 SOP_API int sop_report_render(const sop_report *r, sop_format fmt, const char *lang, char **out);
+/* The same, with the evidence the report was made from (may be NULL): a format that draws the
+ * window's pictures (SOP_FORMAT_PICTURES: html) takes them from ev. */
+SOP_API int sop_report_render_with(const sop_report *r, const sop_evidence *ev, sop_format fmt,
+                                   const char *lang, char **out);
 /* The report as a person at a terminal reads it (what `sopctl run` prints on a TTY): the §9
  * verdict and a one-line list of findings first, then each finding's details wrapped to
  * width_cols columns (display width: CJK takes two), then cleared/unknown checks as counts.
@@ -406,9 +451,10 @@ SOP_API int sop_merge_add_json(sop_merge *m, const char *source, const char *tex
 SOP_API int sop_merge_add_missing(sop_merge *m, const char *node, const char *reason);
 /* Number of reports merged so far. */
 SOP_API size_t sop_merge_count(const sop_merge *m);
-/* Render the job-level report (md, json or text; lang "en"/"zh"). *problem (may be NULL) gets 1
- * when a rank has a warn/high finding or a node or rank is missing. *out owned by the caller
- * (sop_free). Every string taken from a report is escaped for the format. */
+/* Render the job-level report (a format with SOP_FORMAT_MERGE: md, json or text; lang
+ * "en"/"zh"). *problem (may be NULL) gets 1 when a rank has a warn/high finding or a node or rank
+ * is missing. *out owned by the caller (sop_free). Every string taken from a report is escaped for
+ * the format. */
 SOP_API int sop_merge_render(const sop_merge *m, sop_format fmt, const char *lang, char **out,
                              int *problem);
 

@@ -229,6 +229,9 @@ double sop__proc_ticks_per_s(void);
 int sop__comm_read(const char *proc_root, int pid, int tid, char *out, size_t cap);
 /* cmdline as one line (sop__parse_cmdline), cut to cap; "" and -errno / -ENODATA when unread. */
 int sop__cmdline_read(const char *proc_root, int pid, char *out, size_t cap);
+/* /proc/PID/stat (tid 0) or /proc/PID/task/TID/stat into *out (sop__parse_stat). 0, or -errno
+ * / -ENODATA / -EINVAL when unread. */
+int sop__stat_read(const char *proc_root, int pid, int tid, sop_stat *out);
 /* When pid started, epoch seconds (stat starttime + boot time); NaN when unread. */
 double sop__start_time_read(const char *proc_root, int pid);
 /* /proc/PID/io into *out (SOP_NA where absent). 0, or -errno / -ENODATA when unread. */

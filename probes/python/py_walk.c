@@ -26,144 +26,11 @@
 #include "py_walk_int.h"
 #include "remote_mem.h"
 
-/* Text of the frames: chunks owned by the sop_python, freed with it. */
-struct sop_pystrings {
-    struct sop_pystrings *next;
-    size_t used, cap;
-    char data[];
-};
-
-static const char *pool_add(sop_python *py, const char *s)
-{
-    size_t n = strlen(s) + 1;
-    struct sop_pystrings *c = py->strings;
-    if (!c || c->cap - c->used < n) {
-        size_t cap = n > 60000 ? n : 60000;
-        c = malloc(sizeof *c + cap);
-        if (!c)
-            return NULL;
-        c->next = py->strings;
-        c->used = 0;
-        c->cap = cap;
-        py->strings = c;
-    }
-    char *d = c->data + c->used;
-    memcpy(d, s, n);
-    c->used += n;
-    return d;
-}
-
-/* Read len bytes of the chain at addr through the cache, noting it for the snapshot. */
-static int chain_read(walker *w, uint64_t addr, void *buf, size_t len)
-{
-    uint64_t before = w->mem.off_snapshot;
-    int r = sop__rmem_read(&w->mem, addr, buf, len);
-    w->chain_reads += w->mem.off_snapshot - before;
-    if (w->nchain < CHAIN_MAX) {
-        w->chain[w->nchain] = addr;
-        w->chain_len[w->nchain++] = len;
-    }
-    return r;
-}
-
 /* ---- small helpers ------------------------------------------------------------------- */
-
-static uint64_t rd64(const uint8_t *b, uint32_t off)
-{
-    uint64_t v;
-    memcpy(&v, b + off, sizeof v);
-    return v;
-}
 
 static bool set_add(uint64_t *set, size_t cap, uint64_t p)
 {
     return set_add_at(set, cap, p, NULL);
-}
-
-bool sop__pywalk_task_exists(const walker *w, int tid)
-{
-    char path[300];
-    snprintf(path, sizeof path, "%s/%d/task/%d", w->proc_root, w->pid, tid);
-    return access(path, F_OK) == 0;
-}
-
-/* The target's thread ids as its own PID namespace sees them (what native_thread_id and
- * glibc's struct pthread hold) mapped to ours, from the NSpid lines of
- * /proc/PID/task/TID/status. Only built when the target is in another PID namespace. */
-typedef struct {
-    int ns_tid, tid;
-} tid_pair;
-
-static bool in_other_pidns(const walker *w)
-{
-    char a[64] = "", b[64] = "", path[300];
-    snprintf(path, sizeof path, "%s/%d/ns/pid", w->proc_root, w->pid);
-    ssize_t na = readlink(path, a, sizeof a - 1);
-    ssize_t nb = readlink("/proc/self/ns/pid", b, sizeof b - 1);
-    return na > 0 && nb > 0 && strcmp(a, b) != 0;
-}
-
-static size_t ns_tid_map(const walker *w, tid_pair *map, size_t cap)
-{
-    char path[300];
-    snprintf(path, sizeof path, "%s/%d/task", w->proc_root, w->pid);
-    DIR *d = opendir(path);
-    if (!d)
-        return 0;
-    size_t n = 0;
-    struct dirent *de;
-    while (n < cap && (de = readdir(d)) != NULL) {
-        int tid = atoi(de->d_name);
-        if (tid <= 0)
-            continue;
-        char sp[320], buf[2048];
-        snprintf(sp, sizeof sp, "%s/%d/status", path, tid);
-        if (sop__read_small_at(AT_FDCWD, sp, buf, sizeof buf) <= 0)
-            continue;
-        const char *l = strstr(buf, "\nNSpid:");
-        if (!l)
-            continue;
-        const char *q = l + 8;
-        int64_t last = SOP_NA, v;
-        for (int k = 0; k < 32 && (v = sop__parse_i64(&q)) != SOP_NA; k++)
-            last = v;
-        if (last != SOP_NA && last > 0) {
-            map[n].ns_tid = (int)last;
-            map[n].tid = tid;
-            n++;
-        }
-    }
-    closedir(d);
-    return n;
-}
-
-/* OS state letter of a thread from /proc/PID/task/TID/stat; '?' when unreadable. */
-static char task_state(const walker *w, int tid)
-{
-    char path[300], buf[512];
-    snprintf(path, sizeof path, "%s/%d/task/%d/stat", w->proc_root, w->pid, tid);
-    long n = sop__read_small_at(AT_FDCWD, path, buf, sizeof buf);
-    if (n <= 0)
-        return '?';
-    char *rp = strrchr(buf, ')');
-    if (!rp || rp[1] != ' ' || !rp[2])
-        return '?';
-    return rp[2];
-}
-
-/* The thread's name as the kernel has it (pthread_setname_np, prctl): comm, no newline. */
-void sop__pywalk_task_comm(const walker *w, int tid, char *out, size_t cap)
-{
-    char path[300];
-    snprintf(path, sizeof path, "%s/%d/task/%d/comm", w->proc_root, w->pid, tid);
-    long n = sop__read_small_at(AT_FDCWD, path, out, cap);
-    if (n <= 0) {
-        out[0] = '\0';
-        return;
-    }
-    while (n > 0 && (out[n - 1] == '\n' || out[n - 1] == '\0'))
-        n--;
-    out[n] = '\0';
 }
 
 static void no_python(void *ctx, int tid)
@@ -204,7 +71,7 @@ static void collect_others(walker *w, sop_python *py, sop_native *nv, bool *ptra
         memset(o, 0, sizeof *o);
         o->tid = tid;
         sop__pywalk_task_comm(w, tid, o->name, sizeof o->name);
-        o->os_state = task_state(w, tid);
+        o->os_state = sop__pywalk_task_state(w, tid);
         if (!nv)
             continue;
         if (*ptrace_refused) {
@@ -225,104 +92,6 @@ static void collect_others(walker *w, sop_python *py, sop_native *nv, bool *ptra
 }
 
 /* ---- code objects ------------------------------------------------------------------- */
-
-void sop__pywalk_free_codes(walker *w)
-{
-    for (size_t i = 0; i < w->ncodes; i++)
-        free(w->codes[i].lines);
-    free(w->codes);
-    free(w->code_index);
-    w->codes = NULL;
-    w->code_index = NULL;
-    w->ncodes = w->codes_cap = 0;
-}
-
-static bool grow_codes(walker *w)
-{
-    size_t ncap = w->codes_cap ? w->codes_cap * 2 : 64;
-    code_entry *nc = realloc(w->codes, ncap * sizeof *nc);
-    if (!nc)
-        return false;
-    w->codes = nc;
-    w->codes_cap = ncap;
-    return true;
-}
-
-/* The cached decoding of the code object at `code`, or NULL with *err set. */
-code_entry *sop__pywalk_code(walker *w, uint64_t code, int *err)
-{
-    size_t i = hash_ptr(code) & (CODE_SLOTS - 1);
-    for (size_t k = 0; k < CODE_SLOTS; k++, i = (i + 1) & (CODE_SLOTS - 1)) {
-        uint32_t ix = w->code_index[i];
-        if (ix == 0)
-            break;
-        if (w->codes[ix - 1].addr == code)
-            return &w->codes[ix - 1];
-    }
-    if (w->ncodes >= CODE_SLOTS / 2) { /* full enough: start over rather than degrade */
-        for (size_t j = 0; j < w->ncodes; j++)
-            free(w->codes[j].lines);
-        memset(w->code_index, 0, CODE_SLOTS * sizeof *w->code_index);
-        w->ncodes = 0;
-        i = hash_ptr(code) & (CODE_SLOTS - 1);
-    }
-    const sop_pylayout *L = &w->L;
-    uint8_t buf[SOP_PYLAYOUT_MAX_CODE_READ];
-    if (L->co_read_size > sizeof buf) {
-        *err = -EINVAL;
-        return NULL;
-    }
-    int r = sop__rmem_read(&w->mem, code, buf, L->co_read_size);
-    if (r < 0) {
-        *err = r;
-        return NULL;
-    }
-    if (w->code_type && rd64(buf, L->ob_type) != w->code_type) {
-        *err = -EINVAL;
-        return NULL;
-    }
-    code_entry e;
-    memset(&e, 0, sizeof e);
-    char func[256], file[1024], bare[256];
-    uint64_t name = rd64(buf, L->co_qualname ? L->co_qualname : L->co_name);
-    uint64_t fileo = rd64(buf, L->co_filename);
-    uint64_t lines = rd64(buf, L->co_lines);
-    e.firstlineno = rd32(buf, L->co_firstlineno);
-    if ((r = sop__rmem_unicode(&w->mem, &L->str, name, func, sizeof func)) < 0 ||
-        (r = sop__rmem_unicode(&w->mem, &L->str, fileo, file, sizeof file)) < 0) {
-        *err = r;
-        return NULL;
-    }
-    /* A code object renamed with code.replace(co_name=...) keeps its old qualname (numpy < 1.25
-     * names every __array_function__ wrapper so: qualname "...decorator.<locals>.public_api",
-     * co_name "concatenate"). When the qualname's last part is not co_name, co_name is the
-     * name the function was given: show that. */
-    if (L->co_qualname && L->co_name &&
-        sop__rmem_unicode(&w->mem, &L->str, rd64(buf, L->co_name), bare, sizeof bare) >= 0 &&
-        bare[0]) {
-        const char *dot = strrchr(func, '.');
-        if (strcmp(dot ? dot + 1 : func, bare) != 0)
-            snprintf(func, sizeof func, "%s", bare);
-    }
-    if ((r = sop__rmem_bytes(&w->mem, &L->str, lines, MAX_LINETABLE_BYTES, &e.lines, &e.nlines)) <
-        0) {
-        *err = r == -E2BIG ? -EINVAL : r;
-        return NULL;
-    }
-    e.func = pool_add(w->py, func);
-    e.file = pool_add(w->py, file);
-    if (!e.func || !e.file || (w->ncodes == w->codes_cap && !grow_codes(w))) {
-        free(e.lines);
-        *err = -ENOMEM;
-        return NULL;
-    }
-    while (w->code_index[i] != 0)
-        i = (i + 1) & (CODE_SLOTS - 1);
-    e.addr = code;
-    w->codes[w->ncodes++] = e;
-    w->code_index[i] = (uint32_t)w->ncodes;
-    return &w->codes[w->ncodes - 1];
-}
 
 /* ---- frames ------------------------------------------------------------------------- */
 
@@ -369,19 +138,19 @@ static int walk_thread(walker *w, uint64_t tstate, sop_pythread *t, uint64_t *bo
     w->nchain = 0;
     w->chain_reads = 0;
     size_t tsz = L->ts_size < sizeof ts ? L->ts_size : sizeof ts;
-    int r = chain_read(w, tstate, ts, tsz);
+    int r = sop__pywalk_chain_read(w, tstate, ts, tsz);
     if (r < 0) {
         snprintf(why, whylen, "thread state unreadable (%s)", sop__strerror(-r));
         return r == -ESRCH ? r : -EAGAIN;
     }
-    t->thread_id = rd64(ts, L->ts_thread_id);
+    t->thread_id = sop__pywalk_rd64(ts, L->ts_thread_id);
     /* The thread's own idea of its tid (its PID namespace's); the caller maps and checks it
      * before it becomes t->tid. */
-    *raw_tid = L->ts_native_thread_id ? (int64_t)rd64(ts, L->ts_native_thread_id) : 0;
-    uint64_t f = rd64(ts, L->ts_frame);
+    *raw_tid = L->ts_native_thread_id ? (int64_t)sop__pywalk_rd64(ts, L->ts_native_thread_id) : 0;
+    uint64_t f = sop__pywalk_rd64(ts, L->ts_frame);
     if (L->frames == SOP_PYFRAME_CFRAME && f) {
         uint64_t cf = f;
-        if ((r = chain_read(w, cf + L->cf_current_frame, &f, sizeof f)) < 0) {
+        if ((r = sop__pywalk_chain_read(w, cf + L->cf_current_frame, &f, sizeof f)) < 0) {
             snprintf(why, whylen, "cframe unreadable (%s)", sop__strerror(-r));
             return r == -ESRCH ? r : -EAGAIN;
         }
@@ -417,10 +186,10 @@ static int walk_thread(walker *w, uint64_t tstate, sop_pythread *t, uint64_t *bo
         int64_t addr_bytes;
         bool entry = true, skip = false;
         if (L->frames == SOP_PYFRAME_OBJECT) {
-            if ((r = chain_read(w, f, fb, fo_len)) < 0)
+            if ((r = sop__pywalk_chain_read(w, f, fb, fo_len)) < 0)
                 goto unreadable;
-            code = rd64(fb, L->fo_code);
-            prev = rd64(fb, L->fo_back);
+            code = sop__pywalk_rd64(fb, L->fo_code);
+            prev = sop__pywalk_rd64(fb, L->fo_back);
             int lasti = rd32(fb, L->fo_lasti);
             addr_bytes = L->lines == SOP_PYLINES_310 ? (int64_t)lasti * 2 : lasti;
             if (L->fo_state) {
@@ -430,7 +199,7 @@ static int walk_thread(walker *w, uint64_t tstate, sop_pythread *t, uint64_t *bo
                  * frame must be executing). Not a lone frame: one just taken off the free
                  * list is alive before its f_back is set, and the list's last link is NULL.
                  * Older frames are mid-call. */
-                int64_t refcnt = (int64_t)rd64(fb, 0);
+                int64_t refcnt = (int64_t)sop__pywalk_rd64(fb, 0);
                 int8_t st = (int8_t)fb[L->fo_state];
                 bool live = (L->fo_state_enum ? (st == 0 || st == 2) : st == 1) ||
                             (depth == 0 && prev != 0);
@@ -442,11 +211,11 @@ static int walk_thread(walker *w, uint64_t tstate, sop_pythread *t, uint64_t *bo
                 }
             }
         } else {
-            if ((r = chain_read(w, f, fb, L->if_owner + 1)) < 0)
+            if ((r = sop__pywalk_chain_read(w, f, fb, L->if_owner + 1)) < 0)
                 goto unreadable;
-            code = rd64(fb, L->if_code);
-            prev = rd64(fb, L->if_previous);
-            uint64_t instr = rd64(fb, L->if_instr);
+            code = sop__pywalk_rd64(fb, L->if_code);
+            prev = sop__pywalk_rd64(fb, L->if_previous);
+            uint64_t instr = sop__pywalk_rd64(fb, L->if_instr);
             int owner = fb[L->if_owner];
             addr_bytes = (int64_t)(instr - (code + L->co_code_adaptive));
             if (L->if_is_entry >= 0)
@@ -547,96 +316,6 @@ int sop__pywalk_use_runtime(walker *w, const sop_pyruntime *found, sop_python *p
 }
 
 /* ---- GIL and GC ---------------------------------------------------------------------- */
-
-/* The thread state holding the GIL of `interp` (0 when released). */
-uint64_t sop__pywalk_gil_holder(walker *w, uint64_t interp)
-{
-    const sop_pylayout *L = &w->L;
-    uint64_t base, locked_at, holder_at;
-    if (L->is_ceval_gil_ptr) {
-        if (sop__rmem_read_direct(&w->mem, interp + L->is_ceval_gil_ptr, &base, 8) < 0 || !base)
-            return 0;
-        locked_at = base + L->gil_locked;
-        holder_at = base + L->gil_last_holder;
-    } else {
-        locked_at = w->runtime + L->rt_gil_locked;
-        holder_at = w->runtime + L->rt_gil_last_holder;
-    }
-    int32_t locked;
-    uint64_t holder;
-    if (sop__rmem_read_direct(&w->mem, locked_at, &locked, sizeof locked) < 0 || locked != 1)
-        return 0;
-    if (sop__rmem_read_direct(&w->mem, holder_at, &holder, sizeof holder) < 0)
-        return 0;
-    return holder;
-}
-
-/* generation_stats[g].collections from a read _gc_runtime_state, when the layout places the
- * array right before `collecting` (every known version) and the counts are plausible. */
-void sop__pywalk_gc_collections(const sop_pylayout *L, const uint8_t *b, int64_t out[3])
-{
-    for (int g = 0; g < 3; g++)
-        out[g] = SOP_NA;
-    if (!L->gc_gen_stats || L->gc_gen_stats + 3 * L->gc_gen_stats_size != L->gc_collecting ||
-        L->gc_collecting + 4 > SOP_PYLAYOUT_GC_READ)
-        return;
-    int64_t v[3];
-    for (int g = 0; g < 3; g++) {
-        v[g] = (int64_t)rd64(b, L->gc_gen_stats + (uint32_t)g * L->gc_gen_stats_size);
-        if (v[g] < 0 || v[g] > ((int64_t)1 << 48))
-            return;
-    }
-    for (int g = 0; g < 3; g++)
-        out[g] = v[g];
-}
-
-/* Address of the GC state of `interp` (3.8: in _PyRuntime). */
-uint64_t sop__pywalk_gc_addr(const walker *w, uint64_t interp)
-{
-    return w->L.rt_gc ? w->runtime + w->L.rt_gc : interp + w->L.is_gc;
-}
-
-static void read_gc(walker *w, uint64_t interp, sop_python *py, bool frozen)
-{
-    const sop_pylayout *L = &w->L;
-    uint64_t gc = sop__pywalk_gc_addr(w, interp);
-    uint8_t b[SOP_PYLAYOUT_GC_READ];
-    if (L->gc_permanent + 16 > sizeof b || sop__rmem_read_direct(&w->mem, gc, b, sizeof b) < 0) {
-        sop__missing_add(w->missing, "python", "GC state unreadable");
-        return;
-    }
-    int32_t en = rd32(b, L->gc_enabled), co = rd32(b, L->gc_collecting);
-    if ((en != 0 && en != 1) || (co != 0 && co != 1)) {
-        sop__missing_add(w->missing, "python", "GC state implausible (enabled=%d)", en);
-        return;
-    }
-    py->gc_enabled = en;
-    py->gc_collecting = co;
-    for (int g = 0; g < 3; g++) {
-        uint32_t go = L->gc_generations + (uint32_t)g * L->gc_gen_size;
-        py->gc_threshold[g] = rd32(b, go + L->gc_gen_threshold);
-        py->gc_count[g] = rd32(b, go + L->gc_gen_count);
-    }
-    sop__pywalk_gc_collections(L, b, py->gc_collections);
-    if (!frozen)
-        return;
-    /* Frozen objects: the permanent generation's list (gc.freeze() does not keep a count);
-     * walked up to FROZEN_MAX nodes (through the page cache), else left unknown. */
-    uint64_t head = gc + L->gc_permanent, node = rd64(b, L->gc_permanent);
-    int64_t count = 0;
-    for (; node != head && count <= FROZEN_MAX; count++) {
-        if (!node || sop__rmem_u64(&w->mem, node, &node) < 0) {
-            count = -1;
-            break;
-        }
-        node &= ~(uint64_t)3; /* _gc_next carries no flag bits, but be safe */
-    }
-    if (count < 0 || count > FROZEN_MAX)
-        sop__missing_add(w->missing, "python", "frozen GC objects not counted (%s)",
-                         count < 0 ? "list unreadable" : "more than " SOP_STR(FROZEN_MAX));
-    else
-        py->gc_frozen = count;
-}
 
 /* ---- the collection ------------------------------------------------------------------ */
 
@@ -768,121 +447,6 @@ static void prefetch_first_frames(walker *w, const uint64_t *tstates, size_t nts
     free(a);
 }
 
-/* The OS thread running a subinterpreter's borrowed thread state (3.8-3.12). There,
- * _xxsubinterpreters.run_string swaps the interpreter's first thread state into whichever
- * thread calls it, so that state's thread_id / native_thread_id still name the thread that
- * created the interpreter. The thread that runs it holds the state's address on its live C
- * stack (the evaluator's `tstate`): scan each sleeping task's stack from its stack pointer
- * (/proc/PID/task/TID/syscall) up, at most STACK_SCAN_BYTES, for that address. A task that
- * is running has no stack pointer there and is not scanned. Returns the one other task that
- * refers to it, else `claimed` if its stack does, else 0 (unknown). */
-#define STACK_SCAN_BYTES (256u << 10)
-#define STACK_SCAN_TASKS 256
-
-/* 1: the live stack of `tid` holds addr; 0: it does not; -1: not scannable (running, or
- * gone: no stack pointer in /proc/PID/task/TID/syscall). */
-static int stack_refers_to(walker *w, int tid, uint64_t addr)
-{
-    char path[300], buf[512];
-    snprintf(path, sizeof path, "%s/%d/task/%d/syscall", w->proc_root, w->pid, tid);
-    long n = sop__read_small_at(AT_FDCWD, path, buf, sizeof buf);
-    if (n <= 0)
-        return -1;
-    buf[n < (long)sizeof buf ? n : (long)sizeof buf - 1] = '\0';
-    /* "nr a1 a2 a3 a4 a5 a6 sp pc" while in a syscall; "running" or "-1 sp pc" otherwise */
-    char *p = buf, *end;
-    unsigned long long f[9];
-    int nf = 0;
-    while (nf < 9) {
-        f[nf] = strtoull(p, &end, 0);
-        if (end == p)
-            break;
-        nf++;
-        p = end;
-    }
-    if (nf != 9 || (long long)f[0] < 0)
-        return -1;
-    uint64_t sp = f[7] & ~(uint64_t)7;
-    uint64_t top = sp + STACK_SCAN_BYTES;
-    /* Not past the mapping that holds sp (the next one up may be another thread's stack,
-     * whose unused part holds stale values). */
-    for (const char *m = w->maps; m && *m;) {
-        char *e1, *e2;
-        unsigned long long lo = strtoull(m, &e1, 16), hi = 0;
-        if (*e1 == '-')
-            hi = strtoull(e1 + 1, &e2, 16);
-        if (sp >= lo && sp < hi) {
-            if (hi < top)
-                top = hi;
-            break;
-        }
-        m = strchr(m, '\n');
-        m = m ? m + 1 : NULL;
-    }
-    uint64_t page[512];
-    for (uint64_t at = sp; at < top;) {
-        uint64_t next = (at | 4095) + 1;
-        size_t len = (size_t)(next - at);
-        if (sop__rmem_read_direct(&w->mem, at, page, len) < 0)
-            break; /* past the top of the stack mapping */
-        for (size_t k = 0; k < len / 8; k++)
-            if (page[k] == addr)
-                return 1;
-        at = next;
-    }
-    return 0;
-}
-
-int sop__pywalk_tid_from_stacks_once(walker *w, uint64_t tstate, int claimed, int *unscanned)
-{
-    char path[300];
-    snprintf(path, sizeof path, "%s/%d/task", w->proc_root, w->pid);
-    DIR *d = opendir(path);
-    *unscanned = 0;
-    if (!d)
-        return 0;
-    struct dirent *de;
-    int other = 0, nother = 0, ntasks = 0;
-    bool claimed_refers = false;
-    while ((de = readdir(d)) != NULL && ntasks < STACK_SCAN_TASKS) {
-        int tid = atoi(de->d_name);
-        if (tid <= 0)
-            continue;
-        ntasks++;
-        int r = stack_refers_to(w, tid, tstate);
-        if (r < 0)
-            (*unscanned)++;
-        if (r <= 0)
-            continue;
-        if (tid == claimed) {
-            claimed_refers = true;
-        } else {
-            other = tid;
-            nother++;
-        }
-    }
-    closedir(d);
-    if (nother == 1)
-        return other;
-    return nother == 0 && claimed_refers ? claimed : 0;
-}
-
-/* A task that is running cannot be scanned: when nothing was found and some task could not
- * be scanned, look again a few times, 1 ms apart (bounded: STACK_SCAN_TRIES). */
-#define STACK_SCAN_TRIES 5
-
-static int tid_from_stacks(walker *w, uint64_t tstate, int claimed)
-{
-    int unscanned = 0, tid = 0;
-    for (int k = 0; k < STACK_SCAN_TRIES; k++) {
-        tid = sop__pywalk_tid_from_stacks_once(w, tstate, claimed, &unscanned);
-        if (tid || !unscanned)
-            break;
-        nanosleep(&(struct timespec){0, 1000000}, NULL);
-    }
-    return tid;
-}
-
 static int collect(walker *w, unsigned flags, sop_python *py)
 {
     const sop_pylayout *L = &w->L;
@@ -952,7 +516,7 @@ static int collect(walker *w, unsigned flags, sop_python *py)
     }
     rc = 0;
     if (last_interp && !(flags & SOP_PY_SKIP_GC))
-        read_gc(w, last_interp, py, !(flags & SOP_PY_SKIP_FROZEN));
+        sop__pywalk_read_gc(w, last_interp, py, !(flags & SOP_PY_SKIP_FROZEN));
     py->threads = calloc(nts ? nts : 1, sizeof *py->threads);
     if (!py->threads) {
         sop__zfree(tset);
@@ -963,8 +527,8 @@ static int collect(walker *w, unsigned flags, sop_python *py)
     prefetch_first_frames(w, tstates, nts);
     tid_pair *nsmap = NULL;
     size_t nns = 0;
-    if (in_other_pidns(w) && (nsmap = calloc(MAX_THREADS, sizeof *nsmap)) != NULL)
-        nns = ns_tid_map(w, nsmap, MAX_THREADS);
+    if (sop__pywalk_in_other_pidns(w) && (nsmap = calloc(MAX_THREADS, sizeof *nsmap)) != NULL)
+        nns = sop__pywalk_ns_tid_map(w, nsmap, MAX_THREADS);
     bool ptrace_refused = false;
     sop_native *nv = NULL;
     char nerr[256] = "out of memory";
@@ -1012,7 +576,7 @@ static int collect(walker *w, unsigned flags, sop_python *py)
         bool sub = tsa && ts_interp[nts - 1 - k] != nholders - 1;
         if (sub && L->minor <= 12) {
             /* A borrowed thread state with no frame is run by no thread now: no scan. */
-            t->tid = t->nframes ? tid_from_stacks(w, tsa, t->tid) : 0;
+            t->tid = t->nframes ? sop__pywalk_tid_from_stacks(w, tsa, t->tid) : 0;
             t->tid_from_stack = true;
         }
         /* Names: threading.Thread._name of the `self` of threading's _bootstrap frame; the
@@ -1038,7 +602,8 @@ static int collect(walker *w, unsigned flags, sop_python *py)
                 t->gil = true;
         /* The OS state before --native interrupts the thread (the stop would read as
          * activity otherwise). */
-        t->os_state = t->tid > 0 && !(flags & SOP_PY_SKIP_OS_STATE) ? task_state(w, t->tid) : '?';
+        t->os_state =
+            t->tid > 0 && !(flags & SOP_PY_SKIP_OS_STATE) ? sop__pywalk_task_state(w, t->tid) : '?';
         if (flags & SOP_PY_NATIVE) {
             if (!nv) {
                 snprintf(t->native_error, sizeof t->native_error, "unwinder unavailable");

@@ -108,6 +108,33 @@ static inline bool set_add_at(uint64_t *set, size_t cap, uint64_t p, size_t *slo
     return false;
 }
 
+/* The target's thread ids as its own PID namespace sees them (what native_thread_id and
+ * glibc's struct pthread hold) mapped to ours, from the NSpid lines of
+ * /proc/PID/task/TID/status. Only built when the target is in another PID namespace. */
+typedef struct {
+    int ns_tid, tid;
+} tid_pair;
+
+/* Text of the frames: chunks owned by the sop_python, freed with it. */
+struct sop_pystrings {
+    struct sop_pystrings *next;
+    size_t used, cap;
+    char data[];
+};
+
+/* py_walk_read.c: keep text s in the sop_python's pool (NULL when out of memory); read len bytes
+ * of the chain at addr through the walk's cache; a little-endian 64-bit field at off. */
+const char *sop__pywalk_pool_add(sop_python *py, const char *s);
+int sop__pywalk_chain_read(walker *w, uint64_t addr, void *buf, size_t len);
+/* py_gc.c: the collector's state of interp into py (frozen: read while the target stopped). */
+void sop__pywalk_read_gc(walker *w, uint64_t interp, sop_python *py, bool frozen);
+/* py_tids.c: whether the target is in another PID namespace; its thread ids mapped to ours (at
+ * most cap; returns how many); a task's state letter ('?' when unread); the OS thread whose
+ * stack refers to tstate (0 when none is found; `claimed` is a tid already known). */
+bool sop__pywalk_in_other_pidns(const walker *w);
+size_t sop__pywalk_ns_tid_map(const walker *w, tid_pair *map, size_t cap);
+char sop__pywalk_task_state(const walker *w, int tid);
+int sop__pywalk_tid_from_stacks(walker *w, uint64_t tstate, int claimed);
 /* Walk the thread of j (a thread_job) until verified or out of attempts; tid unused. */
 void sop__pywalk_with_retry(void *ctx, int tid);
 /* The thread state holding the GIL of `interp` (0 when released). */
@@ -127,5 +154,13 @@ int sop__pywalk_tid_from_stacks_once(walker *w, uint64_t tstate, int claimed, in
 bool sop__pywalk_task_exists(const walker *w, int tid);
 /* The thread's name as the kernel has it (comm, no newline). */
 void sop__pywalk_task_comm(const walker *w, int tid, char *out, size_t cap);
+
+/* A little-endian 64-bit field at off of a block read from the target. */
+static inline uint64_t sop__pywalk_rd64(const uint8_t *b, uint32_t off)
+{
+    uint64_t v;
+    memcpy(&v, b + off, sizeof v);
+    return v;
+}
 
 #endif

@@ -23,7 +23,6 @@ import weakref
 __all__ = ["SopError", "Engine", "Watch", "diagnose", "adiagnose", "dump", "heap", "version",
            "library_path"]
 
-FORMATS = {"md": 0, "json": 1, "text": 2}
 PROBES = {"threads": 0x01, "children": 0x02, "cgroup": 0x04, "host": 0x08, "kmsg": 0x10,
           "python": 0x20, "alloc": 0x40, "heap": 0x80}
 
@@ -54,6 +53,11 @@ class _WatchEvent(ctypes.Structure):
 class _WatchConfig(ctypes.Structure):
     _fields_ = [("pid", ctypes.c_int), ("interval_s", ctypes.c_double),
                 ("collect", _CollectOpts), ("reserved", ctypes.c_void_p * 4)]
+
+
+class _FormatInfo(ctypes.Structure):
+    _fields_ = [("format", ctypes.c_int), ("name", ctypes.c_char_p), ("ext", ctypes.c_char_p),
+                ("mime", ctypes.c_char_p), ("flags", ctypes.c_uint)]
 
 
 _WATCH_FN = ctypes.CFUNCTYPE(None, ctypes.POINTER(_WatchEvent), ctypes.c_void_p)
@@ -128,6 +132,22 @@ _dump = _fn("sop_dump", ctypes.c_int, _P, ctypes.c_int, ctypes.c_uint, ctypes.c_
 _heap = _fn("sop_heap", ctypes.c_int, _P, ctypes.c_int, ctypes.c_uint, ctypes.c_int,
              ctypes.c_double, ctypes.c_int, _CP)
 _report_render = _fn("sop_report_render", ctypes.c_int, _P, ctypes.c_int, ctypes.c_char_p, _CP)
+_format_at = _fn("sop_format_at", ctypes.POINTER(_FormatInfo), ctypes.c_size_t)
+
+
+def _formats():
+    """name -> sop_format value, from the library's format table (engine/format.c)."""
+    out, i = {}, 0
+    while True:
+        row = _format_at(i)
+        if not row:
+            return out
+        out[row.contents.name.decode()] = row.contents.format
+        i += 1
+
+
+# The formats the library renders ("md", "json", "text", "html", ...), read from its table.
+FORMATS = _formats()
 _watch_config_init = _fn("sop_watch_config_init", None, ctypes.POINTER(_WatchConfig))
 _watch_new = _fn("sop_watch_new", ctypes.c_int, _P, ctypes.POINTER(_WatchConfig), _WATCH_FN, _P,
                  _PP)

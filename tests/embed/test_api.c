@@ -1,10 +1,14 @@
 /* test_api.c — the embedding API through the public header only, linked against the shared
  * libsop: site files, the probe mask, self-collection, sop_diagnose, summaries, the watch
  * thread, version; and that the library writes nothing to stdout/stderr meanwhile. */
+#include <pthread.h>
+#include <signal.h>
 #include <stdatomic.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -156,6 +160,17 @@ static void test_probes(void)
     CHECK_EQ_I(sop_diagnose(e, 0, &o, SOP_FORMAT_MD, "fr", &out, NULL), SOP_EINVAL);
     CHECK(out == NULL);
     CHECK_EQ_I(sop_diagnose(e, -5, &o, SOP_FORMAT_MD, "en", &out, NULL), SOP_EINVAL);
+    CHECK_EQ_I(sop_diagnose(e, 0, &o, (sop_format)99, "en", &out, NULL), SOP_EINVAL);
+    /* The format table: each row describes its own value; names find their rows. */
+    size_t nformats = 0;
+    for (const sop_format_info *f; (f = sop_format_at(nformats)) != NULL; nformats++) {
+        CHECK_EQ_I((int)f->format, (int)nformats);
+        CHECK(sop_format_find(f->name) == f);
+        CHECK(f->ext[0] == '.' && strchr(f->mime, '/') != NULL);
+    }
+    CHECK(nformats >= 4);
+    CHECK(sop_format_find("xml") == NULL && sop_format_find(NULL) == NULL);
+    CHECK((sop_format_find("html")->flags & SOP_FORMAT_MERGE) == 0);
     sop_engine_free(e);
 }
 
@@ -312,6 +327,45 @@ static void test_watch(void)
     CHECK_EQ_I(atomic_load(&f.bad), 0);
 }
 
+static void *linger(void *arg)
+{
+    (void)arg;
+    for (;;)
+        pause();
+    return NULL;
+}
+
+/* sop_process_read: this process, a gone pid, and a zombie leader whose thread runs on (alive)
+ * and then reaped (gone). */
+static void test_process(void)
+{
+    sop_process p;
+    CHECK_EQ_I(sop_process_read(getpid(), &p), 0);
+    CHECK(p.alive == 1 && p.ppid == getppid() && p.start_ticks > 0 && p.state != 'Z');
+    CHECK(strstr("embed_test_api", p.comm) != NULL || strstr(p.comm, "embed_test") != NULL);
+    CHECK_EQ_I(sop_process_read(0, &p), SOP_EINVAL);
+    pid_t child = fork();
+    if (child == 0) { /* the leader exits, its thread runs on */
+        pthread_t t;
+        if (pthread_create(&t, NULL, linger, NULL) == 0)
+            pthread_exit(NULL);
+        _exit(1);
+    }
+    CHECK(child > 0);
+    if (child <= 0)
+        return;
+    bool zombie = false;
+    for (int i = 0; i < 200 && !zombie; i++) {
+        zombie = sop_process_read(child, &p) == 0 && p.state == 'Z';
+        if (!zombie)
+            usleep(10000);
+    }
+    CHECK(zombie && p.alive == 1);
+    kill(child, SIGKILL);
+    waitpid(child, NULL, 0);
+    CHECK_EQ_I(sop_process_read(child, &p), SOP_ENOTARGET);
+}
+
 int main(void)
 {
     CHECK_EQ_S(sop_version(), SOP_VERSION_STRING);
@@ -331,6 +385,7 @@ int main(void)
     test_probes();
     test_summary();
     test_watch();
+    test_process();
     fflush(stdout);
     fflush(stderr);
     dup2(out, 1);

@@ -180,6 +180,11 @@ try:
     t.check(False, "a bad format raises ValueError")
 except ValueError:
     t.check(True, "a bad format raises ValueError")
+t.check(list(sop.FORMATS)[:4] == ["md", "json", "text", "html"],
+        "sop.FORMATS is the library's format table", sop.FORMATS)
+page = sop.diagnose(duration=0, format="html")
+t.check(isinstance(page, str) and page.startswith("<!DOCTYPE html>") and "</html>" in page,
+        "format='html' returns the page", page[:80])
 
 # ---- watch --------------------------------------------------------------------------------------
 got = []

@@ -22,6 +22,23 @@ check "outliers: rank 2 only" '(.outliers | length) >= 1 and all(.outliers[]; .r
 check "outlier explained" 'any(.outliers[]; .figure == "data_wait_frac" and .direction == "high"
                             and (.findings | map(.id) | index("dataloader.starved")))' "$tmp/s.json"
 check "job-wide finding" '.job_wide | map(.id) == ["cpu.oversubscribed"]' "$tmp/s.json"
+# Which findings explain a figure is the pack's data (explains{} in rules.lua), carried by each
+# report with each finding's family: give rank 2 a second finding (gil) listed before its
+# dataloader one; the report's explains puts dataloader first for data_wait_frac, and an explains
+# that names gil for it puts gil first.
+mkdir -p "$tmp/ex"
+cp "$F"/straggler_r*.json "$tmp/ex/"
+jq '.findings = [{id: "gil.contention", family: "gil", section: "4.1", severity: "high",
+                  symptom: "s", evidence: "e", fix: "f"}] + .findings' \
+  "$F/straggler_r2.json" >"$tmp/ex/straggler_r2.json"
+"$SOPCTL" merge --format json "$tmp"/ex/straggler_r*.json >"$tmp/ex1.json"
+check "explains{}: the figure's family first" 'any(.outliers[]; .figure == "data_wait_frac"
+  and (.findings | map(.id)) == ["dataloader.starved", "gil.contention"])' "$tmp/ex1.json"
+jq '.explains.data_wait_frac = ["gil"]' "$tmp/ex/straggler_r2.json" >"$tmp/ex/r2.json"
+mv "$tmp/ex/r2.json" "$tmp/ex/straggler_r2.json"
+"$SOPCTL" merge --format json "$tmp"/ex/straggler_r*.json >"$tmp/ex2.json"
+check "explains{}: read from the report" 'any(.outliers[]; .figure == "data_wait_frac"
+  and (.findings | map(.id)) == ["gil.contention", "dataloader.starved"])' "$tmp/ex2.json"
 check "rank x rule table" 'any(.rules[]; .id == "cpu.oversubscribed" and .ranks == "0-3" and .job_wide)
                            and any(.rules[]; .id == "dataloader.starved" and .ranks == "2" and (.job_wide | not))' "$tmp/s.json"
 check "nothing missing, versions agree" '(.missing | length) == 0 and (.versions.mismatched | not)' "$tmp/s.json"

@@ -4,6 +4,7 @@
  * carrying both (target.rank..., figures, sop_version). */
 #include <sys/utsname.h>
 
+#include "bridge/schema.h"
 #include "engine.h"
 #include "json.h"
 #include "rank.h"
@@ -126,9 +127,34 @@ static void test_figures_and_report(void)
     sop__v_free(ev);
 }
 
+/* Every evidence path rank.c reads is a key of the schema (docs/evidence.md): a misspelt or
+ * renamed key fails here instead of silently dropping a figure. */
+static void test_paths_in_schema(void)
+{
+    sop_value *schema = sop__evidence_schema();
+    CHECK(schema != NULL);
+    const char *paths[64];
+    size_t n = sop__rank_paths(paths, 64);
+    CHECK(n >= 10);
+    for (size_t i = 0; i < n; i++) {
+        bool found = false;
+        const sop_value *groups = sop__v_get(schema, "groups");
+        for (const sop_value *g = groups ? groups->child : NULL; g && !found; g = g->next) {
+            const sop_value *keys = sop__v_get(g, "keys");
+            for (const sop_value *k = keys ? keys->child : NULL; k && !found; k = k->next)
+                found = strcmp(sop__v_get_str(k, "key"), paths[i]) == 0;
+        }
+        if (!found)
+            printf("not in the schema: %s\n", paths[i]);
+        CHECK(found);
+    }
+    sop__v_free(schema);
+}
+
 int main(void)
 {
     test_identity();
     test_figures_and_report();
+    test_paths_in_schema();
     return t_done();
 }

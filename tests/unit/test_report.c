@@ -3,6 +3,7 @@
 #include <math.h>
 
 #include "engine.h"
+#include "escape.h"
 #include "json.h"
 #include "strbuf.h"
 #include "t.h"

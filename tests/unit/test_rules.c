@@ -234,6 +234,30 @@ static void test_load_errors(void)
                SOP_ERULES);
     CHECK(strncmp(err, "sev.lua:1: rule 'x': severity must be", 37) == 0);
 
+    static const char badfam[] = "rule { id = 'x', section = '1', severity = 'info', family = "
+                                 "'a b', check = function() end }\n";
+    CHECK_EQ_I(sop__rules_load(r, "fam.lua", badfam, strlen(badfam), NULL, NULL, err, sizeof err),
+               SOP_ERULES);
+    CHECK_EQ_S(err, "fam.lua:1: rule 'x': family must be a name like \"cpu\"");
+    static const char badex[] = "explains { cpu_pct = {} }\n";
+    CHECK_EQ_I(sop__rules_load(r, "ex.lua", badex, strlen(badex), NULL, NULL, err, sizeof err),
+               SOP_ERULES);
+    CHECK_EQ_S(err, "ex.lua:1: explains{}: 'cpu_pct' must be a list of 1 to 64 rule families");
+    /* A rule's own family and the pack's explains{} reach the findings and the run's output. */
+    static const char fam[] = "explains { cpu_pct = { 'hot' } }\n"
+                              "rule { id = 'x.y', section = '1', severity = 'info', family = "
+                              "'hot', check = function() return hit { symptom = 's', evidence = "
+                              "'e', cause = 'c', fix = 'f', verify = 'v', refs = 'https://a' } "
+                              "end }\n";
+    CHECK_EQ_I(sop__rules_load(r, "fam.lua", fam, strlen(fam), NULL, NULL, err, sizeof err), 0);
+    sop_value *fout = NULL;
+    CHECK_EQ_I(sop__rules_run(r, ev, &fout, err, sizeof err), 0);
+    const sop_value *ff = sop__v_get(fout, "findings");
+    CHECK(ff && ff->child && strcmp(sop__v_get_str(ff->child, "family"), "hot") == 0);
+    const sop_value *ex = sop__v_get(sop__v_get(fout, "explains"), "cpu_pct");
+    CHECK(ex && ex->type == SOP_V_ARR && ex->count == 1 && strcmp(ex->child->str, "hot") == 0);
+    sop__v_free(fout);
+
     static const char late[] = "rule { id = 'x', section = '1', severity = 'info', check = "
                                "function() rule { id = 'y', section = '1', severity = 'info', "
                                "check = print } return clear('x') end }\n";
@@ -363,6 +387,10 @@ static void test_verdicts(void)
     /* Key order of a finding is fixed. */
     CHECK_EQ_S(f->child->child->key, "id");
     CHECK_EQ_S(f->child->last->key, "refs");
+    const char *fid = sop__v_get_str(f->child, "id");
+    const char *fam = sop__v_get_str(f->child, "family"); /* default: the id's first part */
+    CHECK(fid && fam && strncmp(fid, fam, strlen(fam)) == 0 &&
+          (fid[strlen(fam)] == '.' || fid[strlen(fam)] == '\0'));
     const sop_value *w = f->child->next;
     CHECK_EQ_S(sop__v_get_str(w, "severity"), "warn");
     CHECK(sop__v_get(w, "symptom") == NULL);
