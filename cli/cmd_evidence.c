@@ -7,7 +7,7 @@
 #include <string.h>
 
 #include "cli.h"
-#include "ranks.h"
+#include "rank_discovery.h"
 #include "sop.h"
 
 int cmd_evidence(int argc, char **argv)

@@ -1,5 +1,5 @@
 /* cmd_merge.c — `sopctl merge REPORT.json... | -`: one job-level report from the reports of many
- * ranks (files, or JSON reports on stdin), through sop_merge_* (engine/merge.c). Exit 0: no
+ * ranks (files, or JSON reports on stdin), through sop_merge_* (engine/merge/merge.c). Exit 0: no
  * warn/high finding and nothing missing; 1: some; 2: usage, or no report could be read. */
 #include <errno.h>
 #include <getopt.h>

@@ -10,7 +10,7 @@
 #include <unistd.h>
 
 #include "cli.h"
-#include "ranks.h"
+#include "rank_discovery.h"
 #include "sop.h"
 
 #define MAX_SETS 64

@@ -1,7 +1,7 @@
-/* promtext.c — OpenMetrics text (engine/openmetrics.c) rewritten as the Prometheus text format
- * 0.0.4: what `curl …/metrics | promtool check metrics` and older scrapers read. The two differ
- * in the metadata of counters (OpenMetrics names the family without `_total`, the text format
- * names it as its samples), in `# UNIT` and `# EOF` lines (OpenMetrics only) and in the type
+/* promtext.c — OpenMetrics text (engine/render/openmetrics.c) rewritten as the Prometheus text
+ * format 0.0.4: what `curl …/metrics | promtool check metrics` and older scrapers read. The two
+ * differ in the metadata of counters (OpenMetrics names the family without `_total`, the text
+ * format names it as its samples), in `# UNIT` and `# EOF` lines (OpenMetrics only) and in the type
  * `unknown` (`untyped`). Samples and label escaping are the same and pass through unchanged
  * (libsop writes no sample timestamps and no `_created` series). Depends on libc. */
 #include <stdbool.h>

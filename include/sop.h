@@ -91,7 +91,7 @@ SOP_API int sop_load_rules_string(sop_engine *e, const char *chunkname, const ch
 /* The default rule pack (rules.lua and plugins/) compiled into the library. */
 SOP_API int sop_load_rules_default(sop_engine *e);
 
-/* The output formats. Each has one row in the format table (engine/format.c): its name (what
+/* The output formats. Each has one row in the format table (engine/api/format.c): its name (what
  * --format and the Python binding take), file extension, MIME type, writers, and whether it
  * renders a report, a merge, and the window's pictures. A new format is a value here and a row
  * there. */

@@ -66,7 +66,7 @@ end
 -- the number 100 * a / b.)
 function common.pct_text(frac) return fmt("%.0f%%", 100 * frac) end
 
--- The CPUs the job may use: the one figure engine/collect.c computes (quota, cpuset, affinity;
+-- The CPUs the job may use: the one figure engine/collect/collect.c computes (quota, cpuset, affinity;
 -- ev.effective_cpus), else the host's CPU count on older evidence; nil when neither is known.
 function common.effective_cpus(ev)
   return ev.effective_cpus or (ev.host and ev.host.ncpu)
@@ -74,7 +74,7 @@ end
 
 -- What the job may use with the CFS quota as a fraction (0.5 CPU is half a core): eff (normally
 -- effective_cpus(ev)), or a smaller ev.cgroup.cpu.quota_cpus; the same figure as
--- ev.sched.capacity_cpus (engine/collect.c), for rules that also run on evidence without ev.sched.
+-- ev.sched.capacity_cpus (engine/collect/collect.c), for rules that also run on evidence without ev.sched.
 function common.capacity_cpus(ev, eff)
   local q = ev.cgroup and ev.cgroup.cpu and ev.cgroup.cpu.quota_cpus
   if q and q < eff then return q end
@@ -199,7 +199,7 @@ function common.faulted_file(ev, min_kb)
 end
 
 -- Library code: the interpreter's standard library, installed packages, and pseudo files
--- ("<frozen ...>", "<string>"). The sampler's leaves[].caller uses the same test (engine/sampler.c
+-- ("<frozen ...>", "<string>"). The sampler's leaves[].caller uses the same test (engine/sample/sampler.c
 -- library_file).
 function common.is_library_file(file)
   if not file or file == "" then return true end
@@ -355,7 +355,7 @@ end
 -- program's own code, in a futex that is not the GIL's) while exactly one other thread is past it
 -- (its stack holds the site's function): the threads take turns on a lock, whatever its type
 -- (Lock, RLock, a Condition's lock, a Semaphore, a lock inside a library). Counted at each tick of
--- the window (ev.python.locks[], engine/sample_agg.c).
+-- the window (ev.python.locks[], engine/sample/sample_agg.c).
 function common.lock_convoy(ev, th)
   local py = ev.python
   local best

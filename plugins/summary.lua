@@ -339,7 +339,7 @@ rule {
     -- IO through page faults of mapped files (no read() calls), judged as io.mapped_faults does:
     -- major faults, bytes from storage (or, on a slow device, a thread mostly waiting on it), and
     -- read() bringing few of them. Then a thread's samples after a major fault wait on storage as
-    -- D-state samples do (engine/sampler.c fault_wait_frac); alone, a fault per sample interval
+    -- D-state samples do (engine/sample/sampler.c fault_wait_frac); alone, a fault per sample interval
     -- says nothing of how long it took, so it counts only then.
     local py = ev.python
     local faults, most_wait = p.majflt_per_s or 0, 0

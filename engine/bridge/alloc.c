@@ -1,7 +1,7 @@
 /* alloc.c (bridge) — adds ev.alloc: the allocator in use, how we know (maps / LD_PRELOAD /
  * default), and its knobs; its keys are the table sop__evk_alloc below (docs/evidence.md is
  * generated from it). MALLOC_ARENA_MAX is a number when glibc would read it as one.
- * Depends on engine/value.h, probes/alloc.h, schema.h. */
+ * Depends on engine/core/value.h, probes/alloc.h, schema.h. */
 #include <ctype.h>
 #include <stdlib.h>
 #include <string.h>

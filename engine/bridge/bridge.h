@@ -5,8 +5,8 @@
 #ifndef SOP_BRIDGE_H
 #define SOP_BRIDGE_H
 
-#include "../evidence.h"
-#include "../value.h"
+#include "evidence.h"
+#include "value.h"
 
 struct sop_python;
 

@@ -2,7 +2,7 @@
  * (tightest limit and where, usage, events) and pids; its keys are the table sop__evk_cgroup
  * below (docs/evidence.md is generated from it). Unlimited limits are left out and flagged
  * (cpu.quota_unlimited, memory.unlimited, pids.unlimited).
- * Depends on engine/value.h, probes/cgroup.h, probes/cpu_budget.h, schema.h. */
+ * Depends on engine/core/value.h, probes/cgroup.h, probes/cpu_budget.h, schema.h. */
 #include <math.h>
 #include <stdio.h>
 #include <string.h>

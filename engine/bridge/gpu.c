@@ -3,7 +3,7 @@
  * and the tree's processes on them; its keys are the table sop__evk_gpu below
  * (docs/evidence.md is generated from it). Absent when NVML was not read (the collection then
  * says why under `missing` when the tree shows signs of GPU use).
- * Depends on engine/value.h, probes/gpu.h, schema.h. */
+ * Depends on engine/core/value.h, probes/gpu.h, schema.h. */
 #include "bridge.h"
 #include "schema.h"
 

@@ -1,7 +1,7 @@
 /* host.c (bridge) — adds ev.host: memory, load, CPU split, vm counters, PSI, disks and the
  * kernel log's OOM kills (with age_s = now - time). Its keys are the table sop__evk_host below
  * (docs/evidence.md is generated from it); objects whose every value is unmeasured are left
- * out. Depends on engine/value.h, probes/host.h, kmsg.h, schema.h. */
+ * out. Depends on engine/core/value.h, probes/host.h, kmsg.h, schema.h. */
 #include <math.h>
 #include <stdio.h>
 #include <string.h>

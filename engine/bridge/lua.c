@@ -1,6 +1,6 @@
-/* lua.c — value tree (engine/value.h) <-> Lua tables, for the rule runner (engine/rules.c).
- * Depends on Lua 5.4 and engine/value.c. Pushing may raise memory errors (callers are in
- * protected mode); converting back uses raw access only and never raises. */
+/* lua.c — value tree (engine/core/value.h) <-> Lua tables, for the rule runner
+ * (engine/rules/rules.c). Depends on Lua 5.4 and engine/core/value.c. Pushing may raise memory
+ * errors (callers are in protected mode); converting back uses raw access only and never raises. */
 #include "lua_bridge.h"
 
 #include <lauxlib.h>

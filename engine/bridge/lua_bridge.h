@@ -1,12 +1,12 @@
-/* lua_bridge.h — moves value trees (engine/value.h) in and out of Lua tables. Implemented in
- * engine/bridge/lua.c; used by engine/rules.c. Besides the rule runner (engine/rules*.c), the
+/* lua_bridge.h — moves value trees (engine/core/value.h) in and out of Lua tables. Implemented in
+ * engine/bridge/lua.c; used by engine/rules/rules.c. Besides the rule runner (engine/rules*.c), the
  * only file that includes Lua headers. */
 #ifndef SOP_LUA_BRIDGE_H
 #define SOP_LUA_BRIDGE_H
 
 #include <lua.h>
 
-#include "../value.h"
+#include "value.h"
 
 /* Largest number of nodes sop__lua_to_value converts before giving up. */
 #define SOP_LUA_MAX_NODES 100000

@@ -3,7 +3,7 @@
  * sop__evk_threads, sop__evk_children: children[], parent and siblings[] share one shape), from
  * which docs/evidence.md is generated; rows that are not plain fields (derived figures, objects,
  * arrays) are written by the hand callbacks where the walk reaches them. Absent values stay
- * absent; text from the target goes through sop__bridge_text. Depends on engine/value.h,
+ * absent; text from the target goes through sop__bridge_text. Depends on engine/core/value.h,
  * probes/proc.h, schema.h. */
 #include <math.h>
 #include <stdio.h>

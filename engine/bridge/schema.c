@@ -1,6 +1,6 @@
 /* schema.c (bridge) — walks the evidence tables of schema.h: sets a group's plain fields from
  * its probe struct, and turns the tables into docs/evidence.md and into the key list the
- * `reads` check uses. Depends on engine/value.h, strbuf.h and the template docs/evidence.md.in
+ * `reads` check uses. Depends on engine/core/value.h, strbuf.h and the template docs/evidence.md.in
  * (embedded by cmake/embed_text.cmake). */
 #include <math.h>
 #include <stdbool.h>
@@ -8,9 +8,9 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "../strbuf.h"
 #include "bridge.h"
 #include "schema.h"
+#include "strbuf.h"
 
 extern const char sop__evidence_doc_in[]; /* build/embedded_evidence_doc.c */
 
@@ -161,11 +161,13 @@ const sop_evk_group sop__evk_groups[] = {
      "asyncio tasks read at the window's start and end, when the target has loaded _asyncio",
      sop__evk_tasks, &sop__evk_tasks_n},
     {"sampling",
-     "engine/bridge/window.c: the sampling loop's counts (engine/sampler.c), when a window was "
+     "engine/bridge/window.c: the sampling loop's counts (engine/sample/sampler.c), when a window "
+     "was "
      "sampled (see Sampling below)",
      sop__evk_sampling, &sop__evk_sampling_n},
     {"io_files[]",
-     "engine/bridge/window.c (engine/sampler_files.c), sampled windows: regular files open at "
+     "engine/bridge/window.c (engine/sample/sampler_files.c), sampled windows: regular files open "
+     "at "
      "the window's end in the target and its workers, at most 64 per process",
      sop__evk_io_files, &sop__evk_io_files_n},
     {"gpu",
@@ -173,14 +175,15 @@ const sop_evk_group sop__evk_groups[] = {
      "time; absent when it was not read (see GPU below)",
      sop__evk_gpu, &sop__evk_gpu_n},
     {"rank",
-     "engine/rank.c from proc.env; absent when the process carries no rank. A report copies it "
+     "engine/collect/rank_identity.c from proc.env; absent when the process carries no rank. A "
+     "report copies it "
      "into target, and its key figures into `figures`: docs/ranks.md",
      sop__evk_rank, &sop__evk_rank_n},
     {"watch",
-     "engine/watch_history.c, in the windows of a watch (`sopctl watch`, sop_watch_new) only: "
+     "engine/api/watch_history.c, in the windows of a watch (`sopctl watch`, sop_watch_new) only: "
      "what the watch read in its earlier windows on the same process",
      sop__evk_watch, &sop__evk_watch_n},
-    {"", "engine/collect.c", sop__evk_top, &sop__evk_top_n}, /* top-level keys */
+    {"", "engine/collect/collect.c", sop__evk_top, &sop__evk_top_n}, /* top-level keys */
 };
 const size_t sop__evk_ngroups = sizeof sop__evk_groups / sizeof sop__evk_groups[0];
 

@@ -5,14 +5,14 @@
  * rows it writes by hand (derived figures, arrays, nested objects) carry SOP_EVK_HAND and are
  * written by the walk's hand callback, in table order (the top-level keys: by collect.c's own
  * code; those rows are documentation and the reads check only). docs/evidence.md (sop_evidence_doc)
- * and the `reads` check follow from the same tables. Depends on engine/value.h. */
+ * and the `reads` check follow from the same tables. Depends on engine/core/value.h. */
 #ifndef SOP_SCHEMA_H
 #define SOP_SCHEMA_H
 
 #include <stddef.h>
 #include <stdint.h>
 
-#include "../value.h"
+#include "value.h"
 
 typedef enum {
     SOP_EVK_INT,  /* int64_t field; SOP_NA = absent */
@@ -121,7 +121,7 @@ extern const sop_evk sop__evk_gpu[];
 extern const size_t sop__evk_gpu_n;
 extern const sop_evk sop__evk_rank[];
 extern const size_t sop__evk_rank_n;
-extern const sop_evk sop__evk_watch[]; /* the group "watch": engine/watch_history.c */
+extern const sop_evk sop__evk_watch[]; /* the group "watch": engine/api/watch_history.c */
 extern const size_t sop__evk_watch_n;
 extern const sop_evk sop__evk_top[]; /* the group "": top-level keys */
 extern const size_t sop__evk_top_n;

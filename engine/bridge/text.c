@@ -1,6 +1,6 @@
 /* text.c — copy text read from a target (comm, cmdline, paths, env values) into a string value,
  * replacing each byte that is not part of valid UTF-8 with U+FFFD so JSON and Lua accept it.
- * Control characters are kept: renderers escape them. Depends on engine/value.c. */
+ * Control characters are kept: renderers escape them. Depends on engine/core/value.c. */
 #include <stdlib.h>
 #include <string.h>
 

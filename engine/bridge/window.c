@@ -1,9 +1,9 @@
 /* window.c — the evidence of one sampled window (window.h): ev.sampling, ev.io_files, and in
  * ev.python each thread's window (shares, top stacks, the exact distribution, hot leaves and
  * entries), the GC window, the longest asyncio loop stretch, the workers and the loader. Reads
- * the aggregation (engine/sample_agg.h) through its queries; the one file read here is a hot
- * frame's source line (engine/source_line.c). The keys of ev.sampling and ev.io_files are the
- * tables sop__evk_sampling and sop__evk_io_files below (docs/evidence.md is generated from
+ * the aggregation (engine/sample/sample_agg.h) through its queries; the one file read here is a hot
+ * frame's source line (engine/sample/source_line.c). The keys of ev.sampling and ev.io_files are
+ * the tables sop__evk_sampling and sop__evk_io_files below (docs/evidence.md is generated from
  * them); those under ev.python are rows of sop__evk_python (engine/bridge/python.c), walked
  * here with the figures of window.h as plain rows; sites, lists (top stacks, dist, leaves,
  * entries), a worker's io and env are written by the hand callbacks. Depends on value.h,
@@ -17,9 +17,9 @@
 
 #include <unistd.h>
 
-#include "../source_line.h"
 #include "bridge.h"
 #include "schema.h"
+#include "source_line.h"
 
 #define TOP_STACKS 5
 #define TOP_LEAVES 8               /* per thread in the evidence */

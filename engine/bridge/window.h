@@ -1,7 +1,7 @@
 /* window.h — what the evidence of one sampled window is made of: the aggregation
- * (engine/sample_agg.h), the sampled processes as read at the window's edges, the open files,
- * and the loop's own counts. engine/sampler.c fills it; engine/bridge/window.c turns it into
- * ev.sampling, ev.io_files and the window parts of ev.python. Depends on sample_agg.h,
+ * (engine/sample/sample_agg.h), the sampled processes as read at the window's edges, the open
+ * files, and the loop's own counts. engine/sample/sampler.c fills it; engine/bridge/window.c turns
+ * it into ev.sampling, ev.io_files and the window parts of ev.python. Depends on sample_agg.h,
  * sampler_files.h, probes/proc.h (sop_io). */
 #ifndef SOP_BRIDGE_WINDOW_H
 #define SOP_BRIDGE_WINDOW_H
@@ -9,10 +9,10 @@
 #include <stdbool.h>
 #include <stddef.h>
 
-#include "../sample_agg.h"
-#include "../sampler_files.h"
-#include "../value.h"
 #include "proc.h"
+#include "sample_agg.h"
+#include "sampler_files.h"
+#include "value.h"
 
 /* One sampled process (index 0: the target; then its CPython descendants). */
 typedef struct {
@@ -85,7 +85,7 @@ typedef struct {
     double wanting_mean, runnable_mean, contended_frac, two_plus_frac;
 } sop_concurrency_figs;
 
-/* One of python.locks[] (engine/sample_agg.h sop_agg_lock). */
+/* One of python.locks[] (engine/sample/sample_agg.h sop_agg_lock). */
 typedef struct {
     int64_t ticks, waiters_max, threads;
     double waiters_mean, wait_frac, multi_frac, one_word_frac, held_frac, crowded_frac,

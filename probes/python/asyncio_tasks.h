@@ -119,7 +119,7 @@ typedef struct sop_pytasks {
  * -ENOMEM. *out owned by the caller (sop__tasks_free). */
 int sop__tasks_read(int pid, const char *proc_root, sop_pytasks **out, sop_missing *missing);
 /* The same, looking at no more than max_objects GC objects (then partial: the tasks found so
- * far), for reads inside a collection (engine/collect_tasks.c). */
+ * far), for reads inside a collection (engine/collect/collect_tasks.c). */
 int sop__tasks_read_bounded(int pid, const char *proc_root, uint64_t max_objects, sop_pytasks **out,
                             sop_missing *missing);
 /* The same over a stand-in memory (fuzzing, tests): the built-in layout of 3.<minor>, the

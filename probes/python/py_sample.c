@@ -1,4 +1,4 @@
-/* py_sample.c — repeated sampling of a CPython process (engine/sampler.c): the runtime found
+/* py_sample.c — repeated sampling of a CPython process (engine/sample/sampler.c): the runtime found
  * once at open (py_runtime.c), then each tick re-reads every thread's frames with the walker of
  * py_walk.c, the GIL holder, the GC state and each thread's OS state. Never stops the target.
  * Depends on libc, py_walk_int.h. */

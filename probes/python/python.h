@@ -19,7 +19,7 @@
 #define SOP_PY_NATIVE 0x1u  /* interrupt each thread briefly and unwind its native stack */
 #define SOP_PY_SKIP_GC 0x2u /* leave the GC state out (counting frozen objects walks a list) */
 /* Don't read each thread's OS state: `active` then only says "holds the GIL"; the caller, which
- * has read task/TID/stat already, sets it from its own reading (engine/collect.c). */
+ * has read task/TID/stat already, sets it from its own reading (engine/collect/collect.c). */
 #define SOP_PY_SKIP_OS_STATE 0x4u
 #define SOP_PY_SKIP_FROZEN 0x8u
 #define SOP_PY_ALL_TASKS 0x10u
@@ -122,7 +122,7 @@ int sop__python_collect_fake(sop_rmem_source source, void *ctx, int minor, uint6
 int sop__python_collect_with(const sop_pyruntime *rt, int pid, const char *proc_root,
                              unsigned flags, sop_python **out, sop_missing *missing);
 
-/* Repeated sampling (engine/sampler.c): the runtime is found once at open; each
+/* Repeated sampling (engine/sample/sampler.c): the runtime is found once at open; each
  * sop__python_sample re-reads every thread's frames (page cache emptied first, code objects
  * kept), the GIL holder and the OS state, and hands each thread to `cb`. Never stops the
  * target, skips names and the GC. */

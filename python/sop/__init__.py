@@ -136,7 +136,7 @@ _format_at = _fn("sop_format_at", ctypes.POINTER(_FormatInfo), ctypes.c_size_t)
 
 
 def _formats():
-    """name -> sop_format value, from the library's format table (engine/format.c)."""
+    """name -> sop_format value, from the library's format table (engine/api/format.c)."""
     out, i = {}, 0
     while True:
         row = _format_at(i)

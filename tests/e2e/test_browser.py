@@ -24,7 +24,7 @@ from sopt import PY, Checks, Target, sopctl  # noqa: E402
 SRC = os.environ.get("SOP_SRC") or os.path.join(os.path.dirname(__file__), "../..")
 SCENARIO = os.path.join(SRC, "examples/scenarios/dataloader_starved.py")
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
-BATCH_RGB = (0x2F, 0xB5, 0xD0)  # engine/timeline.c: "waiting for a batch"
+BATCH_RGB = (0x2F, 0xB5, 0xD0)  # engine/render/timeline.c: "waiting for a batch"
 ART = os.environ.get("SOP_BUILD", tempfile.gettempdir())
 
 

@@ -1,8 +1,9 @@
-/* fuzz_escape.c — libFuzzer target: every escaper of engine/escape.c on arbitrary bytes, each
- * output checked against its format's promise (aborts on a broken one): text, collapsed and
+/* fuzz_escape.c — libFuzzer target: every escaper of engine/render/escape.c on arbitrary bytes,
+ * each output checked against its format's promise (aborts on a broken one): text, collapsed and
  * Markdown output hold no raw control byte and are valid UTF-8; Markdown has no unescaped
  * markup character; a code span holds no raw newline; JSON text stays valid UTF-8; XML output
- * has no raw '<' or '&' that is not an entity. Depends on engine/escape.c, engine/strbuf.c. */
+ * has no raw '<' or '&' that is not an entity. Depends on engine/render/escape.c,
+ * engine/core/strbuf.c. */
 #include <stdio.h>
 
 #include "escape.h"

@@ -4,7 +4,7 @@
  * with and without smaps figures, lists present and absent), the exact JSON it gave before its
  * keys became schema tables (engine/bridge/schema.h): same keys, order and values.
  * SOP_GOLDEN_PRINT=1 prints what the bridge gives now as C strings. Depends on engine/bridge,
- * engine/json.c, probes/proc.h, t.h. */
+ * engine/core/json.c, probes/proc.h, t.h. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>

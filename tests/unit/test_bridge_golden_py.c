@@ -3,7 +3,7 @@
  * window vs none, invalid UTF-8, empty lists), the exact JSON they gave before their keys
  * became schema tables (engine/bridge/schema.h): same keys, order and values. Run with
  * SOP_GOLDEN_PRINT=1 to print what they give now as C literals. Depends on engine/bridge,
- * engine/sample_agg.c, engine/rank.c, engine/json.c, t.h. */
+ * engine/sample/sample_agg.c, engine/collect/rank_identity.c, engine/core/json.c, t.h. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -15,7 +15,7 @@
 #include "json.h"
 #include "python/heap.h"
 #include "python/python.h"
-#include "rank.h"
+#include "rank_identity.h"
 #include "sample_agg.h"
 #include "t.h"
 
@@ -790,7 +790,8 @@ static void window_cases(void)
     }
 }
 
-/* ---- rank (engine/rank.c): node is this host's name, replaced for the comparison ---- */
+/* ---- rank (engine/collect/rank_identity.c): node is this host's name, replaced for the comparison
+ * ---- */
 
 static void rank_cases(void)
 {

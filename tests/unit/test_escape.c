@@ -5,7 +5,7 @@
  * missing evidence), rendered as md, text and JSON; and in collapsed stacks and the SVG flame
  * graph (issue 13 item 3). Each output is compared with the same output made from a benign
  * string: no raw control byte, always valid UTF-8, the same number of lines, and (Markdown,
- * SVG) the same number of live markup characters. Depends on engine/escape.c, report.c,
+ * SVG) the same number of live markup characters. Depends on engine/render/escape.c, report.c,
  * json.c, flamegraph.c. */
 #include <stdbool.h>
 

@@ -2,7 +2,7 @@
  * them (OS state, GIL, the syscall /proc/PID/task/TID/syscall showed, whether its first argument
  * was a /dev/nvidia* fd, the frames and their source lines): the line signature, the device
  * paths, and the aggregation's per-thread GPU-wait share and site, which a CPU-only process
- * never gets. Depends on engine/gpu_wait.h, engine/sample_agg.h, t.h. */
+ * never gets. Depends on engine/sample/gpu_wait.h, engine/sample/sample_agg.h, t.h. */
 #include <string.h>
 
 #include "gpu_wait.h"

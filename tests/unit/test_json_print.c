@@ -4,7 +4,7 @@
  * others. Random trees (nested objects and arrays, empty ones, every control byte and
  * quote/backslash in strings and keys, integers, saturating ints, fractions, tiny and huge
  * numbers, NaN and infinities) are printed both ways, pretty and compact, and compared after
- * the same escaping pass. Depends on engine/json.c, value.c, escape.c and cJSON. */
+ * the same escaping pass. Depends on engine/core/json.c, value.c, escape.c and cJSON. */
 #include <cjson/cJSON.h>
 #include <math.h>
 #include <stdint.h>

@@ -1,4 +1,4 @@
-/* test_openmetrics.c — the OpenMetrics rendering of a report (engine/openmetrics.c): a saved
+/* test_openmetrics.c — the OpenMetrics rendering of a report (engine/render/openmetrics.c): a saved
  * report with its saved evidence (rule gauges, evidence gauges, durations, timestamp), label
  * escaping of target-chosen strings, duplicate ids, absent evidence, and the shape of every
  * line (a sample of a declared family, name{labels} value). */

@@ -1,7 +1,8 @@
-/* test_providers.c — the table of evidence providers (engine/provider.h, providers.c): names
- * unique, each one doing something, its rows a schema table, the order the finishes depend on;
- * and the scheduler (engine/collect.c) on the fixture /proc tree: the top-level keys in table
- * order, a probe turned off leaving its group out. Depends on engine/provider.h, engine.h, t.h. */
+/* test_providers.c — the table of evidence providers (engine/collect/provider.h, providers.c):
+ * names unique, each one doing something, its rows a schema table, the order the finishes depend
+ * on; and the scheduler (engine/collect/collect.c) on the fixture /proc tree: the top-level keys in
+ * table order, a probe turned off leaving its group out. Depends on engine/collect/provider.h,
+ * engine.h, t.h. */
 #include <string.h>
 
 #include "bridge/schema.h"

@@ -1,5 +1,5 @@
 /* test_python_bridge.c — ev.python (engine/bridge/python.c) and the dump renderer
- * (engine/dump.c) on a hand-built sop_python: absent values left out, native frames merged
+ * (engine/api/dump.c) on a hand-built sop_python: absent values left out, native frames merged
  * in order, control characters escaped in text and in JSON, the contract's keys present. */
 #include <math.h>
 #include <stdlib.h>

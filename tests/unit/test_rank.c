@@ -1,13 +1,13 @@
-/* test_rank.c — engine/rank.c: the rank identity from the allow-listed environment (torchrun's
- * variables win over Slurm's; TORCHELASTIC_RUN_ID "none" is no job id; no rank variables, no
- * `rank`), the key figures from an evidence tree (absent stays absent), and a built report
- * carrying both (target.rank..., figures, sop_version). */
+/* test_rank.c — engine/collect/rank_identity.c: the rank identity from the allow-listed environment
+ * (torchrun's variables win over Slurm's; TORCHELASTIC_RUN_ID "none" is no job id; no rank
+ * variables, no `rank`), the key figures from an evidence tree (absent stays absent), and a built
+ * report carrying both (target.rank..., figures, sop_version). */
 #include <sys/utsname.h>
 
 #include "bridge/schema.h"
 #include "engine.h"
 #include "json.h"
-#include "rank.h"
+#include "rank_identity.h"
 #include "t.h"
 #include "value.h"
 

@@ -1,4 +1,4 @@
-/* test_rules.c — the sandboxed rule runner (engine/rules.c) and the value <-> Lua bridge
+/* test_rules.c — the sandboxed rule runner (engine/rules/rules.c) and the value <-> Lua bridge
  * (engine/bridge/lua.c): sandbox escapes, limits, verdicts, thresholds, require, timing.
  * Fixtures: tests/fixtures/rules/. */
 #include <lauxlib.h>

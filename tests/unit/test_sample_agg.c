@@ -2,7 +2,7 @@
  * per-thread shares, stacks counted root first with their state split, top-N truncation against
  * the exact totals the distribution keeps, per-process sums, thread names, (leaf, entry,
  * caller) sites and entries, fault sites, an asyncio loop stretch, the GC window and the
- * timeline. Depends on engine/sample_agg.h, t.h. */
+ * timeline. Depends on engine/sample/sample_agg.h, t.h. */
 #include <math.h>
 #include <string.h>
 

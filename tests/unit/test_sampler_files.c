@@ -1,6 +1,6 @@
 /* test_sampler_files.c — mountinfo lines (real ones from this machine, an NFS, a FUSE and an
  * overlay line, escaped spaces, cut and garbage lines), filesystem kinds, and a real scan of this
- * process's open files resolved to their mount. Depends on engine/sampler_files.h, t.h. */
+ * process's open files resolved to their mount. Depends on engine/sample/sampler_files.h, t.h. */
 #include <fcntl.h>
 #include <stdio.h>
 #include <unistd.h>

@@ -4,7 +4,8 @@
  * <close> handler in a killed rule; and the wall-clock watchdog per rule and per evaluation.
  * Also (item 2): packs do not poison each other — a pack's file, each plugin and the site file
  * each see pristine built-ins and their own globals only.
- * A run that does not return is caught by alarm() and fails the test. Depends on engine/rules.c. */
+ * A run that does not return is caught by alarm() and fails the test. Depends on
+ * engine/rules/rules.c. */
 #include <signal.h>
 #include <time.h>
 #include <unistd.h>

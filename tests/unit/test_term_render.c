@@ -1,5 +1,5 @@
 /* test_term_render.c — the display-width helper (ASCII 1, CJK and fullwidth 2, combining 0,
- * broken UTF-8 one column per byte) and the terminal layout of engine/report_term.c: every
+ * broken UTF-8 one column per byte) and the terminal layout of engine/render/report_term.c: every
  * line within the width at 20..200 columns with CJK and long words, target controls escaped,
  * colour codes only when asked, cleared checks counted unless `all`. */
 #include "dwidth.h"

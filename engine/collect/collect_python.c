@@ -1,0 +1,108 @@
+/* collect_python.c — the providers `python` and `sampling` (provider.h): the CPython runtime,
+ * found once at the window's start for the census, the sampler and the stacks (py_runtime.h);
+ * the stacks, GIL and GC read at its end (ev.python, bridge/python.c); the window's samples
+ * (ev.sampling and the window's rows of ev.python, bridge/window.c). The sampler itself runs
+ * the window (engine/collect/collect.c). Depends on probes/python/python.h, sampler.h, provider.h.
+ */
+#include <errno.h>
+#include <stdlib.h>
+
+#include "bridge/bridge.h"
+#include "provider.h"
+#include "python/python.h"
+#include "sampler.h"
+
+typedef struct {
+    sop_pyruntime rt;
+} python_state;
+
+static void *python_start(sop_collect_ctx *cx)
+{
+    if (!cx->o->python)
+        return NULL;
+    python_state *st = calloc(1, sizeof *st);
+    if (!st)
+        return NULL;
+    /* each user adds the reasons finding it gave where it would have found it itself */
+    sop_missing scratch = {0};
+    sop__pyruntime_find(cx->pid, cx->proc_root, &st->rt, &scratch);
+    sop__missing_free(&scratch);
+    cx->rt = &st->rt;
+    return st;
+}
+
+/* A Python thread is active when the OS has it running or runnable, or it holds the GIL. */
+static void mark_active_threads(sop_python *py, const sop_thread_list *threads)
+{
+    for (size_t i = 0; i < py->nthreads; i++) {
+        sop_pythread *t = &py->threads[i];
+        for (size_t j = 0; j < threads->n; j++)
+            if (threads->items[j].tid == t->tid) {
+                t->active = t->gil || threads->items[j].stat.state == 'R';
+                break;
+            }
+    }
+}
+
+static void python_finish(sop_collect_ctx *cx, void *p)
+{
+    python_state *st = p;
+    sop_collection *c = cx->c;
+    if (!sop__collect_target_alive(cx)) {
+        sop__missing_add(&c->missing, "python", "the target exited; Python stacks not read");
+        return;
+    }
+    /* Right after the thread snapshot, whose OS states stand in for the probe's own reads. */
+    unsigned flags = c->threads.n ? SOP_PY_SKIP_OS_STATE : 0;
+    int prc =
+        sop__python_collect_with(&st->rt, cx->pid, cx->proc_root, flags, &c->python, &c->missing);
+    if (prc == -ENOEXEC)
+        sop__missing_add(&c->missing, "python", "not a CPython process");
+    /* The walker finds the target by number: if ours is gone now, the number may belong to
+     * another process already (pid reuse). Keep nothing it read. */
+    if (!sop__collect_target_alive(cx) && c->python) {
+        sop__python_free(c->python);
+        c->python = NULL;
+        sop__missing_add(&c->missing, "python",
+                         "the target exited during the read; stacks discarded (pid reuse)");
+    }
+    if (c->python && flags)
+        mark_active_threads(c->python, &c->threads);
+    if (c->python && cx->sampler) { /* the samples are kept with the stacks they explain */
+        c->sampling = cx->sampler;
+        cx->sampler = NULL;
+    }
+}
+
+static void python_emit(const sop_collect_ctx *cx, void *p, sop_value *ev)
+{
+    (void)p;
+    if (cx->c->python)
+        sop__bridge_python(ev, cx->c->python);
+}
+
+const sop_provider sop__provider_python = {
+    .name = "python",
+    .probes = SOP_PROBE_PYTHON,
+    .rows = sop__evk_python,
+    .nrows = &sop__evk_python_n,
+    .start = python_start,
+    .finish = python_finish,
+    .emit = python_emit,
+    .free = free,
+};
+
+static void sampling_emit(const sop_collect_ctx *cx, void *p, sop_value *ev)
+{
+    (void)p;
+    if (cx->c->sampling)
+        sop__sampler_bridge(cx->c->sampling, ev);
+}
+
+const sop_provider sop__provider_sampling = {
+    .name = "sampling",
+    .probes = SOP_PROBE_PYTHON,
+    .rows = sop__evk_sampling,
+    .nrows = &sop__evk_sampling_n,
+    .emit = sampling_emit,
+};
