@@ -26,59 +26,13 @@
 #include "http.h"
 #include "promtext.h"
 #include "sop.h"
+#include "watch.h"
 
 extern char **environ;
 
-#define MAX_SETS 64
 #define MAX_LISTEN 4 /* --listen options */
-#define MAX_KEEP 10000
-#define MAX_HOOK_ARGS 64
-#define MAX_PROBLEMS 256
-/* A report's path without its extension; --out is at most OUT_MAX long. */
-#define BASE_MAX 3968
-#define OUT_MAX 3800
 
-typedef struct {
-    char id[128];
-    char severity[8];
-} finding_key;
-
-typedef struct {
-    /* set before the watch starts, read-only afterwards */
-    int pid;
-    unsigned long long start_ticks; /* /proc/PID/stat starttime: tells a reused pid apart */
-    const char *out_dir;
-    int out_fd;      /* --out opened once: every file is made relative to it */
-    mode_t out_mode; /* reports' mode (--out-mode, default 0600) */
-    const char *on_finding;
-    int hook_shell;
-    int keep;
-    const char *lang;
-    unsigned long long max_windows; /* --count; 0 = no limit */
-    pthread_t main_thread;
-
-    /* the watch's thread only */
-    char **kept; /* ring of the last `keep` report paths, without the extension */
-    int nkept, kept_head;
-    finding_key prev[MAX_PROBLEMS];
-    int nprev;
-    int ok_windows;
-    char last_path[PATH_MAX]; /* the last report written ("" before) */
-
-    /* shared: under mu */
-    pthread_mutex_t mu;
-    sop_watch *w;
-    char *last_json; /* the last successful window's JSON report, for /report */
-    double last_ok_unix;
-
-    _Atomic int ended; /* the watch is over: main stops */
-    int pm_retried;    /* the target died just after a window read it alive: one more window */
-    _Atomic int end_status;
-    _Atomic unsigned long long reports_written, hooks_failed;
-} watch_ctx;
-
-static void logf_(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-static void logf_(const char *fmt, ...)
+void cli_watch_log(const char *fmt, ...)
 {
     char line[2048], stamp[32];
     time_t t = time(NULL);
@@ -175,109 +129,6 @@ static void keep_report(watch_ctx *c, const char *base)
     }
 }
 
-/* Split CMD into words: blanks separate, '...' and "..." group, backslash escapes one character
- * outside single quotes. No expansion of any kind. Returns the count, or -1. */
-static int split_words(const char *cmd, char *buf, char **argv, int max)
-{
-    int n = 0;
-    const char *p = cmd;
-    char *o = buf;
-    for (;;) {
-        while (*p == ' ' || *p == '\t')
-            p++;
-        if (!*p)
-            break;
-        if (n == max)
-            return -1;
-        argv[n++] = o;
-        char quote = 0;
-        while (*p && (quote || (*p != ' ' && *p != '\t'))) {
-            if (!quote && (*p == '\'' || *p == '"')) {
-                quote = *p++;
-            } else if (quote && *p == quote) {
-                quote = 0;
-                p++;
-            } else if (*p == '\\' && quote != '\'' && p[1]) {
-                *o++ = p[1];
-                p += 2;
-            } else {
-                *o++ = *p++;
-            }
-        }
-        if (quote)
-            return -1;
-        *o++ = '\0';
-    }
-    return n;
-}
-
-/* Start --on-finding with the report's path; not waited for here (main reaps it on SIGCHLD). */
-static void run_hook(watch_ctx *c, const char *json_path, const char *md_path)
-{
-    char *buf = malloc(strlen(c->on_finding) + 1);
-    char *argv[MAX_HOOK_ARGS + 6];
-    int n = 0;
-    if (!buf)
-        return;
-    if (c->hook_shell) {
-        argv[n++] = "/bin/sh";
-        argv[n++] = "-c";
-        argv[n++] = (char *)c->on_finding;
-        argv[n++] = "sop-on-finding"; /* $0; the path is $1 */
-    } else {
-        n = split_words(c->on_finding, buf, argv, MAX_HOOK_ARGS);
-        if (n <= 0) { /* checked at start-up */
-            free(buf);
-            return;
-        }
-    }
-    argv[n++] = (char *)json_path;
-    argv[n] = NULL;
-    /* The environment plus SOP_REPORT, SOP_REPORT_MD and SOP_PID. */
-    size_t nenv = 0;
-    while (environ && environ[nenv])
-        nenv++;
-    char **envp = calloc(nenv + 4, sizeof *envp);
-    char e1[PATH_MAX + 16], e2[PATH_MAX + 16], e3[32];
-    snprintf(e1, sizeof e1, "SOP_REPORT=%s", json_path);
-    snprintf(e2, sizeof e2, "SOP_REPORT_MD=%s", md_path);
-    snprintf(e3, sizeof e3, "SOP_PID=%d", c->pid);
-    size_t k = 0;
-    for (size_t i = 0; envp && i < nenv; i++)
-        if (strncmp(environ[i], "SOP_REPORT=", 11) && strncmp(environ[i], "SOP_REPORT_MD=", 14) &&
-            strncmp(environ[i], "SOP_PID=", 8))
-            envp[k++] = environ[i];
-    if (envp) {
-        envp[k++] = e1;
-        envp[k++] = e2;
-        envp[k++] = e3;
-    }
-    posix_spawnattr_t attr;
-    posix_spawnattr_init(&attr);
-    sigset_t none, dfl;
-    sigemptyset(&none);
-    sigemptyset(&dfl);
-    sigaddset(&dfl, SIGTERM);
-    sigaddset(&dfl, SIGINT);
-    sigaddset(&dfl, SIGCHLD);
-    sigaddset(&dfl, SIGUSR1);
-    sigaddset(&dfl, SIGPIPE);
-    posix_spawnattr_setsigmask(&attr, &none);
-    posix_spawnattr_setsigdefault(&attr, &dfl);
-    posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF);
-    pid_t child = 0;
-    int rc = envp ? posix_spawnp(&child, argv[0], NULL, &attr, argv, envp) : ENOMEM;
-    posix_spawnattr_destroy(&attr);
-    if (rc != 0) {
-        atomic_fetch_add(&c->hooks_failed, 1);
-        logf_("--on-finding: cannot run '%s': %s (the watch goes on)", argv[0], strerror(rc));
-    } else {
-        logf_("--on-finding: started '%s' (pid %d) with %s", argv[0], (int)child, json_path);
-    }
-    free(envp);
-    free(buf);
-}
-
 /* The report as JSON + Markdown in --out; path (without extension) in base. 0 or -1. */
 static int write_report(watch_ctx *c, const sop_report *r, unsigned long long seq,
                         const char *suffix, char *base, size_t baselen)
@@ -298,7 +149,7 @@ static int write_report(watch_ctx *c, const sop_report *r, unsigned long long se
             rc = write_whole(c, path, json);
         }
         if (rc != 0)
-            logf_("cannot write %s: %s", path, strerror(errno));
+            cli_watch_log("cannot write %s: %s", path, strerror(errno));
     }
     sop_free(json);
     sop_free(md);
@@ -341,7 +192,7 @@ static void write_note(watch_ctx *c, unsigned long long seq, const char *what, c
     size_t text_len = 0;
     FILE *f = open_memstream(&text, &text_len);
     if (!f) {
-        logf_("cannot write the post-mortem %s: %s", base, strerror(errno));
+        cli_watch_log("cannot write the post-mortem %s: %s", base, strerror(errno));
         return;
     }
     fprintf(f, "{\"schema\": 1, \"target\": {\"pid\": %d, \"alive\": false},\n", c->pid);
@@ -373,13 +224,13 @@ static void write_note(watch_ctx *c, unsigned long long seq, const char *what, c
         free(text);
     }
     if (!ok) {
-        logf_("cannot write the post-mortem %s: %s", base, strerror(errno));
+        cli_watch_log("cannot write the post-mortem %s: %s", base, strerror(errno));
         return;
     }
     keep_report(c, base);
     snprintf(c->last_path, sizeof c->last_path, "%s.json", base);
     atomic_fetch_add(&c->reports_written, 1);
-    logf_("post-mortem report %s.json", base);
+    cli_watch_log("post-mortem report %s.json", base);
 }
 
 static void end_watch(watch_ctx *c, int status)
@@ -454,21 +305,22 @@ static void on_window(const sop_watch_event *ev, void *user)
             int problem = sop_report_has_problem(ev->report);
             char *summary = NULL;
             sop_report_summary(ev->report, c->lang, &summary);
-            logf_("target pid %d has ended; its last window: %s", c->pid, summary ? summary : "");
+            cli_watch_log("target pid %d has ended; its last window: %s", c->pid,
+                          summary ? summary : "");
             sop_free(summary);
             if (c->out_dir &&
                 write_report(c, ev->report, ev->seq, "-postmortem", base, sizeof base) == 0) {
-                logf_("post-mortem report %s.json", base);
+                cli_watch_log("post-mortem report %s.json", base);
                 if (problem && c->on_finding) {
                     char json[PATH_MAX], md[PATH_MAX];
                     snprintf(json, sizeof json, "%s.json", base);
                     snprintf(md, sizeof md, "%s.md", base);
-                    run_hook(c, json, md);
+                    cli_watch_run_hook(c, json, md);
                 }
             }
             end_watch(c, problem ? EXIT_FINDING : EXIT_TARGET);
         } else {
-            logf_("target pid %d has exited (no OOM kill of it in the kernel log)", c->pid);
+            cli_watch_log("target pid %d has exited (no OOM kill of it in the kernel log)", c->pid);
             write_note(c, ev->seq, "The target exited",
                        "the process exited between two windows; the kernel log holds no OOM "
                        "kill of it");
@@ -477,9 +329,10 @@ static void on_window(const sop_watch_event *ev, void *user)
         return;
     }
     if (now_ticks != c->start_ticks) {
-        logf_("pid %d now belongs to another process (its start time changed): the target is "
-              "gone; not following the new one",
-              c->pid);
+        cli_watch_log(
+            "pid %d now belongs to another process (its start time changed): the target is "
+            "gone; not following the new one",
+            c->pid);
         write_note(c, ev->seq, "The target's pid was reused",
                    "the process exited and its pid now belongs to another process (start time "
                    "changed); that process is not diagnosed");
@@ -487,7 +340,7 @@ static void on_window(const sop_watch_event *ev, void *user)
         return;
     }
     if (ev->rc != 0) {
-        logf_("window #%llu failed: %s", ev->seq, ev->error);
+        cli_watch_log("window #%llu failed: %s", ev->seq, ev->error);
         if (c->ok_windows == 0) /* never readable: as `run` would, stop */
             end_watch(c, cli_exit_for(ev->rc));
         return;
@@ -496,18 +349,18 @@ static void on_window(const sop_watch_event *ev, void *user)
     keep_json(c, ev->report);
     char *summary = NULL;
     sop_report_summary(ev->report, c->lang, &summary);
-    logf_("window #%llu (%.0f ms): %s", ev->seq, ev->run_ms, summary ? summary : "");
+    cli_watch_log("window #%llu (%.0f ms): %s", ev->seq, ev->run_ms, summary ? summary : "");
     sop_free(summary);
     char what[1024];
     if (new_problems(c, ev->report, what, sizeof what) > 0) {
-        logf_("new or changed: %s", what);
+        cli_watch_log("new or changed: %s", what);
         if (c->out_dir && write_report(c, ev->report, ev->seq, "", base, sizeof base) == 0) {
-            logf_("report %s.json", base);
+            cli_watch_log("report %s.json", base);
             if (c->on_finding) {
                 char json[PATH_MAX], md[PATH_MAX];
                 snprintf(json, sizeof json, "%s.json", base);
                 snprintf(md, sizeof md, "%s.md", base);
-                run_hook(c, json, md);
+                cli_watch_run_hook(c, json, md);
             }
         }
     }
@@ -585,44 +438,6 @@ static char *serve(const cli_http_request *req, int *status, const char **type, 
     }
     *status = 404;
     return strdup("not found: try /metrics, /report or /healthz\n");
-}
-
-#define HOOK_GRACE_MS 10000
-
-static void reap_hooks(watch_ctx *c);
-
-/* The target ended: the post-mortem's --on-finding may still run. Wait for it (at most
- * HOOK_GRACE_MS) so that its exit status is logged before the watch exits. */
-static void finish_hooks(watch_ctx *c)
-{
-    for (int waited = 0; waited < HOOK_GRACE_MS; waited += 50) {
-        siginfo_t info;
-        memset(&info, 0, sizeof info);
-        if (waitid(P_ALL, 0, &info, WEXITED | WNOHANG | WNOWAIT) < 0)
-            return; /* no child left */
-        if (info.si_pid != 0)
-            reap_hooks(c);
-        else
-            usleep(50 * 1000);
-    }
-    logf_("--on-finding still running after %d s: left to finish on its own", HOOK_GRACE_MS / 1000);
-}
-
-static void reap_hooks(watch_ctx *c)
-{
-    int st;
-    pid_t p;
-    while ((p = waitpid(-1, &st, WNOHANG)) > 0) {
-        if (WIFEXITED(st) && WEXITSTATUS(st) == 0)
-            continue;
-        atomic_fetch_add(&c->hooks_failed, 1);
-        if (WIFEXITED(st))
-            logf_("--on-finding (pid %d) exited with status %d (the watch goes on)", (int)p,
-                  WEXITSTATUS(st));
-        else
-            logf_("--on-finding (pid %d) was killed by signal %d (the watch goes on)", (int)p,
-                  WTERMSIG(st));
-    }
 }
 
 static int parse_positive(const char *s, double max, double *out)
@@ -786,7 +601,7 @@ int cmd_watch(int argc, char **argv)
     if (c.on_finding) {
         char *buf = malloc(strlen(c.on_finding) + 1);
         char *words[MAX_HOOK_ARGS];
-        int n = buf ? split_words(c.on_finding, buf, words, MAX_HOOK_ARGS) : -1;
+        int n = buf ? cli_watch_split_words(c.on_finding, buf, words, MAX_HOOK_ARGS) : -1;
         free(buf);
         if (n <= 0) {
             fprintf(stderr,
@@ -897,36 +712,36 @@ int cmd_watch(int argc, char **argv)
             fprintf(stderr, "sopctl: --listen: %s\n", err);
             status = EXIT_USAGE;
         } else if (strncmp(bound, "unix:", 5) == 0) {
-            logf_("listening on %s (/metrics, /report, /healthz; mode 0600)", bound);
+            cli_watch_log("listening on %s (/metrics, /report, /healthz; mode 0600)", bound);
         } else {
-            logf_("listening on http://%s/metrics", bound);
+            cli_watch_log("listening on http://%s/metrics", bound);
         }
     }
     if (status == EXIT_CLEAN) {
-        logf_("watching pid %d: a %.3g s window every %.3g s%s%s", c.pid, co.duration_s, every_s,
-              c.out_dir ? ", reports in " : "", c.out_dir ? c.out_dir : "");
+        cli_watch_log("watching pid %d: a %.3g s window every %.3g s%s%s", c.pid, co.duration_s,
+                      every_s, c.out_dir ? ", reports in " : "", c.out_dir ? c.out_dir : "");
         sop_watch_trigger(c.w); /* the first window now, then one every interval */
         const char *why = NULL;
         while (!why) {
             siginfo_t info;
             int sig = sigwaitinfo(&set, &info);
             if (sig == SIGCHLD)
-                reap_hooks(&c);
+                cli_watch_reap_hooks(&c);
             else if (sig == SIGTERM || sig == SIGINT)
                 why = sig == SIGTERM ? "SIGTERM" : "SIGINT";
             else if (sig == SIGUSR1 && atomic_load(&c.ended))
                 why = "end";
         }
         if (strcmp(why, "end") != 0)
-            logf_("%s: stopping after %llu windows", why, sop_watch_runs(c.w));
+            cli_watch_log("%s: stopping after %llu windows", why, sop_watch_runs(c.w));
         status = strcmp(why, "end") == 0 ? atomic_load(&c.end_status) : EXIT_CLEAN;
         if (strcmp(why, "end") == 0)
-            finish_hooks(&c);
+            cli_watch_finish_hooks(&c);
     }
     for (int i = 0; i < nlisten; i++)
         cli_http_stop(http[i]); /* before the watch: serve() reads it */
     sop_watch_free(c.w);        /* waits for a window in progress */
-    reap_hooks(&c);
+    cli_watch_reap_hooks(&c);
     pthread_sigmask(SIG_SETMASK, &old, NULL);
     for (int i = 0; i < c.nkept; i++)
         free(c.kept[(c.kept_head + i) % c.keep]);
