@@ -76,7 +76,8 @@ int cmd_record(int argc, char **argv)
                    "                     -o FILE(.txt|.svg|.speedscope.json|.html)\n"
                    "  idle samples (asleep without the GIL, waiting for a batch) are left out\n"
                    "  unless --idle; --timeline draws a lane per thread instead of the flame\n"
-                   "  graph (an .html file has both); the format follows the name unless given\n");
+                   "  graph (under an asyncio loop's thread, a lane per coroutine it ran); an\n"
+                   "  .html file has both; the format follows the name unless given\n");
             return EXIT_CLEAN;
         default: {
             int st = cli_window_opt(c, optarg, argv[optind - 1], &pid, &duration, &rate);

@@ -73,8 +73,10 @@ int sop__record_pictures(const sop_sampler *s, int pid, unsigned what, unsigned 
         size_t nthr = sop__sampler_threads(s, &thr), nev = sop__sampler_timeline(s, &ev);
         snprintf(title, sizeof title, "pid %d and its workers, a lane per thread, over %.1f s", pid,
                  st.window_s);
-        rc = sop__timeline_write_gpu(thr, nthr, ev, nev, st.window_s, st.rate_hz, title, gpu,
-                                     SOP_FG_INLINE, f);
+        const char *const *tasks = NULL;
+        size_t ntasks = sop__sampler_task_names(s, &tasks);
+        rc = sop__timeline_write_gpu(thr, nthr, ev, nev, st.window_s, st.rate_hz, title, gpu, tasks,
+                                     ntasks, SOP_FG_INLINE, f);
         free(thr);
     }
     return rc;
@@ -163,8 +165,10 @@ int sop_record_ex(sop_engine *e, int pid, double duration_s, double rate_hz, con
         const sop_gpu_series *gs = pf.gpu ? sop__gpu_window_series(&gw) : NULL;
         sop_timeline_gpu lane = {gs ? gs->t_ms : NULL, gs ? gs->busy_pct : NULL, gs ? gs->n : 0,
                                  t_run};
-        rc = sop__timeline_write_gpu(thr, nthr, ev, nev, st.window_s, st.rate_hz, title, &lane, 0,
-                                     f);
+        const char *const *tasks = NULL;
+        size_t ntasks = sop__sampler_task_names(s, &tasks);
+        rc = sop__timeline_write_gpu(thr, nthr, ev, nev, st.window_s, st.rate_hz, title, &lane,
+                                     tasks, ntasks, 0, f);
         free(thr);
     } else if (fmt == SOP_RECORD_SVG) {
         snprintf(title, sizeof title, "sopctl record --pid %d: %ld samples at %g Hz over %.1f s%s",

@@ -3,7 +3,9 @@
  * did (running Python with the GIL, waiting for the GIL, native code, disk, waiting for a
  * DataLoader batch, idle), and under them, when NVML was read, a lane of the GPUs' busy share.
  * A starved loader shows as a main-thread lane of batch waits over
- * worker lanes that are busy or idle. Self-contained SVG, no script. Depends on sampler.h. */
+ * worker lanes that are busy or idle. Under an event loop's thread, a lane per coroutine its
+ * callbacks ran (the task's outermost coroutine; up to TL_TASK_LANES): which task ran when.
+ * Self-contained SVG, no script. Depends on sampler.h. */
 #include <errno.h>
 #include <math.h>
 #include <stdio.h>
@@ -20,6 +22,8 @@
 #define TL_LANE 18
 #define TL_TOP 64
 #define TL_MAX_LANES 256
+#define TL_TASK_LANES 8 /* coroutine lanes under one loop thread, the most seen first */
+#define TL_TASK_FILL "#3b7dd8"
 
 static const char *const ST_NAME[SOP_ST_N] = {"running Python (GIL held)", "waiting for the GIL",
                                               "native code (no GIL)",      "disk (D state)",
@@ -104,12 +108,79 @@ int sop__timeline_write(const sop_thread_info *thr, size_t nthr, const sop_timel
                         size_t nev, double window_s, double rate_hz, const char *title,
                         unsigned flags, FILE *f)
 {
-    return sop__timeline_write_gpu(thr, nthr, ev, nev, window_s, rate_hz, title, NULL, flags, f);
+    return sop__timeline_write_gpu(thr, nthr, ev, nev, window_s, rate_hz, title, NULL, NULL, 0,
+                                   flags, f);
+}
+
+/* The coroutine lanes of one thread's samples by[a..b): the task indices seen (1-based, at most
+ * TL_TASK_LANES, the most seen first) into idx; their count. */
+static size_t task_lanes(const sop_timeline_ev *const *by, size_t a, size_t b, size_t ntasks,
+                         uint8_t *idx, long *count)
+{
+    long per[256] = {0};
+    for (size_t i = a; i < b; i++)
+        if (by[i]->task && by[i]->task <= ntasks)
+            per[by[i]->task]++;
+    size_t n = 0;
+    while (n < TL_TASK_LANES) {
+        int best = 0;
+        for (int k = 1; k < 256; k++)
+            if (per[k] > (best ? per[best] : 0))
+                best = k;
+        if (!best)
+            break;
+        idx[n] = (uint8_t)best;
+        count[n++] = per[best];
+        per[best] = 0;
+    }
+    return n;
+}
+
+/* One coroutine's lane under its loop thread's: runs of consecutive samples in which the
+ * thread ran a callback of that coroutine. */
+static void task_lane(FILE *f, const sop_timeline_ev *const *by, size_t a, size_t b, uint8_t task,
+                      long count, const char *name, const sop_thread_info *t, double y, double x0,
+                      double scale, double dt_ms, double window_s)
+{
+    char label[80];
+    label_text(label, sizeof label, name);
+    fprintf(f, "<g class=\"task-lane\" data-tid=\"%d\" data-samples=\"%ld\" data-task=\"", t->tid,
+            count);
+    put_xml(f, label);
+    fprintf(f,
+            "\">\n<rect x=\"0\" y=\"%.1f\" width=\"%g\" height=\"%d\" fill=\"#f1f5fc\"/>"
+            "<text x=\"%g\" y=\"%.1f\">  task ",
+            y, TL_WIDTH, TL_LANE, TL_PAD + 12, y + TL_LANE - 5);
+    put_xml(f, label);
+    fprintf(f, " %ld</text>\n", count);
+    for (size_t i = a; i < b;) {
+        if (by[i]->task != task) {
+            i++;
+            continue;
+        }
+        size_t j = i + 1;
+        while (j < b && by[j]->task == task && by[j]->t_ms - by[j - 1]->t_ms <= 1.5 * dt_ms)
+            j++;
+        double t1 = by[j - 1]->t_ms + dt_ms;
+        if (t1 > window_s * 1e3)
+            t1 = window_s * 1e3;
+        double xa = x0 + by[i]->t_ms * scale, w = (t1 - by[i]->t_ms) * scale;
+        fprintf(f,
+                "<rect class=\"task\" x=\"%.2f\" y=\"%.1f\" width=\"%.2f\" height=\"%d\" "
+                "fill=\"%s\"><title>tid %d ran ",
+                xa, y + 2, w < 0.3 ? 0.3 : w, TL_LANE - 4, TL_TASK_FILL, t->tid);
+        put_xml(f, label);
+        fprintf(f, ", %.2f-%.2f s (%zu samples)</title></rect>\n", by[i]->t_ms / 1e3, t1 / 1e3,
+                j - i);
+        i = j;
+    }
+    fputs("</g>\n", f);
 }
 
 int sop__timeline_write_gpu(const sop_thread_info *thr, size_t nthr, const sop_timeline_ev *ev,
                             size_t nev, double window_s, double rate_hz, const char *title,
-                            const sop_timeline_gpu *gpu, unsigned flags, FILE *f)
+                            const sop_timeline_gpu *gpu, const char *const *tasks, size_t ntasks,
+                            unsigned flags, FILE *f)
 {
     int glanes = gpu && gpu->n ? 1 : 0;
     if (!(window_s > 0))
@@ -132,8 +203,12 @@ int sop__timeline_write_gpu(const sop_thread_info *thr, size_t nthr, const sop_t
         if (ev[i].thr < nthr)
             by[off[ev[i].thr] + fill[ev[i].thr]++] = &ev[i];
     size_t lanes = 0;
-    for (size_t k = 0; k < nthr; k++)
-        lanes += off[k + 1] > off[k];
+    for (size_t k = 0; k < nthr; k++) {
+        uint8_t idx[TL_TASK_LANES];
+        long cnt[TL_TASK_LANES];
+        if (off[k + 1] > off[k])
+            lanes += 1 + (tasks ? task_lanes(by, off[k], off[k + 1], ntasks, idx, cnt) : 0);
+    }
     if (lanes > TL_MAX_LANES)
         lanes = TL_MAX_LANES;
     int height = TL_TOP + (int)(lanes + (size_t)glanes) * TL_LANE + 40;
@@ -225,6 +300,12 @@ int sop__timeline_write_gpu(const sop_thread_info *thr, size_t nthr, const sop_t
         }
         fputs("</g>\n", f);
         lane++;
+        uint8_t idx[TL_TASK_LANES];
+        long cnt[TL_TASK_LANES];
+        size_t nt = tasks ? task_lanes(by, a, b, ntasks, idx, cnt) : 0;
+        for (size_t q = 0; q < nt && lane < lanes; q++, lane++)
+            task_lane(f, by, a, b, idx[q], cnt[q], tasks[idx[q] - 1], &thr[k],
+                      TL_TOP + (double)lane * TL_LANE, x0, scale, dt_ms, window_s);
     }
     if (glanes)
         gpu_lane(f, gpu, TL_TOP + (double)lane * TL_LANE, x0, scale, window_s);

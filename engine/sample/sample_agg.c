@@ -154,8 +154,9 @@ static void end_stretch(sop_agg_thread *t, double end_ms)
 
 /* The asyncio part: a stretch is consecutive samples where the loop thread is inside one
  * callback (not back in the selector, not between callbacks, not in another callback); its
- * frame is the innermost non-loop frame most seen in it. */
-static void loop_sample(sop_agg_thread *t, const sop_pysample *p, double now_ms)
+ * frame is the innermost non-loop frame most seen in it. True when the sample is inside a
+ * callback (t->stretch_cb names it, "" when it is all asyncio's own). */
+static bool loop_sample(sop_agg_thread *t, const sop_pysample *p, double now_ms)
 {
     int dispatch = -1;
     bool loop = false, selector = false;
@@ -175,17 +176,17 @@ static void loop_sample(sop_agg_thread *t, const sop_pysample *p, double now_ms)
     }
     if (!loop) {
         end_stretch(t, now_ms);
-        return;
+        return false;
     }
     t->is_loop = true;
     if (selector) {
         end_stretch(t, now_ms);
-        return;
+        return false;
     }
     /* Between callbacks (in _run_once, not inside Handle._run): the loop came back. */
     if (dispatch < 0) {
         end_stretch(t, now_ms);
-        return;
+        return false;
     }
     /* Which callback: its outermost frame outside the loop machinery (a coroutine of a Task,
      * a protocol method); "" when it is all asyncio's own. Another callback than the one the
@@ -242,6 +243,7 @@ static void loop_sample(sop_agg_thread *t, const sop_pysample *p, double now_ms)
             n += (size_t)w;
         }
     }
+    return true;
 }
 
 /* Append src to the stack text, ';' kept as the separator only. */
@@ -762,8 +764,37 @@ void sop__agg_free(sop_agg *a)
     sop__zfree(a->locks);
     sop__zfree(a->thrs);
     free(a->timeline);
+    for (size_t i = 0; i < a->ntask_names; i++)
+        free(a->task_names[i]);
     free(a->lines);
     free(a);
+}
+
+/* 1 + the index of the callback's coroutine in the timeline's names ("func (file)" from the
+ * stretch's "func (path)"), interned; the last slot stands for every later one ("other"). */
+static uint8_t task_index(sop_agg *a, const char *cb)
+{
+    char name[160];
+    const char *open = strrchr(cb, '(');
+    if (open) {
+        const char *path = open + 1, *slash = strrchr(path, '/');
+        int n = (int)(open - cb) < 96 ? (int)(open - cb) : 96;
+        snprintf(name, sizeof name, "%.*s(%.60s", n, cb, slash ? slash + 1 : path);
+    } else {
+        snprintf(name, sizeof name, "%.150s", cb);
+    }
+    for (size_t i = 0; i < a->ntask_names; i++)
+        if (strcmp(a->task_names[i], name) == 0)
+            return (uint8_t)(i + 1);
+    if (a->ntask_names + 1 >= SOP_AGG_TASK_NAMES) {
+        if (a->ntask_names + 1 == SOP_AGG_TASK_NAMES &&
+            (a->task_names[a->ntask_names] = strdup("(other coroutines)")))
+            a->ntask_names++;
+        return (uint8_t)a->ntask_names;
+    }
+    if (!(a->task_names[a->ntask_names] = strdup(name)))
+        return 0;
+    return (uint8_t)++a->ntask_names;
 }
 
 void sop__agg_sample(sop_agg *a, int ti, const sop_pysample *p, double now_ms)
@@ -833,6 +864,7 @@ void sop__agg_sample(sop_agg *a, int ti, const sop_pysample *p, double now_ms)
                           : gpu             ? SOP_ST_GPU
                           : run             ? SOP_ST_NATIVE
                                             : SOP_ST_IDLE;
+    bool kept = false;
     if (a->keep_timeline) {
         if (a->ntimeline == a->timeline_cap && a->timeline_cap < SOP_AGG_TIMELINE_MAX) {
             size_t cap = a->timeline_cap ? a->timeline_cap * 2 : 4096;
@@ -842,9 +874,11 @@ void sop__agg_sample(sop_agg *a, int ti, const sop_pysample *p, double now_ms)
                 a->timeline_cap = cap;
             }
         }
-        if (a->ntimeline < a->timeline_cap)
+        if (a->ntimeline < a->timeline_cap) {
             a->timeline[a->ntimeline++] =
-                (sop_timeline_ev){(float)(now_ms - a->t0_ms), (uint16_t)ti, (uint8_t)st};
+                (sop_timeline_ev){(float)(now_ms - a->t0_ms), (uint16_t)ti, (uint8_t)st, 0};
+            kept = true;
+        }
     }
     for (size_t i = 0; i < p->nframes && i < 256; i++)
         if (ckpt_frame(&p->frames[i])) {
@@ -853,7 +887,8 @@ void sop__agg_sample(sop_agg *a, int ti, const sop_pysample *p, double now_ms)
         }
     runtime_sample(a, ti, p);
     fault_sample(a, ti, p);
-    loop_sample(t, p, now_ms);
+    if (loop_sample(t, p, now_ms) && kept && t->stretch_cb[0])
+        a->timeline[a->ntimeline - 1].task = task_index(a, t->stretch_cb);
     coll_sample(a, ti, p, now_ms);
     count_stack(a, ti, p, st);
     count_leaf(a, ti, p, run || p->gil, fresh_pages(t, p));

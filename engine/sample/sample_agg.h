@@ -17,6 +17,7 @@
 #define SOP_AGG_MAX_THREADS 4096
 #define SOP_AGG_STACK_SLOTS (1u << 16)  /* power of two; at most half filled */
 #define SOP_AGG_STACK_MAX_BYTES 16384   /* one stack's text; longer ones are cut at the root side */
+#define SOP_AGG_TASK_NAMES 32           /* coroutines named in the timeline (the last: "other") */
 #define SOP_AGG_TIMELINE_MAX (4u << 20) /* thread samples kept for a timeline (8 bytes each) */
 #define SOP_AGG_LOOP_CAND 16            /* candidate frames tracked in one loop stretch */
 #define SOP_AGG_LOOP_STACK_BYTES 1536   /* frames of the longest loop stretch kept */
@@ -212,6 +213,8 @@ typedef struct sop_agg {
     bool keep_timeline;
     sop_timeline_ev *timeline;
     size_t ntimeline, timeline_cap;
+    char *task_names[SOP_AGG_TASK_NAMES]; /* the coroutines the events' task bytes name */
+    size_t ntask_names;
     double t0_ms;
     char buf[SOP_AGG_STACK_MAX_BYTES];
 } sop_agg;

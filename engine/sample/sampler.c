@@ -513,6 +513,12 @@ size_t sop__sampler_timeline(const sop_sampler *s, const sop_timeline_ev **out)
     return s->agg->ntimeline;
 }
 
+size_t sop__sampler_task_names(const sop_sampler *s, const char *const **out)
+{
+    *out = (const char *const *)s->agg->task_names;
+    return s->agg->ntask_names;
+}
+
 bool sop__sampler_saw_asyncio(const sop_sampler *s)
 {
     for (size_t i = 0; s && i < s->agg->nthrs; i++)

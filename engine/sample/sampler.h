@@ -84,6 +84,8 @@ typedef struct {
     float t_ms; /* since the window's start */
     uint16_t thr;
     uint8_t state; /* sop_sample_state */
+    uint8_t task;  /* an event loop's thread inside a callback: 1 + the index of the coroutine
+                    * (sop__sampler_task_names) the callback ran; 0 otherwise */
 } sop_timeline_ev;
 typedef struct {
     int pid, tid;
@@ -93,6 +95,9 @@ typedef struct {
 void sop__sampler_keep_timeline(sop_sampler *s);
 size_t sop__sampler_timeline(const sop_sampler *s, const sop_timeline_ev **out);
 size_t sop__sampler_threads(const sop_sampler *s, sop_thread_info **out);
+/* The coroutines the timeline's task bytes name ("func (file)", the outermost frame of the
+ * task's callback; up to SOP_AGG_TASK_NAMES, later ones share the last slot, "other"). */
+size_t sop__sampler_task_names(const sop_sampler *s, const char *const **out);
 /* The timeline as a self-contained SVG: a lane per thread (engine/render/timeline.c). flags:
  * SOP_FG_INLINE. Returns 0 or -errno. */
 int sop__timeline_write(const sop_thread_info *thr, size_t nthr, const sop_timeline_ev *ev,
@@ -106,9 +111,13 @@ typedef struct sop_timeline_gpu {
     size_t n;
     double t0_ms;
 } sop_timeline_gpu;
+/* tasks/ntasks: the names of the events' task bytes (NULL, 0: no task lanes); an event loop's
+ * thread then gets, under its lane, a lane per coroutine its callbacks ran (which task ran
+ * when). */
 int sop__timeline_write_gpu(const sop_thread_info *thr, size_t nthr, const sop_timeline_ev *ev,
                             size_t nev, double window_s, double rate_hz, const char *title,
-                            const sop_timeline_gpu *gpu, unsigned flags, FILE *f);
+                            const sop_timeline_gpu *gpu, const char *const *tasks, size_t ntasks,
+                            unsigned flags, FILE *f);
 
 /* A self-contained interactive SVG flame graph of collapsed stacks (engine/render/flamegraph.c).
  * SOP_FG_IDLE keeps idle samples (left out by default); SOP_FG_INLINE leaves out the XML

@@ -92,9 +92,11 @@ int main(void)
     sop_timeline_ev ev[300];
     size_t nev = 0;
     for (int i = 0; i < 100; i++) {
-        ev[nev++] = (sop_timeline_ev){(float)(i * 10), 0, i < 80 ? SOP_ST_BATCH : SOP_ST_GIL};
-        ev[nev++] = (sop_timeline_ev){(float)(i * 10), 1, SOP_ST_IDLE};
-        ev[nev++] = (sop_timeline_ev){(float)(i * 10), 2, SOP_ST_GIL};
+        /* thread 7 an event loop's: its last 20 samples in callbacks of two coroutines */
+        uint8_t task = i < 80 ? 0 : i < 95 ? 1 : 2;
+        ev[nev++] = (sop_timeline_ev){(float)(i * 10), 0, i < 80 ? SOP_ST_BATCH : SOP_ST_GIL, task};
+        ev[nev++] = (sop_timeline_ev){(float)(i * 10), 1, SOP_ST_IDLE, 0};
+        ev[nev++] = (sop_timeline_ev){(float)(i * 10), 2, SOP_ST_GIL, 0};
     }
     snprintf(path, sizeof path, "%s/tl.svg", dir);
     f = fopen(path, "w");
@@ -106,6 +108,21 @@ int main(void)
                          "data-top-pct=\"80.0\"") != NULL);
     CHECK(s && strstr(s, "data-tid=\"9\" data-worker=\"1\" data-top=\"gil\"") != NULL);
     CHECK(s && strstr(s, "Main&quot;Thread") != NULL);
+    CHECK(s && strstr(s, "task-lane") == NULL); /* no names given: no task lanes */
+    /* with the coroutines' names: a lane per coroutine under thread 7's, the most seen first */
+    static const char *const tasks[] = {"crunch (a.py)", "parse<x> (b.py)"};
+    f = fopen(path, "w");
+    CHECK(f && sop__timeline_write_gpu(thr, 3, ev, nev, 1.0, 100, "tl", NULL, tasks, 2, 0, f) == 0);
+    fclose(f);
+    CHECK_EQ_I(run(XML_OK, path, ""), 0);
+    s = slurp(path);
+    const char *l1 =
+        s ? strstr(s, "data-tid=\"7\" data-samples=\"15\" data-task=\"crunch (a.py)\"") : NULL;
+    const char *l2 =
+        s ? strstr(s, "data-tid=\"7\" data-samples=\"5\" data-task=\"parse&lt;x&gt; (b.py)\"")
+          : NULL;
+    CHECK(l1 && l2 && l1 < l2);
+    CHECK(s && strstr(s, "tid 7 ran crunch (a.py), 0.80-0.95 s (15 samples)") != NULL);
 
     /* the HTML report escapes the target's text */
     sop_value *r = sop__v_obj();
