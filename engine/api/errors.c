@@ -1,7 +1,9 @@
-/* sop.c — the small parts of the public API every other file leans on: error names, an
- * engine's last error (sop__fail), version, sop_free. Depends on libc only. */
+/* errors.c — the small parts of the public API every other file leans on: error names, the
+ * status of a remote read's -errno, an engine's last error (sop__fail), version, sop_free.
+ * Depends on libc only. */
 #include "sop.h"
 
+#include <errno.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -20,6 +22,28 @@ const char *sop_strerror(int code)
 #undef SOP__ERR_CASE
     }
     return "unknown error";
+}
+
+/* The status of a remote read of a Python target (heap census, asyncio tasks): 0 or -errno. */
+int sop__status_of_remote_read(int r)
+{
+    switch (r) {
+    case 0:
+        return SOP_OK;
+    case -ENOEXEC:
+    case -ENOTSUP:
+        return SOP_ENOTPYTHON;
+    case -ESRCH:
+    case -ENOENT:
+        return SOP_ENOTARGET;
+    case -EPERM:
+    case -EACCES:
+        return SOP_EACCES;
+    case -ENOMEM:
+        return SOP_ENOMEM;
+    default:
+        return SOP_EIO;
+    }
 }
 
 const char *sop_version(void)

@@ -12,6 +12,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "engine.h"
 #include "escape.h"
 #include "json.h"
 #include "procfs.h"
@@ -32,27 +33,6 @@ int64_t sop__heap_anon_kb(const char *proc_root, int pid)
     if (!p || sscanf(p + 9, "%lld", &kb) != 1 || kb < 0)
         return SOP_NA;
     return kb;
-}
-
-static int map_err(int r)
-{
-    switch (r) {
-    case 0:
-        return SOP_OK;
-    case -ENOEXEC:
-    case -ENOTSUP:
-        return SOP_ENOTPYTHON;
-    case -ESRCH:
-    case -ENOENT:
-        return SOP_ENOTARGET;
-    case -EPERM:
-    case -EACCES:
-        return SOP_EACCES;
-    case -ENOMEM:
-        return SOP_ENOMEM;
-    default:
-        return SOP_EIO;
-    }
 }
 
 static void sleep_s(double s)
@@ -172,7 +152,7 @@ int sop_heap(sop_engine *e, int pid, unsigned flags, int top, double duration_s,
         anon1 = sop__heap_anon_kb("/proc", pid);
         r = sop__heap_census(pid, "/proc", hflags, &b, &missing);
     }
-    int rc = map_err(r);
+    int rc = sop__status_of_remote_read(r);
     sop_value *v = NULL;
     if (r == 0) {
         v = sop__bridge_heap(a, b, duration_s, anon0, anon1, (size_t)top);

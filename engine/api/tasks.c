@@ -13,6 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "engine.h"
 #include "escape.h"
 #include "json.h"
 #include "procfs.h"
@@ -493,27 +494,6 @@ char *sop__tasks_text(const sop_pytasks *t, const sop_missing *missing, int pid,
     return sop__sb_take(&b);
 }
 
-static int map_err(int r)
-{
-    switch (r) {
-    case 0:
-        return SOP_OK;
-    case -ENOEXEC:
-    case -ENOTSUP:
-        return SOP_ENOTPYTHON;
-    case -ESRCH:
-    case -ENOENT:
-        return SOP_ENOTARGET;
-    case -EPERM:
-    case -EACCES:
-        return SOP_EACCES;
-    case -ENOMEM:
-        return SOP_ENOMEM;
-    default:
-        return SOP_EIO;
-    }
-}
-
 static void read_cmdline(int pid, char *buf, size_t cap)
 {
     char path[64];
@@ -542,7 +522,7 @@ int sop_tasks(sop_engine *e, int pid, unsigned flags, sop_format fmt, char **out
     char cmdline[4096];
     read_cmdline(pid, cmdline, sizeof cmdline);
     int r = sop__tasks_read(pid, "/proc", &t, &missing);
-    int rc = map_err(r);
+    int rc = sop__status_of_remote_read(r);
     bool tree = (flags & SOP_TASKS_TREE) != 0;
     if (fmt == SOP_FORMAT_JSON) {
         sop_value *v = sop__tasks_value(t, &missing, pid, tree);

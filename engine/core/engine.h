@@ -42,6 +42,9 @@ struct sop_report {
 
 /* Set the engine's last error (printf-style) and return `code`. e may be NULL. */
 int sop__fail(sop_engine *e, int code, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+/* The status (SOP_*) of a remote read of a Python target that returned 0 or -errno: not Python
+ * (ENOEXEC, ENOTSUP), no target (ESRCH, ENOENT), EACCES, ENOMEM, else EIO (engine/api/errors.c). */
+int sop__status_of_remote_read(int r);
 
 /* Gather the evidence tree for pid per opts. Returns 0, SOP_ENOTARGET, SOP_EACCES, SOP_ENOMEM;
  * err gets the detail. */
