@@ -314,7 +314,7 @@ int sop__tasks_read_task(tasks_reader *tr, uint64_t addr, sop_pytask *t)
             for (int i = 0; type && i < 4; i++) {
                 uint64_t nm = 0;
                 if (sop__rmem_u64(m, type + L->tp_name, &nm) < 0 ||
-                    sop__tasks_read_cstr(m, nm, names[i], sizeof names[i]) < 0)
+                    sop__rmem_read_cstr(m, nm, names[i], sizeof names[i]) < 0)
                     break;
                 self_type[i] = names[i];
                 if (sop__rmem_u64(m, type + TP_BASE, &type) < 0)

@@ -62,7 +62,6 @@ bool sop__tasks_fatal(int r);
 /* asyncio_types.c: a printable C string (tp_name) at addr; whether `type` is a type object;
  * a string compare; the kind of the type at `type` (cached in tr->types) and of the object at
  * `obj`, *name (when not NULL) its tp_name ("?" unknown). */
-int sop__tasks_read_cstr(sop_rmem *m, uint64_t addr, char *out, size_t cap);
 bool sop__tasks_is_type_object(sop_rmem *m, const sop_pylayout *L, uint64_t type);
 bool sop__tasks_name_is(const char *n, const char *want);
 int sop__tasks_type_kind(tasks_reader *tr, uint64_t type, const char **name);

@@ -12,30 +12,6 @@
 #define TPFLAGS_TYPE_SUBCLASS (1ul << 31)
 #define MAX_BASES 32
 
-/* tp_name at addr: printable ASCII, NUL-terminated within cap. */
-int sop__tasks_read_cstr(sop_rmem *m, uint64_t addr, char *out, size_t cap)
-{
-    size_t o = 0;
-    while (o + 1 < cap) {
-        size_t n = SOP_RMEM_PAGE - (size_t)((addr + o) & (SOP_RMEM_PAGE - 1));
-        if (n > cap - 1 - o)
-            n = cap - 1 - o;
-        int r = sop__rmem_read(m, addr + o, out + o, n);
-        if (r < 0)
-            return r;
-        for (size_t i = 0; i < n; i++) {
-            char c = out[o + i];
-            if (c == '\0')
-                return o + i > 0 ? 0 : -EINVAL;
-            if (c < 0x20 || c > 0x7e)
-                return -EINVAL;
-        }
-        o += n;
-    }
-    out[cap - 1] = '\0';
-    return 0;
-}
-
 /* A type object: its metatype chain reaches PyType_Type (its own type) with
  * Py_TPFLAGS_TYPE_SUBCLASS on the way. */
 bool sop__tasks_is_type_object(sop_rmem *m, const sop_pylayout *L, uint64_t type)
@@ -87,7 +63,7 @@ int sop__tasks_type_kind(tasks_reader *tr, uint64_t type, const char **name)
     e.kind = K_UNKNOWN;
     uint8_t b[TYPE_READ];
     if (sop__rmem_read(m, type, b, sizeof b) == 0 &&
-        sop__tasks_read_cstr(m, sop__pywalk_rd64(b, L->tp_name), e.name, sizeof e.name) == 0 &&
+        sop__rmem_read_cstr(m, sop__pywalk_rd64(b, L->tp_name), e.name, sizeof e.name) == 0 &&
         sop__tasks_is_type_object(m, L, type)) {
         const char *n = e.name;
         e.kind = K_OTHER;
@@ -121,7 +97,7 @@ int sop__tasks_type_kind(tasks_reader *tr, uint64_t type, const char **name)
             for (int i = 0; t && i < MAX_BASES; i++) {
                 uint64_t nm = 0;
                 if (sop__rmem_u64(m, t + L->tp_name, &nm) < 0 ||
-                    sop__tasks_read_cstr(m, nm, bn, sizeof bn) < 0)
+                    sop__rmem_read_cstr(m, nm, bn, sizeof bn) < 0)
                     break;
                 if (sop__tasks_name_is(bn, "_asyncio.Task")) {
                     e.kind = K_TASK;

@@ -11,31 +11,6 @@
 
 #include "py_names.h"
 
-/* A NUL-terminated C string at addr (tp_name), printable ASCII only; bounded by cap. */
-int sop__heap_read_cstr(sop_rmem *m, uint64_t addr, char *out, size_t cap)
-{
-    size_t o = 0;
-    while (o + 1 < cap) {
-        /* read up to the end of the page, so a name near a mapping's end stays readable */
-        size_t n = SOP_RMEM_PAGE - (size_t)((addr + o) & (SOP_RMEM_PAGE - 1));
-        if (n > cap - 1 - o)
-            n = cap - 1 - o;
-        int r = sop__rmem_read(m, addr + o, out + o, n);
-        if (r < 0)
-            return r;
-        for (size_t i = 0; i < n; i++) {
-            char c = out[o + i];
-            if (c == '\0')
-                return o + i > 0 ? 0 : -EINVAL;
-            if (c < 0x20 || c > 0x7e)
-                return -EINVAL;
-        }
-        o += n;
-    }
-    out[cap - 1] = '\0';
-    return 0; /* cut at cap */
-}
-
 /* 1 when `type` looks like a type object: its own type (the metatype) is a type whose
  * metatype chain reaches PyType_Type (its own type) within a few steps, with
  * Py_TPFLAGS_TYPE_SUBCLASS on the way; 0 when not; a fatal read error (-ESRCH, ...). */
@@ -100,7 +75,7 @@ type_entry *sop__heap_resolve_type(heap_walker *w, uint64_t type, bool untracked
     char name[128];
     int r = 0, is_type = 0;
     if (!(flags & TPFLAGS_HAVE_GC) != untracked || basic < 16 || basic > (1u << 24) ||
-        item > (1u << 16) || (r = sop__heap_read_cstr(&w->mem, tp_name, name, sizeof name)) < 0 ||
+        item > (1u << 16) || (r = sop__rmem_read_cstr(&w->mem, tp_name, name, sizeof name)) < 0 ||
         (is_type = is_type_object(w, type)) <= 0) {
         *err = fatal(r) ? r : is_type < 0 ? is_type : -EINVAL;
         return NULL;

@@ -98,7 +98,6 @@ static inline bool fatal(int r)
 /* heap_types.c: the entry of the type at `type` (resolved and indexed on first sight; NULL
  * with *err when it is not a type or the index is full); a printable C string at addr. */
 type_entry *sop__heap_resolve_type(heap_walker *w, uint64_t type, bool untracked, int *err);
-int sop__heap_read_cstr(sop_rmem *m, uint64_t addr, char *out, size_t cap);
 /* heap_sizes.c: the bytes the census counts for obj (of entry e, its GC node read at node),
  * and the scan of a tracked container's items (depth: how far nested containers are followed);
  * 0 or a negative errno (fatal when the read cannot go on). */

@@ -420,3 +420,29 @@ int sop__rmem_bytes(sop_rmem *m, const sop_pystr_layout *L, uint64_t obj, size_t
     *out_len = (size_t)size;
     return 0;
 }
+
+/* A NUL-terminated C string at addr (a type's tp_name), printable ASCII only, bounded by cap:
+ * 0, -EINVAL (empty, not printable) or the read's -errno; cut at cap. Reads up to each page's
+ * end, so a name near a mapping's end stays readable. */
+int sop__rmem_read_cstr(sop_rmem *m, uint64_t addr, char *out, size_t cap)
+{
+    size_t o = 0;
+    while (o + 1 < cap) {
+        size_t n = SOP_RMEM_PAGE - (size_t)((addr + o) & (SOP_RMEM_PAGE - 1));
+        if (n > cap - 1 - o)
+            n = cap - 1 - o;
+        int r = sop__rmem_read(m, addr + o, out + o, n);
+        if (r < 0)
+            return r;
+        for (size_t i = 0; i < n; i++) {
+            char c = out[o + i];
+            if (c == '\0')
+                return o + i > 0 ? 0 : -EINVAL;
+            if (c < 0x20 || c > 0x7e)
+                return -EINVAL;
+        }
+        o += n;
+    }
+    out[cap - 1] = '\0';
+    return 0;
+}
