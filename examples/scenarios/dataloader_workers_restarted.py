@@ -4,16 +4,23 @@
 # sopctl: --duration 3
 # needs: torch
 # timeout: 120
+# prestart: yes
 """dataloader_workers_restarted.py — SOP §6.2: a DataLoader with persistent_workers=False and
 short epochs (64 samples, 8 batches of a 0.15 s step: about 1.3 s each). Every epoch shuts its
 two workers down and forks new ones, so the workers are always about a second old while the job
-runs on. Prints "ready" once the job is 24 s old (the rule wants a parent of at least 20 s),
-exits after 60 s."""
+runs on. Prints "ready" once the job is 24 s old (the rule wants a parent of at least 20 s) and
+two epochs have re-created their workers, exits 60 s after its first epoch. Started early by the
+harness (prestart), it idles on stdin until its turn (SOP_SCENARIO_GATE)."""
 import os
+import sys
 import time
 
-import torch
-from torch.utils.data import DataLoader, Dataset
+BORN = time.time()
+if os.environ.get("SOP_SCENARIO_GATE"):  # started early by the harness: idle until its turn
+    sys.stdin.readline()
+
+import torch  # noqa: E402
+from torch.utils.data import DataLoader, Dataset  # noqa: E402
 
 INTENSITY = int(os.environ.get("SOP_SCENARIO_INTENSITY", "1"))  # the matrix's size: 1 or 2
 
@@ -33,11 +40,13 @@ if __name__ == "__main__":
                         prefetch_factor=2)
     w = torch.randn(64, 64)
     ready = False
+    epochs = 0
     while time.time() < t0 + 60:
         for batch in loader:  # a new iterator each epoch: new workers
             t = time.time() + 0.15
             while time.time() < t:  # the step, slower than loading
                 batch = torch.tanh(batch @ w) * 0.5
-        if not ready and time.time() > t0 + 24:
+        epochs += 1
+        if not ready and time.time() > BORN + 24 and epochs >= 2:
             print("ready", flush=True)
             ready = True

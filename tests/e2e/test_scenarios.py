@@ -20,6 +20,10 @@ A scenario is a Python program whose leading comment block carries its contract:
     # verdict: CPU-bound on one core                  text the §9 summary.verdict symptom must hold
     # shows: mem.growth mapped: ckpt.pt                a rule whose evidence / note (a finding or a
     #                                                 cleared check) must hold that text
+    # prestart: yes                                   a program that must be old before its
+    #                                                 misbehaviour counts: started idle when the cell
+    #                                                 begins, it waits on stdin (SOP_SCENARIO_GATE=1)
+    #                                                 for its turn; ready is still its measured phase
 
 It prints "ready" on stdout once the misbehaviour is under way (not needed for `target: dead`).
 SOP_TEST_PYTHON names the interpreter (default /usr/bin/python3). SOP_SCENARIO_REPORTS=DIR keeps each
@@ -76,7 +80,7 @@ def parse_cells(text):
 def parse_header(path, budget="all"):
     meta = {"expect": [], "also": [], "sopctl": [], "cgroup": {}, "env": {}, "needs": [],
             "python": sopt.PY, "target": "pid", "timeout": 90, "verdict": None, "skip": None,
-            "shows": []}
+            "shows": [], "prestart": False}
     cell_keys = {}
     with open(path) as f:
         for line in f:
@@ -92,7 +96,7 @@ def parse_header(path, budget="all"):
                     cell_keys[key] = val
                 continue
             if not sep or key not in ("expect", "also", "sopctl", "cgroup", "env", "python",
-                                      "target", "needs", "timeout", "verdict", "shows"):
+                                      "target", "needs", "timeout", "verdict", "shows", "prestart"):
                 continue
             if key in ("expect", "also", "sopctl", "needs"):
                 meta[key] += [w for w in val.split() if w != "none"]
@@ -102,6 +106,8 @@ def parse_header(path, budget="all"):
                     meta[key][k] = v
             elif key == "timeout":
                 meta[key] = float(val)
+            elif key == "prestart":
+                meta[key] = val == "yes"
             elif key == "shows":
                 rid, _, text = val.partition(" ")
                 meta[key].append((rid, text.strip()))
@@ -191,27 +197,65 @@ def start_hogs(cpus):
 
 
 RUNS = [0]
+PRESTARTED = {}  # path -> (process, scratch directory): started idle at the cell's start
+
+
+def scenario_env(meta, cell):
+    """-> (environment, scratch directory) of one run. The scenario's files (datasets,
+    checkpoints, logs) go to a directory of this run, removed after it: the scenario is
+    SIGKILLed (end_tree), so its own cleanup never runs. On disk, not tmpfs (/var/tmp): the IO
+    scenarios need a real page cache."""
+    env = dict(os.environ)
+    env.update(meta["env"])
+    env["SOP_SCENARIO_INTENSITY"] = cell.partition("/")[2].partition("+")[0]
+    scratch = tempfile.mkdtemp(prefix="sop-scn-", dir="/var/tmp")
+    env["SOP_SCENARIO_TMP"] = env["TMPDIR"] = scratch
+    return env, scratch
+
+
+def prestart(path, meta, cell):
+    """Start a `prestart: yes` scenario idle (it blocks on stdin until run_once lets it go), so it
+    is old by its turn without the suite waiting for it. Only on the whole machine, no cgroup."""
+    if not meta["prestart"] or meta["cgroup"] or not cell.startswith("all/") or meta["skip"]:
+        return
+    env, scratch = scenario_env(meta, cell)
+    env["SOP_SCENARIO_GATE"] = "1"
+    p = subprocess.Popen([meta["python"], "-u", path], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                         stderr=subprocess.PIPE, env=env, text=True, cwd=SCEN_DIR,
+                         start_new_session=True)
+    PRESTARTED[path] = (p, scratch)
+
+
+def end_prestarted():
+    for p, scratch in PRESTARTED.values():
+        end_tree(p)
+        p.wait()
+        shutil.rmtree(scratch, ignore_errors=True)
+    PRESTARTED.clear()
 
 
 def run_once(path, meta, cell="all/1"):
     """-> (report or None, error text)"""
     RUNS[0] += 1
     budget, _, rest = cell.partition("/")
-    inten, _, hog = rest.partition("+")
-    env = dict(os.environ)
-    env.update(meta["env"])
-    env["SOP_SCENARIO_INTENSITY"] = inten
-    # The scenario's files (datasets, checkpoints, logs) go to a directory of this run, removed
-    # after it: the scenario is SIGKILLed (end_tree), so its own cleanup never runs. On disk, not
-    # tmpfs (/var/tmp): the IO scenarios need a real page cache.
-    scratch = tempfile.mkdtemp(prefix="sop-scn-", dir="/var/tmp")
-    env["SOP_SCENARIO_TMP"] = env["TMPDIR"] = scratch
+    hog = rest.partition("+")[2]
+    early = PRESTARTED.pop(path, None)
+    if early:
+        p, scratch = early
+    else:
+        env, scratch = scenario_env(meta, cell)
     argv = [meta["python"], "-u", path]
     group = None
     hogs = []
     try:
         c = meta["cgroup"]
-        if c or budget == "cpu1":
+        if early:
+            try:
+                p.stdin.write("go\n")
+                p.stdin.close()
+            except OSError:
+                pass  # it died idle: wait_ready says so with its stderr
+        elif c or budget == "cpu1":
             group = cg.TestCgroup(
                 "scn%d" % RUNS[0],  # a new cgroup path per run: no kill of an earlier run in it
                 memory_max_bytes=size_bytes(c["memory"]) if "memory" in c else None,
@@ -322,6 +366,12 @@ def main():
     for cells_done, cell in enumerate(cells, 1):
         budget, _, rest = cell.partition("/")
         hog = rest.endswith("+hog")
+        end_prestarted()
+        for path in paths:
+            meta = parse_header(path, budget)
+            if meta["prestart"] and not (hog and meta["expect"]) and os.path.exists(
+                    meta["python"]) and not missing_needs(meta["python"], meta["needs"]):
+                prestart(path, meta, cell)
         for path in paths:
             name = os.path.basename(path)[:-3]
             meta = parse_header(path, budget)
@@ -370,6 +420,7 @@ def main():
             rows.append((cell, name, " ".join(meta["expect"]) or "none", fired,
                          "ok" if ok else "FAIL"))
 
+    end_prestarted()
     # The matrix: result first so a failure is easy to spot; "fired" is every finding (severity)
     # and, after "|", the §9 verdict of the run.
     hdr = ("cell", "scenario", "expects", "fired", "result")
@@ -387,4 +438,7 @@ def main():
 
 
 if __name__ == "__main__":
-    main()
+    try:
+        main()
+    finally:
+        end_prestarted()
