@@ -178,6 +178,11 @@ thresholds {
   tiny_mixing = 0.6,            -- ... changing GIL state between consecutive samples at least this x 2p(1-p)
                                 --   (p: its GIL share; a memoryless mix: calls far shorter than the interval) ...
   tiny_min_pairs = 20,          -- ... over at least this many consecutive pairs between which it ran
+  tiny_min_rechecks = 10,       -- ... and, where at least this many of its samples with and without the GIL were
+                                --   each looked at again 0.05 ms later (gil_rechecks, native_rechecks), ...
+  tiny_recheck_persist = 0.4,   -- ... holding the GIL then after a sample with it at most this much more often than
+                                --   after one without (gil_kept_frac - recheck_gil_frac): its calls and Python
+                                --   stretches last µs (tiny: 0.0-0.2; kernels, copies of MB: 0.8-1). Measured: warn
   tiny_max_syscalls_per_s = 1000, -- ... in a process making fewer read+write system calls per second:
                                 --   above it the GIL is released around system calls (small reads, a
                                 --   socket server), §7 and §5, not around tiny native library calls

@@ -589,7 +589,8 @@ rule {
   reads = { "python.threads", "python.workers", "proc.env", "children[].env", "proc.libs", "alive",
             "children[].pid", "duration_s", "pid", "sched", "gpu.procs", "gpu.busy_pct" },
   uses = { "summary_cpu_bound_pct", "pool_native_frac", "pool_spare_cpus", "sampled_min_samples", "gpu_busy_pct",
-           "tiny_gil_min_pct", "tiny_native_min_pct", "tiny_mixing", "tiny_min_pairs" },
+           "tiny_gil_min_pct", "tiny_native_min_pct", "tiny_mixing", "tiny_min_pairs", "tiny_min_rechecks",
+           "tiny_recheck_persist" },
   refs = {
     "https://pytorch.org/docs/stable/generated/torch.set_num_threads.html",
     "https://github.com/joblib/threadpoolctl",

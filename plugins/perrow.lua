@@ -122,28 +122,34 @@ rule {
 }
 
 rule {
-  -- info: at 100 Hz a native call of a few ms alternates like one of a few µs (a loop of large
-  -- np.repeat copies fired it), so this signature alone does not prove the overhead is the cost.
-  id = "perrow.tiny_ops", section = "3.5", severity = "info",
+  -- warn where the native calls' length was measured (rechecks 0.05 ms after a sample); info on
+  -- the alternation alone: at 100 Hz a call of a few ms alternates like one of a few µs.
+  id = "perrow.tiny_ops", section = "3.5", severity = "warn",
   title = T("a busy thread is call-overhead-bound: a loop of tiny native calls (any library), the GIL taken back "
             .. "after each", "繁忙线程受调用开销限制：循环里全是很小的原生调用（任意库），每次调用后都要重新拿 GIL"),
   doc = [[Sampled window: a busy thread (at least numpy_min_samples samples, active in numpy_busy_frac of them) whose
     active samples alternate between holding the GIL (the loop's Python lines) and running without it (native calls
     that release it): GIL held at least tiny_gil_min_pct % and released at least tiny_native_min_pct % of its active
     samples, and consecutive samples between which it ran change GIL state at least tiny_mixing x 2p(1-p) (p its GIL
-    share) over at least tiny_min_pairs pairs: each call is far shorter than the sampling interval. Native compute
+    share) over at least tiny_min_pairs pairs: each call is far shorter than the sampling interval. Where at least
+    tiny_min_rechecks of its samples with and without the GIL were each looked at again 0.05 ms later, the share
+    holding it then after a sample with it may exceed the share after one without by at most tiny_recheck_persist
+    (its calls and Python stretches last µs; a kernel or a copy of MB keeps its state: 0.8-1): warn. Without that
+    measurement (older evidence) the alternation alone gives info. Native compute
     stays in one kernel across samples, or leaves the GIL share small. Names the thread's own lines (the leaves'
     own caller) and the library entries seen. Unknown without a sampled window or older evidence.]],
   reads = { "python.threads[].window.samples", "python.threads[].window.active_frac",
             "python.threads[].window.gil_frac", "python.threads[].window.runnable_nogil_frac",
             "python.threads[].window.gil_wait_frac", "python.threads[].window.alternation_frac",
-            "python.threads[].window.alternation_pairs", "python.threads[].window.leaves",
+            "python.threads[].window.alternation_pairs", "python.threads[].window.native_rechecks",
+            "python.threads[].window.recheck_gil_frac", "python.threads[].window.gil_rechecks",
+            "python.threads[].window.gil_kept_frac", "python.threads[].window.gpu_wait_frac",
+            "python.threads[].window.leaves",
             "python.threads[].window.entries", "python.threads[].name", "python.threads[].tid",
             "python.threads[].window", "sampling.rate_hz", "duration_s", "pid", "proc.io.syscr_per_s",
             "proc.io.syscw_per_s" },
   uses = { "numpy_min_samples", "numpy_busy_frac", "tiny_gil_min_pct", "tiny_native_min_pct", "tiny_mixing",
-           "tiny_max_syscalls_per_s",
-           "tiny_min_pairs" },
+           "tiny_max_syscalls_per_s", "tiny_min_pairs", "tiny_min_rechecks", "tiny_recheck_persist" },
   symptom = T("a busy thread is call-overhead-bound: a loop of tiny native calls", "繁忙线程受调用开销限制：循环里全是很小的原生调用"),
   cause = T("Each library call (a torch op, a numpy ufunc, a pandas scalar access) costs microseconds of fixed "
             .. "overhead — argument parsing, dispatch, an output allocated, the GIL released and taken back — "
@@ -165,13 +171,14 @@ rule {
     local py = ev.python
     if not py or not py.threads then return unknown(common.NO_STACKS) end
     if common.no_window(ev) then return unknown(common.NO_WINDOW) end
-    local best, busy, measured = nil, 0, 0
+    local best, busy, measured, long = nil, 0, 0, nil
     for _, t in ipairs(py.threads) do
       local w = t.window
       if w and (w.samples or 0) >= th.numpy_min_samples and (w.active_frac or 0) >= th.numpy_busy_frac then
         busy = busy + 1
         if w.alternation_pairs then measured = measured + 1 end
-        local o = common.overhead_bound(w, th)
+        local o, stays = common.overhead_bound(w, th)
+        if stays and not long then long = { t = t, s = stays } end
         if o and (not best or o.gil * o.native > best.o.gil * best.o.native) then best = { t = t, o = o } end
       end
     end
@@ -192,6 +199,15 @@ rule {
                       "线程 {tid} 在 Python 与短调用之间交替，但进程每秒 {calls:%.0f} 次 read/write 系统调用（>= {max:%g}）："
                         .. "GIL 是在系统调用前后释放的（小块读写、socket：io.small_reads，§7），不是小粒度的原生库调用",
                       { tid = best.t.tid or 0, calls = calls, max = th.tiny_max_syscalls_per_s }))
+    end
+    if not best and long then
+      return clear(tr("thread {tid} alternates between holding the GIL and running without it, but in stretches of "
+                        .. "0.1 ms and more: looked at again 0.05 ms after a sample, it held the GIL {kept:%.0f}% of "
+                        .. "the time after a sample with it and {back:%.0f}% after one without (native kernels or "
+                        .. "copies, not tiny calls)",
+                      "线程 {tid} 在持有与不持有 GIL 之间交替，但每段都在 0.1 毫秒以上：采样 0.05 毫秒后再看，采样时持有"
+                        .. " GIL 的 {kept:%.0f}% 仍持有，不持有的 {back:%.0f}% 已持有（原生内核或拷贝，不是小调用）",
+                      { tid = long.t.tid or 0, kept = 100 * long.s.kept, back = 100 * long.s.back }))
     end
     if not best then
       return clear(tr("no busy thread alternates between Python and short native calls ({busy} busy: GIL held >= "
@@ -218,20 +234,30 @@ rule {
     local libs = #entries > 0 and tr("; library entries seen: {e}", "；看到的库入口：{e}", { e = table.concat(entries, ", ") })
                  or T("; no library Python frame (C calls: the time sits on the loop's own lines)",
                       "；没有库的 Python 帧（C 调用：时间落在循环自己的行上）")
+    local length = o.measured
+      and tr("; {k} samples looked at again 0.05 ms later: it held the GIL then {kept:%.0f}% of the time after a "
+               .. "sample with it and {back:%.0f}% after one without: its calls and the Python between them last "
+               .. "microseconds",
+             "；{k} 个样本在 0.05 毫秒后再看：采样时持有 GIL 的，{kept:%.0f}% 仍持有；采样时不持有的，{back:%.0f}% "
+               .. "已持有：每次调用及其间的 Python 只有几微秒",
+             { k = o.rechecks, kept = 100 * o.kept, back = 100 * o.back })
+      or T("; how long its native calls last was not measured (no rechecks in this evidence): info",
+           "；没有测到原生调用的时长（证据里没有复查样本）：info")
     return hit {
+      severity = not o.measured and "info" or nil,
       symptom = tr("thread {tid} is call-overhead-bound: tiny native calls in a Python loop at {at}",
                    "线程 {tid} 受调用开销限制：{at} 的 Python 循环里全是很小的原生调用", { tid = best.t.tid, at = at }),
       evidence = tr("tid {tid} ({name}): active {act:%.0f}% of {n} samples; of its active samples GIL held "
                       .. "{g:%.0f}% (Python) and released {nat:%.0f}% (native calls); consecutive samples changed GIL "
                       .. "state {alt:%.0f}% of {pairs} pairs, {mix:%.1f} x what independent draws give: each native "
-                      .. "call is far shorter than the {ms:%.0f} ms sampling interval; at {at}{libs}",
+                      .. "call is far shorter than the {ms:%.0f} ms sampling interval{length}; at {at}{libs}",
                     "tid {tid}（{name}）：{n} 个样本中活跃 {act:%.0f}%；活跃样本里持有 GIL {g:%.0f}%（Python）、释放 "
                       .. "{nat:%.0f}%（原生调用）；相邻样本在 {pairs} 对中有 {alt:%.0f}% 切换了 GIL 状态，是独立抽样的 "
-                      .. "{mix:%.1f} 倍：每次原生调用都远短于 {ms:%.0f} 毫秒的采样间隔；位置 {at}{libs}",
+                      .. "{mix:%.1f} 倍：每次原生调用都远短于 {ms:%.0f} 毫秒的采样间隔{length}；位置 {at}{libs}",
                     { tid = best.t.tid, name = best.t.name or "?", act = 100 * (w.active_frac or 0), n = w.samples,
                       g = 100 * o.gil, nat = 100 * o.native, alt = 100 * o.alt, pairs = o.pairs, mix = o.mix,
                       ms = ev.sampling and ev.sampling.rate_hz and 1000 / ev.sampling.rate_hz or 10, at = at,
-                      libs = libs }),
+                      libs = libs, length = length }),
       verify = tr("`sopctl run --pid {pid} --duration 3`: perrow.tiny_ops clear, and items/s of the loop rises.",
                   "`sopctl run --pid {pid} --duration 3`：perrow.tiny_ops 为 clear，循环吞吐（条/秒）上升。",
                   { pid = ev.pid }),

@@ -65,6 +65,16 @@ typedef struct {
            D("of those pairs, the ones whose GIL state differs: near 2p(1-p) (p its GIL share) "   \
              "when its native calls are much shorter than the sampling interval, far below for "   \
              "long native kernels")),                                                              \
+        WI(P, native_rechecks,                                                                     \
+           D("samples running without the GIL looked at again 0.05 ms later (at most 16 threads "  \
+             "a tick; none made when the tick ran past 0.3 ms)")),                                 \
+        WD(P, recheck_gil_frac, "",                                                                \
+           D("of those, the share holding the GIL again: its native call had ended")),             \
+        WI(P, gil_rechecks, D("samples holding the GIL looked at again 0.05 ms later")),           \
+        WD(P, gil_kept_frac, "",                                                                   \
+           D("of those, the share still holding it. Calls and Python stretches of µs: near "      \
+             "recheck_gil_frac (the state 0.05 ms on does not depend on the state now); kernels "  \
+             "or long Python stretches of ms: far above it")),                                     \
         H(P "top_stacks", SOP_EVK_ARR, "", "the 5 most sampled stacks"),                           \
         H(P "top_stacks[].stack", SOP_EVK_TEXT, "", D("\"outer (file.py);...;inner (file.py)\"")), \
         SOP_EVK_I(P "top_stacks[].count", sop_window_count_figs, count, "", ""),                   \

@@ -41,8 +41,8 @@ typedef struct {
 /* The figures of one thread's window, as the window rows of sop__evk_python read them
  * (engine/bridge/python.c); NaN = absent. */
 typedef struct {
-    int64_t samples, alternation_pairs;
-    double alternation_frac;
+    int64_t samples, alternation_pairs, native_rechecks, gil_rechecks;
+    double alternation_frac, recheck_gil_frac, gil_kept_frac;
     double active_frac, gil_frac, runnable_nogil_frac, gil_wait_frac, running_frac, io_wait_frac,
         data_wait_frac, checkpoint_frac, loop_longest_block_ms, import_frac, logging_frac,
         logging_format_frac, logging_write_frac, subprocess_frac, subprocess_spawn_frac,

@@ -797,6 +797,20 @@ static uint8_t task_index(sop_agg *a, const char *cb)
     return (uint8_t)++a->ntask_names;
 }
 
+void sop__agg_recheck(sop_agg *a, int ti, bool held_gil, bool holds_gil)
+{
+    if (ti < 0 || (size_t)ti >= a->nthrs)
+        return;
+    sop_agg_thread *t = &a->thrs[ti];
+    if (held_gil) {
+        t->held_rechecks++;
+        t->held_kept += holds_gil;
+    } else {
+        t->rechecks++;
+        t->recheck_gil += holds_gil;
+    }
+}
+
 void sop__agg_sample(sop_agg *a, int ti, const sop_pysample *p, double now_ms)
 {
     if (ti < 0 || (size_t)ti >= a->nthrs)

@@ -53,6 +53,11 @@ typedef struct {
     int prev_st; /* 0: none or idle, 1: holding the GIL, 2: running without it */
     int64_t prev_cpu;
     long alt_pairs, alts;
+    /* of its samples running without the GIL, those looked at again RECHECK_MS later
+     * (sampler.c), and of those, the ones where it held the GIL again; the same for its samples
+     * holding the GIL, and the ones where it still held it. Native calls and Python stretches of
+     * µs: the two shares alike (its GIL share); kernels of ms: far apart */
+    long rechecks, recheck_gil, held_rechecks, held_kept;
     long data_wait;      /* in a DataLoader / multiprocessing queue wait */
     long gpu_wait;       /* waiting for the GPU (SOP_ST_GPU) */
     long ckpt;           /* in torch.save / torch.load / pickle */
@@ -244,6 +249,9 @@ void sop__agg_sample(sop_agg *a, int ti, const sop_pysample *p, double now_ms);
 void sop__agg_tick(sop_agg *a);
 /* One tick of the target's GC state. */
 void sop__agg_gc(sop_agg *a, const sop_pygc *g, double now_ms);
+/* A thread seen holding the GIL (held_gil) or running without it at this tick, looked at
+ * again: holds_gil when it holds it then (sop__python_recheck). */
+void sop__agg_recheck(sop_agg *a, int ti, bool held_gil, bool holds_gil);
 /* The window ended at end_ms: close open loop and GC stretches. */
 void sop__agg_finish(sop_agg *a, double end_ms);
 

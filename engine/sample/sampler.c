@@ -11,6 +11,7 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -301,6 +302,43 @@ static void gc_tick(sop_sampler *s)
     sop__agg_gc(s->agg, &g, s->now_ms);
 }
 
+/* A recheck a moment after the tick (sop__python_recheck): RECHECK_MS is longer than a tiny
+ * native call or a loop's Python between two (a few µs each), far shorter than a native kernel
+ * (ms). One made later than RECHECK_LATE_MS after its process's sample is not counted (a slow
+ * tick: many threads). The pause is slept with this thread's timer slack at 1 µs (50 µs by
+ * default would double it), restored after. */
+#define RECHECK_MS 0.05
+#define RECHECK_LATE_MS 0.3
+
+static void on_recheck(void *ctx, int tid, bool held_gil, bool holds_gil)
+{
+    sop_sampler *s = ctx;
+    int ti = sop__agg_find_thread(s->agg, s->cur_proc, tid);
+    if (ti >= 0)
+        sop__agg_recheck(s->agg, ti, held_gil, holds_gil);
+}
+
+static void recheck_tick(sop_sampler *s, const double *sampled_ms)
+{
+    int slack = prctl(PR_GET_TIMERSLACK, 0, 0, 0, 0);
+    bool slacked = false;
+    for (int p = 0; p < s->nprocs; p++) {
+        proc_ent *pe = &s->procs[p];
+        if (pe->gone || !pe->ps || !sop__python_recheck_pending(pe->ps))
+            continue;
+        if (!slacked && slack > 1000)
+            slacked = prctl(PR_SET_TIMERSLACK, 1000UL, 0, 0, 0) == 0;
+        sleep_until(sampled_ms[p] + RECHECK_MS);
+        s->cur_proc = p;
+        if (sop__now_ms() - sampled_ms[p] <= RECHECK_LATE_MS)
+            sop__python_recheck(pe->ps, on_recheck, s);
+        else
+            sop__python_recheck(pe->ps, NULL, NULL); /* too late to tell: forgotten */
+    }
+    if (slacked)
+        prctl(PR_SET_TIMERSLACK, (unsigned long)slack, 0, 0, 0);
+}
+
 int sop__sampler_run(sop_sampler *s, double deadline_ms, double rate_hz,
                      sop_sampler_progress progress, void *ctx)
 {
@@ -318,11 +356,13 @@ int sop__sampler_run(sop_sampler *s, double deadline_ms, double rate_hz,
     while (next < deadline_ms) {
         s->now_ms = sop__now_ms();
         bool failed = false;
+        double sampled_ms[SOP_SAMPLER_MAX_PROCS];
         for (int p = 0; p < s->nprocs; p++) {
             proc_ent *pe = &s->procs[p];
             if (pe->gone || !pe->ps)
                 continue;
             s->cur_proc = p;
+            sampled_ms[p] = sop__now_ms();
             int r = sop__python_sample(pe->ps, on_thread, s);
             if (r == -ESRCH) {
                 pe->gone = true;
@@ -332,6 +372,7 @@ int sop__sampler_run(sop_sampler *s, double deadline_ms, double rate_hz,
                 failed = true;
             }
         }
+        recheck_tick(s, sampled_ms);
         sop__agg_tick(s->agg);
         gc_tick(s);
         trace_tick(s, false);

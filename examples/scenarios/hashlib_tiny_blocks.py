@@ -2,7 +2,7 @@
 # Python bookkeeping and one hashlib call that releases and re-takes the GIL (hashlib drops it for
 # buffers over 2 KiB). The time is the per-call overhead of tens of thousands of tiny calls a
 # second, not the hashing: fewer, larger calls are the fix (SOP §3.5; stdlib, no numpy or torch).
-# expect: perrow.tiny_ops:info
+# expect: perrow.tiny_ops
 # sopctl: --duration 3
 """Ready once the first 5000 blocks are hashed (measured). Exits after 60 s."""
 import hashlib

@@ -2,7 +2,7 @@
 # each op costs microseconds of dispatch and allocation and releases and re-takes the GIL, the
 # math is nothing; batched over the (N, 3) tensor it is hundreds of times faster (SOP §3.5). The
 # brief GIL releases must not read as native compute (no advice to add threads).
-# expect: perrow.tiny_ops:info
+# expect: perrow.tiny_ops
 # also: gc.pauses
 #   (the same churn seen from the GC: each op allocates a tensor, gen0 runs ~70 times a second)
 # sopctl: --duration 3

@@ -19,6 +19,7 @@
 #define SAMPLER_TID_CACHE 256u /* power of two: thread state address -> OS tid */
 #define GIL_STRUCT_BYTES 256u  /* struct _gil_runtime_state: locks and condvars it sleeps on */
 #define GPU_FDS_MAX 64
+#define RECHECK_MAX 16 /* threads looked at again per tick (sop__python_recheck) */
 #if defined(__aarch64__)
 #define NR_FUTEX 98
 #else
@@ -40,6 +41,14 @@ struct sop_pysampler {
     } tids[SAMPLER_TID_CACHE];
     int gpu_fds[GPU_FDS_MAX];
     size_t ngpu_fds;
+    /* the threads the last tick saw holding the GIL, or running without it (state R, not the
+     * holder), in an interpreter whose GIL could be read: looked at again by sop__python_recheck */
+    struct {
+        uint64_t ts, interp;
+        int tid;
+        bool held;
+    } native[RECHECK_MAX];
+    size_t nnative;
 };
 
 /* The address range of the GIL struct of `interp` (futex words of its mutex and condvars). */
@@ -279,6 +288,7 @@ int sop__python_sample(sop_pysampler *s, sop_pysample_cb cb, void *ctx)
             break;
     }
     int seen = 0;
+    s->nnative = 0;
     for (int ni = ninterps - 1; ni >= 0; ni--) {
         interp = interps[ni];
         uint64_t holder = sop__pywalk_gil_holder(w, interp), gbase = gil_base(w, interp);
@@ -317,6 +327,12 @@ int sop__python_sample(sop_pysampler *s, sop_pysample_cb cb, void *ctx)
                                                  &smp.cpu_ticks)
                                     : '?';
             smp.syscall_nr = -1;
+            if ((smp.gil || smp.state == 'R') && smp.tid > 0 && gbase && s->nnative < RECHECK_MAX) {
+                s->native[s->nnative].ts = tsa;
+                s->native[s->nnative].interp = interp;
+                s->native[s->nnative].held = smp.gil;
+                s->native[s->nnative++].tid = smp.tid;
+            }
             if (!smp.gil && smp.state != 'R' && smp.tid > 0) {
                 unsigned long long a0;
                 smp.syscall_nr = read_syscall(w, smp.tid, &s->tids[h].sys_fd, &a0);
@@ -339,6 +355,26 @@ int sop__python_sample(sop_pysampler *s, sop_pysample_cb cb, void *ctx)
         }
     }
     return seen;
+}
+
+size_t sop__python_recheck_pending(const sop_pysampler *s)
+{
+    return s ? s->nnative : 0;
+}
+
+int sop__python_recheck(sop_pysampler *s, sop_pyrecheck_cb cb, void *ctx)
+{
+    uint64_t interp = 0, holder = 0;
+    for (size_t i = 0; cb && i < s->nnative; i++) {
+        if (i == 0 || s->native[i].interp != interp) { /* one holder read per interpreter */
+            interp = s->native[i].interp;
+            holder = sop__pywalk_gil_holder(&s->w, interp);
+        }
+        cb(ctx, s->native[i].tid, s->native[i].held, holder && holder == s->native[i].ts);
+    }
+    int n = (int)s->nnative;
+    s->nnative = 0;
+    return n;
 }
 
 void sop__python_share_cache(sop_pysampler *s, sop_pysampler *with)

@@ -163,6 +163,16 @@ int sop__python_open_with(const sop_pyruntime *rt, int pid, const char *proc_roo
 /* One tick. Returns the number of threads seen, or -ESRCH when the process is gone, or
  * another negative errno when the thread list could not be read. */
 int sop__python_sample(sop_pysampler *s, sop_pysample_cb cb, void *ctx);
+/* A moment after a tick: for each thread that tick saw holding the GIL or running without it
+ * (state R, not the holder; at most 16, in interpreters whose GIL could be read), whether it
+ * holds the GIL now. A thread whose native calls and Python stretches are all far shorter than
+ * the pause holds it then as often whatever it did at the tick; one in a long call (or a long
+ * stretch of Python) mostly still does what it did. Reads one GIL holder per interpreter,
+ * nothing of the threads. Returns how many were handed to `cb`; a NULL `cb` forgets them. */
+typedef void (*sop_pyrecheck_cb)(void *ctx, int tid, bool held_gil, bool holds_gil);
+int sop__python_recheck(sop_pysampler *s, sop_pyrecheck_cb cb, void *ctx);
+/* How many threads the next sop__python_recheck would look at (0: no need to pause). */
+size_t sop__python_recheck_pending(const sop_pysampler *s);
 void sop__python_close(sop_pysampler *s);
 /* Let s read through the page cache of `with` (sampled one after the other, never at once):
  * the samplers of one window's processes need one cache's memory, not one each. */

@@ -3,7 +3,9 @@
 holder at a time, the others runnable), three torch DataLoaders told apart (num_workers=0 with a
 heavy __getitem__, 2 CPU-bound workers, 2 workers reading small files), `sopctl record` output
 (collapsed counts add up to the samples taken, the SVG parses, workers are their own roots), and
-ev.sampling (samples, missed, sopctl's own CPU time). Margins are wide: the machine is shared."""
+ev.sampling (samples, missed, sopctl's own CPU time), and how long native calls last (the GIL
+state 0.05 ms after a sample: tiny hashlib calls leave no trace of it, one long call keeps it).
+Margins are wide: the machine is shared."""
 import json
 import os
 import re
@@ -60,6 +62,21 @@ print('ready', flush=True)
 time.sleep(600)
 """
 
+# One thread hashing: 2 KiB blocks (hashlib releases the GIL over 2 KiB: calls of µs, Python
+# between them) or 64 MiB at once (calls of ~100 ms, the GIL released throughout).
+HASHING = """
+import hashlib, os, sys
+block = int(sys.argv[1])
+data = memoryview(os.urandom(64 << 20))
+n = 0
+while True:
+    for off in range(0, len(data), block):
+        hashlib.sha1(data[off:off + block]).digest()
+        n += 1
+        if n == 2000 or (block > 1 << 20 and n == 2):
+            print("ready", flush=True)
+"""
+
 
 def evidence(pid, *args):
     code, out, err = sopctl("evidence", "--pid", pid, *args, timeout=300)
@@ -89,6 +106,25 @@ with Target(AIOHTTP, timeout=60) as p:
     t.check(f and re.search(r"ran \d+ ms without returning to the selector", f[0]["evidence"])
             and "slow" in f[0]["evidence"], "asyncio.loop_blocked reports the block's ms and frame",
             f or rep)
+
+# ---- native call length: the GIL state looked at again 0.05 ms after a sample ----------------
+for block, tiny in ((2064, True), (64 << 20, False)):
+    with Target(argv=[PY, "-u", "-c", HASHING, str(block)], timeout=60) as p:
+        ev = evidence(p.pid, "--duration", "3")
+        th = ((ev.get("python") or {}).get("threads") or [{}])[0]
+        w = window(th)
+        back, kept = w.get("recheck_gil_frac"), w.get("gil_kept_frac")
+        t.check(w.get("native_rechecks", 0) >= 20 and back is not None,
+                "hashing %d-byte blocks: samples without the GIL were looked at again" % block, w)
+        if tiny:
+            t.check(back is not None and kept is not None and w.get("gil_rechecks", 0) >= 20
+                    and back >= 0.1 and kept - back <= 0.3,
+                    "tiny calls: holding the GIL 0.05 ms on about as often after a sample with it as "
+                    "after one without (%s vs %s)" % (kept, back), w)
+        else:
+            t.check(back is not None and back <= 0.1,
+                    "one long call: almost never holding the GIL 0.05 ms after a sample without it (%s)"
+                    % back, w)
 
 # ---- GIL: one holder at a time, the others runnable ---------------------------------------
 with Target(GIL) as p:
