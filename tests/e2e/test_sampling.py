@@ -110,7 +110,7 @@ with Target(AIOHTTP, timeout=60) as p:
 # ---- native call length: the GIL state looked at again 0.05 ms after a sample ----------------
 for block, tiny in ((2064, True), (64 << 20, False)):
     with Target(argv=[PY, "-u", "-c", HASHING, str(block)], timeout=60) as p:
-        ev = evidence(p.pid, "--duration", "3")
+        ev = evidence(p.pid, "--duration", "2")
         th = ((ev.get("python") or {}).get("threads") or [{}])[0]
         w = window(th)
         back, kept = w.get("recheck_gil_frac"), w.get("gil_kept_frac")
