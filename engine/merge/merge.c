@@ -201,8 +201,7 @@ static int add_one(sop_merge *m, const char *source, sop_value *rep)
     r->node = sop__v_get_str(t, "node");
     r->job_id = sop__v_get_str(t, "job_id");
     r->version = sop__v_get_str(rep, "sop_version");
-    r->pid = -1;
-    sop__v_get_num(t, "pid", &r->pid);
+    r->pid = (double)int_or(t, "pid"); /* a damaged report's 1e47 never reaches an int cast */
     const sop_value *figs = sop__v_get(rep, "figures");
     for (size_t i = 0; i < NFIG; i++)
         r->has[i] = sop__v_get_num(figs, FIGS[i].key, &r->fig[i]) && isfinite(r->fig[i]);

@@ -70,6 +70,15 @@ check "GPU idle on one rank: among the straggler's figures" '.straggler.rank == 
 "$SOPCTL" merge "$tmp"/gpu_straggler_r*.json >"$tmp/g.md"
 grep -q 'GPU busy' "$tmp/g.md" && grep -q '10%' "$tmp/g.md" && ok "md: GPU busy 10%" || bad "md GPU busy: $(grep -i gpu "$tmp/g.md")"
 
+# A damaged pid (1e47, found by fuzz_merge: a double cast to an integer out of range, undefined
+# behaviour that the sanitizer tier's UBSan stops on) is no pid: the rank is kept, without one.
+mkdir -p "$tmp/pid"
+cp "$F"/straggler_r*.json "$tmp/pid/"
+jq '.target.pid = 1.1e47' "$F/straggler_r1.json" >"$tmp/pid/straggler_r1.json"
+"$SOPCTL" merge --format json "$tmp"/pid/straggler_r*.json >"$tmp/pid.json"
+check "a pid of 1e47 is dropped, its rank kept" 'any(.ranks[]; .rank == "1" and (has("pid") | not))
+  and .reports == 4 and .straggler.rank == "2"' "$tmp/pid.json"
+
 # A healthy job: an info finding on one rank and small differences are no straggler.
 "$SOPCTL" merge --format json "$F/healthy.jsonl" >"$tmp/h.json"
 rc=$?
