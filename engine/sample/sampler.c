@@ -305,8 +305,8 @@ static void gc_tick(sop_sampler *s)
 /* A recheck a moment after the tick (sop__python_recheck): RECHECK_MS is longer than a tiny
  * native call or a loop's Python between two (a few µs each), far shorter than a native kernel
  * (ms). One made later than RECHECK_LATE_MS after its process's sample is not counted (a slow
- * tick: many threads). The pause is slept with this thread's timer slack at 1 µs (50 µs by
- * default would double it), restored after. */
+ * tick: many threads). The window is sampled with this thread's timer slack at 1 µs (50 µs by
+ * default would double the pause), restored at its end (sop__sampler_run). */
 #define RECHECK_MS 0.05
 #define RECHECK_LATE_MS 0.3
 
@@ -320,14 +320,10 @@ static void on_recheck(void *ctx, int tid, bool held_gil, bool holds_gil)
 
 static void recheck_tick(sop_sampler *s, const double *sampled_ms)
 {
-    int slack = prctl(PR_GET_TIMERSLACK, 0, 0, 0, 0);
-    bool slacked = false;
     for (int p = 0; p < s->nprocs; p++) {
         proc_ent *pe = &s->procs[p];
         if (pe->gone || !pe->ps || !sop__python_recheck_pending(pe->ps))
             continue;
-        if (!slacked && slack > 1000)
-            slacked = prctl(PR_SET_TIMERSLACK, 1000UL, 0, 0, 0) == 0;
         sleep_until(sampled_ms[p] + RECHECK_MS);
         s->cur_proc = p;
         if (sop__now_ms() - sampled_ms[p] <= RECHECK_LATE_MS)
@@ -335,8 +331,6 @@ static void recheck_tick(sop_sampler *s, const double *sampled_ms)
         else
             sop__python_recheck(pe->ps, NULL, NULL); /* too late to tell: forgotten */
     }
-    if (slacked)
-        prctl(PR_SET_TIMERSLACK, (unsigned long)slack, 0, 0, 0);
 }
 
 int sop__sampler_run(sop_sampler *s, double deadline_ms, double rate_hz,
@@ -351,6 +345,8 @@ int sop__sampler_run(sop_sampler *s, double deadline_ms, double rate_hz,
     int rc = 0;
     s->trace_every_ms = TRACE_MS;
     s->trace_next_ms = t0;
+    int slack = prctl(PR_GET_TIMERSLACK, 0, 0, 0, 0); /* for the rechecks' pause */
+    bool slacked = slack > 1000 && prctl(PR_SET_TIMERSLACK, 1000UL, 0, 0, 0) == 0;
     s->ntrace = 0;
     /* Bounded: one tick per interval until the deadline (plus skipped ones). */
     while (next < deadline_ms) {
@@ -396,6 +392,8 @@ int sop__sampler_run(sop_sampler *s, double deadline_ms, double rate_hz,
         if (next < deadline_ms)
             sleep_until(next);
     }
+    if (slacked)
+        prctl(PR_SET_TIMERSLACK, (unsigned long)slack, 0, 0, 0);
     /* The window is the duration asked for, whatever the rate: the last tick may fall well
      * before the deadline (0.5 Hz over 2 s ticks once, at the start). */
     if (rc != -ESRCH) {

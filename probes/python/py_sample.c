@@ -47,8 +47,8 @@ struct sop_pysampler {
         uint64_t ts, interp;
         int tid;
         bool held;
-    } native[RECHECK_MAX];
-    size_t nnative;
+    } rechk[RECHECK_MAX];
+    size_t nrechk;
 };
 
 /* The address range of the GIL struct of `interp` (futex words of its mutex and condvars). */
@@ -288,7 +288,7 @@ int sop__python_sample(sop_pysampler *s, sop_pysample_cb cb, void *ctx)
             break;
     }
     int seen = 0;
-    s->nnative = 0;
+    s->nrechk = 0;
     for (int ni = ninterps - 1; ni >= 0; ni--) {
         interp = interps[ni];
         uint64_t holder = sop__pywalk_gil_holder(w, interp), gbase = gil_base(w, interp);
@@ -327,11 +327,11 @@ int sop__python_sample(sop_pysampler *s, sop_pysample_cb cb, void *ctx)
                                                  &smp.cpu_ticks)
                                     : '?';
             smp.syscall_nr = -1;
-            if ((smp.gil || smp.state == 'R') && smp.tid > 0 && gbase && s->nnative < RECHECK_MAX) {
-                s->native[s->nnative].ts = tsa;
-                s->native[s->nnative].interp = interp;
-                s->native[s->nnative].held = smp.gil;
-                s->native[s->nnative++].tid = smp.tid;
+            if ((smp.gil || smp.state == 'R') && smp.tid > 0 && gbase && s->nrechk < RECHECK_MAX) {
+                s->rechk[s->nrechk].ts = tsa;
+                s->rechk[s->nrechk].interp = interp;
+                s->rechk[s->nrechk].held = smp.gil;
+                s->rechk[s->nrechk++].tid = smp.tid;
             }
             if (!smp.gil && smp.state != 'R' && smp.tid > 0) {
                 unsigned long long a0;
@@ -359,21 +359,21 @@ int sop__python_sample(sop_pysampler *s, sop_pysample_cb cb, void *ctx)
 
 size_t sop__python_recheck_pending(const sop_pysampler *s)
 {
-    return s ? s->nnative : 0;
+    return s ? s->nrechk : 0;
 }
 
 int sop__python_recheck(sop_pysampler *s, sop_pyrecheck_cb cb, void *ctx)
 {
     uint64_t interp = 0, holder = 0;
-    for (size_t i = 0; cb && i < s->nnative; i++) {
-        if (i == 0 || s->native[i].interp != interp) { /* one holder read per interpreter */
-            interp = s->native[i].interp;
+    for (size_t i = 0; cb && i < s->nrechk; i++) {
+        if (i == 0 || s->rechk[i].interp != interp) { /* one holder read per interpreter */
+            interp = s->rechk[i].interp;
             holder = sop__pywalk_gil_holder(&s->w, interp);
         }
-        cb(ctx, s->native[i].tid, s->native[i].held, holder && holder == s->native[i].ts);
+        cb(ctx, s->rechk[i].tid, s->rechk[i].held, holder && holder == s->rechk[i].ts);
     }
-    int n = (int)s->nnative;
-    s->nnative = 0;
+    int n = (int)s->nrechk;
+    s->nrechk = 0;
     return n;
 }
 
