@@ -1,0 +1,184 @@
+/* sample_agg_tick.c — the cross-thread view of one tick (sample_agg.h): each thread's sample of
+ * the tick is held (sop__agg_tick_note, from sop__agg_sample), then sop__agg_tick counts how many
+ * threads wanted the GIL or a CPU at once and, per lock site some thread sleeps at, its waiters,
+ * whether they share one futex word, and the one thread inside the site's function (the holder).
+ * Pure: no /proc, no clock. Depends on sample_agg.c's helpers and libc. */
+#include "sample_agg.h"
+
+#include <stdio.h>
+#include <string.h>
+
+static uint64_t hash_func(const sop_pyframe *f)
+{
+    return sop__agg_fnv(f->func ? f->func : "", (uint32_t)sop__agg_fnv(f->file ? f->file : "", 17));
+}
+
+static void frame_txt(char *out, size_t cap, const sop_pyframe *f)
+{
+    snprintf(out, cap, "%s (%s:%d)", f->func ? f->func : "?", f->file ? f->file : "?", f->line);
+}
+
+/* Hold thread ti's sample of the current tick for sop__agg_tick. */
+void sop__agg_tick_note(sop_agg *a, int ti, const sop_pysample *p, bool waits)
+{
+    if (!a->tick || a->ntick >= SOP_AGG_TICK_THREADS)
+        return;
+    sop_agg_tick_thr *e = &a->tick[a->ntick++];
+    e->thr = (uint32_t)ti;
+    e->gil = p->gil;
+    e->gil_wait = p->gil_wait;
+    e->run = p->state == 'R';
+    e->waits = waits;
+    e->addr = waits ? p->futex_addr : 0;
+    e->site = e->site_func = 0;
+    e->nfuncs = 0;
+    e->site_txt[0] = e->leaf_txt[0] = '\0';
+    if (p->nframes > 0)
+        frame_txt(e->leaf_txt, sizeof e->leaf_txt, &p->frames[0]);
+    for (size_t i = 0; i < p->nframes && i < 256; i++) {
+        const sop_pyframe *f = &p->frames[i];
+        if (e->nfuncs < SOP_AGG_TICK_FUNCS)
+            e->funcs[e->nfuncs++] = hash_func(f);
+        if (!e->site && f->file && !sop__agg_library_file(f->file)) {
+            e->site = hash_func(f) * 1099511628211ull + (uint64_t)(unsigned)f->line;
+            e->site = e->site ? e->site : 1;
+            e->site_func = hash_func(f);
+            frame_txt(e->site_txt, sizeof e->site_txt, f);
+        }
+    }
+}
+
+static sop_agg_lock *lock_site(sop_agg *a, const sop_agg_tick_thr *w)
+{
+    for (size_t i = 0; i < a->nlocks; i++)
+        if (a->locks[i].site == w->site && strcmp(a->locks[i].site_txt, w->site_txt) == 0)
+            return &a->locks[i];
+    if (a->nlocks >= SOP_AGG_LOCKS_MAX)
+        return NULL;
+    sop_agg_lock *l = &a->locks[a->nlocks++];
+    memset(l, 0, sizeof *l);
+    l->site = w->site;
+    l->site_func = w->site_func;
+    snprintf(l->site_txt, sizeof l->site_txt, "%s", w->site_txt);
+    return l;
+}
+
+static void lock_add_tid(sop_agg_lock *l, int tid)
+{
+    for (int i = 0; i < l->ntids; i++)
+        if (l->tids[i] == tid)
+            return;
+    if (l->ntids < SOP_AGG_LOCK_TIDS)
+        l->tids[l->ntids++] = tid;
+}
+
+static void lock_add_holder(sop_agg_lock *l, const sop_agg_tick_thr *h)
+{
+    char key[384];
+    if (h->site_txt[0] && strcmp(h->site_txt, h->leaf_txt) != 0)
+        snprintf(key, sizeof key, "%.180s > %.180s", h->site_txt, h->leaf_txt);
+    else
+        snprintf(key, sizeof key, "%s", h->leaf_txt[0] ? h->leaf_txt : "?");
+    int min = 0;
+    for (int i = 0; i < l->nholders; i++) {
+        if (strcmp(l->holders[i].frame, key) == 0) {
+            l->holders[i].count++;
+            return;
+        }
+        if (l->holders[i].count < l->holders[min].count)
+            min = i;
+    }
+    int at = l->nholders < SOP_AGG_LOCK_HOLDERS ? l->nholders++ : min;
+    if (at == min && l->nholders == SOP_AGG_LOCK_HOLDERS && l->holders[min].count > 1)
+        return; /* the table is full of frames seen more often */
+    snprintf(l->holders[at].frame, sizeof l->holders[at].frame, "%s", key);
+    l->holders[at].count = 1;
+}
+
+static bool has_func(const sop_agg_tick_thr *e, uint64_t f)
+{
+    for (int k = 0; k < e->nfuncs; k++)
+        if (e->funcs[k] == f)
+            return true;
+    return false;
+}
+
+void sop__agg_tick(sop_agg *a)
+{
+    if (!a->tick)
+        return;
+    long wanting = 0, runnable = 0, gil = 0, gil_wait = 0;
+    for (size_t i = 0; i < a->ntick; i++) {
+        const sop_agg_tick_thr *e = &a->tick[i];
+        wanting += e->gil || e->gil_wait;
+        runnable += e->gil || e->gil_wait || e->run;
+        gil += e->gil;
+        gil_wait += e->gil_wait;
+    }
+    if (a->ntick > 0) {
+        a->conc_ticks++;
+        a->conc_wanting_sum += wanting;
+        a->conc_runnable_sum += runnable;
+        if (wanting > a->conc_wanting_max)
+            a->conc_wanting_max = wanting;
+        a->conc_contended += gil > 0 && gil_wait > 0;
+        a->conc_ge2 += wanting >= 2;
+    }
+    /* Lock sites: each distinct site some thread waits at, once per tick. */
+    for (size_t i = 0; i < a->ntick; i++) {
+        const sop_agg_tick_thr *w = &a->tick[i];
+        if (!w->waits || !w->site)
+            continue;
+        bool first = true;
+        for (size_t j = 0; j < i && first; j++)
+            if (a->tick[j].waits && a->tick[j].site == w->site)
+                first = false;
+        if (!first)
+            continue;
+        sop_agg_lock *l = lock_site(a, w);
+        if (!l)
+            continue;
+        long waiters = 0, inside = 0;
+        const sop_agg_tick_thr *holder = NULL;
+        for (size_t j = 0; j < a->ntick; j++) {
+            const sop_agg_tick_thr *o = &a->tick[j];
+            if (o->waits && o->site == w->site) {
+                waiters++;
+                lock_add_tid(l, (int)a->thrs[o->thr].tid);
+            } else if (o->site == w->site && strcmp(o->leaf_txt, w->leaf_txt) == 0) {
+                /* at the acquire itself but not asleep: just woken, or about to sleep */
+            } else if (has_func(o, l->site_func)) {
+                inside++;
+                holder = o;
+            }
+        }
+        l->ticks++;
+        l->waiter_sum += waiters;
+        if (waiters > l->waiter_max)
+            l->waiter_max = waiters;
+        if (waiters >= 2) {
+            l->multi++;
+            long most = 0; /* waiters there sharing one futex word, at most */
+            for (size_t j = 0; j < a->ntick; j++) {
+                const sop_agg_tick_thr *o = &a->tick[j];
+                if (!o->waits || o->site != w->site || !o->addr)
+                    continue;
+                long same = 0;
+                for (size_t k = 0; k < a->ntick; k++)
+                    same += a->tick[k].waits && a->tick[k].site == w->site &&
+                            a->tick[k].addr == o->addr;
+                if (same > most)
+                    most = same;
+            }
+            l->one_word += 2 * most > waiters;
+        }
+        if (inside == 1) {
+            l->held++;
+            l->holder_run += holder->gil || holder->run;
+            lock_add_holder(l, holder);
+        } else if (inside > 1) {
+            l->crowded++;
+        }
+    }
+    a->ntick = 0;
+}
