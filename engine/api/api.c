@@ -270,21 +270,6 @@ int sop_rules_doc(sop_engine *e, sop_format fmt, char **out)
     return *out ? 0 : sop__fail(e, SOP_ENOMEM, "out of memory");
 }
 
-int sop_evidence_doc(sop_format fmt, char **out)
-{
-    if (!out)
-        return SOP_EINVAL;
-    *out = NULL;
-    if (fmt == SOP_FORMAT_JSON) {
-        sop_value *d = sop__evidence_schema();
-        *out = d ? sop__json_print(d, 1) : NULL;
-        sop__v_free(d);
-    } else {
-        *out = sop__evidence_doc_md();
-    }
-    return *out ? 0 : SOP_ENOMEM;
-}
-
 int sop_set_threshold(sop_engine *e, const char *key, const char *value)
 {
     if (!e || !key || !value)

@@ -131,62 +131,6 @@ void sop__bridge_keys(sop_value *o, const void *base, const sop_evk *keys, size_
     }
 }
 
-const sop_evk_group sop__evk_groups[] = {
-    {"host", "engine/bridge/host.c, host.numa by engine/bridge/numa.c", sop__evk_host,
-     &sop__evk_host_n},
-    {"proc", "engine/bridge/proc.c, proc.numa by engine/bridge/numa.c", sop__evk_proc,
-     &sop__evk_proc_n},
-    {"threads[]", "engine/bridge/proc.c", sop__evk_threads, &sop__evk_threads_n},
-    {"children[]", "engine/bridge/proc.c", sop__evk_children, &sop__evk_children_n},
-    {"parent", "engine/bridge/proc.c", sop__evk_children, &sop__evk_children_n},
-    {"siblings[]", "engine/bridge/proc.c", sop__evk_children, &sop__evk_children_n},
-    {"cgroup", "engine/bridge/cgroup.c", sop__evk_cgroup, &sop__evk_cgroup_n},
-    {"alloc", "engine/bridge/alloc.c", sop__evk_alloc, &sop__evk_alloc_n},
-    {"sched",
-     "engine/bridge/sched.c (probes/proc_tree.c): whole-tree scheduling over the window; "
-     "absent with --duration 0, or when no task/TID/schedstat was readable",
-     sop__evk_sched, &sop__evk_sched_n},
-    {"python",
-     "engine/bridge/python.c (probes/python/), when the target is CPython (issue 3; "
-     "docs/python-stacks.md); rows marked (window): engine/bridge/window.c",
-     sop__evk_python, &sop__evk_python_n},
-    {"python.heap",
-     "engine/bridge/heap.c (probes/python/heap_walk.c; issue 14; docs/heap.md): with `run --heap` "
-     "/ "
-     "`evidence --heap` a census at the window's start and end; else one at the end only when "
-     "the RSS grew >= 1 MiB/s over >= 2 s or the cgroup is >= 80% full",
-     sop__evk_heap, &sop__evk_heap_n},
-    {"python.tasks",
-     "engine/bridge/tasks.c (probes/python/asyncio_tasks.c; issue 29; docs/asyncio.md): the "
-     "asyncio tasks read at the window's start and end, when the target has loaded _asyncio",
-     sop__evk_tasks, &sop__evk_tasks_n},
-    {"sampling",
-     "engine/bridge/window.c: the sampling loop's counts (engine/sample/sampler.c), when a window "
-     "was "
-     "sampled (see Sampling below)",
-     sop__evk_sampling, &sop__evk_sampling_n},
-    {"io_files[]",
-     "engine/bridge/window.c (engine/sample/sampler_files.c), sampled windows: regular files open "
-     "at "
-     "the window's end in the target and its workers, at most 64 per process",
-     sop__evk_io_files, &sop__evk_io_files_n},
-    {"gpu",
-     "engine/bridge/gpu.c (probes/gpu_nvml.c, probes/gpu_signs.c; issue 25): NVML loaded at run "
-     "time; absent when it was not read (see GPU below)",
-     sop__evk_gpu, &sop__evk_gpu_n},
-    {"rank",
-     "engine/collect/rank_identity.c from proc.env; absent when the process carries no rank. A "
-     "report copies it "
-     "into target, and its key figures into `figures`: docs/ranks.md",
-     sop__evk_rank, &sop__evk_rank_n},
-    {"watch",
-     "engine/api/watch_history.c, in the windows of a watch (`sopctl watch`, sop_watch_new) only: "
-     "what the watch read in its earlier windows on the same process",
-     sop__evk_watch, &sop__evk_watch_n},
-    {"", "engine/collect/collect.c", sop__evk_top, &sop__evk_top_n}, /* top-level keys */
-};
-const size_t sop__evk_ngroups = sizeof sop__evk_groups / sizeof sop__evk_groups[0];
-
 static const char *type_name(sop_evk_type t)
 {
     static const char *const names[] = {"int", "num", "text", "text", "bool", "object", "array"};
@@ -196,16 +140,17 @@ static const char *type_name(sop_evk_type t)
 /* A group named "x[]" is an array of objects (its rows: "x[].key"); a group whose rows are an
  * earlier group's is listed as "same keys as" that one; the group "" (top-level keys) has no
  * header line. */
-static void group_md(sop_sb *b, const sop_evk_group *g)
+static void group_md(sop_sb *b, const sop_evk_group *const *groups, size_t at)
 {
+    const sop_evk_group *g = groups[at];
     size_t gl = strlen(g->group);
     bool arr = gl > 2 && strcmp(g->group + gl - 2, "[]") == 0;
     if (gl) /* the group "" (top-level keys) has no line of its own */
         sop__sb_printf(b, "%-40s %-6s %-8s written by %s\n", g->group, arr ? "array" : "object", "",
                        g->file);
-    for (const sop_evk_group *o = sop__evk_groups; o < g; o++) {
-        if (o->keys == g->keys) {
-            sop__sb_printf(b, "  same keys as %s\n", o->group);
+    for (size_t o = 0; o < at; o++) {
+        if (groups[o]->keys == g->keys) {
+            sop__sb_printf(b, "  same keys as %s\n", groups[o]->group);
             return;
         }
     }
@@ -226,7 +171,7 @@ static void group_md(sop_sb *b, const sop_evk_group *g)
     }
 }
 
-char *sop__evidence_doc_md(void)
+char *sop__evidence_doc_md(const sop_evk_group *const *groups, size_t ngroups)
 {
     sop_sb b = {0};
     const char *s = sop__evidence_doc_in;
@@ -235,11 +180,11 @@ char *sop__evidence_doc_md(void)
         size_t len = eol ? (size_t)(eol - s) + 1 : strlen(s);
         bool done = false;
         if (strncmp(s, "@@KEYS ", 7) == 0) {
-            for (size_t g = 0; g < sop__evk_ngroups; g++) {
-                size_t gl = strlen(sop__evk_groups[g].group);
-                if (strncmp(s + 7, sop__evk_groups[g].group, gl) == 0 &&
+            for (size_t g = 0; g < ngroups; g++) {
+                size_t gl = strlen(groups[g]->group);
+                if (strncmp(s + 7, groups[g]->group, gl) == 0 &&
                     strncmp(s + 7 + gl, "@@", 2) == 0) {
-                    group_md(&b, &sop__evk_groups[g]);
+                    group_md(&b, groups, g);
                     done = true;
                 }
             }
@@ -251,12 +196,12 @@ char *sop__evidence_doc_md(void)
     return sop__sb_take(&b);
 }
 
-sop_value *sop__evidence_schema(void)
+sop_value *sop__evidence_schema(const sop_evk_group *const *groups_in, size_t ngroups)
 {
     sop_value *root = sop__v_obj();
     sop_value *groups = root ? sop__v_arr_at(root, "groups") : NULL;
-    for (size_t g = 0; groups && g < sop__evk_ngroups; g++) {
-        const sop_evk_group *gr = &sop__evk_groups[g];
+    for (size_t g = 0; groups && g < ngroups; g++) {
+        const sop_evk_group *gr = groups_in[g];
         sop_value *o = sop__v_obj();
         if (!o)
             break;

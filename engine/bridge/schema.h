@@ -125,14 +125,12 @@ extern const sop_evk sop__evk_watch[]; /* the group "watch": engine/api/watch_hi
 extern const size_t sop__evk_watch_n;
 extern const sop_evk sop__evk_top[]; /* the group "": top-level keys */
 extern const size_t sop__evk_top_n;
-extern const sop_evk_group sop__evk_groups[];
-extern const size_t sop__evk_ngroups;
 
 /* docs/evidence.md: the embedded template (docs/evidence.md.in) with each `@@KEYS group@@`
  * line replaced by that group's rows. Caller frees. NULL on allocation failure. */
-char *sop__evidence_doc_md(void);
+char *sop__evidence_doc_md(const sop_evk_group *const *groups, size_t n);
 /* {"groups": [{"group", "file", "keys": [{"key" (full path), "type", "unit", "doc",
  * "hand"}]}]}: what the reads check compares against. Caller frees. */
-sop_value *sop__evidence_schema(void);
+sop_value *sop__evidence_schema(const sop_evk_group *const *groups, size_t n);
 
 #endif

@@ -196,10 +196,17 @@ static void gpu_free(void *p)
     free(st);
 }
 
+static const sop_evk_group gpu_groups[] = {
+    {"gpu",
+     "engine/bridge/gpu.c (probes/gpu_nvml.c, probes/gpu_signs.c; issue 25): NVML loaded at run "
+     "time; absent when it was not read (see GPU below)",
+     sop__evk_gpu, &sop__evk_gpu_n},
+    {0},
+};
+
 const sop_provider sop__provider_gpu = {
     .name = "gpu",
-    .rows = sop__evk_gpu,
-    .nrows = &sop__evk_gpu_n,
+    .groups = gpu_groups,
     .start = gpu_start,
     .poll = gpu_poll,
     .finish = gpu_finish,

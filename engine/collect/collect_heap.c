@@ -114,11 +114,19 @@ static void heap_free(void *p)
     free(st);
 }
 
+static const sop_evk_group heap_groups[] = {
+    {"python.heap",
+     "engine/bridge/heap.c (probes/python/heap_walk.c; issue 14; docs/heap.md): with `run --heap` "
+     "/ `evidence --heap` a census at the window's start and end; else one at the end only when "
+     "the RSS grew >= 1 MiB/s over >= 2 s or the cgroup is >= 80% full",
+     sop__evk_heap, &sop__evk_heap_n},
+    {0},
+};
+
 const sop_provider sop__provider_heap = {
     .name = "heap",
     .probes = SOP_PROBE_PYTHON,
-    .rows = sop__evk_heap,
-    .nrows = &sop__evk_heap_n,
+    .groups = heap_groups,
     .start = heap_start,
     .finish = heap_finish,
     .emit = heap_emit,

@@ -81,11 +81,18 @@ static void python_emit(const sop_collect_ctx *cx, void *p, sop_value *ev)
         sop__bridge_python(ev, cx->c->python);
 }
 
+static const sop_evk_group python_groups[] = {
+    {"python",
+     "engine/bridge/python.c (probes/python/), when the target is CPython (issue 3; "
+     "docs/python-stacks.md); rows marked (window): engine/bridge/window.c",
+     sop__evk_python, &sop__evk_python_n},
+    {0},
+};
+
 const sop_provider sop__provider_python = {
     .name = "python",
     .probes = SOP_PROBE_PYTHON,
-    .rows = sop__evk_python,
-    .nrows = &sop__evk_python_n,
+    .groups = python_groups,
     .start = python_start,
     .finish = python_finish,
     .emit = python_emit,
@@ -99,10 +106,21 @@ static void sampling_emit(const sop_collect_ctx *cx, void *p, sop_value *ev)
         sop__sampler_bridge(cx->c->sampling, ev);
 }
 
+static const sop_evk_group sampling_groups[] = {
+    {"sampling",
+     "engine/bridge/window.c: the sampling loop's counts (engine/sample/sampler.c), when a window "
+     "was sampled (see Sampling below)",
+     sop__evk_sampling, &sop__evk_sampling_n},
+    {"io_files[]",
+     "engine/bridge/window.c (engine/sample/sampler_files.c), sampled windows: regular files open "
+     "at the window's end in the target and its workers, at most 64 per process",
+     sop__evk_io_files, &sop__evk_io_files_n},
+    {0},
+};
+
 const sop_provider sop__provider_sampling = {
     .name = "sampling",
     .probes = SOP_PROBE_PYTHON,
-    .rows = sop__evk_sampling,
-    .nrows = &sop__evk_sampling_n,
+    .groups = sampling_groups,
     .emit = sampling_emit,
 };

@@ -70,11 +70,18 @@ static void sched_free(void *p)
     free(st);
 }
 
+static const sop_evk_group sched_groups[] = {
+    {"sched",
+     "engine/bridge/sched.c (probes/proc_tree.c): whole-tree scheduling over the window; absent "
+     "with --duration 0, or when no task/TID/schedstat was readable",
+     sop__evk_sched, &sop__evk_sched_n},
+    {0},
+};
+
 const sop_provider sop__provider_sched = {
     .name = "sched",
     .probes = SOP_PROBE_THREADS,
-    .rows = sop__evk_sched,
-    .nrows = &sop__evk_sched_n,
+    .groups = sched_groups,
     .start = sched_start,
     .poll = sched_poll,
     .finish = sched_finish,

@@ -21,10 +21,15 @@ static void host_emit(const sop_collect_ctx *cx, void *p, sop_value *ev)
     sop__bridge_host(ev, &cx->c->host, &cx->c->ooms, cx->c->collected_at);
 }
 
+static const sop_evk_group host_groups[] = {
+    {"host", "engine/bridge/host.c, host.numa by engine/bridge/numa.c", sop__evk_host,
+     &sop__evk_host_n},
+    {0},
+};
+
 const sop_provider sop__provider_host = {
     .name = "host",
-    .rows = sop__evk_host,
-    .nrows = &sop__evk_host_n,
+    .groups = host_groups,
     .post_mortem = true,
     .emit = host_emit,
 };
@@ -58,10 +63,17 @@ static void proc_emit(const sop_collect_ctx *cx, void *p, sop_value *ev)
         drop_key(ev, "threads");
 }
 
+static const sop_evk_group proc_groups[] = {
+    {"proc", "engine/bridge/proc.c, proc.numa by engine/bridge/numa.c", sop__evk_proc,
+     &sop__evk_proc_n},
+    {"threads[]", "engine/bridge/proc.c", sop__evk_threads, &sop__evk_threads_n},
+    {"children[]", "engine/bridge/proc.c", sop__evk_children, &sop__evk_children_n},
+    {0},
+};
+
 const sop_provider sop__provider_proc = {
     .name = "proc",
-    .rows = sop__evk_proc,
-    .nrows = &sop__evk_proc_n,
+    .groups = proc_groups,
     .emit = proc_emit,
 };
 
@@ -100,11 +112,16 @@ static void family_free(void *p)
     free(st);
 }
 
+static const sop_evk_group family_groups[] = {
+    {"parent", "engine/bridge/proc.c", sop__evk_children, &sop__evk_children_n},
+    {"siblings[]", "engine/bridge/proc.c", sop__evk_children, &sop__evk_children_n},
+    {0},
+};
+
 const sop_provider sop__provider_family = {
     .name = "family",
     .probes = SOP_PROBE_CHILDREN,
-    .rows = sop__evk_children,
-    .nrows = &sop__evk_children_n,
+    .groups = family_groups,
     .start = family_start,
     .finish = family_finish,
     .emit = family_emit,
@@ -117,11 +134,15 @@ static void cgroup_emit(const sop_collect_ctx *cx, void *p, sop_value *ev)
     sop__bridge_cgroup(ev, &cx->c->cgroup);
 }
 
+static const sop_evk_group cgroup_groups[] = {
+    {"cgroup", "engine/bridge/cgroup.c", sop__evk_cgroup, &sop__evk_cgroup_n},
+    {0},
+};
+
 const sop_provider sop__provider_cgroup = {
     .name = "cgroup",
     .probes = SOP_PROBE_CGROUP,
-    .rows = sop__evk_cgroup,
-    .nrows = &sop__evk_cgroup_n,
+    .groups = cgroup_groups,
     .emit = cgroup_emit,
 };
 
@@ -168,11 +189,15 @@ static void alloc_emit(const sop_collect_ctx *cx, void *p, sop_value *ev)
     sop__bridge_alloc(ev, p);
 }
 
+static const sop_evk_group alloc_groups[] = {
+    {"alloc", "engine/bridge/alloc.c", sop__evk_alloc, &sop__evk_alloc_n},
+    {0},
+};
+
 const sop_provider sop__provider_alloc = {
     .name = "alloc",
     .probes = SOP_PROBE_ALLOC,
-    .rows = sop__evk_alloc,
-    .nrows = &sop__evk_alloc_n,
+    .groups = alloc_groups,
     .start = alloc_start,
     .finish = alloc_finish,
     .emit = alloc_emit,
@@ -214,10 +239,17 @@ static void rank_emit(const sop_collect_ctx *cx, void *p, sop_value *ev)
     sop__rank_identity(ev);
 }
 
+static const sop_evk_group rank_groups[] = {
+    {"rank",
+     "engine/collect/rank_identity.c from proc.env; absent when the process carries no rank. A "
+     "report copies it into target, and its key figures into `figures`: docs/ranks.md",
+     sop__evk_rank, &sop__evk_rank_n},
+    {0},
+};
+
 const sop_provider sop__provider_rank = {
     .name = "rank",
-    .rows = sop__evk_rank,
-    .nrows = &sop__evk_rank_n,
+    .groups = rank_groups,
     .emit = rank_emit,
 };
 

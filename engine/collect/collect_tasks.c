@@ -135,11 +135,18 @@ static void tasks_free(void *p)
     free(st);
 }
 
+static const sop_evk_group tasks_groups[] = {
+    {"python.tasks",
+     "engine/bridge/tasks.c (probes/python/asyncio_tasks.c; issue 29; docs/asyncio.md): the "
+     "asyncio tasks read at the window's start and end, when the target has loaded _asyncio",
+     sop__evk_tasks, &sop__evk_tasks_n},
+    {0},
+};
+
 const sop_provider sop__provider_tasks = {
     .name = "tasks",
     .probes = SOP_PROBE_PYTHON,
-    .rows = sop__evk_tasks,
-    .nrows = &sop__evk_tasks_n,
+    .groups = tasks_groups,
     .start = tasks_start,
     .poll = tasks_poll,
     .finish = tasks_finish,

@@ -44,9 +44,10 @@ bool sop__collect_target_alive(const sop_collect_ctx *cx);
 typedef struct {
     const char *name;
     unsigned probes; /* SOP_PROBE_* bits that must all be on; 0: always */
-    const sop_evk *rows;
-    const size_t *nrows; /* its schema rows (NULL: rows of another group, or none) */
-    bool post_mortem;    /* emits also when the pid was gone (host and the kernel log only) */
+    /* The evidence groups it emits (their key, what writes them, their schema rows), ended by
+     * {0}; NULL: none of its own. docs/evidence.md and the reads check list them from here. */
+    const sop_evk_group *groups;
+    bool post_mortem; /* emits also when the pid was gone (host and the kernel log only) */
     /* At the window's start, after the first snapshot: the provider's state, or NULL when it
      * has nothing to do in this collection (then nothing else is called). NULL: always on,
      * with no state. */
@@ -96,5 +97,9 @@ enum { SOP_NPROVIDERS = 0 SOP_PROVIDERS(SOP__PROVIDER_ONE) };
 
 extern const sop_provider *const sop__providers[SOP_NPROVIDERS];
 extern const size_t sop__nproviders;
+
+/* The providers' evidence groups in table order, at most cap into out; returns how many
+ * there are (engine/collect/providers.c). */
+size_t sop__collect_groups(const sop_evk_group **out, size_t cap);
 
 #endif

@@ -8,3 +8,13 @@ char sop__provider_on;
 const sop_provider *const sop__providers[SOP_NPROVIDERS] = {SOP_PROVIDERS(SOP__PROVIDER_REF)};
 #undef SOP__PROVIDER_REF
 const size_t sop__nproviders = sizeof sop__providers / sizeof sop__providers[0];
+
+size_t sop__collect_groups(const sop_evk_group **out, size_t cap)
+{
+    size_t n = 0;
+    for (size_t i = 0; i < sop__nproviders; i++)
+        for (const sop_evk_group *g = sop__providers[i]->groups; g && g->group; g++, n++)
+            if (n < cap)
+                out[n] = g;
+    return n;
+}

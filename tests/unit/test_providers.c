@@ -3,10 +3,12 @@
  * on; and the scheduler (engine/collect/collect.c) on the fixture /proc tree: the top-level keys in
  * table order, a probe turned off leaving its group out. Depends on engine/collect/provider.h,
  * engine.h, t.h. */
+#include <stdlib.h>
 #include <string.h>
 
 #include "bridge/schema.h"
 #include "engine.h"
+#include "evidence_doc.h"
 #include "provider.h"
 #include "t.h"
 
@@ -30,12 +32,11 @@ static void table_cases(void)
         CHECK(!p->poll || p->finish || p->emit);
         CHECK(!p->start || p->free || !p->poll); /* a state it polls is freed */
         post_mortem += p->post_mortem;
-        if (p->rows) { /* a schema table of docs/evidence.md */
-            bool listed = false;
-            for (size_t g = 0; g < sop__evk_ngroups; g++)
-                if (sop__evk_groups[g].keys == p->rows && sop__evk_groups[g].n == p->nrows)
-                    listed = true;
-            CHECK(listed);
+        for (const sop_evk_group *g = p->groups; g && g->group; g++) {
+            CHECK(g->group[0] && g->file && g->file[0] && g->keys && g->n && *g->n > 0);
+            for (size_t j = 0; j < i; j++) /* each group emitted by one provider */
+                for (const sop_evk_group *o = sop__providers[j]->groups; o && o->group; o++)
+                    CHECK(strcmp(o->group, g->group) != 0);
         }
     }
     CHECK_EQ_I(post_mortem, 1); /* host: a pid that is gone has only the kernel log */
@@ -45,6 +46,28 @@ static void table_cases(void)
     CHECK(index_of("python") >= 0 && index_of("python") < index_of("sampling"));
     CHECK(index_of("python") < index_of("heap") && index_of("python") < index_of("tasks"));
     CHECK(index_of("gpu") >= 0 && index_of("gpu") < index_of("python")); /* its lane: sampler */
+}
+
+/* Every group a provider emits is in docs/evidence.md: a line "<group> object|array ... written
+ * by <file>" (a group whose @@KEYS line the template lacks would be in the JSON schema only). */
+static void doc_cases(void)
+{
+    const sop_evk_group *g[64];
+    size_t n = sop__evidence_groups(g, 64);
+    CHECK(n > sop__nproviders / 2 && n <= 64);
+    char *md = NULL;
+    CHECK_EQ_I(sop_evidence_doc(SOP_FORMAT_MD, &md), 0);
+    for (size_t i = 0; md && i < n && i < 64; i++) {
+        if (!g[i]->group[0])
+            continue; /* the top-level keys have no header line */
+        char line[256];
+        snprintf(line, sizeof line, "\n%s ", g[i]->group);
+        bool listed = strstr(md, line) && strstr(md, g[i]->file);
+        CHECK(listed);
+        if (!listed)
+            fprintf(stderr, "group %s not in docs/evidence.md\n", g[i]->group);
+    }
+    free(md);
 }
 
 /* The top-level keys of a collection on the fixture tree, joined by ' '. */
@@ -99,6 +122,7 @@ static void scheduler_cases(void)
 int main(void)
 {
     table_cases();
+    doc_cases();
     scheduler_cases();
     return t_done();
 }

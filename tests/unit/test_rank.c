@@ -6,6 +6,7 @@
 
 #include "bridge/schema.h"
 #include "engine.h"
+#include "evidence_doc.h"
 #include "json.h"
 #include "rank_identity.h"
 #include "t.h"
@@ -131,7 +132,10 @@ static void test_figures_and_report(void)
  * renamed key fails here instead of silently dropping a figure. */
 static void test_paths_in_schema(void)
 {
-    sop_value *schema = sop__evidence_schema();
+    const sop_evk_group *gs[64];
+    size_t ng = sop__evidence_groups(gs, 64);
+    CHECK(ng <= 64);
+    sop_value *schema = sop__evidence_schema(gs, ng);
     CHECK(schema != NULL);
     const char *paths[64];
     size_t n = sop__rank_paths(paths, 64);

@@ -1,0 +1,49 @@
+/* evidence_doc.c — the evidence schema as a document (sop_evidence_doc: docs/evidence.md, or
+ * JSON for the rules' reads check): the groups the providers emit (engine/collect/provider.h,
+ * in table order), then the watch's group and the top-level keys, which no provider emits.
+ * Depends on bridge/schema.c, collect/providers.c. */
+#include <stdlib.h>
+
+#include "bridge/schema.h"
+#include "engine.h"
+#include "evidence_doc.h"
+#include "json.h"
+#include "provider.h"
+
+#define SOP__MAX_GROUPS 64
+
+size_t sop__evidence_groups(const sop_evk_group **out, size_t cap)
+{
+    static const sop_evk_group watch = {
+        "watch",
+        "engine/api/watch_history.c, in the windows of a watch (`sopctl watch`, sop_watch_new) "
+        "only: what the watch read in its earlier windows on the same process",
+        sop__evk_watch, &sop__evk_watch_n};
+    static const sop_evk_group top = {"", "engine/collect/collect.c", sop__evk_top,
+                                      &sop__evk_top_n}; /* top-level keys */
+    size_t n = sop__collect_groups(out, cap);
+    if (n < cap)
+        out[n] = &watch;
+    if (++n < cap)
+        out[n] = &top;
+    return ++n;
+}
+
+int sop_evidence_doc(sop_format fmt, char **out)
+{
+    if (!out)
+        return SOP_EINVAL;
+    *out = NULL;
+    const sop_evk_group *g[SOP__MAX_GROUPS];
+    size_t n = sop__evidence_groups(g, SOP__MAX_GROUPS);
+    if (n > SOP__MAX_GROUPS)
+        return SOP_ENOMEM;
+    if (fmt == SOP_FORMAT_JSON) {
+        sop_value *d = sop__evidence_schema(g, n);
+        *out = d ? sop__json_print(d, 1) : NULL;
+        sop__v_free(d);
+    } else {
+        *out = sop__evidence_doc_md(g, n);
+    }
+    return *out ? 0 : SOP_ENOMEM;
+}

@@ -1,0 +1,14 @@
+/* evidence_doc.h — every evidence group the docs and the reads check list (evidence_doc.c).
+ * Depends on bridge/schema.h. */
+#ifndef SOP_EVIDENCE_DOC_H
+#define SOP_EVIDENCE_DOC_H
+
+#include <stddef.h>
+
+#include "bridge/schema.h"
+
+/* The providers' groups in table order, the watch's, the top-level keys ""; at most cap into
+ * out; returns how many there are. */
+size_t sop__evidence_groups(const sop_evk_group **out, size_t cap);
+
+#endif
