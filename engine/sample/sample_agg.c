@@ -1,8 +1,8 @@
 /* sample_agg.c — the aggregation of a sampled window (sample_agg.h): each thread sample is
  * classified (state, data wait, checkpoint, §7 faults, §8 runtime marks, asyncio stretches)
  * and counted per thread, per stack and per (leaf, entry, caller) site; each is also held for
- * the tick's cross-thread view (sample_agg_tick.c). Pure: no /proc, no clock (times come in).
- * Depends on sampler_runtime.c and libc. */
+ * the tick's cross-thread view, which sample_agg_tick.c counts. Pure: no /proc, no clock (times
+ * come in). Depends on sampler_runtime.c and libc. */
 #include "sample_agg.h"
 
 #include <stdlib.h>
@@ -12,7 +12,7 @@
 #include "sampler_runtime.h"
 #include "zalloc.h"
 
-uint64_t sop__agg_fnv(const char *s, uint32_t seed)
+static uint64_t fnv(const char *s, uint32_t seed)
 {
     uint64_t h = 1469598103934665603ull ^ seed;
     for (; *s; s++)
@@ -72,6 +72,8 @@ static bool dist_frame(const sop_pyframe *f)
            strstr(file, "/torch/nn/parallel/") || strstr(file, "/deepspeed/comm/");
 }
 
+static bool library_file(const char *f);
+
 /* The collective a sample waits in: the innermost distributed-package frame, when nothing but
  * library plumbing runs inside it (DDP's forward calling the user's model is compute, not a
  * wait: the model's frames, or torch.nn.modules, are inside it). NULL: not in one. */
@@ -81,7 +83,7 @@ static const sop_pyframe *coll_frame(const sop_pysample *p)
         const sop_pyframe *f = &p->frames[i];
         if (dist_frame(f))
             return f;
-        if (!f->file || !sop__agg_library_file(f->file) || strstr(f->file, "/torch/nn/modules/"))
+        if (!f->file || !library_file(f->file) || strstr(f->file, "/torch/nn/modules/"))
             return NULL;
     }
     return NULL;
@@ -121,7 +123,7 @@ static void coll_sample(sop_agg *a, int ti, const sop_pysample *p, double now_ms
     end_coll(t, now_ms);
     for (size_t i = 0; i < p->nframes && i < 256; i++) {
         const sop_pyframe *f = &p->frames[i];
-        if (!f->file || sop__agg_library_file(f->file))
+        if (!f->file || library_file(f->file))
             continue;
         t->own++;
         char key[384];
@@ -277,7 +279,7 @@ static void count_stack(sop_agg *a, int ti, const sop_pysample *p, sop_sample_st
         at = put_name(b, at, cap, base_name(f->file));
         at = put_name(b, at, cap, ")");
     }
-    uint64_t h = sop__agg_fnv(b, (uint32_t)ti);
+    uint64_t h = fnv(b, (uint32_t)ti);
     size_t i = h & (SOP_AGG_STACK_SLOTS - 1);
     for (size_t n = 0; n < SOP_AGG_STACK_SLOTS; n++, i = (i + 1) & (SOP_AGG_STACK_SLOTS - 1)) {
         sop_agg_stack *e = &a->stacks[i];
@@ -351,7 +353,7 @@ static void runtime_sample(sop_agg *a, int ti, const sop_pysample *p)
 
 /* Library code: the standard library, installed packages, and code with a pseudo file name
  * ("<frozen ...>", numpy's "<__array_function__ internals>"). The rest is the program's own. */
-bool sop__agg_library_file(const char *f)
+static bool library_file(const char *f)
 {
     return f[0] == '<' || strstr(f, "/site-packages/") || strstr(f, "/dist-packages/") ||
            strstr(f, "/lib/python3") || strstr(f, "/lib64/python3");
@@ -375,7 +377,7 @@ static void fault_sample(sop_agg *a, int ti, const sop_pysample *p)
     t->fault_wait++;
     const sop_pyframe *f = NULL;
     for (size_t i = 0; i < p->nframes && i < 256 && !f; i++)
-        if (p->frames[i].file && !sop__agg_library_file(p->frames[i].file))
+        if (p->frames[i].file && !library_file(p->frames[i].file))
             f = &p->frames[i];
     if (!f && p->nframes > 0)
         f = &p->frames[0];
@@ -414,7 +416,7 @@ static uint64_t hash_frame(uint64_t h, const sop_pyframe *f)
 {
     if (!f)
         return h * 31u + 7u;
-    h = sop__agg_fnv(f->func, (uint32_t)h) ^ (sop__agg_fnv(f->file, (uint32_t)(h >> 32)) * 3u);
+    h = fnv(f->func, (uint32_t)h) ^ (fnv(f->file, (uint32_t)(h >> 32)) * 3u);
     return h * 1099511628211ull + (uint64_t)(unsigned)f->line;
 }
 
@@ -440,7 +442,7 @@ static void count_leaf(sop_agg *a, int ti, const sop_pysample *p, bool active, i
         return;
     const sop_pyframe *leaf = &p->frames[0], *caller = NULL, *entry = NULL;
     for (size_t i = 0; i < p->nframes; i++)
-        if (!sop__agg_library_file(p->frames[i].file)) {
+        if (!library_file(p->frames[i].file)) {
             caller = &p->frames[i];
             entry = i > 0 ? &p->frames[i - 1] : NULL;
             break;
@@ -492,8 +494,7 @@ static bool sync_line(sop_agg *a, int proc, const sop_pyframe *f)
         if (!a->lines)
             return false;
     }
-    uint64_t key =
-        sop__agg_fnv(f->file, (uint32_t)proc) * 1099511628211ull + (uint64_t)(unsigned)f->line;
+    uint64_t key = fnv(f->file, (uint32_t)proc) * 1099511628211ull + (uint64_t)(unsigned)f->line;
     key = key ? key : 1;
     size_t i = key & (SOP_AGG_LINE_SLOTS - 1);
     for (size_t n = 0; n < SOP_AGG_LINE_SLOTS; n++, i = (i + 1) & (SOP_AGG_LINE_SLOTS - 1)) {
@@ -541,7 +542,7 @@ static void gpu_site(sop_agg *a, int ti, const sop_pysample *p)
 {
     const sop_pyframe *f = NULL;
     for (size_t i = 0; i < p->nframes && i < 256 && !f; i++)
-        if (p->frames[i].file && !sop__agg_library_file(p->frames[i].file))
+        if (p->frames[i].file && !library_file(p->frames[i].file))
             f = &p->frames[i];
     if (!f && p->nframes > 0)
         f = &p->frames[0];
@@ -562,6 +563,48 @@ void sop__agg_line_reader(sop_agg *a, sop_agg_line_fn fn, void *ctx)
 {
     a->line_fn = fn;
     a->line_ctx = ctx;
+}
+
+/* ---- the tick's cross-thread view (counted in sample_agg_tick.c) ---------------------- */
+
+static uint64_t hash_func(const sop_pyframe *f)
+{
+    return fnv(f->func ? f->func : "", (uint32_t)fnv(f->file ? f->file : "", 17));
+}
+
+static void frame_txt(char *out, size_t cap, const sop_pyframe *f)
+{
+    snprintf(out, cap, "%s (%s:%d)", f->func ? f->func : "?", f->file ? f->file : "?", f->line);
+}
+
+/* Hold thread ti's sample of the current tick for sop__agg_tick. */
+static void tick_note(sop_agg *a, int ti, const sop_pysample *p, bool waits)
+{
+    if (!a->tick || a->ntick >= SOP_AGG_TICK_THREADS)
+        return;
+    sop_agg_tick_thr *e = &a->tick[a->ntick++];
+    e->thr = (uint32_t)ti;
+    e->gil = p->gil;
+    e->gil_wait = p->gil_wait;
+    e->run = p->state == 'R';
+    e->waits = waits;
+    e->addr = waits ? p->futex_addr : 0;
+    e->site = e->site_func = 0;
+    e->nfuncs = 0;
+    e->site_txt[0] = e->leaf_txt[0] = '\0';
+    if (p->nframes > 0)
+        frame_txt(e->leaf_txt, sizeof e->leaf_txt, &p->frames[0]);
+    for (size_t i = 0; i < p->nframes && i < 256; i++) {
+        const sop_pyframe *f = &p->frames[i];
+        if (e->nfuncs < SOP_AGG_TICK_FUNCS)
+            e->funcs[e->nfuncs++] = hash_func(f);
+        if (!e->site && f->file && !library_file(f->file)) {
+            e->site = hash_func(f) * 1099511628211ull + (uint64_t)(unsigned)f->line;
+            e->site = e->site ? e->site : 1;
+            e->site_func = hash_func(f);
+            frame_txt(e->site_txt, sizeof e->site_txt, f);
+        }
+    }
 }
 
 /* ---- samples, the window (its threads: sample_agg_threads.c; queries: sample_agg_query.c) */
@@ -668,7 +711,7 @@ void sop__agg_sample(sop_agg *a, int ti, const sop_pysample *p, double now_ms)
     t->prev_st = cur;
     t->prev_cpu = p->cpu_ticks;
     if (t->proc == 0)
-        sop__agg_tick_note(a, ti, p, waits);
+        tick_note(a, ti, p, waits);
     if (run)
         t->state_r++;
     else if (p->state == 'D')

@@ -282,11 +282,4 @@ typedef struct {
 /* Thread (proc, tid)'s states; false (out zeroed) when it was never sampled. */
 bool sop__agg_thread_states(const sop_agg *a, int proc, int tid, sop_agg_states *out);
 
-/* Shared by the sample_agg*.c files. */
-uint64_t sop__agg_fnv(const char *s, uint32_t seed); /* never 0 */
-/* The standard library, installed packages, pseudo files ("<frozen ...>"): not the program's. */
-bool sop__agg_library_file(const char *f);
-/* Hold thread ti's sample for the current tick (sample_agg_tick.c); waits: asleep in a futex. */
-void sop__agg_tick_note(sop_agg *a, int ti, const sop_pysample *p, bool waits);
-
 #endif

@@ -1,52 +1,12 @@
 /* sample_agg_tick.c — the cross-thread view of one tick (sample_agg.h): each thread's sample of
- * the tick is held (sop__agg_tick_note, from sop__agg_sample), then sop__agg_tick counts how many
+ * the tick is held by sample_agg.c (sop__agg_sample), then sop__agg_tick counts how many
  * threads wanted the GIL or a CPU at once and, per lock site some thread sleeps at, its waiters,
  * whether they share one futex word, and the one thread inside the site's function (the holder).
- * Pure: no /proc, no clock. Depends on sample_agg.c's helpers and libc. */
+ * Pure: no /proc, no clock. Depends on libc. */
 #include "sample_agg.h"
 
 #include <stdio.h>
 #include <string.h>
-
-static uint64_t hash_func(const sop_pyframe *f)
-{
-    return sop__agg_fnv(f->func ? f->func : "", (uint32_t)sop__agg_fnv(f->file ? f->file : "", 17));
-}
-
-static void frame_txt(char *out, size_t cap, const sop_pyframe *f)
-{
-    snprintf(out, cap, "%s (%s:%d)", f->func ? f->func : "?", f->file ? f->file : "?", f->line);
-}
-
-/* Hold thread ti's sample of the current tick for sop__agg_tick. */
-void sop__agg_tick_note(sop_agg *a, int ti, const sop_pysample *p, bool waits)
-{
-    if (!a->tick || a->ntick >= SOP_AGG_TICK_THREADS)
-        return;
-    sop_agg_tick_thr *e = &a->tick[a->ntick++];
-    e->thr = (uint32_t)ti;
-    e->gil = p->gil;
-    e->gil_wait = p->gil_wait;
-    e->run = p->state == 'R';
-    e->waits = waits;
-    e->addr = waits ? p->futex_addr : 0;
-    e->site = e->site_func = 0;
-    e->nfuncs = 0;
-    e->site_txt[0] = e->leaf_txt[0] = '\0';
-    if (p->nframes > 0)
-        frame_txt(e->leaf_txt, sizeof e->leaf_txt, &p->frames[0]);
-    for (size_t i = 0; i < p->nframes && i < 256; i++) {
-        const sop_pyframe *f = &p->frames[i];
-        if (e->nfuncs < SOP_AGG_TICK_FUNCS)
-            e->funcs[e->nfuncs++] = hash_func(f);
-        if (!e->site && f->file && !sop__agg_library_file(f->file)) {
-            e->site = hash_func(f) * 1099511628211ull + (uint64_t)(unsigned)f->line;
-            e->site = e->site ? e->site : 1;
-            e->site_func = hash_func(f);
-            frame_txt(e->site_txt, sizeof e->site_txt, f);
-        }
-    }
-}
 
 static sop_agg_lock *lock_site(sop_agg *a, const sop_agg_tick_thr *w)
 {
