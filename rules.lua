@@ -186,6 +186,10 @@ thresholds {
   tiny_max_syscalls_per_s = 1000, -- ... in a process making fewer read+write system calls per second:
                                 --   above it the GIL is released around system calls (small reads, a
                                 --   socket server), §7 and §5, not around tiny native library calls
+  tiny_max_sys_pct = 10,        -- ... and by a thread spending less than this % of its CPU in the kernel
+                                --   (threads[].sys_pct / cpu_pct): above it its GIL releases are system calls
+                                --   (send/recv of an event loop, which /proc's read+write counts miss; small
+                                --   reads). Measured: torch/hashlib tiny calls 0-1%, an asyncio server 25%
 
   -- mem.load_at_start, mem.growth, mem.siblings_full_copy, mem.pinned (§2.2), gc.pauses (§2.5)
   load_young_s = 300,           -- a process younger than this (s) is still starting up ...

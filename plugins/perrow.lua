@@ -135,7 +135,9 @@ rule {
     tiny_min_rechecks of its samples with and without the GIL were each looked at again 0.05 ms later, the share
     holding it then after a sample with it may exceed the share after one without by at most tiny_recheck_persist
     (its calls and Python stretches last µs; a kernel or a copy of MB keeps its state: 0.8-1): warn. Without that
-    measurement (older evidence) the alternation alone gives info. Native compute
+    measurement (older evidence) the alternation alone gives info. A thread with tiny_max_sys_pct % or more of its
+    CPU in the kernel (threads[].sys_pct of cpu_pct), or a process making tiny_max_syscalls_per_s read+write calls
+    per second, releases the GIL around system calls (sockets, small reads): clear. Native compute
     stays in one kernel across samples, or leaves the GIL share small. Names the thread's own lines (the leaves'
     own caller) and the library entries seen. Unknown without a sampled window or older evidence.]],
   reads = { "python.threads[].window.samples", "python.threads[].window.active_frac",
@@ -147,9 +149,10 @@ rule {
             "python.threads[].window.leaves",
             "python.threads[].window.entries", "python.threads[].name", "python.threads[].tid",
             "python.threads[].window", "sampling.rate_hz", "duration_s", "pid", "proc.io.syscr_per_s",
-            "proc.io.syscw_per_s" },
+            "proc.io.syscw_per_s", "threads[].tid", "threads[].cpu_pct", "threads[].sys_pct" },
   uses = { "numpy_min_samples", "numpy_busy_frac", "tiny_gil_min_pct", "tiny_native_min_pct", "tiny_mixing",
-           "tiny_max_syscalls_per_s", "tiny_min_pairs", "tiny_min_rechecks", "tiny_recheck_persist" },
+           "tiny_max_syscalls_per_s", "tiny_max_sys_pct", "tiny_min_pairs", "tiny_min_rechecks",
+           "tiny_recheck_persist" },
   symptom = T("a busy thread is call-overhead-bound: a loop of tiny native calls", "繁忙线程受调用开销限制：循环里全是很小的原生调用"),
   cause = T("Each library call (a torch op, a numpy ufunc, a pandas scalar access) costs microseconds of fixed "
             .. "overhead — argument parsing, dispatch, an output allocated, the GIL released and taken back — "
@@ -171,7 +174,12 @@ rule {
     local py = ev.python
     if not py or not py.threads then return unknown(common.NO_STACKS) end
     if common.no_window(ev) then return unknown(common.NO_WINDOW) end
-    local best, busy, measured, long = nil, 0, 0, nil
+    -- the kernel's share of each thread's CPU over the window (threads[]: stat utime/stime)
+    local sys_share = {}
+    for _, o in ipairs(ev.threads or {}) do
+      if o.tid and o.sys_pct and o.cpu_pct and o.cpu_pct > 0 then sys_share[o.tid] = 100 * o.sys_pct / o.cpu_pct end
+    end
+    local best, busy, measured, long, kernel = nil, 0, 0, nil, nil
     for _, t in ipairs(py.threads) do
       local w = t.window
       if w and (w.samples or 0) >= th.numpy_min_samples and (w.active_frac or 0) >= th.numpy_busy_frac then
@@ -179,6 +187,14 @@ rule {
         if w.alternation_pairs then measured = measured + 1 end
         local o, stays = common.overhead_bound(w, th)
         if stays and not long then long = { t = t, s = stays } end
+        -- A thread whose GIL releases are system calls (an event loop's send/recv and select, small
+        -- reads) alternates the same way, but its time without the GIL is the kernel's: not tiny
+        -- native library calls (§5.4 / §7 say what helps there).
+        local sys = t.tid and sys_share[t.tid]
+        if o and sys and sys >= th.tiny_max_sys_pct then
+          if not kernel then kernel = { t = t, sys = sys } end
+          o = nil
+        end
         if o and (not best or o.gil * o.native > best.o.gil * best.o.native) then best = { t = t, o = o } end
       end
     end
@@ -199,6 +215,14 @@ rule {
                       "线程 {tid} 在 Python 与短调用之间交替，但进程每秒 {calls:%.0f} 次 read/write 系统调用（>= {max:%g}）："
                         .. "GIL 是在系统调用前后释放的（小块读写、socket：io.small_reads，§7），不是小粒度的原生库调用",
                       { tid = best.t.tid or 0, calls = calls, max = th.tiny_max_syscalls_per_s }))
+    end
+    if not best and kernel then
+      return clear(tr("thread {tid} alternates between Python and short calls, but {sys:%.0f}% of its CPU is in the "
+                        .. "kernel (>= {max:%g}%): it releases the GIL around system calls (an event loop's socket "
+                        .. "I/O, small reads or writes: §5.4, §7), not around tiny native library calls",
+                      "线程 {tid} 在 Python 与短调用之间交替，但它 {sys:%.0f}% 的 CPU 花在内核（>= {max:%g}%）："
+                        .. "GIL 是在系统调用前后释放的（事件循环的 socket 读写、小块读写：§5.4、§7），不是小粒度的原生库调用",
+                      { tid = kernel.t.tid or 0, sys = kernel.sys, max = th.tiny_max_sys_pct }))
     end
     if not best and long then
       return clear(tr("thread {tid} alternates between holding the GIL and running without it, but in stretches of "

@@ -157,6 +157,7 @@ typedef struct {
     sop_schedstat sched;
     int64_t voluntary_ctxt_switches, nonvoluntary_ctxt_switches;
     double cpu_pct;      /* window */
+    double sys_pct;      /* window: the part of cpu_pct in the kernel (stime), 100 = one core */
     double majflt_per_s; /* window: major page faults (reads of mapped files from storage) */
     sop_io io;           /* task/TID/io: this thread's own IO */
     bool have_io;

@@ -134,7 +134,7 @@ void sop__threads_rates(sop_thread_list *now, const sop_thread_list *before, dou
 {
     for (size_t i = 0; i < now->n; i++) {
         sop_thread *t = &now->items[i];
-        t->cpu_pct = t->wait_pct = t->majflt_per_s = NAN;
+        t->cpu_pct = t->sys_pct = t->wait_pct = t->majflt_per_s = NAN;
         t->read_bytes_per_s = t->rchar_per_s = t->syscr_per_s = NAN;
     }
     if (!before || before->n == 0 || !(secs > 0))
@@ -156,6 +156,9 @@ void sop__threads_rates(sop_thread_list *now, const sop_thread_list *before, dou
         if (!same_task(&t->stat, &b->stat))
             continue; /* tid reused by a new thread */
         t->cpu_pct = cpu_pct(&t->stat, &b->stat, secs, ticks_per_s);
+        t->sys_pct = ticks_per_s > 0 ? 100.0 * delta(t->stat.stime_ticks, b->stat.stime_ticks) /
+                                           ticks_per_s / secs
+                                     : NAN;
         t->wait_pct = per_s(t->sched.wait_ns, b->sched.wait_ns, secs) / 1e7; /* ns/s -> % */
         t->majflt_per_s = per_s(t->stat.majflt, b->stat.majflt, secs);
         if (t->have_io && b->have_io) {

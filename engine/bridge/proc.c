@@ -167,6 +167,9 @@ const sop_evk sop__evk_threads[] = {
     SOP_EVK_T("name", sop_thread, name, "the thread's comm"),
     H("state", SOP_EVK_TEXT, "", "one letter (task/TID/stat)"),
     D("cpu_pct", cpu_pct, "%", "window, 100 = one core"),
+    D("sys_pct", sys_pct, "%",
+      "window: the part of cpu_pct spent in the kernel (system calls, page faults), 100 = one "
+      "core"),
     D("wait_pct", wait_pct, "%",
       "window: % of it spent runnable in the run queue, waiting for a CPU"),
     I("majflt", stat.majflt, "", "major page faults: pages of mapped files read from storage"),

@@ -64,7 +64,8 @@ static const char *const expected[] = {
     "\xbf"
     "\xbd"
     "\"},{\"kind\":\"python\",\"name\":\"libpython3.11\"}]},\"threads\":[{\"tid\":100,\"name\":"
-    "\"python3\",\"state\":\"R\",\"cpu_pct\":99.5,\"wait_pct\":0.5,\"majflt\":2,\"majflt_per_s\":0."
+    "\"python3\",\"state\":\"R\",\"cpu_pct\":99.5,\"sys_pct\":2.5,\"wait_pct\":0.5,\"majflt\":2,"
+    "\"majflt_per_s\":0."
     "25,\"read_bytes\":8192,\"syscr\":3,\"read_bytes_per_s\":100,\"syscr_per_s\":1,\"utime_ms\":"
     "1200,\"stime_ms\":30,\"processor\":1,\"run_ms\":1,\"wait_ms\":0,\"voluntary_ctxt_switches\":4,"
     "\"nonvoluntary_ctxt_switches\":0},{\"tid\":101,\"name\":\"pt_\xef"
@@ -103,7 +104,8 @@ static const char *const expected[] = {
     "\xbf"
     "\xbd"
     "\",\"start_time_s\":1500,\"age_s\":500,\"mem\":{},\"affinity\":{\"count\":2}}}",
-    "{\"threads\":[{\"tid\":100,\"name\":\"python3\",\"state\":\"R\",\"cpu_pct\":99.5,\"wait_pct\":"
+    "{\"threads\":[{\"tid\":100,\"name\":\"python3\",\"state\":\"R\",\"cpu_pct\":99.5,\"sys_pct\":"
+    "2.5,\"wait_pct\":"
     "0.5,\"majflt\":2,\"majflt_per_s\":0.25,\"read_bytes\":8192,\"syscr\":3,\"read_bytes_per_s\":"
     "100,\"syscr_per_s\":1,\"utime_ms\":1200,\"stime_ms\":30,\"processor\":1,\"run_ms\":1,\"wait_"
     "ms\":0,\"voluntary_ctxt_switches\":4,\"nonvoluntary_ctxt_switches\":0},{\"tid\":101,\"name\":"
@@ -200,7 +202,7 @@ static void thread_blank(sop_thread *t, int tid)
     sop__parse_io(NULL, &t->io);
     t->voluntary_ctxt_switches = t->nonvoluntary_ctxt_switches = SOP_NA;
     t->cpu_pct = t->majflt_per_s = t->read_bytes_per_s = t->rchar_per_s = NAN;
-    t->syscr_per_s = t->wait_pct = NAN;
+    t->syscr_per_s = t->wait_pct = t->sys_pct = NAN;
 }
 
 static void child_blank(sop_child *c, int pid, int ppid, int depth)
@@ -430,6 +432,7 @@ static void threads_fill(sop_thread *th)
     th[0].voluntary_ctxt_switches = 4;
     th[0].nonvoluntary_ctxt_switches = 0;
     th[0].cpu_pct = 99.5;
+    th[0].sys_pct = 2.5;
     th[0].wait_pct = 0.5;
     th[0].majflt_per_s = 0.25;
     th[0].have_io = true;

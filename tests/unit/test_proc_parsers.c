@@ -690,9 +690,14 @@ static void test_rates(void)
     CHECK(fabs(t1[1].wait_pct - 25.0) < 1e-9); /* 250 ms runnable-waiting in 1 s */
     CHECK(isnan(t1[2].wait_pct));              /* schedstat unread now */
     CHECK(isnan(t1[0].wait_pct));
+    CHECK(fabs(t1[1].sys_pct) < 1e-9 && isnan(t1[0].sys_pct));
+    t1[1].stat.stime_ticks = 30; /* 0.3 s of its 1.3 s in the kernel */
+    sop__threads_rates(&l1, &l0, 1.0, 100.0);
+    CHECK(fabs(t1[1].sys_pct - 30.0) < 1e-9 && fabs(t1[1].cpu_pct - 130.0) < 1e-9);
+    t1[1].stat.stime_ticks = 0;
     t1[1].stat.starttime_ticks = 2; /* tid 11 reused by a new thread */
     sop__threads_rates(&l1, &l0, 1.0, 100.0);
-    CHECK(isnan(t1[1].cpu_pct) && isnan(t1[1].wait_pct));
+    CHECK(isnan(t1[1].cpu_pct) && isnan(t1[1].wait_pct) && isnan(t1[1].sys_pct));
     t1[1].stat.starttime_ticks = 1;
     sop__threads_rates(&l1, &l0, -1.0, 100.0);
     CHECK(isnan(t1[1].cpu_pct));
