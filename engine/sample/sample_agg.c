@@ -190,22 +190,27 @@ static bool loop_sample(sop_agg_thread *t, const sop_pysample *p, double now_ms)
         return false;
     }
     /* Which callback: its outermost frame outside the loop machinery (a coroutine of a Task,
-     * a protocol method); "" when it is all asyncio's own. Another callback than the one the
-     * stretch started in means the loop went round in between (a busy loop running many short
-     * callbacks is not blocked): the stretch ends there and a new one starts. */
+     * a protocol method); "" when it is all asyncio's own; and the Handle the loop runs it
+     * from. Another callback than the one the stretch started in means the loop went round in
+     * between (a busy loop running many short callbacks is not blocked): the stretch ends
+     * there and a new one starts. One coroutine resumed at each of its awaits (a keep-alive
+     * connection's handler) has the same name every time, but each resumption is run from
+     * a new Handle. */
     char cb[256] = "";
     for (int i = dispatch - 1; i >= 0; i--)
         if (!loop_machinery(&p->frames[i])) {
             snprintf(cb, sizeof cb, "%s (%s)", p->frames[i].func, p->frames[i].file);
             break;
         }
-    if (t->in_stretch && strcmp(cb, t->stretch_cb) != 0)
+    uint64_t handle = p->frames[dispatch].obj;
+    if (t->in_stretch && (strcmp(cb, t->stretch_cb) != 0 || handle != t->stretch_obj))
         end_stretch(t, now_ms);
     if (!t->in_stretch) {
         t->in_stretch = true;
         t->stretch_t0_ms = now_ms;
         t->ncur = 0;
         snprintf(t->stretch_cb, sizeof t->stretch_cb, "%s", cb);
+        t->stretch_obj = handle;
     }
     t->stretch_last_ms = now_ms;
     const sop_pyframe *user = NULL;

@@ -99,6 +99,10 @@ code_entry *sop__pywalk_code(walker *w, uint64_t code, int *err)
         *err = r == -E2BIG ? -EINVAL : r;
         return NULL;
     }
+    /* asyncio's callback dispatch ("_run" before qualnames, 3.8-3.10) */
+    size_t fl = strlen(file);
+    e.handle_run = (strcmp(func, "Handle._run") == 0 || strcmp(func, "_run") == 0) && fl >= 17 &&
+                   strcmp(file + fl - 17, "asyncio/events.py") == 0;
     e.func = sop__pywalk_pool_add(w->py, func);
     e.file = sop__pywalk_pool_add(w->py, file);
     if (!e.func || !e.file || (w->ncodes == w->codes_cap && !grow_codes(w))) {

@@ -110,6 +110,7 @@ static int push_frame(sop_pythread *t, size_t *cap, const code_entry *c, int lin
     f->file = c->file;
     f->line = line;
     f->entry = entry;
+    f->obj = 0;
     return 0;
 }
 
@@ -255,6 +256,9 @@ static int walk_thread(walker *w, uint64_t tstate, sop_pythread *t, uint64_t *bo
             }
             if (push_frame(t, &cap, c, line, entry) < 0)
                 return -ENOMEM;
+            uint64_t self = 0; /* which callback: one bounded read, 0 when it fails */
+            if (c->handle_run && sop__rmem_u64(&w->mem, f + L->frame_localsplus, &self) == 0)
+                t->frames[t->nframes - 1].obj = self;
             if (L->frames != SOP_PYFRAME_OBJECT)
                 oldest_owner = fb[L->if_owner];
             if (is_thread_bootstrap(c))

@@ -34,6 +34,7 @@ typedef struct {
      * recursion, threads parked in the same function) decode the table once */
     int memo_addr, memo_line;
     bool memo;
+    bool handle_run; /* asyncio.events.Handle._run: its frame's first local is read */
 } code_entry;
 
 typedef struct {

@@ -35,6 +35,8 @@ typedef struct {
     int line;         /* -1 when unknown */
     bool entry;       /* last frame of one run of the evaluator (an entry / shim boundary):
                        * where one _PyEval_EvalFrameDefault C frame ends, for --native merging */
+    uint64_t obj;     /* asyncio's Handle._run: the Handle it runs (its first local), which
+                       * tells one callback from the next; 0 for other frames or unread */
 } sop_pyframe;
 
 typedef struct {

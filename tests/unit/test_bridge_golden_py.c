@@ -477,8 +477,8 @@ static void sched_cases(void)
 /* ---- python ---- */
 
 static sop_pyframe frames_a[] = {
-    {"inner", "/app/x.py", 12, false},
-    {"f\xfe", "/app/y.py", -1, true},
+    {"inner", "/app/x.py", 12, false, 0},
+    {"f\xfe", "/app/y.py", -1, true, 0},
 };
 static sop_nframe native_a[] = {
     {"clock_nanosleep", "libc.so.6", 0x10, -1},
@@ -660,26 +660,26 @@ static void window_cases(void)
     const char *evp = "/usr/lib/python3.11/asyncio/events.py";
     const char *be = "/usr/lib/python3.11/asyncio/base_events.py";
     sop_pyframe in_cb[4] = {
-        {"handler", "/app/srv.py", 5, false},
-        {"Handle._run", evp, 80, false},
-        {"BaseEventLoop._run_once", be, 1900, false},
-        {"BaseEventLoop.run_forever", be, 600, false},
+        {"handler", "/app/srv.py", 5, false, 0},
+        {"Handle._run", evp, 80, false, 0},
+        {"BaseEventLoop._run_once", be, 1900, false, 0},
+        {"BaseEventLoop.run_forever", be, 600, false, 0},
     };
     sop_pyframe in_sel[3] = {
-        {"EpollSelector.select", "/usr/lib/python3.11/selectors.py", 468, false},
-        {"BaseEventLoop._run_once", be, 1880, false},
-        {"BaseEventLoop.run_forever", be, 600, false},
+        {"EpollSelector.select", "/usr/lib/python3.11/selectors.py", 468, false, 0},
+        {"BaseEventLoop._run_once", be, 1880, false, 0},
+        {"BaseEventLoop.run_forever", be, 600, false, 0},
     };
     sop_pyframe lib[3] = {
-        {"JSONEncoder.encode", "/usr/lib/python3.11/json/encoder.py", 200, false},
-        {"dumps", "/usr/lib/python3.11/json/__init__.py", 231, false},
-        {"main\xff", "/app/train.py", 9, false},
+        {"JSONEncoder.encode", "/usr/lib/python3.11/json/encoder.py", 200, false, 0},
+        {"dumps", "/usr/lib/python3.11/json/__init__.py", 231, false, 0},
+        {"main\xff", "/app/train.py", 9, false, 0},
     };
     sop_pyframe logf[2] = {
-        {"Logger.info", "/usr/lib/python3.11/logging/__init__.py", 1400, false},
-        {"main\xff", "/app/train.py", 10, false},
+        {"Logger.info", "/usr/lib/python3.11/logging/__init__.py", 1400, false, 0},
+        {"main\xff", "/app/train.py", 10, false, 0},
     };
-    sop_pyframe wf[1] = {{"load", "/app/data.py", 42, false}};
+    sop_pyframe wf[1] = {{"load", "/app/data.py", 42, false, 0}};
     for (int v = 0; v < 3; v++) {
         sop_agg *a = sop__agg_new();
         CHECK(a != NULL);

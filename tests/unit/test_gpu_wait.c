@@ -106,14 +106,14 @@ static void classify(void)
     sop__agg_gpu_proc(a, 0, true); /* proc 0 has /dev/nvidia* open; proc 1 does not */
     int gpu_t = sop__agg_add_thread(a, 0, 100, "MainThread");
     int cpu_t = sop__agg_add_thread(a, 1, 200, "MainThread");
-    const sop_pyframe item[] = {{"train_step", "/app/train.py", 42, false},
-                                {"<module>", "/app/train.py", 60, false}};
-    const sop_pyframe fwd[] = {{"train_step", "/app/train.py", 30, false},
-                               {"<module>", "/app/train.py", 60, false}};
+    const sop_pyframe item[] = {{"train_step", "/app/train.py", 42, false, 0},
+                                {"<module>", "/app/train.py", 60, false, 0}};
+    const sop_pyframe fwd[] = {{"train_step", "/app/train.py", 30, false, 0},
+                               {"<module>", "/app/train.py", 60, false, 0}};
     const sop_pyframe sync[] = {
-        {"synchronize", "/usr/lib/python3/dist-packages/torch/cuda/__init__.py", 801, false},
-        {"train_step", "/app/train.py", 50, false},
-        {"<module>", "/app/train.py", 60, false}};
+        {"synchronize", "/usr/lib/python3/dist-packages/torch/cuda/__init__.py", 801, false, 0},
+        {"train_step", "/app/train.py", 50, false, 0},
+        {"<module>", "/app/train.py", 60, false, 0}};
     double now = 0;
     /* The spin wait at .item(): R, no GIL, no syscall (CUDA's default spin) - 30 samples. */
     for (int i = 0; i < 30; i++) {

@@ -12,11 +12,11 @@
 #include "t.h"
 
 static sop_pyframe frames_a[] = {
-    {"inner", "/srv/job.py", 12, false},
-    {"Outer.run", "/srv/job.py", 30, true},
-    {"<module>", "/srv/job.py", -1, true},
+    {"inner", "/srv/job.py", 12, false, 0},
+    {"Outer.run", "/srv/job.py", 30, true, 0},
+    {"<module>", "/srv/job.py", -1, true, 0},
 };
-static sop_pyframe frames_b[] = {{"wait", "/usr/lib/python3.11/threading.py", 320, true}};
+static sop_pyframe frames_b[] = {{"wait", "/usr/lib/python3.11/threading.py", 320, true, 0}};
 
 static sop_python *sample(void)
 {

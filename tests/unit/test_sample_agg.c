@@ -63,8 +63,8 @@ static void shares_and_top_n(void)
     long total = 0;
     for (int k = 0; k < 8; k++) {
         snprintf(funcs[k], sizeof funcs[k], "step%d", k);
-        fr[k][0] = (sop_pyframe){funcs[k], USER, 10 + k, false};
-        fr[k][1] = (sop_pyframe){"<module>", USER, 1, false};
+        fr[k][0] = (sop_pyframe){funcs[k], USER, 10 + k, false, 0};
+        fr[k][1] = (sop_pyframe){"<module>", USER, 1, false, 0};
         for (int c = 0; c < 10 - k; c++, total++) {
             sop_pysample p = mk(100, fr[k], 2, k < 2 ? 'R' : 'S', k < 2);
             sop__agg_sample(a, main_t, &p, now += 10);
@@ -100,9 +100,9 @@ static void shares_and_top_n(void)
 
     /* Busy thread: running native code without the GIL (R, no GIL), then waiting for it. */
     sop_pyframe leaf[3] = {
-        {"JSONEncoder.encode", LIB, 200, false},
-        {"dumps", "/usr/lib/python3.11/json/__init__.py", 231, false},
-        {"busy", USER, 7, false},
+        {"JSONEncoder.encode", LIB, 200, false, 0},
+        {"dumps", "/usr/lib/python3.11/json/__init__.py", 231, false, 0},
+        {"busy", USER, 7, false, 0},
     };
     for (int c = 0; c < 6; c++) {
         sop_pysample p = mk(101, leaf, 3, 'R', false);
@@ -132,7 +132,7 @@ static void shares_and_top_n(void)
 
     /* Worker process: 4 samples of its main thread: 2 running, 1 in D with major faults rising,
      * 1 asleep. Per-process sums. */
-    sop_pyframe wf[1] = {{"load", "/app/data.py", 42, false}};
+    sop_pyframe wf[1] = {{"load", "/app/data.py", 42, false, 0}};
     const char states[4] = {'R', 'R', 'D', 'S'};
     for (int c = 0; c < 4; c++) {
         sop_pysample p = mk(200, wf, 1, states[c], false);
@@ -184,15 +184,15 @@ static void loop_and_gc(void)
     const char *ev = "/usr/lib/python3.11/asyncio/events.py";
     const char *be = "/usr/lib/python3.11/asyncio/base_events.py";
     sop_pyframe in_cb[4] = {
-        {"handler", "/app/srv.py", 5, false},
-        {"Handle._run", ev, 80, false},
-        {"BaseEventLoop._run_once", be, 1900, false},
-        {"BaseEventLoop.run_forever", be, 600, false},
+        {"handler", "/app/srv.py", 5, false, 0},
+        {"Handle._run", ev, 80, false, 0},
+        {"BaseEventLoop._run_once", be, 1900, false, 0},
+        {"BaseEventLoop.run_forever", be, 600, false, 0},
     };
     sop_pyframe in_sel[3] = {
-        {"EpollSelector.select", "/usr/lib/python3.11/selectors.py", 468, false},
-        {"BaseEventLoop._run_once", be, 1880, false},
-        {"BaseEventLoop.run_forever", be, 600, false},
+        {"EpollSelector.select", "/usr/lib/python3.11/selectors.py", 468, false, 0},
+        {"BaseEventLoop._run_once", be, 1880, false, 0},
+        {"BaseEventLoop.run_forever", be, 600, false, 0},
     };
     for (int c = 0; c < 3; c++) {
         sop_pysample p = mk(7, in_cb, 4, 'R', true);
@@ -205,7 +205,21 @@ static void loop_and_gc(void)
         sop_pygc g = {coll[c], {10 + c, 2, 1}};
         sop__agg_gc(a, &g, 10.0 * c);
     }
+    /* Another loop thread: the same coroutine at three ticks, each time run from another
+     * Handle (resumed at its awaits: a keep-alive connection's handler on a busy loop), so
+     * three short callbacks; then one Handle from 30 ms to the end: 20 ms (50 ms if the name
+     * alone joined them). */
+    int tj = sop__agg_add_thread(a, 0, 8, "loop2");
+    const uint64_t handles[5] = {0x7f0000001060ull, 0x7f00000010c0ull, 0x7f0000001060ull,
+                                 0x7f0000009000ull, 0x7f0000009000ull};
+    for (int c = 0; c < 5; c++) {
+        in_cb[1].obj = handles[c];
+        sop_pysample q = mk(8, in_cb, 4, 'R', true);
+        sop__agg_sample(a, tj, &q, 10.0 * c);
+    }
+    in_cb[1].obj = 0;
     sop__agg_finish(a, 50.0);
+    CHECK(fabs(a->thrs[tj].longest_ms - 20.0) < 1e-9);
     const sop_agg_thread *t = &a->thrs[ti];
     CHECK(t->is_loop);
     CHECK(fabs(t->longest_ms - 30.0) < 1e-9);
@@ -261,16 +275,16 @@ static void collectives(void)
     const char *LOGGER = "/usr/lib/python3/dist-packages/torch/distributed/c10d_logger.py";
     const char *DDP = "/usr/lib/python3/dist-packages/torch/nn/parallel/distributed.py";
     const char *MOD = "/usr/lib/python3/dist-packages/torch/nn/modules/module.py";
-    sop_pyframe ar[4] = {{"all_reduce", C10D, 1500, false},
-                         {"_exception_logger.<locals>.wrapper", LOGGER, 47, false},
-                         {"step", USER, 20, false},
-                         {"main", USER, 30, false}};
-    sop_pyframe fwd[4] = {{"Net.forward", USER, 8, false},
-                          {"Module._call_impl", MOD, 1500, false},
-                          {"DistributedDataParallel.forward", DDP, 1000, false},
-                          {"main", USER, 31, false}};
-    sop_pyframe prep[2] = {{"prepare", USER, 12, false}, {"main", USER, 29, false}};
-    sop_pyframe bar[2] = {{"barrier", C10D, 3000, false}, {"main", USER, 40, false}};
+    sop_pyframe ar[4] = {{"all_reduce", C10D, 1500, false, 0},
+                         {"_exception_logger.<locals>.wrapper", LOGGER, 47, false, 0},
+                         {"step", USER, 20, false, 0},
+                         {"main", USER, 30, false, 0}};
+    sop_pyframe fwd[4] = {{"Net.forward", USER, 8, false, 0},
+                          {"Module._call_impl", MOD, 1500, false, 0},
+                          {"DistributedDataParallel.forward", DDP, 1000, false, 0},
+                          {"main", USER, 31, false, 0}};
+    sop_pyframe prep[2] = {{"prepare", USER, 12, false, 0}, {"main", USER, 29, false, 0}};
+    sop_pyframe bar[2] = {{"barrier", C10D, 3000, false, 0}, {"main", USER, 40, false, 0}};
     double now = 0;
     for (int i = 0; i < 3; i++) { /* all_reduce 3 ticks (0..20 ms), then prepare 1, ar 2 */
         sop_pysample p = mk(100, ar, 4, 'S', false);
@@ -305,9 +319,10 @@ static void collectives(void)
  * line, one of them holding the GIL, and one thread holding the GIL elsewhere. */
 static void lock_tick(sop_agg *a, int nw, int nin, uint64_t addr, double now)
 {
-    static const sop_pyframe wait_fr[] = {{"handle", USER, 8, false}, {"run", LIB, 975, false}};
+    static const sop_pyframe wait_fr[] = {{"handle", USER, 8, false, 0},
+                                          {"run", LIB, 975, false, 0}};
     static const sop_pyframe in_fr[] = {
-        {"call", USER, 4, false}, {"handle", USER, 9, false}, {"run", LIB, 975, false}};
+        {"call", USER, 4, false, 0}, {"handle", USER, 9, false, 0}, {"run", LIB, 975, false, 0}};
     for (int i = 0; i < nw + nin; i++) {
         int tid = 300 + i;
         int ti = sop__agg_find_thread(a, 0, tid);
@@ -359,7 +374,7 @@ static void per_tick(void)
     CHECK_EQ_I(a->conc_contended, 0);
     /* GIL contention among threads that come and go: each tick 1 holder + 3 asleep on the GIL,
      * every tick other threads */
-    static const sop_pyframe spin_fr[] = {{"spin", USER, 20, false}};
+    static const sop_pyframe spin_fr[] = {{"spin", USER, 20, false, 0}};
     for (int k = 0; k < 10; k++) {
         for (int i = 0; i < 4; i++) {
             int ti = sop__agg_add_thread(a, 0, 1000 + 4 * k + i, "short");
@@ -386,7 +401,7 @@ static void alternation(void)
     if (!a)
         return;
     sop__agg_start(a, 0);
-    static const sop_pyframe fr[] = {{"loop", USER, 5, false}};
+    static const sop_pyframe fr[] = {{"loop", USER, 5, false, 0}};
     int ti = sop__agg_add_thread(a, 0, 500, "MainThread");
     /* GIL, native, GIL, native, ... with the CPU time advancing: every pair alternates */
     for (int k = 0; k < 10; k++) {
