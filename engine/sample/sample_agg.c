@@ -161,6 +161,7 @@ static bool loop_sample(sop_agg_thread *t, const sop_pysample *p, double now_ms)
 {
     int dispatch = -1;
     bool loop = false, selector = false;
+    uint64_t turn = 0; /* which turn of the loop (_run_once's sop_pyframe.obj); 0: unread */
     for (size_t i = 0; i < p->nframes; i++) {
         const sop_pyframe *f = &p->frames[i];
         if (!t->runs_asyncio && f->file &&
@@ -170,8 +171,11 @@ static bool loop_sample(sop_agg_thread *t, const sop_pysample *p, double now_ms)
             (strcmp(f->func, "Handle._run") == 0 || strcmp(f->func, "_run") == 0))
             dispatch = (int)i;
         if (asyncio_file(f->file, "base_events.py") &&
-            (strstr(f->func, "run_forever") || strstr(f->func, "_run_once")))
+            (strstr(f->func, "run_forever") || strstr(f->func, "_run_once"))) {
             loop = true;
+            if (!turn && strstr(f->func, "_run_once"))
+                turn = f->obj;
+        }
         if (ends_with(f->file, "selectors.py"))
             selector = true;
     }
@@ -195,7 +199,8 @@ static bool loop_sample(sop_agg_thread *t, const sop_pysample *p, double now_ms)
      * between (a busy loop running many short callbacks is not blocked): the stretch ends
      * there and a new one starts. One coroutine resumed at each of its awaits (a keep-alive
      * connection's handler) has the same name every time, but each resumption is run from
-     * a new Handle. */
+     * a new Handle; and as a new Handle may be given the address of the one before, the
+     * turn of the loop tells them apart too (one turn's Handles are all alive at once). */
     char cb[256] = "";
     for (int i = dispatch - 1; i >= 0; i--)
         if (!loop_machinery(&p->frames[i])) {
@@ -203,7 +208,8 @@ static bool loop_sample(sop_agg_thread *t, const sop_pysample *p, double now_ms)
             break;
         }
     uint64_t handle = p->frames[dispatch].obj;
-    if (t->in_stretch && (strcmp(cb, t->stretch_cb) != 0 || handle != t->stretch_obj))
+    if (t->in_stretch &&
+        (strcmp(cb, t->stretch_cb) != 0 || handle != t->stretch_obj || turn != t->stretch_turn))
         end_stretch(t, now_ms);
     if (!t->in_stretch) {
         t->in_stretch = true;
@@ -211,6 +217,7 @@ static bool loop_sample(sop_agg_thread *t, const sop_pysample *p, double now_ms)
         t->ncur = 0;
         snprintf(t->stretch_cb, sizeof t->stretch_cb, "%s", cb);
         t->stretch_obj = handle;
+        t->stretch_turn = turn;
     }
     t->stretch_last_ms = now_ms;
     const sop_pyframe *user = NULL;

@@ -83,10 +83,12 @@ typedef struct {
     /* the longest one */
     double longest_ms;
     char longest_frame[384];
-    char stretch_cb[256]; /* the callback the current stretch is in (its outermost own frame) */
-    uint64_t stretch_obj; /* and its Handle (sop_pyframe.obj; 0 when unread): one coroutine
-                           * resumed again and again (a keep-alive connection's handler) is a
-                           * new callback each time, with a new Handle */
+    char stretch_cb[256];  /* the callback the current stretch is in (its outermost own frame) */
+    uint64_t stretch_obj;  /* and its Handle (sop_pyframe.obj; 0 when unread): one coroutine
+                            * resumed again and again (a keep-alive connection's handler) is a
+                            * new callback each time, with a new Handle */
+    uint64_t stretch_turn; /* and the loop's turn (_run_once's sop_pyframe.obj; 0: unread): a
+                            * new Handle may reuse the address of the one before */
     /* the callback's frames (innermost first, "func\tfile\tline\n" each) of a sample at the
      * stretch's most seen frame, and of the longest stretch: rules pick the user's own frame */
     char stretch_stack[SOP_AGG_LOOP_STACK_BYTES], longest_stack[SOP_AGG_LOOP_STACK_BYTES];

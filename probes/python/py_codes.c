@@ -37,6 +37,29 @@ static bool grow_codes(walker *w)
     return true;
 }
 
+/* 1 + the slot in localsplus of the local `want` of the code object whose field block is `buf`;
+ * 0 when it has none or its names cannot be read (a few bounded reads, once per code object). */
+static uint16_t local_slot(walker *w, const uint8_t *buf, const char *want)
+{
+    const sop_pylayout *L = &w->L;
+    uint64_t names = L->co_localsnames ? sop__pywalk_rd64(buf, L->co_localsnames) : 0;
+    int64_t n = 0;
+    uint64_t items[32];
+    if (!names || sop__rmem_read(&w->mem, names + L->ob_size, &n, sizeof n) < 0 || n <= 0)
+        return 0;
+    if (n > (int64_t)(sizeof items / sizeof items[0]))
+        n = (int64_t)(sizeof items / sizeof items[0]);
+    if (sop__rmem_read(&w->mem, names + L->ob_size + 8, items, (size_t)n * sizeof items[0]) < 0)
+        return 0;
+    for (int64_t k = 0; k < n; k++) {
+        char got[32];
+        if (sop__rmem_unicode(&w->mem, &L->str, items[k], got, sizeof got) >= 0 &&
+            strcmp(got, want) == 0)
+            return (uint16_t)(k + 1);
+    }
+    return 0;
+}
+
 /* The cached decoding of the code object at `code`, or NULL with *err set. */
 code_entry *sop__pywalk_code(walker *w, uint64_t code, int *err)
 {
@@ -103,6 +126,11 @@ code_entry *sop__pywalk_code(walker *w, uint64_t code, int *err)
     size_t fl = strlen(file);
     e.handle_run = (strcmp(func, "Handle._run") == 0 || strcmp(func, "_run") == 0) && fl >= 17 &&
                    strcmp(file + fl - 17, "asyncio/events.py") == 0;
+    /* asyncio's loop turn: BaseEventLoop._run_once sets end_time (a float of the monotonic
+     * clock) before it runs the turn's callbacks, a new value every turn */
+    if ((strcmp(func, "BaseEventLoop._run_once") == 0 || strcmp(func, "_run_once") == 0) &&
+        fl >= 22 && strcmp(file + fl - 22, "asyncio/base_events.py") == 0)
+        e.turn_slot = local_slot(w, buf, "end_time");
     e.func = sop__pywalk_pool_add(w->py, func);
     e.file = sop__pywalk_pool_add(w->py, file);
     if (!e.func || !e.file || (w->ncodes == w->codes_cap && !grow_codes(w))) {

@@ -69,8 +69,8 @@ static const sop_pylayout layouts[] = {
         .ts_size = 264, .ts_next = 8, .ts_interp = 16, .ts_frame = 24, .ts_thread_id = 176,
         .fo_back = 24, .fo_code = 32, .fo_lasti = 104, .if_is_entry = -1, .owner_cstack = -1,
         .fo_state = 116,
-        .co_filename = 104, .co_name = 112, .co_firstlineno = 40, .co_lines = 120,
-        .co_read_size = 128, .ob_type = 8, .str = STR_311,
+        .co_filename = 104, .co_localsnames = 72, .co_name = 112, .co_firstlineno = 40, .co_lines = 120,
+        .co_read_size = 128, .ob_type = 8, .float_value = 16, .str = STR_311,
         .frame_localsplus = 360, DICT_OLD,
         HEAP_FIELDS, .managed_preheader = 0,
         .fut_loop = 16, .fut_callback0 = 24, .fut_callbacks = 40, .fut_result = 56, .fut_state = 72,
@@ -86,8 +86,8 @@ static const sop_pylayout layouts[] = {
         .ts_size = 264, .ts_next = 8, .ts_interp = 16, .ts_frame = 24, .ts_thread_id = 176,
         .fo_back = 24, .fo_code = 32, .fo_lasti = 104, .if_is_entry = -1, .owner_cstack = -1,
         .fo_state = 116,
-        .co_filename = 104, .co_name = 112, .co_firstlineno = 40, .co_lines = 120,
-        .co_read_size = 128, .ob_type = 8, .str = STR_311,
+        .co_filename = 104, .co_localsnames = 72, .co_name = 112, .co_firstlineno = 40, .co_lines = 120,
+        .co_read_size = 128, .ob_type = 8, .float_value = 16, .str = STR_311,
         .frame_localsplus = 360, DICT_OLD,
         HEAP_FIELDS, .managed_preheader = 0,
         .fut_loop = 16, .fut_callback0 = 24, .fut_callbacks = 40, .fut_result = 56, .fut_state = 80,
@@ -103,8 +103,8 @@ static const sop_pylayout layouts[] = {
         .ts_size = 280, .ts_next = 8, .ts_interp = 16, .ts_frame = 24, .ts_thread_id = 176,
         .fo_back = 24, .fo_code = 32, .fo_lasti = 96, .if_is_entry = -1, .owner_cstack = -1,
         .fo_state = 108, .fo_state_enum = true,
-        .co_filename = 104, .co_name = 112, .co_firstlineno = 40, .co_lines = 120,
-        .co_read_size = 128, .ob_type = 8, .str = STR_311,
+        .co_filename = 104, .co_localsnames = 72, .co_name = 112, .co_firstlineno = 40, .co_lines = 120,
+        .co_read_size = 128, .ob_type = 8, .float_value = 16, .str = STR_311,
         .frame_localsplus = 352, DICT_OLD,
         HEAP_FIELDS, .managed_preheader = 0,
         .fut_loop = 16, .fut_callback0 = 24, .fut_callbacks = 40, .fut_result = 64, .fut_state = 88,
@@ -121,8 +121,8 @@ static const sop_pylayout layouts[] = {
         .ts_native_thread_id = 160, .cf_current_frame = 8,
         .if_code = 32, .if_previous = 48, .if_instr = 56, .if_owner = 69, .if_is_entry = 68,
         .owner_cstack = -1, .instr_is_prev = true,
-        .co_filename = 112, .co_name = 120, .co_qualname = 128, .co_firstlineno = 72,
-        .co_lines = 136, .co_code_adaptive = 184, .co_read_size = 184, .ob_type = 8,
+        .co_filename = 112, .co_localsnames = 96, .co_name = 120, .co_qualname = 128, .co_firstlineno = 72,
+        .co_lines = 136, .co_code_adaptive = 184, .co_read_size = 184, .ob_type = 8, .float_value = 16,
         .str = STR_311,
         /* managed dict: values pointer at obj - 4 words, dict at obj - 3 */
         .frame_localsplus = 72, DICT_NEW, .ht_cached_keys = 872, .values_values = 0,
@@ -143,8 +143,8 @@ static const sop_pylayout layouts[] = {
         .ts_native_thread_id = 144, .cf_current_frame = 0,
         .if_code = 0, .if_previous = 8, .if_instr = 56, .if_owner = 70, .if_is_entry = -1,
         .owner_cstack = 3, .instr_is_prev = true,
-        .co_filename = 112, .co_name = 120, .co_qualname = 128, .co_firstlineno = 68,
-        .co_lines = 136, .co_code_adaptive = 192, .co_read_size = 192, .ob_type = 8,
+        .co_filename = 112, .co_localsnames = 96, .co_name = 120, .co_qualname = 128, .co_firstlineno = 68,
+        .co_lines = 136, .co_code_adaptive = 192, .co_read_size = 192, .ob_type = 8, .float_value = 16,
         .str = STR_312,
         /* dict-or-values at obj - 3 words; values tagged with bit 0 (stored as values - 1) */
         .frame_localsplus = 72, DICT_NEW, .ht_cached_keys = 880, .values_values = 0,
@@ -166,8 +166,8 @@ static const sop_pylayout layouts[] = {
         .ts_native_thread_id = 160,
         .if_code = 0, .if_previous = 8, .if_instr = 56, .if_owner = 70, .if_is_entry = -1,
         .owner_cstack = 3, .instr_is_prev = false,
-        .co_filename = 112, .co_name = 120, .co_qualname = 128, .co_firstlineno = 68,
-        .co_lines = 136, .co_code_adaptive = 200, .co_read_size = 200, .ob_type = 8,
+        .co_filename = 112, .co_localsnames = 96, .co_name = 120, .co_qualname = 128, .co_firstlineno = 68,
+        .co_lines = 136, .co_code_adaptive = 200, .co_read_size = 200, .ob_type = 8, .float_value = 16,
         .str = STR_312,
         /* managed dict at obj - 3 words; inline values right after the header (obj + 16),
          * PyDictValues {capacity, size, embedded, valid, values @8} */
@@ -267,7 +267,7 @@ int sop__pylayout_from_debug_offsets(const uint8_t *blob, size_t len, uint64_t e
         {W_TS, 64, 1u << 14, "thread state"}, {W_IF, 32, 1u << 10, "frame"},
         {W_CO, 64, 1u << 12, "code"},         {W_OBJ, 16, 64, "object"},
         {W_BYTES, 24, 128, "bytes"},          {W_UNI, 24, 256, "unicode"},
-        {W_GC, 16, 1u << 14, "gc"},
+        {W_GC, 16, 1u << 14, "gc"},           {W_FLOAT, 24, 64, "float"},
     };
     for (size_t i = 0; i < sizeof sizes / sizeof sizes[0]; i++) {
         uint64_t s = word(blob, sizes[i].w);
@@ -304,8 +304,10 @@ int sop__pylayout_from_debug_offsets(const uint8_t *blob, size_t len, uint64_t e
     bad |= fits(blob, W_CO, W_CO + 3, 8, &L.co_qualname);
     bad |= fits(blob, W_CO, W_CO + 4, 8, &L.co_lines);
     bad |= fits(blob, W_CO, W_CO + 5, 4, &L.co_firstlineno);
+    bad |= fits(blob, W_CO, W_CO + 7, 8, &L.co_localsnames);
     bad |= fits(blob, W_CO, W_CO + 9, 0, &L.co_code_adaptive);
     bad |= fits(blob, W_OBJ, W_OBJ + 1, 8, &L.ob_type);
+    bad |= fits(blob, W_FLOAT, W_FLOAT + 1, 8, &L.float_value);
     bad |= fits(blob, W_BYTES, W_BYTES + 1, 8, &L.str.bytes_size);
     bad |= fits(blob, W_BYTES, W_BYTES + 2, 0, &L.str.bytes_sval);
     bad |= fits(blob, W_UNI, W_UNI + 1, 4, &L.str.uni_state);
@@ -333,8 +335,9 @@ int sop__pylayout_from_debug_offsets(const uint8_t *blob, size_t len, uint64_t e
     L.ts_size = (uint32_t)word(blob, W_TS);
     L.co_read_size = L.co_code_adaptive;
     uint32_t maxf = L.co_filename;
-    const uint32_t co_fields[] = {L.co_name, L.co_qualname, L.co_lines, L.co_firstlineno};
-    for (size_t i = 0; i < 4; i++)
+    const uint32_t co_fields[] = {L.co_name, L.co_qualname, L.co_lines, L.co_firstlineno,
+                                  L.co_localsnames};
+    for (size_t i = 0; i < sizeof co_fields / sizeof co_fields[0]; i++)
         if (co_fields[i] > maxf)
             maxf = co_fields[i];
     if (maxf + 8 > L.co_read_size)

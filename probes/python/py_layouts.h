@@ -61,7 +61,10 @@ typedef struct {
     bool instr_is_prev; /* 3.11-3.12 prev_instr vs 3.13 instr_ptr */
     /* PyCodeObject */
     uint32_t co_filename, co_name, co_qualname, co_firstlineno, co_lines, co_code_adaptive;
-    uint32_t co_read_size; /* bytes to read to cover every field above */
+    uint32_t co_localsnames; /* the locals' names, a tuple in localsplus order: co_varnames
+                              * (3.8-3.10), co_localsplusnames (3.11+) */
+    uint32_t co_read_size;   /* bytes to read to cover every field above */
+    uint32_t float_value;    /* PyFloatObject.ob_fval */
     /* Thread names (threading.Thread._name, via the `self` of threading's _bootstrap frame) */
     uint32_t frame_localsplus; /* PyFrameObject.f_localsplus / _PyInterpreterFrame.localsplus */
     uint32_t tp_flags, tp_dictoffset, ht_cached_keys; /* ht_cached_keys 3.11+ */

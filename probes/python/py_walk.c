@@ -259,6 +259,12 @@ static int walk_thread(walker *w, uint64_t tstate, sop_pythread *t, uint64_t *bo
             uint64_t self = 0; /* which callback: one bounded read, 0 when it fails */
             if (c->handle_run && sop__rmem_u64(&w->mem, f + L->frame_localsplus, &self) == 0)
                 t->frames[t->nframes - 1].obj = self;
+            uint64_t end_time = 0, bits = 0; /* which turn of the loop: two reads */
+            if (c->turn_slot &&
+                sop__rmem_u64(&w->mem, f + L->frame_localsplus + 8u * (c->turn_slot - 1u),
+                              &end_time) == 0 &&
+                end_time && sop__rmem_u64(&w->mem, end_time + L->float_value, &bits) == 0)
+                t->frames[t->nframes - 1].obj = bits;
             if (L->frames != SOP_PYFRAME_OBJECT)
                 oldest_owner = fb[L->if_owner];
             if (is_thread_bootstrap(c))

@@ -34,7 +34,9 @@ typedef struct {
      * recursion, threads parked in the same function) decode the table once */
     int memo_addr, memo_line;
     bool memo;
-    bool handle_run; /* asyncio.events.Handle._run: its frame's first local is read */
+    bool handle_run;    /* asyncio.events.Handle._run: its frame's first local is read */
+    uint16_t turn_slot; /* asyncio's BaseEventLoop._run_once: 1 + the slot of its local
+                         * end_time, whose value is read; 0: none */
 } code_entry;
 
 typedef struct {

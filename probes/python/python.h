@@ -35,8 +35,11 @@ typedef struct {
     int line;         /* -1 when unknown */
     bool entry;       /* last frame of one run of the evaluator (an entry / shim boundary):
                        * where one _PyEval_EvalFrameDefault C frame ends, for --native merging */
-    uint64_t obj;     /* asyncio's Handle._run: the Handle it runs (its first local), which
-                       * tells one callback from the next; 0 for other frames or unread */
+    uint64_t obj;     /* which one, where the frame says: asyncio's Handle._run, the Handle it
+                       * runs (its first local), which tells one callback from the next;
+                       * BaseEventLoop._run_once, the bits of its end_time (a float of the
+                       * monotonic clock set each turn), which tells one turn of the loop from
+                       * the next; 0 for other frames or unread */
 } sop_pyframe;
 
 typedef struct {

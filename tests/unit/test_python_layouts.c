@@ -525,6 +525,106 @@ static void test_gc_child(const char *exe, const char *version)
     sop__missing_free(&m3);
 }
 
+/* asyncio's loop read from outside a real child: BaseEventLoop._run_once's frame carries the
+ * turn (its end_time, a float of the monotonic clock: plausible, never decreasing, a new value
+ * as turns go by) and Handle._run's frame the Handle it runs. The child runs one 2 ms callback
+ * per turn, each rescheduled with call_soon (a new Handle every turn). */
+typedef struct {
+    int seen;               /* samples inside a callback */
+    int turns, handles;     /* ... with the turn / the Handle read */
+    int distinct, backward; /* turn values unlike the one before; lower than the one before */
+    double last, first;
+} turns_seen;
+
+static void turns_cb(void *ctx, const sop_pysample *t)
+{
+    turns_seen *s = ctx;
+    uint64_t turn = 0, handle = 0;
+    bool in_cb = false;
+    for (size_t i = 0; i < t->nframes; i++) {
+        const char *fn = t->frames[i].func;
+        if (strcmp(fn, "tick") == 0)
+            in_cb = true;
+        if (strstr(fn, "_run_once"))
+            turn = t->frames[i].obj;
+        if (strcmp(fn, "Handle._run") == 0 || strcmp(fn, "_run") == 0)
+            handle = t->frames[i].obj;
+    }
+    if (!in_cb)
+        return;
+    s->seen++;
+    s->handles += handle != 0;
+    if (!turn)
+        return;
+    double v;
+    memcpy(&v, &turn, sizeof v);
+    if (!(v > 0.5 && v < 1e10)) /* seconds of CLOCK_MONOTONIC: not a float of that clock */
+        v = -1;
+    if (s->turns && v != s->last)
+        s->distinct++;
+    if (s->turns && v < s->last)
+        s->backward++;
+    if (!s->turns)
+        s->first = v;
+    s->last = v;
+    s->turns++;
+}
+
+static void test_asyncio_turns(const char *exe)
+{
+    if (access(exe, X_OK) != 0) {
+        printf("note: %s absent; asyncio turn check skipped\n", exe);
+        return;
+    }
+    int from_child[2];
+    if (pipe(from_child) < 0)
+        return;
+    pid_t pid = fork();
+    if (pid == 0) {
+        dup2(from_child[1], 1);
+        close(from_child[0]);
+        execl(exe, exe, "-c",
+              "import asyncio, time\n"
+              "def tick(loop):\n"
+              "    t = time.perf_counter()\n"
+              "    while time.perf_counter() - t < 0.002: pass\n"
+              "    loop.call_soon(tick, loop)\n"
+              "loop = asyncio.new_event_loop()\n"
+              "loop.call_soon(tick, loop)\n"
+              "print('ready', flush=True)\n"
+              "loop.run_forever()\n",
+              (char *)NULL);
+        _exit(127);
+    }
+    close(from_child[1]);
+    char line[16];
+    CHECK(read(from_child[0], line, sizeof line) > 0);
+    sop_pysampler *smp = NULL;
+    sop_missing miss = {0};
+    turns_seen s = {0};
+    if (sop__python_open(pid, "/proc", &smp, &miss) == 0) {
+        /* until 40 samples inside the callback, 10 s at most (a loaded host) */
+        for (int i = 0; i < 2000 && s.seen < 40; i++) {
+            sop__python_sample(smp, turns_cb, &s);
+            usleep(5000);
+        }
+        sop__python_close(smp);
+    }
+    CHECK(s.seen >= 40);
+    CHECK_EQ_I(s.handles, s.seen);
+    CHECK_EQ_I(s.turns, s.seen);
+    CHECK(s.first > 0); /* a float of the monotonic clock */
+    CHECK_EQ_I(s.backward, 0);
+    CHECK(s.distinct >= s.turns / 2); /* 5 ms apart, 2 ms turns: mostly another turn */
+    if (s.seen < 40 || s.turns != s.seen || s.backward || s.distinct < s.turns / 2)
+        fprintf(stderr, "%s: seen %d handles %d turns %d distinct %d backward %d first %g\n", exe,
+                s.seen, s.handles, s.turns, s.distinct, s.backward, s.first);
+    sop__missing_free(&miss);
+    close(from_child[0]);
+    kill(pid, SIGKILL);
+    waitpid(pid, NULL, 0);
+}
+
 static void test_not_python(void)
 {
     sop_python *py = NULL;
@@ -586,6 +686,16 @@ int main(void)
     test_gc_child("/root/.pyenv/versions/3.11.7/bin/python3.11", "3.11.7");
     test_gc_child("/root/.pyenv/versions/3.12.1/bin/python3.12", "3.12.1");
     test_gc_child("/root/.pyenv/versions/3.13.0/bin/python3.13", "3.13.0");
+    static const char *const pys[] = {
+        DEB_PY311,
+        "/root/.pyenv/versions/3.8.18/bin/python3.8",
+        "/root/.pyenv/versions/3.9.18/bin/python3.9",
+        "/root/.pyenv/versions/3.10.13/bin/python3.10",
+        "/root/.pyenv/versions/3.12.1/bin/python3.12",
+        "/root/.pyenv/versions/3.13.0/bin/python3.13",
+    };
+    for (size_t i = 0; i < sizeof pys / sizeof pys[0]; i++)
+        test_asyncio_turns(pys[i]);
     test_not_python();
     return t_done();
 }

@@ -217,9 +217,22 @@ static void loop_and_gc(void)
         sop_pysample q = mk(8, in_cb, 4, 'R', true);
         sop__agg_sample(a, tj, &q, 10.0 * c);
     }
-    in_cb[1].obj = 0;
+    /* A third: one Handle address all along (the allocator gave each new Handle the address
+     * of the one before), but the loop's turn (_run_once's end_time) changed at 10, 20 and
+     * 40 ms: the longest callback is the turn from 20 to 40 ms (50 ms if the Handle alone
+     * joined them). */
+    int tk = sop__agg_add_thread(a, 0, 9, "loop3");
+    const double turns[5] = {1000.5, 1000.51, 1000.52, 1000.52, 1000.54};
+    in_cb[1].obj = 0x7f0000001060ull;
+    for (int c = 0; c < 5; c++) {
+        memcpy(&in_cb[2].obj, &turns[c], sizeof turns[c]);
+        sop_pysample q = mk(9, in_cb, 4, 'R', true);
+        sop__agg_sample(a, tk, &q, 10.0 * c);
+    }
+    in_cb[1].obj = in_cb[2].obj = 0;
     sop__agg_finish(a, 50.0);
     CHECK(fabs(a->thrs[tj].longest_ms - 20.0) < 1e-9);
+    CHECK(fabs(a->thrs[tk].longest_ms - 20.0) < 1e-9);
     const sop_agg_thread *t = &a->thrs[ti];
     CHECK(t->is_loop);
     CHECK(fabs(t->longest_ms - 30.0) < 1e-9);
