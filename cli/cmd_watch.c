@@ -32,19 +32,6 @@ extern char **environ;
 
 #define MAX_LISTEN 4 /* --listen options */
 
-void cli_watch_log(const char *fmt, ...)
-{
-    char line[2048], stamp[32];
-    time_t t = time(NULL);
-    struct tm tm;
-    strftime(stamp, sizeof stamp, "%Y-%m-%dT%H:%M:%SZ", gmtime_r(&t, &tm));
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(line, sizeof line, fmt, ap);
-    va_end(ap);
-    fprintf(stderr, "%s sopctl watch: %s\n", stamp, line); /* one write per line */
-}
-
 static double now_unix(void)
 {
     struct timespec ts;

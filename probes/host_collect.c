@@ -31,13 +31,6 @@ void sop__host_init(sop_host *out)
     out->btime = NAN;
 }
 
-bool sop__disk_name_wanted(const char *name)
-{
-    /* loop and ram devices are whole "disks" to the kernel but never where a job's IO goes
-     * in a way worth a row; dm-, md, nvme, sd, vd, xvd, zram are kept. */
-    return strncmp(name, "loop", 4) != 0 && strncmp(name, "ram", 3) != 0 && name[0] != '\0';
-}
-
 int sop__host_collect(sop_host *out, sop_missing *missing)
 {
     sop__host_init(out);

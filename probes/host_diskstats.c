@@ -12,6 +12,13 @@
 #include <string.h>
 #include <unistd.h>
 
+bool sop__disk_name_wanted(const char *name)
+{
+    /* loop and ram devices are whole "disks" to the kernel but never where a job's IO goes
+     * in a way worth a row; dm-, md, nvme, sd, vd, xvd, zram are kept. */
+    return strncmp(name, "loop", 4) != 0 && strncmp(name, "ram", 3) != 0 && name[0] != '\0';
+}
+
 int sop__parse_diskstats(const char *text, sop_disk_filter whole, void *ctx, sop_host *out)
 {
     out->ndisks = 0;

@@ -4,7 +4,7 @@
 #define SOP_DUMP_H
 
 #include "../probes/missing.h"
-#include "../probes/python/python.h"
+#include "../probes/python/cpython.h"
 
 /* From engine/bridge/python.c (declared in bridge.h too, repeated here because bridge.h
  * pulls probes/proc.h, whose sop_status clashes with include/sop.h's). */

@@ -7,7 +7,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "../probes/python/heap.h"
+#include "../probes/python/heap_census.h"
 
 /* From engine/bridge/heap.c (bridge.h pulls probes/proc.h, whose names clash with sop.h). */
 struct sop_value;

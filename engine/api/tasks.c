@@ -1,4 +1,4 @@
-/* tasks.c — sop_tasks: every asyncio task of a process (probes/python/asyncio_tasks.c), as JSON
+/* tasks.c — sop_tasks: every asyncio task of a process (probes/python/asyncio_read.c), as JSON
  * (the shape in docs/asyncio.md) or text: per task its state, the await chain (the program's
  * own innermost frame marked), what the innermost await waits on, and who awaits whom (the
  * tree). Text from the target is escaped. Depends on the tasks probe, value.h, json.c,

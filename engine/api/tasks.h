@@ -1,4 +1,4 @@
-/* tasks.h — `sopctl tasks`: every asyncio task of a process (probes/python/asyncio_tasks.c)
+/* tasks.h — `sopctl tasks`: every asyncio task of a process (probes/python/asyncio_read.c)
  * rendered as JSON (docs/asyncio.md, "sopctl tasks --json") or as text, as a list or as the
  * tree of which task awaits which. Depends on the tasks probe, value.h and json.c. */
 #ifndef SOP_ENGINE_TASKS_H

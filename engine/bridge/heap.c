@@ -1,4 +1,4 @@
-/* heap.c — ev.python.heap from one or two heap censuses (probes/python/heap.h): the census
+/* heap.c — ev.python.heap from one or two heap censuses (probes/python/heap_census.h): the census
  * (complete, objects, bytes, types), how much of the anonymous memory Python objects explain,
  * and with two censuses the growth per type and of the anonymous memory between them. The
  * same tree is `sopctl heap --json`. Its keys are the table sop__evk_heap below (the group
@@ -9,7 +9,7 @@
 #include <string.h>
 
 #include "bridge.h"
-#include "python/heap.h"
+#include "python/heap_census.h"
 #include "schema.h"
 
 /* The census's figures (NaN, SOP_NA = absent). */

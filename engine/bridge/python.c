@@ -1,4 +1,4 @@
-/* python.c — ev.python from the CPython probe (probes/python/python.h): version, executable,
+/* python.c — ev.python from the CPython probe (probes/python/cpython.h): version, executable,
  * GIL holder, GC state and the threads with their Python (and native) frames. The same
  * threads array is the body of `sopctl dump --json`. Its keys are the table sop__evk_python
  * below (docs/evidence.md is generated from it), which also holds what other files write
@@ -12,7 +12,7 @@
 #include <string.h>
 
 #include "bridge.h"
-#include "python/python.h"
+#include "python/cpython.h"
 #include "schema.h"
 #include "window.h"
 

@@ -1,5 +1,5 @@
 /* tasks.c — ev.python.tasks from two reads of the target's asyncio tasks
- * (probes/python/asyncio_tasks.c), at the start and the end of the window: how many are
+ * (probes/python/asyncio_read.c), at the start and the end of the window: how many are
  * pending and how that changed, how many were created and finished, how many stayed pending
  * the whole window, and the largest groups of pending tasks waiting on the same thing (the
  * same kind of wait at the same line of the program). Its keys are the table sop__evk_tasks

@@ -21,7 +21,7 @@
 #include "engine.h"
 #include "evidence.h"
 #include "provider.h"
-#include "python/python.h"
+#include "python/cpython.h"
 #include "sampler.h"
 
 #define KMSG_MAX_AGE_S (7.0 * 24 * 3600)

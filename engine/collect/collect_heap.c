@@ -3,7 +3,7 @@
  * type); without it, one census at the end only when a memory rule will need it — the RSS grew by
  * at least HEAP_AUTO_MIB_PER_S over a window of HEAP_AUTO_MIN_S, or the cgroup is above
  * HEAP_AUTO_LIMIT_PCT of its limit — so a plain run stays as fast as before. Depends on the
- * heap probe (probes/python/heap.h) and bridge/heap.c. */
+ * heap probe (probes/python/heap_census.h, through engine/api/heap.h) and bridge/heap.c. */
 #include "collect_heap.h"
 
 #include <stdlib.h>

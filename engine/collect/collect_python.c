@@ -2,14 +2,14 @@
  * found once at the window's start for the census, the sampler and the stacks (py_runtime.h);
  * the stacks, GIL and GC read at its end (ev.python, bridge/python.c); the window's samples
  * (ev.sampling and the window's rows of ev.python, bridge/window.c). The sampler itself runs
- * the window (engine/collect/collect.c). Depends on probes/python/python.h, sampler.h, provider.h.
+ * the window (engine/collect/collect.c). Depends on probes/python/cpython.h, sampler.h, provider.h.
  */
 #include <errno.h>
 #include <stdlib.h>
 
 #include "bridge/bridge.h"
 #include "provider.h"
-#include "python/python.h"
+#include "python/cpython.h"
 #include "sampler.h"
 
 typedef struct {

@@ -1,6 +1,6 @@
 /* collect_tasks.c — ev.python.tasks inside a collection: the target's asyncio tasks read when the
  * window's sampler first sees a thread of the target run asyncio (a frame of asyncio's or
- * uvloop's package on its stack) and at the end of the window (probes/python/asyncio_tasks.c; a
+ * uvloop's package on its stack) and at the end of the window (probes/python/asyncio_read.c; a
  * GC-list walk each, 40-110 ms for 10,000 tasks, ~45 ms for a torch process with none), only
  * when the process has mapped asyncio's C module (_asyncio) and a loop runs: torch and many
  * libraries import asyncio without running a loop, and a program without asyncio costs one
@@ -137,7 +137,7 @@ static void tasks_free(void *p)
 
 static const sop_evk_group tasks_groups[] = {
     {"python.tasks",
-     "engine/bridge/tasks.c (probes/python/asyncio_tasks.c; issue 29; docs/asyncio.md): the "
+     "engine/bridge/tasks.c (probes/python/asyncio_read.c; issue 29; docs/asyncio.md): the "
      "asyncio tasks read at the window's start and end, when the target has loaded _asyncio",
      sop__evk_tasks, &sop__evk_tasks_n},
     {0},

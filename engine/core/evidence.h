@@ -17,7 +17,7 @@
 #include "../probes/proc.h"
 #include "../probes/proc_tree.h"
 
-struct sop_python; /* probes/python/python.h */
+struct sop_python; /* probes/python/cpython.h */
 
 typedef struct sop_collection {
     int pid;

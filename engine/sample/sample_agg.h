@@ -3,7 +3,7 @@
  * stacks with counts split by state, (leaf, entry, caller) sites, asyncio loop stretches, the
  * target's GC and the timeline. No /proc, no clock: engine/sample/sampler.c feeds it,
  * bridge/window.c reads it, tests/unit/test_sample_agg.c feeds it made-up samples. Depends on
- * probes/python/python.h (sop_pysample, sop_pygc), sampler.h and sampler_runtime.c. */
+ * probes/python/cpython.h (sop_pysample, sop_pygc), sampler.h and sampler_runtime.c. */
 #ifndef SOP_SAMPLE_AGG_H
 #define SOP_SAMPLE_AGG_H
 
@@ -11,7 +11,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "python/python.h"
+#include "python/cpython.h"
 #include "sampler.h"
 
 #define SOP_AGG_MAX_THREADS 4096

@@ -2,7 +2,7 @@
  * descendants, tick at a rate (sampling every thread's Python stack and the target's GC with the
  * python probe's sampler), read /proc/PID/io and the open files at the window's edges, and hand
  * every sample to the aggregation (engine/sample/sample_agg.c); the evidence is built by
- * engine/bridge/window.c. Depends on probes/python/python.h, sample_agg.h, clock.h. */
+ * engine/bridge/window.c. Depends on probes/python/cpython.h, sample_agg.h, clock.h. */
 #include "sampler.h"
 
 #include <dirent.h>
@@ -19,7 +19,7 @@
 #include "clock.h"
 #include "proc.h"
 #include "procfs.h"
-#include "python/python.h"
+#include "python/cpython.h"
 #include "sample_agg.h"
 #include "sampler_files.h"
 #include "source_line.h"

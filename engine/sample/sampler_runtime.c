@@ -1,6 +1,6 @@
 /* sampler_runtime.c — classify one sampled Python stack for the §8 rules (imports at start-up,
  * logging in hot paths, subprocess storms) by the files and functions on it. Text in, marks
- * out; the sampler counts them per thread. Depends on probes/python/python.h. */
+ * out; the sampler counts them per thread. Depends on probes/python/cpython.h. */
 #include "sampler_runtime.h"
 
 #include <string.h>

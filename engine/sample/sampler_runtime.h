@@ -7,7 +7,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 
-#include "python/python.h"
+#include "python/cpython.h"
 
 typedef struct {
     bool import;            /* an importlib._bootstrap frame on the stack */

@@ -1,4 +1,4 @@
-/* asyncio_tasks_int.h — what the parts of the asyncio task reader share (asyncio_tasks.c the
+/* asyncio_tasks_int.h — what the parts of the asyncio task reader share (asyncio_read.c the
  * read and the listing, asyncio_gc_lists.c the GC-list walk, asyncio_types.c the object kinds,
  * asyncio_task_read.c one task, asyncio_await_chain.c one await level, asyncio_lock_holders.c
  * the locks and semaphores waited on): the reader, its bounds and the helpers each of them
@@ -7,6 +7,7 @@
 #ifndef SOP_ASYNCIO_TASKS_INT_H
 #define SOP_ASYNCIO_TASKS_INT_H
 
+#include <errno.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -55,9 +56,12 @@ typedef struct {
     sop_missing *missing;
 } tasks_reader;
 
-/* asyncio_tasks.c: a read error that ends the whole read (the process gone, refused, out of
- * memory), not just the object being read. */
-bool sop__tasks_fatal(int r);
+/* A read error that ends the whole read (the process gone, refused, out of memory), not just
+ * the object being read. */
+static inline bool sop__tasks_fatal(int r)
+{
+    return r == -ESRCH || r == -EPERM || r == -EACCES || r == -ENOMEM;
+}
 
 /* asyncio_types.c: a printable C string (tp_name) at addr; whether `type` is a type object;
  * a string compare; the kind of the type at `type` (cached in tr->types) and of the object at

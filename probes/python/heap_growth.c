@@ -1,6 +1,6 @@
 /* heap_growth.c — sop__heap_growth: two censuses of one process compared by type name, the
  * types that grew most first. Pure: sop_pyheap in, a list out. Depends on libc. */
-#include "heap.h"
+#include "heap_census.h"
 
 #include <errno.h>
 #include <stdlib.h>

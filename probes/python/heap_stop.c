@@ -16,7 +16,7 @@
 #include <time.h>
 
 #include "../procfs.h"
-#include "heap.h"
+#include "heap_census.h"
 #include "ptrace_wait.h"
 
 #define MAX_TASKS 16384

@@ -6,7 +6,7 @@
  * partial. The type index is heap_types.c, the byte counts heap_sizes.c (shared through
  * heap_walk_int.h). Layouts from py_layouts.c; reads through remote_mem.c's page cache.
  * Depends on libc, py_runtime.c (the runtime found for the collection), py_names.c. */
-#include "heap.h"
+#include "heap_census.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -15,9 +15,9 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "cpython.h"
 #include "heap_walk_int.h"
 #include "py_names.h"
-#include "python.h"
 
 /* Walk the list whose head is at `head`. Returns 0 when walked end to end, -EAGAIN when it
  * met inconsistent data (then *why says where), or a fatal read error (-ESRCH, -EPERM, ...).

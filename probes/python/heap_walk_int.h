@@ -1,6 +1,6 @@
 /* heap_walk_int.h — what the parts of the heap census share (heap_walk.c the GC-list walk,
  * heap_types.c the type index, heap_sizes.c the byte counts): the walker, its bounds and the
- * helpers each of them reads with. Depends on heap.h (sop_pyheap), python.h. */
+ * helpers each of them reads with. Depends on heap_census.h (sop_pyheap), cpython.h. */
 #ifndef SOP_HEAP_WALK_INT_H
 #define SOP_HEAP_WALK_INT_H
 
@@ -10,8 +10,8 @@
 #include <string.h>
 #include <time.h>
 
-#include "heap.h"
-#include "python.h"
+#include "cpython.h"
+#include "heap_census.h"
 
 #define MAX_INTERPS 64
 #define MAX_LIST_OBJECTS                                                                           \

@@ -1,11 +1,11 @@
 /* native.h — native stacks of a target's threads (probes/python/native.c, the one home of
- * libunwind-ptrace) and their merge with the Python frames. Depends on python.h. */
+ * libunwind-ptrace) and their merge with the Python frames. Depends on cpython.h. */
 #ifndef SOP_NATIVE_H
 #define SOP_NATIVE_H
 
 #include <stddef.h>
 
-#include "python.h"
+#include "cpython.h"
 
 /* Called while thread `tid` is stopped (to read its Python frames consistently). */
 typedef void (*sop_native_stopped_fn)(void *ctx, int tid);

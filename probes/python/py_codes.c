@@ -2,7 +2,7 @@
  * walk (name, file, first line, line table) and kept by address, the table grown as needed and
  * freed with the walker. Part of the walk (py_walk_int.h); depends on remote_mem.c and
  * linetable.c. */
-#include "python.h"
+#include "cpython.h"
 
 #include <errno.h>
 #include <stdio.h>

@@ -2,7 +2,7 @@
  * holds the GIL, and the garbage collector's state (collections per generation, whether it is
  * collecting or frozen). Part of the walk (py_walk_int.h); depends on remote_mem.c and the
  * layouts. */
-#include "python.h"
+#include "cpython.h"
 
 #include <errno.h>
 #include <stdio.h>

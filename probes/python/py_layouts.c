@@ -50,7 +50,7 @@
     .ob_size = 16, .list_items = 24, .list_allocated = 32, .set_mask = 32, .set_table = 40,        \
     .set_smalltable = 64, .dict_used = 16
 
-/* asyncio (asyncio_tasks.c): FutureObj_HEAD / TaskObj of Modules/_asynciomodule.c, the
+/* asyncio (asyncio_read.c): FutureObj_HEAD / TaskObj of Modules/_asynciomodule.c, the
  * coroutine object's frame (3.8-3.10 gi_frame; 3.11+ the embedded _PyInterpreterFrame and the
  * int8 gi_frame_state) and the suspended frame's value stack. The field order is that of each
  * version's sources; the numbers were checked in a live interpreter of every version (ctypes:

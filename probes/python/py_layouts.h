@@ -81,7 +81,7 @@ typedef struct {
     uint32_t gc_head_size, tp_name, tp_basicsize, tp_itemsize, tp_dict, ob_size;
     uint32_t list_items, list_allocated, set_mask, set_table, set_smalltable, dict_used;
     uint32_t managed_preheader;
-    /* asyncio tasks (asyncio_tasks.c): the C _asyncio.Future / _asyncio.Task objects
+    /* asyncio tasks (asyncio_read.c): the C _asyncio.Future / _asyncio.Task objects
      * (FutureObj_HEAD, TaskObj in Modules/_asynciomodule.c), coroutine / generator objects
      * and the suspended frame's value stack. 0 = not placed (then no task reader). */
     uint32_t fut_loop, fut_callback0, fut_callbacks, fut_result, fut_state;

@@ -11,10 +11,10 @@
 
 #include "../procfs.h"
 #include "../zalloc.h"
+#include "cpython.h"
 #include "py_names.h"
 #include "py_runtime.h"
 #include "py_walk_int.h"
-#include "python.h"
 
 #define SAMPLER_TID_CACHE 256u /* power of two: thread state address -> OS tid */
 #define GIL_STRUCT_BYTES 256u  /* struct _gil_runtime_state: locks and condvars it sleeps on */

@@ -3,7 +3,7 @@
  * between pid namespaces, and the search of a thread's stack for its thread state when the
  * runtime's own id is not usable. Part of the walk (py_walk_int.h); depends on procfs.c and
  * remote_mem.c. */
-#include "python.h"
+#include "cpython.h"
 
 #include <dirent.h>
 #include <errno.h>

@@ -3,7 +3,7 @@
  * py_layouts.c), never stopping the target (native.c does, with SOP_PY_NATIVE). The walk of
  * one thread is shared with the repeated sampler (py_sample.c) through py_walk_int.h. Every
  * loop is bounded; a torn read is retried, then reported. Depends on libc. */
-#include "python.h"
+#include "cpython.h"
 
 #include <dirent.h>
 #include <errno.h>

@@ -1,6 +1,6 @@
 /* py_walk_int.h — what the stack walker (py_walk.c) shares with the repeated sampler
  * (py_sample.c): the walker's state, the bounds, and the walk of one thread. Private to
- * probes/python; the public face is python.h. Depends on libc. */
+ * probes/python; the public face is cpython.h. Depends on libc. */
 #ifndef SOP_PY_WALK_INT_H
 #define SOP_PY_WALK_INT_H
 
@@ -8,7 +8,7 @@
 #include <stdint.h>
 #include <string.h>
 
-#include "python.h"
+#include "cpython.h"
 
 #define MAX_INTERPS 64
 #define MAX_THREADS 4096

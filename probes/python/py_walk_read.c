@@ -1,7 +1,7 @@
 /* py_walk_read.c — how the walk reads: a chain of remote memory through the walker's cache
  * (noted for the snapshot), and the text pool that keeps the frames' names with the sop_python.
  * The bottom of the walk (py_walk_int.h); depends on remote_mem.c. */
-#include "python.h"
+#include "cpython.h"
 
 #include <stdlib.h>
 #include <string.h>

@@ -4,9 +4,9 @@
  * at IMAGE_BASE, where _PyRuntime sits. Mode "flat": reads outside the image fail (-EFAULT);
  * mode "wrap": every nonzero address reads the image modulo its size, so every pointer the
  * walker follows is readable garbage. Bit 6 of byte 0: the target "exits" (-ESRCH) after
- * 4 x byte 1 reads, as a process dying mid-walk. Depends on probes/python/python.h. */
+ * 4 x byte 1 reads, as a process dying mid-walk. Depends on probes/python/cpython.h. */
 #include "fuzz.h"
-#include "python/python.h"
+#include "python/cpython.h"
 
 #include <errno.h>
 

@@ -9,7 +9,7 @@
  * Mode "flat": reads outside the image fail (-EFAULT); mode "wrap": every nonzero address reads the
  * image modulo its size, so every pointer the walker follows is readable garbage. Bit 6 of byte 0:
  * the target "exits" (-ESRCH) after 4 x byte 1 reads, as a process dying mid-walk. Depends on
- * probes/python/python.h. */
+ * probes/python/cpython.h. */
 #include "fuzz.h"
 #include "python/asyncio_tasks.h"
 

@@ -8,7 +8,7 @@
 #include <stdint.h>
 #include <string.h>
 
-#include "python/heap.h"
+#include "python/heap_census.h"
 #include "python/py_layouts.h"
 #include "t.h"
 

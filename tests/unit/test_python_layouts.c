@@ -12,10 +12,10 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "python/cpython.h"
 #include "python/elf.h"
 #include "python/linetable.h"
 #include "python/py_layouts.h"
-#include "python/python.h"
 #include "python/remote_mem.h"
 #include "t.h"
 
@@ -636,7 +636,7 @@ static void test_not_python(void)
     sop__missing_free(&m2);
 }
 
-/* The asyncio fields of every table (probes/python/asyncio_tasks.c): placed, inside what the
+/* The asyncio fields of every table (probes/python/asyncio_read.c): placed, inside what the
  * reader reads (TaskObj: 200 bytes; a frame header: SOP_PYLAYOUT_MAX_FRAME_READ), and one way
  * to the coroutine's frame per version. The numbers themselves are checked against live
  * interpreters by tests/e2e/test_tasks_conformance.py. */

@@ -1,4 +1,4 @@
-/* asyncio_tasks.c — sop__tasks_read: every asyncio task of a CPython process, from outside.
+/* asyncio_read.c — sop__tasks_read: every asyncio task of a CPython process, from outside.
  * 1. The GC lists of the main interpreter (generations and the permanent one) are walked as
  *    the heap census does (bounded, back links checked, a list that changes under the walk
  *    re-walked twice at most), keeping the objects whose type is _asyncio.Task or a subclass
@@ -26,7 +26,7 @@
 #include <unistd.h>
 
 #include "asyncio_tasks_int.h"
-#include "python.h"
+#include "cpython.h"
 
 const char *sop__wait_kind_name(sop_wait_kind k)
 {
@@ -49,11 +49,6 @@ static double now_ms(void)
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
     return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
-}
-
-bool sop__tasks_fatal(int r)
-{
-    return r == -ESRCH || r == -EPERM || r == -EACCES || r == -ENOMEM;
 }
 
 /* ---- results --------------------------------------------------------------------------- */

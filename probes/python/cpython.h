@@ -1,4 +1,4 @@
-/* python.h — the CPython probe: find the interpreter of a process from outside (ELF symbols,
+/* cpython.h — the CPython probe: find the interpreter of a process from outside (ELF symbols,
  * _PyRuntime, version; _Py_DebugOffsets on 3.13+, per-version layouts for 3.8-3.12) and walk
  * interpreters -> thread states -> frames without stopping the target; with SOP_PY_NATIVE,
  * also native stacks via libunwind-ptrace (probes/python/native.c is its only home). Finding

@@ -1,8 +1,8 @@
-/* heap.h — a census of a CPython process's garbage-collected objects, read from outside:
+/* heap_census.h — a census of a CPython process's garbage-collected objects, read from outside:
  * the GC generations (and gc.freeze()'s permanent generation) walked from the interpreter
  * state, objects counted by type with estimated sizes, every list walk bounded and
  * validated. Optionally (SOP_HEAP_STOP) with the whole process stopped (heap_stop.c).
- * Depends on py_layouts.h, remote_mem.h, python.h (to locate the runtime). */
+ * Depends on py_layouts.h, remote_mem.h, cpython.h (to locate the runtime). */
 #ifndef SOP_HEAP_H
 #define SOP_HEAP_H
 
