@@ -1,9 +1,11 @@
-/* ranks.c — find the local ranks of a distributed job on this node, and collect each one's
+/* rank_discovery.c — find the local ranks of a distributed job on this node, and collect each one's
  * evidence at the same time (one thread and one engine per rank). Ranks are the processes of a
  * Slurm job (`scontrol listpids J`, else the job's cgroup, else SLURM_JOB_ID in environ) or of a
  * torchrun / torch.distributed launch (RANK, LOCAL_RANK, WORLD_SIZE in environ under one
  * launcher); a rank's own children (DataLoader workers inherit the variables) are not ranks.
- * Reads /proc and runs scontrol; depends on include/sop.h and pthreads. */
+ * Reads /proc (who a process is and its rank variables through sop_process_read and
+ * sop_process_env, the probes' parsers) and runs scontrol; depends on include/sop.h and
+ * pthreads. */
 #include <ctype.h>
 #include <dirent.h>
 #include <errno.h>
@@ -21,7 +23,6 @@
 #include "sop.h"
 
 #define MAX_PROCS 8192
-#define ENV_MAX (1u << 20)
 /* Ranks of one job on one node: far above any GPU node (8-16) and most CPU jobs. More is
  * refused rather than collected (one thread and one engine each). */
 #define MAX_NODE_RANKS 512
@@ -87,12 +88,19 @@ static char *read_all(const char *path, size_t max, size_t *len)
     return buf;
 }
 
+/* The variables that say which rank of which job a process is (torch.distributed, Slurm). */
+enum { E_RANK, E_LOCAL_RANK, E_WORLD, E_PROCID, E_LOCALID, E_NTASKS, E_STEP, E_JOB, E_N };
+static const char *const env_names[E_N] = {
+    "RANK",          "LOCAL_RANK",   "WORLD_SIZE",    "SLURM_PROCID",
+    "SLURM_LOCALID", "SLURM_NTASKS", "SLURM_STEP_ID", "SLURM_JOB_ID",
+};
+
 static void read_proc(int pid, proc_info *p)
 {
     memset(p, 0, sizeof *p);
     p->pid = pid;
     p->rank = p->local_rank = p->world = p->procid = p->localid = p->ntasks = -1;
-    char path[64], buf[512];
+    char path[64];
     sop_process sp;
     if (sop_process_read(pid, &sp) == 0) {
         snprintf(p->comm, sizeof p->comm, "%.*s", (int)sizeof p->comm - 1, sp.comm);
@@ -103,39 +111,17 @@ static void read_proc(int pid, proc_info *p)
     snprintf(path, sizeof path, "/proc/%d", pid);
     if (stat(path, &ps) == 0)
         p->uid = (unsigned)ps.st_uid; /* the process's (effective) owner */
-    snprintf(path, sizeof path, "/proc/%d/environ", pid);
-    size_t len = 0;
-    char *env = read_all(path, ENV_MAX, &len);
-    for (size_t off = 0; env && off < len;) {
-        const char *e = env + off;
-        size_t n = strnlen(e, len - off);
-        off += n + 1;
-        const char *eq = memchr(e, '=', n);
-        if (!eq)
-            continue;
-        size_t kn = (size_t)(eq - e);
-        snprintf(buf, sizeof buf, "%.*s",
-                 (int)(n - kn - 1 < sizeof buf - 1 ? n - kn - 1 : sizeof buf - 1), eq + 1);
-#define KEY(k) (kn == sizeof(k) - 1 && memcmp(e, k, kn) == 0)
-        if (KEY("RANK"))
-            p->rank = to_long(buf);
-        else if (KEY("LOCAL_RANK"))
-            p->local_rank = to_long(buf);
-        else if (KEY("WORLD_SIZE"))
-            p->world = to_long(buf);
-        else if (KEY("SLURM_PROCID"))
-            p->procid = to_long(buf);
-        else if (KEY("SLURM_LOCALID"))
-            p->localid = to_long(buf);
-        else if (KEY("SLURM_NTASKS"))
-            p->ntasks = to_long(buf);
-        else if (KEY("SLURM_STEP_ID") && !p->step[0])
-            copy_cut(p->step, sizeof p->step, buf);
-        else if (KEY("SLURM_JOB_ID"))
-            copy_cut(p->job, sizeof p->job, buf);
-#undef KEY
-    }
-    free(env);
+    char env[E_N][64];
+    if (sop_process_env(pid, env_names, E_N, env[0], sizeof env[0]) <= 0)
+        return;
+    p->rank = to_long(env[E_RANK]);
+    p->local_rank = to_long(env[E_LOCAL_RANK]);
+    p->world = to_long(env[E_WORLD]);
+    p->procid = to_long(env[E_PROCID]);
+    p->localid = to_long(env[E_LOCALID]);
+    p->ntasks = to_long(env[E_NTASKS]);
+    copy_cut(p->step, sizeof p->step, env[E_STEP]);
+    copy_cut(p->job, sizeof p->job, env[E_JOB]);
 }
 
 static proc_info *find(proc_info *ps, int n, int pid)

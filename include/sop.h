@@ -213,6 +213,14 @@ typedef struct {
 } sop_process;
 /* Read pid's /proc/PID/stat into *out. 0, SOP_ENOTARGET (gone or unreadable), SOP_EINVAL. */
 SOP_API int sop_process_read(int pid, sop_process *out);
+/* Environment variables of pid, by name, through the probes' environ reader: only the
+ * allow-listed tuning names (thread pools, allocators, Python switches, devices, ranks and the
+ * Slurm task: those evidence's `proc.env` may hold; never a credential) are looked up, any
+ * other name reads as unset. For each of the n names, values + i * value_size gets its value
+ * (cut to fit) or "" when unset. Returns how many were set, SOP_ENOTARGET (gone), SOP_EACCES
+ * (not readable: another user's process), SOP_EINVAL. */
+SOP_API int sop_process_env(int pid, const char *const *names, size_t n, char *values,
+                            size_t value_size);
 
 /* Collect evidence about `pid` over opts->duration_s (blocking for that long). A pid that is
  * gone gives SOP_ENOTARGET, unless the kernel log holds an OOM kill of it: then *out is a

@@ -202,6 +202,9 @@ int sop__read_schedstat_at(int dirfd, const char *path, sop_schedstat *out);
 /* environ is NUL-separated: give the length. Only allow-listed names are kept. */
 int sop__parse_environ(const char *buf, size_t len, sop_env *out);
 bool sop__env_allowed(const char *name);
+/* One allow-listed variable of environ text, with no cap on how many others there are: true
+ * and its value (cut to cap) when set; false and "" when unset, cut off or not allow-listed. */
+bool sop__environ_get(const char *buf, size_t len, const char *name, char *out, size_t cap);
 int sop__parse_cmdline(const char *buf, size_t len, char *out, size_t cap);
 int sop__parse_maps(const char *text, sop_libs *out);
 /* maps or smaps text -> mapped files (resident figures when smaps). 0, -ENODATA (no file

@@ -100,28 +100,41 @@ bool sop__env_allowed(const char *name)
     return false;
 }
 
+/* The next NAME=value entry of environ text from *off: its name (into name[cap]), value and
+ * value length. Entries without '=' or with a name too long for `name` are skipped; a cut-off
+ * last entry (no NUL: its value may be partial) ends the text. False at the end. */
+static bool next_entry(const char *buf, size_t len, size_t *off, char *name, size_t cap,
+                       const char **val, size_t *vlen)
+{
+    while (*off < len) {
+        const char *entry = buf + *off;
+        const char *nul = memchr(entry, '\0', len - *off);
+        if (!nul)
+            return false;
+        size_t elen = (size_t)(nul - entry);
+        *off += elen + 1;
+        const char *eq = memchr(entry, '=', elen);
+        size_t nlen = eq ? (size_t)(eq - entry) : 0;
+        if (nlen == 0 || nlen >= cap)
+            continue;
+        memcpy(name, entry, nlen);
+        name[nlen] = '\0';
+        *val = eq + 1;
+        *vlen = elen - nlen - 1;
+        return true;
+    }
+    return false;
+}
+
 int sop__parse_environ(const char *buf, size_t len, sop_env *out)
 {
     out->n = 0;
     if (!buf)
         return -EINVAL;
-    size_t off = 0;
-    while (off < len && out->n < SOP_ENV_MAX) {
-        const char *entry = buf + off;
-        const char *nul = memchr(entry, '\0', len - off);
-        size_t elen = nul ? (size_t)(nul - entry) : len - off;
-        off += elen + 1;
-        if (!nul)
-            break; /* cut-off last entry: its value may be partial */
-        const char *eq = memchr(entry, '=', elen);
-        if (!eq)
-            continue;
-        size_t nlen = (size_t)(eq - entry);
-        char name[sizeof out->vars[0].name];
-        if (nlen == 0 || nlen >= sizeof name)
-            continue;
-        memcpy(name, entry, nlen);
-        name[nlen] = '\0';
+    size_t off = 0, vlen = 0;
+    const char *val = NULL;
+    char name[sizeof out->vars[0].name];
+    while (out->n < SOP_ENV_MAX && next_entry(buf, len, &off, name, sizeof name, &val, &vlen)) {
         if (!sop__env_allowed(name))
             continue;
         bool dup = false; /* the first definition is the one getenv() sees */
@@ -130,12 +143,31 @@ int sop__parse_environ(const char *buf, size_t len, sop_env *out)
         if (dup)
             continue;
         sop_env_var *v = &out->vars[out->n++];
-        memcpy(v->name, name, nlen + 1);
-        size_t vlen = elen - nlen - 1;
+        memcpy(v->name, name, strlen(name) + 1);
         if (vlen >= sizeof v->value)
             vlen = sizeof v->value - 1;
-        memcpy(v->value, eq + 1, vlen);
+        memcpy(v->value, val, vlen);
         v->value[vlen] = '\0';
     }
     return 0;
+}
+
+bool sop__environ_get(const char *buf, size_t len, const char *want, char *out, size_t cap)
+{
+    if (cap)
+        out[0] = '\0';
+    if (!buf || !cap || !sop__env_allowed(want))
+        return false;
+    size_t off = 0, vlen = 0;
+    const char *val = NULL;
+    char name[sizeof((sop_env_var *)0)->name];
+    while (next_entry(buf, len, &off, name, sizeof name, &val, &vlen))
+        if (strcmp(name, want) == 0) { /* the first definition is the one getenv() sees */
+            if (vlen >= cap)
+                vlen = cap - 1;
+            memcpy(out, val, vlen);
+            out[vlen] = '\0';
+            return true;
+        }
+    return false;
 }

@@ -366,6 +366,55 @@ static void test_process(void)
     CHECK_EQ_I(sop_process_read(child, &p), SOP_ENOTARGET);
 }
 
+/* sop_process_env: a child's rank variables by name; a name off the allow-list reads as unset
+ * whatever its value; a gone pid; bad arguments. */
+static void test_process_env(void)
+{
+    int go[2];
+    if (pipe(go) < 0)
+        return;
+    pid_t child = fork();
+    if (child == 0) {
+        close(go[1]);
+        char *envp[] = {"SECRET_TOKEN=tok-live", "RANK=3", "SLURM_JOB_ID=4242", "RANK=9",
+                        "LOCAL_RANK=1",          NULL};
+        char *argv[] = {"cat", NULL};
+        dup2(go[0], 0);
+        execve("/bin/cat", argv, envp);
+        _exit(127);
+    }
+    close(go[0]);
+    CHECK(child > 0);
+    if (child <= 0)
+        return;
+    const char *names[] = {"RANK", "SECRET_TOKEN", "SLURM_JOB_ID", "WORLD_SIZE", "LOCAL_RANK"};
+    char vals[5][8];
+    int set = -1;
+    for (int i = 0; i < 200; i++) { /* until it runs cat (its environment set by execve) */
+        set = sop_process_env(child, names, 5, vals[0], sizeof vals[0]);
+        if (set == 3)
+            break;
+        usleep(10000);
+    }
+    CHECK_EQ_I(set, 3);
+    CHECK_EQ_S(vals[0], "3"); /* the first definition, as getenv sees */
+    CHECK_EQ_S(vals[1], "");  /* not allow-listed */
+    CHECK_EQ_S(vals[2], "4242");
+    CHECK_EQ_S(vals[3], "");
+    CHECK_EQ_S(vals[4], "1");
+    char small[3];
+    const char *job[] = {"SLURM_JOB_ID"};
+    CHECK_EQ_I(sop_process_env(child, job, 1, small, sizeof small), 1);
+    CHECK_EQ_S(small, "42"); /* cut to fit */
+    CHECK_EQ_I(sop_process_env(child, names, 5, NULL, 8), SOP_EINVAL);
+    CHECK_EQ_I(sop_process_env(0, names, 1, vals[0], 8), SOP_EINVAL);
+    CHECK_EQ_I(sop_process_env(child, NULL, 0, NULL, 0), 0);
+    close(go[1]);
+    kill(child, SIGKILL);
+    waitpid(child, NULL, 0);
+    CHECK_EQ_I(sop_process_env(child, names, 5, vals[0], sizeof vals[0]), SOP_ENOTARGET);
+}
+
 int main(void)
 {
     CHECK_EQ_S(sop_version(), SOP_VERSION_STRING);
@@ -386,6 +435,7 @@ int main(void)
     test_summary();
     test_watch();
     test_process();
+    test_process_env();
     fflush(stdout);
     fflush(stderr);
     dup2(out, 1);

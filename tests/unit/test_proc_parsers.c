@@ -279,7 +279,25 @@ static void test_environ_cmdline(void)
         leaked =
             leaked || memcmp(blob + i, "tok-liv", 7) == 0 || memcmp(blob + i, "AKIAEXA", 7) == 0;
     CHECK(!leaked);
+    /* one name at a time (sop_process_env): the same answers */
+    char v[16];
+    CHECK(sop__environ_get(t, len, "OMP_NUM_THREADS", v, sizeof v) && strcmp(v, "8") == 0);
+    CHECK(sop__environ_get(t, len, "RANK", v, sizeof v) && strcmp(v, "3") == 0);
+    CHECK(sop__environ_get(t, len, "KMP_AFFINITY", v, sizeof v) &&
+          strcmp(v, "granularity=fin") == 0); /* cut to fit */
+    CHECK(!sop__environ_get(t, len, "OPENBLAS_NUM_THREADS", v, sizeof v) && !v[0]);
+    CHECK(!sop__environ_get(t, len, "SECRET_TOKEN", v, sizeof v) && !v[0]);
+    CHECK(!sop__environ_get(t, len, "PATH", v, sizeof v) && !v[0]);
     free(t);
+    /* more allow-listed variables than sop_env holds: a lookup by name still finds the last */
+    static char many[SOP_ENV_MAX * 2 * 32];
+    size_t at = 0;
+    for (int i = 0; i < SOP_ENV_MAX * 2; i++)
+        at += (size_t)snprintf(many + at, sizeof many - at, "KMP_X%d=%d", i, i) + 1;
+    at += (size_t)snprintf(many + at, sizeof many - at, "RANK=7") + 1;
+    CHECK_EQ_I(sop__parse_environ(many, at, &e), 0);
+    CHECK_EQ_I(e.n, SOP_ENV_MAX);
+    CHECK(sop__environ_get(many, at, "RANK", v, sizeof v) && strcmp(v, "7") == 0);
     CHECK(sop__env_allowed("OMP_NUM_THREADS"));
     CHECK(sop__env_allowed("TCMALLOC_RELEASE_RATE"));
     CHECK(sop__env_allowed("PYTORCH_HIP_ALLOC_CONF"));
