@@ -1,12 +1,15 @@
 /* evidence_doc.c — the evidence schema as a document (sop_evidence_doc: docs/evidence.md, or
  * JSON for the rules' reads check): the groups the providers emit (engine/collect/provider.h,
- * in table order), then the watch's group and the top-level keys, which no provider emits.
+ * in table order), then the watch's group and the top-level keys, which no provider emits;
+ * sop__evidence_row: one path's row, for C code outside the providers that reads evidence.
  * Depends on bridge/schema.c, collect/providers.c. */
+#include "evidence_doc.h"
+
 #include <stdlib.h>
+#include <string.h>
 
 #include "bridge/schema.h"
 #include "engine.h"
-#include "evidence_doc.h"
 #include "json.h"
 #include "provider.h"
 
@@ -46,4 +49,23 @@ int sop_evidence_doc(sop_format fmt, char **out)
         *out = sop__evidence_doc_md(g, n);
     }
     return *out ? 0 : SOP_ENOMEM;
+}
+
+const sop_evk *sop__evidence_row(const char *path)
+{
+    const sop_evk_group *g[SOP__MAX_GROUPS];
+    size_t n = sop__evidence_groups(g, SOP__MAX_GROUPS);
+    for (size_t i = 0; i < n && i < SOP__MAX_GROUPS && path; i++) {
+        size_t gl = strlen(g[i]->group);
+        const char *rest = path;
+        if (gl) { /* "group." then the row's key */
+            if (strncmp(path, g[i]->group, gl) != 0 || path[gl] != '.')
+                continue;
+            rest = path + gl + 1;
+        }
+        for (size_t k = 0; k < *g[i]->n; k++)
+            if (strcmp(g[i]->keys[k].key, rest) == 0)
+                return &g[i]->keys[k];
+    }
+    return NULL;
 }

@@ -10,5 +10,9 @@
 /* The providers' groups in table order, the watch's, the top-level keys ""; at most cap into
  * out; returns how many there are. */
 size_t sop__evidence_groups(const sop_evk_group **out, size_t cap);
+/* The schema row of an evidence path as docs/evidence.md spells it ("proc.cpu_pct",
+ * "python.threads[].window.gil_frac", "duration_s"); NULL when no group has it. For C code
+ * outside the providers that reads evidence by path: its tests check each path here. */
+const sop_evk *sop__evidence_row(const char *path);
 
 #endif

@@ -15,21 +15,6 @@
 #define ENV_PATH "proc.env"
 
 /* The object at a path of plain segments ("proc.env"); NULL when a segment is absent. */
-static const sop_value *at(const sop_value *v, const char *path)
-{
-    for (int depth = 0; v && *path && depth < 8; depth++) {
-        size_t n = strcspn(path, ".");
-        char seg[64];
-        if (n >= sizeof seg)
-            return NULL;
-        memcpy(seg, path, n);
-        seg[n] = '\0';
-        v = sop__v_get(v, seg);
-        path += n + (path[n] ? 1 : 0);
-    }
-    return *path ? NULL : v;
-}
-
 /* A non-negative integer, or -1. */
 static long env_int(const sop_value *env, const char *name)
 {
@@ -88,7 +73,7 @@ static void rank_hand(sop_value *r, const sop_evk *row, const char *name, void *
 
 void sop__rank_identity(sop_value *ev)
 {
-    const sop_value *env = at(ev, ENV_PATH);
+    const sop_value *env = sop__v_path(ev, ENV_PATH);
     if (!env)
         return;
     long rank = first_int(env, "RANK", "SLURM_PROCID");
@@ -111,32 +96,26 @@ void sop__rank_identity(sop_value *ev)
 
 /* ---- the key figures: where each comes from, as evidence paths of the schema ---------------- */
 
-typedef enum {
-    FROM_VALUE, /* the value at the path */
-    FROM_MAX,   /* the largest over the path's array (python.threads[]) */
-    FROM_SUM,   /* their sum */
-} fig_from;
-
 typedef struct {
     const char *figure; /* the key in the report's `figures` (engine/merge/merge.c compares them) */
     const char *path;   /* an evidence path of docs/evidence.md (test_rank checks the schema) */
-    fig_from from;
-    double per; /* figure = value / per */
-    double cap; /* at most (0: no cap) */
+    sop_fold from;      /* VALUE; MAX or SUM over the path's array (python.threads[]) */
+    double per;         /* figure = value / per */
+    double cap;         /* at most (0: no cap) */
 } fig_source;
 
 /* The first source of a figure that has a value wins. */
 static const fig_source SOURCES[] = {
-    {"cpu_pct", "proc.cpu_pct", FROM_VALUE, 1, 0},
-    {"runnable_load", "sched.runnable_load", FROM_VALUE, 1, 0},
-    {"data_wait_frac", "python.loader.main_data_wait_frac", FROM_VALUE, 1, 0},
-    {"data_wait_frac", "python.threads[].window.data_wait_frac", FROM_MAX, 1, 0},
-    {"dstate_frac", "python.threads[].window.io_wait_frac", FROM_MAX, 1, 0},
-    {"rss_kb", "proc.rss_kb", FROM_VALUE, 1, 0},
-    {"gil_frac", "python.threads[].window.gil_frac", FROM_SUM, 1, 1},
-    {"loop_stretch_ms", "python.loop.longest_block_ms", FROM_VALUE, 1, 0},
-    {"loop_stretch_ms", "python.threads[].window.loop_longest_block_ms", FROM_MAX, 1, 0},
-    {"gpu_busy_frac", "gpu.busy_pct", FROM_VALUE, 100, 0},
+    {"cpu_pct", "proc.cpu_pct", SOP_FOLD_VALUE, 1, 0},
+    {"runnable_load", "sched.runnable_load", SOP_FOLD_VALUE, 1, 0},
+    {"data_wait_frac", "python.loader.main_data_wait_frac", SOP_FOLD_VALUE, 1, 0},
+    {"data_wait_frac", "python.threads[].window.data_wait_frac", SOP_FOLD_MAX, 1, 0},
+    {"dstate_frac", "python.threads[].window.io_wait_frac", SOP_FOLD_MAX, 1, 0},
+    {"rss_kb", "proc.rss_kb", SOP_FOLD_VALUE, 1, 0},
+    {"gil_frac", "python.threads[].window.gil_frac", SOP_FOLD_SUM, 1, 1},
+    {"loop_stretch_ms", "python.loop.longest_block_ms", SOP_FOLD_VALUE, 1, 0},
+    {"loop_stretch_ms", "python.threads[].window.loop_longest_block_ms", SOP_FOLD_MAX, 1, 0},
+    {"gpu_busy_frac", "gpu.busy_pct", SOP_FOLD_VALUE, 100, 0},
 };
 #define NSOURCES (sizeof SOURCES / sizeof SOURCES[0])
 
@@ -177,39 +156,6 @@ size_t sop__rank_paths(const char **out, size_t cap)
     return n;
 }
 
-/* Walk `path` (segments split on '.', "name[]" iterates an array) from v, folding the numbers
- * found into *acc per `from`. Bounded: at most 8 segments of 63 bytes. */
-static void walk(const sop_value *v, const char *path, fig_from from, double *acc, bool *any,
-                 int depth)
-{
-    if (!v || depth > 8)
-        return;
-    if (!*path) {
-        if (v->type != SOP_V_NUM)
-            return;
-        *acc = !*any ? v->num : from == FROM_SUM ? *acc + v->num : (v->num > *acc ? v->num : *acc);
-        *any = true;
-        return;
-    }
-    size_t n = strcspn(path, ".");
-    char seg[64];
-    if (n >= sizeof seg)
-        return;
-    memcpy(seg, path, n);
-    seg[n] = '\0';
-    const char *rest = path[n] ? path + n + 1 : path + n;
-    bool array = n > 2 && strcmp(seg + n - 2, "[]") == 0;
-    if (array)
-        seg[n - 2] = '\0';
-    const sop_value *c = sop__v_get(v, seg);
-    if (!array) {
-        walk(c, rest, from, acc, any, depth + 1);
-        return;
-    }
-    for (const sop_value *e = c && c->type == SOP_V_ARR ? c->child : NULL; e; e = e->next)
-        walk(e, rest, from, acc, any, depth + 1);
-}
-
 /* The last segment of a path: the key within its object. */
 static const char *leaf_key(const char *path)
 {
@@ -222,7 +168,7 @@ static const sop_value *step_window(const sop_value *ev)
 {
     const sop_value *best = NULL;
     double best_c = -1, best_o = -1;
-    const sop_value *threads = at(ev, STEP_ARRAY);
+    const sop_value *threads = sop__v_path(ev, STEP_ARRAY);
     const char *win = leaf_key(STEP_WINDOW);
     for (const sop_value *t = threads ? threads->child : NULL; t; t = t->next) {
         const sop_value *w = sop__v_get(t, win);
@@ -257,10 +203,7 @@ static void collective_figures(sop_value *f, const sop_value *ev)
             sop__v_set_dbl(f, STEP[i].figure, v);
         }
     }
-    v = 0;
-    bool any = false;
-    walk(ev, WINDOW_PATH, FROM_VALUE, &v, &any, 0);
-    if (any)
+    if (sop__v_fold(ev, WINDOW_PATH, SOP_FOLD_VALUE, &v))
         sop__v_set_dbl(f, "window_s", v);
 }
 
@@ -274,9 +217,7 @@ sop_value *sop__rank_figures(const sop_value *ev)
         if (sop__v_get(f, s->figure))
             continue; /* an earlier source gave it */
         double v = 0;
-        bool any = false;
-        walk(ev, s->path, s->from, &v, &any, 0);
-        if (!any)
+        if (!sop__v_fold(ev, s->path, s->from, &v))
             continue;
         v /= s->per;
         sop__v_set_dbl(f, s->figure, s->cap > 0 && v > s->cap ? s->cap : v);

@@ -82,6 +82,9 @@ char *sop__report_render(const sop_value *report, sop_format fmt, const char *la
 /* Render a report tree (and the evidence tree, may be NULL) as OpenMetrics families, without
  * the closing "# EOF" (engine/render/openmetrics.c); malloc'd string or NULL. */
 char *sop__openmetrics_render(const sop_value *report, const sop_value *ev);
+/* Every evidence path the OpenMetrics writer reads (docs/evidence.md's spelling), at most cap
+ * into out; returns how many there are (test_openmetrics checks them against the schema). */
+size_t sop__openmetrics_reads(const char **out, size_t cap);
 
 /* The embedded default pack: {name, source} pairs, "rules" first; {NULL, NULL} ends it. */
 extern const sop_rules_module sop__embedded_modules[];

@@ -173,3 +173,61 @@ bool sop__v_get_num(const sop_value *obj, const char *key, double *out)
     *out = v->num;
     return true;
 }
+
+const sop_value *sop__v_path(const sop_value *v, const char *path)
+{
+    for (int depth = 0; v && *path && depth < 8; depth++) {
+        size_t n = strcspn(path, ".");
+        char seg[64];
+        if (n >= sizeof seg)
+            return NULL;
+        memcpy(seg, path, n);
+        seg[n] = '\0';
+        v = sop__v_get(v, seg);
+        path += n + (path[n] ? 1 : 0);
+    }
+    return *path ? NULL : v;
+}
+
+static void fold(const sop_value *v, const char *path, sop_fold how, double *acc, bool *any,
+                 int depth)
+{
+    if (!v || depth > 8)
+        return;
+    if (!*path) {
+        if (v->type != SOP_V_NUM)
+            return;
+        *acc = !*any                 ? v->num
+               : how == SOP_FOLD_SUM ? *acc + v->num
+                                     : (v->num > *acc ? v->num : *acc);
+        *any = true;
+        return;
+    }
+    size_t n = strcspn(path, ".");
+    char seg[64];
+    if (n >= sizeof seg)
+        return;
+    memcpy(seg, path, n);
+    seg[n] = '\0';
+    const char *rest = path[n] ? path + n + 1 : path + n;
+    bool array = n > 2 && strcmp(seg + n - 2, "[]") == 0;
+    if (array)
+        seg[n - 2] = '\0';
+    const sop_value *c = sop__v_get(v, seg);
+    if (!array) {
+        fold(c, rest, how, acc, any, depth + 1);
+        return;
+    }
+    for (const sop_value *e = c && c->type == SOP_V_ARR ? c->child : NULL; e; e = e->next)
+        fold(e, rest, how, acc, any, depth + 1);
+}
+
+bool sop__v_fold(const sop_value *v, const char *path, sop_fold how, double *out)
+{
+    double acc = 0;
+    bool any = false;
+    fold(v, path, how, &acc, &any, 0);
+    if (any)
+        *out = acc;
+    return any;
+}

@@ -57,4 +57,14 @@ const sop_value *sop__v_get(const sop_value *obj, const char *key);
 const char *sop__v_get_str(const sop_value *obj, const char *key);
 bool sop__v_get_num(const sop_value *obj, const char *key, double *out);
 
+/* Evidence paths as docs/evidence.md spells them ("proc.cpu_pct",
+ * "python.threads[].window.gil_frac"), at most 8 segments of 63 bytes. sop__v_path: the value at a
+ * path through objects only (no
+ * "[]"); NULL when absent. sop__v_fold: the numbers at a path, "name[]" iterating an array:
+ * the value (through an array: the largest, as MAX), their largest or their sum; false when
+ * there is none. */
+typedef enum { SOP_FOLD_VALUE, SOP_FOLD_MAX, SOP_FOLD_SUM } sop_fold;
+const sop_value *sop__v_path(const sop_value *v, const char *path);
+bool sop__v_fold(const sop_value *v, const char *path, sop_fold how, double *out);
+
 #endif

@@ -91,34 +91,31 @@ static void gauge(sop_sb *b, const char *name, const char *unit, const char *hel
     value(b, v);
 }
 
-static bool num_at(const sop_value *v, const char *path, double *out)
-{
-    /* path: "a.b.c" through objects */
-    char key[64];
-    const char *p = path;
-    while (v) {
-        const char *dot = strchr(p, '.');
-        size_t n = dot ? (size_t)(dot - p) : strlen(p);
-        if (n >= sizeof key)
-            return false;
-        memcpy(key, p, n);
-        key[n] = '\0';
-        if (!dot)
-            return sop__v_get_num(v, key, out);
-        v = sop__v_get(v, key);
-        p = dot + 1;
-    }
-    return false;
-}
+/* One gauge of the evidence (or the report): the number at `path` (sop__v_fold), times
+ * scale, capped at `cap` when > 0; nothing when absent. The paths are those of
+ * docs/evidence.md: test_openmetrics checks each against the schema (sop__openmetrics_reads). */
+typedef struct {
+    const char *name, *unit, *help, *path;
+    sop_fold fold;
+    double scale, cap;
+} om_gauge;
 
-/* A gauge read from `path` under obj, times scale; nothing when absent. */
-static void gauge_at(sop_sb *b, const char *name, const char *unit, const char *help,
-                     const sop_value *obj, const char *path, double scale)
+static void gauge_at(sop_sb *b, const om_gauge *g, const sop_value *from)
 {
     double x = 0;
-    if (num_at(obj, path, &x))
-        gauge(b, name, unit, help, true, x * scale);
+    if (!sop__v_fold(from, g->path, g->fold, &x))
+        return;
+    x *= g->scale;
+    gauge(b, g->name, g->unit, g->help, true, g->cap > 0 && x > g->cap ? g->cap : x);
 }
+
+static void gauges(sop_sb *b, const om_gauge *g, size_t n, const sop_value *from)
+{
+    for (size_t i = 0; i < n; i++)
+        gauge_at(b, &g[i], from);
+}
+
+#define N(a) (sizeof(a) / sizeof((a)[0]))
 
 static bool seen_before(const sop_value *arr, const sop_value *upto, const char *id)
 {
@@ -201,110 +198,201 @@ static void rule_series(sop_sb *b, const sop_value *report)
           unknown ? (double)unknown->count : 0);
 }
 
-/* Python-side figures summed or maxed over the target's sampled threads. */
-static void python_series(sop_sb *b, const sop_value *py)
+/* The target's process, the job's CPUs, the host and the cgroup. */
+static const om_gauge PROCESS[] = {
+    {"sop_process_cpus", NULL,
+     "CPUs the target kept busy over the window, on average (1 = one CPU)", "proc.cpu_pct",
+     SOP_FOLD_VALUE, 0.01, 0},
+    {"sop_process_resident_memory_bytes", "bytes", "Resident memory of the target", "proc.rss_kb",
+     SOP_FOLD_VALUE, 1024, 0},
+    {"sop_process_threads", NULL, "Threads of the target", "proc.threads", SOP_FOLD_VALUE, 1, 0},
+    {"sop_process_open_fds", NULL, "Open file descriptors of the target", "proc.fds",
+     SOP_FOLD_VALUE, 1, 0},
+    {"sop_effective_cpus", NULL,
+     "CPUs the target can use: min(affinity, cgroup quota, cpuset, host CPUs)", "effective_cpus",
+     SOP_FOLD_VALUE, 1, 0},
+    {"sop_runnable_load", NULL,
+     "Runnable threads of the target's process tree per window, on average", "sched.runnable_load",
+     SOP_FOLD_VALUE, 1, 0},
+    {"sop_host_load1", NULL, "Host load average over one minute", "host.load1", SOP_FOLD_VALUE, 1,
+     0},
+    {"sop_cgroup_cpu_throttled_ratio", "ratio",
+     "Share of the window's cgroup CPU periods that were throttled", "cgroup.cpu.throttled_pct",
+     SOP_FOLD_VALUE, 0.01, 0},
+    {"sop_cgroup_memory_usage_bytes", "bytes", "Memory used by the target's cgroup",
+     "cgroup.memory.usage_kb", SOP_FOLD_VALUE, 1024, 0},
+    {"sop_cgroup_memory_limit_bytes", "bytes", "Memory limit of the target's cgroup",
+     "cgroup.memory.limit_kb", SOP_FOLD_VALUE, 1024, 0},
+};
+
+/* Python-side figures, summed or maxed over the target's sampled threads where per thread. */
+static const om_gauge PYTHON[] = {
+    {"sop_python_gil_held_ratio", "ratio",
+     "Share of the window some thread of the target held the GIL (sampled)",
+     "python.threads[].window.gil_frac", SOP_FOLD_SUM, 1, 1},
+    {"sop_python_thread_uninterruptible_ratio", "ratio",
+     "Largest share of the window a Python thread of the target spent in state D "
+     "(uninterruptible sleep, mostly disk or network file system I/O)",
+     "python.threads[].window.io_wait_frac", SOP_FOLD_MAX, 1, 0},
+    {"sop_asyncio_loop_longest_stretch_seconds", "seconds",
+     "Longest stretch the asyncio event loop spent in one callback during the window",
+     "python.loop.longest_block_ms", SOP_FOLD_VALUE, 1e-3, 0},
+    {"sop_dataloader_wait_ratio", "ratio",
+     "Share of the window the main process waited for DataLoader batches",
+     "python.loader.main_data_wait_frac", SOP_FOLD_VALUE, 1, 0},
+    {"sop_python_gc_collecting_ratio", "ratio",
+     "Share of the window the garbage collector was running (sampled)",
+     "python.gc.window.collecting_frac", SOP_FOLD_VALUE, 1, 0},
+};
+
+/* The tree's GPU figures (docs/metrics.md). */
+static const om_gauge GPU_TREE[] = {
+    {"sop_gpu_tree_busy_ratio", "ratio",
+     "The target tree's own GPU use over the GPUs it uses (per process where shared)",
+     "gpu.busy_pct", SOP_FOLD_VALUE, 0.01, 0},
+    {"sop_gpu_tree_idle_ratio", "ratio",
+     "The target tree's idle share of the window over the GPUs it uses", "gpu.idle_frac",
+     SOP_FOLD_VALUE, 1, 0},
+    {"sop_gpu_tree_memory_bytes", "bytes",
+     "GPU memory held by the target's tree (all its processes, all GPUs)", "gpu.tree_mem_kb",
+     SOP_FOLD_VALUE, 1024, 0},
+};
+
+/* The window. */
+static const om_gauge WINDOW[] = {
+    {"sop_window_seconds", "seconds", "Length of the last observation window", "duration_s",
+     SOP_FOLD_VALUE, 1, 0},
+    {"sop_last_window_timestamp_seconds", "seconds",
+     "When the last successful window ended (Unix time)", "collected_at", SOP_FOLD_VALUE, 1, 0},
+};
+
+/* A labelled family: one sample per element of the array `path` names ("gpu.devices[].key")
+ * that has the number: NAME{gpu="index"[,pid="pid"]} value*scale. */
+typedef struct {
+    const char *name, *unit, *help, *path;
+    double scale;
+} om_family;
+
+#define GPU_DEVICES "gpu.devices"
+#define GPU_PROCS "gpu.procs"
+static const om_family GPU_DEVICE_FAMILIES[] = {
+    {"sop_gpu_utilization_ratio", "ratio",
+     "Share of the window a kernel ran on the GPU (mean of NVML's SM utilisation readings)",
+     GPU_DEVICES "[].util_sm_pct", 0.01},
+    {"sop_gpu_utilization_max_ratio", "ratio", "Highest SM utilisation reading of the window",
+     GPU_DEVICES "[].util_sm_max_pct", 0.01},
+    {"sop_gpu_idle_ratio", "ratio",
+     "Share of the window's readings with the GPU idle (SM utilisation < 5%)",
+     GPU_DEVICES "[].idle_frac", 1},
+    {"sop_gpu_memory_utilization_ratio", "ratio",
+     "Share of the window the GPU's memory was read or written", GPU_DEVICES "[].util_mem_pct",
+     0.01},
+    {"sop_gpu_memory_used_bytes", "bytes", "GPU memory in use (all processes)",
+     GPU_DEVICES "[].mem_used_kb", 1024},
+    {"sop_gpu_memory_total_bytes", "bytes", "GPU memory", GPU_DEVICES "[].mem_total_kb", 1024},
+    {"sop_gpu_sm_clock_hertz", "hertz", "SM clock", GPU_DEVICES "[].sm_clock_mhz", 1e6},
+    {"sop_gpu_sm_clock_max_hertz", "hertz", "The SM clock's maximum",
+     GPU_DEVICES "[].sm_clock_max_mhz", 1e6},
+    {"sop_gpu_temperature_celsius", "celsius", "GPU temperature", GPU_DEVICES "[].temperature_c",
+     1},
+    {"sop_gpu_power_watts", "watts", "GPU power draw", GPU_DEVICES "[].power_w", 1},
+};
+static const om_family GPU_OTHER_FAMILIES[] = {
+    {"sop_gpu_other_processes", NULL, "Processes on the GPU that are not the target's tree",
+     GPU_DEVICES "[].other_procs", 1},
+    {"sop_gpu_process_memory_bytes", "bytes", "GPU memory held by a process of the target's tree",
+     GPU_PROCS "[].mem_kb", 1024},
+    {"sop_gpu_process_utilization_ratio", "ratio",
+     "A process's share of the GPU's SM time over the window", GPU_PROCS "[].util_sm_pct", 0.01},
+};
+
+/* The other evidence paths read below, by name: labels, the CPU counter, liveness. */
+#define P_ALIVE "alive"
+#define P_UTIME "proc.utime_ms"
+#define P_STIME "proc.stime_ms"
+#define P_DRIVER "gpu.driver_version"
+#define D_INDEX GPU_DEVICES "[].index"
+#define D_UUID GPU_DEVICES "[].uuid"
+#define D_NAME GPU_DEVICES "[].name"
+#define D_USED GPU_DEVICES "[].used_by_tree"
+#define D_THROTTLE GPU_DEVICES "[].throttle"
+#define PR_PID GPU_PROCS "[].pid"
+#define PR_DEVICE GPU_PROCS "[].device"
+static const char *const OTHER_READS[] = {P_ALIVE, P_UTIME, P_STIME,    P_DRIVER, D_INDEX,  D_UUID,
+                                          D_NAME,  D_USED,  D_THROTTLE, PR_PID,   PR_DEVICE};
+
+/* The key of a path within its object: after the last '.'. */
+static const char *leaf(const char *path)
 {
-    const sop_value *threads = sop__v_get(py, "threads");
-    double gil = 0, dstate = 0, x = 0;
-    bool have_gil = false, have_d = false;
-    for (const sop_value *t = threads ? threads->child : NULL; t; t = t->next) {
-        const sop_value *w = sop__v_get(t, "window");
-        if (sop__v_get_num(w, "gil_frac", &x)) {
-            gil += x;
-            have_gil = true;
-        }
-        if (sop__v_get_num(w, "io_wait_frac", &x)) {
-            dstate = x > dstate ? x : dstate;
-            have_d = true;
-        }
-    }
-    gauge(b, "sop_python_gil_held_ratio", "ratio",
-          "Share of the window some thread of the target held the GIL (sampled)", have_gil,
-          gil > 1 ? 1 : gil);
-    gauge(b, "sop_python_thread_uninterruptible_ratio", "ratio",
-          "Largest share of the window a Python thread of the target spent in state D "
-          "(uninterruptible sleep, mostly disk or network file system I/O)",
-          have_d, dstate);
-    gauge_at(b, "sop_asyncio_loop_longest_stretch_seconds", "seconds",
-             "Longest stretch the asyncio event loop spent in one callback during the window", py,
-             "loop.longest_block_ms", 1e-3);
-    gauge_at(b, "sop_dataloader_wait_ratio", "ratio",
-             "Share of the window the main process waited for DataLoader batches", py,
-             "loader.main_data_wait_frac", 1);
-    gauge_at(b, "sop_python_gc_collecting_ratio", "ratio",
-             "Share of the window the garbage collector was running (sampled)", py,
-             "gc.window.collecting_frac", 1);
+    const char *dot = strrchr(path, '.');
+    return dot ? dot + 1 : path;
 }
 
-/* One labelled sample per element of `arr` that has the number `key`: NAME{gpu="index"
- * [,pid="pid"]} value*scale; the family only when some element has it. */
-static void gpu_family(sop_sb *b, const sop_value *arr, const char *key, const char *name,
-                       const char *unit, const char *help, double scale)
+/* The array a "a.b[].key" path iterates ("a.b"), into buf. */
+static const sop_value *array_of(const sop_value *ev, const char *path)
 {
+    char buf[64];
+    const char *br = strstr(path, "[]");
+    size_t n = br ? (size_t)(br - path) : 0;
+    if (!n || n >= sizeof buf)
+        return NULL;
+    memcpy(buf, path, n);
+    buf[n] = '\0';
+    return sop__v_path(ev, buf);
+}
+
+static void family_at(sop_sb *b, const om_family *f, const sop_value *ev)
+{
+    const sop_value *arr = array_of(ev, f->path);
     bool head = false;
     for (const sop_value *d = arr ? arr->child : NULL; d; d = d->next) {
         double x = 0, idx = 0, pid = 0;
-        bool proc = sop__v_get_num(d, "pid", &pid);
-        if (!sop__v_get_num(d, key, &x) || !sop__v_get_num(d, proc ? "device" : "index", &idx))
+        bool proc = sop__v_get_num(d, leaf(PR_PID), &pid);
+        if (!sop__v_get_num(d, leaf(f->path), &x) ||
+            !sop__v_get_num(d, leaf(proc ? PR_DEVICE : D_INDEX), &idx))
             continue;
         if (!head)
-            family(b, name, "gauge", unit, help);
+            family(b, f->name, "gauge", f->unit, f->help);
         head = true;
-        sop__sb_printf(b, "%s{gpu=\"%.0f\"", name, idx);
+        sop__sb_printf(b, "%s{gpu=\"%.0f\"", f->name, idx);
         if (proc)
             sop__sb_printf(b, ",pid=\"%.0f\"", pid);
         sop__sb_puts(b, "}");
-        value(b, x * scale);
+        value(b, x * f->scale);
     }
 }
 
 /* ev.gpu: per device the tree uses, its processes, and the tree's figures (docs/metrics.md). */
-static void gpu_series(sop_sb *b, const sop_value *gpu)
+static void gpu_series(sop_sb *b, const sop_value *ev)
 {
-    const sop_value *devs = sop__v_get(gpu, "devices");
+    const sop_value *devs = sop__v_path(ev, GPU_DEVICES);
     if (devs && devs->child) {
         family(b, "sop_gpu_info", "gauge", NULL,
                "A GPU the target's tree uses or may use (always 1), labelled with its index, "
                "UUID, name, whether the tree uses it, and the driver");
         for (const sop_value *d = devs->child; d; d = d->next) {
             double idx = 0;
-            if (!sop__v_get_num(d, "index", &idx))
+            if (!sop__v_get_num(d, leaf(D_INDEX), &idx))
                 continue;
-            const sop_value *used = sop__v_get(d, "used_by_tree");
+            const sop_value *used = sop__v_get(d, leaf(D_USED));
             sop__sb_printf(b, "sop_gpu_info{gpu=\"%.0f\",uuid=\"", idx);
-            put_label_value(b, sop__v_get_str(d, "uuid"));
+            put_label_value(b, sop__v_get_str(d, leaf(D_UUID)));
             sop__sb_puts(b, "\",name=\"");
-            put_label_value(b, sop__v_get_str(d, "name"));
+            put_label_value(b, sop__v_get_str(d, leaf(D_NAME)));
             sop__sb_printf(b, "\",used_by_tree=\"%s\",driver=\"",
                            used && used->type == SOP_V_BOOL && used->b ? "true" : "false");
-            put_label_value(b, sop__v_get_str(gpu, "driver_version"));
+            const sop_value *drv = sop__v_path(ev, P_DRIVER);
+            put_label_value(b, drv && drv->type == SOP_V_STR ? drv->str : NULL);
             sop__sb_puts(b, "\"} 1\n");
         }
     }
-    gpu_family(b, devs, "util_sm_pct", "sop_gpu_utilization_ratio", "ratio",
-               "Share of the window a kernel ran on the GPU (mean of NVML's SM utilisation "
-               "readings)",
-               0.01);
-    gpu_family(b, devs, "util_sm_max_pct", "sop_gpu_utilization_max_ratio", "ratio",
-               "Highest SM utilisation reading of the window", 0.01);
-    gpu_family(b, devs, "idle_frac", "sop_gpu_idle_ratio", "ratio",
-               "Share of the window's readings with the GPU idle (SM utilisation < 5%)", 1);
-    gpu_family(b, devs, "util_mem_pct", "sop_gpu_memory_utilization_ratio", "ratio",
-               "Share of the window the GPU's memory was read or written", 0.01);
-    gpu_family(b, devs, "mem_used_kb", "sop_gpu_memory_used_bytes", "bytes",
-               "GPU memory in use (all processes)", 1024);
-    gpu_family(b, devs, "mem_total_kb", "sop_gpu_memory_total_bytes", "bytes", "GPU memory", 1024);
-    gpu_family(b, devs, "sm_clock_mhz", "sop_gpu_sm_clock_hertz", "hertz", "SM clock", 1e6);
-    gpu_family(b, devs, "sm_clock_max_mhz", "sop_gpu_sm_clock_max_hertz", "hertz",
-               "The SM clock's maximum", 1e6);
-    gpu_family(b, devs, "temperature_c", "sop_gpu_temperature_celsius", "celsius",
-               "GPU temperature", 1);
-    gpu_family(b, devs, "power_w", "sop_gpu_power_watts", "watts", "GPU power draw", 1);
+    for (size_t i = 0; i < N(GPU_DEVICE_FAMILIES); i++)
+        family_at(b, &GPU_DEVICE_FAMILIES[i], ev);
     bool head = false;
     for (const sop_value *d = devs ? devs->child : NULL; d; d = d->next) {
         double idx = 0;
-        const char *t = sop__v_get_str(d, "throttle");
-        if (!t || !t[0] || !sop__v_get_num(d, "index", &idx))
+        const char *t = sop__v_get_str(d, leaf(D_THROTTLE));
+        if (!t || !t[0] || !sop__v_get_num(d, leaf(D_INDEX), &idx))
             continue;
         if (!head)
             family(b, "sop_gpu_clocks_throttled", "gauge", NULL,
@@ -321,68 +409,57 @@ static void gpu_series(sop_sb *b, const sop_value *gpu)
             p += *p == ',';
         }
     }
-    gpu_family(b, devs, "other_procs", "sop_gpu_other_processes", NULL,
-               "Processes on the GPU that are not the target's tree", 1);
-    gpu_family(b, sop__v_get(gpu, "procs"), "mem_kb", "sop_gpu_process_memory_bytes", "bytes",
-               "GPU memory held by a process of the target's tree", 1024);
-    gpu_family(b, sop__v_get(gpu, "procs"), "util_sm_pct", "sop_gpu_process_utilization_ratio",
-               "ratio", "A process's share of the GPU's SM time over the window", 0.01);
-    gauge_at(b, "sop_gpu_tree_busy_ratio", "ratio",
-             "The target tree's own GPU use over the GPUs it uses (per process where shared)", gpu,
-             "busy_pct", 0.01);
-    gauge_at(b, "sop_gpu_tree_idle_ratio", "ratio",
-             "The target tree's idle share of the window over the GPUs it uses", gpu, "idle_frac",
-             1);
-    gauge_at(b, "sop_gpu_tree_memory_bytes", "bytes",
-             "GPU memory held by the target's tree (all its processes, all GPUs)", gpu,
-             "tree_mem_kb", 1024);
+    for (size_t i = 0; i < N(GPU_OTHER_FAMILIES); i++)
+        family_at(b, &GPU_OTHER_FAMILIES[i], ev);
+    gauges(b, GPU_TREE, N(GPU_TREE), ev);
 }
 
 static void evidence_series(sop_sb *b, const sop_value *ev)
 {
     double x = 0, y = 0;
-    const sop_value *proc = sop__v_get(ev, "proc");
-    const sop_value *alive = sop__v_get(ev, "alive");
+    const sop_value *alive = sop__v_path(ev, P_ALIVE);
     gauge(b, "sop_target_alive", NULL, "1 while the target runs, 0 in a post-mortem report",
           alive && alive->type == SOP_V_BOOL, alive && alive->b ? 1 : 0);
-    if (sop__v_get_num(proc, "utime_ms", &x) && sop__v_get_num(proc, "stime_ms", &y)) {
+    if (sop__v_fold(ev, P_UTIME, SOP_FOLD_VALUE, &x) &&
+        sop__v_fold(ev, P_STIME, SOP_FOLD_VALUE, &y)) {
         family(b, "sop_process_cpu_seconds", "counter", "seconds",
                "CPU time the target has used since it started (user + system)");
         sop__sb_puts(b, "sop_process_cpu_seconds_total");
         value(b, (x + y) / 1e3);
     }
-    gauge_at(b, "sop_process_cpus", NULL,
-             "CPUs the target kept busy over the window, on average (1 = one CPU)", proc, "cpu_pct",
-             0.01);
-    gauge_at(b, "sop_process_resident_memory_bytes", "bytes", "Resident memory of the target", proc,
-             "rss_kb", 1024);
-    gauge_at(b, "sop_process_threads", NULL, "Threads of the target", proc, "threads", 1);
-    gauge_at(b, "sop_process_open_fds", NULL, "Open file descriptors of the target", proc, "fds",
-             1);
-    gauge_at(b, "sop_effective_cpus", NULL,
-             "CPUs the target can use: min(affinity, cgroup quota, cpuset, host CPUs)", ev,
-             "effective_cpus", 1);
-    gauge_at(b, "sop_runnable_load", NULL,
-             "Runnable threads of the target's process tree per window, on average", ev,
-             "sched.runnable_load", 1);
-    gauge_at(b, "sop_host_load1", NULL, "Host load average over one minute", ev, "host.load1", 1);
-    gauge_at(b, "sop_cgroup_cpu_throttled_ratio", "ratio",
-             "Share of the window's cgroup CPU periods that were throttled", ev,
-             "cgroup.cpu.throttled_pct", 0.01);
-    gauge_at(b, "sop_cgroup_memory_usage_bytes", "bytes", "Memory used by the target's cgroup", ev,
-             "cgroup.memory.usage_kb", 1024);
-    gauge_at(b, "sop_cgroup_memory_limit_bytes", "bytes", "Memory limit of the target's cgroup", ev,
-             "cgroup.memory.limit_kb", 1024);
-    const sop_value *py = sop__v_get(ev, "python");
-    if (py)
-        python_series(b, py);
-    const sop_value *gpu = sop__v_get(ev, "gpu");
-    if (gpu)
-        gpu_series(b, gpu);
-    gauge_at(b, "sop_window_seconds", "seconds", "Length of the last observation window", ev,
-             "duration_s", 1);
-    gauge_at(b, "sop_last_window_timestamp_seconds", "seconds",
-             "When the last successful window ended (Unix time)", ev, "collected_at", 1);
+    gauges(b, PROCESS, N(PROCESS), ev);
+    if (sop__v_get(ev, "python"))
+        gauges(b, PYTHON, N(PYTHON), ev);
+    if (sop__v_get(ev, "gpu"))
+        gpu_series(b, ev);
+    gauges(b, WINDOW, N(WINDOW), ev);
+}
+
+size_t sop__openmetrics_reads(const char **out, size_t cap)
+{
+    size_t n = 0;
+#define ADD(p)                                                                                     \
+    do {                                                                                           \
+        if (n < cap)                                                                               \
+            out[n] = (p);                                                                          \
+        n++;                                                                                       \
+    } while (0)
+    for (size_t i = 0; i < N(PROCESS); i++)
+        ADD(PROCESS[i].path);
+    for (size_t i = 0; i < N(PYTHON); i++)
+        ADD(PYTHON[i].path);
+    for (size_t i = 0; i < N(GPU_TREE); i++)
+        ADD(GPU_TREE[i].path);
+    for (size_t i = 0; i < N(WINDOW); i++)
+        ADD(WINDOW[i].path);
+    for (size_t i = 0; i < N(GPU_DEVICE_FAMILIES); i++)
+        ADD(GPU_DEVICE_FAMILIES[i].path);
+    for (size_t i = 0; i < N(GPU_OTHER_FAMILIES); i++)
+        ADD(GPU_OTHER_FAMILIES[i].path);
+    for (size_t i = 0; i < N(OTHER_READS); i++)
+        ADD(OTHER_READS[i]);
+#undef ADD
+    return n;
 }
 
 static void target_info(sop_sb *b, const sop_value *report)
@@ -406,12 +483,15 @@ char *sop__openmetrics_render(const sop_value *report, const sop_value *ev)
     sop_sb b = {0};
     target_info(&b, report);
     rule_series(&b, report);
-    const sop_value *timing = sop__v_get(report, "timing_ms");
-    gauge_at(&b, "sop_collect_duration_seconds", "seconds",
-             "How long the last collection took, besides waiting out the window", timing, "collect",
-             1e-3);
-    gauge_at(&b, "sop_rules_duration_seconds", "seconds",
-             "How long the rules took on the last window", timing, "rules", 1e-3);
+    static const om_gauge TIMING[] = {
+        /* the report's own figures */
+        {"sop_collect_duration_seconds", "seconds",
+         "How long the last collection took, besides waiting out the window", "timing_ms.collect",
+         SOP_FOLD_VALUE, 1e-3, 0},
+        {"sop_rules_duration_seconds", "seconds", "How long the rules took on the last window",
+         "timing_ms.rules", SOP_FOLD_VALUE, 1e-3, 0},
+    };
+    gauges(&b, TIMING, N(TIMING), report);
     if (ev)
         evidence_series(&b, ev);
     return sop__sb_take(&b);

@@ -1,10 +1,12 @@
 /* test_openmetrics.c — the OpenMetrics rendering of a report (engine/render/openmetrics.c): a saved
  * report with its saved evidence (rule gauges, evidence gauges, durations, timestamp), label
- * escaping of target-chosen strings, duplicate ids, absent evidence, and the shape of every
- * line (a sample of a declared family, name{labels} value). */
+ * escaping of target-chosen strings, duplicate ids, absent evidence, the shape of every
+ * line (a sample of a declared family, name{labels} value), and every evidence path it reads
+ * against the schema. */
 #include <ctype.h>
 #include <stdbool.h>
 
+#include "api/evidence_doc.h"
 #include "engine.h"
 #include "json.h"
 #include "t.h"
@@ -304,8 +306,27 @@ static void test_gpu(void)
     sop__v_free(ev.tree);
 }
 
+/* Every evidence path the writer reads is a row of the schema (docs/evidence.md): a misspelt or
+ * renamed key fails here instead of silently dropping a metric. */
+static void test_paths_in_schema(void)
+{
+    const char *paths[128];
+    size_t n = sop__openmetrics_reads(paths, 128);
+    CHECK(n >= 30 && n <= 128);
+    for (size_t i = 0; i < n && i < 128; i++) {
+        bool found = sop__evidence_row(paths[i]) != NULL;
+        if (!found)
+            printf("not in the schema: %s\n", paths[i]);
+        CHECK(found);
+    }
+    CHECK(sop__evidence_row("proc.cpu_pctx") == NULL);
+    CHECK(sop__evidence_row("duration_s") != NULL);
+    CHECK(sop__evidence_row("python.threads[].window.gil_frac") != NULL);
+}
+
 int main(void)
 {
+    test_paths_in_schema();
     test_gpu();
     test_saved_report();
     test_escaping_and_python();
