@@ -14,6 +14,7 @@
 #include "bridge/schema.h"
 #include "clock.h"
 #include "engine.h"
+#include "evidence_doc.h"
 #include "format.h"
 #include "json.h"
 #include "merge.h"
@@ -344,37 +345,36 @@ static const char *type_name(const sop_value *v)
     return names[v->type];
 }
 
-/* The keys `sopctl evidence` writes at the top level (docs/evidence.md), with their types: a
- * file where one has another type is not evidence (a rule would read nonsense and clear). */
+/* The keys `sopctl evidence` writes at the top level, with the types the schema gives them
+ * (sop__evidence_top_type: a group's object or array, a top-level row): a file where one has
+ * another type is not evidence (a rule would read nonsense and clear); neither is an element of
+ * a group's array (threads[], children[], ...) that is not an object. Other keys pass. */
 static int check_evidence_types(const sop_value *tree, char *why, size_t whylen)
 {
-    static const struct {
-        const char *key;
-        sop_vtype type;
-    } known[] = {
-        {"schema", SOP_V_NUM},         {"pid", SOP_V_NUM},          {"alive", SOP_V_BOOL},
-        {"host", SOP_V_OBJ},           {"proc", SOP_V_OBJ},         {"cgroup", SOP_V_OBJ},
-        {"python", SOP_V_OBJ},         {"alloc", SOP_V_OBJ},        {"sampling", SOP_V_OBJ},
-        {"parent", SOP_V_OBJ},         {"threads", SOP_V_ARR},      {"children", SOP_V_ARR},
-        {"missing", SOP_V_ARR},        {"io_files", SOP_V_ARR},     {"siblings", SOP_V_ARR},
-        {"duration_s", SOP_V_NUM},     {"collected_at", SOP_V_NUM}, {"collect_ms", SOP_V_NUM},
-        {"effective_cpus", SOP_V_NUM}, {"watch", SOP_V_OBJ},
+    static const sop_vtype as_value[] = {
+        [SOP_EVK_INT] = SOP_V_NUM, [SOP_EVK_NUM] = SOP_V_NUM,   [SOP_EVK_TEXT] = SOP_V_STR,
+        [SOP_EVK_STR] = SOP_V_STR, [SOP_EVK_BOOL] = SOP_V_BOOL, [SOP_EVK_OBJ] = SOP_V_OBJ,
+        [SOP_EVK_ARR] = SOP_V_ARR,
     };
-    for (size_t i = 0; i < sizeof known / sizeof *known; i++) {
-        const sop_value *v = sop__v_get(tree, known[i].key);
-        if (!v || v->type == known[i].type || v->type == SOP_V_NULL)
+    for (const sop_value *v = tree->child; v; v = v->next) {
+        bool group = false;
+        int t = v->key ? sop__evidence_top_type(v->key, &group) : -1;
+        if (t < 0 || v->type == SOP_V_NULL)
             continue;
-        sop_value want = {.type = known[i].type};
-        snprintf(why, whylen, "key '%s' is %s, expected %s", known[i].key, type_name(v),
-                 type_name(&want));
-        return -1;
-    }
-    const sop_value *threads = sop__v_get(tree, "threads");
-    size_t k = 0;
-    for (const sop_value *t = threads ? threads->child : NULL; t; t = t->next, k++) {
-        if (t->type != SOP_V_OBJ) {
-            snprintf(why, whylen, "key 'threads[%zu]' is %s, expected an object", k, type_name(t));
+        sop_value want = {.type = as_value[t]};
+        if (v->type != want.type) {
+            snprintf(why, whylen, "key '%s' is %s, expected %s", v->key, type_name(v),
+                     type_name(&want));
             return -1;
+        }
+        size_t k = 0;
+        for (const sop_value *e = group && v->type == SOP_V_ARR ? v->child : NULL; e;
+             e = e->next, k++) {
+            if (e->type != SOP_V_OBJ) {
+                snprintf(why, whylen, "key '%s[%zu]' is %s, expected an object", v->key, k,
+                         type_name(e));
+                return -1;
+            }
         }
     }
     return 0;

@@ -69,3 +69,27 @@ const sop_evk *sop__evidence_row(const char *path)
     }
     return NULL;
 }
+
+int sop__evidence_top_type(const char *key, bool *group)
+{
+    const sop_evk_group *g[SOP__MAX_GROUPS];
+    size_t n = sop__evidence_groups(g, SOP__MAX_GROUPS);
+    size_t kl = strlen(key);
+    *group = false;
+    for (size_t i = 0; i < n && i < SOP__MAX_GROUPS; i++) {
+        const char *name = g[i]->group;
+        if (!name[0]) { /* the top-level rows */
+            for (size_t k = 0; k < *g[i]->n; k++)
+                if (strcmp(g[i]->keys[k].key, key) == 0)
+                    return (int)g[i]->keys[k].type;
+            continue;
+        }
+        if (strncmp(name, key, kl) != 0)
+            continue;
+        if (!name[kl] || strcmp(name + kl, "[]") == 0) {
+            *group = true;
+            return name[kl] ? SOP_EVK_ARR : SOP_EVK_OBJ;
+        }
+    }
+    return -1;
+}

@@ -3,6 +3,7 @@
 #ifndef SOP_EVIDENCE_DOC_H
 #define SOP_EVIDENCE_DOC_H
 
+#include <stdbool.h>
 #include <stddef.h>
 
 #include "bridge/schema.h"
@@ -14,5 +15,9 @@ size_t sop__evidence_groups(const sop_evk_group **out, size_t cap);
  * "python.threads[].window.gil_frac", "duration_s"); NULL when no group has it. For C code
  * outside the providers that reads evidence by path: its tests check each path here. */
 const sop_evk *sop__evidence_row(const char *path);
+/* The sop_evk_type of a top-level key of evidence: a group's own key ("host" an object,
+ * "threads[]" an array: *group true) or a top-level row ("pid", "missing"); -1 when the
+ * schema has no such key. */
+int sop__evidence_top_type(const char *key, bool *group);
 
 #endif

@@ -92,6 +92,17 @@ with tempfile.TemporaryDirectory() as d:
     open(garbage, "wb").write(b"\x00\xffnot json at all")
     code, out, err = sopctl("run", "--evidence", garbage)
     t.check(code == 2 and "not sop evidence" in err, "garbage evidence: exit 2", err)
+    # A key of the schema with another type (the types come from the schema's groups and
+    # top-level rows): refused, naming the key, not run with rules reading nonsense.
+    for doc, what in [('{"schema":1,"pid":3,"host":{},"threads":[1]}', "key 'threads[0]' is a number, expected an object"),
+                      ('{"schema":1,"pid":3,"host":{},"children":[{},"x"]}', "key 'children[1]' is a string, expected an object"),
+                      ('{"schema":1,"pid":3,"host":{},"gpu":5}', "key 'gpu' is a number, expected an object"),
+                      ('{"schema":1,"pid":3,"host":{},"rank":[]}', "key 'rank' is an array, expected an object"),
+                      ('{"schema":1,"pid":3,"host":{},"alive":"yes"}', "key 'alive' is a string, expected a boolean")]:
+        typed = os.path.join(d, "typed.json")
+        open(typed, "w").write(doc)
+        code, out, err = sopctl("run", "--evidence", typed)
+        t.check(code == 2 and what in err, "evidence %s: exit 2" % doc, err)
     code, out, err = sopctl("run", "--evidence", os.path.join(d, "absent.json"))
     t.check(code == 2 and "absent.json" in err, "missing evidence file: exit 2 naming it", err)
 
