@@ -15,6 +15,7 @@
 #include "clock.h"
 #include "engine.h"
 #include "evidence_doc.h"
+#include "evidence_reads.h"
 #include "format.h"
 #include "json.h"
 #include "merge.h"
@@ -399,8 +400,8 @@ int sop_evidence_from_json(sop_engine *e, const char *text, size_t len, sop_evid
         sop__v_free(tree);
         return sop__fail(e, SOP_EFORMAT, "not sop evidence: %s", why);
     }
-    if (tree->type != SOP_V_OBJ || !sop__v_get_num(tree, "schema", &schema) ||
-        !sop__v_get_num(tree, "pid", &pid) || !sop__v_get(tree, "host")) {
+    if (tree->type != SOP_V_OBJ || !sop__v_get_num(tree, SOP_EVKEY("schema"), &schema) ||
+        !sop__v_get_num(tree, SOP_EVKEY("pid"), &pid) || !sop__v_get(tree, SOP_EVKEY("host"))) {
         sop__v_free(tree);
         return sop__fail(e, SOP_EFORMAT,
                          "not sop evidence: expected an object with schema, pid and host "

@@ -93,3 +93,17 @@ int sop__evidence_top_type(const char *key, bool *group)
     }
     return -1;
 }
+
+bool sop__evidence_known(const char *path)
+{
+    if (sop__evidence_row(path))
+        return true;
+    const sop_evk_group *g[SOP__MAX_GROUPS];
+    size_t n = sop__evidence_groups(g, SOP__MAX_GROUPS);
+    size_t pl = strlen(path);
+    for (size_t i = 0; i < n && i < SOP__MAX_GROUPS; i++)
+        if (g[i]->group[0] && strncmp(g[i]->group, path, pl) == 0 &&
+            (!g[i]->group[pl] || strcmp(g[i]->group + pl, "[]") == 0))
+            return true; /* a group's own key: "proc", "python.tasks", "threads" */
+    return false;
+}

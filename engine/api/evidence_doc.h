@@ -19,5 +19,7 @@ const sop_evk *sop__evidence_row(const char *path);
  * "threads[]" an array: *group true) or a top-level row ("pid", "missing"); -1 when the
  * schema has no such key. */
 int sop__evidence_top_type(const char *key, bool *group);
+/* A row's path (sop__evidence_row) or a group's own key ("proc", "python.tasks", "threads"). */
+bool sop__evidence_known(const char *path);
 
 #endif

@@ -14,6 +14,7 @@
 
 #include "engine.h"
 #include "escape.h"
+#include "evidence_reads.h"
 #include "json.h"
 #include "procfs.h"
 #include "sop.h"
@@ -65,12 +66,12 @@ static void render_types(sop_sb *b, const sop_value *arr, bool deltas)
                    deltas ? "bytes +/-" : "est. bytes", "type");
     for (const sop_value *t = arr ? arr->child : NULL; t; t = t->next) {
         double c = 0, by = 0;
-        sop__v_get_num(t, "count", &c);
-        sop__v_get_num(t, "bytes", &by);
+        sop__v_get_num(t, SOP_EVKEY("python.heap.types[].count"), &c); /* growth[]: the same keys */
+        sop__v_get_num(t, SOP_EVKEY("python.heap.types[].bytes"), &by);
         char hb[32];
         human(hb, sizeof hb, by);
         sop__sb_printf(b, deltas ? "  %+12.0f %12s  " : "  %12.0f %12s  ", c, hb);
-        put_text(b, sop__v_get_str(t, "name"));
+        put_text(b, sop__v_get_str(t, SOP_EVKEY("python.heap.types[].name")));
         sop__sb_puts(b, "\n");
     }
 }
@@ -78,35 +79,37 @@ static void render_types(sop_sb *b, const sop_value *arr, bool deltas)
 static void render_text(sop_sb *b, const sop_value *v, int pid)
 {
     double objects = 0, bytes = 0, ms = 0, anon = -1, expl = -1, pause = 0;
-    sop__v_get_num(v, "objects", &objects);
-    sop__v_get_num(v, "bytes", &bytes);
-    sop__v_get_num(v, "census_ms", &ms);
-    const sop_value *complete = sop__v_get(v, "complete");
-    const sop_value *stopped = sop__v_get(v, "stopped");
+    sop__v_get_num(v, SOP_EVKEY("python.heap.objects"), &objects);
+    sop__v_get_num(v, SOP_EVKEY("python.heap.bytes"), &bytes);
+    sop__v_get_num(v, SOP_EVKEY("python.heap.census_ms"), &ms);
+    const sop_value *complete = sop__v_get(v, SOP_EVKEY("python.heap.complete"));
+    const sop_value *stopped = sop__v_get(v, SOP_EVKEY("python.heap.stopped"));
     char hb[32];
     human(hb, sizeof hb, bytes);
     sop__sb_printf(b, "Python heap of process %d (CPython ", pid);
-    put_text(b, sop__v_get_str(v, "version"));
+    put_text(b, sop__v_get_str(v, SOP_EVKEY("python.heap.version")));
     sop__sb_printf(b, "): %.0f objects tracked by the GC, ~%s\n", objects, hb);
     if (complete && complete->b) {
         sop__sb_printf(b, "census complete");
     } else {
         sop__sb_printf(b, "census PARTIAL: ");
-        put_text(b, sop__v_get_str(v, "partial"));
+        put_text(b, sop__v_get_str(v, SOP_EVKEY("python.heap.partial")));
     }
     sop__sb_printf(b, "; read in %.0f ms", ms);
-    if (stopped && stopped->b && sop__v_get_num(v, "pause_ms", &pause))
+    if (stopped && stopped->b && sop__v_get_num(v, SOP_EVKEY("python.heap.pause_ms"), &pause))
         sop__sb_printf(b, ", process stopped for %.0f ms\n", pause);
     else
         sop__sb_printf(b, " without stopping the process\n");
-    if (sop__v_get_num(v, "anon_kb", &anon) && sop__v_get_num(v, "explained", &expl)) {
+    if (sop__v_get_num(v, SOP_EVKEY("python.heap.anon_kb"), &anon) &&
+        sop__v_get_num(v, SOP_EVKEY("python.heap.explained"), &expl)) {
         human(hb, sizeof hb, anon * 1024);
         sop__sb_printf(b, "anonymous memory %s; Python objects explain %.0f%% of it\n", hb,
                        100 * expl);
     }
-    const sop_value *np = sop__v_get(v, "numpy");
+    const sop_value *np = sop__v_get(v, SOP_EVKEY("python.heap.numpy"));
     double arrays = 0, nbytes = 0;
-    if (np && sop__v_get_num(np, "arrays", &arrays) && sop__v_get_num(np, "nbytes", &nbytes)) {
+    if (np && sop__v_get_num(np, SOP_EVKEY("python.heap.numpy.arrays"), &arrays) &&
+        sop__v_get_num(np, SOP_EVKEY("python.heap.numpy.nbytes"), &nbytes)) {
         human(hb, sizeof hb, nbytes);
         sop__sb_printf(b,
                        "numpy: %.0f arrays owning %s of data (reached through lists, tuples "
@@ -114,18 +117,18 @@ static void render_text(sop_sb *b, const sop_value *v, int pid)
                        arrays, hb);
     }
     sop__sb_puts(b, "\n");
-    render_types(b, sop__v_get(v, "types"), false);
-    const sop_value *growth = sop__v_get(v, "growth");
+    render_types(b, sop__v_get(v, SOP_EVKEY("python.heap.types")), false);
+    const sop_value *growth = sop__v_get(v, SOP_EVKEY("python.heap.growth"));
     if (growth) {
         double w = 0, grew = 0, ag = 0, ge = -1;
-        sop__v_get_num(v, "window_s", &w);
-        sop__v_get_num(v, "bytes_growth", &grew);
+        sop__v_get_num(v, SOP_EVKEY("python.heap.window_s"), &w);
+        sop__v_get_num(v, SOP_EVKEY("python.heap.bytes_growth"), &grew);
         human(hb, sizeof hb, grew);
         sop__sb_printf(b, "\ngrowth over %.1f s: Python objects %s", w, hb);
-        if (sop__v_get_num(v, "anon_growth_kb", &ag)) {
+        if (sop__v_get_num(v, SOP_EVKEY("python.heap.anon_growth_kb"), &ag)) {
             human(hb, sizeof hb, ag * 1024);
             sop__sb_printf(b, ", anonymous memory %s", hb);
-            if (sop__v_get_num(v, "growth_explained", &ge))
+            if (sop__v_get_num(v, SOP_EVKEY("python.heap.growth_explained"), &ge))
                 sop__sb_printf(b, " (Python objects explain %.0f%% of it)", 100 * ge);
         }
         sop__sb_printf(b, "\n");

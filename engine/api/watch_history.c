@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "bridge/schema.h"
+#include "evidence_reads.h"
 #include "watch_history.h"
 
 #define H(key, type, unit, doc) SOP_EVK_H(key, type, unit, doc)
@@ -40,11 +41,11 @@ void sop__watch_history_note(sop_watch_history *h, sop_value *tree)
 {
     if (!h || !tree)
         return;
-    const sop_value *alive = sop__v_get(tree, "alive");
-    const sop_value *proc = sop__v_get(tree, "proc");
+    const sop_value *alive = sop__v_get(tree, SOP_EVKEY("alive"));
+    const sop_value *proc = sop__v_get(tree, SOP_EVKEY("proc"));
     if ((alive && alive->type == SOP_V_BOOL && !alive->b) || !proc)
         return;
-    double start = num_at(proc, "start_time_s");
+    double start = num_at(proc, SOP_EVKEY("proc.start_time_s"));
     /* another process under the pid (or no start time to tell): start again. The start time is
      * boot time + ticks: equal to well under a second for the same process. */
     if (h->n > 0 && !(fabs(start - h->start_time_s) < 0.5)) {
@@ -53,10 +54,10 @@ void sop__watch_history_note(sop_watch_history *h, sop_value *tree)
     }
     h->start_time_s = start;
     sop_watch_point p = {
-        .at_s = num_at(tree, "collected_at"),
-        .rss_kb = num_at(proc, "rss_kb"),
-        .anon_kb = num_at(proc, "anon_kb"),
-        .shmem_kb = num_at(proc, "shmem_kb"),
+        .at_s = num_at(tree, SOP_EVKEY("collected_at")),
+        .rss_kb = num_at(proc, SOP_EVKEY("proc.rss_kb")),
+        .anon_kb = num_at(proc, SOP_EVKEY("proc.anon_kb")),
+        .shmem_kb = num_at(proc, SOP_EVKEY("proc.shmem_kb")),
     };
     if (h->n < SOP_WATCH_HISTORY) {
         h->pt[(h->head + h->n) % SOP_WATCH_HISTORY] = p;

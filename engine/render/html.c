@@ -10,6 +10,7 @@
 #include "dwidth.h"
 #include "engine.h"
 #include "escape.h"
+#include "evidence_reads.h"
 #include "report_writers.h"
 
 static const char *text_of(const sop_value *obj, const char *key, const char *lang)
@@ -179,6 +180,13 @@ static void put_chain(FILE *f, const char *chain)
     fputs("\n", f);
 }
 
+/* The string `key` of o, or `dflt`. */
+static const char *str_or(const sop_value *o, const char *key, const char *dflt)
+{
+    const char *v = sop__v_get_str(o, key);
+    return v ? v : dflt;
+}
+
 static void put_num(FILE *f, const sop_value *o, const char *key)
 {
     double v = 0;
@@ -192,71 +200,71 @@ static void put_num(FILE *f, const sop_value *o, const char *key)
  * convoys with their holder's await chain, the stuck and the forgotten tasks. */
 static void put_tasks(FILE *f, const sop_value *ev)
 {
-    const sop_value *tk = sop__v_get(sop__v_get(ev, "python"), "tasks");
+    const sop_value *tk = sop__v_path(ev, SOP_EVPATH("python.tasks"));
     if (!tk || tk->type != SOP_V_OBJ)
         return;
     fputs("<h2 id=\"asyncio-tasks\">asyncio tasks</h2>\n<p>pending ", f);
-    put_num(f, tk, "pending_start");
+    put_num(f, tk, SOP_EVKEY("python.tasks.pending_start"));
     fputs(" &rarr; ", f);
-    put_num(f, tk, "pending");
+    put_num(f, tk, SOP_EVKEY("python.tasks.pending"));
     fputs(" over the window (", f);
-    put_num(f, tk, "created");
+    put_num(f, tk, SOP_EVKEY("python.tasks.created"));
     fputs(" created, ", f);
-    put_num(f, tk, "finished");
+    put_num(f, tk, SOP_EVKEY("python.tasks.finished"));
     fputs(" finished)</p>\n", f);
-    const sop_value *w = sop__v_get(tk, "waits");
+    const sop_value *w = sop__v_get(tk, SOP_EVKEY("python.tasks.waits"));
     if (w && w->type == SOP_V_ARR && w->count) {
         fputs("<table id=\"task-waits\">\n<tr><th>pending tasks</th><th>wait on</th><th>at</th>"
               "<th>e.g.</th></tr>\n",
               f);
         for (const sop_value *c = w->child; c; c = c->next) {
             fputs("<tr><td>", f);
-            put_num(f, c, "count");
+            put_num(f, c, SOP_EVKEY("python.tasks.waits[].count"));
             fputs("</td><td>", f);
-            sop__esc_html(f, sop__v_get_str(c, "kind") ? sop__v_get_str(c, "kind") : "");
+            sop__esc_html(f, str_or(c, SOP_EVKEY("python.tasks.waits[].kind"), ""));
             fputs("</td><td><code>", f);
-            sop__esc_html(f, sop__v_get_str(c, "frame") ? sop__v_get_str(c, "frame") : "");
+            sop__esc_html(f, str_or(c, SOP_EVKEY("python.tasks.waits[].frame"), ""));
             fputs("</code></td><td>", f);
-            sop__esc_html(f, sop__v_get_str(c, "task") ? sop__v_get_str(c, "task") : "");
+            sop__esc_html(f, str_or(c, SOP_EVKEY("python.tasks.waits[].task"), ""));
             fputs("</td></tr>\n", f);
         }
         fputs("</table>\n", f);
     }
-    const sop_value *cv = sop__v_get(tk, "convoys");
+    const sop_value *cv = sop__v_get(tk, SOP_EVKEY("python.tasks.convoys"));
     for (const sop_value *c = cv && cv->type == SOP_V_ARR ? cv->child : NULL; c; c = c->next) {
         fputs("<p class=\"convoy\">", f);
-        put_num(f, c, "waiting");
+        put_num(f, c, SOP_EVKEY("python.tasks.convoys[].waiting"));
         fputs(" tasks wait on one ", f);
-        sop__esc_html(f, sop__v_get_str(c, "type") ? sop__v_get_str(c, "type") : "lock");
+        sop__esc_html(f, str_or(c, SOP_EVKEY("python.tasks.convoys[].type"), "lock"));
         fputs(" at <code>", f);
-        sop__esc_html(f, sop__v_get_str(c, "site") ? sop__v_get_str(c, "site") : "?");
+        sop__esc_html(f, str_or(c, SOP_EVKEY("python.tasks.convoys[].site"), "?"));
         fputs("</code>", f);
-        if (sop__v_get_str(c, "holder")) {
+        if (sop__v_get_str(c, SOP_EVKEY("python.tasks.convoys[].holder"))) {
             fputs("; held by task ", f);
-            sop__esc_html(f, sop__v_get_str(c, "holder"));
+            sop__esc_html(f, sop__v_get_str(c, SOP_EVKEY("python.tasks.convoys[].holder")));
             fputs(", awaiting:</p>\n", f);
-            put_chain(f, sop__v_get_str(c, "holder_chain"));
+            put_chain(f, sop__v_get_str(c, SOP_EVKEY("python.tasks.convoys[].holder_chain")));
         } else {
             fputs("; no holder seen</p>\n", f);
         }
     }
-    const sop_value *st = sop__v_get(tk, "stuck");
+    const sop_value *st = sop__v_get(tk, SOP_EVKEY("python.tasks.stuck"));
     for (const sop_value *c = st && st->type == SOP_V_ARR ? st->child : NULL; c; c = c->next) {
         fputs("<p class=\"stuck\">task ", f);
-        sop__esc_html(f, sop__v_get_str(c, "task") ? sop__v_get_str(c, "task") : "?");
+        sop__esc_html(f, str_or(c, SOP_EVKEY("python.tasks.stuck[].task"), "?"));
         fputs(" pending the whole window while ", f);
-        put_num(f, c, "siblings_finished");
+        put_num(f, c, SOP_EVKEY("python.tasks.stuck[].siblings_finished"));
         fputs(" of ", f);
-        put_num(f, c, "siblings_start");
+        put_num(f, c, SOP_EVKEY("python.tasks.stuck[].siblings_start"));
         fputs(" siblings finished, awaiting:</p>\n", f);
-        put_chain(f, sop__v_get_str(c, "chain"));
+        put_chain(f, sop__v_get_str(c, SOP_EVKEY("python.tasks.stuck[].chain")));
     }
-    const sop_value *fg = sop__v_get(tk, "forgotten");
+    const sop_value *fg = sop__v_get(tk, SOP_EVKEY("python.tasks.forgotten"));
     for (const sop_value *c = fg && fg->type == SOP_V_ARR ? fg->child : NULL; c; c = c->next) {
         fputs("<p class=\"forgotten\">", f);
-        put_num(f, c, "count");
+        put_num(f, c, SOP_EVKEY("python.tasks.forgotten[].count"));
         fputs(" unreferenced tasks of <code>", f);
-        sop__esc_html(f, sop__v_get_str(c, "coroutine") ? sop__v_get_str(c, "coroutine") : "?");
+        sop__esc_html(f, str_or(c, SOP_EVKEY("python.tasks.forgotten[].coroutine"), "?"));
         fputs("</code></p>\n", f);
     }
 }

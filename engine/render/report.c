@@ -7,6 +7,7 @@
 
 #include "engine.h"
 #include "escape.h"
+#include "evidence_reads.h"
 #include "json.h"
 #include "rank_identity.h"
 #include "report_writers.h"
@@ -78,33 +79,34 @@ sop_value *sop__report_build(sop_value *verdicts, const sop_value *ev, double ru
     sop__v_set_str(r, "sop_version", SOP_VERSION_STRING);
     sop_value *target = sop__v_obj_at(r, "target");
     double pid = 0;
-    if (sop__v_get_num(ev, "pid", &pid))
+    if (sop__v_get_num(ev, SOP_EVKEY("pid"), &pid))
         sop__v_set_int(target, "pid", (int64_t)pid);
-    const sop_value *proc = sop__v_get(ev, "proc");
-    const char *comm = sop__v_get_str(proc, "comm");
-    const char *cmdline = sop__v_get_str(proc, "cmdline");
+    const sop_value *proc = sop__v_get(ev, SOP_EVKEY("proc"));
+    const char *comm = sop__v_get_str(proc, SOP_EVKEY("proc.comm"));
+    const char *cmdline = sop__v_get_str(proc, SOP_EVKEY("proc.cmdline"));
     if (!proc) { /* post-mortem: the kill record names it */
-        const sop_value *kills = sop__v_get(sop__v_get(ev, "host"), "oom_kills");
+        const sop_value *kills = sop__v_path(ev, SOP_EVPATH("host.oom_kills"));
         for (const sop_value *k = kills ? kills->child : NULL; k; k = k->next) {
             double kp = 0;
-            if (sop__v_get_num(k, "pid", &kp) && kp == pid)
-                comm = sop__v_get_str(k, "comm");
+            if (sop__v_get_num(k, SOP_EVKEY("host.oom_kills[].pid"), &kp) && kp == pid)
+                comm = sop__v_get_str(k, SOP_EVKEY("host.oom_kills[].comm"));
         }
     }
     if (comm)
         sop__v_set_str(target, "comm", comm);
     if (cmdline)
         sop__v_set_str(target, "cmdline", cmdline);
-    const char *pyver = sop__v_get_str(sop__v_get(ev, "python"), "version");
+    const char *pyver =
+        sop__v_get_str(sop__v_get(ev, SOP_EVKEY("python")), SOP_EVKEY("python.version"));
     if (pyver)
         sop__v_set_str(target, "python", pyver);
-    const sop_value *alive = sop__v_get(ev, "alive");
+    const sop_value *alive = sop__v_get(ev, SOP_EVKEY("alive"));
     if (alive && alive->type == SOP_V_BOOL)
         sop__v_set_bool(target, "alive", alive->b);
-    const sop_value *rank =
-        sop__v_get(ev, "rank"); /* engine/collect/rank_identity.c; merged by engine/merge/merge.c */
+    /* engine/collect/rank_identity.c; merged by engine/merge/merge.c */
+    const sop_value *rank = sop__v_get(ev, SOP_EVKEY("rank"));
     for (const sop_value *k = rank ? rank->child : NULL; k; k = k->next)
-        if (k->key && strcmp(k->key, "source") != 0)
+        if (k->key && strcmp(k->key, SOP_EVKEY("rank.source")) != 0)
             sop__v_set(target, k->key, copy(k));
 
     take_array(r, verdicts, "findings");
@@ -112,11 +114,11 @@ sop_value *sop__report_build(sop_value *verdicts, const sop_value *ev, double ru
     take_array(r, verdicts, "cleared");
     take_array(r, verdicts, "unknown");
     take_array(r, verdicts, "rule_errors");
-    const sop_value *missing = sop__v_get(ev, "missing");
+    const sop_value *missing = sop__v_get(ev, SOP_EVKEY("missing"));
     sop__v_set(r, "missing_evidence", missing ? copy(missing) : sop__v_arr());
     sop_value *timing = sop__v_obj_at(r, "timing_ms");
     double collect_ms = 0;
-    if (sop__v_get_num(ev, "collect_ms", &collect_ms))
+    if (sop__v_get_num(ev, SOP_EVKEY("collect_ms"), &collect_ms))
         sop__v_set_dbl(timing, "collect", collect_ms);
     sop__v_set_dbl(timing, "rules", rules_ms);
     sop__v_set(r, "figures", sop__rank_figures(ev));
