@@ -55,6 +55,12 @@ thresholds {
                                 --   while another sleeps on it at this % of the ticks, gil_min_threads wanting it
                                 --   at once on average
 
+  -- gil.handoff_churn (§4)
+  gil_churn_min_x = 20,         -- the GIL went to another thread at least this many times as often as the switch
+                                --   interval forces (1e6 / interval per second: 200/s at the default 5 ms) ...
+  gil_churn_min_sys_pct = 15,   -- ... and the process spent at least this % of its CPU in the kernel (the handoffs'
+                                --   cost: futex wake-ups, context switches)
+
   -- threads.lock_contention (§4.2)
   lock_min_threads = 2,         -- at least this many threads seen asleep at the same acquire site ...
   lock_wait_pct = 30,           -- ... each waiting there this % of the window on average ...

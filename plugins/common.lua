@@ -380,6 +380,25 @@ end
 -- shorter than the sampling interval and the GIL is taken back after each. A long native kernel
 -- stays in one state across samples (or the GIL share is small: native compute). Returns
 -- { gil = p, native = 1 - p, mix = observed / expected, pairs } or nil.
+-- GIL handoff churn (gil.handoff_churn, §4): the GIL went to another thread at least
+-- gil_churn_min_x times as often as the switch interval forces (1e6 / gil_interval_us per second:
+-- threads taking turns at the interval), and the process spent at least gil_churn_min_sys_pct % of
+-- its CPU in the kernel, where each handoff is paid (a futex wake-up, a context switch). Returns
+-- { per_s, x, forced, interval_ms, sys_share, sys_pct } or nil; the figures also when below (2nd).
+function common.gil_churn(ev, th)
+  local c = ev.python and ev.python.concurrency
+  local sw, iv = c and c.gil_switches_per_s, c and c.gil_interval_us
+  local p = ev.proc
+  if not sw or not iv or iv <= 0 or not p or not p.cpu_pct or p.cpu_pct <= 0 then return nil end
+  local sys = 0
+  for _, t in ipairs(ev.threads or {}) do sys = sys + (t.sys_pct or 0) end
+  local forced = 1e6 / iv
+  local f = { per_s = sw, x = sw / forced, forced = forced, interval_ms = iv / 1000, sys_pct = sys,
+              sys_share = 100 * sys / p.cpu_pct }
+  if f.x >= th.gil_churn_min_x and f.sys_share >= th.gil_churn_min_sys_pct then return f, f end
+  return nil, f
+end
+
 function common.overhead_bound(w, th)
   if not w or not w.alternation_frac or not w.alternation_pairs or w.alternation_pairs < th.tiny_min_pairs then
     return nil

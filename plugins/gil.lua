@@ -28,12 +28,13 @@ rule {
             "effective_cpus", "duration_s", "host.ncpu", "pid", "python.threads[].gil",
             "python.threads[].name", "python.threads[].tid", "threads[].tid", "python.concurrency.ticks",
             "python.concurrency.wanting_mean", "python.concurrency.wanting_max", "python.concurrency.contended_frac",
+            "python.concurrency.gil_switches_per_s", "python.concurrency.gil_interval_us", "threads[].sys_pct",
             "python.concurrency.threads_wanting", "python.locks[].site", "python.locks[].threads",
             "python.locks[].wait_frac", "python.locks[].held_frac", "python.locks[].crowded_frac",
             "python.locks[].holder", "python.locks[].one_word_frac" },
   uses = { "gil_thread_busy_pct", "gil_min_threads", "gil_min_process_pct", "gil_one_core_max_pct",
             "gil_max_runqueue_wait_pct", "gil_tick_contended_pct", "sampled_min_samples", "lock_min_threads",
-            "lock_wait_pct", "lock_held_pct", "lock_handoff_pct" },
+            "lock_wait_pct", "lock_held_pct", "lock_handoff_pct", "gil_churn_min_x", "gil_churn_min_sys_pct" },
   symptom = T("several Python threads compete for the GIL: the process runs on about one core",
               "多个 Python 线程争抢 GIL：进程只用到约一个核"),
   cause = T("Only one thread at a time runs Python bytecode (the GIL). Pure-Python CPU work split over threads "
@@ -64,6 +65,17 @@ rule {
     if not p.cpu_pct then return unknown(T("process CPU over the window not measured", "窗口内进程 CPU 未测得")) end
     -- Threads queued on one lock (threads.lock_contention) also take turns on the GIL as each is
     -- handed the lock: the lock is what serialises them, and its finding says so.
+    -- Threads that hand the GIL over around short calls, far more often than the interval forces
+    -- (gil.handoff_churn): the handoffs are the cost, and that finding says what helps.
+    local churn = common.gil_churn(ev, th)
+    if churn then
+      return clear(tr("the GIL went to another thread {n:%.0f} times/s, {x:%.0f} x what the switch interval forces, "
+                        .. "around short calls (gil.handoff_churn): handing it over, not taking turns at the "
+                        .. "interval, is the cost",
+                      "GIL 每秒 {n:%.0f} 次换到另一个线程，是切换间隔所强制次数的 {x:%.0f} 倍，发生在短调用前后"
+                        .. "（gil.handoff_churn）：代价在于交接 GIL，而不是按间隔轮流",
+                      { n = churn.per_s, x = churn.x }))
+    end
     local convoy = common.lock_convoy(ev, th)
     if convoy then
       return clear(tr("{n} threads queue on one lock at {site} (threads.lock_contention): the lock, not the GIL, "
@@ -190,6 +202,107 @@ rule {
                   .. "or threads, and `sopctl dump --pid {pid}` shows one thread per core active.",
                   "`sopctl run --pid {pid} --duration 5`：进程（或多个 worker）CPU 超过 100%，"
                   .. "`sopctl dump --pid {pid}` 显示每个核上各有一个活跃线程。", { pid = ev.pid }),
+    }
+  end,
+}
+
+-- §4 (with §3.5): busy threads that release the GIL around short calls hand it to each other far
+-- more often than the switch interval would: each handoff is a futex wake-up and a context
+-- switch, paid in the kernel. Recognised by what the GIL does (CPython's switch_number over the
+-- window), whatever the calls are: tiny torch ops, small socket or file calls.
+rule {
+  id = "gil.handoff_churn", section = "4", severity = "warn",
+  title = T("busy threads hand the GIL to each other around short calls, far more often than the switch interval: "
+            .. "the handoffs are the cost",
+            "繁忙线程在短调用前后互相交接 GIL，远多于切换间隔所需：交接本身成了开销"),
+  doc = [[Sampled window: at least gil_min_threads Python threads each use gil_thread_busy_pct of a core, and the GIL
+    went to another thread than its last holder (python.concurrency.gil_switches_per_s, CPython's switch_number) at
+    least gil_churn_min_x times as often as the switch interval forces (1e6 / gil_interval_us per second: threads that
+    take turns at the interval, as pure-Python work does), while the process spent at least gil_churn_min_sys_pct % of
+    its CPU in the kernel (threads[].sys_pct), where each handoff is paid. Threads whose GIL releases are long (hashing
+    or BLAS on big buffers) hand it over rarely; one thread alone never. Names the busy threads' own frames. Unknown
+    without a sampled window or when the GIL's counter was not read.]],
+  reads = { "python.concurrency.gil_switches_per_s", "python.concurrency.gil_interval_us", "proc.cpu_pct",
+            "threads[].sys_pct", "threads[].cpu_pct", "threads[].tid", "python.threads[].tid",
+            "python.threads[].name", "python.threads[].frames", "python.threads[].window.gil_wait_frac",
+            "duration_s", "pid", "proc.cwd", "proc.cmdline" },
+  uses = { "gil_churn_min_x", "gil_churn_min_sys_pct", "gil_thread_busy_pct", "gil_min_threads" },
+  symptom = T("busy threads hand the GIL to each other around short calls: the handoffs are the cost",
+              "繁忙线程在短调用前后互相交接 GIL：交接本身成了开销"),
+  cause = T("Every call that releases the GIL (a torch op, a socket or file call) lets a waiting thread take it, and "
+            .. "the caller queues to get it back. With several busy threads making calls of microseconds, the GIL "
+            .. "changes hands tens of thousands of times a second and each handoff costs a futex wake-up and a "
+            .. "context switch — more than the work between them; more threads make it worse (SOP §4.1, §3.5).",
+            "每个释放 GIL 的调用（torch 算子、socket 或文件调用）都让等待的线程拿走 GIL，调用者要排队才能拿回来。"
+            .. "几个繁忙线程都做微秒级的调用时，GIL 每秒易手上万次，每次交接都要一次 futex 唤醒和一次上下文切换——"
+            .. "比两次交接之间的工作还贵；线程越多越糟（SOP §4.1、§3.5）。"),
+  fix = T("Make each GIL release do more work: batch the small calls (one tensor or array op over many elements "
+          .. "instead of one per element; read, write or send in larger pieces). Or do not share one interpreter "
+          .. "between busy threads: keep that loop in one thread, or spread the work over processes.",
+          "让每次释放 GIL 做更多的事：把小调用合并（一个张量/数组运算处理很多元素，而不是逐元素调用；读、写、发送用更大的块）。"
+          .. "或者不要让多个繁忙线程共用一个解释器：这个循环放在一个线程里，或者把工作分到多个进程。"),
+  refs = { "https://docs.python.org/3/library/sys.html#sys.setswitchinterval",
+           "https://pytorch.org/tutorials/recipes/recipes/tuning_guide.html" },
+  check = function(ev, th)
+    local py = ev.python
+    if not py or not py.threads then return unknown(common.NO_STACKS) end
+    if common.no_window(ev) then return unknown(common.NO_WINDOW) end
+    local churn, f = common.gil_churn(ev, th)
+    if not f then
+      return unknown(T("the GIL's switch count was not read (older evidence, or an interpreter whose GIL is not "
+                         .. "placed)", "没有读到 GIL 的切换计数（旧版证据，或未定位 GIL 的解释器）"))
+    end
+    local os_threads = {}
+    for _, t in ipairs(ev.threads or {}) do os_threads[t.tid] = t end
+    local busy = {}
+    for _, t in ipairs(py.threads) do
+      local o = os_threads[t.tid]
+      if o and o.cpu_pct and o.cpu_pct >= th.gil_thread_busy_pct then
+        busy[#busy + 1] = { t = t, o = o }
+      end
+    end
+    local figs = { n = f.per_s, x = f.x, forced = f.forced, iv = f.interval_ms, share = f.sys_share,
+                   busy = #busy }
+    if #busy < th.gil_min_threads then
+      return clear(tr("{busy} busy Python thread(s): no other busy thread to hand the GIL to (it went to another "
+                        .. "thread {n:%.0f} times/s)",
+                      "{busy} 个繁忙 Python 线程：没有别的繁忙线程可交接 GIL（每秒 {n:%.0f} 次换手）", figs))
+    end
+    if not churn then
+      return clear(tr("the GIL went to another thread {n:%.0f} times/s, {x:%.1f} x what the {iv:%g} ms switch "
+                        .. "interval forces ({forced:%.0f}/s), with {share:%.0f}% of the process's CPU in the kernel: "
+                        .. "handoffs are not the cost (>= {mx:%g} x and >= {ms:%g}% needed)",
+                      "GIL 每秒 {n:%.0f} 次换到另一个线程，是 {iv:%g} 毫秒切换间隔所强制次数（{forced:%.0f}/s）的 "
+                        .. "{x:%.1f} 倍，进程 CPU 的 {share:%.0f}% 在内核：交接不是开销所在（需要 >= {mx:%g} 倍且 >= {ms:%g}%）",
+                      { n = f.per_s, x = f.x, iv = f.interval_ms, forced = f.forced, share = f.sys_share,
+                        mx = th.gil_churn_min_x, ms = th.gil_churn_min_sys_pct }))
+    end
+    table.sort(busy, function(a, b) return a.o.cpu_pct > b.o.cpu_pct end)
+    local lines = {}
+    for i = 1, math.min(#busy, 4) do
+      local b = busy[i]
+      local at = b.t.frames and #b.t.frames > 0 and (common.user_frame(b.t.frames, ev) or where(b.t.frames[1])) or "?"
+      local w = b.t.window
+      lines[#lines + 1] = fmt("tid %d %.0f%% CPU (%.0f%% in the kernel%s) at %s", b.t.tid, b.o.cpu_pct,
+                              b.o.sys_pct or 0,
+                              w and w.gil_wait_frac and fmt(", asleep on the GIL %.0f%% of samples",
+                                                            100 * w.gil_wait_frac) or "", at)
+    end
+    return hit {
+      evidence = tr("the GIL went to another thread {n:%.0f} times/s over {secs:%.1f} s, {x:%.0f} x what the "
+                      .. "{iv:%g} ms switch interval forces ({forced:%.0f}/s); {busy} busy Python threads; the process "
+                      .. "spent {share:%.0f}% of its CPU ({sys:%.0f}% of a core) in the kernel, where each handoff is "
+                      .. "paid. {lines}",
+                    "GIL 在 {secs:%.1f} 秒内每秒 {n:%.0f} 次换到另一个线程，是 {iv:%g} 毫秒切换间隔所强制次数"
+                      .. "（{forced:%.0f}/s）的 {x:%.0f} 倍；{busy} 个繁忙 Python 线程；进程 CPU 的 {share:%.0f}%"
+                      .. "（单核的 {sys:%.0f}%）花在内核，每次交接都在那里付出。{lines}",
+                    { n = f.per_s, secs = ev.duration_s, x = f.x, iv = f.interval_ms, forced = f.forced,
+                      busy = #busy, share = f.sys_share, sys = f.sys_pct,
+                      lines = T(table.concat(lines, "; "), table.concat(lines, "；")) }),
+      verify = tr("`sopctl run --pid {pid} --duration 3`: gil.handoff_churn clear "
+                    .. "(python.concurrency.gil_switches_per_s in the hundreds), and the loop's items/s up.",
+                  "`sopctl run --pid {pid} --duration 3`：gil.handoff_churn 为 clear"
+                    .. "（python.concurrency.gil_switches_per_s 降到几百），循环吞吐上升。", { pid = ev.pid }),
     }
   end,
 }

@@ -238,6 +238,13 @@ const sop_evk sop__evk_python[] = {
               "distinct threads of the target sampled in the window"),
     SOP_EVK_I("concurrency.threads_wanting", sop_concurrency_figs, threads_wanting, "",
               "of those, the ones that held or waited for the GIL at some tick"),
+    SOP_EVK_D("concurrency.gil_switches_per_s", sop_concurrency_figs, gil_switches_per_s, "1/s",
+              "times the GIL went to another thread than its last holder, per second (CPython's "
+              "switch_number at the first and last tick): 0 with one thread; about 1e6 / "
+              "gil_interval_us when threads take turns at the switch interval; far more when they "
+              "release it around short calls and queue for it again"),
+    SOP_EVK_I("concurrency.gil_interval_us", sop_concurrency_figs, gil_interval_us, "us",
+              "the switch interval (sys.getswitchinterval(), 5000 by default)"),
     H("locks", SOP_EVK_ARR, "",
       WIN "lock sites, most waited first: the innermost own frame (a `with lock:` line, an "
           "acquire() call, a call into a library that locks) at which threads of the target slept "

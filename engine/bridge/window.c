@@ -670,7 +670,12 @@ static void bridge_concurrency(const sop_agg *a, sop_value *py)
                               .wanting_mean = (double)a->conc_wanting_sum / (double)a->conc_ticks,
                               .runnable_mean = (double)a->conc_runnable_sum / (double)a->conc_ticks,
                               .contended_frac = frac(a->conc_contended, a->conc_ticks),
-                              .two_plus_frac = frac(a->conc_ge2, a->conc_ticks)};
+                              .two_plus_frac = frac(a->conc_ge2, a->conc_ticks),
+                              .gil_interval_us = a->gil_interval_us,
+                              .gil_switches_per_s = NAN};
+    double sw_secs = (a->gil_sw_last_ms - a->gil_sw_first_ms) / 1e3;
+    if (a->gil_sw_first != SOP_NA && sw_secs >= 0.1 && a->gil_sw_last >= a->gil_sw_first)
+        f.gil_switches_per_s = (double)(a->gil_sw_last - a->gil_sw_first) / sw_secs;
     for (size_t i = 0; i < a->nthrs; i++)
         if (a->thrs[i].proc == 0) {
             f.threads++;

@@ -81,8 +81,8 @@ typedef struct {
 
 /* python.concurrency: the target's threads wanting the GIL at once, counted per tick. */
 typedef struct {
-    int64_t ticks, wanting_max, threads, threads_wanting;
-    double wanting_mean, runnable_mean, contended_frac, two_plus_frac;
+    int64_t ticks, wanting_max, threads, threads_wanting, gil_interval_us;
+    double wanting_mean, runnable_mean, contended_frac, two_plus_frac, gil_switches_per_s;
 } sop_concurrency_figs;
 
 /* One of python.locks[] (engine/sample/sample_agg.h sop_agg_lock). */

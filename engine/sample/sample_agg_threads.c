@@ -26,6 +26,7 @@ sop_agg *sop__agg_new(void)
     }
     for (int g = 0; g < 3; g++)
         a->gc_first[g] = a->gc_last[g] = SOP_NA;
+    a->gil_sw_first = a->gil_sw_last = a->gil_interval_us = SOP_NA;
     return a;
 }
 
@@ -38,6 +39,7 @@ void sop__agg_start(sop_agg *a, double t0_ms)
 {
     for (int g = 0; g < 3; g++)
         a->gc_first[g] = a->gc_last[g] = SOP_NA;
+    a->gil_sw_first = a->gil_sw_last = a->gil_interval_us = SOP_NA;
     a->t0_ms = t0_ms;
 }
 
@@ -90,5 +92,14 @@ void sop__agg_gc(sop_agg *a, const sop_pygc *g, double now_ms)
         }
         memcpy(a->gc_last, g->collections, sizeof a->gc_last);
         a->gc_last_ms = now;
+    }
+    if (g->gil_switches != SOP_NA) {
+        if (a->gil_sw_first == SOP_NA) {
+            a->gil_sw_first = g->gil_switches;
+            a->gil_sw_first_ms = now;
+        }
+        a->gil_sw_last = g->gil_switches;
+        a->gil_sw_last_ms = now;
+        a->gil_interval_us = g->gil_interval_us;
     }
 }

@@ -183,11 +183,13 @@ void sop__python_close(sop_pysampler *s);
  * the samplers of one window's processes need one cache's memory, not one each. */
 void sop__python_share_cache(sop_pysampler *s, sop_pysampler *with);
 
-/* The main interpreter's GC at one tick: whether it is collecting and how many collections of
- * each generation it has run (SOP_NA each where not readable). */
+/* The main interpreter at one tick: whether its GC is collecting and how many collections of
+ * each generation it has run; how many times its GIL has gone to another thread than its last
+ * holder, and its switch interval (SOP_NA each where not readable). */
 typedef struct {
     int64_t collecting;
     int64_t collections[3];
+    int64_t gil_switches, gil_interval_us;
 } sop_pygc;
 /* Returns 0, -ESRCH when gone, or another negative errno (out left SOP_NA). */
 int sop__python_sample_gc(sop_pysampler *s, sop_pygc *out);

@@ -15,20 +15,49 @@
 #include "py_walk_int.h"
 #include "remote_mem.h"
 
+/* The addresses of the GIL's `locked` and `last_holder` of `interp`; false when unreadable. */
+static bool gil_fields(walker *w, uint64_t interp, uint64_t *locked_at, uint64_t *holder_at)
+{
+    const sop_pylayout *L = &w->L;
+    uint64_t base;
+    if (L->is_ceval_gil_ptr) {
+        if (sop__rmem_read_direct(&w->mem, interp + L->is_ceval_gil_ptr, &base, 8) < 0 || !base)
+            return false;
+        *locked_at = base + L->gil_locked;
+        *holder_at = base + L->gil_last_holder;
+    } else {
+        *locked_at = w->runtime + L->rt_gil_locked;
+        *holder_at = w->runtime + L->rt_gil_last_holder;
+    }
+    return true;
+}
+
+int sop__pywalk_gil_switches(walker *w, uint64_t interp, int64_t *switches, int64_t *interval_us)
+{
+    uint64_t locked_at, holder_at, interval, n;
+    *switches = *interval_us = SOP_NA;
+    if (!gil_fields(w, interp, &locked_at, &holder_at))
+        return -ENODATA;
+    /* one read from `interval` to past `switch_number` */
+    uint8_t b[SOP_GIL_SWITCHES_FROM_LOCKED - SOP_GIL_INTERVAL_FROM_LOCKED + 8];
+    int rc = sop__rmem_read_direct(&w->mem, locked_at + SOP_GIL_INTERVAL_FROM_LOCKED, b, sizeof b);
+    if (rc < 0)
+        return rc;
+    memcpy(&interval, b, 8);
+    memcpy(&n, b + sizeof b - 8, 8);
+    if (interval == 0 || interval > 10u * 1000 * 1000 || n > ((uint64_t)1 << 62))
+        return -EINVAL; /* not a switch interval of 1 µs to 10 s: not the struct we know */
+    *switches = (int64_t)n;
+    *interval_us = (int64_t)interval;
+    return 0;
+}
+
 /* The thread state holding the GIL of `interp` (0 when released). */
 uint64_t sop__pywalk_gil_holder(walker *w, uint64_t interp)
 {
-    const sop_pylayout *L = &w->L;
-    uint64_t base, locked_at, holder_at;
-    if (L->is_ceval_gil_ptr) {
-        if (sop__rmem_read_direct(&w->mem, interp + L->is_ceval_gil_ptr, &base, 8) < 0 || !base)
-            return 0;
-        locked_at = base + L->gil_locked;
-        holder_at = base + L->gil_last_holder;
-    } else {
-        locked_at = w->runtime + L->rt_gil_locked;
-        holder_at = w->runtime + L->rt_gil_last_holder;
-    }
+    uint64_t locked_at, holder_at;
+    if (!gil_fields(w, interp, &locked_at, &holder_at))
+        return 0;
     int32_t locked;
     uint64_t holder;
     if (sop__rmem_read_direct(&w->mem, locked_at, &locked, sizeof locked) < 0 || locked != 1)

@@ -100,6 +100,12 @@ typedef struct {
     uint32_t func_code;             /* PyFunctionObject.func_code */
 } sop_pylayout;
 
+/* struct _gil_runtime_state, the same on 3.8-3.13 (not free-threaded): `interval` (unsigned
+ * long, the switch interval in µs) 16 bytes before `locked`, `switch_number` (unsigned long: the
+ * times the GIL went to another thread than its last holder) 8 bytes after. */
+#define SOP_GIL_INTERVAL_FROM_LOCKED (-16)
+#define SOP_GIL_SWITCHES_FROM_LOCKED 8
+
 /* _PyInterpreterFrame.owner FRAME_OWNED_BY_GENERATOR, 1 on 3.11-3.14: a generator's or
  * coroutine's frame, linked into the thread's chain only while it runs (its `previous` is the
  * frame that resumed it; a suspended one has `previous` NULL). */

@@ -191,12 +191,15 @@ int sop__python_sample_gc(sop_pysampler *s, sop_pygc *out)
     out->collecting = SOP_NA;
     for (int g = 0; g < 3; g++)
         out->collections[g] = SOP_NA;
+    out->gil_switches = out->gil_interval_us = SOP_NA;
     uint64_t interp;
     int rc = sop__rmem_read_direct(&w->mem, w->runtime + w->L.rt_interp_head, &interp, 8);
     if (rc < 0)
         return rc;
     if (!interp)
         return -ENODATA;
+    if (sop__pywalk_gil_switches(w, interp, &out->gil_switches, &out->gil_interval_us) == -ESRCH)
+        return -ESRCH;
     uint8_t b[SOP_PYLAYOUT_GC_READ];
     if ((rc = sop__rmem_read_direct(&w->mem, sop__pywalk_gc_addr(w, interp), b, sizeof b)) < 0)
         return rc;

@@ -142,6 +142,9 @@ int sop__pywalk_tid_from_stacks(walker *w, uint64_t tstate, int claimed);
 void sop__pywalk_with_retry(void *ctx, int tid);
 /* The thread state holding the GIL of `interp` (0 when released). */
 uint64_t sop__pywalk_gil_holder(walker *w, uint64_t interp);
+/* The GIL's switch_number (times it went to another thread) and switch interval (µs) of
+ * `interp`: 0, or a negative errno (both SOP_NA). */
+int sop__pywalk_gil_switches(walker *w, uint64_t interp, int64_t *switches, int64_t *interval_us);
 /* Address of the GC state of `interp` (3.8: in _PyRuntime). */
 uint64_t sop__pywalk_gc_addr(const walker *w, uint64_t interp);
 /* generation_stats[g].collections from a read _gc_runtime_state (SOP_NA where not placed). */

@@ -702,7 +702,7 @@ static void window_cases(void)
             sop__agg_sample(a, lp, &p, now += 10);
             const int64_t coll[4] = {0, 1, 1, 0};
             for (int c = 0; c < 4; c++) {
-                sop_pygc g = {coll[c], {10 + c, 2, 1}};
+                sop_pygc g = {coll[c], {10 + c, 2, 1}, SOP_NA, SOP_NA};
                 sop__agg_gc(a, &g, 10.0 * c);
             }
         }

@@ -12,6 +12,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "na.h"
 #include "python/cpython.h"
 #include "python/elf.h"
 #include "python/linetable.h"
@@ -625,6 +626,75 @@ static void test_asyncio_turns(const char *exe)
     waitpid(pid, NULL, 0);
 }
 
+/* The GIL's switch count read from a real child (struct _gil_runtime_state, every version):
+ * two threads that release the GIL in a loop (time.sleep(0)) hand it to each other thousands of
+ * times a second; one such thread alone never hands it to another (it stays the last holder);
+ * the interval is the default 5000 µs. */
+static int64_t gil_switch_gain(const char *exe, int nthreads, int64_t *interval)
+{
+    char code[512];
+    snprintf(code, sizeof code,
+             "import threading, time\n"
+             "def spin():\n"
+             "    while True: time.sleep(0)\n"
+             "for _ in range(%d): threading.Thread(target=spin, daemon=True).start()\n"
+             "print('ready', flush=True)\n"
+             "time.sleep(600)\n",
+             nthreads);
+    int from_child[2];
+    if (pipe(from_child) < 0)
+        return -1;
+    pid_t pid = fork();
+    if (pid == 0) {
+        dup2(from_child[1], 1);
+        close(from_child[0]);
+        execl(exe, exe, "-c", code, (char *)NULL);
+        _exit(127);
+    }
+    close(from_child[1]);
+    char line[16];
+    int64_t gain = -1;
+    *interval = SOP_NA;
+    sop_pysampler *smp = NULL;
+    sop_missing miss = {0};
+    if (read(from_child[0], line, sizeof line) > 0 &&
+        sop__python_open(pid, "/proc", &smp, &miss) == 0) {
+        sop_pygc a, b;
+        usleep(100 * 1000);
+        if (sop__python_sample_gc(smp, &a) == 0) {
+            usleep(300 * 1000);
+            if (sop__python_sample_gc(smp, &b) == 0 && a.gil_switches != SOP_NA &&
+                b.gil_switches != SOP_NA)
+                gain = b.gil_switches - a.gil_switches;
+            *interval = b.gil_interval_us;
+        }
+        sop__python_close(smp);
+    }
+    sop__missing_free(&miss);
+    close(from_child[0]);
+    kill(pid, SIGKILL);
+    waitpid(pid, NULL, 0);
+    return gain;
+}
+
+static void test_gil_switches(const char *exe)
+{
+    if (access(exe, X_OK) != 0) {
+        printf("note: %s absent; GIL switch check skipped\n", exe);
+        return;
+    }
+    int64_t interval = 0;
+    int64_t two = gil_switch_gain(exe, 2, &interval);
+    CHECK(two >= 300); /* 0.3 s: >= 1000/s (tens of thousands here) */
+    CHECK_EQ_I(interval, 5000);
+    int64_t one = gil_switch_gain(exe, 1, &interval);
+    /* the main thread's own sleep hands the GIL over now and then: far fewer */
+    CHECK(one >= 0 && one < two / 10);
+    if (two < 300 || one < 0 || one >= two / 10)
+        fprintf(stderr, "%s: GIL switches in 0.3 s: two threads %lld, one %lld\n", exe,
+                (long long)two, (long long)one);
+}
+
 static void test_not_python(void)
 {
     sop_python *py = NULL;
@@ -694,8 +764,10 @@ int main(void)
         "/root/.pyenv/versions/3.12.1/bin/python3.12",
         "/root/.pyenv/versions/3.13.0/bin/python3.13",
     };
-    for (size_t i = 0; i < sizeof pys / sizeof pys[0]; i++)
+    for (size_t i = 0; i < sizeof pys / sizeof pys[0]; i++) {
         test_asyncio_turns(pys[i]);
+        test_gil_switches(pys[i]);
+    }
     test_not_python();
     return t_done();
 }

@@ -202,7 +202,8 @@ static void loop_and_gc(void)
     sop__agg_sample(a, ti, &p, 30.0);
     const int64_t coll[4] = {0, 1, 1, 0};
     for (int c = 0; c < 4; c++) {
-        sop_pygc g = {coll[c], {10 + c, 2, 1}};
+        /* the GIL's switch count from the 2nd tick on (the 1st could not read it) */
+        sop_pygc g = {coll[c], {10 + c, 2, 1}, c ? 1000 + 300 * c : SOP_NA, c ? 5000 : SOP_NA};
         sop__agg_gc(a, &g, 10.0 * c);
     }
     /* Another loop thread: the same coroutine at three ticks, each time run from another
@@ -244,6 +245,10 @@ static void loop_and_gc(void)
     CHECK_EQ_I(a->gc_first[0], 10);
     CHECK_EQ_I(a->gc_last[0], 13);
     CHECK(fabs(a->gc_last_ms - 30.0) < 1e-9);
+    CHECK_EQ_I(a->gil_sw_first, 1300);
+    CHECK_EQ_I(a->gil_sw_last, 1900);
+    CHECK_EQ_I(a->gil_interval_us, 5000);
+    CHECK(fabs(a->gil_sw_first_ms - 10.0) < 1e-9 && fabs(a->gil_sw_last_ms - 30.0) < 1e-9);
     sop__agg_free(a);
 }
 
