@@ -199,6 +199,8 @@ int sop__parse_schedstat(const char *text, sop_schedstat *out);
  * the one reader of these files. 0; -errno of the read; -ENODATA when empty; -EINVAL when
  * unparsable. *out is all SOP_NA unless 0. */
 int sop__read_schedstat_at(int dirfd, const char *path, sop_schedstat *out);
+/* The most of /proc/PID/environ read (a collection's process, sop_process_env). */
+#define SOP_ENVIRON_MAX_BYTES (1u << 20)
 /* environ is NUL-separated: give the length. Only allow-listed names are kept. */
 int sop__parse_environ(const char *buf, size_t len, sop_env *out);
 bool sop__env_allowed(const char *name);

@@ -14,7 +14,6 @@
 #include "alloc.h"
 #include "proc.h"
 
-#define ENVIRON_MAX_BYTES (1u << 20)
 /* smaps is read (for resident kB per mapped file) only when data/shared file mappings span at
  * least this much address space; and at most SMAPS_MAX_BYTES of it (cut: the parser copes). */
 #define SMAPS_TRIGGER_KB (64 * 1024)
@@ -192,7 +191,7 @@ int sop__proc_collect(int proc_dirfd, int pid, sop_proc *out, sop_missing *missi
 
     char *big = NULL;
     size_t blen = 0;
-    rc = sop__read_file_at(proc_dirfd, "environ", ENVIRON_MAX_BYTES, &big, &blen);
+    rc = sop__read_file_at(proc_dirfd, "environ", SOP_ENVIRON_MAX_BYTES, &big, &blen);
     if (rc == 0)
         rc = sop__parse_environ(big, blen, &out->env);
     free(big);

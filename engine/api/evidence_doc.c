@@ -70,25 +70,31 @@ const sop_evk *sop__evidence_row(const char *path)
     return NULL;
 }
 
+/* Whether the group named `name` is the one `key` names: "proc" for "proc", "threads" for
+ * "threads[]". Its kind through *arr. */
+static bool group_is(const char *name, const char *key, bool *arr)
+{
+    size_t kl = strlen(key);
+    if (!name[0] || strncmp(name, key, kl) != 0 || (name[kl] && strcmp(name + kl, "[]") != 0))
+        return false;
+    *arr = name[kl] != '\0';
+    return true;
+}
+
 int sop__evidence_top_type(const char *key, bool *group)
 {
     const sop_evk_group *g[SOP__MAX_GROUPS];
     size_t n = sop__evidence_groups(g, SOP__MAX_GROUPS);
-    size_t kl = strlen(key);
+    bool arr = false;
     *group = false;
     for (size_t i = 0; i < n && i < SOP__MAX_GROUPS; i++) {
-        const char *name = g[i]->group;
-        if (!name[0]) { /* the top-level rows */
+        if (!g[i]->group[0]) { /* the top-level rows */
             for (size_t k = 0; k < *g[i]->n; k++)
                 if (strcmp(g[i]->keys[k].key, key) == 0)
                     return (int)g[i]->keys[k].type;
-            continue;
-        }
-        if (strncmp(name, key, kl) != 0)
-            continue;
-        if (!name[kl] || strcmp(name + kl, "[]") == 0) {
+        } else if (group_is(g[i]->group, key, &arr)) {
             *group = true;
-            return name[kl] ? SOP_EVK_ARR : SOP_EVK_OBJ;
+            return arr ? SOP_EVK_ARR : SOP_EVK_OBJ;
         }
     }
     return -1;
@@ -100,10 +106,9 @@ bool sop__evidence_known(const char *path)
         return true;
     const sop_evk_group *g[SOP__MAX_GROUPS];
     size_t n = sop__evidence_groups(g, SOP__MAX_GROUPS);
-    size_t pl = strlen(path);
+    bool arr = false;
     for (size_t i = 0; i < n && i < SOP__MAX_GROUPS; i++)
-        if (g[i]->group[0] && strncmp(g[i]->group, path, pl) == 0 &&
-            (!g[i]->group[pl] || strcmp(g[i]->group + pl, "[]") == 0))
+        if (group_is(g[i]->group, path, &arr))
             return true; /* a group's own key: "proc", "python.tasks", "threads" */
     return false;
 }

@@ -38,8 +38,6 @@ int sop_process_read(int pid, sop_process *out)
     return SOP_OK;
 }
 
-#define ENVIRON_MAX_BYTES (1u << 20) /* as a collection reads it (probes/proc_collect.c) */
-
 int sop_process_env(int pid, const char *const *names, size_t n, char *values, size_t value_size)
 {
     if (pid <= 0 || (n && (!names || !values || value_size == 0)))
@@ -53,7 +51,7 @@ int sop_process_env(int pid, const char *const *names, size_t n, char *values, s
         return errno == EACCES || errno == EPERM ? SOP_EACCES : SOP_ENOTARGET;
     char *buf = NULL;
     size_t len = 0;
-    int rc = sop__read_file_at(dfd, "environ", ENVIRON_MAX_BYTES, &buf, &len);
+    int rc = sop__read_file_at(dfd, "environ", SOP_ENVIRON_MAX_BYTES, &buf, &len);
     close(dfd);
     if (rc < 0) {
         free(buf);

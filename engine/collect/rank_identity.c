@@ -8,6 +8,7 @@
 #include <sys/utsname.h>
 
 #include "bridge/schema.h"
+#include "evidence_reads.h"
 #include "rank_identity.h"
 
 /* The evidence paths rank.c reads besides its figures' (below): test_rank checks every path
@@ -156,26 +157,19 @@ size_t sop__rank_paths(const char **out, size_t cap)
     return n;
 }
 
-/* The last segment of a path: the key within its object. */
-static const char *leaf_key(const char *path)
-{
-    const char *dot = strrchr(path, '.');
-    return dot ? dot + 1 : path;
-}
-
 /* The step thread's window; NULL when no thread has one. */
 static const sop_value *step_window(const sop_value *ev)
 {
     const sop_value *best = NULL;
     double best_c = -1, best_o = -1;
     const sop_value *threads = sop__v_path(ev, STEP_ARRAY);
-    const char *win = leaf_key(STEP_WINDOW);
+    const char *win = sop__evkey_leaf(STEP_WINDOW);
     for (const sop_value *t = threads ? threads->child : NULL; t; t = t->next) {
         const sop_value *w = sop__v_get(t, win);
         double c = 0, o = 0;
-        if (!sop__v_get_num(w, leaf_key(STEP_BY), &c))
+        if (!sop__v_get_num(w, sop__evkey_leaf(STEP_BY), &c))
             continue;
-        sop__v_get_num(w, leaf_key(STEP_THEN), &o);
+        sop__v_get_num(w, sop__evkey_leaf(STEP_THEN), &o);
         if (c > best_c || (c == best_c && o > best_o)) {
             best = w;
             best_c = c;
@@ -191,10 +185,10 @@ static void collective_figures(sop_value *f, const sop_value *ev)
 {
     const sop_value *w = step_window(ev);
     double v = 0, coll = 0;
-    if (!w || !sop__v_get_num(w, leaf_key(STEP_BY), &coll))
+    if (!w || !sop__v_get_num(w, sop__evkey_leaf(STEP_BY), &coll))
         return;
     for (size_t i = 0; i < NSTEP; i++) {
-        const char *key = leaf_key(STEP[i].path);
+        const char *key = sop__evkey_leaf(STEP[i].path);
         if (STEP[i].text) {
             const char *s = sop__v_get_str(w, key);
             if (s && (strcmp(STEP[i].figure, "collective") != 0 || coll > 0))

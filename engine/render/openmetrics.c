@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "engine.h"
+#include "evidence_reads.h"
 #include "strbuf.h"
 
 /* A label value: backslash, double quote and newline escaped as the format wants; other
@@ -321,13 +322,6 @@ static const om_family GPU_OTHER_FAMILIES[] = {
 static const char *const OTHER_READS[] = {P_ALIVE, P_UTIME, P_STIME,    P_DRIVER, D_INDEX,  D_UUID,
                                           D_NAME,  D_USED,  D_THROTTLE, PR_PID,   PR_DEVICE};
 
-/* The key of a path within its object: after the last '.'. */
-static const char *leaf(const char *path)
-{
-    const char *dot = strrchr(path, '.');
-    return dot ? dot + 1 : path;
-}
-
 /* The array a "a.b[].key" path iterates ("a.b"), into buf. */
 static const sop_value *array_of(const sop_value *ev, const char *path)
 {
@@ -347,9 +341,9 @@ static void family_at(sop_sb *b, const om_family *f, const sop_value *ev)
     bool head = false;
     for (const sop_value *d = arr ? arr->child : NULL; d; d = d->next) {
         double x = 0, idx = 0, pid = 0;
-        bool proc = sop__v_get_num(d, leaf(PR_PID), &pid);
-        if (!sop__v_get_num(d, leaf(f->path), &x) ||
-            !sop__v_get_num(d, leaf(proc ? PR_DEVICE : D_INDEX), &idx))
+        bool proc = sop__v_get_num(d, sop__evkey_leaf(PR_PID), &pid);
+        if (!sop__v_get_num(d, sop__evkey_leaf(f->path), &x) ||
+            !sop__v_get_num(d, sop__evkey_leaf(proc ? PR_DEVICE : D_INDEX), &idx))
             continue;
         if (!head)
             family(b, f->name, "gauge", f->unit, f->help);
@@ -372,13 +366,13 @@ static void gpu_series(sop_sb *b, const sop_value *ev)
                "UUID, name, whether the tree uses it, and the driver");
         for (const sop_value *d = devs->child; d; d = d->next) {
             double idx = 0;
-            if (!sop__v_get_num(d, leaf(D_INDEX), &idx))
+            if (!sop__v_get_num(d, sop__evkey_leaf(D_INDEX), &idx))
                 continue;
-            const sop_value *used = sop__v_get(d, leaf(D_USED));
+            const sop_value *used = sop__v_get(d, sop__evkey_leaf(D_USED));
             sop__sb_printf(b, "sop_gpu_info{gpu=\"%.0f\",uuid=\"", idx);
-            put_label_value(b, sop__v_get_str(d, leaf(D_UUID)));
+            put_label_value(b, sop__v_get_str(d, sop__evkey_leaf(D_UUID)));
             sop__sb_puts(b, "\",name=\"");
-            put_label_value(b, sop__v_get_str(d, leaf(D_NAME)));
+            put_label_value(b, sop__v_get_str(d, sop__evkey_leaf(D_NAME)));
             sop__sb_printf(b, "\",used_by_tree=\"%s\",driver=\"",
                            used && used->type == SOP_V_BOOL && used->b ? "true" : "false");
             const sop_value *drv = sop__v_path(ev, P_DRIVER);
@@ -391,8 +385,8 @@ static void gpu_series(sop_sb *b, const sop_value *ev)
     bool head = false;
     for (const sop_value *d = devs ? devs->child : NULL; d; d = d->next) {
         double idx = 0;
-        const char *t = sop__v_get_str(d, leaf(D_THROTTLE));
-        if (!t || !t[0] || !sop__v_get_num(d, leaf(D_INDEX), &idx))
+        const char *t = sop__v_get_str(d, sop__evkey_leaf(D_THROTTLE));
+        if (!t || !t[0] || !sop__v_get_num(d, sop__evkey_leaf(D_INDEX), &idx))
             continue;
         if (!head)
             family(b, "sop_gpu_clocks_throttled", "gauge", NULL,
