@@ -38,6 +38,7 @@ thresholds {
 
   -- io.d_state, io.small_reads (§7)
   d_state_min_threads = 1,      -- at least this many threads/workers in D (uninterruptible) state
+  d_state_window_pct = 25,      -- a sampled Python thread counts as in D when in D at least this % of its samples
   io_pressure_pct = 10,         -- IO PSI some avg10 / host iowait at/above this %, or disk util at/above
                                 --   io_util_pct, makes a D-state finding warn instead of info
   io_util_pct = 80,             -- busiest disk utilisation over the window (%) counted as IO pressure
@@ -60,6 +61,10 @@ thresholds {
                                 --   interval forces (1e6 / interval per second: 200/s at the default 5 ms) ...
   gil_churn_min_sys_pct = 15,   -- ... and the process spent at least this % of its CPU in the kernel (the handoffs'
                                 --   cost: futex wake-ups, context switches)
+  gil_churn_min_want_pct = 60,  -- ... and the busy threads wanted to run (R, holding the GIL or asleep on it) at least
+                                --   this % of their samples: threads blocked in IO (fsync, recv) hand the GIL over
+                                --   because they block, which is what the GIL is for (measured: 92-100% for tiny-op
+                                --   and small-read threads, 17-28% for six fsync writers)
 
   -- threads.lock_contention (§4.2)
   lock_min_threads = 2,         -- at least this many threads seen asleep at the same acquire site ...

@@ -373,6 +373,58 @@ function common.lock_convoy(ev, th)
   return best
 end
 
+-- GIL handoff churn (gil.handoff_churn, §4). Hit (1st return) when all hold:
+--   * at least gil_min_threads Python threads each use gil_thread_busy_pct of a core ("busy");
+--   * the job may use at least 2 CPUs: on one, a released GIL is taken only when its holder blocks
+--     or is preempted, so the count says how often threads block, not that they churn;
+--   * the busy threads want to run (state R, holding the GIL, or asleep on it) at least
+--     gil_churn_min_want_pct % of their samples on average: threads that hand the GIL over because
+--     they block (fsync, a socket recv: D or S state) take turns as IO concurrency means them to;
+--   * the GIL went to another thread at least gil_churn_min_x times as often as the switch
+--     interval forces (1e6 / gil_interval_us per second: threads taking turns at the interval);
+--   * the process spent at least gil_churn_min_sys_pct % of its CPU in the kernel, where each
+--     handoff is paid (a futex wake-up, a context switch).
+-- Returns hit-or-nil and the figures { per_s, x, forced, interval_ms, sys_share, sys_pct, busy
+-- (list of { t = python thread, o = OS thread }), want_pct, cpus, why (the first condition that
+-- failed: "busy", "cpus", "want", "rate") }; nil, nil when the counter was not read.
+function common.gil_churn(ev, th)
+  local c = ev.python and ev.python.concurrency
+  local sw, iv = c and c.gil_switches_per_s, c and c.gil_interval_us
+  local p = ev.proc
+  if not sw or not iv or iv <= 0 or not p or not p.cpu_pct or p.cpu_pct <= 0 then return nil end
+  local sys, os_threads = 0, {}
+  for _, t in ipairs(ev.threads or {}) do
+    sys = sys + (t.sys_pct or 0)
+    os_threads[t.tid] = t
+  end
+  local busy, want = {}, 0
+  for _, t in ipairs(ev.python.threads or {}) do
+    local o = os_threads[t.tid]
+    if o and o.cpu_pct and o.cpu_pct >= th.gil_thread_busy_pct then
+      busy[#busy + 1] = { t = t, o = o }
+      local w = t.window or {}
+      want = want + math.min(1, (w.active_frac or 0) + (w.gil_wait_frac or 0))
+    end
+  end
+  local forced = 1e6 / iv
+  local eff = common.effective_cpus(ev)
+  local f = { per_s = sw, x = sw / forced, forced = forced, interval_ms = iv / 1000, sys_pct = sys,
+              sys_share = 100 * sys / p.cpu_pct, busy = busy, want_pct = #busy > 0 and 100 * want / #busy or 0,
+              cpus = eff and common.capacity_cpus(ev, eff) }
+  if #busy < th.gil_min_threads then
+    f.why = "busy"
+  elseif f.cpus and f.cpus < 2 then
+    f.why = "cpus"
+  elseif f.want_pct < th.gil_churn_min_want_pct then
+    f.why = "want"
+  elseif f.x < th.gil_churn_min_x or f.sys_share < th.gil_churn_min_sys_pct then
+    f.why = "rate"
+  else
+    return f, f
+  end
+  return nil, f
+end
+
 -- §3.5, call-overhead-bound: a thread window (python.threads[].window) whose active samples
 -- alternate between holding the GIL (the interpreter: the loop's lines, argument parsing) and
 -- running without it (short native calls that release it), changing state from one sample to the
@@ -380,25 +432,6 @@ end
 -- shorter than the sampling interval and the GIL is taken back after each. A long native kernel
 -- stays in one state across samples (or the GIL share is small: native compute). Returns
 -- { gil = p, native = 1 - p, mix = observed / expected, pairs } or nil.
--- GIL handoff churn (gil.handoff_churn, §4): the GIL went to another thread at least
--- gil_churn_min_x times as often as the switch interval forces (1e6 / gil_interval_us per second:
--- threads taking turns at the interval), and the process spent at least gil_churn_min_sys_pct % of
--- its CPU in the kernel, where each handoff is paid (a futex wake-up, a context switch). Returns
--- { per_s, x, forced, interval_ms, sys_share, sys_pct } or nil; the figures also when below (2nd).
-function common.gil_churn(ev, th)
-  local c = ev.python and ev.python.concurrency
-  local sw, iv = c and c.gil_switches_per_s, c and c.gil_interval_us
-  local p = ev.proc
-  if not sw or not iv or iv <= 0 or not p or not p.cpu_pct or p.cpu_pct <= 0 then return nil end
-  local sys = 0
-  for _, t in ipairs(ev.threads or {}) do sys = sys + (t.sys_pct or 0) end
-  local forced = 1e6 / iv
-  local f = { per_s = sw, x = sw / forced, forced = forced, interval_ms = iv / 1000, sys_pct = sys,
-              sys_share = 100 * sys / p.cpu_pct }
-  if f.x >= th.gil_churn_min_x and f.sys_share >= th.gil_churn_min_sys_pct then return f, f end
-  return nil, f
-end
-
 function common.overhead_bound(w, th)
   if not w or not w.alternation_frac or not w.alternation_pairs or w.alternation_pairs < th.tiny_min_pairs then
     return nil

@@ -31,10 +31,11 @@ rule {
             "python.concurrency.gil_switches_per_s", "python.concurrency.gil_interval_us", "threads[].sys_pct",
             "python.concurrency.threads_wanting", "python.locks[].site", "python.locks[].threads",
             "python.locks[].wait_frac", "python.locks[].held_frac", "python.locks[].crowded_frac",
-            "python.locks[].holder", "python.locks[].one_word_frac" },
+            "python.locks[].holder", "python.locks[].one_word_frac", "cgroup.cpu.quota_cpus" },
   uses = { "gil_thread_busy_pct", "gil_min_threads", "gil_min_process_pct", "gil_one_core_max_pct",
             "gil_max_runqueue_wait_pct", "gil_tick_contended_pct", "sampled_min_samples", "lock_min_threads",
-            "lock_wait_pct", "lock_held_pct", "lock_handoff_pct", "gil_churn_min_x", "gil_churn_min_sys_pct" },
+            "lock_wait_pct", "lock_held_pct", "lock_handoff_pct", "gil_churn_min_x", "gil_churn_min_sys_pct",
+            "gil_churn_min_want_pct" },
   symptom = T("several Python threads compete for the GIL: the process runs on about one core",
               "多个 Python 线程争抢 GIL：进程只用到约一个核"),
   cause = T("Only one thread at a time runs Python bytecode (the GIL). Pure-Python CPU work split over threads "
@@ -219,14 +220,19 @@ rule {
     went to another thread than its last holder (python.concurrency.gil_switches_per_s, CPython's switch_number) at
     least gil_churn_min_x times as often as the switch interval forces (1e6 / gil_interval_us per second: threads that
     take turns at the interval, as pure-Python work does), while the process spent at least gil_churn_min_sys_pct % of
-    its CPU in the kernel (threads[].sys_pct), where each handoff is paid. Threads whose GIL releases are long (hashing
-    or BLAS on big buffers) hand it over rarely; one thread alone never. Names the busy threads' own frames. Unknown
-    without a sampled window or when the GIL's counter was not read.]],
+    its CPU in the kernel (threads[].sys_pct), where each handoff is paid, and the busy threads wanted to run (state
+    R, holding the GIL or asleep on it) at least gil_churn_min_want_pct % of their samples. Threads whose GIL releases
+    are long (hashing or BLAS on big buffers) hand it over rarely; one thread alone never; threads that hand it over
+    because they block (fsync, recv: D or S state) are IO concurrency, not churn; on one CPU a released GIL is taken
+    only when its holder blocks or is preempted (clear). Names the busy threads' own frames. Unknown without a
+    sampled window or when the GIL's counter was not read.]],
   reads = { "python.concurrency.gil_switches_per_s", "python.concurrency.gil_interval_us", "proc.cpu_pct",
             "threads[].sys_pct", "threads[].cpu_pct", "threads[].tid", "python.threads[].tid",
             "python.threads[].name", "python.threads[].frames", "python.threads[].window.gil_wait_frac",
+            "python.threads[].window.active_frac", "effective_cpus", "host.ncpu", "cgroup.cpu.quota_cpus",
             "duration_s", "pid", "proc.cwd", "proc.cmdline" },
-  uses = { "gil_churn_min_x", "gil_churn_min_sys_pct", "gil_thread_busy_pct", "gil_min_threads" },
+  uses = { "gil_churn_min_x", "gil_churn_min_sys_pct", "gil_churn_min_want_pct", "gil_thread_busy_pct",
+           "gil_min_threads" },
   symptom = T("busy threads hand the GIL to each other around short calls: the handoffs are the cost",
               "繁忙线程在短调用前后互相交接 GIL：交接本身成了开销"),
   cause = T("Every call that releases the GIL (a torch op, a socket or file call) lets a waiting thread take it, and "
@@ -252,23 +258,27 @@ rule {
       return unknown(T("the GIL's switch count was not read (older evidence, or an interpreter whose GIL is not "
                          .. "placed)", "没有读到 GIL 的切换计数（旧版证据，或未定位 GIL 的解释器）"))
     end
-    local os_threads = {}
-    for _, t in ipairs(ev.threads or {}) do os_threads[t.tid] = t end
-    local busy = {}
-    for _, t in ipairs(py.threads) do
-      local o = os_threads[t.tid]
-      if o and o.cpu_pct and o.cpu_pct >= th.gil_thread_busy_pct then
-        busy[#busy + 1] = { t = t, o = o }
-      end
-    end
-    local figs = { n = f.per_s, x = f.x, forced = f.forced, iv = f.interval_ms, share = f.sys_share,
-                   busy = #busy }
-    if #busy < th.gil_min_threads then
+    local busy = f.busy
+    if f.why == "busy" then
       return clear(tr("{busy} busy Python thread(s): no other busy thread to hand the GIL to (it went to another "
                         .. "thread {n:%.0f} times/s)",
-                      "{busy} 个繁忙 Python 线程：没有别的繁忙线程可交接 GIL（每秒 {n:%.0f} 次换手）", figs))
-    end
-    if not churn then
+                      "{busy} 个繁忙 Python 线程：没有别的繁忙线程可交接 GIL（每秒 {n:%.0f} 次换手）",
+                      { busy = #busy, n = f.per_s }))
+    elseif f.why == "cpus" then
+      return clear(tr("{cpus:%g} CPU for the job: a released GIL is taken only when its holder blocks or is "
+                        .. "preempted, so its {n:%.0f} handoffs/s count blocking calls, not churn (cpu.oversubscribed "
+                        .. "judges the threads queued for that CPU)",
+                      "作业只有 {cpus:%g} 个 CPU：释放的 GIL 只在持有者阻塞或被抢占时才会被拿走，每秒 {n:%.0f} 次换手"
+                        .. "数的是阻塞调用，不是频繁交接（排队等这个 CPU 的线程由 cpu.oversubscribed 判断）",
+                      { cpus = f.cpus, n = f.per_s }))
+    elseif f.why == "want" then
+      return clear(tr("the GIL went to another thread {n:%.0f} times/s, but the {busy} busy threads wanted to run "
+                        .. "only {want:%.0f}% of their samples (< {mw:%g}%): they hand it over because they block "
+                        .. "(IO, sockets), which is what releasing the GIL is for",
+                      "GIL 每秒 {n:%.0f} 次换到另一个线程，但 {busy} 个繁忙线程只有 {want:%.0f}% 的采样想运行"
+                        .. "（< {mw:%g}%）：它们因阻塞（IO、socket）而交出 GIL，这正是释放 GIL 的用途",
+                      { n = f.per_s, busy = #busy, want = f.want_pct, mw = th.gil_churn_min_want_pct }))
+    elseif not churn then
       return clear(tr("the GIL went to another thread {n:%.0f} times/s, {x:%.1f} x what the {iv:%g} ms switch "
                         .. "interval forces ({forced:%.0f}/s), with {share:%.0f}% of the process's CPU in the kernel: "
                         .. "handoffs are not the cost (>= {mx:%g} x and >= {ms:%g}% needed)",

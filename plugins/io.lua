@@ -152,14 +152,16 @@ rule {
   id = "io.d_state", section = "7", severity = "warn",
   title = T("Threads or workers blocked in uninterruptible IO wait (D state)",
             "线程或 worker 阻塞在不可中断的 IO 等待（D 状态）"),
-  doc = [[Hit when at least d_state_min_threads threads/workers are in D state; warn with IO pressure (IO PSI some avg10
-    or host iowait at least io_pressure_pct, or a disk at least io_util_pct busy), else info. Unknown without
-    thread states.]],
+  doc = [[Hit when at least d_state_min_threads threads/workers are in D state: a sampled Python thread in at least
+    d_state_window_pct % of its samples (python.threads[].window.io_wait_frac), any other thread or worker at the
+    snapshot; warn with IO pressure (IO PSI some avg10 or host iowait at least io_pressure_pct, or a disk at least
+    io_util_pct busy), else info. Unknown without thread states.]],
   reads = { "threads[].state", "proc.state", "children[].state", "proc.io.read_bytes_per_s",
             "proc.io.write_bytes_per_s", "host.psi.io.some.avg10", "host.cpu.iowait_pct",
             "host.disks[].util_pct", "host.disks[].r_await_ms", "alive", "children[].pid",
-            "host.disks[].name", "pid", "proc.comm", "threads[].name", "threads[].tid" },
-  uses = { "d_state_min_threads", "io_pressure_pct", "io_util_pct" },
+            "host.disks[].name", "pid", "proc.comm", "threads[].name", "threads[].tid", "python.threads[].tid",
+            "python.threads[].window.io_wait_frac", "python.threads[].window.samples" },
+  uses = { "d_state_min_threads", "d_state_window_pct", "io_pressure_pct", "io_util_pct" },
   fix = T("See which call blocks: `cat /proc/PID/task/TID/stack` (root) or `sopctl dump "
           .. "--pid PID --native`. Measure what the storage delivers with fio (sequential "
           .. "1M reads vs random 4k, SOP §7.2) and compare with the job's read rate; then "
@@ -178,11 +180,23 @@ rule {
     local p = ev.proc
     if not p then return no_proc(ev) end
     local d, seen = {}, 0
+    -- the sampled window (a Python thread's share of samples in D) where there is one: one
+    -- snapshot of six threads each 80% in D can still find none there
+    local in_d = {}
+    for _, t in ipairs(ev.python and ev.python.threads or {}) do
+      local w = t.window
+      if w and w.io_wait_frac and (w.samples or 0) > 0 then in_d[t.tid] = w.io_wait_frac end
+    end
     if ev.threads and #ev.threads > 0 then
       for _, t in ipairs(ev.threads) do
         if t.state then
           seen = seen + 1
-          if t.state == "D" then d[#d + 1] = fmt("tid %d (%s)", t.tid, t.name or "?") end
+          local frac = in_d[t.tid]
+          if frac and frac * 100 >= th.d_state_window_pct then
+            d[#d + 1] = fmt("tid %d (%s) %.0f%% of samples", t.tid, t.name or "?", 100 * frac)
+          elseif t.state == "D" then
+            d[#d + 1] = fmt("tid %d (%s) at the snapshot", t.tid, t.name or "?")
+          end
         end
       end
     elseif p.state then
@@ -214,8 +228,8 @@ rule {
       symptom = tr("{n_blocked} threads blocked in uninterruptible IO wait (D state)",
                    "{n_blocked} 个线程阻塞在不可中断的 IO 等待（D 状态）",
                    { n_blocked = #d }),
-      evidence = tr("In D state at the sample: {list:%s} (of {seen} threads, {nkids} workers){ctx:%s}.",
-                    "采样时处于 D 状态：{list:%s}（共 {seen} 个线程，{nkids} 个 worker）{ctx:%s}。",
+      evidence = tr("In D state: {list:%s} (of {seen} threads, {nkids} workers){ctx:%s}.",
+                    "处于 D 状态：{list:%s}（共 {seen} 个线程，{nkids} 个 worker）{ctx:%s}。",
                     { list = list, seen = seen, nkids = nkids, ctx = ctx }),
       cause = T(over and "These threads wait inside the kernel for IO (disk reads, NFS, page faults "
                 .. "on mapped files) and the IO path is under pressure (figures above): the job "

@@ -304,18 +304,26 @@ def judge(rep, meta):
     any_sev = {f["id"]: f["severity"] for f in findings}
     problems = []
     wanted = set()
+    # what a rule that did not fire said instead (its cleared or unknown note): a miss on a
+    # machine nobody can log into is read from this line
+    notes = {f["id"]: f.get("note") or f.get("reason") or "" for f in
+             rep.get("cleared", []) + rep.get("unknown", [])}
+
+    def why(rid):
+        return ": %s" % notes[rid][:400] if notes.get(rid) else ""
     for e in meta["expect"]:
         rid, _, sev = e.partition(":")
         wanted.add(rid)
         if sev == "info":
             if rid not in any_sev:
-                problems.append("%s did not fire" % rid)
+                problems.append("%s did not fire%s" % (rid, why(rid)))
         elif rid not in loud:
             problems.append("%s did not fire at warn/high%s" % (
-                rid, " (%s)" % any_sev[rid] if rid in any_sev else ""))
-    for rid, sev in loud.items():
-        if rid not in wanted and rid not in meta["also"]:
-            problems.append("unrelated %s fired (%s)" % (rid, sev))
+                rid, " (%s)" % any_sev[rid] if rid in any_sev else why(rid)))
+    for f in findings:
+        rid, sev = f["id"], f["severity"]
+        if rid in loud and rid not in wanted and rid not in meta["also"]:
+            problems.append("unrelated %s fired (%s): %s" % (rid, sev, (f.get("evidence") or "")[:400]))
     if meta["verdict"]:
         v = [f.get("symptom", "") for f in findings if f["id"] == "summary.verdict"]
         if not v or meta["verdict"] not in v[0]:
@@ -362,6 +370,7 @@ def main():
     c.check(paths, "scenarios found in %s matching %r" % (SCEN_DIR, pattern))
     rows = []
     stats = {}
+    failed = []
     t_all = time.time()
     for cells_done, cell in enumerate(cells, 1):
         budget, _, rest = cell.partition("/")
@@ -398,6 +407,7 @@ def main():
                     if "SOP_SCENARIO_INTENSITY not read:" in text else "no reason given"
                 print("note %s [%s]: fixed size, the same program as at intensity 1 (%s)" % (name, cell, why))
             ok, fired, problems, rep = False, "-", [], None
+            tries = []
             for attempt in (1, 2):
                 t0 = time.time()
                 rep, err = run_once(path, meta, cell)
@@ -413,8 +423,11 @@ def main():
                 print("%s %s [%s] attempt %d (%.1f s): %s%s" % (
                     "ok  " if ok else "miss", name, cell, attempt, time.time() - t0, fired,
                     "" if ok else " -- " + "; ".join(problems)), flush=True)
+                tries.append("attempt %d: %s -- %s" % (attempt, fired, "; ".join(problems)))
                 if ok:
                     break
+            if not ok:
+                failed.append("%s [%s]: %s" % (name, cell, " || ".join(tries)))
             tally(stats, rep, meta)
             c.check(ok, "scenario %s [%s]" % (name, cell), "; ".join(problems))
             rows.append((cell, name, " ".join(meta["expect"]) or "none", fired,
@@ -434,6 +447,9 @@ def main():
     for rid in sorted(stats):
         exp, hits, fa = stats[rid]
         print("  %-34s %3d/%-3d  miss %-3d  false %d" % (rid, hits, exp, exp - hits, fa))
+    # last, where a log cut to its tail still shows them: each failed scenario, both attempts
+    for line in failed:
+        print("FAILED " + line)
     c.done()
 
 
