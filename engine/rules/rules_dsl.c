@@ -593,8 +593,8 @@ int sop__rules_is_binary_chunk(const char *s, size_t len)
     return len >= 4 && memcmp(s, LUA_SIGNATURE, 4) == 0;
 }
 
-/* require "plugins.x": the embedded modules first, then <search_dir>/plugins/x.lua (text only),
- * run once in the sandbox and cached. */
+/* require "plugins.x": <search_dir>/plugins/x.lua (text only) where it exists, else the
+ * embedded module; run once in the sandbox and cached. */
 static int sb_require(lua_State *L)
 {
     sop_rules *r = R(L);
@@ -623,45 +623,54 @@ static int sb_require(lua_State *L)
             *p = '/';
     snprintf(chunk, sizeof chunk, "@%s", rel);
 
+    /* A file next to the rules file (search_dir) wins: a site edits plugins/x.lua in place. */
+    char *buf = NULL;
+    size_t flen = 0;
+    if (r->search_dir) {
+        char path[4096];
+        snprintf(path, sizeof path, "%s/%s", r->search_dir, rel);
+        char why[200] = "";
+        buf = read_file(path, MAX_SOURCE_BYTES, &flen, why, sizeof why);
+        if (!buf && (why[0] || errno != ENOENT))
+            return luaL_error(L, "module '%s': %s %s", name, rel, why[0] ? why : strerror(errno));
+        if (buf && sop__rules_is_binary_chunk(buf, flen)) {
+            free(buf);
+            return luaL_error(L, "module '%s': %s is a binary chunk (only text is loaded)", name,
+                              rel);
+        }
+    }
+
     int status;
     lua_rawgetp(L, LUA_REGISTRYINDEX, &K_MODCODE);
     lua_pushvalue(L, 1);
     size_t clen = 0;
     const unsigned char *code = NULL;
-    if (lua_rawget(L, -2) == LUA_TLIGHTUSERDATA) /* the embedded text's address */
-        code = sop__embedded_code(lua_touserdata(L, -1), &clen);
+    const char *text = NULL;
+    if (lua_rawget(L, -2) == LUA_TLIGHTUSERDATA) { /* the embedded text's address */
+        text = lua_touserdata(L, -1);
+        code = sop__embedded_code(text, &clen);
+    }
     lua_rawgetp(L, LUA_REGISTRYINDEX, &K_MODULES);
     lua_pushvalue(L, 1);
-    if (code) {
-        /* an embedded module's bytecode, compiled from its text at build time: the same
-         * chunk, line numbers included, without parsing it again (never a file's bytes) */
+    if (code && (!buf || (flen == strlen(text) && memcmp(buf, text, flen) == 0))) {
+        /* the built-in module, or a file that is byte for byte its text: its bytecode,
+         * compiled from that text at build time (the same chunk, line numbers included),
+         * without parsing it again (never a file's bytes) */
         status = luaL_loadbufferx(L, (const char *)code, clen, chunk, "b");
+    } else if (buf) {
+        status = luaL_loadbufferx(L, buf, flen, chunk, "t");
     } else if (lua_rawget(L, -2) == LUA_TSTRING) {
         size_t slen;
         const char *src = lua_tolstring(L, -1, &slen);
         status = luaL_loadbufferx(L, src, slen, chunk, "t");
     } else if (r->search_dir) {
-        char path[4096];
-        snprintf(path, sizeof path, "%s/%s", r->search_dir, rel);
-        size_t flen = 0;
-        char why[200] = "";
-        char *buf = read_file(path, MAX_SOURCE_BYTES, &flen, why, sizeof why);
-        if (!buf && why[0])
-            return luaL_error(L, "module '%s': %s %s", name, rel, why);
-        if (!buf)
-            return luaL_error(L, "module '%s' not found: cannot read %s (%s)", name, rel,
-                              strerror(errno));
-        if (sop__rules_is_binary_chunk(buf, flen)) {
-            free(buf);
-            return luaL_error(L, "module '%s': %s is a binary chunk (only text is loaded)", name,
-                              rel);
-        }
-        status = luaL_loadbufferx(L, buf, flen, chunk, "t");
-        free(buf);
+        return luaL_error(L, "module '%s' not found: cannot read %s (%s)", name, rel,
+                          strerror(ENOENT));
     } else {
         return luaL_error(L, "module '%s' not found (no embedded module, no search directory)",
                           name);
     }
+    free(buf);
     if (status != LUA_OK)
         return lua_error(L);
     sop__rules_push_fresh_env(L);

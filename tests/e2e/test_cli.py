@@ -169,4 +169,50 @@ if os.geteuid() == 0 and not os.path.exists(SITE):
 else:
     print("skip: /etc/sop/site.lua exists or not root")
 
+# A site's copy of the pack: its plugins/ next to its rules.lua are the ones that run (the
+# built-in ones only fill in what is not there), so an edit to a plugin takes effect; a plugin
+# that cannot be trusted is refused, named, not silently replaced by the built-in one.
+SRC = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..")
+with tempfile.TemporaryDirectory() as d:
+    os.chmod(d, 0o755)
+    os.mkdir(os.path.join(d, "plugins"))
+    with open(os.path.join(SRC, "rules.lua")) as f:
+        rules = f.read()
+    with open(os.path.join(d, "rules.lua"), "w") as f:
+        f.write(rules)
+    for name in os.listdir(os.path.join(SRC, "plugins")):
+        if name.endswith(".lua"):
+            with open(os.path.join(SRC, "plugins", name)) as f:
+                text = f.read()
+            with open(os.path.join(d, "plugins", name), "w") as f:
+                f.write(text)
+    for root, dirs, files in os.walk(d):
+        for n in dirs + files:
+            os.chmod(os.path.join(root, n), 0o755 if n in dirs else 0o644)
+    code, same, err = sopctl("check", os.path.join(d, "rules.lua"), "--doc")
+    code2, builtin, _ = sopctl("check", "default", "--doc")
+    t.check(code == 0 and code2 == 0 and same == builtin,
+            "an unchanged copy of the pack documents the same rules as the built-in one", (code, err))
+    gil = os.path.join(d, "plugins", "gil.lua")
+    with open(gil) as f:
+        text = f.read()
+    edited = text.replace('id = "gil.handoff_churn", section = "4", severity = "warn"',
+                          'id = "gil.handoff_churn", section = "4", severity = "high"', 1)
+    t.check(edited != text, "the site edit applies to plugins/gil.lua")
+    with open(gil, "w") as f:
+        f.write(edited)
+    code, out, err = sopctl("check", os.path.join(d, "rules.lua"), "--json")
+    try:
+        sev = [r["severity"] for r in json.loads(out)["rules"] if r["id"] == "gil.handoff_churn"]
+    except (ValueError, KeyError, TypeError):
+        sev = []
+    t.check(code == 0 and sev == ["high"], "an edited plugin next to the rules file is the one loaded",
+            (code, sev, err[-300:]))
+    if os.geteuid() == 0:
+        os.chmod(gil, 0o664)
+        code, out, err = sopctl("check", os.path.join(d, "rules.lua"))
+        t.check(code == 2 and "plugins/gil.lua" in err, "a group-writable plugin (as root): exit 2, named",
+                (code, err))
+
+
 t.done()
