@@ -4,6 +4,7 @@
  * kernel log. The snapshots themselves are the collector's (engine/collect/collect.c): they decide
  * whether the target is there and how long the window was. Depends on the probes' headers,
  * bridge/bridge.h, rank.h, provider.h. */
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -262,7 +263,11 @@ static void *kmsg_start(sop_collect_ctx *cx)
 static void kmsg_finish(sop_collect_ctx *cx, void *p)
 {
     (void)p;
-    sop__kmsg_collect(&cx->c->ooms, cx->c->host.btime, KMSG_MAX_AGE_S, &cx->c->missing);
+    /* the boot time the process start times use (fractional, probes/proc_collect.c): /proc/stat's
+     * whole-second btime put a kill up to 1 s before a process that started before it */
+    double bt = sop__proc_btime_s();
+    sop__kmsg_collect(&cx->c->ooms, isnan(bt) ? cx->c->host.btime : bt, KMSG_MAX_AGE_S,
+                      &cx->c->missing);
 }
 
 const sop_provider sop__provider_kmsg = {
