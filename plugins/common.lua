@@ -375,8 +375,9 @@ end
 
 -- GIL handoff churn (gil.handoff_churn, §4). Hit (1st return) when all hold:
 --   * at least gil_min_threads Python threads each use gil_thread_busy_pct of a core ("busy");
---   * the job may use at least 2 CPUs: on one, a released GIL is taken only when its holder blocks
---     or is preempted, so the count says how often threads block, not that they churn;
+--   * the threads may run on at least 2 CPUs at once (effective CPUs: affinity and cpuset; a CFS
+--     quota limits time, not how many run at once): on one, a released GIL is taken only when its
+--     holder blocks or is preempted, so the count says how often threads block, not that they churn;
 --   * the busy threads want to run (state R, holding the GIL, or asleep on it) at least
 --     gil_churn_min_want_pct % of their samples on average: threads that hand the GIL over because
 --     they block (fsync, a socket recv: D or S state) take turns as IO concurrency means them to;
@@ -410,7 +411,7 @@ function common.gil_churn(ev, th)
   local eff = common.effective_cpus(ev)
   local f = { per_s = sw, x = sw / forced, forced = forced, interval_ms = iv / 1000, sys_pct = sys,
               sys_share = 100 * sys / p.cpu_pct, busy = busy, want_pct = #busy > 0 and 100 * want / #busy or 0,
-              cpus = eff and common.capacity_cpus(ev, eff) }
+              cpus = eff }
   if #busy < th.gil_min_threads then
     f.why = "busy"
   elseif f.cpus and f.cpus < 2 then

@@ -31,7 +31,7 @@ rule {
             "python.concurrency.gil_switches_per_s", "python.concurrency.gil_interval_us", "threads[].sys_pct",
             "python.concurrency.threads_wanting", "python.locks[].site", "python.locks[].threads",
             "python.locks[].wait_frac", "python.locks[].held_frac", "python.locks[].crowded_frac",
-            "python.locks[].holder", "python.locks[].one_word_frac", "cgroup.cpu.quota_cpus" },
+            "python.locks[].holder", "python.locks[].one_word_frac" },
   uses = { "gil_thread_busy_pct", "gil_min_threads", "gil_min_process_pct", "gil_one_core_max_pct",
             "gil_max_runqueue_wait_pct", "gil_tick_contended_pct", "sampled_min_samples", "lock_min_threads",
             "lock_wait_pct", "lock_held_pct", "lock_handoff_pct", "gil_churn_min_x", "gil_churn_min_sys_pct",
@@ -229,8 +229,8 @@ rule {
   reads = { "python.concurrency.gil_switches_per_s", "python.concurrency.gil_interval_us", "proc.cpu_pct",
             "threads[].sys_pct", "threads[].cpu_pct", "threads[].tid", "python.threads[].tid",
             "python.threads[].name", "python.threads[].frames", "python.threads[].window.gil_wait_frac",
-            "python.threads[].window.active_frac", "effective_cpus", "host.ncpu", "cgroup.cpu.quota_cpus",
-            "duration_s", "pid", "proc.cwd", "proc.cmdline" },
+            "python.threads[].window.active_frac", "effective_cpus", "host.ncpu", "duration_s", "pid", "proc.cwd",
+            "proc.cmdline" },
   uses = { "gil_churn_min_x", "gil_churn_min_sys_pct", "gil_churn_min_want_pct", "gil_thread_busy_pct",
            "gil_min_threads" },
   symptom = T("busy threads hand the GIL to each other around short calls: the handoffs are the cost",
@@ -265,10 +265,10 @@ rule {
                       "{busy} 个繁忙 Python 线程：没有别的繁忙线程可交接 GIL（每秒 {n:%.0f} 次换手）",
                       { busy = #busy, n = f.per_s }))
     elseif f.why == "cpus" then
-      return clear(tr("{cpus:%g} CPU for the job: a released GIL is taken only when its holder blocks or is "
+      return clear(tr("{cpus:%g} CPU for its threads: a released GIL is taken only when its holder blocks or is "
                         .. "preempted, so its {n:%.0f} handoffs/s count blocking calls, not churn (cpu.oversubscribed "
                         .. "judges the threads queued for that CPU)",
-                      "作业只有 {cpus:%g} 个 CPU：释放的 GIL 只在持有者阻塞或被抢占时才会被拿走，每秒 {n:%.0f} 次换手"
+                      "线程只能在 {cpus:%g} 个 CPU 上运行：释放的 GIL 只在持有者阻塞或被抢占时才会被拿走，每秒 {n:%.0f} 次换手"
                         .. "数的是阻塞调用，不是频繁交接（排队等这个 CPU 的线程由 cpu.oversubscribed 判断）",
                       { cpus = f.cpus, n = f.per_s }))
     elseif f.why == "want" then
