@@ -242,8 +242,7 @@ static int post_mortem(int pid, sop_collection *c, char *err, size_t errlen)
 {
     sop__host_collect(&c->host, &c->missing);
     /* the boot time the process start times use (see collect_target.c's kmsg_finish) */
-    double bt = sop__proc_btime_s();
-    sop__kmsg_collect(&c->ooms, isnan(bt) ? c->host.btime : bt, KMSG_MAX_AGE_S, &c->missing);
+    sop__kmsg_collect(&c->ooms, sop__proc_btime_s(), KMSG_MAX_AGE_S, &c->missing);
     for (size_t i = 0; i < c->ooms.n; i++)
         if (c->ooms.items[i].pid == pid)
             return 0;

@@ -4,7 +4,6 @@
  * kernel log. The snapshots themselves are the collector's (engine/collect/collect.c): they decide
  * whether the target is there and how long the window was. Depends on the probes' headers,
  * bridge/bridge.h, rank.h, provider.h. */
-#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -263,11 +262,10 @@ static void *kmsg_start(sop_collect_ctx *cx)
 static void kmsg_finish(sop_collect_ctx *cx, void *p)
 {
     (void)p;
-    /* the boot time the process start times use (fractional, probes/proc_collect.c): /proc/stat's
-     * whole-second btime put a kill up to 1 s before a process that started before it */
-    double bt = sop__proc_btime_s();
-    sop__kmsg_collect(&cx->c->ooms, isnan(bt) ? cx->c->host.btime : bt, KMSG_MAX_AGE_S,
-                      &cx->c->missing);
+    /* the boot time the process start times use (fractional, probes/proc_collect.c; /proc/stat's
+     * btime when the clocks disagree): the whole-second btime alone put a kill up to 1 s before a
+     * process that started before it */
+    sop__kmsg_collect(&cx->c->ooms, sop__proc_btime_s(), KMSG_MAX_AGE_S, &cx->c->missing);
 }
 
 const sop_provider sop__provider_kmsg = {
