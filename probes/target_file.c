@@ -12,6 +12,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/sysmacros.h>
 #include <unistd.h>
 
 #include "procfs.h"
@@ -301,4 +302,78 @@ int sop__target_open(const char *proc_root, int pid, const char *path, uint64_t 
     rc = open_in_root(rootfd, &cr, path, max_bytes, st);
     close(rootfd); /* dirs[0] */
     return rc;
+}
+
+/* The mapped file itself, through map_files: refused without CAP_SYS_ADMIN (or
+ * CAP_CHECKPOINT_RESTORE), then -EPERM. */
+static int open_map_file(const char *proc_root, int pid, const sop_mapping *m, uint64_t max_bytes,
+                         struct stat *st)
+{
+    char path[600];
+    snprintf(path, sizeof path, "%s/%d/map_files/%llx-%llx", proc_root, pid,
+             (unsigned long long)m->lo, (unsigned long long)m->hi);
+    int fd = open(path, O_RDONLY | O_NONBLOCK | O_NOCTTY | O_CLOEXEC);
+    if (fd < 0)
+        return errno == ENOENT ? -ENOENT : -errno;
+    if (fstat(fd, st) < 0 || !S_ISREG(st->st_mode) || (uint64_t)st->st_size > max_bytes) {
+        close(fd);
+        return -EINVAL;
+    }
+    return fd;
+}
+
+/* Is the file at st the one maps names (same inode on the same device)? A different device is
+ * not held against it: an overlay (a container's root) reports its own. */
+static bool same_file(const sop_mapping *m, const struct stat *st)
+{
+    if (!m->ino)
+        return true;
+    if (major(st->st_dev) != m->dev_major || minor(st->st_dev) != m->dev_minor)
+        return true;
+    return (uint64_t)st->st_ino == m->ino;
+}
+
+int sop__target_open_mapped(const char *proc_root, int pid, const sop_mapping *m,
+                            uint64_t max_bytes, struct stat *st)
+{
+    pid = sop__live_task(proc_root, pid);
+    int fd = open_map_file(proc_root, pid, m, max_bytes, st);
+    if (fd >= 0) {
+        if (same_file(m, st) || !m->ino)
+            return fd;
+        close(fd); /* the range was unmapped and reused since maps was read */
+    }
+    if (fd == -EINVAL)
+        return -EINVAL;
+    char path[sizeof m->path];
+    snprintf(path, sizeof path, "%s", m->path);
+    char *del = strstr(path, " (deleted)");
+    if (del && del[10] == '\0')
+        *del = '\0';
+    /* A chroot in our mount namespace: maps names its files with the chroot's path in front,
+     * its root link names that path. */
+    char link[300], root[512];
+    snprintf(link, sizeof link, "%s/%d/root", proc_root, pid);
+    ssize_t n = readlink(link, root, sizeof root - 1);
+    int rc = -ENOENT;
+    if (n > 1 && root[0] == '/') {
+        root[n] = '\0';
+        size_t rl = (size_t)n;
+        if (strncmp(path, root, rl) == 0 && path[rl] == '/') {
+            rc = sop__target_open(proc_root, pid, path + rl, max_bytes, st);
+            if (rc >= 0 && !same_file(m, st)) {
+                close(rc);
+                rc = -ESTALE;
+            }
+            if (rc >= 0)
+                return rc;
+        }
+    }
+    int rc2 = sop__target_open(proc_root, pid, path, max_bytes, st);
+    if (rc2 >= 0 && !same_file(m, st)) {
+        close(rc2);
+        rc2 = -ESTALE;
+    }
+    /* Say why the first way failed when the plain path does not exist there. */
+    return rc2 == -ENOENT && rc != -ENOENT ? rc : rc2;
 }

@@ -42,4 +42,24 @@ bool sop__creds_may(const sop_creds *c, const struct stat *st, int want);
 int sop__target_open(const char *proc_root, int pid, const char *path, uint64_t max_bytes,
                      struct stat *st);
 
+/* One file mapping of the target as /proc/PID/maps names it: the path (the reader's view of
+ * it: a chrooted target's files carry the chroot's prefix, a container's are in its own mount
+ * namespace; " (deleted)" when unlinked), the range, and the device and inode of the file. */
+typedef struct {
+    char path[512];
+    uint64_t lo, hi;
+    unsigned dev_major, dev_minor;
+    uint64_t ino;
+} sop_mapping;
+
+/* Open a file the target has mapped, whatever its root: first the mapping itself
+ * (proc_root/PID/map_files/LO-HI: the very file, also when deleted or in another mount
+ * namespace; needs CAP_SYS_ADMIN or CAP_CHECKPOINT_RESTORE), else by path inside the target's
+ * root (sop__target_open), the path first with the target's root prefix taken off (a chroot
+ * seen from outside it), then as maps gives it. What is opened must be the mapped file: the
+ * same inode when on the same device (an overlay reports another device). The target mapped
+ * it, so it could read it. Returns an fd with *st filled, or -errno as sop__target_open. */
+int sop__target_open_mapped(const char *proc_root, int pid, const sop_mapping *m,
+                            uint64_t max_bytes, struct stat *st);
+
 #endif

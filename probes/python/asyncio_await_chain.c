@@ -18,7 +18,6 @@
 #define OP_RESUME_QUICK_311 150
 #define FRAME_EXECUTING 0
 #define FRAME_SUSPENDED_311 (-1)
-#define FRAME_SUSPENDED_YIELD_FROM_312 (-1)
 
 static int push_level(tasks_reader *tr, sop_pytask *t, size_t *cap, uint64_t code,
                       int64_t addr_bytes, bool gen)
@@ -123,23 +122,36 @@ int sop__tasks_read_level(tasks_reader *tr, sop_pytask *t, size_t *cap, uint64_t
     int8_t state;
     if ((r = sop__rmem_read(m, obj + L->gen_state, &state, 1)) < 0)
         return r;
-    if (state > FRAME_EXECUTING)
+    if (state > L->gen_executing)
         return 1; /* completed or cleared */
     uint64_t iframe = obj + L->gen_iframe;
     uint8_t fb[SOP_PYLAYOUT_MAX_FRAME_READ];
-    if ((r = sop__rmem_read(m, iframe, fb, L->if_stacktop + 4)) < 0)
+    size_t flen = L->if_stackpointer ? L->if_stackpointer + 8 : L->if_stacktop + 4;
+    if (flen < L->if_instr + 8)
+        flen = L->if_instr + 8;
+    if ((r = sop__rmem_read(m, iframe, fb, flen)) < 0)
         return r;
-    uint64_t code = sop__pywalk_rd64(fb, L->if_code), instr = sop__pywalk_rd64(fb, L->if_instr);
-    *executing = state == FRAME_EXECUTING;
+    uint64_t code = sop__pywalk_ref(L, sop__pywalk_rd64(fb, L->if_code)),
+             instr = sop__pywalk_rd64(fb, L->if_instr);
+    *executing = state == L->gen_executing;
     if ((r = push_level(tr, t, cap, code, (int64_t)(instr - (code + L->co_code_adaptive)), gen)) <
         0)
         return r;
-    tr->last_locals = iframe + L->frame_localsplus;
+    uint64_t locals = iframe + L->frame_localsplus;
+    tr->last_locals = locals;
+    /* the value stack's depth in slots from localsplus: 3.11-3.13 an int, 3.14+ a pointer past
+     * the top */
+    int64_t top;
+    if (L->if_stackpointer) {
+        uint64_t sp = sop__pywalk_rd64(fb, L->if_stackpointer);
+        top = sp > locals && (sp - locals) % 8 == 0 ? (int64_t)((sp - locals) / 8) : -1;
+    } else {
+        top = rd32(fb, L->if_stacktop);
+    }
     if (!*executing) {
-        int32_t top = rd32(fb, L->if_stacktop);
         sop_await_frame *lv = &t->frames[t->nframes - 1];
         if (top > 0 && top <= MAX_STACK_SLOTS) {
-            lv->slots = iframe + L->frame_localsplus;
+            lv->slots = locals;
             lv->nslots = (uint32_t)top < MAX_FRAME_SLOTS ? (uint32_t)top : MAX_FRAME_SLOTS;
         }
     }
@@ -149,12 +161,12 @@ int sop__tasks_read_level(tasks_reader *tr, sop_pytask *t, size_t *cap, uint64_t
         yield_from = state == FRAME_SUSPENDED_311 && sop__rmem_read(m, instr + 2, next, 2) == 0 &&
                      (next[0] == OP_RESUME_311 || next[0] == OP_RESUME_QUICK_311) && next[1] >= 2;
     } else {
-        yield_from = state == FRAME_SUSPENDED_YIELD_FROM_312;
+        yield_from = state >= L->gen_yf_lo && state <= L->gen_yf_hi;
     }
-    if (!yield_from)
+    if (!yield_from || top <= 0 || top > MAX_STACK_SLOTS)
         return 0;
-    int32_t stacktop = rd32(fb, L->if_stacktop);
-    if (stacktop <= 0 || stacktop > MAX_STACK_SLOTS)
-        return 0;
-    return sop__rmem_u64(m, iframe + L->frame_localsplus + 8 * ((uint64_t)stacktop - 1), yf);
+    if ((r = sop__rmem_u64(m, locals + 8 * ((uint64_t)top - 1), yf)) < 0)
+        return r;
+    *yf = sop__pywalk_ref(L, *yf);
+    return 0;
 }

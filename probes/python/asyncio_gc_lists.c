@@ -105,6 +105,11 @@ int sop__tasks_walk_gc(tasks_reader *tr, sop_pytasks *out)
         out->complete = false;
         return 0;
     }
+    if (!L->gc_gen_size) { /* the runtime's check found no generation lists (py_runtime.c) */
+        snprintf(out->partial, sizeof out->partial, "GC generation lists not found");
+        out->complete = false;
+        return 0;
+    }
     uint64_t gc = L->rt_gc ? tr->w.runtime + L->rt_gc : last + L->is_gc;
     static const char *const lists[] = {"generation 0", "generation 1", "generation 2",
                                         "permanent generation"};

@@ -139,7 +139,7 @@ int sop__tasks_describe_prims(tasks_reader *tr, sop_pytasks *out)
             if (sop__rmem_read(&tr->w.mem, lv->slots, slotv, 8 * (size_t)lv->nslots) < 0)
                 continue;
             for (uint32_t j = 0; j < lv->nslots && held < 0; j++) {
-                long k = exit_of(tr, slotv[j], p, n);
+                long k = exit_of(tr, sop__pywalk_ref(&tr->w.L, slotv[j]), p, n);
                 if (k >= 0 && p[k].addr != t->prim) /* its waiters keep it too (3.11+) */
                     held = k;
             }

@@ -308,7 +308,8 @@ int sop__tasks_read_task(tasks_reader *tr, uint64_t addr, sop_pytask *t)
         char names[4][64];
         const char *self_type[5] = {NULL};
         uint64_t self = 0, type = 0;
-        if (sop__rmem_u64(m, tr->last_locals, &self) == 0 && self &&
+        if (sop__rmem_u64(m, tr->last_locals, &self) == 0 &&
+            (self = sop__pywalk_ref(L, self)) != 0 &&
             sop__rmem_u64(m, self + L->ob_type, &type) == 0 &&
             sop__tasks_is_type_object(m, L, type)) {
             for (int i = 0; type && i < 4; i++) {

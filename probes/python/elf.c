@@ -107,6 +107,18 @@ int sop__elf_open(const char *path, sop_elf *e)
     return elf_map_fd(fd, e);
 }
 
+int sop__elf_open_mapped(const char *proc_root, int pid, const sop_mapping *m, sop_elf *e)
+{
+    memset(e, 0, sizeof *e);
+    struct stat st;
+    int fd = sop__target_open_mapped(proc_root, pid, m, ELF_MAX_FILE, &st);
+    if (fd == -EINVAL || fd == -EFBIG)
+        return -ENOEXEC;
+    if (fd < 0)
+        return fd;
+    return elf_map_fd(fd, e);
+}
+
 int sop__elf_open_target(const char *proc_root, int pid, const char *path, sop_elf *e)
 {
     memset(e, 0, sizeof *e);
@@ -308,8 +320,9 @@ int sop__elf_find_version(const sop_elf *e, int minor, char *out, size_t cap)
     return -ENOENT;
 }
 
-int sop__maps_find(const char *maps, const char *suffix, char *path, size_t cap, uint64_t *start)
+int sop__maps_find(const char *maps, const char *suffix, sop_mapping *out)
 {
+    const size_t cap = sizeof out->path;
     const char *line = maps;
     size_t slen = suffix ? strlen(suffix) : 0;
     for (int guard = 0; line && *line && guard < 1000000; guard++) {
@@ -325,20 +338,29 @@ int sop__maps_find(const char *maps, const char *suffix, char *path, size_t cap,
                 if (p[i] == '/')
                     base = p + i + 1;
             bool match;
+            /* a deleted file's path ends in " (deleted)": the suffix is matched before it */
+            size_t mlen = plen;
+            if (mlen > 10 && memcmp(p + mlen - 10, " (deleted)", 10) == 0)
+                mlen -= 10;
             if (suffix)
-                match = plen >= slen && memcmp(p + plen - slen, suffix, slen) == 0;
+                match = mlen >= slen && memcmp(p + mlen - slen, suffix, slen) == 0;
             else
                 match = (size_t)(p + plen - base) > 9 && memcmp(base, "libpython", 9) == 0;
-            unsigned long long lo, hi, off;
+            unsigned long long lo, hi, off, ino;
+            unsigned dmaj, dmin;
             int pathpos = -1;
             char perms[8];
             if (match && plen < cap &&
-                sscanf(line, "%llx-%llx %7s %llx %*s %*s %n", &lo, &hi, perms, &off, &pathpos) >=
-                    4 &&
-                line + pathpos == p && off == 0) {
-                memcpy(path, p, plen);
-                path[plen] = '\0';
-                *start = lo;
+                sscanf(line, "%llx-%llx %7s %llx %x:%x %llu %n", &lo, &hi, perms, &off, &dmaj,
+                       &dmin, &ino, &pathpos) >= 7 &&
+                line + pathpos == p && off == 0 && lo < hi) {
+                memcpy(out->path, p, plen);
+                out->path[plen] = '\0';
+                out->lo = lo;
+                out->hi = hi;
+                out->dev_major = dmaj;
+                out->dev_minor = dmin;
+                out->ino = ino;
                 return 0;
             }
         }

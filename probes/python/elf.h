@@ -9,6 +9,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "../target_file.h"
+
 typedef struct {
     const uint8_t *base; /* read-only mapping of the whole file */
     size_t size;
@@ -23,6 +25,9 @@ int sop__elf_open(const char *path, sop_elf *e);
  * (target_file.h: inside proc_root/PID/root, no symlink out of it, the target's uid allowed,
  * a regular file, non-blocking). -ENOEXEC also for a FIFO, device or oversized file. */
 int sop__elf_open_target(const char *proc_root, int pid, const char *path, sop_elf *e);
+/* Same for a file the target has mapped (sop__target_open_mapped: the mapping itself, else
+ * its path inside the target's root), so a chrooted, containerized or deleted file is read. */
+int sop__elf_open_mapped(const char *proc_root, int pid, const sop_mapping *m, sop_elf *e);
 /* Same over a caller buffer (tests); the buffer must outlive e. */
 int sop__elf_from_buffer(const uint8_t *buf, size_t size, sop_elf *e);
 void sop__elf_close(sop_elf *e);
@@ -48,11 +53,11 @@ int sop__elf_section(const sop_elf *e, const char *name, uint64_t *addr, uint64_
  * minor (-1: any 6..19); writes it into out. Returns 0 or -ENOENT. */
 int sop__elf_find_version(const sop_elf *e, int minor, char *out, size_t cap);
 
-/* From /proc/PID/maps text: the first mapping whose path ends with `suffix` (e.g.
- * "/libpython3.11.so.1.0" or a full path) — or, when suffix is NULL, whose basename starts
- * with "libpython". Writes its path and the start of its file-offset-0 mapping. Pure.
- * Returns 0 or -ENOENT. */
-int sop__maps_find(const char *maps, const char *suffix, char *path, size_t cap, uint64_t *start);
+/* From /proc/PID/maps text: the first file-offset-0 mapping whose path ends with `suffix`
+ * (e.g. "/libpython3.11.so.1.0" or a full path) — or, when suffix is NULL, whose basename
+ * starts with "libpython" — into *out (path, range, device, inode). Pure. Returns 0 or
+ * -ENOENT. */
+int sop__maps_find(const char *maps, const char *suffix, sop_mapping *out);
 /* Load bias = start of the offset-0 mapping minus the lowest PT_LOAD vaddr. */
 uint64_t sop__elf_bias(const sop_elf *e, uint64_t map_start);
 

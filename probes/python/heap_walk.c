@@ -125,6 +125,11 @@ static int census(heap_walker *w, unsigned flags, int pid, const char *proc_root
         sop__missing_add(w->missing, "heap", "%s", h->partial);
         return 0;
     }
+    if (!L->gc_gen_size) { /* the runtime's check found no generation lists (py_runtime.c) */
+        snprintf(h->partial, sizeof h->partial, "GC generation lists not found: no census");
+        sop__missing_add(w->missing, "heap", "%s", h->partial);
+        return 0;
+    }
     uint64_t gc = L->rt_gc ? w->runtime + L->rt_gc : last + L->is_gc;
     sop_stopped st;
     memset(&st, 0, sizeof st);

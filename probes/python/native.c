@@ -97,6 +97,7 @@ typedef struct {
 
 typedef struct {
     char path[512];
+    sop_mapping file; /* its offset-0 mapping, by which the file is opened */
     bool tried;
     sop_elf elf;
     bool ok;
@@ -190,10 +191,12 @@ static int parse_maps(sop_native *nv, const char *text)
     const char *line = text;
     for (size_t guard = 0; line && *line && guard < MAX_MAPPINGS; guard++) {
         const char *eol = strchr(line, '\n');
-        unsigned long long lo, hi, off;
+        unsigned long long lo, hi, off, ino = 0;
+        unsigned dmaj = 0, dmin = 0;
         int pos = -1;
         char perms[8] = "";
-        if (sscanf(line, "%llx-%llx %7s %llx %*s %*s %n", &lo, &hi, perms, &off, &pos) >= 4) {
+        if (sscanf(line, "%llx-%llx %7s %llx %x:%x %llu %n", &lo, &hi, perms, &off, &dmaj, &dmin,
+                   &ino, &pos) >= 7) {
             if (nv->nmaps == cap) {
                 size_t ncap = cap ? cap * 2 : 256;
                 mapping *m = realloc(nv->maps, ncap * sizeof *m);
@@ -224,8 +227,16 @@ static int parse_maps(sop_native *nv, const char *text)
                     found = (int)nv->nobjs++;
                 }
                 m->obj = found;
-                if (found >= 0 && off == 0 && nv->objs[found].bias == 0)
-                    nv->objs[found].bias = lo; /* fixed up by the ELF's first PT_LOAD */
+                if (found >= 0 && off == 0 && nv->objs[found].bias == 0) {
+                    object *o = &nv->objs[found];
+                    o->bias = lo; /* fixed up by the ELF's first PT_LOAD */
+                    snprintf(o->file.path, sizeof o->file.path, "%s", o->path);
+                    o->file.lo = lo;
+                    o->file.hi = hi;
+                    o->file.dev_major = dmaj;
+                    o->file.dev_minor = dmin;
+                    o->file.ino = ino;
+                }
             }
         }
         line = eol ? eol + 1 : NULL;
@@ -302,7 +313,7 @@ static void symbolize(sop_native *nv, sop_nframe *f)
     f->lib[bl] = '\0';
     if (!o->tried) {
         o->tried = true;
-        if (sop__elf_open_target(nv->proc_root, nv->pid, o->path, &o->elf) == 0) {
+        if (o->file.hi && sop__elf_open_mapped(nv->proc_root, nv->pid, &o->file, &o->elf) == 0) {
             o->ok = true;
             o->bias = sop__elf_bias(&o->elf, o->bias);
             if (sop__elf_func_symbols(&o->elf, &o->syms, &o->nsyms) < 0)

@@ -67,12 +67,45 @@ uint64_t sop__pywalk_gil_holder(walker *w, uint64_t interp)
     return holder;
 }
 
-/* generation_stats[g].collections from a read _gc_runtime_state, when the layout places the
- * array right before `collecting` (every known version) and the counts are plausible. */
-void sop__pywalk_gc_collections(const sop_pylayout *L, const uint8_t *b, int64_t out[3])
+/* 3.15+: generation_stats points to ring buffers of per-collection records; each buffer's
+ * index names its newest record, which carries the running count of collections. */
+static void gc_collections_ring(walker *w, const uint8_t *b, int64_t out[3])
 {
+    const sop_pylayout *L = &w->L;
+    const sop_pygcstats *S = &L->gc_stats;
+    uint8_t buf[2048];
+    uint64_t at = sop__pywalk_rd64(b, L->gc_gen_stats);
+    if (!at || S->size > sizeof buf || S->young_index >= S->size ||
+        S->old_at + 2 * S->old_size > S->size ||
+        sop__rmem_read_direct(&w->mem, at, buf, S->size) < 0)
+        return;
+    int64_t v[3];
+    for (int g = 0; g < 3; g++) {
+        uint32_t base = g == 0 ? 0 : S->old_at + (uint32_t)(g - 1) * S->old_size;
+        uint32_t n = g == 0 ? S->young_n : S->old_n;
+        int8_t idx = (int8_t)buf[base + (g == 0 ? S->young_index : S->old_index)];
+        if (idx < 0 || (uint32_t)idx >= n)
+            return;
+        v[g] = (int64_t)sop__pywalk_rd64(buf, base + (uint32_t)idx * S->item + S->collections);
+        if (v[g] < 0 || v[g] > ((int64_t)1 << 48))
+            return;
+    }
+    for (int g = 0; g < 3; g++)
+        out[g] = v[g];
+}
+
+/* The collections of each generation from a read _gc_runtime_state: generation_stats[g] when
+ * the layout places the array right before `collecting` (3.8-3.14), the ring buffers it
+ * points to on 3.15+; SOP_NA where not placed or implausible. */
+void sop__pywalk_gc_collections(walker *w, const uint8_t *b, int64_t out[3])
+{
+    const sop_pylayout *L = &w->L;
     for (int g = 0; g < 3; g++)
         out[g] = SOP_NA;
+    if (L->gc_stats_ptr) {
+        gc_collections_ring(w, b, out);
+        return;
+    }
     if (!L->gc_gen_stats || L->gc_gen_stats + 3 * L->gc_gen_stats_size != L->gc_collecting ||
         L->gc_collecting + 4 > SOP_PYLAYOUT_GC_READ)
         return;
@@ -108,12 +141,12 @@ void sop__pywalk_read_gc(walker *w, uint64_t interp, sop_python *py, bool frozen
     }
     py->gc_enabled = en;
     py->gc_collecting = co;
-    for (int g = 0; g < 3; g++) {
+    for (int g = 0; g < 3 && L->gc_gen_size; g++) { /* 0: not found (py_runtime.c) */
         uint32_t go = L->gc_generations + (uint32_t)g * L->gc_gen_size;
         py->gc_threshold[g] = rd32(b, go + L->gc_gen_threshold);
         py->gc_count[g] = rd32(b, go + L->gc_gen_count);
     }
-    sop__pywalk_gc_collections(L, b, py->gc_collections);
+    sop__pywalk_gc_collections(w, b, py->gc_collections);
     if (!frozen)
         return;
     /* Frozen objects: the permanent generation's list (gc.freeze() does not keep a count);

@@ -1,8 +1,11 @@
 /* py_layouts.c — per-version CPython layouts, in one table. Every number below was printed
  * by offsetof()/sizeof() from a program compiled against that version's headers
- * (/root/.pyenv/versions/3.X.Y/include, Py_BUILD_CORE, internal/ headers; x86-64), and the
- * Debian 3.11.2 build gives the same numbers as pyenv 3.11.7. 3.13+ prefers the target's
- * _Py_DebugOffsets (read by sop__pylayout_from_debug_offsets). Depends on libc only. */
+ * (/root/.pyenv/versions/3.X.Y/include and Debian sid's libpython3.1X-dev, Py_BUILD_CORE,
+ * internal/ headers; x86-64; tests/unit/layout_headers_probe.c is that program, and
+ * test_layout_headers checks 3.11+ against it), and the Debian 3.11.2 build gives the same
+ * numbers as pyenv 3.11.7. 3.13+ takes what the target's _Py_DebugOffsets carries from it
+ * (sop__pylayout_from_debug_offsets, one word map per version of that struct); only the rest
+ * comes from the table. Depends on libc only. */
 #include "py_layouts.h"
 
 #include <errno.h>
@@ -67,7 +70,7 @@ static const sop_pylayout layouts[] = {
         .rt_gil_last_holder = 1160, .rt_gc = 344,
         .is_next = 0, .is_tstate_head = 8, .is_id = 16, .is_gc = 0, GC_FIELDS,
         .ts_size = 264, .ts_next = 8, .ts_interp = 16, .ts_frame = 24, .ts_thread_id = 176,
-        .fo_back = 24, .fo_code = 32, .fo_lasti = 104, .if_is_entry = -1, .owner_cstack = -1,
+        .fo_back = 24, .fo_code = 32, .fo_lasti = 104, .if_is_entry = -1, .owner_shim_min = -1,
         .fo_state = 116,
         .co_filename = 104, .co_localsnames = 72, .co_name = 112, .co_firstlineno = 40, .co_lines = 120,
         .co_read_size = 128, .ob_type = 8, .float_value = 16, .str = STR_311,
@@ -84,7 +87,7 @@ static const sop_pylayout layouts[] = {
         .rt_interp_head = 32, .rt_finalizing = 16, .rt_gil_locked = 368, .rt_gil_last_holder = 360,
         .is_next = 0, .is_tstate_head = 8, .is_id = 24, .is_gc = 616, GC_FIELDS,
         .ts_size = 264, .ts_next = 8, .ts_interp = 16, .ts_frame = 24, .ts_thread_id = 176,
-        .fo_back = 24, .fo_code = 32, .fo_lasti = 104, .if_is_entry = -1, .owner_cstack = -1,
+        .fo_back = 24, .fo_code = 32, .fo_lasti = 104, .if_is_entry = -1, .owner_shim_min = -1,
         .fo_state = 116,
         .co_filename = 104, .co_localsnames = 72, .co_name = 112, .co_firstlineno = 40, .co_lines = 120,
         .co_read_size = 128, .ob_type = 8, .float_value = 16, .str = STR_311,
@@ -101,7 +104,7 @@ static const sop_pylayout layouts[] = {
         .rt_interp_head = 32, .rt_finalizing = 16, .rt_gil_locked = 368, .rt_gil_last_holder = 360,
         .is_next = 0, .is_tstate_head = 8, .is_id = 24, .is_gc = 616, GC_FIELDS,
         .ts_size = 280, .ts_next = 8, .ts_interp = 16, .ts_frame = 24, .ts_thread_id = 176,
-        .fo_back = 24, .fo_code = 32, .fo_lasti = 96, .if_is_entry = -1, .owner_cstack = -1,
+        .fo_back = 24, .fo_code = 32, .fo_lasti = 96, .if_is_entry = -1, .owner_shim_min = -1,
         .fo_state = 108, .fo_state_enum = true,
         .co_filename = 104, .co_localsnames = 72, .co_name = 112, .co_firstlineno = 40, .co_lines = 120,
         .co_read_size = 128, .ob_type = 8, .float_value = 16, .str = STR_311,
@@ -120,7 +123,7 @@ static const sop_pylayout layouts[] = {
         .ts_size = 360, .ts_next = 8, .ts_interp = 16, .ts_frame = 56, .ts_thread_id = 152,
         .ts_native_thread_id = 160, .cf_current_frame = 8,
         .if_code = 32, .if_previous = 48, .if_instr = 56, .if_owner = 69, .if_is_entry = 68,
-        .owner_cstack = -1, .instr_is_prev = true,
+        .owner_shim_min = -1, .instr_is_prev = true,
         .co_filename = 112, .co_localsnames = 96, .co_name = 120, .co_qualname = 128, .co_firstlineno = 72,
         .co_lines = 136, .co_code_adaptive = 184, .co_read_size = 184, .ob_type = 8, .float_value = 16,
         .str = STR_311,
@@ -142,7 +145,7 @@ static const sop_pylayout layouts[] = {
         .ts_size = 288, .ts_next = 8, .ts_interp = 16, .ts_frame = 56, .ts_thread_id = 136,
         .ts_native_thread_id = 144, .cf_current_frame = 0,
         .if_code = 0, .if_previous = 8, .if_instr = 56, .if_owner = 70, .if_is_entry = -1,
-        .owner_cstack = 3, .instr_is_prev = true,
+        .owner_shim_min = 3, .instr_is_prev = true,
         .co_filename = 112, .co_localsnames = 96, .co_name = 120, .co_qualname = 128, .co_firstlineno = 68,
         .co_lines = 136, .co_code_adaptive = 192, .co_read_size = 192, .ob_type = 8, .float_value = 16,
         .str = STR_312,
@@ -153,7 +156,8 @@ static const sop_pylayout layouts[] = {
         .fut_loop = 16, .fut_callback0 = 24, .fut_callbacks = 40, .fut_result = 64, .fut_state = 88,
         .task_fut_waiter = 128, .task_coro = 136, .task_name = 144, .task_must_cancel = 160,
         .task_must_cancel_bit = -1, .task_num_cancels = 168, .futiter_future = 16,
-        .gen_iframe = 72, .gen_state = 67, .if_stacktop = 64, .func_code = 48,
+        .gen_iframe = 72, .gen_state = 67, .if_stacktop = 64, .gen_yf_lo = -1, .gen_yf_hi = -1,
+        .func_code = 48,
     },
     {   /* 3.13.0: fallback when _Py_DebugOffsets is unreadable; tstate->current_frame */
         .minor = 13, .source = "table 3.13", .frames = SOP_PYFRAME_DIRECT,
@@ -165,7 +169,7 @@ static const sop_pylayout layouts[] = {
         .ts_size = 304, .ts_next = 8, .ts_interp = 16, .ts_frame = 72, .ts_thread_id = 152,
         .ts_native_thread_id = 160,
         .if_code = 0, .if_previous = 8, .if_instr = 56, .if_owner = 70, .if_is_entry = -1,
-        .owner_cstack = 3, .instr_is_prev = false,
+        .owner_shim_min = 3, .instr_is_prev = false,
         .co_filename = 112, .co_localsnames = 96, .co_name = 120, .co_qualname = 128, .co_firstlineno = 68,
         .co_lines = 136, .co_code_adaptive = 200, .co_read_size = 200, .ob_type = 8, .float_value = 16,
         .str = STR_312,
@@ -179,7 +183,71 @@ static const sop_pylayout layouts[] = {
         .fut_loop = 16, .fut_callback0 = 24, .fut_callbacks = 40, .fut_result = 64, .fut_state = 96,
         .task_fut_waiter = 112, .task_coro = 120, .task_name = 128, .task_must_cancel = 100,
         .task_must_cancel_bit = 2, .task_num_cancels = 104, .futiter_future = 16,
-        .gen_iframe = 72, .gen_state = 67, .if_stacktop = 64, .func_code = 48,
+        .gen_iframe = 72, .gen_state = 67, .if_stacktop = 64, .gen_yf_lo = -1, .gen_yf_hi = -1,
+        .func_code = 48,
+    },
+    {   /* 3.14.10 (Debian sid): the table holds what _Py_DebugOffsets does not (GC internals,
+         * dicts, heap census, the C Future / Task); the rest is a fallback only. Frames and
+         * locals hold _PyStackRef; the evaluator's entry frame is FRAME_OWNED_BY_INTERPRETER
+         * (3), FRAME_OWNED_BY_CSTACK is 4. */
+        .minor = 14, .source = "table 3.14", .frames = SOP_PYFRAME_DIRECT,
+        .lines = SOP_PYLINES_LOCATIONS,
+        .rt_interp_head = 808, .rt_finalizing = 784, .is_next = 7272, .is_tstate_head = 7344,
+        .is_id = 7280, .is_gc = 7408,
+        .is_ceval_gil_ptr = 16, .gil_locked = 16, .gil_last_holder = 8,
+        .gc_enabled = 12, .gc_collecting = 192, .gc_generations = 24, .gc_gen_size = 24,
+        .gc_gen_threshold = 16, .gc_gen_count = 20, .gc_permanent = 96, .gc_gen_stats = 120,
+        .gc_gen_stats_size = 24,
+        .ts_size = 832, .ts_next = 8, .ts_interp = 16, .ts_frame = 72, .ts_thread_id = 152,
+        .ts_native_thread_id = 160,
+        .if_code = 0, .if_previous = 8, .if_instr = 56, .if_owner = 74, .if_is_entry = -1,
+        .owner_shim_min = 3, .instr_is_prev = false, .stackrefs = true,
+        .co_filename = 112, .co_localsnames = 96, .co_name = 120, .co_qualname = 128, .co_firstlineno = 68,
+        .co_lines = 136, .co_code_adaptive = 208, .co_read_size = 208, .ob_type = 8, .float_value = 16,
+        .str = STR_312,
+        .frame_localsplus = 80, DICT_NEW, .ht_cached_keys = 880, .values_values = 8,
+        .managed_values_word = 0, .inline_values = true,
+        HEAP_FIELDS, .managed_preheader = 16,
+        /* FutureObj_HEAD gained _awaited_by (96) and the is_task / awaited_by_is_set chars
+         * (108, 109, as _asyncio's own debug offsets say); the bit-field word after them holds
+         * log_tb, blocking, then must_cancel (bit 18 of the word at 108). */
+        .fut_loop = 16, .fut_callback0 = 24, .fut_callbacks = 40, .fut_result = 64, .fut_state = 104,
+        .task_fut_waiter = 120, .task_coro = 128, .task_name = 136, .task_must_cancel = 108,
+        .task_must_cancel_bit = 18, .task_num_cancels = 112, .futiter_future = 16,
+        .gen_iframe = 72, .gen_state = 67, .if_stackpointer = 64, .gen_yf_lo = -1, .gen_yf_hi = -1,
+        .func_code = 48,
+    },
+    {   /* 3.15.2 (Debian sid): as 3.14, with a new GC state (no trash list; generation_stats
+         * a pointer to ring buffers of records), a base frame in each thread state that ends
+         * every chain, and new generator frame states (suspended in yield from: 2, or 3 while
+         * locked). */
+        .minor = 15, .source = "table 3.15", .frames = SOP_PYFRAME_DIRECT,
+        .lines = SOP_PYLINES_LOCATIONS,
+        .rt_interp_head = 936, .rt_finalizing = 912, .is_next = 7264, .is_tstate_head = 7336,
+        .is_id = 7272, .is_gc = 7400,
+        .is_ceval_gil_ptr = 16, .gil_locked = 16, .gil_last_holder = 8,
+        .gc_enabled = 0, .gc_collecting = 112, .gc_generations = 8, .gc_gen_size = 24,
+        .gc_gen_threshold = 16, .gc_gen_count = 20, .gc_permanent = 80, .gc_gen_stats = 104,
+        .gc_gen_stats_size = 64, .gc_stats_ptr = true,
+        .gc_stats = {.size = 1120, .item = 64, .collections = 16, .young_n = 11,
+                     .young_index = 704, .old_at = 712, .old_size = 200, .old_n = 3,
+                     .old_index = 192},
+        .ts_size = 888, .ts_next = 8, .ts_interp = 16, .ts_frame = 72, .ts_thread_id = 176,
+        .ts_native_thread_id = 184, .ts_base_frame = 80,
+        .if_code = 0, .if_previous = 8, .if_instr = 56, .if_owner = 74, .if_is_entry = -1,
+        .owner_shim_min = 3, .instr_is_prev = false, .stackrefs = true,
+        .co_filename = 112, .co_localsnames = 96, .co_name = 120, .co_qualname = 128, .co_firstlineno = 68,
+        .co_lines = 136, .co_code_adaptive = 208, .co_read_size = 208, .ob_type = 8, .float_value = 16,
+        .str = STR_312,
+        .frame_localsplus = 80, DICT_NEW, .ht_cached_keys = 888, .values_values = 8,
+        .managed_values_word = 0, .inline_values = true,
+        HEAP_FIELDS, .managed_preheader = 16,
+        .fut_loop = 16, .fut_callback0 = 24, .fut_callbacks = 40, .fut_result = 64, .fut_state = 104,
+        .task_fut_waiter = 120, .task_coro = 128, .task_name = 136, .task_must_cancel = 108,
+        .task_must_cancel_bit = 18, .task_num_cancels = 112, .futiter_future = 16,
+        .gen_iframe = 72, .gen_state = 67, .if_stackpointer = 64, .gen_executing = 4, .gen_yf_lo = 2,
+        .gen_yf_hi = 3,
+        .func_code = 48,
     },
 };
 
@@ -193,31 +261,91 @@ const sop_pylayout *sop__pylayout_table(int minor)
     return NULL;
 }
 
-/* Field positions (in uint64 words) inside the 3.13 _Py_DebugOffsets blob: cookie (1 word),
- * version, free_threaded, then the sub-structs in declaration order. */
-enum {
-    W_VERSION = 1,
-    W_FREE_THREADED = 2,
-    W_RT = 3,     /* size, finalizing, interpreters_head */
-    W_IS = 6,     /* size, id, next, threads_head, gc, imports_modules, sysdict, builtins,
-                     ceval_gil, gil_runtime_state, gil_enabled, gil_locked, gil_holder */
-    W_TS = 19,    /* size, prev, next, interp, current_frame, thread_id, native_thread_id,
-                     datastack_chunk, status */
-    W_IF = 28,    /* size, previous, executable, instr_ptr, localsplus, owner */
-    W_CO = 34,    /* size, filename, name, qualname, linetable, firstlineno, argcount,
-                     localsplusnames, localspluskinds, co_code_adaptive */
-    W_OBJ = 44,   /* size, ob_type */
-    W_TYPE = 46,  /* size, tp_name, tp_repr, tp_flags */
-    W_TUPLE = 50, /* size, ob_item, ob_size */
-    W_LIST = 53,
-    W_DICT = 56,
-    W_FLOAT = 59, /* size, ob_fval */
-    W_LONG = 61,  /* size, lv_tag, ob_digit */
-    W_BYTES = 64, /* size, ob_size, ob_sval */
-    W_UNI = 67,   /* size, state, length, asciiobject_size */
-    W_GC = 71,    /* size, collecting */
-    W_END = 73,
+/* Where the fields sop reads sit in each version's _Py_DebugOffsets, in uint64 words from its
+ * start (the cookie is word 0, the version 1, free_threaded 2); -1 where a version has none.
+ * Printed by offsetof() against each version's own pycore_debug_offsets.h / pycore_runtime.h
+ * and checked by test_layout_headers against those headers. */
+typedef struct {
+    int minor;
+    unsigned size; /* sizeof(_Py_DebugOffsets) */
+    int rt_size, rt_finalizing, rt_interp_head;
+    int is_size, is_id, is_next, is_threads_head, is_gc, is_ceval_gil, is_gil, is_gil_locked,
+        is_gil_holder;
+    int ts_size, ts_next, ts_interp, ts_frame, ts_thread_id, ts_native_thread_id, ts_base_frame;
+    int if_size, if_previous, if_executable, if_instr, if_localsplus, if_owner, if_stackpointer;
+    int co_size, co_filename, co_name, co_qualname, co_linetable, co_firstlineno,
+        co_localsplusnames, co_code_adaptive;
+    int ob_size, ob_type, tp_size, tp_name, tp_flags, tp_basicsize, tp_dictoffset;
+    int ht_size, ht_cached_keys;
+    int fl_size, fl_fval, by_size, by_ob_size, by_sval;
+    int un_size, un_state, un_length, un_ascii_size, un_compact_size;
+    int gc_size, gc_collecting, gc_stats_size, gc_stats;
+    int gen_size, gen_iframe, gen_state;
+} dbg_map;
+
+// clang-format off
+static const dbg_map dbg_maps[] = {
+    {.minor = 13, .size = 584, .rt_size = 3, .rt_finalizing = 4, .rt_interp_head = 5,
+     .is_size = 6, .is_id = 7, .is_next = 8, .is_threads_head = 9, .is_gc = 10,
+     .is_ceval_gil = 14, .is_gil = 15, .is_gil_locked = 17, .is_gil_holder = 18,
+     .ts_size = 19, .ts_next = 21, .ts_interp = 22, .ts_frame = 23, .ts_thread_id = 24,
+     .ts_native_thread_id = 25, .ts_base_frame = -1,
+     .if_size = 28, .if_previous = 29, .if_executable = 30, .if_instr = 31, .if_localsplus = 32,
+     .if_owner = 33, .if_stackpointer = -1,
+     .co_size = 34, .co_filename = 35, .co_name = 36, .co_qualname = 37, .co_linetable = 38,
+     .co_firstlineno = 39, .co_localsplusnames = 41, .co_code_adaptive = 43,
+     .ob_size = 44, .ob_type = 45, .tp_size = 46, .tp_name = 47, .tp_flags = 49,
+     .tp_basicsize = -1, .tp_dictoffset = -1, .ht_size = -1, .ht_cached_keys = -1,
+     .fl_size = 59, .fl_fval = 60, .by_size = 64, .by_ob_size = 65, .by_sval = 66,
+     .un_size = 67, .un_state = 68, .un_length = 69, .un_ascii_size = 70, .un_compact_size = -1,
+     .gc_size = 71, .gc_collecting = 72, .gc_stats_size = -1, .gc_stats = -1,
+     .gen_size = -1, .gen_iframe = -1, .gen_state = -1},
+    {.minor = 14, .size = 760, .rt_size = 3, .rt_finalizing = 4, .rt_interp_head = 5,
+     .is_size = 6, .is_id = 7, .is_next = 8, .is_threads_head = 9, .is_gc = 11,
+     .is_ceval_gil = 15, .is_gil = 16, .is_gil_locked = 18, .is_gil_holder = 19,
+     .ts_size = 22, .ts_next = 24, .ts_interp = 25, .ts_frame = 26, .ts_thread_id = 27,
+     .ts_native_thread_id = 28, .ts_base_frame = -1,
+     .if_size = 31, .if_previous = 32, .if_executable = 33, .if_instr = 34, .if_localsplus = 35,
+     .if_owner = 36, .if_stackpointer = 37,
+     .co_size = 39, .co_filename = 40, .co_name = 41, .co_qualname = 42, .co_linetable = 43,
+     .co_firstlineno = 44, .co_localsplusnames = 46, .co_code_adaptive = 48,
+     .ob_size = 50, .ob_type = 51, .tp_size = 52, .tp_name = 53, .tp_flags = 55,
+     .tp_basicsize = -1, .tp_dictoffset = -1, .ht_size = -1, .ht_cached_keys = -1,
+     .fl_size = 69, .fl_fval = 70, .by_size = 74, .by_ob_size = 75, .by_sval = 76,
+     .un_size = 77, .un_state = 78, .un_length = 79, .un_ascii_size = 80, .un_compact_size = -1,
+     .gc_size = 81, .gc_collecting = 82, .gc_stats_size = -1, .gc_stats = -1,
+     .gen_size = 83, .gen_iframe = 85, .gen_state = 86},
+    {.minor = 15, .size = 888, .rt_size = 3, .rt_finalizing = 4, .rt_interp_head = 5,
+     .is_size = 6, .is_id = 7, .is_next = 8, .is_threads_head = 9, .is_gc = 11,
+     .is_ceval_gil = 15, .is_gil = 16, .is_gil_locked = 18, .is_gil_holder = 19,
+     .ts_size = 22, .ts_next = 24, .ts_interp = 25, .ts_frame = 26, .ts_thread_id = 30,
+     .ts_native_thread_id = 31, .ts_base_frame = 27,
+     .if_size = 39, .if_previous = 40, .if_executable = 41, .if_instr = 42, .if_localsplus = 43,
+     .if_owner = 44, .if_stackpointer = 45,
+     .co_size = 47, .co_filename = 48, .co_name = 49, .co_qualname = 50, .co_linetable = 51,
+     .co_firstlineno = 52, .co_localsplusnames = 54, .co_code_adaptive = 56,
+     .ob_size = 58, .ob_type = 59, .tp_size = 60, .tp_name = 61, .tp_flags = 63,
+     .tp_basicsize = 64, .tp_dictoffset = 65, .ht_size = 66, .ht_cached_keys = 67,
+     .fl_size = 81, .fl_fval = 82, .by_size = 86, .by_ob_size = 87, .by_sval = 88,
+     .un_size = 89, .un_state = 90, .un_length = 91, .un_ascii_size = 92, .un_compact_size = 93,
+     .gc_size = 94, .gc_collecting = 95, .gc_stats_size = 97, .gc_stats = 98,
+     .gen_size = 99, .gen_iframe = 101, .gen_state = 102},
 };
+// clang-format on
+
+static const dbg_map *dbg_map_for(int minor)
+{
+    for (size_t i = 0; i < sizeof dbg_maps / sizeof dbg_maps[0]; i++)
+        if (dbg_maps[i].minor == minor)
+            return &dbg_maps[i];
+    return NULL;
+}
+
+size_t sop__pylayout_debug_offsets_size(int minor)
+{
+    const dbg_map *d = dbg_map_for(minor);
+    return d ? d->size : 0;
+}
 
 static uint64_t word(const uint8_t *blob, int w)
 {
@@ -226,9 +354,12 @@ static uint64_t word(const uint8_t *blob, int w)
     return v;
 }
 
-/* offset `w` of a struct whose size is word `size_w`: must leave room for `need` bytes. */
+/* Offset word `w` of a struct whose size is word `size_w`: must leave room for `need` bytes.
+ * A field the version does not carry (w < 0) leaves *out as it is (the table's value). */
 static int fits(const uint8_t *blob, int size_w, int w, uint64_t need, uint32_t *out)
 {
+    if (w < 0)
+        return 0;
     uint64_t size = word(blob, size_w), off = word(blob, w);
     if (off > size || need > size - off || off > UINT32_MAX)
         return -1;
@@ -244,85 +375,130 @@ int sop__pylayout_from_debug_offsets(const uint8_t *blob, size_t len, uint64_t e
         snprintf(why, whylen, __VA_ARGS__);                                                        \
         return -EINVAL;                                                                            \
     } while (0)
-    if (len < SOP_DEBUG_OFFSETS_313_SIZE || W_END * 8 != SOP_DEBUG_OFFSETS_313_SIZE)
-        FAIL("debug offsets: %zu bytes, need %u", len, SOP_DEBUG_OFFSETS_313_SIZE);
+    if (len < 24)
+        FAIL("debug offsets: %zu bytes", len);
     if (memcmp(blob, "xdebugpy", 8) != 0)
         FAIL("debug offsets: bad cookie");
-    uint64_t ver = word(blob, W_VERSION);
-    if ((ver >> 24) != 3 || ((ver >> 16) & 0xff) != 13)
-        FAIL("debug offsets: version 0x%llx is not 3.13 (layout of this struct unknown)",
-             (unsigned long long)ver);
+    uint64_t ver = word(blob, 1);
+    int minor = (int)((ver >> 16) & 0xff);
+    if ((ver >> 24) != 3 || minor < 13)
+        FAIL("debug offsets: version 0x%llx is not CPython 3.13 or newer", (unsigned long long)ver);
     if (expect_hex && ver != expect_hex)
         FAIL("debug offsets: version 0x%llx != Py_Version 0x%llx", (unsigned long long)ver,
              (unsigned long long)expect_hex);
-    if (word(blob, W_FREE_THREADED) != 0)
-        FAIL("debug offsets: free-threaded build not supported");
+    const dbg_map *D = dbg_map_for(minor);
+    if (!D) {
+        snprintf(why, whylen, "CPython 3.%d: layout not known to this sop (it reads 3.8-3.%d)",
+                 minor, SOP_PYLAYOUT_NEWEST_MINOR);
+        return -ENOTSUP;
+    }
+    if (len < D->size)
+        FAIL("debug offsets: %zu bytes, the 3.%d struct has %u", len, minor, D->size);
+    if (word(blob, 2) != 0) {
+        snprintf(why, whylen,
+                 "CPython 3.%d free-threaded build: its thread and frame layout is not read "
+                 "by this sop",
+                 minor);
+        return -ENOTSUP;
+    }
     /* Struct sizes: sane bounds, so a corrupt blob cannot send reads far away. */
-    static const struct {
+    const struct {
         int w;
         uint64_t lo, hi;
         const char *what;
     } sizes[] = {
-        {W_RT, 64, 1u << 22, "runtime"},      {W_IS, 64, 1u << 22, "interpreter"},
-        {W_TS, 64, 1u << 14, "thread state"}, {W_IF, 32, 1u << 10, "frame"},
-        {W_CO, 64, 1u << 12, "code"},         {W_OBJ, 16, 64, "object"},
-        {W_BYTES, 24, 128, "bytes"},          {W_UNI, 24, 256, "unicode"},
-        {W_GC, 16, 1u << 14, "gc"},           {W_FLOAT, 24, 64, "float"},
+        {D->rt_size, 64, 1u << 22, "runtime"},
+        {D->is_size, 64, 1u << 22, "interpreter"},
+        {D->ts_size, 64, 1u << 14, "thread state"},
+        {D->if_size, 32, 1u << 10, "frame"},
+        {D->co_size, 64, 1u << 12, "code"},
+        {D->ob_size, 16, 64, "object"},
+        {D->by_size, 24, 128, "bytes"},
+        {D->un_size, 24, 256, "unicode"},
+        {D->gc_size, 16, 1u << 14, "gc"},
+        {D->fl_size, 24, 64, "float"},
+        {D->tp_size, 128, 4096, "type"},
+        {D->ht_size, 128, 8192, "heap type"},
+        {D->gen_size, 32, 1024, "generator"},
     };
     for (size_t i = 0; i < sizeof sizes / sizeof sizes[0]; i++) {
+        if (sizes[i].w < 0)
+            continue;
         uint64_t s = word(blob, sizes[i].w);
         if (s < sizes[i].lo || s > sizes[i].hi)
             FAIL("debug offsets: %s size %llu out of bounds", sizes[i].what, (unsigned long long)s);
     }
-    const sop_pylayout *base = sop__pylayout_table(13);
+    const sop_pylayout *base = sop__pylayout_table(minor);
+    if (!base)
+        FAIL("debug offsets: no table for 3.%d", minor);
     sop_pylayout L = *base;
     L.source = "_Py_DebugOffsets";
-    uint32_t gil_struct = 0, locked = 0, holder = 0;
+    uint32_t gil_struct = 0, locked = 0, holder = 0, gc_size = (uint32_t)word(blob, D->gc_size);
     int bad = 0;
-    bad |= fits(blob, W_RT, W_RT + 2, 8, &L.rt_interp_head);
-    bad |= fits(blob, W_RT, W_RT + 1, 8, &L.rt_finalizing);
-    bad |= fits(blob, W_IS, W_IS + 2, 8, &L.is_next);
-    bad |= fits(blob, W_IS, W_IS + 3, 8, &L.is_tstate_head);
-    bad |= fits(blob, W_IS, W_IS + 1, 8, &L.is_id);
-    bad |= fits(blob, W_IS, W_IS + 4, word(blob, W_GC), &L.is_gc);
-    bad |= fits(blob, W_IS, W_IS + 8, 8, &L.is_ceval_gil_ptr);
-    bad |= fits(blob, W_IS, W_IS + 9, 8, &gil_struct);
-    bad |= fits(blob, W_IS, W_IS + 11, 4, &locked);
-    bad |= fits(blob, W_IS, W_IS + 12, 8, &holder);
-    bad |= fits(blob, W_TS, W_TS + 2, 8, &L.ts_next);
-    bad |= fits(blob, W_TS, W_TS + 3, 8, &L.ts_interp);
-    bad |= fits(blob, W_TS, W_TS + 4, 8, &L.ts_frame);
-    bad |= fits(blob, W_TS, W_TS + 5, 8, &L.ts_thread_id);
-    bad |= fits(blob, W_TS, W_TS + 6, 8, &L.ts_native_thread_id);
-    bad |= fits(blob, W_IF, W_IF + 1, 8, &L.if_previous);
-    bad |= fits(blob, W_IF, W_IF + 2, 8, &L.if_code);
-    bad |= fits(blob, W_IF, W_IF + 3, 8, &L.if_instr);
-    bad |= fits(blob, W_IF, W_IF + 5, 1, &L.if_owner);
-    bad |= fits(blob, W_IF, W_IF + 4, 0, &L.frame_localsplus);
-    bad |= fits(blob, W_CO, W_CO + 1, 8, &L.co_filename);
-    bad |= fits(blob, W_CO, W_CO + 2, 8, &L.co_name);
-    bad |= fits(blob, W_CO, W_CO + 3, 8, &L.co_qualname);
-    bad |= fits(blob, W_CO, W_CO + 4, 8, &L.co_lines);
-    bad |= fits(blob, W_CO, W_CO + 5, 4, &L.co_firstlineno);
-    bad |= fits(blob, W_CO, W_CO + 7, 8, &L.co_localsnames);
-    bad |= fits(blob, W_CO, W_CO + 9, 0, &L.co_code_adaptive);
-    bad |= fits(blob, W_OBJ, W_OBJ + 1, 8, &L.ob_type);
-    bad |= fits(blob, W_FLOAT, W_FLOAT + 1, 8, &L.float_value);
-    bad |= fits(blob, W_BYTES, W_BYTES + 1, 8, &L.str.bytes_size);
-    bad |= fits(blob, W_BYTES, W_BYTES + 2, 0, &L.str.bytes_sval);
-    bad |= fits(blob, W_UNI, W_UNI + 1, 4, &L.str.uni_state);
-    bad |= fits(blob, W_UNI, W_UNI + 2, 8, &L.str.uni_length);
-    bad |= fits(blob, W_GC, W_GC + 1, 4, &L.gc_collecting);
+    bad |= fits(blob, D->rt_size, D->rt_interp_head, 8, &L.rt_interp_head);
+    bad |= fits(blob, D->rt_size, D->rt_finalizing, 8, &L.rt_finalizing);
+    bad |= fits(blob, D->is_size, D->is_next, 8, &L.is_next);
+    bad |= fits(blob, D->is_size, D->is_threads_head, 8, &L.is_tstate_head);
+    bad |= fits(blob, D->is_size, D->is_id, 8, &L.is_id);
+    bad |= fits(blob, D->is_size, D->is_gc, gc_size, &L.is_gc);
+    bad |= fits(blob, D->is_size, D->is_ceval_gil, 8, &L.is_ceval_gil_ptr);
+    bad |= fits(blob, D->is_size, D->is_gil, 8, &gil_struct);
+    bad |= fits(blob, D->is_size, D->is_gil_locked, 4, &locked);
+    bad |= fits(blob, D->is_size, D->is_gil_holder, 8, &holder);
+    bad |= fits(blob, D->ts_size, D->ts_next, 8, &L.ts_next);
+    bad |= fits(blob, D->ts_size, D->ts_interp, 8, &L.ts_interp);
+    bad |= fits(blob, D->ts_size, D->ts_frame, 8, &L.ts_frame);
+    bad |= fits(blob, D->ts_size, D->ts_thread_id, 8, &L.ts_thread_id);
+    bad |= fits(blob, D->ts_size, D->ts_native_thread_id, 8, &L.ts_native_thread_id);
+    bad |= fits(blob, D->if_size, D->if_previous, 8, &L.if_previous);
+    bad |= fits(blob, D->if_size, D->if_executable, 8, &L.if_code);
+    bad |= fits(blob, D->if_size, D->if_instr, 8, &L.if_instr);
+    bad |= fits(blob, D->if_size, D->if_owner, 1, &L.if_owner);
+    bad |= fits(blob, D->if_size, D->if_localsplus, 0, &L.frame_localsplus);
+    bad |= fits(blob, D->if_size, D->if_stackpointer, 8, &L.if_stackpointer);
+    bad |= fits(blob, D->co_size, D->co_filename, 8, &L.co_filename);
+    bad |= fits(blob, D->co_size, D->co_name, 8, &L.co_name);
+    bad |= fits(blob, D->co_size, D->co_qualname, 8, &L.co_qualname);
+    bad |= fits(blob, D->co_size, D->co_linetable, 8, &L.co_lines);
+    bad |= fits(blob, D->co_size, D->co_firstlineno, 4, &L.co_firstlineno);
+    bad |= fits(blob, D->co_size, D->co_localsplusnames, 8, &L.co_localsnames);
+    bad |= fits(blob, D->co_size, D->co_code_adaptive, 0, &L.co_code_adaptive);
+    bad |= fits(blob, D->ob_size, D->ob_type, 8, &L.ob_type);
+    bad |= fits(blob, D->tp_size, D->tp_name, 8, &L.tp_name);
+    bad |= fits(blob, D->tp_size, D->tp_flags, 8, &L.tp_flags);
+    bad |= fits(blob, D->tp_size, D->tp_basicsize, 8, &L.tp_basicsize);
+    bad |= fits(blob, D->tp_size, D->tp_dictoffset, 8, &L.tp_dictoffset);
+    bad |= fits(blob, D->ht_size, D->ht_cached_keys, 8, &L.ht_cached_keys);
+    bad |= fits(blob, D->fl_size, D->fl_fval, 8, &L.float_value);
+    bad |= fits(blob, D->by_size, D->by_ob_size, 8, &L.str.bytes_size);
+    bad |= fits(blob, D->by_size, D->by_sval, 0, &L.str.bytes_sval);
+    bad |= fits(blob, D->un_size, D->un_state, 4, &L.str.uni_state);
+    bad |= fits(blob, D->un_size, D->un_length, 8, &L.str.uni_length);
+    bad |= fits(blob, D->gc_size, D->gc_collecting, 4, &L.gc_collecting);
+    bad |= fits(blob, D->gc_size, D->gc_stats, 8, &L.gc_gen_stats);
+    bad |= fits(blob, D->gen_size, D->gen_iframe, 8, &L.gen_iframe);
+    bad |= fits(blob, D->gen_size, D->gen_state, 1, &L.gen_state);
     if (bad)
         FAIL("debug offsets: an offset lies outside its struct");
+    bad |= fits(blob, D->ts_size, D->ts_base_frame, 8, &L.ts_base_frame);
+    if (bad)
+        FAIL("debug offsets: an offset lies outside its struct");
+    if (D->gc_stats_size >= 0 && L.gc_stats_ptr) {
+        /* sizeof(struct gc_stats): records unlike this version's table are not read */
+        uint64_t total = word(blob, D->gc_stats_size);
+        if (total != L.gc_stats.size)
+            L.gc_stats_ptr = false;
+    }
     /* The walker reads these structs into fixed buffers (py_walk.c): what it reads from must
      * lie inside them, whatever a blob claims. */
-    if (word(blob, W_TS) > SOP_PYLAYOUT_MAX_TSTATE || L.if_owner >= SOP_PYLAYOUT_MAX_FRAME_READ ||
-        L.if_code + 8 > SOP_PYLAYOUT_MAX_FRAME_READ ||
+    if (word(blob, D->ts_size) > SOP_PYLAYOUT_MAX_TSTATE ||
+        L.if_owner >= SOP_PYLAYOUT_MAX_FRAME_READ || L.if_code + 8 > SOP_PYLAYOUT_MAX_FRAME_READ ||
         L.if_previous + 8 > SOP_PYLAYOUT_MAX_FRAME_READ ||
-        L.if_instr + 8 > SOP_PYLAYOUT_MAX_FRAME_READ || L.gc_collecting + 4 > SOP_PYLAYOUT_GC_READ)
+        L.if_instr + 8 > SOP_PYLAYOUT_MAX_FRAME_READ ||
+        L.if_stackpointer + 8 > SOP_PYLAYOUT_MAX_FRAME_READ ||
+        L.gc_collecting + 4 > SOP_PYLAYOUT_GC_READ || L.gc_gen_stats + 8 > SOP_PYLAYOUT_GC_READ)
         FAIL("debug offsets: fields beyond what this reader handles");
-    uint64_t ascii = word(blob, W_UNI + 3);
+    uint64_t ascii = word(blob, D->un_ascii_size);
     if (ascii < 24 || ascii > 128)
         FAIL("debug offsets: asciiobject_size %llu out of bounds", (unsigned long long)ascii);
     if (locked < gil_struct || holder < gil_struct)
@@ -330,9 +506,16 @@ int sop__pylayout_from_debug_offsets(const uint8_t *blob, size_t len, uint64_t e
     L.gil_locked = locked - gil_struct;
     L.gil_last_holder = holder - gil_struct;
     L.str.uni_ascii_size = (uint32_t)ascii;
-    /* PyCompactUnicodeObject = PyASCIIObject + utf8_length + utf8 (not in the blob). */
+    /* PyCompactUnicodeObject = PyASCIIObject + utf8_length + utf8 (3.15 carries its size). */
     L.str.uni_compact_size = (uint32_t)ascii + 16;
-    L.ts_size = (uint32_t)word(blob, W_TS);
+    if (D->un_compact_size >= 0) {
+        uint64_t compact = word(blob, D->un_compact_size);
+        if (compact < ascii || compact > 256)
+            FAIL("debug offsets: compactunicodeobject_size %llu out of bounds",
+                 (unsigned long long)compact);
+        L.str.uni_compact_size = (uint32_t)compact;
+    }
+    L.ts_size = (uint32_t)word(blob, D->ts_size);
     L.co_read_size = L.co_code_adaptive;
     uint32_t maxf = L.co_filename;
     const uint32_t co_fields[] = {L.co_name, L.co_qualname, L.co_lines, L.co_firstlineno,

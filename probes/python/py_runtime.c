@@ -32,22 +32,21 @@ static int version_from_name(const char *path)
 typedef struct {
     sop_elf elf;
     uint64_t bias;
-    char path[512];      /* as the target sees it */
-    char host_path[800]; /* through proc_root/PID/root */
+    char path[512]; /* as /proc/PID/maps names it */
 } image;
 
 static int open_image(int pid, const char *proc_root, const char *maps, const char *suffix,
                       image *im)
 {
-    uint64_t start;
+    sop_mapping m;
     memset(im, 0, sizeof *im);
-    if (sop__maps_find(maps, suffix, im->path, sizeof im->path, &start) < 0)
+    if (sop__maps_find(maps, suffix, &m) < 0)
         return -ENOENT;
-    snprintf(im->host_path, sizeof im->host_path, "%s/%d/root%s", proc_root, pid, im->path);
-    int r = sop__elf_open_target(proc_root, pid, im->path, &im->elf);
+    snprintf(im->path, sizeof im->path, "%s", m.path);
+    int r = sop__elf_open_mapped(proc_root, pid, &m, &im->elf);
     if (r < 0)
         return r;
-    im->bias = sop__elf_bias(&im->elf, start);
+    im->bias = sop__elf_bias(&im->elf, m.lo);
     return 0;
 }
 
@@ -81,6 +80,67 @@ static void image_identity(int pid, const char *proc_root, uint64_t id[4])
         id[2] = (uint64_t)st.st_dev;
         id[3] = (uint64_t)st.st_ino;
     }
+}
+
+/* Is there a GC list head at `head` (the words b, as read)? Either empty (both links to
+ * itself) or its first node links back to it (_gc_prev carries flags in its low 2 bits). */
+static bool gc_list_head(sop_rmem *mem, uint64_t head, const uint8_t *b)
+{
+    uint64_t next, prev, back;
+    memcpy(&next, b, 8);
+    memcpy(&prev, b + 8, 8);
+    next &= ~(uint64_t)3;
+    prev &= ~(uint64_t)3;
+    if (next == head || prev == head)
+        return next == head && prev == head;
+    if (!next || (next & 7) || !prev || (prev & 7) || sop__rmem_u64(mem, next + 8, &back) < 0)
+        return false;
+    return (back & ~(uint64_t)3) == head;
+}
+
+/* The GC's generation list heads are not in the debug offsets, and a patch release may move
+ * them (3.13.18: PyGC_Head aligned to 4, so generations start 4 bytes earlier than in 3.13.0).
+ * Find them where the table says, or a word either side, by what they are: three list heads
+ * in a row. Not found: the generations are left unread (gc_gen_size 0), never read wrong. */
+static void verify_gc_generations(sop_rmem *mem, sop_pyruntime *rt, sop_missing *missing)
+{
+    sop_pylayout *L = &rt->L;
+    uint64_t interp = 0, last = 0;
+    if (sop__rmem_u64(mem, rt->runtime + L->rt_interp_head, &interp) < 0)
+        return;
+    for (int i = 0; interp && i < 64; i++) { /* the main interpreter is the last */
+        last = interp;
+        if (sop__rmem_u64(mem, interp + L->is_next, &interp) < 0)
+            return;
+    }
+    if (!last)
+        return; /* not initialized: nothing to check against */
+    uint64_t gc = L->rt_gc ? rt->runtime + L->rt_gc : last + L->is_gc;
+    uint8_t b[SOP_PYLAYOUT_GC_READ];
+    if (sop__rmem_read(mem, gc, b, sizeof b) < 0)
+        return;
+    const int shifts[] = {0, -4, 4, -8, 8};
+    for (size_t k = 0; k < sizeof shifts / sizeof shifts[0]; k++) {
+        int64_t at = (int64_t)L->gc_generations + shifts[k];
+        if (at < 0 || at + 3 * (int64_t)L->gc_gen_size > (int64_t)sizeof b)
+            continue;
+        bool ok = true;
+        for (int g = 0; g < 3 && ok; g++) {
+            uint32_t off = (uint32_t)at + (uint32_t)g * L->gc_gen_size;
+            int32_t threshold;
+            memcpy(&threshold, b + off + L->gc_gen_threshold, 4);
+            ok = threshold >= 0 && gc_list_head(mem, gc + off, b + off);
+        }
+        if (ok) {
+            L->gc_generations = (uint32_t)at;
+            return;
+        }
+    }
+    sop__missing_add(missing, "python",
+                     "GC generations not found where the %s layout puts them (+%u): thresholds, "
+                     "counts and the heap census's lists not read",
+                     L->source, L->gc_generations);
+    L->gc_gen_size = 0;
 }
 
 /* Locate _PyRuntime and the version; choose the layout. */
@@ -128,7 +188,8 @@ static int find(int pid, const char *proc_root, const char *maps, sop_rmem *mem,
             (have_lib && sop__elf_symbol(&lib.elf, "Py_Initialize", &init, NULL) == 0)) {
             sop__missing_add(missing, "python",
                              "CPython without _PyRuntime (3.6 or older) is not supported "
-                             "(3.8-3.13 are)");
+                             "(3.8-3.%d are)",
+                             SOP_PYLAYOUT_NEWEST_MINOR);
             rc = -ENOTSUP;
         } else {
             rc = -ENOEXEC;
@@ -169,37 +230,59 @@ static int find(int pid, const char *proc_root, const char *maps, sop_rmem *mem,
             snprintf(rt->version, sizeof rt->version, "3.%d", minor);
     }
     if (minor < 8) {
-        sop__missing_add(missing, "python", "CPython %s is not supported (3.8-3.13 are)",
-                         rt->version[0] ? rt->version : "version unknown");
+        sop__missing_add(missing, "python", "CPython %s is not supported (3.8-3.%d are)",
+                         rt->version[0] ? rt->version : "version unknown",
+                         SOP_PYLAYOUT_NEWEST_MINOR);
         rc = minor < 0 ? -ENOEXEC : -ENOTSUP;
         goto out;
     }
     if (minor >= 13) {
-        uint8_t blob[SOP_DEBUG_OFFSETS_313_SIZE];
-        char why[160] = "";
+        uint8_t blob[SOP_DEBUG_OFFSETS_MAX_SIZE];
+        char why[200] = "";
         int r = sop__rmem_read(mem, rt->runtime, blob, sizeof blob);
-        if (r == 0 &&
-            sop__pylayout_from_debug_offsets(blob, sizeof blob, hex, &rt->L, why, sizeof why) == 0)
-            goto chosen;
-        if (r < 0)
+        if (r == 0) {
+            uint64_t ft;
+            memcpy(&ft, blob + 16, sizeof ft);
+            if (memcmp(blob, "xdebugpy", 8) == 0 && ft <= 1)
+                rt->free_threaded = (int)ft;
+            r = sop__pylayout_from_debug_offsets(blob, sizeof blob, hex, &rt->L, why, sizeof why);
+            if (r == 0)
+                goto chosen;
+            if (r == -ENOTSUP) { /* a newer version, or a free-threaded build */
+                sop__missing_add(missing, "python", "%s; Python evidence unavailable", why);
+                rc = -ENOTSUP;
+                goto out;
+            }
+        } else {
             snprintf(why, sizeof why, "debug offsets unreadable (%s)", sop__strerror(-r));
+        }
         if (minor == 13) {
             sop__missing_add(missing, "python", "%s; using the built-in 3.13 table", why);
+        } else if (minor > SOP_PYLAYOUT_NEWEST_MINOR) {
+            sop__missing_add(missing, "python",
+                             "CPython %s: layout not known to this sop (it reads 3.8-3.%d); "
+                             "Python evidence unavailable",
+                             rt->version, SOP_PYLAYOUT_NEWEST_MINOR);
+            rc = -ENOTSUP;
+            goto out;
         } else {
-            sop__missing_add(missing, "python", "CPython %s: %s", rt->version, why);
+            sop__missing_add(missing, "python", "CPython %s: %s; Python evidence unavailable",
+                             rt->version, why);
             rc = -ENOTSUP;
             goto out;
         }
     }
     const sop_pylayout *t = sop__pylayout_table(minor);
     if (!t) {
-        sop__missing_add(missing, "python", "CPython %s is not supported", rt->version);
+        sop__missing_add(missing, "python", "CPython %s is not supported (3.8-3.%d are)",
+                         rt->version, SOP_PYLAYOUT_NEWEST_MINOR);
         rc = -ENOTSUP;
         goto out;
     }
     rt->L = *t;
 chosen:
     snprintf(rt->layout, sizeof rt->layout, "%s", rt->L.source);
+    verify_gc_generations(mem, rt, missing);
 out:
     if (have_lib)
         sop__elf_close(&lib.elf);
@@ -213,6 +296,7 @@ int sop__pyruntime_find_in(int pid, const char *proc_root, const char *maps, sop
 {
     memset(rt, 0, sizeof *rt);
     rt->pid = pid;
+    rt->free_threaded = -1;
     snprintf(rt->proc_root, sizeof rt->proc_root, "%s", proc_root);
     uint64_t id[4];
     image_identity(pid, proc_root, id);

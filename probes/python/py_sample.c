@@ -175,7 +175,7 @@ static size_t sampler_tid(sop_pysampler *s, uint64_t ts, const sop_pythread *t, 
     }
     uint64_t self = 0;
     if (boot_frame && sop__rmem_u64(&w->mem, boot_frame + w->L.frame_localsplus, &self) == 0 &&
-        self)
+        (self = sop__pywalk_ref(&w->L, self)) != 0)
         (void)sop__py_instance_str_attr(&w->mem, &w->L, self, "_name", s->tids[h].name,
                                         sizeof s->tids[h].name);
     if (!s->tids[h].name[0] && tid == w->pid)
@@ -207,7 +207,7 @@ int sop__python_sample_gc(sop_pysampler *s, sop_pygc *out)
     if (co != 0 && co != 1)
         return -EINVAL;
     out->collecting = co;
-    sop__pywalk_gc_collections(&w->L, b, out->collections);
+    sop__pywalk_gc_collections(w, b, out->collections);
     return 0;
 }
 

@@ -214,7 +214,7 @@ static int walk_thread(walker *w, uint64_t tstate, sop_pythread *t, uint64_t *bo
         } else {
             if ((r = sop__pywalk_chain_read(w, f, fb, L->if_owner + 1)) < 0)
                 goto unreadable;
-            code = sop__pywalk_rd64(fb, L->if_code);
+            code = sop__pywalk_ref(L, sop__pywalk_rd64(fb, L->if_code));
             prev = sop__pywalk_rd64(fb, L->if_previous);
             uint64_t instr = sop__pywalk_rd64(fb, L->if_instr);
             int owner = fb[L->if_owner];
@@ -223,7 +223,7 @@ static int walk_thread(walker *w, uint64_t tstate, sop_pythread *t, uint64_t *bo
                 entry = fb[L->if_is_entry] != 0;
             else
                 entry = false; /* decided when the older frame is seen */
-            if (L->owner_cstack >= 0 && owner == L->owner_cstack) {
+            if (L->owner_shim_min >= 0 && owner >= L->owner_shim_min) {
                 skip = true; /* shim frame of a C call into the evaluator */
                 if (t->nframes)
                     t->frames[t->nframes - 1].entry = true;
@@ -258,12 +258,13 @@ static int walk_thread(walker *w, uint64_t tstate, sop_pythread *t, uint64_t *bo
                 return -ENOMEM;
             uint64_t self = 0; /* which callback: one bounded read, 0 when it fails */
             if (c->handle_run && sop__rmem_u64(&w->mem, f + L->frame_localsplus, &self) == 0)
-                t->frames[t->nframes - 1].obj = self;
+                t->frames[t->nframes - 1].obj = sop__pywalk_ref(L, self);
             uint64_t end_time = 0, bits = 0; /* which turn of the loop: two reads */
             if (c->turn_slot &&
                 sop__rmem_u64(&w->mem, f + L->frame_localsplus + 8u * (c->turn_slot - 1u),
                               &end_time) == 0 &&
-                end_time && sop__rmem_u64(&w->mem, end_time + L->float_value, &bits) == 0)
+                (end_time = sop__pywalk_ref(L, end_time)) != 0 &&
+                sop__rmem_u64(&w->mem, end_time + L->float_value, &bits) == 0)
                 t->frames[t->nframes - 1].obj = bits;
             if (L->frames != SOP_PYFRAME_OBJECT)
                 oldest_owner = fb[L->if_owner];
@@ -450,7 +451,7 @@ static void prefetch_first_frames(walker *w, const uint64_t *tstates, size_t nts
     for (size_t i = 0; i < nf; i++) {
         uint64_t c = 0;
         uint32_t off = L->frames == SOP_PYFRAME_OBJECT ? L->fo_code : L->if_code;
-        if (sop__rmem_u64(&w->mem, a[i] + off, &c) == 0 && c)
+        if (sop__rmem_u64(&w->mem, a[i] + off, &c) == 0 && (c = sop__pywalk_ref(L, c)) != 0)
             a[nc++] = c;
     }
     sop__rmem_prefetch(&w->mem, a, nc, L->co_read_size);
@@ -595,7 +596,8 @@ static int collect(walker *w, unsigned flags, sop_python *py)
          * state on the same OS thread (listed before it: the threading thread that runs it). */
         uint64_t self = 0;
         if (j.boot_frame &&
-            sop__rmem_u64(&w->mem, j.boot_frame + w->L.frame_localsplus, &self) == 0 && self)
+            sop__rmem_u64(&w->mem, j.boot_frame + w->L.frame_localsplus, &self) == 0 &&
+            (self = sop__pywalk_ref(&w->L, self)) != 0)
             (void)sop__py_instance_str_attr(&w->mem, &w->L, self, "_name", t->name, sizeof t->name);
         for (size_t i = 0; sub && !t->name[0] && t->tid > 0 && i < py->nthreads; i++)
             if (py->threads[i].tid == t->tid && py->threads[i].interp_id == 0 &&

@@ -147,8 +147,8 @@ uint64_t sop__pywalk_gil_holder(walker *w, uint64_t interp);
 int sop__pywalk_gil_switches(walker *w, uint64_t interp, int64_t *switches, int64_t *interval_us);
 /* Address of the GC state of `interp` (3.8: in _PyRuntime). */
 uint64_t sop__pywalk_gc_addr(const walker *w, uint64_t interp);
-/* generation_stats[g].collections from a read _gc_runtime_state (SOP_NA where not placed). */
-void sop__pywalk_gc_collections(const sop_pylayout *L, const uint8_t *b, int64_t out[3]);
+/* Collections of each generation from a read _gc_runtime_state (SOP_NA where not placed). */
+void sop__pywalk_gc_collections(walker *w, const uint8_t *b, int64_t out[3]);
 void sop__pywalk_free_codes(walker *w);
 /* The cached decoding of the code object at `code` (func, file, line table), or NULL with *err
  * set (-EINVAL: not a code object). Needs w->py (string pool), w->code_index, w->mem, w->L. */
@@ -160,6 +160,13 @@ int sop__pywalk_tid_from_stacks_once(walker *w, uint64_t tstate, int claimed, in
 bool sop__pywalk_task_exists(const walker *w, int tid);
 /* The thread's name as the kernel has it (comm, no newline). */
 void sop__pywalk_task_comm(const walker *w, int tid, char *out, size_t cap);
+
+/* A reference read from a frame's f_executable, locals or value stack as the object's address:
+ * on 3.14+ a _PyStackRef, whose tag bits are cleared. */
+static inline uint64_t sop__pywalk_ref(const sop_pylayout *L, uint64_t v)
+{
+    return L->stackrefs ? SOP_STACKREF_PTR(v) : v;
+}
 
 /* A little-endian 64-bit field at off of a block read from the target. */
 static inline uint64_t sop__pywalk_rd64(const uint8_t *b, uint32_t off)

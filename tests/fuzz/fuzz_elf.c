@@ -33,10 +33,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         sop__elf_close(&e);
     }
     char *s = fuzz_cstr(data, size);
-    char path[256];
-    uint64_t start;
-    (void)sop__maps_find(s, "libpython3.11.so.1.0", path, sizeof path, &start);
-    (void)sop__maps_find(s, "/python3", path, sizeof path, &start);
+    sop_mapping m;
+    (void)sop__maps_find(s, "libpython3.11.so.1.0", &m);
+    (void)sop__maps_find(s, "/python3", &m);
     free(s);
     free(buf);
     return 0;

@@ -87,16 +87,27 @@ static void test_maps(void)
         "7f0000200000-7f0000300000 r--p 00000000 08:01 77 /opt/lib/libpython3.12.so.1.0\n"
         "7fff00000000-7fff00021000 rw-p 00000000 00:00 0 [stack]\n"
         "garbage line\n";
-    char path[256];
-    uint64_t start = 0;
-    CHECK_EQ_I(sop__maps_find(maps, NULL, path, sizeof path, &start), 0);
-    CHECK_EQ_S(path, "/opt/lib/libpython3.12.so.1.0");
-    CHECK_EQ_I(start, 0x7f0000200000ull); /* the offset-0 mapping, not the first one */
-    CHECK_EQ_I(sop__maps_find(maps, "/usr/bin/python3.11", path, sizeof path, &start), 0);
-    CHECK_EQ_I(start, 0x400000);
-    CHECK_EQ_I(sop__maps_find(maps, "/bin/sleep", path, sizeof path, &start), -ENOENT);
-    CHECK_EQ_I(sop__maps_find("", NULL, path, sizeof path, &start), -ENOENT);
-    CHECK_EQ_I(sop__maps_find("7f-80 r--p 0", NULL, path, sizeof path, &start), -ENOENT);
+    sop_mapping m;
+    CHECK_EQ_I(sop__maps_find(maps, NULL, &m), 0);
+    CHECK_EQ_S(m.path, "/opt/lib/libpython3.12.so.1.0");
+    CHECK_EQ_I(m.lo, 0x7f0000200000ull); /* the offset-0 mapping, not the first one */
+    CHECK_EQ_I(m.hi, 0x7f0000300000ull);
+    CHECK_EQ_I(m.dev_major, 8);
+    CHECK_EQ_I(m.dev_minor, 1);
+    CHECK_EQ_I(m.ino, 77);
+    CHECK_EQ_I(sop__maps_find(maps, "/usr/bin/python3.11", &m), 0);
+    CHECK_EQ_I(m.lo, 0x400000);
+    CHECK_EQ_I(sop__maps_find(maps, "/bin/sleep", &m), -ENOENT);
+    CHECK_EQ_I(sop__maps_find("", NULL, &m), -ENOENT);
+    CHECK_EQ_I(sop__maps_find("7f-80 r--p 0", NULL, &m), -ENOENT);
+    /* a deleted file keeps its mark in the path (map_files opens it all the same) */
+    CHECK_EQ_I(sop__maps_find("7f0000200000-7f0000300000 r--p 00000000 fe:00 1060561 "
+                              "/srv/root/usr/lib/libpython3.14.so.1.0 (deleted)\n",
+                              NULL, &m),
+               0);
+    CHECK_EQ_S(m.path, "/srv/root/usr/lib/libpython3.14.so.1.0 (deleted)");
+    CHECK_EQ_I(m.dev_major, 0xfe);
+    CHECK_EQ_I(m.ino, 1060561);
 }
 
 static int hexval(char c)
@@ -179,7 +190,8 @@ static void test_debug_offsets(void)
     }
     uint64_t addr, size, off;
     CHECK_EQ_I(sop__elf_section(&e, ".PyRuntime", &addr, &size, &off), 0);
-    uint8_t blob[SOP_DEBUG_OFFSETS_313_SIZE];
+    uint8_t blob[SOP_DEBUG_OFFSETS_MAX_SIZE];
+    CHECK_EQ_I(sop__pylayout_debug_offsets_size(13), 584);
     CHECK(off + sizeof blob <= e.size);
     memcpy(blob, e.base + off, sizeof blob);
     uint64_t pv = 0, pvsym;
