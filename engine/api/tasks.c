@@ -236,6 +236,7 @@ sop_value *sop__tasks_value(const sop_pytasks *t, const sop_missing *missing, in
         sop__v_set_bool(doc, "truncated", t->truncated);
         sop__v_set_dbl(doc, "read_ms", t->read_ms);
         sop__v_set_int(doc, "gc_objects", (int64_t)t->objects);
+        sop__v_set_str(doc, "found_on", t->from_lists ? "task lists" : "gc lists");
         sop__v_set_int(doc, "reads", (int64_t)t->reads);
         int64_t pending = 0, cancelling = 0, done = 0, running = 0;
         for (size_t i = 0; i < t->ntasks; i++) {

@@ -168,5 +168,9 @@ int sop__tasks_read_level(tasks_reader *tr, sop_pytask *t, size_t *cap, uint64_t
     if ((r = sop__rmem_u64(m, locals + 8 * ((uint64_t)top - 1), yf)) < 0)
         return r;
     *yf = sop__pywalk_ref(L, *yf);
-    return 0;
+    /* 3.15 keeps a NULL stack reference above the object it awaits */
+    if (!*yf && L->stackrefs && top > 1 &&
+        (r = sop__rmem_u64(m, locals + 8 * ((uint64_t)top - 2), yf)) == 0)
+        *yf = sop__pywalk_ref(L, *yf);
+    return r < 0 ? r : 0;
 }

@@ -1,7 +1,7 @@
 /* asyncio_lock_holders.c — the asyncio.Lock and Semaphore objects tasks wait on (the most
  * waited on first): their own fields (_locked, _value, the waiters queued) and the tasks that
  * hold them, found by a bounded scan of the other pending tasks' suspended frames for the
- * bound `__aexit__` an `async with` keeps. Part of the task reader (asyncio_tasks_int.h);
+ * `__aexit__` an `async with` keeps. Part of the task reader (asyncio_tasks_int.h);
  * depends on remote_mem.c, py_walk.c (code objects), py_names.c. */
 #include <errno.h>
 #include <limits.h>
@@ -24,27 +24,47 @@ static int cmp_prims(const void *pa, const void *pb)
     return a->addr < b->addr ? -1 : a->addr > b->addr;
 }
 
-/* The prim (index into p[0..n), -1 none) whose bound `__aexit__` the frame slot value v is:
- * what `async with prim:` keeps on the frame's value stack for the whole block (a mere
- * reference to the lock, a local holding it, says nothing about who holds it). */
-static long exit_of(tasks_reader *tr, uint64_t v, const sop_pyprim *p, size_t n)
+/* Is `func` a function whose code is some `__aexit__`? */
+static bool is_aexit(tasks_reader *tr, uint64_t func)
 {
-    const sop_pylayout *L = &tr->w.L;
-    sop_rmem *m = &tr->w.mem;
-    uint64_t self = 0, func = 0, code = 0;
+    uint64_t code = 0;
     int err = 0;
-    if (!v || sop__tasks_obj_kind(tr, v, NULL) != K_METHOD ||
-        sop__rmem_u64(m, v + METHOD_SELF, &self) < 0)
-        return -1;
-    long k = 0;
-    while ((size_t)k < n && p[k].addr != self)
-        k++;
-    if ((size_t)k == n || sop__rmem_u64(m, v + METHOD_FUNC, &func) < 0 ||
-        sop__tasks_obj_kind(tr, func, NULL) != K_FUNC ||
-        sop__rmem_u64(m, func + L->func_code, &code) < 0)
-        return -1;
+    if (sop__tasks_obj_kind(tr, func, NULL) != K_FUNC ||
+        sop__rmem_u64(&tr->w.mem, func + tr->w.L.func_code, &code) < 0)
+        return false;
     const code_entry *c = sop__pywalk_code(&tr->w, code, &err);
-    return c && sop__tasks_ends_with(c->func, "__aexit__") ? k : -1;
+    return c && sop__tasks_ends_with(c->func, "__aexit__");
+}
+
+static long prim_index(const sop_pyprim *p, size_t n, uint64_t addr)
+{
+    for (size_t k = 0; k < n; k++)
+        if (p[k].addr == addr)
+            return (long)k;
+    return -1;
+}
+
+/* The prim (index into p[0..n), -1 none) whose `__aexit__` the frame slot value v is, `next`
+ * the slot above it: what `async with prim:` keeps on the frame's value stack for the whole
+ * block (a mere reference to the lock, a local holding it, says nothing about who holds it).
+ * Up to 3.13 a bound method (its im_self the prim); 3.14+ the plain function with the prim in
+ * the next slot. */
+static long exit_of(tasks_reader *tr, uint64_t v, uint64_t next, const sop_pyprim *p, size_t n)
+{
+    uint64_t self = 0, func = 0;
+    if (!v)
+        return -1;
+    int kind = sop__tasks_obj_kind(tr, v, NULL);
+    if (kind == K_FUNC) {
+        long k = next ? prim_index(p, n, next) : -1;
+        return k >= 0 && is_aexit(tr, v) ? k : -1;
+    }
+    if (kind != K_METHOD || sop__rmem_u64(&tr->w.mem, v + METHOD_SELF, &self) < 0)
+        return -1;
+    long k = prim_index(p, n, self);
+    if (k < 0 || sop__rmem_u64(&tr->w.mem, v + METHOD_FUNC, &func) < 0)
+        return -1;
+    return is_aexit(tr, func) ? k : -1;
 }
 
 static void prim_fields(tasks_reader *tr, sop_pyprim *p)
@@ -139,7 +159,8 @@ int sop__tasks_describe_prims(tasks_reader *tr, sop_pytasks *out)
             if (sop__rmem_read(&tr->w.mem, lv->slots, slotv, 8 * (size_t)lv->nslots) < 0)
                 continue;
             for (uint32_t j = 0; j < lv->nslots && held < 0; j++) {
-                long k = exit_of(tr, sop__pywalk_ref(&tr->w.L, slotv[j]), p, n);
+                uint64_t next = j + 1 < lv->nslots ? sop__pywalk_ref(&tr->w.L, slotv[j + 1]) : 0;
+                long k = exit_of(tr, sop__pywalk_ref(&tr->w.L, slotv[j]), next, p, n);
                 if (k >= 0 && p[k].addr != t->prim) /* its waiters keep it too (3.11+) */
                     held = k;
             }

@@ -1,8 +1,10 @@
 /* asyncio_read.c — sop__tasks_read: every asyncio task of a CPython process, from outside.
- * 1. The GC lists of the main interpreter (generations and the permanent one) are walked as
- *    the heap census does (bounded, back links checked, a list that changes under the walk
- *    re-walked twice at most), keeping the objects whose type is _asyncio.Task or a subclass
- *    (asyncio_gc_lists.c; types told apart by asyncio_types.c).
+ * 1. On 3.14+, asyncio's own task lists (one per thread state, one per interpreter) are walked
+ *    where _asyncio's debug offsets say (asyncio_thread_lists.c); before 3.14 (or without
+ *    them) the GC lists of the main interpreter (generations and the permanent one) are
+ *    walked as the heap census does (bounded, back links checked, a list that changes under
+ *    the walk re-walked twice at most), keeping the objects whose type is _asyncio.Task or a
+ *    subclass (asyncio_gc_lists.c; types told apart by asyncio_types.c).
  * 2. Each task's fields (state, name, coroutine, fut_waiter) are read with the version's
  *    layout (py_layouts.c), then its await chain: the coroutine's frame, and the object it
  *    is suspended on (CPython's _PyGen_yf: the top of the frame's value stack when the frame
@@ -114,7 +116,10 @@ void sop__tasks_free(sop_pytasks *t)
 
 static int read_all(tasks_reader *tr, sop_pytasks *out)
 {
-    int r = sop__tasks_walk_gc(tr, out);
+    int r =
+        tr->w.L.minor >= 14 && !tr->w.mem.source ? sop__tasks_walk_thread_lists(tr, out) : -ENOTSUP;
+    if (r == -ENOTSUP)
+        r = sop__tasks_walk_gc(tr, out);
     if (r < 0)
         return r;
     /* A task moved between lists by a collection during the walk is met twice. */

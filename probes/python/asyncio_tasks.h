@@ -1,5 +1,6 @@
-/* asyncio_tasks.h — every asyncio task of a CPython 3.8-3.13 process, read from outside without
- * stopping it: the C _asyncio.Task objects (and subclasses) found on the GC lists, each with
+/* asyncio_tasks.h — every asyncio task of a CPython 3.8-3.15 process, read from outside without
+ * stopping it: the C _asyncio.Task objects (and subclasses) found on asyncio's own per-thread
+ * task lists (3.14+) or on the GC lists, each with
  * its state, name, the coroutine chain it is suspended in (one frame per await level) and
  * what the innermost await waits on. Bounded in tasks, await depth and list length; what is
  * cut is marked. Depends on py_layouts.h, remote_mem.h, py_runtime.h, py_walk (code objects),
@@ -103,7 +104,9 @@ typedef struct sop_pytasks {
     char layout[32];
     sop_pytask *tasks; /* sorted by name (numbers in names compared as numbers) */
     size_t ntasks;
-    bool complete;           /* every GC list walked end to end and every chain read */
+    bool complete;           /* every list walked end to end and every chain read */
+    bool from_lists;         /* 3.14+: found on asyncio's own per-thread task lists; else
+                              * on the GC lists */
     char partial[224];       /* when not: where and why */
     bool truncated;          /* more tasks than SOP_TASKS_MAX */
     uint64_t objects;        /* GC objects looked at */

@@ -75,6 +75,11 @@ int sop__tasks_obj_kind(tasks_reader *tr, uint64_t obj, const char **name);
  * out->objects, out->complete and out->partial say how far it got. 0 or a fatal error. */
 int sop__tasks_walk_gc(tasks_reader *tr, sop_pytasks *out);
 
+/* asyncio_thread_lists.c: on 3.14+, the tasks on every thread state's and interpreter's task
+ * list into tr->found (out->complete / partial say how far it got); -ENOTSUP when the process
+ * has no _asyncio debug offsets (then the GC lists), 0, or a fatal error. */
+int sop__tasks_walk_thread_lists(tasks_reader *tr, sop_pytasks *out);
+
 /* asyncio_await_chain.c: one coroutine / generator level of t's chain (see there). */
 int sop__tasks_read_level(tasks_reader *tr, sop_pytask *t, size_t *cap, uint64_t obj, bool gen,
                           uint64_t *yf, bool *executing);

@@ -130,8 +130,15 @@ int sop__py_instance_attr(sop_rmem *m, const sop_pylayout *L, uint64_t obj, cons
             if (word) {
                 r = dict_get(m, L, word, attr, &value);
             } else if (L->inline_values && (flags & TPFLAGS_INLINE_VALUES)) {
+                /* after the object: sizeof(PyObject) on 3.13, tp_basicsize on 3.14+ (a
+                 * subclass of a C type has them too) */
                 uint8_t valid = 0;
-                uint64_t vals = obj + 16;
+                int64_t basic = 16;
+                if (L->minor >= 14 &&
+                    ((r = sop__rmem_read(m, type + L->tp_basicsize, &basic, 8)) < 0 || basic < 16 ||
+                     basic > 65536 || basic % 8))
+                    return r < 0 ? r : -ENOENT;
+                uint64_t vals = obj + (uint64_t)basic;
                 if ((r = sop__rmem_read(m, vals + 3, &valid, 1)) < 0)
                     return r;
                 r = valid ? values_get(m, L, type, vals, attr, &value) : -ENOENT;

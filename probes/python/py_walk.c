@@ -168,12 +168,20 @@ static int walk_thread(walker *w, uint64_t tstate, sop_pythread *t, uint64_t *bo
         w->frame_set[w->frame_slots[i]] = 0;
     w->nframe_slots = 0;
     int oldest_owner = -1; /* 3.11+: the owner of the oldest frame kept */
+    /* 3.15+: every chain ends in the thread's base frame (inside its thread state): reaching
+     * it proves the walk complete; a chain that ends anywhere else was torn. */
+    uint64_t base = L->ts_base_frame ? sop__pywalk_rd64(ts, L->ts_base_frame) : 0;
+    bool reached_base = false;
     size_t fo_len = L->fo_lasti + 4;
     if (L->fo_state && L->fo_state + 1 > fo_len)
         fo_len = L->fo_state + 1;
     for (size_t depth = 0; f; depth++) {
         if (t->nframes >= MAX_FRAMES || depth >= 4 * MAX_FRAMES) {
             t->truncated = true;
+            break;
+        }
+        if (base && f == base) {
+            reached_base = true;
             break;
         }
         size_t slot;
@@ -277,6 +285,10 @@ static int walk_thread(walker *w, uint64_t tstate, sop_pythread *t, uint64_t *bo
         if (r == -ESRCH)
             return r;
         snprintf(why, whylen, "frame at depth %zu unreadable (%s)", depth, sop__strerror(-r));
+        return -EAGAIN;
+    }
+    if (base && !reached_base && !t->truncated && w->nframe_slots) {
+        snprintf(why, whylen, "chain ends at depth %zu before the thread's base frame", t->nframes);
         return -EAGAIN;
     }
     /* A chain cannot start in a generator's or coroutine's frame: something resumed it, and

@@ -14,6 +14,33 @@ SOPCTL = os.environ.get("SOPCTL") or os.path.join(os.path.dirname(__file__), "..
 PY = os.environ.get("SOP_TEST_PYTHON") or "/usr/bin/python3"
 
 
+SID = os.path.join(os.path.dirname(os.path.abspath(__file__)), "sid")
+
+
+def pythons_wanted(kind):
+    """Which interpreters a test runs targets on: SOP_PYTHONS is 'local' (pyenv 3.8-3.13 and
+    Debian's python3, the default), 'sid' (Debian sid's 3.13-3.15 in the sid root, the
+    newest tier) or 'all'."""
+    return os.environ.get("SOP_PYTHONS", "local") in (kind, "all")
+
+
+def sid_interpreters():
+    """[(tag, minor, path)] of Debian sid's interpreters, run in the sid root through
+    tests/e2e/sid/python3.X (a mount namespace and chroot, PID kept), when SOP_PYTHONS asks for
+    them. A root that is not built is said, and the list is empty."""
+    if not pythons_wanted("sid"):
+        return []
+    root = os.environ.get("SOP_SID_ROOT", "/var/cache/sop/sid-root")
+    out = []
+    for minor in (13, 14, 15):
+        if os.path.exists("%s/usr/bin/python3.%d" % (root, minor)):
+            out.append(("sid-3.%d" % minor, minor, os.path.join(SID, "python3.%d" % minor)))
+        else:
+            print("skip sid python3.%d: %s/usr/bin/python3.%d absent (scripts/sid-root.sh)" %
+                  (minor, root, minor))
+    return out
+
+
 class Checks:
     def __init__(self):
         self.passed = 0

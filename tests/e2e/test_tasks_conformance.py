@@ -1,6 +1,7 @@
 #!/usr/bin/env python3
 """test_tasks_conformance.py — `sopctl tasks` against the target's own view of its asyncio
-tasks, on every installed interpreter (pyenv 3.8-3.13 and Debian's python3): targets with 1,
+tasks, on every installed interpreter (pyenv 3.8-3.13 and Debian's python3; with SOP_PYTHONS=sid
+Debian sid's 3.13-3.15 in the sid root): targets with 1,
 100 and 10,000 filler tasks besides one task of each kind sop names (tests/e2e/targets/
 tasks_target.py) print asyncio.all_tasks() with Task.get_stack() and each await chain
 (cr_await / gi_yieldfrom, as CPython's own inspection follows it) to a file; `sopctl tasks
@@ -47,12 +48,14 @@ KINDS = {
 def interpreters():
     out = []
     want = os.environ.get("PYTHONS", "")
-    for p in sorted(glob.glob("/root/.pyenv/versions/3.*/bin/python3")):
-        v = p.split("/")[4]
-        if int(v.split(".")[1]) >= 8:
-            out.append((v, p))
-    if os.path.exists("/usr/bin/python3"):
-        out.append(("debian", "/usr/bin/python3"))
+    if sopt.pythons_wanted("local"):
+        for p in sorted(glob.glob("/root/.pyenv/versions/3.*/bin/python3")):
+            v = p.split("/")[4]
+            if int(v.split(".")[1]) >= 8:
+                out.append((v, p))
+        if os.path.exists("/usr/bin/python3"):
+            out.append(("debian", "/usr/bin/python3"))
+    out += [(tag, path) for tag, _, path in sopt.sid_interpreters()]
     return [x for x in out if not want or any(w and w in x[0] for w in want.split(","))]
 
 
