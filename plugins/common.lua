@@ -87,10 +87,29 @@ common.NO_CPUS = common.T("effective CPU count unknown", "有效 CPU 数未知")
 common.NO_STACKS = common.T("no Python stacks (not CPython, or its memory was not readable)",
                             "没有 Python 栈（不是 CPython，或无法读取其内存）")
 
--- unknown(NO_STACKS) when ev.python has no threads; nil (go on) otherwise.
+-- Why the Python probe read nothing, as it said (the first reason that is not "not a CPython
+-- process"): "CPython 3.16: layout not known to this sop ...", a memory refused, ...; nil when
+-- it said nothing more.
+function common.python_unread_reason(ev)
+  for _, m in ipairs(ev.missing or {}) do
+    if m.probe == "python" and m.reason and not m.reason:find("not a CPython process", 1, true) then
+      return m.reason
+    end
+  end
+  return nil
+end
+
+-- unknown(NO_STACKS) when ev.python has no threads (with the probe's reason when it gave one);
+-- nil (go on) otherwise.
 function common.need_stacks(ev)
   local py = ev.python
-  if not py or not py.threads then return unknown(common.NO_STACKS) end
+  if not py or not py.threads then
+    local why = not py and common.python_unread_reason(ev)
+    if why then
+      return unknown(common.tr("no Python stacks: {why:%s}", "没有 Python 栈：{why:%s}", { why = why }))
+    end
+    return unknown(common.NO_STACKS)
+  end
   return nil
 end
 

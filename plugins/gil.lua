@@ -404,7 +404,9 @@ rule {
   title = T("the target runs a free-threaded (no-GIL) CPython build", "目标进程运行的是 free-threaded（无 GIL）CPython"),
   doc = [[Hit (info) when the executable is a free-threaded build (python3.13t and later: a name ending in
     "t", or the interpreter's debug offsets say so, which the Python probe reports as missing evidence).
-    Clear for GIL builds; unknown when neither the executable nor the Python probe is readable.]],
+    Clear for a GIL build the Python probe read (3.13+: its own flag says so), or an executable that is not
+    CPython. Unknown when the interpreter was found but not read (a version newer than sop knows, memory
+    refused): its name is no proof.]],
   reads = { "proc.exe", "python.version", "missing[]" },
   uses = {},
   symptom = T("free-threaded CPython (no GIL): threads run Python in parallel",
@@ -431,8 +433,13 @@ rule {
     local named = base:match("^python3%.%d+t$") ~= nil
     if not reason and not named then
       if ev.python and ev.python.version then
-        return clear(tr("CPython {version:%s} with the GIL", "带 GIL 的 CPython {version:%s}",
-                        { version = ev.python.version }))
+        return clear(tr("CPython {version:%s} with the GIL (read from the interpreter)",
+                        "带 GIL 的 CPython {version:%s}（从解释器读出）", { version = ev.python.version }))
+      end
+      local unread = common.python_unread_reason(ev)
+      if unread then
+        return unknown(tr("the interpreter was not read: {why:%s}", "未能读取解释器：{why:%s}",
+                          { why = unread }))
       end
       if not exe then return unknown(T("executable not readable", "无法读取可执行文件")) end
       return clear(tr("{base:%s} is not a free-threaded CPython", "{base:%s} 不是 free-threaded CPython",

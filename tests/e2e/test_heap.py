@@ -1,5 +1,6 @@
 # test_heap.py — `sopctl heap` against real CPython targets (label e2e): on every interpreter
-# from /root/.pyenv/versions 3.8-3.13 and Debian's /usr/bin/python3.11, the census of a quiet
+# from /root/.pyenv/versions 3.8-3.13 and Debian's /usr/bin/python3.11 (SOP_PYTHONS=sid: Debian
+# sid's 3.13-3.15 in the sid root, the census matrix only), the census of a quiet
 # target must match the target's own gc.get_objects() histogram (same top 10 types, counts
 # within 2%); --stop reports its pause and leaves the target running; SIGKILL of
 # `heap --stop` at random moments never leaves it stopped; --duration names the type that
@@ -32,8 +33,14 @@ def check(name, cond, detail=""):
     return cond
 
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import sopt  # noqa: E402
+
+
 def interpreters():
-    found = []
+    found = [path for _, _, path in sopt.sid_interpreters()]
+    if not sopt.pythons_wanted("local"):
+        return found
     for minor in range(8, 14):
         paths = sorted(glob.glob("/root/.pyenv/versions/3.%d.*/bin/python3.%d" % (minor, minor)))
         if paths:
@@ -110,6 +117,7 @@ def compare(tag, hist, doc):
 def test_matrix():
     for py in interpreters():
         tag = os.path.basename(os.path.dirname(os.path.dirname(py))) if "pyenv" in py else py
+        tag = "sid-" + os.path.basename(py)[6:] if "/sid/" in py else tag
         t = Target(py)
         try:
             r, doc = heap(t.p.pid)
@@ -263,8 +271,11 @@ def test_not_python():
 
 def main():
     t0 = time.time()
-    for t in (test_matrix, test_stop, test_sigkill_stop, test_growth, test_numpy_and_untracked,
-              test_not_python):
+    tests = (test_matrix, test_stop, test_sigkill_stop, test_growth, test_numpy_and_untracked,
+             test_not_python)
+    if not sopt.pythons_wanted("local"):  # the newest tier: the census on sid's interpreters
+        tests = (test_matrix,)
+    for t in tests:
         try:
             t()
         except Exception as e:

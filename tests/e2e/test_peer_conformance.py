@@ -3,7 +3,8 @@
 tests exercise (py-spy tests/scripts, pystack tests/integration, austin functional tests: a
 recursion that keeps calling and returning, threads named in Unicode and Cyrillic, a thread
 named only by the kernel, an OS thread started from C, idle vs active, GC state), with our
-own target programs and expectations, on every installed interpreter. Prints "N/M checks".
+own target programs and expectations, on every installed interpreter (SOP_PYTHONS=sid: Debian sid's 3.13-3.15 in the sid root).
+Prints "N/M checks".
 
 Deep recursion: DUMPS dumps per version (CI: 20 on 3.8-3.10, 5 elsewhere; the 100-dump
 numbers come from bench/bench_verified_walk.py). Never wrong (a stack shown complete must end
@@ -27,14 +28,15 @@ C = sopt.Checks()
 
 def interpreters():
     out = []
-    for p in sorted(glob.glob("/root/.pyenv/versions/3.*/bin/python3")):
-        v = p.split("/")[4]
-        minor = int(v.split(".")[1])
-        if minor >= 8:
-            out.append((v, minor, p))
-    if os.path.exists("/usr/bin/python3"):
-        out.append(("debian", sys.version_info.minor, "/usr/bin/python3"))
-    return out
+    if sopt.pythons_wanted("local"):
+        for p in sorted(glob.glob("/root/.pyenv/versions/3.*/bin/python3")):
+            v = p.split("/")[4]
+            minor = int(v.split(".")[1])
+            if minor >= 8:
+                out.append((v, minor, p))
+        if os.path.exists("/usr/bin/python3"):
+            out.append(("debian", sys.version_info.minor, "/usr/bin/python3"))
+    return out + sopt.sid_interpreters()
 
 
 def dump(pid, *extra):
@@ -127,7 +129,15 @@ def threads(tag, py, native):
         ntasks = len(os.listdir("/proc/%d/task" % t.pid))
         C.check(len(doc.get("threads", [])) + len(others) == ntasks,
                 "%s%s: every OS thread listed (%d)" % (tag, sfx, ntasks))
-        if native:
+        if native and tag.startswith("sid-"):
+            # Debian 12's libunwind (1.6) stops after the innermost frame of sid's binaries
+            # (GCC 16): the innermost frame is all that can be asked here (docs/python-stacks.md)
+            print("     %s --native: innermost native frame only (libunwind 1.6 on sid's "
+                  "binaries)" % tag)
+            C.check(others and others[0].get("native") and not stopped(t.pid),
+                    "%s --native: the C thread's innermost native frame, target running" % tag,
+                    others)
+        elif native:
             nat = [f.get("func") for f in (others[0].get("native", []) if others else [])]
             C.check("pause" in nat, "%s --native: the C thread's native stack" % tag, others)
         gc = doc.get("gc", {})
@@ -207,7 +217,7 @@ def subinterpreters(tag, minor, py, native):
                                text=True, timeout=120)
             C.check(r.returncode == 0 and ("[interpreter %d]" % iid) in r.stdout,
                     "%s subinterp: text dump names the interpreter" % tag, r.stdout[-600:])
-        if minor in (8, 12) and not native and runner:
+        if (minor in (8, 12) or tag.startswith("sid-")) and not native and runner:
             # The sampler: the subinterpreter's stack on the runner's tid, under its name.
             out = "/tmp/sop-peer-rec-%d.txt" % os.getpid()
             r = subprocess.run([sopt.SOPCTL, "record", "--pid", str(t.pid), "--duration", "0.5",
@@ -327,13 +337,14 @@ def main():
         dumps = int(os.environ.get("SOP_PEER_DUMPS", "0")) or (20 if minor <= 10 else 5)
         recursion(tag, py, dumps)
         threads(tag, py, native=False)
-        if minor in (8, 10) or tag == "debian":
+        sid = tag.startswith("sid-")  # the newest tier: every kind of read on each version
+        if minor in (8, 10) or tag == "debian" or sid:
             threads(tag, py, native=True)
-        if minor <= 10:
+        if minor <= 10 or sid:
             exact(tag, py, 10)
         lines(tag, py)
         subinterpreters(tag, minor, py, native=False)
-        if minor in (8, 12):
+        if minor in (8, 12) or sid:
             subinterpreters(tag, minor, py, native=True)
         shutdown(tag, py)
     print("%d/%d checks" % (C.passed, C.passed + C.failed))
