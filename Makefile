@@ -8,7 +8,7 @@ JOBS ?= $(shell nproc)
 # -Werror: off by default (a released tree builds with any compiler); CI turns it on.
 WERROR ?= OFF
 
-.PHONY: all deps build demo test test-all unit e2e embed bench clean sanitize perf-gate
+.PHONY: all deps build demo test test-all test-newest unit e2e embed bench clean sanitize perf-gate
 
 all: build
 
@@ -34,6 +34,14 @@ test-all: deps
 	cd $(BUILD) && ctest --output-on-failure -j $(JOBS)
 	$(MAKE) sanitize
 	$(MAKE) perf-gate
+
+# The newest CPython releases (3.13-3.15 from Debian sid, in a root built once and cached under
+# /var/cache/sop; scripts/sid-root.sh): layouts against their headers, the peer and task
+# conformance, the heap census, chroot / namespace / podman targets, a scenario subset on 3.14.
+# Also part of test-all.
+test-newest: deps
+	$(MAKE) build
+	cd $(BUILD) && ctest --output-on-failure -L newest
 
 unit: build
 	cd $(BUILD) && ctest --output-on-failure -L unit

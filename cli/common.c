@@ -33,6 +33,7 @@ int cli_exit_for(int err)
     case SOP_ENOTARGET:
     case SOP_EACCES:
     case SOP_ENOTPYTHON:
+    case SOP_EPYVERSION:
         return EXIT_TARGET;
     default:
         return EXIT_USAGE;

@@ -50,7 +50,8 @@ extern "C" {
     X(EUNKNOWNKEY, -8, "unknown threshold")                                                        \
     X(ENORULES, -9, "no rules loaded")                                                             \
     X(ENOTPYTHON, -10, "not a CPython process")                                                    \
-    X(EINTERNAL, -11, "internal error")
+    X(EINTERNAL, -11, "internal error")                                                            \
+    X(EPYVERSION, -12, "a CPython whose layout this sop does not know")
 
 typedef enum {
     SOP_OK = 0,

@@ -15,6 +15,7 @@ packages=(
   slurm-wlm munge
   libmicrohttpd-dev prometheus
   chromium tmux
+  podman runc debootstrap
   python3-fastapi python3-uvicorn gunicorn
 )
 missing=()

@@ -36,6 +36,14 @@ fi
 
 die() { echo "sid-root: $*" >&2; exit 1; }
 [[ $(id -u) == 0 ]] || die "needs root (debootstrap, chroot)"
+# One build at a time (tests run side by side may all ask for it): wait for another's.
+mkdir -p "$(dirname "$root")"
+exec 9>"$(dirname "$root")/.sid-root.lock"
+flock 9
+if current; then
+  echo "$root"
+  exit 0
+fi
 command -v debootstrap >/dev/null || {
   export DEBIAN_FRONTEND=noninteractive
   apt-get install -y -qq --no-install-recommends debootstrap >&2 ||
@@ -61,7 +69,6 @@ url=$(mirror)
 
 echo "sid-root: building $root from $url (once; several minutes)" >&2
 tmp="$root.new"
-mkdir -p "$(dirname "$root")"
 # A base system left by an interrupted build is reused (.sop-base marks a finished debootstrap).
 if [[ ! -f $tmp/.sop-base ]]; then
   rm -rf "$tmp"

@@ -320,8 +320,10 @@ int sop_dump(sop_engine *e, int pid, unsigned flags, sop_format fmt, char **out)
         rc = SOP_OK;
         break;
     case -ENOEXEC:
-    case -ENOTSUP:
         rc = SOP_ENOTPYTHON;
+        break;
+    case -ENOTSUP: /* CPython, but a version or build this sop cannot read (missing says) */
+        rc = SOP_EPYVERSION;
         break;
     case -ESRCH:
     case -ENOENT:

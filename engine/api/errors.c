@@ -31,8 +31,9 @@ int sop__status_of_remote_read(int r)
     case 0:
         return SOP_OK;
     case -ENOEXEC:
-    case -ENOTSUP:
         return SOP_ENOTPYTHON;
+    case -ENOTSUP:
+        return SOP_EPYVERSION;
     case -ESRCH:
     case -ENOENT:
         return SOP_ENOTARGET;

@@ -38,11 +38,7 @@ int main(void)
 
 #define P(name, value) printf("%s %lld\n", name, (long long)(value))
 
-#if PY_VERSION_HEX >= 0x030E0000
-typedef PyGenObject gen_t;
-#else
-typedef PyGenObject gen_t;
-#endif
+typedef PyGenObject gen_t; /* cpython/genobject.h; 3.14+ internal/pycore_interpframe_structs.h */
 
 static void runtime_fields(void)
 {
@@ -119,19 +115,23 @@ static void frame_fields(void)
 #endif
 #if PY_VERSION_HEX >= 0x030E0000
     P("if_stackpointer", offsetof(_PyInterpreterFrame, stackpointer));
-    P("owner_cstack", FRAME_OWNED_BY_INTERPRETER);
+    P("owner_shim_min", FRAME_OWNED_BY_INTERPRETER);
 #else
     P("if_stacktop", offsetof(_PyInterpreterFrame, stacktop));
 #endif
 #if PY_VERSION_HEX >= 0x030C0000 && PY_VERSION_HEX < 0x030E0000
-    P("owner_cstack", FRAME_OWNED_BY_CSTACK);
+    P("owner_shim_min", FRAME_OWNED_BY_CSTACK);
 #endif
     P("frame_localsplus", offsetof(_PyInterpreterFrame, localsplus));
     P("owned_by_generator", FRAME_OWNED_BY_GENERATOR);
     P("gen_iframe", offsetof(gen_t, gi_iframe));
     P("gen_state", offsetof(gen_t, gi_frame_state));
-#if PY_VERSION_HEX >= 0x030C0000
-    P("gen_suspended_yield_from", FRAME_SUSPENDED_YIELD_FROM);
+#if PY_VERSION_HEX >= 0x030D0000
+    P("gen_yf_lo", FRAME_SUSPENDED_YIELD_FROM);
+    P("gen_executing", FRAME_EXECUTING);
+#elif PY_VERSION_HEX >= 0x030C0000
+    P("gen_yf_lo", FRAME_SUSPENDED);
+    P("gen_executing", FRAME_EXECUTING);
 #endif
     P("func_code", offsetof(PyFunctionObject, func_code));
 }
