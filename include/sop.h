@@ -313,7 +313,7 @@ SOP_API int sop_heap(sop_engine *e, int pid, unsigned flags, int top, double dur
 
 #define SOP_TASKS_TREE 0x1u /* text: the tasks as the tree of who awaits whom; JSON: "tree" */
 
-/* Every asyncio task of `pid` (CPython 3.8-3.13, C _asyncio.Task): name, state, the await
+/* Every asyncio task of `pid` (CPython 3.8-3.15, C _asyncio.Task): name, state, the await
  * chain it is suspended in, what its innermost await waits on, and which task awaits which
  * (docs/asyncio.md). Read without stopping the target; a read the target's changes made
  * inconsistent is marked partial ("complete": false). JSON when fmt is SOP_FORMAT_JSON, else

@@ -48,8 +48,8 @@ static int section_in(tasks_reader *tr, const sop_mapping *m, uint64_t w[AD_WORD
         return -ENOENT;
     uint64_t addr, size, off;
     int rc = -ENOENT;
-    if (sop__elf_section(&e, ".AsyncioDebug", &addr, &size, &off) == 0 &&
-        size >= AD_WORDS * 8 && off <= e.size && AD_WORDS * 8 <= e.size - off) {
+    if (sop__elf_section(&e, ".AsyncioDebug", &addr, &size, &off) == 0 && size >= AD_WORDS * 8 &&
+        off <= e.size && AD_WORDS * 8 <= e.size - off) {
         memcpy(w, e.base + off, AD_WORDS * 8);
         rc = 0;
     }
