@@ -12,7 +12,8 @@
    the executable. `dump` says "CPython 3.16: layout not known to this sop" (never "not a CPython
    process"), and `run` clears no Python check on evidence it did not read.
 4. `record` and `run` on 3.14 and 3.15: a flame graph's folded stacks hold the spinning thread's
-   frames; `run` names gil.contention for threads fighting over the GIL.
+   frames; `run` names gil.contention for threads fighting over the GIL; the GIL's switch counter
+   is read over a window on 3.13-3.15; an interpreter whose executable was deleted is read.
 Needs root. Prints "N passed, N failed"."""
 import glob
 import json
@@ -166,6 +167,57 @@ def containers():
                 doc.get("error") or {"got": frames_of(doc), "want": want})
 
 
+TOKEN = r"""
+import os, threading
+a, b = threading.Event(), threading.Event()
+def ping():
+    while True:
+        a.wait(); a.clear(); b.set()
+def pong():
+    while True:
+        b.wait(); b.clear(); a.set()
+threading.Thread(target=ping, daemon=True).start()
+threading.Thread(target=pong, daemon=True).start()
+a.set()
+os.write(1, b"ready\n")
+threading.Event().wait()
+"""
+
+
+def gil_counter_and_deleted():
+    """The GIL's switch counter over a window (two threads passing a token through Events hand
+    the GIL over thousands of times a second), and an interpreter whose executable was deleted
+    after it started (read through /proc/PID/map_files)."""
+    for tag, minor, py in sopt.sid_interpreters():
+        with sopt.Target(argv=[py, "-u", "-c", TOKEN], timeout=60) as t:
+            r = subprocess.run([sopt.SOPCTL, "evidence", "--pid", str(t.pid), "--duration", "1"],
+                               capture_output=True, text=True, timeout=120)
+        try:
+            conc = json.loads(r.stdout)["python"]["concurrency"]
+        except (ValueError, KeyError):
+            conc = {}
+        C.check((conc.get("gil_switches_per_s") or 0) >= 1000 and
+                conc.get("gil_interval_us") == 5000,
+                "%s: the GIL's switch counter and interval read over the window" % tag, conc)
+    src = "%s/usr/bin/python3.14" % ROOT
+    if not os.path.exists(src):
+        return
+    gone = "/usr/local/bin/python3.14-sop-deleted"
+    shutil.copyfile(src, ROOT + gone)
+    os.chmod(ROOT + gone, 0o755)
+    try:
+        with sopt.Target(argv=["chroot", ROOT, gone, "-u", "-c", PARKED], timeout=60) as t:
+            os.unlink(ROOT + gone)
+            rc, doc = dump(t.pid)
+    finally:
+        if os.path.exists(ROOT + gone):
+            os.unlink(ROOT + gone)
+    names = [th.get("name") for th in doc.get("threads", [])]
+    C.check(rc == 0 and "parked" in names and doc.get("python", {}).get("version", "")
+            .startswith("3.14"), "deleted executable: read through its mapping", doc.get("error")
+            or names)
+
+
 def elf_symbol_offset(path, name):
     """File offset of symbol `name` (readelf -s, then the section's address-to-offset)."""
     syms = subprocess.run(["readelf", "-sW", path], capture_output=True, text=True).stdout
@@ -269,7 +321,7 @@ def main():
         print("skip: no sid interpreters (SOP_PYTHONS=sid and scripts/sid-root.sh; "
               "tests/e2e/newest.sh does both)")
         sys.exit(77)
-    for fn in (gc_state, containers, newer_than_known, record_and_run):
+    for fn in (gc_state, containers, newer_than_known, record_and_run, gil_counter_and_deleted):
         try:
             fn()
         except (RuntimeError, OSError, ValueError, subprocess.TimeoutExpired) as e:
