@@ -150,7 +150,7 @@ static int run_probe(const char *inc, const char *extra, const char *out)
     return system(cmd);
 }
 
-static int checked_versions;
+static int checked_versions, checked_sid;
 
 static void check_version(const char *tag, const char *inc, const char *extra)
 {
@@ -298,11 +298,18 @@ int main(void)
             shim, root, minor, shim, minor);
         CHECK_EQ_I(system(cmd), 0);
         snprintf(arch, sizeof arch, "-I/tmp/sop-layout-inc-%d", (int)getpid());
+        int before = checked_versions;
         check_version(tag, inc, arch);
+        checked_sid += checked_versions - before;
     }
     char cmd[128];
     snprintf(cmd, sizeof cmd, "rm -rf /tmp/sop-layout-inc-%d", (int)getpid());
     (void)system(cmd);
-    CHECK(checked_versions > 0);
+    /* the newest tier (tests/e2e/newest.sh) built the sid root: its three must all be checked */
+    const char *tier = getenv("SOP_PYTHONS");
+    if (tier && strcmp(tier, "sid") == 0)
+        CHECK_EQ_I(checked_sid, 3);
+    if (!checked_versions)
+        printf("skip: no CPython 3.11+ headers here (pyenv or the sid root)\n");
     return t_done();
 }
