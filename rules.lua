@@ -66,6 +66,13 @@ thresholds {
                                 --   because they block, which is what the GIL is for (measured: 92-100% for tiny-op
                                 --   and small-read threads, 17-28% for six fsync writers)
 
+  -- Foreign load (issue 38): other processes kept the CPUs busy over the window when the host was at most
+  -- foreign_idle_max_pct idle and they used at least foreign_min_cores beyond the job (the process and its
+  -- workers). A rule whose measure needs the job's threads to run side by side says unknown then, naming the
+  -- load, rather than clearing on a measure the load spoilt.
+  foreign_idle_max_pct = 10,
+  foreign_min_cores = 0.5,
+
   -- threads.lock_contention (§4.2)
   lock_min_threads = 2,         -- at least this many threads seen asleep at the same acquire site ...
   lock_wait_pct = 30,           -- ... each waiting there this % of the window on average ...

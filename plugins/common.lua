@@ -407,6 +407,20 @@ end
 -- Returns hit-or-nil and the figures { per_s, x, forced, interval_ms, sys_share, sys_pct, busy
 -- (list of { t = python thread, o = OS thread }), want_pct, cpus, why (the first condition that
 -- failed: "busy", "cpus", "want", "rate") }; nil, nil when the counter was not read.
+-- Other processes' CPU over the window: the host's busy cores minus the job's (the process and
+-- its workers), with the host's idle % and CPU count; `busy` when they kept the CPUs full
+-- (foreign_idle_max_pct, foreign_min_cores). nil when the host's CPU was not measured.
+function common.foreign_load(ev, th)
+  local h = ev.host
+  local idle, n = h and h.cpu and h.cpu.idle_pct, h and h.ncpu
+  if not idle or not n or n <= 0 or not ev.proc or not ev.proc.cpu_pct then return nil end
+  local job = ev.proc.cpu_pct
+  for _, c in ipairs(ev.children or {}) do job = job + (c.cpu_pct or 0) end
+  local cores = math.max(0, n * (100 - idle) / 100 - job / 100)
+  return { idle_pct = idle, ncpu = n, cores = cores, load1 = h.load1,
+           busy = idle <= th.foreign_idle_max_pct and cores >= th.foreign_min_cores }
+end
+
 function common.gil_churn(ev, th)
   local c = ev.python and ev.python.concurrency
   local sw, iv = c and c.gil_switches_per_s, c and c.gil_interval_us

@@ -225,14 +225,16 @@ rule {
     are long (hashing or BLAS on big buffers) hand it over rarely; one thread alone never; threads that hand it over
     because they block (fsync, recv: D or S state) are IO concurrency, not churn; on one CPU a released GIL is taken
     only when its holder blocks or is preempted (clear). Names the busy threads' own frames. Unknown without a
-    sampled window or when the GIL's counter was not read.]],
+    sampled window, when the GIL's counter was not read, or when the rate stays low while other processes kept the
+    CPUs busy (host at most foreign_idle_max_pct idle, foreign_min_cores beyond the job): threads that cannot run
+    side by side cannot hand the GIL to each other, so the low rate says nothing of the program.]],
   reads = { "python.concurrency.gil_switches_per_s", "python.concurrency.gil_interval_us", "proc.cpu_pct",
             "threads[].sys_pct", "threads[].cpu_pct", "threads[].tid", "python.threads[].tid",
             "python.threads[].name", "python.threads[].frames", "python.threads[].window.gil_wait_frac",
             "python.threads[].window.active_frac", "effective_cpus", "host.ncpu", "duration_s", "pid", "proc.cwd",
-            "proc.cmdline" },
+            "proc.cmdline", "host.cpu.idle_pct", "host.load1", "children[].cpu_pct" },
   uses = { "gil_churn_min_x", "gil_churn_min_sys_pct", "gil_churn_min_want_pct", "gil_thread_busy_pct",
-           "gil_min_threads" },
+           "gil_min_threads", "foreign_idle_max_pct", "foreign_min_cores" },
   symptom = T("busy threads hand the GIL to each other around short calls: the handoffs are the cost",
               "繁忙线程在短调用前后互相交接 GIL：交接本身成了开销"),
   cause = T("Every call that releases the GIL (a torch op, a socket or file call) lets a waiting thread take it, and "
@@ -279,6 +281,20 @@ rule {
                         .. "（< {mw:%g}%）：它们因阻塞（IO、socket）而交出 GIL，这正是释放 GIL 的用途",
                       { n = f.per_s, busy = #busy, want = f.want_pct, mw = th.gil_churn_min_want_pct }))
     elseif not churn then
+      -- Threads hand the GIL to each other only while they run side by side: with the CPUs full of
+      -- other work they take turns on what is left, and the rate says nothing of the program.
+      local fl = common.foreign_load(ev, th)
+      if fl and fl.busy then
+        return unknown(tr("the CPUs were busy with other processes ({cores:%.1f} of {ncpu} CPUs beyond the job, "
+                            .. "host {idle:%.0f}% idle): its threads could not run side by side to hand the GIL to "
+                            .. "each other (it went to another thread {n:%.0f} times/s, {x:%.1f} x the switch "
+                            .. "interval's rate, {share:%.0f}% of its CPU in the kernel)",
+                          "CPU 被其他进程占满（作业之外占用 {cores:%.1f}/{ncpu} 个 CPU，主机空闲 {idle:%.0f}%）：线程无法"
+                            .. "同时运行、互相交接 GIL（每秒换手 {n:%.0f} 次，是切换间隔所强制次数的 {x:%.1f} 倍，进程 CPU 的 "
+                            .. "{share:%.0f}% 在内核）",
+                          { cores = fl.cores, ncpu = fl.ncpu, idle = fl.idle_pct, n = f.per_s, x = f.x,
+                            share = f.sys_share }))
+      end
       return clear(tr("the GIL went to another thread {n:%.0f} times/s, {x:%.1f} x what the {iv:%g} ms switch "
                         .. "interval forces ({forced:%.0f}/s), with {share:%.0f}% of the process's CPU in the kernel: "
                         .. "handoffs are not the cost (>= {mx:%g} x and >= {ms:%g}% needed)",

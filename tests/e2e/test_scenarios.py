@@ -38,7 +38,11 @@ CPU hog (one spinning process per CPU of the budget, not a descendant of the tar
 healthy scenarios only. CELLS=full is the whole factorial. Default: all/1. Per cell a header key
 may be qualified with the budget (`expect@cpu1:`, `also@cpu1:`, `verdict@cpu1:`, `skip@cpu1: why`)
 where the program honestly changes meaning on one CPU. At the end, per rule: hits / expected runs,
-misses, and false alarms (warn/high where neither expected nor allowed), summed over the cells."""
+misses, and false alarms (warn/high where neither expected nor allowed), summed over the cells.
+
+Foreign load: an expected rule that says *unknown* because other processes kept the CPUs busy
+("busy with other processes") is not a miss when the harness's own reading of /proc/stat over the
+`sopctl run` saw the host at most 15% idle; the row says "(unknown: foreign load)"."""
 import fnmatch
 import glob
 import json
@@ -278,9 +282,11 @@ def run_once(path, meta, cell="all/1"):
             elif not wait_ready(p, meta["timeout"]):
                 p.kill()
                 return None, "not ready: " + p.stderr.read()[-1500:]
+            idle0 = host_idle_ticks()
             code, rep, err = sopt.run_json("--pid", p.pid, *meta["sopctl"])
             if rep is None:
                 return None, "sopctl exit %d: %s" % (code, err[-1500:])
+            rep["_harness_host_idle_pct"] = host_idle_pct(idle0, host_idle_ticks())
             return rep, ""
         finally:
             end_tree(p)
@@ -297,6 +303,31 @@ def run_once(path, meta, cell="all/1"):
         shutil.rmtree(scratch, ignore_errors=True)
 
 
+def host_idle_ticks():
+    """(idle + iowait, total) jiffies of the host, from /proc/stat's cpu line."""
+    with open("/proc/stat") as f:
+        v = [int(x) for x in f.readline().split()[1:]]
+    return v[3] + v[4], sum(v[:8])
+
+
+def host_idle_pct(a, b):
+    """The host's idle % between two host_idle_ticks() readings (the harness's own measure)."""
+    total = b[1] - a[1]
+    return 100.0 * (b[0] - a[0]) / total if total > 0 else 100.0
+
+
+# A rule whose measure needs the job's threads to run side by side says "unknown" when other
+# processes kept the CPUs busy (issue 38: never clear on evidence the load spoilt). An expected
+# rule held back that way is not a miss when the harness itself saw the host that busy.
+FOREIGN_LOAD_NOTE = "busy with other processes"
+FOREIGN_LOAD_IDLE_PCT = 15
+
+
+def held_by_load(rep, note):
+    return FOREIGN_LOAD_NOTE in note and \
+        rep.get("_harness_host_idle_pct", 100) <= FOREIGN_LOAD_IDLE_PCT
+
+
 def judge(rep, meta):
     """-> (ok, fired text, problems)"""
     findings = rep.get("findings", [])
@@ -311,9 +342,14 @@ def judge(rep, meta):
 
     def why(rid):
         return ": %s" % notes[rid][:400] if notes.get(rid) else ""
+    unknown = {f["id"]: f.get("reason") or "" for f in rep.get("unknown", [])}
+    held = []
     for e in meta["expect"]:
         rid, _, sev = e.partition(":")
         wanted.add(rid)
+        if rid not in any_sev and held_by_load(rep, unknown.get(rid, "")):
+            held.append(rid)  # said why it could not measure, and the host was that busy
+            continue
         if sev == "info":
             if rid not in any_sev:
                 problems.append("%s did not fire%s" % (rid, why(rid)))
@@ -338,6 +374,10 @@ def judge(rep, meta):
     fired = " ".join("%s(%s)" % (f["id"], f["severity"]) for f in findings
                      if not f["id"].startswith("summary."))
     verdict = [f.get("symptom", "") for f in findings if f["id"] == "summary.verdict"]
+    if held:
+        fired = (fired + " " if fired else "") + " ".join(
+            "%s(unknown: foreign load, host %.0f%% idle)" % (rid, rep["_harness_host_idle_pct"])
+            for rid in held)
     return not problems, (fired or "-") + " | §9: " + (verdict[0] if verdict else "-"), problems
 
 
@@ -347,9 +387,12 @@ def tally(stats, rep, meta):
     if rep is not None:
         loud = {f["id"] for f in rep.get("findings", []) if ORDER.get(f["severity"], 9) <= 1}
         sev = {f["id"] for f in rep.get("findings", [])}
+    unknown = {f["id"]: f.get("reason") or "" for f in (rep or {}).get("unknown", [])}
     for e in meta["expect"]:
         rid, _, want = e.partition(":")
         st = stats.setdefault(rid, [0, 0, 0])
+        if rep is not None and held_by_load(rep, unknown.get(rid, "")):
+            continue  # could not be measured beside the foreign load (judge)
         st[0] += 1
         if rep is not None and rid in (sev if want == "info" else loud):
             st[1] += 1
