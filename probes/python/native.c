@@ -313,7 +313,9 @@ static void symbolize(sop_native *nv, sop_nframe *f)
     f->lib[bl] = '\0';
     if (!o->tried) {
         o->tried = true;
-        if (o->file.hi && sop__elf_open_mapped(nv->proc_root, nv->pid, &o->file, &o->elf) == 0) {
+        int r = o->file.hi ? sop__elf_open_mapped(nv->proc_root, nv->pid, &o->file, &o->elf)
+                           : sop__elf_open_target(nv->proc_root, nv->pid, o->path, &o->elf);
+        if (r == 0) {
             o->ok = true;
             o->bias = sop__elf_bias(&o->elf, o->bias);
             if (sop__elf_func_symbols(&o->elf, &o->syms, &o->nsyms) < 0)
