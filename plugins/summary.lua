@@ -237,9 +237,14 @@ rule {
       return common.one_snapshot("no CPU rates to classify the run", "没有 CPU 速率，无法判断")
     end
     local eff = common.effective_cpus(ev) or 1
-    local job, nworkers = p.cpu_pct, 0
+    -- A zombie (exited, not yet reaped by its parent) is not a worker: counted apart (issue 38).
+    local job, nworkers, nzombies = p.cpu_pct, 0, 0
     for _, c in ipairs(ev.children or {}) do
-      if c.cpu_pct then job, nworkers = job + c.cpu_pct, nworkers + 1 end
+      if c.state == "Z" then
+        nzombies = nzombies + 1
+      elseif c.cpu_pct then
+        job, nworkers = job + c.cpu_pct, nworkers + 1
+      end
     end
     local busiest, busiest_tid, runq = 0, nil, 0
     for _, t in ipairs(ev.threads or {}) do
@@ -254,6 +259,10 @@ rule {
     end
     local who = nworkers > 0 and fmt("process + %d workers", nworkers) or "process"
     local who_zh = nworkers > 0 and fmt("进程 + %d 个 worker", nworkers) or "进程"
+    if nzombies > 0 then
+      who = who .. fmt(" (and %d exited children not reaped: zombies)", nzombies)
+      who_zh = who_zh .. fmt("（另有 %d 个已退出未回收的子进程：僵尸进程）", nzombies)
+    end
     local cores = job / 100
 
     -- A GPU job (ev.gpu): the device's busy share decides first.
