@@ -13,24 +13,6 @@
 #define MAX_LIST_OBJECTS (1ull << 27)
 #define LIST_RETRIES 2
 
-static int add_found(tasks_reader *tr, uint64_t obj)
-{
-    if (tr->nfound >= SOP_TASKS_MAX) {
-        tr->truncated = true;
-        return 0;
-    }
-    if (tr->nfound == tr->capfound) {
-        size_t ncap = tr->capfound ? tr->capfound * 2 : 1024;
-        uint64_t *n = realloc(tr->found, ncap * sizeof *n);
-        if (!n)
-            return -ENOMEM;
-        tr->found = n;
-        tr->capfound = ncap;
-    }
-    tr->found[tr->nfound++] = obj;
-    return 0;
-}
-
 /* Walk one GC list (as heap_walk.c's walk_list); 0, -EAGAIN (why), or a fatal read error. */
 static int walk_list(tasks_reader *tr, uint64_t head, uint64_t *walked, char *why, size_t whylen)
 {
@@ -77,7 +59,7 @@ static int walk_list(tasks_reader *tr, uint64_t head, uint64_t *walked, char *wh
         }
         uint64_t type = sop__pywalk_rd64(b, L->gc_head_size + L->ob_type);
         if (sop__tasks_type_kind(tr, type, NULL) == K_TASK &&
-            (r = add_found(tr, node + L->gc_head_size)) < 0)
+            (r = sop__tasks_add_found(tr, node + L->gc_head_size)) < 0)
             return r;
         (*walked)++;
         prev = node;

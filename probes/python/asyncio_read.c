@@ -114,6 +114,24 @@ void sop__tasks_free(sop_pytasks *t)
     free(t);
 }
 
+int sop__tasks_add_found(tasks_reader *tr, uint64_t obj)
+{
+    if (tr->nfound >= SOP_TASKS_MAX) {
+        tr->truncated = true;
+        return 0;
+    }
+    if (tr->nfound == tr->capfound) {
+        size_t ncap = tr->capfound ? tr->capfound * 2 : 1024;
+        uint64_t *n = realloc(tr->found, ncap * sizeof *n);
+        if (!n)
+            return -ENOMEM;
+        tr->found = n;
+        tr->capfound = ncap;
+    }
+    tr->found[tr->nfound++] = obj;
+    return 0;
+}
+
 static int read_all(tasks_reader *tr, sop_pytasks *out)
 {
     int r =

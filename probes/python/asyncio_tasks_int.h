@@ -1,5 +1,6 @@
 /* asyncio_tasks_int.h — what the parts of the asyncio task reader share (asyncio_read.c the
- * read and the listing, asyncio_gc_lists.c the GC-list walk, asyncio_types.c the object kinds,
+ * read and the listing, asyncio_thread_lists.c asyncio's own task lists (3.14+),
+ * asyncio_gc_lists.c the GC-list walk, asyncio_types.c the object kinds,
  * asyncio_task_read.c one task, asyncio_await_chain.c one await level, asyncio_lock_holders.c
  * the locks and semaphores waited on): the reader, its bounds and the helpers each of them
  * reads with. Private to probes/python; the public face is asyncio_tasks.h. Depends on
@@ -70,6 +71,10 @@ bool sop__tasks_is_type_object(sop_rmem *m, const sop_pylayout *L, uint64_t type
 bool sop__tasks_name_is(const char *n, const char *want);
 int sop__tasks_type_kind(tasks_reader *tr, uint64_t type, const char **name);
 int sop__tasks_obj_kind(tasks_reader *tr, uint64_t obj, const char **name);
+
+/* asyncio_read.c: keep the task at obj in tr->found (at most SOP_TASKS_MAX, then truncated);
+ * 0 or -ENOMEM. */
+int sop__tasks_add_found(tasks_reader *tr, uint64_t obj);
 
 /* asyncio_gc_lists.c: the task objects on the main interpreter's GC lists into tr->found;
  * out->objects, out->complete and out->partial say how far it got. 0 or a fatal error. */

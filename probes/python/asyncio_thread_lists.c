@@ -122,24 +122,6 @@ static int find_offsets(tasks_reader *tr, uint64_t w[AD_WORDS], char *why, size_
     return 0;
 }
 
-static int add_found(tasks_reader *tr, uint64_t obj)
-{
-    if (tr->nfound >= SOP_TASKS_MAX) {
-        tr->truncated = true;
-        return 0;
-    }
-    if (tr->nfound == tr->capfound) {
-        size_t ncap = tr->capfound ? tr->capfound * 2 : 1024;
-        uint64_t *n = realloc(tr->found, ncap * sizeof *n);
-        if (!n)
-            return -ENOMEM;
-        tr->found = n;
-        tr->capfound = ncap;
-    }
-    tr->found[tr->nfound++] = obj;
-    return 0;
-}
-
 /* One circular list at `head` (struct llist_node {next, prev}); nodes are task + node_off.
  * 0, -EAGAIN (why) when it changed under the read, or a fatal error. */
 static int walk_list(tasks_reader *tr, uint64_t head, uint64_t node_off, char *why, size_t whylen)
@@ -172,7 +154,7 @@ static int walk_list(tasks_reader *tr, uint64_t head, uint64_t node_off, char *w
                 return -EAGAIN;
             }
         }
-        if ((r = add_found(tr, node - node_off)) < 0)
+        if ((r = sop__tasks_add_found(tr, node - node_off)) < 0)
             return r;
         prev = node;
         node = b[0];

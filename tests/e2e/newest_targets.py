@@ -65,13 +65,7 @@ threading.Event().wait()
 """
 
 
-def dump(pid, *extra):
-    r = subprocess.run([sopt.SOPCTL, "dump", "--pid", str(pid), "--json"] + list(extra),
-                       capture_output=True, text=True, timeout=120)
-    try:
-        return r.returncode, json.loads(r.stdout)
-    except ValueError:
-        return r.returncode, {"error": r.stderr[-400:]}
+dump = sopt.dump_json
 
 
 def all_interpreters():

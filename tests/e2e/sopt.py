@@ -111,6 +111,17 @@ def sopctl(*args, user=None, timeout=120):
     return r.returncode, r.stdout, r.stderr
 
 
+def dump_json(pid, *extra):
+    """`sopctl dump --pid PID --json [extra]` -> (exit code, document; {"error": stderr} when
+    the output is not JSON)."""
+    r = subprocess.run([SOPCTL, "dump", "--pid", str(pid), "--json"] + list(extra),
+                       capture_output=True, text=True, timeout=120)
+    try:
+        return r.returncode, json.loads(r.stdout)
+    except ValueError:
+        return r.returncode, {"error": r.stderr[-400:]}
+
+
 def run_json(*args, **kw):
     code, out, err = sopctl("run", *args, "--format", "json", **kw)
     try:
