@@ -241,10 +241,6 @@ static int find(int pid, const char *proc_root, const char *maps, sop_rmem *mem,
         char why[200] = "";
         int r = sop__rmem_read(mem, rt->runtime, blob, sizeof blob);
         if (r == 0) {
-            uint64_t ft;
-            memcpy(&ft, blob + 16, sizeof ft);
-            if (memcmp(blob, "xdebugpy", 8) == 0 && ft <= 1)
-                rt->free_threaded = (int)ft;
             r = sop__pylayout_from_debug_offsets(blob, sizeof blob, hex, &rt->L, why, sizeof why);
             if (r == 0)
                 goto chosen;
@@ -296,7 +292,6 @@ int sop__pyruntime_find_in(int pid, const char *proc_root, const char *maps, sop
 {
     memset(rt, 0, sizeof *rt);
     rt->pid = pid;
-    rt->free_threaded = -1;
     snprintf(rt->proc_root, sizeof rt->proc_root, "%s", proc_root);
     uint64_t id[4];
     image_identity(pid, proc_root, id);

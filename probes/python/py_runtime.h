@@ -24,8 +24,6 @@ typedef struct sop_pyruntime {
     char executable[512];
     char libpython[512]; /* "" for static builds */
     char layout[32];     /* where the offsets came from: "table 3.11", "_Py_DebugOffsets" */
-    int free_threaded;   /* 3.13+: the interpreter's own flag (_Py_DebugOffsets.free_threaded),
-                          * 1 or 0, read even when the layout is not; -1 when not read */
     /* The process image it was found in: start time and stack start (/proc/PID/stat, a new
      * stack on every exec), the executable's device and inode. */
     uint64_t start_ticks, start_stack, exe_dev, exe_ino;

@@ -23,7 +23,6 @@ import struct
 import subprocess
 import sys
 import tempfile
-import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import sopt  # noqa: E402
@@ -324,5 +323,4 @@ def main():
 
 
 if __name__ == "__main__":
-    t0 = time.time()
     main()

@@ -20,7 +20,7 @@
 typedef struct {
     const char *name;
     size_t off;
-    int kind; /* 0 uint32_t, 1 int, 2 bool, 3 int8_t */
+    int kind; /* 0 uint32_t, 1 int, 3 int8_t */
 } field;
 
 #define U(f)                                                                                       \
@@ -30,10 +30,6 @@ typedef struct {
 #define I(f)                                                                                       \
     {                                                                                              \
 #f, offsetof(sop_pylayout, f), 1                                                           \
-    }
-#define B(f)                                                                                       \
-    {                                                                                              \
-#f, offsetof(sop_pylayout, f), 2                                                           \
     }
 #define S8(f)                                                                                      \
     {                                                                                              \
@@ -126,8 +122,6 @@ static long long get(const sop_pylayout *L, const field *f)
         return *(const uint32_t *)(const void *)p;
     case 1:
         return *(const int *)(const void *)p;
-    case 2:
-        return *(const bool *)(const void *)p;
     default:
         return *(const int8_t *)(const void *)p;
     }
