@@ -48,6 +48,14 @@ bool sop__collect_target_alive(const sop_collect_ctx *cx)
     return target_alive(cx->pid_fd);
 }
 
+/* Has the process of snapshot p exited, its parent not yet reaping it? A zombie leader with a
+ * live thread runs on (its main thread returned); one with none is as dead as a reaped pid: an
+ * OOM kill leaves that state until the parent waits, which a busy host can delay. */
+static bool exited_unreaped(const char *proc_root, int pid, const sop_proc *p)
+{
+    return (p->stat.state == 'Z' || p->stat.state == 'X') && sop__live_task(proc_root, pid) == pid;
+}
+
 static void snapshot_free(snapshot *s)
 {
     sop__thread_list_free(&s->threads);
@@ -238,7 +246,7 @@ void sop__collection_free(sop_collection *c)
 }
 
 /* The pid is gone: a post-mortem is possible when the kernel log remembers killing it. */
-static int post_mortem(int pid, sop_collection *c, char *err, size_t errlen)
+static int post_mortem(int pid, bool zombie, sop_collection *c, char *err, size_t errlen)
 {
     sop__host_collect(&c->host, &c->missing);
     /* the boot time the process start times use (see collect_target.c's kmsg_finish) */
@@ -246,7 +254,8 @@ static int post_mortem(int pid, sop_collection *c, char *err, size_t errlen)
     for (size_t i = 0; i < c->ooms.n; i++)
         if (c->ooms.items[i].pid == pid)
             return 0;
-    snprintf(err, errlen, "pid %d: no such process (and no OOM kill of it in the kernel log)", pid);
+    snprintf(err, errlen, "pid %d: %s (and no OOM kill of it in the kernel log)", pid,
+             zombie ? "has exited (a zombie its parent has not reaped)" : "no such process");
     return SOP_ENOTARGET;
 }
 
@@ -307,14 +316,15 @@ int sop__collect(int pid, const sop_collect_opts *o, sop_value **out, char **pic
     memset(&b, 0, sizeof b);
     if (pid_fd < 0) {
         c.alive = false;
-        rc = post_mortem(pid, &c, err, errlen);
+        rc = post_mortem(pid, false, &c, err, errlen);
         goto done;
     }
     rc = take(root_fd, pid_fd, pid, o, &a, &c.missing);
-    if (rc == -ESRCH || rc == -ENOENT) {
+    bool zombie = rc == 0 && exited_unreaped(proc_root, pid, &a.proc);
+    if (zombie || rc == -ESRCH || rc == -ENOENT) {
         c.alive = false;
         snapshot_free(&a);
-        rc = post_mortem(pid, &c, err, errlen);
+        rc = post_mortem(pid, zombie, &c, err, errlen);
         goto done;
     }
     if (rc != 0) {
@@ -352,7 +362,8 @@ int sop__collect(int pid, const sop_collect_opts *o, sop_value **out, char **pic
         sop_missing scratch = {0};
         int rc2 = take(root_fd, pid_fd, pid, o, &b, &scratch);
         double secs = (sop__now_ms() - t0) / 1e3;
-        if (rc2 == 0 && (!b.proc.have_stat || !target_alive(pid_fd)))
+        if (rc2 == 0 && (!b.proc.have_stat || !target_alive(pid_fd) ||
+                         exited_unreaped(proc_root, pid, &b.proc)))
             rc2 = -ESRCH; /* gone while read: a partial second snapshot is no current state */
         if (rc2 == 0) {
             /* The second snapshot is the current state; its failures replace the first's. */

@@ -393,8 +393,23 @@ def test_zombie_leader():
         check("zombie leader: run works (exit %d)" % code, code in (0, 1), err[:300])
 
 
+def test_exited_unreaped():
+    # A process that has exited but whose parent has not waited yet (an OOM kill on a busy host):
+    # no current state to diagnose, a clear exit 3 rather than a report of a live process.
+    p = subprocess.Popen([sys.executable, "-c", "pass"])
+    try:
+        os.waitid(os.P_PID, p.pid, os.WEXITED | os.WNOWAIT)
+        for args in (("run", "--pid", p.pid), ("run", "--pid", p.pid, "--duration", "0.2")):
+            code, out, err = sopctl(*args)
+            check("exited, not reaped: %s: exit 3 naming the zombie (exit %d)"
+                  % (" ".join(str(a) for a in args[3:]) or "snapshot", code),
+                  code == 3 and "zombie" in err, (out + err)[:300])
+    finally:
+        p.wait()
+
+
 TESTS = [test_source_lines, test_fifo_at_mapped_library, test_out_dir, test_heap_amplification,
-         test_fake_ranks, test_zombie_leader]
+         test_fake_ranks, test_zombie_leader, test_exited_unreaped]
 
 
 def main():

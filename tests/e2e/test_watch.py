@@ -323,10 +323,13 @@ with tempfile.TemporaryDirectory() as d:
                 w.wait_windows(1, "OOM run: a window")
                 victim.stdin.write("go\n")
                 victim.stdin.flush()
-                victim.wait(timeout=WAIT)  # reaped at once: the pid is gone, not a zombie
-                t.check(victim.returncode == -9, "the target was OOM-killed (SIGKILL)",
-                        victim.returncode)
+                # Not reaped until the watch has ended: a zombie whose parent is slow to wait
+                # (a busy host, a launcher) is as dead as a reaped pid (CI saw this race).
+                info = os.waitid(os.P_PID, victim.pid, os.WEXITED | os.WNOWAIT)
+                t.check(info.si_code == os.CLD_KILLED and info.si_status == signal.SIGKILL,
+                        "the target was OOM-killed (SIGKILL)", info)
                 code = w.finish()
+                victim.wait(timeout=WAIT)
                 t.check(code == 1, "an OOM kill ends the watch with exit 1", (code, w.text()))
                 got = reports(pm2, "*-postmortem.json")
                 rep = json.load(open(got[0])) if len(got) == 1 else {}
