@@ -73,6 +73,12 @@ thresholds {
   foreign_idle_max_pct = 10,
   foreign_min_cores = 0.5,
 
+  -- progress.hang (§9, issue 38): no thread ran and none waited on outside work over the window
+  hang_cpu_pct = 2,             -- the process and its children used at most this % of one core ...
+  hang_wait_frac = 0.95,        -- ... and each sampled Python thread slept in an untimed futex (a lock, condition,
+                                --   queue or future; or on the GIL) at least this share of its samples, on one
+                                --   stack; every OS thread asleep on one at the window's end
+
   -- threads.lock_contention (§4.2)
   lock_min_threads = 2,         -- at least this many threads seen asleep at the same acquire site ...
   lock_wait_pct = 30,           -- ... each waiting there this % of the window on average ...
@@ -307,4 +313,5 @@ require "plugins.mapped"       -- §7.3 through memory maps
 require "plugins.checkpoint"   -- §7.7
 require "plugins.runtime"      -- §8
 require "plugins.logfmt"       -- §8.3 pitfall 1 (eager log formatting)
+require "plugins.progress"     -- §9 is it making progress: hang, what grows
 require "plugins.summary"      -- §9

@@ -421,6 +421,113 @@ function common.foreign_load(ev, th)
            busy = idle <= th.foreign_idle_max_pct and cores >= th.foreign_min_cores }
 end
 
+-- Is the job stalled, its threads waiting on each other (progress.hang, summary.verdict)? Returns
+-- nil, why when it cannot be told; else { stalled = bool, why = text (when not), nthreads, cpu (% of a
+-- core, the process and its children), nchildren, groups (text: the waiters by their frame) }.
+-- Stalled: no CPU to speak of (hang_cpu_pct), no child running, every OS thread asleep at the window's
+-- end on a futex with no timeout (threads[].wait "lock"; a timed one only when the sampler saw that
+-- thread wait on the GIL), and each sampled Python thread asleep so (lock_wait_frac + gil_wait_frac)
+-- for hang_wait_frac of its samples on one stack. Anything waiting on the outside clears it.
+local OUTSIDE = {
+  net = { "a socket or pipe (poll/select/epoll, accept, recv)", "socket 或管道（poll/select/epoll、accept、recv）" },
+  read = { "a read or write (a pipe, socket, terminal or file)", "read/write（管道、socket、终端或文件）" },
+  timer = { "a timer (sleep)", "定时器（sleep）" },
+  child = { "a child process (wait)", "子进程（wait）" },
+  signal = { "a signal", "信号" },
+  lock_timed = { "a futex with a timeout (it wakes by itself)", "带超时的 futex（会自己醒来）" },
+  other = { "another system call", "其他系统调用" },
+}
+
+function common.stall(ev, th)
+  if ev.alive == false then
+    return nil, common.T("the process is gone: no live state", "进程已不存在：没有运行状态")
+  end
+  local p = ev.proc
+  if common.no_window(ev) or not p or not p.cpu_pct then return nil, common.NO_CPU_RATES end
+  if not ev.threads or #ev.threads == 0 then
+    return nil, common.T("thread states not read", "未读到线程状态")
+  end
+  local cpu, nkids = p.cpu_pct, 0
+  for _, c in ipairs(ev.children or {}) do
+    if c.state ~= "Z" then
+      nkids = nkids + 1
+      cpu = cpu + (c.cpu_pct or 0)
+      if c.state == "R" or c.state == "D" then
+        return { stalled = false, why = common.tr("child process {pid} is running ({st})", "子进程 {pid} 在运行（{st}）",
+                                                  { pid = c.pid, st = c.state }) }
+      end
+    end
+  end
+  if cpu > th.hang_cpu_pct then
+    return { stalled = false, why = common.tr("the job used {cpu:%.1f}% of a core over {d:%.1f} s: its threads run "
+                                                .. "(a hang needs at most {max:%g}%)",
+                                              "作业在 {d:%.1f} 秒内用了 {cpu:%.1f}% 个核：线程在运行（卡死的阈值 <= {max:%g}%）",
+                                              { cpu = cpu, d = ev.duration_s, max = th.hang_cpu_pct }) }
+  end
+  local gil_waiter = {}
+  local py = ev.python
+  for _, t in ipairs(py and py.threads or {}) do
+    local w = t.window
+    if t.tid and w and (w.gil_wait_frac or 0) >= 0.5 then gil_waiter[t.tid] = true end
+  end
+  for _, t in ipairs(ev.threads) do
+    local name = t.name or "?"
+    if t.state == "R" or t.state == "D" then
+      return { stalled = false, why = common.tr("thread {tid} ({name}) is {st} at the window's end",
+                                                "线程 {tid}（{name}）在窗口结束时处于 {st}",
+                                                { tid = t.tid, name = name, st = t.state == "R" and "running" or "in D state" }) }
+    end
+    local kind = t.wait
+    if kind == "lock_timed" and gil_waiter[t.tid] then kind = "lock" end
+    if not kind then
+      if t.state ~= "Z" and t.state ~= "X" then
+        return nil, common.tr("what thread {tid} sleeps in is unreadable (/proc/PID/task/TID/syscall needs ptrace access)",
+                              "读不到线程 {tid} 睡在哪个系统调用（/proc/PID/task/TID/syscall 需要 ptrace 权限）", { tid = t.tid })
+      end
+    elseif kind ~= "lock" then
+      local o = OUTSIDE[kind] or OUTSIDE.other
+      return { stalled = false, why = common.tr("thread {tid} ({name}) waits on {what_en}: the job can be woken from "
+                                                  .. "outside (idle, waiting for work, is healthy)",
+                                                "线程 {tid}（{name}）在等{what_zh}：作业可以被外部唤醒（空闲等任务是正常的）",
+                                                { tid = t.tid, name = name, what_en = o[1], what_zh = o[2] }) }
+    end
+  end
+  local groups, order = {}, {}
+  for _, t in ipairs(py and py.threads or {}) do
+    local w = t.window
+    if w and (w.samples or 0) >= th.sampled_min_samples then
+      local f = (w.lock_wait_frac or 0) + (w.gil_wait_frac or 0)
+      if f < th.hang_wait_frac then
+        return { stalled = false, why = common.tr("Python thread {tid} slept on locks in {f:%.0f}% of its samples "
+                                                    .. "(a hang needs {min:%.0f}%)",
+                                                  "Python 线程 {tid} 只有 {f:%.0f}% 的样本睡在锁上（卡死的阈值 {min:%.0f}%）",
+                                                  { tid = t.tid or 0, f = 100 * f, min = 100 * th.hang_wait_frac }) }
+      end
+      local top = w.top_stacks and w.top_stacks[1]
+      if not top or (top.count or 0) < th.hang_wait_frac * w.samples then
+        return { stalled = false, why = common.tr("Python thread {tid}'s stack changed over the window",
+                                                  "Python 线程 {tid} 的栈在窗口内有变化", { tid = t.tid or 0 }) }
+      end
+    end
+    local label = common.user_frame(t.frames, ev) or "?"
+    if not groups[label] then
+      groups[label] = 0
+      order[#order + 1] = label
+    end
+    groups[label] = groups[label] + 1
+  end
+  table.sort(order, function(a, b) return groups[a] > groups[b] end)
+  local parts = {}
+  for i, label in ipairs(order) do
+    if i > 6 then break end
+    parts[#parts + 1] = fmt("%d × %s", groups[label], label)
+  end
+  local npy = py and py.threads and #py.threads or 0
+  if #ev.threads > npy then parts[#parts + 1] = fmt("%d × native", #ev.threads - npy) end
+  return { stalled = true, nthreads = #ev.threads, cpu = cpu, nchildren = nkids,
+           groups = table.concat(parts, "; ") }
+end
+
 function common.gil_churn(ev, th)
   local c = ev.python and ev.python.concurrency
   local sw, iv = c and c.gil_switches_per_s, c and c.gil_interval_us

@@ -213,8 +213,9 @@ rule {
             "gpu.devices[].name", "gpu.devices[].used_by_tree", "gpu.devices[].util_samples", "python.locks[].site",
             "python.locks[].threads", "python.locks[].wait_frac", "python.locks[].held_frac",
             "python.locks[].crowded_frac", "python.locks[].holder", "python.locks[].one_word_frac",
-            "python.concurrency.contended_frac" },
-  uses = { "lock_min_threads", "lock_wait_pct", "lock_held_pct", "lock_handoff_pct", "summary_cpu_bound_pct",
+            "python.concurrency.contended_frac", "threads[].wait", "threads[].name", "python.threads[].frames",
+            "python.threads[].name", "proc.cmdline", "proc.cwd", "proc.env" },
+  uses = { "hang_cpu_pct", "hang_wait_frac", "lock_min_threads", "lock_wait_pct", "lock_held_pct", "lock_handoff_pct", "summary_cpu_bound_pct",
            "summary_io_wait_pct", "io_util_pct", "small_read_max_bytes",
            "page_cache_min_disk_kb_per_s", "mapped_fault_min_per_s", "mapped_read_share",
            "random_read_max_request_kb", "mapped_touch_ratio", "mapped_wait_frac", "gpu_busy_pct", "gpu_idle_pct",
@@ -520,6 +521,25 @@ rule {
       local l_zh = fmt("；%d 个线程在 %s 排队等同一把锁（持有者：%s；threads.lock_contention）", convoy.threads,
                        convoy.site or "?", convoy.holder or "?")
       on_en, on_zh = on_en .. l_en, on_zh .. l_zh
+    end
+    -- Never "an idle server is healthy" of a job whose threads wait on each other (progress.hang).
+    local stall = common.stall(ev, th)
+    if stall and stall.stalled then
+      return hit {
+        symptom = tr("not CPU-bound, not IO-bound: stalled, its {n} threads wait on each other (progress.hang)",
+                     "既非 CPU 密集也非 IO 密集：卡住了，{n} 个线程互相等待（progress.hang）", { n = stall.nthreads }),
+        evidence = tr("{who:%s} used {job:%.1f}% CPU over {duration_s:%.1f} s; no thread waits on outside work: {groups}",
+                      "{who_zh}在 {duration_s:%.1f} 秒内用了 {job:%.1f}% CPU；没有线程在等外部工作：{groups}",
+                      { who = who, who_zh = who_zh, job = job, duration_s = ev.duration_s, groups = stall.groups }),
+        cause = T("§9: no thread runs and none waits on a socket, file, timer, child or signal: only the job's own "
+                  .. "threads could wake each other, and none does (see progress.hang).",
+                  "§9：没有线程在运行，也没有线程在等 socket、文件、定时器、子进程或信号：只有作业自己的线程能互相唤醒，"
+                  .. "而没有一个在做（见 progress.hang）。"),
+        fix = T("See progress.hang.", "见 progress.hang。"),
+        verify = tr("`sopctl dump --pid {pid}` twice: the stacks move", "两次 `sopctl dump --pid {pid}`：栈有变化",
+                    { pid = ev.pid }),
+        refs = { "https://www.brendangregg.com/linuxperf.html" },
+      }
     end
     return hit {
       symptom = convoy and tr("not CPU-bound, not IO-bound: waiting on a lock at {site} ({n} threads queued)",

@@ -12,6 +12,7 @@
 
 #include "missing.h"
 #include "procfs.h"
+#include "wait_class.h"
 
 #define SOP_COMM_MAX 64
 #define SOP_CMDLINE_MAX 1024
@@ -163,6 +164,7 @@ typedef struct {
     bool have_io;
     double read_bytes_per_s, rchar_per_s, syscr_per_s; /* window, from io */
     double wait_pct; /* window: time runnable but waiting for a CPU (run queue), % of the window */
+    sop_wait_class wait; /* asleep: what its syscall waits on (task/TID/syscall); NONE running */
 } sop_thread;
 
 typedef struct {

@@ -51,6 +51,16 @@ static int read_thread(int taskfd, int tid, sop_thread *t, sop_missing *missing)
     }
     snprintf(t->name, sizeof t->name, "%s", t->stat.comm); /* stat's comm is task/TID/comm */
 
+    if (t->stat.state != 'R' && t->stat.state != 'Z' && t->stat.state != 'X') {
+        /* what it sleeps in: another thread (a futex) or the outside (wait_class.c); needs
+         * ptrace access, an unreadable one stays NONE */
+        snprintf(path, sizeof path, "%d/syscall", tid);
+        n = sop__read_small_at(taskfd, path, buf, 256);
+        unsigned long long args[6];
+        if (n > 0)
+            t->wait = sop__wait_classify(sop__syscall_parse(buf, args), args);
+    }
+
     snprintf(path, sizeof path, "%d/schedstat", tid);
     int src = sop__read_schedstat_at(taskfd, path, &t->sched);
     if (src != 0 && src != -EINVAL && !gone(src)) /* an unparsable one stays absent */

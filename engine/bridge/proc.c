@@ -166,6 +166,11 @@ const sop_evk sop__evk_threads[] = {
     H("tid", SOP_EVK_INT, "", "thread id"),
     SOP_EVK_T("name", sop_thread, name, "the thread's comm"),
     H("state", SOP_EVK_TEXT, "", "one letter (task/TID/stat)"),
+    H("wait", SOP_EVK_TEXT, "",
+      "asleep at the window's end: what its syscall waits on (task/TID/syscall): \"lock\" (a futex "
+      "with no timeout: only another thread wakes it), \"lock_timed\", \"net\" (poll, select, "
+      "epoll, accept, recv...), \"read\" (read/write: a pipe, socket, terminal or file), "
+      "\"timer\", \"child\", \"signal\", \"other\"; absent when running or unreadable"),
     D("cpu_pct", cpu_pct, "%", "window, 100 = one core"),
     D("sys_pct", sys_pct, "%",
       "window: the part of cpu_pct spent in the kernel (system calls, page faults), 100 = one "
@@ -477,6 +482,8 @@ static void thread_hand(sop_value *o, const sop_evk *row, const char *name, void
         sop__v_set_int(o, name, t->tid);
     else if (strcmp(k, "state") == 0 && t->stat.state)
         set_state(o, t->stat.state);
+    else if (strcmp(k, "wait") == 0 && t->wait != SOP_WC_NONE)
+        sop__v_set_str(o, name, sop__wait_class_name(t->wait));
     else if (strcmp(k, "utime_ms") == 0)
         sop__v_set_int(o, name, ticks_ms(t->stat.utime_ticks, c->tps));
     else if (strcmp(k, "stime_ms") == 0)

@@ -55,6 +55,16 @@ typedef struct {
         WD(P, collective_longest_ms, "ms",                                                         \
            D("longest run of consecutive samples in one collective (to the window's end)")),       \
         WD(P, own_frac, "", D("outside collectives, in a frame of the program's own code")),       \
+        WD(P, lock_wait_frac, "",                                                                  \
+           D("asleep in a futex with no timeout, not the GIL's (/proc/.../syscall): a lock, "      \
+             "condition, queue or future only another thread of the process can release")),        \
+        WD(P, lock_timed_frac, "", D("asleep in a futex with a timeout (it wakes by itself)")),    \
+        WD(P, net_wait_frac, "",                                                                   \
+           D("asleep in poll/select/epoll, accept, connect, recv or send: a socket or pipe")),     \
+        WD(P, read_wait_frac, "", D("asleep in read/write: a pipe, socket, terminal or file")),    \
+        WD(P, timer_wait_frac, "", D("asleep in nanosleep/clock_nanosleep (time.sleep)")),         \
+        WD(P, child_wait_frac, "", D("asleep in wait4/waitid: for a child process")),              \
+        WD(P, signal_wait_frac, "", D("asleep in pause/sigsuspend/sigtimedwait: for a signal")),   \
         H(P "own_frame", SOP_EVK_TEXT, "",                                                         \
           D("its innermost own frame most sampled: \"func (file:line)\"")),                        \
         WD(P, own_frame_frac, "", ""),                                                             \

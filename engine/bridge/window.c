@@ -394,6 +394,13 @@ static sop_value *thr_window(const sop_window *s, size_t ti, int *reads, const c
         .collective_frac = frac(t->coll, n),
         .collective_longest_ms = t->coll > 0 ? t->coll_longest_ms : NAN,
         .own_frac = frac(t->own, n),
+        .lock_wait_frac = frac(t->waits[SOP_WC_LOCK], n),
+        .lock_timed_frac = frac(t->waits[SOP_WC_LOCK_TIMED], n),
+        .net_wait_frac = frac(t->waits[SOP_WC_NET], n),
+        .read_wait_frac = frac(t->waits[SOP_WC_READ], n),
+        .timer_wait_frac = frac(t->waits[SOP_WC_TIMER], n),
+        .child_wait_frac = frac(t->waits[SOP_WC_CHILD], n),
+        .signal_wait_frac = frac(t->waits[SOP_WC_SIGNAL], n),
     };
     thr_ctx c = {s, ti, reads, prefix, {NULL, NULL, NULL, NULL, NULL, NULL}};
     c.site[0] = top_site(s, ti, SOP_AGG_SITE_IMPORT, &f.import_module_frac);

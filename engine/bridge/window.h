@@ -49,6 +49,8 @@ typedef struct {
         import_module_frac, logging_site_frac, majflt_frac, fault_wait_frac, fault_site_frac,
         gpu_wait_frac, gpu_sync_site_frac, fresh_frac, collective_frac, collective_op_frac,
         collective_longest_ms, own_frac, own_frame_frac;
+    double lock_wait_frac, lock_timed_frac, net_wait_frac, read_wait_frac, timer_wait_frac,
+        child_wait_frac, signal_wait_frac;
     int64_t fresh_kb;
 } sop_window_figs;
 

@@ -710,6 +710,8 @@ void sop__agg_sample(sop_agg *a, int ti, const sop_pysample *p, double now_ms)
     bool waits = p->futex_wait && !p->gil && !p->gil_wait && !run;
     if (waits)
         t->futex_wait++;
+    if (!run && !p->gil && p->wait > SOP_WC_NONE && p->wait < SOP_WC_N)
+        t->waits[p->wait]++;
     if (p->gil || p->gil_wait)
         t->wanted_gil = true;
     int cur = p->gil ? 1 : run && !p->gil_wait ? 2 : 0;

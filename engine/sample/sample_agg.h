@@ -44,8 +44,9 @@ typedef struct {
     int tid;
     char name[64]; /* threading name, else comm of the task */
     long n, active, gil, runnable_nogil, gil_wait, state_r, state_d, state_s, no_frames, torn;
-    long futex_wait; /* asleep in a futex that is not the GIL's (lock, condition, queue) */
-    bool wanted_gil; /* held or waited for the GIL at some tick */
+    long futex_wait;      /* asleep in a futex that is not the GIL's (lock, condition, queue) */
+    long waits[SOP_WC_N]; /* its samples asleep, by what the syscall waits on (wait_class.h) */
+    bool wanted_gil;      /* held or waited for the GIL at some tick */
     /* consecutive active samples (holding the GIL, or running without it) between which the
      * thread ran (its CPU time advanced), and of those, pairs whose GIL state differs: a thread
      * alternating between Python and short native calls changes state from one sample to the

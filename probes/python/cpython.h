@@ -12,6 +12,7 @@
 #include <stdint.h>
 
 #include "../missing.h"
+#include "../wait_class.h"
 #include "py_layouts.h"
 #include "py_runtime.h"
 #include "remote_mem.h"
@@ -142,6 +143,8 @@ typedef struct {
     uint64_t futex_addr; /* the futex word it sleeps on (futex_wait), 0 otherwise */
     long syscall_nr;     /* the syscall it sleeps in (this architecture's numbers); -1 when
                             running, unread or not in one (read only when not R, no GIL) */
+    sop_wait_class wait; /* what that syscall waits on (wait_class.h); SOP_WC_NONE when
+                            running, holding the GIL or unread */
     bool gpu_fd;         /* that syscall's first argument is one of the GPU device fds
                             given by sop__python_sample_gpu_fds */
     char state;          /* OS state letter; '?' when unreadable */

@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include "../procfs.h"
+#include "../wait_class.h"
 #include "../zalloc.h"
 #include "cpython.h"
 #include "py_names.h"
@@ -20,11 +21,6 @@
 #define GIL_STRUCT_BYTES 256u  /* struct _gil_runtime_state: locks and condvars it sleeps on */
 #define GPU_FDS_MAX 64
 #define RECHECK_MAX 16 /* threads looked at again per tick (sop__python_recheck) */
-#if defined(__aarch64__)
-#define NR_FUTEX 98
-#else
-#define NR_FUTEX 202 /* x86-64 */
-#endif
 
 struct sop_pysampler {
     walker w;
@@ -64,13 +60,13 @@ static uint64_t gil_base(walker *w, uint64_t interp)
     return w->runtime + L->rt_gil_locked - L->gil_locked;
 }
 
-/* The syscall the thread sleeps in and its first argument, from /proc/PID/task/TID/syscall
- * ("nr arg1 ... sp pc"; "running" or "-1 sp pc" when in none). *fd caches the file between
- * ticks. Returns the number, or -1. */
-static long read_syscall(const walker *w, int tid, int *fd, unsigned long long *arg0)
+/* The syscall the thread sleeps in and its arguments, from /proc/PID/task/TID/syscall
+ * (wait_class.c parses it). *fd caches the file between ticks. Returns the number, or -1. */
+static long read_syscall(const walker *w, int tid, int *fd, unsigned long long args[6])
 {
     char buf[256];
-    *arg0 = 0;
+    for (int i = 0; i < 6; i++)
+        args[i] = 0;
     if (*fd < 0) {
         char path[300];
         snprintf(path, sizeof path, "%s/%d/task/%d/syscall", w->proc_root, w->pid, tid);
@@ -82,12 +78,7 @@ static long read_syscall(const walker *w, int tid, int *fd, unsigned long long *
     if (got <= 0)
         return -1;
     buf[got] = '\0';
-    char *end = NULL;
-    long nr = strtol(buf, &end, 10);
-    if (end == buf || nr < 0)
-        return -1;
-    *arg0 = strtoull(end, NULL, 16);
-    return nr;
+    return sop__syscall_parse(buf, args);
 }
 
 void sop__python_sample_gpu_fds(sop_pysampler *s, const int *fds, size_t n)
@@ -337,14 +328,16 @@ int sop__python_sample(sop_pysampler *s, sop_pysample_cb cb, void *ctx)
                 s->rechk[s->nrechk++].tid = smp.tid;
             }
             if (!smp.gil && smp.state != 'R' && smp.tid > 0) {
-                unsigned long long a0;
-                smp.syscall_nr = read_syscall(w, smp.tid, &s->tids[h].sys_fd, &a0);
+                unsigned long long args[6];
+                smp.syscall_nr = read_syscall(w, smp.tid, &s->tids[h].sys_fd, args);
+                unsigned long long a0 = args[0];
                 /* asleep in futex(2): on an address in the GIL struct, or elsewhere (a lock, a
                  * condition, a semaphore, a queue) */
-                bool futex = smp.syscall_nr == NR_FUTEX;
+                bool futex = sop__syscall_is_futex(smp.syscall_nr);
                 smp.gil_wait = futex && gbase && a0 >= gbase && a0 < gbase + GIL_STRUCT_BYTES;
                 smp.futex_wait = futex && !smp.gil_wait;
                 smp.futex_addr = smp.futex_wait ? a0 : 0;
+                smp.wait = smp.gil_wait ? SOP_WC_GIL : sop__wait_classify(smp.syscall_nr, args);
                 for (size_t g = 0; g < s->ngpu_fds && !futex && smp.syscall_nr >= 0; g++)
                     if (a0 == (unsigned long long)s->gpu_fds[g])
                         smp.gpu_fd = true;
