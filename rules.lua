@@ -79,6 +79,16 @@ thresholds {
                                 --   queue or future; or on the GIL) at least this share of its samples, on one
                                 --   stack; every OS thread asleep on one at the window's end
 
+  -- progress.threads_grow, progress.zombies (§9, issue 38): what grows, and when it meets its limit
+  grow_min_threads = 8,         -- threads: at least this many more at the window's end than at its start ...
+  grow_steady_share = 0.25,     -- ... born in each half of the window at least this share of those born in it (a
+                                --   pool filling up at once is no leak) ...
+  grow_kept_share = 0.8,        -- ... and the growth at least this share of the births (they do not exit)
+  zombie_min_growth = 4,        -- zombies: at least this many more at the window's end ...
+  zombie_held_warn = 32,        -- ... or, not growing, at least this many held (a few while a parent waits are normal)
+  grow_high_s = 3600,           -- the limit (pids.max, RLIMIT_NPROC/NOFILE, threads-max, pid_max) reached within
+  grow_warn_s = 86400,          --   this many seconds at the window's rate: high; within this many: warn; else info
+
   -- threads.lock_contention (§4.2)
   lock_min_threads = 2,         -- at least this many threads seen asleep at the same acquire site ...
   lock_wait_pct = 30,           -- ... each waiting there this % of the window on average ...

@@ -74,3 +74,224 @@ rule {
     }
   end,
 }
+
+-- The nearest task limit for `current` tasks growing at `rate`/s: the seconds to reach it, its name.
+-- Limits: the cgroup's pids.max (what the group holds beyond this process counts), RLIMIT_NPROC, the
+-- host's threads-max and pid_max (this process alone: an optimistic bound).
+local function task_limit(ev, current, rate)
+  local best_s, best_name, best_limit
+  local function try(limit, used, name)
+    if not limit or limit <= 0 or not used then return end
+    local s = math.max(0, limit - used) / rate
+    if not best_s or s < best_s then best_s, best_name, best_limit = s, name, limit end
+  end
+  local pids = ev.cgroup and ev.cgroup.pids
+  if pids and not pids.unlimited then try(pids.max, pids.current, "the cgroup's pids.max") end
+  local p = ev.proc or {}
+  if p.nproc_limit and p.nproc_limit > 0 then try(p.nproc_limit, current, "RLIMIT_NPROC (ulimit -u)") end
+  local h = ev.host or {}
+  try(h.threads_max, current, "the host's kernel.threads-max")
+  try(h.pid_max, current, "the host's kernel.pid_max")
+  return best_s, best_name, best_limit
+end
+
+local function duration_text(s)
+  if s < 120 then return tr("{v:%.0f} s", "{v:%.0f} 秒", { v = s }) end
+  if s < 7200 then return tr("{v:%.0f} min", "{v:%.0f} 分钟", { v = s / 60 }) end
+  return tr("{v:%.1f} h", "{v:%.1f} 小时", { v = s / 3600 })
+end
+
+local function severity_for(s, th)
+  if not s then return "info" end
+  if s <= th.grow_high_s then return "high" end
+  if s <= th.grow_warn_s then return "warn" end
+  return "info"
+end
+
+local function limit_text(ev, current, rate, th)
+  local s, name, limit = task_limit(ev, current, rate)
+  if not s then
+    return severity_for(nil, th), T("; no task limit read", "；未读到任务数上限")
+  end
+  return severity_for(s, th), tr("; at this rate {name_en} ({limit}) is reached in {when}",
+                                 "；按此速率 {when}后达到 {name_zh}（{limit}）",
+                                 { name_en = name, name_zh = name, limit = limit, when = duration_text(s) })
+end
+
+local GROW_READS = { "cgroup.pids.max", "cgroup.pids.current", "cgroup.pids.unlimited", "proc.nproc_limit",
+                     "host.threads_max", "host.pid_max" }
+local function reads(extra)
+  local out = {}
+  for _, k in ipairs(GROW_READS) do out[#out + 1] = k end
+  for _, k in ipairs(extra) do out[#out + 1] = k end
+  return out
+end
+
+rule {
+  id = "progress.threads_grow", section = "9", severity = "warn",
+  title = T("The thread count grows steadily (a thread leak)", "线程数持续增长（线程泄漏）"),
+  doc = [[A hit when the process had at least grow_min_threads more threads at the window's end than at its
+    start, the threads alive at the end that were born in the window came in both halves of it (each at least
+    grow_steady_share: a pool filling up at once is no leak) and the growth is at least grow_kept_share of those
+    births (they do not exit). Severity from the projection: the nearest task limit (the cgroup's pids.max,
+    RLIMIT_NPROC, kernel.threads-max, kernel.pid_max) reached within grow_high_s at the window's rate is high,
+    within grow_warn_s warn, later info. The new threads are grouped by the frame they sit in.]],
+  reads = reads({ "duration_s", "proc.threads", "proc.threads_start", "proc.threads_growth_per_s", "threads[].tid",
+                  "threads[].age_s", "threads[].wait", "python.threads[].tid", "python.threads[].frames",
+                  "proc.cmdline", "proc.cwd", "proc.env", "pid", "alive" }),
+  uses = { "grow_min_threads", "grow_steady_share", "grow_kept_share", "grow_high_s", "grow_warn_s" },
+  cause = T("§9: threads are started and never end: one per job, request or connection that then blocks "
+            .. "forever (a reply that never comes, a queue nobody feeds, a join on itself), or a pool created "
+            .. "per call and never shut down. Each holds a stack and a task slot until the process meets its "
+            .. "limit: `can't start new thread`, then failures everywhere.",
+            "§9：线程启动后从不结束：每个任务、请求或连接一个线程，然后永远阻塞（等不到的回复、没人喂的队列、"
+            .. "等待自身的 join），或者每次调用都新建线程池且从不 shutdown。每个线程占着栈和一个任务名额，直到进程"
+            .. "碰到上限：`can't start new thread`，然后处处失败。"),
+  fix = T("Bound the threads: a fixed pool (ThreadPoolExecutor(max_workers=N)) created once, not per call, and "
+          .. "`with`/shutdown() for pools that are; give every blocking wait a timeout (queue.get(timeout=), "
+          .. "Event.wait(timeout=), socket timeouts) and end the thread when it expires. The frames below are "
+          .. "where the new threads sit.",
+          "限制线程数：固定大小的池（ThreadPoolExecutor(max_workers=N)）只创建一次，而不是每次调用都建；确实按"
+          .. "调用创建的池用 `with`/shutdown()；每个阻塞等待都带超时（queue.get(timeout=)、Event.wait(timeout=)、"
+          .. "socket 超时），超时后结束线程。下面的帧是新线程停留的位置。"),
+  refs = { "https://docs.python.org/3/library/concurrent.futures.html#threadpoolexecutor",
+           "https://docs.python.org/3/library/threading.html#thread-objects" },
+  check = function(ev, th)
+    if ev.alive == false then return unknown(T("the process is gone", "进程已不存在")) end
+    local p = ev.proc
+    if common.no_window(ev) or not p or not p.threads_start or not p.threads then
+      return unknown(common.one_snapshot_text("no thread count at the window's start", "没有窗口开始时的线程数"))
+    end
+    local d = ev.duration_s
+    local grew = p.threads - p.threads_start
+    local base = tr("threads {a} → {b} over {d:%.1f} s", "{d:%.1f} 秒内线程 {a} → {b}",
+                    { a = p.threads_start, b = p.threads, d = d })
+    if grew < th.grow_min_threads then
+      return clear(tr("{base} (a leak needs {min} more)", "{base}（泄漏的阈值：多 {min} 个）",
+                      { base = base, min = th.grow_min_threads }))
+    end
+    local early, late, born = 0, 0, {}
+    for _, t in ipairs(ev.threads or {}) do
+      if t.age_s and t.age_s < d then
+        born[t.tid] = true
+        if t.age_s >= d / 2 then early = early + 1 else late = late + 1 end
+      end
+    end
+    local nborn = early + late
+    if nborn == 0 or early < th.grow_steady_share * nborn or late < th.grow_steady_share * nborn then
+      return clear(tr("{base}; of the {n} threads born in the window {e} came in its first half, {l} in its "
+                        .. "second: a burst (a pool filling up), not a steady leak",
+                      "{base}；窗口内新生的 {n} 个线程中前半段 {e} 个、后半段 {l} 个：是一次性增长（线程池填满），"
+                        .. "不是持续泄漏", { base = base, n = nborn, e = early, l = late }))
+    end
+    if grew < th.grow_kept_share * nborn then
+      return clear(tr("{base}; {n} threads born in the window, the count grew by {g}: most of them end",
+                      "{base}；窗口内新生 {n} 个线程，总数只增加 {g}：多数会结束", { base = base, n = nborn, g = grew }))
+    end
+    local rate = p.threads_growth_per_s or grew / d
+    local sev, lim = limit_text(ev, p.threads, rate, th)
+    -- where the new threads sit: their frames, grouped
+    local groups, order = {}, {}
+    for _, t in ipairs(ev.python and ev.python.threads or {}) do
+      if t.tid and born[t.tid] then
+        local label = common.user_frame(t.frames, ev) or "?"
+        if not groups[label] then groups[label], order[#order + 1] = 0, label end
+        groups[label] = groups[label] + 1
+      end
+    end
+    table.sort(order, function(a, b) return groups[a] > groups[b] end)
+    local parts = {}
+    for i = 1, math.min(3, #order) do parts[#parts + 1] = fmt("%d × %s", groups[order[i]], order[i]) end
+    local where = #parts > 0 and tr("; the new threads sit in {w}", "；新线程停在 {w}", { w = table.concat(parts, "; ") })
+                  or T("", "")
+    return hit {
+      severity = sev,
+      symptom = tr("Threads leak: +{r:%.1f}/s ({a} → {b} in {d:%.1f} s), none of the new ones ends",
+                   "线程泄漏：每秒 +{r:%.1f}（{d:%.1f} 秒内 {a} → {b}），新线程没有一个结束",
+                   { r = rate, a = p.threads_start, b = p.threads, d = d }),
+      evidence = tr("{base}; {n} threads born in the window ({e} in its first half, {l} in its second), all still "
+                      .. "alive{lim}{where}",
+                    "{base}；窗口内新生 {n} 个线程（前半段 {e}，后半段 {l}），全部仍在{lim}{where}",
+                    { base = base, n = nborn, e = early, l = late, lim = lim, where = where }),
+      verify = tr("`sopctl run --pid {pid} --duration 5`: proc.threads_growth_per_s near 0 under the same load",
+                  "`sopctl run --pid {pid} --duration 5`：同样负载下 proc.threads_growth_per_s 接近 0", { pid = ev.pid }),
+    }
+  end,
+}
+
+rule {
+  id = "progress.zombies", section = "9", severity = "warn",
+  title = T("Child processes exit and are never waited for (zombies pile up)", "子进程退出后从未被 wait（僵尸进程堆积）"),
+  doc = [[Counts every child of the target (proc.children_direct; children[] is bounded) and its zombies at the
+    window's start and end. A hit when the zombies grew by at least zombie_min_growth (severity from the projection
+    to the nearest task limit, as progress.threads_grow: a zombie holds a pid and a task slot until reaped), or,
+    not growing, when at least zombie_held_warn are held (warn). A zombie is not a worker: summary.verdict counts
+    them apart.]],
+  reads = reads({ "duration_s", "proc.zombies", "proc.zombies_start", "proc.zombies_growth_per_s",
+                  "proc.children_direct", "proc.threads", "children[].state", "children[].comm", "children[].ppid",
+                  "pid", "proc.comm", "alive" }),
+  uses = { "zombie_min_growth", "zombie_held_warn", "grow_high_s", "grow_warn_s" },
+  cause = T("§9: a child that exits stays a zombie (its pid and exit status kept) until its parent waits for it. "
+            .. "subprocess.Popen without wait()/communicate() (kept in a list, so never collected), os.fork without "
+            .. "os.waitpid, multiprocessing.Process without join(): each run leaves one, until the pid or task "
+            .. "limit is hit and every fork fails.",
+            "§9：子进程退出后一直是僵尸（保留 pid 和退出状态），直到父进程 wait 它。subprocess.Popen 不调用 "
+            .. "wait()/communicate()（又存进列表，永远不被回收）、os.fork 不 os.waitpid、multiprocessing.Process 不 "
+            .. "join()：每次都留下一个，直到碰到 pid 或任务数上限，所有 fork 都失败。"),
+  fix = T("Wait for every child: subprocess.run(), or Popen.wait()/communicate() (poll() in a loop for many at "
+          .. "once); os.waitpid for os.fork; join() for multiprocessing.Process, close()+join() for a Pool. For "
+          .. "children nobody needs the status of, signal.signal(SIGCHLD, SIG_IGN) lets the kernel reap them "
+          .. "(side effect: wait() then fails with ECHILD, subprocess's returncode is lost).",
+          "wait 每个子进程：subprocess.run()，或 Popen.wait()/communicate()（多个时循环 poll()）；os.fork 配 "
+          .. "os.waitpid；multiprocessing.Process 配 join()，Pool 配 close()+join()。不需要退出状态的子进程，"
+          .. "signal.signal(SIGCHLD, SIG_IGN) 让内核回收（副作用：wait() 会以 ECHILD 失败，subprocess 的 "
+          .. "returncode 丢失）。"),
+  refs = { "https://docs.python.org/3/library/subprocess.html#subprocess.Popen.wait",
+           "https://man7.org/linux/man-pages/man2/wait.2.html" },
+  check = function(ev, th)
+    if ev.alive == false then return unknown(T("the process is gone", "进程已不存在")) end
+    local p = ev.proc
+    if not p or not p.zombies then
+      return unknown(T("its children were not counted", "未统计其子进程"))
+    end
+    local z, z0 = p.zombies, p.zombies_start
+    local base = tr("{z} zombie children of {n} (pid {pid}, {comm})", "{n} 个子进程中 {z} 个僵尸（pid {pid}，{comm}）",
+                    { z = z, n = p.children_direct or z, pid = ev.pid, comm = p.comm or "?" })
+    local names = {}
+    for _, c in ipairs(ev.children or {}) do
+      if c.state == "Z" and c.ppid == ev.pid and c.comm then names[c.comm] = (names[c.comm] or 0) + 1 end
+    end
+    local top, topn = nil, 0
+    for k, v in pairs(names) do if v > topn then top, topn = k, v end end
+    local what = top and tr(" (most were `{c}`)", "（多数是 `{c}`）", { c = top }) or T("", "")
+    local grew = z0 and z - z0
+    if grew and not common.no_window(ev) and grew >= th.zombie_min_growth then
+      local rate = p.zombies_growth_per_s or grew / ev.duration_s
+      local sev, lim = limit_text(ev, (p.threads or 0) + z, rate, th)
+      return hit {
+        severity = sev,
+        symptom = tr("Zombies pile up: +{r:%.1f}/s ({a} → {b} in {d:%.1f} s), children never waited for",
+                     "僵尸进程堆积：每秒 +{r:%.1f}（{d:%.1f} 秒内 {a} → {b}），子进程从未被 wait",
+                     { r = rate, a = z0, b = z, d = ev.duration_s }),
+        evidence = tr("{base}{what}; {a} at the window's start{lim}", "{base}{what}；窗口开始时 {a} 个{lim}",
+                      { base = base, what = what, a = z0, lim = lim }),
+        verify = tr("`sopctl run --pid {pid} --duration 5`: proc.zombies stays near 0",
+                    "`sopctl run --pid {pid} --duration 5`：proc.zombies 保持接近 0", { pid = ev.pid }),
+      }
+    end
+    if z >= th.zombie_held_warn then
+      return hit {
+        severity = "warn",
+        symptom = tr("{z} zombie children held (not growing over the window)", "持有 {z} 个僵尸子进程（窗口内未增长）",
+                     { z = z }),
+        evidence = tr("{base}{what}", "{base}{what}", { base = base, what = what }),
+        verify = tr("`sopctl run --pid {pid}`: proc.zombies near 0", "`sopctl run --pid {pid}`：proc.zombies 接近 0",
+                    { pid = ev.pid }),
+      }
+    end
+    return clear(tr("{base}{grew} (a problem from +{g} in the window or {h} held)",
+                    "{base}{grew}（阈值：窗口内 +{g} 或持有 {h} 个）",
+                    { base = base, grew = grew and tr(", {x} at the window's start", "，窗口开始时 {x} 个", { x = z0 })
+                                                  or T("", ""), g = th.zombie_min_growth, h = th.zombie_held_warn }))
+  end,
+}

@@ -6,6 +6,7 @@
 
 #include <fcntl.h>
 #include <math.h>
+#include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -19,6 +20,7 @@ void sop__host_init(sop_host *out)
     out->load1 = out->load5 = out->load15 = NAN;
     out->procs_running = out->procs_blocked = out->processes = SOP_NA;
     out->forks_per_s = NAN;
+    out->threads_max = out->pid_max = SOP_NA;
     out->cpu_user = out->cpu_nice = out->cpu_system = out->cpu_idle = SOP_NA;
     out->cpu_iowait = out->cpu_irq = out->cpu_softirq = out->cpu_steal = SOP_NA;
     out->cpu_user_pct = out->cpu_system_pct = out->cpu_iowait_pct = NAN;
@@ -29,6 +31,16 @@ void sop__host_init(sop_host *out)
     out->psi_cpu = out->psi_memory = out->psi_io = none;
     out->ndisks = 0;
     out->btime = NAN;
+}
+
+/* A file of one integer under /proc; SOP_NA when unreadable. */
+static int64_t read_int(int proc, const char *path)
+{
+    char buf[64];
+    long n = sop__read_small_at(proc, path, buf, sizeof buf);
+    char *end = NULL;
+    long long v = n > 0 ? strtoll(buf, &end, 10) : 0;
+    return n > 0 && end != buf && v > 0 ? (int64_t)v : SOP_NA;
 }
 
 int sop__host_collect(sop_host *out, sop_missing *missing)
@@ -50,6 +62,8 @@ int sop__host_collect(sop_host *out, sop_missing *missing)
     sop__host_read_diskstats(proc, out, missing);
     sop__host_read_loadavg(proc, out, missing);
     sop__host_read_psi(proc, out, missing);
+    out->threads_max = read_int(proc, "sys/kernel/threads-max");
+    out->pid_max = read_int(proc, "sys/kernel/pid_max");
     close(proc);
     return 0;
 }

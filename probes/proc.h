@@ -119,6 +119,8 @@ typedef struct {
     double mean_read_bytes, mean_write_bytes; /* rchar/syscr over the window */
     double sched_wait_ms_per_s;
     double reaped_cpu_pct; /* CPU of children reaped in the window (cutime + cstime) */
+    double threads_growth_per_s, fds_growth_per_s; /* signed: end minus start over the window */
+    int64_t threads_start, fds_start;              /* at the window's start; SOP_NA unread */
 } sop_proc_rates;
 
 /* glibc malloc's non-main arenas as seen in /proc/PID/maps: each arena lives in heaps that are
@@ -188,7 +190,13 @@ typedef struct {
 typedef struct {
     sop_child *items;
     size_t n;
+    /* the target's own children, every one (not bounded by SOP_CHILDREN_MAX: at most
+     * SOP_CENSUS_MAX), and of those the zombies (exited, not waited for); SOP_NA unread */
+    int64_t direct, zombies;
+    int64_t zombies_start;       /* at the window's start (sop__children_rates); SOP_NA unread */
+    double zombies_growth_per_s; /* window, signed; NaN unread */
 } sop_child_list;
+#define SOP_CENSUS_MAX 65536
 
 /* ---- pure parsers: text (NUL-terminated) in, struct out; 0 or -EINVAL/-ENODATA ---- */
 int sop__parse_stat(const char *text, sop_stat *out);

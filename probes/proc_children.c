@@ -237,10 +237,51 @@ long sop__descendants(int proc_root_fd, int pid, int *pids, int *ppids, size_t c
     return (long)n;
 }
 
+/* Every child of pid (any thread's children file) and the zombies among them, whatever their
+ * number (a zombie flood outgrows the bounded walk): out->direct, out->zombies. */
+static void census(int rootfd, int pid, sop_child_list *out)
+{
+    char path[64], buf[512];
+    snprintf(path, sizeof path, "%d/task", pid);
+    int *tids = NULL;
+    long nt = sop__list_numeric_at(rootfd, path, &tids, SOP_THREADS_MAX);
+    if (nt < 0)
+        return;
+    int64_t direct = 0, zombies = 0;
+    bool ok = false;
+    for (long i = 0; i < nt && direct < SOP_CENSUS_MAX; i++) {
+        snprintf(path, sizeof path, "%d/task/%d/children", pid, tids[i]);
+        char *text = NULL;
+        size_t len = 0;
+        if (sop__read_file_at(rootfd, path, 8u * SOP_CENSUS_MAX, &text, &len) != 0)
+            continue;
+        ok = true;
+        for (char *p = text, *end; direct < SOP_CENSUS_MAX; p = end) {
+            long c = strtol(p, &end, 10);
+            if (end == p)
+                break;
+            direct++;
+            snprintf(path, sizeof path, "%ld/stat", c);
+            long n = sop__read_small_at(rootfd, path, buf, sizeof buf);
+            const char *rp = n > 0 ? strrchr(buf, ')') : NULL;
+            zombies += rp && rp[1] == ' ' && rp[2] == 'Z';
+        }
+        free(text);
+    }
+    free(tids);
+    if (ok) {
+        out->direct = direct;
+        out->zombies = zombies;
+    }
+}
+
 int sop__children_collect(int proc_root_fd, int pid, sop_child_list *out, sop_missing *missing)
 {
     out->items = NULL;
     out->n = 0;
+    out->direct = out->zombies = out->zombies_start = SOP_NA;
+    out->zombies_growth_per_s = NAN;
+    census(proc_root_fd, pid, out);
     node_list q = {0};
     int rc = walk(proc_root_fd, pid, &q, missing);
     if (rc == -ENOMEM) {

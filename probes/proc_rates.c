@@ -79,6 +79,8 @@ void sop__proc_rates(sop_proc *now, const sop_proc *before, double secs, double 
     r->mean_read_bytes = r->mean_write_bytes = r->sched_wait_ms_per_s = NAN;
     r->reaped_cpu_pct = NAN;
     r->anon_growth_kb_per_s = r->file_growth_kb_per_s = r->shmem_growth_kb_per_s = NAN;
+    r->threads_growth_per_s = r->fds_growth_per_s = NAN;
+    r->threads_start = r->fds_start = SOP_NA;
     if (now->have_mapped) { /* the same process at both ends (a reused pid has other files) */
         bool same = before && before->have_mapped && secs > 0 &&
                     (!now->have_stat || !before->have_stat || same_task(&now->stat, &before->stat));
@@ -94,6 +96,12 @@ void sop__proc_rates(sop_proc *now, const sop_proc *before, double secs, double 
         r->reaped_cpu_pct = (delta(now->stat.cutime_ticks, before->stat.cutime_ticks) +
                              delta(now->stat.cstime_ticks, before->stat.cstime_ticks)) /
                             ticks_per_s / secs * 100.0;
+    int64_t tn = now->have_status ? now->status.threads : now->stat.num_threads;
+    int64_t tb = before->have_status ? before->status.threads : before->stat.num_threads;
+    r->threads_start = tb;
+    r->threads_growth_per_s = signed_per_s(tn, tb, secs);
+    r->fds_start = before->fds;
+    r->fds_growth_per_s = signed_per_s(now->fds, before->fds, secs);
     int64_t rn = rss_kb(now), rb = rss_kb(before);
     if (rn != SOP_NA && rb != SOP_NA) /* may shrink: a signed rate */
         r->rss_growth_kb_per_s = (double)(rn - rb) / secs;
@@ -173,6 +181,8 @@ void sop__threads_rates(sop_thread_list *now, const sop_thread_list *before, dou
 void sop__children_rates(sop_child_list *now, const sop_child_list *before, double secs,
                          double ticks_per_s)
 {
+    now->zombies_start = before ? before->zombies : SOP_NA;
+    now->zombies_growth_per_s = signed_per_s(now->zombies, now->zombies_start, secs);
     for (size_t i = 0; i < now->n; i++) {
         sop_child *c = &now->items[i];
         c->cpu_pct = c->read_bytes_per_s = c->rchar_per_s = NAN;

@@ -42,6 +42,8 @@ const sop_evk sop__evk_host[] = {
     I("procs_running", procs_running, "", "runnable tasks (/proc/stat)"),
     I("procs_blocked", procs_blocked, "", "tasks blocked on IO (/proc/stat)"),
     I("processes", processes, "", "/proc/stat \"processes\": forks since boot"),
+    I("threads_max", threads_max, "", "/proc/sys/kernel/threads-max: tasks the host may hold"),
+    I("pid_max", pid_max, "", "/proc/sys/kernel/pid_max: the highest pid, so the most tasks"),
     D("forks_per_s", forks_per_s, "1/s", "its rate (window)"),
     D("boot_time", btime, "s", "epoch seconds"),
     SOP_EVK_W("cpu", SOP_EVK_OBJ, w_cpu, "", "the host's CPU split over the window (/proc/stat)"),

@@ -106,6 +106,16 @@ const sop_evk sop__evk_proc[] = {
     D("reaped_cpu_pct", rate.reaped_cpu_pct, "%",
       "window: CPU of children reaped in it, 100 = one core"),
     D("rss_growth_kb_per_s", rate.rss_growth_kb_per_s, "kB/s", "window"),
+    I("threads_start", rate.threads_start, "", "threads at the window's start"),
+    H("children_direct", SOP_EVK_INT, "",
+      "its own children, every one (children[] holds at most 256 descendants)"),
+    H("zombies", SOP_EVK_INT, "", "of those, zombies: exited, not waited for (wait()) by it"),
+    H("zombies_start", SOP_EVK_INT, "", "zombies at the window's start"),
+    H("zombies_growth_per_s", SOP_EVK_NUM, "1/s", "window, signed"),
+    D("threads_growth_per_s", rate.threads_growth_per_s, "1/s",
+      "window, signed: threads at its end minus at its start"),
+    I("fds_start", rate.fds_start, "", "open file descriptors at the window's start"),
+    D("fds_growth_per_s", rate.fds_growth_per_s, "1/s", "window, signed"),
     H("sched", SOP_EVK_OBJ, "", "/proc/PID/schedstat, only when it was read"),
     H("sched.run_ms", SOP_EVK_INT, "ms", "time on a CPU"),
     H("sched.wait_ms", SOP_EVK_INT, "ms", "time runnable, waiting for a CPU"),
@@ -166,6 +176,9 @@ const sop_evk sop__evk_threads[] = {
     H("tid", SOP_EVK_INT, "", "thread id"),
     SOP_EVK_T("name", sop_thread, name, "the thread's comm"),
     H("state", SOP_EVK_TEXT, "", "one letter (task/TID/stat)"),
+    H("age_s", SOP_EVK_NUM, "s",
+      "at collected_at (task/TID/stat starttime): a thread with age_s < duration_s started during "
+      "the window"),
     H("wait", SOP_EVK_TEXT, "",
       "asleep at the window's end: what its syscall waits on (task/TID/syscall): \"lock\" (a futex "
       "with no timeout: only another thread wakes it), \"lock_timed\", \"net\" (poll, select, "
@@ -470,7 +483,7 @@ static void proc_walk(sop_value *o, const char *prefix, proc_ctx *c)
 
 typedef struct {
     const sop_thread *t;
-    double tps;
+    double tps, now;
 } thread_ctx;
 
 static void thread_hand(sop_value *o, const sop_evk *row, const char *name, void *ctx)
@@ -482,6 +495,10 @@ static void thread_hand(sop_value *o, const sop_evk *row, const char *name, void
         sop__v_set_int(o, name, t->tid);
     else if (strcmp(k, "state") == 0 && t->stat.state)
         set_state(o, t->stat.state);
+    else if (strcmp(k, "age_s") == 0 && t->stat.starttime_ticks != SOP_NA && c->tps > 0 &&
+             !isnan(sop__proc_btime_s()) && !isnan(c->now))
+        sop__v_set_dbl(o, name,
+                       c->now - (sop__proc_btime_s() + (double)t->stat.starttime_ticks / c->tps));
     else if (strcmp(k, "wait") == 0 && t->wait != SOP_WC_NONE)
         sop__v_set_str(o, name, sop__wait_class_name(t->wait));
     else if (strcmp(k, "utime_ms") == 0)
@@ -494,11 +511,11 @@ static void thread_hand(sop_value *o, const sop_evk *row, const char *name, void
         sop__v_set_int(o, name, ns_ms(t->sched.wait_ns));
 }
 
-static void add_threads(sop_value *ev, const sop_thread_list *tl, double tps)
+static void add_threads(sop_value *ev, const sop_thread_list *tl, double tps, double now)
 {
     sop_value *arr = sop__v_arr_at(ev, "threads");
     for (size_t i = 0; arr && i < tl->n; i++) {
-        thread_ctx c = {&tl->items[i], tps};
+        thread_ctx c = {&tl->items[i], tps, now};
         sop_value *o = sop__v_obj();
         if (!o)
             break;
@@ -586,9 +603,17 @@ void sop__bridge_proc(sop_value *ev, const sop_proc *p, const sop_thread_list *t
         sop_value *o = sop__v_obj_at(ev, "proc");
         if (o)
             proc_walk(o, "", &c);
+        if (o && children && children->zombies != SOP_NA) {
+            sop__v_set_int(o, "children_direct", children->direct);
+            sop__v_set_int(o, "zombies", children->zombies);
+            if (children->zombies_start != SOP_NA)
+                sop__v_set_int(o, "zombies_start", children->zombies_start);
+            if (isfinite(children->zombies_growth_per_s))
+                sop__v_set_dbl(o, "zombies_growth_per_s", children->zombies_growth_per_s);
+        }
     }
     if (threads)
-        add_threads(ev, threads, tps);
+        add_threads(ev, threads, tps, now);
     if (children)
         add_children(ev, "children", children, true, now);
 }

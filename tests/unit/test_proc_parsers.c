@@ -732,7 +732,7 @@ static void test_rates(void)
     c1.stat.utime_ticks = 60;
     c1.io.read_bytes = 4096;
     c1.io.rchar = SOP_NA;
-    sop_child_list cl0 = {&c0, 1}, cl1 = {&c1, 1};
+    sop_child_list cl0 = {&c0, 1, 0, 0, SOP_NA, NAN}, cl1 = {&c1, 1, 0, 0, SOP_NA, NAN};
     sop__children_rates(&cl1, &cl0, 0.5, 100.0);
     CHECK(fabs(c1.cpu_pct - 100.0) < 1e-9);
     CHECK(fabs(c1.read_bytes_per_s - 8192.0) < 1e-9);
