@@ -841,6 +841,10 @@ rule {
       sev = "info"
     elseif left and left <= th.growth_high_s then
       sev = "high"
+    elseif left and left <= th.growth_warn_s then
+      -- the limit within the hour (issue 38: severity from the projection, whatever the load did to the
+      -- window's shape): a steady climb of a process past start-up is high, any other at least warn
+      sev = steady and not young and "high" or "warn"
     elseif steady and left and left <= th.growth_steady_warn_s and not young then
       sev = "warn"
     elseif (base >= 1024 * th.growth_warn_rss_mb or (left and left <= th.growth_warn_s)) and not young then

@@ -214,8 +214,10 @@ rule {
             "python.locks[].threads", "python.locks[].wait_frac", "python.locks[].held_frac",
             "python.locks[].crowded_frac", "python.locks[].holder", "python.locks[].one_word_frac",
             "python.concurrency.contended_frac", "threads[].wait", "threads[].name", "python.threads[].frames",
-            "python.threads[].name", "proc.cmdline", "proc.cwd", "proc.env" },
-  uses = { "hang_cpu_pct", "hang_wait_frac", "lock_min_threads", "lock_wait_pct", "lock_held_pct", "lock_handoff_pct", "summary_cpu_bound_pct",
+            "python.threads[].name", "proc.cmdline", "proc.cwd", "proc.env", "proc.threads", "proc.threads_start",
+            "proc.zombies", "proc.zombies_start", "proc.rss_growth_kb_per_s" },
+  uses = { "hang_cpu_pct", "hang_wait_frac", "foreign_idle_max_pct", "foreign_min_cores", "grow_min_threads",
+           "zombie_min_growth", "growth_min_window_s", "growth_floor_mb_per_s", "lock_min_threads", "lock_wait_pct", "lock_held_pct", "lock_handoff_pct", "summary_cpu_bound_pct",
            "summary_io_wait_pct", "io_util_pct", "small_read_max_bytes",
            "page_cache_min_disk_kb_per_s", "mapped_fault_min_per_s", "mapped_read_share",
            "random_read_max_request_kb", "mapped_touch_ratio", "mapped_wait_frac", "gpu_busy_pct", "gpu_idle_pct",
@@ -286,9 +288,12 @@ rule {
     local conc = ev.python and ev.python.concurrency
     local gil_turns = nworkers == 0 and conc and conc.contended_frac
                       and 100 * conc.contended_frac >= th.gil_tick_contended_pct
+    -- Beside foreign load the run-queue wait is for the other processes too: not the job's own.
     local wanted = ev.sched and ev.sched.runnable_load
-    local own_full = wanted ~= nil and wanted >= cap and not gil_turns
-    local busy_cores = own_full and math.max(cores, math.min(wanted, cap)) or cores
+    local foreign = common.foreign_load(ev, th)
+    local own_full = wanted ~= nil and wanted >= cap and not gil_turns and not (foreign and foreign.busy)
+    -- "many cores" is said of the cores it used, never of the ones it queued for (issue 38)
+    local busy_cores = cores
     if full or own_full or (job >= th.summary_cpu_bound_pct and (pegged or turns)) then
       if own_full and wanted > cap then
         who = who .. fmt(" (runnable load %.1f on %g CPUs: its own threads queue for them)", wanted, cap)
@@ -537,6 +542,40 @@ rule {
                   .. "而没有一个在做（见 progress.hang）。"),
         fix = T("See progress.hang.", "见 progress.hang。"),
         verify = tr("`sopctl dump --pid {pid}` twice: the stacks move", "两次 `sopctl dump --pid {pid}`：栈有变化",
+                    { pid = ev.pid }),
+        refs = { "https://www.brendangregg.com/linuxperf.html" },
+      }
+    end
+    -- Never "an idle server is healthy" while something piles up (progress.threads_grow, .zombies).
+    local grows_en, grows_zh = {}, {}
+    if p.threads_start and p.threads and p.threads - p.threads_start >= th.grow_min_threads then
+      grows_en[#grows_en + 1] = fmt("threads %d → %d", p.threads_start, p.threads)
+      grows_zh[#grows_zh + 1] = fmt("线程 %d → %d", p.threads_start, p.threads)
+    end
+    if p.zombies_start and p.zombies and p.zombies - p.zombies_start >= th.zombie_min_growth then
+      grows_en[#grows_en + 1] = fmt("zombies %d → %d", p.zombies_start, p.zombies)
+      grows_zh[#grows_zh + 1] = fmt("僵尸进程 %d → %d", p.zombies_start, p.zombies)
+    end
+    local mem_rate = p.rss_growth_kb_per_s
+    if mem_rate and ev.duration_s >= th.growth_min_window_s and mem_rate >= 1024 * th.growth_floor_mb_per_s then
+      grows_en[#grows_en + 1] = fmt("memory %+.1f MiB/s", mem_rate / 1024)
+      grows_zh[#grows_zh + 1] = fmt("内存 %+.1f MiB/s", mem_rate / 1024)
+    end
+    if #grows_en > 0 then
+      local g_en, g_zh = table.concat(grows_en, ", "), table.concat(grows_zh, "，")
+      return hit {
+        symptom = tr("not CPU-bound, not IO-bound: waiting while {g_en} (see progress.*)",
+                     "既非 CPU 密集也非 IO 密集：在等待，同时{g_zh}（见 progress.*）", { g_en = g_en, g_zh = g_zh }),
+        evidence = tr("{who:%s} used {job:%.0f}% CPU of {eff} effective CPUs over {duration_s:%.1f} s{on_en}; over the "
+                        .. "window {g_en}",
+                      "{who_zh}在 {duration_s:%.1f} 秒内用了 {job:%.0f}% CPU（有效 CPU {eff} 个）{on_zh}；窗口内{g_zh}",
+                      { who = who, who_zh = who_zh, job = job, eff = eff, duration_s = ev.duration_s, on_en = on_en,
+                        on_zh = on_zh, g_en = g_en, g_zh = g_zh }),
+        cause = T("§9: the CPU is not full and the disk is not the limit, and something piles up while the job waits: "
+                  .. "not an idle job (see the progress.* findings).",
+                  "§9：CPU 没满、磁盘也不是瓶颈，而作业等待时有东西在堆积：不是空闲（见 progress.* 结论）。"),
+        fix = T("See the progress.* findings.", "见 progress.* 结论。"),
+        verify = tr("`sopctl run --pid {pid} --duration 5`: nothing grows", "`sopctl run --pid {pid} --duration 5`：没有东西在增长",
                     { pid = ev.pid }),
         refs = { "https://www.brendangregg.com/linuxperf.html" },
       }

@@ -2,7 +2,7 @@
 # never started: no request completes and the threads pile up (SOP §9: is something piling up?).
 # (Written from the playbook's words by a second author, blind to the rules.)
 # expect: progress.threads_grow
-# verdict: waiting
+# verdict: waiting while
 # sopctl: --duration 2
 # Inference gateway: one handler thread per incoming request, each waits for the
 # backend to post the result into its own reply slot.

@@ -3,7 +3,7 @@
 # without ending it. Every request leaves one blocked thread behind: the thread count climbs
 # steadily until the task limit (SOP §9: is something piling up?).
 # expect: progress.threads_grow
-# verdict: waiting
+# verdict: waiting while
 # sopctl: --duration 2
 """Ready once 20 threads have leaked (measured). Stops leaking at 2000 threads; exits after 90 s."""
 import os

@@ -47,6 +47,7 @@ import fnmatch
 import glob
 import json
 import os
+import re
 import shutil
 import signal
 import subprocess
@@ -328,6 +329,26 @@ def held_by_load(rep, note):
         rep.get("_harness_host_idle_pct", 100) <= FOREIGN_LOAD_IDLE_PCT
 
 
+# A verdict that contradicts the figures is wrong whatever the scenario expects (issue 38).
+GROWTH_RULES = ("progress.hang", "progress.threads_grow", "progress.zombies", "mem.growth")
+
+
+def contradictions(findings):
+    out = []
+    v = [f for f in findings if f["id"] == "summary.verdict"]
+    if not v:
+        return out
+    sym, ev = v[0].get("symptom", ""), v[0].get("evidence", "")
+    if "many cores" in sym:
+        m = re.search(r"\(([0-9.]+) cores", ev)
+        if not m or float(m.group(1)) < 1.5:
+            out.append("verdict %r under 1.5 cores of CPU: %s" % (sym, ev[:200]))
+    loud = [f["id"] for f in findings if f["id"] in GROWTH_RULES and ORDER.get(f["severity"], 9) <= 1]
+    if loud and "waiting (network, locks or for work)" in sym:
+        out.append("verdict %r (idle may be healthy) while %s fired" % (sym, ", ".join(loud)))
+    return out
+
+
 def judge(rep, meta):
     """-> (ok, fired text, problems)"""
     findings = rep.get("findings", [])
@@ -364,6 +385,7 @@ def judge(rep, meta):
         v = [f.get("symptom", "") for f in findings if f["id"] == "summary.verdict"]
         if not v or meta["verdict"] not in v[0]:
             problems.append("summary.verdict is %r, not %r" % (v[0] if v else None, meta["verdict"]))
+    problems += contradictions(findings)
     for rid, text in meta["shows"]:
         said = [f.get("evidence") or f.get("note") or f.get("reason") or ""
                 for f in findings + rep.get("cleared", []) + rep.get("unknown", []) if f["id"] == rid]
