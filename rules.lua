@@ -89,6 +89,10 @@ thresholds {
   grow_high_s = 3600,           -- the limit (pids.max, RLIMIT_NPROC/NOFILE, threads-max, pid_max) reached within
   grow_warn_s = 86400,          --   this many seconds at the window's rate: high; within this many: warn; else info
 
+  -- gil.busy_wait (§4, issue 38): a thread that spins on a flag instead of waiting on it
+  spin_active_frac = 0.3,       -- a sampled thread active (GIL or running) at least this share of its samples ...
+  spin_share = 0.8,             -- ... this share of them on loop lines that only test (`while not flag: pass`)
+
   -- threads.lock_contention (§4.2)
   lock_min_threads = 2,         -- at least this many threads seen asleep at the same acquire site ...
   lock_wait_pct = 30,           -- ... each waiting there this % of the window on average ...

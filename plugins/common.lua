@@ -528,6 +528,57 @@ function common.stall(ev, th)
            groups = table.concat(parts, "; ") }
 end
 
+-- Busy-waiting threads (gil.busy_wait): a sampled Python thread active (holding the GIL or running)
+-- at least spin_active_frac of its samples whose active samples sit, for spin_share of them, on loop
+-- lines that only test (the source at the frame: `while <cond>:` with nothing or `pass`/`continue` or
+-- `sleep(0)` in it), calling nothing but a cheap predicate (Event.is_set, Queue.empty, time.time...).
+-- Returns a list of { tid, name, site ("func (file:line)"), code, share, active }, busiest first.
+local SPIN_CALLS = { is_set = true, isSet = true, empty = true, full = true, qsize = true, locked = true,
+                     done = true, is_alive = true, time = true, monotonic = true, perf_counter = true,
+                     poll = true, ready = true }
+local function spin_line(code)
+  if not code then return false end
+  local c = code:gsub("#.*$", ""):gsub("%s+$", "")
+  if c:match("^%s*while%s.+:$") or c:match("^%s*while%s.+:%s*pass$") or c:match("^%s*while%s.+:%s*continue$")
+      or c:match("^%s*while%s.+:%s*time%.sleep%(%s*0%.?0*%s*%)$") then
+    return true
+  end
+  return c:match("^%s*pass$") or c:match("^%s*continue$") or c:match("^%s*time%.sleep%(%s*0%.?0*%s*%)$") or
+         c:match("^%s*sleep%(%s*0%.?0*%s*%)$")
+end
+
+function common.spinners(ev, th)
+  local out = {}
+  for _, t in ipairs(ev.python and ev.python.threads or {}) do
+    local w = t.window
+    if w and (w.samples or 0) >= th.sampled_min_samples and (w.active_frac or 0) >= th.spin_active_frac then
+      local active, spin, site, code, func = 0, 0, nil, nil, nil
+      for _, l in ipairs(w.leaves or {}) do
+        local a = l.active or 0
+        active = active + a
+        local own = l.caller or l.leaf
+        local leaf = l.leaf or {}
+        local own_code = own and (own.code or (leaf.line == own.line and leaf.file == own.file and leaf.code))
+        local call_ok = not l.entry or SPIN_CALLS[l.entry.func or ""]
+        if own and call_ok and spin_line(own_code) and (not func or func == (own.func or "") .. (own.file or "")) then
+          func = (own.func or "") .. (own.file or "")
+          spin = spin + a
+          if not site then
+            site = fmt("%s (%s:%s)", own.func or "?", (own.file or "?"):match("[^/]*$"), tostring(own.line or "?"))
+            code = own_code:gsub("^%s+", "")
+          end
+        end
+      end
+      if active > 0 and spin >= th.spin_share * active then
+        out[#out + 1] = { tid = t.tid, name = t.name, site = site, code = code, share = spin / active,
+                          active = w.active_frac, gil = w.gil_frac }
+      end
+    end
+  end
+  table.sort(out, function(a, b) return a.active > b.active end)
+  return out
+end
+
 function common.gil_churn(ev, th)
   local c = ev.python and ev.python.concurrency
   local sw, iv = c and c.gil_switches_per_s, c and c.gil_interval_us

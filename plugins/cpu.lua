@@ -231,12 +231,16 @@ local function python_threads(ev)
   if not py then return nil, {} end
   local tids, workers = {}, {}
   local own = {}
-  for _, t in ipairs(py.threads or {}) do own[t.tid] = t end
+  for _, t in ipairs(py.threads or {}) do
+    if t.tid then own[t.tid] = t end -- a thread ended in the window may have no tid
+  end
   tids[ev.pid] = own
   for _, w in ipairs(py.workers or {}) do
     workers[w.pid] = w
     local ws = {}
-    for _, t in ipairs(w.threads or {}) do ws[t.tid] = t end
+    for _, t in ipairs(w.threads or {}) do
+      if t.tid then ws[t.tid] = t end
+    end
     tids[w.pid] = ws
   end
   return tids, workers

@@ -32,7 +32,7 @@ rule {
             "python.concurrency.threads_wanting", "python.locks[].site", "python.locks[].threads",
             "python.locks[].wait_frac", "python.locks[].held_frac", "python.locks[].crowded_frac",
             "python.locks[].holder", "python.locks[].one_word_frac" },
-  uses = { "gil_thread_busy_pct", "gil_min_threads", "gil_min_process_pct", "gil_one_core_max_pct",
+  uses = { "spin_active_frac", "spin_share", "gil_thread_busy_pct", "gil_min_threads", "gil_min_process_pct", "gil_one_core_max_pct",
             "gil_max_runqueue_wait_pct", "gil_tick_contended_pct", "sampled_min_samples", "lock_min_threads",
             "lock_wait_pct", "lock_held_pct", "lock_handoff_pct", "gil_churn_min_x", "gil_churn_min_sys_pct",
             "gil_churn_min_want_pct" },
@@ -68,6 +68,14 @@ rule {
     -- handed the lock: the lock is what serialises them, and its finding says so.
     -- Threads that hand the GIL over around short calls, far more often than the interval forces
     -- (gil.handoff_churn): the handoffs are the cost, and that finding says what helps.
+    -- A thread that spins on a flag (gil.busy_wait) takes the GIL turns the others lose: an Event or a
+    -- Queue is the fix, not processes.
+    local spin = common.spinners(ev, th)[1]
+    if spin then
+      return clear(tr("thread {tid} busy-waits at {site} (gil.busy_wait): the spin takes the GIL turns, not parallel "
+                        .. "work", "线程 {tid} 在 {site} 忙等（gil.busy_wait）：是忙等占了 GIL，而不是并行计算",
+                      { tid = spin.tid or 0, site = spin.site or "?" }))
+    end
     local churn = common.gil_churn(ev, th)
     if churn then
       return clear(tr("the GIL went to another thread {n:%.0f} times/s, {x:%.0f} x what the switch interval forces, "
@@ -467,6 +475,70 @@ rule {
                     { exe = exe or "?",
                       reason = reason and tr("; Python probe: {reason:%s}", "；Python 探针：{reason:%s}",
                                              { reason = reason }) or "" }),
+    }
+  end,
+}
+
+rule {
+  id = "gil.busy_wait", section = "4", severity = "warn",
+  title = T("A thread busy-waits: it spins on a condition instead of waiting on it",
+            "线程忙等：在循环里反复检查条件，而不是等待它"),
+  doc = [[A hit when a sampled Python thread was active (holding the GIL or running) at least spin_active_frac of its
+    samples and spin_share of those sat on loop lines that only test — the source at the frame is `while <cond>:`
+    with nothing, `pass`, `continue` or `sleep(0)` in it — calling nothing but a cheap predicate (Event.is_set,
+    Queue.empty, time.time, ...). Names the line and what the other threads lost: their GIL waits.]],
+  reads = { "python.threads[].tid", "python.threads[].name", "python.threads[].window.samples",
+            "python.threads[].window.active_frac", "python.threads[].window.gil_frac",
+            "python.threads[].window.gil_wait_frac", "python.threads[].window.leaves", "pid", "duration_s" },
+  uses = { "spin_active_frac", "spin_share", "sampled_min_samples" },
+  cause = T("§4: a loop that re-tests a flag (`while not done: pass`, `while q.empty(): continue`) burns a core "
+            .. "and, in CPython, holds the GIL for its switch interval at every turn, so the threads that would "
+            .. "set the flag or do the work get the interpreter a fraction of the time.",
+            "§4：反复检查标志的循环（`while not done: pass`、`while q.empty(): continue`）白白占满一个核，而且在 "
+            .. "CPython 里每一轮都持有 GIL 直到切换间隔，真正要设置标志或干活的线程只能分到一小部分解释器时间。"),
+  fix = T("Wait instead of testing: threading.Event (set() / wait()), a queue.Queue (get() blocks), a Condition, "
+          .. "or Future.result()/concurrent.futures.wait; in asyncio, await an Event or Future. If a poll is truly "
+          .. "needed, sleep between tests (time.sleep(0.01)) — not sleep(0). Processes do not fix a spin.",
+          "用等待代替检查：threading.Event（set() / wait()）、queue.Queue（get() 会阻塞）、Condition，或 "
+          .. "Future.result()/concurrent.futures.wait；asyncio 中 await Event 或 Future。确实需要轮询时在两次检查之间 "
+          .. "sleep（time.sleep(0.01)），而不是 sleep(0)。换成多进程解决不了忙等。"),
+  refs = { "https://docs.python.org/3/library/threading.html#event-objects",
+           "https://docs.python.org/3/library/queue.html" },
+  check = function(ev, th)
+    local stop = common.need_stacks(ev)
+    if stop then return stop end
+    if common.no_window(ev) then return unknown(common.NO_WINDOW) end
+    local spin = common.spinners(ev, th)
+    if #spin == 0 then
+      return clear(tr("no sampled thread spent {share:%.0f}% of its active samples on a loop line that only tests "
+                        .. "(needs active >= {act:%.0f}% of its samples)",
+                      "没有采样线程把 {share:%.0f}% 的活跃样本花在只做检查的循环行上（要求活跃 >= {act:%.0f}%）",
+                      { share = 100 * th.spin_share, act = 100 * th.spin_active_frac }))
+    end
+    local s = spin[1]
+    local others, worst = 0, 0
+    for _, t in ipairs(ev.python.threads) do
+      local w = t.window
+      if t.tid ~= s.tid and w and (w.gil_wait_frac or 0) > 0 then
+        others = others + 1
+        if w.gil_wait_frac > worst then worst = w.gil_wait_frac end
+      end
+    end
+    return hit {
+      symptom = tr("Thread {tid} busy-waits at {site}: active {act:%.0f}% of the time on a loop that only tests",
+                   "线程 {tid} 在 {site} 忙等：{act:%.0f}% 的时间在只做检查的循环里",
+                   { tid = s.tid or 0, site = s.site or "?", act = 100 * s.active }),
+      evidence = tr("thread {tid} ({name}) active in {act:%.0f}% of its samples (GIL {gil:%.0f}%), {share:%.0f}% of them "
+                      .. "at `{code}` ({site}){others}",
+                    "线程 {tid}（{name}）{act:%.0f}% 的样本处于活跃（持有 GIL {gil:%.0f}%），其中 {share:%.0f}% 在 "
+                      .. "`{code}`（{site}）{others}",
+                    { tid = s.tid or 0, name = s.name or "?", act = 100 * s.active, gil = 100 * (s.gil or 0),
+                      share = 100 * s.share, code = s.code or "?", site = s.site or "?",
+                      others = others > 0 and tr("; {n} other threads waited for the GIL, up to {w:%.0f}% of their samples",
+                                                 "；另有 {n} 个线程在等 GIL，最多占其样本的 {w:%.0f}%",
+                                                 { n = others, w = 100 * worst }) or T("", "") }),
+      verify = tr("`sopctl run --pid {pid} --duration 3`: the thread asleep in a wait, not active",
+                  "`sopctl run --pid {pid} --duration 3`：该线程睡在等待里，而不是活跃", { pid = ev.pid }),
     }
   end,
 }

@@ -185,7 +185,7 @@ rule {
     local in_d = {}
     for _, t in ipairs(ev.python and ev.python.threads or {}) do
       local w = t.window
-      if w and w.io_wait_frac and (w.samples or 0) > 0 then in_d[t.tid] = w.io_wait_frac end
+      if t.tid and w and w.io_wait_frac and (w.samples or 0) > 0 then in_d[t.tid] = w.io_wait_frac end
     end
     if ev.threads and #ev.threads > 0 then
       for _, t in ipairs(ev.threads) do

@@ -564,8 +564,8 @@ rule {
     if #grows_en > 0 then
       local g_en, g_zh = table.concat(grows_en, ", "), table.concat(grows_zh, "，")
       return hit {
-        symptom = tr("not CPU-bound, not IO-bound: waiting while {g_en} (see progress.*)",
-                     "既非 CPU 密集也非 IO 密集：在等待，同时{g_zh}（见 progress.*）", { g_en = g_en, g_zh = g_zh }),
+        symptom = tr("not CPU-bound, not IO-bound: waiting while {g_en} (see progress.* and mem.growth)",
+                     "既非 CPU 密集也非 IO 密集：在等待，同时{g_zh}（见 progress.* 与 mem.growth）", { g_en = g_en, g_zh = g_zh }),
         evidence = tr("{who:%s} used {job:%.0f}% CPU of {eff} effective CPUs over {duration_s:%.1f} s{on_en}; over the "
                         .. "window {g_en}",
                       "{who_zh}在 {duration_s:%.1f} 秒内用了 {job:%.0f}% CPU（有效 CPU {eff} 个）{on_zh}；窗口内{g_zh}",
