@@ -549,32 +549,32 @@ rule {
     -- Never "an idle server is healthy" while something piles up (progress.threads_grow, .zombies).
     local grows_en, grows_zh = {}, {}
     if p.threads_start and p.threads and p.threads - p.threads_start >= th.grow_min_threads then
-      grows_en[#grows_en + 1] = fmt("threads %d → %d", p.threads_start, p.threads)
-      grows_zh[#grows_zh + 1] = fmt("线程 %d → %d", p.threads_start, p.threads)
+      grows_en[#grows_en + 1] = fmt("threads %d → %d (progress.threads_grow)", p.threads_start, p.threads)
+      grows_zh[#grows_zh + 1] = fmt("线程 %d → %d（progress.threads_grow）", p.threads_start, p.threads)
     end
     if p.zombies_start and p.zombies and p.zombies - p.zombies_start >= th.zombie_min_growth then
-      grows_en[#grows_en + 1] = fmt("zombies %d → %d", p.zombies_start, p.zombies)
-      grows_zh[#grows_zh + 1] = fmt("僵尸进程 %d → %d", p.zombies_start, p.zombies)
+      grows_en[#grows_en + 1] = fmt("zombies %d → %d (progress.zombies)", p.zombies_start, p.zombies)
+      grows_zh[#grows_zh + 1] = fmt("僵尸进程 %d → %d（progress.zombies）", p.zombies_start, p.zombies)
     end
     local mem_rate = p.rss_growth_kb_per_s
     if mem_rate and ev.duration_s >= th.growth_min_window_s and mem_rate >= 1024 * th.growth_floor_mb_per_s then
-      grows_en[#grows_en + 1] = fmt("memory %+.1f MiB/s", mem_rate / 1024)
-      grows_zh[#grows_zh + 1] = fmt("内存 %+.1f MiB/s", mem_rate / 1024)
+      grows_en[#grows_en + 1] = fmt("memory %+.1f MiB/s (mem.growth)", mem_rate / 1024)
+      grows_zh[#grows_zh + 1] = fmt("内存 %+.1f MiB/s（mem.growth）", mem_rate / 1024)
     end
     if #grows_en > 0 then
       local g_en, g_zh = table.concat(grows_en, ", "), table.concat(grows_zh, "，")
       return hit {
-        symptom = tr("not CPU-bound, not IO-bound: waiting while {g_en} (see progress.* and mem.growth)",
-                     "既非 CPU 密集也非 IO 密集：在等待，同时{g_zh}（见 progress.* 与 mem.growth）", { g_en = g_en, g_zh = g_zh }),
+        symptom = tr("not CPU-bound, not IO-bound: waiting while {g_en}",
+                     "既非 CPU 密集也非 IO 密集：在等待，同时{g_zh}", { g_en = g_en, g_zh = g_zh }),
         evidence = tr("{who:%s} used {job:%.0f}% CPU of {eff} effective CPUs over {duration_s:%.1f} s{on_en}; over the "
                         .. "window {g_en}",
                       "{who_zh}在 {duration_s:%.1f} 秒内用了 {job:%.0f}% CPU（有效 CPU {eff} 个）{on_zh}；窗口内{g_zh}",
                       { who = who, who_zh = who_zh, job = job, eff = eff, duration_s = ev.duration_s, on_en = on_en,
                         on_zh = on_zh, g_en = g_en, g_zh = g_zh }),
         cause = T("§9: the CPU is not full and the disk is not the limit, and something piles up while the job waits: "
-                  .. "not an idle job (see the progress.* findings).",
-                  "§9：CPU 没满、磁盘也不是瓶颈，而作业等待时有东西在堆积：不是空闲（见 progress.* 结论）。"),
-        fix = T("See the progress.* findings.", "见 progress.* 结论。"),
+                  .. "not an idle job (see the findings named).",
+                  "§9：CPU 没满、磁盘也不是瓶颈，而作业等待时有东西在堆积：不是空闲（见所列结论）。"),
+        fix = T("See the findings named in the verdict.", "见结论中列出的各项。"),
         verify = tr("`sopctl run --pid {pid} --duration 5`: nothing grows", "`sopctl run --pid {pid} --duration 5`：没有东西在增长",
                     { pid = ev.pid }),
         refs = { "https://www.brendangregg.com/linuxperf.html" },

@@ -35,7 +35,8 @@ The robustness matrix (issue 11): CELLS=cell[,cell...] runs every scenario in ea
 BUDGET/INTENSITY[+hog]: BUDGET "all" (the whole machine) or "cpu1" (a 1-CPU cpuset), INTENSITY 1 or
 2 (exported as SOP_SCENARIO_INTENSITY; scenarios scale their work by it), "+hog" runs a foreign
 CPU hog (one spinning process per CPU of the budget, not a descendant of the target) beside the
-healthy scenarios only. CELLS=full is the whole factorial. Default: all/1. Per cell a header key
+healthy scenarios only, "+hogs" the same beside every scenario (issue 38: a problem is diagnosed beside
+foreign load, or its rule says unknown naming the load). CELLS=full is the whole factorial. Default: all/1. Per cell a header key
 may be qualified with the budget (`expect@cpu1:`, `also@cpu1:`, `verdict@cpu1:`, `skip@cpu1: why`)
 where the program honestly changes meaning on one CPU. At the end, per rule: hits / expected runs,
 misses, and false alarms (warn/high where neither expected nor allowed), summed over the cells.
@@ -76,8 +77,9 @@ def parse_cells(text):
         elif c:
             budget, _, rest = c.partition("/")
             inten, _, hog = rest.partition("+")
-            if budget not in ("all", "cpu1") or inten not in ("1", "2") or hog not in ("", "hog"):
-                raise SystemExit("CELLS: %r is not BUDGET/INTENSITY[+hog] (all|cpu1, 1|2)" % c)
+            if budget not in ("all", "cpu1") or inten not in ("1", "2") or \
+                    hog not in ("", "hog", "hogs"):
+                raise SystemExit("CELLS: %r is not BUDGET/INTENSITY[+hog|+hogs] (all|cpu1, 1|2)" % c)
             cells.append(c)
     return cells
 
