@@ -93,6 +93,11 @@ thresholds {
   spin_active_frac = 0.3,       -- a sampled thread active (GIL or running) at least this share of its samples ...
   spin_share = 0.8,             -- ... this share of them on loop lines that only test (`while not flag: pass`)
 
+  -- pool.shipping (§8.4, §2.4, issue 38): a process pool that mostly moves its arguments
+  ship_worker_cpu_pct = 20,     -- its sampled workers used at least this % of a core each on average ...
+  ship_transport_frac = 0.5,    -- ... in multiprocessing's pipe, queue and pickling code this share of their samples ...
+  ship_work_max_frac = 0.1,     -- ... and in the task (inside the pool's worker loop) at most this share
+
   -- threads.lock_contention (§4.2)
   lock_min_threads = 2,         -- at least this many threads seen asleep at the same acquire site ...
   lock_wait_pct = 30,           -- ... each waiting there this % of the window on average ...
@@ -327,6 +332,7 @@ require "plugins.io"           -- §7
 require "plugins.mapped"       -- §7.3 through memory maps
 require "plugins.checkpoint"   -- §7.7
 require "plugins.runtime"      -- §8
+require "plugins.pool"         -- §8.4 process pools that ship their data
 require "plugins.logfmt"       -- §8.3 pitfall 1 (eager log formatting)
 require "plugins.progress"     -- §9 is it making progress: hang, what grows
 require "plugins.summary"      -- §9

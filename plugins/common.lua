@@ -533,18 +533,21 @@ end
 -- lines that only test (the source at the frame: `while <cond>:` with nothing or `pass`/`continue` or
 -- `sleep(0)` in it), calling nothing but a cheap predicate (Event.is_set, Queue.empty, time.time...).
 -- Returns a list of { tid, name, site ("func (file:line)"), code, share, active }, busiest first.
+local SPIN_SPAN = 8 -- a spin loop's lines lie within this many lines of each other
 local SPIN_CALLS = { is_set = true, isSet = true, empty = true, full = true, qsize = true, locked = true,
                      done = true, is_alive = true, time = true, monotonic = true, perf_counter = true,
                      poll = true, ready = true }
+-- A line a spin loop is made of: its `while` test, an `if` test, `pass`/`continue`/`break`, a
+-- counter bump (`n += 1`), `sleep(0)`. Returns "while", "trivial" or nil.
 local function spin_line(code)
-  if not code then return false end
-  local c = code:gsub("#.*$", ""):gsub("%s+$", "")
-  if c:match("^%s*while%s.+:$") or c:match("^%s*while%s.+:%s*pass$") or c:match("^%s*while%s.+:%s*continue$")
-      or c:match("^%s*while%s.+:%s*time%.sleep%(%s*0%.?0*%s*%)$") then
-    return true
+  if not code then return nil end
+  local c = code:gsub("#.*$", ""):gsub("%s+$", ""):gsub("^%s+", "")
+  if c:match("^while%s.+:") then return "while" end
+  if c:match("^if%s.+:$") or c:match("^elif%s.+:$") or c == "pass" or c == "continue" or c == "break"
+      or c:match("^[%w_%.%[%]]+%s*[%+%-]=%s*1$") or c:match("sleep%(%s*0%.?0*%s*%)$") then
+    return "trivial"
   end
-  return c:match("^%s*pass$") or c:match("^%s*continue$") or c:match("^%s*time%.sleep%(%s*0%.?0*%s*%)$") or
-         c:match("^%s*sleep%(%s*0%.?0*%s*%)$")
+  return nil
 end
 
 function common.spinners(ev, th)
@@ -552,24 +555,30 @@ function common.spinners(ev, th)
   for _, t in ipairs(ev.python and ev.python.threads or {}) do
     local w = t.window
     if w and (w.samples or 0) >= th.sampled_min_samples and (w.active_frac or 0) >= th.spin_active_frac then
-      local active, spin, site, code, func = 0, 0, nil, nil, nil
+      -- the loop: lines of one function within SPIN_SPAN lines, one of them its `while` test
+      local active, spin, site, code, func, lo, hi = 0, 0, nil, nil, nil, nil, nil
       for _, l in ipairs(w.leaves or {}) do
         local a = l.active or 0
         active = active + a
         local own = l.caller or l.leaf
         local leaf = l.leaf or {}
         local own_code = own and (own.code or (leaf.line == own.line and leaf.file == own.file and leaf.code))
-        local call_ok = not l.entry or SPIN_CALLS[l.entry.func or ""]
-        if own and call_ok and spin_line(own_code) and (not func or func == (own.func or "") .. (own.file or "")) then
-          func = (own.func or "") .. (own.file or "")
+        local call_ok = not l.entry or SPIN_CALLS[(l.entry.func or ""):match("[^.]*$")]
+        local kind = own and call_ok and spin_line(own_code)
+        local key = own and (own.func or "") .. (own.file or "")
+        local line = own and own.line
+        if kind and line and (not func or func == key) and
+            (not lo or (math.max(hi, line) - math.min(lo, line) <= SPIN_SPAN)) then
+          func = key
+          lo, hi = math.min(lo or line, line), math.max(hi or line, line)
           spin = spin + a
-          if not site then
-            site = fmt("%s (%s:%s)", own.func or "?", (own.file or "?"):match("[^/]*$"), tostring(own.line or "?"))
+          if kind == "while" and not site then
+            site = fmt("%s (%s:%s)", own.func or "?", (own.file or "?"):match("[^/]*$"), tostring(line))
             code = own_code:gsub("^%s+", "")
           end
         end
       end
-      if active > 0 and spin >= th.spin_share * active then
+      if active > 0 and site and spin >= th.spin_share * active then
         out[#out + 1] = { tid = t.tid, name = t.name, site = site, code = code, share = spin / active,
                           active = w.active_frac, gil = w.gil_frac }
       end
