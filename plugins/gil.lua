@@ -489,7 +489,8 @@ rule {
     Queue.empty, time.time, ...). Names the line and what the other threads lost: their GIL waits.]],
   reads = { "python.threads[].tid", "python.threads[].name", "python.threads[].window.samples",
             "python.threads[].window.active_frac", "python.threads[].window.gil_frac",
-            "python.threads[].window.gil_wait_frac", "python.threads[].window.leaves", "pid", "duration_s" },
+            "python.threads[].window.gil_wait_frac", "python.threads[].window.leaves", "pid", "duration_s",
+            "missing[]", "python.threads" },
   uses = { "spin_active_frac", "spin_share", "sampled_min_samples" },
   cause = T("§4: a loop that re-tests a flag (`while not done: pass`, `while q.empty(): continue`) burns a core "
             .. "and, in CPython, holds the GIL for its switch interval at every turn, so the threads that would "

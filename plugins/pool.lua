@@ -69,7 +69,7 @@ rule {
     average, spent at least ship_transport_frac of their samples in multiprocessing's pipe, queue and pickling
     code (connection, queues, reduction, synchronize, pickle) inside the pool's worker loop and at most
     ship_work_max_frac in the task (any other frame inside that loop). Names the bytes/s the workers read and the parent thread that sends.]],
-  reads = { "python.workers[].pid", "python.workers[].window", "python.workers[].threads[].window.dist",
+  reads = { "missing[]", "python.workers[].pid", "python.workers[].threads[].window.dist",
             "python.workers[].threads[].window.top_stacks", "python.workers[].threads[].window.samples",
             "children[].pid", "children[].cpu_pct",
             "children[].rchar_per_s", "python.threads[].window.dist", "python.threads[].window.top_stacks",

@@ -39,7 +39,8 @@ typedef struct {
     int64_t procs_running, procs_blocked;
     int64_t processes;  /* /proc/stat "processes": forks since boot */
     double forks_per_s; /* window */
-    int64_t threads_max, pid_max; /* /proc/sys/kernel/threads-max, pid_max: the host's task limits */
+    int64_t threads_max,
+        pid_max; /* /proc/sys/kernel/threads-max, pid_max: the host's task limits */
     /* /proc/stat aggregate cpu jiffies */
     int64_t cpu_user, cpu_nice, cpu_system, cpu_idle, cpu_iowait, cpu_irq, cpu_softirq, cpu_steal;
     double cpu_user_pct, cpu_system_pct, cpu_iowait_pct, cpu_idle_pct, cpu_steal_pct; /* window */

@@ -493,7 +493,8 @@ static void run(void)
     threads_fill(th);
     children_fill(ch);
     sop_thread_list tl = {th, 2};
-    sop_child_list cl = {ch, 2, SOP_NA, SOP_NA, SOP_NA, NAN}, none = {sib, 0, SOP_NA, SOP_NA, SOP_NA, NAN},
+    sop_child_list cl = {ch, 2, SOP_NA, SOP_NA, SOP_NA, NAN},
+                   none = {sib, 0, SOP_NA, SOP_NA, SOP_NA, NAN},
                    sl = {sib, 1, SOP_NA, SOP_NA, SOP_NA, NAN};
     child_blank(&parent, 42, 1, 0);
     strcpy(parent.stat.comm, "bash");
