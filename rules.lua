@@ -91,7 +91,8 @@ thresholds {
 
   -- gil.busy_wait (§4, issue 38): a thread that spins on a flag instead of waiting on it
   spin_active_frac = 0.3,       -- a sampled thread active (GIL or running) at least this share of its samples ...
-  spin_share = 0.8,             -- ... this share of them on loop lines that only test (`while not flag: pass`)
+  spin_share = 0.8,             -- ... this share of them on loop lines that only test (`while not flag: pass`) ...
+  spin_others_wait_frac = 0.1,  -- ... while another thread waited for the GIL at least this share of its samples
 
   -- pool.shipping (§8.4, §2.4, issue 38): a process pool that mostly moves its arguments
   ship_worker_cpu_pct = 20,     -- its sampled workers used at least this % of a core each on average ...

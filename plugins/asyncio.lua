@@ -613,7 +613,7 @@ rule {
     uses at least uvloop_busy_pct of a core over the window, while the loop is not stuck in one
     callback (python.loop.longest_block_ms below loop_block_ms). Clear for uvloop loops and idle loops.]],
   reads = { "python.threads[].frames", "python.loop", "threads[].cpu_pct", "proc.libs", "duration_s", "pid",
-            "python.threads[].tid", "threads[].tid" },
+            "python.threads[].tid", "threads[].tid", "threads[].wait_pct" },
   uses = { "uvloop_busy_pct", "loop_block_ms" },
   symptom = T("a busy asyncio server runs on the default (pure-Python) event loop",
               "繁忙的 asyncio 服务使用默认（纯 Python）事件循环"),
@@ -644,9 +644,11 @@ rule {
       local idx, kind = loop_dispatch(t.frames or {})
       if idx then
         local o = os_threads[t.tid] or {}
-        found = found or { tid = t.tid, kind = kind, cpu = o.cpu_pct }
-        if kind == "asyncio" and o.cpu_pct and o.cpu_pct >= th.uvloop_busy_pct then
-          found = { tid = t.tid, kind = kind, cpu = o.cpu_pct }
+        -- what the thread wanted: its CPU and its run-queue wait (beside foreign load it queues)
+        local want = o.cpu_pct and o.cpu_pct + (o.wait_pct or 0)
+        found = found or { tid = t.tid, kind = kind, cpu = want }
+        if kind == "asyncio" and want and want >= th.uvloop_busy_pct then
+          found = { tid = t.tid, kind = kind, cpu = want }
           break
         end
       end
@@ -659,9 +661,10 @@ rule {
                       "事件循环（tid {tid}）运行在 uvloop 上", { tid = found.tid }))
     end
     if not found.cpu or found.cpu < th.uvloop_busy_pct then
-      return clear(tr("asyncio loop thread tid {tid} used {cpu:%.0f}% of a core (< {uvloop_busy_pct:%g}%): not busy "
-                        .. "enough for the loop's own cost to matter",
-                      "asyncio 事件循环线程 tid {tid} 用了单核 {cpu:%.0f}%（< {uvloop_busy_pct:%g}%）：负载不高，循环本身的开销无关紧要",
+      return clear(tr("asyncio loop thread tid {tid} used or waited in the run queue for {cpu:%.0f}% of a core "
+                        .. "(< {uvloop_busy_pct:%g}%): not busy enough for the loop's own cost to matter",
+                      "asyncio 事件循环线程 tid {tid} 运行加排队等 CPU 共 {cpu:%.0f}% 个核（< {uvloop_busy_pct:%g}%）：负载不高，"
+                        .. "循环本身的开销无关紧要",
                       { tid = found.tid, cpu = found.cpu or 0, uvloop_busy_pct = th.uvloop_busy_pct }))
     end
     local lp = py.loop

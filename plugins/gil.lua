@@ -491,7 +491,7 @@ rule {
             "python.threads[].window.active_frac", "python.threads[].window.gil_frac",
             "python.threads[].window.gil_wait_frac", "python.threads[].window.leaves", "pid", "duration_s",
             "missing[]", "python.threads" },
-  uses = { "spin_active_frac", "spin_share", "sampled_min_samples" },
+  uses = { "spin_active_frac", "spin_share", "spin_others_wait_frac", "sampled_min_samples" },
   cause = T("§4: a loop that re-tests a flag (`while not done: pass`, `while q.empty(): continue`) burns a core "
             .. "and, in CPython, holds the GIL for its switch interval at every turn, so the threads that would "
             .. "set the flag or do the work get the interpreter a fraction of the time.",
@@ -524,6 +524,13 @@ rule {
         others = others + 1
         if w.gil_wait_frac > worst then worst = w.gil_wait_frac end
       end
+    end
+    -- a spin that starves nobody (a lone loop to a deadline) is CPU use, not this finding (§4)
+    if worst < th.spin_others_wait_frac then
+      return clear(tr("thread {tid} spins at {site}, but no other thread waited for the GIL {w:%.0f}% of its samples "
+                        .. "(needs {min:%.0f}%)", "线程 {tid} 在 {site} 空转，但没有其他线程等 GIL 达到其样本的 {w:%.0f}%"
+                        .. "（阈值 {min:%.0f}%）",
+                      { tid = s.tid or 0, site = s.site or "?", w = 100 * worst, min = 100 * th.spin_others_wait_frac }))
     end
     return hit {
       symptom = tr("Thread {tid} busy-waits at {site}: active {act:%.0f}% of the time on a loop that only tests",

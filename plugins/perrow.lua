@@ -149,8 +149,9 @@ rule {
             "python.threads[].window.leaves",
             "python.threads[].window.entries", "python.threads[].name", "python.threads[].tid",
             "python.threads[].window", "sampling.rate_hz", "duration_s", "pid", "proc.io.syscr_per_s",
-            "proc.io.syscw_per_s", "threads[].tid", "threads[].cpu_pct", "threads[].sys_pct" },
-  uses = { "numpy_min_samples", "numpy_busy_frac", "tiny_gil_min_pct", "tiny_native_min_pct", "tiny_mixing",
+            "proc.io.syscw_per_s", "threads[].tid", "threads[].cpu_pct", "threads[].sys_pct", "host.cpu.idle_pct",
+            "host.ncpu", "host.load1", "proc.cpu_pct", "children[].cpu_pct" },
+  uses = { "foreign_idle_max_pct", "foreign_min_cores", "numpy_min_samples", "numpy_busy_frac", "tiny_gil_min_pct", "tiny_native_min_pct", "tiny_mixing",
            "tiny_max_syscalls_per_s", "tiny_max_sys_pct", "tiny_min_pairs", "tiny_min_rechecks",
            "tiny_recheck_persist" },
   symptom = T("a busy thread is call-overhead-bound: a loop of tiny native calls", "繁忙线程受调用开销限制：循环里全是很小的原生调用"),
@@ -225,6 +226,16 @@ rule {
                       { tid = kernel.t.tid or 0, sys = kernel.sys, max = th.tiny_max_sys_pct }))
     end
     if not best and long then
+      -- the look 0.05 ms later is a timing: beside foreign load the sampler itself waits for a CPU
+      local fl = common.foreign_load(ev, th)
+      if fl and fl.busy then
+        return unknown(tr("the CPUs were busy with other processes ({cores:%.1f} of {ncpu} CPUs beyond the job, host "
+                            .. "{idle:%.0f}% idle): the look 0.05 ms after each sample that tells tiny calls from long "
+                            .. "ones was delayed by the load",
+                          "CPU 被其他进程占满（作业之外占用 {cores:%.1f}/{ncpu} 个 CPU，主机空闲 {idle:%.0f}%）：区分短调用与"
+                            .. "长调用所依赖的采样后 0.05 毫秒复查被负载拖延",
+                          { cores = fl.cores, ncpu = fl.ncpu, idle = fl.idle_pct }))
+      end
       return clear(tr("thread {tid} alternates between holding the GIL and running without it, but in stretches of "
                         .. "0.1 ms and more: looked at again 0.05 ms after a sample, it held the GIL {kept:%.0f}% of "
                         .. "the time after a sample with it and {back:%.0f}% after one without (native kernels or "
