@@ -96,7 +96,8 @@ thresholds {
 
   -- pool.shipping (§8.4, §2.4, issue 38): a process pool that mostly moves its arguments
   ship_worker_cpu_pct = 20,     -- its sampled workers used at least this % of a core each on average ...
-  ship_transport_frac = 0.5,    -- ... in multiprocessing's pipe, queue and pickling code this share of their samples ...
+  ship_transport_frac = 0.5,    -- ... in multiprocessing's pipe, queue and pickling code this share of their
+                                --   samples ...
   ship_work_max_frac = 0.1,     -- ... and in the task (inside the pool's worker loop) at most this share
 
   -- threads.lock_contention (§4.2)

@@ -475,13 +475,15 @@ function common.stall(ev, th)
     if t.state == "R" or t.state == "D" then
       return { stalled = false, why = common.tr("thread {tid} ({name}) is {st} at the window's end",
                                                 "线程 {tid}（{name}）在窗口结束时处于 {st}",
-                                                { tid = t.tid, name = name, st = t.state == "R" and "running" or "in D state" }) }
+                                                { tid = t.tid, name = name,
+                                                  st = t.state == "R" and "running" or "in D state" }) }
     end
     local kind = t.wait
     if kind == "lock_timed" and gil_waiter[t.tid] then kind = "lock" end
     if not kind then
       if t.state ~= "Z" and t.state ~= "X" then
-        return nil, common.tr("what thread {tid} sleeps in is unreadable (/proc/PID/task/TID/syscall needs ptrace access)",
+        return nil, common.tr("what thread {tid} sleeps in is unreadable (/proc/PID/task/TID/syscall needs ptrace "
+                                .. "access)",
                               "读不到线程 {tid} 睡在哪个系统调用（/proc/PID/task/TID/syscall 需要 ptrace 权限）", { tid = t.tid })
       end
     elseif kind ~= "lock" then

@@ -32,7 +32,8 @@ rule {
             "python.concurrency.threads_wanting", "python.locks[].site", "python.locks[].threads",
             "python.locks[].wait_frac", "python.locks[].held_frac", "python.locks[].crowded_frac",
             "python.locks[].holder", "python.locks[].one_word_frac" },
-  uses = { "spin_active_frac", "spin_share", "gil_thread_busy_pct", "gil_min_threads", "gil_min_process_pct", "gil_one_core_max_pct",
+  uses = { "spin_active_frac", "spin_share", "gil_thread_busy_pct", "gil_min_threads", "gil_min_process_pct",
+           "gil_one_core_max_pct",
             "gil_max_runqueue_wait_pct", "gil_tick_contended_pct", "sampled_min_samples", "lock_min_threads",
             "lock_wait_pct", "lock_held_pct", "lock_handoff_pct", "gil_churn_min_x", "gil_churn_min_sys_pct",
             "gil_churn_min_want_pct" },
@@ -530,19 +531,21 @@ rule {
       return clear(tr("thread {tid} spins at {site}, but no other thread waited for the GIL {w:%.0f}% of its samples "
                         .. "(needs {min:%.0f}%)", "线程 {tid} 在 {site} 空转，但没有其他线程等 GIL 达到其样本的 {w:%.0f}%"
                         .. "（阈值 {min:%.0f}%）",
-                      { tid = s.tid or 0, site = s.site or "?", w = 100 * worst, min = 100 * th.spin_others_wait_frac }))
+                      { tid = s.tid or 0, site = s.site or "?", w = 100 * worst,
+                        min = 100 * th.spin_others_wait_frac }))
     end
     return hit {
       symptom = tr("Thread {tid} busy-waits at {site}: active {act:%.0f}% of the time on a loop that only tests",
                    "线程 {tid} 在 {site} 忙等：{act:%.0f}% 的时间在只做检查的循环里",
                    { tid = s.tid or 0, site = s.site or "?", act = 100 * s.active }),
-      evidence = tr("thread {tid} ({name}) active in {act:%.0f}% of its samples (GIL {gil:%.0f}%), {share:%.0f}% of them "
-                      .. "at `{code}` ({site}){others}",
+      evidence = tr("thread {tid} ({name}) active in {act:%.0f}% of its samples (GIL {gil:%.0f}%), {share:%.0f}% of "
+                      .. "them at `{code}` ({site}){others}",
                     "线程 {tid}（{name}）{act:%.0f}% 的样本处于活跃（持有 GIL {gil:%.0f}%），其中 {share:%.0f}% 在 "
                       .. "`{code}`（{site}）{others}",
                     { tid = s.tid or 0, name = s.name or "?", act = 100 * s.active, gil = 100 * (s.gil or 0),
                       share = 100 * s.share, code = s.code or "?", site = s.site or "?",
-                      others = others > 0 and tr("; {n} other threads waited for the GIL, up to {w:%.0f}% of their samples",
+                      others = others > 0 and tr("; {n} other threads waited for the GIL, up to {w:%.0f}% of their "
+                                                   .. "samples",
                                                  "；另有 {n} 个线程在等 GIL，最多占其样本的 {w:%.0f}%",
                                                  { n = others, w = 100 * worst }) or T("", "") }),
       verify = tr("`sopctl run --pid {pid} --duration 3`: the thread asleep in a wait, not active",

@@ -68,7 +68,8 @@ rule {
   doc = [[A hit when the target's sampled CPython workers used at least ship_worker_cpu_pct of a core each on
     average, spent at least ship_transport_frac of their samples in multiprocessing's pipe, queue and pickling
     code (connection, queues, reduction, synchronize, pickle) inside the pool's worker loop and at most
-    ship_work_max_frac in the task (any other frame inside that loop). Names the bytes/s the workers read and the parent thread that sends.]],
+    ship_work_max_frac in the task (any other frame inside that loop). Names the bytes/s the workers read and the
+    parent thread that sends.]],
   reads = { "missing[]", "python.workers[].pid", "python.workers[].threads[].window.dist",
             "python.workers[].threads[].window.top_stacks", "python.workers[].threads[].window.samples",
             "children[].pid", "children[].cpu_pct",
@@ -114,8 +115,9 @@ rule {
       return unknown(T("the workers' CPU or samples were not measured", "未测到 worker 的 CPU 或样本"))
     end
     local mean_cpu, ship, own = cpu / nw, ship_n / total, own_n / total
-    local base = tr("{n} sampled workers at {cpu:%.0f}% of a core each; {ship:%.0f}% of their samples in multiprocessing's "
-                      .. "pipe/queue/pickling code, {own:%.0f}% in the task; they read {mb:%.0f} MB/s",
+    local base = tr("{n} sampled workers at {cpu:%.0f}% of a core each; {ship:%.0f}% of their samples in "
+                      .. "multiprocessing's pipe/queue/pickling code, {own:%.0f}% in the task; they read "
+                      .. "{mb:%.0f} MB/s",
                     "{n} 个采样 worker 平均各用 {cpu:%.0f}% 个核；其样本 {ship:%.0f}% 在 multiprocessing 的管道/队列/pickle "
                       .. "代码里，{own:%.0f}% 在任务里；读取 {mb:%.0f} MB/s",
                     { n = nw, cpu = mean_cpu, ship = 100 * ship, own = 100 * own, mb = rchar / 1e6 })

@@ -217,7 +217,8 @@ rule {
             "python.threads[].name", "proc.cmdline", "proc.cwd", "proc.env", "proc.threads", "proc.threads_start",
             "proc.zombies", "proc.zombies_start", "proc.rss_growth_kb_per_s" },
   uses = { "hang_cpu_pct", "hang_wait_frac", "foreign_idle_max_pct", "foreign_min_cores", "grow_min_threads",
-           "zombie_min_growth", "growth_min_window_s", "growth_floor_mb_per_s", "lock_min_threads", "lock_wait_pct", "lock_held_pct", "lock_handoff_pct", "summary_cpu_bound_pct",
+           "zombie_min_growth", "growth_min_window_s", "growth_floor_mb_per_s", "lock_min_threads", "lock_wait_pct",
+           "lock_held_pct", "lock_handoff_pct", "summary_cpu_bound_pct",
            "summary_io_wait_pct", "io_util_pct", "small_read_max_bytes",
            "page_cache_min_disk_kb_per_s", "mapped_fault_min_per_s", "mapped_read_share",
            "random_read_max_request_kb", "mapped_touch_ratio", "mapped_wait_frac", "gpu_busy_pct", "gpu_idle_pct",
@@ -533,7 +534,8 @@ rule {
       return hit {
         symptom = tr("not CPU-bound, not IO-bound: stalled, its {n} threads wait on each other (progress.hang)",
                      "既非 CPU 密集也非 IO 密集：卡住了，{n} 个线程互相等待（progress.hang）", { n = stall.nthreads }),
-        evidence = tr("{who:%s} used {job:%.1f}% CPU over {duration_s:%.1f} s; no thread waits on outside work: {groups}",
+        evidence = tr("{who:%s} used {job:%.1f}% CPU over {duration_s:%.1f} s; no thread waits on outside work: "
+                        .. "{groups}",
                       "{who_zh}在 {duration_s:%.1f} 秒内用了 {job:%.1f}% CPU；没有线程在等外部工作：{groups}",
                       { who = who, who_zh = who_zh, job = job, duration_s = ev.duration_s, groups = stall.groups }),
         cause = T("§9: no thread runs and none waits on a socket, file, timer, child or signal: only the job's own "
@@ -575,7 +577,8 @@ rule {
                   .. "not an idle job (see the findings named).",
                   "§9：CPU 没满、磁盘也不是瓶颈，而作业等待时有东西在堆积：不是空闲（见所列结论）。"),
         fix = T("See the findings named in the verdict.", "见结论中列出的各项。"),
-        verify = tr("`sopctl run --pid {pid} --duration 5`: nothing grows", "`sopctl run --pid {pid} --duration 5`：没有东西在增长",
+        verify = tr("`sopctl run --pid {pid} --duration 5`: nothing grows",
+                    "`sopctl run --pid {pid} --duration 5`：没有东西在增长",
                     { pid = ev.pid }),
         refs = { "https://www.brendangregg.com/linuxperf.html" },
       }

@@ -50,7 +50,8 @@ static const char *const expected[] = {
     "2,\"rss_growth_kb\":-12},{\"path\":\"/dev/shm/"
     "w\",\"kind\":\"shmem\",\"size_kb\":64,\"vmas\":1}]},\"cpu_pct\":150.25,\"majflt_per_s\":0,"
     "\"minflt_per_s\":40.5,"
-    "\"reaped_cpu_pct\":3,\"rss_growth_kb_per_s\":-2.5,\"sched\":{\"run_ms\":2500,\"wait_ms\":1,"
+    "\"reaped_cpu_pct\":3,\"rss_growth_kb_per_s\":-2.5,\"threads_start\":2,\"threads_growth_per_"
+    "s\":0.5,\"sched\":{\"run_ms\":2500,\"wait_ms\":1,"
     "\"timeslices\":77,\"wait_per_s_ms\":12.5},\"io\":{\"rchar\":4096,\"wchar\":2048,\"syscr\":10,"
     "\"syscw\":5,\"read_bytes\":0,\"write_bytes\":512,\"rchar_per_s\":100,\"wchar_per_s\":50,"
     "\"syscr_per_s\":2,\"syscw_per_s\":1,\"read_bytes_per_s\":0,\"write_bytes_per_s\":8,\"mean_"
@@ -191,6 +192,8 @@ static void proc_blank(sop_proc *p, int pid)
     r->mean_read_bytes = r->mean_write_bytes = r->sched_wait_ms_per_s = NAN;
     r->anon_growth_kb_per_s = r->file_growth_kb_per_s = r->shmem_growth_kb_per_s = NAN;
     r->reaped_cpu_pct = NAN;
+    r->threads_growth_per_s = r->fds_growth_per_s = NAN;
+    r->threads_start = r->fds_start = SOP_NA;
 }
 
 static void thread_blank(sop_thread *t, int tid)
@@ -329,6 +332,8 @@ static void proc_full(sop_proc *p)
     r->majflt_per_s = 0;
     r->minflt_per_s = 40.5;
     r->rss_growth_kb_per_s = -2.5;
+    r->threads_start = 2;
+    r->threads_growth_per_s = 0.5;
     r->anon_growth_kb_per_s = 1.5;
     r->file_growth_kb_per_s = -4;
     r->shmem_growth_kb_per_s = 0;
