@@ -246,7 +246,8 @@ thresholds {
   growth_min_pct = 3,           -- ... and by at least this % of the RSS within the window ...
   growth_hwm_slack_pct = 2,     -- ... with the RSS within this % of its peak VmHWM (a climb, not a sawtooth)
   growth_high_s = 600,          -- the limit / MemAvailable reached within this many seconds at that rate: high;
-                                --   within growth_warn_s: high for a steady climb past start-up, else warn
+                                --   within growth_warn_s: high for a steady climb past start-up, else warn (a young
+                                --   process: when it holds growth_warn_rss_mb or grows at load_rate_mb_per_s)
   growth_warn_rss_mb = 256,     -- warn only when RSS is at least this many MiB ...
   growth_warn_s = 3600,         -- ... or the limit / MemAvailable is reached within this many seconds; else info
   growth_young_s = 120,         -- a process younger than this (s) is starting up: growth is info unless high

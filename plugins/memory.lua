@@ -717,7 +717,7 @@ rule {
             "python.threads[].window.dist", "proc.anon_kb", "proc.shmem_kb", "watch.history",
             "watch.history[].at_s", "watch.history[].anon_kb", "watch.history[].shmem_kb" },
   uses = { "data_file_min_mb", "growth_min_window_s", "growth_floor_mb_per_s", "growth_min_pct", "growth_hwm_slack_pct",
-           "growth_high_s", "growth_warn_rss_mb", "growth_warn_s", "growth_young_s",
+           "growth_high_s", "growth_warn_rss_mb", "growth_warn_s", "growth_young_s", "load_rate_mb_per_s",
            "load_young_s", "load_stack_pct", "heap_python_pct", "growth_step_pct", "growth_steady_pct",
            "growth_persist_pct", "growth_steady_warn_s", "growth_import_pct", "growth_watch_windows",
            "growth_watch_min_mb" },
@@ -843,8 +843,16 @@ rule {
       sev = "high"
     elseif left and left <= th.growth_warn_s then
       -- the limit within the hour (issue 38: severity from the projection, whatever the load did to the
-      -- window's shape): a steady climb of a process past start-up is high, any other at least warn
-      sev = steady and not young and "high" or "warn"
+      -- window's shape): a steady climb of a process past start-up is high; any other warn, but a young
+      -- process's start-up allocations stay info unless it holds growth_warn_rss_mb or grows as fast as
+      -- a load does (load_rate_mb_per_s)
+      if steady and not young then
+        sev = "high"
+      elseif not young or base >= 1024 * th.growth_warn_rss_mb or rate >= 1024 * th.load_rate_mb_per_s then
+        sev = "warn"
+      else
+        sev = "info"
+      end
     elseif steady and left and left <= th.growth_steady_warn_s and not young then
       sev = "warn"
     elseif (base >= 1024 * th.growth_warn_rss_mb or (left and left <= th.growth_warn_s)) and not young then

@@ -216,7 +216,7 @@ rule {
             "python.concurrency.contended_frac", "threads[].wait", "threads[].name", "python.threads[].frames",
             "python.threads[].name", "proc.cmdline", "proc.cwd", "proc.env", "proc.threads", "proc.threads_start",
             "proc.zombies", "proc.zombies_start", "proc.rss_growth_kb_per_s" },
-  uses = { "hang_cpu_pct", "hang_wait_frac", "foreign_idle_max_pct", "foreign_min_cores", "grow_min_threads",
+  uses = { "hang_cpu_pct", "hang_wait_frac", "grow_min_threads",
            "zombie_min_growth", "growth_min_window_s", "growth_floor_mb_per_s", "lock_min_threads", "lock_wait_pct",
            "lock_held_pct", "lock_handoff_pct", "summary_cpu_bound_pct",
            "summary_io_wait_pct", "io_util_pct", "small_read_max_bytes",
@@ -289,11 +289,10 @@ rule {
     local conc = ev.python and ev.python.concurrency
     local gil_turns = nworkers == 0 and conc and conc.contended_frac
                       and 100 * conc.contended_frac >= th.gil_tick_contended_pct
-    -- Beside foreign load the run-queue wait is for the other processes too: not the job's own.
     local wanted = ev.sched and ev.sched.runnable_load
-    local foreign = common.foreign_load(ev, th)
-    local own_full = wanted ~= nil and wanted >= cap and not gil_turns and not (foreign and foreign.busy)
-    -- "many cores" is said of the cores it used, never of the ones it queued for (issue 38)
+    local own_full = wanted ~= nil and wanted >= cap and not gil_turns
+    -- "many cores" is said of the cores it used, never of the ones it queued for (issue 38: beside
+    -- foreign load a job at 0.6 of a core was called "CPU-bound on many cores")
     local busy_cores = cores
     if full or own_full or (job >= th.summary_cpu_bound_pct and (pegged or turns)) then
       if own_full and wanted > cap then
