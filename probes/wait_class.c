@@ -88,12 +88,6 @@ const char *sop__wait_class_name(sop_wait_class c)
     return c >= 0 && c < SOP_WC_N ? names[c] : "none";
 }
 
-int sop__wait_outside(sop_wait_class c)
-{
-    return c == SOP_WC_NET || c == SOP_WC_READ || c == SOP_WC_TIMER || c == SOP_WC_CHILD ||
-           c == SOP_WC_SIGNAL;
-}
-
 int sop__syscall_is_futex(long nr)
 {
     return nr == NR_FUTEX;

@@ -22,9 +22,6 @@ typedef enum {
 /* "none", "gil", "lock", "lock_timed", "net", "read", "timer", "child", "signal", "other". */
 const char *sop__wait_class_name(sop_wait_class c);
 
-/* Does a thread asleep in c wait for something outside the process's own threads? */
-int sop__wait_outside(sop_wait_class c);
-
 /* Parses the text of /proc/PID/task/TID/syscall ("nr a0 a1 a2 a3 a4 a5 sp pc", hex args;
  * "running" or "-1 sp pc" when in none): the syscall number, its first six arguments in args
  * (zeros when absent). -1 when in none or unparsable. */

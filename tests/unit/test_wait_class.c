@@ -48,8 +48,6 @@ static void test_text(void)
 #endif
     CHECK_EQ_S(sop__wait_class_name(SOP_WC_LOCK), "lock");
     CHECK_EQ_S(sop__wait_class_name(SOP_WC_N), "none");
-    CHECK(sop__wait_outside(SOP_WC_NET) && sop__wait_outside(SOP_WC_TIMER));
-    CHECK(!sop__wait_outside(SOP_WC_LOCK) && !sop__wait_outside(SOP_WC_LOCK_TIMED));
 }
 
 static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
