@@ -351,7 +351,9 @@ rule {
     futex that is not the GIL's at the same acquire site (their innermost own frame: a `with lock:` line, an
     acquire() call, a call into a library that locks), waiting lock_wait_pct % of the window or more, while at
     lock_held_pct % of those ticks exactly one other thread was past the site (its stack holds the site's
-    function: the holder) and at most 100 - lock_held_pct % had several (a queue or a pool has no mutual
+    function: the holder; or, at the waiters' own call, one thread running native code without the GIL: a
+    library call holding its object's own lock, as one sqlite3 connection shared by threads does) and at most
+    100 - lock_held_pct % had several (a queue or a pool has no mutual
     exclusion), with most waiters asleep on one futex word (one mutex: Lock, RLock) half the time or more;
     waiters each on their own word (Semaphore, Condition, a queue's get) need a holder at lock_handoff_pct % of
     the ticks (a lock never free; consumers waiting for work see gaps). High when they wait
@@ -361,6 +363,7 @@ rule {
             "python.locks[].held_frac", "python.locks[].crowded_frac", "python.locks[].waiters_mean",
             "python.locks[].one_word_frac",
             "python.locks[].holder", "python.locks[].holder_running_frac", "python.locks[].holder_frac",
+            "python.locks[].holder_native_frac",
             "python.concurrency.ticks", "python.threads[].frames", "duration_s", "pid" },
   uses = { "lock_min_threads", "lock_wait_pct", "lock_held_pct", "lock_handoff_pct", "lock_high_wait_pct" },
   symptom = T("threads queue on one lock: a convoy serialises them", "多个线程排队等同一把锁：锁让它们串行执行"),
@@ -402,6 +405,15 @@ rule {
                                    { holder = l.holder, share = 100 * (l.holder_frac or 0),
                                      run = 100 * (l.holder_running_frac or 0) })
                    or T("the holder's frame unseen", "未看到持有者的栈帧")
+    -- The holder inside the waiters' own call, outside Python (the GIL released): the lock is the
+    -- library object's own (a shared connection or client), not one in the program's code.
+    if (l.holder_native_frac or 0) >= 0.5 then
+      holder = tr("{holder}; at {native:%.0f}% of those ticks the holder was inside that same call in native code "
+                    .. "(the GIL released): the lock is the library object's own, one object shared by the threads",
+                  "{holder}；其中 {native:%.0f}% 的 tick 持有者就在同一个调用里执行原生代码（已释放 GIL）："
+                    .. "这是库对象自身的锁，多个线程共用了一个对象",
+                  { holder = holder, native = 100 * l.holder_native_frac })
+    end
     return hit {
       severity = l.wait_frac * 100 >= th.lock_high_wait_pct and "high" or "warn",
       symptom = tr("{n} threads queue on the lock at {site}: one runs the critical section at a time",

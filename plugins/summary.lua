@@ -301,6 +301,26 @@ rule {
       end
       if busy_cores < 1.5 or cap < 2 or gil_turns then
         local single = pegged
+        -- Threads taking turns on one lock (§4.2) share a core because of the lock, not the GIL.
+        local convoy = not single and common.lock_convoy(ev, th)
+        if convoy then
+          return hit {
+            symptom = T("CPU-bound on one core: threads take turns on one lock",
+                        "CPU 密集：只用到一个核，线程轮流持有同一把锁"),
+            evidence = tr("{who:%s} used {job:%.0f}% CPU ({cores:%.1f} cores) of {eff} effective CPUs over "
+                            .. "{duration_s:%.1f} s; {n} threads queue on one lock at {site}",
+                          "{who_zh}在 {duration_s:%.1f} 秒内用了 {job:%.0f}% CPU（{cores:%.1f} 个核），有效 CPU {eff} 个；"
+                            .. "{n} 个线程在 {site} 排队等同一把锁",
+                          { who = who, job = job, cores = cores, eff = eff, duration_s = ev.duration_s,
+                            n = convoy.threads, site = convoy.site or "?", who_zh = who_zh }),
+            cause = T("The work runs under one lock, one thread at a time (§4.2): the lock, not the GIL, caps it "
+                      .. "at a core.", "工作在同一把锁下一次只由一个线程执行（§4.2）：是锁而不是 GIL 把它限制在一个核上。"),
+            fix = T("See threads.lock_contention.", "见 threads.lock_contention。"),
+            verify = tr("`sopctl run --pid {pid} --duration 5`: more cores in use, no threads.lock_contention",
+                        "`sopctl run --pid {pid} --duration 5`：用到更多核，不再有 threads.lock_contention",
+                        { pid = ev.pid }),
+          }
+        end
         return hit {
           symptom = T("CPU-bound on one core", "CPU 密集：只用到一个核"),
           evidence = tr("{who:%s} used {job:%.0f}% CPU ({cores:%.1f} cores) of {eff} effective CPUs over "

@@ -17,6 +17,7 @@
 #include "escape.h"
 #include "json.h"
 #include "procfs.h"
+#include "python/asyncio_task_index.h"
 #include "sop.h"
 #include "strbuf.h"
 #include "value.h"
@@ -44,64 +45,19 @@ static void hex_id(char *out, size_t cap, uint64_t a)
     snprintf(out, cap, "0x%llx", (unsigned long long)a);
 }
 
-/* Index of the task at addr (tasks sorted by name: a linear look-up table by address). */
-typedef struct {
-    uint64_t addr;
-    size_t ix;
-} addr_ix;
-
-static int cmp_addr(const void *pa, const void *pb)
-{
-    uint64_t a = ((const addr_ix *)pa)->addr, b = ((const addr_ix *)pb)->addr;
-    return a < b ? -1 : a > b;
-}
-
-static addr_ix *index_tasks(const sop_pytasks *t)
-{
-    addr_ix *ix = malloc((t->ntasks ? t->ntasks : 1) * sizeof *ix);
-    if (!ix)
-        return NULL;
-    for (size_t i = 0; i < t->ntasks; i++)
-        ix[i] = (addr_ix){t->tasks[i].addr, i};
-    qsort(ix, t->ntasks, sizeof *ix, cmp_addr);
-    return ix;
-}
-
-static long find_task(const addr_ix *ix, size_t n, uint64_t addr)
-{
-    addr_ix key = {addr, 0};
-    const addr_ix *hit = bsearch(&key, ix, n, sizeof *ix, cmp_addr);
-    return hit ? (long)hit->ix : -1;
-}
-
-/* awaited_by[i]: how many tasks await task i (for the tree's roots). */
-static size_t *count_awaited(const sop_pytasks *t, const addr_ix *ix)
-{
-    size_t *n = calloc(t->ntasks ? t->ntasks : 1, sizeof *n);
-    if (!n)
-        return NULL;
-    for (size_t i = 0; i < t->ntasks; i++)
-        for (size_t k = 0; k < t->tasks[i].nawaits; k++) {
-            long j = find_task(ix, t->ntasks, t->tasks[i].awaits[k]);
-            if (j >= 0 && (size_t)j != i)
-                n[j]++;
-        }
-    return n;
-}
-
-static sop_value *ref_value(const sop_pytasks *t, const addr_ix *ix, uint64_t addr)
+static sop_value *ref_value(const sop_pytasks *t, const sop_task_index *ix, uint64_t addr)
 {
     sop_value *o = sop__v_obj();
     char id[24];
     hex_id(id, sizeof id, addr);
     sop__v_set_str(o, "id", id);
-    long j = find_task(ix, t->ntasks, addr);
+    long j = sop__task_index_find(ix, addr);
     if (j >= 0)
         sop__v_set(o, "name", sop__bridge_text(t->tasks[j].name));
     return o;
 }
 
-static sop_value *task_value(const sop_pytasks *all, const addr_ix *ix, size_t i)
+static sop_value *task_value(const sop_pytasks *all, const sop_task_index *ix, size_t i)
 {
     const sop_pytask *t = &all->tasks[i];
     sop_value *o = sop__v_obj();
@@ -157,17 +113,13 @@ static sop_value *task_value(const sop_pytasks *all, const addr_ix *ix, size_t i
     if (t->awaits_cut)
         sop__v_set_bool(o, "awaits_cut", true);
     sop_value *by = sop__v_arr_at(o, "awaited_by");
-    for (size_t j = 0; by && j < all->ntasks; j++)
-        for (size_t k = 0; k < all->tasks[j].nawaits; k++)
-            if (all->tasks[j].awaits[k] == t->addr && j != i) {
-                sop__v_push(by, ref_value(all, ix, all->tasks[j].addr));
-                break;
-            }
+    for (size_t k = 0; by && k < sop__task_index_awaited_n(ix, i); k++)
+        sop__v_push(by, ref_value(all, ix, all->tasks[sop__task_index_awaited(ix, i, k)].addr));
     return o;
 }
 
-static sop_value *tree_node(const sop_pytasks *t, const addr_ix *ix, size_t i, unsigned char *on,
-                            int depth)
+static sop_value *tree_node(const sop_pytasks *t, const sop_task_index *ix, size_t i,
+                            unsigned char *on, int depth)
 {
     sop_value *o = sop__v_obj();
     char id[24];
@@ -181,7 +133,7 @@ static sop_value *tree_node(const sop_pytasks *t, const addr_ix *ix, size_t i, u
     }
     on[i] = 1;
     for (size_t k = 0; kids && k < t->tasks[i].nawaits; k++) {
-        long j = find_task(ix, t->ntasks, t->tasks[i].awaits[k]);
+        long j = sop__task_index_find(ix, t->tasks[i].awaits[k]);
         if (j >= 0)
             sop__v_push(kids, tree_node(t, ix, (size_t)j, on, depth + 1));
     }
@@ -190,7 +142,7 @@ static sop_value *tree_node(const sop_pytasks *t, const addr_ix *ix, size_t i, u
 }
 
 /* The locks and semaphores tasks wait on, with their holders ("locks" in the JSON). */
-static void prims_value(sop_value *doc, const sop_pytasks *t, const addr_ix *ix)
+static void prims_value(sop_value *doc, const sop_pytasks *t, const sop_task_index *ix)
 {
     sop_value *arr = sop__v_arr_at(doc, "locks");
     for (size_t k = 0; arr && k < t->nprims; k++) {
@@ -252,23 +204,24 @@ sop_value *sop__tasks_value(const sop_pytasks *t, const sop_missing *missing, in
         sop__v_set_int(c, "cancelling", cancelling);
         sop__v_set_int(c, "done", done);
         sop__v_set_int(c, "running", running);
-        addr_ix *ix = index_tasks(t);
+        sop_task_index idx;
+        bool ok = sop__task_index_build(&idx, t, true) == 0;
+        const sop_task_index *ix = ok ? &idx : NULL;
         sop_value *arr = sop__v_arr_at(doc, "tasks");
         for (size_t i = 0; ix && arr && i < t->ntasks; i++)
             sop__v_push(arr, task_value(t, ix, i));
         if (ix)
             prims_value(doc, t, ix);
         if (with_tree && ix) {
-            size_t *by = count_awaited(t, ix);
             unsigned char *on = calloc(t->ntasks ? t->ntasks : 1, 1);
             sop_value *tree = sop__v_arr_at(doc, "tree");
-            for (size_t i = 0; by && on && tree && i < t->ntasks; i++)
-                if (!by[i])
+            for (size_t i = 0; on && tree && i < t->ntasks; i++)
+                if (!sop__task_index_awaited_n(ix, i))
                     sop__v_push(tree, tree_node(t, ix, i, on, 0));
-            free(by);
             free(on);
         }
-        free(ix);
+        if (ok)
+            sop__task_index_free(&idx);
     }
     if (missing && missing->n) {
         sop_value *arr = sop__v_arr_at(doc, "missing_evidence");
@@ -289,7 +242,8 @@ static void put_text(sop_sb *b, const char *s)
     sop__sb_put_escaped(b, s ? s : "", false);
 }
 
-static void waits_text(sop_sb *b, const sop_pytasks *all, const addr_ix *ix, const sop_pytask *t)
+static void waits_text(sop_sb *b, const sop_pytasks *all, const sop_task_index *ix,
+                       const sop_pytask *t)
 {
     if (!strcmp(t->state, "done") || t->running)
         return;
@@ -329,7 +283,7 @@ static void waits_text(sop_sb *b, const sop_pytasks *all, const addr_ix *ix, con
     if (t->waits == SOP_WAIT_SLEEP && !isnan(t->sleep_s))
         sop__sb_printf(b, "(%g s)", t->sleep_s);
     for (size_t k = 0; k < t->nawaits && k < 8; k++) {
-        long j = find_task(ix, all->ntasks, t->awaits[k]);
+        long j = sop__task_index_find(ix, t->awaits[k]);
         sop__sb_puts(b, k ? ", \"" : " \"");
         put_text(b, j >= 0 ? all->tasks[j].name : "?");
         sop__sb_puts(b, "\"");
@@ -350,8 +304,8 @@ static void task_head(sop_sb *b, const sop_pytask *t)
         sop__sb_puts(b, " (running now)");
 }
 
-static void task_text(sop_sb *b, const sop_pytasks *all, const addr_ix *ix, const sop_pytask *t,
-                      const char *indent)
+static void task_text(sop_sb *b, const sop_pytasks *all, const sop_task_index *ix,
+                      const sop_pytask *t, const char *indent)
 {
     long user = user_level(t);
     for (size_t k = 0; k < t->nframes; k++) {
@@ -375,7 +329,7 @@ static void task_text(sop_sb *b, const sop_pytasks *all, const addr_ix *ix, cons
     waits_text(b, all, ix, t);
 }
 
-static void tree_text(sop_sb *b, const sop_pytasks *all, const addr_ix *ix, size_t i,
+static void tree_text(sop_sb *b, const sop_pytasks *all, const sop_task_index *ix, size_t i,
                       unsigned char *on, unsigned char *shown, int depth)
 {
     char indent[2 * TREE_MAX_DEPTH + 8];
@@ -396,15 +350,15 @@ static void tree_text(sop_sb *b, const sop_pytasks *all, const addr_ix *ix, size
     on[i] = 1;
     task_text(b, all, ix, t, indent);
     for (size_t k = 0; k < t->nawaits; k++) {
-        long j = find_task(ix, all->ntasks, t->awaits[k]);
+        long j = sop__task_index_find(ix, t->awaits[k]);
         if (j >= 0)
             tree_text(b, all, ix, (size_t)j, on, shown, depth + 1);
     }
     on[i] = 0;
 }
 
-static void prim_text(sop_sb *b, const sop_pytasks *all, const addr_ix *ix, const sop_pyprim *p,
-                      bool first)
+static void prim_text(sop_sb *b, const sop_pytasks *all, const sop_task_index *ix,
+                      const sop_pyprim *p, bool first)
 {
     if (first)
         sop__sb_puts(b, "\nLocks and semaphores tasks wait on:\n");
@@ -424,7 +378,7 @@ static void prim_text(sop_sb *b, const sop_pytasks *all, const addr_ix *ix, cons
     }
     sop__sb_puts(b, "; held by");
     for (size_t j = 0; j < p->nholders; j++) {
-        long i = find_task(ix, all->ntasks, p->holders[j]);
+        long i = sop__task_index_find(ix, p->holders[j]);
         sop__sb_puts(b, j ? ", \"" : " \"");
         put_text(b, i >= 0 ? all->tasks[i].name : "?");
         sop__sb_puts(b, "\"");
@@ -457,13 +411,15 @@ char *sop__tasks_text(const sop_pytasks *t, const sop_missing *missing, int pid,
             put_text(&b, t->partial);
             sop__sb_puts(&b, "\n");
         }
-        addr_ix *ix = index_tasks(t);
-        size_t *by = tree && ix ? count_awaited(t, ix) : NULL;
+        sop_task_index idx;
+        bool ok = sop__task_index_build(&idx, t, tree) == 0;
+        const sop_task_index *ix = ok ? &idx : NULL;
+        bool by = tree && ok;
         unsigned char *on = calloc(t->ntasks ? t->ntasks : 1, 1);
         unsigned char *shown = calloc(t->ntasks ? t->ntasks : 1, 1);
         for (size_t i = 0; ix && on && shown && i < t->ntasks; i++) {
             if (tree && by) {
-                if (!by[i]) {
+                if (!sop__task_index_awaited_n(ix, i)) {
                     sop__sb_puts(&b, "\n");
                     tree_text(&b, t, ix, i, on, shown, 0);
                 }
@@ -482,10 +438,10 @@ char *sop__tasks_text(const sop_pytasks *t, const sop_missing *missing, int pid,
             }
         for (size_t k = 0; ix && k < t->nprims; k++)
             prim_text(&b, t, ix, &t->prims[k], k == 0);
-        free(by);
         free(on);
         free(shown);
-        free(ix);
+        if (ok)
+            sop__task_index_free(&idx);
     }
     for (size_t i = 0; missing && i < missing->n; i++) {
         sop__sb_printf(&b, "%smissing %s: ", i == 0 ? "\n" : "", missing->items[i].probe);

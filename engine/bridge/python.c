@@ -279,6 +279,9 @@ const sop_evk sop__evk_python[] = {
               "... with several threads inside (no mutual exclusion: a queue or a pool)"),
     SOP_EVK_D("locks[].holder_running_frac", sop_lock_figs, holder_running_frac, "",
               "the holder running (R) or holding the GIL, of the held ticks"),
+    SOP_EVK_D("locks[].holder_native_frac", sop_lock_figs, holder_native_frac, "",
+              "of the held ticks, those whose holder was at the waiters' own call outside Python "
+              "(neither holding nor waiting for the GIL): a library call holding its own lock"),
     H("locks[].holder", SOP_EVK_TEXT, "",
       "the holder's most seen frame: \"own (file:line) > leaf (file:line)\""),
     SOP_EVK_D("locks[].holder_frac", sop_lock_figs, holder_frac, "",

@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "bridge.h"
+#include "python/asyncio_task_index.h"
 #include "python/asyncio_tasks.h"
 #include "schema.h"
 
@@ -119,15 +120,6 @@ static bool pending(const sop_pytask *t)
     return strcmp(t->state, "done") != 0;
 }
 
-/* The same task in both reads: same address and same name (an address can be reused). */
-static const sop_pytask *find(const sop_pytasks *s, const sop_pytask *t)
-{
-    for (size_t i = 0; s && i < s->ntasks; i++)
-        if (s->tasks[i].addr == t->addr && strcmp(s->tasks[i].name, t->name) == 0)
-            return &s->tasks[i];
-    return NULL;
-}
-
 static bool library_file(const char *f)
 {
     return !f || f[0] == '<' || strstr(f, "/site-packages/") || strstr(f, "/dist-packages/") ||
@@ -164,20 +156,25 @@ static int cmp_groups(const void *pa, const void *pb)
     return c ? c : strcmp(a->frame, b->frame);
 }
 
+static bool wait_eq(size_t k, const void *key, const void *ctx)
+{
+    const wait_group *g = &((const wait_group *)ctx)[k], *w = key;
+    return strcmp(g->kind, w->kind) == 0 && strcmp(g->frame, w->frame) == 0;
+}
+
 typedef struct {
     const sop_pytasks *a, *b;
+    const sop_task_index *ia, *ib; /* NULL: that read absent, or no memory for its index */
     double window_s;
 } tasks_ctx;
 
-#define TOP_CONVOYS 3
-
-static const sop_pytask *task_at(const sop_pytasks *s, uint64_t addr)
+/* The same task in the other read (its index: NULL finds none). */
+static const sop_pytask *find(const sop_task_index *ix, const sop_pytask *t)
 {
-    for (size_t i = 0; i < s->ntasks; i++)
-        if (s->tasks[i].addr == addr)
-            return &s->tasks[i];
-    return NULL;
+    return ix ? sop__task_index_same(ix, t) : NULL;
 }
+
+#define TOP_CONVOYS 3
 
 /* The holder's await chain as one line, outermost first (bounded). */
 static void chain_line(const sop_pytask *t, char *out, size_t cap)
@@ -207,6 +204,58 @@ static bool same_coro(const sop_pytask *x, const sop_pytask *y)
                   y->frames[0].file ? y->frames[0].file : "") == 0;
 }
 
+/* Groups found by key in expected constant time, so that grouping n tasks stays linear however
+ * many distinct groups there are: each slot holds a group's index + 1 (0: empty), with more
+ * slots than groups. */
+typedef struct {
+    size_t cap, *slot;
+} group_table;
+
+static bool group_table_init(group_table *g, size_t n)
+{
+    g->cap = 16;
+    while (g->cap < 2 * n + 1)
+        g->cap *= 2;
+    g->slot = calloc(g->cap, sizeof *g->slot);
+    return g->slot != NULL;
+}
+
+static uint64_t hash_str(uint64_t h, const char *s)
+{
+    for (; s && *s; s++)
+        h = (h ^ (unsigned char)*s) * 1099511628211ull;
+    return (h ^ 0xff) * 1099511628211ull; /* a separator: ("ab","c") is not ("a","bc") */
+}
+
+/* The slot of the group that eq says equals key, or the empty slot where it goes. */
+static size_t *group_at(const group_table *g, uint64_t h,
+                        bool (*eq)(size_t k, const void *key, const void *ctx), const void *key,
+                        const void *ctx)
+{
+    for (size_t i = (size_t)(h ^ h >> 29) & (g->cap - 1);; i = (i + 1) & (g->cap - 1))
+        if (!g->slot[i] || eq(g->slot[i] - 1, key, ctx))
+            return &g->slot[i];
+}
+
+static uint64_t coro_hash(const sop_pytask *t)
+{
+    return hash_str(hash_str(14695981039346656037ull, t->frames[0].func), t->frames[0].file);
+}
+
+/* A group k of tasks of one coroutine: its first task is tasks[firsts[k]]. */
+typedef struct {
+    const sop_pytasks *s;
+    const size_t *first;
+    size_t stride; /* bytes between consecutive `first` fields */
+} coro_groups;
+
+static bool coro_eq(size_t k, const void *key, const void *ctx)
+{
+    const coro_groups *c = ctx;
+    size_t first = *(const size_t *)(const void *)((const char *)c->first + k * c->stride);
+    return same_coro(&c->s->tasks[first], key);
+}
+
 typedef struct {
     size_t first; /* index in a: the group's first start-pending task */
     int64_t start, finished, both, created;
@@ -223,23 +272,27 @@ static int cmp_coro_groups(const void *pa, const void *pb)
 
 /* Tasks pending at both reads among siblings that came and went: per coroutine of the start
  * read's pending tasks, how many finished, how many stayed. */
-static void stuck(sop_value *arr, const sop_pytasks *a, const sop_pytasks *b, double window_s)
+static void stuck(sop_value *arr, const tasks_ctx *c)
 {
-    if (!arr)
-        return;
-    coro_group *g = calloc(a->ntasks ? a->ntasks : 1, sizeof *g);
+    const sop_pytasks *a = c->a, *b = c->b;
+    group_table gt = {0};
+    coro_group *g = arr && group_table_init(&gt, a->ntasks)
+                        ? calloc(a->ntasks ? a->ntasks : 1, sizeof *g)
+                        : NULL;
+    coro_groups cg = {a, g ? &g[0].first : NULL, sizeof *g};
     size_t n = 0;
     for (size_t i = 0; g && i < a->ntasks; i++) {
         const sop_pytask *s = &a->tasks[i];
         if (!pending(s) || !s->nframes)
             continue;
-        size_t k = 0;
-        while (k < n && !same_coro(&a->tasks[g[k].first], s))
-            k++;
-        if (k == n)
-            g[n++].first = i;
+        size_t *slot = group_at(&gt, coro_hash(s), coro_eq, s, &cg);
+        if (!*slot) {
+            g[n].first = i;
+            *slot = ++n;
+        }
+        size_t k = *slot - 1;
         g[k].start++;
-        const sop_pytask *e = find(b, s);
+        const sop_pytask *e = find(c->ib, s);
         if (!e || !pending(e)) {
             g[k].finished++;
         } else {
@@ -248,10 +301,15 @@ static void stuck(sop_value *arr, const sop_pytasks *a, const sop_pytasks *b, do
                 g[k].one = e;
         }
     }
-    for (size_t k = 0; g && k < n; k++)
-        for (size_t i = 0; i < b->ntasks; i++)
-            if (same_coro(&b->tasks[i], &a->tasks[g[k].first]) && !find(a, &b->tasks[i]))
-                g[k].created++;
+    for (size_t i = 0; g && i < b->ntasks; i++) {
+        const sop_pytask *t = &b->tasks[i];
+        if (!t->nframes)
+            continue;
+        size_t *slot = group_at(&gt, coro_hash(t), coro_eq, t, &cg);
+        if (*slot && !find(c->ia, t))
+            g[*slot - 1].created++;
+    }
+    free(gt.slot);
     if (g && n)
         qsort(g, n, sizeof *g, cmp_coro_groups);
     for (size_t k = 0, shown = 0; g && k < n && shown < TOP_STUCK; k++) {
@@ -268,7 +326,7 @@ static void stuck(sop_value *arr, const sop_pytasks *a, const sop_pytasks *b, do
         sop__v_set_int(v, "siblings_start", g[k].start);
         sop__v_set_int(v, "siblings_finished", g[k].finished);
         sop__v_set_int(v, "siblings_created", g[k].created);
-        sop__v_set_dbl(v, "age_min_s", window_s);
+        sop__v_set_dbl(v, "age_min_s", c->window_s);
         sop__v_set_str(v, "waits", sop__wait_kind_name(t->waits));
         wait_frame(t, buf, 320);
         sop__v_set(v, "frame", sop__bridge_text(buf));
@@ -288,32 +346,38 @@ static bool forgotten_task(const sop_pytask *t)
 }
 
 /* Unreferenced at the end and at the start (the same task). */
-static bool forgotten_both(const sop_pytasks *a, const sop_pytask *t)
+static bool forgotten_both(const sop_task_index *ia, const sop_pytask *t)
 {
-    const sop_pytask *s = forgotten_task(t) ? find(a, t) : NULL;
+    const sop_pytask *s = forgotten_task(t) ? find(ia, t) : NULL;
     return s && forgotten_task(s);
 }
 
 #define TOP_FORGOTTEN 3
 
-static void forgotten(sop_value *arr, const sop_pytasks *a, const sop_pytasks *b)
+static void forgotten(sop_value *arr, const tasks_ctx *c)
 {
+    const sop_pytasks *a = c->a, *b = c->b;
     size_t *first = calloc(b->ntasks ? b->ntasks : 1, sizeof *first);
     int64_t *count = calloc(b->ntasks ? b->ntasks : 1, sizeof *count);
     int64_t *both = calloc(b->ntasks ? b->ntasks : 1, sizeof *both);
+    group_table gt = {0};
+    bool ok = arr && first && count && both && group_table_init(&gt, b->ntasks);
+    coro_groups cg = {b, first, sizeof *first};
     size_t n = 0;
-    for (size_t i = 0; arr && first && count && both && i < b->ntasks; i++) {
+    for (size_t i = 0; ok && i < b->ntasks; i++) {
         const sop_pytask *t = &b->tasks[i];
         if (!forgotten_task(t))
             continue;
-        size_t k = 0;
-        while (k < n && !same_coro(&b->tasks[first[k]], t))
-            k++;
-        if (k == n)
-            first[n++] = i;
+        size_t *slot = group_at(&gt, coro_hash(t), coro_eq, t, &cg);
+        if (!*slot) {
+            first[n] = i;
+            *slot = ++n;
+        }
+        size_t k = *slot - 1;
         count[k]++;
-        both[k] += forgotten_both(a, t);
+        both[k] += forgotten_both(c->ia, t);
     }
+    free(gt.slot);
     for (size_t shown = 0; shown < TOP_FORGOTTEN && shown < n; shown++) {
         size_t best = n;
         for (size_t k = 0; k < n; k++)
@@ -342,8 +406,9 @@ static void forgotten(sop_value *arr, const sop_pytasks *a, const sop_pytasks *b
     free(both);
 }
 
-static void convoys(sop_value *arr, const sop_pytasks *a, const sop_pytasks *b)
+static void convoys(sop_value *arr, const tasks_ctx *cx)
 {
+    const sop_pytasks *a = cx->a, *b = cx->b;
     for (size_t k = 0, shown = 0; arr && k < b->nprims && shown < TOP_CONVOYS; k++) {
         const sop_pyprim *p = &b->prims[k];
         sop_value *c = sop__v_obj();
@@ -358,7 +423,7 @@ static void convoys(sop_value *arr, const sop_pytasks *a, const sop_pytasks *b)
                 continue;
             if (!one)
                 one = t;
-            const sop_pytask *s = find(a, t);
+            const sop_pytask *s = find(cx->ia, t);
             whole += s && s->prim == p->addr;
         }
         for (size_t i = 0; a && i < a->ntasks; i++)
@@ -379,7 +444,8 @@ static void convoys(sop_value *arr, const sop_pytasks *a, const sop_pytasks *b)
             sop__v_set(c, "task", sop__bridge_text(one->name));
         }
         sop__v_set_int(c, "holders", (int64_t)p->nholders);
-        const sop_pytask *h = p->nholders ? task_at(b, p->holders[0]) : NULL;
+        long hi = p->nholders && cx->ib ? sop__task_index_find(cx->ib, p->holders[0]) : -1;
+        const sop_pytask *h = hi >= 0 ? &b->tasks[hi] : NULL;
         if (h) {
             sop__v_set(c, "holder", sop__bridge_text(h->name));
             sop__v_set_str(c, "holder_waits", sop__wait_kind_name(h->waits));
@@ -420,28 +486,30 @@ static void tasks_hand(sop_value *o, const sop_evk *row, const char *name, void 
             k++;
         }
     } else if (strcmp(name, "waits") == 0) {
-        wait_group *g = calloc(b->ntasks ? b->ntasks : 1, sizeof *g);
+        group_table gt = {0};
+        wait_group *g =
+            group_table_init(&gt, b->ntasks) ? calloc(b->ntasks ? b->ntasks : 1, sizeof *g) : NULL;
         size_t n = 0;
         for (size_t i = 0; g && i < b->ntasks; i++) {
             const sop_pytask *t = &b->tasks[i];
             if (!pending(t) || t->running)
                 continue;
-            char frame[320];
-            wait_frame(t, frame, sizeof frame);
-            const char *kind = sop__wait_kind_name(t->waits);
-            size_t k = 0;
-            while (k < n && (strcmp(g[k].kind, kind) != 0 || strcmp(g[k].frame, frame) != 0))
-                k++;
-            if (k == n) {
-                g[n].kind = kind;
-                snprintf(g[n].frame, sizeof g[n].frame, "%s", frame);
+            wait_group key = {.kind = sop__wait_kind_name(t->waits)};
+            wait_frame(t, key.frame, sizeof key.frame);
+            size_t *slot =
+                group_at(&gt, hash_str(hash_str(14695981039346656037ull, key.kind), key.frame),
+                         wait_eq, &key, g);
+            if (!*slot) {
+                g[n] = key;
                 g[n].task = t->name;
-                n++;
+                *slot = ++n;
             }
+            size_t k = *slot - 1;
             g[k].count++;
-            const sop_pytask *s = find(a, t);
+            const sop_pytask *s = find(c->ia, t);
             g[k].whole += s && pending(s);
         }
+        free(gt.slot);
         if (g && n)
             qsort(g, n, sizeof *g, cmp_groups);
         sop_value *arr = sop__v_arr_at(o, name);
@@ -456,11 +524,11 @@ static void tasks_hand(sop_value *o, const sop_evk *row, const char *name, void 
         }
         free(g);
     } else if (strcmp(name, "convoys") == 0) {
-        convoys(sop__v_arr_at(o, name), a, b);
+        convoys(sop__v_arr_at(o, name), c);
     } else if (strcmp(name, "forgotten") == 0) {
-        forgotten(sop__v_arr_at(o, name), a, b);
+        forgotten(sop__v_arr_at(o, name), c);
     } else if (strcmp(name, "stuck") == 0 && a) {
-        stuck(sop__v_arr_at(o, name), a, b, c->window_s);
+        stuck(sop__v_arr_at(o, name), c);
     }
 }
 
@@ -483,10 +551,17 @@ sop_value *sop__bridge_tasks(const sop_pytasks *a, const sop_pytasks *b, double 
         f.running += b->tasks[i].running;
         f.unreferenced += forgotten_task(&b->tasks[i]);
     }
+    /* Each read indexed once: matching the two reads stays linear (issue 40). Without memory for
+     * an index, the window's comparisons are left out (NA), never guessed. */
+    sop_task_index ia, ib;
+    bool have_b = sop__task_index_build(&ib, b, false) == 0;
+    bool have_a = a && have_b && sop__task_index_build(&ia, a, false) == 0;
+    if (!have_a)
+        a = NULL;
     if (a) {
         f.pending_start = f.created = f.finished = f.pending_whole_window = 0;
         for (size_t i = 0; i < a->ntasks; i++) {
-            const sop_pytask *s = &a->tasks[i], *e = find(b, s);
+            const sop_pytask *s = &a->tasks[i], *e = find(&ib, s);
             if (!pending(s))
                 continue;
             f.pending_start++;
@@ -496,18 +571,21 @@ sop_value *sop__bridge_tasks(const sop_pytasks *a, const sop_pytasks *b, double 
                 f.pending_whole_window++;
         }
         for (size_t i = 0; i < b->ntasks; i++)
-            f.created += find(a, &b->tasks[i]) == NULL;
+            f.created += find(&ia, &b->tasks[i]) == NULL;
         f.pending_growth = f.pending - f.pending_start;
         f.unreferenced_both = 0;
         for (size_t i = 0; i < b->ntasks; i++)
-            f.unreferenced_both += forgotten_both(a, &b->tasks[i]);
+            f.unreferenced_both += forgotten_both(&ia, &b->tasks[i]);
         if (window_s > 0)
             f.pending_growth_per_s = (double)f.pending_growth / window_s;
     }
     sop_value *o = sop__v_obj();
-    if (!o)
-        return NULL;
-    tasks_ctx c = {a, b, window_s};
-    sop__bridge_keys(o, &f, sop__evk_tasks, sop__evk_tasks_n, "", tasks_hand, &c);
+    tasks_ctx c = {a, b, have_a ? &ia : NULL, have_b ? &ib : NULL, window_s};
+    if (o)
+        sop__bridge_keys(o, &f, sop__evk_tasks, sop__evk_tasks_n, "", tasks_hand, &c);
+    if (have_a)
+        sop__task_index_free(&ia);
+    if (have_b)
+        sop__task_index_free(&ib);
     return o;
 }

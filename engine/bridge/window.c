@@ -742,6 +742,7 @@ static void bridge_locks(const sop_agg *a, sop_value *py)
             .held_frac = frac(l->held, l->ticks),
             .crowded_frac = frac(l->crowded, l->ticks),
             .holder_running_frac = frac(l->holder_run, l->held),
+            .holder_native_frac = frac(l->held_native, l->held),
             .holder_frac = frac(hmax, l->held),
         };
         sop_value *o = sop__v_obj();

@@ -91,7 +91,7 @@ typedef struct {
 typedef struct {
     int64_t ticks, waiters_max, threads;
     double waiters_mean, wait_frac, multi_frac, one_word_frac, held_frac, crowded_frac,
-        holder_running_frac, holder_frac;
+        holder_running_frac, holder_native_frac, holder_frac;
 } sop_lock_figs;
 
 /* The figures of one of python.workers[] (NaN = absent). */

@@ -171,12 +171,14 @@ typedef struct {
     char site_txt[384];
     long ticks; /* ticks with at least one waiter there */
     long waiter_sum, waiter_max;
-    long held;       /* of those ticks: exactly one thread inside (mutual exclusion) */
-    long crowded;    /* more than one thread inside (not a mutex: a queue, a pool) */
-    long holder_run; /* the one inside running (R) or holding the GIL */
-    long multi;      /* ticks with at least two waiters there */
-    long one_word;   /* of those, ticks with most waiters asleep on one futex word (one
-                      * mutex; a Condition/queue gives each waiter its own) */
+    long held;        /* of those ticks: exactly one thread inside (mutual exclusion) */
+    long crowded;     /* more than one thread inside (not a mutex: a queue, a pool) */
+    long holder_run;  /* the one inside running (R) or holding the GIL */
+    long held_native; /* of the held ticks: the one inside at the waiters' own call, outside Python
+                       * (a library call holding its own lock, the GIL released) */
+    long multi;       /* ticks with at least two waiters there */
+    long one_word;    /* of those, ticks with most waiters asleep on one futex word (one
+                       * mutex; a Condition/queue gives each waiter its own) */
     int tids[SOP_AGG_LOCK_TIDS];
     int ntids;
     struct {

@@ -98,25 +98,44 @@ void sop__agg_tick(sop_agg *a)
         sop_agg_lock *l = lock_site(a, w);
         if (!l)
             continue;
-        long waiters = 0, inside = 0;
-        const sop_agg_tick_thr *holder = NULL;
+        long waiters = 0, inside = 0, native = 0;
+        const sop_agg_tick_thr *holder = NULL, *nholder = NULL;
         for (size_t j = 0; j < a->ntick; j++) {
             const sop_agg_tick_thr *o = &a->tick[j];
             if (o->waits && o->site == w->site) {
                 waiters++;
                 lock_add_tid(l, (int)a->thrs[o->thr].tid);
             } else if (o->site == w->site && strcmp(o->leaf_txt, w->leaf_txt) == 0) {
-                /* at the acquire itself but not asleep: just woken, or about to sleep */
+                /* At the same call but not asleep on a lock. Holding or waiting for the GIL: just
+                 * woken from a Python lock, or about to sleep on it. Neither (running native code,
+                 * or asleep on something else, the GIL released): inside a library call whose own
+                 * lock the waiters queue on (a shared connection's mutex): the holder. */
+                if (!o->gil && !o->gil_wait) {
+                    native++;
+                    nholder = o;
+                }
             } else if (has_func(o, l->site_func)) {
                 inside++;
                 holder = o;
             }
         }
+        long sleepers = waiters;
+        /* Several at the call outside Python: the holder and a waiter just woken to retry (a
+         * lock that lets its releaser take it again first); the count of them says nothing of
+         * mutual exclusion, the waiters sharing one word does (one_word). */
+        if (inside == 0 && native >= 1) {
+            inside = 1;
+            holder = nholder;
+            l->held_native++;
+            /* ... and the others there retry it: runnable, queued for a CPU or spinning on the
+             * lock, they wait for it as the sleepers do (one CPU: most of them). */
+            waiters += native - 1;
+        }
         l->ticks++;
         l->waiter_sum += waiters;
         if (waiters > l->waiter_max)
             l->waiter_max = waiters;
-        if (waiters >= 2) {
+        if (sleepers >= 2) {
             l->multi++;
             long most = 0; /* waiters there sharing one futex word, at most */
             for (size_t j = 0; j < a->ntick; j++) {
@@ -130,7 +149,7 @@ void sop__agg_tick(sop_agg *a)
                 if (same > most)
                     most = same;
             }
-            l->one_word += 2 * most > waiters;
+            l->one_word += 2 * most > sleepers;
         }
         if (inside == 1) {
             l->held++;
