@@ -4,6 +4,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "cli.h"
 #include "sop.h"
@@ -32,14 +33,9 @@ int cmd_tasks(int argc, char **argv)
     }
     if (pid <= 0)
         return usage();
-    char *out = NULL;
-    int rc = sop_tasks(NULL, pid, flags, json ? SOP_FORMAT_JSON : SOP_FORMAT_TEXT, &out);
-    if (out) {
-        fputs(out, stdout);
-        if (out[0] && out[strlen(out) - 1] != '\n')
-            fputc('\n', stdout);
-    }
-    sop_free(out);
+    fflush(stdout);
+    int rc =
+        sop_tasks_write(NULL, pid, flags, json ? SOP_FORMAT_JSON : SOP_FORMAT_TEXT, STDOUT_FILENO);
     if (rc == SOP_OK)
         return EXIT_CLEAN;
     fprintf(stderr, "sopctl tasks: %s\n", sop_strerror(rc));

@@ -319,6 +319,10 @@ SOP_API int sop_heap(sop_engine *e, int pid, unsigned flags, int top, double dur
  * inconsistent is marked partial ("complete": false). JSON when fmt is SOP_FORMAT_JSON, else
  * text. Errors as sop_dump; *out may still name what is missing. *out owned by the caller. */
 SOP_API int sop_tasks(sop_engine *e, int pid, unsigned flags, sop_format fmt, char **out);
+/* The same written to fd as it is produced (ending in a newline), so that a process with many
+ * tasks is never held as one string: memory stays that of the read and one task's text. Errors
+ * as sop_tasks, and SOP_EIO when a write to fd failed (what was written stays written). */
+SOP_API int sop_tasks_write(sop_engine *e, int pid, unsigned flags, sop_format fmt, int fd);
 
 /* ---- evaluation and reports ------------------------------------------------------------ */
 

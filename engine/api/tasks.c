@@ -12,6 +12,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "engine.h"
 #include "escape.h"
@@ -171,48 +172,70 @@ static void prims_value(sop_value *doc, const sop_pytasks *t, const sop_task_ind
     }
 }
 
-sop_value *sop__tasks_value(const sop_pytasks *t, const sop_missing *missing, int pid,
-                            bool with_tree)
+/* The document's members before the task list: pid, the interpreter, completeness, counts. */
+static sop_value *head_value(const sop_pytasks *t, int pid)
 {
     sop_value *doc = sop__v_obj();
     if (!doc)
         return NULL;
     sop__v_set_int(doc, "pid", pid);
-    if (t) {
-        sop_value *p = sop__v_obj_at(doc, "python");
-        sop__v_set(p, "version", sop__bridge_text(t->version));
-        sop__v_set_str(p, "layout", t->layout);
-        sop__v_set_bool(doc, "complete", t->complete);
-        if (!t->complete)
-            sop__v_set(doc, "partial", sop__bridge_text(t->partial));
-        sop__v_set_bool(doc, "truncated", t->truncated);
-        sop__v_set_dbl(doc, "read_ms", t->read_ms);
-        sop__v_set_int(doc, "gc_objects", (int64_t)t->objects);
-        sop__v_set_str(doc, "found_on", t->from_lists ? "task lists" : "gc lists");
-        sop__v_set_int(doc, "reads", (int64_t)t->reads);
-        int64_t pending = 0, cancelling = 0, done = 0, running = 0;
-        for (size_t i = 0; i < t->ntasks; i++) {
-            const char *s = t->tasks[i].state;
-            pending += !strcmp(s, "pending");
-            cancelling += !strcmp(s, "cancelling");
-            done += !strcmp(s, "done");
-            running += t->tasks[i].running;
-        }
-        sop_value *c = sop__v_obj_at(doc, "counts");
-        sop__v_set_int(c, "tasks", (int64_t)t->ntasks);
-        sop__v_set_int(c, "pending", pending);
-        sop__v_set_int(c, "cancelling", cancelling);
-        sop__v_set_int(c, "done", done);
-        sop__v_set_int(c, "running", running);
-        sop_task_index idx;
-        bool ok = sop__task_index_build(&idx, t, true) == 0;
-        const sop_task_index *ix = ok ? &idx : NULL;
+    if (!t)
+        return doc;
+    sop_value *p = sop__v_obj_at(doc, "python");
+    sop__v_set(p, "version", sop__bridge_text(t->version));
+    sop__v_set_str(p, "layout", t->layout);
+    sop__v_set_bool(doc, "complete", t->complete);
+    if (!t->complete)
+        sop__v_set(doc, "partial", sop__bridge_text(t->partial));
+    sop__v_set_bool(doc, "truncated", t->truncated);
+    sop__v_set_dbl(doc, "read_ms", t->read_ms);
+    sop__v_set_int(doc, "gc_objects", (int64_t)t->objects);
+    sop__v_set_str(doc, "found_on", t->from_lists ? "task lists" : "gc lists");
+    sop__v_set_int(doc, "reads", (int64_t)t->reads);
+    int64_t pending = 0, cancelling = 0, done = 0, running = 0;
+    for (size_t i = 0; i < t->ntasks; i++) {
+        const char *s = t->tasks[i].state;
+        pending += !strcmp(s, "pending");
+        cancelling += !strcmp(s, "cancelling");
+        done += !strcmp(s, "done");
+        running += t->tasks[i].running;
+    }
+    sop_value *c = sop__v_obj_at(doc, "counts");
+    sop__v_set_int(c, "tasks", (int64_t)t->ntasks);
+    sop__v_set_int(c, "pending", pending);
+    sop__v_set_int(c, "cancelling", cancelling);
+    sop__v_set_int(c, "done", done);
+    sop__v_set_int(c, "running", running);
+    return doc;
+}
+
+static void missing_value(sop_value *doc, const sop_missing *missing)
+{
+    if (!missing || !missing->n)
+        return;
+    sop_value *arr = sop__v_arr_at(doc, "missing_evidence");
+    for (size_t i = 0; arr && i < missing->n; i++) {
+        sop_value *m = sop__v_obj();
+        sop__v_set_str(m, "probe", missing->items[i].probe);
+        sop__v_set(m, "reason", sop__bridge_text(missing->items[i].reason));
+        sop__v_push(arr, m);
+    }
+}
+
+sop_value *sop__tasks_value(const sop_pytasks *t, const sop_missing *missing, int pid,
+                            bool with_tree)
+{
+    sop_value *doc = head_value(t, pid);
+    if (!doc)
+        return NULL;
+    sop_task_index idx;
+    if (t && sop__task_index_build(&idx, t, true) == 0) {
+        const sop_task_index *ix = &idx;
         sop_value *arr = sop__v_arr_at(doc, "tasks");
-        for (size_t i = 0; ix && arr && i < t->ntasks; i++)
+        for (size_t i = 0; arr && i < t->ntasks; i++)
             sop__v_push(arr, task_value(t, ix, i));
-        if (ix)
-            prims_value(doc, t, ix);
-        if (with_tree && ix) {
+        prims_value(doc, t, ix);
+        if (with_tree) {
             unsigned char *on = calloc(t->ntasks ? t->ntasks : 1, 1);
             sop_value *tree = sop__v_arr_at(doc, "tree");
             for (size_t i = 0; on && tree && i < t->ntasks; i++)
@@ -220,19 +243,84 @@ sop_value *sop__tasks_value(const sop_pytasks *t, const sop_missing *missing, in
                     sop__v_push(tree, tree_node(t, ix, i, on, 0));
             free(on);
         }
-        if (ok)
-            sop__task_index_free(&idx);
+        sop__task_index_free(&idx);
     }
-    if (missing && missing->n) {
-        sop_value *arr = sop__v_arr_at(doc, "missing_evidence");
-        for (size_t i = 0; arr && i < missing->n; i++) {
-            sop_value *m = sop__v_obj();
-            sop__v_set_str(m, "probe", missing->items[i].probe);
-            sop__v_set(m, "reason", sop__bridge_text(missing->items[i].reason));
-            sop__v_push(arr, m);
-        }
-    }
+    missing_value(doc, missing);
     return doc;
+}
+
+/* The same document written member by member into b, each task built, printed and freed in
+ * turn: a streaming b holds one task's text at a time, whatever the task count (issue 40: the
+ * whole tree of 100,000 tasks took 435 MB). Prints exactly as sop__tasks_value would. */
+static void member(sop_sb *b, int *n, const char *key)
+{
+    if ((*n)++)
+        sop__sb_puts(b, ",\n");
+    sop__json_put_key(b, key, 0, 1);
+}
+
+static void put_members(sop_sb *b, int *n, sop_value *doc)
+{
+    for (const sop_value *c = doc ? doc->child : NULL; c; c = c->next) {
+        member(b, n, c->key);
+        sop__json_put(b, c, 1, 1);
+    }
+    sop__v_free(doc);
+}
+
+static void tasks_json(sop_sb *b, const sop_pytasks *t, const sop_missing *missing, int pid,
+                       bool with_tree)
+{
+    int n = 0;
+    sop__sb_puts(b, "{\n");
+    put_members(b, &n, head_value(t, pid));
+    sop_task_index idx;
+    if (t && sop__task_index_build(&idx, t, true) == 0) {
+        const sop_task_index *ix = &idx;
+        member(b, &n, "tasks");
+        sop__sb_puts(b, "[");
+        for (size_t i = 0; i < t->ntasks && !b->oom; i++) {
+            sop_value *v = task_value(t, ix, i);
+            if (!v) {
+                b->oom = true;
+                break;
+            }
+            if (i)
+                sop__sb_puts(b, ", ");
+            sop__json_put(b, v, 2, 1);
+            sop__v_free(v);
+        }
+        sop__sb_puts(b, "]");
+        sop_value *doc = sop__v_obj();
+        if (doc)
+            prims_value(doc, t, ix);
+        put_members(b, &n, doc);
+        if (with_tree) {
+            unsigned char *on = calloc(t->ntasks ? t->ntasks : 1, 1);
+            member(b, &n, "tree");
+            sop__sb_puts(b, "[");
+            for (size_t i = 0, k = 0; on && i < t->ntasks && !b->oom; i++) {
+                if (sop__task_index_awaited_n(ix, i))
+                    continue;
+                sop_value *v = tree_node(t, ix, i, on, 0);
+                if (k++)
+                    sop__sb_puts(b, ", ");
+                if (v)
+                    sop__json_put(b, v, 2, 1);
+                else
+                    b->oom = true;
+                sop__v_free(v);
+            }
+            sop__sb_puts(b, "]");
+            free(on);
+        }
+        sop__task_index_free(&idx);
+    }
+    sop_value *doc = sop__v_obj();
+    if (doc)
+        missing_value(doc, missing);
+    put_members(b, &n, doc);
+    sop__sb_puts(b, n ? "\n}" : "}");
 }
 
 /* ---- text ------------------------------------------------------------------------------ */
@@ -386,10 +474,10 @@ static void prim_text(sop_sb *b, const sop_pytasks *all, const sop_task_index *i
     sop__sb_puts(b, p->holders_cut ? ", ...\n" : "\n");
 }
 
-char *sop__tasks_text(const sop_pytasks *t, const sop_missing *missing, int pid,
-                      const char *cmdline, bool tree)
+static void tasks_text(sop_sb *out, const sop_pytasks *t, const sop_missing *missing, int pid,
+                       const char *cmdline, bool tree)
 {
-    sop_sb b = {0};
+#define b (*out)
     sop__sb_printf(&b, "Process %d: ", pid);
     put_text(&b, cmdline);
     sop__sb_puts(&b, "\n");
@@ -448,6 +536,14 @@ char *sop__tasks_text(const sop_pytasks *t, const sop_missing *missing, int pid,
         put_text(&b, missing->items[i].reason);
         sop__sb_puts(&b, "\n");
     }
+#undef b
+}
+
+char *sop__tasks_text(const sop_pytasks *t, const sop_missing *missing, int pid,
+                      const char *cmdline, bool tree)
+{
+    sop_sb b = {0};
+    tasks_text(&b, t, missing, pid, cmdline, tree);
     return sop__sb_take(&b);
 }
 
@@ -468,12 +564,9 @@ static void read_cmdline(int pid, char *buf, size_t cap)
     buf[n < (long)cap ? n : (long)cap - 1] = '\0';
 }
 
-int sop_tasks(sop_engine *e, int pid, unsigned flags, sop_format fmt, char **out)
+/* Read the tasks of pid and render them into b (a streaming b writes as it goes). */
+static int tasks_render(int pid, unsigned flags, sop_format fmt, sop_sb *b)
 {
-    (void)e;
-    if (!out || pid <= 0)
-        return SOP_EINVAL;
-    *out = NULL;
     sop_missing missing = {0};
     sop_pytasks *t = NULL;
     char cmdline[4096];
@@ -481,18 +574,55 @@ int sop_tasks(sop_engine *e, int pid, unsigned flags, sop_format fmt, char **out
     int r = sop__tasks_read(pid, "/proc", &t, &missing);
     int rc = sop__status_of_remote_read(r);
     bool tree = (flags & SOP_TASKS_TREE) != 0;
-    if (fmt == SOP_FORMAT_JSON) {
-        sop_value *v = sop__tasks_value(t, &missing, pid, tree);
-        char *j = v ? sop__json_print(v, 1) : NULL;
-        *out = j ? sop__json_escape_controls(j) : NULL;
-        free(j);
-        sop__v_free(v);
-    } else {
-        *out = sop__tasks_text(t, &missing, pid, cmdline, tree);
-    }
-    if (!*out && rc == SOP_OK)
-        rc = SOP_ENOMEM;
+    if (fmt == SOP_FORMAT_JSON)
+        tasks_json(b, t, &missing, pid, tree);
+    else
+        tasks_text(b, t, &missing, pid, cmdline, tree);
     sop__tasks_free(t);
     sop__missing_free(&missing);
+    return rc;
+}
+
+int sop_tasks(sop_engine *e, int pid, unsigned flags, sop_format fmt, char **out)
+{
+    (void)e;
+    if (!out || pid <= 0)
+        return SOP_EINVAL;
+    sop_sb b = {0};
+    int rc = tasks_render(pid, flags, fmt, &b);
+    *out = sop__sb_take(&b);
+    if (!*out && rc == SOP_OK)
+        rc = SOP_ENOMEM;
+    return rc;
+}
+
+static int write_fd(void *ctx, const char *s, size_t n)
+{
+    int fd = *(const int *)ctx;
+    while (n > 0) {
+        ssize_t w = write(fd, s, n);
+        if (w < 0 && errno == EINTR)
+            continue;
+        if (w <= 0)
+            return -1;
+        s += w;
+        n -= (size_t)w;
+    }
+    return 0;
+}
+
+int sop_tasks_write(sop_engine *e, int pid, unsigned flags, sop_format fmt, int fd)
+{
+    (void)e;
+    if (fd < 0 || pid <= 0)
+        return SOP_EINVAL;
+    sop_sb b = {.sink = write_fd, .sink_ctx = &fd};
+    int rc = tasks_render(pid, flags, fmt, &b);
+    bool nl = b.len ? b.s[b.len - 1] == '\n' : false;
+    if (b.len && !nl)
+        sop__sb_putn(&b, "\n", 1);
+    if (sop__sb_flush(&b) < 0 && rc == SOP_OK)
+        rc = b.s ? SOP_EIO : SOP_ENOMEM;
+    free(b.s);
     return rc;
 }

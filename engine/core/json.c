@@ -321,6 +321,19 @@ static void put_value(sop_sb *b, const sop_value *v, int depth, bool pretty)
     sop__sb_putn(b, "null", 4);
 }
 
+void sop__json_put(sop_sb *b, const sop_value *v, int depth, int pretty)
+{
+    put_value(b, v, depth, pretty != 0);
+}
+
+void sop__json_put_key(sop_sb *b, const char *key, int depth, int pretty)
+{
+    if (pretty)
+        put_tabs(b, (size_t)depth + 1);
+    put_string(b, key);
+    sop__sb_putn(b, ":\t", pretty ? 2 : 1);
+}
+
 char *sop__json_print(const sop_value *v, int pretty)
 {
     /* Every JSON text sop writes passes here: invalid UTF-8 from a target or an evidence file

@@ -5,6 +5,7 @@
 
 #include <stddef.h>
 
+#include "strbuf.h"
 #include "value.h"
 
 /* Parse; NULL on malformed input (err gets a short reason with the byte offset). The result
@@ -13,5 +14,11 @@ sop_value *sop__json_parse(const char *text, size_t len, char *err, size_t errle
 /* Serialize; malloc'd, owned by the caller. Control characters in strings are escaped as
  * \uXXXX by the JSON encoder. */
 char *sop__json_print(const sop_value *v, int pretty);
+/* The same into b, as a value nested `depth` levels deep (its indentation when pretty): a large
+ * document written piece by piece (a streaming sop_sb) prints exactly as one tree would. */
+void sop__json_put(sop_sb *b, const sop_value *v, int depth, int pretty);
+/* An object member's key at `depth` (its tabs, the quoted key, the separator): the value follows
+ * with sop__json_put(b, v, depth + 1, pretty). */
+void sop__json_put_key(sop_sb *b, const char *key, int depth, int pretty);
 
 #endif

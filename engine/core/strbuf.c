@@ -25,6 +25,19 @@ static bool grow(sop_sb *b, size_t extra)
     return true;
 }
 
+int sop__sb_flush(sop_sb *b)
+{
+    if (b->oom)
+        return -1;
+    if (b->sink && b->len) {
+        if (b->sink(b->sink_ctx, b->s, b->len) < 0)
+            b->oom = true;
+        b->len = 0;
+        b->s[0] = '\0';
+    }
+    return b->oom ? -1 : 0;
+}
+
 void sop__sb_putn(sop_sb *b, const char *s, size_t n)
 {
     if (!grow(b, n))
@@ -32,6 +45,8 @@ void sop__sb_putn(sop_sb *b, const char *s, size_t n)
     memcpy(b->s + b->len, s, n);
     b->len += n;
     b->s[b->len] = '\0';
+    if (b->sink && b->len >= SOP_SB_CHUNK)
+        sop__sb_flush(b);
 }
 
 void sop__sb_puts(sop_sb *b, const char *s)
@@ -58,6 +73,8 @@ void sop__sb_printf(sop_sb *b, const char *fmt, ...)
     vsnprintf(b->s + b->len, (size_t)n + 1, fmt, ap);
     va_end(ap);
     b->len += (size_t)n;
+    if (b->sink && b->len >= SOP_SB_CHUNK)
+        sop__sb_flush(b);
 }
 
 char *sop__sb_take(sop_sb *b)

@@ -11,12 +11,23 @@ typedef struct {
     char *s;
     size_t len, cap;
     bool oom; /* an append failed: the result is NULL */
+    /* Streaming (NULL: the string grows whole): once SOP_SB_CHUNK bytes are held, they go to
+     * sink and the buffer starts over, so a large output never sits in memory at once. A sink
+     * that fails (returns < 0) sets oom: nothing more is kept. Writers into a streaming buffer
+     * never look back at what they wrote. */
+    int (*sink)(void *ctx, const char *s, size_t n);
+    void *sink_ctx;
 } sop_sb;
+
+#define SOP_SB_CHUNK (64u << 10)
 
 void sop__sb_putn(sop_sb *b, const char *s, size_t n);
 void sop__sb_puts(sop_sb *b, const char *s);
 void sop__sb_printf(sop_sb *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 /* Take the string (malloc'd, caller frees), or NULL if an append failed. Resets b. */
 char *sop__sb_take(sop_sb *b);
+/* Streaming: hand what is held to the sink now. 0, or -1 when the sink failed or memory ran out
+ * (b->oom). */
+int sop__sb_flush(sop_sb *b);
 
 #endif

@@ -21,6 +21,7 @@
 #include "asyncio_tasks.h"
 
 #include <errno.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -100,6 +101,37 @@ static int cmp_u64(const void *pa, const void *pb)
     return a < b ? -1 : a > b;
 }
 
+const char *sop__tasks_type_name(tasks_reader *tr, const char *name)
+{
+    sop_pytasks *o = tr->out;
+    if (!o || !name)
+        return "?";
+    for (size_t i = 0; i < o->ntype_names; i++)
+        if (strcmp(o->type_names[i], name) == 0)
+            return o->type_names[i];
+    if (!o->type_names && !(o->type_names = calloc(SOP_TASK_TYPE_NAMES, sizeof *o->type_names)))
+        return "?";
+    if (o->ntype_names >= SOP_TASK_TYPE_NAMES)
+        return "?";
+    snprintf(o->type_names[o->ntype_names], sizeof o->type_names[0], "%s", name);
+    return o->type_names[o->ntype_names++];
+}
+
+static const char partial_oom[] = "chain not read to its end (no memory to say why)";
+
+void sop__tasks_task_partial(sop_pytask *t, const char *fmt, ...)
+{
+    char buf[128];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(buf, sizeof buf, fmt, ap);
+    va_end(ap);
+    char *s = strdup(buf);
+    if (t->partial && t->partial[0] && t->partial != partial_oom)
+        free((char *)t->partial);
+    t->partial = s ? s : partial_oom;
+}
+
 void sop__tasks_free(sop_pytasks *t)
 {
     if (!t)
@@ -107,7 +139,10 @@ void sop__tasks_free(sop_pytasks *t)
     for (size_t i = 0; i < t->ntasks; i++) {
         free(t->tasks[i].frames);
         free(t->tasks[i].awaits);
+        if (t->tasks[i].partial && t->tasks[i].partial[0] && t->tasks[i].partial != partial_oom)
+            free((char *)t->tasks[i].partial);
     }
+    free(t->type_names);
     free(t->tasks);
     free(t->prims);
     sop__python_free(t->text);
@@ -186,6 +221,7 @@ static int read_at(int pid, const char *proc_root, sop_rmem_source source, void 
     sop_pytasks *res = calloc(1, sizeof *res);
     if (!res)
         return -ENOMEM;
+    tr.out = res;
     res->complete = true;
     int rc = 0;
     if (source) {

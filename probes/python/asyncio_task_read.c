@@ -201,12 +201,14 @@ int sop__tasks_read_task(tasks_reader *tr, uint64_t addr, sop_pytask *t)
     const sop_pylayout *L = &tr->w.L;
     sop_rmem *m = &tr->w.mem;
     memset(t, 0, sizeof *t);
+    t->partial = "";
+    t->waits_type = "";
     t->addr = addr;
     t->sleep_s = NAN;
     uint8_t b[TASK_READ];
     int r = sop__rmem_read(m, addr, b, sizeof b);
     if (r < 0) {
-        snprintf(t->partial, sizeof t->partial, "task unreadable (%s)", sop__strerror(-r));
+        sop__tasks_task_partial(t, "task unreadable (%s)", sop__strerror(-r));
         t->state = "pending";
         return sop__tasks_fatal(r) ? r : 0;
     }
@@ -267,8 +269,8 @@ int sop__tasks_read_task(tasks_reader *tr, uint64_t addr, sop_pytask *t)
             if (r < 0) {
                 if (sop__tasks_fatal(r))
                     return r;
-                snprintf(t->partial, sizeof t->partial, "await level %zu unreadable (%s)", depth,
-                         r == -EINVAL ? "changed while read" : sop__strerror(-r));
+                sop__tasks_task_partial(t, "await level %zu unreadable (%s)", depth,
+                                        r == -EINVAL ? "changed while read" : sop__strerror(-r));
                 break;
             }
             if (depth == 0 && executing)
@@ -284,7 +286,7 @@ int sop__tasks_read_task(tasks_reader *tr, uint64_t addr, sop_pytask *t)
             k = sop__tasks_obj_kind(tr, obj, &tn);
         }
         t->waits_addr = obj;
-        snprintf(t->waits_type, sizeof t->waits_type, "%s", tn);
+        t->waits_type = sop__tasks_type_name(tr, tn);
         if (k == K_TASK) {
             t->waits = SOP_WAIT_TASK;
             if ((r = add_await(t, obj)) < 0)

@@ -59,13 +59,14 @@ typedef struct {
     bool running;            /* its coroutine is executing now (on the loop's thread) */
     sop_await_frame *frames; /* the task's coroutine first, the innermost await level last */
     size_t nframes;
-    bool chain_cut;    /* more than SOP_TASK_MAX_DEPTH levels */
-    char partial[128]; /* why the chain was not read to its end ("" when it was) */
+    bool chain_cut;      /* more than SOP_TASK_MAX_DEPTH levels */
+    const char *partial; /* why the chain was not read to its end ("" when it was; owned) */
     sop_wait_kind waits;
-    char waits_type[96]; /* type of the innermost awaitable ("_asyncio.Future", ...) */
-    uint64_t waits_addr; /* its address (0 when none) */
-    double sleep_s;      /* SOP_WAIT_SLEEP: the delay asyncio.sleep was given (NaN: unread) */
-    uint64_t *awaits;    /* the tasks it waits on (directly, or a gather's children) */
+    const char *waits_type; /* type of the innermost awaitable ("_asyncio.Future", ...): one of
+                             * the read's type_names, never NULL after a read */
+    uint64_t waits_addr;    /* its address (0 when none) */
+    double sleep_s;         /* SOP_WAIT_SLEEP: the delay asyncio.sleep was given (NaN: unread) */
+    uint64_t *awaits;       /* the tasks it waits on (directly, or a gather's children) */
     size_t nawaits;
     bool awaits_cut;
     uint64_t prim;  /* lock/semaphore waits: the asyncio.Lock / Semaphore object (0 otherwise) */
@@ -115,7 +116,13 @@ typedef struct sop_pytasks {
     struct sop_python *text; /* owns the frames' text */
     sop_pyprim *prims;       /* the locks and semaphores waited on, most waiters first */
     size_t nprims;
+    /* The awaitables' type names, each kept once (a task holds a pointer: 100,000 tasks hold
+     * 8 bytes each, not a copy); more distinct names than SOP_TASK_TYPE_NAMES read "?". */
+    char (*type_names)[96];
+    size_t ntype_names;
 } sop_pytasks;
+
+#define SOP_TASK_TYPE_NAMES 64
 
 /* Read the tasks of `pid` (proc_root "/proc" or a fixture root). Returns 0 (maybe partial),
  * -ENOEXEC not CPython, -ENOTSUP unsupported version, -ESRCH gone, -EPERM/-EACCES refused,

@@ -55,7 +55,14 @@ typedef struct {
     uint64_t max_objects; /* GC objects to look at, over all lists (0: no bound but the lists') */
     uint64_t seen;        /* GC objects looked at so far */
     sop_missing *missing;
+    sop_pytasks *out; /* the read being filled (its type_names) */
 } tasks_reader;
+
+/* name kept once in tr->out->type_names (static "?" when full or out of memory). */
+const char *sop__tasks_type_name(tasks_reader *tr, const char *name);
+/* Say why t's chain was not read to its end (printf-like; replaces an earlier note). */
+void sop__tasks_task_partial(sop_pytask *t, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
 
 /* A read error that ends the whole read (the process gone, refused, out of memory), not just
  * the object being read. */
