@@ -110,4 +110,12 @@ int sop__rules_run(sop_rules *r, const sop_value *ev, sop_value **out, char *err
 struct stat;
 int sop__rules_file_trusted(const struct stat *st, char *why, size_t whylen);
 
+/* Open the plugin `rel` ("plugins/x.lua") under `dir`, the rules file's directory, for
+ * reading: each step below `dir` is opened without following a symbolic link, and each
+ * directory on the way and the file itself (their fstat) must pass the test above and be a
+ * directory / a regular file. Returns the fd (the caller closes it); -ENOENT when a step is not
+ * there (the built-in module is used); another -errno with "<path> <reason>" in why, naming
+ * the step that failed and never quoting a file's content. (engine/rules/trust.c) */
+int sop__rules_open_plugin(const char *dir, const char *rel, char *why, size_t whylen);
+
 #endif

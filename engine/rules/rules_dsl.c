@@ -4,7 +4,6 @@
  * and the runner's state (rules_int.h). */
 #include <ctype.h>
 #include <errno.h>
-#include <fcntl.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -512,33 +511,36 @@ static int dsl_pct(lua_State *L)
     return 1;
 }
 
-/* Read a regular text file of at most `max` bytes into a malloc'd buffer; errno on failure. */
-static char *read_file(const char *path, size_t max, size_t *len, char *why, size_t whylen)
+/* Read the plugin `rel` under `dir` (at most `max` bytes; sop__rules_open_plugin checks it is
+ * a trusted regular file before a byte is read) into a malloc'd buffer. NULL with errno set
+ * (ENOENT: not there) and, for any other failure, the reason naming the path in why. */
+static char *read_plugin(const char *dir, const char *rel, size_t max, size_t *len, char *why,
+                         size_t whylen)
 {
-    /* O_NONBLOCK: a FIFO must not block the open; only a regular file is read */
-    int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
-    if (fd < 0)
+    int fd = sop__rules_open_plugin(dir, rel, why, whylen);
+    if (fd < 0) {
+        errno = -fd;
         return NULL;
+    }
     struct stat st;
     char *buf = NULL;
-    if (fstat(fd, &st) != 0)
-        goto out;
-    if (!S_ISREG(st.st_mode)) {
-        snprintf(why, whylen, "is not a regular file");
-        errno = EINVAL;
+    if (fstat(fd, &st) != 0) {
+        int err = errno;
+        snprintf(why, whylen, "%s/%s: %s", dir, rel, strerror(err));
+        errno = err;
         goto out;
     }
     if ((size_t)st.st_size > max) {
+        snprintf(why, whylen, "%s/%s: larger than %zu bytes", dir, rel, max);
         errno = EFBIG;
         goto out;
     }
-    if (sop__rules_file_trusted(&st, why, whylen) != 0) {
-        errno = EPERM;
+    buf = malloc((size_t)st.st_size + 1);
+    if (!buf) {
+        snprintf(why, whylen, "%s/%s: out of memory", dir, rel);
+        errno = ENOMEM;
         goto out;
     }
-    buf = malloc((size_t)st.st_size + 1);
-    if (!buf)
-        goto out;
     size_t n = 0;
     while (n < (size_t)st.st_size) {
         ssize_t got = read(fd, buf + n, (size_t)st.st_size - n);
@@ -627,12 +629,12 @@ static int sb_require(lua_State *L)
     char *buf = NULL;
     size_t flen = 0;
     if (r->search_dir) {
-        char path[4096];
-        snprintf(path, sizeof path, "%s/%s", r->search_dir, rel);
-        char why[200] = "";
-        buf = read_file(path, MAX_SOURCE_BYTES, &flen, why, sizeof why);
-        if (!buf && (why[0] || errno != ENOENT))
-            return luaL_error(L, "module '%s': %s %s", name, rel, why[0] ? why : strerror(errno));
+        /* the plugins directory is trusted as the file is: a step that another user could
+         * have written, or a link, is refused before the file is read (never its content) */
+        char why[512] = "";
+        buf = read_plugin(r->search_dir, rel, MAX_SOURCE_BYTES, &flen, why, sizeof why);
+        if (!buf && errno != ENOENT)
+            return luaL_error(L, "module '%s': %s", name, why[0] ? why : strerror(errno));
         if (buf && sop__rules_is_binary_chunk(buf, flen)) {
             free(buf);
             return luaL_error(L, "module '%s': %s is a binary chunk (only text is loaded)", name,
