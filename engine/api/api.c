@@ -14,6 +14,7 @@
 #include "bridge/schema.h"
 #include "clock.h"
 #include "engine.h"
+#include "escape.h"
 #include "evidence_doc.h"
 #include "evidence_reads.h"
 #include "format.h"
@@ -590,17 +591,24 @@ static const char *text_in(const sop_value *obj, const char *key, const char *la
     return s ? s : sop__v_get_str(v, "en");
 }
 
-/* Append s to buf (of cap, used *n), control characters as \xNN; stops when full. */
+/* Append s to buf (of cap, used *n) through the terminal escaper (escape.c: C0/C1, bidi
+ * controls and invalid UTF-8 spelled out); when full, cut before a UTF-8 character. */
 static void put_escaped(char *buf, size_t cap, size_t *n, const char *s)
 {
-    for (; s && *s && *n + 5 < cap; s++) {
-        unsigned char c = (unsigned char)*s;
-        if (c < 0x20 || c == 0x7f)
-            *n += (size_t)snprintf(buf + *n, cap - *n, "\\x%02x", c);
-        else
-            buf[(*n)++] = (char)c;
+    sop_sb e = {0};
+    sop__esc_text(&e, s);
+    char *t = sop__sb_take(&e);
+    size_t len = t ? strlen(t) : 0, room = cap > *n + 1 ? cap - 1 - *n : 0;
+    if (len > room) {
+        len = room;
+        while (len > 0 && ((unsigned char)t[len] & 0xc0) == 0x80)
+            len--;
     }
+    if (len)
+        memcpy(buf + *n, t, len);
+    *n += len;
     buf[*n] = '\0';
+    free(t);
 }
 
 int sop_report_summary(const sop_report *r, const char *lang, char **out)

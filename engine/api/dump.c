@@ -1,74 +1,21 @@
 /* dump.c — sop_dump: read the CPython stacks of a process (probes/python) and render them as
- * JSON (through the bridge's threads array and json.c) or as py-spy-like text, with control
- * characters escaped. Depends on the python probe, bridge.h, json.h. */
+ * JSON (through the bridge's threads array and json.c) or as py-spy-like text, every string from
+ * the target through the shared terminal escaper (escape.c). Depends on the python probe,
+ * bridge.h, json.h, escape.h. */
 #include "dump.h"
 #include "tasks.h"
 
 #include <errno.h>
 #include <fcntl.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "escape.h"
 #include "json.h"
 #include "procfs.h"
 #include "sop.h"
 #include "value.h"
-
-typedef struct {
-    char *buf;
-    size_t len, cap;
-    int oom;
-} sbuf;
-
-static void sb_put(sbuf *b, const char *s, size_t n)
-{
-    if (b->oom)
-        return;
-    if (b->len + n + 1 > b->cap) {
-        size_t ncap = b->cap ? b->cap * 2 : 4096;
-        while (ncap < b->len + n + 1)
-            ncap *= 2;
-        char *nb = realloc(b->buf, ncap);
-        if (!nb) {
-            b->oom = 1;
-            return;
-        }
-        b->buf = nb;
-        b->cap = ncap;
-    }
-    memcpy(b->buf + b->len, s, n);
-    b->len += n;
-    b->buf[b->len] = '\0';
-}
-
-static void sb_printf(sbuf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-static void sb_printf(sbuf *b, const char *fmt, ...)
-{
-    char tmp[1024];
-    va_list ap;
-    va_start(ap, fmt);
-    int n = vsnprintf(tmp, sizeof tmp, fmt, ap);
-    va_end(ap);
-    if (n > 0)
-        sb_put(b, tmp, (size_t)n < sizeof tmp ? (size_t)n : sizeof tmp - 1);
-}
-
-/* Text from the target, with control characters as \xNN. */
-static void sb_text(sbuf *b, const char *s)
-{
-    for (; s && *s; s++) {
-        unsigned char c = (unsigned char)*s;
-        if (c < 0x20 || c == 0x7f) {
-            char esc[8];
-            snprintf(esc, sizeof esc, "\\x%02x", c);
-            sb_put(b, esc, 4);
-        } else {
-            sb_put(b, s, 1);
-        }
-    }
-}
 
 static sop_value *missing_value(const sop_missing *m)
 {
@@ -114,86 +61,86 @@ static int render_json(const sop_python *py, const sop_missing *missing, int pid
 
 /* "GC: enabled, collecting now, counts 12/3/1 (thresholds 700/10/10)", like pystack's
  * "garbage collecting" line. */
-static void render_gc(sbuf *b, const sop_python *py)
+static void render_gc(sop_sb *b, const sop_python *py)
 {
     if (py->gc_enabled == SOP_NA && py->gc_collecting == SOP_NA)
         return;
-    sb_printf(b, "GC: %s",
-              py->gc_enabled == SOP_NA ? "enabled ?"
-              : py->gc_enabled         ? "enabled"
-                                       : "disabled");
+    sop__sb_printf(b, "GC: %s",
+                   py->gc_enabled == SOP_NA ? "enabled ?"
+                   : py->gc_enabled         ? "enabled"
+                                            : "disabled");
     if (py->gc_collecting != SOP_NA)
-        sb_printf(b, ", %s", py->gc_collecting ? "collecting now" : "not collecting");
+        sop__sb_printf(b, ", %s", py->gc_collecting ? "collecting now" : "not collecting");
     if (py->gc_count[0] != SOP_NA)
-        sb_printf(b, ", counts %lld/%lld/%lld (thresholds %lld/%lld/%lld)",
-                  (long long)py->gc_count[0], (long long)py->gc_count[1],
-                  (long long)py->gc_count[2], (long long)py->gc_threshold[0],
-                  (long long)py->gc_threshold[1], (long long)py->gc_threshold[2]);
+        sop__sb_printf(b, ", counts %lld/%lld/%lld (thresholds %lld/%lld/%lld)",
+                       (long long)py->gc_count[0], (long long)py->gc_count[1],
+                       (long long)py->gc_count[2], (long long)py->gc_threshold[0],
+                       (long long)py->gc_threshold[1], (long long)py->gc_threshold[2]);
     if (py->gc_collections[0] != SOP_NA)
-        sb_printf(b, ", collections %lld/%lld/%lld", (long long)py->gc_collections[0],
-                  (long long)py->gc_collections[1], (long long)py->gc_collections[2]);
-    sb_put(b, "\n", 1);
+        sop__sb_printf(b, ", collections %lld/%lld/%lld", (long long)py->gc_collections[0],
+                       (long long)py->gc_collections[1], (long long)py->gc_collections[2]);
+    sop__sb_puts(b, "\n");
 }
 
-static void render_thread(sbuf *b, const sop_pythread *t)
+static void render_thread(sop_sb *b, const sop_pythread *t)
 {
-    sb_printf(b, "Thread 0x%llX (%s%s)", (unsigned long long)t->thread_id,
-              t->active ? "active" : "idle", t->gil ? "+gil" : "");
+    sop__sb_printf(b, "Thread 0x%llX (%s%s)", (unsigned long long)t->thread_id,
+                   t->active ? "active" : "idle", t->gil ? "+gil" : "");
     if (t->name[0]) {
-        sb_put(b, ": \"", 3);
-        sb_text(b, t->name);
-        sb_put(b, "\"", 1);
+        sop__sb_puts(b, ": \"");
+        sop__esc_text(b, t->name);
+        sop__sb_puts(b, "\"");
     }
     if (t->tid > 0)
-        sb_printf(b, " [tid %d]", t->tid);
+        sop__sb_printf(b, " [tid %d]", t->tid);
     if (t->interp_id > 0)
-        sb_printf(b, " [interpreter %lld]", (long long)t->interp_id);
-    sb_put(b, "\n", 1);
+        sop__sb_printf(b, " [interpreter %lld]", (long long)t->interp_id);
+    sop__sb_puts(b, "\n");
     if (t->native) {
         for (size_t k = 0; k < t->nnative; k++) {
             const sop_nframe *n = &t->native[k];
             const sop_pyframe *f = n->py_index >= 0 && (size_t)n->py_index < t->nframes
                                        ? &t->frames[n->py_index]
                                        : NULL;
-            sb_put(b, "    ", 4);
+            sop__sb_puts(b, "    ");
             if (f) {
-                sb_text(b, f->func);
-                sb_put(b, " (", 2);
-                sb_text(b, f->file);
+                sop__esc_text(b, f->func);
+                sop__sb_puts(b, " (");
+                sop__esc_text(b, f->file);
                 if (f->line >= 0)
-                    sb_printf(b, ":%d", f->line);
+                    sop__sb_printf(b, ":%d", f->line);
             } else {
-                sb_text(b, n->func);
-                sb_put(b, " (", 2);
-                sb_text(b, n->lib);
+                sop__esc_text(b, n->func);
+                sop__sb_puts(b, " (");
+                sop__esc_text(b, n->lib);
             }
-            sb_put(b, ")\n", 2);
+            sop__sb_puts(b, ")\n");
         }
     } else {
         for (size_t k = 0; k < t->nframes; k++) {
             const sop_pyframe *f = &t->frames[k];
-            sb_put(b, "    ", 4);
-            sb_text(b, f->func);
-            sb_put(b, " (", 2);
-            sb_text(b, f->file);
+            sop__sb_puts(b, "    ");
+            sop__esc_text(b, f->func);
+            sop__sb_puts(b, " (");
+            sop__esc_text(b, f->file);
             if (f->line >= 0)
-                sb_printf(b, ":%d", f->line);
-            sb_put(b, ")\n", 2);
+                sop__sb_printf(b, ":%d", f->line);
+            sop__sb_puts(b, ")\n");
         }
     }
     if (t->truncated)
-        sb_put(b, "    ... (more frames not shown)\n", 32);
+        sop__sb_puts(b, "    ... (more frames not shown)\n");
     if (t->stopped)
-        sb_printf(b, "    [stopped %.3f ms for an exact read]\n", t->pause_ms);
+        sop__sb_printf(b, "    [stopped %.3f ms for an exact read]\n", t->pause_ms);
     if (t->partial) {
-        sb_put(b, "    [partial: ", 14);
-        sb_text(b, t->partial_reason);
-        sb_put(b, "]\n", 2);
+        sop__sb_puts(b, "    [partial: ");
+        sop__esc_text(b, t->partial_reason);
+        sop__sb_puts(b, "]\n");
     }
     if (t->native_error[0]) {
-        sb_put(b, "    [native: ", 13);
-        sb_text(b, t->native_error);
-        sb_put(b, "]\n", 2);
+        sop__sb_puts(b, "    [native: ");
+        sop__esc_text(b, t->native_error);
+        sop__sb_puts(b, "]\n");
     }
 }
 
@@ -203,57 +150,55 @@ int sop__dump_render(const sop_python *py, const sop_missing *missing, int pid, 
     *out = NULL;
     if (json)
         return render_json(py, missing, pid, NULL, out);
-    sbuf b = {0};
-    sb_printf(&b, "Process %d: ", pid);
-    sb_text(&b, cmdline ? cmdline : "");
-    sb_put(&b, "\n", 1);
+    sop_sb b = {0};
+    sop__sb_printf(&b, "Process %d: ", pid);
+    sop__esc_text(&b, cmdline ? cmdline : "");
+    sop__sb_puts(&b, "\n");
     if (py) {
-        sb_put(&b, "Python v", 8);
-        sb_text(&b, py->version);
-        sb_put(&b, " (", 2);
-        sb_text(&b, py->executable);
-        sb_put(&b, ")\n", 2);
+        sop__sb_puts(&b, "Python v");
+        sop__esc_text(&b, py->version);
+        sop__sb_puts(&b, " (");
+        sop__esc_text(&b, py->executable);
+        sop__sb_puts(&b, ")\n");
         render_gc(&b, py);
         if (py->finalizing)
-            sb_printf(&b, "Interpreter finalizing (shutting down)\n");
+            sop__sb_printf(&b, "Interpreter finalizing (shutting down)\n");
         if (py->threads_partial)
-            sb_printf(&b, "Partial stacks: %ld of %zu threads (%ld re-reads)\n",
-                      py->threads_partial, py->nthreads, py->walk_retries);
+            sop__sb_printf(&b, "Partial stacks: %ld of %zu threads (%ld re-reads)\n",
+                           py->threads_partial, py->nthreads, py->walk_retries);
         for (size_t i = 0; i < py->nthreads; i++) {
-            sb_put(&b, "\n", 1);
+            sop__sb_puts(&b, "\n");
             render_thread(&b, &py->threads[i]);
         }
         for (size_t i = 0; i < py->nothers; i++) {
             const sop_ostask *o = &py->others[i];
-            sb_printf(&b, "\nThread [tid %d] (%s, no Python): \"", o->tid,
-                      o->os_state == 'R' ? "active" : "idle");
-            sb_text(&b, o->name);
-            sb_printf(&b, "\" state %c\n", o->os_state);
+            sop__sb_printf(&b, "\nThread [tid %d] (%s, no Python): \"", o->tid,
+                           o->os_state == 'R' ? "active" : "idle");
+            sop__esc_text(&b, o->name);
+            sop__sb_printf(&b, "\" state %c\n", o->os_state);
             for (size_t k = 0; k < o->nnative; k++) {
-                sb_put(&b, "    ", 4);
-                sb_text(&b, o->native[k].func);
-                sb_put(&b, " (", 2);
-                sb_text(&b, o->native[k].lib);
-                sb_put(&b, ")\n", 2);
+                sop__sb_puts(&b, "    ");
+                sop__esc_text(&b, o->native[k].func);
+                sop__sb_puts(&b, " (");
+                sop__esc_text(&b, o->native[k].lib);
+                sop__sb_puts(&b, ")\n");
             }
             if (o->native_error[0]) {
-                sb_put(&b, "    [native: ", 13);
-                sb_text(&b, o->native_error);
-                sb_put(&b, "]\n", 2);
+                sop__sb_puts(&b, "    [native: ");
+                sop__esc_text(&b, o->native_error);
+                sop__sb_puts(&b, "]\n");
             }
         }
     }
     for (size_t i = 0; missing && i < missing->n; i++) {
-        sb_printf(&b, "%smissing %s: ", i == 0 ? "\n" : "", missing->items[i].probe);
-        sb_text(&b, missing->items[i].reason);
-        sb_put(&b, "\n", 1);
+        sop__sb_printf(&b, "%smissing ", i == 0 ? "\n" : "");
+        sop__esc_text(&b, missing->items[i].probe);
+        sop__sb_puts(&b, ": ");
+        sop__esc_text(&b, missing->items[i].reason);
+        sop__sb_puts(&b, "\n");
     }
-    if (b.oom || !b.buf) {
-        free(b.buf);
-        return SOP_ENOMEM;
-    }
-    *out = b.buf;
-    return 0;
+    *out = sop__sb_take(&b);
+    return *out ? 0 : SOP_ENOMEM;
 }
 
 static void read_cmdline(int pid, char *buf, size_t cap)
