@@ -4,8 +4,12 @@
  * A slow client cannot hold a slot: every request must arrive whole (headers and body) within
  * REQUEST_DEADLINE_S of the connection's start or of its previous answer, however the bytes
  * trickle in; a reaper thread shuts the socket of a late one down (libmicrohttpd's own
- * timeout is an idle timeout, which a byte every few seconds resets). One client address holds
- * at most PER_ADDRESS_LIMIT connections, of CONNECTION_SLOTS in all.
+ * timeout is an idle timeout, which a byte every few seconds resets). Nor can a client that
+ * opens many: one client address holds at most PER_ADDRESS_LIMIT connections, of
+ * CONNECTION_SLOTS in all, and a new connection past either bound is not refused but takes the
+ * slot of the oldest connection (of that address, or of all) whose request has not arrived
+ * whole: a probe on loopback, where every local user is 127.0.0.1, is served however many
+ * slow connections another local user keeps opening.
  * libmicrohttpd (and its GnuTLS chain) is loaded with dlopen when a server starts, so every
  * other command starts without mapping it; only its header is needed to build. Depends on
  * libmicrohttpd (at run time, --listen only), libdl and libc. */
@@ -34,16 +38,19 @@ enum {
     IDLE_TIMEOUT_S = 10,    /* libmicrohttpd's: no byte either way for this long */
     CONNECTION_SLOTS = 64,  /* in all */
     PER_ADDRESS_LIMIT = 8,  /* from one client address */
+    SLOTS_HEADROOM = 16,    /* libmicrohttpd's own bound is this much higher: connections shut
+                             * down for a newer one still count there until it sees them close */
     REAPER_PERIOD_MS = 250, /* how often late requests are looked for */
 };
 
 /* One open connection, from its start to its close (libmicrohttpd's socket context). */
 typedef struct http_conn {
-    struct http_conn *prev, *next;
+    struct http_conn *prev, *next; /* newest first */
     int fd;
-    struct timespec since; /* the connection's start, or its last answer */
-    bool answering;        /* a response is queued: the request arrived in time */
-    bool cut;              /* shut down by the reaper */
+    unsigned char addr[16]; /* the client's address (IPv4 in the first 4 bytes; none: unix) */
+    struct timespec since;  /* the connection's start, or its last answer */
+    bool answering;         /* a response is queued: the request arrived in time */
+    bool cut;               /* shut down by the reaper */
 } http_conn;
 
 struct cli_http {
@@ -156,6 +163,48 @@ static void set_answering(cli_http *h, struct MHD_Connection *c, bool answering)
     pthread_mutex_unlock(&h->mu);
 }
 
+/* The client's address of c, as 16 bytes (zeros when unknown or a unix socket). */
+static void client_addr(struct MHD_Connection *c, unsigned char out[16])
+{
+    memset(out, 0, 16);
+    const union MHD_ConnectionInfo *info =
+        mhd.get_connection_info(c, MHD_CONNECTION_INFO_CLIENT_ADDRESS);
+    const struct sockaddr *sa = info ? info->client_addr : NULL;
+    if (sa && sa->sa_family == AF_INET)
+        memcpy(out, &((const struct sockaddr_in *)(const void *)sa)->sin_addr, 4);
+    else if (sa && sa->sa_family == AF_INET6)
+        memcpy(out, &((const struct sockaddr_in6 *)(const void *)sa)->sin6_addr, 16);
+}
+
+/* Before a new connection from addr is tracked (h->mu held): when that address already holds
+ * PER_ADDRESS_LIMIT connections, or all hold CONNECTION_SLOTS, shut down the oldest one (of
+ * the address, or of all) still waiting for its request, so that the newcomer gets its slot.
+ * One being answered is never cut. */
+static void make_room(cli_http *h, const unsigned char addr[16])
+{
+    long all = 0, mine = 0;
+    http_conn *oldest_all = NULL, *oldest_mine = NULL;
+    for (http_conn *k = h->conns; k; k = k->next) {
+        if (k->cut)
+            continue;
+        bool same = memcmp(k->addr, addr, 16) == 0;
+        all++;
+        mine += same;
+        if (!k->answering) {
+            oldest_all = k; /* the list is newest first: the last seen is the oldest */
+            if (same)
+                oldest_mine = k;
+        }
+    }
+    http_conn *victim = mine >= PER_ADDRESS_LIMIT ? oldest_mine
+                        : all >= CONNECTION_SLOTS ? oldest_all
+                                                  : NULL;
+    if (victim) {
+        shutdown(victim->fd, SHUT_RDWR);
+        victim->cut = true;
+    }
+}
+
 /* MHD_OPTION_NOTIFY_CONNECTION: track each connection from its start to its close. The close
  * notice comes before libmicrohttpd closes the socket, so the reaper (which shuts sockets down
  * under the same lock) never touches a descriptor that was closed and reused. */
@@ -170,6 +219,8 @@ static void on_connection(void *cls, struct MHD_Connection *c, void **socket_con
         http_conn *k = info ? calloc(1, sizeof *k) : NULL;
         if (k) { /* without it, the idle timeout alone bounds the connection */
             k->fd = info->connect_fd;
+            client_addr(c, k->addr);
+            make_room(h, k->addr);
             clock_gettime(CLOCK_MONOTONIC, &k->since);
             k->next = h->conns;
             if (h->conns)
@@ -455,8 +506,7 @@ int cli_http_start(const char *listen, cli_http_fn fn, void *ctx, cli_http **out
     struct MHD_OptionItem opts[] = {
         is_unix ? (struct MHD_OptionItem){MHD_OPTION_LISTEN_SOCKET, unix_fd, NULL}
                 : (struct MHD_OptionItem){MHD_OPTION_SOCK_ADDR, 0, &ss},
-        {MHD_OPTION_CONNECTION_LIMIT, CONNECTION_SLOTS, NULL},
-        {MHD_OPTION_PER_IP_CONNECTION_LIMIT, PER_ADDRESS_LIMIT, NULL},
+        {MHD_OPTION_CONNECTION_LIMIT, CONNECTION_SLOTS + SLOTS_HEADROOM, NULL},
         {MHD_OPTION_CONNECTION_TIMEOUT, IDLE_TIMEOUT_S, NULL},
         {MHD_OPTION_NOTIFY_CONNECTION, (intptr_t)on_connection, h},
         {MHD_OPTION_NOTIFY_COMPLETED, (intptr_t)on_completed, h},
