@@ -1,9 +1,10 @@
-/* cmd_watch.c — `sopctl watch --pid N`: a window every interval (sop_watch, the same rules and
- * site policy as `run`); on a new warn/high finding (or one whose severity changed) the full
- * report (JSON + Markdown) goes to --out, the last K are kept, and --on-finding runs with its
- * path. /metrics, /report and /healthz on --listen (cli/http.c). The target's exit ends the
- * watch with a post-mortem; a pid taken over by another process is detected (its start time)
- * and not followed; SIGTERM/SIGINT stop it cleanly. Depends on sop.h, cli/http.h and libc. */
+/* cmd_watch.c — `sopctl watch --pid N`: a window starting every interval (sop_watch, the same
+ * rules and site policy as `run`); on a new warn/high finding (or one whose severity changed)
+ * the full report (JSON + Markdown) goes to --out, the last K are kept, and --on-finding runs
+ * with its path. /metrics, /report and /healthz on --listen (cli/http.c). The target's exit
+ * ends the watch with a post-mortem; a pid taken over by another process is detected (its
+ * start time) and not followed; SIGTERM/SIGINT stop it cleanly. Depends on sop.h, cli/http.h
+ * and libc. */
 #include <errno.h>
 #include <fcntl.h>
 #include <getopt.h>
@@ -444,7 +445,9 @@ static const char HELP[] =
     "K]\n"
     "                    [--on-finding CMD [--shell]] [--count N] [--lang en|zh]\n"
     "                    [--set KEY=VALUE]... [--site FILE | --no-site]\n"
-    "  a --duration window (default 1 s) every --every seconds (default 30), the first at once;\n"
+    "  a --duration window (default 1 s) starting every --every seconds (default 30), the first\n"
+    "  at once: a fixed rate, whatever a window and its rules take; one that ends late starts\n"
+    "  the next at once (missed starts are not made up). --duration may not exceed --every.\n"
     "  on a new or changed warn/high finding: the report (JSON + Markdown) in --out, the last\n"
     "  K (default 20) kept, and CMD run with the report's path as its last argument (no shell\n"
     "  unless --shell: then sh -c CMD with the path as $1). --out must be the caller's and not\n"
@@ -583,6 +586,15 @@ int cmd_watch(int argc, char **argv)
     }
     if (c.pid <= 0) {
         fprintf(stderr, "sopctl: watch needs --pid N\n");
+        return EXIT_USAGE;
+    }
+    if (co.duration_s > every_s) {
+        /* Windows start every --every seconds: a longer window cannot (usage, not a clamp,
+         * so that the window measured is the one asked for). */
+        fprintf(stderr,
+                "sopctl: watch: --duration %g s is longer than --every %g s: a window starts "
+                "every --every seconds and must fit in it (raise --every or lower --duration)\n",
+                co.duration_s, every_s);
         return EXIT_USAGE;
     }
     if (c.on_finding) {

@@ -266,8 +266,13 @@ rule {
     if common.no_window(ev) then return unknown(common.NO_WINDOW) end
     local churn, f = common.gil_churn(ev, th)
     if not f then
-      return unknown(T("the GIL's switch count was not read (older evidence, or an interpreter whose GIL is not "
-                         .. "placed)", "没有读到 GIL 的切换计数（旧版证据，或未定位 GIL 的解释器）"))
+      -- A counter that went back or moved faster than switches can happen is left out by the bridge
+      -- (engine/bridge/window.c, with a note in missing): not a rate to clear or flag on.
+      return unknown(T("no GIL switch rate: its counter was not read (older evidence, an interpreter whose GIL is not "
+                         .. "placed) or was no measurement (it went back or moved faster than switches can happen: "
+                         .. "see missing evidence)",
+                       "没有 GIL 切换速率：切换计数未读到（旧版证据，或未定位 GIL 的解释器），或不是测量值"
+                         .. "（计数倒退，或增长快于切换可能的速度：见缺失证据）"))
     end
     local busy = f.busy
     if f.why == "busy" then

@@ -1,8 +1,8 @@
-/* watch.c — sop_watch: a thread of its own that owns an engine and diagnoses one pid every
- * interval and on demand (sop_watch_trigger), handing each report to a callback. pthreads
- * only: no signals, no global state. Each window's evidence carries the memory readings of the
- * windows before it (ev.watch, watch_history.c). Depends on engine.h (collect, evaluate),
- * watch_history.h and libc. */
+/* watch.c — sop_watch: a thread of its own that owns an engine and diagnoses one pid at a fixed
+ * rate (a run starts every interval) and on demand (sop_watch_trigger), handing each report to
+ * a callback. pthreads only: no signals, no global state. Each window's evidence carries the
+ * memory readings of the windows before it (ev.watch, watch_history.c). Depends on engine.h
+ * (collect, evaluate), clock.h, watch_history.h and libc. */
 #include <errno.h>
 #include <math.h>
 #include <pthread.h>
@@ -105,25 +105,43 @@ static void run_once(sop_watch *w, int on_demand)
     sop_evidence_free(drop_ev);
 }
 
-static void deadline_after(struct timespec *ts, double secs)
+/* CLOCK_MONOTONIC in seconds: the clock the condition variable waits on (clock.h). */
+static double mono_s(void)
 {
-    clock_gettime(CLOCK_MONOTONIC, ts);
+    return sop__now_ms() / 1e3;
+}
+
+static struct timespec timespec_of(double secs)
+{
     double whole = floor(secs);
-    ts->tv_sec += (time_t)whole;
-    ts->tv_nsec += (long)((secs - whole) * 1e9);
-    if (ts->tv_nsec >= 1000000000L) {
-        ts->tv_sec++;
-        ts->tv_nsec -= 1000000000L;
+    struct timespec ts = {(time_t)whole, (long)((secs - whole) * 1e9)};
+    if (ts.tv_nsec >= 1000000000L) {
+        ts.tv_sec++;
+        ts.tv_nsec -= 1000000000L;
     }
+    return ts;
+}
+
+/* When the next periodic run starts, after a run that started at started_s and ended at now_s.
+ * Fixed rate on the monotonic clock: runs start an interval apart (next += interval), however
+ * long each takes. A run that ends past the next start makes the next one start at once, and
+ * the schedule goes on from there: late runs are not made up with a burst. An on-demand run
+ * during which a periodic one fell due takes its place (the next is an interval after its
+ * start, not a second run right after it); one in between leaves the schedule as it was. */
+static double next_start_s(double next_s, double interval_s, int on_demand, double started_s,
+                           double now_s)
+{
+    if (on_demand && next_s > now_s)
+        return next_s;
+    next_s = on_demand ? started_s + interval_s : next_s + interval_s;
+    return next_s > now_s ? next_s : now_s;
 }
 
 static void *watch_main(void *arg)
 {
     sop_watch *w = arg;
-    struct timespec next = {0, 0};
     bool periodic = w->cfg.interval_s > 0;
-    if (periodic)
-        deadline_after(&next, w->cfg.interval_s);
+    double next_s = mono_s() + w->cfg.interval_s; /* the first periodic run: an interval on */
     pthread_mutex_lock(&w->mu);
     for (;;) {
         while (!w->stop && !w->pending) {
@@ -131,6 +149,7 @@ static void *watch_main(void *arg)
                 pthread_cond_wait(&w->cv, &w->mu);
                 continue;
             }
+            struct timespec next = timespec_of(next_s);
             if (pthread_cond_timedwait(&w->cv, &w->mu, &next) == ETIMEDOUT)
                 break;
         }
@@ -139,15 +158,10 @@ static void *watch_main(void *arg)
         int on_demand = w->pending;
         w->pending = false;
         pthread_mutex_unlock(&w->mu);
+        double started_s = mono_s();
         run_once(w, on_demand);
-        /* The next periodic run is an interval after this one — also after an on-demand run
-         * that took the place of a periodic one already due (no back-to-back runs). */
-        struct timespec now;
-        clock_gettime(CLOCK_MONOTONIC, &now);
-        bool due =
-            now.tv_sec > next.tv_sec || (now.tv_sec == next.tv_sec && now.tv_nsec >= next.tv_nsec);
-        if (periodic && (!on_demand || due))
-            deadline_after(&next, w->cfg.interval_s);
+        if (periodic)
+            next_s = next_start_s(next_s, w->cfg.interval_s, on_demand, started_s, mono_s());
         pthread_mutex_lock(&w->mu);
     }
     bool detached = w->detached;

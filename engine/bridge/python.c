@@ -175,7 +175,9 @@ const sop_evk sop__evk_python[] = {
     SOP_EVK_D("gc.window.longest_collecting_ms", sop_gc_window_figs, longest_collecting_ms, "ms",
               "longest run of collecting ticks"),
     H("gc.window.collections", SOP_EVK_ARR, "", "[3]: at the last tick minus the first"),
-    H("gc.window.collections_per_s", SOP_EVK_ARR, "1/s", "[3]: over that span"),
+    H("gc.window.collections_per_s", SOP_EVK_ARR, "1/s",
+      "[3]: over that span; both absent (missing says why) when a count went back or grew "
+      "beyond 1e8/s: written by the target, not counted"),
     SOP_EVK_W("walk", SOP_EVK_OBJ, w_walk, "", "verified walks (issue 12, docs/python-stacks.md)"),
     SOP_EVK_I("walk.retries", walk_figs, retries, "", "re-walks, over all threads"),
     SOP_EVK_I("walk.threads_partial", walk_figs, threads_partial, "",
@@ -252,7 +254,9 @@ const sop_evk sop__evk_python[] = {
               "times the GIL went to another thread than its last holder, per second (CPython's "
               "switch_number at the first and last tick): 0 with one thread; about 1e6 / "
               "gil_interval_us when threads take turns at the switch interval; far more when they "
-              "release it around short calls and queue for it again"),
+              "release it around short calls and queue for it again. Absent (missing says why) "
+              "when the counter went back or moved beyond 1e6/s: written by the target, not "
+              "counted"),
     SOP_EVK_I("concurrency.gil_interval_us", sop_concurrency_figs, gil_interval_us, "us",
               "the switch interval (sys.getswitchinterval(), 5000 by default)"),
     H("locks", SOP_EVK_ARR, "",

@@ -533,24 +533,68 @@ static void loop_frames(sop_value *lp, const char *text)
     }
 }
 
+/* The rate of a counter the target keeps in its own memory (CPython's GIL switch_number, its
+ * GC's collection counts), from its reads at the first and last tick, secs apart. Unlike the
+ * kernel's counters, the target can write these: a count that went back (backs: reads below
+ * the one before) or grew faster than max_per_s is no measurement. Then NaN (the key is left
+ * out, nil to the rules) and a note in missing saying so; else the rate. */
+static double target_counter_rate(const sop_window *s, const char *what, int64_t first,
+                                  int64_t last, long backs, double secs, double max_per_s)
+{
+    if (last < first || backs > 0) {
+        if (s->missing)
+            sop__missing_add(s->missing, "python",
+                             "the %s went back during the window (%lld at the first read, %lld "
+                             "at the last, %.1f s apart): not a measurement; left out",
+                             what, (long long)first, (long long)last, secs);
+        return NAN;
+    }
+    if ((double)(last - first) > max_per_s * secs) {
+        if (s->missing)
+            sop__missing_add(s->missing, "python",
+                             "the %s moved by %lld in %.1f s (beyond %.0f/s): not a "
+                             "measurement; left out",
+                             what, (long long)(last - first), secs, max_per_s);
+        return NAN;
+    }
+    return (double)(last - first) / secs;
+}
+
+typedef struct {
+    const sop_window *s;
+    const sop_agg *a;
+} gc_ctx;
+
 static void gc_hand(sop_value *w, const sop_evk *row, const char *name, void *ctx)
 {
     (void)row;
-    const sop_agg *s = ctx;
+    const gc_ctx *c = ctx;
+    const sop_agg *s = c->a;
     double secs = (s->gc_last_ms - s->gc_first_ms) / 1e3;
     if (strcmp(name, "collections") != 0 || s->gc_first[0] == SOP_NA || !(secs > 0))
         return; /* collections_per_s: with collections */
+    double rate[3];
+    bool ok = true;
+    for (int g = 0; g < 3; g++) {
+        char what[48];
+        snprintf(what, sizeof what, "GC collection count of generation %d", g);
+        rate[g] = target_counter_rate(c->s, what, s->gc_first[g], s->gc_last[g], 0, secs,
+                                      SOP_GC_COLLECTIONS_MAX_PER_S);
+        ok &= !isnan(rate[g]);
+    }
+    if (!ok)
+        return; /* the counts are the same counters: left out with their rates */
     sop_value *n = sop__v_arr_at(w, "collections");
     sop_value *r = sop__v_arr_at(w, "collections_per_s");
     for (int g = 0; g < 3; g++) {
-        int64_t d = s->gc_last[g] - s->gc_first[g];
-        sop__v_push(n, sop__v_num((double)d));
-        sop__v_push(r, sop__v_num((double)d / secs));
+        sop__v_push(n, sop__v_num((double)(s->gc_last[g] - s->gc_first[g])));
+        sop__v_push(r, sop__v_num(rate[g]));
     }
 }
 
-static void bridge_gc(const sop_agg *s, sop_value *py)
+static void bridge_gc(const sop_window *win, sop_value *py)
 {
+    const sop_agg *s = win->agg;
     if (s->gc_samples == 0)
         return;
     sop_value *gc = sop__v_obj_at(py, "gc");
@@ -558,7 +602,8 @@ static void bridge_gc(const sop_agg *s, sop_value *py)
     if (!w)
         return;
     sop_gc_window_figs f = {s->gc_samples, frac(s->gc_collecting, s->gc_samples), s->gc_longest_ms};
-    sop__bridge_keys(w, &f, sop__evk_python, sop__evk_python_n, "gc.window.", gc_hand, (void *)s);
+    gc_ctx c = {win, s};
+    sop__bridge_keys(w, &f, sop__evk_python, sop__evk_python_n, "gc.window.", gc_hand, &c);
 }
 
 static void loop_hand(sop_value *lp, const sop_evk *row, const char *name, void *ctx)
@@ -668,8 +713,9 @@ static void sampling_hand(sop_value *o, const sop_evk *row, const char *name, vo
 }
 
 /* python.concurrency: counted per tick, so threads born and ended in the window count. */
-static void bridge_concurrency(const sop_agg *a, sop_value *py)
+static void bridge_concurrency(const sop_window *s, sop_value *py)
 {
+    const sop_agg *a = s->agg;
     if (a->conc_ticks <= 0)
         return;
     sop_concurrency_figs f = {.ticks = a->conc_ticks,
@@ -681,8 +727,10 @@ static void bridge_concurrency(const sop_agg *a, sop_value *py)
                               .gil_interval_us = a->gil_interval_us,
                               .gil_switches_per_s = NAN};
     double sw_secs = (a->gil_sw_last_ms - a->gil_sw_first_ms) / 1e3;
-    if (a->gil_sw_first != SOP_NA && sw_secs >= 0.1 && a->gil_sw_last >= a->gil_sw_first)
-        f.gil_switches_per_s = (double)(a->gil_sw_last - a->gil_sw_first) / sw_secs;
+    if (a->gil_sw_first != SOP_NA && sw_secs >= 0.1)
+        f.gil_switches_per_s =
+            target_counter_rate(s, "GIL switch counter", a->gil_sw_first, a->gil_sw_last,
+                                a->gil_sw_backs, sw_secs, SOP_GIL_SWITCHES_MAX_PER_S);
     for (size_t i = 0; i < a->nthrs; i++)
         if (a->thrs[i].proc == 0) {
             f.threads++;
@@ -780,8 +828,8 @@ void sop__bridge_window(sop_value *ev, const sop_window *s)
             if (a->thrs[i].proc == 0 && a->thrs[i].tid == (int)tid)
                 sop__v_set(t, "window", thr_window(s, i, &reads, "threads[].window."));
     }
-    bridge_gc(a, py);
-    bridge_concurrency(a, py);
+    bridge_gc(s, py);
+    bridge_concurrency(s, py);
     bridge_locks(a, py);
     /* the event loop that went longest without its selector */
     int best = -1;

@@ -2,13 +2,14 @@
  * (engine/sample/sample_agg.h), the sampled processes as read at the window's edges, the open
  * files, and the loop's own counts. engine/sample/sampler.c fills it; engine/bridge/window.c turns
  * it into ev.sampling, ev.io_files and the window parts of ev.python. Depends on sample_agg.h,
- * sampler_files.h, probes/proc.h (sop_io). */
+ * sampler_files.h, probes/proc.h (sop_io), probes/missing.h. */
 #ifndef SOP_BRIDGE_WINDOW_H
 #define SOP_BRIDGE_WINDOW_H
 
 #include <stdbool.h>
 #include <stddef.h>
 
+#include "missing.h"
 #include "proc.h"
 #include "sample_agg.h"
 #include "sampler_files.h"
@@ -36,6 +37,9 @@ typedef struct {
     const double *trace_ms;
     const int64_t *trace_kb;
     size_t ntrace;
+    /* where a figure left out says why (a counter of the target's that looked written, not
+     * counted); NULL: left out silently */
+    sop_missing *missing;
 } sop_window;
 
 /* The figures of one thread's window, as the window rows of sop__evk_python read them
@@ -102,9 +106,23 @@ typedef struct {
     double start_time_s, age_s, read_bytes_per_s, rchar_per_s, cpu_pct;
 } sop_worker_figs;
 
+/* Bounds on the rates of counters the target keeps in its own memory (per second, over the
+ * window): beyond them a counter moved faster than what it counts can happen, so it was
+ * written (a ctypes poke, a stray store), and its rate is left out (window.c).
+ * A GIL switch hands the GIL to a thread asleep on its condition variable (or one that came
+ * for it just as it was released): a mutex handoff and, nearly always, a futex wake-up and a
+ * context switch, >= ~1 us each. 1e6/s is also what the shortest switch interval (1 us)
+ * forces, and 24 x the most churn measured (41k/s, tests/replay/gil_handoff_churn_*). */
+#define SOP_GIL_SWITCHES_MAX_PER_S 1e6
+/* A collection is a C call that at least walks its generation's list head and updates its
+ * stats: gc.collect(0) in a tight loop does ~1.1e7/s (90 ns each, CPython 3.11 on x86-64);
+ * automatic ones need hundreds of allocations each. */
+#define SOP_GC_COLLECTIONS_MAX_PER_S 1e8
+
 /* ev.sampling, ev.io_files, ev.python.threads[i].window, ev.python.gc.window, ev.python.loop,
  * ev.python.workers, ev.python.loader (ev.python must already be there for the per-thread
- * parts). */
+ * parts). Rates of the target's own counters that went back or beyond the bounds above are
+ * left out, with a note in w->missing. */
 void sop__bridge_window(sop_value *ev, const sop_window *w);
 
 #endif

@@ -103,7 +103,7 @@ static void sampling_emit(const sop_collect_ctx *cx, void *p, sop_value *ev)
 {
     (void)p;
     if (cx->c->sampling)
-        sop__sampler_bridge(cx->c->sampling, ev);
+        sop__sampler_bridge(cx->c->sampling, ev, &cx->c->missing); /* before ev.missing */
 }
 
 static const sop_evk_group sampling_groups[] = {

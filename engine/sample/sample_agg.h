@@ -214,9 +214,11 @@ typedef struct sop_agg {
     double gc_stretch_t0_ms, gc_longest_ms;
     int64_t gc_first[3], gc_last[3]; /* generation_stats collections at the first/last tick */
     double gc_first_ms, gc_last_ms;
-    /* the GIL's switch_number at the first and last tick that read it, and its interval */
+    /* the GIL's switch_number at the first and last tick that read it, and its interval;
+     * gil_sw_backs: reads below the one before (the counter only grows: it was written) */
     int64_t gil_sw_first, gil_sw_last, gil_interval_us;
     double gil_sw_first_ms, gil_sw_last_ms;
+    long gil_sw_backs;
     /* the cross-thread view per tick (sop__agg_tick): the target's threads at this tick, the
      * GIL concurrency and the lock sites over the window */
     sop_agg_tick_thr *tick; /* SOP_AGG_TICK_THREADS */

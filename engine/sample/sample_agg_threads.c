@@ -40,6 +40,7 @@ void sop__agg_start(sop_agg *a, double t0_ms)
     for (int g = 0; g < 3; g++)
         a->gc_first[g] = a->gc_last[g] = SOP_NA;
     a->gil_sw_first = a->gil_sw_last = a->gil_interval_us = SOP_NA;
+    a->gil_sw_backs = 0;
     a->t0_ms = t0_ms;
 }
 
@@ -97,6 +98,8 @@ void sop__agg_gc(sop_agg *a, const sop_pygc *g, double now_ms)
         if (a->gil_sw_first == SOP_NA) {
             a->gil_sw_first = g->gil_switches;
             a->gil_sw_first_ms = now;
+        } else if (g->gil_switches < a->gil_sw_last) {
+            a->gil_sw_backs++; /* one word, only ever incremented: written by someone */
         }
         a->gil_sw_last = g->gil_switches;
         a->gil_sw_last_ms = now;

@@ -519,7 +519,7 @@ int sop__sampler_write_collapsed(const sop_sampler *s, FILE *f)
     return ferror(f) ? -EIO : 0;
 }
 
-void sop__sampler_bridge(const sop_sampler *s, sop_value *ev)
+void sop__sampler_bridge(const sop_sampler *s, sop_value *ev, sop_missing *missing)
 {
     sop_window_proc procs[SOP_SAMPLER_MAX_PROCS];
     for (int p = 0; p < s->nprocs; p++) {
@@ -533,8 +533,8 @@ void sop__sampler_bridge(const sop_sampler *s, sop_value *ev)
                                      pe->have_io0 ? &pe->io0 : NULL,
                                      pe->have_io1 ? &pe->io1 : NULL};
     }
-    sop_window w = {s->agg, procs,        s->nprocs,   s->files,    s->nfiles,
-                    {0},    s->proc_root, s->trace_ms, s->trace_kb, s->ntrace};
+    sop_window w = {s->agg,       procs,       s->nprocs,   s->files,  s->nfiles, {0},
+                    s->proc_root, s->trace_ms, s->trace_kb, s->ntrace, missing};
     sop__sampler_stats(s, &w.stats);
     sop__bridge_window(ev, &w);
 }

@@ -8,7 +8,9 @@ private pid namespace where the test reuses the pid itself (ns_last_pid).
 
 The finding comes from a one-rule pack on the target's thread count, which the test sets, so
 what fires and when does not depend on machine speed; every wait polls with a generous
-deadline and never asserts a duration."""
+deadline. Durations are asserted in one place only, loosely: windows start every --every
+seconds (a fixed rate; a late window starts the next at once), and SIGTERM ends the watch
+without waiting for the next window; --duration longer than --every is a usage error."""
 import glob
 import http.client
 import json
@@ -274,6 +276,58 @@ with tempfile.TemporaryDirectory() as d:
     finally:
         tg.stop()
 
+    # ---- a fixed rate: windows start every --every seconds (issue 40) ---------------------
+    # Each window's log line is timed as it arrives (it is written as the window ends). With
+    # --every 1 the old schedule waited a full interval after each window (0.5 s + 1 s: one
+    # window per ~1.5 s; with --duration 1, per ~2.1 s); now windows start 1 s apart and one
+    # that ends late starts the next at once. The bounds are loose for a busy 2-CPU host but
+    # below the old spacing, so the old schedule fails them.
+    def window_times(w, secs):
+        times, seen, end = [], w.windows(), time.monotonic() + secs
+        while time.monotonic() < end and w.p.poll() is None:
+            n = w.windows()
+            times += [time.monotonic()] * (n - seen)
+            seen = n
+            time.sleep(0.02)
+        return times
+
+    def median(xs):
+        xs = sorted(xs)
+        return xs[len(xs) // 2] if len(xs) % 2 else (xs[len(xs) // 2 - 1] + xs[len(xs) // 2]) / 2
+
+    sleeper = subprocess.Popen([PY, "-c", "import time; time.sleep(120)"])
+    try:
+        w = Watch(d, rules, "--no-site", "--pid", sleeper.pid, "--every", "1", "--duration", "0.5")
+        w.wait_windows(1, "fixed rate: a first window")
+        times = window_times(w, 5)
+        gaps = [b - a for a, b in zip(times, times[1:])]
+        t.check(4 <= len(times) <= 6, "--every 1 --duration 0.5: 4-6 windows in 5 s (%d)" % len(times),
+                (gaps, w.text()[-1500:]))
+        t.check(gaps and 0.8 <= median(gaps) <= 1.25,
+                "--every 1 --duration 0.5: windows start ~1 s apart (median %.2f s; the old "
+                "schedule: 1.5 s)" % (median(gaps) if gaps else -1), gaps)
+        t0 = time.monotonic()
+        code = w.finish(signal.SIGTERM)
+        took = time.monotonic() - t0
+        # A window in progress is finished first (the collection cannot be cut short): at most
+        # the 0.5 s window and its rules, never the wait for the next one.
+        t.check(code == 0 and took < 3, "SIGTERM ends the watch promptly (%.2f s, exit %s)"
+                % (took, code), w.text()[-800:])
+
+        w = Watch(d, rules, "--no-site", "--pid", sleeper.pid, "--every", "1", "--duration", "1")
+        w.wait_windows(1, "--duration = --every: a first window")
+        times = window_times(w, 5)
+        gaps = [b - a for a, b in zip(times, times[1:])]
+        t.check(gaps and 0.8 <= median(gaps) <= 1.5,
+                "--every 1 --duration 1: a window that ends late starts the next at once (median "
+                "%.2f s; the old schedule: 2.1 s)" % (median(gaps) if gaps else -1),
+                (gaps, w.text()[-1500:]))
+        w.finish(signal.SIGTERM)
+    finally:
+        w.finish(signal.SIGKILL)
+        sleeper.kill()
+        sleeper.wait()
+
     # ---- the target exits: post-mortem, exit 3 -------------------------------------------
     tg = Target()
     pm = os.path.join(d, "pm")
@@ -352,6 +406,10 @@ with tempfile.TemporaryDirectory() as d:
             (["--pid", os.getpid(), "--on-finding", "x"], 2, "--on-finding without --out: exit 2"),
             (["--pid", os.getpid(), "--listen", "nohost:1"], 2, "a bad --listen: exit 2"),
             (["--pid", os.getpid(), "--every", "0"], 2, "--every 0: exit 2"),
+            (["--pid", os.getpid(), "--every", "1", "--duration", "2"], 2,
+             "--duration longer than --every: exit 2"),
+            (["--pid", os.getpid(), "--duration", "31"], 2,
+             "--duration longer than the default --every (30 s): exit 2"),
             (["--pid", os.getpid(), "--out", "/proc/nonexistent/x"], 2, "an --out that cannot be: exit 2"),
             (["--pid", os.getpid(), "--on-finding", "'unbalanced", "--out", d], 2,
              "an --on-finding with unbalanced quotes: exit 2")):
