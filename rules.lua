@@ -84,6 +84,7 @@ thresholds {
   grow_steady_share = 0.25,     -- ... born in each half of the window at least this share of those born in it (a
                                 --   pool filling up at once is no leak) ...
   grow_kept_share = 0.8,        -- ... and the growth at least this share of the births (they do not exit)
+  grow_min_fds = 16,            -- open descriptors: at least this many more at the window's end than at its start
   zombie_min_growth = 4,        -- zombies: at least this many more at the window's end ...
   zombie_held_warn = 32,        -- ... or, not growing, at least this many held (a few while a parent waits are normal)
   grow_high_s = 3600,           -- the limit (pids.max, RLIMIT_NPROC/NOFILE, threads-max, pid_max) reached within

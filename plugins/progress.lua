@@ -295,3 +295,92 @@ rule {
                                                   or T("", ""), g = th.zombie_min_growth, h = th.zombie_held_warn }))
   end,
 }
+
+rule {
+  id = "progress.fds_grow", section = "9", severity = "warn",
+  title = T("Open file descriptors grow steadily (a descriptor leak)", "打开的文件描述符持续增长（描述符泄漏）"),
+  doc = [[Counts the target's open descriptors up to 17 times over the window (ev.fds). A hit when the count at
+    the end is at least grow_min_fds above the start, it rose in both halves of the window (a pool or a batch
+    opening its connections at once rises in one interval: no leak), and at least grow_kept_share of what was
+    opened stayed open. Severity from the projection to RLIMIT_NOFILE's soft limit (proc.fd_limit) at the
+    window's rate: within grow_high_s high, within grow_warn_s warn, later (or no limit) info. Names what the new
+    descriptors are: sockets, pipes, files (the commonest path).]],
+  reads = { "fds.first", "fds.last", "fds.polls", "fds.window_s", "fds.rises", "fds.falls", "fds.rises_first_half",
+            "fds.rises_second_half", "fds.risen", "fds.growth_per_s", "fds.new", "fds.new_sockets", "fds.new_pipes",
+            "fds.new_files", "fds.new_other", "fds.new_path", "fds.new_path_count", "proc.fd_limit", "pid",
+            "alive", "duration_s" },
+  uses = { "grow_min_fds", "grow_kept_share", "grow_high_s", "grow_warn_s" },
+  cause = T("§9: descriptors are opened and never closed: a socket, HTTP response or session made per request and "
+            .. "kept (in a list, a cache, a closure), a file opened without `with`, a subprocess's pipes never "
+            .. "closed. Each holds a slot (and for sockets a connection, for files disk space after deletion) until "
+            .. "the process meets RLIMIT_NOFILE: `OSError: [Errno 24] Too many open files` in whatever opens next.",
+            "§9：描述符打开后从不关闭：每个请求新建并保留（在列表、缓存、闭包里）的 socket、HTTP 响应或 session，"
+            .. "不用 `with` 打开的文件，从不关闭的子进程管道。每个都占一个名额（socket 还占一条连接，文件删除后仍占磁盘），"
+            .. "直到进程碰到 RLIMIT_NOFILE：下一个打开操作报 `OSError: [Errno 24] Too many open files`。"),
+  fix = T("Close what you open: `with open(...)`, `with socket.create_connection(...)`, `with session.get(...) as r` "
+          .. "(or r.close()); reuse one client/session or a connection pool instead of one per request; "
+          .. "contextlib.closing / ExitStack for objects without `with`; Popen with communicate() or closing its "
+          .. "pipes. The kinds below say which to look for.",
+          "打开的都要关闭：`with open(...)`、`with socket.create_connection(...)`、`with session.get(...) as r`"
+          .. "（或 r.close()）；复用一个 client/session 或连接池，而不是每个请求新建；没有 `with` 的对象用 "
+          .. "contextlib.closing / ExitStack；Popen 用 communicate() 或关闭其管道。下面的类型说明该找什么。"),
+  refs = { "https://docs.python.org/3/reference/compound_stmts.html#the-with-statement",
+           "https://man7.org/linux/man-pages/man2/getrlimit.2.html" },
+  check = function(ev, th)
+    if ev.alive == false then return unknown(T("the process is gone", "进程已不存在")) end
+    local f = ev.fds
+    if common.no_window(ev) or not f or not f.first or not f.last then
+      return unknown(common.one_snapshot_text("open descriptors were not counted over a window",
+                                              "没有在窗口内统计打开的描述符"))
+    end
+    local grew = f.last - f.first
+    local d = f.window_s or ev.duration_s
+    local base = tr("open descriptors {a} → {b} over {d:%.1f} s ({n} counts)", "{d:%.1f} 秒内打开的描述符 {a} → {b}（计数 {n} 次）",
+                    { a = f.first, b = f.last, d = d, n = f.polls or 0 })
+    if grew < th.grow_min_fds then
+      return clear(tr("{base} (a leak needs {min} more)", "{base}（泄漏的阈值：多 {min} 个）",
+                      { base = base, min = th.grow_min_fds }))
+    end
+    if (f.rises_first_half or 0) == 0 or (f.rises_second_half or 0) == 0 then
+      return clear(tr("{base}; it rose in {r} interval(s), all in one half of the window: a burst (a pool or batch "
+                        .. "opening at once), not a steady leak",
+                      "{base}；只在 {r} 个间隔内上升，且都在窗口的同一半：一次性打开（连接池或批处理），不是持续泄漏",
+                      { base = base, r = f.rises or 0 }))
+    end
+    if f.risen and f.risen > 0 and grew < th.grow_kept_share * f.risen then
+      return clear(tr("{base}; {o} opened over the rises, {g} stayed open: most are closed again",
+                      "{base}；上升期间共打开 {o} 个，仅 {g} 个保持打开：多数会关闭", { base = base, o = f.risen, g = grew }))
+    end
+    local rate = f.growth_per_s or grew / d
+    local sev, lim = "info", T("; no RLIMIT_NOFILE read", "；未读到 RLIMIT_NOFILE")
+    local limit = ev.proc and ev.proc.fd_limit
+    if limit and limit > 0 and rate > 0 then
+      local s = math.max(0, limit - f.last) / rate
+      sev = s <= th.grow_high_s and "high" or s <= th.grow_warn_s and "warn" or "info"
+      lim = tr("; at this rate RLIMIT_NOFILE ({limit}) is reached in {when}", "；按此速率 {when}后达到 RLIMIT_NOFILE（{limit}）",
+               { limit = limit, when = duration_text(s) })
+    end
+    local kinds = {}
+    if (f.new_sockets or 0) > 0 then kinds[#kinds + 1] = fmt("%d sockets", f.new_sockets) end
+    if (f.new_pipes or 0) > 0 then kinds[#kinds + 1] = fmt("%d pipes", f.new_pipes) end
+    if (f.new_files or 0) > 0 then
+      kinds[#kinds + 1] = fmt("%d files", f.new_files)
+        .. (f.new_path and fmt(" (%d × %s)", f.new_path_count or 0, f.new_path) or "")
+    end
+    if (f.new_other or 0) > 0 then kinds[#kinds + 1] = fmt("%d other", f.new_other) end
+    local what = #kinds > 0 and tr("; the {n} new ones: {k}", "；新增的 {n} 个：{k}",
+                                   { n = f.new or 0, k = table.concat(kinds, ", ") }) or T("", "")
+    return hit {
+      severity = sev,
+      symptom = tr("Descriptors leak: +{r:%.1f}/s ({a} → {b} in {d:%.1f} s), the new ones stay open",
+                   "描述符泄漏：每秒 +{r:%.1f}（{d:%.1f} 秒内 {a} → {b}），新打开的一直不关闭",
+                   { r = rate, a = f.first, b = f.last, d = d }),
+      evidence = tr("{base}; it rose in {r} of {i} intervals, in both halves of the window, fell in {fl}{lim}{what}",
+                    "{base}；{i} 个间隔中 {r} 个上升，窗口前后两半都有，{fl} 个下降{lim}{what}",
+                    { base = base, r = f.rises or 0, i = (f.polls or 1) - 1, fl = f.falls or 0, lim = lim,
+                      what = what }),
+      verify = tr("`sopctl run --pid {pid} --duration 5`: fds.growth_per_s near 0 under the same load",
+                  "`sopctl run --pid {pid} --duration 5`：同样负载下 fds.growth_per_s 接近 0", { pid = ev.pid }),
+    }
+  end,
+}

@@ -215,8 +215,9 @@ rule {
             "python.locks[].crowded_frac", "python.locks[].holder", "python.locks[].one_word_frac",
             "python.concurrency.contended_frac", "threads[].wait", "threads[].name", "python.threads[].frames",
             "python.threads[].name", "proc.cmdline", "proc.cwd", "proc.env", "proc.threads", "proc.threads_start",
-            "proc.zombies", "proc.zombies_start", "proc.rss_growth_kb_per_s" },
-  uses = { "hang_cpu_pct", "hang_wait_frac", "grow_min_threads",
+            "proc.zombies", "proc.zombies_start", "proc.rss_growth_kb_per_s", "fds.first", "fds.last",
+            "fds.rises_first_half", "fds.rises_second_half" },
+  uses = { "hang_cpu_pct", "hang_wait_frac", "grow_min_threads", "grow_min_fds",
            "zombie_min_growth", "growth_min_window_s", "growth_floor_mb_per_s", "lock_min_threads", "lock_wait_pct",
            "lock_held_pct", "lock_handoff_pct", "summary_cpu_bound_pct",
            "summary_io_wait_pct", "io_util_pct", "small_read_max_bytes",
@@ -567,11 +568,18 @@ rule {
         refs = { "https://www.brendangregg.com/linuxperf.html" },
       }
     end
-    -- Never "an idle server is healthy" while something piles up (progress.threads_grow, .zombies).
+    -- Never "an idle server is healthy" while something piles up (progress.threads_grow, .zombies,
+    -- .fds_grow).
     local grows_en, grows_zh = {}, {}
     if p.threads_start and p.threads and p.threads - p.threads_start >= th.grow_min_threads then
       grows_en[#grows_en + 1] = fmt("threads %d → %d (progress.threads_grow)", p.threads_start, p.threads)
       grows_zh[#grows_zh + 1] = fmt("线程 %d → %d（progress.threads_grow）", p.threads_start, p.threads)
+    end
+    local fd = ev.fds
+    if fd and fd.first and fd.last and fd.last - fd.first >= th.grow_min_fds and (fd.rises_first_half or 0) > 0
+       and (fd.rises_second_half or 0) > 0 then
+      grows_en[#grows_en + 1] = fmt("open descriptors %d → %d (progress.fds_grow)", fd.first, fd.last)
+      grows_zh[#grows_zh + 1] = fmt("打开的描述符 %d → %d（progress.fds_grow）", fd.first, fd.last)
     end
     if p.zombies_start and p.zombies and p.zombies - p.zombies_start >= th.zombie_min_growth then
       grows_en[#grows_en + 1] = fmt("zombies %d → %d (progress.zombies)", p.zombies_start, p.zombies)

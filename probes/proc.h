@@ -233,6 +233,33 @@ void sop__mapped_growth(sop_mapped *now, const sop_mapped *before);
 /* ---- readers: proc_dirfd is an open /proc/PID (or fixture) directory ---- */
 /* Entries of proc_dirfd/fd (bounded), or -errno. */
 int64_t sop__proc_count_fds(int proc_dirfd);
+
+#define SOP_FD_SCAN_LINKS 512 /* new descriptors whose link target is read */
+#define SOP_FD_SCAN_PATHS 8   /* distinct file paths kept among them */
+#define SOP_FD_SET_BITS 65536 /* descriptor numbers a set holds (higher ones always look new) */
+
+/* Descriptor numbers (a bitmap). */
+typedef struct {
+    uint64_t w[SOP_FD_SET_BITS / 64];
+} sop_fd_set;
+
+/* One listing of proc_dirfd/fd: the count, the highest number, and of the descriptors not in
+ * `before` (a number reused since counts as old), how many, and what the first
+ * SOP_FD_SCAN_LINKS of them are. */
+typedef struct {
+    int64_t count, max_fd, fresh;
+    int64_t sockets, pipes, files, other; /* of those read */
+    struct {
+        char path[128];
+        int64_t count;
+    } paths[SOP_FD_SCAN_PATHS];
+    size_t npaths;
+} sop_fd_scan;
+
+/* Lists proc_dirfd/fd: every number into *record (when not NULL), the ones not in *before
+ * (when not NULL) described. 0, or -errno (the directory unreadable). */
+int sop__proc_fd_scan(int proc_dirfd, sop_fd_set *record, const sop_fd_set *before,
+                      sop_fd_scan *out);
 /* The numeric entries of dirfd/path (at most max), malloc'd into *out (caller frees, NULL when
  * none). Returns the count or -errno. */
 long sop__list_numeric_at(int dirfd, const char *path, int **out, size_t max);
