@@ -192,7 +192,11 @@ typedef struct {
     unsigned probes;         /* SOP_PROBE_* bits (default SOP_PROBE_ALL) */
     unsigned flags;          /* SOP_COLLECT_* bits (default 0) */
     double rate_hz;          /* CPython stack sampling over the window (default 100; 0 = off) */
-    void *reserved[5];       /* NULL: room for later options without changing the size */
+    /* When not NULL and *stop turns nonzero (a signal handler or another thread sets it), a
+     * window in progress ends within about 50 ms: the collection finishes with what it saw
+     * (duration_s the time observed). sop_watch sets its own when it is freed. */
+    const volatile int *stop;
+    void *reserved[4]; /* NULL: room for later options without changing the size */
 } sop_collect_opts;
 
 /* sop_collect_opts.flags: keep the window's samples as pictures (a flame graph and a timeline,

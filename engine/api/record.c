@@ -134,8 +134,8 @@ int sop_record_ex(sop_engine *e, int pid, double duration_s, double rate_hz, con
         pf.gpu = gw.nvml ? &gw : NULL;
     }
     double t_run = sop__now_ms();
-    sop__sampler_run(s, t_run + duration_s * 1e3, rate_hz, progress || pf.gpu ? forward : NULL,
-                     &pf);
+    sop__sampler_run(s, t_run + duration_s * 1e3, rate_hz, progress || pf.gpu ? forward : NULL, &pf,
+                     NULL);
     if (pf.gpu)
         sop__gpu_window_end_pid(&gw, root_fd);
     if (root_fd >= 0)

@@ -30,6 +30,7 @@ struct sop_watch {
     char *strings; /* copies of cfg.collect.proc_root / cgroup_root */
     /* under mu */
     bool stop;
+    volatile int stop_window; /* the collection's stop (sop_collect_opts.stop): set when freed */
     bool pending;
     bool detached; /* sop_watch_free was called from the callback: the thread frees w */
     _Atomic unsigned long long runs;
@@ -198,6 +199,7 @@ int sop_watch_new(sop_engine *e, const sop_watch_config *cfg, sop_watch_fn fn, v
     /* The strings of the options are the caller's; copy what a run reads later. */
     w->cfg.collect.proc_root = NULL;
     w->cfg.collect.cgroup_root = NULL;
+    w->cfg.collect.stop = &w->stop_window; /* sop_watch_free ends a window in progress */
     w->fn = fn;
     w->user = user;
     pthread_condattr_t ca;
@@ -308,6 +310,7 @@ void sop_watch_free(sop_watch *w)
         return; /* the parent's copy: its thread and engine are the parent's to stop */
     pthread_mutex_lock(&w->mu);
     w->stop = true;
+    w->stop_window = 1; /* a window in progress ends within ~50 ms */
     if (pthread_equal(pthread_self(), w->thread)) {
         /* From the callback: the thread ends after it returns and frees the watch itself. */
         w->detached = true;

@@ -64,12 +64,22 @@ static void snapshot_free(snapshot *s)
     memset(&s->children, 0, sizeof s->children);
 }
 
-static void sleep_until_ms(double deadline_ms)
+#define STOP_SLICE_MS 50.0 /* a stop request is seen within this long */
+
+static bool stop_asked(const volatile int *stop)
+{
+    return stop && *stop;
+}
+
+/* Sleep to deadline_ms, or until *stop turns nonzero (looked at every STOP_SLICE_MS). */
+static void sleep_until_ms(double deadline_ms, const volatile int *stop)
 {
     for (;;) {
         double left = deadline_ms - sop__now_ms();
-        if (left <= 0)
+        if (left <= 0 || stop_asked(stop))
             return;
+        if (stop && left > STOP_SLICE_MS)
+            left = STOP_SLICE_MS;
         struct timespec ts = {(time_t)(left / 1e3), (long)(fmod(left, 1e3) * 1e6)};
         nanosleep(&ts, NULL);
     }
@@ -163,12 +173,12 @@ static void wait_until_ms(providers *ps, double deadline_ms)
         for (size_t i = 0; i < sop__nproviders; i++)
             if (ps->st[i] && isfinite(ps->due_ms[i]) && ps->due_ms[i] < next)
                 next = ps->due_ms[i];
-        if (!(next < deadline_ms))
+        if (!(next < deadline_ms) || stop_asked(ps->cx->o->stop))
             break;
-        sleep_until_ms(next);
+        sleep_until_ms(next, ps->cx->o->stop);
         poll_due(ps, false);
     }
-    sleep_until_ms(deadline_ms);
+    sleep_until_ms(deadline_ms, ps->cx->o->stop);
 }
 
 static void finish_all(providers *ps)
@@ -356,7 +366,7 @@ int sop__collect(int pid, const sop_collect_opts *o, sop_value **out, char **pic
         t_run = sop__now_ms(); /* the sampler's timeline starts here */
         if (cx.sampler)
             sop__sampler_run(cx.sampler, t0 + o->duration_s * 1e3, o->rate_hz,
-                             any_polls(&ps) ? on_tick : NULL, &ps);
+                             any_polls(&ps) ? on_tick : NULL, &ps, o->stop);
         /* the window is the asked duration whatever the rate (or a target that left early) */
         wait_until_ms(&ps, t0 + o->duration_s * 1e3);
         sop_missing scratch = {0};

@@ -243,13 +243,16 @@ static double cpu_ms(void)
     return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
 }
 
-static void sleep_until(double deadline_ms)
+/* Sleep to deadline_ms, looking at *stop (when not NULL) every 50 ms. */
+static void sleep_until(double deadline_ms, const volatile int *stop)
 {
-    for (int guard = 0; guard < 1000; guard++) {
+    for (int guard = 0; guard < 100000; guard++) {
         double left = sop__now_ms() - deadline_ms;
-        if (left >= 0)
+        if (left >= 0 || (stop && *stop))
             return;
         left = -left;
+        if (stop && left > 50)
+            left = 50;
         struct timespec ts = {(time_t)(left / 1e3), (long)(fmod(left, 1e3) * 1e6)};
         nanosleep(&ts, NULL);
     }
@@ -324,7 +327,7 @@ static void recheck_tick(sop_sampler *s, const double *sampled_ms)
         proc_ent *pe = &s->procs[p];
         if (pe->gone || !pe->ps || !sop__python_recheck_pending(pe->ps))
             continue;
-        sleep_until(sampled_ms[p] + RECHECK_MS);
+        sleep_until(sampled_ms[p] + RECHECK_MS, NULL);
         s->cur_proc = p;
         if (sop__now_ms() - sampled_ms[p] <= RECHECK_LATE_MS)
             sop__python_recheck(pe->ps, on_recheck, s);
@@ -334,7 +337,7 @@ static void recheck_tick(sop_sampler *s, const double *sampled_ms)
 }
 
 int sop__sampler_run(sop_sampler *s, double deadline_ms, double rate_hz,
-                     sop_sampler_progress progress, void *ctx)
+                     sop_sampler_progress progress, void *ctx, const volatile int *stop)
 {
     if (!(rate_hz > 0))
         rate_hz = 100;
@@ -349,7 +352,7 @@ int sop__sampler_run(sop_sampler *s, double deadline_ms, double rate_hz,
     bool slacked = slack > 1000 && prctl(PR_SET_TIMERSLACK, 1000UL, 0, 0, 0) == 0;
     s->ntrace = 0;
     /* Bounded: one tick per interval until the deadline (plus skipped ones). */
-    while (next < deadline_ms) {
+    while (next < deadline_ms && !(stop && *stop)) {
         s->now_ms = sop__now_ms();
         bool failed = false;
         double sampled_ms[SOP_SAMPLER_MAX_PROCS];
@@ -390,14 +393,14 @@ int sop__sampler_run(sop_sampler *s, double deadline_ms, double rate_hz,
             progress(ctx, (now - t0) / (deadline_ms - t0), s->ticks);
         }
         if (next < deadline_ms)
-            sleep_until(next);
+            sleep_until(next, stop);
     }
     if (slacked)
         prctl(PR_SET_TIMERSLACK, (unsigned long)slack, 0, 0, 0);
     /* The window is the duration asked for, whatever the rate: the last tick may fall well
      * before the deadline (0.5 Hz over 2 s ticks once, at the start). */
     if (rc != -ESRCH) {
-        sleep_until(deadline_ms);
+        sleep_until(deadline_ms, stop);
         s->now_ms = sop__now_ms();
         trace_tick(s, true);
     }

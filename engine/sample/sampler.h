@@ -29,7 +29,7 @@ int sop__sampler_open(int pid, const char *proc_root, const struct sop_pyruntime
 /* Sample at rate_hz until the monotonic deadline (sop__now_ms). Returns 0, or -ESRCH when the
  * target exited (what was sampled is kept). */
 int sop__sampler_run(sop_sampler *s, double deadline_ms, double rate_hz,
-                     sop_sampler_progress progress, void *ctx);
+                     sop_sampler_progress progress, void *ctx, const volatile int *stop);
 /* ev.sampling, ev.python.threads[i].window, ev.python.loop, ev.python.workers, ev.python.loader
  * (ev.python must already be there for the per-thread parts). A figure left out because a
  * counter of the target's looked written is noted in missing (may be NULL). */
