@@ -310,7 +310,7 @@ void sop_watch_free(sop_watch *w)
         return; /* the parent's copy: its thread and engine are the parent's to stop */
     pthread_mutex_lock(&w->mu);
     w->stop = true;
-    w->stop_window = 1; /* a window in progress ends within ~50 ms */
+    __atomic_store_n(&w->stop_window, 1, __ATOMIC_RELAXED); /* a window in progress ends */
     if (pthread_equal(pthread_self(), w->thread)) {
         /* From the callback: the thread ends after it returns and frees the watch itself. */
         w->detached = true;

@@ -68,7 +68,7 @@ static void snapshot_free(snapshot *s)
 
 static bool stop_asked(const volatile int *stop)
 {
-    return stop && *stop;
+    return stop && __atomic_load_n(stop, __ATOMIC_RELAXED); /* set from another thread */
 }
 
 /* Sleep to deadline_ms, or until *stop turns nonzero (looked at every STOP_SLICE_MS). */

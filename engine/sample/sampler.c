@@ -248,7 +248,7 @@ static void sleep_until(double deadline_ms, const volatile int *stop)
 {
     for (int guard = 0; guard < 100000; guard++) {
         double left = sop__now_ms() - deadline_ms;
-        if (left >= 0 || (stop && *stop))
+        if (left >= 0 || (stop && __atomic_load_n(stop, __ATOMIC_RELAXED)))
             return;
         left = -left;
         if (stop && left > 50)
@@ -352,7 +352,7 @@ int sop__sampler_run(sop_sampler *s, double deadline_ms, double rate_hz,
     bool slacked = slack > 1000 && prctl(PR_SET_TIMERSLACK, 1000UL, 0, 0, 0) == 0;
     s->ntrace = 0;
     /* Bounded: one tick per interval until the deadline (plus skipped ones). */
-    while (next < deadline_ms && !(stop && *stop)) {
+    while (next < deadline_ms && !(stop && __atomic_load_n(stop, __ATOMIC_RELAXED))) {
         s->now_ms = sop__now_ms();
         bool failed = false;
         double sampled_ms[SOP_SAMPLER_MAX_PROCS];
