@@ -6,6 +6,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <math.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -139,7 +140,11 @@ static void child_miss(sop_missing *m, int dfd, const char *file, long rc)
 
 bool sop__child_read(int rootfd, int pid, int ppid, int depth, sop_child *c, sop_missing *m)
 {
-    memset(c, 0, sizeof *c);
+    /* All but the environment's variables (14 KiB of the 16): only the n it fills are read. */
+    memset(c, 0, offsetof(sop_child, env));
+    c->env.n = 0;
+    memset((char *)c + offsetof(sop_child, env) + sizeof c->env, 0,
+           sizeof *c - offsetof(sop_child, env) - sizeof c->env);
     c->pid = pid;
     c->ppid = ppid;
     c->depth = depth;

@@ -31,14 +31,57 @@ static sop_value *missing_value(const sop_missing *m)
     return arr;
 }
 
+/* Room for the JSON text of py, a little more than it takes: the text is then written into one
+ * block, not copied through every doubling of the buffer (a block this size is mapped fresh, and
+ * the part not written is never touched). */
+static size_t json_size_guess(const sop_python *py)
+{
+    size_t n = 4096;
+    for (size_t i = 0; py && i < py->nthreads; i++) {
+        const sop_pythread *t = &py->threads[i];
+        n += 512 + strlen(t->name) + strlen(t->partial_reason) + 256 * t->nnative;
+        for (size_t k = 0; k < t->nframes; k++)
+            n += 48 + strlen(t->frames[k].func) + strlen(t->frames[k].file);
+    }
+    return n + (py ? 256 * py->nothers : 0);
+}
+
+/* "threads": one thread's value at a time, each printed and freed before the next is built,
+ * so that the value trees of a deep dump never all sit in memory (tens of thousands of nodes
+ * for 32 threads of 50 frames); the text is the same as from one tree. */
+static bool put_threads(sop_sb *b, const sop_python *py)
+{
+    sop__sb_putn(b, "[", 1);
+    for (size_t i = 0; i < py->nthreads; i++) {
+        sop_python one = *py;
+        one.threads = &py->threads[i];
+        one.nthreads = 1;
+        sop_value *arr = sop__bridge_python_threads(&one);
+        if (!arr || !arr->child) {
+            sop__v_free(arr);
+            return false;
+        }
+        if (i)
+            sop__sb_putn(b, ",", 1);
+        sop__json_put(b, arr->child, 2, 0);
+        sop__v_free(arr);
+    }
+    sop__sb_putn(b, "]", 1);
+    return true;
+}
+
 /* extra: the asyncio tasks document (`dump --tasks`), set as "asyncio_tasks" (taken over). */
 static int render_json(const sop_python *py, const sop_missing *missing, int pid, sop_value *extra,
                        char **out)
 {
+    *out = NULL;
     sop_value *doc = sop__v_obj();
-    if (!doc)
+    if (!doc) {
+        sop__v_free(extra);
         return SOP_ENOMEM;
+    }
     sop__v_set_int(doc, "pid", pid);
+    sop_value *threads = NULL; /* its place in doc: written by put_threads */
     if (py) {
         sop_value *p = sop__v_obj_at(doc, "python");
         sop__v_set(p, "version", sop__bridge_text(py->version));
@@ -47,15 +90,36 @@ static int render_json(const sop_python *py, const sop_missing *missing, int pid
         sop__v_set_bool(doc, "finalizing", py->finalizing);
         sop__v_set(doc, "gc", sop__bridge_python_gc(py));
         sop__v_set(doc, "walk", sop__bridge_python_walk(py));
-        sop__v_set(doc, "threads", sop__bridge_python_threads(py));
+        threads = sop__v_set(doc, "threads", sop__v_arr());
         sop__v_set(doc, "other_threads", sop__bridge_python_others(py));
     }
     if (missing && missing->n)
         sop__v_set(doc, "missing_evidence", missing_value(missing));
     if (extra)
         sop__v_set(doc, "asyncio_tasks", extra);
-    *out = sop__json_print(doc, 0);
+    /* As sop__json_print(doc, 0) would write it, "threads" streamed (put_threads). */
+    sop_sb b = {0};
+    size_t cap = json_size_guess(py);
+    b.s = malloc(cap);
+    b.cap = b.s ? cap : 0;
+    bool ok = !py || threads;
+    sop__sb_putn(&b, "{", 1);
+    for (const sop_value *c = doc->child; c && ok; c = c->next) {
+        sop__json_put_key(&b, c->key, 0, 0);
+        if (c == threads)
+            ok = put_threads(&b, py);
+        else
+            sop__json_put(&b, c, 1, 0);
+        if (c->next)
+            sop__sb_putn(&b, ",", 1);
+    }
+    sop__sb_putn(&b, "}", 1);
     sop__v_free(doc);
+    *out = sop__sb_take(&b);
+    if (*out && !ok) {
+        free(*out);
+        *out = NULL;
+    }
     return *out ? 0 : SOP_ENOMEM;
 }
 

@@ -23,6 +23,7 @@
 #include "provider.h"
 #include "python/cpython.h"
 #include "sampler.h"
+#include "zalloc.h"
 
 #define KMSG_MAX_AGE_S (7.0 * 24 * 3600)
 
@@ -304,12 +305,18 @@ int sop__collect(int pid, const sop_collect_opts *o, sop_value **out, char **pic
     }
     char name[32];
     snprintf(name, sizeof name, "%d", pid);
-    sop_collection c;
-    memset(&c, 0, sizeof c);
-    c.pid = pid;
-    c.alive = true;
-    c.effective_cpus = SOP_NA;
-    c.capacity_cpus = NAN;
+    /* Mapped fresh rather than cleared on the stack: of its 110 KiB only the parts written
+     * (the process, host and cgroup snapshots; the OOM records a log holds) become resident. */
+    sop_collection *c = sop__zalloc(1, sizeof *c);
+    if (!c) {
+        close(root_fd);
+        snprintf(err, errlen, "out of memory");
+        return SOP_ENOMEM;
+    }
+    c->pid = pid;
+    c->alive = true;
+    c->effective_cpus = SOP_NA;
+    c->capacity_cpus = NAN;
     int rc = 0;
     int pid_fd = openat(root_fd, name, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
     sop_collect_ctx cx = {.pid = pid,
@@ -317,24 +324,26 @@ int sop__collect(int pid, const sop_collect_opts *o, sop_value **out, char **pic
                           .pid_fd = pid_fd,
                           .proc_root = proc_root,
                           .o = o,
-                          .c = &c,
+                          .c = c,
                           .pictures = pictures && (o->flags & SOP_COLLECT_PICTURES)};
     providers ps = {.cx = &cx};
+    /* take() clears a snapshot before it fills it: here only what snapshot_free reads (b is
+     * taken only when there is a window). */
     snapshot a, b;
     double t_run = 0;
-    memset(&a, 0, sizeof a);
-    memset(&b, 0, sizeof b);
+    a.threads = b.threads = (sop_thread_list){0};
+    a.children = b.children = (sop_child_list){0};
     if (pid_fd < 0) {
-        c.alive = false;
-        rc = post_mortem(pid, false, &c, err, errlen);
+        c->alive = false;
+        rc = post_mortem(pid, false, c, err, errlen);
         goto done;
     }
-    rc = take(root_fd, pid_fd, pid, o, &a, &c.missing);
+    rc = take(root_fd, pid_fd, pid, o, &a, &c->missing);
     bool zombie = rc == 0 && exited_unreaped(proc_root, pid, &a.proc);
     if (zombie || rc == -ESRCH || rc == -ENOENT) {
-        c.alive = false;
+        c->alive = false;
         snapshot_free(&a);
-        rc = post_mortem(pid, zombie, &c, err, errlen);
+        rc = post_mortem(pid, zombie, c, err, errlen);
         goto done;
     }
     if (rc != 0) {
@@ -344,7 +353,7 @@ int sop__collect(int pid, const sop_collect_opts *o, sop_value **out, char **pic
     }
     double t0 = sop__now_ms();
     snapshot *now = &a;
-    c.duration_s = 0;
+    c->duration_s = 0;
     cx.proc0 = &a.proc;
     cx.children0 = &a.children;
     start_all(&ps);
@@ -377,8 +386,8 @@ int sop__collect(int pid, const sop_collect_opts *o, sop_value **out, char **pic
             rc2 = -ESRCH; /* gone while read: a partial second snapshot is no current state */
         if (rc2 == 0) {
             /* The second snapshot is the current state; its failures replace the first's. */
-            sop__missing_free(&c.missing);
-            c.missing = scratch;
+            sop__missing_free(&c->missing);
+            c->missing = scratch;
             double hz = (double)sysconf(_SC_CLK_TCK);
             sop__proc_rates(&b.proc, &a.proc, secs, hz);
             sop__threads_rates(&b.threads, &a.threads, secs, hz);
@@ -386,27 +395,27 @@ int sop__collect(int pid, const sop_collect_opts *o, sop_value **out, char **pic
             sop__cgroup_rates(&b.cgroup, &a.cgroup, secs);
             sop__host_rates(&b.host, &a.host, secs);
             now = &b;
-            c.duration_s = secs;
+            c->duration_s = secs;
             cx.window_ok = true;
         } else {
             sop__missing_free(&scratch);
-            sop__missing_add(&c.missing, "window",
+            sop__missing_add(&c->missing, "window",
                              "the target exited during the %.1f s window; rates not measured",
                              o->duration_s);
         }
     }
-    c.host = now->host;
-    c.proc = now->proc;
-    c.threads = now->threads;
-    c.children = now->children;
-    c.cgroup = now->cgroup;
+    c->host = now->host;
+    c->proc = now->proc;
+    c->threads = now->threads;
+    c->children = now->children;
+    c->cgroup = now->cgroup;
     memset(&now->threads, 0, sizeof now->threads);
     memset(&now->children, 0, sizeof now->children);
     cx.proc0 = NULL;
     cx.children0 = NULL;
     finish_all(&ps);
     rc = 0;
-    sop__sampler_close(cx.sampler); /* kept (c.sampling) only with the stacks it explains */
+    sop__sampler_close(cx.sampler); /* kept (c->sampling) only with the stacks it explains */
     cx.sampler = NULL;
 done:
     snapshot_free(&a);
@@ -415,26 +424,27 @@ done:
         close(pid_fd);
     close(root_fd);
     if (rc == 0) {
-        c.collected_at = sop__wall_s();
+        c->collected_at = sop__wall_s();
         sop_value *tree = to_tree(&ps);
         if (!tree) {
             rc = SOP_ENOMEM;
             snprintf(err, errlen, "out of memory");
         } else {
             sop__v_set_dbl(tree, "collect_ms",
-                           sop__now_ms() - t_start - (c.duration_s > 0 ? c.duration_s * 1e3 : 0));
+                           sop__now_ms() - t_start - (c->duration_s > 0 ? c->duration_s * 1e3 : 0));
             *out = tree;
-            if (cx.pictures && c.sampling) {
+            if (cx.pictures && c->sampling) {
                 sop_timeline_gpu lane = {0};
                 if (cx.gpu_lane)
                     lane = (sop_timeline_gpu){cx.gpu_lane->t_ms, cx.gpu_lane->busy_pct,
                                               cx.gpu_lane->n, t_run};
-                *pictures = render_pictures(c.sampling, pid, &lane);
+                *pictures = render_pictures(c->sampling, pid, &lane);
             }
         }
     }
     free(cx.gpu_lane);
-    sop__collection_free(&c);
+    sop__collection_free(c);
+    sop__zfree(c);
     free_all(&ps);
     return rc;
 }

@@ -26,8 +26,8 @@ struct sop_pysampler {
     walker w;
     sop_python *py; /* owns the string pool of the cached code objects */
     sop_pythread scratch;
-    uint64_t *tset, *tstates;
-    uint32_t *tslots;
+    sop_addr_set tset; /* the thread states of one tick's list */
+    uint64_t *tstates;
     struct {
         uint64_t ts, thread_id;
         int tid;
@@ -234,18 +234,16 @@ int sop__python_open_with(const sop_pyruntime *rt, int pid, const char *proc_roo
     s->py = calloc(1, sizeof *s->py);
     w->py = s->py;
     w->code_index = calloc(CODE_SLOTS, sizeof *w->code_index);
-    w->frame_set = sop__zalloc(FRAME_SET_SLOTS, sizeof *w->frame_set);
-    w->frame_slots = sop__zalloc(4 * MAX_FRAMES + 1, sizeof *w->frame_slots);
+    int sets_rc = sop__addr_set_init(&w->frame_set, FRAME_SET_SLOTS);
     w->chain = sop__zalloc(CHAIN_MAX, sizeof *w->chain);
     w->chain_len = sop__zalloc(CHAIN_MAX, sizeof *w->chain_len);
     w->max_attempts = SAMPLE_WALK_ATTEMPTS;
-    s->tset = sop__zalloc(THREAD_SET_SLOTS, sizeof *s->tset);
+    if (sets_rc == 0)
+        sets_rc = sop__addr_set_init(&s->tset, THREAD_SET_SLOTS);
     s->tstates = sop__zalloc(MAX_THREADS, sizeof *s->tstates);
-    s->tslots = sop__zalloc(MAX_THREADS, sizeof *s->tslots);
     for (size_t i = 0; i < SAMPLER_TID_CACHE; i++)
         s->tids[i].stat_fd = s->tids[i].sys_fd = -1;
-    if (!s->tslots || !s->py || !w->code_index || !w->frame_set || !w->frame_slots || !w->chain ||
-        !w->chain_len || !s->tset || !s->tstates ||
+    if (sets_rc < 0 || !s->py || !w->code_index || !w->chain || !w->chain_len || !s->tstates ||
         sop__rmem_open(&w->mem, pid, w->proc_root) < 0) {
         rc = -ENOMEM;
         goto fail;
@@ -290,17 +288,17 @@ int sop__python_sample(sop_pysampler *s, sop_pysample_cb cb, void *ctx)
         size_t nts = 0;
         if ((rc = sop__rmem_u64(&w->mem, interp + L->is_tstate_head, &ts)) < 0)
             return rc;
+        int added = 1;
         while (ts && nts < MAX_THREADS) {
-            size_t slot;
-            if (!set_add_at(s->tset, THREAD_SET_SLOTS, ts, &slot))
-                break; /* torn list: what was read so far */
-            s->tslots[nts] = (uint32_t)slot;
+            if ((added = sop__addr_set_add(&s->tset, ts)) <= 0)
+                break; /* torn list: what was read so far (or out of memory) */
             s->tstates[nts++] = ts;
             if (sop__rmem_u64(&w->mem, ts + L->ts_next, &ts) < 0)
                 break;
         }
-        for (size_t k = 0; k < nts; k++) /* empty the set for the next tick */
-            s->tset[s->tslots[k]] = 0;
+        sop__addr_set_clear(&s->tset); /* empty for the next tick */
+        if (added < 0)
+            return -ENOMEM;
         bool sub = ni != ninterps - 1;
         for (size_t k = 0; k < nts; k++) {
             uint64_t tsa = s->tstates[nts - 1 - k]; /* oldest (main) first */
@@ -385,16 +383,14 @@ void sop__python_close(sop_pysampler *s)
         return;
     walker *w = &s->w;
     sop__pywalk_free_codes(w);
-    sop__zfree(w->frame_set);
-    sop__zfree(w->frame_slots);
+    sop__addr_set_free(&w->frame_set);
     sop__zfree(w->chain);
     sop__zfree(w->chain_len);
     free(w->maps);
     sop__rmem_close(&w->mem);
     free(s->scratch.frames);
-    sop__zfree(s->tset);
+    sop__addr_set_free(&s->tset);
     sop__zfree(s->tstates);
-    sop__zfree(s->tslots);
     for (size_t i = 0; i < SAMPLER_TID_CACHE; i++) {
         if (s->tids[i].stat_fd >= 0)
             close(s->tids[i].stat_fd);

@@ -28,11 +28,6 @@
 
 /* ---- small helpers ------------------------------------------------------------------- */
 
-static bool set_add(uint64_t *set, size_t cap, uint64_t p)
-{
-    return set_add_at(set, cap, p, NULL);
-}
-
 static void no_python(void *ctx, int tid)
 {
     (void)ctx;
@@ -164,9 +159,7 @@ static int walk_thread(walker *w, uint64_t tstate, sop_pythread *t, uint64_t *bo
             return -EAGAIN;
         }
     }
-    for (size_t i = 0; i < w->nframe_slots; i++)
-        w->frame_set[w->frame_slots[i]] = 0;
-    w->nframe_slots = 0;
+    sop__addr_set_clear(&w->frame_set);
     int oldest_owner = -1; /* 3.11+: the owner of the oldest frame kept */
     /* 3.15+: every chain ends in the thread's base frame (inside its thread state): reaching
      * it proves the walk complete; a chain that ends anywhere else was torn. */
@@ -184,12 +177,13 @@ static int walk_thread(walker *w, uint64_t tstate, sop_pythread *t, uint64_t *bo
             reached_base = true;
             break;
         }
-        size_t slot;
-        if (!set_add_at(w->frame_set, FRAME_SET_SLOTS, f, &slot)) {
+        int added = sop__addr_set_add(&w->frame_set, f);
+        if (added < 0)
+            return -ENOMEM;
+        if (added == 0) {
             snprintf(why, whylen, "frame chain loops at depth %zu", depth);
             return -EAGAIN;
         }
-        w->frame_slots[w->nframe_slots++] = (uint32_t)slot;
         uint8_t fb[SOP_PYLAYOUT_MAX_FRAME_READ];
         uint64_t code, prev;
         int64_t addr_bytes;
@@ -287,7 +281,7 @@ static int walk_thread(walker *w, uint64_t tstate, sop_pythread *t, uint64_t *bo
         snprintf(why, whylen, "frame at depth %zu unreadable (%s)", depth, sop__strerror(-r));
         return -EAGAIN;
     }
-    if (base && !reached_base && !t->truncated && w->nframe_slots) {
+    if (base && !reached_base && !t->truncated && w->frame_set.n) {
         snprintf(why, whylen, "chain ends at depth %zu before the thread's base frame", t->nframes);
         return -EAGAIN;
     }
@@ -303,9 +297,9 @@ static int walk_thread(walker *w, uint64_t tstate, sop_pythread *t, uint64_t *bo
     /* Frames, but none of them Python code: only the evaluator's entry shims (3.12+), which
      * live on the C stack. A thread running Python has its code frames below the shim; a shim
      * alone is one already returned from, its memory reused, read through a stale pointer. */
-    if (!t->truncated && !t->nframes && w->nframe_slots) {
+    if (!t->truncated && !t->nframes && w->frame_set.n) {
         snprintf(why, whylen, "chain holds only the evaluator's entry frames (%zu)",
-                 w->nframe_slots);
+                 w->frame_set.n);
         return -EAGAIN;
     }
     if (t->nframes && !t->truncated)
@@ -488,10 +482,10 @@ static int collect(walker *w, unsigned flags, sop_python *py)
     if (L->rt_finalizing &&
         sop__rmem_read(&w->mem, w->runtime + L->rt_finalizing, &finalizing, 8) == 0 && finalizing)
         py->finalizing = true;
-    uint64_t *tset = sop__zalloc(THREAD_SET_SLOTS, sizeof *tset);
+    sop_addr_set tset;
     uint64_t *tstates = sop__zalloc(MAX_THREADS, sizeof *tstates);
-    if (!tset || !tstates) {
-        sop__zfree(tset);
+    if (sop__addr_set_init(&tset, THREAD_SET_SLOTS) < 0 || !tstates) {
+        sop__addr_set_free(&tset);
         sop__zfree(tstates);
         return -ENOMEM;
     }
@@ -499,7 +493,7 @@ static int collect(walker *w, unsigned flags, sop_python *py)
     int64_t interp_ids[MAX_INTERPS];
     uint16_t *ts_interp = calloc(MAX_THREADS, sizeof *ts_interp); /* index into interp_ids */
     if (!ts_interp) {
-        sop__zfree(tset);
+        sop__addr_set_free(&tset);
         sop__zfree(tstates);
         return -ENOMEM;
     }
@@ -516,7 +510,12 @@ static int collect(walker *w, unsigned flags, sop_python *py)
         if ((rc = sop__rmem_u64(&w->mem, interp + L->is_tstate_head, &ts)) < 0)
             break;
         while (ts && nts < MAX_THREADS) {
-            if (!set_add(tset, THREAD_SET_SLOTS, ts)) {
+            int added = sop__addr_set_add(&tset, ts);
+            if (added < 0) {
+                rc = -ENOMEM;
+                break;
+            }
+            if (added == 0) {
                 sop__missing_add(w->missing, "python", "thread list loops (torn read)");
                 break;
             }
@@ -528,11 +527,12 @@ static int collect(walker *w, unsigned flags, sop_python *py)
         if (nts >= MAX_THREADS)
             sop__missing_add(w->missing, "python", "more than %d threads; rest skipped",
                              MAX_THREADS);
-        if (rc == -ESRCH || sop__rmem_u64(&w->mem, interp + L->is_next, &interp) < 0)
+        if (rc == -ESRCH || rc == -ENOMEM ||
+            sop__rmem_u64(&w->mem, interp + L->is_next, &interp) < 0)
             break;
     }
-    if (rc == -ESRCH) {
-        sop__zfree(tset);
+    if (rc == -ESRCH || rc == -ENOMEM) {
+        sop__addr_set_free(&tset);
         free(ts_interp);
         sop__zfree(tstates);
         return rc;
@@ -542,7 +542,7 @@ static int collect(walker *w, unsigned flags, sop_python *py)
         sop__pywalk_read_gc(w, last_interp, py, !(flags & SOP_PY_SKIP_FROZEN));
     py->threads = calloc(nts ? nts : 1, sizeof *py->threads);
     if (!py->threads) {
-        sop__zfree(tset);
+        sop__addr_set_free(&tset);
         free(ts_interp);
         sop__zfree(tstates);
         return -ENOMEM;
@@ -699,7 +699,7 @@ static int collect(walker *w, unsigned flags, sop_python *py)
         collect_others(w, py, (flags & SOP_PY_NATIVE) ? nv : NULL, &ptrace_refused);
     sop__native_close(nv);
     free(nsmap);
-    sop__zfree(tset);
+    sop__addr_set_free(&tset);
     free(ts_interp);
     sop__zfree(tstates);
     if (rc < 0)
@@ -748,12 +748,11 @@ static int collect_at(int pid, const char *proc_root, unsigned flags, const fake
     sop_python *py = calloc(1, sizeof *py);
     w.py = py;
     w.code_index = calloc(CODE_SLOTS, sizeof *w.code_index);
-    w.frame_set = sop__zalloc(FRAME_SET_SLOTS, sizeof *w.frame_set);
-    w.frame_slots = sop__zalloc(4 * MAX_FRAMES + 1, sizeof *w.frame_slots);
+    int set_rc = sop__addr_set_init(&w.frame_set, FRAME_SET_SLOTS);
     w.chain = sop__zalloc(CHAIN_MAX, sizeof *w.chain);
     w.chain_len = sop__zalloc(CHAIN_MAX, sizeof *w.chain_len);
     w.max_attempts = DUMP_WALK_ATTEMPTS;
-    if (!py || !w.code_index || !w.frame_set || !w.frame_slots || !w.chain || !w.chain_len ||
+    if (!py || !w.code_index || set_rc < 0 || !w.chain || !w.chain_len ||
         sop__rmem_open(&w.mem, pid, w.proc_root) < 0) {
         rc = -ENOMEM;
         goto out;
@@ -798,8 +797,7 @@ static int collect_at(int pid, const char *proc_root, unsigned flags, const fake
     }
 out:
     sop__pywalk_free_codes(&w);
-    sop__zfree(w.frame_set);
-    sop__zfree(w.frame_slots);
+    sop__addr_set_free(&w.frame_set);
     sop__zfree(w.chain);
     sop__zfree(w.chain_len);
     free(w.maps);

@@ -8,15 +8,16 @@
 #include <stdint.h>
 #include <string.h>
 
+#include "addr_set.h"
 #include "cpython.h"
 
 #define MAX_INTERPS 64
 #define MAX_THREADS 4096
 #define MAX_FRAMES 2048
 #define MAX_LINETABLE_BYTES (1u << 20)
-#define CODE_SLOTS 4096u       /* power of two */
-#define FRAME_SET_SLOTS 16384u /* > 2 x the depth bound (4 x MAX_FRAMES) */
-#define THREAD_SET_SLOTS 16384u
+#define CODE_SLOTS 4096u        /* power of two */
+#define FRAME_SET_SLOTS 16384u  /* > 2 x the depth bound (4 x MAX_FRAMES): the most it grows to */
+#define THREAD_SET_SLOTS 16384u /* > 2 x MAX_THREADS */
 #define FROZEN_MAX 50000
 #define SOP_STR_(x) #x
 #define SOP_STR(x) SOP_STR_(x)
@@ -50,9 +51,7 @@ typedef struct {
     code_entry *codes;  /* ncodes entries, found through code_index (1-based, 0 = empty) */
     size_t ncodes, codes_cap;
     uint32_t *code_index;
-    uint64_t *frame_set;   /* FRAME_SET_SLOTS; empty between walks */
-    uint32_t *frame_slots; /* slots filled by the current walk (to empty them after) */
-    size_t nframe_slots;
+    sop_addr_set frame_set; /* frames of the current walk (up to FRAME_SET_SLOTS slots) */
     sop_missing *missing;
     char *maps;
     /* What the last walk read of the chain (thread state, cframe, frames), for the snapshot
@@ -91,24 +90,6 @@ static inline int32_t rd32(const uint8_t *b, uint32_t off)
 static inline size_t hash_ptr(uint64_t p)
 {
     return (size_t)((p >> 3) * 0x9E3779B97F4A7C15ull >> 20);
-}
-
-/* Add p to an open-addressing set of `cap` slots; false when already there (or full).
- * *slot (when not NULL) gets the slot used, so a caller can clear just those. */
-static inline bool set_add_at(uint64_t *set, size_t cap, uint64_t p, size_t *slot)
-{
-    size_t i = hash_ptr(p) & (cap - 1);
-    for (size_t k = 0; k < cap; k++, i = (i + 1) & (cap - 1)) {
-        if (set[i] == p)
-            return false;
-        if (set[i] == 0) {
-            set[i] = p;
-            if (slot)
-                *slot = i;
-            return true;
-        }
-    }
-    return false;
 }
 
 /* The target's thread ids as its own PID namespace sees them (what native_thread_id and
