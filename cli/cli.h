@@ -33,6 +33,9 @@ int cli_print_merge(const sop_merge *m, sop_format fmt, const char *lang, const 
 int cmd_watch(int argc, char **argv);
 int cmd_heap(int argc, char **argv);
 int cmd_tasks(int argc, char **argv);
+/* sopctl run as `py-spy` (argv[0]'s name): py-spy's command line and exit codes (cli/pyspy.c,
+ * docs/py-spy.md). */
+int cli_pyspy_main(int argc, char **argv);
 
 /* Parse a positive pid; -1 when not a pid. */
 int cli_parse_pid(const char *s);
@@ -71,6 +74,9 @@ int cli_load_rules(struct sop_engine *e, const char *rules, const char *site, in
  * NULL after printing why. */
 #include <stdio.h>
 FILE *cli_open_output(const char *path);
+/* The check cli_open_output makes before it opens: 0, or -1 after saying why the path is
+ * refused (a symlink of another user's in a directory others can write). */
+int cli_check_output_link(const char *path);
 /* "sopctl: WHAT: <strerror>: <engine detail>" on stderr. */
 struct sop_engine;
 void cli_print_error(const char *what, int err, const struct sop_engine *e);

@@ -259,7 +259,7 @@ int cli_term_width(int fd)
     return n > 0 ? n : 80;
 }
 
-FILE *cli_open_output(const char *path)
+int cli_check_output_link(const char *path)
 {
     /* A symlink at the path that someone else made, in a directory others can write, is
      * refused (fs.protected_symlinks does this only in sticky directories): root would
@@ -283,9 +283,16 @@ FILE *cli_open_output(const char *path)
                     "sopctl: %s: refused: a symlink owned by uid %u in a directory others can "
                     "write\n",
                     path, (unsigned)ls.st_uid);
-            return NULL;
+            return -1;
         }
     }
+    return 0;
+}
+
+FILE *cli_open_output(const char *path)
+{
+    if (cli_check_output_link(path) != 0)
+        return NULL;
     int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOCTTY, 0600);
     if (fd < 0) {
         fprintf(stderr, "sopctl: %s: %s\n", path, strerror(errno));

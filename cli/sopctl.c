@@ -87,12 +87,15 @@ static int dispatch(int argc, char **argv)
     return EXIT_USAGE;
 }
 
-/* Every command writes its result to stdout; a write that failed (a full disk, a closed pipe,
+/* Run as `py-spy` (a link by that name), sopctl takes py-spy's command line (cli/pyspy.c).
+ * Every command writes its result to stdout; a write that failed (a full disk, a closed pipe,
  * /dev/full) is only certain once stdout is flushed and closed, so that is checked here, once
  * for all commands: a failed write or close of stdout is exit 2 with a message. */
 int main(int argc, char **argv)
 {
-    int status = dispatch(argc, argv);
+    const char *base = argc > 0 && argv[0] ? strrchr(argv[0], '/') : NULL;
+    base = base ? base + 1 : (argc > 0 && argv[0] ? argv[0] : "");
+    int status = strcmp(base, "py-spy") == 0 ? cli_pyspy_main(argc, argv) : dispatch(argc, argv);
     errno = 0;
     int bad = fflush(stdout) != 0 || ferror(stdout);
     int err = errno;

@@ -274,6 +274,37 @@ SOP_API int sop_record_ex(sop_engine *e, int pid, double duration_s, double rate
                           const char *path, sop_record_format fmt, unsigned flags,
                           void (*progress)(void *ctx, double done_frac), void *ctx,
                           sop_record_stats *stats);
+/* py-spy's `record` (sopctl run as `py-spy`, docs/py-spy.md): sample the Python stacks of `pid`
+ * at rate_hz (0 = 100) and write `path` in one of py-spy's file formats, each thread sample's
+ * frames named as py-spy names them: "func (file:line)", root first, the file from its top
+ * package down ("torch/nn/modules/module.py"). duration_s > 0: that window; 0: attach and write
+ * an empty profile; < 0: until stop returns nonzero or the target exits. stop (may be NULL) is
+ * called once per tick (ctx its argument); the first call comes once the target is attached.
+ * Samples of idle threads (asleep without the GIL) are left out unless SOP_PYSPY_IDLE. The file
+ * is created as py-spy creates it (mode 0666 less the umask), so that a caller that ran it
+ * through sudo can read it. Returns 0 (also when the target exited: what was sampled is
+ * written), SOP_EINVAL, SOP_ENOTARGET, SOP_EACCES, SOP_ENOTPYTHON, SOP_EPYVERSION, SOP_EIO;
+ * the detail in sop_last_error. */
+typedef enum {
+    SOP_PYSPY_FLAMEGRAPH = 0, /* an SVG flame graph (sop's renderer) */
+    SOP_PYSPY_SPEEDSCOPE,     /* speedscope JSON: a sampled profile per thread */
+    SOP_PYSPY_RAW,            /* folded stacks: "frame;frame;frame COUNT" lines */
+    SOP_PYSPY_CHROMETRACE     /* Chrome trace events: a "B"/"E" pair per frame and thread */
+} sop_pyspy_format;
+/* flags: IDLE keeps the samples of idle threads; GIL keeps only those of the thread holding the
+ * GIL; THREADS puts a "thread (TID): NAME" root frame on each stack; SUBPROCESSES also samples
+ * the CPython descendants (looked for each second), under a root frame per process
+ * (process PID:"CMDLINE"); NOLINENO names frames "func (file)"; FULL_FILENAMES keeps the files
+ * as the code objects name them. */
+#define SOP_PYSPY_IDLE 0x1u
+#define SOP_PYSPY_GIL 0x2u
+#define SOP_PYSPY_THREADS 0x4u
+#define SOP_PYSPY_SUBPROCESSES 0x8u
+#define SOP_PYSPY_NOLINENO 0x10u
+#define SOP_PYSPY_FULL_FILENAMES 0x20u
+SOP_API int sop_record_pyspy(sop_engine *e, int pid, double duration_s, double rate_hz,
+                             const char *path, sop_pyspy_format fmt, unsigned flags,
+                             int (*stop)(void *ctx), void *ctx, sop_record_stats *stats);
 /* Parse a `sopctl evidence` JSON document. Not ours (no schema 1, no pid): SOP_EFORMAT. */
 SOP_API int sop_evidence_from_json(sop_engine *e, const char *text, size_t len, sop_evidence **out);
 /* Serialize as JSON (pretty when `pretty`); *out owned by the caller (sop_free). */
@@ -289,6 +320,9 @@ SOP_API void sop_evidence_free(sop_evidence *ev);
 /* Append every asyncio task of the process (the listing of sop_tasks, without the tree): text
  * after the stacks, JSON under "asyncio_tasks" (docs/asyncio.md). */
 #define SOP_DUMP_TASKS 0x4u
+/* With SOP_FORMAT_JSON: the document py-spy's `dump --json` prints (an array with one object per
+ * thread, py-spy's field names; docs/py-spy.md) instead of the contract's. */
+#define SOP_DUMP_PYSPY 0x8u
 
 /* The Python stacks of `pid` (docs/contract.md, "Stacks"): JSON when fmt is SOP_FORMAT_JSON, else
  * py-spy-like text. Reads without stopping the target unless SOP_DUMP_NATIVE. `e` may be

@@ -14,6 +14,7 @@
 #include "escape.h"
 #include "json.h"
 #include "procfs.h"
+#include "pyspy_formats.h"
 #include "sop.h"
 #include "value.h"
 
@@ -350,7 +351,9 @@ int sop_dump(sop_engine *e, int pid, unsigned flags, sop_format fmt, char **out)
         break;
     }
     int rr;
-    if (!(flags & SOP_DUMP_TASKS) || rc != SOP_OK) {
+    if ((flags & SOP_DUMP_PYSPY) && fmt == SOP_FORMAT_JSON && rc == SOP_OK) {
+        rr = sop__dump_pyspy_json(py, pid, out); /* py-spy's document (dump_pyspy.c) */
+    } else if (!(flags & SOP_DUMP_TASKS) || rc != SOP_OK) {
         rr = sop__dump_render(py, &missing, pid, cmdline, fmt == SOP_FORMAT_JSON, out);
     } else {
         /* `dump --tasks`: the asyncio tasks read right after the stacks, appended */

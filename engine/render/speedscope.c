@@ -73,9 +73,16 @@ static long frame_index(frame_slot *slots, size_t *nslots, sop_value *frames, co
             sop__v_set(fr, "name", sop__v_str(name && *name ? name : "?"));
             free(name);
             if (cut < n) {
-                char *file = valid_utf8(p + cut + 2, n - cut - 3);
+                /* "file:LINE" (py-spy's frames, engine/api/pyspy_fold.c): the line on its own */
+                size_t flen = n - cut - 3, d = flen;
+                while (d > 0 && p[cut + 2 + d - 1] >= '0' && p[cut + 2 + d - 1] <= '9')
+                    d--;
+                bool line = d > 1 && d < flen && flen - d <= 9 && p[cut + 2 + d - 1] == ':';
+                char *file = valid_utf8(p + cut + 2, line ? d - 1 : flen);
                 sop__v_set_str(fr, "file", file);
                 free(file);
+                if (line)
+                    sop__v_set_int(fr, "line", strtol(p + cut + 2 + d, NULL, 10));
             }
             sop__v_push(frames, fr);
             return slots[i].index;

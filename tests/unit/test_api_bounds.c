@@ -1,6 +1,6 @@
 /* test_api_bounds.c — every entry point that samples validates rate_hz as sop_record does
  * (issue 28, class 11): inf, 1e300, NaN and negative rates are SOP_EINVAL at once, never a
- * window that does not end (an alarm fails the test if one hangs). */
+ * window that does not end (an alarm fails the test if one hangs); sop_record_pyspy too. */
 #include <math.h>
 #include <signal.h>
 #include <stdio.h>
@@ -54,7 +54,24 @@ int main(void)
         sop_watch *w = NULL;
         CHECK_EQ_I(sop_watch_new(e, &cfg, fn, NULL, &w), SOP_EINVAL); /* takes e over */
         CHECK(w == NULL);
+
+        /* py-spy's record (docs/py-spy.md): refused before it attaches or writes anything */
+        sop_record_stats st;
+        CHECK_EQ_I(sop_record_pyspy(NULL, (int)getpid(), 0.5, bad[i], "/nonexistent/x.svg",
+                                    SOP_PYSPY_FLAMEGRAPH, 0, NULL, NULL, &st),
+                   SOP_EINVAL);
     }
+    /* py-spy's record: a window that never ends needs a stop function; an unknown format */
+    sop_record_stats st;
+    CHECK_EQ_I(sop_record_pyspy(NULL, (int)getpid(), -1, 100, "/nonexistent/x.txt", SOP_PYSPY_RAW,
+                                0, NULL, NULL, &st),
+               SOP_EINVAL);
+    CHECK_EQ_I(sop_record_pyspy(NULL, (int)getpid(), 1, 100, "/nonexistent/x.txt",
+                                (sop_pyspy_format)7, 0, NULL, NULL, &st),
+               SOP_EINVAL);
+    CHECK_EQ_I(sop_record_pyspy(NULL, (int)getpid(), NAN, 100, "/nonexistent/x.txt", SOP_PYSPY_RAW,
+                                0, NULL, NULL, &st),
+               SOP_EINVAL);
     /* the bounds themselves are fine */
     sop_collect_opts o;
     sop_collect_opts_init(&o);
