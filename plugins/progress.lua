@@ -302,13 +302,15 @@ rule {
   doc = [[Counts the target's open descriptors up to 17 times over the window (ev.fds). A hit when the count at
     the end is at least grow_min_fds above the start, it rose in both halves of the window (a pool or a batch
     opening its connections at once rises in one interval: no leak), and at least grow_kept_share of what was
-    opened stayed open. Severity from the projection to RLIMIT_NOFILE's soft limit (proc.fd_limit) at the
-    window's rate: within grow_high_s high, within grow_warn_s warn, later (or no limit) info. Names what the new
-    descriptors are: sockets, pipes, files (the commonest path).]],
+    opened stayed open; and not when the new descriptors are mostly sockets that come with work piling
+    up (pending asyncio tasks, or threads, grown by half as many: a backlog of connections, reported by
+    asyncio.tasks_piling / progress.threads_grow). Severity from the projection to RLIMIT_NOFILE's soft
+    limit (proc.fd_limit) at the window's rate: within grow_high_s high, within grow_warn_s warn, later (or
+    no limit) info. Names what the new descriptors are: sockets, pipes, files (the commonest path).]],
   reads = { "fds.first", "fds.last", "fds.polls", "fds.window_s", "fds.rises", "fds.falls", "fds.rises_first_half",
             "fds.rises_second_half", "fds.risen", "fds.growth_per_s", "fds.new", "fds.new_sockets", "fds.new_pipes",
             "fds.new_files", "fds.new_other", "fds.new_path", "fds.new_path_count", "proc.fd_limit", "pid",
-            "alive", "duration_s" },
+            "alive", "duration_s", "python.tasks.pending_growth", "proc.threads", "proc.threads_start" },
   uses = { "grow_min_fds", "grow_kept_share", "grow_high_s", "grow_warn_s" },
   cause = T("§9: descriptors are opened and never closed: a socket, HTTP response or session made per request and "
             .. "kept (in a list, a cache, a closure), a file opened without `with`, a subprocess's pipes never "
@@ -350,6 +352,25 @@ rule {
     if f.risen and f.risen > 0 and grew < th.grow_kept_share * f.risen then
       return clear(tr("{base}; {o} opened over the rises, {g} stayed open: most are closed again",
                       "{base}；上升期间共打开 {o} 个，仅 {g} 个保持打开：多数会关闭", { base = base, o = f.risen, g = grew }))
+    end
+    -- Sockets that come with work piling up (pending asyncio tasks, threads) are a backlog of
+    -- connections being served, not descriptors forgotten: the pile is the finding
+    -- (asyncio.tasks_piling, progress.threads_grow), its sockets go when it drains.
+    local sockets = (f.new_sockets or 0) >= 0.5 * math.max(f.new or 0, 1)
+    local tk = ev.python and ev.python.tasks
+    local pile = tk and tk.pending_growth and tk.pending_growth >= 0.5 * grew
+                 and tr("{n} more pending asyncio tasks over the window (asyncio.tasks_piling)",
+                        "窗口内待处理的 asyncio 任务多了 {n} 个（asyncio.tasks_piling）", { n = tk.pending_growth })
+    local p = ev.proc or {}
+    if not pile and p.threads and p.threads_start and p.threads - p.threads_start >= 0.5 * grew then
+      pile = tr("{n} more threads over the window (progress.threads_grow)", "窗口内线程多了 {n} 个（progress.threads_grow）",
+                { n = p.threads - p.threads_start })
+    end
+    if sockets and pile then
+      return clear(tr("{base}; the new ones are mostly sockets ({s} of {n}) and they come with {pile}: "
+                        .. "connections waiting for work that piles up, not descriptors forgotten",
+                      "{base}；新增的主要是 socket（{n} 个中 {s} 个），伴随{pile}：等待处理的连接在堆积，不是忘记关闭的描述符",
+                      { base = base, s = f.new_sockets or 0, n = f.new or 0, pile = pile }))
     end
     local rate = f.growth_per_s or grew / d
     local sev, lim = "info", T("; no RLIMIT_NOFILE read", "；未读到 RLIMIT_NOFILE")

@@ -216,7 +216,7 @@ rule {
             "python.concurrency.contended_frac", "threads[].wait", "threads[].name", "python.threads[].frames",
             "python.threads[].name", "proc.cmdline", "proc.cwd", "proc.env", "proc.threads", "proc.threads_start",
             "proc.zombies", "proc.zombies_start", "proc.rss_growth_kb_per_s", "fds.first", "fds.last",
-            "fds.rises_first_half", "fds.rises_second_half" },
+            "fds.rises_first_half", "fds.rises_second_half", "python.tasks.pending_growth" },
   uses = { "hang_cpu_pct", "hang_wait_frac", "grow_min_threads", "grow_min_fds",
            "zombie_min_growth", "growth_min_window_s", "growth_floor_mb_per_s", "lock_min_threads", "lock_wait_pct",
            "lock_held_pct", "lock_handoff_pct", "summary_cpu_bound_pct",
@@ -576,8 +576,12 @@ rule {
       grows_zh[#grows_zh + 1] = fmt("线程 %d → %d（progress.threads_grow）", p.threads_start, p.threads)
     end
     local fd = ev.fds
-    if fd and fd.first and fd.last and fd.last - fd.first >= th.grow_min_fds and (fd.rises_first_half or 0) > 0
-       and (fd.rises_second_half or 0) > 0 then
+    local tk = ev.python and ev.python.tasks
+    local fd_grew = fd and fd.first and fd.last and fd.last - fd.first or 0
+    local backlog = (tk and tk.pending_growth or 0) >= 0.5 * fd_grew   -- sockets of work piling up
+                    or p.threads and p.threads_start and p.threads - p.threads_start >= 0.5 * fd_grew
+    if fd_grew >= th.grow_min_fds and (fd.rises_first_half or 0) > 0 and (fd.rises_second_half or 0) > 0
+       and not backlog then
       grows_en[#grows_en + 1] = fmt("open descriptors %d → %d (progress.fds_grow)", fd.first, fd.last)
       grows_zh[#grows_zh + 1] = fmt("打开的描述符 %d → %d（progress.fds_grow）", fd.first, fd.last)
     end

@@ -7,7 +7,7 @@
 # (Written from the playbook's words by a second author, blind to the rules.)
 # expect: threads.lock_contention
 # sopctl: --duration 3
-# also@cpu1: cpu.oversubscribed
+# also: cpu.oversubscribed
 # SOP_SCENARIO_INTENSITY not read: six workers and 1 MiB chunks are the shape (the blind author's)
 #
 # Measured (2 CPUs, Python 3.11.7, 6 workers): shared hasher ~1580 calls/s
