@@ -290,6 +290,9 @@ void sop__thread_list_free(sop_thread_list *l);
  * with their memory. proc_root_fd is an open /proc. */
 #define SOP_CHILDREN_MAX 256
 int sop__children_collect(int proc_root_fd, int pid, sop_child_list *out, sop_missing *missing);
+/* The direct children of pid (every thread's /proc/PID/task/TID/children, under the proc_root
+ * path), at most max, into out: how many, or -errno when its tasks are not listable. */
+long sop__proc_child_pids(const char *proc_root, int pid, int *out, long max);
 void sop__child_list_free(sop_child_list *l);
 /* Only the pids (and parents) of pid's descendants, the same walk without reading them: at
  * most cap into pids/ppids. Returns the count or -errno (the target gone: -ESRCH). */

@@ -313,3 +313,27 @@ int sop__children_collect(int proc_root_fd, int pid, sop_child_list *out, sop_mi
         sop__child_list_free(out);
     return rc;
 }
+
+long sop__proc_child_pids(const char *proc_root, int pid, int *out, long max)
+{
+    char path[256];
+    snprintf(path, sizeof path, "%s/%d/task", proc_root, pid);
+    int *tids = NULL;
+    long nt = sop__list_numeric_at(AT_FDCWD, path, &tids, SOP_THREADS_MAX);
+    if (nt < 0)
+        return nt;
+    long n = 0;
+    for (long t = 0; t < nt && n < max; t++) {
+        char cp[320], buf[1024];
+        snprintf(cp, sizeof cp, "%s/%d/children", path, tids[t]);
+        if (sop__read_small_at(AT_FDCWD, cp, buf, sizeof buf) <= 0)
+            continue;
+        const char *q = buf;
+        int64_t v;
+        while (n < max && (v = sop__parse_i64(&q)) != SOP_NA)
+            if (v > 0 && v <= INT32_MAX)
+                out[n++] = (int)v;
+    }
+    free(tids);
+    return n;
+}

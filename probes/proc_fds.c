@@ -25,33 +25,9 @@ struct linux_dirent64 {
 
 int64_t sop__proc_count_fds(int proc_dirfd)
 {
-    int fd = openat(proc_dirfd, "fd", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-    if (fd < 0)
-        return -errno;
-    char buf[16384] __attribute__((aligned(8)));
-    int64_t count = 0;
-    for (;;) {
-        long got = syscall(SYS_getdents64, fd, buf, sizeof buf);
-        if (got < 0) {
-            int e = errno;
-            close(fd);
-            return -e;
-        }
-        if (got == 0)
-            break;
-        for (long off = 0; off < got;) {
-            struct linux_dirent64 *d = (struct linux_dirent64 *)(buf + off);
-            if (d->d_reclen == 0)
-                break;
-            off += d->d_reclen;
-            if (d->d_name[0] != '.')
-                count++;
-        }
-        if (count >= FDS_COUNT_MAX)
-            break;
-    }
-    close(fd);
-    return count;
+    sop_fd_scan s;
+    int rc = sop__proc_fd_scan(proc_dirfd, NULL, NULL, &s);
+    return rc < 0 ? rc : s.count;
 }
 
 /* The kind of one descriptor from its link target, and the file's path when it is one. */

@@ -72,3 +72,14 @@ int sop__fail(sop_engine *e, int code, const char *fmt, ...)
     }
     return code;
 }
+
+int sop__fail_python_open(sop_engine *e, int pid, int rc, const char *why)
+{
+    if (rc == -ESRCH || rc == -ENOENT)
+        return sop__fail(e, SOP_ENOTARGET, "pid %d: no such process", pid);
+    if (rc == -EPERM || rc == -EACCES)
+        return sop__fail(e, SOP_EACCES, "pid %d: memory not readable%s", pid, why);
+    if (rc == -ENOTSUP)
+        return sop__fail(e, SOP_EPYVERSION, "pid %d: CPython not readable by this sop%s", pid, why);
+    return sop__fail(e, SOP_ENOTPYTHON, "pid %d: not a supported CPython process%s", pid, why);
+}

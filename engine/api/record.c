@@ -108,14 +108,7 @@ int sop_record_ex(sop_engine *e, int pid, double duration_s, double rate_hz, con
         if (missing.n)
             snprintf(why, sizeof why, ": %s", missing.items[missing.n - 1].reason);
         sop__missing_free(&missing);
-        if (rc == -ESRCH || rc == -ENOENT)
-            return sop__fail(e, SOP_ENOTARGET, "pid %d: no such process", pid);
-        if (rc == -EPERM || rc == -EACCES)
-            return sop__fail(e, SOP_EACCES, "pid %d: memory not readable%s", pid, why);
-        if (rc == -ENOTSUP)
-            return sop__fail(e, SOP_EPYVERSION, "pid %d: CPython not readable by this sop%s", pid,
-                             why);
-        return sop__fail(e, SOP_ENOTPYTHON, "pid %d: not a supported CPython process%s", pid, why);
+        return sop__fail_python_open(e, pid, rc, why);
     }
     sop__missing_free(&missing);
     if (fmt == SOP_RECORD_BY_NAME)

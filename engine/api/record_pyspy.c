@@ -149,23 +149,9 @@ static void name_proc(rec *r, rproc *pr)
  * not sampled yet, as descending from index `under`; then their children, 4 levels down. */
 static void scan_children(rec *r, int pid, int under, int depth)
 {
-    char path[256];
-    snprintf(path, sizeof path, "%s/%d/task", r->proc_root, pid);
-    int *tids = NULL;
-    long nt = sop__list_numeric_at(AT_FDCWD, path, &tids, 4096);
-    int kids[64], nk = 0;
-    for (long t = 0; t < nt && nk < 64; t++) {
-        char cp[320], buf[1024];
-        snprintf(cp, sizeof cp, "%s/%d/children", path, tids[t]);
-        if (sop__read_small_at(AT_FDCWD, cp, buf, sizeof buf) <= 0)
-            continue;
-        const char *q = buf;
-        int64_t v;
-        while (nk < 64 && (v = sop__parse_i64(&q)) != SOP_NA)
-            if (v > 0)
-                kids[nk++] = (int)v;
-    }
-    free(tids);
+    int kids[64];
+    long got = sop__proc_child_pids(r->proc_root, pid, kids, 64);
+    int nk = got > 0 ? (int)got : 0;
     for (int k = 0; k < nk; k++) {
         int at = -1;
         for (int i = 0; i < r->nprocs && at < 0; i++)
@@ -202,15 +188,10 @@ static int attach(sop_engine *e, rec *r, int pid)
     if (missing.n)
         snprintf(why, sizeof why, ": %s", missing.items[missing.n - 1].reason);
     sop__missing_free(&missing);
-    if (rc == -ESRCH || rc == -ENOENT)
-        return sop__fail(e, SOP_ENOTARGET, "pid %d: no such process", pid);
-    if (rc == -EPERM || rc == -EACCES)
-        return sop__fail(e, SOP_EACCES, "pid %d: memory not readable%s", pid, why);
-    if (rc < 0 && !(r->flags & SOP_PYSPY_SUBPROCESSES))
-        return sop__fail(e, rc == -ENOTSUP ? SOP_EPYVERSION : SOP_ENOTPYTHON, "pid %d: %s%s", pid,
-                         rc == -ENOTSUP ? "CPython not readable by this sop"
-                                        : "not a supported CPython process",
-                         why);
+    /* with --subprocesses a parent that is not CPython is fine: its children are looked at */
+    if (rc < 0 && (!(r->flags & SOP_PYSPY_SUBPROCESSES) || rc == -ESRCH || rc == -ENOENT ||
+                   rc == -EPERM || rc == -EACCES))
+        return sop__fail_python_open(e, pid, rc, why);
     rproc *pr = &r->procs[0];
     pr->pid = pid;
     pr->parent = -1;

@@ -45,6 +45,9 @@ int sop__fail(sop_engine *e, int code, const char *fmt, ...) __attribute__((form
 /* The status (SOP_*) of a remote read of a Python target that returned 0 or -errno: not Python
  * (ENOEXEC, ENOTSUP), no target (ESRCH, ENOENT), EACCES, ENOMEM, else EIO (engine/api/errors.c). */
 int sop__status_of_remote_read(int r);
+/* Fail (sop__fail) for a CPython target that could not be opened for sampling: rc the -errno of
+ * the open, why ("" or ": reason") appended. Returns the SOP_* code set. */
+int sop__fail_python_open(sop_engine *e, int pid, int rc, const char *why);
 
 /* Gather the evidence tree for pid per opts. Returns 0, SOP_ENOTARGET, SOP_EACCES, SOP_ENOMEM;
  * err gets the detail. */

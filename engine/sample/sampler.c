@@ -109,28 +109,9 @@ static double wall_s(void)
 
 static void add_workers(sop_sampler *s, int pid, int depth)
 {
-    char path[256];
-    snprintf(path, sizeof path, "%s/%d/task", s->proc_root, pid);
-    DIR *d = opendir(path);
-    if (!d)
-        return;
-    struct dirent *de;
-    int kids[64], nk = 0;
-    for (int guard = 0; guard < 4096 && (de = readdir(d)) != NULL; guard++) {
-        int tid = atoi(de->d_name);
-        if (tid <= 0)
-            continue;
-        char cp[320], buf[1024];
-        snprintf(cp, sizeof cp, "%s/%d/children", path, tid);
-        if (sop__read_small_at(AT_FDCWD, cp, buf, sizeof buf) <= 0)
-            continue;
-        const char *q = buf;
-        int64_t v;
-        while (nk < 64 && (v = sop__parse_i64(&q)) != SOP_NA)
-            if (v > 0)
-                kids[nk++] = (int)v;
-    }
-    closedir(d);
+    int kids[64];
+    long got = sop__proc_child_pids(s->proc_root, pid, kids, 64);
+    int nk = got > 0 ? (int)got : 0;
     for (int k = 0; k < nk && s->nprocs < SOP_SAMPLER_MAX_PROCS; k++) {
         sop_missing scratch = {0};
         sop_pysampler *ps = NULL;
