@@ -176,10 +176,25 @@ static void client_addr(struct MHD_Connection *c, unsigned char out[16])
         memcpy(out, &((const struct sockaddr_in6 *)(const void *)sa)->sin6_addr, 16);
 }
 
+/* Has a whole request head (up to the blank line) arrived on fd, not yet read by the server?
+ * A client that sends its request at once (a probe, a scraper) has one waiting in the socket
+ * before libmicrohttpd reads it; one that trickles never does. */
+static bool request_waiting(int fd)
+{
+    char buf[4096];
+    ssize_t n = recv(fd, buf, sizeof buf - 1, MSG_PEEK | MSG_DONTWAIT);
+    if (n <= 0)
+        return false;
+    buf[n] = '\0';
+    return strstr(buf, "\r\n\r\n") != NULL || strstr(buf, "\n\n") != NULL;
+}
+
 /* Before a new connection from addr is tracked (h->mu held): when that address already holds
  * PER_ADDRESS_LIMIT connections, or all hold CONNECTION_SLOTS, shut down the oldest one (of
  * the address, or of all) still waiting for its request, so that the newcomer gets its slot.
- * One being answered is never cut. */
+ * One being answered is never cut, nor one whose whole request already waits in its socket
+ * (accepted in the same burst as the newcomers, not read yet): a flood of connections accepted
+ * together cannot push out a probe that sent its request at once. */
 static void make_room(cli_http *h, const unsigned char addr[16])
 {
     long all = 0, mine = 0;
@@ -190,7 +205,7 @@ static void make_room(cli_http *h, const unsigned char addr[16])
         bool same = memcmp(k->addr, addr, 16) == 0;
         all++;
         mine += same;
-        if (!k->answering) {
+        if (!k->answering && !request_waiting(k->fd)) {
             oldest_all = k; /* the list is newest first: the last seen is the oldest */
             if (same)
                 oldest_mine = k;
