@@ -37,6 +37,9 @@ int cmd_tasks(int argc, char **argv);
  * docs/py-spy.md). */
 int cli_pyspy_main(int argc, char **argv);
 
+/* --container NAME|ID and --pod NAMESPACE/NAME in argv rewritten as --pid N, the container's
+ * main process (cli/target_select.c). EXIT_CLEAN, or an exit code after printing why. */
+int cli_select_target(int argc, char **argv);
 /* Parse a positive pid; -1 when not a pid. */
 int cli_parse_pid(const char *s);
 /* Map a libsop error to an exit code. */

@@ -28,6 +28,8 @@ static const char USAGE[] =
     "  sopctl agents-md [--lang en|zh]          # an AGENTS.md section on using sopctl\n"
     "  sopctl version\n"
     "\n"
+    "wherever --pid N is taken, --container NAME|ID or --pod NAMESPACE/NAME may name the target\n"
+    "\n"
     "exit status: 0 no warn/high finding, 1 warn/high finding, 2 usage or rules error,\n"
     "             3 target not found or not readable\n";
 
@@ -43,6 +45,14 @@ static int dispatch(int argc, char **argv)
         return EXIT_USAGE;
     }
     const char *cmd = argv[1];
+    static const char *const takes_pid[] = {"run",  "evidence", "record", "dump",
+                                            "heap", "tasks",    "watch"};
+    for (size_t i = 0; i < sizeof takes_pid / sizeof takes_pid[0]; i++)
+        if (strcmp(cmd, takes_pid[i]) == 0) {
+            int rc = cli_select_target(argc - 1, argv + 1);
+            if (rc != EXIT_CLEAN)
+                return rc;
+        }
     if (strcmp(cmd, "run") == 0)
         return cmd_run(argc - 1, argv + 1);
     if (strcmp(cmd, "evidence") == 0)

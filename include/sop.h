@@ -227,6 +227,32 @@ SOP_API int sop_process_read(int pid, sop_process *out);
 SOP_API int sop_process_env(int pid, const char *const *names, size_t n, char *values,
                             size_t value_size);
 
+/* The container a process runs in, read from the host without calling any runtime's API: the
+ * runtime and id its cgroup path names, and from the runtime's own state files (podman's
+ * containers.json, an OCI bundle's config.json, docker's config.v2.json) its name and, where
+ * the container carries Kubernetes' CRI annotations or labels, its pod. Fields are "" when not
+ * known. State files are read under $SOP_HOST_ROOT, else /proc/1/root when sopctl runs in a
+ * mount namespace of its own (a node agent with hostPID), else /. */
+typedef struct {
+    char runtime[16];        /* "podman", "docker", "containerd", "cri-o" */
+    char id[128];            /* 64 hex digits (a containerd id may be any name) */
+    char name[256];          /* the runtime's name for it */
+    char pod[256];           /* Kubernetes: the pod's name, */
+    char pod_namespace[256]; /* its namespace, */
+    char pod_uid[40];        /* its UID (also from a kubepods cgroup path), */
+    char container[256];     /* and the container's name in the pod spec */
+    char source[512];        /* the state file the names came from */
+} sop_container;
+/* 1 and *out filled when pid runs in a container, 0 when not (*out cleared), SOP_ENOTARGET
+ * (gone or its cgroup unreadable), SOP_EINVAL. */
+SOP_API int sop_container_of(int pid, sop_container *out);
+/* The processes of this host in the container named by `container` (its name, its id, or an
+ * id's first 12 or more hex digits) or by `pod` ("NAMESPACE/NAME": every container of that
+ * Kubernetes pod); exactly one of the two is given. Up to cap pids into pids, in pid order;
+ * returns how many match (more than cap when cut), or SOP_EINVAL. Each container's state files
+ * are read once per call. */
+SOP_API int sop_container_pids(const char *container, const char *pod, int *pids, size_t cap);
+
 /* Collect evidence about `pid` over opts->duration_s (blocking for that long). A pid that is
  * gone gives SOP_ENOTARGET, unless the kernel log holds an OOM kill of it: then *out is a
  * post-mortem (alive = false). What could not be read is listed in the evidence's `missing`.

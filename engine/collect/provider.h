@@ -75,12 +75,13 @@ extern char sop__provider_on;
     X(proc)   /* engine/collect/collect_target.c: proc, threads[], children[] (the snapshots) */   \
     X(family) /* engine/collect/collect_target.c: parent, siblings[] */                            \
     X(cgroup) /* engine/collect/collect_target.c: cgroup (the snapshots) */                        \
-    X(budget) /* engine/collect/collect_target.c: effective_cpus, computed once */                 \
-    X(sched)  /* engine/collect/collect_sched.c: the whole tree's scheduling, polled */            \
-    X(fds)    /* engine/collect/collect_fds.c: open descriptors over the window, polled */         \
-    X(alloc)  /* engine/collect/collect_target.c: the allocator */                                 \
-    X(numa)   /* engine/collect/collect_target.c: host.numa, proc.numa */                          \
-    X(gpu)    /* engine/collect/collect_gpu.c: NVML, polled */                                     \
+    X(container) /* engine/collect/container_identity.c: the container, its name and pod */        \
+    X(budget)    /* engine/collect/collect_target.c: effective_cpus, computed once */              \
+    X(sched)     /* engine/collect/collect_sched.c: the whole tree's scheduling, polled */         \
+    X(fds)       /* engine/collect/collect_fds.c: open descriptors over the window, polled */      \
+    X(alloc)     /* engine/collect/collect_target.c: the allocator */                              \
+    X(numa)      /* engine/collect/collect_target.c: host.numa, proc.numa */                       \
+    X(gpu)       /* engine/collect/collect_gpu.c: NVML, polled */                                  \
     X(python) /* engine/collect/collect_python.c: CPython stacks (and the runtime, found once) */  \
     X(sampling) /* engine/collect/collect_python.c: the window's samples */                        \
     X(heap)     /* engine/collect/collect_heap.c: python.heap */                                   \

@@ -92,6 +92,13 @@ void sop__html_report(FILE *f, const sop_value *r, const char *lang)
         }
         fputs("</p>\n", f);
     }
+    char *where = sop__report_container_line(t);
+    if (where) {
+        fputs("<p>", f);
+        sop__esc_html(f, where);
+        fputs("</p>\n", f);
+        free(where);
+    }
     const sop_value *fs = sop__v_get(r, "findings");
     const sop_value *verdict = NULL;
     for (const sop_value *c = fs ? fs->child : NULL; c; c = c->next) {

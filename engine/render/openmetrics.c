@@ -469,6 +469,22 @@ static void target_info(sop_sb *b, const sop_value *report)
     put_label_value(b, sop__v_get_str(t, "comm"));
     sop__sb_puts(b, "\",python=\"");
     put_label_value(b, sop__v_get_str(t, "python"));
+    /* in a container: dcgm-exporter's label names (pod, namespace, container: the pod spec's
+     * container, else the runtime's name for it) and the id */
+    const sop_value *ct = sop__v_get(t, "container");
+    if (ct) {
+        const char *kc = sop__v_get_str(ct, "container");
+        const char *labels[][2] = {{"pod", sop__v_get_str(ct, "pod")},
+                                   {"namespace", sop__v_get_str(ct, "namespace")},
+                                   {"container", kc ? kc : sop__v_get_str(ct, "name")},
+                                   {"container_id", sop__v_get_str(ct, "id")}};
+        for (size_t i = 0; i < sizeof labels / sizeof labels[0]; i++) {
+            if (!labels[i][1])
+                continue;
+            sop__sb_printf(b, "\",%s=\"", labels[i][0]);
+            put_label_value(b, labels[i][1]);
+        }
+    }
     sop__sb_puts(b, "\"} 1\n");
 }
 

@@ -109,6 +109,16 @@ sop_value *sop__report_build(sop_value *verdicts, const sop_value *ev, double ru
         if (k->key && strcmp(k->key, SOP_EVKEY("rank.source")) != 0)
             sop__v_set(target, k->key, copy(k));
 
+    /* engine/collect/container_identity.c */
+    const sop_value *ct = sop__v_get(ev, SOP_EVKEY("container"));
+    if (ct && ct->type == SOP_V_OBJ) {
+        sop_value *o = sop__v_obj_at(target, "container");
+        static const char *const keys[] = {"runtime", "id",        "name",
+                                           "pod",     "namespace", "container"};
+        for (size_t i = 0; i < sizeof keys / sizeof keys[0]; i++)
+            sop__v_set_str(o, keys[i], sop__v_get_str(ct, keys[i]));
+    }
+
     take_array(r, verdicts, "findings");
     sop__sort_by_severity((sop_value *)sop__v_get(r, "findings"));
     take_array(r, verdicts, "cleared");
@@ -236,6 +246,23 @@ static void put_refs(sop_sb *b, const sop_value *finding, const char *sep, bool 
     }
 }
 
+char *sop__report_container_line(const sop_value *target)
+{
+    const sop_value *ct = sop__v_get(target, "container");
+    if (!ct)
+        return NULL;
+    const char *name = sop__v_get_str(ct, "name"), *id = sop__v_get_str(ct, "id");
+    const char *rt = sop__v_get_str(ct, "runtime"), *pod = sop__v_get_str(ct, "pod");
+    const char *ns = sop__v_get_str(ct, "namespace"), *c = sop__v_get_str(ct, "container");
+    sop_sb b = {0};
+    sop__sb_printf(&b, "container %s (%s%s%.12s)", name ? name : "?", rt ? rt : "",
+                   rt && id ? " " : "", id ? id : "");
+    if (pod)
+        sop__sb_printf(&b, " — pod %s%s%s%s%s", ns ? ns : "", ns ? "/" : "", pod,
+                       c ? ", container " : "", c ? c : "");
+    return sop__sb_take(&b);
+}
+
 static void put_header(sop_sb *b, const sop_value *r, const labels *L, bool md)
 {
     const sop_value *t = sop__v_get(r, "target");
@@ -269,6 +296,13 @@ static void put_header(sop_sb *b, const sop_value *r, const labels *L, bool md)
     }
     if (cmdline || py)
         sop__sb_puts(b, "\n");
+    char *where = sop__report_container_line(t);
+    if (where) {
+        sop__sb_puts(b, md ? "\n" : "  ");
+        put_str(b, where, md);
+        sop__sb_puts(b, "\n");
+        free(where);
+    }
     sop__sb_puts(b, "\n");
 }
 

@@ -9,6 +9,7 @@
 #include "dwidth.h"
 #include "engine.h"
 #include "escape.h"
+#include "report_writers.h"
 #include "strbuf.h"
 
 typedef struct {
@@ -253,6 +254,21 @@ static void put_header(term *t, const sop_value *r, const tlabels *L)
             sop__sb_puts(t->b, "\n");
         }
         free(c);
+    }
+    char *where = sop__report_container_line(tg);
+    if (where) {
+        sop_sb tmp = {0};
+        sop__sb_put_escaped(&tmp, where, false);
+        char *w = sop__sb_take(&tmp);
+        if (w) {
+            on(t, C_DIM);
+            sop__sb_puts(t->b, "  ");
+            put_cut(t, w, t->width > 4 ? t->width - 2 : 2);
+            off(t);
+            sop__sb_puts(t->b, "\n");
+        }
+        free(w);
+        free(where);
     }
     sop__sb_puts(t->b, "\n");
 }

@@ -12,4 +12,9 @@ char *sop__report_json(const sop_value *report, const sop_evidence *ev, const ch
 char *sop__report_text(const sop_value *report, const sop_evidence *ev, const char *lang);
 char *sop__report_html(const sop_value *report, const sop_evidence *ev, const char *lang);
 
+/* The report's target.container as one line of plain text (the caller escapes it): "container
+ * NAME (RUNTIME ID12) — pod NAMESPACE/POD, container C"; NULL when not in a container.
+ * Every report writer names the container with it (report.c). */
+char *sop__report_container_line(const sop_value *target);
+
 #endif
