@@ -148,10 +148,8 @@ int main(void)
     put(proc, "12/cgroup", "0::/kubepods/burstable/pod" UID "/" ID_B "\n");
     CHECK_EQ_I(sop__container_identify(proc, 12, &c), 1);
     CHECK_EQ_S(c.runtime, "docker"); /* its config.v2.json above */
-    put(proc, "13/cgroup",
-        "0::/kubepods/burstable/pod" UID "/" ID_D "\n");
-    put(host,
-        "run/containerd/io.containerd.runtime.v2.task/k8s.io/" ID_D "/config.json",
+    put(proc, "13/cgroup", "0::/kubepods/burstable/pod" UID "/" ID_D "\n");
+    put(host, "run/containerd/io.containerd.runtime.v2.task/k8s.io/" ID_D "/config.json",
         "{\"annotations\":{\"io.kubernetes.cri.sandbox-name\":\"job-3\","
         "\"io.kubernetes.cri.sandbox-namespace\":\"train\",\"io.kubernetes.cri.container-name\":"
         "\"torchrun\"}}");
