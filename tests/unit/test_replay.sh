@@ -37,8 +37,9 @@ replay_case() {
       continue
     fi
     [ -z "$rules" ] && cp "$tmp/out.json" "$reports/$name.json"
-    n_err=$(jq '.rule_errors | length' "$tmp/out.json")
-    [ "$n_err" = 0 ] && ok "$label: no rule errors" || bad "$label: rule errors: $(jq -c .rule_errors "$tmp/out.json")"
+    n_err=$(jq '.rule_errors | length' "$tmp/out.json" 2>"$tmp/jqerr")
+    [ "$n_err" = 0 ] && ok "$label: no rule errors" ||
+      bad "$label: rule errors: $(jq -c .rule_errors "$tmp/out.json" 2>&1) (jq: '$n_err' $(head -c 300 "$tmp/jqerr"); sopctl exit $rc, stderr: $(head -c 300 "$tmp/err"); report: $(head -c 300 "$tmp/out.json"))"
     while read -r id want rest; do
       [ -z "${id:-}" ] && continue
       case $id in \#*) continue ;; esac
