@@ -31,6 +31,8 @@ int cli_format_of_path(const char *path, unsigned takes, sop_format *fmt);
 /* Render a merge to output (NULL: stdout); exit status 0/1, or 2 on a write error. */
 int cli_print_merge(const sop_merge *m, sop_format fmt, const char *lang, const char *output);
 int cmd_watch(int argc, char **argv);
+/* watch --node: every Python process of the host (cli/cmd_watch_node.c) */
+int cmd_watch_node(int argc, char **argv);
 int cmd_heap(int argc, char **argv);
 int cmd_tasks(int argc, char **argv);
 /* sopctl run as `py-spy` (argv[0]'s name): py-spy's command line and exit codes (cli/pyspy.c,

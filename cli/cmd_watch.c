@@ -463,6 +463,9 @@ static const char HELP[] =
 
 int cmd_watch(int argc, char **argv)
 {
+    for (int i = 1; i < argc && strcmp(argv[i], "--") != 0; i++)
+        if (strcmp(argv[i], "--node") == 0)
+            return cmd_watch_node(argc, argv);
     static const struct option opts[] = {{"pid", required_argument, 0, 'p'},
                                          {"duration", required_argument, 0, 'd'},
                                          {"rate", required_argument, 0, 'r'},

@@ -24,6 +24,7 @@ static const char USAGE[] =
     "  sopctl fleet --slurm-job J [--duration S] [--timeout S] [--format md|json|text]\n"
     "  sopctl watch [RULES.lua] --pid N [--every S] [--duration S] [--listen ADDR:PORT]\n"
     "               [--out DIR] [--keep K] [--on-finding CMD [--shell]] [--count N] ...\n"
+    "  sopctl watch --node [--containers-only] [--every S] [--listen ADDR]...  # the node agent\n"
     "  sopctl check RULES.lua|default [--site FILE] [--doc|--json]\n"
     "  sopctl agents-md [--lang en|zh]          # an AGENTS.md section on using sopctl\n"
     "  sopctl version\n"
