@@ -47,6 +47,8 @@ typedef struct {
     sop_value *report; /* owned */
     long rank, local_rank, world_size;
     const char *node, *job_id, *version; /* borrowed from report */
+    char pod[520];                       /* "NAMESPACE/POD" of target.container, or "" */
+    const char *container;               /* target.container.name (borrowed), or NULL */
     double pid;
     double fig[NFIG];
     bool has[NFIG];
@@ -200,6 +202,11 @@ static int add_one(sop_merge *m, const char *source, sop_value *rep)
     r->world_size = int_or(t, "world_size");
     r->node = sop__v_get_str(t, "node");
     r->job_id = sop__v_get_str(t, "job_id");
+    const sop_value *ct = sop__v_get(t, "container"); /* engine/collect/container_identity.c */
+    const char *pod = sop__v_get_str(ct, "pod"), *pns = sop__v_get_str(ct, "namespace");
+    if (pod)
+        snprintf(r->pod, sizeof r->pod, "%s%s%s", pns ? pns : "", pns ? "/" : "", pod);
+    r->container = sop__v_get_str(ct, "name");
     r->version = sop__v_get_str(rep, "sop_version");
     r->pid = (double)int_or(t, "pid"); /* a damaged report's 1e47 never reaches an int cast */
     const sop_value *figs = sop__v_get(rep, "figures");
@@ -583,6 +590,8 @@ sop_value *sop__merge_analyse(const sop_merge *m, const char *lang, bool *proble
             sop_value *o = sop__v_obj();
             sop__v_set(o, "rank", sop__v_str(lab));
             sop__v_set_str(o, "node", r[i].node);
+            sop__v_set_str(o, "pod", r[i].pod);
+            sop__v_set_str(o, "container", r[i].container);
             sop__v_set(o, "figure", sop__v_str(FIGS[fi].key));
             sop__v_set_dbl(o, "value", r[i].fig[fi]);
             sop__v_set_dbl(o, "median", md);
@@ -647,6 +656,8 @@ sop_value *sop__merge_analyse(const sop_merge *m, const char *lang, bool *proble
         if (s->rank >= 0)
             sop__v_set_int(st, "rank_number", s->rank);
         sop__v_set_str(st, "node", s->node);
+        sop__v_set_str(st, "pod", s->pod);
+        sop__v_set_str(st, "container", s->container);
         if (s->pid > 0)
             sop__v_set_int(st, "pid", (int64_t)s->pid);
         sop_value *sf = sop__v_arr_at(st, "figures");
@@ -671,6 +682,8 @@ sop_value *sop__merge_analyse(const sop_merge *m, const char *lang, bool *proble
         if (r[i].local_rank >= 0)
             sop__v_set_int(o, "local_rank", r[i].local_rank);
         sop__v_set_str(o, "node", r[i].node);
+        sop__v_set_str(o, "pod", r[i].pod);
+        sop__v_set_str(o, "container", r[i].container);
         if (r[i].pid > 0)
             sop__v_set_int(o, "pid", (int64_t)r[i].pid);
         sop__v_set(o, "source", sop__v_str(r[i].source));

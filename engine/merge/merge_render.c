@@ -265,6 +265,16 @@ static void put_wait_straggler(sop_sb *b, const sop_value *st, bool md, const ch
 }
 
 /* A hang (merge_wait.c): who waits where, for how long, and where the odd rank is. */
+/* Where a rank ran besides its node: its Kubernetes pod, else its container's name. */
+static void put_pod(sop_sb *b, const sop_value *o, bool md)
+{
+    const char *pod = sop__v_get_str(o, "pod"), *ctr = sop__v_get_str(o, "container");
+    if (pod || ctr) {
+        sop__sb_puts(b, pod ? " pod " : " container ");
+        put(b, pod ? pod : ctr, md);
+    }
+}
+
 static void put_hang(sop_sb *b, const sop_value *h, bool md, const char *lang)
 {
     bool zh = strcmp(lang, "zh") == 0;
@@ -390,6 +400,7 @@ static char *render(const sop_value *job, bool md, const char *lang)
                 sop__sb_printf(&b, "%s ", L->node);
                 put(&b, node, md);
             }
+            put_pod(&b, st, md);
             if (sop__v_get_num(st, "pid", &pid))
                 sop__sb_printf(&b, "%spid %.0f", node ? ", " : "", pid);
             sop__sb_puts(&b, ")");
@@ -467,6 +478,7 @@ static char *render(const sop_value *job, bool md, const char *lang)
             put(&b, sop__v_get_str(o, "rank"), true);
             sop__sb_puts(&b, " | ");
             put(&b, sop__v_get_str(o, "node"), true);
+            put_pod(&b, o, true);
             sop__sb_puts(&b, " | ");
             put_fig_name(&b, key, lang);
             sop__sb_puts(&b, " | ");
@@ -487,6 +499,7 @@ static char *render(const sop_value *job, bool md, const char *lang)
                 sop__sb_puts(&b, " @");
                 put(&b, node, false);
             }
+            put_pod(&b, o, false);
             sop__sb_puts(&b, ": ");
             put_fig_name(&b, key, lang);
             sop__sb_puts(&b, " ");

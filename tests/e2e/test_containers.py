@@ -156,6 +156,22 @@ def main():
         t.check(("container %s (podman %s)" % (names["pod"], id_pod[:12])) in out and
                 "pod serving/web-0, container server" in out,
                 "Markdown report: the container line", out[:1500])
+        # merge: each rank's row names its container and pod
+        paths = []
+        for sel in (["--container", names["plain"]], ["--pod", "serving/web-0"]):
+            path = os.path.join(work, "r%d.json" % len(paths))
+            code, out, err = sopt.sopctl("run", *sel, "--duration", "0", "--format", "json")
+            with open(path, "w") as f:
+                f.write(out)
+            paths.append(path)
+        code, out, err = sopt.sopctl("merge", "--format", "json", *paths)
+        try:
+            rows = json.loads(out).get("ranks", [])
+        except ValueError:
+            rows = []
+        t.check(any(r.get("container") == names["plain"] for r in rows) and
+                any(r.get("pod") == "serving/web-0" for r in rows),
+                "merge: each rank's row carries its container and pod", out[:1500] + err[-500:])
         code, out, err = sopt.sopctl("dump", "--container", names["plain"])
         t.check(code == 0 and "<module>" in out, "dump --container", out[:500] + err[-500:])
 
