@@ -183,6 +183,15 @@ def main():
                                                          len(want), 1000 * cpu / windows))
         t.check(cpu / wall < 0.5, "the agent used under half a CPU while it diagnosed back to "
                 "back (%.0f%%)" % (100 * cpu / wall))
+        # --containers-only: the containers' processes join, the host's do not
+        r = subprocess.run([sopt.SOPCTL, "watch", "--node", "--containers-only", "--count", "1",
+                            "--duration", "0.1", "--rate", "0"], capture_output=True, text=True,
+                           timeout=120)
+        joined = {int(x) for x in re.findall(r"target pid (\d+)", r.stderr)}
+        live = {p for p, _ in ctrs.values()} | {pid6}
+        t.check(r.returncode == 0 and live <= joined and not joined & {h.pid for h in hosts},
+                "--containers-only: the %d containers' processes, none of the host's" % len(live),
+                r.stderr[-1500:])
         check_manifests(t)
         agent.send_signal(signal.SIGTERM)
         rc = agent.wait(timeout=30)
