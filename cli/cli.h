@@ -42,6 +42,8 @@ int cli_pyspy_main(int argc, char **argv);
 /* --container NAME|ID and --pod NAMESPACE/NAME in argv rewritten as --pid N, the container's
  * main process (cli/target_select.c). EXIT_CLEAN, or an exit code after printing why. */
 int cli_select_target(int argc, char **argv);
+/* Is pid's executable named python* (/proc/PID/exe)? 1 or 0 (gone, unreadable, another). */
+int cli_exe_is_python(int pid);
 /* Parse a positive pid; -1 when not a pid. */
 int cli_parse_pid(const char *s);
 /* Map a libsop error to an exit code. */

@@ -86,19 +86,6 @@ static double self_cpu_s(void)
            (double)ru.ru_stime.tv_sec + (double)ru.ru_stime.tv_usec / 1e6;
 }
 
-static int exe_is_python(int pid)
-{
-    char path[64], exe[512];
-    snprintf(path, sizeof path, "/proc/%d/exe", pid);
-    ssize_t n = readlink(path, exe, sizeof exe - 1);
-    if (n <= 0)
-        return 0;
-    exe[n] = '\0';
-    const char *base = strrchr(exe, '/');
-    base = base ? base + 1 : exe;
-    return strncmp(base, "python", 6) == 0;
-}
-
 /* /proc/PID/cmdline's raw bytes (NULs kept), at most cap; the length or -1. */
 static ssize_t cmdline_of(int pid, char *buf, size_t cap)
 {
@@ -127,7 +114,7 @@ static int has_bytes(const char *buf, size_t n, const char *what)
  * that a Python process started (torchrun's ranks, a Jupyter kernel) is a target of its own. */
 static int is_python_worker(int pid, int ppid)
 {
-    if (ppid <= 1 || !exe_is_python(ppid))
+    if (ppid <= 1 || !cli_exe_is_python(ppid))
         return 0;
     static char a[4096], b[4096];
     ssize_t na = cmdline_of(pid, a, sizeof a), nb = cmdline_of(ppid, b, sizeof b);
@@ -160,7 +147,7 @@ static void discover(node_ctx *c)
     for (struct dirent *e; (e = readdir(d));) {
         char *end;
         long pid = strtol(e->d_name, &end, 10);
-        if (*end || pid <= 0 || pid > 0x7fffffff || pid == self || !exe_is_python((int)pid))
+        if (*end || pid <= 0 || pid > 0x7fffffff || pid == self || !cli_exe_is_python((int)pid))
             continue;
         sop_process p;
         if (sop_process_read((int)pid, &p) != 0 || p.state == 'Z' ||

@@ -14,19 +14,6 @@
 
 #define CANDIDATES_MAX 4096
 
-static int is_python(int pid)
-{
-    char path[64], exe[512];
-    snprintf(path, sizeof path, "/proc/%d/exe", pid);
-    ssize_t n = readlink(path, exe, sizeof exe - 1);
-    if (n <= 0)
-        return 0;
-    exe[n] = '\0';
-    const char *base = strrchr(exe, '/');
-    base = base ? base + 1 : exe;
-    return strncmp(base, "python", 6) == 0;
-}
-
 static void list_candidates(const int *pids, size_t n, const char *what)
 {
     fprintf(stderr, "sopctl: %s: %zu processes; name one with --pid:\n", what, n);
@@ -39,7 +26,8 @@ static void list_candidates(const int *pids, size_t n, const char *what)
                 comm[k++] = (unsigned char)*c < 0x20 || *c == 0x7f ? '?' : *c;
             comm[k] = '\0';
         }
-        fprintf(stderr, "  %d  %s%s\n", pids[i], comm, is_python(pids[i]) ? "  (python)" : "");
+        fprintf(stderr, "  %d  %s%s\n", pids[i], comm,
+                cli_exe_is_python(pids[i]) ? "  (python)" : "");
     }
     if (n > 32)
         fprintf(stderr, "  ... and %zu more\n", n - 32);
@@ -72,7 +60,7 @@ static int pick(const char *container, const char *pod, int *out)
     }
     int py[32], npy = 0, top = 0, ntop = 0;
     for (size_t i = 0; i < m; i++) {
-        if (!is_python(pids[i]))
+        if (!cli_exe_is_python(pids[i]))
             continue;
         if (npy < 32)
             py[npy] = pids[i];
