@@ -5,7 +5,7 @@
 buffers of a few KiB to a few hundred KiB (above pymalloc's 512-byte limit, below the mmap
 threshold), keeping a slowly growing cache of some: every thread gets its own glibc arena, and
 the arenas fragment and hold freed memory, so RSS keeps climbing (bounded at ~900 MiB). Ready
-once every thread has kept READY_KEPT buffers (a measured phase: about 10 s on an idle host, the
+once every thread has kept READY_KEPT buffers (a measured phase: about 5 s on an idle host, the
 arenas filled and fragmented, the caches still growing), not after a fixed sleep."""
 import os
 import random
@@ -16,7 +16,7 @@ INTENSITY = int(os.environ.get("SOP_SCENARIO_INTENSITY", "1"))  # the matrix's s
 
 NTHREADS = 16 * INTENSITY
 CACHE_MAX = 300  # per thread; ~60 KiB mean: ~18 MiB live per thread at most
-READY_KEPT = 160  # ready once every thread's cache holds this many (~10 MiB each)
+READY_KEPT = 80  # ready once every thread's cache holds this many (~5 MiB each)
 kept = [0] * NTHREADS  # each thread's cache size, written by that thread only
 stop = time.time() + 60
 ready = threading.Barrier(NTHREADS + 1)

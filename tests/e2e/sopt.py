@@ -6,6 +6,7 @@ import os
 import signal
 import subprocess
 import sys
+import threading
 import time
 
 SOPCTL = os.environ.get("SOPCTL") or os.path.join(os.path.dirname(__file__), "../../build/sopctl")
@@ -42,17 +43,22 @@ def sid_interpreters():
 
 
 class Checks:
+    """Counts and prints checks; safe to call from several threads (a test that runs its
+    interpreters side by side)."""
+
     def __init__(self):
         self.passed = 0
         self.failed = 0
+        self.lock = threading.Lock()
 
     def check(self, cond, what, detail=""):
-        if cond:
-            self.passed += 1
-            print("ok   " + what)
-        else:
-            self.failed += 1
-            print("FAIL " + what + ("\n     " + str(detail)[:2000] if detail else ""))
+        with self.lock:
+            if cond:
+                self.passed += 1
+                print("ok   " + what, flush=True)
+            else:
+                self.failed += 1
+                print("FAIL " + what + ("\n     " + str(detail)[:2000] if detail else ""), flush=True)
         return cond
 
     def done(self):
