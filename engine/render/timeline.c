@@ -112,6 +112,18 @@ int sop__timeline_write(const sop_thread_info *thr, size_t nthr, const sop_timel
                                    flags, f);
 }
 
+/* The end (ms) of a run of one thread's samples ending before by[j] (b: its last): a sample
+ * stands for the interval after it, up to the thread's next sample, which a late sampler
+ * catching up takes sooner than the nominal interval; never past the window. */
+static double run_end(const sop_timeline_ev *const *by, size_t j, size_t b, double dt_ms,
+                      double window_s)
+{
+    double t1 = by[j - 1]->t_ms + dt_ms;
+    if (j < b && by[j]->t_ms < t1)
+        t1 = by[j]->t_ms;
+    return t1 > window_s * 1e3 ? window_s * 1e3 : t1;
+}
+
 /* The coroutine lanes of one thread's samples by[a..b): the task indices seen (1-based, at most
  * TL_TASK_LANES, the most seen first) into idx; their count. */
 static size_t task_lanes(const sop_timeline_ev *const *by, size_t a, size_t b, size_t ntasks,
@@ -161,9 +173,7 @@ static void task_lane(FILE *f, const sop_timeline_ev *const *by, size_t a, size_
         size_t j = i + 1;
         while (j < b && by[j]->task == task && by[j]->t_ms - by[j - 1]->t_ms <= 1.5 * dt_ms)
             j++;
-        double t1 = by[j - 1]->t_ms + dt_ms;
-        if (t1 > window_s * 1e3)
-            t1 = window_s * 1e3;
+        double t1 = run_end(by, j, b, dt_ms, window_s);
         double xa = x0 + by[i]->t_ms * scale, w = (t1 - by[i]->t_ms) * scale;
         fprintf(f,
                 "<rect class=\"task\" x=\"%.2f\" y=\"%.1f\" width=\"%.2f\" height=\"%d\" "
@@ -283,9 +293,7 @@ int sop__timeline_write_gpu(const sop_thread_info *thr, size_t nthr, const sop_t
             while (j < b && by[j]->state == by[i]->state &&
                    by[j]->t_ms - by[j - 1]->t_ms <= 1.5 * dt_ms)
                 j++;
-            double t1 = by[j - 1]->t_ms + dt_ms;
-            if (t1 > window_s * 1e3)
-                t1 = window_s * 1e3;
+            double t1 = run_end(by, j, b, dt_ms, window_s);
             double xa = x0 + by[i]->t_ms * scale, w = (t1 - by[i]->t_ms) * scale;
             int s = by[i]->state < SOP_ST_N ? by[i]->state : SOP_ST_IDLE;
             if (w < 0.3)
