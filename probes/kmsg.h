@@ -51,7 +51,12 @@ void sop__kmsg_feed_line(sop_oom_list *l, const char *line, size_t len, double m
 /* End of input: a "Kill process" line never followed by its "Killed process" line (a log cut
  * short) still becomes a record. sop__parse_kmsg calls it. */
 void sop__kmsg_flush(sop_oom_list *l);
-/* Read the kernel log (non-blocking, at most max_bytes, records newer than max_age_s). */
+/* The OOM kills since boot from /proc/vmstat's text ("oom_kill N", Linux 4.13+; memory
+ * cgroup kills included), or -1 when the line is absent or malformed. Pure. */
+long sop__vmstat_oom_kills(const char *text);
+/* Read the kernel log (non-blocking, at most max_bytes, records newer than max_age_s). When
+ * /proc/vmstat says no process was OOM-killed since boot, the log holds no record to find and
+ * is not read (formatting the whole ring costs milliseconds). */
 int sop__kmsg_collect(sop_oom_list *out, double btime, double max_age_s, sop_missing *missing);
 
 #endif
