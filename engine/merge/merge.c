@@ -432,34 +432,38 @@ static sop_value *explaining(const mrank *r, const rule_row *rows, size_t nrows,
 }
 
 /* The job tree: the JSON form of the merged report. */
-sop_value *sop__merge_analyse(const sop_merge *m, const char *lang, bool *problem)
-{
-    size_t n = m->n;
-    mrank *r = n ? malloc(n * sizeof *r) : NULL;
-    if (n && !r)
-        return NULL;
-    if (n) {
-        memcpy(r, m->r, n * sizeof *r);
-        qsort(r, n, sizeof *r, cmp_rank); /* never qsort(NULL, 0): UB (fuzz_merge) */
-    }
-    *problem = false;
-    sop_value *job = sop__v_obj();
-    sop__v_set_int(job, "schema", 1);
-    sop__v_set_str(job, "kind", "job");
-    sop__v_set_str(job, "sop_version", SOP_VERSION_STRING);
+/* One analysis in progress: the ranks sorted, the job value being built, and what one phase
+ * hands the next. The phases run in the order the job's keys are written. */
+typedef struct {
+    const sop_merge *m;
+    const char *lang;
+    bool *problem;
+    mrank *r; /* the ranks, sorted (a copy of m->r) */
+    size_t n;
+    sop_value *job;
+    sop_value *jobs; /* job_ids */
+    long world;      /* the largest world size a report gives, -1 none */
+    bool world_mixed;
+    rule_row *rows; /* rank x rule */
+    size_t nrows;
+    sop_value *outl; /* outliers */
+    double *score;   /* per rank: its largest outlier z, 0 none */
+} analysis;
 
-    /* job ids, nodes, world size */
-    sop_value *jobs = sop__v_arr_at(job, "job_ids");
-    sop_value *nodes = sop__v_arr_at(job, "nodes");
-    long world = -1;
-    bool world_mixed = false;
-    for (size_t i = 0; i < n; i++) {
+/* job_ids, nodes, world_size, reports */
+static void put_identity(analysis *a)
+{
+    const mrank *r = a->r;
+    a->jobs = sop__v_arr_at(a->job, "job_ids");
+    sop_value *nodes = sop__v_arr_at(a->job, "nodes");
+    a->world = -1;
+    for (size_t i = 0; i < a->n; i++) {
         if (r[i].job_id) {
             bool seen = false;
-            for (const sop_value *c = jobs->child; c; c = c->next)
+            for (const sop_value *c = a->jobs->child; c; c = c->next)
                 seen = seen || strcmp(c->str, r[i].job_id) == 0;
             if (!seen)
-                sop__v_push(jobs, sop__v_str(r[i].job_id));
+                sop__v_push(a->jobs, sop__v_str(r[i].job_id));
         }
         if (r[i].node) {
             bool seen = false;
@@ -469,96 +473,127 @@ sop_value *sop__merge_analyse(const sop_merge *m, const char *lang, bool *proble
                 sop__v_push(nodes, sop__v_str(r[i].node));
         }
         if (r[i].world_size > 0) {
-            if (world > 0 && world != r[i].world_size)
-                world_mixed = true;
-            if (r[i].world_size > world)
-                world = r[i].world_size;
+            if (a->world > 0 && a->world != r[i].world_size)
+                a->world_mixed = true;
+            if (r[i].world_size > a->world)
+                a->world = r[i].world_size;
         }
     }
-    if (world > 0)
-        sop__v_set_int(job, "world_size", world);
-    sop__v_set_int(job, "reports", (int64_t)n);
+    if (a->world > 0)
+        sop__v_set_int(a->job, "world_size", a->world);
+    sop__v_set_int(a->job, "reports", (int64_t)a->n);
+}
 
-    /* rules: rank x rule */
-    size_t nrows = 0, caprows = 0;
-    rule_row *rows = NULL;
-    for (size_t i = 0; i < n; i++) {
-        const sop_value *fs = sop__v_get(r[i].report, "findings");
+/* The rank x rule table: a row per finding id, the ranks it fired on, its worst severity. */
+static void gather_rule_rows(analysis *a)
+{
+    size_t caprows = 0;
+    for (size_t i = 0; i < a->n; i++) {
+        const sop_value *fs = sop__v_get(a->r[i].report, "findings");
         for (const sop_value *f = fs ? fs->child : NULL; f; f = f->next) {
             const char *id = sop__v_get_str(f, "id");
             if (!id)
                 continue;
             size_t k = 0;
-            while (k < nrows && strcmp(rows[k].id, id) != 0)
+            while (k < a->nrows && strcmp(a->rows[k].id, id) != 0)
                 k++;
-            if (k == nrows) {
-                if (nrows == caprows) {
+            if (k == a->nrows) {
+                if (a->nrows == caprows) {
                     size_t cap = caprows ? caprows * 2 : 16;
-                    rule_row *nr = realloc(rows, cap * sizeof *nr);
+                    rule_row *nr = realloc(a->rows, cap * sizeof *nr);
                     if (!nr)
                         break;
-                    rows = nr;
+                    a->rows = nr;
                     caprows = cap;
                 }
-                bool *on = calloc(n, sizeof *on);
+                bool *on = calloc(a->n, sizeof *on);
                 if (!on)
                     break;
-                rows[nrows++] = (rule_row){id, sop__v_get_str(f, "section"),
-                                           sop__v_get_str(f, "severity"), 0, on};
+                a->rows[a->nrows++] = (rule_row){id, sop__v_get_str(f, "section"),
+                                                 sop__v_get_str(f, "severity"), 0, on};
             }
+            rule_row *row = &a->rows[k];
             const char *sev = sop__v_get_str(f, "severity");
-            if (sop__severity_rank(sev) < sop__severity_rank(rows[k].severity))
-                rows[k].severity = sev;
+            if (sop__severity_rank(sev) < sop__severity_rank(row->severity))
+                row->severity = sev;
             if (sop__severity_rank(sev) < 2)
-                *problem = true;
-            if (!rows[k].on[i]) {
-                rows[k].on[i] = true;
-                rows[k].count++;
+                *a->problem = true;
+            if (!row->on[i]) {
+                row->on[i] = true;
+                row->count++;
             }
         }
     }
-    sop_value *rules = sop__v_arr_at(job, "rules");
-    sop_value *wide = sop__v_arr_at(job, "job_wide");
+}
+
+/* rules (worst first) and job_wide: the findings of every rank, as the first rank saw them */
+static void put_rules(analysis *a)
+{
+    sop_value *rules = sop__v_arr_at(a->job, "rules");
+    sop_value *wide = sop__v_arr_at(a->job, "job_wide");
     for (int sev = 0; sev < 3; sev++) {
-        for (size_t k = 0; k < nrows; k++) {
-            if (sop__severity_rank(rows[k].severity) != sev)
+        for (size_t k = 0; k < a->nrows; k++) {
+            const rule_row *rr = &a->rows[k];
+            if (sop__severity_rank(rr->severity) != sev)
                 continue;
             sop_value *row = sop__v_obj();
-            sop__v_set(row, "id", sop__v_str(rows[k].id));
-            sop__v_set_str(row, "section", rows[k].section);
-            sop__v_set_str(row, "severity", rows[k].severity);
-            sop__v_set_int(row, "count", (int64_t)rows[k].count);
+            sop__v_set(row, "id", sop__v_str(rr->id));
+            sop__v_set_str(row, "section", rr->section);
+            sop__v_set_str(row, "severity", rr->severity);
+            sop__v_set_int(row, "count", (int64_t)rr->count);
             sop_sb b = {0};
-            compact_ranks(&b, r, rows[k].on, n);
+            compact_ranks(&b, a->r, rr->on, a->n);
             char *ranks = sop__sb_take(&b);
             sop__v_set(row, "ranks", sop__v_str(ranks ? ranks : ""));
             free(ranks);
-            bool is_wide = n >= 2 && rows[k].count == n;
+            bool is_wide = a->n >= 2 && rr->count == a->n;
             sop__v_set_bool(row, "job_wide", is_wide);
             sop__v_push(rules, row);
             if (is_wide && sev < 2) { /* its text as the first rank saw it */
-                const sop_value *fs = sop__v_get(r[0].report, "findings");
+                const sop_value *fs = sop__v_get(a->r[0].report, "findings");
                 for (const sop_value *f = fs ? fs->child : NULL; f; f = f->next) {
                     const char *id = sop__v_get_str(f, "id");
-                    if (id && strcmp(id, rows[k].id) == 0) {
-                        sop__v_push(wide, finding_brief(f, lang));
+                    if (id && strcmp(id, rr->id) == 0) {
+                        sop__v_push(wide, finding_brief(f, a->lang));
                         break;
                     }
                 }
             }
         }
     }
+}
 
-    /* figures: median, MAD, outliers */
-    sop_value *figs = sop__v_arr_at(job, "figures");
-    sop_value *outl = sop__v_arr_at(job, "outliers");
-    double *vals = n ? malloc(n * sizeof *vals) : NULL;
-    double *score = n ? calloc(n, sizeof *score) : NULL; /* per rank: largest z */
-    for (size_t fi = 0; vals && score && fi < NFIG; fi++) {
+/* One rank standing out on figure fi: its outlier entry. */
+static sop_value *outlier(const analysis *a, size_t i, size_t fi, double md, double d, double z)
+{
+    const mrank *ri = &a->r[i];
+    char lab[320];
+    label_of(ri, lab, sizeof lab);
+    sop_value *o = sop__v_obj();
+    sop__v_set(o, "rank", sop__v_str(lab));
+    sop__v_set_str(o, "node", ri->node);
+    sop__v_set_str(o, "pod", ri->pod);
+    sop__v_set_str(o, "container", ri->container);
+    sop__v_set(o, "figure", sop__v_str(FIGS[fi].key));
+    sop__v_set_dbl(o, "value", ri->fig[fi]);
+    sop__v_set_dbl(o, "median", md);
+    sop__v_set(o, "direction", sop__v_str(d > 0 ? "high" : "low"));
+    sop__v_set_dbl(o, "score", round(z * 10) / 10);
+    sop__v_set(o, "findings", explaining(ri, a->rows, a->nrows, a->n, (int)fi, false, 3, a->lang));
+    return o;
+}
+
+/* figures (median, MAD per key figure) and outliers (modified z-score); each rank's largest
+ * z into a->score */
+static void put_figures(analysis *a, double *vals)
+{
+    sop_value *figs = sop__v_arr_at(a->job, "figures");
+    a->outl = sop__v_arr_at(a->job, "outliers");
+    for (size_t fi = 0; vals && a->score && fi < NFIG; fi++) {
         size_t k = 0;
-        for (size_t i = 0; i < n; i++)
-            if (r[i].has[fi])
-                vals[k++] = r[i].fig[fi];
+        for (size_t i = 0; i < a->n; i++)
+            if (a->r[i].has[fi])
+                vals[k++] = a->r[i].fig[fi];
         if (k == 0)
             continue;
         double md = median(vals, k);
@@ -576,70 +611,74 @@ sop_value *sop__merge_analyse(const sop_merge *m, const char *lang, bool *proble
         double need = FIGS[fi].min_diff;
         if (FIGS[fi].min_rel > 0 && FIGS[fi].min_rel * fabs(md) > need)
             need = FIGS[fi].min_rel * fabs(md);
-        for (size_t i = 0; i < n; i++) {
-            if (!r[i].has[fi])
+        for (size_t i = 0; i < a->n; i++) {
+            if (!a->r[i].has[fi])
                 continue;
-            double d = r[i].fig[fi] - md;
+            double d = a->r[i].fig[fi] - md;
             double z = mad > 0 ? fabs(d) / (MAD_TO_SIGMA * mad) : 99;
             if (z > 99)
                 z = 99;
             if (fabs(d) < need || z < OUTLIER_Z)
                 continue;
-            char lab[320];
-            label_of(&r[i], lab, sizeof lab);
-            sop_value *o = sop__v_obj();
-            sop__v_set(o, "rank", sop__v_str(lab));
-            sop__v_set_str(o, "node", r[i].node);
-            sop__v_set_str(o, "pod", r[i].pod);
-            sop__v_set_str(o, "container", r[i].container);
-            sop__v_set(o, "figure", sop__v_str(FIGS[fi].key));
-            sop__v_set_dbl(o, "value", r[i].fig[fi]);
-            sop__v_set_dbl(o, "median", md);
-            sop__v_set(o, "direction", sop__v_str(d > 0 ? "high" : "low"));
-            sop__v_set_dbl(o, "score", round(z * 10) / 10);
-            sop__v_set(o, "findings", explaining(&r[i], rows, nrows, n, (int)fi, false, 3, lang));
-            sop__v_push(outl, o);
-            if (z > score[i])
-                score[i] = z;
+            sop__v_push(a->outl, outlier(a, i, fi, md, d, z));
+            if (z > a->score[i])
+                a->score[i] = z;
         }
     }
+}
 
-    /* collective wait decides first: a hang, the rank the others wait for, or balanced */
+/* The figures rank `lab` stands out on, into st's "figures". */
+static void straggler_figures(const analysis *a, sop_value *st, const char *lab)
+{
+    sop_value *sf = sop__v_arr_at(st, "figures");
+    for (const sop_value *o = a->outl->child; o; o = o->next) {
+        const char *rk = sop__v_get_str(o, "rank");
+        if (rk && strcmp(rk, lab) == 0)
+            sop__v_push(sf, sop__v_str(sop__v_get_str(o, "figure")));
+    }
+}
+
+/* Collective wait decides first (a hang, the rank the others wait for, or balanced:
+ * merge_wait.c); its straggler gets its outlier figures and findings. True when it decided. */
+static bool decide_by_wait(analysis *a)
+{
+    size_t n = a->n;
     sop_wait_rank *wr = n ? calloc(n, sizeof *wr) : NULL;
     char(*labs)[320] = n ? calloc(n, sizeof *labs) : NULL;
     bool decided = false;
     if (wr && labs) {
         for (size_t i = 0; i < n; i++) {
-            label_of(&r[i], labs[i], sizeof labs[i]);
-            wr[i] = (sop_wait_rank){labs[i], r[i].node, r[i].rank, r[i].pid,
-                                    sop__v_get(r[i].report, "figures")};
+            label_of(&a->r[i], labs[i], sizeof labs[i]);
+            wr[i] = (sop_wait_rank){labs[i], a->r[i].node, a->r[i].rank, a->r[i].pid,
+                                    sop__v_get(a->r[i].report, "figures")};
         }
-        decided = sop__merge_wait(job, wr, n, world, lang, problem);
+        decided = sop__merge_wait(a->job, wr, n, a->world, a->lang, a->problem);
     }
-    sop_value *cst = (sop_value *)sop__v_get(job, "straggler");
+    sop_value *cst = (sop_value *)sop__v_get(a->job, "straggler");
     for (size_t i = 0; cst && labs && i < n; i++) {
         if (strcmp(labs[i], sop__v_get_str(cst, "rank")) != 0)
             continue;
-        sop_value *sf = sop__v_arr_at(cst, "figures");
-        for (const sop_value *o = outl->child; o; o = o->next) {
-            const char *rk = sop__v_get_str(o, "rank");
-            if (rk && strcmp(rk, labs[i]) == 0)
-                sop__v_push(sf, sop__v_str(sop__v_get_str(o, "figure")));
-        }
-        sop__v_set(cst, "findings", explaining(&r[i], rows, nrows, n, -1, true, 8, lang));
+        straggler_figures(a, cst, labs[i]);
+        sop__v_set(cst, "findings",
+                   explaining(&a->r[i], a->rows, a->nrows, n, -1, true, 8, a->lang));
         break;
     }
     free(wr);
     free(labs);
+    return decided;
+}
 
-    /* else the straggler: an outlier with a serious finding of its own */
+/* Else the straggler: the outlier with the largest score that has a serious finding of its
+ * own. */
+static void decide_by_outliers(analysis *a)
+{
     long best = -1;
     sop_value *best_findings = NULL;
-    for (size_t i = 0; !decided && score && i < n; i++) {
-        if (score[i] <= 0)
+    for (size_t i = 0; a->score && i < a->n; i++) {
+        if (a->score[i] <= 0)
             continue;
-        sop_value *ex = explaining(&r[i], rows, nrows, n, -1, true, 8, lang);
-        if (ex && ex->count > 0 && (best < 0 || score[i] > score[best])) {
+        sop_value *ex = explaining(&a->r[i], a->rows, a->nrows, a->n, -1, true, 8, a->lang);
+        if (ex && ex->count > 0 && (best < 0 || a->score[i] > a->score[best])) {
             sop__v_free(best_findings);
             best_findings = ex;
             best = (long)i;
@@ -647,52 +686,49 @@ sop_value *sop__merge_analyse(const sop_merge *m, const char *lang, bool *proble
             sop__v_free(ex);
         }
     }
-    if (best >= 0) {
-        const mrank *s = &r[best];
-        char lab[320];
-        label_of(s, lab, sizeof lab);
-        sop_value *st = sop__v_obj_at(job, "straggler");
-        sop__v_set(st, "rank", sop__v_str(lab));
-        if (s->rank >= 0)
-            sop__v_set_int(st, "rank_number", s->rank);
-        sop__v_set_str(st, "node", s->node);
-        sop__v_set_str(st, "pod", s->pod);
-        sop__v_set_str(st, "container", s->container);
-        if (s->pid > 0)
-            sop__v_set_int(st, "pid", (int64_t)s->pid);
-        sop_value *sf = sop__v_arr_at(st, "figures");
-        for (const sop_value *o = outl->child; o; o = o->next) {
-            const char *rk = sop__v_get_str(o, "rank");
-            if (rk && strcmp(rk, lab) == 0)
-                sop__v_push(sf, sop__v_str(sop__v_get_str(o, "figure")));
-        }
-        sop__v_set(st, "findings", best_findings);
-        *problem = true;
-    }
-    free(vals);
-    free(score);
+    if (best < 0)
+        return;
+    const mrank *s = &a->r[best];
+    char lab[320];
+    label_of(s, lab, sizeof lab);
+    sop_value *st = sop__v_obj_at(a->job, "straggler");
+    sop__v_set(st, "rank", sop__v_str(lab));
+    if (s->rank >= 0)
+        sop__v_set_int(st, "rank_number", s->rank);
+    sop__v_set_str(st, "node", s->node);
+    sop__v_set_str(st, "pod", s->pod);
+    sop__v_set_str(st, "container", s->container);
+    if (s->pid > 0)
+        sop__v_set_int(st, "pid", (int64_t)s->pid);
+    straggler_figures(a, st, lab);
+    sop__v_set(st, "findings", best_findings);
+    *a->problem = true;
+}
 
-    /* per rank */
-    sop_value *ranks = sop__v_arr_at(job, "ranks");
-    for (size_t i = 0; i < n; i++) {
+/* ranks: each rank's identity, figures and finding ids */
+static void put_ranks(const analysis *a)
+{
+    sop_value *ranks = sop__v_arr_at(a->job, "ranks");
+    for (size_t i = 0; i < a->n; i++) {
+        const mrank *ri = &a->r[i];
         sop_value *o = sop__v_obj();
         char lab[320];
-        label_of(&r[i], lab, sizeof lab);
+        label_of(ri, lab, sizeof lab);
         sop__v_set(o, "rank", sop__v_str(lab));
-        if (r[i].local_rank >= 0)
-            sop__v_set_int(o, "local_rank", r[i].local_rank);
-        sop__v_set_str(o, "node", r[i].node);
-        sop__v_set_str(o, "pod", r[i].pod);
-        sop__v_set_str(o, "container", r[i].container);
-        if (r[i].pid > 0)
-            sop__v_set_int(o, "pid", (int64_t)r[i].pid);
-        sop__v_set(o, "source", sop__v_str(r[i].source));
+        if (ri->local_rank >= 0)
+            sop__v_set_int(o, "local_rank", ri->local_rank);
+        sop__v_set_str(o, "node", ri->node);
+        sop__v_set_str(o, "pod", ri->pod);
+        sop__v_set_str(o, "container", ri->container);
+        if (ri->pid > 0)
+            sop__v_set_int(o, "pid", (int64_t)ri->pid);
+        sop__v_set(o, "source", sop__v_str(ri->source));
         sop_value *fo = sop__v_obj_at(o, "figures");
         for (size_t fi = 0; fi < NFIG; fi++)
-            if (r[i].has[fi])
-                sop__v_set_dbl(fo, FIGS[fi].key, r[i].fig[fi]);
+            if (ri->has[fi])
+                sop__v_set_dbl(fo, FIGS[fi].key, ri->fig[fi]);
         sop_value *fl = sop__v_arr_at(o, "findings");
-        const sop_value *fs = sop__v_get(r[i].report, "findings");
+        const sop_value *fs = sop__v_get(ri->report, "findings");
         for (const sop_value *f = fs ? fs->child : NULL; f; f = f->next) {
             const char *id = sop__v_get_str(f, "id");
             if (id)
@@ -700,20 +736,24 @@ sop_value *sop__merge_analyse(const sop_merge *m, const char *lang, bool *proble
         }
         sop__v_push(ranks, o);
     }
+}
 
-    /* missing: what the caller listed, then ranks below the world size no report holds */
-    sop_value *miss = sop__v_arr_at(job, "missing");
-    for (const sop_value *c = m->missing->child; c; c = c->next) {
+/* missing: what the caller listed, then the ranks below the world size no report holds */
+static void put_missing(analysis *a)
+{
+    sop_value *miss = sop__v_arr_at(a->job, "missing");
+    for (const sop_value *c = a->m->missing->child; c; c = c->next) {
         sop_value *e = sop__v_obj();
         sop__v_set(e, "node", sop__v_str(sop__v_get_str(c, "node")));
         sop__v_set(e, "reason", sop__v_str(sop__v_get_str(c, "reason")));
         sop__v_push(miss, e);
     }
+    long world = a->world;
     if (world > 0 && world <= 1 << 20) {
         bool *seen = calloc((size_t)world, sizeof *seen);
-        for (size_t i = 0; seen && i < n; i++)
-            if (r[i].rank >= 0 && r[i].rank < world)
-                seen[r[i].rank] = true;
+        for (size_t i = 0; seen && i < a->n; i++)
+            if (a->r[i].rank >= 0 && a->r[i].rank < world)
+                seen[a->r[i].rank] = true;
         for (long k = 0; seen && k < world; k++) {
             if (seen[k])
                 continue;
@@ -728,7 +768,7 @@ sop_value *sop__merge_analyse(const sop_merge *m, const char *lang, bool *proble
                 snprintf(buf, sizeof buf, "%ld", k);
             sop__v_set(e, "ranks", sop__v_str(buf));
             sop__v_set(e, "reason",
-                       sop__v_str(strcmp(lang, "zh") == 0
+                       sop__v_str(strcmp(a->lang, "zh") == 0
                                       ? "没有这些 rank 的报告（world size 之内）"
                                       : "no report for these ranks of the world size"));
             sop__v_push(miss, e);
@@ -737,13 +777,17 @@ sop_value *sop__merge_analyse(const sop_merge *m, const char *lang, bool *proble
         free(seen);
     }
     if (miss->count)
-        *problem = true;
+        *a->problem = true;
+}
 
-    /* versions */
-    sop_value *ver = sop__v_obj_at(job, "versions");
+/* versions (the sop versions merged, the reports excluded) and notes (mixed world sizes or
+ * jobs) */
+static void put_versions(analysis *a)
+{
+    sop_value *ver = sop__v_obj_at(a->job, "versions");
     sop_value *seen = sop__v_arr_at(ver, "seen");
-    for (size_t i = 0; i < n; i++) {
-        const char *v = r[i].version ? r[i].version : "?";
+    for (size_t i = 0; i < a->n; i++) {
+        const char *v = a->r[i].version ? a->r[i].version : "?";
         sop_value *hit = NULL;
         for (sop_value *c = seen->child; c; c = c->next)
             if (strcmp(sop__v_get_str(c, "sop_version"), v) == 0)
@@ -760,7 +804,7 @@ sop_value *sop__merge_analyse(const sop_merge *m, const char *lang, bool *proble
                 c->num += 1;
     }
     sop_value *exc = sop__v_arr_at(ver, "excluded");
-    for (const sop_value *c = m->excluded->child; c; c = c->next) {
+    for (const sop_value *c = a->m->excluded->child; c; c = c->next) {
         sop_value *e = sop__v_obj();
         sop__v_set(e, "source", sop__v_str(sop__v_get_str(c, "source")));
         double sc = 0;
@@ -770,20 +814,50 @@ sop_value *sop__merge_analyse(const sop_merge *m, const char *lang, bool *proble
         sop__v_push(exc, e);
     }
     sop__v_set_bool(ver, "mismatched", seen->count > 1 || exc->count > 0);
-    if (world_mixed || jobs->count > 1) {
-        sop_value *notes = sop__v_arr_at(job, "notes");
-        if (world_mixed)
-            sop__v_push(notes, sop__v_str(strcmp(lang, "zh") == 0
-                                              ? "各报告的 world size 不一致"
-                                              : "the reports disagree on the world size"));
-        if (jobs->count > 1)
-            sop__v_push(notes, sop__v_str(strcmp(lang, "zh") == 0
-                                              ? "报告来自不同的作业"
-                                              : "the reports come from more than one job"));
+    if (a->world_mixed || a->jobs->count > 1) {
+        bool zh = strcmp(a->lang, "zh") == 0;
+        sop_value *notes = sop__v_arr_at(a->job, "notes");
+        if (a->world_mixed)
+            sop__v_push(notes, sop__v_str(zh ? "各报告的 world size 不一致"
+                                             : "the reports disagree on the world size"));
+        if (a->jobs->count > 1)
+            sop__v_push(notes, sop__v_str(zh ? "报告来自不同的作业"
+                                             : "the reports come from more than one job"));
     }
-    for (size_t k = 0; k < nrows; k++)
-        free(rows[k].on);
-    free(rows);
-    free(r);
-    return job;
+}
+
+sop_value *sop__merge_analyse(const sop_merge *m, const char *lang, bool *problem)
+{
+    analysis a = {.m = m, .lang = lang, .problem = problem, .n = m->n};
+    size_t n = m->n;
+    a.r = n ? malloc(n * sizeof *a.r) : NULL;
+    if (n && !a.r)
+        return NULL;
+    if (n) {
+        memcpy(a.r, m->r, n * sizeof *a.r);
+        qsort(a.r, n, sizeof *a.r, cmp_rank); /* never qsort(NULL, 0): UB (fuzz_merge) */
+    }
+    *problem = false;
+    a.job = sop__v_obj();
+    sop__v_set_int(a.job, "schema", 1);
+    sop__v_set_str(a.job, "kind", "job");
+    sop__v_set_str(a.job, "sop_version", SOP_VERSION_STRING);
+    put_identity(&a);
+    gather_rule_rows(&a);
+    put_rules(&a);
+    double *vals = n ? malloc(n * sizeof *vals) : NULL;
+    a.score = n ? calloc(n, sizeof *a.score) : NULL;
+    put_figures(&a, vals);
+    free(vals);
+    if (!decide_by_wait(&a))
+        decide_by_outliers(&a);
+    free(a.score);
+    put_ranks(&a);
+    put_missing(&a);
+    put_versions(&a);
+    for (size_t k = 0; k < a.nrows; k++)
+        free(a.rows[k].on);
+    free(a.rows);
+    free(a.r);
+    return a.job;
 }
