@@ -363,287 +363,380 @@ static void put_hang(sop_sb *b, const sop_value *h, bool md, const char *lang)
     sop__sb_puts(b, "\n");
 }
 
-static char *render(const sop_value *job, bool md, const char *lang)
+/* One rendering: where it writes, Markdown or text, the language and its labels. */
+typedef struct {
+    sop_sb *b;
+    bool md;
+    const char *lang;
+    const labels *L;
+} out;
+
+/* "# sop job report: job J — N ranks on M nodes, world size W" */
+static void sec_title(const out *o, const sop_value *job, double reports)
 {
-    const labels *L = strcmp(lang, "zh") == 0 ? &ZH : &EN;
-    sop_sb b = {0};
+    sop_sb *b = o->b;
+    const labels *L = o->L;
     const sop_value *jobs = sop__v_get(job, "job_ids");
     const sop_value *nodes = sop__v_get(job, "nodes");
-    double reports = 0, world = 0;
-    sop__v_get_num(job, "reports", &reports);
-    sop__sb_printf(&b, "%s%s", md ? "# " : "", L->title);
+    double world = 0;
+    sop__sb_printf(b, "%s%s", o->md ? "# " : "", L->title);
     if (jobs && jobs->count) {
-        sop__sb_printf(&b, ": %s ", L->job);
-        put_ids(&b, jobs, md);
+        sop__sb_printf(b, ": %s ", L->job);
+        put_ids(b, jobs, o->md);
     }
     size_t nn = nodes ? nodes->count : 0;
-    sop__sb_printf(&b, " — %.0f %s, %zu %s", reports,
+    sop__sb_printf(b, " — %.0f %s, %zu %s", reports,
                    reports == 1 && L == &EN ? "rank" : L->ranks_on, nn,
                    nn == 1 && L == &EN ? "node" : L->nodes);
     if (sop__v_get_num(job, "world_size", &world))
-        sop__sb_printf(&b, ", %s %.0f", L->world, world);
-    sop__sb_puts(&b, "\n\n");
+        sop__sb_printf(b, ", %s %.0f", L->world, world);
+    sop__sb_puts(b, "\n\n");
+}
 
+/* The straggler: who, where, what the others wait for, the figures it stands out on, the
+ * findings that explain them. */
+static void sec_straggler(const out *o, const sop_value *job, const sop_value *st)
+{
+    sop_sb *b = o->b;
+    bool md = o->md;
+    const labels *L = o->L;
+    sop__sb_printf(b, "%s%s: rank ", md ? "**" : "", L->straggler);
+    put(b, sop__v_get_str(st, "rank"), md);
+    const char *node = sop__v_get_str(st, "node");
+    double pid = 0;
+    if (node || sop__v_get_num(st, "pid", &pid)) {
+        sop__sb_puts(b, " (");
+        if (node) {
+            sop__sb_printf(b, "%s ", L->node);
+            put(b, node, md);
+        }
+        put_pod(b, st, md);
+        if (sop__v_get_num(st, "pid", &pid))
+            sop__sb_printf(b, "%spid %.0f", node ? ", " : "", pid);
+        sop__sb_puts(b, ")");
+    }
+    sop__sb_printf(b, "%s\n", md ? "**" : "");
+    put_wait_straggler(b, st, md, o->lang);
+    const sop_value *outl = sop__v_get(job, "outliers");
+    for (const sop_value *ol = outl ? outl->child : NULL; ol; ol = ol->next) {
+        const char *rk = sop__v_get_str(ol, "rank");
+        if (!rk || strcmp(rk, sop__v_get_str(st, "rank")) != 0)
+            continue;
+        double v = 0, mdv = 0;
+        sop__v_get_num(ol, "value", &v);
+        sop__v_get_num(ol, "median", &mdv);
+        const char *key = sop__v_get_str(ol, "figure");
+        sop__sb_puts(b, md ? "- " : "  - ");
+        put_fig_name(b, key, o->lang);
+        sop__sb_puts(b, " ");
+        put_fig_value(b, key, v);
+        sop__sb_printf(b, " %s ", L->vs_median);
+        put_fig_value(b, key, mdv);
+        sop__sb_puts(b, "\n");
+    }
+    const sop_value *fs = sop__v_get(st, "findings");
+    for (const sop_value *f = fs ? fs->child : NULL; f; f = f->next) {
+        sop__sb_puts(b, md ? "- " : "  - ");
+        put_finding_line(b, f, L, md);
+        sop__sb_puts(b, "\n");
+    }
+}
+
+/* The headline: a hang, else the straggler, else balanced collectives, else none. */
+static void sec_verdict(const out *o, const sop_value *job)
+{
+    sop_sb *b = o->b;
     const sop_value *st = sop__v_get(job, "straggler");
     const sop_value *hg = sop__v_get(job, "hang");
     const sop_value *bal = sop__v_get(job, "balanced");
     if (hg) {
-        put_hang(&b, hg, md, lang);
+        put_hang(b, hg, o->md, o->lang);
     } else if (st) {
-        sop__sb_printf(&b, "%s%s: rank ", md ? "**" : "", L->straggler);
-        put(&b, sop__v_get_str(st, "rank"), md);
-        const char *node = sop__v_get_str(st, "node");
-        double pid = 0;
-        if (node || sop__v_get_num(st, "pid", &pid)) {
-            sop__sb_puts(&b, " (");
-            if (node) {
-                sop__sb_printf(&b, "%s ", L->node);
-                put(&b, node, md);
-            }
-            put_pod(&b, st, md);
-            if (sop__v_get_num(st, "pid", &pid))
-                sop__sb_printf(&b, "%spid %.0f", node ? ", " : "", pid);
-            sop__sb_puts(&b, ")");
-        }
-        sop__sb_printf(&b, "%s\n", md ? "**" : "");
-        put_wait_straggler(&b, st, md, lang);
-        const sop_value *outl = sop__v_get(job, "outliers");
-        for (const sop_value *o = outl ? outl->child : NULL; o; o = o->next) {
-            const char *rk = sop__v_get_str(o, "rank");
-            if (!rk || strcmp(rk, sop__v_get_str(st, "rank")) != 0)
-                continue;
-            double v = 0, mdv = 0;
-            sop__v_get_num(o, "value", &v);
-            sop__v_get_num(o, "median", &mdv);
-            const char *key = sop__v_get_str(o, "figure");
-            sop__sb_puts(&b, md ? "- " : "  - ");
-            put_fig_name(&b, key, lang);
-            sop__sb_puts(&b, " ");
-            put_fig_value(&b, key, v);
-            sop__sb_printf(&b, " %s ", L->vs_median);
-            put_fig_value(&b, key, mdv);
-            sop__sb_puts(&b, "\n");
-        }
-        const sop_value *fs = sop__v_get(st, "findings");
-        for (const sop_value *f = fs ? fs->child : NULL; f; f = f->next) {
-            sop__sb_puts(&b, md ? "- " : "  - ");
-            put_finding_line(&b, f, L, md);
-            sop__sb_puts(&b, "\n");
-        }
+        sec_straggler(o, job, st);
     } else if (bal) {
         double lo = 0, hi = 0;
         sop__v_get_num(bal, "wait_min", &lo);
         sop__v_get_num(bal, "wait_max", &hi);
-        bool zh = strcmp(lang, "zh") == 0;
-        sop__sb_printf(&b,
+        bool zh = strcmp(o->lang, "zh") == 0;
+        sop__sb_printf(b,
                        zh ? "没有拖慢者：各 rank 在集合通信中的等待相近（窗口的 %.0f–%.0f%%"
                           : "No straggler: the ranks wait alike in collectives (%.0f–%.0f%% of "
                             "the window",
                        100 * lo, 100 * hi);
         const char *op = sop__v_get_str(bal, "collective");
         if (op) {
-            sop__sb_puts(&b, zh ? "，主要在 " : ", most in ");
-            put(&b, op, md);
+            sop__sb_puts(b, zh ? "，主要在 " : ", most in ");
+            put(b, op, o->md);
         }
-        sop__sb_puts(&b, zh ? "）。\n" : ").\n");
+        sop__sb_puts(b, zh ? "）。\n" : ").\n");
     } else {
-        sop__sb_printf(&b, "%s\n", L->no_straggler);
+        sop__sb_printf(b, "%s\n", o->L->no_straggler);
     }
+}
 
-    sop__sb_printf(&b, "\n%s%s\n%s", md ? "## " : "", L->wide, md ? "\n" : "");
+/* "## " heading in Markdown, a plain line in text */
+static void heading(const out *o, const char *title)
+{
+    sop__sb_printf(o->b, "\n%s%s\n%s", o->md ? "## " : "", title, o->md ? "\n" : "");
+}
+
+static void sec_wide(const out *o, const sop_value *job)
+{
+    heading(o, o->L->wide);
     const sop_value *wide = sop__v_get(job, "job_wide");
     if (!wide || !wide->count)
-        sop__sb_printf(&b, "%s\n", L->none_wide);
+        sop__sb_printf(o->b, "%s\n", o->L->none_wide);
     for (const sop_value *f = wide ? wide->child : NULL; f; f = f->next) {
-        sop__sb_puts(&b, md ? "- " : "  - ");
-        put_finding_line(&b, f, L, md);
-        sop__sb_puts(&b, "\n");
+        sop__sb_puts(o->b, o->md ? "- " : "  - ");
+        put_finding_line(o->b, f, o->L, o->md);
+        sop__sb_puts(o->b, "\n");
     }
+}
 
-    sop__sb_printf(&b, "\n%s%s\n%s", md ? "## " : "", L->outliers, md ? "\n" : "");
+/* One outlier: a table row in Markdown, a line in text. */
+static void outlier_line(const out *o, const sop_value *ol)
+{
+    sop_sb *b = o->b;
+    const labels *L = o->L;
+    double v = 0, mdv = 0;
+    sop__v_get_num(ol, "value", &v);
+    sop__v_get_num(ol, "median", &mdv);
+    const char *key = sop__v_get_str(ol, "figure");
+    const sop_value *fs = sop__v_get(ol, "findings");
+    if (o->md) {
+        sop__sb_puts(b, "| ");
+        put(b, sop__v_get_str(ol, "rank"), true);
+        sop__sb_puts(b, " | ");
+        put(b, sop__v_get_str(ol, "node"), true);
+        put_pod(b, ol, true);
+        sop__sb_puts(b, " | ");
+        put_fig_name(b, key, o->lang);
+        sop__sb_puts(b, " | ");
+        put_fig_value(b, key, v);
+        sop__sb_puts(b, " | ");
+        put_fig_value(b, key, mdv);
+        sop__sb_puts(b, " | ");
+        if (fs && fs->count)
+            put_ids(b, fs, true);
+        else
+            sop__sb_puts(b, L->unexplained);
+        sop__sb_puts(b, " |\n");
+        return;
+    }
+    sop__sb_puts(b, "  - rank ");
+    put(b, sop__v_get_str(ol, "rank"), false);
+    const char *node = sop__v_get_str(ol, "node");
+    if (node) {
+        sop__sb_puts(b, " @");
+        put(b, node, false);
+    }
+    put_pod(b, ol, false);
+    sop__sb_puts(b, ": ");
+    put_fig_name(b, key, o->lang);
+    sop__sb_puts(b, " ");
+    put_fig_value(b, key, v);
+    sop__sb_printf(b, " %s ", L->vs_median);
+    put_fig_value(b, key, mdv);
+    sop__sb_printf(b, "; %s: ", L->explained);
+    if (fs && fs->count)
+        put_ids(b, fs, false);
+    else
+        sop__sb_puts(b, L->unexplained);
+    sop__sb_puts(b, "\n");
+}
+
+static void sec_outliers(const out *o, const sop_value *job)
+{
+    const labels *L = o->L;
+    heading(o, L->outliers);
     const sop_value *outl = sop__v_get(job, "outliers");
     if (!outl || !outl->count)
-        sop__sb_printf(&b, "%s\n", L->no_outliers);
-    else if (md)
-        sop__sb_printf(&b, "| %s | %s | %s | %s | %s | %s |\n|---|---|---|---|---|---|\n", L->rank,
-                       L->node, L->figure, L->value, L->median, L->explained);
-    for (const sop_value *o = outl ? outl->child : NULL; o; o = o->next) {
-        double v = 0, mdv = 0;
-        sop__v_get_num(o, "value", &v);
-        sop__v_get_num(o, "median", &mdv);
-        const char *key = sop__v_get_str(o, "figure");
-        const sop_value *fs = sop__v_get(o, "findings");
-        if (md) {
-            sop__sb_puts(&b, "| ");
-            put(&b, sop__v_get_str(o, "rank"), true);
-            sop__sb_puts(&b, " | ");
-            put(&b, sop__v_get_str(o, "node"), true);
-            put_pod(&b, o, true);
-            sop__sb_puts(&b, " | ");
-            put_fig_name(&b, key, lang);
-            sop__sb_puts(&b, " | ");
-            put_fig_value(&b, key, v);
-            sop__sb_puts(&b, " | ");
-            put_fig_value(&b, key, mdv);
-            sop__sb_puts(&b, " | ");
-            if (fs && fs->count)
-                put_ids(&b, fs, true);
-            else
-                sop__sb_puts(&b, L->unexplained);
-            sop__sb_puts(&b, " |\n");
-        } else {
-            sop__sb_puts(&b, "  - rank ");
-            put(&b, sop__v_get_str(o, "rank"), false);
-            const char *node = sop__v_get_str(o, "node");
-            if (node) {
-                sop__sb_puts(&b, " @");
-                put(&b, node, false);
-            }
-            put_pod(&b, o, false);
-            sop__sb_puts(&b, ": ");
-            put_fig_name(&b, key, lang);
-            sop__sb_puts(&b, " ");
-            put_fig_value(&b, key, v);
-            sop__sb_printf(&b, " %s ", L->vs_median);
-            put_fig_value(&b, key, mdv);
-            sop__sb_printf(&b, "; %s: ", L->explained);
-            if (fs && fs->count)
-                put_ids(&b, fs, false);
-            else
-                sop__sb_puts(&b, L->unexplained);
-            sop__sb_puts(&b, "\n");
-        }
-    }
+        sop__sb_printf(o->b, "%s\n", L->no_outliers);
+    else if (o->md)
+        sop__sb_printf(o->b, "| %s | %s | %s | %s | %s | %s |\n|---|---|---|---|---|---|\n",
+                       L->rank, L->node, L->figure, L->value, L->median, L->explained);
+    for (const sop_value *ol = outl ? outl->child : NULL; ol; ol = ol->next)
+        outlier_line(o, ol);
+}
 
+static void sec_rules(const out *o, const sop_value *job, double reports)
+{
+    sop_sb *b = o->b;
+    bool md = o->md;
+    const labels *L = o->L;
     const sop_value *rules = sop__v_get(job, "rules");
-    if (rules && rules->count) {
-        sop__sb_printf(&b, "\n%s%s\n%s", md ? "## " : "", L->by_rule, md ? "\n" : "");
-        if (md)
-            sop__sb_printf(&b, "| %s | %s | %s | %s |\n|---|---|---|---|\n", L->rule, L->severity,
-                           L->ranks, L->count);
-        for (const sop_value *c = rules->child; c; c = c->next) {
-            double cnt = 0;
-            sop__v_get_num(c, "count", &cnt);
-            sop__sb_puts(&b, md ? "| " : "  - ");
-            put(&b, sop__v_get_str(c, "id"), md);
-            sop__sb_puts(&b, md ? " | " : " (");
-            put(&b, sop__v_get_str(c, "severity"), md);
-            sop__sb_puts(&b, md ? " | " : "): ranks ");
-            put(&b, sop__v_get_str(c, "ranks"), md);
-            sop__sb_printf(&b, md ? " | %.0f/%.0f |\n" : " (%.0f/%.0f)\n", cnt, reports);
-        }
+    if (!rules || !rules->count)
+        return;
+    heading(o, L->by_rule);
+    if (md)
+        sop__sb_printf(b, "| %s | %s | %s | %s |\n|---|---|---|---|\n", L->rule, L->severity,
+                       L->ranks, L->count);
+    for (const sop_value *c = rules->child; c; c = c->next) {
+        double cnt = 0;
+        sop__v_get_num(c, "count", &cnt);
+        sop__sb_puts(b, md ? "| " : "  - ");
+        put(b, sop__v_get_str(c, "id"), md);
+        sop__sb_puts(b, md ? " | " : " (");
+        put(b, sop__v_get_str(c, "severity"), md);
+        sop__sb_puts(b, md ? " | " : "): ranks ");
+        put(b, sop__v_get_str(c, "ranks"), md);
+        sop__sb_printf(b, md ? " | %.0f/%.0f |\n" : " (%.0f/%.0f)\n", cnt, reports);
     }
+}
 
-    const sop_value *ranks = sop__v_get(job, "ranks");
-    if (ranks && ranks->count) {
-        sop__sb_printf(&b, "\n%s%s\n%s", md ? "## " : "", L->per_rank, md ? "\n" : "");
-        bool shown[NFIG] = {false}; /* a column for the figures some rank has */
-        for (const sop_value *c = ranks->child; c; c = c->next)
-            for (size_t fi = 0; fi < NFIG; fi++)
-                shown[fi] = shown[fi] || sop__v_get(sop__v_get(c, "figures"), FIGS[fi].key);
+/* One rank's row: identity, the figures shown, its finding ids. */
+static void rank_line(const out *o, const sop_value *c, const bool *shown)
+{
+    sop_sb *b = o->b;
+    bool md = o->md;
+    double pid = 0;
+    const sop_value *figs = sop__v_get(c, "figures");
+    sop__sb_puts(b, md ? "| " : "  - rank ");
+    put(b, sop__v_get_str(c, "rank"), md);
+    sop__sb_puts(b, md ? " | " : " @");
+    put(b, sop__v_get_str(c, "node"), md);
+    if (sop__v_get_num(c, "pid", &pid))
+        sop__sb_printf(b, md ? " | %.0f |" : " pid %.0f:", pid);
+    else
+        sop__sb_puts(b, md ? " | |" : ":");
+    for (size_t fi = 0; fi < NFIG; fi++) {
+        double v = 0;
+        bool has = sop__v_get_num(figs, FIGS[fi].key, &v);
+        if (!shown[fi])
+            continue;
         if (md) {
-            sop__sb_printf(&b, "| %s | %s | %s |", L->rank, L->node, L->pid);
-            for (size_t fi = 0; fi < NFIG; fi++)
-                if (shown[fi])
-                    sop__sb_printf(&b, " %s |",
-                                   strcmp(lang, "zh") == 0 ? FIGS[fi].zh : FIGS[fi].en);
-            sop__sb_printf(&b, " %s |\n|---|---|---|", L->findings);
-            for (size_t fi = 0; fi < NFIG; fi++)
-                if (shown[fi])
-                    sop__sb_puts(&b, "---|");
-            sop__sb_puts(&b, "---|\n");
-        }
-        for (const sop_value *c = ranks->child; c; c = c->next) {
-            double pid = 0;
-            const sop_value *figs = sop__v_get(c, "figures");
-            sop__sb_puts(&b, md ? "| " : "  - rank ");
-            put(&b, sop__v_get_str(c, "rank"), md);
-            sop__sb_puts(&b, md ? " | " : " @");
-            put(&b, sop__v_get_str(c, "node"), md);
-            if (sop__v_get_num(c, "pid", &pid))
-                sop__sb_printf(&b, md ? " | %.0f |" : " pid %.0f:", pid);
-            else
-                sop__sb_puts(&b, md ? " | |" : ":");
-            for (size_t fi = 0; fi < NFIG; fi++) {
-                double v = 0;
-                bool has = sop__v_get_num(figs, FIGS[fi].key, &v);
-                if (!shown[fi])
-                    continue;
-                if (md) {
-                    sop__sb_puts(&b, " ");
-                    if (has)
-                        put_fig_value(&b, FIGS[fi].key, v);
-                    sop__sb_puts(&b, " |");
-                } else if (has) {
-                    sop__sb_printf(&b, " %s ", strcmp(lang, "zh") == 0 ? FIGS[fi].zh : FIGS[fi].en);
-                    put_fig_value(&b, FIGS[fi].key, v);
-                    sop__sb_puts(&b, ";");
-                }
-            }
-            sop__sb_puts(&b, md ? " " : " ");
-            if (!md)
-                sop__sb_printf(&b, "%s: ", L->findings);
-            put_ids(&b, sop__v_get(c, "findings"), md);
-            sop__sb_puts(&b, md ? " |\n" : "\n");
+            sop__sb_puts(b, " ");
+            if (has)
+                put_fig_value(b, FIGS[fi].key, v);
+            sop__sb_puts(b, " |");
+        } else if (has) {
+            sop__sb_printf(b, " %s ", strcmp(o->lang, "zh") == 0 ? FIGS[fi].zh : FIGS[fi].en);
+            put_fig_value(b, FIGS[fi].key, v);
+            sop__sb_puts(b, ";");
         }
     }
+    sop__sb_puts(b, md ? " " : " ");
+    if (!md)
+        sop__sb_printf(b, "%s: ", o->L->findings);
+    put_ids(b, sop__v_get(c, "findings"), md);
+    sop__sb_puts(b, md ? " |\n" : "\n");
+}
 
+static void sec_ranks(const out *o, const sop_value *job)
+{
+    sop_sb *b = o->b;
+    const labels *L = o->L;
+    const sop_value *ranks = sop__v_get(job, "ranks");
+    if (!ranks || !ranks->count)
+        return;
+    heading(o, L->per_rank);
+    bool shown[NFIG] = {false}; /* a column for the figures some rank has */
+    for (const sop_value *c = ranks->child; c; c = c->next)
+        for (size_t fi = 0; fi < NFIG; fi++)
+            shown[fi] = shown[fi] || sop__v_get(sop__v_get(c, "figures"), FIGS[fi].key);
+    if (o->md) {
+        sop__sb_printf(b, "| %s | %s | %s |", L->rank, L->node, L->pid);
+        for (size_t fi = 0; fi < NFIG; fi++)
+            if (shown[fi])
+                sop__sb_printf(b, " %s |", strcmp(o->lang, "zh") == 0 ? FIGS[fi].zh : FIGS[fi].en);
+        sop__sb_printf(b, " %s |\n|---|---|---|", L->findings);
+        for (size_t fi = 0; fi < NFIG; fi++)
+            if (shown[fi])
+                sop__sb_puts(b, "---|");
+        sop__sb_puts(b, "---|\n");
+    }
+    for (const sop_value *c = ranks->child; c; c = c->next)
+        rank_line(o, c, shown);
+}
+
+static void sec_missing(const out *o, const sop_value *job)
+{
+    sop_sb *b = o->b;
+    bool md = o->md;
+    const labels *L = o->L;
     const sop_value *miss = sop__v_get(job, "missing");
-    if (miss && miss->count) {
-        sop__sb_printf(&b, "\n%s%s\n%s", md ? "## " : "", L->missing, md ? "\n" : "");
-        for (const sop_value *c = miss->child; c; c = c->next) {
-            sop__sb_puts(&b, md ? "- " : "  - ");
-            const char *node = sop__v_get_str(c, "node");
-            if (node) {
-                sop__sb_printf(&b, "%s ", L->node);
-                put(&b, node, md);
-            } else {
-                sop__sb_printf(&b, "%s ", L->ranks);
-                put(&b, sop__v_get_str(c, "ranks"), md);
-            }
-            sop__sb_puts(&b, ": ");
-            put(&b, sop__v_get_str(c, "reason"), md);
-            sop__sb_puts(&b, "\n");
+    if (!miss || !miss->count)
+        return;
+    heading(o, L->missing);
+    for (const sop_value *c = miss->child; c; c = c->next) {
+        sop__sb_puts(b, md ? "- " : "  - ");
+        const char *node = sop__v_get_str(c, "node");
+        if (node) {
+            sop__sb_printf(b, "%s ", L->node);
+            put(b, node, md);
+        } else {
+            sop__sb_printf(b, "%s ", L->ranks);
+            put(b, sop__v_get_str(c, "ranks"), md);
         }
+        sop__sb_puts(b, ": ");
+        put(b, sop__v_get_str(c, "reason"), md);
+        sop__sb_puts(b, "\n");
     }
+}
 
+static void sec_versions(const out *o, const sop_value *job)
+{
+    sop_sb *b = o->b;
+    bool md = o->md;
+    const labels *L = o->L;
     const sop_value *ver = sop__v_get(job, "versions");
     const sop_value *mm = sop__v_get(ver, "mismatched");
-    if (mm && mm->type == SOP_V_BOOL && mm->b) {
-        sop__sb_printf(&b, "\n%s%s: %s\n%s", md ? "## " : "", L->versions, L->mismatched,
-                       md ? "\n" : "");
-        const sop_value *seen = sop__v_get(ver, "seen");
-        for (const sop_value *c = seen ? seen->child : NULL; c; c = c->next) {
-            double cnt = 0;
-            sop__v_get_num(c, "reports", &cnt);
-            sop__sb_puts(&b, md ? "- sop " : "  - sop ");
-            put(&b, sop__v_get_str(c, "sop_version"), md);
-            sop__sb_printf(&b, " (schema 1): %.0f %s\n", cnt, L->reports);
-        }
-        const sop_value *exc = sop__v_get(ver, "excluded");
-        for (const sop_value *c = exc ? exc->child : NULL; c; c = c->next) {
-            double sc = 0;
-            sop__v_get_num(c, "schema", &sc);
-            sop__sb_puts(&b, md ? "- " : "  - ");
-            put(&b, sop__v_get_str(c, "source"), md);
-            sop__sb_printf(&b, ": schema %g", sc);
-            const char *v = sop__v_get_str(c, "sop_version");
-            if (v) {
-                sop__sb_puts(&b, ", sop ");
-                put(&b, v, md);
-            }
-            sop__sb_printf(&b, " — %s\n", L->excluded);
-        }
+    if (!mm || mm->type != SOP_V_BOOL || !mm->b)
+        return;
+    sop__sb_printf(b, "\n%s%s: %s\n%s", md ? "## " : "", L->versions, L->mismatched,
+                   md ? "\n" : "");
+    const sop_value *seen = sop__v_get(ver, "seen");
+    for (const sop_value *c = seen ? seen->child : NULL; c; c = c->next) {
+        double cnt = 0;
+        sop__v_get_num(c, "reports", &cnt);
+        sop__sb_puts(b, md ? "- sop " : "  - sop ");
+        put(b, sop__v_get_str(c, "sop_version"), md);
+        sop__sb_printf(b, " (schema 1): %.0f %s\n", cnt, L->reports);
     }
+    const sop_value *exc = sop__v_get(ver, "excluded");
+    for (const sop_value *c = exc ? exc->child : NULL; c; c = c->next) {
+        double sc = 0;
+        sop__v_get_num(c, "schema", &sc);
+        sop__sb_puts(b, md ? "- " : "  - ");
+        put(b, sop__v_get_str(c, "source"), md);
+        sop__sb_printf(b, ": schema %g", sc);
+        const char *v = sop__v_get_str(c, "sop_version");
+        if (v) {
+            sop__sb_puts(b, ", sop ");
+            put(b, v, md);
+        }
+        sop__sb_printf(b, " — %s\n", L->excluded);
+    }
+}
+
+static void sec_notes(const out *o, const sop_value *job)
+{
     const sop_value *notes = sop__v_get(job, "notes");
-    if (notes && notes->count) {
-        sop__sb_printf(&b, "\n%s%s\n%s", md ? "## " : "", L->notes, md ? "\n" : "");
-        for (const sop_value *c = notes->child; c; c = c->next) {
-            sop__sb_puts(&b, md ? "- " : "  - ");
-            put(&b, c->str, md);
-            sop__sb_puts(&b, "\n");
-        }
+    if (!notes || !notes->count)
+        return;
+    heading(o, o->L->notes);
+    for (const sop_value *c = notes->child; c; c = c->next) {
+        sop__sb_puts(o->b, o->md ? "- " : "  - ");
+        put(o->b, c->str, o->md);
+        sop__sb_puts(o->b, "\n");
     }
+}
+
+static char *render(const sop_value *job, bool md, const char *lang)
+{
+    sop_sb b = {0};
+    out o = {&b, md, lang, strcmp(lang, "zh") == 0 ? &ZH : &EN};
+    double reports = 0;
+    sop__v_get_num(job, "reports", &reports);
+    sec_title(&o, job, reports);
+    sec_verdict(&o, job);
+    sec_wide(&o, job);
+    sec_outliers(&o, job);
+    sec_rules(&o, job, reports);
+    sec_ranks(&o, job);
+    sec_missing(&o, job);
+    sec_versions(&o, job);
+    sec_notes(&o, job);
     return sop__sb_take(&b);
 }
 
