@@ -52,6 +52,10 @@ int cli_exit_for(int sop_err);
 int cli_parse_duration(const char *s, double *out);
 /* Parse a sampling rate in Hz (0..10000); 0 or -1. */
 int cli_parse_rate(const char *s, double *out);
+/* --lang: "en" or "zh" into *out; EXIT_CLEAN, or EXIT_USAGE after saying why. */
+int cli_parse_lang(const char *s, const char **out);
+/* --every: seconds in (0, 86400] into *out; EXIT_CLEAN, or EXIT_USAGE after saying why. */
+int cli_parse_every(const char *s, double *out);
 /* The options run, evidence and record share, as getopt returned them: 'p' --pid, 'd'
  * --duration, 'r' --rate, ':' (a value missing) and anything else (unknown). optname is the
  * option as typed, for messages. Returns EXIT_CLEAN, or EXIT_USAGE after printing why. */

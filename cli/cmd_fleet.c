@@ -331,11 +331,8 @@ int cmd_fleet(int argc, char **argv)
                 return EXIT_USAGE;
             break;
         case 'l':
-            if (strcmp(optarg, "en") != 0 && strcmp(optarg, "zh") != 0) {
-                fprintf(stderr, "sopctl: --lang: '%s' is not en or zh\n", optarg);
+            if (cli_parse_lang(optarg, &lang) != EXIT_CLEAN)
                 return EXIT_USAGE;
-            }
-            lang = optarg;
             break;
         case 'o':
             output = optarg;

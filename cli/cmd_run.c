@@ -106,12 +106,7 @@ static int run_option(run_args *a, int c, char **argv)
             return EXIT_USAGE;
         return EXIT_CLEAN;
     case 'l':
-        if (strcmp(optarg, "en") != 0 && strcmp(optarg, "zh") != 0) {
-            fprintf(stderr, "sopctl: --lang: '%s' is not en or zh\n", optarg);
-            return EXIT_USAGE;
-        }
-        a->lang = optarg;
-        return EXIT_CLEAN;
+        return cli_parse_lang(optarg, &a->lang);
     case 's':
         if (a->nsets == MAX_SETS) {
             fprintf(stderr, "sopctl: too many --set options (at most %d)\n", MAX_SETS);

@@ -461,11 +461,92 @@ static const char HELP[] =
     "  its post-mortem has a warn/high finding (an OOM kill); 3 the target ended otherwise, its\n"
     "  pid was reused, or it was never there/readable; 2 usage, rules, --out or --listen.\n";
 
-int cmd_watch(int argc, char **argv)
+/* What `watch`'s command line asks for beside the watch's own state (watch_ctx). */
+typedef struct {
+    double every_s;
+    const char *listen[MAX_LISTEN], *site, *rules;
+    int nlisten, no_site, nsets;
+    char *sets[MAX_SETS];
+    sop_collect_opts co;
+} watch_args;
+
+/* One option into c or a: EXIT_CLEAN to go on, else the exit status (-1: --help printed). */
+static int watch_option(watch_ctx *c, watch_args *a, int opt, char **argv)
 {
-    for (int i = 1; i < argc && strcmp(argv[i], "--") != 0; i++)
-        if (strcmp(argv[i], "--node") == 0)
-            return cmd_watch_node(argc, argv);
+    double v = 0;
+    switch (opt) {
+    case 'E':
+        return cli_parse_every(optarg, &a->every_s);
+    case 'L':
+        if (a->nlisten == MAX_LISTEN) {
+            fprintf(stderr, "sopctl: --listen: at most %d\n", MAX_LISTEN);
+            return EXIT_USAGE;
+        }
+        a->listen[a->nlisten++] = optarg;
+        return EXIT_CLEAN;
+    case 'o':
+        c->out_dir = optarg;
+        return EXIT_CLEAN;
+    case 'M': {
+        char *end = NULL;
+        unsigned long m = strtoul(optarg, &end, 8);
+        if (!*optarg || *end || (m & ~0644ul) || !(m & 0400)) {
+            fprintf(stderr,
+                    "sopctl: --out-mode: '%s' is not an octal mode within 0644 with the "
+                    "owner's read bit (0600, 0640, 0644)\n",
+                    optarg);
+            return EXIT_USAGE;
+        }
+        c->out_mode = (mode_t)m;
+        return EXIT_CLEAN;
+    }
+    case 'k':
+        if (parse_positive(optarg, MAX_KEEP, &v) != 0 || v != (int)v) {
+            fprintf(stderr, "sopctl: --keep: '%s' is not 1..%d\n", optarg, MAX_KEEP);
+            return EXIT_USAGE;
+        }
+        c->keep = (int)v;
+        return EXIT_CLEAN;
+    case 'F':
+        c->on_finding = optarg;
+        return EXIT_CLEAN;
+    case 'H':
+        c->hook_shell = 1;
+        return EXIT_CLEAN;
+    case 'c':
+        if (parse_positive(optarg, 1e9, &v) != 0 || v != (double)(unsigned long long)v) {
+            fprintf(stderr, "sopctl: --count: '%s' is not a number of windows\n", optarg);
+            return EXIT_USAGE;
+        }
+        c->max_windows = (unsigned long long)v;
+        return EXIT_CLEAN;
+    case 'l':
+        return cli_parse_lang(optarg, &c->lang);
+    case 's':
+        if (a->nsets == MAX_SETS) {
+            fprintf(stderr, "sopctl: too many --set options (at most %d)\n", MAX_SETS);
+            return EXIT_USAGE;
+        }
+        a->sets[a->nsets++] = optarg;
+        return EXIT_CLEAN;
+    case 'S':
+        a->site = optarg;
+        return EXIT_CLEAN;
+    case 'N':
+        a->no_site = 1;
+        return EXIT_CLEAN;
+    case 'h':
+        fputs(HELP, stdout);
+        return -1;
+    default:
+        return cli_window_opt(opt, optarg, argv[optind - 1], &c->pid, &a->co.duration_s,
+                              &a->co.rate_hz);
+    }
+}
+
+/* The options and arguments, checked together; EXIT_CLEAN, or the exit status (-1: --help). */
+static int watch_parse(watch_ctx *c, watch_args *a, int argc, char **argv)
+{
     static const struct option opts[] = {{"pid", required_argument, 0, 'p'},
                                          {"duration", required_argument, 0, 'd'},
                                          {"rate", required_argument, 0, 'r'},
@@ -483,204 +564,142 @@ int cmd_watch(int argc, char **argv)
                                          {"out-mode", required_argument, 0, 'M'},
                                          {"help", no_argument, 0, 'h'},
                                          {0, 0, 0, 0}};
-    watch_ctx c;
-    memset(&c, 0, sizeof c);
-    c.pid = -1;
-    c.out_fd = -1;
-    c.out_mode = 0600;
-    c.keep = 20;
-    c.lang = "en";
-    double every_s = 30, v = 0;
-    const char *listen[MAX_LISTEN], *site = NULL, *rules = NULL;
-    int nlisten = 0;
-    int no_site = 0, nsets = 0, opt;
-    char *sets[MAX_SETS];
-    sop_collect_opts co;
-    sop_collect_opts_init(&co);
+    int opt;
     optind = 1;
     opterr = 0;
     while ((opt = getopt_long(argc, argv, ":p:d:r:o:s:h", opts, NULL)) != -1) {
-        switch (opt) {
-        case 'E':
-            if (parse_positive(optarg, 86400, &every_s) != 0) {
-                fprintf(stderr, "sopctl: --every: '%s' is not 0..86400 seconds (> 0)\n", optarg);
-                return EXIT_USAGE;
-            }
-            break;
-        case 'L':
-            if (nlisten == MAX_LISTEN) {
-                fprintf(stderr, "sopctl: --listen: at most %d\n", MAX_LISTEN);
-                return EXIT_USAGE;
-            }
-            listen[nlisten++] = optarg;
-            break;
-        case 'o':
-            c.out_dir = optarg;
-            break;
-        case 'M': {
-            char *end = NULL;
-            unsigned long m = strtoul(optarg, &end, 8);
-            if (!*optarg || *end || (m & ~0644ul) || !(m & 0400)) {
-                fprintf(stderr,
-                        "sopctl: --out-mode: '%s' is not an octal mode within 0644 with the "
-                        "owner's read bit (0600, 0640, 0644)\n",
-                        optarg);
-                return EXIT_USAGE;
-            }
-            c.out_mode = (mode_t)m;
-            break;
-        }
-        case 'k':
-            if (parse_positive(optarg, MAX_KEEP, &v) != 0 || v != (int)v) {
-                fprintf(stderr, "sopctl: --keep: '%s' is not 1..%d\n", optarg, MAX_KEEP);
-                return EXIT_USAGE;
-            }
-            c.keep = (int)v;
-            break;
-        case 'F':
-            c.on_finding = optarg;
-            break;
-        case 'H':
-            c.hook_shell = 1;
-            break;
-        case 'c':
-            if (parse_positive(optarg, 1e9, &v) != 0 || v != (double)(unsigned long long)v) {
-                fprintf(stderr, "sopctl: --count: '%s' is not a number of windows\n", optarg);
-                return EXIT_USAGE;
-            }
-            c.max_windows = (unsigned long long)v;
-            break;
-        case 'l':
-            if (strcmp(optarg, "en") != 0 && strcmp(optarg, "zh") != 0) {
-                fprintf(stderr, "sopctl: --lang: '%s' is not en or zh\n", optarg);
-                return EXIT_USAGE;
-            }
-            c.lang = optarg;
-            break;
-        case 's':
-            if (nsets == MAX_SETS) {
-                fprintf(stderr, "sopctl: too many --set options (at most %d)\n", MAX_SETS);
-                return EXIT_USAGE;
-            }
-            sets[nsets++] = optarg;
-            break;
-        case 'S':
-            site = optarg;
-            break;
-        case 'N':
-            no_site = 1;
-            break;
-        case 'h':
-            fputs(HELP, stdout);
-            return EXIT_CLEAN;
-        default: {
-            int st =
-                cli_window_opt(opt, optarg, argv[optind - 1], &c.pid, &co.duration_s, &co.rate_hz);
-            if (st != EXIT_CLEAN)
-                return st;
-        }
-        }
+        int st = watch_option(c, a, opt, argv);
+        if (st != EXIT_CLEAN)
+            return st;
     }
     if (optind < argc)
-        rules = argv[optind++];
+        a->rules = argv[optind++];
     if (optind < argc) {
         fprintf(stderr, "sopctl: unexpected argument '%s'\n", argv[optind]);
         return EXIT_USAGE;
     }
-    if (c.pid <= 0) {
+    if (c->pid <= 0) {
         fprintf(stderr, "sopctl: watch needs --pid N\n");
         return EXIT_USAGE;
     }
-    if (co.duration_s > every_s) {
+    if (a->co.duration_s > a->every_s) {
         /* Windows start every --every seconds: a longer window cannot (usage, not a clamp,
          * so that the window measured is the one asked for). */
         fprintf(stderr,
                 "sopctl: watch: --duration %g s is longer than --every %g s: a window starts "
                 "every --every seconds and must fit in it (raise --every or lower --duration)\n",
-                co.duration_s, every_s);
+                a->co.duration_s, a->every_s);
         return EXIT_USAGE;
     }
-    if (c.on_finding) {
-        char *buf = malloc(strlen(c.on_finding) + 1);
+    if (c->on_finding) {
+        char *buf = malloc(strlen(c->on_finding) + 1);
         char *words[MAX_HOOK_ARGS];
-        int n = buf ? cli_watch_split_words(c.on_finding, buf, words, MAX_HOOK_ARGS) : -1;
+        int n = buf ? cli_watch_split_words(c->on_finding, buf, words, MAX_HOOK_ARGS) : -1;
         free(buf);
         if (n <= 0) {
             fprintf(stderr,
                     "sopctl: --on-finding: '%s' is not a command (empty, unbalanced "
                     "quotes or more than %d words)\n",
-                    c.on_finding, MAX_HOOK_ARGS);
+                    c->on_finding, MAX_HOOK_ARGS);
             return EXIT_USAGE;
         }
-        if (!c.out_dir) {
+        if (!c->out_dir) {
             fprintf(stderr, "sopctl: --on-finding needs --out DIR (it gets the report's path)\n");
             return EXIT_USAGE;
         }
     }
-    if (c.out_dir && strlen(c.out_dir) > OUT_MAX) {
+    if (c->out_dir && strlen(c->out_dir) > OUT_MAX) {
         fprintf(stderr, "sopctl: --out: the path is longer than %d bytes\n", OUT_MAX);
         return EXIT_USAGE;
     }
-    if (c.out_dir) {
-        /* The directory is opened once and every report file is made relative to that fd. It
-         * must be the caller's and writable by nobody else: in a directory another user can
-         * write, that user could plant or swap the names root writes to. */
-        if (mkdir(c.out_dir, 0700) != 0 && errno != EEXIST) {
-            fprintf(stderr, "sopctl: --out %s: %s\n", c.out_dir, strerror(errno));
-            return EXIT_USAGE;
-        }
-        c.out_fd = open(c.out_dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-        struct stat st;
-        if (c.out_fd < 0 || fstat(c.out_fd, &st) != 0) {
-            fprintf(stderr, "sopctl: --out %s: not a directory (%s)\n", c.out_dir,
-                    strerror(errno == ELOOP ? ENOTDIR : errno));
-            return EXIT_USAGE;
-        }
-        if (st.st_uid != geteuid()) {
-            fprintf(stderr,
-                    "sopctl: --out %s: refused: owned by uid %u, not by the caller (uid %u)\n",
-                    c.out_dir, (unsigned)st.st_uid, (unsigned)geteuid());
-            close(c.out_fd);
-            return EXIT_USAGE;
-        }
-        if (st.st_mode & 022) {
-            fprintf(stderr,
-                    "sopctl: --out %s: refused: writable by others (mode %04o; chmod go-w)\n",
-                    c.out_dir, (unsigned)(st.st_mode & 07777));
-            close(c.out_fd);
-            return EXIT_USAGE;
-        }
-        if (faccessat(c.out_fd, ".", W_OK, AT_EACCESS) != 0) {
-            fprintf(stderr, "sopctl: --out %s: not a writable directory\n", c.out_dir);
-            close(c.out_fd);
-            return EXIT_USAGE;
-        }
-    }
-    c.start_ticks = start_ticks_of(c.pid);
-    if (c.start_ticks == 0) {
-        fprintf(stderr, "sopctl: watch: pid %d: %s\n", c.pid, sop_strerror(SOP_ENOTARGET));
-        return EXIT_TARGET;
-    }
-    c.kept = calloc((size_t)c.keep, sizeof *c.kept);
-    if (!c.kept) {
-        fprintf(stderr, "sopctl: out of memory\n");
+    return EXIT_CLEAN;
+}
+
+/* --out DIR, opened once: every report file is made relative to that fd. It must be the
+ * caller's and writable by nobody else: in a directory another user can write, that user
+ * could plant or swap the names root writes to. EXIT_CLEAN or EXIT_USAGE (c->out_fd closed). */
+static int open_out_dir(watch_ctx *c)
+{
+    if (mkdir(c->out_dir, 0700) != 0 && errno != EEXIST) {
+        fprintf(stderr, "sopctl: --out %s: %s\n", c->out_dir, strerror(errno));
         return EXIT_USAGE;
     }
-
-    sop_engine *e = NULL;
-    int rc = sop_engine_new(&e);
-    if (rc != 0) {
-        fprintf(stderr, "sopctl: %s\n", sop_strerror(rc));
-        free(c.kept);
+    c->out_fd = open(c->out_dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    struct stat st;
+    if (c->out_fd < 0 || fstat(c->out_fd, &st) != 0) {
+        fprintf(stderr, "sopctl: --out %s: not a directory (%s)\n", c->out_dir,
+                strerror(errno == ELOOP ? ENOTDIR : errno));
         return EXIT_USAGE;
     }
-    int status = cli_load_rules(e, rules, site, no_site, sets, nsets);
-    if (status != EXIT_CLEAN) {
-        sop_engine_free(e);
-        free(c.kept);
-        return status;
+    const char *why = NULL;
+    char msg[96];
+    if (st.st_uid != geteuid()) {
+        snprintf(msg, sizeof msg, "refused: owned by uid %u, not by the caller (uid %u)",
+                 (unsigned)st.st_uid, (unsigned)geteuid());
+        why = msg;
+    } else if (st.st_mode & 022) {
+        snprintf(msg, sizeof msg, "refused: writable by others (mode %04o; chmod go-w)",
+                 (unsigned)(st.st_mode & 07777));
+        why = msg;
+    } else if (faccessat(c->out_fd, ".", W_OK, AT_EACCESS) != 0) {
+        why = "not a writable directory";
     }
+    if (why) {
+        fprintf(stderr, "sopctl: --out %s: %s\n", c->out_dir, why);
+        close(c->out_fd);
+        c->out_fd = -1;
+        return EXIT_USAGE;
+    }
+    return EXIT_CLEAN;
+}
 
+/* Each --listen started (its address logged); EXIT_CLEAN or EXIT_USAGE. */
+static int start_listeners(watch_ctx *c, const watch_args *a, cli_http **http)
+{
+    for (int i = 0; i < a->nlisten; i++) {
+        char bound[160], err[512];
+        if (cli_http_start(a->listen[i], serve, c, &http[i], bound, sizeof bound, err,
+                           sizeof err) != 0) {
+            fprintf(stderr, "sopctl: --listen: %s\n", err);
+            return EXIT_USAGE;
+        }
+        if (strncmp(bound, "unix:", 5) == 0)
+            cli_watch_log("listening on %s (/metrics, /report, /healthz; mode 0600)", bound);
+        else
+            cli_watch_log("listening on http://%s/metrics", bound);
+    }
+    return EXIT_CLEAN;
+}
+
+/* The watch runs (its first window now) until a signal or its end: the exit status. */
+static int watch_until_end(watch_ctx *c, const watch_args *a, sigset_t *set)
+{
+    cli_watch_log("watching pid %d: a %.3g s window every %.3g s%s%s", c->pid, a->co.duration_s,
+                  a->every_s, c->out_dir ? ", reports in " : "", c->out_dir ? c->out_dir : "");
+    sop_watch_trigger(c->w); /* the first window now, then one every interval */
+    const char *why = NULL;
+    while (!why) {
+        siginfo_t info;
+        int sig = sigwaitinfo(set, &info);
+        if (sig == SIGCHLD)
+            cli_watch_reap_hooks(c);
+        else if (sig == SIGTERM || sig == SIGINT)
+            why = sig == SIGTERM ? "SIGTERM" : "SIGINT";
+        else if (sig == SIGUSR1 && atomic_load(&c->ended))
+            why = "end";
+    }
+    if (strcmp(why, "end") != 0) {
+        cli_watch_log("%s: stopping after %llu windows", why, sop_watch_runs(c->w));
+        return EXIT_CLEAN;
+    }
+    cli_watch_finish_hooks(c);
+    return atomic_load(&c->end_status);
+}
+
+/* The watch (which takes e over) and its listeners, with SIGTERM, SIGINT, SIGCHLD and SIGUSR1
+ * taken by this thread alone; everything stopped and freed before it returns the exit status. */
+static int watch_run(watch_ctx *c, const watch_args *a, sop_engine *e)
+{
     /* Every thread started from here on (the watch's, the HTTP server's) inherits this mask:
      * the signals below reach main's sigwaitinfo only. */
     sigset_t set, old;
@@ -691,64 +710,80 @@ int cmd_watch(int argc, char **argv)
     sigaddset(&set, SIGUSR1);
     pthread_sigmask(SIG_BLOCK, &set, &old);
     signal(SIGPIPE, SIG_IGN);
-    c.main_thread = pthread_self();
-    pthread_mutex_init(&c.mu, NULL);
+    c->main_thread = pthread_self();
+    pthread_mutex_init(&c->mu, NULL);
 
     sop_watch_config cfg;
     sop_watch_config_init(&cfg);
-    cfg.pid = c.pid;
-    cfg.interval_s = every_s;
-    cfg.collect = co;
-    pthread_mutex_lock(&c.mu); /* serve() waits until c.w is set */
-    rc = sop_watch_new(e, &cfg, on_window, &c, &c.w);
-    pthread_mutex_unlock(&c.mu);
+    cfg.pid = c->pid;
+    cfg.interval_s = a->every_s;
+    cfg.collect = a->co;
+    pthread_mutex_lock(&c->mu); /* serve() waits until c->w is set */
+    int rc = sop_watch_new(e, &cfg, on_window, c, &c->w);
+    pthread_mutex_unlock(&c->mu);
     cli_http *http[MAX_LISTEN] = {0};
+    int status = EXIT_CLEAN;
     if (rc != 0) {
         fprintf(stderr, "sopctl: watch: %s\n", sop_strerror(rc));
         status = EXIT_USAGE;
     }
-    for (int i = 0; i < nlisten && status == EXIT_CLEAN; i++) {
-        char bound[160], err[512];
-        if (cli_http_start(listen[i], serve, &c, &http[i], bound, sizeof bound, err, sizeof err) !=
-            0) {
-            fprintf(stderr, "sopctl: --listen: %s\n", err);
-            status = EXIT_USAGE;
-        } else if (strncmp(bound, "unix:", 5) == 0) {
-            cli_watch_log("listening on %s (/metrics, /report, /healthz; mode 0600)", bound);
-        } else {
-            cli_watch_log("listening on http://%s/metrics", bound);
-        }
-    }
-    if (status == EXIT_CLEAN) {
-        cli_watch_log("watching pid %d: a %.3g s window every %.3g s%s%s", c.pid, co.duration_s,
-                      every_s, c.out_dir ? ", reports in " : "", c.out_dir ? c.out_dir : "");
-        sop_watch_trigger(c.w); /* the first window now, then one every interval */
-        const char *why = NULL;
-        while (!why) {
-            siginfo_t info;
-            int sig = sigwaitinfo(&set, &info);
-            if (sig == SIGCHLD)
-                cli_watch_reap_hooks(&c);
-            else if (sig == SIGTERM || sig == SIGINT)
-                why = sig == SIGTERM ? "SIGTERM" : "SIGINT";
-            else if (sig == SIGUSR1 && atomic_load(&c.ended))
-                why = "end";
-        }
-        if (strcmp(why, "end") != 0)
-            cli_watch_log("%s: stopping after %llu windows", why, sop_watch_runs(c.w));
-        status = strcmp(why, "end") == 0 ? atomic_load(&c.end_status) : EXIT_CLEAN;
-        if (strcmp(why, "end") == 0)
-            cli_watch_finish_hooks(&c);
-    }
-    for (int i = 0; i < nlisten; i++)
+    if (status == EXIT_CLEAN)
+        status = start_listeners(c, a, http);
+    if (status == EXIT_CLEAN)
+        status = watch_until_end(c, a, &set);
+    for (int i = 0; i < a->nlisten; i++)
         cli_http_stop(http[i]); /* before the watch: serve() reads it */
-    sop_watch_free(c.w);        /* waits for a window in progress */
-    cli_watch_reap_hooks(&c);
+    sop_watch_free(c->w);       /* waits for a window in progress */
+    cli_watch_reap_hooks(c);
     pthread_sigmask(SIG_SETMASK, &old, NULL);
+    pthread_mutex_destroy(&c->mu);
+    return status;
+}
+
+int cmd_watch(int argc, char **argv)
+{
+    for (int i = 1; i < argc && strcmp(argv[i], "--") != 0; i++)
+        if (strcmp(argv[i], "--node") == 0)
+            return cmd_watch_node(argc, argv);
+    watch_ctx c;
+    memset(&c, 0, sizeof c);
+    c.pid = -1;
+    c.out_fd = -1;
+    c.out_mode = 0600;
+    c.keep = 20;
+    c.lang = "en";
+    watch_args a = {.every_s = 30};
+    sop_collect_opts_init(&a.co);
+    int status = watch_parse(&c, &a, argc, argv);
+    if (status != EXIT_CLEAN)
+        return status < 0 ? EXIT_CLEAN : status;
+    if (c.out_dir && (status = open_out_dir(&c)) != EXIT_CLEAN)
+        return status;
+    c.start_ticks = start_ticks_of(c.pid);
+    if (c.start_ticks == 0) {
+        fprintf(stderr, "sopctl: watch: pid %d: %s\n", c.pid, sop_strerror(SOP_ENOTARGET));
+        return EXIT_TARGET;
+    }
+    c.kept = calloc((size_t)c.keep, sizeof *c.kept);
+    if (!c.kept) {
+        fprintf(stderr, "sopctl: out of memory\n");
+        return EXIT_USAGE;
+    }
+    sop_engine *e = NULL;
+    int rc = sop_engine_new(&e);
+    if (rc != 0) {
+        fprintf(stderr, "sopctl: %s\n", sop_strerror(rc));
+        free(c.kept);
+        return EXIT_USAGE;
+    }
+    status = cli_load_rules(e, a.rules, a.site, a.no_site, a.sets, a.nsets);
+    if (status == EXIT_CLEAN)
+        status = watch_run(&c, &a, e); /* the watch takes the engine over */
+    else
+        sop_engine_free(e);
     for (int i = 0; i < c.nkept; i++)
         free(c.kept[(c.kept_head + i) % c.keep]);
     free(c.kept);
     sop_free(c.last_json);
-    pthread_mutex_destroy(&c.mu);
     return status;
 }

@@ -500,10 +500,8 @@ int cmd_watch_node(int argc, char **argv)
             c.containers_only = 1;
             break;
         case 'E':
-            if (parse_num(optarg, 0.001, 86400, &every_s) != 0) {
-                fprintf(stderr, "sopctl: --every: '%s' is not 0..86400 seconds (> 0)\n", optarg);
+            if (cli_parse_every(optarg, &every_s) != EXIT_CLEAN)
                 return EXIT_USAGE;
-            }
             break;
         case 'd':
             if (cli_parse_duration(optarg, &co.duration_s) != 0) {
@@ -539,11 +537,8 @@ int cmd_watch_node(int argc, char **argv)
             c.max_targets = (size_t)v;
             break;
         case 'l':
-            if (strcmp(optarg, "en") != 0 && strcmp(optarg, "zh") != 0) {
-                fprintf(stderr, "sopctl: --lang: '%s' is not en or zh\n", optarg);
+            if (cli_parse_lang(optarg, &c.lang) != EXIT_CLEAN)
                 return EXIT_USAGE;
-            }
-            c.lang = optarg;
             break;
         case 'h':
             fputs(HELP, stdout);

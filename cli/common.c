@@ -65,6 +65,29 @@ static int plain_decimal(const char *s)
     return digits && s[digits] == '\0';
 }
 
+int cli_parse_lang(const char *s, const char **out)
+{
+    if (strcmp(s, "en") != 0 && strcmp(s, "zh") != 0) {
+        fprintf(stderr, "sopctl: --lang: '%s' is not en or zh\n", s);
+        return EXIT_USAGE;
+    }
+    *out = s;
+    return EXIT_CLEAN;
+}
+
+int cli_parse_every(const char *s, double *out)
+{
+    char *end = NULL;
+    errno = 0;
+    double d = plain_decimal(s) ? strtod(s, &end) : -1;
+    if (d == -1 || errno || end == s || *end || !(d > 0 && d <= 86400)) {
+        fprintf(stderr, "sopctl: --every: '%s' is not 0..86400 seconds (> 0)\n", s);
+        return EXIT_USAGE;
+    }
+    *out = d;
+    return EXIT_CLEAN;
+}
+
 int cli_parse_duration(const char *s, double *out)
 {
     if (!plain_decimal(s))
