@@ -290,7 +290,15 @@ static void last_line(const char *text, char *buf, size_t len)
     snprintf(buf, len, "%.*s", (int)(end - start), start);
 }
 
-int cmd_fleet(int argc, char **argv)
+/* What `fleet`'s command line asks for. */
+typedef struct {
+    const char *job, *lang, *output, *remote, *duration;
+    double duration_s, timeout_s;
+    sop_format fmt;
+} fleet_args;
+
+/* The options and arguments, checked; EXIT_CLEAN, or the exit status (-1: --help printed). */
+static int fleet_parse(fleet_args *a, int argc, char **argv)
 {
     static const struct option opts[] = {{"slurm-job", required_argument, 0, 'J'},
                                          {"duration", required_argument, 0, 'd'},
@@ -301,44 +309,40 @@ int cmd_fleet(int argc, char **argv)
                                          {"sopctl", required_argument, 0, 'S'},
                                          {"help", no_argument, 0, 'h'},
                                          {0, 0, 0, 0}};
-    const char *job = NULL, *lang = "en", *output = NULL, *remote = NULL;
-    const char *duration = "1";
-    double duration_s = 1, timeout_s = -1;
-    sop_format fmt = SOP_FORMAT_MD;
     int c;
     optind = 1;
     opterr = 0;
     while ((c = getopt_long(argc, argv, ":J:d:f:l:o:t:h", opts, NULL)) != -1) {
         switch (c) {
         case 'J':
-            job = optarg;
+            a->job = optarg;
             break;
         case 'd':
-            if (cli_parse_duration(optarg, &duration_s) != 0) {
+            if (cli_parse_duration(optarg, &a->duration_s) != 0) {
                 fprintf(stderr, "sopctl: --duration: '%s' is not 0..3600 seconds\n", optarg);
                 return EXIT_USAGE;
             }
-            duration = optarg;
+            a->duration = optarg;
             break;
         case 't':
-            if (cli_parse_duration(optarg, &timeout_s) != 0 || timeout_s <= 0) {
+            if (cli_parse_duration(optarg, &a->timeout_s) != 0 || a->timeout_s <= 0) {
                 fprintf(stderr, "sopctl: --timeout: '%s' is not 0..3600 seconds\n", optarg);
                 return EXIT_USAGE;
             }
             break;
         case 'f':
-            if (cli_parse_format(optarg, SOP_FORMAT_MERGE, NULL, &fmt) != 0)
+            if (cli_parse_format(optarg, SOP_FORMAT_MERGE, NULL, &a->fmt) != 0)
                 return EXIT_USAGE;
             break;
         case 'l':
-            if (cli_parse_lang(optarg, &lang) != EXIT_CLEAN)
+            if (cli_parse_lang(optarg, &a->lang) != EXIT_CLEAN)
                 return EXIT_USAGE;
             break;
         case 'o':
-            output = optarg;
+            a->output = optarg;
             break;
         case 'S':
-            remote = optarg;
+            a->remote = optarg;
             break;
         case 'h': {
             char names[160];
@@ -347,7 +351,7 @@ int cmd_fleet(int argc, char **argv)
                    "                    [--sopctl PATH]   (sopctl on the nodes; default: this "
                    "one's path)\n",
                    cli_format_names(SOP_FORMAT_MERGE, NULL, "|", "|", names, sizeof names));
-            return EXIT_CLEAN;
+            return -1;
         }
         case ':':
             fprintf(stderr, "sopctl: option '%s' needs a value\n", argv[optind - 1]);
@@ -361,70 +365,25 @@ int cmd_fleet(int argc, char **argv)
         fprintf(stderr, "sopctl: unexpected argument '%s'\n", argv[optind]);
         return EXIT_USAGE;
     }
-    if (!job) {
+    if (!a->job) {
         fprintf(stderr, "sopctl: fleet needs --slurm-job J\n");
         return EXIT_USAGE;
     }
-    for (const char *p = job; *p; p++)
+    for (const char *p = a->job; *p; p++)
         if (!((*p >= '0' && *p <= '9') || *p == '_' || *p == '.' || (*p >= 'a' && *p <= 'z') ||
               (*p >= 'A' && *p <= 'Z'))) {
-            fprintf(stderr, "sopctl: --slurm-job: '%s' is not a job id\n", job);
+            fprintf(stderr, "sopctl: --slurm-job: '%s' is not a job id\n", a->job);
             return EXIT_USAGE;
         }
-    if (timeout_s < 0) /* the window, the rules, srun's own start-up on a busy cluster */
-        timeout_s = 2 * duration_s + 60;
-    char self[4096];
-    if (!remote) {
-        ssize_t n = readlink("/proc/self/exe", self, sizeof self - 1);
-        if (n <= 0) {
-            fprintf(stderr, "sopctl: cannot find my own path; give --sopctl PATH\n");
-            return EXIT_USAGE;
-        }
-        self[n] = '\0';
-        remote = self;
-    }
-    node_io *nodes = NULL;
-    char why[512];
-    int n = job_nodes(job, &nodes, why, sizeof why);
-    if (n < 0) {
-        fprintf(stderr, "sopctl: fleet: %s\n", why);
-        return EXIT_TARGET;
-    }
-    char nn[32], jobid_opt[128];
-    snprintf(nn, sizeof nn, "%d", n);
-    snprintf(jobid_opt, sizeof jobid_opt, "--jobid=%s", job);
-    char *srun_argv[] = {"srun",
-                         "--overlap",
-                         jobid_opt,
-                         "--nodes",
-                         nn,
-                         "--ntasks",
-                         nn,
-                         "--ntasks-per-node=1",
-                         "--distribution=block",
-                         "--label",
-                         "--kill-on-bad-exit=0",
-                         "--quiet",
-                         (char *)remote,
-                         "run",
-                         "--ranks",
-                         "--slurm-job",
-                         (char *)job,
-                         "--duration",
-                         (char *)duration,
-                         "--format",
-                         "json",
-                         "--lang",
-                         (char *)lang,
-                         NULL};
-    int st = run_srun(srun_argv, nodes, n, timeout_s, why, sizeof why);
-    int status = EXIT_CLEAN;
-    sop_merge *m = NULL;
-    if (st == -2 || sop_merge_new(&m) != 0) {
-        fprintf(stderr, "sopctl: fleet: %s\n", st == -2 ? why : "out of memory");
-        status = EXIT_USAGE;
-    }
-    for (int i = 0; m && i < n; i++) {
+    if (a->timeout_s < 0) /* the window, the rules, srun's own start-up on a busy cluster */
+        a->timeout_s = 2 * a->duration_s + 60;
+    return EXIT_CLEAN;
+}
+
+/* Each node's report into m; a node without one listed missing, with why (st: run_srun's). */
+static void fleet_gather(sop_merge *m, node_io *nodes, int n, int st, double timeout_s)
+{
+    for (int i = 0; i < n; i++) {
         node_io *io = &nodes[i];
         char src[300], reason[700], last[400];
         snprintf(src, sizeof src, "node %s", io->name);
@@ -444,10 +403,70 @@ int cmd_fleet(int argc, char **argv)
             continue; /* a part that is not a report: the merge lists it already */
         sop_merge_add_missing(m, io->name, reason);
     }
+}
+
+int cmd_fleet(int argc, char **argv)
+{
+    fleet_args a = {
+        .lang = "en", .duration = "1", .duration_s = 1, .timeout_s = -1, .fmt = SOP_FORMAT_MD};
+    int status = fleet_parse(&a, argc, argv);
+    if (status != EXIT_CLEAN)
+        return status < 0 ? EXIT_CLEAN : status;
+    char self[4096];
+    if (!a.remote) {
+        ssize_t n = readlink("/proc/self/exe", self, sizeof self - 1);
+        if (n <= 0) {
+            fprintf(stderr, "sopctl: cannot find my own path; give --sopctl PATH\n");
+            return EXIT_USAGE;
+        }
+        self[n] = '\0';
+        a.remote = self;
+    }
+    node_io *nodes = NULL;
+    char why[512];
+    int n = job_nodes(a.job, &nodes, why, sizeof why);
+    if (n < 0) {
+        fprintf(stderr, "sopctl: fleet: %s\n", why);
+        return EXIT_TARGET;
+    }
+    char nn[32], jobid_opt[128];
+    snprintf(nn, sizeof nn, "%d", n);
+    snprintf(jobid_opt, sizeof jobid_opt, "--jobid=%s", a.job);
+    char *srun_argv[] = {"srun",
+                         "--overlap",
+                         jobid_opt,
+                         "--nodes",
+                         nn,
+                         "--ntasks",
+                         nn,
+                         "--ntasks-per-node=1",
+                         "--distribution=block",
+                         "--label",
+                         "--kill-on-bad-exit=0",
+                         "--quiet",
+                         (char *)a.remote,
+                         "run",
+                         "--ranks",
+                         "--slurm-job",
+                         (char *)a.job,
+                         "--duration",
+                         (char *)a.duration,
+                         "--format",
+                         "json",
+                         "--lang",
+                         (char *)a.lang,
+                         NULL};
+    int st = run_srun(srun_argv, nodes, n, a.timeout_s, why, sizeof why);
+    sop_merge *m = NULL;
+    if (st == -2 || sop_merge_new(&m) != 0) {
+        fprintf(stderr, "sopctl: fleet: %s\n", st == -2 ? why : "out of memory");
+        status = EXIT_USAGE;
+    }
     if (m) {
+        fleet_gather(m, nodes, n, st, a.timeout_s);
         if (sop_merge_count(m) == 0)
             fprintf(stderr, "sopctl: fleet: no node gave a report\n");
-        status = cli_print_merge(m, fmt, lang, output);
+        status = cli_print_merge(m, a.fmt, a.lang, a.output);
         if (sop_merge_count(m) == 0 && status != EXIT_USAGE)
             status = EXIT_TARGET;
     }

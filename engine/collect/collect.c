@@ -290,6 +290,63 @@ static char *render_pictures(const sop_sampler *s, int pid, const sop_timeline_g
     return buf;
 }
 
+/* A CPython target is sampled over the window (its sampler into cx->sampler); anything else
+ * is simply waited on. */
+static void open_sampler(sop_collect_ctx *cx)
+{
+    const sop_collect_opts *o = cx->o;
+    if (cx->rt && o->rate_hz > 0) {
+        sop_missing scratch = {0};
+        if (sop__sampler_open(cx->pid, cx->proc_root, cx->rt,
+                              o->children && (o->probes & SOP_PROBE_CHILDREN), &cx->sampler,
+                              &scratch) < 0)
+            cx->sampler = NULL;
+        sop__missing_free(&scratch);
+    }
+    if (cx->sampler && cx->pictures)
+        sop__sampler_keep_timeline(cx->sampler);
+}
+
+/* The window from t0 (ms): sampled and polled until its end, then the second snapshot b and
+ * the rates between a and b. True when b is the current state; false when the target left
+ * during the window (c->missing says so; a stays the state). */
+static bool run_window(providers *ps, snapshot *a, snapshot *b, double t0)
+{
+    sop_collect_ctx *cx = ps->cx;
+    const sop_collect_opts *o = cx->o;
+    sop_collection *c = cx->c;
+    if (cx->sampler)
+        sop__sampler_run(cx->sampler, t0 + o->duration_s * 1e3, o->rate_hz,
+                         any_polls(ps) ? on_tick : NULL, ps, o->stop);
+    /* the window is the asked duration whatever the rate (or a target that left early) */
+    wait_until_ms(ps, t0 + o->duration_s * 1e3);
+    sop_missing scratch = {0};
+    int rc2 = take(cx->root_fd, cx->pid_fd, cx->pid, o, b, &scratch);
+    double secs = (sop__now_ms() - t0) / 1e3;
+    if (rc2 == 0 && (!b->proc.have_stat || !target_alive(cx->pid_fd) ||
+                     exited_unreaped(cx->proc_root, cx->pid, &b->proc)))
+        rc2 = -ESRCH; /* gone while read: a partial second snapshot is no current state */
+    if (rc2 != 0) {
+        sop__missing_free(&scratch);
+        sop__missing_add(&c->missing, "window",
+                         "the target exited during the %.1f s window; rates not measured",
+                         o->duration_s);
+        return false;
+    }
+    /* The second snapshot is the current state; its failures replace the first's. */
+    sop__missing_free(&c->missing);
+    c->missing = scratch;
+    double hz = (double)sysconf(_SC_CLK_TCK);
+    sop__proc_rates(&b->proc, &a->proc, secs, hz);
+    sop__threads_rates(&b->threads, &a->threads, secs, hz);
+    sop__children_rates(&b->children, &a->children, secs, hz);
+    sop__cgroup_rates(&b->cgroup, &a->cgroup, secs);
+    sop__host_rates(&b->host, &a->host, secs);
+    c->duration_s = secs;
+    cx->window_ok = true;
+    return true;
+}
+
 int sop__collect(int pid, const sop_collect_opts *o, sop_value **out, char **pictures, char *err,
                  size_t errlen)
 {
@@ -357,52 +414,13 @@ int sop__collect(int pid, const sop_collect_opts *o, sop_value **out, char **pic
     cx.proc0 = &a.proc;
     cx.children0 = &a.children;
     start_all(&ps);
-    if (o->duration_s > 0) {
-        /* A CPython target is sampled over the window; anything else is simply waited on. */
-        if (cx.rt && o->rate_hz > 0) {
-            sop_missing scratch = {0};
-            if (sop__sampler_open(pid, proc_root, cx.rt,
-                                  o->children && (o->probes & SOP_PROBE_CHILDREN), &cx.sampler,
-                                  &scratch) < 0)
-                cx.sampler = NULL;
-            sop__missing_free(&scratch);
-        }
-        if (cx.sampler && cx.pictures)
-            sop__sampler_keep_timeline(cx.sampler);
-    }
+    if (o->duration_s > 0)
+        open_sampler(&cx);
     first_polls(&ps);
     if (o->duration_s > 0) {
         t_run = sop__now_ms(); /* the sampler's timeline starts here */
-        if (cx.sampler)
-            sop__sampler_run(cx.sampler, t0 + o->duration_s * 1e3, o->rate_hz,
-                             any_polls(&ps) ? on_tick : NULL, &ps, o->stop);
-        /* the window is the asked duration whatever the rate (or a target that left early) */
-        wait_until_ms(&ps, t0 + o->duration_s * 1e3);
-        sop_missing scratch = {0};
-        int rc2 = take(root_fd, pid_fd, pid, o, &b, &scratch);
-        double secs = (sop__now_ms() - t0) / 1e3;
-        if (rc2 == 0 && (!b.proc.have_stat || !target_alive(pid_fd) ||
-                         exited_unreaped(proc_root, pid, &b.proc)))
-            rc2 = -ESRCH; /* gone while read: a partial second snapshot is no current state */
-        if (rc2 == 0) {
-            /* The second snapshot is the current state; its failures replace the first's. */
-            sop__missing_free(&c->missing);
-            c->missing = scratch;
-            double hz = (double)sysconf(_SC_CLK_TCK);
-            sop__proc_rates(&b.proc, &a.proc, secs, hz);
-            sop__threads_rates(&b.threads, &a.threads, secs, hz);
-            sop__children_rates(&b.children, &a.children, secs, hz);
-            sop__cgroup_rates(&b.cgroup, &a.cgroup, secs);
-            sop__host_rates(&b.host, &a.host, secs);
+        if (run_window(&ps, &a, &b, t0))
             now = &b;
-            c->duration_s = secs;
-            cx.window_ok = true;
-        } else {
-            sop__missing_free(&scratch);
-            sop__missing_add(&c->missing, "window",
-                             "the target exited during the %.1f s window; rates not measured",
-                             o->duration_s);
-        }
     }
     c->host = now->host;
     c->proc = now->proc;
