@@ -464,6 +464,242 @@ static void prefetch_first_frames(walker *w, const uint64_t *tstates, size_t nts
     free(a);
 }
 
+/* The thread states of every interpreter, newest first as the lists run, with the
+ * interpreter each belongs to; each interpreter's GIL holder and id. */
+typedef struct {
+    uint64_t *ts;     /* MAX_THREADS */
+    uint16_t *interp; /* per thread state: index into holders / ids */
+    size_t n;
+    uint64_t holders[MAX_INTERPS];
+    int64_t ids[MAX_INTERPS];
+    size_t ninterp;
+    uint64_t last_interp; /* the main interpreter (the list's last) */
+    sop_addr_set seen;
+} tstate_list;
+
+static void tstate_list_free(tstate_list *l)
+{
+    sop__addr_set_free(&l->seen);
+    free(l->interp);
+    sop__zfree(l->ts);
+}
+
+/* Walk the interpreters from interp and their thread-state lists (each bounded; a loop is a
+ * torn read). 0, or -ESRCH / -ENOMEM (l freed by the caller). */
+static int list_tstates(walker *w, uint64_t interp, tstate_list *l)
+{
+    const sop_pylayout *L = &w->L;
+    l->ts = sop__zalloc(MAX_THREADS, sizeof *l->ts);
+    l->interp = calloc(MAX_THREADS, sizeof *l->interp);
+    if (sop__addr_set_init(&l->seen, THREAD_SET_SLOTS) < 0 || !l->ts || !l->interp)
+        return -ENOMEM;
+    int rc = 0;
+    for (int ni = 0; interp && ni < MAX_INTERPS; ni++) {
+        size_t k = l->ninterp++;
+        l->holders[k] = sop__pywalk_gil_holder(w, interp);
+        if (sop__rmem_read(&w->mem, interp + L->is_id, &l->ids[k], 8) < 0 || l->ids[k] < 0)
+            l->ids[k] = -1;
+        l->last_interp = interp;
+        uint64_t ts = 0;
+        if ((rc = sop__rmem_u64(&w->mem, interp + L->is_tstate_head, &ts)) < 0)
+            break;
+        while (ts && l->n < MAX_THREADS) {
+            int added = sop__addr_set_add(&l->seen, ts);
+            if (added < 0) {
+                rc = -ENOMEM;
+                break;
+            }
+            if (added == 0) {
+                sop__missing_add(w->missing, "python", "thread list loops (torn read)");
+                break;
+            }
+            l->interp[l->n] = (uint16_t)k;
+            l->ts[l->n++] = ts;
+            if ((rc = sop__rmem_u64(&w->mem, ts + L->ts_next, &ts)) < 0)
+                break;
+        }
+        if (l->n >= MAX_THREADS)
+            sop__missing_add(w->missing, "python", "more than %d threads; rest skipped",
+                             MAX_THREADS);
+        if (rc == -ESRCH || rc == -ENOMEM ||
+            sop__rmem_u64(&w->mem, interp + L->is_next, &interp) < 0)
+            break;
+    }
+    return rc == -ESRCH || rc == -ENOMEM ? rc : 0;
+}
+
+/* Thread i of the list (0: the oldest): its OS thread id (believed only when it is a task of
+ * this process), interpreter, name, GIL and OS state. */
+static void thread_identity(walker *w, unsigned flags, sop_python *py, sop_pythread *t,
+                            const thread_job *j, const tstate_list *l, size_t i,
+                            const tid_pair *nsmap, size_t nns)
+{
+    const sop_pylayout *L = &w->L;
+    uint64_t tsa = j->tstate;
+    if (j->raw_tid > 0 && j->raw_tid < INT32_MAX)
+        t->tid = (int)j->raw_tid;
+    if (!t->tid && t->thread_id && L->ts_native_thread_id == 0) {
+        int32_t tid = 0;
+        if (sop__rmem_read(&w->mem, t->thread_id + GLIBC_PTHREAD_TID_OFFSET, &tid, sizeof tid) ==
+                0 &&
+            tid > 0)
+            t->tid = tid;
+    }
+    /* The target numbers its threads in its own PID namespace (a container): use ours. */
+    if (nsmap && t->tid > 0) {
+        int mapped = 0;
+        for (size_t m = 0; m < nns; m++)
+            if (nsmap[m].ns_tid == t->tid)
+                mapped = nsmap[m].tid;
+        t->tid = mapped;
+    }
+    /* A tid is only believed when it is a task of this process: a torn or stale value must
+     * never send --native to some other process's thread. */
+    if (t->tid > 0 && !sop__pywalk_task_exists(w, t->tid))
+        t->tid = 0;
+    /* The main interpreter is the last of the list (its id is 0 on every version). */
+    size_t li = l->n - 1 - i;
+    t->interp_id = l->ids[l->interp[li]];
+    bool sub = tsa && l->interp[li] != l->ninterp - 1;
+    if (sub && L->minor <= 12) {
+        /* A borrowed thread state with no frame is run by no thread now: no scan. */
+        t->tid = t->nframes ? sop__pywalk_tid_from_stacks(w, tsa, t->tid) : 0;
+        t->tid_from_stack = true;
+    }
+    /* Names: threading.Thread._name of the `self` of threading's _bootstrap frame; the
+     * process's first thread is the one CPython initialized in: "MainThread". A
+     * subinterpreter's thread state takes the name of the main interpreter's thread state on
+     * the same OS thread (listed before it: the threading thread that runs it). */
+    uint64_t self = 0;
+    if (j->boot_frame && sop__rmem_u64(&w->mem, j->boot_frame + L->frame_localsplus, &self) == 0 &&
+        (self = sop__pywalk_ref(L, self)) != 0)
+        (void)sop__py_instance_str_attr(&w->mem, L, self, "_name", t->name, sizeof t->name);
+    for (size_t k = 0; sub && !t->name[0] && t->tid > 0 && k < py->nthreads; k++)
+        if (py->threads[k].tid == t->tid && py->threads[k].interp_id == 0 &&
+            !py->threads[k].name_from_comm)
+            snprintf(t->name, sizeof t->name, "%s", py->threads[k].name);
+    if (!t->name[0] && t->tid == w->pid)
+        snprintf(t->name, sizeof t->name, "MainThread");
+    if (!t->name[0] && t->tid > 0) { /* not a threading thread: the kernel's name */
+        sop__pywalk_task_comm(w, t->tid, t->name, sizeof t->name);
+        t->name_from_comm = t->name[0] != '\0';
+    }
+    for (size_t h = 0; h < l->ninterp; h++)
+        if (l->holders[h] && l->holders[h] == tsa)
+            t->gil = true;
+    /* The OS state before --native interrupts the thread (the stop would read as activity
+     * otherwise). */
+    t->os_state =
+        t->tid > 0 && !(flags & SOP_PY_SKIP_OS_STATE) ? sop__pywalk_task_state(w, t->tid) : '?';
+}
+
+/* --native: stop this thread only, re-read its Python frames while it is still, unwind, merge.
+ * --exact (without --native): a stack that could not be verified while running is read
+ * stopped. A refusal of ptrace is remembered (*refused) and not tried again. */
+static void thread_stopped_reads(walker *w, unsigned flags, sop_pythread *t, thread_job *j,
+                                 sop_native *nv, bool *refused)
+{
+    if (flags & SOP_PY_NATIVE) {
+        if (!nv) {
+            snprintf(t->native_error, sizeof t->native_error, "unwinder unavailable");
+        } else if (*refused) {
+            snprintf(t->native_error, sizeof t->native_error, "ptrace refused");
+        } else if (t->tid > 0) {
+            sop_nframe *nat = NULL;
+            size_t nn = 0;
+            char err[160] = "";
+            int nr = sop__native_thread(nv, t->tid, walk_stopped, j, &nat, &nn, &t->pause_ms, err,
+                                        sizeof err);
+            if (nr == -EPERM || nr == -EACCES) {
+                *refused = true;
+                sop__missing_add(w->missing, "native", "ptrace refused: %s", err);
+                snprintf(t->native_error, sizeof t->native_error, "ptrace refused: %.140s", err);
+            } else if (nr < 0) {
+                snprintf(t->native_error, sizeof t->native_error, "%s", err);
+                sop__missing_add(w->missing, "native", "thread %d: %s", t->tid, err);
+            } else {
+                sop__native_merge(nat, nn, t->frames, t->nframes, &t->native, &t->nnative);
+            }
+            free(nat);
+        } else {
+            snprintf(t->native_error, sizeof t->native_error, "OS thread id unknown");
+        }
+    }
+    if ((flags & SOP_PY_EXACT) && !(flags & SOP_PY_NATIVE) && j->rc == -EAGAIN && t->tid > 0 &&
+        !*refused) {
+        sop_nframe *nat = NULL;
+        size_t nn = 0;
+        char err[160] = "";
+        int retries = j->retries;
+        int nr = sop__native_thread(NULL, t->tid, walk_stopped, j, &nat, &nn, &t->pause_ms, err,
+                                    sizeof err);
+        j->retries += retries;
+        free(nat);
+        if (nr == 0) {
+            t->stopped = true;
+        } else {
+            if (nr == -EPERM || nr == -EACCES)
+                *refused = true;
+            sop__missing_add(w->missing, "python", "thread %d: exact read refused: %s", t->tid,
+                             err);
+        }
+    }
+}
+
+/* The walk's outcome on t: its re-reads, and a stack left partial (with why). */
+static void thread_outcome(walker *w, sop_python *py, sop_pythread *t, thread_job *j)
+{
+    /* (under --native, j holds the walk made while the thread was stopped) */
+    t->walk_retries = j->retries;
+    py->walk_retries += j->retries;
+    if (j->rc == 0 && py->finalizing && t->tid <= 0 && t->nframes) {
+        /* At shutdown a daemon thread's OS thread exits when it next wants the GIL and leaves
+         * its thread state (and frames) behind: not a running stack. */
+        j->rc = -EAGAIN;
+        snprintf(j->why, sizeof j->why,
+                 "interpreter finalizing: no OS thread runs this thread state (a daemon "
+                 "thread stopped at shutdown)");
+    }
+    if (j->rc == -EAGAIN) {
+        t->partial = true;
+        snprintf(t->partial_reason, sizeof t->partial_reason, "%s", j->why);
+        py->threads_partial++;
+        sop__missing_add(w->missing, "python", "thread %d: partial stack: %s", t->tid, j->why);
+    }
+}
+
+/* Every thread of the list, oldest (the main thread) first: walked, named, native or exact
+ * reads where asked. 0, or -ESRCH / -ENOMEM. */
+static int walk_threads(walker *w, unsigned flags, sop_python *py, const tstate_list *l,
+                        sop_native *nv, bool *refused)
+{
+    tid_pair *nsmap = NULL;
+    size_t nns = 0;
+    if (sop__pywalk_in_other_pidns(w) && (nsmap = calloc(MAX_THREADS, sizeof *nsmap)) != NULL)
+        nns = sop__pywalk_ns_tid_map(w, nsmap, MAX_THREADS);
+    int rc = 0;
+    for (size_t k = 0; k < l->n; k++) {
+        sop_pythread *t = &py->threads[py->nthreads];
+        memset(t, 0, sizeof *t);
+        thread_job j = {w, l->ts[l->n - 1 - k], t, 0, 0, 0, "", 0, false};
+        sop__pywalk_with_retry(&j, 0);
+        if (j.rc == -ESRCH || j.rc == -ENOMEM) {
+            /* t is not counted in nthreads: free the frames a partial walk left in it */
+            free(t->frames);
+            t->frames = NULL;
+            t->nframes = 0;
+            rc = j.rc;
+            break;
+        }
+        thread_identity(w, flags, py, t, &j, l, k, nsmap, nns);
+        thread_stopped_reads(w, flags, t, &j, nv, refused);
+        thread_outcome(w, py, t, &j);
+        py->nthreads++;
+    }
+    free(nsmap);
+    return rc;
+}
+
 static int collect(walker *w, unsigned flags, sop_python *py)
 {
     const sop_pylayout *L = &w->L;
@@ -482,226 +718,28 @@ static int collect(walker *w, unsigned flags, sop_python *py)
     if (L->rt_finalizing &&
         sop__rmem_read(&w->mem, w->runtime + L->rt_finalizing, &finalizing, 8) == 0 && finalizing)
         py->finalizing = true;
-    sop_addr_set tset;
-    uint64_t *tstates = sop__zalloc(MAX_THREADS, sizeof *tstates);
-    if (sop__addr_set_init(&tset, THREAD_SET_SLOTS) < 0 || !tstates) {
-        sop__addr_set_free(&tset);
-        sop__zfree(tstates);
-        return -ENOMEM;
-    }
-    uint64_t holders[MAX_INTERPS];
-    int64_t interp_ids[MAX_INTERPS];
-    uint16_t *ts_interp = calloc(MAX_THREADS, sizeof *ts_interp); /* index into interp_ids */
-    if (!ts_interp) {
-        sop__addr_set_free(&tset);
-        sop__zfree(tstates);
-        return -ENOMEM;
-    }
-    size_t nholders = 0, nts = 0;
-    uint64_t last_interp = 0;
-    for (int ni = 0; interp && ni < MAX_INTERPS; ni++) {
-        holders[nholders] = sop__pywalk_gil_holder(w, interp);
-        if (sop__rmem_read(&w->mem, interp + L->is_id, &interp_ids[nholders], 8) < 0 ||
-            interp_ids[nholders] < 0)
-            interp_ids[nholders] = -1;
-        nholders++;
-        last_interp = interp;
-        uint64_t ts = 0;
-        if ((rc = sop__rmem_u64(&w->mem, interp + L->is_tstate_head, &ts)) < 0)
-            break;
-        while (ts && nts < MAX_THREADS) {
-            int added = sop__addr_set_add(&tset, ts);
-            if (added < 0) {
-                rc = -ENOMEM;
-                break;
-            }
-            if (added == 0) {
-                sop__missing_add(w->missing, "python", "thread list loops (torn read)");
-                break;
-            }
-            ts_interp[nts] = (uint16_t)(nholders - 1);
-            tstates[nts++] = ts;
-            if ((rc = sop__rmem_u64(&w->mem, ts + L->ts_next, &ts)) < 0)
-                break;
-        }
-        if (nts >= MAX_THREADS)
-            sop__missing_add(w->missing, "python", "more than %d threads; rest skipped",
-                             MAX_THREADS);
-        if (rc == -ESRCH || rc == -ENOMEM ||
-            sop__rmem_u64(&w->mem, interp + L->is_next, &interp) < 0)
-            break;
-    }
-    if (rc == -ESRCH || rc == -ENOMEM) {
-        sop__addr_set_free(&tset);
-        free(ts_interp);
-        sop__zfree(tstates);
+    tstate_list l = {0};
+    rc = list_tstates(w, interp, &l);
+    if (rc == 0 && l.last_interp && !(flags & SOP_PY_SKIP_GC))
+        sop__pywalk_read_gc(w, l.last_interp, py, !(flags & SOP_PY_SKIP_FROZEN));
+    if (rc == 0 && !(py->threads = calloc(l.n ? l.n : 1, sizeof *py->threads)))
+        rc = -ENOMEM;
+    if (rc < 0) {
+        tstate_list_free(&l);
         return rc;
     }
-    rc = 0;
-    if (last_interp && !(flags & SOP_PY_SKIP_GC))
-        sop__pywalk_read_gc(w, last_interp, py, !(flags & SOP_PY_SKIP_FROZEN));
-    py->threads = calloc(nts ? nts : 1, sizeof *py->threads);
-    if (!py->threads) {
-        sop__addr_set_free(&tset);
-        free(ts_interp);
-        sop__zfree(tstates);
-        return -ENOMEM;
-    }
-    prefetch_first_frames(w, tstates, nts);
-    tid_pair *nsmap = NULL;
-    size_t nns = 0;
-    if (sop__pywalk_in_other_pidns(w) && (nsmap = calloc(MAX_THREADS, sizeof *nsmap)) != NULL)
-        nns = sop__pywalk_ns_tid_map(w, nsmap, MAX_THREADS);
+    prefetch_first_frames(w, l.ts, l.n);
     bool ptrace_refused = false;
     sop_native *nv = NULL;
     char nerr[256] = "out of memory";
     if ((flags & SOP_PY_NATIVE) &&
         sop__native_open(w->pid, w->proc_root, w->maps, &nv, nerr, sizeof nerr) < 0)
         sop__missing_add(w->missing, "native", "%s", nerr);
-    /* The list runs newest first; report oldest (the main thread) first. */
-    for (size_t k = 0; k < nts; k++) {
-        uint64_t tsa = tstates[nts - 1 - k];
-        sop_pythread *t = &py->threads[py->nthreads];
-        memset(t, 0, sizeof *t);
-        thread_job j = {w, tsa, t, 0, 0, 0, "", 0, false};
-        sop__pywalk_with_retry(&j, 0);
-        if (j.rc == -ESRCH || j.rc == -ENOMEM) {
-            /* t is not counted in nthreads: free the frames a partial walk left in it */
-            free(t->frames);
-            t->frames = NULL;
-            t->nframes = 0;
-            rc = j.rc;
-            break;
-        }
-        if (j.raw_tid > 0 && j.raw_tid < INT32_MAX)
-            t->tid = (int)j.raw_tid;
-        if (!t->tid && t->thread_id && L->ts_native_thread_id == 0) {
-            int32_t tid = 0;
-            if (sop__rmem_read(&w->mem, t->thread_id + GLIBC_PTHREAD_TID_OFFSET, &tid,
-                               sizeof tid) == 0 &&
-                tid > 0)
-                t->tid = tid;
-        }
-        /* The target numbers its threads in its own PID namespace (a container): use ours. */
-        if (nsmap && t->tid > 0) {
-            int mapped = 0;
-            for (size_t m = 0; m < nns; m++)
-                if (nsmap[m].ns_tid == t->tid)
-                    mapped = nsmap[m].tid;
-            t->tid = mapped;
-        }
-        /* A tid is only believed when it is a task of this process: a torn or stale value
-         * must never send --native to some other process's thread. */
-        if (t->tid > 0 && !sop__pywalk_task_exists(w, t->tid))
-            t->tid = 0;
-        /* The main interpreter is the last of the list (its id is 0 on every version). */
-        t->interp_id = interp_ids[ts_interp[nts - 1 - k]];
-        bool sub = tsa && ts_interp[nts - 1 - k] != nholders - 1;
-        if (sub && L->minor <= 12) {
-            /* A borrowed thread state with no frame is run by no thread now: no scan. */
-            t->tid = t->nframes ? sop__pywalk_tid_from_stacks(w, tsa, t->tid) : 0;
-            t->tid_from_stack = true;
-        }
-        /* Names: threading.Thread._name of the `self` of threading's _bootstrap frame; the
-         * process's first thread is the one CPython initialized in: "MainThread". A
-         * subinterpreter's thread state takes the name of the main interpreter's thread
-         * state on the same OS thread (listed before it: the threading thread that runs it). */
-        uint64_t self = 0;
-        if (j.boot_frame &&
-            sop__rmem_u64(&w->mem, j.boot_frame + w->L.frame_localsplus, &self) == 0 &&
-            (self = sop__pywalk_ref(&w->L, self)) != 0)
-            (void)sop__py_instance_str_attr(&w->mem, &w->L, self, "_name", t->name, sizeof t->name);
-        for (size_t i = 0; sub && !t->name[0] && t->tid > 0 && i < py->nthreads; i++)
-            if (py->threads[i].tid == t->tid && py->threads[i].interp_id == 0 &&
-                !py->threads[i].name_from_comm)
-                snprintf(t->name, sizeof t->name, "%s", py->threads[i].name);
-        if (!t->name[0] && t->tid == w->pid)
-            snprintf(t->name, sizeof t->name, "MainThread");
-        if (!t->name[0] && t->tid > 0) { /* not a threading thread: the kernel's name */
-            sop__pywalk_task_comm(w, t->tid, t->name, sizeof t->name);
-            t->name_from_comm = t->name[0] != '\0';
-        }
-        for (size_t h = 0; h < nholders; h++)
-            if (holders[h] && holders[h] == tsa)
-                t->gil = true;
-        /* The OS state before --native interrupts the thread (the stop would read as
-         * activity otherwise). */
-        t->os_state =
-            t->tid > 0 && !(flags & SOP_PY_SKIP_OS_STATE) ? sop__pywalk_task_state(w, t->tid) : '?';
-        if (flags & SOP_PY_NATIVE) {
-            if (!nv) {
-                snprintf(t->native_error, sizeof t->native_error, "unwinder unavailable");
-            } else if (ptrace_refused) {
-                snprintf(t->native_error, sizeof t->native_error, "ptrace refused");
-            } else if (t->tid > 0) {
-                /* Stop this thread only, re-read its Python frames while it is still, unwind. */
-                sop_nframe *nat = NULL;
-                size_t nn = 0;
-                char err[160] = "";
-                int nr = sop__native_thread(nv, t->tid, walk_stopped, &j, &nat, &nn, &t->pause_ms,
-                                            err, sizeof err);
-                if (nr == -EPERM || nr == -EACCES) {
-                    ptrace_refused = true;
-                    sop__missing_add(w->missing, "native", "ptrace refused: %s", err);
-                    snprintf(t->native_error, sizeof t->native_error, "ptrace refused: %.140s",
-                             err);
-                } else if (nr < 0) {
-                    snprintf(t->native_error, sizeof t->native_error, "%s", err);
-                    sop__missing_add(w->missing, "native", "thread %d: %s", t->tid, err);
-                } else {
-                    sop__native_merge(nat, nn, t->frames, t->nframes, &t->native, &t->nnative);
-                }
-                free(nat);
-            } else {
-                snprintf(t->native_error, sizeof t->native_error, "OS thread id unknown");
-            }
-        }
-        /* --exact: a stack that could not be verified while running is read stopped. */
-        if ((flags & SOP_PY_EXACT) && !(flags & SOP_PY_NATIVE) && j.rc == -EAGAIN && t->tid > 0 &&
-            !ptrace_refused) {
-            sop_nframe *nat = NULL;
-            size_t nn = 0;
-            char err[160] = "";
-            int retries = j.retries;
-            int nr = sop__native_thread(NULL, t->tid, walk_stopped, &j, &nat, &nn, &t->pause_ms,
-                                        err, sizeof err);
-            j.retries += retries;
-            free(nat);
-            if (nr == 0) {
-                t->stopped = true;
-            } else {
-                if (nr == -EPERM || nr == -EACCES)
-                    ptrace_refused = true;
-                sop__missing_add(w->missing, "python", "thread %d: exact read refused: %s", t->tid,
-                                 err);
-            }
-        }
-        /* (under --native, j holds the walk made while the thread was stopped) */
-        t->walk_retries = j.retries;
-        py->walk_retries += j.retries;
-        if (j.rc == 0 && py->finalizing && t->tid <= 0 && t->nframes) {
-            /* At shutdown a daemon thread's OS thread exits when it next wants the GIL and
-             * leaves its thread state (and frames) behind: not a running stack. */
-            j.rc = -EAGAIN;
-            snprintf(j.why, sizeof j.why,
-                     "interpreter finalizing: no OS thread runs this thread state (a daemon "
-                     "thread stopped at shutdown)");
-        }
-        if (j.rc == -EAGAIN) {
-            t->partial = true;
-            snprintf(t->partial_reason, sizeof t->partial_reason, "%s", j.why);
-            py->threads_partial++;
-            sop__missing_add(w->missing, "python", "thread %d: partial stack: %s", t->tid, j.why);
-        }
-        py->nthreads++;
-    }
+    rc = walk_threads(w, flags, py, &l, nv, &ptrace_refused);
     if (rc == 0 && (flags & SOP_PY_ALL_TASKS))
         collect_others(w, py, (flags & SOP_PY_NATIVE) ? nv : NULL, &ptrace_refused);
     sop__native_close(nv);
-    free(nsmap);
-    sop__addr_set_free(&tset);
-    free(ts_interp);
-    sop__zfree(tstates);
+    tstate_list_free(&l);
     if (rc < 0)
         return rc;
     /* Activity from the OS state; a thread holding the GIL counts as active. */
