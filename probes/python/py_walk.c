@@ -121,32 +121,24 @@ static bool is_thread_bootstrap(const code_entry *c)
  * (reason in why), -ESRCH when the process is gone, -ENOMEM. On 3.8-3.10 every frame must be
  * live (ob_refcnt > 0) and executing: a frame freed while we read (its f_back then links the
  * free list, which ends in NULL) is a torn read, never the end of the stack. */
-static int walk_thread(walker *w, uint64_t tstate, sop_pythread *t, uint64_t *boot_frame,
-                       int64_t *raw_tid, char *why, size_t whylen)
+/* The thread state's fields the walk needs (read as part of the chain): t->thread_id, the
+ * thread's own tid (*raw_tid, its PID namespace's; the caller maps and checks it) and its
+ * newest frame (*f; through the cframe on 3.11-3.12). 0, -ESRCH or -EAGAIN with why. */
+static int read_tstate(walker *w, uint64_t tstate, uint8_t *ts, size_t tsz, sop_pythread *t,
+                       int64_t *raw_tid, uint64_t *f, char *why, size_t whylen)
 {
     const sop_pylayout *L = &w->L;
-    uint8_t ts[SOP_PYLAYOUT_MAX_TSTATE];
-    size_t cap = 0;
-    free(t->frames);
-    t->frames = NULL;
-    t->nframes = 0;
-    t->truncated = false;
-    w->nchain = 0;
-    w->chain_reads = 0;
-    size_t tsz = L->ts_size < sizeof ts ? L->ts_size : sizeof ts;
     int r = sop__pywalk_chain_read(w, tstate, ts, tsz);
     if (r < 0) {
         snprintf(why, whylen, "thread state unreadable (%s)", sop__strerror(-r));
         return r == -ESRCH ? r : -EAGAIN;
     }
     t->thread_id = sop__pywalk_rd64(ts, L->ts_thread_id);
-    /* The thread's own idea of its tid (its PID namespace's); the caller maps and checks it
-     * before it becomes t->tid. */
     *raw_tid = L->ts_native_thread_id ? (int64_t)sop__pywalk_rd64(ts, L->ts_native_thread_id) : 0;
-    uint64_t f = sop__pywalk_rd64(ts, L->ts_frame);
-    if (L->frames == SOP_PYFRAME_CFRAME && f) {
-        uint64_t cf = f;
-        if ((r = sop__pywalk_chain_read(w, cf + L->cf_current_frame, &f, sizeof f)) < 0) {
+    *f = sop__pywalk_rd64(ts, L->ts_frame);
+    if (L->frames == SOP_PYFRAME_CFRAME && *f) {
+        uint64_t cf = *f;
+        if ((r = sop__pywalk_chain_read(w, cf + L->cf_current_frame, f, sizeof *f)) < 0) {
             snprintf(why, whylen, "cframe unreadable (%s)", sop__strerror(-r));
             return r == -ESRCH ? r : -EAGAIN;
         }
@@ -154,134 +146,134 @@ static int walk_thread(walker *w, uint64_t tstate, sop_pythread *t, uint64_t *bo
          * the thread state, and has no frame. Any other cframe is an evaluator's, on the C
          * stack, and names the frame it runs: none there means the cframe was read after that
          * evaluator returned (its stack memory reused), not a thread without Python. */
-        if (!f && (cf < tstate || cf >= tstate + L->ts_size)) {
+        if (!*f && (cf < tstate || cf >= tstate + L->ts_size)) {
             snprintf(why, whylen, "an evaluator's cframe without a frame (read after it returned)");
             return -EAGAIN;
         }
     }
-    sop__addr_set_clear(&w->frame_set);
-    int oldest_owner = -1; /* 3.11+: the owner of the oldest frame kept */
-    /* 3.15+: every chain ends in the thread's base frame (inside its thread state): reaching
-     * it proves the walk complete; a chain that ends anywhere else was torn. */
-    uint64_t base = L->ts_base_frame ? sop__pywalk_rd64(ts, L->ts_base_frame) : 0;
-    bool reached_base = false;
-    size_t fo_len = L->fo_lasti + 4;
-    if (L->fo_state && L->fo_state + 1 > fo_len)
-        fo_len = L->fo_state + 1;
-    for (size_t depth = 0; f; depth++) {
-        if (t->nframes >= MAX_FRAMES || depth >= 4 * MAX_FRAMES) {
-            t->truncated = true;
-            break;
-        }
-        if (base && f == base) {
-            reached_base = true;
-            break;
-        }
-        int added = sop__addr_set_add(&w->frame_set, f);
-        if (added < 0)
-            return -ENOMEM;
-        if (added == 0) {
-            snprintf(why, whylen, "frame chain loops at depth %zu", depth);
-            return -EAGAIN;
-        }
-        uint8_t fb[SOP_PYLAYOUT_MAX_FRAME_READ];
-        uint64_t code, prev;
-        int64_t addr_bytes;
-        bool entry = true, skip = false;
-        if (L->frames == SOP_PYFRAME_OBJECT) {
-            if ((r = sop__pywalk_chain_read(w, f, fb, fo_len)) < 0)
-                goto unreadable;
-            code = sop__pywalk_rd64(fb, L->fo_code);
-            prev = sop__pywalk_rd64(fb, L->fo_back);
-            int lasti = rd32(fb, L->fo_lasti);
-            addr_bytes = L->lines == SOP_PYLINES_310 ? (int64_t)lasti * 2 : lasti;
-            if (L->fo_state) {
-                /* The newest frame may be between `tstate->frame = f` and the flag being set
-                 * (or the reverse on return), seen for milliseconds when the target is
-                 * descheduled there: then it only has to be alive and have a caller (whose
-                 * frame must be executing). Not a lone frame: one just taken off the free
-                 * list is alive before its f_back is set, and the list's last link is NULL.
-                 * Older frames are mid-call. */
-                int64_t refcnt = (int64_t)sop__pywalk_rd64(fb, 0);
-                int8_t st = (int8_t)fb[L->fo_state];
-                bool live = (L->fo_state_enum ? (st == 0 || st == 2) : st == 1) ||
-                            (depth == 0 && prev != 0);
-                if (refcnt <= 0 || refcnt > ((int64_t)1 << 40) || !live) {
-                    snprintf(why, whylen,
-                             "frame at depth %zu not executing (freed or reused while read)",
-                             depth);
-                    return -EAGAIN;
-                }
-            }
-        } else {
-            if ((r = sop__pywalk_chain_read(w, f, fb, L->if_owner + 1)) < 0)
-                goto unreadable;
-            code = sop__pywalk_ref(L, sop__pywalk_rd64(fb, L->if_code));
-            prev = sop__pywalk_rd64(fb, L->if_previous);
-            uint64_t instr = sop__pywalk_rd64(fb, L->if_instr);
-            int owner = fb[L->if_owner];
-            addr_bytes = (int64_t)(instr - (code + L->co_code_adaptive));
-            if (L->if_is_entry >= 0)
-                entry = fb[L->if_is_entry] != 0;
-            else
-                entry = false; /* decided when the older frame is seen */
-            if (L->owner_shim_min >= 0 && owner >= L->owner_shim_min) {
-                skip = true; /* shim frame of a C call into the evaluator */
-                if (t->nframes)
-                    t->frames[t->nframes - 1].entry = true;
-            }
-        }
-        if (!skip) {
-            int err = 0;
-            code_entry *c = sop__pywalk_code(w, code, &err);
-            if (!c) {
-                if (err == -ESRCH)
-                    return err;
-                if (L->minor >= 13 && err == -EINVAL) {
-                    /* 3.13: f_executable may be something other than a code object */
-                    f = prev;
-                    continue;
-                }
-                snprintf(why, whylen, "code object at depth %zu unreadable (%s)", depth,
-                         err == -EINVAL ? "not a code object" : sop__strerror(-err));
+    return 0;
+}
+
+/* One frame of the chain as read. */
+typedef struct {
+    uint64_t code, prev;
+    int64_t addr_bytes; /* the instruction's offset in the code, for its line */
+    bool entry, skip;   /* an evaluator's first frame; a shim frame (not shown) */
+    int owner;          /* 3.11+: who owns the frame; -1 before */
+} frame_fields;
+
+/* Read frame f (at depth) into ff. 0, -ESRCH, or -EAGAIN with why (unreadable, or a 3.8-3.10
+ * frame object not executing). A shim frame marks the frame before it as an entry. */
+static int read_frame(walker *w, sop_pythread *t, uint64_t f, size_t depth, frame_fields *ff,
+                      char *why, size_t whylen)
+{
+    const sop_pylayout *L = &w->L;
+    uint8_t fb[SOP_PYLAYOUT_MAX_FRAME_READ];
+    int r;
+    ff->entry = true;
+    ff->skip = false;
+    ff->owner = -1;
+    if (L->frames == SOP_PYFRAME_OBJECT) {
+        size_t fo_len = L->fo_lasti + 4;
+        if (L->fo_state && L->fo_state + 1 > fo_len)
+            fo_len = L->fo_state + 1;
+        if ((r = sop__pywalk_chain_read(w, f, fb, fo_len)) < 0)
+            goto unreadable;
+        ff->code = sop__pywalk_rd64(fb, L->fo_code);
+        ff->prev = sop__pywalk_rd64(fb, L->fo_back);
+        int lasti = rd32(fb, L->fo_lasti);
+        ff->addr_bytes = L->lines == SOP_PYLINES_310 ? (int64_t)lasti * 2 : lasti;
+        if (L->fo_state) {
+            /* The newest frame may be between `tstate->frame = f` and the flag being set (or
+             * the reverse on return), seen for milliseconds when the target is descheduled
+             * there: then it only has to be alive and have a caller (whose frame must be
+             * executing). Not a lone frame: one just taken off the free list is alive before
+             * its f_back is set, and the list's last link is NULL. Older frames are mid-call. */
+            int64_t refcnt = (int64_t)sop__pywalk_rd64(fb, 0);
+            int8_t st = (int8_t)fb[L->fo_state];
+            bool live = (L->fo_state_enum ? (st == 0 || st == 2) : st == 1) ||
+                        (depth == 0 && ff->prev != 0);
+            if (refcnt <= 0 || refcnt > ((int64_t)1 << 40) || !live) {
+                snprintf(why, whylen,
+                         "frame at depth %zu not executing (freed or reused while read)", depth);
                 return -EAGAIN;
             }
-            int line = -1;
-            if (addr_bytes >= -2 && addr_bytes < INT_MAX) {
-                if (!c->memo || c->memo_addr != (int)addr_bytes) {
-                    c->memo_line = sop__py_addr2line(L->lines, c->lines, c->nlines, c->firstlineno,
-                                                     (int)addr_bytes);
-                    c->memo_addr = (int)addr_bytes;
-                    c->memo = true;
-                }
-                line = c->memo_line;
-            }
-            if (push_frame(t, &cap, c, line, entry) < 0)
-                return -ENOMEM;
-            uint64_t self = 0; /* which callback: one bounded read, 0 when it fails */
-            if (c->handle_run && sop__rmem_u64(&w->mem, f + L->frame_localsplus, &self) == 0)
-                t->frames[t->nframes - 1].obj = sop__pywalk_ref(L, self);
-            uint64_t end_time = 0, bits = 0; /* which turn of the loop: two reads */
-            if (c->turn_slot &&
-                sop__rmem_u64(&w->mem, f + L->frame_localsplus + 8u * (c->turn_slot - 1u),
-                              &end_time) == 0 &&
-                (end_time = sop__pywalk_ref(L, end_time)) != 0 &&
-                sop__rmem_u64(&w->mem, end_time + L->float_value, &bits) == 0)
-                t->frames[t->nframes - 1].obj = bits;
-            if (L->frames != SOP_PYFRAME_OBJECT)
-                oldest_owner = fb[L->if_owner];
-            if (is_thread_bootstrap(c))
-                *boot_frame = f;
         }
-        f = prev;
-        continue;
-    unreadable:
-        if (r == -ESRCH)
-            return r;
-        snprintf(why, whylen, "frame at depth %zu unreadable (%s)", depth, sop__strerror(-r));
+        return 0;
+    }
+    if ((r = sop__pywalk_chain_read(w, f, fb, L->if_owner + 1)) < 0)
+        goto unreadable;
+    ff->code = sop__pywalk_ref(L, sop__pywalk_rd64(fb, L->if_code));
+    ff->prev = sop__pywalk_rd64(fb, L->if_previous);
+    uint64_t instr = sop__pywalk_rd64(fb, L->if_instr);
+    ff->owner = fb[L->if_owner];
+    ff->addr_bytes = (int64_t)(instr - (ff->code + L->co_code_adaptive));
+    if (L->if_is_entry >= 0)
+        ff->entry = fb[L->if_is_entry] != 0;
+    else
+        ff->entry = false; /* decided when the older frame is seen */
+    if (L->owner_shim_min >= 0 && ff->owner >= L->owner_shim_min) {
+        ff->skip = true; /* shim frame of a C call into the evaluator */
+        if (t->nframes)
+            t->frames[t->nframes - 1].entry = true;
+    }
+    return 0;
+unreadable:
+    if (r == -ESRCH)
+        return r;
+    snprintf(why, whylen, "frame at depth %zu unreadable (%s)", depth, sop__strerror(-r));
+    return -EAGAIN;
+}
+
+/* Frame f's code, line and (asyncio) object appended to t. 0; 1 when the frame is not shown
+ * (3.13: f_executable not a code object); -ESRCH, -ENOMEM, or -EAGAIN with why. */
+static int keep_frame(walker *w, sop_pythread *t, size_t *cap, uint64_t f, size_t depth,
+                      const frame_fields *ff, uint64_t *boot_frame, char *why, size_t whylen)
+{
+    const sop_pylayout *L = &w->L;
+    int err = 0;
+    code_entry *c = sop__pywalk_code(w, ff->code, &err);
+    if (!c) {
+        if (err == -ESRCH)
+            return err;
+        if (L->minor >= 13 && err == -EINVAL)
+            return 1; /* 3.13: f_executable may be something other than a code object */
+        snprintf(why, whylen, "code object at depth %zu unreadable (%s)", depth,
+                 err == -EINVAL ? "not a code object" : sop__strerror(-err));
         return -EAGAIN;
     }
-    if (base && !reached_base && !t->truncated && w->frame_set.n) {
+    int line = -1;
+    if (ff->addr_bytes >= -2 && ff->addr_bytes < INT_MAX) {
+        if (!c->memo || c->memo_addr != (int)ff->addr_bytes) {
+            c->memo_line = sop__py_addr2line(L->lines, c->lines, c->nlines, c->firstlineno,
+                                             (int)ff->addr_bytes);
+            c->memo_addr = (int)ff->addr_bytes;
+            c->memo = true;
+        }
+        line = c->memo_line;
+    }
+    if (push_frame(t, cap, c, line, ff->entry) < 0)
+        return -ENOMEM;
+    uint64_t self = 0; /* which callback: one bounded read, 0 when it fails */
+    if (c->handle_run && sop__rmem_u64(&w->mem, f + L->frame_localsplus, &self) == 0)
+        t->frames[t->nframes - 1].obj = sop__pywalk_ref(L, self);
+    uint64_t end_time = 0, bits = 0; /* which turn of the loop: two reads */
+    if (c->turn_slot &&
+        sop__rmem_u64(&w->mem, f + L->frame_localsplus + 8u * (c->turn_slot - 1u), &end_time) ==
+            0 &&
+        (end_time = sop__pywalk_ref(L, end_time)) != 0 &&
+        sop__rmem_u64(&w->mem, end_time + L->float_value, &bits) == 0)
+        t->frames[t->nframes - 1].obj = bits;
+    if (is_thread_bootstrap(c))
+        *boot_frame = f;
+    return 0;
+}
+
+/* A whole chain read: does it end where a real stack ends? 0, or -EAGAIN with why. */
+static int chain_complete(const walker *w, sop_pythread *t, bool want_base, bool reached_base,
+                          int oldest_owner, char *why, size_t whylen)
+{
+    if (want_base && !reached_base && !t->truncated && w->frame_set.n) {
         snprintf(why, whylen, "chain ends at depth %zu before the thread's base frame", t->nframes);
         return -EAGAIN;
     }
@@ -305,6 +297,59 @@ static int walk_thread(walker *w, uint64_t tstate, sop_pythread *t, uint64_t *bo
     if (t->nframes && !t->truncated)
         t->frames[t->nframes - 1].entry = true;
     return 0;
+}
+
+static int walk_thread(walker *w, uint64_t tstate, sop_pythread *t, uint64_t *boot_frame,
+                       int64_t *raw_tid, char *why, size_t whylen)
+{
+    const sop_pylayout *L = &w->L;
+    uint8_t ts[SOP_PYLAYOUT_MAX_TSTATE];
+    size_t cap = 0;
+    free(t->frames);
+    t->frames = NULL;
+    t->nframes = 0;
+    t->truncated = false;
+    w->nchain = 0;
+    w->chain_reads = 0;
+    size_t tsz = L->ts_size < sizeof ts ? L->ts_size : sizeof ts;
+    uint64_t f = 0;
+    int r = read_tstate(w, tstate, ts, tsz, t, raw_tid, &f, why, whylen);
+    if (r < 0)
+        return r;
+    sop__addr_set_clear(&w->frame_set);
+    int oldest_owner = -1; /* 3.11+: the owner of the oldest frame kept */
+    /* 3.15+: every chain ends in the thread's base frame (inside its thread state): reaching
+     * it proves the walk complete; a chain that ends anywhere else was torn. */
+    uint64_t base = L->ts_base_frame ? sop__pywalk_rd64(ts, L->ts_base_frame) : 0;
+    bool reached_base = false;
+    for (size_t depth = 0; f; depth++) {
+        if (t->nframes >= MAX_FRAMES || depth >= 4 * MAX_FRAMES) {
+            t->truncated = true;
+            break;
+        }
+        if (base && f == base) {
+            reached_base = true;
+            break;
+        }
+        int added = sop__addr_set_add(&w->frame_set, f);
+        if (added < 0)
+            return -ENOMEM;
+        if (added == 0) {
+            snprintf(why, whylen, "frame chain loops at depth %zu", depth);
+            return -EAGAIN;
+        }
+        frame_fields ff;
+        if ((r = read_frame(w, t, f, depth, &ff, why, whylen)) < 0)
+            return r;
+        if (!ff.skip) {
+            if ((r = keep_frame(w, t, &cap, f, depth, &ff, boot_frame, why, whylen)) < 0)
+                return r;
+            if (r == 0 && ff.owner >= 0)
+                oldest_owner = ff.owner;
+        }
+        f = ff.prev;
+    }
+    return chain_complete(w, t, base != 0, reached_base, oldest_owner, why, whylen);
 }
 
 /* ---- the runtime ----------------------------------------------------------------------- */
