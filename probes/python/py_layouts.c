@@ -367,14 +367,17 @@ static int fits(const uint8_t *blob, int size_w, int w, uint64_t need, uint32_t 
     return 0;
 }
 
-int sop__pylayout_from_debug_offsets(const uint8_t *blob, size_t len, uint64_t expect_hex,
-                                     sop_pylayout *out, char *why, size_t whylen)
-{
 #define FAIL(...)                                                                                  \
     do {                                                                                           \
         snprintf(why, whylen, __VA_ARGS__);                                                        \
         return -EINVAL;                                                                            \
     } while (0)
+
+/* The blob's cookie, version (3.13+, the one Py_Version says), its map and build (not
+ * free-threaded). 0, -EINVAL or -ENOTSUP with why. */
+static int dbg_header(const uint8_t *blob, size_t len, uint64_t expect_hex, const dbg_map **map,
+                      char *why, size_t whylen)
+{
     if (len < 24)
         FAIL("debug offsets: %zu bytes", len);
     if (memcmp(blob, "xdebugpy", 8) != 0)
@@ -401,7 +404,13 @@ int sop__pylayout_from_debug_offsets(const uint8_t *blob, size_t len, uint64_t e
                  minor);
         return -ENOTSUP;
     }
-    /* Struct sizes: sane bounds, so a corrupt blob cannot send reads far away. */
+    *map = D;
+    return 0;
+}
+
+/* Struct sizes: sane bounds, so a corrupt blob cannot send reads far away. */
+static int dbg_sizes(const uint8_t *blob, const dbg_map *D, char *why, size_t whylen)
+{
     const struct {
         int w;
         uint64_t lo, hi;
@@ -428,106 +437,141 @@ int sop__pylayout_from_debug_offsets(const uint8_t *blob, size_t len, uint64_t e
         if (s < sizes[i].lo || s > sizes[i].hi)
             FAIL("debug offsets: %s size %llu out of bounds", sizes[i].what, (unsigned long long)s);
     }
-    const sop_pylayout *base = sop__pylayout_table(minor);
-    if (!base)
-        FAIL("debug offsets: no table for 3.%d", minor);
-    sop_pylayout L = *base;
-    L.source = "_Py_DebugOffsets";
-    uint32_t gil_struct = 0, locked = 0, holder = 0, gc_size = (uint32_t)word(blob, D->gc_size);
+    return 0;
+}
+
+/* The GIL's fields as the blob gives them: inside the interpreter, from its GIL struct. */
+typedef struct {
+    uint32_t gil_struct, locked, holder;
+} dbg_gil;
+
+/* Every offset the readers use, each inside its struct's size (else nonzero). */
+static int dbg_fields(const uint8_t *blob, const dbg_map *D, sop_pylayout *L, dbg_gil *g)
+{
+    uint32_t gc_size = (uint32_t)word(blob, D->gc_size);
     int bad = 0;
-    bad |= fits(blob, D->rt_size, D->rt_interp_head, 8, &L.rt_interp_head);
-    bad |= fits(blob, D->rt_size, D->rt_finalizing, 8, &L.rt_finalizing);
-    bad |= fits(blob, D->is_size, D->is_next, 8, &L.is_next);
-    bad |= fits(blob, D->is_size, D->is_threads_head, 8, &L.is_tstate_head);
-    bad |= fits(blob, D->is_size, D->is_id, 8, &L.is_id);
-    bad |= fits(blob, D->is_size, D->is_gc, gc_size, &L.is_gc);
-    bad |= fits(blob, D->is_size, D->is_ceval_gil, 8, &L.is_ceval_gil_ptr);
-    bad |= fits(blob, D->is_size, D->is_gil, 8, &gil_struct);
-    bad |= fits(blob, D->is_size, D->is_gil_locked, 4, &locked);
-    bad |= fits(blob, D->is_size, D->is_gil_holder, 8, &holder);
-    bad |= fits(blob, D->ts_size, D->ts_next, 8, &L.ts_next);
-    bad |= fits(blob, D->ts_size, D->ts_interp, 8, &L.ts_interp);
-    bad |= fits(blob, D->ts_size, D->ts_frame, 8, &L.ts_frame);
-    bad |= fits(blob, D->ts_size, D->ts_thread_id, 8, &L.ts_thread_id);
-    bad |= fits(blob, D->ts_size, D->ts_native_thread_id, 8, &L.ts_native_thread_id);
-    bad |= fits(blob, D->if_size, D->if_previous, 8, &L.if_previous);
-    bad |= fits(blob, D->if_size, D->if_executable, 8, &L.if_code);
-    bad |= fits(blob, D->if_size, D->if_instr, 8, &L.if_instr);
-    bad |= fits(blob, D->if_size, D->if_owner, 1, &L.if_owner);
-    bad |= fits(blob, D->if_size, D->if_localsplus, 0, &L.frame_localsplus);
-    bad |= fits(blob, D->if_size, D->if_stackpointer, 8, &L.if_stackpointer);
-    bad |= fits(blob, D->co_size, D->co_filename, 8, &L.co_filename);
-    bad |= fits(blob, D->co_size, D->co_name, 8, &L.co_name);
-    bad |= fits(blob, D->co_size, D->co_qualname, 8, &L.co_qualname);
-    bad |= fits(blob, D->co_size, D->co_linetable, 8, &L.co_lines);
-    bad |= fits(blob, D->co_size, D->co_firstlineno, 4, &L.co_firstlineno);
-    bad |= fits(blob, D->co_size, D->co_localsplusnames, 8, &L.co_localsnames);
-    bad |= fits(blob, D->co_size, D->co_code_adaptive, 0, &L.co_code_adaptive);
-    bad |= fits(blob, D->ob_size, D->ob_type, 8, &L.ob_type);
-    bad |= fits(blob, D->tp_size, D->tp_name, 8, &L.tp_name);
-    bad |= fits(blob, D->tp_size, D->tp_flags, 8, &L.tp_flags);
-    bad |= fits(blob, D->tp_size, D->tp_basicsize, 8, &L.tp_basicsize);
-    bad |= fits(blob, D->tp_size, D->tp_dictoffset, 8, &L.tp_dictoffset);
-    bad |= fits(blob, D->ht_size, D->ht_cached_keys, 8, &L.ht_cached_keys);
-    bad |= fits(blob, D->fl_size, D->fl_fval, 8, &L.float_value);
-    bad |= fits(blob, D->by_size, D->by_ob_size, 8, &L.str.bytes_size);
-    bad |= fits(blob, D->by_size, D->by_sval, 0, &L.str.bytes_sval);
-    bad |= fits(blob, D->un_size, D->un_state, 4, &L.str.uni_state);
-    bad |= fits(blob, D->un_size, D->un_length, 8, &L.str.uni_length);
-    bad |= fits(blob, D->gc_size, D->gc_collecting, 4, &L.gc_collecting);
-    bad |= fits(blob, D->gc_size, D->gc_stats, 8, &L.gc_gen_stats);
-    bad |= fits(blob, D->gen_size, D->gen_iframe, 8, &L.gen_iframe);
-    bad |= fits(blob, D->gen_size, D->gen_state, 1, &L.gen_state);
-    if (bad)
-        FAIL("debug offsets: an offset lies outside its struct");
-    bad |= fits(blob, D->ts_size, D->ts_base_frame, 8, &L.ts_base_frame);
-    if (bad)
-        FAIL("debug offsets: an offset lies outside its struct");
-    if (D->gc_stats_size >= 0 && L.gc_stats_ptr) {
+    bad |= fits(blob, D->rt_size, D->rt_interp_head, 8, &L->rt_interp_head);
+    bad |= fits(blob, D->rt_size, D->rt_finalizing, 8, &L->rt_finalizing);
+    bad |= fits(blob, D->is_size, D->is_next, 8, &L->is_next);
+    bad |= fits(blob, D->is_size, D->is_threads_head, 8, &L->is_tstate_head);
+    bad |= fits(blob, D->is_size, D->is_id, 8, &L->is_id);
+    bad |= fits(blob, D->is_size, D->is_gc, gc_size, &L->is_gc);
+    bad |= fits(blob, D->is_size, D->is_ceval_gil, 8, &L->is_ceval_gil_ptr);
+    bad |= fits(blob, D->is_size, D->is_gil, 8, &g->gil_struct);
+    bad |= fits(blob, D->is_size, D->is_gil_locked, 4, &g->locked);
+    bad |= fits(blob, D->is_size, D->is_gil_holder, 8, &g->holder);
+    bad |= fits(blob, D->ts_size, D->ts_next, 8, &L->ts_next);
+    bad |= fits(blob, D->ts_size, D->ts_interp, 8, &L->ts_interp);
+    bad |= fits(blob, D->ts_size, D->ts_frame, 8, &L->ts_frame);
+    bad |= fits(blob, D->ts_size, D->ts_thread_id, 8, &L->ts_thread_id);
+    bad |= fits(blob, D->ts_size, D->ts_native_thread_id, 8, &L->ts_native_thread_id);
+    bad |= fits(blob, D->if_size, D->if_previous, 8, &L->if_previous);
+    bad |= fits(blob, D->if_size, D->if_executable, 8, &L->if_code);
+    bad |= fits(blob, D->if_size, D->if_instr, 8, &L->if_instr);
+    bad |= fits(blob, D->if_size, D->if_owner, 1, &L->if_owner);
+    bad |= fits(blob, D->if_size, D->if_localsplus, 0, &L->frame_localsplus);
+    bad |= fits(blob, D->if_size, D->if_stackpointer, 8, &L->if_stackpointer);
+    bad |= fits(blob, D->co_size, D->co_filename, 8, &L->co_filename);
+    bad |= fits(blob, D->co_size, D->co_name, 8, &L->co_name);
+    bad |= fits(blob, D->co_size, D->co_qualname, 8, &L->co_qualname);
+    bad |= fits(blob, D->co_size, D->co_linetable, 8, &L->co_lines);
+    bad |= fits(blob, D->co_size, D->co_firstlineno, 4, &L->co_firstlineno);
+    bad |= fits(blob, D->co_size, D->co_localsplusnames, 8, &L->co_localsnames);
+    bad |= fits(blob, D->co_size, D->co_code_adaptive, 0, &L->co_code_adaptive);
+    bad |= fits(blob, D->ob_size, D->ob_type, 8, &L->ob_type);
+    bad |= fits(blob, D->tp_size, D->tp_name, 8, &L->tp_name);
+    bad |= fits(blob, D->tp_size, D->tp_flags, 8, &L->tp_flags);
+    bad |= fits(blob, D->tp_size, D->tp_basicsize, 8, &L->tp_basicsize);
+    bad |= fits(blob, D->tp_size, D->tp_dictoffset, 8, &L->tp_dictoffset);
+    bad |= fits(blob, D->ht_size, D->ht_cached_keys, 8, &L->ht_cached_keys);
+    bad |= fits(blob, D->fl_size, D->fl_fval, 8, &L->float_value);
+    bad |= fits(blob, D->by_size, D->by_ob_size, 8, &L->str.bytes_size);
+    bad |= fits(blob, D->by_size, D->by_sval, 0, &L->str.bytes_sval);
+    bad |= fits(blob, D->un_size, D->un_state, 4, &L->str.uni_state);
+    bad |= fits(blob, D->un_size, D->un_length, 8, &L->str.uni_length);
+    bad |= fits(blob, D->gc_size, D->gc_collecting, 4, &L->gc_collecting);
+    bad |= fits(blob, D->gc_size, D->gc_stats, 8, &L->gc_gen_stats);
+    bad |= fits(blob, D->gen_size, D->gen_iframe, 8, &L->gen_iframe);
+    bad |= fits(blob, D->gen_size, D->gen_state, 1, &L->gen_state);
+    return bad;
+}
+
+/* What follows from the offsets: the GIL fields, string sizes, the thread state's size and how
+ * much of a code object to read, each within what the walker's buffers hold. 0 or -EINVAL. */
+static int dbg_derived(const uint8_t *blob, const dbg_map *D, sop_pylayout *L, const dbg_gil *g,
+                       char *why, size_t whylen)
+{
+    if (D->gc_stats_size >= 0 && L->gc_stats_ptr) {
         /* sizeof(struct gc_stats): records unlike this version's table are not read */
         uint64_t total = word(blob, D->gc_stats_size);
-        if (total != L.gc_stats.size)
-            L.gc_stats_ptr = false;
+        if (total != L->gc_stats.size)
+            L->gc_stats_ptr = false;
     }
     /* The walker reads these structs into fixed buffers (py_walk.c): what it reads from must
      * lie inside them, whatever a blob claims. */
     if (word(blob, D->ts_size) > SOP_PYLAYOUT_MAX_TSTATE ||
-        L.if_owner >= SOP_PYLAYOUT_MAX_FRAME_READ || L.if_code + 8 > SOP_PYLAYOUT_MAX_FRAME_READ ||
-        L.if_previous + 8 > SOP_PYLAYOUT_MAX_FRAME_READ ||
-        L.if_instr + 8 > SOP_PYLAYOUT_MAX_FRAME_READ ||
-        L.if_stackpointer + 8 > SOP_PYLAYOUT_MAX_FRAME_READ ||
-        L.gc_collecting + 4 > SOP_PYLAYOUT_GC_READ || L.gc_gen_stats + 8 > SOP_PYLAYOUT_GC_READ)
+        L->if_owner >= SOP_PYLAYOUT_MAX_FRAME_READ ||
+        L->if_code + 8 > SOP_PYLAYOUT_MAX_FRAME_READ ||
+        L->if_previous + 8 > SOP_PYLAYOUT_MAX_FRAME_READ ||
+        L->if_instr + 8 > SOP_PYLAYOUT_MAX_FRAME_READ ||
+        L->if_stackpointer + 8 > SOP_PYLAYOUT_MAX_FRAME_READ ||
+        L->gc_collecting + 4 > SOP_PYLAYOUT_GC_READ || L->gc_gen_stats + 8 > SOP_PYLAYOUT_GC_READ)
         FAIL("debug offsets: fields beyond what this reader handles");
     uint64_t ascii = word(blob, D->un_ascii_size);
     if (ascii < 24 || ascii > 128)
         FAIL("debug offsets: asciiobject_size %llu out of bounds", (unsigned long long)ascii);
-    if (locked < gil_struct || holder < gil_struct)
+    if (g->locked < g->gil_struct || g->holder < g->gil_struct)
         FAIL("debug offsets: GIL fields before the GIL struct");
-    L.gil_locked = locked - gil_struct;
-    L.gil_last_holder = holder - gil_struct;
-    L.str.uni_ascii_size = (uint32_t)ascii;
+    L->gil_locked = g->locked - g->gil_struct;
+    L->gil_last_holder = g->holder - g->gil_struct;
+    L->str.uni_ascii_size = (uint32_t)ascii;
     /* PyCompactUnicodeObject = PyASCIIObject + utf8_length + utf8 (3.15 carries its size). */
-    L.str.uni_compact_size = (uint32_t)ascii + 16;
+    L->str.uni_compact_size = (uint32_t)ascii + 16;
     if (D->un_compact_size >= 0) {
         uint64_t compact = word(blob, D->un_compact_size);
         if (compact < ascii || compact > 256)
             FAIL("debug offsets: compactunicodeobject_size %llu out of bounds",
                  (unsigned long long)compact);
-        L.str.uni_compact_size = (uint32_t)compact;
+        L->str.uni_compact_size = (uint32_t)compact;
     }
-    L.ts_size = (uint32_t)word(blob, D->ts_size);
-    L.co_read_size = L.co_code_adaptive;
-    uint32_t maxf = L.co_filename;
-    const uint32_t co_fields[] = {L.co_name, L.co_qualname, L.co_lines, L.co_firstlineno,
-                                  L.co_localsnames};
+    L->ts_size = (uint32_t)word(blob, D->ts_size);
+    L->co_read_size = L->co_code_adaptive;
+    uint32_t maxf = L->co_filename;
+    const uint32_t co_fields[] = {L->co_name, L->co_qualname, L->co_lines, L->co_firstlineno,
+                                  L->co_localsnames};
     for (size_t i = 0; i < sizeof co_fields / sizeof co_fields[0]; i++)
         if (co_fields[i] > maxf)
             maxf = co_fields[i];
-    if (maxf + 8 > L.co_read_size)
-        L.co_read_size = maxf + 8;
-    if (L.co_read_size > SOP_PYLAYOUT_MAX_CODE_READ)
+    if (maxf + 8 > L->co_read_size)
+        L->co_read_size = maxf + 8;
+    if (L->co_read_size > SOP_PYLAYOUT_MAX_CODE_READ)
         FAIL("debug offsets: code object fields beyond what this reader handles");
+    return 0;
+}
+
+int sop__pylayout_from_debug_offsets(const uint8_t *blob, size_t len, uint64_t expect_hex,
+                                     sop_pylayout *out, char *why, size_t whylen)
+{
+    const dbg_map *D = NULL;
+    int rc = dbg_header(blob, len, expect_hex, &D, why, whylen);
+    if (rc == 0)
+        rc = dbg_sizes(blob, D, why, whylen);
+    if (rc != 0)
+        return rc;
+    int minor = (int)((word(blob, 1) >> 16) & 0xff);
+    const sop_pylayout *base = sop__pylayout_table(minor);
+    if (!base)
+        FAIL("debug offsets: no table for 3.%d", minor);
+    sop_pylayout L = *base;
+    L.source = "_Py_DebugOffsets";
+    dbg_gil g = {0};
+    if (dbg_fields(blob, D, &L, &g))
+        FAIL("debug offsets: an offset lies outside its struct");
+    if (fits(blob, D->ts_size, D->ts_base_frame, 8, &L.ts_base_frame))
+        FAIL("debug offsets: an offset lies outside its struct");
+    if ((rc = dbg_derived(blob, D, &L, &g, why, whylen)) != 0)
+        return rc;
     *out = L;
     return 0;
-#undef FAIL
 }
+#undef FAIL
