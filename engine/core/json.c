@@ -1,8 +1,8 @@
 /* json.c — JSON text to and from the value tree; the only file that includes cJSON's header.
  * Depends on cJSON. */
 #include "json.h"
-#include "escape.h"
 #include "strbuf.h"
+#include "utf8.h"
 
 #include <cjson/cJSON.h>
 #include <float.h>

@@ -1,76 +1,10 @@
 /* escape.c — the escapers of escape.h: one per output format, sharing one strict UTF-8
- * decoder. Depends on engine/core/strbuf.c, engine/render/dwidth.c and libc. */
+ * decoder (engine/core/utf8.c). Depends on engine/core/strbuf.c, utf8.c, engine/render/dwidth.c
+ * and libc. */
 #include "escape.h"
 #include "dwidth.h"
 
 #include <string.h>
-
-size_t sop__utf8_seq(const unsigned char *p, size_t avail)
-{
-    unsigned c = p[0];
-    if (c < 0x80)
-        return 1;
-    size_t n;
-    unsigned lo = 0x80, hi = 0xbf;
-    if (c >= 0xc2 && c <= 0xdf)
-        n = 2;
-    else if (c >= 0xe0 && c <= 0xef) {
-        n = 3;
-        if (c == 0xe0)
-            lo = 0xa0; /* overlong */
-        if (c == 0xed)
-            hi = 0x9f; /* surrogates */
-    } else if (c >= 0xf0 && c <= 0xf4) {
-        n = 4;
-        if (c == 0xf0)
-            lo = 0x90;
-        if (c == 0xf4)
-            hi = 0x8f; /* above U+10FFFF */
-    } else
-        return 0;
-    if (avail < n)
-        return 0;
-    if (p[1] < lo || p[1] > hi)
-        return 0;
-    for (size_t k = 2; k < n; k++)
-        if ((p[k] & 0xc0) != 0x80)
-            return 0;
-    return n;
-}
-
-/* The code point of a valid sequence of n bytes (n from sop__utf8_seq, 2..4). */
-static unsigned decode(const unsigned char *p, size_t n)
-{
-    if (n == 2)
-        return (p[0] & 0x1fu) << 6 | (p[1] & 0x3fu);
-    if (n == 3)
-        return (p[0] & 0x0fu) << 12 | (p[1] & 0x3fu) << 6 | (p[2] & 0x3fu);
-    return (p[0] & 0x07u) << 18 | (p[1] & 0x3fu) << 12 | (p[2] & 0x3fu) << 6 | (p[3] & 0x3fu);
-}
-
-bool sop__is_format_control(unsigned cp)
-{
-    return cp == 0x061c ||                   /* Arabic letter mark */
-           (cp >= 0x200b && cp <= 0x200f) || /* zero-width space/joiners, LRM, RLM */
-           (cp >= 0x2028 && cp <= 0x202e) || /* line/paragraph separators, LRE..RLO */
-           (cp >= 0x2060 && cp <= 0x2069) || /* word joiner, invisible operators, LRI..PDI */
-           cp == 0xfeff ||                   /* zero-width no-break space (BOM) */
-           (cp >= 0xfff9 && cp <= 0xfffb);   /* interlinear annotation */
-}
-
-/* A control the escapers spell out: a C1 control or a format control, from a valid sequence. */
-static bool escaped_cp(const unsigned char *p, size_t n)
-{
-    if (n < 2)
-        return false;
-    unsigned cp = decode(p, n);
-    return (cp >= 0x80 && cp < 0xa0) || sop__is_format_control(cp);
-}
-
-unsigned sop__utf8_spelled(const unsigned char *p, size_t n)
-{
-    return escaped_cp(p, n) ? decode(p, n) : 0;
-}
 
 /* The shared walk: runs of safe characters verbatim; each control, invalid byte and (when
  * `punct` is given) listed ASCII punctuation handed to the format's own spelling. */
@@ -91,7 +25,7 @@ static void walk(sop_sb *b, const char *s, const char *punct, int pipe_only)
                 continue;
             }
             size_t n = sop__utf8_seq(p, left);
-            if (n == 0 || escaped_cp(p, n)) /* invalid, a C1 or a format control */
+            if (n == 0 || sop__utf8_spelled(p, n) != 0) /* invalid, a C1 or a format control */
                 break;
             p += n, left -= n;
         }
@@ -104,8 +38,8 @@ static void walk(sop_sb *b, const char *s, const char *punct, int pipe_only)
             char esc[2] = {'\\', (char)c};
             sop__sb_putn(b, esc, 2);
             p++, left--;
-        } else if (c >= 0x80 && (n = sop__utf8_seq(p, left)) != 0 && escaped_cp(p, n)) {
-            sop__sb_printf(b, "\\u%04x", decode(p, n));
+        } else if (c >= 0x80 && (n = sop__utf8_seq(p, left)) != 0 && sop__utf8_spelled(p, n) != 0) {
+            sop__sb_printf(b, "\\u%04x", sop__utf8_spelled(p, n));
             p += n, left -= n;
         } else {
             sop__sb_printf(b, "\\x%02x", c);
@@ -183,7 +117,7 @@ void sop__esc_xml(FILE *f, const char *s, size_t len, size_t max_chars)
             continue;
         }
         size_t n = sop__utf8_seq((const unsigned char *)s + i, len - i);
-        if (n && !escaped_cp((const unsigned char *)s + i, n)) {
+        if (n && sop__utf8_spelled((const unsigned char *)s + i, n) == 0) {
             fwrite(s + i, 1, n, f);
             i += n;
         } else {
@@ -207,7 +141,7 @@ char *sop__esc_json_text(const char *json)
             if (*p == 0x7f)
                 break;
             n = sop__utf8_seq(p, left);
-            if (n == 0 || escaped_cp(p, n))
+            if (n == 0 || sop__utf8_spelled(p, n) != 0)
                 break;
             p += n, left -= n;
         }
@@ -218,7 +152,7 @@ char *sop__esc_json_text(const char *json)
             sop__sb_puts(&b, "\\u007f");
             p++, left--;
         } else if (n >= 2) { /* a C1 or a format control */
-            sop__sb_printf(&b, "\\u%04x", decode(p, n));
+            sop__sb_printf(&b, "\\u%04x", sop__utf8_spelled(p, n));
             p += n, left -= n;
         } else {
             sop__sb_puts(&b, "\\ufffd");

@@ -10,18 +10,8 @@
 #include <stdio.h>
 
 #include "strbuf.h"
+#include "utf8.h"
 
-/* Length of the valid UTF-8 sequence at p (1..4; strict: no overlong forms, no surrogates,
- * nothing above U+10FFFF), or 0 when the bytes there are not one. avail: bytes readable. */
-size_t sop__utf8_seq(const unsigned char *p, size_t avail);
-/* Bidirectional and other invisible format controls (U+202A..202E, U+2066..2069, U+200B..200F,
- * U+2028/2029, U+061C, U+2060..2065, U+FEFF, U+FFF9..FFFB): escaped like C1 controls in every
- * format, so a name cannot reorder or split a terminal line. */
-#include <stdbool.h>
-bool sop__is_format_control(unsigned cp);
-/* The code point of the valid n-byte UTF-8 sequence at p when every escaper spells it out (a C1
- * or a format control: \uXXXX), else 0. */
-unsigned sop__utf8_spelled(const unsigned char *p, size_t n);
 /* Terminal text: C0 controls and DEL as \xNN, C1 controls as \u00NN, a byte that is not valid
  * UTF-8 as \xNN. Everything else verbatim (so CR, LF, ESC, BEL never reach a terminal). */
 void sop__esc_text(sop_sb *b, const char *s);
