@@ -11,8 +11,10 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "api_int.h"
 #include "bridge/schema.h"
 #include "clock.h"
+#include "collect.h"
 #include "engine.h"
 #include "escape.h"
 #include "evidence_doc.h"
@@ -22,6 +24,8 @@
 #include "merge.h"
 #include "missing.h"
 #include "procfs.h"
+#include "render.h"
+#include "rules.h"
 #include "rules_doc.h"
 
 #define RULES_FILE_MAX (4u << 20)

@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 
+#include "api_int.h"
 #include "engine.h"
 
 const char *sop_strerror(int code)

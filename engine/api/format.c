@@ -3,6 +3,7 @@
  * --format and the Python binding (through sop_format_at / sop_format_find). */
 #include <string.h>
 
+#include "api_int.h"
 #include "engine.h"
 #include "format.h"
 #include "merge.h"

@@ -12,6 +12,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "api_int.h"
 #include "engine.h"
 #include "escape.h"
 #include "evidence_reads.h"

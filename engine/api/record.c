@@ -10,10 +10,12 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "api_int.h"
 #include "clock.h"
 #include "collect_gpu.h"
 #include "engine.h"
 #include "escape.h"
+#include "render.h"
 #include "sampler.h"
 
 typedef struct {

@@ -14,6 +14,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "api_int.h"
 #include "clock.h"
 #include "engine.h"
 #include "escape.h"

@@ -14,6 +14,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "api_int.h"
 #include "engine.h"
 #include "escape.h"
 #include "json.h"

@@ -14,8 +14,10 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "api_int.h"
 #include "clock.h"
 #include "engine.h"
+#include "render.h"
 #include "watch_history.h"
 
 struct sop_watch {

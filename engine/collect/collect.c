@@ -15,9 +15,11 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "api_int.h"
 #include "bridge/bridge.h"
 #include "bridge/schema.h"
 #include "clock.h"
+#include "collect.h"
 #include "engine.h"
 #include "evidence.h"
 #include "provider.h"

@@ -10,7 +10,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "engine.h"
 #include "json.h"
 #include "merge.h"
 #include "merge_int.h"

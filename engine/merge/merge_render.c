@@ -7,7 +7,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "engine.h"
 #include "escape.h"
 #include "json.h"
 #include "merge.h"

@@ -11,6 +11,7 @@
 #include "engine.h"
 #include "escape.h"
 #include "evidence_reads.h"
+#include "render.h"
 #include "report_writers.h"
 
 static const char *text_of(const sop_value *obj, const char *key, const char *lang)

@@ -10,6 +10,7 @@
 
 #include "engine.h"
 #include "evidence_reads.h"
+#include "render.h"
 #include "strbuf.h"
 
 /* A label value: backslash, double quote and newline escaped as the format wants; other

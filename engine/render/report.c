@@ -10,6 +10,7 @@
 #include "evidence_reads.h"
 #include "json.h"
 #include "rank_identity.h"
+#include "render.h"
 #include "report_writers.h"
 #include "severity.h"
 #include "strbuf.h"

@@ -9,6 +9,7 @@
 #include "dwidth.h"
 #include "engine.h"
 #include "escape.h"
+#include "render.h"
 #include "report_writers.h"
 #include "strbuf.h"
 

@@ -9,6 +9,7 @@
  * json.c, flamegraph.c. */
 #include <stdbool.h>
 
+#include "api_int.h"
 #include "engine.h"
 #include "escape.h"
 #include "json.h"

@@ -9,6 +9,7 @@
 #include "api/evidence_doc.h"
 #include "engine.h"
 #include "json.h"
+#include "render.h"
 #include "t.h"
 #include "value.h"
 

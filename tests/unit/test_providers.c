@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "bridge/schema.h"
+#include "collect.h"
 #include "engine.h"
 #include "evidence_doc.h"
 #include "provider.h"

@@ -9,6 +9,7 @@
 #include "evidence_doc.h"
 #include "json.h"
 #include "rank_identity.h"
+#include "render.h"
 #include "t.h"
 #include "value.h"
 

@@ -2,9 +2,11 @@
  * exit status) and rendering in md/json/text, en/zh, with target control characters escaped. */
 #include <math.h>
 
+#include "api_int.h"
 #include "engine.h"
 #include "escape.h"
 #include "json.h"
+#include "render.h"
 #include "strbuf.h"
 #include "t.h"
 #include "value.h"

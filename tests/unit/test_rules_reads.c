@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "api_int.h"
 #include "engine.h"
 #include "json.h"
 #include "rules.h"

@@ -4,6 +4,7 @@
  * colour codes only when asked, cleared checks counted unless `all`. */
 #include "dwidth.h"
 #include "engine.h"
+#include "render.h"
 #include "t.h"
 #include "value.h"
 
