@@ -8,6 +8,7 @@
 #include <stdlib.h>
 
 #include "bridge/bridge.h"
+#include "bridge/window.h"
 #include "provider.h"
 #include "python/cpython.h"
 #include "sampler.h"
@@ -102,8 +103,12 @@ const sop_provider sop__provider_python = {
 static void sampling_emit(const sop_collect_ctx *cx, void *p, sop_value *ev)
 {
     (void)p;
-    if (cx->c->sampling)
-        sop__sampler_bridge(cx->c->sampling, ev, &cx->c->missing); /* before ev.missing */
+    if (!cx->c->sampling)
+        return;
+    sop_window_proc procs[SOP_SAMPLER_MAX_PROCS];
+    sop_window w;
+    sop__sampler_window(cx->c->sampling, procs, &cx->c->missing, &w);
+    sop__bridge_window(ev, &w); /* before ev.missing */
 }
 
 static const sop_evk_group sampling_groups[] = {

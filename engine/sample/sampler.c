@@ -15,12 +15,12 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "bridge/window.h"
 #include "clock.h"
 #include "proc.h"
 #include "procfs.h"
 #include "python/cpython.h"
 #include "sample_agg.h"
+#include "sample_window.h"
 #include "sampler_files.h"
 #include "source_line.h"
 
@@ -503,9 +503,9 @@ int sop__sampler_write_collapsed(const sop_sampler *s, FILE *f)
     return ferror(f) ? -EIO : 0;
 }
 
-void sop__sampler_bridge(const sop_sampler *s, sop_value *ev, sop_missing *missing)
+void sop__sampler_window(const sop_sampler *s, sop_window_proc procs[SOP_SAMPLER_MAX_PROCS],
+                         sop_missing *missing, sop_window *w)
 {
-    sop_window_proc procs[SOP_SAMPLER_MAX_PROCS];
     for (int p = 0; p < s->nprocs; p++) {
         const proc_ent *pe = &s->procs[p];
         procs[p] = (sop_window_proc){pe->pid,
@@ -517,10 +517,9 @@ void sop__sampler_bridge(const sop_sampler *s, sop_value *ev, sop_missing *missi
                                      pe->have_io0 ? &pe->io0 : NULL,
                                      pe->have_io1 ? &pe->io1 : NULL};
     }
-    sop_window w = {s->agg,       procs,       s->nprocs,   s->files,  s->nfiles, {0},
-                    s->proc_root, s->trace_ms, s->trace_kb, s->ntrace, missing};
-    sop__sampler_stats(s, &w.stats);
-    sop__bridge_window(ev, &w);
+    *w = (sop_window){s->agg,       procs,       s->nprocs,   s->files,  s->nfiles, {0},
+                      s->proc_root, s->trace_ms, s->trace_kb, s->ntrace, missing};
+    sop__sampler_stats(s, &w->stats);
 }
 
 /* ---- timeline ------------------------------------------------------------------------ */

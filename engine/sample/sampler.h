@@ -30,10 +30,7 @@ int sop__sampler_open(int pid, const char *proc_root, const struct sop_pyruntime
  * target exited (what was sampled is kept). */
 int sop__sampler_run(sop_sampler *s, double deadline_ms, double rate_hz,
                      sop_sampler_progress progress, void *ctx, const volatile int *stop);
-/* ev.sampling, ev.python.threads[i].window, ev.python.loop, ev.python.workers, ev.python.loader
- * (ev.python must already be there for the per-thread parts). A figure left out because a
- * counter of the target's looked written is noted in missing (may be NULL). */
-void sop__sampler_bridge(const sop_sampler *s, sop_value *ev, sop_missing *missing);
+/* (The window as its evidence reads it: sop__sampler_window, sample_window.h.) */
 
 /* Every (thread, stack) seen, root first: "pid 12 (python3);tid 12 (python3);f (a.py);g (b.py)"
  * and its count. The pointers stay valid until close. Returns the number of entries. */
