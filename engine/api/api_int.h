@@ -23,14 +23,6 @@ int sop__fail_python_open(sop_engine *e, int pid, int rc, const char *why);
 
 /* record.c: the output format a path's name asks for. */
 sop_record_format sop__record_format_of(const char *path);
-/* The target's pictures, inline for an HTML page: what bit 1 the flame graph, bit 2 the
- * timeline (needs sop__sampler_keep_timeline) with a GPU lane when `gpu` has readings (may be
- * NULL); flags SOP_RECORD_IDLE. 0 or -errno. (Also used by engine/collect/collect.c.) */
-struct sop_sampler;
-struct sop_timeline_gpu;
-int sop__record_pictures(const struct sop_sampler *s, int pid, unsigned what, unsigned flags,
-                         const struct sop_timeline_gpu *gpu, FILE *f);
-
 /* Render a report tree in fmt/lang through the format table (engine/api/format.c), without
  * evidence; malloc'd string or NULL (also for a format that renders no report). */
 char *sop__report_render(const sop_value *report, sop_format fmt, const char *lang);

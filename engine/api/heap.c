@@ -1,7 +1,7 @@
 /* heap.c — sop_heap: one census of the target's Python objects (two, `duration_s` apart, for
  * the growth per type), with the anonymous memory read next to each, rendered as the
  * ev.python.heap JSON or as text. Depends on the heap probe, bridge/heap.c, json.c. */
-#include "heap.h"
+#include "bridge_heap.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -13,6 +13,7 @@
 #include <time.h>
 
 #include "api_int.h"
+#include "collect_heap.h"
 #include "engine.h"
 #include "escape.h"
 #include "evidence_reads.h"
@@ -21,21 +22,6 @@
 #include "sop.h"
 #include "strbuf.h"
 #include "value.h"
-
-int64_t sop__heap_anon_kb(const char *proc_root, int pid)
-{
-    char path[300], buf[8192];
-    snprintf(path, sizeof path, "%s/%d/status", proc_root ? proc_root : "/proc", pid);
-    long n = sop__read_small_at(AT_FDCWD, path, buf, sizeof buf);
-    if (n <= 0)
-        return SOP_NA;
-    buf[n < (long)sizeof buf ? n : (long)sizeof buf - 1] = '\0';
-    const char *p = strstr(buf, "\nRssAnon:");
-    long long kb;
-    if (!p || sscanf(p + 9, "%lld", &kb) != 1 || kb < 0)
-        return SOP_NA;
-    return kb;
-}
 
 static void sleep_s(double s)
 {

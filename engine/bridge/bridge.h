@@ -1,6 +1,6 @@
 /* bridge.h — the one place that turns evidence into the `ev` tree (and from there into Lua
  * tables and JSON). One file per evidence group adds its keys to the top-level object `ev`,
- * following docs/evidence.md; engine/bridge/lua.c moves trees in and out of Lua. Absent
+ * following docs/evidence.md; engine/rules/lua_value.c moves trees in and out of Lua. Absent
  * values (SOP_NA, NaN) are left out, never written as 0. */
 #ifndef SOP_BRIDGE_H
 #define SOP_BRIDGE_H

@@ -15,7 +15,6 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "api_int.h"
 #include "bridge/bridge.h"
 #include "bridge/schema.h"
 #include "clock.h"
@@ -24,6 +23,7 @@
 #include "evidence.h"
 #include "provider.h"
 #include "python/cpython.h"
+#include "render.h"
 #include "sampler.h"
 #include "zalloc.h"
 

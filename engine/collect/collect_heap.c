@@ -3,18 +3,37 @@
  * type); without it, one census at the end only when a memory rule will need it — the RSS grew by
  * at least HEAP_AUTO_MIB_PER_S over a window of HEAP_AUTO_MIN_S, or the cgroup is above
  * HEAP_AUTO_LIMIT_PCT of its limit — so a plain run stays as fast as before. Depends on the
- * heap probe (probes/python/heap_census.h, through engine/api/heap.h) and bridge/heap.c. */
+ * heap probe (probes/python/heap_census.h) and bridge/heap.c (bridge_heap.h). */
 #include "collect_heap.h"
 
+#include <fcntl.h>
+#include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
-#include "heap.h"
+#include "bridge_heap.h"
+#include "procfs.h"
 #include "provider.h"
 
 #define HEAP_AUTO_MIB_PER_S 1.0
 #define HEAP_AUTO_MIN_S 2.0
 #define HEAP_AUTO_LIMIT_PCT 80.0
 #define HEAP_TOP 25
+
+int64_t sop__heap_anon_kb(const char *proc_root, int pid)
+{
+    char path[300], buf[8192];
+    snprintf(path, sizeof path, "%s/%d/status", proc_root ? proc_root : "/proc", pid);
+    long n = sop__read_small_at(AT_FDCWD, path, buf, sizeof buf);
+    if (n <= 0)
+        return SOP_NA;
+    buf[n < (long)sizeof buf ? n : (long)sizeof buf - 1] = '\0';
+    const char *p = strstr(buf, "\nRssAnon:");
+    long long kb;
+    if (!p || sscanf(p + 9, "%lld", &kb) != 1 || kb < 0)
+        return SOP_NA;
+    return kb;
+}
 
 void sop__heap_window_start(sop_heap_window *w, const struct sop_pyruntime *rt, int pid,
                             const char *proc_root, bool forced)

@@ -19,6 +19,9 @@ typedef struct {
     int64_t anon0;        /* RssAnon then (kB), SOP_NA when unknown */
 } sop_heap_window;
 
+/* The target's RssAnon (kB, /proc/PID/status), SOP_NA when unknown: what a census's object
+ * sizes are set beside. */
+int64_t sop__heap_anon_kb(const char *proc_root, int pid);
 /* rt: the runtime found for this collection, or NULL (found again; see py_runtime.h). */
 void sop__heap_window_start(sop_heap_window *w, const struct sop_pyruntime *rt, int pid,
                             const char *proc_root, bool forced);

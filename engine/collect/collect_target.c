@@ -241,7 +241,7 @@ static void rank_emit(const sop_collect_ctx *cx, void *p, sop_value *ev)
 
 static const sop_evk_group rank_groups[] = {
     {"rank",
-     "engine/collect/rank_identity.c from proc.env; absent when the process carries no rank. A "
+     "engine/bridge/rank_identity.c from proc.env; absent when the process carries no rank. A "
      "report copies it into target, and its key figures into `figures`: docs/ranks.md",
      sop__evk_rank, &sop__evk_rank_n},
     {0},

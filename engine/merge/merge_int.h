@@ -4,7 +4,7 @@
 #ifndef SOP_MERGE_INT_H
 #define SOP_MERGE_INT_H
 
-/* The key figures (engine/collect/rank_identity.c) and what a difference must at least be to count.
+/* The key figures (engine/bridge/rank_identity.c) and what a difference must at least be to count.
  * Which rule families explain each is the pack's data (explains{} in rules.lua), carried by every
  * report. */
 typedef struct {

@@ -3,7 +3,7 @@
  * that waits least while the others wait most is the straggler, whatever the CPU figures say;
  * every rank but one sitting in the same collective for the whole window, the one elsewhere
  * (or gone), is a hang; ranks that wait alike are balanced. Reads only the figures
- * engine/collect/rank_identity.c put in each report. Depends on value.h and strbuf.h. */
+ * engine/bridge/rank_identity.c put in each report. Depends on value.h and strbuf.h. */
 #include "merge_wait.h"
 
 #include <math.h>

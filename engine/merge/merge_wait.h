@@ -1,5 +1,5 @@
 /* merge_wait.h — the job-level reading of collective wait (engine/merge/merge_wait.c): from each
- * rank's figures (engine/collect/rank_identity.c: collective_frac, collective,
+ * rank's figures (engine/bridge/rank_identity.c: collective_frac, collective,
  * collective_longest_ms, own_frac, own_frame, data_wait_frac, window_s), a hang (every rank but one
  * sat in one collective for the whole window), else the straggler the others wait for, else a
  * balanced job. Pure: value trees in, value tree out; engine/merge/merge.c renders it. */

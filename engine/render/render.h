@@ -27,5 +27,12 @@ char *sop__openmetrics_render(const sop_value *report, const sop_value *ev);
 /* Every evidence path the OpenMetrics writer reads (docs/evidence.md's spelling), at most cap
  * into out; returns how many there are (test_openmetrics checks them against the schema). */
 size_t sop__openmetrics_reads(const char **out, size_t cap);
+/* The target's pictures, inline for an HTML page (pictures.c): what bit 1 the flame graph, bit
+ * 2 the timeline (needs sop__sampler_keep_timeline) with a GPU lane when `gpu` has readings
+ * (may be NULL); flags SOP_RECORD_IDLE. 0 or -errno. */
+struct sop_sampler;
+struct sop_timeline_gpu;
+int sop__record_pictures(const struct sop_sampler *s, int pid, unsigned what, unsigned flags,
+                         const struct sop_timeline_gpu *gpu, FILE *f);
 
 #endif

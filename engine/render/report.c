@@ -104,7 +104,7 @@ sop_value *sop__report_build(sop_value *verdicts, const sop_value *ev, double ru
     const sop_value *alive = sop__v_get(ev, SOP_EVKEY("alive"));
     if (alive && alive->type == SOP_V_BOOL)
         sop__v_set_bool(target, "alive", alive->b);
-    /* engine/collect/rank_identity.c; merged by engine/merge/merge.c */
+    /* engine/bridge/rank_identity.c; merged by engine/merge/merge.c */
     const sop_value *rank = sop__v_get(ev, SOP_EVKEY("rank"));
     for (const sop_value *k = rank ? rank->child : NULL; k; k = k->next)
         if (k->key && strcmp(k->key, SOP_EVKEY("rank.source")) != 0)

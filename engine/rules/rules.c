@@ -3,7 +3,7 @@
  * that pcall and coroutines cannot escape. This file loads a pack (and a site file over it),
  * keeps threshold overrides and describes the pack; running the rules is engine/rules/rules_run.c,
  * the sandbox engine/rules/rules_sandbox.c, the DSL engine/rules/rules_dsl.c. Depends on Lua 5.4,
- * engine/core/value.c and engine/bridge/lua.c (value trees <-> tables). */
+ * engine/core/value.c and engine/rules/lua_value.c (value trees <-> tables). */
 #include "rules.h"
 
 #include <ctype.h>
@@ -20,8 +20,8 @@
 #include <lua.h>
 #include <lualib.h>
 
-#include "bridge/lua_bridge.h"
 #include "clock.h"
+#include "lua_value.h"
 #include "rules_int.h"
 #include "severity.h"
 #include "sop.h"

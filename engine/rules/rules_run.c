@@ -1,7 +1,7 @@
 /* rules_run.c — sop__rules_run: every rule of the loaded pack over one evidence tree, each
  * under its instruction, memory and time budget, with the reads check; their verdicts become
  * findings / cleared / unknown / rule_errors (and the thresholds and explains{} in force).
- * Depends on Lua 5.4, engine/core/value.c and engine/bridge/lua.c. */
+ * Depends on Lua 5.4, engine/core/value.c and engine/rules/lua_value.c. */
 #include "rules.h"
 
 #include <math.h>
@@ -13,8 +13,8 @@
 #include <lua.h>
 #include <lualib.h>
 
-#include "bridge/lua_bridge.h"
 #include "clock.h"
+#include "lua_value.h"
 #include "rules_int.h"
 #include "severity.h"
 #include "sop.h"

@@ -3,7 +3,7 @@
  * window vs none, invalid UTF-8, empty lists), the exact JSON they gave before their keys
  * became schema tables (engine/bridge/schema.h): same keys, order and values. Run with
  * SOP_GOLDEN_PRINT=1 to print what they give now as C literals. Depends on engine/bridge,
- * engine/sample/sample_agg.c, engine/collect/rank_identity.c, engine/core/json.c, t.h. */
+ * engine/sample/sample_agg.c, engine/bridge/rank_identity.c, engine/core/json.c, t.h. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -800,7 +800,7 @@ static void window_cases(void)
     }
 }
 
-/* ---- rank (engine/collect/rank_identity.c): node is this host's name, replaced for the comparison
+/* ---- rank (engine/bridge/rank_identity.c): node is this host's name, replaced for the comparison
  * ---- */
 
 static void rank_cases(void)

@@ -1,4 +1,4 @@
-/* test_rank.c — engine/collect/rank_identity.c: the rank identity from the allow-listed environment
+/* test_rank.c — engine/bridge/rank_identity.c: the rank identity from the allow-listed environment
  * (torchrun's variables win over Slurm's; TORCHELASTIC_RUN_ID "none" is no job id; no rank
  * variables, no `rank`), the key figures from an evidence tree (absent stays absent), and a built
  * report carrying both (target.rank..., figures, sop_version). */

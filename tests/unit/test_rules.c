@@ -1,5 +1,5 @@
 /* test_rules.c — the sandboxed rule runner (engine/rules/rules.c) and the value <-> Lua bridge
- * (engine/bridge/lua.c): sandbox escapes, limits, verdicts, thresholds, require, timing.
+ * (engine/rules/lua_value.c): sandbox escapes, limits, verdicts, thresholds, require, timing.
  * Fixtures: tests/fixtures/rules/. */
 #include <lauxlib.h>
 #include <lua.h>
@@ -7,7 +7,7 @@
 #include <math.h>
 #include <time.h>
 
-#include "bridge/lua_bridge.h"
+#include "lua_value.h"
 #include "pattern_cost.h"
 #include "rules.h"
 #include "sop.h"

@@ -1,8 +1,8 @@
-/* lua_bridge.h — moves value trees (engine/core/value.h) in and out of Lua tables. Implemented in
- * engine/bridge/lua.c; used by engine/rules/rules.c. Besides the rule runner (engine/rules*.c), the
- * only file that includes Lua headers. */
-#ifndef SOP_LUA_BRIDGE_H
-#define SOP_LUA_BRIDGE_H
+/* lua_value.h — moves value trees (engine/core/value.h) in and out of Lua tables, for the rule
+ * runner (engine/rules/). Implemented in lua_value.c; the rule runner's files are the only ones
+ * that include Lua headers. */
+#ifndef SOP_LUA_VALUE_H
+#define SOP_LUA_VALUE_H
 
 #include <lua.h>
 

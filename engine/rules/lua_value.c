@@ -1,7 +1,7 @@
-/* lua.c — value tree (engine/core/value.h) <-> Lua tables, for the rule runner
+/* lua_value.c — value tree (engine/core/value.h) <-> Lua tables, for the rule runner
  * (engine/rules/rules.c). Depends on Lua 5.4 and engine/core/value.c. Pushing may raise memory
  * errors (callers are in protected mode); converting back uses raw access only and never raises. */
-#include "lua_bridge.h"
+#include "lua_value.h"
 
 #include <lauxlib.h>
 
