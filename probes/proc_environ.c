@@ -69,7 +69,7 @@ static const char *const env_exact[] = {
     "LOCAL_WORLD_SIZE",
     "GROUP_RANK",
     "TORCHELASTIC_RUN_ID",
-    /* the Slurm job and task a rank belongs to (engine/collect/rank_identity.c) */
+    /* the Slurm job and task a rank belongs to (engine/bridge/rank_identity.c) */
     "SLURM_JOB_ID",
     "SLURM_STEP_ID",
     "SLURM_PROCID",
