@@ -1,6 +1,7 @@
 /* value.h — a small JSON-shaped value tree (null, bool, number, string, array, object).
  * It is the neutral form evidence and reports take between the probes' C structs, the JSON
- * text (engine/core/json.c, the home of cJSON) and the Lua tables (engine/rules/lua_value.c). No deps.
+ * text (engine/core/json.c, the home of cJSON) and the Lua tables (engine/rules/lua_value.c). No
+ * deps.
  */
 #ifndef SOP_VALUE_H
 #define SOP_VALUE_H

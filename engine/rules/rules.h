@@ -1,7 +1,7 @@
 /* rules.h — the rule runner: one sandboxed Lua 5.4 state that loads a rule pack and runs each
  * rule over the evidence tree under instruction and memory limits. The runner's three parts
- * (engine/rules/rules.c, rules_sandbox.c, rules_dsl.c, sharing rules_int.h) and engine/rules/lua_value.c
- * are the only files that include Lua's headers. */
+ * (engine/rules/rules.c, rules_sandbox.c, rules_dsl.c, sharing rules_int.h) and
+ * engine/rules/lua_value.c are the only files that include Lua's headers. */
 #ifndef SOP_RULES_H
 #define SOP_RULES_H
 
