@@ -8,7 +8,7 @@
 """healthy_persistent_workers.py — SOP §6.2, the fix of dataloader_workers_restarted.py: the same
 short epochs with persistent_workers=True. The two workers start with the first epoch and serve
 every later one, so they are as old as the job (less its start-up); no dataloader.workers_restarted
-(or other warn/high) finding. Prints "ready" once the job is 24 s old and its workers 8 s old
+(or other warn/high) finding. Prints "ready" once the job is 24 s old and its workers 6.5 s old
 (older than the rule's 5 s), exits 60 s after its first epoch. Started early by the harness
 (prestart), it idles on stdin until its turn (SOP_SCENARIO_GATE)."""
 import os
@@ -47,6 +47,6 @@ if __name__ == "__main__":
             while time.time() < t:  # the step, slower than loading
                 batch = torch.tanh(batch @ w) * 0.5
         epochs += 1
-        if not ready and time.time() > BORN + 24 and time.time() > t0 + 8:
+        if not ready and time.time() > BORN + 24 and time.time() > t0 + 6.5:
             print("ready", flush=True)
             ready = True
