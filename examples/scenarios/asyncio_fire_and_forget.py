@@ -2,8 +2,8 @@
 # asyncio.create_task(...) and drops the task: the write waits out a 3.5 s back-off (longer than
 # the 2 s window) before retrying, so about 70 such tasks are pending at any moment, each
 # referenced by nothing but the timer it awaits. The requests themselves are kept (a set with a
-# done-callback) and finish in 20 ms. Nothing piles up (as many audit tasks end as start, once the first have waited out their
-# back-off): the forgotten tasks are the whole finding (SOP §5).
+# done-callback) and finish in 20 ms. Nothing piles up (as many audit tasks end as start, once the
+# first have waited out their back-off): the forgotten tasks are the whole finding (SOP §5).
 # expect: asyncio.fire_and_forget:info
 # sopctl: --duration 2
 # SOP_SCENARIO_INTENSITY not read: the load is a fixed request rate, not a size.
