@@ -73,33 +73,31 @@ static void put_list(FILE *f, const sop_value *arr, const char *title, const cha
 
 void sop__html_report(FILE *f, const sop_value *r, const char *lang)
 {
-    const sop_value *t = sop__v_get(r, "target");
-    double pid = 0;
-    sop__v_get_num(t, "pid", &pid);
-    fprintf(f, "<h1>sop report: pid %.0f", pid);
-    if (sop__v_get_str(t, "comm")) {
+    sop_report_target t;
+    sop__report_target(r, &t);
+    fprintf(f, "<h1>sop report: pid %.0f", t.pid);
+    if (t.comm) {
         fputs(" (", f);
-        sop__esc_html(f, sop__v_get_str(t, "comm"));
+        sop__esc_html(f, t.comm);
         fputs(")", f);
     }
     fputs("</h1>\n", f);
-    if (sop__v_get_str(t, "cmdline")) {
+    if (t.cmdline) {
         fputs("<p><code>", f);
-        sop__esc_html(f, sop__v_get_str(t, "cmdline"));
+        sop__esc_html(f, t.cmdline);
         fputs("</code>", f);
-        if (sop__v_get_str(t, "python")) {
+        if (t.python) {
             fputs(" — Python ", f);
-            sop__esc_html(f, sop__v_get_str(t, "python"));
+            sop__esc_html(f, t.python);
         }
         fputs("</p>\n", f);
     }
-    char *where = sop__report_container_line(t);
-    if (where) {
+    if (t.where) {
         fputs("<p>", f);
-        sop__esc_html(f, where);
+        sop__esc_html(f, t.where);
         fputs("</p>\n", f);
-        free(where);
     }
+    sop__report_target_free(&t);
     const sop_value *fs = sop__v_get(r, "findings");
     const sop_value *verdict = NULL;
     for (const sop_value *c = fs ? fs->child : NULL; c; c = c->next) {
@@ -284,10 +282,11 @@ char *sop__report_html(const sop_value *report, const sop_evidence *ev, const ch
     FILE *f = open_memstream(&buf, &len);
     if (!f)
         return NULL;
-    double pid = 0;
-    sop__v_get_num(sop__v_get(report, "target"), "pid", &pid);
+    sop_report_target t;
+    sop__report_target(report, &t);
+    sop__report_target_free(&t);
     char title[64];
-    snprintf(title, sizeof title, "sop report: pid %.0f", pid);
+    snprintf(title, sizeof title, "sop report: pid %.0f", t.pid);
     sop__html_begin(f, title);
     sop__html_report(f, report, lang);
     if (ev)

@@ -11,6 +11,7 @@
 #include "engine.h"
 #include "evidence_reads.h"
 #include "render.h"
+#include "report_writers.h"
 #include "strbuf.h"
 
 /* A label value: backslash, double quote and newline escaped as the format wants; other
@@ -459,26 +460,26 @@ size_t sop__openmetrics_reads(const char **out, size_t cap)
 
 static void target_info(sop_sb *b, const sop_value *report)
 {
-    const sop_value *t = sop__v_get(report, "target");
-    double pid = 0;
-    if (!sop__v_get_num(t, "pid", &pid))
+    sop_report_target t;
+    sop__report_target(report, &t);
+    if (!t.has_pid) {
+        sop__report_target_free(&t);
         return;
+    }
     /* A gauge named *_info (the Prometheus convention) rather than the OpenMetrics info type,
      * so that the text also reads as Prometheus text format 0.0.4. */
     family(b, "sop_target_info", "gauge", NULL, "The process diagnosed (always 1)");
-    sop__sb_printf(b, "sop_target_info{pid=\"%.0f\",comm=\"", pid);
-    put_label_value(b, sop__v_get_str(t, "comm"));
+    sop__sb_printf(b, "sop_target_info{pid=\"%.0f\",comm=\"", t.pid);
+    put_label_value(b, t.comm);
     sop__sb_puts(b, "\",python=\"");
-    put_label_value(b, sop__v_get_str(t, "python"));
+    put_label_value(b, t.python);
     /* in a container: dcgm-exporter's label names (pod, namespace, container: the pod spec's
      * container, else the runtime's name for it) and the id */
-    const sop_value *ct = sop__v_get(t, "container");
-    if (ct) {
-        const char *kc = sop__v_get_str(ct, "container");
-        const char *labels[][2] = {{"pod", sop__v_get_str(ct, "pod")},
-                                   {"namespace", sop__v_get_str(ct, "namespace")},
-                                   {"container", kc ? kc : sop__v_get_str(ct, "name")},
-                                   {"container_id", sop__v_get_str(ct, "id")}};
+    if (t.in_container) {
+        const char *labels[][2] = {{"pod", t.pod},
+                                   {"namespace", t.ns},
+                                   {"container", t.ct_container ? t.ct_container : t.ct_name},
+                                   {"container_id", t.ct_id}};
         for (size_t i = 0; i < sizeof labels / sizeof labels[0]; i++) {
             if (!labels[i][1])
                 continue;
@@ -486,6 +487,7 @@ static void target_info(sop_sb *b, const sop_value *report)
             put_label_value(b, labels[i][1]);
         }
     }
+    sop__report_target_free(&t);
     sop__sb_puts(b, "\"} 1\n");
 }
 

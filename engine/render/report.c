@@ -247,63 +247,82 @@ static void put_refs(sop_sb *b, const sop_value *finding, const char *sep, bool 
     }
 }
 
-char *sop__report_container_line(const sop_value *target)
+static char *container_line(const sop_report_target *t)
 {
-    const sop_value *ct = sop__v_get(target, "container");
-    if (!ct)
+    if (!t->in_container)
         return NULL;
-    const char *name = sop__v_get_str(ct, "name"), *id = sop__v_get_str(ct, "id");
-    const char *rt = sop__v_get_str(ct, "runtime"), *pod = sop__v_get_str(ct, "pod");
-    const char *ns = sop__v_get_str(ct, "namespace"), *c = sop__v_get_str(ct, "container");
     sop_sb b = {0};
-    sop__sb_printf(&b, "container %s (%s%s%.12s)", name ? name : "?", rt ? rt : "",
-                   rt && id ? " " : "", id ? id : "");
-    if (pod)
-        sop__sb_printf(&b, " — pod %s%s%s%s%s", ns ? ns : "", ns ? "/" : "", pod,
-                       c ? ", container " : "", c ? c : "");
+    sop__sb_printf(&b, "container %s (%s%s%.12s)", t->ct_name ? t->ct_name : "?",
+                   t->ct_runtime ? t->ct_runtime : "", t->ct_runtime && t->ct_id ? " " : "",
+                   t->ct_id ? t->ct_id : "");
+    if (t->pod)
+        sop__sb_printf(&b, " — pod %s%s%s%s%s", t->ns ? t->ns : "", t->ns ? "/" : "", t->pod,
+                       t->ct_container ? ", container " : "",
+                       t->ct_container ? t->ct_container : "");
     return sop__sb_take(&b);
+}
+
+void sop__report_target(const sop_value *report, sop_report_target *out)
+{
+    const sop_value *t = sop__v_get(report, "target");
+    memset(out, 0, sizeof *out);
+    out->has_pid = sop__v_get_num(t, "pid", &out->pid);
+    out->comm = sop__v_get_str(t, "comm");
+    out->cmdline = sop__v_get_str(t, "cmdline");
+    out->python = sop__v_get_str(t, "python");
+    const sop_value *alive = sop__v_get(t, "alive");
+    out->exited = alive && alive->type == SOP_V_BOOL && !alive->b;
+    const sop_value *ct = sop__v_get(t, "container");
+    out->in_container = ct != NULL;
+    out->ct_name = sop__v_get_str(ct, "name");
+    out->ct_id = sop__v_get_str(ct, "id");
+    out->ct_runtime = sop__v_get_str(ct, "runtime");
+    out->pod = sop__v_get_str(ct, "pod");
+    out->ns = sop__v_get_str(ct, "namespace");
+    out->ct_container = sop__v_get_str(ct, "container");
+    out->where = container_line(out);
+}
+
+void sop__report_target_free(sop_report_target *t)
+{
+    free(t->where);
+    t->where = NULL;
 }
 
 static void put_header(sop_sb *b, const sop_value *r, const labels *L, bool md)
 {
-    const sop_value *t = sop__v_get(r, "target");
-    double pid = 0;
-    sop__v_get_num(t, "pid", &pid);
-    sop__sb_printf(b, "%s%s: pid %.0f", md ? "# " : "", L->title, pid);
-    const char *comm = sop__v_get_str(t, "comm");
-    if (comm) {
+    sop_report_target t;
+    sop__report_target(r, &t);
+    sop__sb_printf(b, "%s%s: pid %.0f", md ? "# " : "", L->title, t.pid);
+    if (t.comm) {
         sop__sb_puts(b, " (");
-        put_str(b, comm, md);
+        put_str(b, t.comm, md);
         sop__sb_puts(b, ")");
     }
-    const sop_value *alive = sop__v_get(t, "alive");
-    if (alive && alive->type == SOP_V_BOOL && !alive->b)
+    if (t.exited)
         sop__sb_puts(b, " [exited]");
     sop__sb_puts(b, "\n");
-    const char *cmdline = sop__v_get_str(t, "cmdline");
-    if (cmdline) {
+    if (t.cmdline) {
         if (md) {
             sop__sb_puts(b, "\n");
-            sop__esc_md_code(b, cmdline);
+            sop__esc_md_code(b, t.cmdline);
         } else {
             sop__sb_puts(b, "  ");
-            sop__esc_text(b, cmdline);
+            sop__esc_text(b, t.cmdline);
         }
     }
-    const char *py = sop__v_get_str(t, "python");
-    if (py) {
-        sop__sb_printf(b, "%sPython ", cmdline ? " — " : (md ? "\n" : "  "));
-        put_str(b, py, md);
+    if (t.python) {
+        sop__sb_printf(b, "%sPython ", t.cmdline ? " — " : (md ? "\n" : "  "));
+        put_str(b, t.python, md);
     }
-    if (cmdline || py)
+    if (t.cmdline || t.python)
         sop__sb_puts(b, "\n");
-    char *where = sop__report_container_line(t);
-    if (where) {
+    if (t.where) {
         sop__sb_puts(b, md ? "\n" : "  ");
-        put_str(b, where, md);
+        put_str(b, t.where, md);
         sop__sb_puts(b, "\n");
-        free(where);
     }
+    sop__report_target_free(&t);
     sop__sb_puts(b, "\n");
 }
 

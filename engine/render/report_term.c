@@ -215,26 +215,38 @@ static const tlabels TZH = {"sop 诊断报告",
                             "缺失的证据",
                             "--all 列出全部"};
 
+/* A dim line under the header: s escaped, cut to the width. */
+static void dim_line(term *t, const char *s)
+{
+    sop_sb tmp = {0};
+    sop__sb_put_escaped(&tmp, s, false);
+    char *c = sop__sb_take(&tmp);
+    if (c) {
+        on(t, C_DIM);
+        sop__sb_puts(t->b, "  ");
+        put_cut(t, c, t->width > 4 ? t->width - 2 : 2);
+        off(t);
+        sop__sb_puts(t->b, "\n");
+    }
+    free(c);
+}
+
 static void put_header(term *t, const sop_value *r, const tlabels *L)
 {
-    const sop_value *tg = sop__v_get(r, "target");
-    double pid = 0;
-    sop__v_get_num(tg, "pid", &pid);
+    sop_report_target tg;
+    sop__report_target(r, &tg);
     sop_sb h = {0};
-    sop__sb_printf(&h, "%s: pid %.0f", L->report, pid);
-    const char *comm = sop__v_get_str(tg, "comm");
-    if (comm) {
+    sop__sb_printf(&h, "%s: pid %.0f", L->report, tg.pid);
+    if (tg.comm) {
         sop__sb_puts(&h, " (");
-        sop__sb_put_escaped(&h, comm, false);
+        sop__sb_put_escaped(&h, tg.comm, false);
         sop__sb_puts(&h, ")");
     }
-    const sop_value *alive = sop__v_get(tg, "alive");
-    if (alive && alive->type == SOP_V_BOOL && !alive->b)
+    if (tg.exited)
         sop__sb_puts(&h, " [exited]");
-    const char *py = sop__v_get_str(tg, "python");
-    if (py) {
+    if (tg.python) {
         sop__sb_puts(&h, " — Python ");
-        sop__sb_put_escaped(&h, py, false);
+        sop__sb_put_escaped(&h, tg.python, false);
     }
     char *head = sop__sb_take(&h);
     on(t, C_BOLD);
@@ -242,35 +254,11 @@ static void put_header(term *t, const sop_value *r, const tlabels *L)
     off(t);
     free(head);
     sop__sb_puts(t->b, "\n");
-    const char *cmdline = sop__v_get_str(tg, "cmdline");
-    if (cmdline) {
-        sop_sb tmp = {0};
-        sop__sb_put_escaped(&tmp, cmdline, false);
-        char *c = sop__sb_take(&tmp);
-        if (c) {
-            on(t, C_DIM);
-            sop__sb_puts(t->b, "  ");
-            put_cut(t, c, t->width > 4 ? t->width - 2 : 2);
-            off(t);
-            sop__sb_puts(t->b, "\n");
-        }
-        free(c);
-    }
-    char *where = sop__report_container_line(tg);
-    if (where) {
-        sop_sb tmp = {0};
-        sop__sb_put_escaped(&tmp, where, false);
-        char *w = sop__sb_take(&tmp);
-        if (w) {
-            on(t, C_DIM);
-            sop__sb_puts(t->b, "  ");
-            put_cut(t, w, t->width > 4 ? t->width - 2 : 2);
-            off(t);
-            sop__sb_puts(t->b, "\n");
-        }
-        free(w);
-        free(where);
-    }
+    if (tg.cmdline)
+        dim_line(t, tg.cmdline);
+    if (tg.where)
+        dim_line(t, tg.where);
+    sop__report_target_free(&tg);
     sop__sb_puts(t->b, "\n");
 }
 

@@ -4,6 +4,8 @@
 #ifndef SOP_REPORT_WRITERS_H
 #define SOP_REPORT_WRITERS_H
 
+#include <stdbool.h>
+
 #include "sop.h"
 #include "value.h"
 
@@ -12,9 +14,23 @@ char *sop__report_json(const sop_value *report, const sop_evidence *ev, const ch
 char *sop__report_text(const sop_value *report, const sop_evidence *ev, const char *lang);
 char *sop__report_html(const sop_value *report, const sop_evidence *ev, const char *lang);
 
-/* The report's target.container as one line of plain text (the caller escapes it): "container
- * NAME (RUNTIME ID12) — pod NAMESPACE/POD, container C"; NULL when not in a container.
- * Every report writer names the container with it (report.c). */
-char *sop__report_container_line(const sop_value *target);
+/* The report's target block as every writer shows it (read once, by sop__report_target): the
+ * pid, comm, command line and Python version (NULL when absent), whether it had exited, its
+ * container's parts and the container line "container NAME (RUNTIME ID12) — pod NAMESPACE/POD,
+ * container C" (malloc'd, plain text the writer escapes; NULL when not in a container). */
+typedef struct {
+    double pid;
+    bool has_pid;
+    const char *comm, *cmdline, *python;
+    bool exited;
+    /* target.container's parts (NULL when absent): the runtime's name and id, the runtime, the
+     * pod, its namespace and the pod spec's container name */
+    bool in_container;
+    const char *ct_name, *ct_id, *ct_runtime, *pod, *ns, *ct_container;
+    char *where;
+} sop_report_target;
+
+void sop__report_target(const sop_value *report, sop_report_target *out);
+void sop__report_target_free(sop_report_target *t);
 
 #endif
