@@ -158,10 +158,58 @@ static void test_report(void)
     sop__v_free(ev);
 }
 
+/* The target block as every writer shows it (sop__report_target): pid, comm, command line,
+ * Python and the container line in Markdown, text, the terminal and HTML; the container's parts
+ * as sop_target_info's labels; a hostile container name escaped everywhere. */
+static void test_target_block(void)
+{
+    sop_value *ev = sop__v_obj();
+    sop__v_set_int(ev, "pid", 4321);
+    sop__v_set_bool(ev, "alive", false);
+    sop_value *proc = sop__v_obj_at(ev, "proc");
+    sop__v_set_str(proc, "comm", "python3");
+    sop__v_set_str(proc, "cmdline", "python3 serve.py");
+    sop__v_set_str(sop__v_obj_at(ev, "python"), "version", "3.12.1");
+    sop_value *ct = sop__v_obj_at(ev, "container");
+    sop__v_set_str(ct, "runtime", "containerd");
+    sop__v_set_str(ct, "id", "0123456789abcdef0123");
+    sop__v_set_str(ct, "name", "web\x1b[2J");
+    sop__v_set_str(ct, "pod", "api-7f");
+    sop__v_set_str(ct, "namespace", "prod");
+    sop__v_set_str(ct, "container", "server");
+    bool problem = false;
+    sop_value *r = sop__report_build(sop__v_obj(), ev, 0, &problem);
+    CHECK(r != NULL);
+    const char *line = "(containerd 0123456789ab) — pod prod/api-7f, container server";
+    for (int k = 0; k < 3; k++) {
+        static const sop_format fmts[] = {SOP_FORMAT_MD, SOP_FORMAT_TEXT, SOP_FORMAT_HTML};
+        char *out = sop__report_render(r, fmts[k], "en");
+        CHECK(out && strstr(out, "pid 4321") && strstr(out, "python3 serve.py") &&
+              strstr(out, "3.12.1") && strstr(out, line));
+        CHECK(out && strchr(out, '\x1b') == NULL);
+        if (k < 2)
+            CHECK(out && strstr(out, "[exited]"));
+        free(out);
+    }
+    char *term = sop__report_render_term(r, "en", 200, false, false);
+    CHECK(term && strstr(term, "pid 4321 (python3) [exited] — Python 3.12.1") &&
+          strstr(term, line));
+    CHECK(term && strchr(term, '\x1b') == NULL);
+    free(term);
+    char *om = sop__openmetrics_render(r, NULL);
+    CHECK(om && strstr(om, "sop_target_info{pid=\"4321\",comm=\"python3\",python=\"3.12.1\","
+                           "pod=\"api-7f\",namespace=\"prod\",container=\"server\","
+                           "container_id=\"0123456789abcdef0123\"} 1"));
+    free(om);
+    sop__v_free(r);
+    sop__v_free(ev);
+}
+
 int main(void)
 {
     test_value_and_json();
     test_escape();
     test_report();
+    test_target_block();
     return t_done();
 }
