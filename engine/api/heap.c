@@ -1,6 +1,6 @@
 /* heap.c — sop_heap: one census of the target's Python objects (two, `duration_s` apart, for
  * the growth per type), with the anonymous memory read next to each, rendered as the
- * ev.python.heap JSON or as text. Depends on the heap probe, bridge/heap.c, json.c. */
+ * ev.python.heap JSON or as text. Depends on the heap probe, bridge/heap_rows.c, json.c. */
 #include "bridge_heap.h"
 
 #include <errno.h>

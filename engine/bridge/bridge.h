@@ -43,7 +43,7 @@ sop_value *sop__bridge_python_walk(const struct sop_python *py);
 sop_value *sop__bridge_python_others(const struct sop_python *py);
 
 /* ev.python.tasks from the tasks read at the window's start (`a`, NULL when not read) and at
- * its end (`b`; NULL gives NULL), window_s apart (engine/bridge/tasks.c). */
+ * its end (`b`; NULL gives NULL), window_s apart (engine/bridge/tasks_rows.c). */
 struct sop_pytasks;
 sop_value *sop__bridge_tasks(const struct sop_pytasks *a, const struct sop_pytasks *b,
                              double window_s);

@@ -1,5 +1,5 @@
 /* bridge_heap.h — a heap census (probes/python/heap_walk.c) as ev.python.heap
- * (engine/bridge/heap.c), apart from bridge.h, which pulls probes/proc.h (whose names clash
+ * (engine/bridge/heap_rows.c), apart from bridge.h, which pulls probes/proc.h (whose names clash
  * with sop.h) into its users. */
 #ifndef SOP_BRIDGE_HEAP_H
 #define SOP_BRIDGE_HEAP_H

@@ -154,7 +154,8 @@ const sop_evk sop__evk_proc[] = {
     SOP_EVK_S("libs[].name", sop_lib, name, "short name: \"libopenblas\""),
     SOP_EVK_T("libs[].path", sop_lib, path, "the file"),
     H("numa", SOP_EVK_OBJ, "",
-      "resident memory per node (engine/bridge/numa.c from /proc/PID/numa_maps): the note below"),
+      "resident memory per node (engine/bridge/numa_rows.c from /proc/PID/numa_maps): the note "
+      "below"),
     H("numa.nodes", SOP_EVK_ARR, "", "every host node (0 kB included) and any other holding pages"),
     H("numa.nodes[].node", SOP_EVK_INT, "", "node id"),
     H("numa.nodes[].kb", SOP_EVK_INT, "kB", "resident on it"),
@@ -472,7 +473,7 @@ static void proc_hand(sop_value *o, const sop_evk *row, const char *name, void *
                              NULL);
             sop__v_push(libs, l);
         }
-    } /* numa: engine/bridge/numa.c, after this */
+    } /* numa: engine/bridge/numa_rows.c, after this */
 }
 
 static void proc_walk(sop_value *o, const char *prefix, proc_ctx *c)

@@ -3,7 +3,7 @@
  * threads array is the body of `sopctl dump --json`. Its keys are the table sop__evk_python
  * below (docs/evidence.md is generated from it), which also holds what other files write
  * under ev.python: the window parts (engine/bridge/window.c walks those rows); python.heap is
- * a table of its own (sop__evk_heap, engine/bridge/heap.c).
+ * a table of its own (sop__evk_heap, engine/bridge/heap_rows.c).
  * Nearly every snapshot value is a flag, a pointer or a conditional, so most rows of this
  * file's own part are hand rows written in table order. Depends on value.h, schema.h,
  * window.h. */

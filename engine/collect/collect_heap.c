@@ -3,7 +3,7 @@
  * type); without it, one census at the end only when a memory rule will need it — the RSS grew by
  * at least HEAP_AUTO_MIB_PER_S over a window of HEAP_AUTO_MIN_S, or the cgroup is above
  * HEAP_AUTO_LIMIT_PCT of its limit — so a plain run stays as fast as before. Depends on the
- * heap probe (probes/python/heap_census.h) and bridge/heap.c (bridge_heap.h). */
+ * heap probe (probes/python/heap_census.h) and bridge/heap_rows.c (bridge_heap.h). */
 #include "collect_heap.h"
 
 #include <fcntl.h>
@@ -135,7 +135,8 @@ static void heap_free(void *p)
 
 static const sop_evk_group heap_groups[] = {
     {"python.heap",
-     "engine/bridge/heap.c (probes/python/heap_walk.c; issue 14; docs/heap.md): with `run --heap` "
+     "engine/bridge/heap_rows.c (probes/python/heap_walk.c; issue 14; docs/heap.md): with `run "
+     "--heap` "
      "/ `evidence --heap` a census at the window's start and end; else one at the end only when "
      "the RSS grew >= 1 MiB/s over >= 2 s or the cgroup is >= 80% full",
      sop__evk_heap, &sop__evk_heap_n},

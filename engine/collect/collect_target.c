@@ -22,7 +22,7 @@ static void host_emit(const sop_collect_ctx *cx, void *p, sop_value *ev)
 }
 
 static const sop_evk_group host_groups[] = {
-    {"host", "engine/bridge/host.c, host.numa by engine/bridge/numa.c", sop__evk_host,
+    {"host", "engine/bridge/host.c, host.numa by engine/bridge/numa_rows.c", sop__evk_host,
      &sop__evk_host_n},
     {0},
 };
@@ -64,7 +64,7 @@ static void proc_emit(const sop_collect_ctx *cx, void *p, sop_value *ev)
 }
 
 static const sop_evk_group proc_groups[] = {
-    {"proc", "engine/bridge/proc.c, proc.numa by engine/bridge/numa.c", sop__evk_proc,
+    {"proc", "engine/bridge/proc.c, proc.numa by engine/bridge/numa_rows.c", sop__evk_proc,
      &sop__evk_proc_n},
     {"threads[]", "engine/bridge/proc.c", sop__evk_threads, &sop__evk_threads_n},
     {"children[]", "engine/bridge/proc.c", sop__evk_children, &sop__evk_children_n},
@@ -190,7 +190,7 @@ static void alloc_emit(const sop_collect_ctx *cx, void *p, sop_value *ev)
 }
 
 static const sop_evk_group alloc_groups[] = {
-    {"alloc", "engine/bridge/alloc.c", sop__evk_alloc, &sop__evk_alloc_n},
+    {"alloc", "engine/bridge/alloc_rows.c", sop__evk_alloc, &sop__evk_alloc_n},
     {0},
 };
 

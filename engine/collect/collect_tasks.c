@@ -6,7 +6,7 @@
  * libraries import asyncio without running a loop, and a program without asyncio costs one
  * read of its maps. Each read looks at no more than
  * EVIDENCE_MAX_OBJECTS GC objects. Depends on the tasks probe and
- * bridge/tasks.c. */
+ * bridge/tasks_rows.c. */
 #include "collect_tasks.h"
 
 #include <fcntl.h>
@@ -137,7 +137,7 @@ static void tasks_free(void *p)
 
 static const sop_evk_group tasks_groups[] = {
     {"python.tasks",
-     "engine/bridge/tasks.c (probes/python/asyncio_read.c; issue 29; docs/asyncio.md): the "
+     "engine/bridge/tasks_rows.c (probes/python/asyncio_read.c; issue 29; docs/asyncio.md): the "
      "asyncio tasks read at the window's start and end, when the target has loaded _asyncio",
      sop__evk_tasks, &sop__evk_tasks_n},
     {0},

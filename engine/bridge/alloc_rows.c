@@ -1,4 +1,4 @@
-/* alloc.c (bridge) — adds ev.alloc: the allocator in use, how we know (maps / LD_PRELOAD /
+/* alloc_rows.c — adds ev.alloc: the allocator in use, how we know (maps / LD_PRELOAD /
  * default), and its knobs; its keys are the table sop__evk_alloc below (docs/evidence.md is
  * generated from it). MALLOC_ARENA_MAX is a number when glibc would read it as one.
  * Depends on engine/core/value.h, probes/alloc.h, schema.h. */

@@ -1,4 +1,4 @@
-/* tasks.c — ev.python.tasks from two reads of the target's asyncio tasks
+/* tasks_rows.c — ev.python.tasks from two reads of the target's asyncio tasks
  * (probes/python/asyncio_read.c), at the start and the end of the window: how many are
  * pending and how that changed, how many were created and finished, how many stayed pending
  * the whole window, and the largest groups of pending tasks waiting on the same thing (the

@@ -1,6 +1,6 @@
-/* heap.c — ev.python.heap from one or two heap censuses (probes/python/heap_census.h): the census
- * (complete, objects, bytes, types), how much of the anonymous memory Python objects explain,
- * and with two censuses the growth per type and of the anonymous memory between them. The
+/* heap_rows.c — ev.python.heap from one or two heap censuses (probes/python/heap_census.h): the
+ * census (complete, objects, bytes, types), how much of the anonymous memory Python objects
+ * explain, and with two censuses the growth per type and of the anonymous memory between them. The
  * same tree is `sopctl heap --json`. Its keys are the table sop__evk_heap below (the group
  * "python.heap" of docs/evidence.md): the figures come from one or two censuses, so they are
  * first computed into a small struct the plain rows read. Depends on value.h, schema.h. */

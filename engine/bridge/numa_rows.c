@@ -1,4 +1,4 @@
-/* numa.c (bridge) — adds host.numa {balancing nodes[] {node cpus cpu_count mem_total_kb
+/* numa_rows.c — adds host.numa {balancing nodes[] {node cpus cpu_count mem_total_kb
  * mem_free_kb}} (keys: the numa rows of sop__evk_host, engine/bridge/host.c) and proc.numa
  * {nodes[] {node kb} kb other_kb interleave_kb mappings truncated} (keys per docs/evidence.md).
  * Nothing is added for what was not read. Depends on engine/core/value.h, probes/numa.h, schema.h.
