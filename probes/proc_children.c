@@ -196,8 +196,17 @@ bool sop__child_read(int rootfd, int pid, int ppid, int depth, sop_child *c, sop
     return true;
 }
 
-/* Breadth-first walk from pid: q ends holding pid (index 0) and its descendants. */
-static int walk(int proc_root_fd, int pid, node_list *q, sop_missing *missing)
+/* The target's children as its census read them (each thread's children file, in order), so
+ * that the walk does not read those files again; ok: the files were there. */
+typedef struct {
+    int pids[QUEUE_MAX];
+    size_t n;
+    bool ok;
+} root_kids;
+
+/* Breadth-first walk from pid: q ends holding pid (index 0) and its descendants. rk (may be
+ * NULL): pid's own children, read already. */
+static int walk(int proc_root_fd, int pid, node_list *q, sop_missing *missing, const root_kids *rk)
 {
     if (push(q, pid, 0, 0) != 0)
         return -ENOMEM;
@@ -206,6 +215,12 @@ static int walk(int proc_root_fd, int pid, node_list *q, sop_missing *missing)
         node cur = q->v[head];
         if (cur.depth >= CHILDREN_DEPTH_MAX)
             continue;
+        if (head == 0 && rk && rk->ok) {
+            for (size_t i = 0; i < rk->n && q->n < QUEUE_MAX; i++)
+                if (!has_pid(q, rk->pids[i]) && push(q, rk->pids[i], pid, 1) != 0)
+                    return -ENOMEM;
+            continue;
+        }
         int e = expand(proc_root_fd, cur.pid, cur.depth + 1, q, pid);
         if (e == -ENOENT) { /* no children files on this kernel */
             q->n = 1;
@@ -228,7 +243,7 @@ long sop__descendants(int proc_root_fd, int pid, int *pids, int *ppids, size_t c
                       sop_missing *missing)
 {
     node_list q = {0};
-    int rc = walk(proc_root_fd, pid, &q, missing);
+    int rc = walk(proc_root_fd, pid, &q, missing, NULL);
     if (rc < 0 && q.n <= 1) {
         free(q.v);
         return rc;
@@ -243,8 +258,9 @@ long sop__descendants(int proc_root_fd, int pid, int *pids, int *ppids, size_t c
 }
 
 /* Every child of pid (any thread's children file) and the zombies among them, whatever their
- * number (a zombie flood outgrows the bounded walk): out->direct, out->zombies. */
-static void census(int rootfd, int pid, sop_child_list *out)
+ * number (a zombie flood outgrows the bounded walk): out->direct, out->zombies; the first of
+ * them (as many as the walk keeps) into rk. */
+static void census(int rootfd, int pid, sop_child_list *out, root_kids *rk)
 {
     char path[64], buf[512];
     snprintf(path, sizeof path, "%d/task", pid);
@@ -266,6 +282,11 @@ static void census(int rootfd, int pid, sop_child_list *out)
             if (end == p)
                 break;
             direct++;
+            bool seen = c <= 0 || c > INT32_MAX || c == pid;
+            for (size_t k = 0; k < rk->n && !seen; k++)
+                seen = rk->pids[k] == c;
+            if (!seen && rk->n < QUEUE_MAX)
+                rk->pids[rk->n++] = (int)c;
             snprintf(path, sizeof path, "%ld/stat", c);
             long n = sop__read_small_at(rootfd, path, buf, sizeof buf);
             const char *rp = n > 0 ? strrchr(buf, ')') : NULL;
@@ -278,6 +299,7 @@ static void census(int rootfd, int pid, sop_child_list *out)
         out->direct = direct;
         out->zombies = zombies;
     }
+    rk->ok = ok;
 }
 
 int sop__children_collect(int proc_root_fd, int pid, sop_child_list *out, sop_missing *missing)
@@ -286,9 +308,10 @@ int sop__children_collect(int proc_root_fd, int pid, sop_child_list *out, sop_mi
     out->n = 0;
     out->direct = out->zombies = out->zombies_start = SOP_NA;
     out->zombies_growth_per_s = NAN;
-    census(proc_root_fd, pid, out);
+    root_kids rk = {.n = 0, .ok = false};
+    census(proc_root_fd, pid, out, &rk);
     node_list q = {0};
-    int rc = walk(proc_root_fd, pid, &q, missing);
+    int rc = walk(proc_root_fd, pid, &q, missing, &rk);
     if (rc == -ENOMEM) {
         free(q.v);
         return rc;
