@@ -22,13 +22,11 @@
 /* Don't read each thread's OS state: `active` then only says "holds the GIL"; the caller, which
  * has read task/TID/stat already, sets it from its own reading (engine/collect/collect.c). */
 #define SOP_PY_SKIP_OS_STATE 0x4u
-#define SOP_PY_SKIP_FROZEN 0x8u
-#define SOP_PY_ALL_TASKS 0x10u
+#define SOP_PY_SKIP_FROZEN 0x8u /* read the GC state but do not count frozen objects */
+#define SOP_PY_ALL_TASKS 0x10u  /* also list the tasks that run no Python (py->others) */
 /* A thread whose stack could not be verified without stopping is stopped briefly
  * (PTRACE_SEIZE + PTRACE_INTERRUPT), walked, and let go; its pause is in pause_ms. */
-#define SOP_PY_EXACT                                                                               \
-    0x20u /* also list the tasks that run no Python (py->others) */ /* read the GC state but do    \
-                                                                       not count frozen objects */
+#define SOP_PY_EXACT 0x20u
 
 typedef struct {
     const char *func; /* qualified name where the version has it (owned by the sop_python) */
