@@ -46,6 +46,7 @@ typedef struct {
     double cpu_user_pct, cpu_system_pct, cpu_iowait_pct, cpu_idle_pct, cpu_steal_pct; /* window */
     /* /proc/vmstat counters */
     int64_t pswpin, pswpout, pgfault, pgmajfault;
+    int64_t oom_kill; /* OOM kills since boot (memory-cgroup ones included; Linux 4.13+), SOP_NA */
     double swap_in_per_s, swap_out_per_s, pgmajfault_per_s; /* window, pages/s */
     sop_psi psi_cpu, psi_memory, psi_io;
     sop_disk disks[SOP_DISKS_MAX];

@@ -25,7 +25,7 @@ void sop__host_init(sop_host *out)
     out->cpu_iowait = out->cpu_irq = out->cpu_softirq = out->cpu_steal = SOP_NA;
     out->cpu_user_pct = out->cpu_system_pct = out->cpu_iowait_pct = NAN;
     out->cpu_idle_pct = out->cpu_steal_pct = NAN;
-    out->pswpin = out->pswpout = out->pgfault = out->pgmajfault = SOP_NA;
+    out->pswpin = out->pswpout = out->pgfault = out->pgmajfault = out->oom_kill = SOP_NA;
     out->swap_in_per_s = out->swap_out_per_s = out->pgmajfault_per_s = NAN;
     sop_psi none = {{NAN, NAN, NAN, SOP_NA, false}, {NAN, NAN, NAN, SOP_NA, false}, false};
     out->psi_cpu = out->psi_memory = out->psi_io = none;

@@ -1,5 +1,5 @@
-/* host_vmstat.c — /proc/vmstat: swap-in/out and page fault counters ("name value" lines). A
- * pure parser and a reader taking a /proc dir fd. Depends on probes/host.h, probes/procfs.h. */
+/* host_vmstat.c — /proc/vmstat: swap-in/out, page fault and OOM kill counters ("name value" lines).
+ * A pure parser and a reader taking a /proc dir fd. Depends on probes/host.h, probes/procfs.h. */
 #include "host.h"
 
 #include <errno.h>
@@ -14,7 +14,8 @@ int sop__parse_vmstat(const char *text, sop_host *out)
     } want[] = {{"pswpin", &out->pswpin},
                 {"pswpout", &out->pswpout},
                 {"pgfault", &out->pgfault},
-                {"pgmajfault", &out->pgmajfault}};
+                {"pgmajfault", &out->pgmajfault},
+                {"oom_kill", &out->oom_kill}};
     int found = 0;
     for (const char *line = text; line && *line;) {
         const char *eol = strchr(line, '\n');

@@ -104,33 +104,11 @@ static int read_klogctl(sop_oom_list *out, double min_up)
     return 0;
 }
 
-/* /proc/vmstat's OOM kill count, or -1 when unknown. */
-static long oom_kills_since_boot(void)
-{
-    char buf[16384];
-    int fd = open("/proc/vmstat", O_RDONLY | O_CLOEXEC);
-    if (fd < 0)
-        return -1;
-    size_t n = 0;
-    for (;;) { /* /proc hands a seq file over in pieces */
-        ssize_t r = read(fd, buf + n, sizeof buf - 1 - n);
-        if (r < 0 && errno == EINTR)
-            continue;
-        if (r <= 0)
-            break;
-        n += (size_t)r;
-        if (n == sizeof buf - 1)
-            break;
-    }
-    close(fd);
-    buf[n] = '\0';
-    return sop__vmstat_oom_kills(buf);
-}
-
-int sop__kmsg_collect(sop_oom_list *out, double btime, double max_age_s, sop_missing *missing)
+int sop__kmsg_collect(sop_oom_list *out, double btime, double max_age_s, int64_t kills_since_boot,
+                      sop_missing *missing)
 {
     sop__oom_list_init(out, btime);
-    if (oom_kills_since_boot() == 0) {
+    if (kills_since_boot == 0) {
         out->read_ok = true; /* no kill since boot: no record to find */
         return 0;
     }

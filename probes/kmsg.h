@@ -51,12 +51,11 @@ void sop__kmsg_feed_line(sop_oom_list *l, const char *line, size_t len, double m
 /* End of input: a "Kill process" line never followed by its "Killed process" line (a log cut
  * short) still becomes a record. sop__parse_kmsg calls it. */
 void sop__kmsg_flush(sop_oom_list *l);
-/* The OOM kills since boot from /proc/vmstat's text ("oom_kill N", Linux 4.13+; memory
- * cgroup kills included), or -1 when the line is absent or malformed. Pure. */
-long sop__vmstat_oom_kills(const char *text);
-/* Read the kernel log (non-blocking, at most max_bytes, records newer than max_age_s). When
- * /proc/vmstat says no process was OOM-killed since boot, the log holds no record to find and
- * is not read (formatting the whole ring costs milliseconds). */
-int sop__kmsg_collect(sop_oom_list *out, double btime, double max_age_s, sop_missing *missing);
+/* Read the kernel log (non-blocking, at most max_bytes, records newer than max_age_s).
+ * kills_since_boot: /proc/vmstat's oom_kill as the host probe read it (SOP_NA or < 0 unknown);
+ * at 0 no process was OOM-killed since boot, the log holds no record to find and is not read
+ * (formatting the whole ring costs milliseconds). */
+int sop__kmsg_collect(sop_oom_list *out, double btime, double max_age_s, int64_t kills_since_boot,
+                      sop_missing *missing);
 
 #endif

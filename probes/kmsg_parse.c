@@ -2,12 +2,10 @@
  * Knows the lines of kernels 4.x-6.x: "X invoked oom-killer", "Task in A killed as a result of
  * limit of B" (4.x), "oom-kill:constraint=...,task=C,pid=N,uid=U" (4.19+), "... Kill process N
  * (C) score S or sacrifice child" (< 5.0) and "... Killed process N (C) total-vm:...kB, ...".
- * The lines of one kill are merged into one record by pid; /proc/vmstat's kill count says
- * whether there is any to look for. Depends on probes/kmsg.h. */
+ * The lines of one kill are merged into one record by pid. Depends on probes/kmsg.h. */
 #include "kmsg.h"
 
 #include <errno.h>
-#include <limits.h>
 #include <math.h>
 #include <stddef.h>
 #include <stdio.h>
@@ -309,21 +307,4 @@ int sop__parse_kmsg(const char *text, sop_oom_list *out, double btime)
     sop__kmsg_flush(out);
     out->read_ok = true;
     return 0;
-}
-
-long sop__vmstat_oom_kills(const char *text)
-{
-    for (const char *p = text; p && *p;) {
-        if (strncmp(p, "oom_kill ", 9) == 0) {
-            char *end;
-            errno = 0;
-            long long v = strtoll(p + 9, &end, 10);
-            if (errno || end == p + 9 || v < 0 || (*end != '\n' && *end != '\0'))
-                return -1;
-            return v > LONG_MAX ? LONG_MAX : (long)v;
-        }
-        p = strchr(p, '\n');
-        p = p ? p + 1 : NULL;
-    }
-    return -1;
 }

@@ -263,7 +263,7 @@ static int post_mortem(int pid, bool zombie, sop_collection *c, char *err, size_
 {
     sop__host_collect(&c->host, &c->missing);
     /* the boot time the process start times use (see collect_target.c's kmsg_finish) */
-    sop__kmsg_collect(&c->ooms, sop__proc_btime_s(), KMSG_MAX_AGE_S, &c->missing);
+    sop__kmsg_collect(&c->ooms, sop__proc_btime_s(), KMSG_MAX_AGE_S, c->host.oom_kill, &c->missing);
     for (size_t i = 0; i < c->ooms.n; i++)
         if (c->ooms.items[i].pid == pid)
             return 0;

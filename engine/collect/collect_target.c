@@ -265,7 +265,8 @@ static void kmsg_finish(sop_collect_ctx *cx, void *p)
     /* the boot time the process start times use (fractional, probes/proc_collect.c; /proc/stat's
      * btime when the clocks disagree): the whole-second btime alone put a kill up to 1 s before a
      * process that started before it */
-    sop__kmsg_collect(&cx->c->ooms, sop__proc_btime_s(), KMSG_MAX_AGE_S, &cx->c->missing);
+    sop__kmsg_collect(&cx->c->ooms, sop__proc_btime_s(), KMSG_MAX_AGE_S, cx->c->host.oom_kill,
+                      &cx->c->missing);
 }
 
 const sop_provider sop__provider_kmsg = {

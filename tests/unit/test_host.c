@@ -96,6 +96,7 @@ static void test_vmstat(void)
     CHECK_EQ_I(h.pswpout, 0);
     CHECK_EQ_I(h.pgfault, 671093753);
     CHECK_EQ_I(h.pgmajfault, 62028);
+    CHECK_EQ_I(h.oom_kill, SOP_NA); /* this capture has no oom_kill line */
     free(t);
     sop__host_init(&h);
     CHECK_EQ_I(sop__parse_vmstat("pgfaultx 5\npgfault_x 6\nnr_free_pages 1\n", &h), -EINVAL);
@@ -103,6 +104,10 @@ static void test_vmstat(void)
     CHECK_EQ_I(sop__parse_vmstat("pgmajfault 7\npgfault 9", &h), 0);
     CHECK_EQ_I(h.pgmajfault, 7);
     CHECK_EQ_I(h.pgfault, SOP_NA);
+    CHECK_EQ_I(h.oom_kill, SOP_NA); /* before Linux 4.13: no line, so unknown (the log is read) */
+    sop__host_init(&h);
+    CHECK_EQ_I(sop__parse_vmstat("xoom_kill 5\noom_kill 0\n", &h), 0);
+    CHECK_EQ_I(h.oom_kill, 0);
 }
 
 static void test_host_stat(void)
