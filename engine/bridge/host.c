@@ -98,7 +98,8 @@ const sop_evk sop__evk_host[] = {
     SOP_EVK_I("numa.nodes[].mem_free_kb", sop_numa_node, mem_free_kb, "kB", "node<N>/meminfo"),
     H("oom_kills", SOP_EVK_ARR, "",
       "the kernel log's OOM kills, newest last; present only when the kernel log was read: "
-      "[] = no kill seen"),
+      "[] = no kill seen (also when /proc/vmstat counts no OOM kill since boot: the log is "
+      "then not read)"),
     SOP_EVK_W("oom_kills[].pid", SOP_EVK_INT, w_oom_pid, "", "the victim"),
     SOP_EVK_T("oom_kills[].comm", sop_oom, comm, "the victim's comm"),
     SOP_EVK_I("oom_kills[].anon_rss_kb", sop_oom, anon_rss_kb, "kB", "anon-rss at the kill"),
