@@ -282,11 +282,13 @@ static void census(int rootfd, int pid, sop_child_list *out, root_kids *rk)
             if (end == p)
                 break;
             direct++;
-            bool seen = c <= 0 || c > INT32_MAX || c == pid;
-            for (size_t k = 0; k < rk->n && !seen; k++)
-                seen = rk->pids[k] == c;
-            if (!seen && rk->n < QUEUE_MAX)
-                rk->pids[rk->n++] = (int)c;
+            if (rk->n < QUEUE_MAX && c > 0 && c <= INT32_MAX && c != pid) { /* the walk's share */
+                bool seen = false;
+                for (size_t k = 0; k < rk->n && !seen; k++)
+                    seen = rk->pids[k] == c;
+                if (!seen)
+                    rk->pids[rk->n++] = (int)c;
+            }
             snprintf(path, sizeof path, "%ld/stat", c);
             long n = sop__read_small_at(rootfd, path, buf, sizeof buf);
             const char *rp = n > 0 ? strrchr(buf, ')') : NULL;
