@@ -52,6 +52,10 @@ int cli_exit_for(int sop_err);
 int cli_parse_duration(const char *s, double *out);
 /* Parse a sampling rate in Hz (0..10000); 0 or -1. */
 int cli_parse_rate(const char *s, double *out);
+/* --set KEY=VALUE: arg appended to sets (*n of them, at most CLI_MAX_SETS; checked when the
+ * rules load, cli_load_rules); EXIT_CLEAN, or EXIT_USAGE after saying why. */
+#define CLI_MAX_SETS 64
+int cli_push_set(char **sets, int *n, char *arg);
 /* --lang: "en" or "zh" into *out; EXIT_CLEAN, or EXIT_USAGE after saying why. */
 int cli_parse_lang(const char *s, const char **out);
 /* --every: seconds in (0, 86400] into *out; EXIT_CLEAN, or EXIT_USAGE after saying why. */

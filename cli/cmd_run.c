@@ -13,7 +13,6 @@
 #include "rank_discovery.h"
 #include "sop.h"
 
-#define MAX_SETS 64
 #define EVIDENCE_MAX (64u << 20)
 
 int cli_load_rules(sop_engine *e, const char *rules, const char *site, int no_site, char **sets,
@@ -52,7 +51,7 @@ typedef struct {
     bool fmt_auto, all;
     cli_color color;
     sop_collect_opts co;
-    char *sets[MAX_SETS];
+    char *sets[CLI_MAX_SETS];
     int nsets;
 } run_args;
 
@@ -108,12 +107,7 @@ static int run_option(run_args *a, int c, char **argv)
     case 'l':
         return cli_parse_lang(optarg, &a->lang);
     case 's':
-        if (a->nsets == MAX_SETS) {
-            fprintf(stderr, "sopctl: too many --set options (at most %d)\n", MAX_SETS);
-            return EXIT_USAGE;
-        }
-        a->sets[a->nsets++] = optarg;
-        return EXIT_CLEAN;
+        return cli_push_set(a->sets, &a->nsets, optarg);
     case 'H':
         a->co.probes |= SOP_PROBE_HEAP;
         return EXIT_CLEAN;

@@ -466,7 +466,7 @@ typedef struct {
     double every_s;
     const char *listen[MAX_LISTEN], *site, *rules;
     int nlisten, no_site, nsets;
-    char *sets[MAX_SETS];
+    char *sets[CLI_MAX_SETS];
     sop_collect_opts co;
 } watch_args;
 
@@ -523,12 +523,7 @@ static int watch_option(watch_ctx *c, watch_args *a, int opt, char **argv)
     case 'l':
         return cli_parse_lang(optarg, &c->lang);
     case 's':
-        if (a->nsets == MAX_SETS) {
-            fprintf(stderr, "sopctl: too many --set options (at most %d)\n", MAX_SETS);
-            return EXIT_USAGE;
-        }
-        a->sets[a->nsets++] = optarg;
-        return EXIT_CLEAN;
+        return cli_push_set(a->sets, &a->nsets, optarg);
     case 'S':
         a->site = optarg;
         return EXIT_CLEAN;

@@ -65,6 +65,16 @@ static int plain_decimal(const char *s)
     return digits && s[digits] == '\0';
 }
 
+int cli_push_set(char **sets, int *n, char *arg)
+{
+    if (*n == CLI_MAX_SETS) {
+        fprintf(stderr, "sopctl: too many --set options (at most %d)\n", CLI_MAX_SETS);
+        return EXIT_USAGE;
+    }
+    sets[(*n)++] = arg;
+    return EXIT_CLEAN;
+}
+
 int cli_parse_lang(const char *s, const char **out)
 {
     if (strcmp(s, "en") != 0 && strcmp(s, "zh") != 0) {

@@ -10,7 +10,6 @@
 
 #include "sop.h"
 
-#define MAX_SETS 64
 #define MAX_KEEP 10000
 #define MAX_HOOK_ARGS 64
 #define MAX_PROBLEMS 256
