@@ -1,9 +1,11 @@
 /* cmd_dump.c — `sopctl dump --pid N [--json] [--native] [--exact] [--tasks]`: the Python stacks of
- * a process, through sop_dump (include/sop.h). Exit 0 ok, 2 usage, 3 target missing / unreadable /
- * not CPython. */
+ * a process, through sop_dump_write (include/sop.h). Exit 0 ok, 2 usage, 3 target missing /
+ * unreadable / not CPython. */
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "cli.h"
 #include "sop.h"
@@ -57,16 +59,15 @@ int cmd_dump(int argc, char **argv)
     }
     if (pid <= 0)
         return usage();
-    char *out = NULL;
-    int rc = sop_dump(NULL, pid, flags, json ? SOP_FORMAT_JSON : SOP_FORMAT_TEXT, &out);
-    if (out) {
-        fputs(out, stdout);
-        if (out[0] && out[strlen(out) - 1] != '\n')
-            fputc('\n', stdout);
-    }
-    sop_free(out);
+    fflush(stdout);
+    int rc =
+        sop_dump_write(NULL, pid, flags, json ? SOP_FORMAT_JSON : SOP_FORMAT_TEXT, STDOUT_FILENO);
     if (rc == SOP_OK)
         return EXIT_CLEAN;
+    if (rc == SOP_EWRITE) { /* a full disk, a closed pipe: as sopctl.c says for every command */
+        fprintf(stderr, "sopctl: error writing to stdout: %s\n", strerror(errno ? errno : EIO));
+        return EXIT_USAGE;
+    }
     /* Gone, unreadable, not CPython — and any other failure to read it — are all "the
      * target could not be dumped" (exit 3); the document above, if any, says what is missing. */
     fprintf(stderr, "sopctl dump: %s\n", sop_strerror(rc));

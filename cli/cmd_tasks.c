@@ -1,6 +1,7 @@
 /* cmd_tasks.c — `sopctl tasks --pid N [--json] [--tree]`: every asyncio task of a process, its
  * state and await chain, through sop_tasks (include/sop.h). Exit 0 ok (a partial read too: it
  * says so), 2 usage, 3 target missing / unreadable / not CPython. */
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -38,6 +39,10 @@ int cmd_tasks(int argc, char **argv)
         sop_tasks_write(NULL, pid, flags, json ? SOP_FORMAT_JSON : SOP_FORMAT_TEXT, STDOUT_FILENO);
     if (rc == SOP_OK)
         return EXIT_CLEAN;
+    if (rc == SOP_EWRITE) { /* a full disk, a closed pipe: as sopctl.c says for every command */
+        fprintf(stderr, "sopctl: error writing to stdout: %s\n", strerror(errno ? errno : EIO));
+        return EXIT_USAGE;
+    }
     fprintf(stderr, "sopctl tasks: %s\n", sop_strerror(rc));
     return rc == SOP_EINVAL ? EXIT_USAGE : EXIT_TARGET;
 }

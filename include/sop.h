@@ -51,7 +51,8 @@ extern "C" {
     X(ENORULES, -9, "no rules loaded")                                                             \
     X(ENOTPYTHON, -10, "not a CPython process")                                                    \
     X(EINTERNAL, -11, "internal error")                                                            \
-    X(EPYVERSION, -12, "a CPython whose layout this sop does not know")
+    X(EPYVERSION, -12, "a CPython whose layout this sop does not know")                            \
+    X(EWRITE, -13, "error writing the output")
 
 typedef enum {
     SOP_OK = 0,
@@ -356,6 +357,10 @@ SOP_API void sop_evidence_free(sop_evidence *ev);
  * those *out may still hold a document naming what is missing. *out is owned by the caller
  * (sop_free). */
 SOP_API int sop_dump(sop_engine *e, int pid, unsigned flags, sop_format fmt, char **out);
+/* The same written to fd as it is produced (ending in a newline): memory stays that of the read
+ * and one thread's text, however many threads. Errors as sop_dump, and SOP_EWRITE when a write
+ * to fd failed (what was written stays written). */
+SOP_API int sop_dump_write(sop_engine *e, int pid, unsigned flags, sop_format fmt, int fd);
 
 /* ---- heap census ----------------------------------------------------------------------- */
 
@@ -385,7 +390,7 @@ SOP_API int sop_heap(sop_engine *e, int pid, unsigned flags, int top, double dur
 SOP_API int sop_tasks(sop_engine *e, int pid, unsigned flags, sop_format fmt, char **out);
 /* The same written to fd as it is produced (ending in a newline), so that a process with many
  * tasks is never held as one string: memory stays that of the read and one task's text. Errors
- * as sop_tasks, and SOP_EIO when a write to fd failed (what was written stays written). */
+ * as sop_tasks, and SOP_EWRITE when a write to fd failed (what was written stays written). */
 SOP_API int sop_tasks_write(sop_engine *e, int pid, unsigned flags, sop_format fmt, int fd);
 
 /* ---- evaluation and reports ------------------------------------------------------------ */

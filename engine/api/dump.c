@@ -71,11 +71,12 @@ static bool put_threads(sop_sb *b, const sop_python *py)
     return true;
 }
 
-/* extra: the asyncio tasks document (`dump --tasks`), set as "asyncio_tasks" (taken over). */
+/* extra: the asyncio tasks document (`dump --tasks`), set as "asyncio_tasks" (taken over).
+ * Written into b: a buffer that streams to its sink (sop_dump_write) keeps one thread's text at
+ * a time; a plain one is sized once to hold the whole document. */
 static int render_json(const sop_python *py, const sop_missing *missing, int pid, sop_value *extra,
-                       char **out)
+                       sop_sb *b)
 {
-    *out = NULL;
     sop_value *doc = sop__v_obj();
     if (!doc) {
         sop__v_free(extra);
@@ -99,29 +100,25 @@ static int render_json(const sop_python *py, const sop_missing *missing, int pid
     if (extra)
         sop__v_set(doc, "asyncio_tasks", extra);
     /* As sop__json_print(doc, 0) would write it, "threads" streamed (put_threads). */
-    sop_sb b = {0};
-    size_t cap = json_size_guess(py);
-    b.s = malloc(cap);
-    b.cap = b.s ? cap : 0;
+    if (!b->sink && !b->s) {
+        size_t cap = json_size_guess(py);
+        b->s = malloc(cap);
+        b->cap = b->s ? cap : 0;
+    }
     bool ok = !py || threads;
-    sop__sb_putn(&b, "{", 1);
+    sop__sb_putn(b, "{", 1);
     for (const sop_value *c = doc->child; c && ok; c = c->next) {
-        sop__json_put_key(&b, c->key, 0, 0);
+        sop__json_put_key(b, c->key, 0, 0);
         if (c == threads)
-            ok = put_threads(&b, py);
+            ok = put_threads(b, py);
         else
-            sop__json_put(&b, c, 1, 0);
+            sop__json_put(b, c, 1, 0);
         if (c->next)
-            sop__sb_putn(&b, ",", 1);
+            sop__sb_putn(b, ",", 1);
     }
-    sop__sb_putn(&b, "}", 1);
+    sop__sb_putn(b, "}", 1);
     sop__v_free(doc);
-    *out = sop__sb_take(&b);
-    if (*out && !ok) {
-        free(*out);
-        *out = NULL;
-    }
-    return *out ? 0 : SOP_ENOMEM;
+    return ok && !b->oom ? 0 : SOP_ENOMEM;
 }
 
 /* "GC: enabled, collecting now, counts 12/3/1 (thresholds 700/10/10)", like pystack's
@@ -209,61 +206,71 @@ static void render_thread(sop_sb *b, const sop_pythread *t)
     }
 }
 
-int sop__dump_render(const sop_python *py, const sop_missing *missing, int pid, const char *cmdline,
-                     int json, char **out)
+static int render_text(const sop_python *py, const sop_missing *missing, int pid,
+                       const char *cmdline, sop_sb *b)
 {
-    *out = NULL;
-    if (json)
-        return render_json(py, missing, pid, NULL, out);
-    sop_sb b = {0};
-    sop__sb_printf(&b, "Process %d: ", pid);
-    sop__esc_text(&b, cmdline ? cmdline : "");
-    sop__sb_puts(&b, "\n");
+    sop__sb_printf(b, "Process %d: ", pid);
+    sop__esc_text(b, cmdline ? cmdline : "");
+    sop__sb_puts(b, "\n");
     if (py) {
-        sop__sb_puts(&b, "Python v");
-        sop__esc_text(&b, py->version);
-        sop__sb_puts(&b, " (");
-        sop__esc_text(&b, py->executable);
-        sop__sb_puts(&b, ")\n");
-        render_gc(&b, py);
+        sop__sb_puts(b, "Python v");
+        sop__esc_text(b, py->version);
+        sop__sb_puts(b, " (");
+        sop__esc_text(b, py->executable);
+        sop__sb_puts(b, ")\n");
+        render_gc(b, py);
         if (py->finalizing)
-            sop__sb_printf(&b, "Interpreter finalizing (shutting down)\n");
+            sop__sb_printf(b, "Interpreter finalizing (shutting down)\n");
         if (py->threads_partial)
-            sop__sb_printf(&b, "Partial stacks: %ld of %zu threads (%ld re-reads)\n",
+            sop__sb_printf(b, "Partial stacks: %ld of %zu threads (%ld re-reads)\n",
                            py->threads_partial, py->nthreads, py->walk_retries);
         for (size_t i = 0; i < py->nthreads; i++) {
-            sop__sb_puts(&b, "\n");
-            render_thread(&b, &py->threads[i]);
+            sop__sb_puts(b, "\n");
+            render_thread(b, &py->threads[i]);
         }
         for (size_t i = 0; i < py->nothers; i++) {
             const sop_ostask *o = &py->others[i];
-            sop__sb_printf(&b, "\nThread [tid %d] (%s, no Python): \"", o->tid,
+            sop__sb_printf(b, "\nThread [tid %d] (%s, no Python): \"", o->tid,
                            o->os_state == 'R' ? "active" : "idle");
-            sop__esc_text(&b, o->name);
-            sop__sb_printf(&b, "\" state %c\n", o->os_state);
+            sop__esc_text(b, o->name);
+            sop__sb_printf(b, "\" state %c\n", o->os_state);
             for (size_t k = 0; k < o->nnative; k++) {
-                sop__sb_puts(&b, "    ");
-                sop__esc_text(&b, o->native[k].func);
-                sop__sb_puts(&b, " (");
-                sop__esc_text(&b, o->native[k].lib);
-                sop__sb_puts(&b, ")\n");
+                sop__sb_puts(b, "    ");
+                sop__esc_text(b, o->native[k].func);
+                sop__sb_puts(b, " (");
+                sop__esc_text(b, o->native[k].lib);
+                sop__sb_puts(b, ")\n");
             }
             if (o->native_error[0]) {
-                sop__sb_puts(&b, "    [native: ");
-                sop__esc_text(&b, o->native_error);
-                sop__sb_puts(&b, "]\n");
+                sop__sb_puts(b, "    [native: ");
+                sop__esc_text(b, o->native_error);
+                sop__sb_puts(b, "]\n");
             }
         }
     }
     for (size_t i = 0; missing && i < missing->n; i++) {
-        sop__sb_printf(&b, "%smissing ", i == 0 ? "\n" : "");
-        sop__esc_text(&b, missing->items[i].probe);
-        sop__sb_puts(&b, ": ");
-        sop__esc_text(&b, missing->items[i].reason);
-        sop__sb_puts(&b, "\n");
+        sop__sb_printf(b, "%smissing ", i == 0 ? "\n" : "");
+        sop__esc_text(b, missing->items[i].probe);
+        sop__sb_puts(b, ": ");
+        sop__esc_text(b, missing->items[i].reason);
+        sop__sb_puts(b, "\n");
     }
+    return b->oom ? SOP_ENOMEM : 0;
+}
+
+int sop__dump_render(const sop_python *py, const sop_missing *missing, int pid, const char *cmdline,
+                     int json, char **out)
+{
+    sop_sb b = {0};
+    int rc =
+        json ? render_json(py, missing, pid, NULL, &b) : render_text(py, missing, pid, cmdline, &b);
     *out = sop__sb_take(&b);
-    return *out ? 0 : SOP_ENOMEM;
+    if (rc != 0 || !*out) {
+        free(*out);
+        *out = NULL;
+        return SOP_ENOMEM;
+    }
+    return 0;
 }
 
 static void read_cmdline(int pid, char *buf, size_t cap)
@@ -303,84 +310,118 @@ static int is_kernel_thread(int pid)
     return (flags & 0x00200000UL) != 0; /* PF_KTHREAD */
 }
 
-int sop_dump(sop_engine *e, int pid, unsigned flags, sop_format fmt, char **out)
+/* The stacks of pid read (py, missing and the return's SOP_* code filled). */
+static int dump_read(int pid, unsigned flags, sop_python **py, sop_missing *missing)
 {
-    (void)e; /* the lead wires the last-error detail */
-    if (!out || pid <= 0)
-        return SOP_EINVAL;
-    *out = NULL;
-    sop_missing missing = {0};
-    sop_python *py = NULL;
-    char cmdline[4096];
-    read_cmdline(pid, cmdline, sizeof cmdline);
     /* The GC state (enabled, collecting, counts), but not the frozen count (a list walk). */
     unsigned pyflags = SOP_PY_SKIP_FROZEN | SOP_PY_ALL_TASKS |
                        ((flags & SOP_DUMP_NATIVE) ? SOP_PY_NATIVE : 0) |
                        ((flags & SOP_DUMP_EXACT) ? SOP_PY_EXACT : 0);
     int r;
     if (is_kernel_thread(pid)) {
-        sop__missing_add(&missing, "python", "pid %d is a kernel thread (no user space)", pid);
+        sop__missing_add(missing, "python", "pid %d is a kernel thread (no user space)", pid);
         r = -ENOEXEC;
     } else {
-        r = sop__python_collect(pid, "/proc", pyflags, &py, &missing);
+        r = sop__python_collect(pid, "/proc", pyflags, py, missing);
     }
-    int rc;
     switch (r) {
     case 0:
-        rc = SOP_OK;
-        break;
+        return SOP_OK;
     case -ENOEXEC:
-        rc = SOP_ENOTPYTHON;
-        break;
+        return SOP_ENOTPYTHON;
     case -ENOTSUP: /* CPython, but a version or build this sop cannot read (missing says) */
-        rc = SOP_EPYVERSION;
-        break;
+        return SOP_EPYVERSION;
     case -ESRCH:
     case -ENOENT:
-        rc = SOP_ENOTARGET;
-        break;
+        return SOP_ENOTARGET;
     case -EPERM:
     case -EACCES:
-        rc = SOP_EACCES;
-        break;
+        return SOP_EACCES;
     case -ENOMEM:
-        rc = SOP_ENOMEM;
-        break;
+        return SOP_ENOMEM;
     default:
-        rc = SOP_EIO;
-        break;
+        return SOP_EIO;
     }
-    int rr;
-    if ((flags & SOP_DUMP_PYSPY) && fmt == SOP_FORMAT_JSON && rc == SOP_OK) {
-        rr = sop__dump_pyspy_json(py, pid, out); /* py-spy's document (dump_pyspy.c) */
+}
+
+/* `dump --tasks` as text: the asyncio tasks' listing after the stacks, its "Process N:" line
+ * dropped. */
+static void append_tasks_text(const sop_pytasks *t, const sop_missing *tmiss, int pid,
+                              const char *cmdline, sop_sb *b)
+{
+    char *tt = sop__tasks_text(t, tmiss, pid, cmdline, false);
+    const char *body = tt ? strchr(tt, '\n') : NULL;
+    if (body) {
+        sop__sb_puts(b, "\nasyncio tasks\n");
+        sop__sb_puts(b, body + 1);
+    }
+    free(tt);
+}
+
+/* Read pid and write the document into b; the SOP_* code of the read, else of the writing. */
+static int dump_into(int pid, unsigned flags, sop_format fmt, sop_sb *b)
+{
+    sop_missing missing = {0};
+    sop_python *py = NULL;
+    char cmdline[4096];
+    read_cmdline(pid, cmdline, sizeof cmdline);
+    int rc = dump_read(pid, flags, &py, &missing);
+    int json = fmt == SOP_FORMAT_JSON, rr;
+    if ((flags & SOP_DUMP_PYSPY) && json && rc == SOP_OK) {
+        char *doc = NULL; /* py-spy's document (dump_pyspy.c) */
+        rr = sop__dump_pyspy_json(py, pid, &doc);
+        if (doc)
+            sop__sb_puts(b, doc);
+        free(doc);
     } else if (!(flags & SOP_DUMP_TASKS) || rc != SOP_OK) {
-        rr = sop__dump_render(py, &missing, pid, cmdline, fmt == SOP_FORMAT_JSON, out);
+        rr = json ? render_json(py, &missing, pid, NULL, b)
+                  : render_text(py, &missing, pid, cmdline, b);
     } else {
         /* `dump --tasks`: the asyncio tasks read right after the stacks, appended */
         sop_missing tmiss = {0};
         sop_pytasks *t = NULL;
         (void)sop__tasks_read(pid, "/proc", &t, &tmiss);
-        if (fmt == SOP_FORMAT_JSON) {
-            rr = render_json(py, &missing, pid, sop__tasks_value(t, &tmiss, pid, false), out);
+        if (json) {
+            rr = render_json(py, &missing, pid, sop__tasks_value(t, &tmiss, pid, false), b);
         } else {
-            rr = sop__dump_render(py, &missing, pid, cmdline, 0, out);
-            char *tt = rr == 0 ? sop__tasks_text(t, &tmiss, pid, cmdline, false) : NULL;
-            const char *body = tt ? strchr(tt, '\n') : NULL; /* its "Process N:" line dropped */
-            size_t n1 = *out ? strlen(*out) : 0, n2 = body ? strlen(body + 1) : 0;
-            char *both = body && *out ? malloc(n1 + n2 + 16) : NULL;
-            if (both) {
-                memcpy(both, *out, n1);
-                memcpy(both + n1, "\nasyncio tasks\n", 15);
-                memcpy(both + n1 + 15, body + 1, n2 + 1);
-                free(*out);
-                *out = both;
-            }
-            free(tt);
+            rr = render_text(py, &missing, pid, cmdline, b);
+            if (rr == 0)
+                append_tasks_text(t, &tmiss, pid, cmdline, b);
         }
         sop__tasks_free(t);
         sop__missing_free(&tmiss);
     }
     sop__python_free(py);
     sop__missing_free(&missing);
+    if (rr != 0)
+        b->oom = true; /* no document rather than half of one (what a sink wrote stays) */
     return rc ? rc : rr;
+}
+
+int sop_dump(sop_engine *e, int pid, unsigned flags, sop_format fmt, char **out)
+{
+    (void)e; /* the lead wires the last-error detail */
+    if (!out || pid <= 0)
+        return SOP_EINVAL;
+    sop_sb b = {0};
+    int rc = dump_into(pid, flags, fmt, &b);
+    *out = sop__sb_take(&b);
+    if (!*out && rc == SOP_OK)
+        rc = SOP_ENOMEM;
+    return rc;
+}
+
+int sop_dump_write(sop_engine *e, int pid, unsigned flags, sop_format fmt, int fd)
+{
+    (void)e;
+    if (fd < 0 || pid <= 0)
+        return SOP_EINVAL;
+    sop_sb b = {.sink = sop__sb_write_fd, .sink_ctx = &fd};
+    int rc = dump_into(pid, flags, fmt, &b);
+    if (b.len && b.s[b.len - 1] != '\n')
+        sop__sb_putn(&b, "\n", 1);
+    if (sop__sb_flush(&b) < 0 && rc == SOP_OK)
+        rc = b.s ? SOP_EWRITE : SOP_ENOMEM;
+    free(b.s);
+    return rc;
 }

@@ -597,33 +597,18 @@ int sop_tasks(sop_engine *e, int pid, unsigned flags, sop_format fmt, char **out
     return rc;
 }
 
-static int write_fd(void *ctx, const char *s, size_t n)
-{
-    int fd = *(const int *)ctx;
-    while (n > 0) {
-        ssize_t w = write(fd, s, n);
-        if (w < 0 && errno == EINTR)
-            continue;
-        if (w <= 0)
-            return -1;
-        s += w;
-        n -= (size_t)w;
-    }
-    return 0;
-}
-
 int sop_tasks_write(sop_engine *e, int pid, unsigned flags, sop_format fmt, int fd)
 {
     (void)e;
     if (fd < 0 || pid <= 0)
         return SOP_EINVAL;
-    sop_sb b = {.sink = write_fd, .sink_ctx = &fd};
+    sop_sb b = {.sink = sop__sb_write_fd, .sink_ctx = &fd};
     int rc = tasks_render(pid, flags, fmt, &b);
     bool nl = b.len ? b.s[b.len - 1] == '\n' : false;
     if (b.len && !nl)
         sop__sb_putn(&b, "\n", 1);
     if (sop__sb_flush(&b) < 0 && rc == SOP_OK)
-        rc = b.s ? SOP_EIO : SOP_ENOMEM;
+        rc = b.s ? SOP_EWRITE : SOP_ENOMEM;
     free(b.s);
     return rc;
 }

@@ -1,10 +1,12 @@
 /* strbuf.c — growable string (the escapers that write into it are escape.c). Depends on libc. */
 #include "strbuf.h"
 
+#include <errno.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 static bool grow(sop_sb *b, size_t extra)
 {
@@ -12,7 +14,9 @@ static bool grow(sop_sb *b, size_t extra)
         return false;
     if (b->len + extra + 1 <= b->cap)
         return true;
-    size_t cap = b->cap ? b->cap : 256;
+    /* A streaming buffer starts at twice its chunk: no copies as it fills, and the pages it
+     * never writes are never touched. */
+    size_t cap = b->cap ? b->cap : b->sink ? 2 * SOP_SB_CHUNK : 256;
     while (cap < b->len + extra + 1)
         cap *= 2;
     char *n = realloc(b->s, cap);
@@ -36,6 +40,21 @@ int sop__sb_flush(sop_sb *b)
         b->s[0] = '\0';
     }
     return b->oom ? -1 : 0;
+}
+
+int sop__sb_write_fd(void *ctx, const char *s, size_t n)
+{
+    int fd = *(const int *)ctx;
+    while (n > 0) {
+        ssize_t w = write(fd, s, n);
+        if (w < 0 && errno == EINTR)
+            continue;
+        if (w <= 0)
+            return -1;
+        s += w;
+        n -= (size_t)w;
+    }
+    return 0;
 }
 
 void sop__sb_putn(sop_sb *b, const char *s, size_t n)

@@ -19,7 +19,8 @@ typedef struct {
     void *sink_ctx;
 } sop_sb;
 
-#define SOP_SB_CHUNK (64u << 10)
+/* Small enough that a streamed output touches a few pages of memory however long it is. */
+#define SOP_SB_CHUNK (16u << 10)
 
 void sop__sb_putn(sop_sb *b, const char *s, size_t n);
 void sop__sb_puts(sop_sb *b, const char *s);
@@ -29,5 +30,7 @@ char *sop__sb_take(sop_sb *b);
 /* Streaming: hand what is held to the sink now. 0, or -1 when the sink failed or memory ran out
  * (b->oom). */
 int sop__sb_flush(sop_sb *b);
+/* A sink writing to the file descriptor at *(int *)ctx, whole (EINTR retried); -1 on error. */
+int sop__sb_write_fd(void *ctx, const char *s, size_t n);
 
 #endif

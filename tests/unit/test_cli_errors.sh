@@ -40,7 +40,16 @@ if [ -w /dev/full ]; then
   if timeout 60 "$SOPCTL" dump --pid "$py" >/dev/null 2>&1; then
     timeout 60 "$SOPCTL" dump --pid "$py" >/dev/full 2>"$tmp/err"
     rc=$?
-    [ "$rc" = 2 ] && ok "dump >/dev/full: exit 2" || bad "dump >/dev/full: exit $rc"
+    [ "$rc" = 2 ] && grep -q "writ" "$tmp/err" && ok "dump >/dev/full: exit 2 with a message" \
+      || bad "dump >/dev/full: exit $rc, stderr '$(head -c 200 "$tmp/err")'"
+    timeout 60 "$SOPCTL" dump --pid "$py" --json >/dev/full 2>"$tmp/err"
+    rc=$?
+    [ "$rc" = 2 ] && grep -q "writ" "$tmp/err" && ok "dump --json >/dev/full: exit 2 with a message" \
+      || bad "dump --json >/dev/full: exit $rc, stderr '$(head -c 200 "$tmp/err")'"
+    timeout 60 "$SOPCTL" tasks --pid "$py" >/dev/full 2>"$tmp/err"
+    rc=$?
+    [ "$rc" = 2 ] && grep -q "writ" "$tmp/err" && ok "tasks >/dev/full: exit 2 with a message" \
+      || bad "tasks >/dev/full: exit $rc, stderr '$(head -c 200 "$tmp/err")'"
     timeout 60 "$SOPCTL" evidence --pid "$py" --duration 0 -o /dev/full 2>"$tmp/err"
     rc=$?
     [ "$rc" = 2 ] && ok "evidence -o /dev/full: exit 2" || bad "evidence -o /dev/full: exit $rc"
