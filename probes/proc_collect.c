@@ -105,6 +105,14 @@ static int small(int dirfd, const char *file, char *buf, size_t cap, long *len)
 
 int sop__proc_collect(int proc_dirfd, int pid, sop_proc *out, sop_missing *missing)
 {
+    return sop__proc_collect_maps(proc_dirfd, pid, out, NULL, missing);
+}
+
+int sop__proc_collect_maps(int proc_dirfd, int pid, sop_proc *out, char **maps,
+                           sop_missing *missing)
+{
+    if (maps)
+        *maps = NULL;
     proc_init(out, pid);
     char buf[8192];
     long len = 0;
@@ -209,7 +217,10 @@ int sop__proc_collect(int proc_dirfd, int pid, sop_proc *out, sop_missing *missi
         sop__parse_malloc_heaps(big, &out->heaps);
     if (rc == 0 && sop__parse_mapped(big, &out->mapped) == 0)
         out->have_mapped = true;
-    free(big);
+    if (maps && rc == 0)
+        *maps = big; /* handed over */
+    else
+        free(big);
     big = NULL;
     if (out->have_mapped && sop__mapped_big_kb(&out->mapped) >= SMAPS_TRIGGER_KB) {
         int rs = sop__read_file_at(proc_dirfd, "smaps", SMAPS_MAX_BYTES, &big, &blen);

@@ -139,16 +139,20 @@ static void read_comm(int dirfd, const char *path, char *out, size_t cap)
     out[len] = '\0';
 }
 
-static void read_final(int pfd, sop_tree_proc *p)
+/* maps: the process's maps text when the caller has it (the target's, from the collection's
+ * snapshot), else NULL: read here. */
+static void read_final(int pfd, sop_tree_proc *p, const char *maps)
 {
     char buf[1024];
     long n = sop__read_small_at(pfd, "cmdline", buf, sizeof buf);
     if (n >= 0)
         sop__parse_cmdline(buf, (size_t)n, p->cmdline, sizeof p->cmdline);
-    char *maps = NULL;
+    char *own = NULL;
     size_t len = 0;
     p->nlibs = 0;
-    if (sop__read_file_at(pfd, "maps", SOP_MAPS_MAX_BYTES, &maps, &len) == 0) {
+    if ((maps && *maps) || sop__read_file_at(pfd, "maps", SOP_MAPS_MAX_BYTES, &own, &len) == 0) {
+        if (!maps || !*maps)
+            maps = own;
         sop_libs *libs = malloc(sizeof *libs);
         if (libs && sop__parse_maps(maps, libs) == 0) {
             for (size_t i = 0; i < libs->n && p->nlibs < sizeof p->libs / sizeof p->libs[0]; i++) {
@@ -163,11 +167,11 @@ static void read_final(int pfd, sop_tree_proc *p)
         }
         free(libs);
     }
-    free(maps);
+    free(own);
 }
 
 /* One process: its threads' schedstat. Returns 0, or -ESRCH when it is gone. */
-static int poll_proc(int rootfd, int pid, int ppid, sop_tree_sched *t, bool final,
+static int poll_proc(int rootfd, int pid, int ppid, sop_tree_sched *t, bool final, const char *maps,
                      sop_missing *missing)
 {
     char path[32];
@@ -186,7 +190,7 @@ static int poll_proc(int rootfd, int pid, int ppid, sop_tree_sched *t, bool fina
     read_comm(pfd, "comm", comm, sizeof comm);
     sop_tree_proc *p = sop__tree_observe_proc(t, pid, ppid, comm);
     if (p && final)
-        read_final(pfd, p);
+        read_final(pfd, p, maps);
     char name[16];
     for (long i = 0; i < nt; i++) {
         snprintf(path, sizeof path, "task/%d/schedstat", tids[i]);
@@ -211,7 +215,8 @@ static int poll_proc(int rootfd, int pid, int ppid, sop_tree_sched *t, bool fina
     return 0;
 }
 
-int sop__tree_poll(int proc_root_fd, int pid, sop_tree_sched *t, bool final, sop_missing *missing)
+int sop__tree_poll(int proc_root_fd, int pid, sop_tree_sched *t, bool final, const char *root_maps,
+                   sop_missing *missing)
 {
     int pids[SOP_TREE_PROCS_MAX], ppids[SOP_TREE_PROCS_MAX];
     char path[32];
@@ -221,14 +226,14 @@ int sop__tree_poll(int proc_root_fd, int pid, sop_tree_sched *t, bool final, sop
     if (t->polls == 0)
         t->no_schedstat = true; /* until one is read */
     sop__tree_begin_poll(t);
-    int rc = poll_proc(proc_root_fd, pid, 0, t, final, missing);
+    int rc = poll_proc(proc_root_fd, pid, 0, t, final, root_maps, missing);
     if (rc < 0) {
         sop__tree_end_poll(t);
         return rc;
     }
     long n = sop__descendants(proc_root_fd, pid, pids, ppids, SOP_TREE_PROCS_MAX - 1, missing);
     for (long i = 0; i < n; i++)
-        poll_proc(proc_root_fd, pids[i], ppids[i], t, final, missing);
+        poll_proc(proc_root_fd, pids[i], ppids[i], t, final, NULL, missing);
     sop__tree_end_poll(t);
     return 0;
 }

@@ -64,8 +64,10 @@ double sop__tree_thread_wait_s(const sop_tree_thread *th);
 
 /* ---- reader ---- */
 /* One poll of pid and its descendants under proc_root_fd. `final` also reads each live
- * process's cmdline and mapped pool libraries. 0 or -errno (the target gone: -ESRCH). */
-int sop__tree_poll(int proc_root_fd, int pid, sop_tree_sched *t, bool final, sop_missing *missing);
+ * process's cmdline and mapped pool libraries (pid's from root_maps when given: its maps
+ * text read a moment ago; NULL reads it). 0 or -errno (the target gone: -ESRCH). */
+int sop__tree_poll(int proc_root_fd, int pid, sop_tree_sched *t, bool final, const char *root_maps,
+                   sop_missing *missing);
 void sop__tree_free(sop_tree_sched *t);
 
 #endif

@@ -35,6 +35,7 @@ typedef struct {
     sop_thread_list threads;
     sop_child_list children;
     sop_cgroup cgroup;
+    char *maps; /* the process's maps text, for the providers (cx.maps) */
 } snapshot;
 
 /* Is the process of the open /proc/PID directory still there? The directory stays bound to
@@ -63,6 +64,8 @@ static void snapshot_free(snapshot *s)
 {
     sop__thread_list_free(&s->threads);
     sop__child_list_free(&s->children);
+    free(s->maps);
+    s->maps = NULL;
     memset(&s->threads, 0, sizeof s->threads);
     memset(&s->children, 0, sizeof s->children);
 }
@@ -93,7 +96,7 @@ static int take(int proc_root_fd, int pid_fd, int pid, const sop_collect_opts *o
                 sop_missing *missing)
 {
     memset(s, 0, sizeof *s);
-    int rc = sop__proc_collect(pid_fd, pid, &s->proc, missing);
+    int rc = sop__proc_collect_maps(pid_fd, pid, &s->proc, &s->maps, missing);
     if (rc != 0)
         return rc;
     if (o->probes & SOP_PROBE_THREADS)
@@ -392,6 +395,7 @@ int sop__collect(int pid, const sop_collect_opts *o, sop_value **out, char **pic
     double t_run = 0;
     a.threads = b.threads = (sop_thread_list){0};
     a.children = b.children = (sop_child_list){0};
+    a.maps = b.maps = NULL;
     if (pid_fd < 0) {
         c->alive = false;
         rc = post_mortem(pid, false, c, err, errlen);
@@ -415,6 +419,7 @@ int sop__collect(int pid, const sop_collect_opts *o, sop_value **out, char **pic
     c->duration_s = 0;
     cx.proc0 = &a.proc;
     cx.children0 = &a.children;
+    cx.maps = a.maps;
     start_all(&ps);
     if (o->duration_s > 0)
         open_sampler(&cx);
@@ -424,6 +429,7 @@ int sop__collect(int pid, const sop_collect_opts *o, sop_value **out, char **pic
         if (run_window(&ps, &a, &b, t0))
             now = &b;
     }
+    cx.maps = now->maps;
     c->host = now->host;
     c->proc = now->proc;
     c->threads = now->threads;

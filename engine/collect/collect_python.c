@@ -26,7 +26,7 @@ static void *python_start(sop_collect_ctx *cx)
         return NULL;
     /* each user adds the reasons finding it gave where it would have found it itself */
     sop_missing scratch = {0};
-    sop__pyruntime_find(cx->pid, cx->proc_root, &st->rt, &scratch);
+    sop__pyruntime_find_maps(cx->pid, cx->proc_root, cx->maps, &st->rt, &scratch);
     sop__missing_free(&scratch);
     cx->rt = &st->rt;
     return st;
@@ -55,8 +55,8 @@ static void python_finish(sop_collect_ctx *cx, void *p)
     }
     /* Right after the thread snapshot, whose OS states stand in for the probe's own reads. */
     unsigned flags = c->threads.n ? SOP_PY_SKIP_OS_STATE : 0;
-    int prc =
-        sop__python_collect_with(&st->rt, cx->pid, cx->proc_root, flags, &c->python, &c->missing);
+    int prc = sop__python_collect_with(&st->rt, cx->pid, cx->proc_root, cx->maps, flags, &c->python,
+                                       &c->missing);
     if (prc == -ENOEXEC)
         sop__missing_add(&c->missing, "python", "not a CPython process");
     /* The walker finds the target by number: if ours is gone now, the number may belong to

@@ -19,7 +19,8 @@ typedef struct {
 static double poll_tree(sop_collect_ctx *cx, sched_state *st, bool final, sop_missing *missing)
 {
     double now = sop__now_ms();
-    if (sop__tree_poll(cx->root_fd, cx->pid, &st->t, final, missing) == 0) {
+    if (sop__tree_poll(cx->root_fd, cx->pid, &st->t, final, final ? cx->maps : NULL, missing) ==
+        0) {
         if (st->t.polls == 1)
             st->t.first_poll_ms = now;
         st->t.last_poll_ms = now;

@@ -27,25 +27,29 @@
  * read in 40-110 ms); beyond it the tasks found so far, marked partial. */
 #define EVIDENCE_MAX_OBJECTS 2000000ull
 
-/* _asyncio.cpython-3XX-....so (or _asyncio_d...) among the mapped files. */
-static bool asyncio_loaded(int pid, const char *proc_root)
+/* _asyncio.cpython-3XX-....so (or _asyncio_d...) among the mapped files: in `maps` when the
+ * caller has the text, else read. */
+static bool asyncio_loaded(int pid, const char *proc_root, const char *maps)
 {
-    char path[300];
-    snprintf(path, sizeof path, "%s/%d/maps", proc_root, pid);
-    char *maps = NULL;
-    size_t len = 0;
-    if (sop__read_file_at(AT_FDCWD, path, MAPS_MAX, &maps, &len) < 0)
-        return false;
+    char *own = NULL;
+    if (!maps || !*maps) {
+        char path[300];
+        snprintf(path, sizeof path, "%s/%d/maps", proc_root, pid);
+        size_t len = 0;
+        if (sop__read_file_at(AT_FDCWD, path, MAPS_MAX, &own, &len) < 0)
+            return false;
+        maps = own;
+    }
     bool found = strstr(maps, "/_asyncio.") != NULL || strstr(maps, "/_asyncio_") != NULL;
-    free(maps);
+    free(own);
     return found;
 }
 
-void sop__tasks_window_start(sop_tasks_window *w, int pid, const char *proc_root)
+void sop__tasks_window_start(sop_tasks_window *w, int pid, const char *proc_root, const char *maps)
 {
     w->a = NULL;
     w->begun = false;
-    w->wanted = asyncio_loaded(pid, proc_root);
+    w->wanted = asyncio_loaded(pid, proc_root, maps);
 }
 
 void sop__tasks_window_begin(sop_tasks_window *w, int pid, const char *proc_root)
@@ -93,7 +97,7 @@ static void *tasks_start(sop_collect_ctx *cx)
         return NULL;
     tasks_state *st = calloc(1, sizeof *st);
     if (st)
-        sop__tasks_window_start(&st->w, cx->pid, cx->proc_root);
+        sop__tasks_window_start(&st->w, cx->pid, cx->proc_root, cx->maps);
     return st;
 }
 

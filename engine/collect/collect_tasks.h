@@ -18,7 +18,7 @@ typedef struct {
 } sop_tasks_window;
 
 /* At the window's start: notes whether _asyncio is loaded (one read of the maps), reads nothing. */
-void sop__tasks_window_start(sop_tasks_window *w, int pid, const char *proc_root);
+void sop__tasks_window_start(sop_tasks_window *w, int pid, const char *proc_root, const char *maps);
 /* The first read, once, when a thread of the target is seen running asyncio (the sampler). */
 void sop__tasks_window_begin(sop_tasks_window *w, int pid, const char *proc_root);
 /* The end read and the evidence, only when the first read was done; NULL otherwise. */

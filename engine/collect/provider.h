@@ -31,6 +31,8 @@ typedef struct sop_collect_ctx {
     const sop_proc *proc0;           /* the first snapshot's process and descendants, for */
     const sop_child_list *children0; /* start (children0 empty when not read) */
     bool window_ok;                  /* finish: the second snapshot was taken (rates measured) */
+    const char *maps;                /* the current snapshot's maps text (NULL: unread): start
+                                      * sees the first snapshot's, finish the last one's */
     struct sop_pyruntime *rt;        /* the CPython runtime, found once (python provider) */
     struct sop_sampler *sampler;     /* the window's stack sampler, or NULL */
     bool pictures;                   /* the window's pictures were asked for */

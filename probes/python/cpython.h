@@ -122,9 +122,12 @@ int sop__python_collect_fake(sop_rmem_source source, void *ctx, int minor, uint6
                              unsigned flags, sop_python **out, sop_missing *missing);
 
 /* The same with the runtime found for this collection (py_runtime.h), used when it still
- * describes the process (else found again); NULL finds it. The runtime stays the caller's. */
+ * describes the process (else found again); NULL finds it. `maps`: the process's maps text
+ * read a moment ago by the caller (the collection's snapshot), or NULL to read it here. Both
+ * stay the caller's. */
 int sop__python_collect_with(const sop_pyruntime *rt, int pid, const char *proc_root,
-                             unsigned flags, sop_python **out, sop_missing *missing);
+                             const char *maps, unsigned flags, sop_python **out,
+                             sop_missing *missing);
 
 /* Repeated sampling (engine/sample/sampler.c): the runtime is found once at open; each
  * sop__python_sample re-reads every thread's frames (page cache emptied first, code objects

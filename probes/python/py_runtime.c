@@ -310,29 +310,39 @@ int sop__pyruntime_find_in(int pid, const char *proc_root, const char *maps, sop
     return rt->rc;
 }
 
-int sop__pyruntime_find(int pid, const char *proc_root, sop_pyruntime *rt, sop_missing *missing)
+int sop__pyruntime_find_maps(int pid, const char *proc_root, const char *maps, sop_pyruntime *rt,
+                             sop_missing *missing)
 {
     proc_root = proc_root ? proc_root : "/proc";
-    memset(rt, 0, sizeof *rt);
-    char path[300];
-    char *maps = NULL;
-    size_t len;
-    snprintf(path, sizeof path, "%s/%d/maps", proc_root, sop__live_task(proc_root, pid));
-    int rc = sop__read_file_at(AT_FDCWD, path, SOP_MAPS_MAX_BYTES, &maps, &len);
-    if (rc < 0) {
-        rt->rc = rc == -ENOENT ? -ESRCH : rc;
-        return rt->rc;
+    char *own = NULL;
+    if (!maps || !*maps) {
+        memset(rt, 0, sizeof *rt);
+        char path[300];
+        size_t len;
+        snprintf(path, sizeof path, "%s/%d/maps", proc_root, sop__live_task(proc_root, pid));
+        int rc = sop__read_file_at(AT_FDCWD, path, SOP_MAPS_MAX_BYTES, &own, &len);
+        if (rc < 0) {
+            rt->rc = rc == -ENOENT ? -ESRCH : rc;
+            return rt->rc;
+        }
+        maps = own;
     }
     sop_rmem mem;
     if (sop__rmem_open(&mem, pid, proc_root) < 0) {
-        free(maps);
+        free(own);
+        memset(rt, 0, sizeof *rt);
         rt->rc = -ENOMEM;
         return rt->rc;
     }
-    rc = sop__pyruntime_find_in(pid, proc_root, maps, &mem, rt, missing);
+    int rc = sop__pyruntime_find_in(pid, proc_root, maps, &mem, rt, missing);
     sop__rmem_close(&mem);
-    free(maps);
+    free(own);
     return rc;
+}
+
+int sop__pyruntime_find(int pid, const char *proc_root, sop_pyruntime *rt, sop_missing *missing)
+{
+    return sop__pyruntime_find_maps(pid, proc_root, NULL, rt, missing);
 }
 
 bool sop__pyruntime_current(const sop_pyruntime *rt, int pid, const char *proc_root)

@@ -39,6 +39,10 @@ typedef struct sop_pyruntime {
  * 0, -ENOEXEC when not CPython, -ENOTSUP for an unsupported version, -ESRCH when gone,
  * -EPERM / -EACCES when refused, -ENOMEM; rt->rc holds the same. */
 int sop__pyruntime_find(int pid, const char *proc_root, sop_pyruntime *rt, sop_missing *missing);
+/* The same from the maps text the caller read a moment ago (the collection's snapshot; NULL
+ * or "": read here). */
+int sop__pyruntime_find_maps(int pid, const char *proc_root, const char *maps, sop_pyruntime *rt,
+                             sop_missing *missing);
 /* The same with the maps text and the memory reader already open (py_walk.c). */
 int sop__pyruntime_find_in(int pid, const char *proc_root, const char *maps, sop_rmem *mem,
                            sop_pyruntime *rt, sop_missing *missing);

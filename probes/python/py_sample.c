@@ -225,7 +225,8 @@ int sop__python_open_with(const sop_pyruntime *rt, int pid, const char *proc_roo
         char path[300];
         size_t len;
         snprintf(path, sizeof path, "%s/%d/maps", w->proc_root, sop__live_task(w->proc_root, pid));
-        rc = sop__read_file_at(AT_FDCWD, path, SOP_MAPS_MAX_BYTES, &w->maps, &len);
+        rc = sop__read_file_at(AT_FDCWD, path, SOP_MAPS_MAX_BYTES, &w->maps_own, &len);
+        w->maps = w->maps_own;
         if (rc < 0) {
             free(s);
             return rc == -ENOENT ? -ESRCH : rc;
@@ -250,7 +251,8 @@ int sop__python_open_with(const sop_pyruntime *rt, int pid, const char *proc_roo
     }
     rc = sop__pywalk_use_runtime(w, w->found, s->py);
     w->found = NULL; /* the caller's: not kept past the open */
-    free(w->maps);
+    free(w->maps_own);
+    w->maps_own = NULL;
     w->maps = NULL;
     if (rc == 0) {
         *out = s;
@@ -386,7 +388,7 @@ void sop__python_close(sop_pysampler *s)
     sop__addr_set_free(&w->frame_set);
     sop__zfree(w->chain);
     sop__zfree(w->chain_len);
-    free(w->maps);
+    free(w->maps_own);
     sop__rmem_close(&w->mem);
     free(s->scratch.frames);
     sop__addr_set_free(&s->tset);

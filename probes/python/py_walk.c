@@ -807,7 +807,8 @@ typedef struct {
 } fake_target;
 
 static int collect_at(int pid, const char *proc_root, unsigned flags, const fake_target *fake,
-                      const sop_pyruntime *rt, sop_python **out, sop_missing *missing)
+                      const sop_pyruntime *rt, const char *maps, sop_python **out,
+                      sop_missing *missing)
 {
     *out = NULL;
     walker w;
@@ -818,9 +819,12 @@ static int collect_at(int pid, const char *proc_root, unsigned flags, const fake
     char path[300];
     size_t len;
     int rc;
-    if (!fake) {
+    if (!fake && maps && *maps) {
+        w.maps = maps;
+    } else if (!fake) {
         snprintf(path, sizeof path, "%s/%d/maps", w.proc_root, sop__live_task(w.proc_root, pid));
-        rc = sop__read_file_at(AT_FDCWD, path, SOP_MAPS_MAX_BYTES, &w.maps, &len);
+        rc = sop__read_file_at(AT_FDCWD, path, SOP_MAPS_MAX_BYTES, &w.maps_own, &len);
+        w.maps = w.maps_own;
         if (rc < 0) {
             if (rc == -ENOENT)
                 rc = -ESRCH;
@@ -883,7 +887,7 @@ out:
     sop__addr_set_free(&w.frame_set);
     sop__zfree(w.chain);
     sop__zfree(w.chain_len);
-    free(w.maps);
+    free(w.maps_own);
     sop__rmem_close(&w.mem);
     if (rc < 0) {
         sop__python_free(py);
@@ -896,13 +900,14 @@ out:
 int sop__python_collect(int pid, const char *proc_root, unsigned flags, sop_python **out,
                         sop_missing *missing)
 {
-    return collect_at(pid, proc_root, flags, NULL, NULL, out, missing);
+    return collect_at(pid, proc_root, flags, NULL, NULL, NULL, out, missing);
 }
 
 int sop__python_collect_with(const sop_pyruntime *rt, int pid, const char *proc_root,
-                             unsigned flags, sop_python **out, sop_missing *missing)
+                             const char *maps, unsigned flags, sop_python **out,
+                             sop_missing *missing)
 {
-    return collect_at(pid, proc_root, flags, NULL, rt, out, missing);
+    return collect_at(pid, proc_root, flags, NULL, rt, maps, out, missing);
 }
 
 int sop__python_collect_fake(sop_rmem_source source, void *ctx, int minor, uint64_t runtime,
@@ -915,6 +920,6 @@ int sop__python_collect_fake(sop_rmem_source source, void *ctx, int minor, uint6
     }
     fake_target fake = {source, ctx, L, runtime};
     /* pid 0 under an absent root: every /proc look-up (task states, tids) fails harmlessly. */
-    return collect_at(0, "/nonexistent-sop-fake-root", flags & ~SOP_PY_NATIVE, &fake, NULL, out,
-                      missing);
+    return collect_at(0, "/nonexistent-sop-fake-root", flags & ~SOP_PY_NATIVE, &fake, NULL, NULL,
+                      out, missing);
 }

@@ -53,7 +53,8 @@ typedef struct {
     uint32_t *code_index;
     sop_addr_set frame_set; /* frames of the current walk (up to FRAME_SET_SLOTS slots) */
     sop_missing *missing;
-    char *maps;
+    const char *maps; /* the target's maps text: maps_own, or the caller's (collect_with) */
+    char *maps_own;
     /* What the last walk read of the chain (thread state, cframe, frames), for the snapshot
      * that verifies it, and how many of those reads the last snapshot did not serve. */
     uint64_t *chain;

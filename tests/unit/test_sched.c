@@ -87,11 +87,11 @@ static void test_fixture_tree(void)
     memset(&t, 0, sizeof t);
     sop_missing m = {0};
     int r0 = open_root("proc_tree/t0"), r1 = open_root("proc_tree/t1");
-    CHECK_EQ_I(sop__tree_poll(r0, 100, &t, false, &m), 0);
+    CHECK_EQ_I(sop__tree_poll(r0, 100, &t, false, NULL, &m), 0);
     CHECK_EQ_I(t.nthreads, 3);
     CHECK_EQ_I(t.nprocs, 2);
-    CHECK_EQ_I(sop__tree_poll(r1, 100, &t, true, &m), 0);
-    CHECK_EQ_I(sop__tree_poll(r1, 4242, &t, true, &m), -ESRCH); /* no such target */
+    CHECK_EQ_I(sop__tree_poll(r1, 100, &t, true, NULL, &m), 0);
+    CHECK_EQ_I(sop__tree_poll(r1, 4242, &t, true, NULL, &m), -ESRCH); /* no such target */
     t.polls = 2;
     t.first_poll_ms = 0;
     t.last_poll_ms = 1000;
