@@ -295,6 +295,10 @@ void sop__thread_list_free(sop_thread_list *l);
  * with their memory. proc_root_fd is an open /proc. */
 #define SOP_CHILDREN_MAX 256
 int sop__children_collect(int proc_root_fd, int pid, sop_child_list *out, sop_missing *missing);
+/* The same; smaps false leaves out each one's smaps_rollup (a page-table walk, milliseconds for a
+ * worker with torch loaded): the first snapshot of a window, whose memory figures nothing reads. */
+int sop__children_collect_ex(int proc_root_fd, int pid, bool smaps, sop_child_list *out,
+                             sop_missing *missing);
 /* The direct children of pid (every thread's /proc/PID/task/TID/children, under the proc_root
  * path), at most max, into out: how many, or -errno when its tasks are not listable. */
 long sop__proc_child_pids(const char *proc_root, int pid, int *out, long max);

@@ -138,7 +138,10 @@ static void child_miss(sop_missing *m, int dfd, const char *file, long rc)
     sop__missing_add(m, "children", "%s: %s", file, rc < 0 ? sop__strerror((int)-rc) : "empty");
 }
 
-bool sop__child_read(int rootfd, int pid, int ppid, int depth, sop_child *c, sop_missing *m)
+/* smaps: also read smaps_rollup (a page-table walk: 0.2 ms for a small Python, 7 ms for one
+ * with torch loaded). */
+static bool child_read(int rootfd, int pid, int ppid, int depth, bool smaps, sop_child *c,
+                       sop_missing *m)
 {
     /* All but the environment's variables (14 KiB of the 16): only the n it fills are read. */
     memset(c, 0, offsetof(sop_child, env));
@@ -171,10 +174,10 @@ bool sop__child_read(int rootfd, int pid, int ppid, int depth, sop_child *c, sop
     n = sop__read_seq_at(dfd, "status", buf, sizeof buf);
     if (n <= 0 || sop__parse_status(buf, &c->status) != 0)
         child_miss(m, dfd, "status", n);
-    n = sop__read_seq_at(dfd, "smaps_rollup", buf, sizeof buf);
+    n = smaps ? sop__read_seq_at(dfd, "smaps_rollup", buf, sizeof buf) : 0;
     if (n > 0 && sop__parse_smaps_rollup(buf, &c->smaps) == 0)
         c->have_smaps = true;
-    else if (c->stat.state != 'Z')
+    else if (smaps && c->stat.state != 'Z')
         child_miss(m, dfd, "smaps_rollup", n);
     n = sop__read_seq_at(dfd, "io", buf, sizeof buf);
     if (n <= 0 || sop__parse_io(buf, &c->io) != 0)
@@ -194,6 +197,11 @@ bool sop__child_read(int rootfd, int pid, int ppid, int depth, sop_child *c, sop
     free(env);
     close(dfd);
     return true;
+}
+
+bool sop__child_read(int rootfd, int pid, int ppid, int depth, sop_child *c, sop_missing *m)
+{
+    return child_read(rootfd, pid, ppid, depth, true, c, m);
 }
 
 /* The target's children as its census read them (each thread's children file, in order), so
@@ -306,6 +314,12 @@ static void census(int rootfd, int pid, sop_child_list *out, root_kids *rk)
 
 int sop__children_collect(int proc_root_fd, int pid, sop_child_list *out, sop_missing *missing)
 {
+    return sop__children_collect_ex(proc_root_fd, pid, true, out, missing);
+}
+
+int sop__children_collect_ex(int proc_root_fd, int pid, bool smaps, sop_child_list *out,
+                             sop_missing *missing)
+{
     out->items = NULL;
     out->n = 0;
     out->direct = out->zombies = out->zombies_start = SOP_NA;
@@ -330,8 +344,8 @@ int sop__children_collect(int proc_root_fd, int pid, sop_child_list *out, sop_mi
         }
     }
     for (size_t i = 1; i <= want; i++)
-        if (sop__child_read(proc_root_fd, q.v[i].pid, q.v[i].ppid, q.v[i].depth,
-                            &out->items[out->n], missing))
+        if (child_read(proc_root_fd, q.v[i].pid, q.v[i].ppid, q.v[i].depth, smaps,
+                       &out->items[out->n], missing))
             out->n++;
     free(q.v);
     if (out->n == 0)

@@ -91,9 +91,11 @@ static void sleep_until_ms(double deadline_ms, const volatile int *stop)
     }
 }
 
-/* Returns 0, or the negative errno of the process probe when the target is gone/unreadable. */
-static int take(int proc_root_fd, int pid_fd, int pid, const sop_collect_opts *o, snapshot *s,
-                sop_missing *missing)
+/* Returns 0, or the negative errno of the process probe when the target is gone/unreadable.
+ * first: the window's first snapshot, taken to measure rates against (children's memory left
+ * out: the evidence shows the last snapshot's). */
+static int take(int proc_root_fd, int pid_fd, int pid, const sop_collect_opts *o, bool first,
+                snapshot *s, sop_missing *missing)
 {
     memset(s, 0, sizeof *s);
     int rc = sop__proc_collect_maps(pid_fd, pid, &s->proc, &s->maps, missing);
@@ -102,7 +104,7 @@ static int take(int proc_root_fd, int pid_fd, int pid, const sop_collect_opts *o
     if (o->probes & SOP_PROBE_THREADS)
         sop__threads_collect(pid_fd, &s->threads, missing);
     if (o->children && (o->probes & SOP_PROBE_CHILDREN))
-        sop__children_collect(proc_root_fd, pid, &s->children, missing);
+        sop__children_collect_ex(proc_root_fd, pid, !first, &s->children, missing);
     if (o->probes & SOP_PROBE_CGROUP)
         sop__cgroup_collect(pid_fd, o->cgroup_root ? o->cgroup_root : "/sys/fs/cgroup", &s->cgroup,
                             missing);
@@ -326,7 +328,7 @@ static bool run_window(providers *ps, snapshot *a, snapshot *b, double t0)
     /* the window is the asked duration whatever the rate (or a target that left early) */
     wait_until_ms(ps, t0 + o->duration_s * 1e3);
     sop_missing scratch = {0};
-    int rc2 = take(cx->root_fd, cx->pid_fd, cx->pid, o, b, &scratch);
+    int rc2 = take(cx->root_fd, cx->pid_fd, cx->pid, o, false, b, &scratch);
     double secs = (sop__now_ms() - t0) / 1e3;
     if (rc2 == 0 && (!b->proc.have_stat || !target_alive(cx->pid_fd) ||
                      exited_unreaped(cx->proc_root, cx->pid, &b->proc)))
@@ -336,6 +338,10 @@ static bool run_window(providers *ps, snapshot *a, snapshot *b, double t0)
         sop__missing_add(&c->missing, "window",
                          "the target exited during the %.1f s window; rates not measured",
                          o->duration_s);
+        if (a->children.n) /* the first snapshot stands; it left their memory out (take) */
+            sop__missing_add(&c->missing, "children",
+                             "smaps_rollup read only at the window's end: pss and private "
+                             "figures absent");
         return false;
     }
     /* The second snapshot is the current state; its failures replace the first's. */
@@ -401,7 +407,7 @@ int sop__collect(int pid, const sop_collect_opts *o, sop_value **out, char **pic
         rc = post_mortem(pid, false, c, err, errlen);
         goto done;
     }
-    rc = take(root_fd, pid_fd, pid, o, &a, &c->missing);
+    rc = take(root_fd, pid_fd, pid, o, o->duration_s > 0, &a, &c->missing);
     bool zombie = rc == 0 && exited_unreaped(proc_root, pid, &a.proc);
     if (zombie || rc == -ESRCH || rc == -ENOENT) {
         c->alive = false;
