@@ -326,6 +326,16 @@ void sop__json_put(sop_sb *b, const sop_value *v, int depth, int pretty)
     put_value(b, v, depth, pretty != 0);
 }
 
+void sop__json_put_str(sop_sb *b, const char *s)
+{
+    put_string(b, s);
+}
+
+void sop__json_put_num(sop_sb *b, double d)
+{
+    put_number(b, d);
+}
+
 void sop__json_put_key(sop_sb *b, const char *key, int depth, int pretty)
 {
     if (pretty)

@@ -20,5 +20,9 @@ void sop__json_put(sop_sb *b, const sop_value *v, int depth, int pretty);
 /* An object member's key at `depth` (its tabs, the quoted key, the separator): the value follows
  * with sop__json_put(b, v, depth + 1, pretty). */
 void sop__json_put_key(sop_sb *b, const char *key, int depth, int pretty);
+/* One string or number exactly as a value holding it prints: for documents written straight
+ * from their data, with no tree in between (speedscope.c). */
+void sop__json_put_str(sop_sb *b, const char *s);
+void sop__json_put_num(sop_sb *b, double d);
 
 #endif
