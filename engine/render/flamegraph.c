@@ -28,14 +28,19 @@ typedef struct node {
     long count;
     long st[SOP_ST_N];
     struct node *child, *next;
+    struct node *parent, *last_child; /* the look-up's key; children kept in first-seen order */
 } node;
 
 typedef struct {
     node *nodes;
     size_t n, cap;
+    uint32_t *slot; /* children by (parent, name): 1 + node number, 0 empty; 2 x cap slots */
+    size_t mask;
     int max_depth;
     long total;
 } tree;
+
+static uint32_t name_hash(const char *s, size_t len);
 
 static node *new_node(tree *t, const char *name, size_t len)
 {
@@ -54,6 +59,32 @@ static void add_states(node *x, const long *st)
         x->st[i] += st[i];
 }
 
+/* The child of cur named p[0..len), made when new: one hash look-up, however many children
+ * (a process with thousands of threads has as many under its root). NULL at the bound. */
+static node *child_of(tree *t, node *cur, const char *p, size_t len)
+{
+    size_t i = (name_hash(p, len) ^ (uint32_t)((size_t)(cur - t->nodes) * 2654435761u)) & t->mask;
+    for (;; i = (i + 1) & t->mask) {
+        uint32_t e = t->slot[i];
+        if (!e)
+            break;
+        node *c = &t->nodes[e - 1];
+        if (c->parent == cur && c->len == len && memcmp(c->name, p, len) == 0)
+            return c;
+    }
+    node *c = new_node(t, p, len);
+    if (!c)
+        return NULL;
+    c->parent = cur;
+    t->slot[i] = (uint32_t)t->n;
+    if (cur->last_child)
+        cur->last_child->next = c;
+    else
+        cur->child = c;
+    cur->last_child = c;
+    return c;
+}
+
 static void insert(tree *t, node *root, const char *stack, long count, const long *st)
 {
     node *cur = root;
@@ -63,19 +94,9 @@ static void insert(tree *t, node *root, const char *stack, long count, const lon
     for (int depth = 1; *p && depth < FG_MAX_DEPTH; depth++) {
         const char *e = strchr(p, ';');
         size_t len = e ? (size_t)(e - p) : strlen(p);
-        node *c = cur->child, *last = NULL;
-        for (; c; last = c, c = c->next)
-            if (c->len == len && memcmp(c->name, p, len) == 0)
-                break;
-        if (!c) {
-            c = new_node(t, p, len);
-            if (!c)
-                return; /* bound reached: the rest of this stack stays in its parent */
-            if (last)
-                last->next = c;
-            else
-                cur->child = c;
-        }
+        node *c = child_of(t, cur, p, len);
+        if (!c)
+            return; /* bound reached: the rest of this stack stays in its parent */
         c->count += count;
         add_states(c, st);
         if (depth > t->max_depth)
@@ -195,9 +216,17 @@ int sop__flamegraph_write(const sop_stack_count *stacks, size_t n, const char *t
             frames += *p == ';';
     }
     t.cap = frames < FG_MAX_NODES ? frames : FG_MAX_NODES;
+    size_t slots = 16;
+    while (slots < 2 * t.cap)
+        slots *= 2;
+    t.mask = slots - 1;
     t.nodes = calloc(t.cap, sizeof *t.nodes);
-    if (!t.nodes)
+    t.slot = calloc(slots, sizeof *t.slot);
+    if (!t.nodes || !t.slot) {
+        free(t.nodes);
+        free(t.slot);
         return -ENOMEM;
+    }
     node *root = new_node(&t, "all", 3);
     long left_out = 0;
     for (size_t i = 0; i < n; i++) {
@@ -212,6 +241,8 @@ int sop__flamegraph_write(const sop_stack_count *stacks, size_t n, const char *t
         if (count > 0)
             insert(&t, root, stacks[i].stack, count, st);
     }
+    free(t.slot); /* the tree is built */
+    t.slot = NULL;
     int height = FG_TOP + (t.max_depth + 1) * FG_ROW + 30;
     double scale = root->count > 0 ? (FG_WIDTH - 2 * FG_PAD) / (double)root->count : 0;
     if (!(flags & SOP_FG_INLINE))
