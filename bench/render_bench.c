@@ -9,6 +9,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "picture_writers.h"
 #include "sampler.h"
 
 static unsigned long long seed = 88172645463325252ull;

@@ -24,7 +24,8 @@ int sop__dump_pyspy_json(const sop_python *py, int pid, char **out);
 
 #include <stdio.h>
 
-#include "sampler.h" /* sop_stack_count, sop_sample_state, the flame graph writers */
+#include "picture_writers.h" /* the flame graph and speedscope writers */
+#include "sampler.h"         /* sop_stack_count, sop_sample_state */
 #include "strbuf.h"
 
 typedef struct sop_pyspy_fold sop_pyspy_fold;

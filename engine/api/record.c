@@ -15,6 +15,7 @@
 #include "collect_gpu.h"
 #include "engine.h"
 #include "escape.h"
+#include "picture_writers.h"
 #include "render.h"
 #include "sampler.h"
 

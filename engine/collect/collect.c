@@ -21,6 +21,7 @@
 #include "collect.h"
 #include "engine.h"
 #include "evidence.h"
+#include "picture_writers.h"
 #include "provider.h"
 #include "python/cpython.h"
 #include "render.h"

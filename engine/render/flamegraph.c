@@ -13,6 +13,7 @@
 
 #include "dwidth.h"
 #include "escape.h"
+#include "picture_writers.h"
 #include "sampler.h"
 
 #define FG_WIDTH 1200.0

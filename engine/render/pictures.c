@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 
+#include "picture_writers.h"
 #include "render.h"
 #include "sampler.h"
 #include "sop.h"

@@ -13,6 +13,7 @@
 
 #include "dwidth.h"
 #include "json.h"
+#include "picture_writers.h"
 #include "sampler.h"
 #include "strbuf.h"
 

@@ -14,6 +14,7 @@
 
 #include "escape.h"
 
+#include "picture_writers.h"
 #include "sampler.h"
 
 #define TL_WIDTH 1200.0

@@ -13,6 +13,7 @@
 #include "engine.h"
 #include "escape.h"
 #include "json.h"
+#include "picture_writers.h"
 #include "sampler.h"
 #include "strbuf.h"
 #include "t.h"

@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include "engine.h"
+#include "picture_writers.h"
 #include "render.h"
 #include "sampler.h"
 #include "t.h"
