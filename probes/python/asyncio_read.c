@@ -15,7 +15,8 @@
  *    chained to a concurrent future, or by the asyncio function suspended on it (sleep,
  *    Lock.acquire, Queue.get, ...); the locks and semaphores waited on are described with
  *    their holders (asyncio_lock_holders.c).
- * This file: the read as a whole, the tasks sorted into the listing, the entry points.
+ * This file: the read as a whole, the tasks sorted into the listing, the entry points; what the
+ * parts record as they go (found tasks, partial marks, type names) is asyncio_found.c.
  * Never stops the target; reads go through remote_mem.c's page cache. Depends on libc,
  * py_runtime.c, py_walk.c (code objects), py_names.c, linetable.c. */
 #include "asyncio_tasks.h"
@@ -101,37 +102,6 @@ static int cmp_u64(const void *pa, const void *pb)
     return a < b ? -1 : a > b;
 }
 
-const char *sop__tasks_type_name(tasks_reader *tr, const char *name)
-{
-    sop_pytasks *o = tr->out;
-    if (!o || !name)
-        return "?";
-    for (size_t i = 0; i < o->ntype_names; i++)
-        if (strcmp(o->type_names[i], name) == 0)
-            return o->type_names[i];
-    if (!o->type_names && !(o->type_names = calloc(SOP_TASK_TYPE_NAMES, sizeof *o->type_names)))
-        return "?";
-    if (o->ntype_names >= SOP_TASK_TYPE_NAMES)
-        return "?";
-    snprintf(o->type_names[o->ntype_names], sizeof o->type_names[0], "%s", name);
-    return o->type_names[o->ntype_names++];
-}
-
-static const char partial_oom[] = "chain not read to its end (no memory to say why)";
-
-void sop__tasks_task_partial(sop_pytask *t, const char *fmt, ...)
-{
-    char buf[128];
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(buf, sizeof buf, fmt, ap);
-    va_end(ap);
-    char *s = strdup(buf);
-    if (t->partial && t->partial[0] && t->partial != partial_oom)
-        free((char *)t->partial);
-    t->partial = s ? s : partial_oom;
-}
-
 void sop__tasks_free(sop_pytasks *t)
 {
     if (!t)
@@ -139,32 +109,13 @@ void sop__tasks_free(sop_pytasks *t)
     for (size_t i = 0; i < t->ntasks; i++) {
         free(t->tasks[i].frames);
         free(t->tasks[i].awaits);
-        if (t->tasks[i].partial && t->tasks[i].partial[0] && t->tasks[i].partial != partial_oom)
-            free((char *)t->tasks[i].partial);
+        sop__tasks_partial_drop(&t->tasks[i]);
     }
     free(t->type_names);
     free(t->tasks);
     free(t->prims);
     sop__python_free(t->text);
     free(t);
-}
-
-int sop__tasks_add_found(tasks_reader *tr, uint64_t obj)
-{
-    if (tr->nfound >= SOP_TASKS_MAX) {
-        tr->truncated = true;
-        return 0;
-    }
-    if (tr->nfound == tr->capfound) {
-        size_t ncap = tr->capfound ? tr->capfound * 2 : 1024;
-        uint64_t *n = realloc(tr->found, ncap * sizeof *n);
-        if (!n)
-            return -ENOMEM;
-        tr->found = n;
-        tr->capfound = ncap;
-    }
-    tr->found[tr->nfound++] = obj;
-    return 0;
 }
 
 static int read_all(tasks_reader *tr, sop_pytasks *out)

@@ -2,9 +2,9 @@
  * read and the listing, asyncio_thread_lists.c asyncio's own task lists (3.14+),
  * asyncio_gc_lists.c the GC-list walk, asyncio_types.c the object kinds,
  * asyncio_task_read.c one task, asyncio_await_chain.c one await level, asyncio_lock_holders.c
- * the locks and semaphores waited on): the reader, its bounds and the helpers each of them
- * reads with. Private to probes/python; the public face is asyncio_tasks.h. Depends on
- * py_walk_int.h (the walker, code objects). */
+ * the locks and semaphores waited on, asyncio_found.c what they record as they go): the
+ * reader, its bounds and the helpers each of them reads with. Private to probes/python; the
+ * public face is asyncio_tasks.h. Depends on py_walk_int.h (the walker, code objects). */
 #ifndef SOP_ASYNCIO_TASKS_INT_H
 #define SOP_ASYNCIO_TASKS_INT_H
 
@@ -63,6 +63,8 @@ const char *sop__tasks_type_name(tasks_reader *tr, const char *name);
 /* Say why t's chain was not read to its end (printf-like; replaces an earlier note). */
 void sop__tasks_task_partial(sop_pytask *t, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
+/* Free a task's partial mark (asyncio_found.c owns what it points at). */
+void sop__tasks_partial_drop(sop_pytask *t);
 
 /* A read error that ends the whole read (the process gone, refused, out of memory), not just
  * the object being read. */
