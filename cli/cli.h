@@ -60,6 +60,9 @@ int cli_push_set(char **sets, int *n, char *arg);
 int cli_parse_lang(const char *s, const char **out);
 /* --every: seconds in (0, 86400] into *out; EXIT_CLEAN, or EXIT_USAGE after saying why. */
 int cli_parse_every(const char *s, double *out);
+/* A count (--keep, --count, --max-targets): a whole number 1..max in plain digits into *out;
+ * 0, or -1 (the caller says why). */
+int cli_parse_count(const char *s, long long max, long long *out);
 /* The options run, evidence and record share, as getopt returned them: 'p' --pid, 'd'
  * --duration, 'r' --rate, ':' (a value missing) and anything else (unknown). optname is the
  * option as typed, for messages. Returns EXIT_CLEAN, or EXIT_USAGE after printing why. */

@@ -428,17 +428,6 @@ static char *serve(const cli_http_request *req, int *status, const char **type, 
     return strdup("not found: try /metrics, /report or /healthz\n");
 }
 
-static int parse_positive(const char *s, double max, double *out)
-{
-    char *end = NULL;
-    errno = 0;
-    double d = strtod(s, &end);
-    if (errno || end == s || *end || !(d > 0 && d <= max))
-        return -1;
-    *out = d;
-    return 0;
-}
-
 static const char HELP[] =
     "usage: sopctl watch [RULES.lua] --pid N [--every S] [--duration S] [--rate HZ]\n"
     "                    [--listen ADDR:PORT|unix:PATH]... [--out DIR [--out-mode 0600]] [--keep "
@@ -473,7 +462,7 @@ typedef struct {
 /* One option into c or a: EXIT_CLEAN to go on, else the exit status (-1: --help printed). */
 static int watch_option(watch_ctx *c, watch_args *a, int opt, char **argv)
 {
-    double v = 0;
+    long long n = 0;
     switch (opt) {
     case 'E':
         return cli_parse_every(optarg, &a->every_s);
@@ -501,11 +490,11 @@ static int watch_option(watch_ctx *c, watch_args *a, int opt, char **argv)
         return EXIT_CLEAN;
     }
     case 'k':
-        if (parse_positive(optarg, MAX_KEEP, &v) != 0 || v != (int)v) {
+        if (cli_parse_count(optarg, MAX_KEEP, &n) != 0) {
             fprintf(stderr, "sopctl: --keep: '%s' is not 1..%d\n", optarg, MAX_KEEP);
             return EXIT_USAGE;
         }
-        c->keep = (int)v;
+        c->keep = (int)n;
         return EXIT_CLEAN;
     case 'F':
         c->on_finding = optarg;
@@ -514,11 +503,11 @@ static int watch_option(watch_ctx *c, watch_args *a, int opt, char **argv)
         c->hook_shell = 1;
         return EXIT_CLEAN;
     case 'c':
-        if (parse_positive(optarg, 1e9, &v) != 0 || v != (double)(unsigned long long)v) {
+        if (cli_parse_count(optarg, 1000000000, &n) != 0) {
             fprintf(stderr, "sopctl: --count: '%s' is not a number of windows\n", optarg);
             return EXIT_USAGE;
         }
-        c->max_windows = (unsigned long long)v;
+        c->max_windows = (unsigned long long)n;
         return EXIT_CLEAN;
     case 'l':
         return cli_parse_lang(optarg, &c->lang);

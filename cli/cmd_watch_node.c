@@ -457,17 +457,6 @@ static const char HELP[] =
     "/metrics labels each target's samples with pid (and pod, namespace, container);\n"
     "/ lists the targets; /report/PID and /report/pod/NAMESPACE/NAME on a Unix socket.\n";
 
-static int parse_num(const char *s, double lo, double hi, double *out)
-{
-    char *end = NULL;
-    errno = 0;
-    double d = strtod(s, &end);
-    if (errno || end == s || *end || !(d >= lo && d <= hi))
-        return -1;
-    *out = d;
-    return 0;
-}
-
 int cmd_watch_node(int argc, char **argv)
 {
     static const struct option opts[] = {{"node", no_argument, 0, 'n'},
@@ -485,7 +474,8 @@ int cmd_watch_node(int argc, char **argv)
     memset(&c, 0, sizeof c);
     c.max_targets = NODE_TARGETS_DEFAULT;
     c.lang = "en";
-    double every_s = 30, v = 0, count = 0;
+    double every_s = 30;
+    long long v = 0, count = 0;
     const char *listen[NODE_LISTEN_MAX], *rules = NULL;
     int nlisten = 0, opt;
     sop_collect_opts co;
@@ -523,13 +513,13 @@ int cmd_watch_node(int argc, char **argv)
             listen[nlisten++] = optarg;
             break;
         case 'c':
-            if (parse_num(optarg, 1, 1e9, &count) != 0 || count != (double)(long long)count) {
+            if (cli_parse_count(optarg, 1000000000, &count) != 0) {
                 fprintf(stderr, "sopctl: --count: '%s' is not a number of rounds\n", optarg);
                 return EXIT_USAGE;
             }
             break;
         case 'm':
-            if (parse_num(optarg, 1, NODE_TARGETS_LIMIT, &v) != 0 || v != (int)v) {
+            if (cli_parse_count(optarg, NODE_TARGETS_LIMIT, &v) != 0) {
                 fprintf(stderr, "sopctl: --max-targets: '%s' is not 1..%d\n", optarg,
                         NODE_TARGETS_LIMIT);
                 return EXIT_USAGE;

@@ -98,6 +98,18 @@ int cli_parse_every(const char *s, double *out)
     return EXIT_CLEAN;
 }
 
+int cli_parse_count(const char *s, long long max, long long *out)
+{
+    size_t digits = strspn(s, "0123456789");
+    if (!digits || s[digits] != '\0' || digits > 18)
+        return -1;
+    long long v = strtoll(s, NULL, 10);
+    if (v < 1 || v > max)
+        return -1;
+    *out = v;
+    return 0;
+}
+
 int cli_parse_duration(const char *s, double *out)
 {
     if (!plain_decimal(s))
