@@ -1,42 +1,92 @@
 /* proc.c (bridge) — adds `proc`, `threads`, `children`, `parent` and `siblings` to the ev tree
  * from the process probes' structs. Their keys are the tables below (sop__evk_proc,
  * sop__evk_threads, sop__evk_children: children[], parent and siblings[] share one shape), from
- * which docs/evidence.md is generated; rows that are not plain fields (derived figures, objects,
- * arrays) are written by the hand callbacks where the walk reaches them. Absent values stay
+ * which docs/evidence.md is generated; a row that is not a plain field (a derived figure, an
+ * object, an array) names its own writer (SOP_EVK_W), called where the walk reaches it, so no
+ * key is compared to choose what to write. The H rows left are written elsewhere: the zombie
+ * counts by sop__bridge_proc below, proc.numa by engine/bridge/numa_rows.c. Absent values stay
  * absent; text from the target goes through sop__bridge_text. Depends on engine/core/value.h,
  * probes/proc.h, schema.h. */
 #include <math.h>
 #include <stdio.h>
-#include <string.h>
 #include <unistd.h>
 
 #include "bridge.h"
 #include "schema.h"
 
+/* The writers of the rows that are not plain fields (defined below the tables): proc's get
+ * the sop_proc as base and a proc_ctx (now, ticks per second) as ctx; threads[]' a sop_thread
+ * and a thread_ctx; children[]' a sop_child and a child_ctx. */
+static void w_pid(sop_value *o, const char *name, const void *base, void *ctx);
+static void w_ppid(sop_value *o, const char *name, const void *base, void *ctx);
+static void w_state(sop_value *o, const char *name, const void *base, void *ctx);
+static void w_state_name(sop_value *o, const char *name, const void *base, void *ctx);
+static void w_utime_ms(sop_value *o, const char *name, const void *base, void *ctx);
+static void w_stime_ms(sop_value *o, const char *name, const void *base, void *ctx);
+static void w_reaped_cpu_ms(sop_value *o, const char *name, const void *base, void *ctx);
+static void w_threads(sop_value *o, const char *name, const void *base, void *ctx);
+static void w_age_s(sop_value *o, const char *name, const void *base, void *ctx);
+static void w_smaps(sop_value *o, const char *name, const void *base, void *ctx);
+static void w_private_kb(sop_value *o, const char *name, const void *base, void *ctx);
+static void w_shared_kb(sop_value *o, const char *name, const void *base, void *ctx);
+static void w_mem(sop_value *o, const char *name, const void *base, void *ctx);
+static void w_mapped_resident(sop_value *o, const char *name, const void *base, void *ctx);
+static void w_mapped_truncated(sop_value *o, const char *name, const void *base, void *ctx);
+static void w_mapped(sop_value *o, const char *name, const void *base, void *ctx);
+static void w_sched(sop_value *o, const char *name, const void *base, void *ctx);
+static void w_sched_run_ms(sop_value *o, const char *name, const void *base, void *ctx);
+static void w_sched_wait_ms(sop_value *o, const char *name, const void *base, void *ctx);
+static void w_io(sop_value *o, const char *name, const void *base, void *ctx);
+static void w_memlock_limit_kb(sop_value *o, const char *name, const void *base, void *ctx);
+static void w_as_limit_kb(sop_value *o, const char *name, const void *base, void *ctx);
+static void w_affinity(sop_value *o, const char *name, const void *base, void *ctx);
+static void w_env(sop_value *o, const char *name, const void *base, void *ctx);
+static void w_libs(sop_value *o, const char *name, const void *base, void *ctx);
+static void w_t_tid(sop_value *o, const char *name, const void *base, void *ctx);
+static void w_t_state(sop_value *o, const char *name, const void *base, void *ctx);
+static void w_t_age_s(sop_value *o, const char *name, const void *base, void *ctx);
+static void w_t_wait(sop_value *o, const char *name, const void *base, void *ctx);
+static void w_t_utime_ms(sop_value *o, const char *name, const void *base, void *ctx);
+static void w_t_stime_ms(sop_value *o, const char *name, const void *base, void *ctx);
+static void w_t_run_ms(sop_value *o, const char *name, const void *base, void *ctx);
+static void w_t_wait_ms(sop_value *o, const char *name, const void *base, void *ctx);
+static void w_c_pid(sop_value *o, const char *name, const void *base, void *ctx);
+static void w_c_ppid(sop_value *o, const char *name, const void *base, void *ctx);
+static void w_c_depth(sop_value *o, const char *name, const void *base, void *ctx);
+static void w_c_state(sop_value *o, const char *name, const void *base, void *ctx);
+static void w_c_threads(sop_value *o, const char *name, const void *base, void *ctx);
+static void w_c_age_s(sop_value *o, const char *name, const void *base, void *ctx);
+static void w_c_private_kb(sop_value *o, const char *name, const void *base, void *ctx);
+static void w_c_shared_kb(sop_value *o, const char *name, const void *base, void *ctx);
+static void w_c_swap_kb(sop_value *o, const char *name, const void *base, void *ctx);
+static void w_c_env(sop_value *o, const char *name, const void *base, void *ctx);
+
 #define H SOP_EVK_H
+#define W SOP_EVK_W
 #define I(k, f, u, d) SOP_EVK_I(k, sop_proc, f, u, d)
 #define D(k, f, u, d) SOP_EVK_D(k, sop_proc, f, u, d)
 #define T(k, f, d) SOP_EVK_T(k, sop_proc, f, d)
 const sop_evk sop__evk_proc[] = {
-    H("pid", SOP_EVK_INT, "", "target pid"),
-    H("ppid", SOP_EVK_INT, "", "parent pid (stat)"),
+    W("pid", SOP_EVK_INT, w_pid, "", "target pid"),
+    W("ppid", SOP_EVK_INT, w_ppid, "", "parent pid (stat)"),
     T("comm", stat.comm, "task name (stat)"),
-    H("state", SOP_EVK_TEXT, "", "one letter (stat): the notes below"),
-    H("state_name", SOP_EVK_TEXT, "", "its name: \"running\", \"sleeping\", \"disk sleep\", ..."),
+    W("state", SOP_EVK_TEXT, w_state, "", "one letter (stat): the notes below"),
+    W("state_name", SOP_EVK_TEXT, w_state_name, "",
+      "its name: \"running\", \"sleeping\", \"disk sleep\", ..."),
     I("nice", stat.nice, "", "stat"),
     I("priority", stat.priority, "", "stat"),
-    H("utime_ms", SOP_EVK_INT, "ms", "user CPU time (stat utime)"),
-    H("stime_ms", SOP_EVK_INT, "ms", "system CPU time (stat stime)"),
-    H("reaped_cpu_ms", SOP_EVK_INT, "ms",
+    W("utime_ms", SOP_EVK_INT, w_utime_ms, "ms", "user CPU time (stat utime)"),
+    W("stime_ms", SOP_EVK_INT, w_stime_ms, "ms", "system CPU time (stat stime)"),
+    W("reaped_cpu_ms", SOP_EVK_INT, w_reaped_cpu_ms, "ms",
       "cutime + cstime: CPU of children that exited and were waited for"),
     I("minflt", stat.minflt, "", "minor page faults since start"),
     I("majflt", stat.majflt, "", "major page faults since start"),
     T("cmdline", cmdline, "command line, arguments separated by spaces"),
     T("exe", exe, "the executable's path"),
     T("cwd", cwd, "working directory: a root of the program's own code"),
-    H("threads", SOP_EVK_INT, "", "status Threads (else stat num_threads)"),
+    W("threads", SOP_EVK_INT, w_threads, "", "status Threads (else stat num_threads)"),
     D("start_time_s", start_time_s, "s", "epoch seconds (stat starttime + boot time)"),
-    H("age_s", SOP_EVK_NUM, "s", "at collected_at"),
+    W("age_s", SOP_EVK_NUM, w_age_s, "s", "at collected_at"),
     I("vm_size_kb", status.vm_size_kb, "kB", "status VmSize"),
     I("vm_peak_kb", status.vm_peak_kb, "kB", "VmPeak"),
     I("rss_kb", status.vm_rss_kb, "kB", "VmRSS"),
@@ -49,7 +99,7 @@ const sop_evk sop__evk_proc[] = {
     I("vm_pin_kb", status.vm_pin_kb, "kB", "VmPin"),
     I("voluntary_ctxt_switches", status.voluntary_ctxt_switches, "", "status"),
     I("nonvoluntary_ctxt_switches", status.nonvoluntary_ctxt_switches, "", "status"),
-    H("smaps", SOP_EVK_OBJ, "", "/proc/PID/smaps_rollup, only when it was read"),
+    W("smaps", SOP_EVK_OBJ, w_smaps, "", "/proc/PID/smaps_rollup, only when it was read"),
     I("smaps.rss_kb", smaps.rss_kb, "kB", "Rss"),
     I("smaps.pss_kb", smaps.pss_kb, "kB", "Pss"),
     I("smaps.pss_anon_kb", smaps.pss_anon_kb, "kB", "Pss_Anon"),
@@ -62,9 +112,11 @@ const sop_evk sop__evk_proc[] = {
     I("smaps.anonymous_kb", smaps.anonymous_kb, "kB", "Anonymous"),
     I("smaps.swap_kb", smaps.swap_kb, "kB", "Swap"),
     I("smaps.locked_kb", smaps.locked_kb, "kB", "Locked"),
-    H("private_kb", SOP_EVK_INT, "kB", "private clean + dirty (smaps_rollup, only when read)"),
-    H("shared_kb", SOP_EVK_INT, "kB", "shared clean + dirty (smaps_rollup, only when read)"),
-    H("mem", SOP_EVK_OBJ, "", "memory by kind: the note below"),
+    W("private_kb", SOP_EVK_INT, w_private_kb, "kB",
+      "private clean + dirty (smaps_rollup, only when read)"),
+    W("shared_kb", SOP_EVK_INT, w_shared_kb, "kB",
+      "shared clean + dirty (smaps_rollup, only when read)"),
+    W("mem", SOP_EVK_OBJ, w_mem, "", "memory by kind: the note below"),
     I("mem.rss_kb", status.vm_rss_kb, "kB", "status VmRSS"),
     I("mem.anon_kb", status.rss_anon_kb, "kB", "status RssAnon"),
     I("mem.file_kb", status.rss_file_kb, "kB", "status RssFile"),
@@ -84,9 +136,11 @@ const sop_evk sop__evk_proc[] = {
     I("mem.mapped_lib_size_kb", mapped.lib_size_kb, "kB", "libraries and executables"),
     I("mem.mapped_lib_rss_kb", mapped.lib_rss_kb, "kB", "only when smaps was read"),
     I("mem.mapped_files_total", mapped.files_total, "", "data + shmem paths"),
-    H("mem.mapped_resident", SOP_EVK_BOOL, "", "true: the resident figures are from smaps"),
-    H("mem.mapped_truncated", SOP_EVK_BOOL, "", "true: more paths than kept, or the text was cut"),
-    H("mem.mapped", SOP_EVK_ARR, "",
+    W("mem.mapped_resident", SOP_EVK_BOOL, w_mapped_resident, "",
+      "true: the resident figures are from smaps"),
+    W("mem.mapped_truncated", SOP_EVK_BOOL, w_mapped_truncated, "",
+      "true: more paths than kept, or the text was cut"),
+    W("mem.mapped", SOP_EVK_ARR, w_mapped, "",
       "the files mapped, summed per path, most resident first, at most 16: the note below"),
     SOP_EVK_T("mem.mapped[].path", sop_mapped_file, path, "the file"),
     SOP_EVK_S("mem.mapped[].kind", sop_mapped_file, kind, "\"data\" or \"shmem\""),
@@ -116,12 +170,12 @@ const sop_evk sop__evk_proc[] = {
       "window, signed: threads at its end minus at its start"),
     I("fds_start", rate.fds_start, "", "open file descriptors at the window's start"),
     D("fds_growth_per_s", rate.fds_growth_per_s, "1/s", "window, signed"),
-    H("sched", SOP_EVK_OBJ, "", "/proc/PID/schedstat, only when it was read"),
-    H("sched.run_ms", SOP_EVK_INT, "ms", "time on a CPU"),
-    H("sched.wait_ms", SOP_EVK_INT, "ms", "time runnable, waiting for a CPU"),
+    W("sched", SOP_EVK_OBJ, w_sched, "", "/proc/PID/schedstat, only when it was read"),
+    W("sched.run_ms", SOP_EVK_INT, w_sched_run_ms, "ms", "time on a CPU"),
+    W("sched.wait_ms", SOP_EVK_INT, w_sched_wait_ms, "ms", "time runnable, waiting for a CPU"),
     I("sched.timeslices", sched.timeslices, "", "times it ran"),
     D("sched.wait_per_s_ms", rate.sched_wait_ms_per_s, "ms/s", "wait over the window"),
-    H("io", SOP_EVK_OBJ, "", "/proc/PID/io, only when it was read"),
+    W("io", SOP_EVK_OBJ, w_io, "", "/proc/PID/io, only when it was read"),
     I("io.rchar", io.rchar, "bytes", "through read() and kin"),
     I("io.wchar", io.wchar, "bytes", "through write() and kin"),
     I("io.syscr", io.syscr, "", "read calls"),
@@ -140,15 +194,15 @@ const sop_evk sop__evk_proc[] = {
     I("fds", fds, "", "open file descriptors"),
     I("fd_limit", limits.nofile_soft, "", "open files, soft (limits; -1 unlimited)"),
     I("fd_limit_hard", limits.nofile_hard, "", "open files, hard"),
-    H("memlock_limit_kb", SOP_EVK_INT, "kB", "locked memory (-1 unlimited)"),
-    H("as_limit_kb", SOP_EVK_INT, "kB", "address space (-1 unlimited)"),
+    W("memlock_limit_kb", SOP_EVK_INT, w_memlock_limit_kb, "kB", "locked memory (-1 unlimited)"),
+    W("as_limit_kb", SOP_EVK_INT, w_as_limit_kb, "kB", "address space (-1 unlimited)"),
     I("nproc_limit", limits.nproc, "", "processes (-1 unlimited)"),
-    H("affinity", SOP_EVK_OBJ, "", "the CPUs it may run on (status Cpus_allowed_list)"),
+    W("affinity", SOP_EVK_OBJ, w_affinity, "", "the CPUs it may run on (status Cpus_allowed_list)"),
     T("affinity.cpus", status.cpus_allowed_list, "\"0-3,8\""),
     I("affinity.count", status.cpus_allowed_count, "CPUs", "CPUs in the list"),
-    H("env", SOP_EVK_OBJ, "",
+    W("env", SOP_EVK_OBJ, w_env, "",
       "{NAME = value}: only the allow-listed tuning variables (docs/security.md)"),
-    H("libs", SOP_EVK_ARR, "", "notable libraries mapped (maps)"),
+    W("libs", SOP_EVK_ARR, w_libs, "", "notable libraries mapped (maps)"),
     SOP_EVK_S("libs[].kind", sop_lib, kind,
               "blas openmp allocator python torch numpy uvloop tokenizers cuda other"),
     SOP_EVK_S("libs[].name", sop_lib, name, "short name: \"libopenblas\""),
@@ -174,13 +228,13 @@ const size_t sop__evk_proc_n = sizeof sop__evk_proc / sizeof sop__evk_proc[0];
 #define I(k, f, u, d) SOP_EVK_I(k, sop_thread, f, u, d)
 #define D(k, f, u, d) SOP_EVK_D(k, sop_thread, f, u, d)
 const sop_evk sop__evk_threads[] = {
-    H("tid", SOP_EVK_INT, "", "thread id"),
+    W("tid", SOP_EVK_INT, w_t_tid, "", "thread id"),
     SOP_EVK_T("name", sop_thread, name, "the thread's comm"),
-    H("state", SOP_EVK_TEXT, "", "one letter (task/TID/stat)"),
-    H("age_s", SOP_EVK_NUM, "s",
+    W("state", SOP_EVK_TEXT, w_t_state, "", "one letter (task/TID/stat)"),
+    W("age_s", SOP_EVK_NUM, w_t_age_s, "s",
       "at collected_at (task/TID/stat starttime): a thread with age_s < duration_s started during "
       "the window"),
-    H("wait", SOP_EVK_TEXT, "",
+    W("wait", SOP_EVK_TEXT, w_t_wait, "",
       "asleep at the window's end: what its syscall waits on (task/TID/syscall): \"lock\" (a futex "
       "with no timeout: only another thread wakes it), \"lock_timed\", \"net\" (poll, select, "
       "epoll, accept, recv...), \"read\" (read/write: a pipe, socket, terminal or file), "
@@ -199,11 +253,11 @@ const sop_evk sop__evk_threads[] = {
     D("read_bytes_per_s", read_bytes_per_s, "bytes/s", "window"),
     D("rchar_per_s", rchar_per_s, "bytes/s", "bytes through read(), window"),
     D("syscr_per_s", syscr_per_s, "1/s", "window"),
-    H("utime_ms", SOP_EVK_INT, "ms", "user CPU time"),
-    H("stime_ms", SOP_EVK_INT, "ms", "system CPU time"),
+    W("utime_ms", SOP_EVK_INT, w_t_utime_ms, "ms", "user CPU time"),
+    W("stime_ms", SOP_EVK_INT, w_t_stime_ms, "ms", "system CPU time"),
     I("processor", stat.processor, "", "the CPU it last ran on"),
-    H("run_ms", SOP_EVK_INT, "ms", "time on a CPU (schedstat)"),
-    H("wait_ms", SOP_EVK_INT, "ms", "time runnable, waiting for a CPU (schedstat)"),
+    W("run_ms", SOP_EVK_INT, w_t_run_ms, "ms", "time on a CPU (schedstat)"),
+    W("wait_ms", SOP_EVK_INT, w_t_wait_ms, "ms", "time runnable, waiting for a CPU (schedstat)"),
     I("voluntary_ctxt_switches", voluntary_ctxt_switches, "", "status"),
     I("nonvoluntary_ctxt_switches", nonvoluntary_ctxt_switches, "", "status"),
 };
@@ -214,15 +268,16 @@ const size_t sop__evk_threads_n = sizeof sop__evk_threads / sizeof sop__evk_thre
 #define I(k, f, u, d) SOP_EVK_I(k, sop_child, f, u, d)
 #define D(k, f, u, d) SOP_EVK_D(k, sop_child, f, u, d)
 const sop_evk sop__evk_children[] = {
-    H("pid", SOP_EVK_INT, "", "process id"),
-    H("ppid", SOP_EVK_INT, "", "its parent (stat; else where the walk found it)"),
-    H("depth", SOP_EVK_INT, "", "children[] only: generations below the target, 1 = a child"),
+    W("pid", SOP_EVK_INT, w_c_pid, "", "process id"),
+    W("ppid", SOP_EVK_INT, w_c_ppid, "", "its parent (stat; else where the walk found it)"),
+    W("depth", SOP_EVK_INT, w_c_depth, "",
+      "children[] only: generations below the target, 1 = a child"),
     SOP_EVK_T("comm", sop_child, stat.comm, "task name"),
     SOP_EVK_T("cmdline", sop_child, cmdline, "command line"),
-    H("state", SOP_EVK_TEXT, "", "one letter (stat)"),
-    H("threads", SOP_EVK_INT, "", "status Threads (else stat num_threads)"),
+    W("state", SOP_EVK_TEXT, w_c_state, "", "one letter (stat)"),
+    W("threads", SOP_EVK_INT, w_c_threads, "", "status Threads (else stat num_threads)"),
     D("start_time_s", start_time_s, "s", "as proc's (stat starttime), epoch seconds"),
-    H("age_s", SOP_EVK_NUM, "s",
+    W("age_s", SOP_EVK_NUM, w_c_age_s, "s",
       "at collected_at: a child with age_s < duration_s started during the window"),
     I("rss_kb", status.vm_rss_kb, "kB", "status VmRSS"),
     I("anon_kb", status.rss_anon_kb, "kB", "status RssAnon"),
@@ -231,18 +286,21 @@ const sop_evk sop__evk_children[] = {
       "status RssShmem: a shared_memory buffer every worker maps is in each one's shmem_kb and "
       "RSS, once in their PSS"),
     I("pss_kb", smaps.pss_kb, "kB", "smaps_rollup, only when read"),
-    H("private_kb", SOP_EVK_INT, "kB", "private clean + dirty (smaps_rollup, only when read)"),
-    H("shared_kb", SOP_EVK_INT, "kB", "shared clean + dirty (smaps_rollup, only when read)"),
-    H("swap_kb", SOP_EVK_INT, "kB", "smaps_rollup Swap, else status VmSwap"),
+    W("private_kb", SOP_EVK_INT, w_c_private_kb, "kB",
+      "private clean + dirty (smaps_rollup, only when read)"),
+    W("shared_kb", SOP_EVK_INT, w_c_shared_kb, "kB",
+      "shared clean + dirty (smaps_rollup, only when read)"),
+    W("swap_kb", SOP_EVK_INT, w_c_swap_kb, "kB", "smaps_rollup Swap, else status VmSwap"),
     D("cpu_pct", cpu_pct, "%", "window, 100 = one core"),
     D("read_bytes_per_s", read_bytes_per_s, "bytes/s", "window"),
     D("rchar_per_s", rchar_per_s, "bytes/s", "window"),
-    H("env", SOP_EVK_OBJ, "", "{NAME = value}: allow-listed, as proc.env"),
+    W("env", SOP_EVK_OBJ, w_c_env, "", "{NAME = value}: allow-listed, as proc.env"),
 };
 const size_t sop__evk_children_n = sizeof sop__evk_children / sizeof sop__evk_children[0];
 #undef I
 #undef D
 #undef H
+#undef W
 
 /* A file that was not read writes none of its fields, even when its struct holds figures: the
  * plain rows whose field lies in [from, to) of the base struct are written only when the bool
@@ -271,17 +329,18 @@ static const gate child_gates[] = {
 #define NGATES(a) (sizeof a / sizeof a[0])
 
 /* sop__bridge_keys over the rows of `keys` at `prefix`, leaving out the plain rows a gate
- * closes. */
+ * closes (a writer row reads its own flags). */
 static void walk(sop_value *o, const void *base, const sop_evk *keys, size_t n, const char *prefix,
-                 const gate *gates, size_t ngates, sop_evk_hand_fn hand, void *ctx)
+                 const gate *gates, size_t ngates, void *ctx)
 {
     for (size_t i = 0; o && i < n; i++) {
         bool open = true;
-        for (size_t g = 0; keys[i].off != SOP_EVK_HAND && g < ngates; g++)
+        bool plain = keys[i].off != SOP_EVK_HAND && keys[i].off != SOP_EVK_WRITER;
+        for (size_t g = 0; plain && g < ngates; g++)
             if (keys[i].off >= gates[g].from && keys[i].off < gates[g].to)
                 open = *((const bool *)((const char *)base + gates[g].have));
         if (open)
-            sop__bridge_keys(o, base, &keys[i], 1, prefix, hand, ctx);
+            sop__bridge_keys(o, base, &keys[i], 1, prefix, NULL, ctx);
     }
 }
 
@@ -386,187 +445,366 @@ static void proc_obj(sop_value *o, const char *name, bool read, proc_ctx *c)
         proc_walk(s, prefix, c);
 }
 
-static void proc_hand(sop_value *o, const sop_evk *row, const char *name, void *ctx)
+static void w_pid(sop_value *o, const char *name, const void *base, void *ctx)
 {
-    proc_ctx *c = ctx;
-    const sop_proc *p = c->p;
+    (void)ctx;
+    sop__v_set_int(o, name, ((const sop_proc *)base)->pid);
+}
+
+static void w_ppid(sop_value *o, const char *name, const void *base, void *ctx)
+{
+    (void)ctx;
+    const sop_proc *p = base;
+    if (p->have_stat && p->stat.ppid >= 0)
+        sop__v_set_int(o, name, p->stat.ppid);
+}
+
+static void w_state(sop_value *o, const char *name, const void *base, void *ctx)
+{
+    (void)name;
+    (void)ctx;
+    const sop_proc *p = base;
+    if (p->have_stat && p->stat.state)
+        set_state(o, p->stat.state);
+}
+
+static void w_state_name(sop_value *o, const char *name, const void *base, void *ctx)
+{
+    (void)ctx;
+    const sop_proc *p = base;
+    if (p->have_stat && p->stat.state)
+        sop__v_set_str(o, name, state_name(p->stat.state));
+}
+
+static void w_utime_ms(sop_value *o, const char *name, const void *base, void *ctx)
+{
+    const sop_proc *p = base;
+    if (p->have_stat)
+        sop__v_set_int(o, name, ticks_ms(p->stat.utime_ticks, ((const proc_ctx *)ctx)->tps));
+}
+
+static void w_stime_ms(sop_value *o, const char *name, const void *base, void *ctx)
+{
+    const sop_proc *p = base;
+    if (p->have_stat)
+        sop__v_set_int(o, name, ticks_ms(p->stat.stime_ticks, ((const proc_ctx *)ctx)->tps));
+}
+
+static void w_reaped_cpu_ms(sop_value *o, const char *name, const void *base, void *ctx)
+{
+    const sop_proc *p = base;
     const sop_stat *st = &p->stat;
+    if (p->have_stat && st->cutime_ticks != SOP_NA && st->cstime_ticks != SOP_NA)
+        sop__v_set_int(o, name,
+                       ticks_ms(st->cutime_ticks + st->cstime_ticks, ((const proc_ctx *)ctx)->tps));
+}
+
+static void w_threads(sop_value *o, const char *name, const void *base, void *ctx)
+{
+    (void)ctx;
+    const sop_proc *p = base;
+    sop__v_set_int(o, name, first(p->status.threads, p->stat.num_threads));
+}
+
+static void w_age_s(sop_value *o, const char *name, const void *base, void *ctx)
+{
+    (void)name;
+    age(o, ((const sop_proc *)base)->start_time_s, ((const proc_ctx *)ctx)->now);
+}
+
+static void w_smaps(sop_value *o, const char *name, const void *base, void *ctx)
+{
+    proc_obj(o, name, ((const sop_proc *)base)->have_smaps, ctx);
+}
+
+static void w_private_kb(sop_value *o, const char *name, const void *base, void *ctx)
+{
+    (void)ctx;
+    const sop_proc *p = base;
+    if (p->have_smaps)
+        sop__v_set_int(o, name, sum2(p->smaps.private_clean_kb, p->smaps.private_dirty_kb));
+}
+
+static void w_shared_kb(sop_value *o, const char *name, const void *base, void *ctx)
+{
+    (void)ctx;
+    const sop_proc *p = base;
+    if (p->have_smaps)
+        sop__v_set_int(o, name, sum2(p->smaps.shared_clean_kb, p->smaps.shared_dirty_kb));
+}
+
+static void w_mem(sop_value *o, const char *name, const void *base, void *ctx)
+{
+    (void)base;
+    proc_obj(o, name, true, ctx);
+}
+
+static void w_mapped_resident(sop_value *o, const char *name, const void *base, void *ctx)
+{
+    (void)ctx;
+    const sop_proc *p = base;
+    if (p->have_mapped)
+        sop__v_set_bool(o, name, p->mapped.resident);
+}
+
+static void w_mapped_truncated(sop_value *o, const char *name, const void *base, void *ctx)
+{
+    (void)ctx;
+    const sop_proc *p = base;
+    if (p->have_mapped)
+        sop__v_set_bool(o, name, p->mapped.truncated);
+}
+
+static void w_mapped(sop_value *o, const char *name, const void *base, void *ctx)
+{
+    (void)ctx;
+    const sop_proc *p = base;
+    sop_value *arr = p->have_mapped ? sop__v_arr_at(o, name) : NULL;
+    for (size_t i = 0; arr && i < p->mapped.n && i < SOP_MAPPED_MAX; i++) {
+        sop_value *f = sop__v_obj();
+        if (!f)
+            break;
+        sop__bridge_keys(f, &p->mapped.files[i], sop__evk_proc, sop__evk_proc_n, "mem.mapped[].",
+                         NULL, NULL);
+        sop__v_push(arr, f);
+    }
+}
+
+static void w_sched(sop_value *o, const char *name, const void *base, void *ctx)
+{
+    proc_obj(o, name, ((const sop_proc *)base)->have_sched, ctx);
+}
+
+static void w_sched_run_ms(sop_value *o, const char *name, const void *base, void *ctx)
+{
+    (void)ctx;
+    sop__v_set_int(o, name, ns_ms(((const sop_proc *)base)->sched.run_ns));
+}
+
+static void w_sched_wait_ms(sop_value *o, const char *name, const void *base, void *ctx)
+{
+    (void)ctx;
+    sop__v_set_int(o, name, ns_ms(((const sop_proc *)base)->sched.wait_ns));
+}
+
+static void w_io(sop_value *o, const char *name, const void *base, void *ctx)
+{
+    proc_obj(o, name, ((const sop_proc *)base)->have_io, ctx);
+}
+
+static void w_memlock_limit_kb(sop_value *o, const char *name, const void *base, void *ctx)
+{
+    (void)ctx;
+    const sop_proc *p = base;
+    if (p->have_limits)
+        sop__v_set_int(o, name, limit_kb(p->limits.memlock_bytes));
+}
+
+static void w_as_limit_kb(sop_value *o, const char *name, const void *base, void *ctx)
+{
+    (void)ctx;
+    const sop_proc *p = base;
+    if (p->have_limits)
+        sop__v_set_int(o, name, limit_kb(p->limits.as_bytes));
+}
+
+static void w_affinity(sop_value *o, const char *name, const void *base, void *ctx)
+{
+    const sop_proc *p = base;
     const sop_status *ss = &p->status;
-    const sop_smaps *sm = &p->smaps;
-    const char *k = row->key;
-    if (strcmp(k, "pid") == 0) {
-        sop__v_set_int(o, name, p->pid);
-    } else if (strcmp(k, "ppid") == 0) {
-        if (p->have_stat && st->ppid >= 0)
-            sop__v_set_int(o, name, st->ppid);
-    } else if (strcmp(k, "state") == 0) {
-        if (p->have_stat && st->state)
-            set_state(o, st->state);
-    } else if (strcmp(k, "state_name") == 0) {
-        if (p->have_stat && st->state)
-            sop__v_set_str(o, name, state_name(st->state));
-    } else if (strcmp(k, "utime_ms") == 0 || strcmp(k, "stime_ms") == 0) {
-        if (p->have_stat)
-            sop__v_set_int(o, name,
-                           ticks_ms(k[0] == 'u' ? st->utime_ticks : st->stime_ticks, c->tps));
-    } else if (strcmp(k, "reaped_cpu_ms") == 0) {
-        if (p->have_stat && st->cutime_ticks != SOP_NA && st->cstime_ticks != SOP_NA)
-            sop__v_set_int(o, name, ticks_ms(st->cutime_ticks + st->cstime_ticks, c->tps));
-    } else if (strcmp(k, "threads") == 0) {
-        sop__v_set_int(o, name, first(ss->threads, st->num_threads));
-    } else if (strcmp(k, "age_s") == 0) {
-        age(o, p->start_time_s, c->now);
-    } else if (strcmp(k, "smaps") == 0) {
-        proc_obj(o, name, p->have_smaps, c);
-    } else if (strcmp(k, "private_kb") == 0) {
-        if (p->have_smaps)
-            sop__v_set_int(o, name, sum2(sm->private_clean_kb, sm->private_dirty_kb));
-    } else if (strcmp(k, "shared_kb") == 0) {
-        if (p->have_smaps)
-            sop__v_set_int(o, name, sum2(sm->shared_clean_kb, sm->shared_dirty_kb));
-    } else if (strcmp(k, "mem") == 0) {
-        proc_obj(o, name, true, c);
-    } else if (strcmp(k, "mem.mapped_resident") == 0) {
-        if (p->have_mapped)
-            sop__v_set_bool(o, name, p->mapped.resident);
-    } else if (strcmp(k, "mem.mapped_truncated") == 0) {
-        if (p->have_mapped)
-            sop__v_set_bool(o, name, p->mapped.truncated);
-    } else if (strcmp(k, "mem.mapped") == 0) {
-        sop_value *arr = p->have_mapped ? sop__v_arr_at(o, name) : NULL;
-        for (size_t i = 0; arr && i < p->mapped.n && i < SOP_MAPPED_MAX; i++) {
-            sop_value *f = sop__v_obj();
-            if (!f)
-                break;
-            sop__bridge_keys(f, &p->mapped.files[i], sop__evk_proc, sop__evk_proc_n,
-                             "mem.mapped[].", NULL, NULL);
-            sop__v_push(arr, f);
-        }
-    } else if (strcmp(k, "sched") == 0) {
-        proc_obj(o, name, p->have_sched, c);
-    } else if (strcmp(k, "sched.run_ms") == 0) {
-        sop__v_set_int(o, name, ns_ms(p->sched.run_ns));
-    } else if (strcmp(k, "sched.wait_ms") == 0) {
-        sop__v_set_int(o, name, ns_ms(p->sched.wait_ns));
-    } else if (strcmp(k, "io") == 0) {
-        proc_obj(o, name, p->have_io, c);
-    } else if (strcmp(k, "memlock_limit_kb") == 0) {
-        if (p->have_limits)
-            sop__v_set_int(o, name, limit_kb(p->limits.memlock_bytes));
-    } else if (strcmp(k, "as_limit_kb") == 0) {
-        if (p->have_limits)
-            sop__v_set_int(o, name, limit_kb(p->limits.as_bytes));
-    } else if (strcmp(k, "affinity") == 0) {
-        proc_obj(o, name,
-                 p->have_status && (ss->cpus_allowed_list[0] || ss->cpus_allowed_count != SOP_NA),
-                 c);
-    } else if (strcmp(k, "env") == 0) {
-        if (p->have_env)
-            add_env(o, &p->env);
-    } else if (strcmp(k, "libs") == 0) {
-        sop_value *libs = p->have_maps ? sop__v_arr_at(o, name) : NULL;
-        for (size_t i = 0; libs && i < p->libs.n && i < SOP_LIBS_MAX; i++) {
-            sop_value *l = sop__v_obj();
-            if (!l)
-                break;
-            sop__bridge_keys(l, &p->libs.libs[i], sop__evk_proc, sop__evk_proc_n, "libs[].", NULL,
-                             NULL);
-            sop__v_push(libs, l);
-        }
-    } /* numa: engine/bridge/numa_rows.c, after this */
+    proc_obj(o, name,
+             p->have_status && (ss->cpus_allowed_list[0] || ss->cpus_allowed_count != SOP_NA), ctx);
+}
+
+static void w_env(sop_value *o, const char *name, const void *base, void *ctx)
+{
+    (void)name;
+    (void)ctx;
+    const sop_proc *p = base;
+    if (p->have_env)
+        add_env(o, &p->env);
+}
+
+static void w_libs(sop_value *o, const char *name, const void *base, void *ctx)
+{
+    (void)ctx;
+    const sop_proc *p = base;
+    sop_value *libs = p->have_maps ? sop__v_arr_at(o, name) : NULL;
+    for (size_t i = 0; libs && i < p->libs.n && i < SOP_LIBS_MAX; i++) {
+        sop_value *l = sop__v_obj();
+        if (!l)
+            break;
+        sop__bridge_keys(l, &p->libs.libs[i], sop__evk_proc, sop__evk_proc_n, "libs[].", NULL,
+                         NULL);
+        sop__v_push(libs, l);
+    }
 }
 
 static void proc_walk(sop_value *o, const char *prefix, proc_ctx *c)
 {
-    walk(o, c->p, sop__evk_proc, sop__evk_proc_n, prefix, proc_gates, NGATES(proc_gates), proc_hand,
-         c);
+    walk(o, c->p, sop__evk_proc, sop__evk_proc_n, prefix, proc_gates, NGATES(proc_gates), c);
 }
 
 typedef struct {
-    const sop_thread *t;
     double tps, now;
 } thread_ctx;
 
-static void thread_hand(sop_value *o, const sop_evk *row, const char *name, void *ctx)
+static void w_t_tid(sop_value *o, const char *name, const void *base, void *ctx)
 {
-    const thread_ctx *c = ctx;
-    const sop_thread *t = c->t;
-    const char *k = row->key;
-    if (strcmp(k, "tid") == 0)
-        sop__v_set_int(o, name, t->tid);
-    else if (strcmp(k, "state") == 0 && t->stat.state)
+    (void)ctx;
+    sop__v_set_int(o, name, ((const sop_thread *)base)->tid);
+}
+
+static void w_t_state(sop_value *o, const char *name, const void *base, void *ctx)
+{
+    (void)name;
+    (void)ctx;
+    const sop_thread *t = base;
+    if (t->stat.state)
         set_state(o, t->stat.state);
-    else if (strcmp(k, "age_s") == 0 && t->stat.starttime_ticks != SOP_NA && c->tps > 0 &&
-             !isnan(sop__proc_btime_s()) && !isnan(c->now))
+}
+
+/* The thread's age from its start in ticks after boot. */
+static void w_t_age_s(sop_value *o, const char *name, const void *base, void *ctx)
+{
+    const sop_thread *t = base;
+    const thread_ctx *c = ctx;
+    if (t->stat.starttime_ticks != SOP_NA && c->tps > 0 && !isnan(sop__proc_btime_s()) &&
+        !isnan(c->now))
         sop__v_set_dbl(o, name,
                        c->now - (sop__proc_btime_s() + (double)t->stat.starttime_ticks / c->tps));
-    else if (strcmp(k, "wait") == 0 && t->wait != SOP_WC_NONE)
+}
+
+static void w_t_wait(sop_value *o, const char *name, const void *base, void *ctx)
+{
+    (void)ctx;
+    const sop_thread *t = base;
+    if (t->wait != SOP_WC_NONE)
         sop__v_set_str(o, name, sop__wait_class_name(t->wait));
-    else if (strcmp(k, "utime_ms") == 0)
-        sop__v_set_int(o, name, ticks_ms(t->stat.utime_ticks, c->tps));
-    else if (strcmp(k, "stime_ms") == 0)
-        sop__v_set_int(o, name, ticks_ms(t->stat.stime_ticks, c->tps));
-    else if (strcmp(k, "run_ms") == 0)
-        sop__v_set_int(o, name, ns_ms(t->sched.run_ns));
-    else if (strcmp(k, "wait_ms") == 0)
-        sop__v_set_int(o, name, ns_ms(t->sched.wait_ns));
+}
+
+static void w_t_utime_ms(sop_value *o, const char *name, const void *base, void *ctx)
+{
+    sop__v_set_int(
+        o, name,
+        ticks_ms(((const sop_thread *)base)->stat.utime_ticks, ((const thread_ctx *)ctx)->tps));
+}
+
+static void w_t_stime_ms(sop_value *o, const char *name, const void *base, void *ctx)
+{
+    sop__v_set_int(
+        o, name,
+        ticks_ms(((const sop_thread *)base)->stat.stime_ticks, ((const thread_ctx *)ctx)->tps));
+}
+
+static void w_t_run_ms(sop_value *o, const char *name, const void *base, void *ctx)
+{
+    (void)ctx;
+    sop__v_set_int(o, name, ns_ms(((const sop_thread *)base)->sched.run_ns));
+}
+
+static void w_t_wait_ms(sop_value *o, const char *name, const void *base, void *ctx)
+{
+    (void)ctx;
+    sop__v_set_int(o, name, ns_ms(((const sop_thread *)base)->sched.wait_ns));
 }
 
 static void add_threads(sop_value *ev, const sop_thread_list *tl, double tps, double now)
 {
     sop_value *arr = sop__v_arr_at(ev, "threads");
+    thread_ctx c = {tps, now};
     for (size_t i = 0; arr && i < tl->n; i++) {
-        thread_ctx c = {&tl->items[i], tps, now};
         sop_value *o = sop__v_obj();
         if (!o)
             break;
-        walk(o, c.t, sop__evk_threads, sop__evk_threads_n, "", thread_gates, NGATES(thread_gates),
-             thread_hand, &c);
+        walk(o, &tl->items[i], sop__evk_threads, sop__evk_threads_n, "", thread_gates,
+             NGATES(thread_gates), &c);
         sop__v_push(arr, o);
     }
 }
 
 typedef struct {
-    const sop_child *c;
     bool with_depth;
     double now;
 } child_ctx;
 
-static void child_hand(sop_value *o, const sop_evk *row, const char *name, void *ctx)
+static void w_c_pid(sop_value *o, const char *name, const void *base, void *ctx)
 {
-    const child_ctx *x = ctx;
-    const sop_child *c = x->c;
-    const char *k = row->key;
-    if (strcmp(k, "pid") == 0)
-        sop__v_set_int(o, name, c->pid);
-    else if (strcmp(k, "ppid") == 0)
-        sop__v_set_int(o, name, c->stat.ppid >= 0 ? c->stat.ppid : c->ppid);
-    else if (strcmp(k, "depth") == 0 && x->with_depth)
-        sop__v_set_int(o, name, c->depth);
-    else if (strcmp(k, "state") == 0 && c->stat.state)
+    (void)ctx;
+    sop__v_set_int(o, name, ((const sop_child *)base)->pid);
+}
+
+static void w_c_ppid(sop_value *o, const char *name, const void *base, void *ctx)
+{
+    (void)ctx;
+    const sop_child *c = base;
+    sop__v_set_int(o, name, c->stat.ppid >= 0 ? c->stat.ppid : c->ppid);
+}
+
+static void w_c_depth(sop_value *o, const char *name, const void *base, void *ctx)
+{
+    if (((const child_ctx *)ctx)->with_depth)
+        sop__v_set_int(o, name, ((const sop_child *)base)->depth);
+}
+
+static void w_c_state(sop_value *o, const char *name, const void *base, void *ctx)
+{
+    (void)name;
+    (void)ctx;
+    const sop_child *c = base;
+    if (c->stat.state)
         set_state(o, c->stat.state);
-    else if (strcmp(k, "threads") == 0)
-        sop__v_set_int(o, name, first(c->status.threads, c->stat.num_threads));
-    else if (strcmp(k, "age_s") == 0)
-        age(o, c->start_time_s, x->now);
-    else if (strcmp(k, "private_kb") == 0 && c->have_smaps)
+}
+
+static void w_c_threads(sop_value *o, const char *name, const void *base, void *ctx)
+{
+    (void)ctx;
+    const sop_child *c = base;
+    sop__v_set_int(o, name, first(c->status.threads, c->stat.num_threads));
+}
+
+static void w_c_age_s(sop_value *o, const char *name, const void *base, void *ctx)
+{
+    (void)name;
+    age(o, ((const sop_child *)base)->start_time_s, ((const child_ctx *)ctx)->now);
+}
+
+static void w_c_private_kb(sop_value *o, const char *name, const void *base, void *ctx)
+{
+    (void)ctx;
+    const sop_child *c = base;
+    if (c->have_smaps)
         sop__v_set_int(o, name, sum2(c->smaps.private_clean_kb, c->smaps.private_dirty_kb));
-    else if (strcmp(k, "shared_kb") == 0 && c->have_smaps)
+}
+
+static void w_c_shared_kb(sop_value *o, const char *name, const void *base, void *ctx)
+{
+    (void)ctx;
+    const sop_child *c = base;
+    if (c->have_smaps)
         sop__v_set_int(o, name, sum2(c->smaps.shared_clean_kb, c->smaps.shared_dirty_kb));
-    else if (strcmp(k, "swap_kb") == 0)
-        sop__v_set_int(o, name,
-                       first(c->have_smaps ? c->smaps.swap_kb : SOP_NA, c->status.vm_swap_kb));
-    else if (strcmp(k, "env") == 0)
-        add_env(o, &c->env);
+}
+
+static void w_c_swap_kb(sop_value *o, const char *name, const void *base, void *ctx)
+{
+    (void)ctx;
+    const sop_child *c = base;
+    sop__v_set_int(o, name, first(c->have_smaps ? c->smaps.swap_kb : SOP_NA, c->status.vm_swap_kb));
+}
+
+static void w_c_env(sop_value *o, const char *name, const void *base, void *ctx)
+{
+    (void)name;
+    (void)ctx;
+    add_env(o, &((const sop_child *)base)->env);
 }
 
 /* One element of children[], siblings[] or `parent`: the rows of sop__evk_children. */
 static sop_value *child_obj(const sop_child *c, bool with_depth, double now)
 {
     sop_value *o = sop__v_obj();
-    child_ctx x = {c, with_depth, now};
-    walk(o, c, sop__evk_children, sop__evk_children_n, "", child_gates, NGATES(child_gates),
-         child_hand, &x);
+    child_ctx x = {with_depth, now};
+    walk(o, c, sop__evk_children, sop__evk_children_n, "", child_gates, NGATES(child_gates), &x);
     return o;
 }
 
