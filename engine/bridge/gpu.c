@@ -1,16 +1,22 @@
 /* gpu.c (bridge) — adds ev.gpu: the NVML library and driver, the devices the target's tree
  * uses (memory, utilisation over the window, clocks, throttling, temperature, power, PCIe)
  * and the tree's processes on them; its keys are the table sop__evk_gpu below
- * (docs/evidence.md is generated from it). Absent when NVML was not read (the collection then
- * says why under `missing` when the tree shows signs of GPU use).
+ * (docs/evidence.md is generated from it): the two lists are rows with their own writers
+ * (SOP_EVK_W), devices[].used_by_tree the one hand row. Absent when NVML was not read (the
+ * collection then says why under `missing` when the tree shows signs of GPU use).
  * Depends on engine/core/value.h, probes/gpu.h, schema.h. */
 #include "bridge.h"
 #include "schema.h"
+
+/* The writers of the two lists (defined below the table); base is the sop_gpu. */
+static void w_devices(sop_value *o, const char *name, const void *base, void *ctx);
+static void w_procs(sop_value *o, const char *name, const void *base, void *ctx);
 
 #define DI(k, f, u, d) SOP_EVK_I(k, sop_gpu_device, f, u, d)
 #define DD(k, f, u, d) SOP_EVK_D(k, sop_gpu_device, f, u, d)
 #define PI(k, f, u, d) SOP_EVK_I(k, sop_gpu_proc, f, u, d)
 #define H SOP_EVK_H
+#define W SOP_EVK_W
 const sop_evk sop__evk_gpu[] = {
     SOP_EVK_S("source", sop_gpu, source, "\"nvml\""),
     SOP_EVK_T("library", sop_gpu, library,
@@ -18,7 +24,7 @@ const sop_evk sop__evk_gpu[] = {
     SOP_EVK_T("driver_version", sop_gpu, driver_version, "the NVIDIA driver's version"),
     SOP_EVK_T("cuda_visible_devices", sop_gpu, cuda_visible_devices,
               "CUDA_VISIBLE_DEVICES of the target (absent when unset)"),
-    H("devices", SOP_EVK_ARR, "",
+    W("devices", SOP_EVK_ARR, w_devices, "",
       "the devices the tree uses (its open /dev/nvidiaN files, NVML's process lists); when "
       "neither names one, every visible device with used_by_tree false"),
     DI("devices[].index", index, "", "NVML's index (nvidia-smi's numbering)"),
@@ -63,7 +69,7 @@ const sop_evk sop__evk_gpu[] = {
               "form MIG-GPU-<uuid>/<gi>/<ci> as given where unresolved)"),
     DI("devices[].mig_mem_used_kb", mig_mem_used_kb, "kB", "memory in use in that MIG instance"),
     DI("devices[].mig_mem_total_kb", mig_mem_total_kb, "kB", "that MIG instance's memory"),
-    H("procs", SOP_EVK_ARR, "",
+    W("procs", SOP_EVK_ARR, w_procs, "",
       "processes of the target's tree on a GPU (NVML's compute and graphics process lists)"),
     PI("procs[].pid", pid, "", "host pid (NVML's pid mapped through NSpid)"),
     PI("procs[].device", device, "", "devices[].index it runs on"),
@@ -86,6 +92,7 @@ const size_t sop__evk_gpu_n = sizeof sop__evk_gpu / sizeof sop__evk_gpu[0];
 #undef DD
 #undef PI
 #undef H
+#undef W
 
 static void device_hand(sop_value *o, const sop_evk *row, const char *name, void *ctx)
 {
@@ -93,32 +100,40 @@ static void device_hand(sop_value *o, const sop_evk *row, const char *name, void
     sop__v_set_bool(o, name, ((const sop_gpu_device *)ctx)->used_by_tree);
 }
 
-static void top_hand(sop_value *o, const sop_evk *row, const char *name, void *ctx)
+/* An empty list says "none", unlike an absent one: both lists are set even when empty. */
+static void w_devices(sop_value *o, const char *name, const void *base, void *ctx)
 {
-    (void)row;
-    const sop_gpu *g = ctx;
+    (void)ctx;
+    const sop_gpu *g = base;
     sop_value *arr = sop__v_arr();
     if (!arr)
         return;
-    if (name[0] == 'd') { /* devices */
-        for (size_t i = 0; i < g->ndevices && i < SOP_GPU_DEVICES_MAX; i++) {
-            sop_value *e = sop__v_obj();
-            if (!e)
-                break;
-            sop__bridge_keys(e, &g->devices[i], sop__evk_gpu, sop__evk_gpu_n, "devices[].",
-                             device_hand, (void *)&g->devices[i]);
-            sop__v_push(arr, e);
-        }
-    } else { /* procs */
-        for (size_t i = 0; i < g->nprocs && i < SOP_GPU_PROCS_MAX; i++) {
-            sop_value *e = sop__v_obj();
-            if (!e)
-                break;
-            sop__bridge_keys(e, &g->procs[i], sop__evk_gpu, sop__evk_gpu_n, "procs[].", NULL, NULL);
-            sop__v_push(arr, e);
-        }
+    for (size_t i = 0; i < g->ndevices && i < SOP_GPU_DEVICES_MAX; i++) {
+        sop_value *e = sop__v_obj();
+        if (!e)
+            break;
+        sop__bridge_keys(e, &g->devices[i], sop__evk_gpu, sop__evk_gpu_n, "devices[].", device_hand,
+                         (void *)&g->devices[i]);
+        sop__v_push(arr, e);
     }
-    sop__v_set(o, name, arr); /* an empty list says "none", unlike an absent one */
+    sop__v_set(o, name, arr);
+}
+
+static void w_procs(sop_value *o, const char *name, const void *base, void *ctx)
+{
+    (void)ctx;
+    const sop_gpu *g = base;
+    sop_value *arr = sop__v_arr();
+    if (!arr)
+        return;
+    for (size_t i = 0; i < g->nprocs && i < SOP_GPU_PROCS_MAX; i++) {
+        sop_value *e = sop__v_obj();
+        if (!e)
+            break;
+        sop__bridge_keys(e, &g->procs[i], sop__evk_gpu, sop__evk_gpu_n, "procs[].", NULL, NULL);
+        sop__v_push(arr, e);
+    }
+    sop__v_set(o, name, arr);
 }
 
 void sop__bridge_gpu(sop_value *ev, const sop_gpu *g)
@@ -127,5 +142,5 @@ void sop__bridge_gpu(sop_value *ev, const sop_gpu *g)
         return;
     sop_value *o = sop__v_obj_at(ev, "gpu");
     if (o)
-        sop__bridge_keys(o, g, sop__evk_gpu, sop__evk_gpu_n, "", top_hand, (void *)g);
+        sop__bridge_keys(o, g, sop__evk_gpu, sop__evk_gpu_n, "", NULL, NULL);
 }
