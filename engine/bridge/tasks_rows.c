@@ -3,7 +3,9 @@
  * pending and how that changed, how many were created and finished, how many stayed pending
  * the whole window, and the largest groups of pending tasks waiting on the same thing (the
  * same kind of wait at the same line of the program). Its keys are the table sop__evk_tasks
- * below (the group "python.tasks" of docs/evidence.md). Depends on value.h, schema.h. */
+ * below (the group "python.tasks" of docs/evidence.md): the figures are computed first into a
+ * small struct the plain rows read; the flags and lists are rows with their own writers
+ * (SOP_EVK_W), which also write the H rows under them. Depends on value.h, schema.h. */
 #include <limits.h>
 #include <math.h>
 #include <stdio.h>
@@ -23,12 +25,23 @@ typedef struct {
     double window_s, pending_growth_per_s, read_ms;
 } tasks_figs;
 
+/* The writers of the flags and lists (defined below the table; ctx a tasks_ctx). */
+static void w_complete(sop_value *o, const char *name, const void *base, void *ctx);
+static void w_partial(sop_value *o, const char *name, const void *base, void *ctx);
+static void w_running_tasks(sop_value *o, const char *name, const void *base, void *ctx);
+static void w_waits(sop_value *o, const char *name, const void *base, void *ctx);
+static void w_convoys(sop_value *o, const char *name, const void *base, void *ctx);
+static void w_stuck(sop_value *o, const char *name, const void *base, void *ctx);
+static void w_forgotten(sop_value *o, const char *name, const void *base, void *ctx);
+
 #define H SOP_EVK_H
+#define W SOP_EVK_W
 #define D(k, f, u, d) SOP_EVK_D(k, tasks_figs, f, u, d)
 #define I(k, f, u, d) SOP_EVK_I(k, tasks_figs, f, u, d)
 const sop_evk sop__evk_tasks[] = {
-    H("complete", SOP_EVK_BOOL, "", "both reads listed every task and read every chain"),
-    H("partial", SOP_EVK_TEXT, "", "where a read stopped"),
+    W("complete", SOP_EVK_BOOL, w_complete, "",
+      "both reads listed every task and read every chain"),
+    W("partial", SOP_EVK_TEXT, w_partial, "", "where a read stopped"),
     I("count", count, "", "tasks at the end (done ones still referenced included)"),
     I("pending", pending, "", "pending or cancelling at the end"),
     I("pending_start", pending_start, "", "at the start of the window"),
@@ -40,13 +53,13 @@ const sop_evk sop__evk_tasks[] = {
     I("pending_whole_window", pending_whole_window, "", "pending at both reads"),
     D("window_s", window_s, "s", "between the two reads"),
     D("read_ms", read_ms, "ms", "the end read's wall time"),
-    H("running_tasks", SOP_EVK_ARR, "",
+    W("running_tasks", SOP_EVK_ARR, w_running_tasks, "",
       "the tasks whose coroutine runs at the end read (the loop's current task), at most 8"),
     H("running_tasks[].task", SOP_EVK_TEXT, "", "its name"),
     H("running_tasks[].func", SOP_EVK_TEXT, "", "its coroutine's function"),
     H("running_tasks[].file", SOP_EVK_TEXT, "", ""),
     H("running_tasks[].line", SOP_EVK_INT, "", "-1 when unknown"),
-    H("waits", SOP_EVK_ARR, "",
+    W("waits", SOP_EVK_ARR, w_waits, "",
       "pending tasks grouped by what they wait on: the top 5 groups, largest first"),
     H("waits[].kind", SOP_EVK_STR, "",
       "task, gather, executor, sleep, lock, event, condition, semaphore, queue_get, "
@@ -56,7 +69,7 @@ const sop_evk sop__evk_tasks[] = {
     H("waits[].count", SOP_EVK_INT, "", "pending tasks in the group"),
     H("waits[].whole_window", SOP_EVK_INT, "", "of them, pending at both reads"),
     H("waits[].task", SOP_EVK_TEXT, "", "one of them, by name"),
-    H("convoys", SOP_EVK_ARR, "",
+    W("convoys", SOP_EVK_ARR, w_convoys, "",
       "the asyncio.Lock / Semaphore objects pending tasks wait on at the end read (each waiter's "
       "innermost await is that object's acquire), most waiters first, at most 3"),
     H("convoys[].kind", SOP_EVK_STR, "", "lock or semaphore"),
@@ -79,7 +92,7 @@ const sop_evk sop__evk_tasks[] = {
       "`func (file:line)`: the holder's own innermost await level"),
     H("convoys[].holder_chain", SOP_EVK_TEXT, "",
       "the holder's await chain, outermost first: `func (file:line) > ...`"),
-    H("stuck", SOP_EVK_ARR, "",
+    W("stuck", SOP_EVK_ARR, w_stuck, "",
       "pending tasks pending at both reads (so at least window_s old: CPython keeps no creation "
       "time) whose siblings (tasks of the same coroutine function pending at the start read) "
       "nearly all finished within the window; per coroutine, the largest group of siblings first, "
@@ -101,7 +114,7 @@ const sop_evk sop__evk_tasks[] = {
       "refers to (ob_refcnt 1: no variable, collection or awaiting task holds them; "
       "docs/asyncio.md); a library's own are left out"),
     I("unreferenced_both", unreferenced_both, "", "of them, unreferenced at the start read too"),
-    H("forgotten", SOP_EVK_ARR, "",
+    W("forgotten", SOP_EVK_ARR, w_forgotten, "",
       "the unreferenced tasks at the end grouped by coroutine, largest group first, at most 3"),
     H("forgotten[].coroutine", SOP_EVK_TEXT, "", "`func (file)`: their coroutine"),
     H("forgotten[].count", SOP_EVK_INT, "", "unreferenced tasks of that coroutine at the end"),
@@ -112,6 +125,7 @@ const sop_evk sop__evk_tasks[] = {
 };
 const size_t sop__evk_tasks_n = sizeof sop__evk_tasks / sizeof sop__evk_tasks[0];
 #undef H
+#undef W
 #undef D
 #undef I
 
@@ -459,77 +473,106 @@ static void convoys(sop_value *arr, const tasks_ctx *cx)
     }
 }
 
-static void tasks_hand(sop_value *o, const sop_evk *row, const char *name, void *ctx)
+static void w_complete(sop_value *o, const char *name, const void *base, void *ctx)
 {
-    (void)row;
+    (void)base;
     const tasks_ctx *c = ctx;
-    const sop_pytasks *a = c->a, *b = c->b;
-    if (strcmp(name, "complete") == 0) {
-        sop__v_set_bool(o, name, b->complete && (!a || a->complete));
-    } else if (strcmp(name, "partial") == 0) {
-        if (!b->complete)
-            sop__v_set(o, name, sop__bridge_text(b->partial));
-        else if (a && !a->complete)
-            sop__v_set(o, name, sop__bridge_text(a->partial));
-    } else if (strcmp(name, "running_tasks") == 0) {
-        sop_value *arr = sop__v_arr_at(o, name);
-        for (size_t i = 0, k = 0; arr && i < b->ntasks && k < 8; i++) {
-            const sop_pytask *t = &b->tasks[i];
-            if (!t->running || !t->nframes)
-                continue;
-            sop_value *r = sop__v_obj();
-            sop__v_set(r, "task", sop__bridge_text(t->name));
-            sop__v_set(r, "func", sop__bridge_text(t->frames[0].func));
-            sop__v_set(r, "file", sop__bridge_text(t->frames[0].file));
-            sop__v_set_int(r, "line", t->frames[0].line);
-            sop__v_push(arr, r);
-            k++;
-        }
-    } else if (strcmp(name, "waits") == 0) {
-        group_table gt = {0};
-        wait_group *g =
-            group_table_init(&gt, b->ntasks) ? calloc(b->ntasks ? b->ntasks : 1, sizeof *g) : NULL;
-        size_t n = 0;
-        for (size_t i = 0; g && i < b->ntasks; i++) {
-            const sop_pytask *t = &b->tasks[i];
-            if (!pending(t) || t->running)
-                continue;
-            wait_group key = {.kind = sop__wait_kind_name(t->waits)};
-            wait_frame(t, key.frame, sizeof key.frame);
-            size_t *slot =
-                group_at(&gt, hash_str(hash_str(14695981039346656037ull, key.kind), key.frame),
-                         wait_eq, &key, g);
-            if (!*slot) {
-                g[n] = key;
-                g[n].task = t->name;
-                *slot = ++n;
-            }
-            size_t k = *slot - 1;
-            g[k].count++;
-            const sop_pytask *s = find(c->ia, t);
-            g[k].whole += s && pending(s);
-        }
-        free(gt.slot);
-        if (g && n)
-            qsort(g, n, sizeof *g, cmp_groups);
-        sop_value *arr = sop__v_arr_at(o, name);
-        for (size_t k = 0; arr && k < n && k < TOP_WAITS; k++) {
-            sop_value *w = sop__v_obj();
-            sop__v_set_str(w, "kind", g[k].kind);
-            sop__v_set(w, "frame", sop__bridge_text(g[k].frame));
-            sop__v_set_int(w, "count", g[k].count);
-            sop__v_set_int(w, "whole_window", g[k].whole);
-            sop__v_set(w, "task", sop__bridge_text(g[k].task));
-            sop__v_push(arr, w);
-        }
-        free(g);
-    } else if (strcmp(name, "convoys") == 0) {
-        convoys(sop__v_arr_at(o, name), c);
-    } else if (strcmp(name, "forgotten") == 0) {
-        forgotten(sop__v_arr_at(o, name), c);
-    } else if (strcmp(name, "stuck") == 0 && a) {
-        stuck(sop__v_arr_at(o, name), c);
+    sop__v_set_bool(o, name, c->b->complete && (!c->a || c->a->complete));
+}
+
+static void w_partial(sop_value *o, const char *name, const void *base, void *ctx)
+{
+    (void)base;
+    const tasks_ctx *c = ctx;
+    if (!c->b->complete)
+        sop__v_set(o, name, sop__bridge_text(c->b->partial));
+    else if (c->a && !c->a->complete)
+        sop__v_set(o, name, sop__bridge_text(c->a->partial));
+}
+
+static void w_running_tasks(sop_value *o, const char *name, const void *base, void *ctx)
+{
+    (void)base;
+    const sop_pytasks *b = ((const tasks_ctx *)ctx)->b;
+    sop_value *arr = sop__v_arr_at(o, name);
+    for (size_t i = 0, k = 0; arr && i < b->ntasks && k < 8; i++) {
+        const sop_pytask *t = &b->tasks[i];
+        if (!t->running || !t->nframes)
+            continue;
+        sop_value *r = sop__v_obj();
+        sop__v_set(r, "task", sop__bridge_text(t->name));
+        sop__v_set(r, "func", sop__bridge_text(t->frames[0].func));
+        sop__v_set(r, "file", sop__bridge_text(t->frames[0].file));
+        sop__v_set_int(r, "line", t->frames[0].line);
+        sop__v_push(arr, r);
+        k++;
     }
+}
+
+/* waits[]: the pending tasks that are not running, grouped by (kind, frame). */
+static void w_waits(sop_value *o, const char *name, const void *base, void *ctx)
+{
+    (void)base;
+    const tasks_ctx *c = ctx;
+    const sop_pytasks *b = c->b;
+    group_table gt = {0};
+    wait_group *g =
+        group_table_init(&gt, b->ntasks) ? calloc(b->ntasks ? b->ntasks : 1, sizeof *g) : NULL;
+    size_t n = 0;
+    for (size_t i = 0; g && i < b->ntasks; i++) {
+        const sop_pytask *t = &b->tasks[i];
+        if (!pending(t) || t->running)
+            continue;
+        wait_group key = {.kind = sop__wait_kind_name(t->waits)};
+        wait_frame(t, key.frame, sizeof key.frame);
+        size_t *slot =
+            group_at(&gt, hash_str(hash_str(14695981039346656037ull, key.kind), key.frame), wait_eq,
+                     &key, g);
+        if (!*slot) {
+            g[n] = key;
+            g[n].task = t->name;
+            *slot = ++n;
+        }
+        size_t k = *slot - 1;
+        g[k].count++;
+        const sop_pytask *s = find(c->ia, t);
+        g[k].whole += s && pending(s);
+    }
+    free(gt.slot);
+    if (g && n)
+        qsort(g, n, sizeof *g, cmp_groups);
+    sop_value *arr = sop__v_arr_at(o, name);
+    for (size_t k = 0; arr && k < n && k < TOP_WAITS; k++) {
+        sop_value *w = sop__v_obj();
+        sop__v_set_str(w, "kind", g[k].kind);
+        sop__v_set(w, "frame", sop__bridge_text(g[k].frame));
+        sop__v_set_int(w, "count", g[k].count);
+        sop__v_set_int(w, "whole_window", g[k].whole);
+        sop__v_set(w, "task", sop__bridge_text(g[k].task));
+        sop__v_push(arr, w);
+    }
+    free(g);
+}
+
+static void w_convoys(sop_value *o, const char *name, const void *base, void *ctx)
+{
+    (void)base;
+    convoys(sop__v_arr_at(o, name), ctx);
+}
+
+/* stuck[]: only with the start read to compare with. */
+static void w_stuck(sop_value *o, const char *name, const void *base, void *ctx)
+{
+    (void)base;
+    const tasks_ctx *c = ctx;
+    if (c->a)
+        stuck(sop__v_arr_at(o, name), c);
+}
+
+static void w_forgotten(sop_value *o, const char *name, const void *base, void *ctx)
+{
+    (void)base;
+    forgotten(sop__v_arr_at(o, name), ctx);
 }
 
 sop_value *sop__bridge_tasks(const sop_pytasks *a, const sop_pytasks *b, double window_s)
@@ -582,7 +625,7 @@ sop_value *sop__bridge_tasks(const sop_pytasks *a, const sop_pytasks *b, double 
     sop_value *o = sop__v_obj();
     tasks_ctx c = {a, b, have_a ? &ia : NULL, have_b ? &ib : NULL, window_s};
     if (o)
-        sop__bridge_keys(o, &f, sop__evk_tasks, sop__evk_tasks_n, "", tasks_hand, &c);
+        sop__bridge_keys(o, &f, sop__evk_tasks, sop__evk_tasks_n, "", NULL, &c);
     if (have_a)
         sop__task_index_free(&ia);
     if (have_b)
