@@ -34,6 +34,22 @@ typedef struct {
     int64_t processes;
 } sampling_figs;
 
+/* The writers of the rows of ev.sampling and ev.io_files that are not plain fields (defined
+ * below the tables): sampling's get the sop_window as ctx, io_files[]' the open file as base and
+ * a file_ctx. */
+static void w_anon_trace_kb(sop_value *o, const char *name, const void *base, void *ctx);
+static void w_anon_trace_s(sop_value *o, const char *name, const void *base, void *ctx);
+static void w_file_pid(sop_value *o, const char *name, const void *base, void *ctx);
+static void w_file_fd(sop_value *o, const char *name, const void *base, void *ctx);
+static void w_file_path(sop_value *o, const char *name, const void *base, void *ctx);
+static void w_file_advance(sop_value *o, const char *name, const void *base, void *ctx);
+static void w_file_mount(sop_value *o, const char *name, const void *base, void *ctx);
+static void w_file_fs_kind(sop_value *o, const char *name, const void *base, void *ctx);
+static void w_file_source(sop_value *o, const char *name, const void *base, void *ctx);
+static void w_file_disk_util_pct(sop_value *o, const char *name, const void *base, void *ctx);
+static void w_file_disk_r_await_ms(sop_value *o, const char *name, const void *base, void *ctx);
+static void w_file_disk_read_kb_per_s(sop_value *o, const char *name, const void *base, void *ctx);
+
 #define D(k, f, u, d) SOP_EVK_D(k, sampling_figs, f, u, d)
 #define I(k, f, u, d) SOP_EVK_I(k, sampling_figs, f, u, d)
 const sop_evk sop__evk_sampling[] = {
@@ -47,35 +63,37 @@ const sop_evk sop__evk_sampling[] = {
     D("self_cpu_ms", self_cpu_ms, "ms", "sopctl's CPU time in the sampling loop"),
     D("window_s", window_s, "s", "the sampled window"),
     I("processes", processes, "", "processes sampled: the target and its CPython workers"),
-    SOP_EVK_H("anon_trace_kb", SOP_EVK_ARR, "kB",
+    SOP_EVK_W("anon_trace_kb", SOP_EVK_ARR, w_anon_trace_kb, "kB",
               "[13]: the target's anonymous memory (statm resident - shared) at 13 evenly spaced "
               "times over the window, first to last reading: the note below"),
-    SOP_EVK_H("anon_trace_s", SOP_EVK_NUM, "s", "the time from its first to its last reading"),
+    SOP_EVK_W("anon_trace_s", SOP_EVK_NUM, w_anon_trace_s, "s",
+              "the time from its first to its last reading"),
 };
 const size_t sop__evk_sampling_n = sizeof sop__evk_sampling / sizeof sop__evk_sampling[0];
 #undef D
 #undef I
 
-#define H SOP_EVK_H
+#define W SOP_EVK_W
 const sop_evk sop__evk_io_files[] = {
-    H("pid", SOP_EVK_INT, "", "the process holding it: the target or a worker"),
-    H("fd", SOP_EVK_INT, "", ""),
-    H("path", SOP_EVK_TEXT, "", ""),
+    W("pid", SOP_EVK_INT, w_file_pid, "", "the process holding it: the target or a worker"),
+    W("fd", SOP_EVK_INT, w_file_fd, "", ""),
+    W("path", SOP_EVK_TEXT, w_file_path, "", ""),
     SOP_EVK_I("size_bytes", sop_open_file, size, "B", ""),
     SOP_EVK_I("pos_bytes", sop_open_file, pos, "B", "read position at the window's end"),
-    H("advance_bytes_per_s", SOP_EVK_NUM, "B/s", "read position moved over the window"),
-    H("mount", SOP_EVK_TEXT, "", "mount point"),
+    W("advance_bytes_per_s", SOP_EVK_NUM, w_file_advance, "B/s",
+      "read position moved over the window"),
+    W("mount", SOP_EVK_TEXT, w_file_mount, "", "mount point"),
     SOP_EVK_S("fstype", sop_open_file, fstype, ""),
-    H("fs_kind", SOP_EVK_TEXT, "",
+    W("fs_kind", SOP_EVK_TEXT, w_file_fs_kind, "",
       "\"local\"|\"network\"|\"fuse\"|\"overlay\"|\"memory\"|\"virtual\""),
-    H("source", SOP_EVK_TEXT, "", "the mount's source"),
+    W("source", SOP_EVK_TEXT, w_file_source, "", "the mount's source"),
     SOP_EVK_S("disk", sop_open_file, disk, "the whole disk behind it (host.disks[].name)"),
-    H("disk_util_pct", SOP_EVK_NUM, "%", "that disk's host.disks[].util_pct"),
-    H("disk_r_await_ms", SOP_EVK_NUM, "ms", "its r_await_ms"),
-    H("disk_read_kb_per_s", SOP_EVK_NUM, "kB/s", "its read_kb_per_s"),
+    W("disk_util_pct", SOP_EVK_NUM, w_file_disk_util_pct, "%", "that disk's host.disks[].util_pct"),
+    W("disk_r_await_ms", SOP_EVK_NUM, w_file_disk_r_await_ms, "ms", "its r_await_ms"),
+    W("disk_read_kb_per_s", SOP_EVK_NUM, w_file_disk_read_kb_per_s, "kB/s", "its read_kb_per_s"),
 };
 const size_t sop__evk_io_files_n = sizeof sop__evk_io_files / sizeof sop__evk_io_files[0];
-#undef H
+#undef W
 
 static double frac(long a, long n)
 {
@@ -461,30 +479,76 @@ typedef struct {
     const sop_value *disk; /* host.disks[] of f->disk, or NULL */
 } file_ctx;
 
-static void file_hand(sop_value *o, const sop_evk *row, const char *name, void *ctx)
+static void w_file_pid(sop_value *o, const char *name, const void *base, void *ctx)
 {
-    (void)row;
-    const file_ctx *c = ctx;
-    const sop_open_file *f = c->f;
+    (void)ctx;
+    sop__v_set_int(o, name, ((const sop_open_file *)base)->pid);
+}
+
+static void w_file_fd(sop_value *o, const char *name, const void *base, void *ctx)
+{
+    (void)ctx;
+    sop__v_set_int(o, name, ((const sop_open_file *)base)->fd);
+}
+
+static void w_file_path(sop_value *o, const char *name, const void *base, void *ctx)
+{
+    (void)ctx;
+    sop__v_set(o, name, sop__bridge_text(((const sop_open_file *)base)->path));
+}
+
+static void w_file_advance(sop_value *o, const char *name, const void *base, void *ctx)
+{
+    const sop_open_file *f = base;
+    double window_s = ((const file_ctx *)ctx)->window_s;
+    if (f->pos != SOP_NA && f->pos0 != SOP_NA && window_s > 0)
+        sop__v_set_dbl(o, name, (double)(f->pos - f->pos0) / window_s);
+}
+
+static void w_file_mount(sop_value *o, const char *name, const void *base, void *ctx)
+{
+    (void)ctx;
+    sop__v_set(o, name, sop__bridge_text(((const sop_open_file *)base)->mountpoint));
+}
+
+static void w_file_fs_kind(sop_value *o, const char *name, const void *base, void *ctx)
+{
+    (void)ctx;
+    const sop_open_file *f = base;
+    if (f->fstype[0])
+        sop__v_set_str(o, name, sop__fs_kind(f->fstype));
+}
+
+static void w_file_source(sop_value *o, const char *name, const void *base, void *ctx)
+{
+    (void)ctx;
+    sop__v_set(o, name, sop__bridge_text(((const sop_open_file *)base)->source));
+}
+
+/* disk_*: the figure `key` of host.disks[] for the file's disk, when there is one. */
+static void disk_figure(sop_value *o, const char *name, const file_ctx *c, const char *key)
+{
     double v;
-    if (strcmp(name, "pid") == 0)
-        sop__v_set_int(o, name, f->pid);
-    else if (strcmp(name, "fd") == 0)
-        sop__v_set_int(o, name, f->fd);
-    else if (strcmp(name, "path") == 0)
-        sop__v_set(o, name, sop__bridge_text(f->path));
-    else if (strcmp(name, "advance_bytes_per_s") == 0) {
-        if (f->pos != SOP_NA && f->pos0 != SOP_NA && c->window_s > 0)
-            sop__v_set_dbl(o, name, (double)(f->pos - f->pos0) / c->window_s);
-    } else if (strcmp(name, "mount") == 0)
-        sop__v_set(o, name, sop__bridge_text(f->mountpoint));
-    else if (strcmp(name, "fs_kind") == 0) {
-        if (f->fstype[0])
-            sop__v_set_str(o, name, sop__fs_kind(f->fstype));
-    } else if (strcmp(name, "source") == 0)
-        sop__v_set(o, name, sop__bridge_text(f->source));
-    else if (c->disk && sop__v_get_num(c->disk, name + 5, &v)) /* disk_*: host.disks[].* */
+    if (c->disk && sop__v_get_num(c->disk, key, &v))
         sop__v_set_dbl(o, name, v);
+}
+
+static void w_file_disk_util_pct(sop_value *o, const char *name, const void *base, void *ctx)
+{
+    (void)base;
+    disk_figure(o, name, ctx, "util_pct");
+}
+
+static void w_file_disk_r_await_ms(sop_value *o, const char *name, const void *base, void *ctx)
+{
+    (void)base;
+    disk_figure(o, name, ctx, "r_await_ms");
+}
+
+static void w_file_disk_read_kb_per_s(sop_value *o, const char *name, const void *base, void *ctx)
+{
+    (void)base;
+    disk_figure(o, name, ctx, "read_kb_per_s");
 }
 
 static void bridge_files(const sop_window *s, sop_value *ev)
@@ -504,7 +568,7 @@ static void bridge_files(const sop_window *s, sop_value *ev)
         sop_value *o = sop__v_obj();
         if (!o)
             break;
-        sop__bridge_keys(o, c.f, sop__evk_io_files, sop__evk_io_files_n, "", file_hand, &c);
+        sop__bridge_keys(o, c.f, sop__evk_io_files, sop__evk_io_files_n, "", NULL, &c);
         sop__v_push(arr, o);
     }
 }
@@ -689,19 +753,26 @@ static void worker_hand(sop_value *o, const sop_evk *row, const char *name, void
 
 #define TRACE_POINTS 13
 
-/* sampling.anon_trace_kb / anon_trace_s: the readings nearest to 13 evenly spaced times. */
-static void sampling_hand(sop_value *o, const sop_evk *row, const char *name, void *ctx)
+/* sampling.anon_trace_*: the trace's first time and its span, when it has two readings apart. */
+static bool trace_span(const sop_window *s, double *t0, double *span)
 {
-    (void)row;
-    const sop_window *s = ctx;
     size_t n = s->ntrace;
     if (n < 2 || !(s->trace_ms[n - 1] > s->trace_ms[0]))
+        return false;
+    *t0 = s->trace_ms[0];
+    *span = s->trace_ms[n - 1] - *t0;
+    return true;
+}
+
+/* sampling.anon_trace_kb: the readings nearest to 13 evenly spaced times. */
+static void w_anon_trace_kb(sop_value *o, const char *name, const void *base, void *ctx)
+{
+    (void)base;
+    const sop_window *s = ctx;
+    double t0, span;
+    if (!trace_span(s, &t0, &span))
         return;
-    double t0 = s->trace_ms[0], span = s->trace_ms[n - 1] - t0;
-    if (strcmp(name, "anon_trace_s") == 0) {
-        sop__v_set_dbl(o, name, span / 1e3);
-        return;
-    }
+    size_t n = s->ntrace;
     sop_value *arr = sop__v_arr_at(o, name);
     size_t j = 0;
     for (int k = 0; arr && k < TRACE_POINTS; k++) {
@@ -710,6 +781,14 @@ static void sampling_hand(sop_value *o, const sop_evk *row, const char *name, vo
             j++;
         sop__v_push(arr, sop__v_num((double)s->trace_kb[j]));
     }
+}
+
+static void w_anon_trace_s(sop_value *o, const char *name, const void *base, void *ctx)
+{
+    (void)base;
+    double t0, span;
+    if (trace_span(ctx, &t0, &span))
+        sop__v_set_dbl(o, name, span / 1e3);
 }
 
 /* python.concurrency: counted per tick, so threads born and ended in the window count. */
@@ -810,8 +889,7 @@ void sop__bridge_window(sop_value *ev, const sop_window *s)
         sampling_figs f = {s->stats.rate_hz,        s->stats.ticks,           s->stats.missed,
                            s->stats.thread_samples, s->stats.samples_partial, s->stats.walk_retries,
                            s->stats.self_cpu_ms,    s->stats.window_s,        s->nprocs};
-        sop__bridge_keys(smp, &f, sop__evk_sampling, sop__evk_sampling_n, "", sampling_hand,
-                         (void *)s);
+        sop__bridge_keys(smp, &f, sop__evk_sampling, sop__evk_sampling_n, "", NULL, (void *)s);
     }
     bridge_files(s, ev);
     int reads = 0; /* source lines read for this window */
