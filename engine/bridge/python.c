@@ -2,11 +2,11 @@
  * GIL holder, GC state and the threads with their Python (and native) frames. The same
  * threads array is the body of `sopctl dump --json`. Its keys are the table sop__evk_python
  * below (docs/evidence.md is generated from it), which also holds what other files write
- * under ev.python: the window parts (engine/bridge/window.c walks those rows); python.heap is
- * a table of its own (sop__evk_heap, engine/bridge/heap_rows.c).
- * Nearly every snapshot value is a flag, a pointer or a conditional, so most rows of this
- * file's own part are hand rows written in table order. Depends on value.h, schema.h,
- * window.h. */
+ * under ev.python: the window parts (engine/bridge/window.c walks those rows and defines their
+ * writers, window.h declares them); python.heap is a table of its own (sop__evk_heap,
+ * engine/bridge/heap_rows.c). Nearly every snapshot value is a flag, a pointer or a
+ * conditional, so most rows of this file's own part have their own writers (SOP_EVK_W), called
+ * in table order. Depends on value.h, schema.h, window.h. */
 #include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
@@ -24,7 +24,7 @@ typedef struct {
 
 /* The keys of one thread's window (engine/bridge/window.c walks them), under threads[] and
  * under workers[].threads[]: the figures from sop_window_figs (window.h), the sites and lists by
- * its hand callback. D() keeps a value's doc in the first copy only. */
+ * window.c's writers (sop__win_*, window.h). D() keeps a value's doc in the first copy only. */
 #define DOC(d) d
 #define NODOC(d) ""
 #define WI(P, k, d) SOP_EVK_I(P #k, sop_window_figs, k, "", d)
@@ -38,19 +38,23 @@ typedef struct {
         WD(P, import_frac, "", ""), WD(P, logging_frac, "", ""),                                   \
         WD(P, logging_format_frac, "", ""), WD(P, logging_write_frac, "", ""),                     \
         WD(P, subprocess_frac, "", ""), WD(P, subprocess_spawn_frac, "", ""),                      \
-        H(P "import_module", SOP_EVK_TEXT, "", ""), WD(P, import_module_frac, "", ""),             \
-        H(P "logging_site", SOP_EVK_TEXT, "", ""), WD(P, logging_site_frac, "", ""),               \
-        WD(P, majflt_frac, "", ""), WD(P, fault_wait_frac, "", ""),                                \
-        H(P "fault_site", SOP_EVK_TEXT, "", ""), WD(P, fault_site_frac, "", ""),                   \
+        SOP_EVK_W(P "import_module", SOP_EVK_TEXT, sop__win_import_module, "", ""),                \
+        WD(P, import_module_frac, "", ""),                                                         \
+        SOP_EVK_W(P "logging_site", SOP_EVK_TEXT, sop__win_logging_site, "", ""),                  \
+        WD(P, logging_site_frac, "", ""), WD(P, majflt_frac, "", ""),                              \
+        WD(P, fault_wait_frac, "", ""),                                                            \
+        SOP_EVK_W(P "fault_site", SOP_EVK_TEXT, sop__win_fault_site, "", ""),                      \
+        WD(P, fault_site_frac, "", ""),                                                            \
         WD(P, gpu_wait_frac, "", D("a thread of a process with GPU device files open")),           \
-        H(P "gpu_sync_site", SOP_EVK_TEXT, "", ""), WD(P, gpu_sync_site_frac, "", ""),             \
-        WD(P, fresh_frac, "", ""),                                                                 \
+        SOP_EVK_W(P "gpu_sync_site", SOP_EVK_TEXT, sop__win_gpu_sync_site, "", ""),                \
+        WD(P, gpu_sync_site_frac, "", ""), WD(P, fresh_frac, "", ""),                              \
         SOP_EVK_I(P "fresh_kb", sop_window_figs, fresh_kb, "kB", D("new pages touched")),          \
         WD(P, collective_frac, "",                                                                 \
            D("in a collective: the innermost distributed-package frame (torch.distributed, "       \
              "torch.nn.parallel, deepspeed.comm) with only library frames inside it")),            \
-        H(P "collective_op", SOP_EVK_TEXT, "",                                                     \
-          D("the collective most sampled: that frame's function (\"all_reduce\", \"barrier\")")),  \
+        SOP_EVK_W(P "collective_op", SOP_EVK_TEXT, sop__win_collective_op, "",                     \
+                  D("the collective most sampled: that frame's function (\"all_reduce\", "         \
+                    "\"barrier\")")),                                                              \
         WD(P, collective_op_frac, "", ""),                                                         \
         WD(P, collective_longest_ms, "ms",                                                         \
            D("longest run of consecutive samples in one collective (to the window's end)")),       \
@@ -65,8 +69,8 @@ typedef struct {
         WD(P, timer_wait_frac, "", D("asleep in nanosleep/clock_nanosleep (time.sleep)")),         \
         WD(P, child_wait_frac, "", D("asleep in wait4/waitid: for a child process")),              \
         WD(P, signal_wait_frac, "", D("asleep in pause/sigsuspend/sigtimedwait: for a signal")),   \
-        H(P "own_frame", SOP_EVK_TEXT, "",                                                         \
-          D("its innermost own frame most sampled: \"func (file:line)\"")),                        \
+        SOP_EVK_W(P "own_frame", SOP_EVK_TEXT, sop__win_own_frame, "",                             \
+                  D("its innermost own frame most sampled: \"func (file:line)\"")),                \
         WD(P, own_frame_frac, "", ""),                                                             \
         WI(P, alternation_pairs,                                                                   \
            D("consecutive active samples (holding the GIL or running without it) between which "   \
@@ -85,12 +89,13 @@ typedef struct {
            D("of those, the share still holding it. Calls and Python stretches of µs: near "      \
              "recheck_gil_frac (the state 0.05 ms on does not depend on the state now); kernels "  \
              "or long Python stretches of ms: far above it")),                                     \
-        H(P "top_stacks", SOP_EVK_ARR, "", "the 5 most sampled stacks"),                           \
+        SOP_EVK_W(P "top_stacks", SOP_EVK_ARR, sop__win_top_stacks, "",                            \
+                  "the 5 most sampled stacks"),                                                    \
         H(P "top_stacks[].stack", SOP_EVK_TEXT, "", D("\"outer (file.py);...;inner (file.py)\"")), \
         SOP_EVK_I(P "top_stacks[].count", sop_window_count_figs, count, "", ""),                   \
-        H(P "dist", SOP_EVK_OBJ, "",                                                               \
-          "the full distribution: every distinct stack of the thread. Read it with "               \
-          "common.share()"),                                                                       \
+        SOP_EVK_W(P "dist", SOP_EVK_OBJ, sop__win_dist, "",                                        \
+                  "the full distribution: every distinct stack of the thread. Read it with "       \
+                  "common.share()"),                                                               \
         H(P "dist.samples", SOP_EVK_INT, "", ""),                                                  \
         H(P "dist.stored", SOP_EVK_INT, "", D("< samples when the stack table was full")),         \
         H(P "dist.frames", SOP_EVK_ARR, "", "\"func (file.py)\""),                                 \
@@ -98,17 +103,21 @@ typedef struct {
         H(P "dist.stacks[].count", SOP_EVK_INT, "", ""),                                           \
         H(P "dist.stacks[].ids", SOP_EVK_ARR, "", "1-based into frames, root first"),              \
         H(P "dist.frames_cut", SOP_EVK_BOOL, "", D("true: more than 4096 distinct frames")),       \
-        H(P "leaves", SOP_EVK_ARR, "", "the 8 most sampled sites (see below)"),                    \
+        SOP_EVK_W(P "leaves", SOP_EVK_ARR, sop__win_leaves, "",                                    \
+                  "the 8 most sampled sites (see below)"),                                         \
         SOP_EVK_I(P "leaves[].count", sop_window_count_figs, count, "", ""),                       \
         SOP_EVK_I(P "leaves[].active", sop_window_count_figs, active, "", ""),                     \
         SOP_EVK_I(P "leaves[].fresh", sop_window_count_figs, fresh, "", ""),                       \
         SOP_EVK_I(P "leaves[].fresh_kb", sop_window_count_figs, fresh_kb, "kB", ""),               \
         H(P "leaves[].*", SOP_EVK_OBJ, "", "`leaf`, `entry`, `caller`"),                           \
-        H(P "leaves[].*.func", SOP_EVK_TEXT, "", ""),                                              \
-        H(P "leaves[].*.file", SOP_EVK_TEXT, "", ""), H(P "leaves[].*.line", SOP_EVK_INT, "", ""), \
-        H(P "leaves[].*.code", SOP_EVK_TEXT, "", ""),                                              \
-        H(P "entries", SOP_EVK_ARR, "", "the 8 most sampled entries (see below)"),                 \
-        H(P "entries[].func", SOP_EVK_TEXT, "", ""), H(P "entries[].file", SOP_EVK_TEXT, "", ""),  \
+        SOP_EVK_W(P "leaves[].*.func", SOP_EVK_TEXT, sop__win_site_func, "", ""),                  \
+        SOP_EVK_W(P "leaves[].*.file", SOP_EVK_TEXT, sop__win_site_file, "", ""),                  \
+        SOP_EVK_W(P "leaves[].*.line", SOP_EVK_INT, sop__win_site_line, "", ""),                   \
+        SOP_EVK_W(P "leaves[].*.code", SOP_EVK_TEXT, sop__win_site_code, "", ""),                  \
+        SOP_EVK_W(P "entries", SOP_EVK_ARR, sop__win_entries, "",                                  \
+                  "the 8 most sampled entries (see below)"),                                       \
+        SOP_EVK_W(P "entries[].func", SOP_EVK_TEXT, sop__win_entry_func, "", ""),                  \
+        SOP_EVK_W(P "entries[].file", SOP_EVK_TEXT, sop__win_entry_file, "", ""),                  \
         SOP_EVK_I(P "entries[].count", sop_window_entry_figs, count, "", ""),                      \
         SOP_EVK_I(P "entries[].active", sop_window_entry_figs, active, "", ""),                    \
         SOP_EVK_I(P "entries[].top_site_active", sop_window_entry_figs, top_site_active, "", ""),  \
@@ -174,7 +183,8 @@ const sop_evk sop__evk_python[] = {
               "ticks at which a collection was running"),
     SOP_EVK_D("gc.window.longest_collecting_ms", sop_gc_window_figs, longest_collecting_ms, "ms",
               "longest run of collecting ticks"),
-    H("gc.window.collections", SOP_EVK_ARR, "", "[3]: at the last tick minus the first"),
+    SOP_EVK_W("gc.window.collections", SOP_EVK_ARR, sop__win_gc_collections, "",
+              "[3]: at the last tick minus the first"),
     H("gc.window.collections_per_s", SOP_EVK_ARR, "1/s",
       "[3]: over that span; both absent (missing says why) when a count went back or grew "
       "beyond 1e8/s: written by the target, not counted"),
@@ -228,8 +238,10 @@ const sop_evk sop__evk_python[] = {
     SOP_EVK_I("loop.tid", sop_loop_figs, tid, "", ""),
     SOP_EVK_D("loop.longest_block_ms", sop_loop_figs, longest_block_ms, "ms",
               "the longest stretch"),
-    H("loop.frame", SOP_EVK_TEXT, "", "\"func (file:line)\": the frame most seen in it"),
-    H("loop.frames", SOP_EVK_ARR, "", "the callback's frames of that stretch, innermost first"),
+    SOP_EVK_W("loop.frame", SOP_EVK_TEXT, sop__win_loop_frame, "",
+              "\"func (file:line)\": the frame most seen in it"),
+    SOP_EVK_W("loop.frames", SOP_EVK_ARR, sop__win_loop_frames, "",
+              "the callback's frames of that stretch, innermost first"),
     H("loop.frames[].func", SOP_EVK_TEXT, "", ""),
     H("loop.frames[].file", SOP_EVK_TEXT, "", ""),
     H("loop.frames[].line", SOP_EVK_INT, "", ""),
@@ -263,7 +275,7 @@ const sop_evk sop__evk_python[] = {
       WIN "lock sites, most waited first: the innermost own frame (a `with lock:` line, an "
           "acquire() call, a call into a library that locks) at which threads of the target slept "
           "in a futex that is not the GIL's"),
-    H("locks[].site", SOP_EVK_TEXT, "", "\"func (file:line)\""),
+    SOP_EVK_W("locks[].site", SOP_EVK_TEXT, sop__win_lock_site, "", "\"func (file:line)\""),
     SOP_EVK_I("locks[].ticks", sop_lock_figs, ticks, "", "ticks with a thread waiting there"),
     SOP_EVK_D("locks[].waiters_mean", sop_lock_figs, waiters_mean, "",
               "threads waiting there per tick, over all ticks of the window"),
@@ -286,18 +298,19 @@ const sop_evk sop__evk_python[] = {
     SOP_EVK_D("locks[].holder_native_frac", sop_lock_figs, holder_native_frac, "",
               "of the held ticks, those whose holder was at the waiters' own call outside Python "
               "(neither holding nor waiting for the GIL): a library call holding its own lock"),
-    H("locks[].holder", SOP_EVK_TEXT, "",
-      "the holder's most seen frame: \"own (file:line) > leaf (file:line)\""),
+    SOP_EVK_W("locks[].holder", SOP_EVK_TEXT, sop__win_lock_holder, "",
+              "the holder's most seen frame: \"own (file:line) > leaf (file:line)\""),
     SOP_EVK_D("locks[].holder_frac", sop_lock_figs, holder_frac, "",
               "that frame's share of the held ticks"),
     H("workers", SOP_EVK_ARR, "", WIN "CPython descendants sampled too"),
     SOP_EVK_I("workers[].pid", sop_worker_figs, pid, "", ""),
-    H("workers[].comm", SOP_EVK_TEXT, "", ""),
-    H("workers[].cmdline", SOP_EVK_TEXT, "", ""),
-    H("workers[].threads", SOP_EVK_ARR, "", "its sampled threads"),
-    H("workers[].threads[].tid", SOP_EVK_INT, "", ""),
+    SOP_EVK_W("workers[].comm", SOP_EVK_TEXT, sop__win_worker_comm, "", ""),
+    SOP_EVK_W("workers[].cmdline", SOP_EVK_TEXT, sop__win_worker_cmdline, "", ""),
+    SOP_EVK_W("workers[].threads", SOP_EVK_ARR, sop__win_worker_threads, "", "its sampled threads"),
+    SOP_EVK_W("workers[].threads[].tid", SOP_EVK_INT, sop__win_worker_tid, "", ""),
     SOP_EVK_S("workers[].threads[].name", sop_agg_thread, name, ""),
-    H("workers[].threads[].window", SOP_EVK_OBJ, "", "as threads[].window"),
+    SOP_EVK_W("workers[].threads[].window", SOP_EVK_OBJ, sop__win_worker_window, "",
+              "as threads[].window"),
     WINDOW_ROWS("workers[].threads[].window.", NODOC) SOP_EVK_D(
         "workers[].cpu_frac", sop_worker_figs, cpu_frac, "", "its main thread's samples: running"),
     SOP_EVK_D("workers[].io_frac", sop_worker_figs, io_frac, "", "in D state"),
@@ -306,10 +319,11 @@ const sop_evk sop__evk_python[] = {
     SOP_EVK_D("workers[].start_time_s", sop_worker_figs, start_time_s, "s", "epoch seconds"),
     SOP_EVK_D("workers[].age_s", sop_worker_figs, age_s, "s",
               "its age when the sampler found it, at the window's start; not at collected_at"),
-    H("workers[].exited", SOP_EVK_BOOL, "",
-      "true: it exited before the window ended; absent otherwise"),
-    H("workers[].start_method", SOP_EVK_TEXT, "", "\"fork\"|\"spawn\"|\"forkserver\""),
-    H("workers[].io", SOP_EVK_OBJ, "", "/proc/PID/io over the window"),
+    SOP_EVK_W("workers[].exited", SOP_EVK_BOOL, sop__win_worker_exited, "",
+              "true: it exited before the window ended; absent otherwise"),
+    SOP_EVK_W("workers[].start_method", SOP_EVK_TEXT, sop__win_worker_start_method, "",
+              "\"fork\"|\"spawn\"|\"forkserver\""),
+    SOP_EVK_W("workers[].io", SOP_EVK_OBJ, sop__win_worker_io, "", "/proc/PID/io over the window"),
     H("workers[].io.read_bytes_per_s", SOP_EVK_NUM, "B/s", ""),
     H("workers[].io.write_bytes_per_s", SOP_EVK_NUM, "B/s", ""),
     H("workers[].io.rchar_per_s", SOP_EVK_NUM, "B/s", ""),
@@ -322,7 +336,8 @@ const sop_evk sop__evk_python[] = {
               "from children[]"),
     SOP_EVK_D("workers[].rchar_per_s", sop_worker_figs, rchar_per_s, "B/s", "from children[]"),
     SOP_EVK_D("workers[].cpu_pct", sop_worker_figs, cpu_pct, "%", "from children[]"),
-    H("workers[].env", SOP_EVK_OBJ, "", "{NAME = value}: allow-listed, as children[].env"),
+    SOP_EVK_W("workers[].env", SOP_EVK_OBJ, sop__win_worker_env, "",
+              "{NAME = value}: allow-listed, as children[].env"),
     H("workers[].env.*", SOP_EVK_TEXT, "", ""),
     H("loader", SOP_EVK_OBJ, "", WIN "only when there are workers"),
     SOP_EVK_I("loader.workers", sop_loader_figs, workers, "", ""),

@@ -6,8 +6,10 @@
  * the tables sop__evk_sampling and sop__evk_io_files below (docs/evidence.md is generated from
  * them); those under ev.python are rows of sop__evk_python (engine/bridge/python.c), walked
  * here with the figures of window.h as plain rows; sites, lists (top stacks, dist, leaves,
- * entries), a worker's io and env are written by the hand callbacks. Depends on value.h,
- * bridge.h, schema.h. */
+ * entries), a worker's io and env are rows with their own writers, defined here: static for
+ * this file's tables, sop__win_* (window.h) for python.c's. Two one-row hand callbacks are left
+ * (a top stack's text, a leaf's sites): no name is compared to choose what to write.
+ * Depends on value.h, bridge.h, schema.h. */
 #include "window.h"
 
 #include <math.h>
@@ -119,26 +121,40 @@ typedef struct {
     int *reads;
 } site_ctx;
 
-static void site_hand(sop_value *o, const sop_evk *row, const char *name, void *ctx)
+void sop__win_site_func(sop_value *o, const char *name, const void *base, void *ctx)
 {
-    (void)row;
+    (void)base;
+    sop__v_set(o, name, sop__bridge_text(((const site_ctx *)ctx)->a->func));
+}
+
+void sop__win_site_file(sop_value *o, const char *name, const void *base, void *ctx)
+{
+    (void)base;
+    sop__v_set(o, name, sop__bridge_text(((const site_ctx *)ctx)->a->file));
+}
+
+void sop__win_site_line(sop_value *o, const char *name, const void *base, void *ctx)
+{
+    (void)base;
+    const sop_agg_frame *a = ((const site_ctx *)ctx)->a;
+    if (a->line >= 0)
+        sop__v_set_int(o, name, a->line);
+}
+
+/* The site's source line, when asked for and while the window's reads last. */
+void sop__win_site_code(sop_value *o, const char *name, const void *base, void *ctx)
+{
+    (void)base;
     const site_ctx *c = ctx;
     const sop_agg_frame *a = c->a;
-    if (strcmp(name, "func") == 0) {
-        sop__v_set(o, name, sop__bridge_text(a->func));
-    } else if (strcmp(name, "file") == 0) {
-        sop__v_set(o, name, sop__bridge_text(a->file));
-    } else if (strcmp(name, "line") == 0) {
-        if (a->line >= 0)
-            sop__v_set_int(o, name, a->line);
-    } else if (c->code && *c->reads < SOURCE_READS_MAX) { /* code */
-        char text[192];
-        (*c->reads)++;
-        if (sop__source_line(c->s->proc_root, c->s->procs[c->t->proc].pid, a->file, a->line,
-                             SOURCE_MAX_BYTES, text, sizeof text) == 0 &&
-            text[0])
-            sop__v_set(o, name, sop__bridge_text(text));
-    }
+    if (!c->code || *c->reads >= SOURCE_READS_MAX)
+        return;
+    char text[192];
+    (*c->reads)++;
+    if (sop__source_line(c->s->proc_root, c->s->procs[c->t->proc].pid, a->file, a->line,
+                         SOURCE_MAX_BYTES, text, sizeof text) == 0 &&
+        text[0])
+        sop__v_set(o, name, sop__bridge_text(text));
 }
 
 static sop_value *site_value(const site_ctx *c, const char *leaves_prefix)
@@ -147,7 +163,7 @@ static sop_value *site_value(const site_ctx *c, const char *leaves_prefix)
     char pre[64];
     snprintf(pre, sizeof pre, "%s*.", leaves_prefix);
     if (o)
-        sop__bridge_keys(o, NULL, sop__evk_python, sop__evk_python_n, pre, site_hand, (void *)c);
+        sop__bridge_keys(o, NULL, sop__evk_python, sop__evk_python_n, pre, NULL, (void *)c);
     return o;
 }
 
@@ -211,11 +227,16 @@ static void thr_leaves(const sop_window *s, size_t ti, sop_value *w, int *reads,
 
 /* Per library entry point the thread called (sop__agg_entries), the most sampled first; its
  * keys the entries[] rows under `prefix` (a thread window's). */
-static void entry_hand(sop_value *o, const sop_evk *row, const char *name, void *ctx)
+void sop__win_entry_func(sop_value *o, const char *name, const void *base, void *ctx)
 {
-    (void)row;
-    const sop_agg_frame *e = ctx;
-    sop__v_set(o, name, sop__bridge_text(strcmp(name, "func") == 0 ? e->func : e->file));
+    (void)base;
+    sop__v_set(o, name, sop__bridge_text(((const sop_agg_frame *)ctx)->func));
+}
+
+void sop__win_entry_file(sop_value *o, const char *name, const void *base, void *ctx)
+{
+    (void)base;
+    sop__v_set(o, name, sop__bridge_text(((const sop_agg_frame *)ctx)->file));
 }
 
 static void thr_entries(const sop_window *s, size_t ti, sop_value *w, const char *prefix)
@@ -231,7 +252,7 @@ static void thr_entries(const sop_window *s, size_t ti, sop_value *w, const char
             break;
         sop_window_entry_figs f = {v[best].count, v[best].active, v[best].top_active,
                                    v[best].sites};
-        sop__bridge_keys(o, &f, sop__evk_python, sop__evk_python_n, pre, entry_hand,
+        sop__bridge_keys(o, &f, sop__evk_python, sop__evk_python_n, pre, NULL,
                          (void *)v[best].entry);
         sop__v_push(arr, o);
     }
@@ -316,14 +337,14 @@ static void thr_dist(const sop_window *s, size_t ti, sop_value *w)
     free(slots);
 }
 
-/* What one thread window's hand rows need. */
+/* What one thread window's writers need: its sites are found with its figures (their shares). */
 typedef struct {
     const sop_window *s;
     size_t ti;
     int *reads;
-    const char *prefix;  /* of the window's rows */
-    const char *site[6]; /* import_module, logging_site, fault_site, gpu_sync_site, collective_op,
-                            own_frame */
+    const char *prefix; /* of the window's rows */
+    const char *import_module, *logging_site, *fault_site, *gpu_sync_site, *collective_op,
+        *own_frame; /* the most sampled frame of each kind, or NULL */
 } thr_ctx;
 
 static void stack_hand(sop_value *o, const sop_evk *row, const char *name, void *ctx)
@@ -332,43 +353,90 @@ static void stack_hand(sop_value *o, const sop_evk *row, const char *name, void 
     sop__v_set_str(o, name, ((const sop_agg_stack *)ctx)->stack); /* the only hand row */
 }
 
-static void thr_hand(sop_value *w, const sop_evk *row, const char *name, void *ctx)
+static void set_site(sop_value *w, const char *name, const char *site)
 {
-    (void)row;
+    if (site)
+        sop__v_set(w, name, sop__bridge_text(site));
+}
+
+void sop__win_import_module(sop_value *o, const char *name, const void *base, void *ctx)
+{
+    (void)base;
+    set_site(o, name, ((const thr_ctx *)ctx)->import_module);
+}
+
+void sop__win_logging_site(sop_value *o, const char *name, const void *base, void *ctx)
+{
+    (void)base;
+    set_site(o, name, ((const thr_ctx *)ctx)->logging_site);
+}
+
+void sop__win_fault_site(sop_value *o, const char *name, const void *base, void *ctx)
+{
+    (void)base;
+    set_site(o, name, ((const thr_ctx *)ctx)->fault_site);
+}
+
+void sop__win_gpu_sync_site(sop_value *o, const char *name, const void *base, void *ctx)
+{
+    (void)base;
+    set_site(o, name, ((const thr_ctx *)ctx)->gpu_sync_site);
+}
+
+void sop__win_collective_op(sop_value *o, const char *name, const void *base, void *ctx)
+{
+    (void)base;
+    set_site(o, name, ((const thr_ctx *)ctx)->collective_op);
+}
+
+void sop__win_own_frame(sop_value *o, const char *name, const void *base, void *ctx)
+{
+    (void)base;
+    set_site(o, name, ((const thr_ctx *)ctx)->own_frame);
+}
+
+void sop__win_top_stacks(sop_value *o, const char *name, const void *base, void *ctx)
+{
+    (void)base;
     const thr_ctx *c = ctx;
-    if (strcmp(name, "import_module") == 0 || strcmp(name, "logging_site") == 0 ||
-        strcmp(name, "fault_site") == 0 || strcmp(name, "gpu_sync_site") == 0 ||
-        strcmp(name, "collective_op") == 0 || strcmp(name, "own_frame") == 0) {
-        const char *site = c->site[name[0] == 'i'   ? 0
-                                   : name[0] == 'l' ? 1
-                                   : name[0] == 'f' ? 2
-                                   : name[0] == 'g' ? 3
-                                   : name[0] == 'c' ? 4
-                                                    : 5];
-        if (site)
-            sop__v_set(w, name, sop__bridge_text(site));
-    } else if (strcmp(name, "top_stacks") == 0) {
-        const sop_agg_stack *top[TOP_STACKS];
-        int ntop = sop__agg_top_stacks(c->s->agg, c->ti, top, TOP_STACKS);
-        sop_value *arr = sop__v_arr_at(w, name);
-        char pre[64];
-        snprintf(pre, sizeof pre, "%stop_stacks[].", c->prefix);
-        for (int k = 0; arr && k < ntop; k++) {
-            sop_value *o = sop__v_obj();
-            if (!o)
-                break;
-            sop_window_count_figs f = {top[k]->count, SOP_NA, SOP_NA, SOP_NA};
-            sop__bridge_keys(o, &f, sop__evk_python, sop__evk_python_n, pre, stack_hand,
-                             (void *)top[k]);
-            sop__v_push(arr, o);
-        }
-    } else if (strcmp(name, "dist") == 0) {
-        thr_dist(c->s, c->ti, w);
-    } else if (strcmp(name, "leaves") == 0) {
-        thr_leaves(c->s, c->ti, w, c->reads, c->prefix);
-    } else if (strcmp(name, "entries") == 0) {
-        thr_entries(c->s, c->ti, w, c->prefix);
+    const sop_agg_stack *top[TOP_STACKS];
+    int ntop = sop__agg_top_stacks(c->s->agg, c->ti, top, TOP_STACKS);
+    sop_value *arr = sop__v_arr_at(o, name);
+    char pre[64];
+    snprintf(pre, sizeof pre, "%stop_stacks[].", c->prefix);
+    for (int k = 0; arr && k < ntop; k++) {
+        sop_value *e = sop__v_obj();
+        if (!e)
+            break;
+        sop_window_count_figs f = {top[k]->count, SOP_NA, SOP_NA, SOP_NA};
+        sop__bridge_keys(e, &f, sop__evk_python, sop__evk_python_n, pre, stack_hand,
+                         (void *)top[k]);
+        sop__v_push(arr, e);
     }
+}
+
+void sop__win_dist(sop_value *o, const char *name, const void *base, void *ctx)
+{
+    (void)name;
+    (void)base;
+    const thr_ctx *c = ctx;
+    thr_dist(c->s, c->ti, o);
+}
+
+void sop__win_leaves(sop_value *o, const char *name, const void *base, void *ctx)
+{
+    (void)name;
+    (void)base;
+    const thr_ctx *c = ctx;
+    thr_leaves(c->s, c->ti, o, c->reads, c->prefix);
+}
+
+void sop__win_entries(sop_value *o, const char *name, const void *base, void *ctx)
+{
+    (void)name;
+    (void)base;
+    const thr_ctx *c = ctx;
+    thr_entries(c->s, c->ti, o, c->prefix);
 }
 
 /* One thread's window, its keys the window rows under `prefix` (threads[].window. or
@@ -420,18 +488,18 @@ static sop_value *thr_window(const sop_window *s, size_t ti, int *reads, const c
         .child_wait_frac = frac(t->waits[SOP_WC_CHILD], n),
         .signal_wait_frac = frac(t->waits[SOP_WC_SIGNAL], n),
     };
-    thr_ctx c = {s, ti, reads, prefix, {NULL, NULL, NULL, NULL, NULL, NULL}};
-    c.site[0] = top_site(s, ti, SOP_AGG_SITE_IMPORT, &f.import_module_frac);
-    c.site[1] = top_site(s, ti, SOP_AGG_SITE_LOG, &f.logging_site_frac);
-    c.site[2] = top_site(s, ti, SOP_AGG_SITE_FAULT, &f.fault_site_frac);
+    thr_ctx c = {s, ti, reads, prefix, NULL, NULL, NULL, NULL, NULL, NULL};
+    c.import_module = top_site(s, ti, SOP_AGG_SITE_IMPORT, &f.import_module_frac);
+    c.logging_site = top_site(s, ti, SOP_AGG_SITE_LOG, &f.logging_site_frac);
+    c.fault_site = top_site(s, ti, SOP_AGG_SITE_FAULT, &f.fault_site_frac);
     if (t->proc >= 0 && t->proc < SOP_SAMPLER_MAX_PROCS && s->agg->proc_gpu[t->proc]) {
         /* only for a process that uses a GPU: CPU-only evidence stays as it was */
         f.gpu_wait_frac = frac(t->gpu_wait, n);
-        c.site[3] = top_site(s, ti, SOP_AGG_SITE_GPU, &f.gpu_sync_site_frac);
+        c.gpu_sync_site = top_site(s, ti, SOP_AGG_SITE_GPU, &f.gpu_sync_site_frac);
     }
-    c.site[4] = top_site(s, ti, SOP_AGG_SITE_COLL, &f.collective_op_frac);
-    c.site[5] = top_site(s, ti, SOP_AGG_SITE_OWN, &f.own_frame_frac);
-    sop__bridge_keys(w, &f, sop__evk_python, sop__evk_python_n, prefix, thr_hand, &c);
+    c.collective_op = top_site(s, ti, SOP_AGG_SITE_COLL, &f.collective_op_frac);
+    c.own_frame = top_site(s, ti, SOP_AGG_SITE_OWN, &f.own_frame_frac);
+    sop__bridge_keys(w, &f, sop__evk_python, sop__evk_python_n, prefix, NULL, &c);
     return w;
 }
 
@@ -629,14 +697,17 @@ typedef struct {
     const sop_agg *a;
 } gc_ctx;
 
-static void gc_hand(sop_value *w, const sop_evk *row, const char *name, void *ctx)
+/* gc.window.collections and collections_per_s: the counts at the last tick minus the first, and
+ * their rates; both left out when a rate is no measurement. */
+void sop__win_gc_collections(sop_value *o, const char *name, const void *base, void *ctx)
 {
-    (void)row;
+    (void)name;
+    (void)base;
     const gc_ctx *c = ctx;
     const sop_agg *s = c->a;
     double secs = (s->gc_last_ms - s->gc_first_ms) / 1e3;
-    if (strcmp(name, "collections") != 0 || s->gc_first[0] == SOP_NA || !(secs > 0))
-        return; /* collections_per_s: with collections */
+    if (s->gc_first[0] == SOP_NA || !(secs > 0))
+        return;
     double rate[3];
     bool ok = true;
     for (int g = 0; g < 3; g++) {
@@ -648,8 +719,8 @@ static void gc_hand(sop_value *w, const sop_evk *row, const char *name, void *ct
     }
     if (!ok)
         return; /* the counts are the same counters: left out with their rates */
-    sop_value *n = sop__v_arr_at(w, "collections");
-    sop_value *r = sop__v_arr_at(w, "collections_per_s");
+    sop_value *n = sop__v_arr_at(o, "collections");
+    sop_value *r = sop__v_arr_at(o, "collections_per_s");
     for (int g = 0; g < 3; g++) {
         sop__v_push(n, sop__v_num((double)(s->gc_last[g] - s->gc_first[g])));
         sop__v_push(r, sop__v_num(rate[g]));
@@ -667,22 +738,25 @@ static void bridge_gc(const sop_window *win, sop_value *py)
         return;
     sop_gc_window_figs f = {s->gc_samples, frac(s->gc_collecting, s->gc_samples), s->gc_longest_ms};
     gc_ctx c = {win, s};
-    sop__bridge_keys(w, &f, sop__evk_python, sop__evk_python_n, "gc.window.", gc_hand, &c);
+    sop__bridge_keys(w, &f, sop__evk_python, sop__evk_python_n, "gc.window.", NULL, &c);
 }
 
-static void loop_hand(sop_value *lp, const sop_evk *row, const char *name, void *ctx)
+void sop__win_loop_frame(sop_value *o, const char *name, const void *base, void *ctx)
 {
-    (void)row;
+    (void)base;
     const sop_agg_thread *t = ctx;
-    if (strcmp(name, "frame") == 0) {
-        if (t->longest_frame[0])
-            sop__v_set_str(lp, name, t->longest_frame);
-    } else if (strcmp(name, "frames") == 0) {
-        loop_frames(lp, t->longest_stack);
-    }
+    if (t->longest_frame[0])
+        sop__v_set_str(o, name, t->longest_frame);
 }
 
-/* What one worker's hand rows need. */
+void sop__win_loop_frames(sop_value *o, const char *name, const void *base, void *ctx)
+{
+    (void)name;
+    (void)base;
+    loop_frames(o, ((const sop_agg_thread *)ctx)->longest_stack);
+}
+
+/* What one worker's writers need. */
 typedef struct {
     const sop_window *s;
     int p; /* its index in s->procs */
@@ -695,60 +769,98 @@ typedef struct {
     size_t ti; /* the thread's index in the aggregation */
 } worker_thread_ctx;
 
-static void worker_thread_hand(sop_value *to, const sop_evk *row, const char *name, void *ctx)
+void sop__win_worker_tid(sop_value *o, const char *name, const void *base, void *ctx)
 {
-    (void)row;
+    (void)base;
     const worker_thread_ctx *c = ctx;
-    if (strcmp(name, "tid") == 0)
-        sop__v_set_int(to, name, c->w->s->agg->thrs[c->ti].tid);
-    else if (strcmp(name, "window") == 0)
-        sop__v_set(to, name,
-                   thr_window(c->w->s, c->ti, c->w->reads, "workers[].threads[].window."));
+    sop__v_set_int(o, name, c->w->s->agg->thrs[c->ti].tid);
 }
 
-static void worker_hand(sop_value *o, const sop_evk *row, const char *name, void *ctx)
+void sop__win_worker_window(sop_value *o, const char *name, const void *base, void *ctx)
 {
-    (void)row;
+    (void)base;
+    const worker_thread_ctx *c = ctx;
+    sop__v_set(o, name, thr_window(c->w->s, c->ti, c->w->reads, "workers[].threads[].window."));
+}
+
+static const sop_window_proc *worker_proc(const worker_ctx *c)
+{
+    return &c->s->procs[c->p];
+}
+
+void sop__win_worker_comm(sop_value *o, const char *name, const void *base, void *ctx)
+{
+    (void)base;
+    sop__v_set(o, name, sop__bridge_text(worker_proc(ctx)->comm));
+}
+
+void sop__win_worker_cmdline(sop_value *o, const char *name, const void *base, void *ctx)
+{
+    (void)base;
+    sop__v_set(o, name, sop__bridge_text(worker_proc(ctx)->cmdline));
+}
+
+/* Its sampled threads: the rows workers[].threads[]. */
+void sop__win_worker_threads(sop_value *o, const char *name, const void *base, void *ctx)
+{
+    (void)base;
     const worker_ctx *c = ctx;
     const sop_window *s = c->s;
-    const sop_window_proc *pe = &s->procs[c->p];
-    if (strcmp(name, "comm") == 0) {
-        sop__v_set(o, name, sop__bridge_text(pe->comm));
-    } else if (strcmp(name, "cmdline") == 0) {
-        sop__v_set(o, name, sop__bridge_text(pe->cmdline));
-    } else if (strcmp(name, "threads") == 0) {
-        sop_value *ta = sop__v_arr_at(o, name);
-        for (size_t i = 0; i < s->agg->nthrs; i++) {
-            const sop_agg_thread *t = &s->agg->thrs[i];
-            if (t->proc != c->p)
-                continue;
-            sop_value *to = sop__v_obj();
-            if (!to)
-                break;
-            worker_thread_ctx tc = {c, i};
-            sop__bridge_keys(to, t, sop__evk_python, sop__evk_python_n, "workers[].threads[].",
-                             worker_thread_hand, &tc);
-            sop__v_push(ta, to);
-        }
-    } else if (strcmp(name, "exited") == 0) {
-        if (pe->gone)
-            sop__v_set_bool(o, name, true);
-    } else if (strcmp(name, "start_method") == 0) {
-        /* how it was started: fork children keep the parent's command line */
-        const char *how = strstr(pe->cmdline, "multiprocessing.spawn")        ? "spawn"
-                          : strstr(pe->cmdline, "multiprocessing.forkserver") ? "forkserver"
-                          : strcmp(pe->cmdline, s->procs[0].cmdline) == 0     ? "fork"
-                                                                              : NULL;
-        sop__v_set_str(o, name, how);
-    } else if (strcmp(name, "io") == 0) {
-        bridge_io(o, pe, s->stats.window_s);
-    } else if (strcmp(name, "env") == 0 && c->kid) {
-        const sop_value *env = sop__v_get(c->kid, "env"); /* allow-listed tuning variables */
-        sop_value *oe = env && env->child ? sop__v_obj_at(o, name) : NULL;
-        for (const sop_value *e = env ? env->child : NULL; oe && e; e = e->next)
-            if (e->key && sop__v_get_str(env, e->key))
-                sop__v_set_str(oe, e->key, sop__v_get_str(env, e->key));
+    sop_value *ta = sop__v_arr_at(o, name);
+    for (size_t i = 0; i < s->agg->nthrs; i++) {
+        const sop_agg_thread *t = &s->agg->thrs[i];
+        if (t->proc != c->p)
+            continue;
+        sop_value *to = sop__v_obj();
+        if (!to)
+            break;
+        worker_thread_ctx tc = {c, i};
+        sop__bridge_keys(to, t, sop__evk_python, sop__evk_python_n, "workers[].threads[].", NULL,
+                         &tc);
+        sop__v_push(ta, to);
     }
+}
+
+void sop__win_worker_exited(sop_value *o, const char *name, const void *base, void *ctx)
+{
+    (void)base;
+    if (worker_proc(ctx)->gone)
+        sop__v_set_bool(o, name, true);
+}
+
+/* How it was started: fork children keep the parent's command line. */
+void sop__win_worker_start_method(sop_value *o, const char *name, const void *base, void *ctx)
+{
+    (void)base;
+    const worker_ctx *c = ctx;
+    const sop_window_proc *pe = worker_proc(c);
+    const char *how = strstr(pe->cmdline, "multiprocessing.spawn")        ? "spawn"
+                      : strstr(pe->cmdline, "multiprocessing.forkserver") ? "forkserver"
+                      : strcmp(pe->cmdline, c->s->procs[0].cmdline) == 0  ? "fork"
+                                                                          : NULL;
+    sop__v_set_str(o, name, how);
+}
+
+void sop__win_worker_io(sop_value *o, const char *name, const void *base, void *ctx)
+{
+    (void)name;
+    (void)base;
+    const worker_ctx *c = ctx;
+    bridge_io(o, worker_proc(c), c->s->stats.window_s);
+}
+
+/* Its allow-listed tuning variables, from its ev.children[] entry. */
+void sop__win_worker_env(sop_value *o, const char *name, const void *base, void *ctx)
+{
+    (void)base;
+    const worker_ctx *c = ctx;
+    if (!c->kid)
+        return;
+    const sop_value *env = sop__v_get(c->kid, "env");
+    sop_value *oe = env && env->child ? sop__v_obj_at(o, name) : NULL;
+    for (const sop_value *e = env ? env->child : NULL; oe && e; e = e->next)
+        if (e->key && sop__v_get_str(env, e->key))
+            sop__v_set_str(oe, e->key, sop__v_get_str(env, e->key));
 }
 
 #define TRACE_POINTS 13
@@ -820,20 +932,23 @@ static void bridge_concurrency(const sop_window *s, sop_value *py)
         sop__bridge_keys(o, &f, sop__evk_python, sop__evk_python_n, "concurrency.", NULL, NULL);
 }
 
-static void lock_hand(sop_value *o, const sop_evk *row, const char *name, void *ctx)
+void sop__win_lock_site(sop_value *o, const char *name, const void *base, void *ctx)
 {
-    (void)row;
+    (void)base;
+    sop__v_set(o, name, sop__bridge_text(((const sop_agg_lock *)ctx)->site_txt));
+}
+
+/* The holder's most seen frame. */
+void sop__win_lock_holder(sop_value *o, const char *name, const void *base, void *ctx)
+{
+    (void)base;
     const sop_agg_lock *l = ctx;
-    if (strcmp(name, "site") == 0) {
-        sop__v_set(o, name, sop__bridge_text(l->site_txt));
-    } else if (strcmp(name, "holder") == 0) {
-        int best = -1;
-        for (int i = 0; i < l->nholders; i++)
-            if (best < 0 || l->holders[i].count > l->holders[best].count)
-                best = i;
-        if (best >= 0)
-            sop__v_set(o, name, sop__bridge_text(l->holders[best].frame));
-    }
+    int best = -1;
+    for (int i = 0; i < l->nholders; i++)
+        if (best < 0 || l->holders[i].count > l->holders[best].count)
+            best = i;
+    if (best >= 0)
+        sop__v_set(o, name, sop__bridge_text(l->holders[best].frame));
 }
 
 /* python.locks[]: the lock sites, most waited first (at most 8). */
@@ -875,8 +990,7 @@ static void bridge_locks(const sop_agg *a, sop_value *py)
         sop_value *o = sop__v_obj();
         if (!o)
             break;
-        sop__bridge_keys(o, &f, sop__evk_python, sop__evk_python_n, "locks[].", lock_hand,
-                         (void *)l);
+        sop__bridge_keys(o, &f, sop__evk_python, sop__evk_python_n, "locks[].", NULL, (void *)l);
         sop__v_push(arr, o);
     }
 }
@@ -920,8 +1034,7 @@ void sop__bridge_window(sop_value *ev, const sop_window *s)
         const sop_agg_thread *t = &a->thrs[best];
         sop_loop_figs f = {t->tid, t->longest_ms};
         if (lp)
-            sop__bridge_keys(lp, &f, sop__evk_python, sop__evk_python_n, "loop.", loop_hand,
-                             (void *)t);
+            sop__bridge_keys(lp, &f, sop__evk_python, sop__evk_python_n, "loop.", NULL, (void *)t);
     }
     if (s->nprocs < 2)
         return;
@@ -966,7 +1079,7 @@ void sop__bridge_window(sop_value *ev, const sop_window *s)
             sop__v_get_num(c.kid, "rchar_per_s", &f.rchar_per_s);
             sop__v_get_num(c.kid, "cpu_pct", &f.cpu_pct);
         }
-        sop__bridge_keys(o, &f, sop__evk_python, sop__evk_python_n, "workers[].", worker_hand, &c);
+        sop__bridge_keys(o, &f, sop__evk_python, sop__evk_python_n, "workers[].", NULL, &c);
         sop__v_push(wk, o);
     }
     /* the consumer side: the target's main thread waiting for batches */

@@ -88,6 +88,54 @@ typedef struct {
  * automatic ones need hundreds of allocations each. */
 #define SOP_GC_COLLECTIONS_MAX_PER_S 1e8
 
+/* The writers of the window's rows of sop__evk_python: python.c's table names them (SOP_EVK_W),
+ * window.c defines them and its walks pass what they read (base: the level's figures; ctx:
+ * window.c's own context of that level). */
+/* A thread's window (threads[].window., workers[].threads[].window.): base its
+ * sop_window_figs. The sites (the most sampled frame of a kind), then the lists. */
+void sop__win_import_module(sop_value *o, const char *name, const void *base, void *ctx);
+void sop__win_logging_site(sop_value *o, const char *name, const void *base, void *ctx);
+void sop__win_fault_site(sop_value *o, const char *name, const void *base, void *ctx);
+void sop__win_gpu_sync_site(sop_value *o, const char *name, const void *base, void *ctx);
+void sop__win_collective_op(sop_value *o, const char *name, const void *base, void *ctx);
+void sop__win_own_frame(sop_value *o, const char *name, const void *base, void *ctx);
+void sop__win_top_stacks(sop_value *o, const char *name, const void *base, void *ctx);
+void sop__win_dist(sop_value *o, const char *name, const void *base, void *ctx);
+void sop__win_leaves(sop_value *o, const char *name, const void *base, void *ctx);
+void sop__win_entries(sop_value *o, const char *name, const void *base, void *ctx);
+
+/* One site of a thread window's leaves[] (leaves[].*.): ctx the site. */
+void sop__win_site_func(sop_value *o, const char *name, const void *base, void *ctx);
+void sop__win_site_file(sop_value *o, const char *name, const void *base, void *ctx);
+void sop__win_site_line(sop_value *o, const char *name, const void *base, void *ctx);
+void sop__win_site_code(sop_value *o, const char *name, const void *base, void *ctx);
+
+/* One of a thread window's entries[]: ctx its entry frame (sop_agg_frame). */
+void sop__win_entry_func(sop_value *o, const char *name, const void *base, void *ctx);
+void sop__win_entry_file(sop_value *o, const char *name, const void *base, void *ctx);
+
+/* python.gc.window.collections (with collections_per_s). */
+void sop__win_gc_collections(sop_value *o, const char *name, const void *base, void *ctx);
+
+/* python.loop: ctx the loop's thread (sop_agg_thread). */
+void sop__win_loop_frame(sop_value *o, const char *name, const void *base, void *ctx);
+void sop__win_loop_frames(sop_value *o, const char *name, const void *base, void *ctx);
+
+/* One of python.locks[]: ctx its lock site (sop_agg_lock). */
+void sop__win_lock_site(sop_value *o, const char *name, const void *base, void *ctx);
+void sop__win_lock_holder(sop_value *o, const char *name, const void *base, void *ctx);
+
+/* One of python.workers[], and one of its threads[] (workers[].threads[].). */
+void sop__win_worker_comm(sop_value *o, const char *name, const void *base, void *ctx);
+void sop__win_worker_cmdline(sop_value *o, const char *name, const void *base, void *ctx);
+void sop__win_worker_threads(sop_value *o, const char *name, const void *base, void *ctx);
+void sop__win_worker_tid(sop_value *o, const char *name, const void *base, void *ctx);
+void sop__win_worker_window(sop_value *o, const char *name, const void *base, void *ctx);
+void sop__win_worker_exited(sop_value *o, const char *name, const void *base, void *ctx);
+void sop__win_worker_start_method(sop_value *o, const char *name, const void *base, void *ctx);
+void sop__win_worker_io(sop_value *o, const char *name, const void *base, void *ctx);
+void sop__win_worker_env(sop_value *o, const char *name, const void *base, void *ctx);
+
 /* ev.sampling, ev.io_files, ev.python.threads[i].window, ev.python.gc.window, ev.python.loop,
  * ev.python.workers, ev.python.loader (ev.python must already be there for the per-thread
  * parts). Rates of the target's own counters that went back or beyond the bounds above are
