@@ -41,35 +41,47 @@ typedef struct {
     int64_t rank, local_rank, world_size;
 } rank_figs;
 
-const sop_evk sop__evk_rank[] = {
-    SOP_EVK_I("rank", rank_figs, rank, "", "RANK, else SLURM_PROCID"),
-    SOP_EVK_I("local_rank", rank_figs, local_rank, "", "LOCAL_RANK, else SLURM_LOCALID"),
-    SOP_EVK_I("world_size", rank_figs, world_size, "", "WORLD_SIZE, else SLURM_NTASKS"),
-    SOP_EVK_H("job_id", SOP_EVK_TEXT, "",
-              "SLURM_JOB_ID, else TORCHELASTIC_RUN_ID (unless \"none\")"),
-    SOP_EVK_H("node", SOP_EVK_TEXT, "", "this host's name"),
-    SOP_EVK_H("source", SOP_EVK_TEXT, "", "\"torch.distributed\" (RANK set) | \"slurm\""),
-};
-const size_t sop__evk_rank_n = sizeof sop__evk_rank / sizeof sop__evk_rank[0];
-
 typedef struct {
     const sop_value *env;
     const char *job;
 } rank_ctx;
 
-static void rank_hand(sop_value *r, const sop_evk *row, const char *name, void *ctx)
+/* The writers of the rows that are not numbers (defined below the table; ctx a rank_ctx). */
+static void w_job_id(sop_value *o, const char *name, const void *base, void *ctx);
+static void w_node(sop_value *o, const char *name, const void *base, void *ctx);
+static void w_source(sop_value *o, const char *name, const void *base, void *ctx);
+
+const sop_evk sop__evk_rank[] = {
+    SOP_EVK_I("rank", rank_figs, rank, "", "RANK, else SLURM_PROCID"),
+    SOP_EVK_I("local_rank", rank_figs, local_rank, "", "LOCAL_RANK, else SLURM_LOCALID"),
+    SOP_EVK_I("world_size", rank_figs, world_size, "", "WORLD_SIZE, else SLURM_NTASKS"),
+    SOP_EVK_W("job_id", SOP_EVK_TEXT, w_job_id, "",
+              "SLURM_JOB_ID, else TORCHELASTIC_RUN_ID (unless \"none\")"),
+    SOP_EVK_W("node", SOP_EVK_TEXT, w_node, "", "this host's name"),
+    SOP_EVK_W("source", SOP_EVK_TEXT, w_source, "", "\"torch.distributed\" (RANK set) | \"slurm\""),
+};
+const size_t sop__evk_rank_n = sizeof sop__evk_rank / sizeof sop__evk_rank[0];
+
+static void w_job_id(sop_value *o, const char *name, const void *base, void *ctx)
 {
-    (void)row;
+    (void)base;
+    sop__v_set_str(o, name, ((const rank_ctx *)ctx)->job);
+}
+
+static void w_node(sop_value *o, const char *name, const void *base, void *ctx)
+{
+    (void)base;
+    (void)ctx;
+    struct utsname u;
+    if (uname(&u) == 0)
+        sop__v_set_str(o, name, u.nodename);
+}
+
+static void w_source(sop_value *o, const char *name, const void *base, void *ctx)
+{
+    (void)base;
     const rank_ctx *c = ctx;
-    if (strcmp(name, "job_id") == 0) {
-        sop__v_set_str(r, name, c->job);
-    } else if (strcmp(name, "node") == 0) {
-        struct utsname u;
-        if (uname(&u) == 0)
-            sop__v_set_str(r, name, u.nodename);
-    } else if (strcmp(name, "source") == 0) {
-        sop__v_set_str(r, name, env_int(c->env, "RANK") >= 0 ? "torch.distributed" : "slurm");
-    }
+    sop__v_set_str(o, name, env_int(c->env, "RANK") >= 0 ? "torch.distributed" : "slurm");
 }
 
 void sop__rank_identity(sop_value *ev)
@@ -92,7 +104,7 @@ void sop__rank_identity(sop_value *ev)
     rank_figs f = {rank >= 0 ? rank : SOP_NA, local >= 0 ? local : SOP_NA,
                    world >= 0 ? world : SOP_NA};
     rank_ctx c = {env, job};
-    sop__bridge_keys(r, &f, sop__evk_rank, sop__evk_rank_n, "", rank_hand, &c);
+    sop__bridge_keys(r, &f, sop__evk_rank, sop__evk_rank_n, "", NULL, &c);
 }
 
 /* ---- the key figures: where each comes from, as evidence paths of the schema ---------------- */
