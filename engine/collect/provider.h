@@ -78,6 +78,7 @@ extern char sop__provider_on;
     X(family) /* engine/collect/collect_target.c: parent, siblings[] */                            \
     X(cgroup) /* engine/collect/collect_target.c: cgroup (the snapshots) */                        \
     X(container) /* engine/collect/container_identity.c: the container, its name and pod */        \
+    X(block)     /* engine/collect/collect_block.c: the disks' queues (scheduler, read-ahead) */   \
     X(budget)    /* engine/collect/collect_target.c: effective_cpus, computed once */              \
     X(sched)     /* engine/collect/collect_sched.c: the whole tree's scheduling, polled */         \
     X(fds)       /* engine/collect/collect_fds.c: open descriptors over the window, polled */      \
