@@ -34,6 +34,24 @@ with Target(IDLE) as idle:
         ev = json.load(open(path))
         for key in ("schema", "pid", "duration_s", "host", "proc", "threads", "cgroup", "missing"):
             t.check(key in ev, "evidence has '%s'" % key)
+        # block: each disk of host.disks[] with its queue as /sys/block/NAME/queue says
+        disks = [d["name"] for d in ev.get("host", {}).get("disks", [])]
+        devs = ev.get("block", {}).get("devices", [])
+        t.check([d.get("name") for d in devs] == disks, "block.devices are host.disks[]",
+                (disks, devs))
+        for dev in devs:
+            q = "/sys/block/%s/queue/" % dev["name"]
+            try:
+                sched = open(q + "scheduler").read().split()
+                ra = int(open(q + "read_ahead_kb").read())
+                rot = int(open(q + "rotational").read())
+            except OSError:
+                continue
+            active = [x[1:-1] for x in sched if x.startswith("[")]
+            t.check(dev.get("scheduler") == (active[0] if active else None) and
+                    dev.get("schedulers") == " ".join(x.strip("[]") for x in sched) and
+                    dev.get("read_ahead_kb") == ra and dev.get("rotational") == rot,
+                    "block %s: the queue's settings as sysfs has them" % dev["name"], (dev, sched, ra))
         code1, rep1, _ = run_json("--evidence", path)
         code2, rep2, _ = run_json("--evidence", path)
         t.check(code1 == 0 and rep1 is not None, "replay of saved evidence runs", code1)
