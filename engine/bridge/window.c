@@ -306,10 +306,10 @@ static void thr_dist(const sop_window *s, size_t ti, sop_value *w)
     int nframes = 0;
     long stored = 0;
     bool cut = false;
-    for (size_t i = 0; frames && stacks && i < SOP_AGG_STACK_SLOTS; i++) {
-        const sop_agg_stack *e = &s->agg->stacks[i];
-        if (!e->stack || e->thr != ti)
-            continue;
+    const uint32_t *mine;
+    size_t ns = sop__agg_thread_stacks(s->agg, ti, &mine);
+    for (size_t j = 0; frames && stacks && j < ns; j++) {
+        const sop_agg_stack *e = &s->agg->stacks[mine[j]];
         sop_value *st = sop__v_obj(), *ids = st ? sop__v_arr_at(st, "ids") : NULL;
         if (!ids) {
             sop__v_free(st);

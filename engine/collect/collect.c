@@ -432,6 +432,10 @@ int sop__collect(int pid, const sop_collect_opts *o, sop_value **out, char **pic
         open_sampler(&cx);
     first_polls(&ps);
     if (o->duration_s > 0) {
+        /* the start's readers are done with its maps text (200 KB for a process with torch) */
+        free(a.maps);
+        a.maps = NULL;
+        cx.maps = NULL;
         t_run = sop__now_ms(); /* the sampler's timeline starts here */
         if (run_window(&ps, &a, &b, t0))
             now = &b;

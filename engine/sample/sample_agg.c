@@ -305,7 +305,7 @@ static void count_stack(sop_agg *a, int ti, const sop_pysample *p, sop_sample_st
             e->thr = (uint32_t)ti;
             e->count = 1;
             e->by_state[st] = 1;
-            a->nstacks++;
+            a->stack_used[a->nstacks++] = (uint32_t)i;
             return;
         }
         if (e->hash == h && e->thr == (uint32_t)ti && strcmp(e->stack, b) == 0) {
@@ -479,7 +479,7 @@ static void count_leaf(sop_agg *a, int ti, const sop_pysample *p, bool active, i
             e->active = active;
             e->fresh = fresh;
             e->fresh_pages = pages;
-            a->nleaves++;
+            a->leaf_used[a->nleaves++] = (uint32_t)i;
             return;
         }
         if (e->hash == h && e->thr == (uint32_t)ti && site_eq(&e->leaf, leaf) &&
@@ -625,19 +625,20 @@ void sop__agg_free(sop_agg *a)
 {
     if (!a)
         return;
-    if (a->stacks)
-        for (size_t i = 0; i < SOP_AGG_STACK_SLOTS; i++)
-            free(a->stacks[i].stack);
+    for (size_t k = 0; a->stacks && a->stack_used && k < a->nstacks; k++)
+        free(a->stacks[a->stack_used[k]].stack);
     sop__zfree(a->stacks);
     sop__zfree(a->sites);
-    if (a->leaves)
-        for (size_t i = 0; i < SOP_AGG_LEAF_SLOTS; i++)
-            if (a->leaves[i].hash) {
-                site_free(&a->leaves[i].leaf);
-                site_free(&a->leaves[i].entry);
-                site_free(&a->leaves[i].caller);
-            }
+    for (size_t k = 0; a->leaves && a->leaf_used && k < a->nleaves; k++) {
+        sop_agg_leaf *e = &a->leaves[a->leaf_used[k]];
+        site_free(&e->leaf);
+        site_free(&e->entry);
+        site_free(&e->caller);
+    }
     sop__zfree(a->leaves);
+    sop__zfree(a->stack_used);
+    sop__zfree(a->leaf_used);
+    sop__agg_by_thread_free(a->by_thr);
     sop__zfree(a->tick);
     sop__zfree(a->locks);
     sop__zfree(a->thrs);

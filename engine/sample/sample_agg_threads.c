@@ -20,7 +20,11 @@ sop_agg *sop__agg_new(void)
     a->leaves = sop__zalloc(SOP_AGG_LEAF_SLOTS, sizeof *a->leaves);
     a->tick = sop__zalloc(SOP_AGG_TICK_THREADS, sizeof *a->tick);
     a->locks = sop__zalloc(SOP_AGG_LOCKS_MAX, sizeof *a->locks);
-    if (!a->thrs || !a->stacks || !a->sites || !a->leaves || !a->tick || !a->locks) {
+    a->stack_used = sop__zalloc(SOP_AGG_STACK_SLOTS / 2, sizeof *a->stack_used);
+    a->leaf_used = sop__zalloc(SOP_AGG_LEAF_SLOTS / 2, sizeof *a->leaf_used);
+    a->by_thr = sop__agg_by_thread_new();
+    if (!a->thrs || !a->stacks || !a->sites || !a->leaves || !a->tick || !a->locks ||
+        !a->stack_used || !a->leaf_used || !a->by_thr) {
         sop__agg_free(a);
         return NULL;
     }

@@ -460,10 +460,10 @@ size_t sop__sampler_stacks(const sop_sampler *s, sop_stack_count **out)
     if (!v)
         return 0;
     /* Each text (process and thread as roots) is malloc'd; the caller frees each and v. */
-    for (size_t i = 0; i < SOP_AGG_STACK_SLOTS && n < a->nstacks; i++) {
-        const sop_agg_stack *e = &a->stacks[i];
-        if (!e->stack)
-            continue;
+    const uint32_t *slots;
+    size_t ns = sop__agg_all_stacks(a, &slots);
+    for (size_t j = 0; j < ns; j++) {
+        const sop_agg_stack *e = &a->stacks[slots[j]];
         const sop_agg_thread *t = &a->thrs[e->thr];
         const proc_ent *pe = &s->procs[t->proc];
         size_t len = strlen(e->stack) + 160;
