@@ -7,7 +7,7 @@ smallest size's). Cost is the time above the command's own floor (`sopctl
 version`, measured in the same run) and, for windows, above the window itself. Prints a
 Markdown table (docs/performance.md, "Scale"). Needs root (it reads the targets' memory).
 
-  python3 bench/scale.py [--build build] [--quick] [--runs 3] [--json out.json]
+  python3 bench/scale.py [--build build] [--quick] [--runs 3] [--json out.json] [--only TEXT]
 
 --quick stops each series one size short of its largest (no 100k tasks, 10M objects, 1,024
 ranks). Every target is started and ended here, by pid."""
@@ -140,6 +140,7 @@ def main():
     ap.add_argument("--quick", action="store_true")
     ap.add_argument("--runs", type=int, default=3)
     ap.add_argument("--json")
+    ap.add_argument("--only", help="the rows whose name holds this text (e.g. 'threads')")
     a = ap.parse_args()
     sopctl = os.path.realpath(os.path.join(a.build, "sopctl"))
     if os.geteuid() != 0:
@@ -147,31 +148,35 @@ def main():
     cut = (lambda s: s[:-1]) if a.quick else (lambda s: s)
     floor, floor_rss = median_of(max(a.runs, 5), [sopctl, "version"])
     out = []
+    want = lambda name: not a.only or a.only in name
     tasks = lambda n: Target([PY, os.path.join(HERE, "targets", "asyncio_tasks.py"), str(n)])
-    out.append(series("tasks --json (asyncio tasks)", cut([100, 1000, 10000, 100000]), tasks,
-                      lambda t: [sopctl, "tasks", "--pid", str(t.pid), "--json"], a.runs, floor))
-    out.append(series("run --duration 1 (asyncio tasks)", cut([100, 1000, 10000, 100000]), tasks,
-                      lambda t: [sopctl, "run", "--pid", str(t.pid), "--duration", "1",
-                                 "--format", "json"], a.runs, floor, window_ms=1000))
     thr = lambda n: Target([PY, os.path.join(HERE, "targets", "threads_children.py"),
                             "--threads", str(n), "--children", "0"])
-    out.append(series("dump --json (threads)", cut([10, 100, 1000, 4096]), thr,
-                      lambda t: [sopctl, "dump", "--pid", str(t.pid), "--json"], a.runs, floor))
-    out.append(series("run --duration 0 (threads)", cut([10, 100, 1000, 4096]), thr,
-                      lambda t: [sopctl, "run", "--pid", str(t.pid), "--duration", "0",
-                                 "--format", "json"], a.runs, floor))
     kids = lambda n: Target([PY, os.path.join(HERE, "targets", "threads_children.py"),
                              "--threads", "2", "--children", str(n)])
-    out.append(series("run --duration 0 (children)", cut([1, 8, 64, 512]), kids,
-                      lambda t: [sopctl, "run", "--pid", str(t.pid), "--duration", "0",
-                                 "--format", "json"], a.runs, floor))
     heap = lambda n: Target([PY, os.path.join(SRC, "tests", "e2e", "targets", "py_heap_target.py"),
                              str(max(n // 4, 1))], timeout=600)
-    out.append(series("heap --json (GC objects)", cut([10000, 100000, 1000000, 10000000]), heap,
-                      lambda t: [sopctl, "heap", "--pid", str(t.pid), "--json"], a.runs, floor))
+    run = lambda d: (lambda t: [sopctl, "run", "--pid", str(t.pid), "--duration", d, "--format",
+                                "json"])
+    table = [
+        ("tasks --json (asyncio tasks)", [100, 1000, 10000, 100000], tasks,
+         lambda t: [sopctl, "tasks", "--pid", str(t.pid), "--json"], 0),
+        ("run --duration 1 (asyncio tasks)", [100, 1000, 10000, 100000], tasks, run("1"), 1000),
+        ("dump --json (threads)", [10, 100, 1000, 4096], thr,
+         lambda t: [sopctl, "dump", "--pid", str(t.pid), "--json"], 0),
+        ("run --duration 0 (threads)", [10, 100, 1000, 4096], thr, run("0"), 0),
+        ("run --duration 1 (threads)", [10, 100, 1000, 4096], thr, run("1"), 1000),
+        ("run --duration 0 (children)", [1, 8, 64, 512], kids, run("0"), 0),
+        ("heap --json (GC objects)", [10000, 100000, 1000000, 10000000], heap,
+         lambda t: [sopctl, "heap", "--pid", str(t.pid), "--json"], 0),
+    ]
+    for name, sizes, start, argv_of, window_ms in table:
+        if want(name):
+            out.append(series(name, cut(sizes), start, argv_of, a.runs, floor,
+                              window_ms=window_ms))
     tmp = tempfile.mkdtemp(prefix="sop-scale-")
     try:
-        files = merge_inputs(sopctl, 1024, tmp)
+        files = merge_inputs(sopctl, 1024, tmp) if want("merge (rank reports)") else []
 
         class Files:
             def __init__(self, n):
@@ -179,8 +184,9 @@ def main():
 
             def close(self):
                 pass
-        out.append(series("merge (rank reports)", cut([2, 16, 128, 1024]), Files,
-                          lambda t: [sopctl, "merge"] + t.files, a.runs, floor))
+        if files:
+            out.append(series("merge (rank reports)", cut([2, 16, 128, 1024]), Files,
+                              lambda t: [sopctl, "merge"] + t.files, a.runs, floor))
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
 
