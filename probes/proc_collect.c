@@ -103,6 +103,43 @@ static int small(int dirfd, const char *file, char *buf, size_t cap, long *len)
     return n < 0 ? (int)n : 0;
 }
 
+/* maps: the libraries, malloc's heaps, the mapped files (their resident kB from smaps when the
+ * data mappings are big); the text handed to *maps when asked. 0, or -errno when unread. */
+static int read_maps(int proc_dirfd, sop_proc *out, char **maps, sop_missing *missing)
+{
+    char *big = NULL;
+    size_t blen = 0;
+    int rc = sop__read_file_at(proc_dirfd, "maps", SOP_MAPS_MAX_BYTES, &big, &blen);
+    if (rc == 0)
+        rc = sop__parse_maps(big, &out->libs);
+    if (rc == 0)
+        sop__parse_malloc_heaps(big, &out->heaps);
+    if (rc == 0 && sop__parse_mapped(big, &out->mapped) == 0)
+        out->have_mapped = true;
+    if (maps && rc == 0)
+        *maps = big; /* handed over */
+    else
+        free(big);
+    big = NULL;
+    if (out->have_mapped && sop__mapped_big_kb(&out->mapped) >= SMAPS_TRIGGER_KB) {
+        int rs = sop__read_file_at(proc_dirfd, "smaps", SMAPS_MAX_BYTES, &big, &blen);
+        sop_mapped *res = rs == 0 ? malloc(sizeof *res) : NULL;
+        if (res && sop__parse_mapped(big, res) == 0 && res->resident) {
+            res->truncated = res->truncated || blen + 1 >= SMAPS_MAX_BYTES;
+            out->mapped = *res;
+        } else if (rs != 0) {
+            miss(missing, "smaps", rs);
+        }
+        free(res);
+        free(big);
+    }
+    if (rc == 0)
+        out->have_maps = true;
+    else
+        miss(missing, "maps", rc);
+    return rc;
+}
+
 int sop__proc_collect(int proc_dirfd, int pid, sop_proc *out, sop_missing *missing)
 {
     return sop__proc_collect_maps(proc_dirfd, pid, out, NULL, missing);
@@ -210,36 +247,8 @@ int sop__proc_collect_maps(int proc_dirfd, int pid, sop_proc *out, char **maps,
         miss(missing, "environ", rc);
     }
 
-    rc = sop__read_file_at(proc_dirfd, "maps", SOP_MAPS_MAX_BYTES, &big, &blen);
-    if (rc == 0)
-        rc = sop__parse_maps(big, &out->libs);
-    if (rc == 0)
-        sop__parse_malloc_heaps(big, &out->heaps);
-    if (rc == 0 && sop__parse_mapped(big, &out->mapped) == 0)
-        out->have_mapped = true;
-    if (maps && rc == 0)
-        *maps = big; /* handed over */
-    else
-        free(big);
-    big = NULL;
-    if (out->have_mapped && sop__mapped_big_kb(&out->mapped) >= SMAPS_TRIGGER_KB) {
-        int rs = sop__read_file_at(proc_dirfd, "smaps", SMAPS_MAX_BYTES, &big, &blen);
-        sop_mapped *res = rs == 0 ? malloc(sizeof *res) : NULL;
-        if (res && sop__parse_mapped(big, res) == 0 && res->resident) {
-            res->truncated = res->truncated || blen + 1 >= SMAPS_MAX_BYTES;
-            out->mapped = *res;
-        } else if (rs != 0) {
-            miss(missing, "smaps", rs);
-        }
-        free(res);
-        free(big);
-    }
-    if (rc == 0) {
-        out->have_maps = true;
+    if (read_maps(proc_dirfd, out, maps, missing) == 0)
         ok++;
-    } else {
-        miss(missing, "maps", rc);
-    }
 
     int64_t fds = sop__proc_count_fds(proc_dirfd);
     if (fds >= 0) {
