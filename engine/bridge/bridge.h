@@ -17,14 +17,6 @@ void sop__bridge_proc(sop_value *ev, const sop_proc *p, const sop_thread_list *t
 void sop__bridge_family(sop_value *ev, const sop_child *parent, const sop_child_list *siblings,
                         double now);
 void sop__bridge_cgroup(sop_value *ev, const sop_cgroup *cg);
-/* ev.fds: the open descriptors over the window (engine/bridge/fds.c). */
-typedef struct {
-    double window_s, growth_per_s;
-    int64_t polls, first, last, max, rises, falls, rises_first_half, rises_second_half, risen;
-    int64_t new_fds, new_sockets, new_pipes, new_files, new_other, new_path_count;
-    char new_path[128];
-} sop_fds_figs;
-void sop__bridge_fds(sop_value *ev, const sop_fds_figs *f);
 
 /* ev.sched: whole-tree CPU and run-queue time over the window (nothing when < 2 polls). */
 void sop__bridge_sched(sop_value *ev, const sop_tree_sched *t, int64_t effective_cpus,
