@@ -18,9 +18,6 @@ void sop__bridge_family(sop_value *ev, const sop_child *parent, const sop_child_
                         double now);
 void sop__bridge_cgroup(sop_value *ev, const sop_cgroup *cg);
 
-/* ev.sched: whole-tree CPU and run-queue time over the window (nothing when < 2 polls). */
-void sop__bridge_sched(sop_value *ev, const sop_tree_sched *t, int64_t effective_cpus,
-                       double capacity_cpus);
 void sop__bridge_alloc(sop_value *ev, const sop_alloc *a);
 /* host.numa (nodes, balancing) and, when numa_maps was read, proc.numa (pages per node). */
 void sop__bridge_numa(sop_value *ev, const sop_numa *n);

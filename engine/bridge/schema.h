@@ -107,8 +107,6 @@ extern const size_t sop__evk_host_n, sop__evk_cgroup_n, sop__evk_alloc_n;
 /* proc, threads[]; children[], parent and siblings[] share sop__evk_children */
 extern const sop_evk sop__evk_proc[], sop__evk_threads[], sop__evk_children[];
 extern const size_t sop__evk_proc_n, sop__evk_threads_n, sop__evk_children_n;
-extern const sop_evk sop__evk_sched[];
-extern const size_t sop__evk_sched_n;
 extern const sop_evk sop__evk_python[];
 extern const size_t sop__evk_python_n;
 extern const sop_evk sop__evk_heap[]; /* the group "python.heap" */

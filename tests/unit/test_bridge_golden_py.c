@@ -1,9 +1,10 @@
-/* test_bridge_golden_py.c — the sched, python (with python.heap), window (sampling, io_files,
- * the window parts of python) and rank bridges give, for fixed inputs (unmeasured fields, a
- * window vs none, invalid UTF-8, empty lists), the exact JSON they gave before their keys
- * became schema tables (engine/bridge/schema.h): same keys, order and values. Run with
- * SOP_GOLDEN_PRINT=1 to print what they give now as C literals. Depends on engine/bridge,
- * engine/sample/sample_agg.c, engine/bridge/rank_identity.c, engine/core/json.c, t.h. */
+/* test_bridge_golden_py.c — the sched (engine/collect/collect_sched.c), python (with python.heap),
+ * window (sampling, io_files, the window parts of python) and rank bridges give, for fixed inputs
+ * (unmeasured fields, a window vs none, invalid UTF-8, empty lists), the exact JSON they gave
+ * before their keys became schema tables (engine/bridge/schema.h): same keys, order and values. Run
+ * with SOP_GOLDEN_PRINT=1 to print what they give now as C literals. Depends on engine/bridge,
+ * engine/collect/collect_sched.h, engine/sample/sample_agg.c, engine/bridge/rank_identity.c,
+ * engine/core/json.c, t.h. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -12,6 +13,7 @@
 
 #include "bridge/bridge.h"
 #include "bridge/window.h"
+#include "collect_sched.h"
 #include "json.h"
 #include "python/cpython.h"
 #include "python/heap_census.h"

@@ -1,14 +1,16 @@
 /* test_sched.c — whole-tree scheduling (probes/proc_tree.c): the accounting on numbers (a
  * baseline at the first poll, threads born or gone in the window, a reused tid), two polls of
  * fixture /proc trees (a thread exits, threads and a worker are born, pool libraries read),
- * ev.sched from the bridge; and the CPU budget (probes/cpu_budget.c): affinity ∩ cpuset ∩
- * quota. Depends on probes/proc_tree.h, probes/cpu_budget.h, engine/bridge, t.h. */
+ * ev.sched from its writer; and the CPU budget (probes/cpu_budget.c): affinity ∩ cpuset ∩
+ * quota. Depends on probes/proc_tree.h, probes/cpu_budget.h, engine/bridge,
+ * engine/collect/collect_sched.h, t.h. */
 #include <errno.h>
 #include <fcntl.h>
 #include <math.h>
 #include <unistd.h>
 
 #include "bridge/bridge.h"
+#include "collect_sched.h"
 #include "cpu_budget.h"
 #include "proc_tree.h"
 #include "t.h"
