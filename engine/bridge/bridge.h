@@ -21,8 +21,6 @@ void sop__bridge_cgroup(sop_value *ev, const sop_cgroup *cg);
 void sop__bridge_alloc(sop_value *ev, const sop_alloc *a);
 /* host.numa (nodes, balancing) and, when numa_maps was read, proc.numa (pages per node). */
 void sop__bridge_numa(sop_value *ev, const sop_numa *n);
-/* ev.gpu (nothing when g->have is false). */
-void sop__bridge_gpu(sop_value *ev, const sop_gpu *g);
 /* Adds ev.python (same shape as the `dump` JSON minus pid). */
 void sop__bridge_python(sop_value *ev, const struct sop_python *py);
 /* The threads array of ev.python and of `sopctl dump --json` (native stacks when present). */

@@ -115,8 +115,6 @@ extern const sop_evk sop__evk_tasks[]; /* the group "python.tasks" */
 extern const size_t sop__evk_tasks_n;
 extern const sop_evk sop__evk_sampling[], sop__evk_io_files[];
 extern const size_t sop__evk_sampling_n, sop__evk_io_files_n;
-extern const sop_evk sop__evk_gpu[];
-extern const size_t sop__evk_gpu_n;
 extern const sop_evk sop__evk_rank[];
 extern const size_t sop__evk_rank_n;
 extern const sop_evk sop__evk_watch[]; /* the group "watch": engine/api/watch_history.c */
