@@ -102,8 +102,8 @@ void sop__bridge_keys(sop_value *o, const void *base, const sop_evk *keys, size_
 void sop__bridge_attach(sop_value *parent, const char *key, sop_value *o);
 
 /* The groups with a table, in document order. */
-extern const sop_evk sop__evk_host[], sop__evk_cgroup[], sop__evk_alloc[];
-extern const size_t sop__evk_host_n, sop__evk_cgroup_n, sop__evk_alloc_n;
+extern const sop_evk sop__evk_host[], sop__evk_cgroup[];
+extern const size_t sop__evk_host_n, sop__evk_cgroup_n;
 /* proc, threads[]; children[], parent and siblings[] share sop__evk_children */
 extern const sop_evk sop__evk_proc[], sop__evk_threads[], sop__evk_children[];
 extern const size_t sop__evk_proc_n, sop__evk_threads_n, sop__evk_children_n;

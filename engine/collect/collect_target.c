@@ -1,9 +1,9 @@
 /* collect_target.c — the providers over the window's two snapshots and the target's one-shot
  * reads (provider.h): host (with the kernel log's OOM kills), proc with threads[] and
- * children[], parent and siblings[], cgroup, the CPU budget, the allocator, NUMA, the rank, the
- * kernel log. The snapshots themselves are the collector's (engine/collect/collect.c): they decide
- * whether the target is there and how long the window was. Depends on the probes' headers,
- * bridge/bridge.h, rank.h, provider.h. */
+ * children[], parent and siblings[], cgroup, the CPU budget, NUMA, the rank, the kernel log.
+ * (The allocator's provider is engine/collect/collect_alloc.c.) The snapshots themselves are the
+ * collector's (engine/collect/collect.c): they decide whether the target is there and how long
+ * the window was. Depends on the probes' headers, bridge/bridge.h, rank.h, provider.h. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -170,38 +170,6 @@ const sop_provider sop__provider_budget = {
     .name = "budget",
     .finish = budget_finish,
     .emit = budget_emit,
-};
-
-static void *alloc_start(sop_collect_ctx *cx)
-{
-    (void)cx;
-    return calloc(1, sizeof(sop_alloc));
-}
-
-static void alloc_finish(sop_collect_ctx *cx, void *p)
-{
-    sop__alloc_detect(&cx->c->proc, p);
-}
-
-static void alloc_emit(const sop_collect_ctx *cx, void *p, sop_value *ev)
-{
-    (void)cx;
-    sop__bridge_alloc(ev, p);
-}
-
-static const sop_evk_group alloc_groups[] = {
-    {"alloc", "engine/bridge/alloc_rows.c", sop__evk_alloc, &sop__evk_alloc_n},
-    {0},
-};
-
-const sop_provider sop__provider_alloc = {
-    .name = "alloc",
-    .probes = SOP_PROBE_ALLOC,
-    .groups = alloc_groups,
-    .start = alloc_start,
-    .finish = alloc_finish,
-    .emit = alloc_emit,
-    .free = free,
 };
 
 static void *numa_start(sop_collect_ctx *cx)

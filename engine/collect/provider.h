@@ -82,7 +82,7 @@ extern char sop__provider_on;
     X(budget)    /* engine/collect/collect_target.c: effective_cpus, computed once */              \
     X(sched)     /* engine/collect/collect_sched.c: the whole tree's scheduling, polled */         \
     X(fds)       /* engine/collect/collect_fds.c: open descriptors over the window, polled */      \
-    X(alloc)     /* engine/collect/collect_target.c: the allocator */                              \
+    X(alloc)     /* engine/collect/collect_alloc.c: the allocator */                               \
     X(numa)      /* engine/collect/collect_target.c: host.numa, proc.numa */                       \
     X(gpu)       /* engine/collect/collect_gpu.c: NVML, polled */                                  \
     X(python) /* engine/collect/collect_python.c: CPython stacks (and the runtime, found once) */  \

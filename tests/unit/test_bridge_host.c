@@ -1,9 +1,11 @@
 /* test_bridge_host.c — the host, cgroup and alloc bridges: key names per docs/evidence.md,
  * values carried over, unmeasured values and empty groups left out, OOM age computed, and
- * text from outside (comm, memcg paths) made valid UTF-8. Depends on engine/bridge, t.h. */
+ * text from outside (comm, memcg paths) made valid UTF-8. Depends on engine/bridge,
+ * engine/collect/collect_alloc.h, t.h. */
 #include <math.h>
 
 #include "bridge/bridge.h"
+#include "collect_alloc.h"
 #include "t.h"
 
 static double num(const sop_value *o, const char *key)

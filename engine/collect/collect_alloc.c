@@ -1,15 +1,20 @@
-/* alloc_rows.c — adds ev.alloc: the allocator in use, how we know (maps / LD_PRELOAD /
- * default), and its knobs; its keys are the table sop__evk_alloc below (docs/evidence.md is
- * generated from it). MALLOC_ARENA_MAX is a number when glibc would read it as one.
- * Depends on engine/core/value.h, probes/alloc.h, schema.h. */
+/* collect_alloc.c — the evidence group `alloc`, in one file: the allocator in use, how we know
+ * (maps / LD_PRELOAD / default), its knobs and glibc's arena heaps, detected once at the
+ * window's end (probes/alloc.c). The rows (docs/evidence.md is generated from them; the one hand
+ * row: MALLOC_ARENA_MAX is a number when glibc would read it as one), their writer and the
+ * provider. Depends on probes/alloc.h, bridge/schema.h, provider.h. */
 #include <ctype.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "bridge.h"
-#include "schema.h"
+#include "bridge/bridge.h"
+#include "bridge/schema.h"
+#include "collect_alloc.h"
+#include "provider.h"
 
-const sop_evk sop__evk_alloc[] = {
+/* ---- the evidence group ---- */
+
+static const sop_evk sop__evk_alloc[] = {
     SOP_EVK_S("allocator", sop_alloc, allocator,
               "\"glibc\"|\"jemalloc\"|\"tcmalloc\"|\"mimalloc\""),
     SOP_EVK_S("source", sop_alloc, source, "how it is known: \"maps\"|\"LD_PRELOAD\"|\"default\""),
@@ -25,7 +30,7 @@ const sop_evk sop__evk_alloc[] = {
     SOP_EVK_I("arena_reserved_kb", sop_alloc, heaps.reserved_kb, "kB",
               "address space they reserve"),
 };
-const size_t sop__evk_alloc_n = sizeof sop__evk_alloc / sizeof sop__evk_alloc[0];
+static const size_t sop__evk_alloc_n = sizeof sop__evk_alloc / sizeof sop__evk_alloc[0];
 
 static void hand(sop_value *o, const sop_evk *row, const char *name, void *ctx)
 {
@@ -48,3 +53,35 @@ void sop__bridge_alloc(sop_value *ev, const sop_alloc *a)
     if (o)
         sop__bridge_keys(o, a, sop__evk_alloc, sop__evk_alloc_n, "", hand, (void *)a);
 }
+
+static void *alloc_start(sop_collect_ctx *cx)
+{
+    (void)cx;
+    return calloc(1, sizeof(sop_alloc));
+}
+
+static void alloc_finish(sop_collect_ctx *cx, void *p)
+{
+    sop__alloc_detect(&cx->c->proc, p);
+}
+
+static void alloc_emit(const sop_collect_ctx *cx, void *p, sop_value *ev)
+{
+    (void)cx;
+    sop__bridge_alloc(ev, p);
+}
+
+static const sop_evk_group alloc_groups[] = {
+    {"alloc", "engine/collect/collect_alloc.c", sop__evk_alloc, &sop__evk_alloc_n},
+    {0},
+};
+
+const sop_provider sop__provider_alloc = {
+    .name = "alloc",
+    .probes = SOP_PROBE_ALLOC,
+    .groups = alloc_groups,
+    .start = alloc_start,
+    .finish = alloc_finish,
+    .emit = alloc_emit,
+    .free = free,
+};
