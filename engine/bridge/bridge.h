@@ -18,8 +18,6 @@ void sop__bridge_family(sop_value *ev, const sop_child *parent, const sop_child_
                         double now);
 void sop__bridge_cgroup(sop_value *ev, const sop_cgroup *cg);
 
-/* host.numa (nodes, balancing) and, when numa_maps was read, proc.numa (pages per node). */
-void sop__bridge_numa(sop_value *ev, const sop_numa *n);
 /* Adds ev.python (same shape as the `dump` JSON minus pid). */
 void sop__bridge_python(sop_value *ev, const struct sop_python *py);
 /* The threads array of ev.python and of `sopctl dump --json` (native stacks when present). */

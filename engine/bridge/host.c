@@ -83,7 +83,7 @@ const sop_evk sop__evk_host[] = {
     SOP_EVK_D("disks[].reads_per_s", sop_disk, reads_per_s, "1/s", "window"),
     SOP_EVK_D("disks[].writes_per_s", sop_disk, writes_per_s, "1/s", "window"),
     H("numa", SOP_EVK_OBJ, "",
-      "NUMA topology (engine/bridge/numa_rows.c from probes/numa.c: "
+      "NUMA topology (engine/collect/collect_numa.c from probes/numa.c: "
       "/sys/devices/system/node/node<N>/{cpulist,meminfo})"),
     SOP_EVK_I("numa.balancing", sop_numa, balancing, "",
               "/proc/sys/kernel/numa_balancing: 0 off, 1 on, 2 tiering"),
@@ -219,7 +219,7 @@ static void add_ooms(sop_value *host, const sop_oom_list *ooms, double now)
 }
 
 /* The host's own level (base the sop_host): its objects are built where the walk reaches their
- * row; numa: engine/bridge/numa_rows.c; oom_kills: below, also without a host. */
+ * row; numa: engine/collect/collect_numa.c; oom_kills: below, also without a host. */
 static void add_obj(sop_value *host, const char *name, const sop_host *h)
 {
     sop_value *o = sop__v_obj();

@@ -4,7 +4,7 @@
  * which docs/evidence.md is generated; a row that is not a plain field (a derived figure, an
  * object, an array) names its own writer (SOP_EVK_W), called where the walk reaches it, so no
  * key is compared to choose what to write. The H rows left are written elsewhere: the zombie
- * counts by sop__bridge_proc below, proc.numa by engine/bridge/numa_rows.c. Absent values stay
+ * counts by sop__bridge_proc below, proc.numa by engine/collect/collect_numa.c. Absent values stay
  * absent; text from the target goes through sop__bridge_text. Depends on engine/core/value.h,
  * probes/proc.h, schema.h. */
 #include <math.h>
@@ -208,7 +208,7 @@ const sop_evk sop__evk_proc[] = {
     SOP_EVK_S("libs[].name", sop_lib, name, "short name: \"libopenblas\""),
     SOP_EVK_T("libs[].path", sop_lib, path, "the file"),
     H("numa", SOP_EVK_OBJ, "",
-      "resident memory per node (engine/bridge/numa_rows.c from /proc/PID/numa_maps): the note "
+      "resident memory per node (engine/collect/collect_numa.c from /proc/PID/numa_maps): the note "
       "below"),
     H("numa.nodes", SOP_EVK_ARR, "", "every host node (0 kB included) and any other holding pages"),
     H("numa.nodes[].node", SOP_EVK_INT, "", "node id"),

@@ -1,9 +1,10 @@
 /* collect_target.c — the providers over the window's two snapshots and the target's one-shot
  * reads (provider.h): host (with the kernel log's OOM kills), proc with threads[] and
- * children[], parent and siblings[], cgroup, the CPU budget, NUMA, the rank, the kernel log.
- * (The allocator's provider is engine/collect/collect_alloc.c.) The snapshots themselves are the
- * collector's (engine/collect/collect.c): they decide whether the target is there and how long
- * the window was. Depends on the probes' headers, bridge/bridge.h, rank.h, provider.h. */
+ * children[], parent and siblings[], cgroup, the CPU budget, the rank, the kernel log. (The
+ * allocator's and NUMA's are engine/collect/collect_alloc.c and collect_numa.c.) The snapshots
+ * themselves are the collector's (engine/collect/collect.c): they decide whether the target is
+ * there and how long the window was. Depends on the probes' headers, bridge/bridge.h, rank.h,
+ * provider.h. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -22,7 +23,7 @@ static void host_emit(const sop_collect_ctx *cx, void *p, sop_value *ev)
 }
 
 static const sop_evk_group host_groups[] = {
-    {"host", "engine/bridge/host.c, host.numa by engine/bridge/numa_rows.c", sop__evk_host,
+    {"host", "engine/bridge/host.c, host.numa by engine/collect/collect_numa.c", sop__evk_host,
      &sop__evk_host_n},
     {0},
 };
@@ -64,7 +65,7 @@ static void proc_emit(const sop_collect_ctx *cx, void *p, sop_value *ev)
 }
 
 static const sop_evk_group proc_groups[] = {
-    {"proc", "engine/bridge/proc.c, proc.numa by engine/bridge/numa_rows.c", sop__evk_proc,
+    {"proc", "engine/bridge/proc.c, proc.numa by engine/collect/collect_numa.c", sop__evk_proc,
      &sop__evk_proc_n},
     {"threads[]", "engine/bridge/proc.c", sop__evk_threads, &sop__evk_threads_n},
     {"children[]", "engine/bridge/proc.c", sop__evk_children, &sop__evk_children_n},
@@ -170,35 +171,6 @@ const sop_provider sop__provider_budget = {
     .name = "budget",
     .finish = budget_finish,
     .emit = budget_emit,
-};
-
-static void *numa_start(sop_collect_ctx *cx)
-{
-    (void)cx;
-    sop_numa *n = malloc(sizeof *n);
-    if (n)
-        sop__numa_init(n);
-    return n;
-}
-
-static void numa_finish(sop_collect_ctx *cx, void *p)
-{
-    sop__numa_collect(cx->root_fd, cx->pid_fd, p, &cx->c->missing);
-}
-
-static void numa_emit(const sop_collect_ctx *cx, void *p, sop_value *ev)
-{
-    (void)cx;
-    sop__bridge_numa(ev, p);
-}
-
-const sop_provider sop__provider_numa = {
-    .name = "numa",
-    .probes = SOP_PROBE_HOST,
-    .start = numa_start,
-    .finish = numa_finish,
-    .emit = numa_emit,
-    .free = free,
 };
 
 static void rank_emit(const sop_collect_ctx *cx, void *p, sop_value *ev)

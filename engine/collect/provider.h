@@ -83,7 +83,7 @@ extern char sop__provider_on;
     X(sched)     /* engine/collect/collect_sched.c: the whole tree's scheduling, polled */         \
     X(fds)       /* engine/collect/collect_fds.c: open descriptors over the window, polled */      \
     X(alloc)     /* engine/collect/collect_alloc.c: the allocator */                               \
-    X(numa)      /* engine/collect/collect_target.c: host.numa, proc.numa */                       \
+    X(numa)      /* engine/collect/collect_numa.c: host.numa, proc.numa */                         \
     X(gpu)       /* engine/collect/collect_gpu.c: NVML, polled */                                  \
     X(python) /* engine/collect/collect_python.c: CPython stacks (and the runtime, found once) */  \
     X(sampling) /* engine/collect/collect_python.c: the window's samples */                        \

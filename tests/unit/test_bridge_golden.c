@@ -1,8 +1,8 @@
 /* test_bridge_golden.c — the host, cgroup, alloc and numa bridges give, for fixed structs
  * (unmeasured fields, unlimited limits, v1 paths that differ, invalid UTF-8, empty groups), the
  * exact JSON they gave before their keys became schema tables (engine/bridge/schema.h): same
- * keys, order and values. Depends on engine/bridge,
- * engine/collect/collect_alloc.h, engine/core/json.c, t.h. */
+ * keys, order and values. Depends on engine/bridge, engine/collect/collect_alloc.h,
+ * engine/collect/collect_numa.h, engine/core/json.c, t.h. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -10,6 +10,7 @@
 
 #include "bridge/bridge.h"
 #include "collect_alloc.h"
+#include "collect_numa.h"
 #include "json.h"
 #include "t.h"
 

@@ -1,13 +1,14 @@
 /* test_numa.c — the NUMA probe on fixture text and trees: numa_maps sums per node (page sizes,
  * huge pages, interleave policies, node ids past the table, malformed tokens, line and byte
  * bounds), the sysfs node directory (CPUs, memory-only node, node meminfo), an unreadable
- * numa_maps as a missing entry (never 0), this process's own numa_maps, and the bridge's keys.
- * Depends on probes/numa.h, engine/bridge/bridge.h, t.h. */
+ * numa_maps as a missing entry (never 0), this process's own numa_maps, and the writer's keys.
+ * Depends on probes/numa.h, engine/bridge/bridge.h, engine/collect/collect_numa.h, t.h. */
 #include <errno.h>
 #include <fcntl.h>
 #include <unistd.h>
 
 #include "bridge/bridge.h"
+#include "collect_numa.h"
 #include "numa.h"
 #include "t.h"
 

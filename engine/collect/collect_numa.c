@@ -1,10 +1,16 @@
-/* numa_rows.c — adds host.numa {balancing nodes[] {node cpus cpu_count mem_total_kb
- * mem_free_kb}} (keys: the numa rows of sop__evk_host, engine/bridge/host.c) and proc.numa
- * {nodes[] {node kb} kb other_kb interleave_kb mappings truncated} (keys per docs/evidence.md).
- * Nothing is added for what was not read. Depends on engine/core/value.h, probes/numa.h, schema.h.
- */
-#include "bridge.h"
-#include "schema.h"
+/* collect_numa.c — the evidence group `numa`, in one file: the host's NUMA topology and
+ * balancing, and the target's resident memory per node from /proc/PID/numa_maps, read once at
+ * the window's end (probes/numa.c). Its writer adds host.numa {balancing nodes[] {node cpus
+ * cpu_count mem_total_kb mem_free_kb}} (keys: the numa rows of sop__evk_host,
+ * engine/bridge/host.c) and proc.numa {nodes[] {node kb} kb other_kb interleave_kb mappings
+ * truncated} (keys per docs/evidence.md); nothing is added for what was not read. The writer and
+ * the provider. Depends on probes/numa.h, bridge/schema.h, provider.h. */
+#include <stdlib.h>
+
+#include "bridge/bridge.h"
+#include "bridge/schema.h"
+#include "collect_numa.h"
+#include "provider.h"
 
 static void node_id(sop_value *o, const sop_evk *row, const char *name, void *ctx)
 {
@@ -63,3 +69,32 @@ void sop__bridge_numa(sop_value *ev, const sop_numa *n)
     sop__v_set_int(p, "mappings", pg->lines);
     sop__v_set_bool(p, "truncated", pg->truncated);
 }
+
+static void *numa_start(sop_collect_ctx *cx)
+{
+    (void)cx;
+    sop_numa *n = malloc(sizeof *n);
+    if (n)
+        sop__numa_init(n);
+    return n;
+}
+
+static void numa_finish(sop_collect_ctx *cx, void *p)
+{
+    sop__numa_collect(cx->root_fd, cx->pid_fd, p, &cx->c->missing);
+}
+
+static void numa_emit(const sop_collect_ctx *cx, void *p, sop_value *ev)
+{
+    (void)cx;
+    sop__bridge_numa(ev, p);
+}
+
+const sop_provider sop__provider_numa = {
+    .name = "numa",
+    .probes = SOP_PROBE_HOST,
+    .start = numa_start,
+    .finish = numa_finish,
+    .emit = numa_emit,
+    .free = free,
+};
