@@ -4,6 +4,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -415,6 +416,10 @@ int sop_evidence_from_json(sop_engine *e, const char *text, size_t len, sop_evid
     if (schema != 1) {
         sop__v_free(tree);
         return sop__fail(e, SOP_EFORMAT, "evidence schema %g is not supported (this is 1)", schema);
+    }
+    if (!(pid >= 1 && pid <= 2147483647.0) || pid != floor(pid)) { /* a pid, as Linux has them */
+        sop__v_free(tree);
+        return sop__fail(e, SOP_EFORMAT, "not sop evidence: pid %.17g is not a process id", pid);
     }
     sop_evidence *ev = calloc(1, sizeof *ev);
     if (!ev) {

@@ -80,8 +80,8 @@ sop_value *sop__report_build(sop_value *verdicts, const sop_value *ev, double ru
     sop__v_set_str(r, "sop_version", SOP_VERSION_STRING);
     sop_value *target = sop__v_obj_at(r, "target");
     double pid = 0;
-    if (sop__v_get_num(ev, SOP_EVKEY("pid"), &pid))
-        sop__v_set_int(target, "pid", (int64_t)pid);
+    if (sop__v_get_num(ev, SOP_EVKEY("pid"), &pid) && pid >= 0 && pid <= 2147483647.0)
+        sop__v_set_int(target, "pid", (int64_t)pid); /* (the loader refuses any other) */
     const sop_value *proc = sop__v_get(ev, SOP_EVKEY("proc"));
     const char *comm = sop__v_get_str(proc, SOP_EVKEY("proc.comm"));
     const char *cmdline = sop__v_get_str(proc, SOP_EVKEY("proc.cmdline"));

@@ -60,6 +60,14 @@ else
   echo "skip: no writable /dev/full"
 fi
 
+## evidence whose pid is no process id (a fuzzer's 4.2e53 once reached an int64 cast)
+for bad_pid in 424444444444444444444444444444444444444444444444444442 0 -7 4242.5; do
+  sed "s/^ *\"pid\": *[0-9]*,/  \"pid\": $bad_pid,/" "$EV" >"$tmp/badpid.json"
+  expect2 "evidence with pid $bad_pid" "$SOPCTL" run --evidence "$tmp/badpid.json"
+  grep -q "not a process id" "$tmp/err" && ok "pid $bad_pid: 'not a process id'" \
+    || bad "pid $bad_pid message: $(head -c 200 "$tmp/err")"
+done
+
 ## item 5: only regular files are read (a FIFO must not block the open)
 mkfifo "$tmp/fifo"
 mkdir -p "$tmp/pack/plugins" "$tmp/dir"
