@@ -13,52 +13,41 @@
 #include "render.h"
 #include "report_writers.h"
 #include "strbuf.h"
+#include "utf8.h"
 
-/* A label value: backslash, double quote and newline escaped as the format wants; other
- * control characters and bytes that are not UTF-8 become '?', so a scrape never fails on a
- * thread or command name the target chose. */
+/* A label value: backslash, double quote and newline escaped as the format wants (it has no
+ * other escapes); other control characters, C1 controls, bidi and other format controls
+ * (U+202E, U+2066...: they reorder what a dashboard shows) and bytes that are not UTF-8 become
+ * '?', so a scrape never fails on, and no panel is rewritten by, a name the target chose. The
+ * same characters the other writers spell out (core/utf8.c decides which). */
 static void put_label_value(sop_sb *b, const char *s)
 {
     const unsigned char *p = (const unsigned char *)(s ? s : "");
-    while (*p) {
+    size_t left = strlen((const char *)p);
+    while (left) {
         unsigned c = *p;
+        size_t n = 1;
         if (c == '\\' || c == '"') {
             char esc[2] = {'\\', (char)c};
             sop__sb_putn(b, esc, 2);
-            p++;
-            continue;
-        }
-        if (c == '\n') {
+        } else if (c == '\n') {
             sop__sb_puts(b, "\\n");
-            p++;
-            continue;
-        }
-        if (c < 0x20 || c == 0x7f) {
+        } else if (c < 0x20 || c == 0x7f) {
             sop__sb_putn(b, "?", 1);
-            p++;
-            continue;
-        }
-        if (c < 0x80) {
+        } else if (c < 0x80) {
             sop__sb_putn(b, (const char *)p, 1);
-            p++;
-            continue;
-        }
-        /* A well-formed UTF-8 sequence (no overlongs, no surrogates, <= U+10FFFF) is copied;
-         * C1 controls (U+0080..U+009F) are not. */
-        size_t n = c >= 0xf0 ? 4 : c >= 0xe0 ? 3 : c >= 0xc2 ? 2 : 0;
-        uint32_t cp = n == 4 ? c & 0x07 : n == 3 ? c & 0x0f : c & 0x1f;
-        size_t i = 1;
-        for (; n && i < n && (p[i] & 0xc0) == 0x80; i++)
-            cp = cp << 6 | (p[i] & 0x3f);
-        bool ok = n && i == n && cp <= 0x10ffff && !(cp >= 0xd800 && cp <= 0xdfff) &&
-                  !(n == 3 && cp < 0x800) && !(n == 4 && cp < 0x10000) && cp >= 0xa0;
-        if (ok) {
+        } else if ((n = sop__utf8_seq(p, left)) != 0 && sop__utf8_spelled(p, n) == 0) {
             sop__sb_putn(b, (const char *)p, n);
-            p += n;
-        } else {
+        } else { /* one '?' for a C1/format control, or for a broken sequence's bytes */
             sop__sb_putn(b, "?", 1);
-            p += i > 1 ? i : 1;
+            if (!n) {
+                size_t want = c >= 0xf0 ? 4 : c >= 0xe0 ? 3 : c >= 0xc2 ? 2 : 1;
+                for (n = 1; n < want && n < left && (p[n] & 0xc0) == 0x80; n++)
+                    ;
+            }
         }
+        p += n;
+        left -= n;
     }
 }
 

@@ -193,7 +193,8 @@ static void test_saved_report(void)
 static void test_escaping_and_python(void)
 {
     static const char report_json[] =
-        "{\"schema\":1,\"target\":{\"pid\":7,\"comm\":\"a\\\"b\\\\c\\nd\\u0001e\"},"
+        "{\"schema\":1,\"target\":{\"pid\":7,\"comm\":\"a\\\"b\\\\c\\nd\\u0001e\",\"python\":\"p\"}"
+        ","
         "\"findings\":[{\"id\":\"x.\\\"q\",\"section\":\"5\",\"severity\":\"high\"},"
         "{\"id\":\"x.\\\"q\",\"section\":\"5\",\"severity\":\"warn\"}],"
         "\"cleared\":[{\"id\":\"x.\\\"q\",\"section\":\"5\",\"severity\":\"high\"},"
@@ -216,6 +217,13 @@ static void test_escaping_and_python(void)
         if (strcmp(c->key, "comm") == 0) {
             free(c->str);
             c->str = strdup("\xff\xc3\xa9\xc2\x85\xe2\x82");
+        } else if (strcmp(c->key, "python") == 0) { /* bidi and format controls */
+            free(c->str);
+            c->str = strdup("a\xe2\x80\xae"
+                            "b\xe2\x81\xa6"
+                            "c\xe2\x80\x8e"
+                            "d\xd8\x9c"
+                            "e");
         }
     char *om = NULL;
     CHECK_EQ_I(sop_report_openmetrics(&r, &ev, &om), 0);
@@ -227,6 +235,8 @@ static void test_escaping_and_python(void)
         fprintf(stderr, "%s\n%s\n", why, om);
     CHECK(ok);
     CHECK(strstr(om, "comm=\"?\xc3\xa9??\"")); /* é kept; 0xff, U+0085 and a cut-off sequence not */
+    /* U+202E, U+2066, U+200E, U+061C: each a '?' (nothing reorders a dashboard's line) */
+    CHECK(strstr(om, "a?b?c?d?e") && !strstr(om, "\xe2\x80\xae") && !strstr(om, "\xe2\x81\xa6"));
     /* One hit sample per rule, the most severe finding's. */
     CHECK_EQ_I(count(om, "sop_rule_hit{rule=\"x.\\\"q\""), 1);
     CHECK(strstr(om, "sop_rule_hit{rule=\"x.\\\"q\",section=\"5\",severity=\"high\"} 1\n"));
