@@ -19,6 +19,7 @@ import glob
 import json
 import os
 import shutil
+import signal
 import struct
 import subprocess
 import sys
@@ -121,13 +122,22 @@ def containers():
         with sopt.Target(argv=[os.path.join(sopt.SID, "python" + minor), "-u", prog],
                          timeout=60) as t:
             reads["mount namespace"] = dump(t.pid)
-        # a PID namespace: the interpreter is the child of unshare's fork
-        with sopt.Target(argv=["unshare", "--pid", "--fork", "--mount", "--mount-proc=%s/proc" %
-                               ROOT, "chroot", ROOT, "python" + minor, "-u", prog],
-                         timeout=60) as t:
+        # a PID namespace: the interpreter is the child of unshare's fork (--kill-child: it
+        # ends with unshare; ended by its pid below as well, since it outlived a killed unshare)
+        with sopt.Target(argv=["unshare", "--pid", "--fork", "--kill-child", "--mount",
+                               "--mount-proc=%s/proc" % ROOT, "chroot", ROOT, "python" + minor,
+                               "-u", prog], timeout=60) as t:
             kids = subprocess.run(["pgrep", "-P", str(t.pid)], capture_output=True,
                                   text=True).stdout.split()
-            reads["pid namespace"] = dump(int(kids[0])) if kids else (3, {"error": "no child"})
+            try:
+                reads["pid namespace"] = dump(int(kids[0])) if kids else \
+                    (3, {"error": "no child"})
+            finally:
+                for k in kids:
+                    try:
+                        os.kill(int(k), signal.SIGKILL)
+                    except ProcessLookupError:
+                        pass
         if shutil.which("podman"):
             name = "sop-newest-%d" % os.getpid()
             argv = ["podman", "--runtime", "runc", "run", "--rm", "--name", name,
