@@ -29,11 +29,11 @@ demo: deps
 # another test (tests/CMakeLists.txt).
 test: deps
 	$(MAKE) build
-	cd $(BUILD) && ctest --output-on-failure -j $$(( $(JOBS) + 1 )) -LE full
+	cd $(BUILD) && ctest --output-on-failure -j $$(( $(JOBS) + 1 )) -LE full || { ../scripts/ctest-failures.sh; exit 1; }
 
 test-all: deps
 	$(MAKE) build
-	cd $(BUILD) && ctest --output-on-failure -j $(JOBS)
+	cd $(BUILD) && ctest --output-on-failure -j $(JOBS) || { ../scripts/ctest-failures.sh; exit 1; }
 	$(MAKE) sanitize
 	$(MAKE) perf-gate
 
