@@ -149,19 +149,16 @@ static int write_report(watch_ctx *c, const sop_report *r, unsigned long long se
     return rc;
 }
 
-/* Escape s for a JSON string (paths are the user's, but stay valid JSON). */
+/* s as a JSON string, escaped as every JSON text of sop is (paths are the user's, reasons may
+ * quote a target): no raw control, bidi override or broken UTF-8 reaches the post-mortem. */
 static void json_str(FILE *f, const char *s)
 {
-    fputc('"', f);
-    for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
-        if (*p == '"' || *p == '\\')
-            fprintf(f, "\\%c", *p);
-        else if (*p < 0x20)
-            fprintf(f, "\\u%04x", *p);
-        else
-            fputc(*p, f);
-    }
-    fputc('"', f);
+    char *q = NULL;
+    if (sop_escape(s, SOP_ESCAPE_JSON, &q) == 0)
+        fputs(q, f);
+    else
+        fputs("null", f);
+    sop_free(q);
 }
 
 /* The post-mortem when there is no evidence to evaluate (the process exited between windows
@@ -202,10 +199,17 @@ static void write_note(watch_ctx *c, unsigned long long seq, const char *what, c
     text = NULL;
     f = ok ? open_memstream(&text, &text_len) : NULL;
     if (f) {
+        char *mwhat = NULL, *mwhy = NULL, *mlast = NULL;
+        sop_escape(what, SOP_ESCAPE_MARKDOWN, &mwhat);
+        sop_escape(why, SOP_ESCAPE_MARKDOWN, &mwhy);
+        sop_escape(c->last_path[0] ? c->last_path : "none", SOP_ESCAPE_MARKDOWN, &mlast);
         fprintf(f,
                 "# sop report: pid %d [exited]\n\n**%s.** %s.\n\nWindows observed: %d; last "
                 "report: %s\n",
-                c->pid, what, why, c->ok_windows, c->last_path[0] ? c->last_path : "none");
+                c->pid, mwhat ? mwhat : "?", mwhy ? mwhy : "?", c->ok_windows, mlast ? mlast : "?");
+        sop_free(mwhat);
+        sop_free(mwhy);
+        sop_free(mlast);
         ok = fclose(f) == 0;
         snprintf(path, sizeof path, "%s.md", base);
         ok = ok && write_whole(c, path, text) == 0;

@@ -69,6 +69,17 @@ SOP_API const char *sop_version(void);
 SOP_API unsigned sop_version_hex(void);
 /* Free a string or buffer the library returned through a `char **out`. Accepts NULL. */
 SOP_API void sop_free(void *p);
+/* s escaped as every output of sop escapes a string that came from a target or a user, for a
+ * program writing its own text beside sop's (sopctl watch's log and post-mortem):
+ *   SOP_ESCAPE_TEXT  a terminal or log line: C0, DEL, C1 and format controls (bidi overrides,
+ *                    zero-width marks) spelled \xNN / \uNNNN, bytes that are not UTF-8 as \xNN;
+ *   SOP_ESCAPE_JSON  a JSON string literal, quotes included: the same controls as \u escapes,
+ *                    bytes that are not UTF-8 as \ufffd;
+ *   SOP_ESCAPE_MARKDOWN  Markdown inline text: as TEXT, and the punctuation Markdown or HTML
+ *                    reads (\ ` * _ [ ] < > | ! & ~ #) behind a backslash.
+ * 0, SOP_EINVAL (NULL s or out, an unknown kind), SOP_ENOMEM; *out owned by the caller. */
+typedef enum { SOP_ESCAPE_TEXT = 0, SOP_ESCAPE_JSON = 1, SOP_ESCAPE_MARKDOWN = 2 } sop_escape_kind;
+SOP_API int sop_escape(const char *s, sop_escape_kind kind, char **out);
 
 /* ---- engine ---------------------------------------------------------------------------- */
 

@@ -1,6 +1,6 @@
 /* errors.c — the small parts of the public API every other file leans on: error names, the
- * status of a remote read's -errno, an engine's last error (sop__fail), version, sop_free.
- * Depends on libc only. */
+ * status of a remote read's -errno, an engine's last error (sop__fail), version, sop_free,
+ * sop_escape (render/escape.c's and core/json.c's escapers for a caller's own text). */
 #include "sop.h"
 
 #include <errno.h>
@@ -10,6 +10,8 @@
 
 #include "api_int.h"
 #include "engine.h"
+#include "escape.h"
+#include "json.h"
 
 const char *sop_strerror(int code)
 {
@@ -61,6 +63,28 @@ unsigned sop_version_hex(void)
 void sop_free(void *p)
 {
     free(p);
+}
+
+int sop_escape(const char *s, sop_escape_kind kind, char **out)
+{
+    if (!s || !out)
+        return SOP_EINVAL;
+    sop_sb b = {0};
+    switch (kind) {
+    case SOP_ESCAPE_TEXT:
+        sop__esc_text(&b, s);
+        break;
+    case SOP_ESCAPE_JSON:
+        sop__json_put_str(&b, s);
+        break;
+    case SOP_ESCAPE_MARKDOWN:
+        sop__esc_md(&b, s);
+        break;
+    default:
+        return SOP_EINVAL;
+    }
+    *out = sop__sb_take(&b);
+    return *out ? 0 : SOP_ENOMEM;
 }
 
 int sop__fail(sop_engine *e, int code, const char *fmt, ...)

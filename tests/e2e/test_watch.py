@@ -339,7 +339,9 @@ with tempfile.TemporaryDirectory() as d:
 
     # ---- the target exits: post-mortem, exit 3 -------------------------------------------
     tg = Target()
-    pm = os.path.join(d, "pm")
+    # a directory name with a bidi override and a byte that is not UTF-8: the post-mortem quotes
+    # the path of the last report, and must stay valid JSON with no raw control in it
+    pm = os.path.join(d, "pm\u202e\udcff")
     w = Watch(d, rules, "--no-site", "--pid", tg.pid, "--every", "0.2", "--duration", "0.05",
               "--rate", "0", "--out", pm)
     try:
@@ -354,6 +356,12 @@ with tempfile.TemporaryDirectory() as d:
             t.check(rep["target"] == {"pid": tg.pid, "alive": False} and "exited" in rep["watch"]["end"],
                     "the post-mortem says the target exited", rep)
             t.check(os.path.exists(got[0][:-5] + ".md"), "post-mortem Markdown too")
+            raw = open(got[0], "rb").read()
+            t.check(b"\xff" not in raw and "\u202e".encode() not in raw
+                    and rep["watch"]["last_report"] in (None, "") or
+                    "\ufffd" in (rep["watch"]["last_report"] or ""),
+                    "the post-mortem escapes the path: no raw bidi or broken byte, \\ufffd for it",
+                    raw[-300:])
         t.check("has exited" in w.text(), "the exit is logged", w.text())
     finally:
         w.finish(signal.SIGKILL)

@@ -415,6 +415,27 @@ static void test_process_env(void)
     CHECK_EQ_I(sop_process_env(child, names, 5, vals[0], sizeof vals[0]), SOP_ENOTARGET);
 }
 
+/* sop_escape: a caller's own text escaped as sop's outputs are, for each kind. */
+static void test_escape(void)
+{
+    /* a tab, ESC, DEL, a C1 CSI, RLO (U+202E), a byte that is not UTF-8, a quote, a pipe, é */
+    const char *hostile = "a\tb\x1b[31m\x7f\xc2\x9b\xe2\x80\xaez\xff\"|\xc3\xa9";
+    char *o = NULL;
+    CHECK_EQ_I(sop_escape(hostile, SOP_ESCAPE_TEXT, &o), 0);
+    CHECK_EQ_S(o, "a\\x09b\\x1b[31m\\x7f\\u009b\\u202ez\\xff\"|\xc3\xa9");
+    sop_free(o);
+    CHECK_EQ_I(sop_escape(hostile, SOP_ESCAPE_JSON, &o), 0);
+    CHECK_EQ_S(o, "\"a\\tb\\u001b[31m\\u007f\\u009b\\u202ez\\ufffd\\\"|\xc3\xa9\"");
+    sop_free(o);
+    CHECK_EQ_I(sop_escape("[x](u) <b>|", SOP_ESCAPE_MARKDOWN, &o), 0);
+    CHECK_EQ_S(o, "\\[x\\](u) \\<b\\>\\|");
+    sop_free(o);
+    o = NULL;
+    CHECK_EQ_I(sop_escape(NULL, SOP_ESCAPE_TEXT, &o), SOP_EINVAL);
+    CHECK_EQ_I(sop_escape("x", (sop_escape_kind)7, &o), SOP_EINVAL);
+    CHECK(o == NULL);
+}
+
 int main(void)
 {
     CHECK_EQ_S(sop_version(), SOP_VERSION_STRING);
@@ -430,6 +451,7 @@ int main(void)
         return 2;
     dup2(fileno(cap), 1);
     dup2(fileno(cap), 2);
+    test_escape();
     test_site();
     test_probes();
     test_summary();
