@@ -4,18 +4,23 @@ no Python), function and file names, asyncio task and class (module) names hold 
 escapes (ESC, the C1 CSI U+009B), bidi controls (U+202E, U+2066, U+200E/F, U+061C) and bytes
 that are not UTF-8. Every text-producing command and format
 (run text/md/json/html, dump text/--json/--tasks, tasks text/--json/--tree, evidence, watch's
-one window, record collapsed/svg/speedscope/html, heap text/--json) is run against it, and no
+one window, watch --listen's /metrics and /report, merge md/text/json, record
+collapsed/svg/speedscope/html, heap text/--json) is run against it, and no
 output may carry a raw C0 control other than newline and tab (escape.c spells CR too), a C1
 control, a bidi/format control or invalid UTF-8 — while each still names the hostile thing in
 its escaped form, so the test cannot pass by dropping names. Needs root (reads the target's
 memory); skips otherwise."""
+import json
 import os
 import re
 import shutil
+import socket
 import subprocess
 import sys
 import tempfile
 import time
+import urllib.error
+import urllib.request
 
 sys.path.insert(0, os.path.dirname(__file__))
 from sopt import SOPCTL, Checks  # noqa: E402
@@ -232,6 +237,23 @@ def run_all(pid, tmp):
         check_output("record %s" % fmt, data, names("func", xml=xml))
         check_output("record %s (stdout+stderr)" % fmt, out + err, [])
 
+    # merge: the run's JSON report merged, in every format merge writes
+    rc, out, err = sop("run", "--pid", pid, "--duration", "1", "--format", "json", "--all")
+    # a report from another machine may name its node and job as it likes
+    doc = json.loads(out.decode("utf-8", "surrogateescape"))
+    doc["target"]["node"] = "NODE" + HOSTILE
+    doc["target"]["job_id"] = "JOB" + HOSTILE
+    rep = os.path.join(tmp, "rank0.json")
+    with open(rep, "w") as f:
+        json.dump(doc, f)
+    for fmt in ("md", "text", "json"):
+        rc, out, err = sop("merge", "--format", fmt, rep, rep)
+        check_output("merge --format %s" % fmt, out, [("node", r"NODE\\{1,2}u202e")])  # Markdown doubles the \\
+        check_output("merge --format %s (stderr)" % fmt, err, [])
+
+    # watch --listen: what a scraper reads (/metrics, /report) and the log
+    watch_listen(pid, tmp)
+
     # watch: one window; its log and any report it wrote
     wdir = os.path.join(tmp, "watch")
     os.mkdir(wdir, 0o700)
@@ -240,6 +262,66 @@ def run_all(pid, tmp):
     check_output("watch (stdout+stderr)", out + err, names("coro"))
     for f in sorted(os.listdir(wdir)):
         check_output("watch report %s" % f, open(os.path.join(wdir, f), "rb").read(), [])
+
+
+def unix_get(path, what):
+    """(status, body) of GET what on the Unix socket path."""
+    with socket.socket(socket.AF_UNIX) as c:
+        c.settimeout(10)
+        c.connect(path)
+        c.sendall(b"GET " + what.encode() + b" HTTP/1.0\r\nHost: sop\r\n\r\n")
+        data = b""
+        while True:
+            part = c.recv(65536)
+            if not part:
+                break
+            data += part
+    head, _, body = data.partition(b"\r\n\r\n")
+    return int(head.split()[1]), body
+
+
+def watch_listen(pid, tmp):
+    sock = os.path.join(tmp, "w.sock")
+    w = subprocess.Popen([SOPCTL, "watch", "--pid", str(pid), "--every", "1", "--duration",
+                          "0.5", "--listen", "127.0.0.1:0", "--listen", "unix:" + sock],
+                         stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    log = b""
+    try:
+        port, deadline = None, time.time() + 60
+        while port is None and time.time() < deadline:
+            line = w.stderr.readline()
+            if not line:
+                break
+            log += line
+            m = re.search(rb"listening on http://127\.0\.0\.1:(\d+)/", line)
+            port = int(m.group(1)) if m else None
+        C.check(port is not None, "watch --listen: the log says where it listens", log[-1500:])
+        if port is None:
+            return
+        metrics, report = b"", b""
+        while time.time() < deadline and not (metrics and report):
+            try:  # 503 until the first window has ended
+                with urllib.request.urlopen("http://127.0.0.1:%d/metrics" % port,
+                                            timeout=10) as r:
+                    metrics = r.read()
+            except urllib.error.HTTPError as e:
+                if e.code != 503:
+                    raise
+            status, body = unix_get(sock, "/report")
+            report = body if status == 200 else b""
+            time.sleep(0.3)
+        C.check(b"sop_" in metrics and report, "watch --listen answered /metrics and /report",
+                (metrics[:300], report[:300]))
+        check_output("watch /metrics", metrics, [])
+        check_output("watch /report", report, names("argv"))
+    finally:
+        w.terminate()
+        try:
+            _, err = w.communicate(timeout=30)
+        except subprocess.TimeoutExpired:
+            w.kill()
+            _, err = w.communicate()
+    check_output("watch --listen (log)", log + err, [])
 
 
 if __name__ == "__main__":
