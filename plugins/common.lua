@@ -370,26 +370,50 @@ function common.gpu_idle_text(ev)
                    "；窗口内 GPU（{names:%s}）利用率 {busy:%.0f}%{idle}", { names = u.names, busy = u.busy_pct, idle = idle })
 end
 
+-- The share of the window the threads that slept on locks spent in the run queue, waiting for a CPU
+-- (threads[].wait_pct of each, weighted by how long it slept on a lock), at most LOCK_QUEUED_MAX. A
+-- thread queued for a CPU cannot be seen asleep on a lock at the same tick: on CPUs full of other
+-- work, or with more runnable threads than CPUs, a convoy's waiters spend much of the window queued,
+-- and the lock's wait share is read over the time they were off the run queue. 0 when unknown.
+local LOCK_QUEUED_MAX = 0.8 -- read over at least a fifth of the window
+function common.lock_waiters_queued(ev)
+  local q = {}
+  for _, t in ipairs(ev.threads or {}) do
+    if t.tid and t.wait_pct then q[t.tid] = t.wait_pct / 100 end
+  end
+  local sum, wsum = 0, 0
+  for _, t in ipairs(ev.python and ev.python.threads or {}) do
+    local w = t.window and t.window.lock_wait_frac
+    local share = t.tid and q[t.tid]
+    if w and w > 0 and share then sum, wsum = sum + w * share, wsum + w end
+  end
+  if wsum == 0 then return 0 end
+  return math.max(0, math.min(sum / wsum, LOCK_QUEUED_MAX))
+end
+
 -- §4.2: a lock convoy. Several threads asleep at the same acquire site (the innermost frame of the
 -- program's own code, in a futex that is not the GIL's) while exactly one other thread is past it
 -- (its stack holds the site's function): the threads take turns on a lock, whatever its type
 -- (Lock, RLock, a Condition's lock, a Semaphore, a lock inside a library). Counted at each tick of
--- the window (ev.python.locks[], engine/sample/sample_agg.c).
+-- the window (ev.python.locks[], engine/sample/sample_agg.c). Returns the lock, its waiters' wait
+-- share of the time they were off the run queue (common.lock_waiters_queued) and that queued share.
 function common.lock_convoy(ev, th)
   local py = ev.python
-  local best
+  local best, best_wait
+  local queued = py and py.locks and py.locks[1] and common.lock_waiters_queued(ev) or 0
   for _, l in ipairs(py and py.locks or {}) do
     -- One futex word for most waiters is one mutex (Lock, RLock); threads that each sleep on their own
     -- word (a Semaphore, a Condition, a queue's get) are a lock only when it is never free: handed straight
     -- from holder to waiter, where consumers waiting for work see gaps with nobody inside.
     local held = l.held_frac and l.held_frac * 100 or 0
     local mutex = (l.one_word_frac or 0) >= 0.5 and held >= th.lock_held_pct or held >= th.lock_handoff_pct
-    if l.threads and l.threads >= th.lock_min_threads and l.wait_frac and l.wait_frac * 100 >= th.lock_wait_pct
+    local wait = l.wait_frac and math.min(1, l.wait_frac / (1 - queued))
+    if l.threads and l.threads >= th.lock_min_threads and wait and wait * 100 >= th.lock_wait_pct
        and mutex and (l.crowded_frac or 0) * 100 <= 100 - th.lock_held_pct then
-      if not best or l.wait_frac * l.threads > best.wait_frac * best.threads then best = l end
+      if not best or wait * l.threads > best_wait * best.threads then best, best_wait = l, wait end
     end
   end
-  return best
+  return best, best_wait, queued
 end
 
 -- GIL handoff churn (gil.handoff_churn, §4). Hit (1st return) when all hold:

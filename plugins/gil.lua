@@ -31,7 +31,8 @@ rule {
             "python.concurrency.gil_switches_per_s", "python.concurrency.gil_interval_us", "threads[].sys_pct",
             "python.concurrency.threads_wanting", "python.locks[].site", "python.locks[].threads",
             "python.locks[].wait_frac", "python.locks[].held_frac", "python.locks[].crowded_frac",
-            "python.locks[].holder", "python.locks[].one_word_frac" },
+            "python.locks[].holder", "python.locks[].one_word_frac", "threads[].wait_pct",
+            "python.threads[].window.lock_wait_frac" },
   uses = { "spin_active_frac", "spin_share", "gil_thread_busy_pct", "gil_min_threads", "gil_min_process_pct",
            "gil_one_core_max_pct",
             "gil_max_runqueue_wait_pct", "gil_tick_contended_pct", "sampled_min_samples", "lock_min_threads",
@@ -354,7 +355,9 @@ rule {
   title = T("threads queue on one lock: a convoy serialises them", "多个线程排队等同一把锁：锁让它们串行执行"),
   doc = [[Hit when, in the sampled window, at least lock_min_threads threads of the target were seen asleep in a
     futex that is not the GIL's at the same acquire site (their innermost own frame: a `with lock:` line, an
-    acquire() call, a call into a library that locks), waiting lock_wait_pct % of the window or more, while at
+    acquire() call, a call into a library that locks), waiting lock_wait_pct % or more of the time they were
+    not queued for a CPU (a thread in the run queue cannot be seen asleep on the lock: on CPUs full of other
+    work the share is read over the rest of the window, threads[].wait_pct, up to five times), while at
     lock_held_pct % of those ticks exactly one other thread was past the site (its stack holds the site's
     function: the holder; or, at the waiters' own call, one thread running native code without the GIL: a
     library call holding its object's own lock, as one sqlite3 connection shared by threads does) and at most
@@ -368,7 +371,8 @@ rule {
             "python.locks[].held_frac", "python.locks[].crowded_frac", "python.locks[].waiters_mean",
             "python.locks[].one_word_frac",
             "python.locks[].holder", "python.locks[].holder_running_frac", "python.locks[].holder_frac",
-            "python.locks[].holder_native_frac",
+            "python.locks[].holder_native_frac", "threads[].tid", "threads[].wait_pct", "python.threads[].tid",
+            "python.threads[].window.lock_wait_frac",
             "python.concurrency.ticks", "python.threads[].frames", "duration_s", "pid" },
   uses = { "lock_min_threads", "lock_wait_pct", "lock_held_pct", "lock_handoff_pct", "lock_high_wait_pct" },
   symptom = T("threads queue on one lock: a convoy serialises them", "多个线程排队等同一把锁：锁让它们串行执行"),
@@ -393,15 +397,19 @@ rule {
     if not py.concurrency then
       return unknown(T("the window was not counted per tick", "窗口没有逐 tick 统计"))
     end
-    local l = common.lock_convoy(ev, th)
+    local l, wait, queued = common.lock_convoy(ev, th)
     if not l then
       local top = py.locks and py.locks[1]
       if top then
-        return clear(tr("most waited site {site}: {n} threads waited {wait:%.0f}% of the window, one holder at "
-                          .. "{held:%.0f}% of those ticks: not a convoy",
-                        "等待最多的位置 {site}：{n} 个线程等待了窗口的 {wait:%.0f}%，其中 {held:%.0f}% 的 tick 只有一个持有者：不是锁护送",
+        local q = common.lock_waiters_queued(ev)
+        local queued_text = q >= 0.1 and tr(" (queued for a CPU {q:%.0f}% of it)", "（另有 {q:%.0f}% 在排队等 CPU）",
+                                            { q = 100 * q }) or T("", "")
+        return clear(tr("most waited site {site}: {n} threads waited {wait:%.0f}% of the window{queued}, one holder "
+                          .. "at {held:%.0f}% of those ticks: not a convoy",
+                        "等待最多的位置 {site}：{n} 个线程等待了窗口的 {wait:%.0f}%{queued}，"
+                          .. "其中 {held:%.0f}% 的 tick 只有一个持有者：不是锁护送",
                         { site = top.site or "?", n = top.threads or 0, wait = 100 * (top.wait_frac or 0),
-                          held = 100 * (top.held_frac or 0) }))
+                          queued = queued_text, held = 100 * (top.held_frac or 0) }))
       end
       return clear(T("no thread of the target was seen waiting on a lock", "没有看到目标的线程在等锁"))
     end
@@ -419,18 +427,26 @@ rule {
                     .. "这是库对象自身的锁，多个线程共用了一个对象",
                   { holder = holder, native = 100 * l.holder_native_frac })
     end
+    -- Threads queued for a CPU much of the window: their wait is read over the rest of it.
+    local queued_text = queued >= 0.1
+      and tr(" (and {q:%.0f}% of the window runnable in the run queue, waiting for a CPU: the wait is read over "
+               .. "the rest)",
+             "（另有 {q:%.0f}% 的窗口在运行队列中等 CPU：等待比例按其余时间计算）",
+             { q = 100 * queued })
+      or T("", "")
     return hit {
-      severity = l.wait_frac * 100 >= th.lock_high_wait_pct and "high" or "warn",
+      severity = wait * 100 >= th.lock_high_wait_pct and "high" or "warn",
       symptom = tr("{n} threads queue on the lock at {site}: one runs the critical section at a time",
                    "{n} 个线程在 {site} 排队等同一把锁：临界区一次只有一个线程在执行",
                    { n = l.threads, site = l.site or "?" }),
       evidence = tr("{n} threads asleep on a lock (futex, not the GIL) at {site}, each waiting {wait:%.0f}% of "
-                      .. "{ticks} ticks over {secs:%.1f} s ({mean:%.1f} waiting at once on average); exactly one "
-                      .. "other thread inside that function at {held:%.0f}% of those ticks: {holder}",
+                      .. "{ticks} ticks over {secs:%.1f} s{queued} ({mean:%.1f} waiting at once on average); "
+                      .. "exactly one other thread inside that function at {held:%.0f}% of those ticks: {holder}",
                     "{n} 个线程在 {site} 睡眠等锁（futex，不是 GIL），在 {secs:%.1f} 秒的 {ticks} 个 tick 中各等待 "
-                      .. "{wait:%.0f}%（平均同时 {mean:%.1f} 个在等）；其中 {held:%.0f}% 的 tick 恰有一个其他线程在该函数内：{holder}",
+                      .. "{wait:%.0f}%{queued}（平均同时 {mean:%.1f} 个在等）；其中 {held:%.0f}% 的 tick 恰有一个其他线程在该函数内：{holder}",
                     { n = l.threads, site = l.site or "?", wait = 100 * l.wait_frac, ticks = py.concurrency.ticks,
-                      secs = ev.duration_s, mean = l.waiters_mean or 0, held = 100 * l.held_frac, holder = holder }),
+                      secs = ev.duration_s, mean = l.waiters_mean or 0, held = 100 * l.held_frac, holder = holder,
+                      queued = queued_text }),
       verify = tr("`sopctl run --pid {pid} --duration 5`: no threads.lock_contention, and throughput rising with "
                     .. "the thread count",
                   "`sopctl run --pid {pid} --duration 5`：不再有 threads.lock_contention，吞吐随线程数增加",

@@ -213,6 +213,7 @@ rule {
             "gpu.devices[].name", "gpu.devices[].used_by_tree", "gpu.devices[].util_samples", "python.locks[].site",
             "python.locks[].threads", "python.locks[].wait_frac", "python.locks[].held_frac",
             "python.locks[].crowded_frac", "python.locks[].holder", "python.locks[].one_word_frac",
+            "threads[].wait_pct",
             "python.concurrency.contended_frac", "threads[].wait", "threads[].name", "python.threads[].frames",
             "python.threads[].name", "proc.cmdline", "proc.cwd", "proc.env", "proc.threads", "proc.threads_start",
             "proc.zombies", "proc.zombies_start", "proc.rss_growth_kb_per_s", "fds.first", "fds.last",
