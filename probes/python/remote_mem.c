@@ -435,14 +435,26 @@ int sop__rmem_read_cstr(sop_rmem *m, uint64_t addr, char *out, size_t cap)
         if (r < 0)
             return r;
         for (size_t i = 0; i < n; i++) {
-            char c = out[o + i];
+            unsigned char c = (unsigned char)out[o + i];
             if (c == '\0')
                 return o + i > 0 ? 0 : -EINVAL;
-            if (c < 0x20 || c > 0x7e)
+            /* a control is no name; a byte >= 0x80 may be (a class 样本 is a Python 3
+             * identifier): the writers escape what is not UTF-8 */
+            if (c < 0x20 || c == 0x7f)
                 return -EINVAL;
         }
         o += n;
     }
-    out[cap - 1] = '\0';
-    return 0;
+    /* cut at cap: not inside a UTF-8 sequence (drop a lead byte whose sequence is cut short) */
+    size_t end = cap - 1, k = end;
+    while (k > 0 && end - k < 4 && ((unsigned char)out[k - 1] & 0xC0) == 0x80)
+        k--;
+    if (k > 0 && (unsigned char)out[k - 1] >= 0xC0) {
+        unsigned char lead = (unsigned char)out[k - 1];
+        size_t want = lead >= 0xF0 ? 4 : lead >= 0xE0 ? 3 : 2;
+        if (end - (k - 1) < want)
+            end = k - 1;
+    }
+    out[end] = '\0';
+    return end > 0 ? 0 : -EINVAL;
 }

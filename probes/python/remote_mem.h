@@ -54,8 +54,9 @@ void sop__rmem_share(sop_rmem *m, sop_rmem *with);
 /* Read exactly len bytes at addr into buf (through the cache). Returns 0 or -errno
  * (-EFAULT for unmapped, -ESRCH when the process is gone, -EPERM/-EACCES when refused). */
 int sop__rmem_read(sop_rmem *m, uint64_t addr, void *buf, size_t len);
-/* A NUL-terminated, printable-ASCII C string at addr (a type's tp_name) into out, bounded by cap:
- * 0 (cut at cap), -EINVAL when empty or not printable, or the read's -errno. */
+/* A NUL-terminated C string with no control character at addr (a type's tp_name, which may
+ * hold any UTF-8 letter) into out, bounded by cap: 0 (cut at cap, never inside a UTF-8
+ * sequence), -EINVAL when empty or holding a control, or the read's -errno. */
 int sop__rmem_read_cstr(sop_rmem *m, uint64_t addr, char *out, size_t cap);
 /* Read bypassing the cache (for values that change between reads, e.g. the GIL word). */
 int sop__rmem_read_direct(sop_rmem *m, uint64_t addr, void *buf, size_t len);
