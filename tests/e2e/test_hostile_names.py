@@ -40,7 +40,7 @@ H = sys.argv[1]                        # HOSTILE, passed as an argument (cmdline
 BAD = os.fsdecode(b"\xff")             # "\udcff": the invalid byte, surrogateescaped
 
 # A class whose instances the heap census counts under a hostile name: its module (tp_name
-# stays ASCII: the census takes only a printable ASCII tp_name as a type's).
+# has no control: the census takes a tp_name holding one as no type).
 Klass = type("KLASS", (), {})
 Klass.__module__ = "MOD" + H + BAD
 keep = [Klass() for _ in range(30000)]
