@@ -42,8 +42,19 @@ int cli_pyspy_main(int argc, char **argv);
 /* --container NAME|ID and --pod NAMESPACE/NAME in argv rewritten as --pid N, the container's
  * main process (cli/target_select.c). EXIT_CLEAN, or an exit code after printing why. */
 int cli_select_target(int argc, char **argv);
-/* Is pid's executable named python* (/proc/PID/exe)? 1 or 0 (gone, unreadable, another). */
+/* cli/python_procs.c. Is pid's executable named python* (/proc/PID/exe)? 1 or 0 (gone,
+ * unreadable, another). */
 int cli_exe_is_python(int pid);
+/* Does pid map a shared libpython (an interpreter embedded in another program)? 1 or 0. */
+int cli_maps_libpython(int pid);
+/* A census of the host's Python processes over rounds (watch --node): by executable name, else
+ * by a mapped libpython, the maps of the others read once per 30 rounds (by pid and start time).
+ * is_python: 1 or 0; next_round: before each round's questions. */
+typedef struct cli_pyprocs cli_pyprocs;
+cli_pyprocs *cli_pyprocs_new(void);
+int cli_pyprocs_is_python(cli_pyprocs *c, int pid, unsigned long long start_ticks);
+void cli_pyprocs_next_round(cli_pyprocs *c);
+void cli_pyprocs_free(cli_pyprocs *c);
 /* Parse a positive pid; -1 when not a pid. */
 int cli_parse_pid(const char *s);
 /* Map a libsop error to an exit code. */

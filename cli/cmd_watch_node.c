@@ -1,6 +1,7 @@
 /* cmd_watch_node.c — `sopctl watch --node`: a node agent. Every round it finds the host's Python
- * processes (an executable named python*, not a worker of another Python process: a fork of it
- * or a multiprocessing helper is seen through its parent), optionally only those in
+ * processes (an executable named python*, or a program that maps a shared libpython: an embedded
+ * interpreter, cli/python_procs.c; not a worker of another Python process: a fork of it or a
+ * multiprocessing helper is seen through its parent), optionally only those in
  * containers, and diagnoses them one after the other, one window each: one window at a time on
  * the node, whatever the number of targets. A round starts every --every seconds (at once when
  * the last one took longer). Targets that exit leave at the next round, new ones join it.
@@ -53,6 +54,7 @@ typedef struct {
     unsigned long long rounds;
     double last_round_s, cpu_total_s;
     const char *lang;
+    cli_pyprocs *py; /* which processes are Python (cli/python_procs.c) */
 } node_ctx;
 
 static volatile int g_stop; /* SIGTERM, SIGINT; also ends a window in progress */
@@ -112,9 +114,11 @@ static int has_bytes(const char *buf, size_t n, const char *what)
  * command line: DataLoader and multiprocessing fork workers, gunicorn's), or multiprocessing's
  * spawn, forkserver or resource tracker. Its parent's window sees it (children[]). A program
  * that a Python process started (torchrun's ranks, a Jupyter kernel) is a target of its own. */
-static int is_python_worker(int pid, int ppid)
+static int is_python_worker(cli_pyprocs *py, int pid, int ppid)
 {
-    if (ppid <= 1 || !cli_exe_is_python(ppid))
+    sop_process pp;
+    if (ppid <= 1 || sop_process_read(ppid, &pp) != 0 ||
+        !cli_pyprocs_is_python(py, ppid, pp.start_ticks))
         return 0;
     static char a[4096], b[4096];
     ssize_t na = cmdline_of(pid, a, sizeof a), nb = cmdline_of(ppid, b, sizeof b);
@@ -144,14 +148,17 @@ static void discover(node_ctx *c)
     int self = (int)getpid();
     for (size_t i = 0; i < c->n; i++)
         c->t[i].found = 0;
+    cli_pyprocs_next_round(c->py);
     for (struct dirent *e; (e = readdir(d));) {
         char *end;
         long pid = strtol(e->d_name, &end, 10);
-        if (*end || pid <= 0 || pid > 0x7fffffff || pid == self || !cli_exe_is_python((int)pid))
-            continue;
         sop_process p;
-        if (sop_process_read((int)pid, &p) != 0 || p.state == 'Z' ||
-            is_python_worker((int)pid, p.ppid))
+        /* Python by name, or a program with an embedded interpreter (a mapped libpython); not
+         * a kernel thread (kthreadd's children), not a worker its Python parent sees */
+        if (*end || pid <= 2 || pid > 0x7fffffff || pid == self ||
+            sop_process_read((int)pid, &p) != 0 || p.state == 'Z' || p.ppid == 2 ||
+            !cli_pyprocs_is_python(c->py, (int)pid, p.start_ticks) ||
+            is_python_worker(c->py, (int)pid, p.ppid))
             continue;
         size_t i = 0;
         while (i < c->n && !(c->t[i].pid == pid && c->t[i].start_ticks == p.start_ticks))
@@ -570,6 +577,11 @@ int cmd_watch_node(int argc, char **argv)
     sigaction(SIGINT, &sa, NULL);
     signal(SIGPIPE, SIG_IGN);
     pthread_mutex_init(&c.mu, NULL);
+    c.py = cli_pyprocs_new();
+    if (!c.py) {
+        fprintf(stderr, "sopctl: out of memory\n");
+        status = EXIT_USAGE;
+    }
     co.stop = &g_stop;
     cli_http *http[NODE_LISTEN_MAX] = {0};
     for (int i = 0; i < nlisten && status == EXIT_CLEAN; i++) {
@@ -604,6 +616,7 @@ int cmd_watch_node(int argc, char **argv)
     for (size_t i = 0; i < c.n; i++)
         target_clear(&c.t[i]);
     free(c.t);
+    cli_pyprocs_free(c.py);
     pthread_mutex_destroy(&c.mu);
     sop_engine_free(e);
     return status;

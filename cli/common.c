@@ -13,19 +13,6 @@
 #include "cli.h"
 #include "sop.h"
 
-int cli_exe_is_python(int pid)
-{
-    char path[64], exe[512];
-    snprintf(path, sizeof path, "/proc/%d/exe", pid);
-    ssize_t n = readlink(path, exe, sizeof exe - 1);
-    if (n <= 0)
-        return 0;
-    exe[n] = '\0';
-    const char *base = strrchr(exe, '/');
-    base = base ? base + 1 : exe;
-    return strncmp(base, "python", 6) == 0;
-}
-
 int cli_parse_pid(const char *s)
 {
     if (!s || !*s)

@@ -1,6 +1,7 @@
 /* target_select.c — `--container NAME|ID` and `--pod NAMESPACE/NAME` wherever `--pid N` is
  * taken: the container's processes (sop_container_pids), then the one to diagnose: the only
- * process, else the only Python one (its executable is python*), else the only Python process
+ * process, else the only Python one (its executable is python*, or it maps a libpython: an
+ * embedded interpreter), else the only Python process
  * whose parent is not Python too (a launcher's workers under it); otherwise an error listing the
  * candidates. The option is rewritten as --pid N before the command parses its options.
  * Depends on include/sop.h, cli.h. */
@@ -14,6 +15,13 @@
 
 #define CANDIDATES_MAX 4096
 
+/* Python by its executable's name, or a program with an embedded interpreter (uwsgi, a model
+ * server's Python backend): a container holds few processes, their maps are read at once. */
+static int is_python(int pid)
+{
+    return cli_exe_is_python(pid) || cli_maps_libpython(pid);
+}
+
 static void list_candidates(const int *pids, size_t n, const char *what)
 {
     fprintf(stderr, "sopctl: %s: %zu processes; name one with --pid:\n", what, n);
@@ -26,8 +34,7 @@ static void list_candidates(const int *pids, size_t n, const char *what)
                 comm[k++] = (unsigned char)*c < 0x20 || *c == 0x7f ? '?' : *c;
             comm[k] = '\0';
         }
-        fprintf(stderr, "  %d  %s%s\n", pids[i], comm,
-                cli_exe_is_python(pids[i]) ? "  (python)" : "");
+        fprintf(stderr, "  %d  %s%s\n", pids[i], comm, is_python(pids[i]) ? "  (python)" : "");
     }
     if (n > 32)
         fprintf(stderr, "  ... and %zu more\n", n - 32);
@@ -60,7 +67,7 @@ static int pick(const char *container, const char *pod, int *out)
     }
     int py[32], npy = 0, top = 0, ntop = 0;
     for (size_t i = 0; i < m; i++) {
-        if (!cli_exe_is_python(pids[i]))
+        if (!is_python(pids[i]))
             continue;
         if (npy < 32)
             py[npy] = pids[i];
