@@ -43,7 +43,6 @@ typedef struct {
     char *findings;      /* "id(severity) ..." of its last report */
     double last_unix;    /* when that window ended */
     double window_cpu_s; /* the agent's CPU for it */
-    int found;           /* seen by this round's discovery */
 } node_target;
 
 typedef struct {
@@ -139,17 +138,29 @@ static void target_clear(node_target *t)
     memset(t, 0, sizeof *t);
 }
 
-/* This round's targets: kept where pid and start time match, added, or dropped (under mu). */
+/* A process that joins this round. */
+typedef struct {
+    int pid;
+    unsigned long long start_ticks;
+    int in_container;
+    sop_container ct;
+} joiner;
+
+/* This round's targets: kept where pid and start time match, added, or dropped. The host's
+ * processes are looked at without mu (their maps may be read: an embedded interpreter), which
+ * only the changes to the list take: this thread alone writes c->t, the HTTP threads read it
+ * under mu. */
 static void discover(node_ctx *c)
 {
     DIR *d = opendir("/proc");
     if (!d)
         return;
     int self = (int)getpid();
-    for (size_t i = 0; i < c->n; i++)
-        c->t[i].found = 0;
+    unsigned char *keep = calloc(c->n ? c->n : 1, 1);
+    joiner *join = NULL;
+    size_t njoin = 0, cap = 0;
     cli_pyprocs_next_round(c->py);
-    for (struct dirent *e; (e = readdir(d));) {
+    for (struct dirent *e; keep && (e = readdir(d));) {
         char *end;
         long pid = strtol(e->d_name, &end, 10);
         sop_process p;
@@ -164,13 +175,43 @@ static void discover(node_ctx *c)
         while (i < c->n && !(c->t[i].pid == pid && c->t[i].start_ticks == p.start_ticks))
             i++;
         if (i < c->n) {
-            c->t[i].found = 1;
+            keep[i] = 1;
             continue;
         }
-        sop_container ct;
-        int in = sop_container_of((int)pid, &ct) == 1;
-        if ((c->containers_only && !in) || c->n >= c->max_targets)
+        joiner j;
+        memset(&j, 0, sizeof j);
+        j.pid = (int)pid;
+        j.start_ticks = p.start_ticks;
+        j.in_container = sop_container_of((int)pid, &j.ct) == 1;
+        if ((c->containers_only && !j.in_container) || c->n + njoin >= c->max_targets)
             continue;
+        if (njoin == cap) {
+            size_t nc = cap ? cap * 2 : 16;
+            joiner *nv = realloc(join, nc * sizeof *nv);
+            if (!nv)
+                break;
+            join = nv;
+            cap = nc;
+        }
+        join[njoin++] = j;
+    }
+    closedir(d);
+    if (!keep) { /* out of memory: this round keeps the list as it is */
+        free(join);
+        return;
+    }
+    pthread_mutex_lock(&c->mu);
+    size_t k = 0;
+    for (size_t i = 0; i < c->n; i++) {
+        if (keep[i]) {
+            c->t[k++] = c->t[i];
+        } else {
+            cli_watch_log("node: target pid %d has left", c->t[i].pid);
+            target_clear(&c->t[i]);
+        }
+    }
+    c->n = k;
+    for (size_t i = 0; i < njoin; i++) {
         if (c->n == c->cap) {
             size_t nc = c->cap ? c->cap * 2 : 16;
             node_target *nv = realloc(c->t, nc * sizeof *nv);
@@ -181,26 +222,18 @@ static void discover(node_ctx *c)
         }
         node_target *t = &c->t[c->n++];
         memset(t, 0, sizeof *t);
-        t->pid = (int)pid;
-        t->start_ticks = p.start_ticks;
-        t->in_container = in;
-        if (in)
-            t->ct = ct;
-        t->found = 1;
-        cli_watch_log("node: target pid %ld%s%s joins", pid, in ? " in container " : "",
-                      in ? (ct.name[0] ? ct.name : ct.id) : "");
+        t->pid = join[i].pid;
+        t->start_ticks = join[i].start_ticks;
+        t->in_container = join[i].in_container;
+        if (t->in_container)
+            t->ct = join[i].ct;
+        cli_watch_log("node: target pid %d%s%s joins", t->pid,
+                      t->in_container ? " in container " : "",
+                      t->in_container ? (t->ct.name[0] ? t->ct.name : t->ct.id) : "");
     }
-    closedir(d);
-    size_t k = 0;
-    for (size_t i = 0; i < c->n; i++) {
-        if (c->t[i].found) {
-            c->t[k++] = c->t[i];
-        } else {
-            cli_watch_log("node: target pid %d has left", c->t[i].pid);
-            target_clear(&c->t[i]);
-        }
-    }
-    c->n = k;
+    pthread_mutex_unlock(&c->mu);
+    free(keep);
+    free(join);
 }
 
 static char *findings_of(const sop_report *r)
@@ -264,8 +297,8 @@ static void diagnose(node_ctx *c, sop_engine *e, const sop_collect_opts *co, int
 static void run_round(node_ctx *c, sop_engine *e, const sop_collect_opts *co)
 {
     double t0 = now_mono(), cpu0 = self_cpu_s();
-    pthread_mutex_lock(&c->mu);
     discover(c);
+    pthread_mutex_lock(&c->mu);
     size_t n = c->n;
     int *pids = malloc((n ? n : 1) * sizeof *pids);
     unsigned long long *starts = malloc((n ? n : 1) * sizeof *starts);

@@ -30,10 +30,11 @@ int cli_exe_is_python(int pid)
     return strncmp(base, "python", 6) == 0;
 }
 
-/* Is this maps line's path a shared libpython ("/.../libpython3.11.so.1.0", also "(deleted)")? */
+/* Is this maps line's path a shared CPython 3 library ("/.../libpython3.11.so.1.0", also
+ * "(deleted)")? */
 static int line_is_libpython(const char *line)
 {
-    const char *p = strstr(line, "/libpython");
+    const char *p = strstr(line, "/libpython3");
     return p && strstr(p, ".so") != NULL;
 }
 
