@@ -7,6 +7,8 @@
 #include <stddef.h>
 #include <string.h>
 
+#include "syscall_nr.h"
+
 /* The code of a line: up to a '#' outside a string, with each string literal's contents
  * blanked ('_') except a literal that says cpu (kept for `.to("cpu")`). Returns its length. */
 static size_t code_of(const char *s, char *out, size_t cap)
@@ -101,40 +103,15 @@ bool sop__gpu_device_path(const char *path)
     return false;
 }
 
-#if defined(__aarch64__)
-enum {
-    NR_IOCTL = 29,
-    NR_PPOLL = 73,
-    NR_FUTEX = 98,
-    NR_NANOSLEEP = 101,
-    NR_SCHED_YIELD = 124,
-    NR_CLOCK_NANOSLEEP = 115,
-    NR_EPOLL_PWAIT = 22,
-    NR_POLL = -100,
-    NR_EPOLL_WAIT = -101
-};
-#else /* x86-64 */
-enum {
-    NR_IOCTL = 16,
-    NR_POLL = 7,
-    NR_SCHED_YIELD = 24,
-    NR_NANOSLEEP = 35,
-    NR_FUTEX = 202,
-    NR_EPOLL_WAIT = 232,
-    NR_CLOCK_NANOSLEEP = 230,
-    NR_PPOLL = 271,
-    NR_EPOLL_PWAIT = 281
-};
-#endif
-
 bool sop__gpu_wait_syscall(long nr)
 {
-    return nr >= 0 && (nr == NR_IOCTL || nr == NR_POLL || nr == NR_PPOLL || nr == NR_FUTEX ||
-                       nr == NR_SCHED_YIELD || nr == NR_NANOSLEEP || nr == NR_CLOCK_NANOSLEEP ||
-                       nr == NR_EPOLL_WAIT || nr == NR_EPOLL_PWAIT);
+    return nr >= 0 &&
+           (nr == SOP_NR_IOCTL || nr == SOP_NR_POLL || nr == SOP_NR_PPOLL || nr == SOP_NR_FUTEX ||
+            nr == SOP_NR_SCHED_YIELD || nr == SOP_NR_NANOSLEEP || nr == SOP_NR_CLOCK_NANOSLEEP ||
+            nr == SOP_NR_EPOLL_WAIT || nr == SOP_NR_EPOLL_PWAIT);
 }
 
 bool sop__syscall_is_ioctl(long nr)
 {
-    return nr == NR_IOCTL;
+    return nr == SOP_NR_IOCTL;
 }
