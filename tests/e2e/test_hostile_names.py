@@ -287,16 +287,19 @@ def watch_listen(pid, tmp):
                          stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
     log = b""
     try:
-        port, deadline = None, time.time() + 60
-        while port is None and time.time() < deadline:
+        # both listeners logged (the TCP one first, the socket after it) before either is asked
+        port, on_sock, deadline = None, False, time.time() + 60
+        while (port is None or not on_sock) and time.time() < deadline:
             line = w.stderr.readline()
             if not line:
                 break
             log += line
             m = re.search(rb"listening on http://127\.0\.0\.1:(\d+)/", line)
-            port = int(m.group(1)) if m else None
-        C.check(port is not None, "watch --listen: the log says where it listens", log[-1500:])
-        if port is None:
+            port = int(m.group(1)) if m else port
+            on_sock = on_sock or (b"listening on unix:" + sock.encode()) in line
+        C.check(port is not None and on_sock, "watch --listen: the log says where it listens",
+                log[-1500:])
+        if port is None or not on_sock:
             return
         metrics, report = b"", b""
         while time.time() < deadline and not (metrics and report):
@@ -307,7 +310,10 @@ def watch_listen(pid, tmp):
             except urllib.error.HTTPError as e:
                 if e.code != 503:
                     raise
-            status, body = unix_get(sock, "/report")
+            try:
+                status, body = unix_get(sock, "/report")
+            except OSError:  # not bound yet: ask again
+                status, body = 0, b""
             report = body if status == 200 else b""
             time.sleep(0.3)
         C.check(b"sop_" in metrics and report, "watch --listen answered /metrics and /report",
