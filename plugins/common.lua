@@ -376,7 +376,7 @@ end
 -- work, or with more runnable threads than CPUs, a convoy's waiters spend much of the window queued,
 -- and the lock's wait share is read over the time they were off the run queue. 0 when unknown.
 local LOCK_QUEUED_MAX = 0.8 -- read over at least a fifth of the window
-function common.lock_waiters_queued(ev)
+local function lock_waiters_queued(ev)
   local q = {}
   for _, t in ipairs(ev.threads or {}) do
     if t.tid and t.wait_pct then q[t.tid] = t.wait_pct / 100 end
@@ -396,11 +396,11 @@ end
 -- (its stack holds the site's function): the threads take turns on a lock, whatever its type
 -- (Lock, RLock, a Condition's lock, a Semaphore, a lock inside a library). Counted at each tick of
 -- the window (ev.python.locks[], engine/sample/sample_agg.c). Returns the lock, its waiters' wait
--- share of the time they were off the run queue (common.lock_waiters_queued) and that queued share.
+-- share of the time they were off the run queue (lock_waiters_queued) and that queued share.
 function common.lock_convoy(ev, th)
   local py = ev.python
   local best, best_wait
-  local queued = py and py.locks and py.locks[1] and common.lock_waiters_queued(ev) or 0
+  local queued = py and py.locks and py.locks[1] and lock_waiters_queued(ev) or 0
   for _, l in ipairs(py and py.locks or {}) do
     -- One futex word for most waiters is one mutex (Lock, RLock); threads that each sleep on their own
     -- word (a Semaphore, a Condition, a queue's get) are a lock only when it is never free: handed straight

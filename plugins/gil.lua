@@ -401,9 +401,8 @@ rule {
     if not l then
       local top = py.locks and py.locks[1]
       if top then
-        local q = common.lock_waiters_queued(ev)
-        local queued_text = q >= 0.1 and tr(" (queued for a CPU {q:%.0f}% of it)", "（另有 {q:%.0f}% 在排队等 CPU）",
-                                            { q = 100 * q }) or T("", "")
+        local queued_text = queued >= 0.1 and tr(" (queued for a CPU {q:%.0f}% of it)", "（另有 {q:%.0f}% 在排队等 CPU）",
+                                                 { q = 100 * queued }) or T("", "")
         return clear(tr("most waited site {site}: {n} threads waited {wait:%.0f}% of the window{queued}, one holder "
                           .. "at {held:%.0f}% of those ticks: not a convoy",
                         "等待最多的位置 {site}：{n} 个线程等待了窗口的 {wait:%.0f}%{queued}，"

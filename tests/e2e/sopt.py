@@ -4,6 +4,7 @@ and count checks into the closing "N passed, N failed" line."""
 import json
 import os
 import signal
+import socket
 import subprocess
 import sys
 import threading
@@ -103,6 +104,25 @@ class Target:
 
     def __exit__(self, *exc):
         self.stop()
+
+
+def http_get(path, port=None, unix=None, timeout=10):
+    """GET path from sopctl's --listen: on 127.0.0.1:port, or the Unix socket unix. (status, the
+    body's raw bytes: a test of escaping must see them undecoded). OSError when nobody answers."""
+    with socket.socket(socket.AF_UNIX) if unix else socket.socket() as c:
+        c.settimeout(timeout)
+        c.connect(unix if unix else ("127.0.0.1", port))
+        c.sendall(b"GET " + path.encode() + b" HTTP/1.0\r\nHost: sop\r\n\r\n")
+        data = b""
+        while True:
+            part = c.recv(65536)
+            if not part:
+                break
+            data += part
+    head, _, body = data.partition(b"\r\n\r\n")
+    if not head.startswith(b"HTTP/1."):
+        raise OSError("no HTTP answer: %r" % data[:200])
+    return int(head.split()[1]), body
 
 
 def sopctl(*args, user=None, timeout=120):

@@ -14,16 +14,13 @@ import json
 import os
 import re
 import shutil
-import socket
 import subprocess
 import sys
 import tempfile
 import time
-import urllib.error
-import urllib.request
 
 sys.path.insert(0, os.path.dirname(__file__))
-from sopt import SOPCTL, Checks  # noqa: E402
+from sopt import SOPCTL, Checks, http_get  # noqa: E402
 
 PY = "/root/.pyenv/versions/3.11.7/bin/python3"
 C = Checks()
@@ -264,22 +261,6 @@ def run_all(pid, tmp):
         check_output("watch report %s" % f, open(os.path.join(wdir, f), "rb").read(), [])
 
 
-def unix_get(path, what):
-    """(status, body) of GET what on the Unix socket path."""
-    with socket.socket(socket.AF_UNIX) as c:
-        c.settimeout(10)
-        c.connect(path)
-        c.sendall(b"GET " + what.encode() + b" HTTP/1.0\r\nHost: sop\r\n\r\n")
-        data = b""
-        while True:
-            part = c.recv(65536)
-            if not part:
-                break
-            data += part
-    head, _, body = data.partition(b"\r\n\r\n")
-    return int(head.split()[1]), body
-
-
 def watch_listen(pid, tmp):
     sock = os.path.join(tmp, "w.sock")
     w = subprocess.Popen([SOPCTL, "watch", "--pid", str(pid), "--every", "1", "--duration",
@@ -303,18 +284,13 @@ def watch_listen(pid, tmp):
             return
         metrics, report = b"", b""
         while time.time() < deadline and not (metrics and report):
-            try:  # 503 until the first window has ended
-                with urllib.request.urlopen("http://127.0.0.1:%d/metrics" % port,
-                                            timeout=10) as r:
-                    metrics = r.read()
-            except urllib.error.HTTPError as e:
-                if e.code != 503:
-                    raise
-            try:
-                status, body = unix_get(sock, "/report")
-            except OSError:  # not bound yet: ask again
-                status, body = 0, b""
-            report = body if status == 200 else b""
+            for path, kw in (("/metrics", {"port": port}), ("/report", {"unix": sock})):
+                try:  # 503 until the first window has ended
+                    status, body = http_get(path, **kw)
+                except OSError:  # not bound yet: ask again
+                    status, body = 0, b""
+                if status == 200:
+                    metrics, report = (body, report) if path == "/metrics" else (metrics, body)
             time.sleep(0.3)
         C.check(b"sop_" in metrics and report, "watch --listen answered /metrics and /report",
                 (metrics[:300], report[:300]))
