@@ -2,6 +2,7 @@
  * (cli/cmd_*.c) and prints usage. Depends on include/sop.h only. */
 #include <errno.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -104,6 +105,10 @@ static int dispatch(int argc, char **argv)
  * for all commands: a failed write or close of stdout is exit 2 with a message. */
 int main(int argc, char **argv)
 {
+    /* Where root's runs remember what they may reuse (the kernel log's OOM records,
+     * probes/kmsg_memo.h); SOP_STATE_DIR= (empty) turns it off. */
+    if (geteuid() == 0)
+        setenv("SOP_STATE_DIR", "/run/sop", 0);
     const char *base = argc > 0 && argv[0] ? strrchr(argv[0], '/') : NULL;
     base = base ? base + 1 : (argc > 0 && argv[0] ? argv[0] : "");
     int status = strcmp(base, "py-spy") == 0 ? cli_pyspy_main(argc, argv) : dispatch(argc, argv);

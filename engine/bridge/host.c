@@ -99,7 +99,8 @@ const sop_evk sop__evk_host[] = {
     H("oom_kills", SOP_EVK_ARR, "",
       "the kernel log's OOM kills, newest last; present only when the kernel log was read: "
       "[] = no kill seen (also when /proc/vmstat counts no OOM kill since boot: the log is "
-      "then not read)"),
+      "then not read); while that count stays put, a parse of the whole log kept in "
+      "$SOP_STATE_DIR (root: /run/sop) answers instead of the log"),
     SOP_EVK_W("oom_kills[].pid", SOP_EVK_INT, w_oom_pid, "", "the victim"),
     SOP_EVK_T("oom_kills[].comm", sop_oom, comm, "the victim's comm"),
     SOP_EVK_I("oom_kills[].anon_rss_kb", sop_oom, anon_rss_kb, "kB", "anon-rss at the kill"),

@@ -76,10 +76,15 @@ def check_manifests(t):
                                                                    "add": ["SYS_PTRACE"]}
             and sc.get("readOnlyRootFilesystem") is True and not sc.get("privileged"),
             "DaemonSet: hostPID, SYS_PTRACE only, read-only root, not privileged")
+    vols = {v["name"]: v for v in spec["volumes"]}
+    writable = [m for m in ctr["volumeMounts"] if not m.get("readOnly")]
     t.check(ctr["args"][:2] == ["watch", "--node"] and
-            all(m.get("readOnly") for m in ctr["volumeMounts"]) and
+            writable == [{"name": "state", "mountPath": "/run/sop"}] and
+            "emptyDir" in vols["state"] and
+            all("hostPath" in vols[m["name"]] for m in ctr["volumeMounts"] if m.get("readOnly")) and
             {"name": "SOP_HOST_ROOT", "value": "/host"} in ctr["env"],
-            "DaemonSet: watch --node, every mount read-only, SOP_HOST_ROOT")
+            "DaemonSet: watch --node, every host mount read-only, the only writable one its own "
+            "emptyDir /run/sop, SOP_HOST_ROOT")
     labels = ds["spec"]["template"]["metadata"]["labels"]
     port = pm["spec"]["podMetricsEndpoints"][0]["port"]
     t.check(pm["spec"]["selector"]["matchLabels"].items() <= labels.items() and

@@ -1,8 +1,9 @@
 /* test_kmsg.c — OOM records from the kernel log: a real v1 memcg kill log captured on this
  * machine, hand-made 6.x (v2 memcg and global) and 4.x (syslog-stamped, "sacrifice child")
  * logs, garbage and cut lines, the newest-64 bound, the age filter, and — as root — a real
- * OOM kill made here in a 32 MiB memory cgroup that sop__kmsg_collect must then find.
- * Depends on probes/kmsg.h, probes/cgroup.h (to learn the layout), t.h. */
+ * OOM kill made here in a 32 MiB memory cgroup that sop__kmsg_collect must then find, also
+ * when a settled memo of the log (probes/kmsg_memo.c) was made just before it.
+ * Depends on probes/kmsg.h, probes/kmsg_memo.h, probes/cgroup.h (to learn the layout), t.h. */
 #include <errno.h>
 #include <fcntl.h>
 #include <math.h>
@@ -14,6 +15,7 @@
 
 #include "cgroup.h"
 #include "kmsg.h"
+#include "kmsg_memo.h"
 #include "t.h"
 
 static const sop_oom *by_pid(const sop_oom_list *l, int pid)
@@ -216,6 +218,36 @@ static double btime_now(void)
     return bt;
 }
 
+/* /proc/vmstat's oom_kill, or -1. */
+static int64_t vmstat_kills(void)
+{
+    FILE *f = fopen("/proc/vmstat", "r");
+    char line[128];
+    long long v = -1;
+    while (f && fgets(line, sizeof line, f))
+        if (sscanf(line, "oom_kill %lld", &v) == 1)
+            break;
+    if (f)
+        fclose(f);
+    return v;
+}
+
+/* A memo of the whole log for this count of kills, settled as if a first run had seen the
+ * count 6 s ago. */
+static void settle_memo(int dirfd, int64_t kills, double bt)
+{
+    sop_oom_list whole;
+    sop_missing m = {0};
+    CHECK_EQ_I(sop__kmsg_collect(&whole, bt, 0, kills, &m), 0);
+    sop__missing_free(&m);
+    sop_kmsg_key k;
+    CHECK(sop__kmsg_key_now(&k, kills));
+    k.now_s -= SOP_KMSG_MEMO_SETTLE_S + 1;
+    sop__kmsg_memo_put(dirfd, &k, &whole);
+    k.now_s += SOP_KMSG_MEMO_SETTLE_S + 1;
+    sop__kmsg_memo_put(dirfd, &k, &whole);
+}
+
 /* As root: kill a child by the OOM killer in a 32 MiB cgroup, then find it in the log. */
 static void test_live_oom(void)
 {
@@ -249,6 +281,17 @@ static void test_live_oom(void)
     int pipefd[2];
     if (pipe(pipefd) < 0)
         exit(2);
+    /* a settled memo of the log as it is before the kill */
+    char memo_dir[64];
+    snprintf(memo_dir, sizeof memo_dir, "/tmp/sop-kmsg-memo-XXXXXX");
+    CHECK(mkdtemp(memo_dir) != NULL);
+    setenv("SOP_STATE_DIR", memo_dir, 1);
+    int memo_fd = sop__state_dir_open();
+    CHECK(memo_fd >= 0);
+    int64_t kills0 = vmstat_kills();
+    if (kills0 > 0)
+        settle_memo(memo_fd, kills0, btime_now());
+    setenv("SOP_STATE_DIR", "", 1); /* the checks before the memo's hand it made-up counts */
     pid_t child = fork();
     if (child == 0) {
         char c;
@@ -304,12 +347,39 @@ static void test_live_oom(void)
     CHECK(none.read_ok && none.n == 0);
     CHECK_EQ_I(sop__kmsg_collect(&none, bt, 600.0, 1, &m2), 0);
     CHECK(by_pid(&none, (int)child) != NULL);
+
+    /* With the memo: the count moved past the memo's, so the log is read again and the kill
+     * found (twice: the new memo is not settled yet); asked with the count the memo was made
+     * at, the memo answers, without it (what keys a memo is the count, nothing else). */
+    int64_t kills1 = vmstat_kills();
+    CHECK(kills1 > kills0);
+    setenv("SOP_STATE_DIR", memo_dir, 1);
+    if (kills0 > 0) {
+        CHECK_EQ_I(sop__kmsg_collect(&none, bt, 600.0, kills0, &m2), 0);
+        CHECK(none.read_ok && by_pid(&none, (int)child) == NULL);
+    }
+    for (int i = 0; i < 2; i++) {
+        CHECK_EQ_I(sop__kmsg_collect(&none, bt, 600.0, kills1, &m2), 0);
+        CHECK(none.read_ok && by_pid(&none, (int)child) != NULL);
+    }
+    /* settled at the new count, the memo holds the kill */
+    settle_memo(memo_fd, kills1, bt);
+    CHECK_EQ_I(sop__kmsg_collect(&none, bt, 600.0, kills1, &m2), 0);
+    CHECK(by_pid(&none, (int)child) != NULL);
+    setenv("SOP_STATE_DIR", "", 1);
+    close(memo_fd);
+    char mp[128];
+    snprintf(mp, sizeof mp, "%s/kmsg-oom", memo_dir);
+    unlink(mp);
+    rmdir(memo_dir);
     sop__missing_free(&m2);
     sop__missing_free(&m);
 }
 
 int main(void)
 {
+    /* the tests below hand sop__kmsg_collect made-up kill counts: no memo of them anywhere */
+    setenv("SOP_STATE_DIR", "", 1);
     test_real_v1();
     test_v2_handmade();
     test_v4_old();
