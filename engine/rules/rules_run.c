@@ -121,10 +121,39 @@ static int path_covers(const char *d, const char *p)
     return strncmp(p, d, dl) == 0 && (p[dl] == '.' || p[dl] == '[');
 }
 
-/* The reads check: the first (in byte order) of the paths in the set at log that no entry of
- * the list at reads covers, as a rule_errors message in msg; msg unchanged when none. */
+/* The read log (rules_sandbox.c's note_member: log[path][member]) as the set of full paths it
+ * names, pushed: member false is the path itself, true "path[]", a name "path.name" ("name"
+ * under ev itself). */
+static void push_read_paths(lua_State *L, int log)
+{
+    lua_newtable(L);
+    int set = lua_gettop(L);
+    lua_pushnil(L);
+    while (lua_next(L, log)) { /* path, members */
+        const char *p = lua_tostring(L, -2);
+        lua_pushnil(L);
+        while (lua_next(L, -2)) { /* member, true */
+            lua_pop(L, 1);
+            if (lua_type(L, -1) == LUA_TSTRING)
+                lua_pushfstring(L, "%s%s%s", p, *p ? "." : "", lua_tostring(L, -1));
+            else if (lua_toboolean(L, -1))
+                lua_pushfstring(L, "%s[]", p);
+            else
+                lua_pushstring(L, p);
+            lua_pushboolean(L, 1);
+            lua_rawset(L, set);
+        }
+        lua_pop(L, 1);
+    }
+}
+
+/* The reads check: the first (in byte order) of the paths the rule read (the log at log) that
+ * no entry of the list at reads covers, as a rule_errors message in msg; msg unchanged when
+ * none. */
 static void first_read_outside(lua_State *L, int log, int reads, char *msg, size_t msglen)
 {
+    push_read_paths(L, log);
+    log = lua_gettop(L);
     const char *first = NULL;
     size_t outside = 0;
     lua_Integer nreads = (lua_Integer)lua_rawlen(L, reads);
@@ -150,6 +179,7 @@ static void first_read_outside(lua_State *L, int log, int reads, char *msg, size
                  outside - 1);
     else if (first)
         snprintf(msg, msglen, "read ev.%s, which is outside its `reads` list", first);
+    lua_pop(L, 1);
 }
 
 static void run_one(lua_State *L, run_ctx *c, int rule_idx, int ev_proxy, int th_proxy, int handler)

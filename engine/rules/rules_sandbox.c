@@ -477,13 +477,30 @@ static const char *push_path(lua_State *L, int idx)
     return lua_tostring(L, -1);
 }
 
-static void note_path(lua_State *L)
+/* Log that the running rule read `what` of the evidence at the path on top of the stack (which
+ * is popped): log[path][what], `what` being a member's name, true for any number key ("[]"),
+ * or false for the table itself. The full paths ("a.b", "a[]") are made once per rule, when
+ * the log is checked (rules_run.c), not at every read. */
+static void note_member(lua_State *L, int what)
 {
     lua_rawgetp(L, LUA_REGISTRYINDEX, &K_READ_LOG);
     lua_pushvalue(L, -2);
+    if (lua_rawget(L, -2) != LUA_TTABLE) {
+        lua_pop(L, 1);
+        lua_createtable(L, 0, 4);
+        lua_pushvalue(L, -3);
+        lua_pushvalue(L, -2);
+        lua_rawset(L, -4);
+    }
+    if (what == 0)
+        lua_pushboolean(L, 0);
+    else if (lua_type(L, what) == LUA_TNUMBER)
+        lua_pushboolean(L, 1);
+    else
+        lua_pushvalue(L, what);
     lua_pushboolean(L, 1);
     lua_rawset(L, -3);
-    lua_pop(L, 2); /* the log and the path */
+    lua_pop(L, 3); /* the members, the log, the path */
 }
 
 /* The running rule read the proxy at idx as a whole (its length, an iteration). */
@@ -493,7 +510,7 @@ static void note_read_self(lua_State *L, int idx)
     if (!p)
         return;
     if (*p)
-        note_path(L);
+        note_member(L, 0);
     else
         lua_pop(L, 1);
 }
@@ -503,26 +520,29 @@ static void note_read(lua_State *L, int idx, int key, int val)
 {
     key = lua_absindex(L, key);
     val = lua_absindex(L, val);
+    int kt = lua_type(L, key);
+    if (kt != LUA_TNUMBER && kt != LUA_TSTRING)
+        return;
     const char *p = push_path(L, idx);
     if (!p)
         return;
-    if (lua_type(L, key) == LUA_TNUMBER)
-        lua_pushfstring(L, "%s[]", p);
-    else if (lua_type(L, key) == LUA_TSTRING)
-        lua_pushfstring(L, "%s%s%s", p, *p ? "." : "", lua_tostring(L, key));
-    else {
-        lua_pop(L, 1);
-        return;
-    }
-    lua_remove(L, -2);
-    if (lua_type(L, val) == LUA_TTABLE) { /* the proxy knows its path from now on */
+    if (lua_type(L, val) == LUA_TTABLE) { /* the proxy knows its path from its first read */
         lua_rawgetp(L, LUA_REGISTRYINDEX, &K_PATHS);
         lua_pushvalue(L, val);
-        lua_pushvalue(L, -3);
-        lua_rawset(L, -3);
+        if (lua_rawget(L, -2) == LUA_TNIL) {
+            lua_pop(L, 1);
+            lua_pushvalue(L, val);
+            if (kt == LUA_TNUMBER)
+                lua_pushfstring(L, "%s[]", p);
+            else
+                lua_pushfstring(L, "%s%s%s", p, *p ? "." : "", lua_tostring(L, key));
+            lua_rawset(L, -3);
+        } else {
+            lua_pop(L, 1);
+        }
         lua_pop(L, 1);
     }
-    note_path(L);
+    note_member(L, key);
 }
 
 /* Push the value at idx, wrapped in a proxy when it is a table. */

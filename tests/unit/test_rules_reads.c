@@ -43,6 +43,8 @@ static const char PACK[] =
     "  check = function(ev) local c = ev.cgroup; local _ = c and c.memory; return ok() end }\n"
     "rule { id = 'absent_out', section = '9', severity = 'info', reads = { 'cgroup.cpu' },\n"
     "  check = function(ev) local _ = ev.alloc; return ok() end }\n"
+    "rule { id = 'twice', section = '9', severity = 'info', reads = { 'pid' },\n"
+    "  check = function(ev) local _ = #ev.proc.env, ev.proc.env.A, ev.proc.env; return ok() end }\n"
     "thresholds { x = 1 }\n";
 
 static const char EV[] =
@@ -92,7 +94,11 @@ static void test_check(void)
         CHECK_EQ_S(error_of(out, "element"),
                    "read ev.python.threads[].tid, which is outside its `reads` list");
         CHECK_EQ_S(error_of(out, "absent_out"), "read ev.alloc, which is outside its `reads` list");
-        CHECK_EQ_I(sop__v_get(out, "rule_errors")->count, 4);
+        /* a path read as a member and as a whole (its length) counts once: proc, proc.env,
+         * proc.env.A */
+        CHECK_EQ_S(error_of(out, "twice"),
+                   "read ev.proc and 2 more paths outside its `reads` list");
+        CHECK_EQ_I(sop__v_get(out, "rule_errors")->count, 5);
         sop__v_free(out);
     }
 
@@ -101,7 +107,7 @@ static void test_check(void)
     out = NULL;
     CHECK_EQ_I(sop__rules_run(r, ev, &out, err, sizeof err), 0);
     CHECK_EQ_I(sop__v_get(out, "rule_errors")->count, 0);
-    CHECK_EQ_I(sop__v_get(out, "cleared")->count, 8);
+    CHECK_EQ_I(sop__v_get(out, "cleared")->count, 9);
     sop__v_free(out);
     sop__v_free(ev);
     sop__rules_free(r);
