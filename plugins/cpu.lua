@@ -372,7 +372,12 @@ rule {
     run-queue wait of every thread of the target and its descendants, divided by the window) is at least
     oversub_load_ratio x the CPUs the job may use (capacity_cpus: affinity ∩ cpuset ∩ quota) and at least one
     CPU above it; high at oversub_high_ratio x. The load counts only the job's own runnable threads, so a host
-    busy with other work does not raise it, and many light threads (none busy) count as much as a few busy ones.
+    busy with other work raises it only by stretching the runnable time of threads that block now and then (a
+    thread always runnable counts 1 either way), and many light threads (none busy) count as much as a few busy
+    ones.
+    Python threads queued while they wait for the GIL (sched.procs[].top[].wait_s x the thread's
+    window.gil_wait_frac) are left out: they take turns on one interpreter (gil.contention), and beside other
+    processes on the same CPUs their wake-ups to ask for the GIL queue longer without any more work to do.
     The evidence names the processes that own the excess and their pools (Python thread pools from the stacks,
     native threads, OpenMP/BLAS/torch libraries mapped, joblib/loky or multiprocessing workers, pre-fork server
     workers: gunicorn, uvicorn, celery, uWSGI from their command lines; a multiprocessing.pool.ThreadPool whose
@@ -405,14 +410,35 @@ rule {
     local eff = s.effective_cpus or common.effective_cpus(ev)
     local cap = s.capacity_cpus or eff
     if not cap or cap <= 0 then return unknown(common.NO_CPUS) end
-    local load = s.runnable_load
+    local py_tids, workers = python_threads(ev)
+    -- Python threads of one interpreter run Python one at a time: one waiting for the GIL wakes to
+    -- ask for it and is queued for a CPU to do so, which is taking turns on the GIL (gil.contention),
+    -- not demand for CPU. That share of the run-queue wait is left out of the load: each listed
+    -- thread's wait x the share of its samples it waited on the GIL. With other processes on the
+    -- same CPUs those wake-ups queue longer, and a GIL-bound program read as oversubscribed.
+    local gil_queued_s = 0
+    for _, sp in ipairs(s.procs or {}) do
+      local tids = py_tids and py_tids[sp.pid]
+      for _, t in ipairs(tids and sp.top or {}) do
+        local pt = tids[t.tid]
+        local g = pt and pt.window and pt.window.gil_wait_frac
+        if g and g > 0 then gil_queued_s = gil_queued_s + (t.wait_s or 0) * math.min(1, g) end
+      end
+    end
+    local gil_load = gil_queued_s / s.window_s
+    local load = math.max(0, s.runnable_load - gil_load)
     local nprocs = #(s.procs or {})
+    local gil_note = gil_load >= 0.05
+      and tr(", less {gil:%.1f} of Python threads queued while waiting for the GIL (taking turns, not CPU demand)",
+             "，减去 Python 线程等待 GIL 时的排队 {gil:%.1f}（轮流持有 GIL，不是 CPU 需求）", { gil = gil_load })
+      or T("", "")
     local base = tr("runnable load {load:%.1f} (CPU {cpu_s:%.1f} s + run-queue wait {wait_s:%.1f} s over "
-                      .. "{window_s:%.1f} s, {threads} threads in {nprocs} processes) on {cap:%g} CPUs the job may use",
+                      .. "{window_s:%.1f} s, {threads} threads in {nprocs} processes{gil_note}) on {cap:%g} CPUs the job "
+                      .. "may use",
                     "可运行负载 {load:%.1f}（{window_s:%.1f} 秒内 CPU {cpu_s:%.1f} 秒 + 运行队列等待 {wait_s:%.1f} 秒，{nprocs} "
-                      .. "个进程共 {threads} 个线程），作业可用 CPU {cap:%g} 个",
+                      .. "个进程共 {threads} 个线程{gil_note}），作业可用 CPU {cap:%g} 个",
                     { load = load, cpu_s = s.cpu_s or 0, wait_s = s.runqueue_wait_s or 0, window_s = s.window_s,
-                      threads = s.threads or 0, nprocs = nprocs, cap = cap })
+                      threads = s.threads or 0, nprocs = nprocs, cap = cap, gil_note = gil_note })
     if load < th.oversub_load_ratio * cap or load < cap + 1 then
       return clear(tr("{base}: below {oversub_load_ratio:%g} x the CPUs",
                       "{base}：低于 CPU 数的 {oversub_load_ratio:%g} 倍",
@@ -420,7 +446,6 @@ rule {
     end
 
     -- who owns the excess
-    local py_tids, workers = python_threads(ev)
     local ds = {}
     for _, sp in ipairs(s.procs or {}) do
       if (sp.load or 0) >= RUNNABLE_MIN_FRAC then ds[#ds + 1] = describe_proc(sp, ev, py_tids, workers, s.window_s) end
