@@ -375,9 +375,11 @@ rule {
     busy with other work raises it only by stretching the runnable time of threads that block now and then (a
     thread always runnable counts 1 either way), and many light threads (none busy) count as much as a few busy
     ones.
-    Python threads queued while they wait for the GIL (sched.procs[].top[].wait_s x the thread's
-    window.gil_wait_frac) are left out: they take turns on one interpreter (gil.contention), and beside other
-    processes on the same CPUs their wake-ups to ask for the GIL queue longer without any more work to do.
+    Python threads queued while they wait for the GIL are left out: for a thread asleep on the GIL at least as
+    often as it holds it (window.gil_wait_frac >= gil_frac), sched.procs[].top[].wait_s x its runnable samples'
+    share without the GIL ((active_frac - gil_frac) / active_frac). They take turns on one interpreter
+    (gil.contention), and beside other processes on the same CPUs their wake-ups to ask for the GIL queue
+    longer without any more work to do.
     The evidence names the processes that own the excess and their pools (Python thread pools from the stacks,
     native threads, OpenMP/BLAS/torch libraries mapped, joblib/loky or multiprocessing workers, pre-fork server
     workers: gunicorn, uvicorn, celery, uWSGI from their command lines; a multiprocessing.pool.ThreadPool whose
@@ -413,16 +415,20 @@ rule {
     local py_tids, workers = python_threads(ev)
     -- Python threads of one interpreter run Python one at a time: one waiting for the GIL wakes to
     -- ask for it and is queued for a CPU to do so, which is taking turns on the GIL (gil.contention),
-    -- not demand for CPU. That share of the run-queue wait is left out of the load: each listed
-    -- thread's wait x the share of its samples it waited on the GIL. With other processes on the
-    -- same CPUs those wake-ups queue longer, and a GIL-bound program read as oversubscribed.
+    -- not demand for CPU. That share of the run-queue wait is left out of the load: for each listed
+    -- thread that waits asleep on the GIL at least as often as it holds it, its wait x the share of
+    -- its runnable samples without the GIL (a thread that releases the GIL to compute in C holds
+    -- it more than it waits for it, and keeps its wait). With other processes on the same CPUs
+    -- those wake-ups queue longer, and a GIL-bound program read as oversubscribed.
     local gil_queued_s = 0
     for _, sp in ipairs(s.procs or {}) do
       local tids = py_tids and py_tids[sp.pid]
       for _, t in ipairs(tids and sp.top or {}) do
-        local pt = tids[t.tid]
-        local g = pt and pt.window and pt.window.gil_wait_frac
-        if g and g > 0 then gil_queued_s = gil_queued_s + (t.wait_s or 0) * math.min(1, g) end
+        local w = tids[t.tid] and tids[t.tid].window
+        local g, hold, act = w and w.gil_wait_frac or 0, w and w.gil_frac or 0, w and w.active_frac or 0
+        if g > 0 and g >= hold and act > 0 then
+          gil_queued_s = gil_queued_s + (t.wait_s or 0) * math.max(0, math.min(1, (act - hold) / act))
+        end
       end
     end
     local gil_load = gil_queued_s / s.window_s
@@ -433,8 +439,8 @@ rule {
              "，减去 Python 线程等待 GIL 时的排队 {gil:%.1f}（轮流持有 GIL，不是 CPU 需求）", { gil = gil_load })
       or T("", "")
     local base = tr("runnable load {load:%.1f} (CPU {cpu_s:%.1f} s + run-queue wait {wait_s:%.1f} s over "
-                      .. "{window_s:%.1f} s, {threads} threads in {nprocs} processes{gil_note}) on {cap:%g} CPUs the job "
-                      .. "may use",
+                      .. "{window_s:%.1f} s, {threads} threads in {nprocs} processes{gil_note}) on {cap:%g} CPUs "
+                      .. "the job may use",
                     "可运行负载 {load:%.1f}（{window_s:%.1f} 秒内 CPU {cpu_s:%.1f} 秒 + 运行队列等待 {wait_s:%.1f} 秒，{nprocs} "
                       .. "个进程共 {threads} 个线程{gil_note}），作业可用 CPU {cap:%g} 个",
                     { load = load, cpu_s = s.cpu_s or 0, wait_s = s.runqueue_wait_s or 0, window_s = s.window_s,
