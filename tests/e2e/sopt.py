@@ -106,12 +106,15 @@ class Target:
         self.stop()
 
 
-def http_get(path, port=None, unix=None, timeout=10):
-    """GET path from sopctl's --listen: on 127.0.0.1:port, or the Unix socket unix. (status, the
-    body's raw bytes: a test of escaping must see them undecoded). OSError when nobody answers."""
+def http_get(path, port=None, unix=None, timeout=10, host="127.0.0.1", src=None):
+    """GET path from sopctl's --listen: on host:port (from the local address src when given), or
+    the Unix socket unix, on a fresh connection. (status, the body's raw bytes: a test of escaping
+    must see them undecoded). OSError when nobody answers."""
     with socket.socket(socket.AF_UNIX) if unix else socket.socket() as c:
         c.settimeout(timeout)
-        c.connect(unix if unix else ("127.0.0.1", port))
+        if src and not unix:
+            c.bind((src, 0))
+        c.connect(unix if unix else (host, port))
         c.sendall(b"GET " + path.encode() + b" HTTP/1.0\r\nHost: sop\r\n\r\n")
         data = b""
         while True:

@@ -31,6 +31,7 @@ import sys
 import tempfile
 import time
 
+import sopt
 from sopt import PY, SOPCTL, Checks
 
 t = Checks()
@@ -80,29 +81,11 @@ def watch(d, *listen):
 def get(host, port, path, src="127.0.0.1", timeout=3.0, unix=None):
     """One GET on a fresh connection from `src` (or over the Unix socket `unix`): (status,
     body) or (None, why)."""
-    s = socket.socket(socket.AF_UNIX) if unix else socket.socket()
-    s.settimeout(timeout)
     try:
-        if unix:
-            s.connect(unix)
-        else:
-            s.bind((src, 0))
-            s.connect((host, port))
-        s.sendall(("GET %s HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n" % path).encode())
-        data = b""
-        while True:
-            chunk = s.recv(65536)
-            if not chunk:
-                break
-            data += chunk
+        code, body = sopt.http_get(path, port=port, unix=unix, timeout=timeout, host=host, src=src)
     except OSError as e:
         return None, repr(e)
-    finally:
-        s.close()
-    head, _, body = data.partition(b"\r\n\r\n")
-    if not head.startswith(b"HTTP/1."):
-        return None, "no answer (%r)" % data[:200]
-    return int(head.split()[1]), body.decode(errors="replace")
+    return code, body.decode(errors="replace")
 
 
 def closed_by_server(s):
